@@ -81,7 +81,8 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: "node_modules" },
-    exclude: { path: "(^|/)(node_modules|dist|\\.tsbuild|\\.turbo|coverage)/" },
+    // node_modules is not excluded (that would drop the edges to npm packages), only not followed.
+    exclude: { path: "(^|/)(dist|\\.tsbuild|\\.turbo|coverage)/" },
     // Type-only imports count for layering: a type from an upper layer is still an upward dependency.
     tsPreCompilationDeps: true,
     moduleSystems: ["es6", "cjs"],

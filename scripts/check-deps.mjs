@@ -10,7 +10,7 @@ import { parseArgs } from "node:util";
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const require = createRequire(import.meta.url);
-const { SCOPE, allowedFor } = require("./layers.cjs");
+const { NO_RUNTIME_DEPS, SCOPE, allowedFor } = require("./layers.cjs");
 
 const { values } = parseArgs({ options: { root: { type: "string", default: repo } } });
 const root = resolve(values.root);
@@ -42,6 +42,10 @@ function checkManifests(folders) {
       const pkg = JSON.parse(readFileSync(pkgPath, "utf8"));
       if (folder.startsWith("packages/") && pkg.name !== `${SCOPE}${self}`) {
         problems.push(`${folder}/package.json: name is ${JSON.stringify(pkg.name)}, expected "${SCOPE}${self}"`);
+      }
+      const runtimeDeps = Object.keys(pkg.dependencies ?? {});
+      if (NO_RUNTIME_DEPS.includes(folder) && runtimeDeps.length > 0) {
+        problems.push(`${folder}/package.json: must have no runtime dependencies, has ${runtimeDeps.join(", ")}`);
       }
       for (const field of ["dependencies", "devDependencies", "peerDependencies", "optionalDependencies"]) {
         for (const dep of Object.keys(pkg[field] ?? {})) {

@@ -47,7 +47,10 @@ function allowedFor(folder) {
   return seen;
 }
 
+/** Folders whose package.json may declare no runtime `dependencies` at all (CONVENTIONS 1: plain data). */
+const NO_RUNTIME_DEPS = ["packages/graph-ir"];
+
 /** The npm scope of every workspace package: `@poot/<folder name>`. */
 const SCOPE = "@poot/";
 
-module.exports = { BACKENDS, DIRECT, PACKAGES, SCOPE, allowedFor };
+module.exports = { BACKENDS, DIRECT, NO_RUNTIME_DEPS, PACKAGES, SCOPE, allowedFor };
