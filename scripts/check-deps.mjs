@@ -11,6 +11,7 @@ import { parseArgs } from "node:util";
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const require = createRequire(import.meta.url);
 const { NO_RUNTIME_DEPS, SCOPE, allowedFor } = require("./layers.cjs");
+const ts = require("typescript");
 
 const { values } = parseArgs({ options: { root: { type: "string", default: repo } } });
 const root = resolve(values.root);
@@ -59,13 +60,10 @@ function checkManifests(folders) {
     }
     const tsPath = join(root, folder, "tsconfig.json");
     if (existsSync(tsPath)) {
-      // tsconfig.json is JSONC in general; ours are plain JSON, and a parse failure is reported, not hidden.
-      let refs = [];
-      try {
-        refs = JSON.parse(readFileSync(tsPath, "utf8")).references ?? [];
-      } catch (err) {
-        problems.push(`${folder}/tsconfig.json: cannot parse (${err.message})`);
-      }
+      // tsconfig.json is JSONC (comments, trailing commas): read it with TypeScript's own reader.
+      const { config, error } = ts.readConfigFile(tsPath, ts.sys.readFile);
+      if (error) problems.push(`${folder}/tsconfig.json: cannot parse (${ts.flattenDiagnosticMessageText(error.messageText, " ")})`);
+      const refs = config?.references ?? [];
       for (const ref of refs) {
         const target = resolve(root, folder, ref.path).slice(root.length + 1).replace(/\\/g, "/");
         const name = target.startsWith("packages/") ? target.slice("packages/".length) : target;
