@@ -2,7 +2,7 @@
 // The dependency-direction and import-cycle check of `pnpm lint` (DESIGN.md, decision 0002).
 // Source imports go through dependency-cruiser; package.json deps and tsconfig references are checked here.
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -10,22 +10,11 @@ import { parseArgs } from "node:util";
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const require = createRequire(import.meta.url);
-const { NO_RUNTIME_DEPS, SCOPE, allowedFor } = require("./layers.cjs");
+const { NO_RUNTIME_DEPS, SCOPE, allowedFor, describeAllowed, workspaceFolders } = require("./layers.cjs");
 const ts = require("typescript");
 
 const { values } = parseArgs({ options: { root: { type: "string", default: repo } } });
 const root = resolve(values.root);
-
-/** Workspace folders (`packages/x`, `apps/y`) present under `root`. */
-function workspaceFolders() {
-  return ["packages", "apps"].flatMap((dir) => {
-    const abs = join(root, dir);
-    if (!existsSync(abs)) return [];
-    return readdirSync(abs, { withFileTypes: true })
-      .filter((d) => d.isDirectory())
-      .map((d) => `${dir}/${d.name}`);
-  });
-}
 
 /** Manifest problems: a package.json dependency or tsconfig reference outside the allowed set. */
 function checkManifests(folders) {
@@ -37,7 +26,7 @@ function checkManifests(folders) {
       problems.push(`${folder}: not in the layer table (scripts/layers.cjs); add it there and to DESIGN.md`);
       continue;
     }
-    const may = allowed.size ? `may depend only on ${[...allowed].sort().join(", ")}` : "may depend on no other workspace package";
+    const may = describeAllowed(allowed);
     const pkgPath = join(root, folder, "package.json");
     if (existsSync(pkgPath)) {
       const pkg = JSON.parse(readFileSync(pkgPath, "utf8"));
@@ -91,7 +80,7 @@ function cruise(folders) {
   return res.status ?? 1;
 }
 
-const folders = workspaceFolders();
+const folders = workspaceFolders(root);
 const problems = checkManifests(folders);
 for (const p of problems) console.error(`error manifest: ${p}`);
 const cruiseStatus = cruise(folders);
