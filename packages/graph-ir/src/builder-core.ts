@@ -20,8 +20,8 @@ export interface Ref {
   readonly shape: Shape;
 }
 
-/** A builder operand: a traced value or a JS number (a literal of the other operands' dtype). */
-export type In = Ref | number;
+/** A builder operand: a traced value, an explicit literal, or a JS number (a literal of the first value operand's dtype). */
+export type In = Ref | Literal | number;
 
 /** Builder options. */
 export interface BuilderOptions {
@@ -117,7 +117,7 @@ export class GraphBuilder {
   }
 
   /** Emits `op` with params, typing it now; numbers become literals of the first value operand's dtype. */
-  emit(op: string, inputs: readonly (In | Literal)[], params: Params = {}, name?: string): Ref {
+  emit(op: string, inputs: readonly In[], params: Params = {}, name?: string): Ref {
     const def = this.ops[op];
     if (def === undefined) throw new GraphError("unknown-op", `op "${op}" is not in the op table`, { op, eqn: this.eqns.length });
     const firstRef = inputs.find((x): x is Ref => typeof x === "object" && "id" in x);
@@ -159,11 +159,14 @@ export class GraphBuilder {
   /** tanh x. */ tanh(x: Ref, name?: string): Ref { return this.unary("Tanh", x, name); }
   /** erf x. */ erf(x: Ref, name?: string): Ref { return this.unary("Erf", x, name); }
   /** cond ? a : b. */ select(cond: Ref, a: In, b: In, name?: string): Ref {
-    // Numbers take their dtype from the other branch, not from the bool condition.
-    const ref = typeof a === "number" ? b : a;
-    if (typeof ref === "number") throw new GraphError("dtype-mismatch", "select needs at least one value branch", { op: "Select" });
-    const la = typeof a === "number" ? this.lit(a, ref.dtype as ScalarDType) : a;
-    const lb = typeof b === "number" ? this.lit(b, ref.dtype as ScalarDType) : b;
+    // Numbers take their dtype from the value branch, not from the bool condition.
+    const ref = [a, b].find((x): x is Ref => typeof x === "object" && "id" in x);
+    const conv = (x: In): Ref | Literal => {
+      if (typeof x !== "number") return x;
+      if (ref === undefined || isPacked(ref.dtype)) throw new GraphError("dtype-mismatch", "select with number branches needs a value branch; use lit()", { op: "Select" });
+      return this.lit(x, ref.dtype);
+    };
+    const la = conv(a), lb = conv(b);
     return this.emit("Select", [cond, la, lb], {}, name);
   }
   /** Convert to `to`. */ cast(x: Ref, to: ScalarDType, name?: string): Ref { return this.emit("Cast", [x], { to }, name); }
