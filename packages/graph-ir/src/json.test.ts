@@ -79,5 +79,8 @@ describe("JSON", () => {
     const e = expectCode(() => graphFromJson({ ...j, eqns: [{ op: "Add", inputs: [0, { lit: "x", dtype: "f32" }], out: 1 }] }), "json-parse");
     expect(e.context.path).toBe("$.eqns[0].inputs[1].lit");
     expect(GRAPH_JSON_VERSION).toBe(1);
+    const g = sample();
+    const bad = { ...g, eqns: g.eqns.map((e, k) => (k === 0 ? { ...e, params: { ...e.params, extra: Infinity } } : e)) };
+    expect(expectCode(() => graphToJson(bad), "bad-param").context.eqn).toBe(0);
   });
 });

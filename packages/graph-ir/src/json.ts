@@ -3,9 +3,9 @@
 
 import { isPacked, isScalarDType, type DType } from "./dtype.js";
 import { GraphError } from "./errors.js";
-import { isLiteral, type Eqn, type Graph, type Operand, type Storage, type StoredData, type Value } from "./graph.js";
+import { isLiteral, type Eqn, type Graph, type Operand, type ParamValue, type Storage, type StoredData, type Value } from "./graph.js";
 import type { PackedFormat } from "./packed.js";
-import { validateGraph, type OpsOption } from "./validate.js";
+import { storedClass, validateGraph, type OpsOption } from "./validate.js";
 
 /** The JSON format version written by `graphToJson`. */
 export const GRAPH_JSON_VERSION = 1;
@@ -31,18 +31,11 @@ function perr(path: string, message: string): never {
   throw new GraphError("json-parse", message, { path });
 }
 
-/** Storage array class for a dtype (f16/bf16 bits as u16). */
+/** Stored data of dtype `d` over a copy of `bytes` (little-endian, as every supported host is). */
 function storedArray(d: DType, bytes: Uint8Array): StoredData {
-  const buf = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
-  if (isPacked(d)) return new Uint8Array(buf);
-  switch (d) {
-    case "f32": return new Float32Array(buf);
-    case "f16": case "bf16": return new Uint16Array(buf);
-    case "i32": return new Int32Array(buf);
-    case "u32": return new Uint32Array(buf);
-    case "u8": case "bool": return new Uint8Array(buf);
-    default: return d satisfies never;
-  }
+  const cls = storedClass(d);
+  if (bytes.byteLength % cls.BYTES_PER_ELEMENT !== 0) throw new GraphError("json-parse", `computed data of ${bytes.byteLength} bytes is not a whole number of ${cls.name} elements`);
+  return new cls(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
 }
 
 /** Bytes of `data` re-typed through the dtype's storage array, so they always mean the same thing. */
@@ -52,15 +45,7 @@ function canonical(d: DType, data: StoredData): Uint8Array {
 }
 
 function retype(d: DType, data: StoredData): StoredData {
-  if (isPacked(d)) return Uint8Array.from(data);
-  switch (d) {
-    case "f32": return Float32Array.from(data);
-    case "f16": case "bf16": return Uint16Array.from(data);
-    case "i32": return Int32Array.from(data);
-    case "u32": return Uint32Array.from(data);
-    case "u8": case "bool": return Uint8Array.from(data);
-    default: return d satisfies never;
-  }
+  return storedClass(d).from(data);
 }
 
 function toBase64(bytes: Uint8Array): string {
@@ -82,7 +67,7 @@ function fromBase64(s: unknown, path: string): Uint8Array {
   return out;
 }
 
-/** Serializes a graph to a JSON-compatible object (`{ version: 1, ... }`). */
+/** Serializes a graph to a JSON-compatible object (`{ version: 1, ... }`); non-finite params raise `bad-param`. */
 export function graphToJson(g: Graph): unknown {
   const formats: Record<string, PackedFormat> = {};
   const dt = (d: DType): unknown => {
@@ -95,8 +80,19 @@ export function graphToJson(g: Graph): unknown {
     const storage = s.kind === "computed" ? { kind: "computed", base64: toBase64(canonical(v.dtype, s.data)) } : s;
     return { id: v.id, dtype: dt(v.dtype), shape: v.shape, storage, ...(v.name !== undefined ? { name: v.name } : {}) };
   });
+  g.eqns.forEach((e, k) => {
+    // JSON has no NaN/Infinity; params must stay plain finite data to round-trip.
+    if (!finiteParams(e.params)) throw new GraphError("bad-param", "params contain a non-finite number, which JSON cannot hold", { eqn: k, op: e.op, values: [e.out] });
+  });
   const eqns = g.eqns.map((e) => ({ op: e.op, inputs: e.inputs.map((o) => (isLiteral(o) ? { lit: encNum(o.lit), dtype: o.dtype } : o)), params: e.params, out: e.out }));
   return { version: GRAPH_JSON_VERSION, formats, values, eqns, outputs: g.outputs, states: g.states };
+}
+
+function finiteParams(v: ParamValue): boolean {
+  if (typeof v === "number") return Number.isFinite(v) && !Object.is(v, -0);
+  if (Array.isArray(v)) return v.every(finiteParams);
+  if (v !== null && typeof v === "object") return Object.values(v).every(finiteParams);
+  return true;
 }
 
 /** Serializes a graph to a JSON string. */

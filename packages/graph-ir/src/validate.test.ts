@@ -51,6 +51,7 @@ describe("validateGraph", () => {
     expectCode(() => validateGraph({ ...g, values: [cst(0, "w"), cst(1, "w2"), dev(2)] }), "storage-violation");
     expectCode(() => validateGraph({ ...g, values: [cst(0, "w"), dev(1), dev(2), cst(3, "w")] }), "storage-violation");
     expectCode(() => validateGraph({ ...g, values: [...g.values, { id: 3, dtype: "f32", shape: [2], storage: { kind: "computed", data: new Float32Array(3) } }] }), "storage-violation");
+    expectCode(() => validateGraph({ ...g, values: [...g.values, { id: 3, dtype: "bf16", shape: [2], storage: { kind: "computed", data: new Float32Array(2) } }] }), "storage-violation");
   });
 
   test("state pairing: unpaired, mismatched type, wrong key", () => {

@@ -31,6 +31,19 @@ function checkDType(d: DType, id: number): void {
   if (!isScalarDType(d)) throw new GraphError("dtype-mismatch", `unknown dtype ${JSON.stringify(d)}`, { values: [id] });
 }
 
+/** The typed-array class holding stored (Computed) data of a dtype: f16/bf16 as bits, packed as bytes. */
+export function storedClass(d: DType): typeof Float32Array | typeof Uint16Array | typeof Int32Array | typeof Uint32Array | typeof Uint8Array {
+  if (isPacked(d)) return Uint8Array;
+  switch (d) {
+    case "f32": return Float32Array;
+    case "f16": case "bf16": return Uint16Array;
+    case "i32": return Int32Array;
+    case "u32": return Uint32Array;
+    case "u8": case "bool": return Uint8Array;
+    default: return d satisfies never;
+  }
+}
+
 /** Throws the first problem found; returns normally for a well-formed graph. */
 export function validateGraph(g: Graph, options: OpsOption = {}): void {
   const ops: OpTable = options.ops ?? PRIMITIVE_OPS;
@@ -49,6 +62,9 @@ export function validateGraph(g: Graph, options: OpsOption = {}): void {
     } else if (s.kind === "computed") {
       const want = isPacked(v.dtype) ? storageBytes(v.dtype, numel(v.shape)) : numel(v.shape);
       if (s.data.length !== want) throw new GraphError("storage-violation", `computed data has ${s.data.length} elements, expected ${want}`, { values: [i] });
+      // f16/bf16 data is raw bits, so a Float32Array there would be silently misread.
+      const cls = storedClass(v.dtype);
+      if (!(s.data instanceof cls)) throw new GraphError("storage-violation", `computed ${dtypeName(v.dtype)} data must be a ${cls.name}`, { values: [i] });
     }
   });
   const definedAt = new Int32Array(g.values.length).fill(-1);

@@ -18,3 +18,28 @@ test("build, print, round-trip and evaluate a tiny graph", () => {
   for (let j = 0; j < 4; j++) expect(out[j]).toBeCloseTo(Math.exp(l[j]! - m) / s, 6);
   expect(dispatchCount(g)).toBeGreaterThan(0);
 });
+
+test("the README example runs and matches a hand computation", () => {
+  const b = new Builder();
+  const ids = b.slot("Token", "ids", "i32", [3]);
+  const emb = b.const("embed", "bf16", [16, 8]);
+  const x = b.embedding(emb, ids, "x");
+  const h = b.rmsNorm(x, b.const("norm", "f32", [8]), 1e-5, "h");
+  b.output("logits", b.linear(h, emb, undefined, "logits"));
+  const graph = b.build();
+  expect(printGraph(graph)).toContain("# logits");
+  const embed = new Float32Array(128).map((_, i) => Math.sin(i));
+  const { outputs } = evaluate(graph, { consts: { embed, norm: new Float32Array(8).fill(1) }, slots: { ids: [1, 4, 9] } });
+  expect(outputs.logits!.shape).toEqual([3, 16]);
+  // Hand: bf16-rounded table, rmsNorm of row 4, dot with row 7.
+  const bf = (v: number): number => {
+    const u = new Uint32Array(new Float32Array([v]).buffer)[0]!;
+    const r = (u + 0x7fff + ((u >>> 16) & 1)) & 0xffff0000;
+    return new Float32Array(new Uint32Array([r]).buffer)[0]!;
+  };
+  const row = (r: number): number[] => Array.from({ length: 8 }, (_, d) => bf(embed[r * 8 + d]!));
+  const x4 = row(4);
+  const inv = 1 / Math.sqrt(x4.reduce((a, v) => a + v * v, 0) / 8 + 1e-5);
+  const want = x4.reduce((a, v, d) => a + v * inv * row(7)[d]!, 0);
+  expect(outputs.logits!.data[1 * 16 + 7]).toBeCloseTo(want, 5);
+});
