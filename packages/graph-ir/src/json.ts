@@ -35,7 +35,7 @@ function perr(path: string, message: string): never {
 function storedArray(d: DType, bytes: Uint8Array): StoredData {
   const cls = storedClass(d);
   if (bytes.byteLength % cls.BYTES_PER_ELEMENT !== 0) throw new GraphError("json-parse", `computed data of ${bytes.byteLength} bytes is not a whole number of ${cls.name} elements`);
-  return new cls(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+  return new cls(bytes.slice().buffer);
 }
 
 /** Bytes of `data` re-typed through the dtype's storage array, so they always mean the same thing. */
