@@ -1,5 +1,5 @@
 import { expect, test } from "vitest";
-import { Builder, dispatchCount, evaluate, graphFromJson, graphToJsonString, printGraph } from "@poot/graph-ir";
+import { Builder, dispatchCount, evaluate, extendOps, graphFromJson, graphToJsonString, printGraph } from "@poot/graph-ir";
 
 test("build, print, round-trip and evaluate a tiny graph", () => {
   const b = new Builder();
@@ -42,4 +42,35 @@ test("the README example runs and matches a hand computation", () => {
   const inv = 1 / Math.sqrt(x4.reduce((a, v) => a + v * v, 0) / 8 + 1e-5);
   const want = x4.reduce((a, v, d) => a + v * inv * row(7)[d]!, 0);
   expect(outputs.logits!.data[1 * 16 + 7]).toBeCloseTo(want, 5);
+});
+
+test("a composite op registers through extendOps and flows through Builder, eval and analysis", () => {
+  const ops = extendOps({
+    // A toy fused row op: x * rsqrt(mean(x^2) + 1e-6) over the last axis, the chain rmsNorm emits.
+    FusedRmsNorm: {
+      arity: 1, category: "composite", view: false, doc: "rmsNorm without weight",
+      infer: ([x], _p, ctx) => (x!.dtype === "f32" ? x! : ctx.fail("dtype-mismatch", "f32 only")),
+      evaluate: ([x]) => {
+        const d = x!.shape[x!.shape.length - 1]!;
+        const out = new Float64Array(x!.data.length);
+        for (let r = 0; r < out.length / d; r++) {
+          let ss = 0;
+          for (let j = 0; j < d; j++) ss += x!.data[r * d + j]! ** 2;
+          for (let j = 0; j < d; j++) out[r * d + j] = x!.data[r * d + j]! / Math.sqrt(ss / d + 1e-6);
+        }
+        return out;
+      },
+    },
+  });
+  const b = new Builder({ ops });
+  const x = b.const("x", "f32", [2, 2]);
+  const y = b.scope("layers.0", () => b.emit("FusedRmsNorm", [x], {}, "norm"));
+  b.output("y", b.add(y, 1));
+  const g = b.build();
+  expect(printGraph(g)).toContain("%1:f32[2,2] = fusedrmsnorm %0  # layers.0.norm");
+  expect(dispatchCount(g, { ops })).toBe(2);
+  const r = evaluate(g, { consts: { x: [3, 4, 0, 2] } }, { ops });
+  const s0 = Math.sqrt(12.5 + 1e-6), s1 = Math.sqrt(2 + 1e-6);
+  expect([...r.outputs.y!.data]).toEqual([3 / s0 + 1, 4 / s0 + 1, 1, 2 / s1 + 1].map(Math.fround));
+  expect(() => evaluate(g, { consts: { x: [3, 4, 0, 2] } })).toThrow(/unknown-op/);
 });
