@@ -5,7 +5,10 @@ import { defineProject } from "vitest/config";
 export default defineProject({
   resolve: {
     conditions: ["source"],
-    alias: { "@poot/kernel-dsl": fileURLToPath(new URL("./src/index.ts", import.meta.url)) },
+    alias: [
+      { find: /^@poot\/kernel-dsl\/pootc$/, replacement: fileURLToPath(new URL("./src/pootc.ts", import.meta.url)) },
+      { find: /^@poot\/kernel-dsl$/, replacement: fileURLToPath(new URL("./src/index.ts", import.meta.url)) },
+    ],
   },
   test: { name: "kernel-dsl", include: ["src/**/*.test.ts", "test/**/*.test.ts"] },
 });
