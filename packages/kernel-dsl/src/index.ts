@@ -68,3 +68,4 @@ export {
   f32ToU32,
   erf,
 } from "./numeric.js";
+export { specialize } from "./specialize.js";
