@@ -161,4 +161,20 @@ describe("interpret: arithmetic semantics", () => {
     expect(() => run1(k, { o: new Float64Array(1) as unknown as Float32Array }, { uniforms: { x: 1 } })).toThrow(KernelRuntimeError);
     expect(() => run1(k, { o: new Float32Array(1) })).toThrow(expect.objectContaining({ code: "bad_launch" }));
   });
+
+  it("atomic max/min on i32 and add on f32 across workgroups", () => {
+    const k = kernel("atom", { workgroupSize: [8, 1, 1] }, ({ buffer, gid }) => {
+      const m = buffer("m", "i32", "read_write", { atomic: true });
+      const f = buffer("f", "f32", "read_write", { atomic: true });
+      const v = gid.x.i32().sub(10);
+      m.atomicMax(0, v);
+      m.atomicMin(1, v);
+      f.atomicAdd(0, gid.x.f32().mul(0.5));
+    });
+    const m = Int32Array.from([-100, 100]);
+    const f = new Float32Array(1);
+    interpret(k, { grid: [3], buffers: { m, f } });
+    expect(Array.from(m)).toEqual([13, -10]);
+    expect(f[0]).toBe((23 * 24) / 4);
+  });
 });

@@ -62,7 +62,7 @@ function compile(kernel: Kernel, spec: (s: Size) => number, key: string): { fn: 
   const { source, syncs } = compileKernelSource(kernel.body, spec);
   const arrays = [...kernel.buffers.map((b) => b.name), ...kernel.shared.map((s) => s.name)];
   const hoist = arrays.map((n) => `const L_${n} = E.L.${n}.load, S_${n} = E.L.${n}.store, A_${n} = E.L.${n}.atomic;`).join("\n");
-  const factory = new Function("H", "fr", `"use strict";\nreturn function* ${kernel.name}(E, T) {\n${hoist}\n${source}\n};`) as (h: unknown, fr: unknown) => ThreadFn;
+  const factory = new Function("H", "fr", `"use strict";\nreturn function* thread(E, T) {\n${hoist}\n${source}\n};`) as (h: unknown, fr: unknown) => ThreadFn;
   const entry = { fn: factory(helpers(kernel.name), Math.fround), syncs };
   perKernel.set(key, entry);
   return entry;

@@ -136,7 +136,7 @@ describe("histogram (workgroup + global atomics)", () => {
       const counts = new Uint32Array(B);
       interpret(histogram, { grid: [Math.ceil(n / 32)], buffers: { values, counts }, uniforms: { n }, specs: { B } });
       const ref = new Array<number>(B).fill(0);
-      for (const v of values) ref[v % B]++;
+      for (const v of values) ref[v % B] = (ref[v % B] as number) + 1;
       expect(Array.from(counts)).toEqual(ref);
     });
   }
