@@ -110,10 +110,12 @@ describe("createProgram", () => {
   });
 });
 
-describe("the built-in table", () => {
-  test("an unknown command is a usage error even while the table is empty", async () => {
-    const io = recorder();
-    expect(await runCli(["frobnicate"], { io })).toBe(EXIT_USAGE);
-    expect(io.stderr()).toContain("unknown command 'frobnicate'");
+describe("unknown commands", () => {
+  test("are a usage error with the built-in table and with an empty one", async () => {
+    for (const commands of [undefined, []]) {
+      const io = recorder();
+      expect(await runCli(["frobnicate"], { io, ...(commands ? { commands } : {}) })).toBe(EXIT_USAGE);
+      expect(io.stderr()).toContain("unknown command 'frobnicate'");
+    }
   });
 });
