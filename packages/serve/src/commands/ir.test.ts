@@ -6,16 +6,10 @@ import { join } from "node:path";
 import { Builder, graphToJsonString } from "@poot/graph-ir";
 import { afterAll, describe, expect, test } from "vitest";
 import { runCli } from "../cli.js";
-import type { CliIo } from "./index.js";
+import { bufferIo } from "../io.js";
 
 const dir = mkdtempSync(join(tmpdir(), "poot-ir-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-function recorder(): CliIo & { stdout: () => string; stderr: () => string } {
-  let out = "";
-  let err = "";
-  return { out: (t) => void (out += t), err: (t) => void (err += t), stdout: () => out, stderr: () => err };
-}
 
 /** Writes `text` to a temp file and returns its path. */
 function file(name: string, text: string): string {
@@ -31,7 +25,7 @@ describe("poot ir", () => {
     const w = b.const("w", "f32", [4, 4], "layers.0.w");
     b.output("out", b.add(b.matmul(x, w, "layers.0.h"), 1));
     const path = file("g.json", graphToJsonString(b.build()));
-    const io = recorder();
+    const io = bufferIo();
     expect(await runCli(["ir", path], { io })).toBe(0);
     // Expected text written by hand from the graph above (declarations, equations, outputs).
     expect(io.stdout()).toBe(
@@ -50,26 +44,26 @@ describe("poot ir", () => {
   });
 
   test("a missing file is a file-unreadable error naming it", async () => {
-    const io = recorder();
+    const io = bufferIo();
     const path = join(dir, "nope.json");
     expect(await runCli(["ir", path], { io })).toBe(1);
     expect(io.stderr()).toMatch(new RegExp(`^poot: cannot read ${path}: ENOENT`));
   });
 
   test("bad JSON and an unsupported version are bad-input errors naming the file", async () => {
-    const io = recorder();
+    const io = bufferIo();
     const bad = file("bad.json", "{ not json");
     expect(await runCli(["ir", bad], { io })).toBe(1);
     expect(io.stderr()).toContain(`poot: ${bad}: `);
     expect(io.stderr()).toContain("not JSON");
-    const io2 = recorder();
+    const io2 = bufferIo();
     const v9 = file("v9.json", JSON.stringify({ version: 9 }));
     expect(await runCli(["ir", v9], { io: io2 })).toBe(1);
     expect(io2.stderr()).toContain("[json-version]");
   });
 
   test("without FILE it is a usage error", async () => {
-    const io = recorder();
+    const io = bufferIo();
     expect(await runCli(["ir"], { io })).toBe(2);
     expect(io.stderr()).toContain("missing required argument 'file'");
   });
