@@ -60,7 +60,7 @@ def parse_args(argv=None):
     ap.add_argument("--dropout", type=float, default=0.1, help="residual-branch dropout (training only)")
     ap.add_argument("--val-frac", type=float, default=0.02)
     ap.add_argument("--chat-frac", type=float, default=0.5, help="share of documents wrapped as a chat turn")
-    ap.add_argument("--eval-every-s", type=float, default=10.0)
+    ap.add_argument("--eval-every-s", type=float, default=5.0)
     ap.add_argument("--max-docs", type=int, default=0, help="use only the first N documents (dry runs)")
     return ap.parse_args(argv)
 
@@ -258,41 +258,50 @@ def main(argv=None):
     step, seen, acc, acc_n = 0, 0, 0.0, 0
     t_train = time.time()
     last_eval = t_train
-    progress = 0.0
-    while True:
-        elapsed = time.time() - t_train
-        progress = max(elapsed / a.budget_s, seen / max_tokens)
-        if progress >= 1.0 or (a.max_steps and step >= a.max_steps):
-            break
-        cos = 0.5 * (1 + math.cos(math.pi * progress))
-        lr = a.lr * (a.min_lr_frac + (1 - a.min_lr_frac) * cos) * min(1.0, (step + 1) / a.warmup_steps)
-        for g in opt.param_groups:
-            g["lr"] = lr
-        starts = torch.randint(0, len(train_t) - a.ctx - 1, (a.batch,), device=dev, generator=gen)
-        w = train_t[starts[:, None] + offs]
-        loss = loss_of(w[:, :-1], w[:, 1:])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        step += 1
-        seen += tokens_per_step
-        acc += loss.detach()
-        acc_n += 1
-        if step % 50 == 0 or time.time() - last_eval >= a.eval_every_s:
-            tl = (acc / acc_n).item()
-            acc, acc_n = 0.0, 0
-            vl = ""
-            if time.time() - last_eval >= a.eval_every_s:
-                vl = evaluate()
-                last_eval = time.time()
-                if vl < best["val"]:
-                    best = {"val": vl, "step": step, "state": {k: v.detach().clone() for k, v in model.state_dict().items()}}
-            el = time.time() - t_train
-            rows.append((step, round(el, 2), seen, lr, tl, vl))
-            say(f"step {step} t {el:.1f}s epoch {seen / len(train_ids):.2f} lr {lr:.2e} train {tl:.4f}"
-                + (f" val {vl:.4f}" if vl != "" else "") + f" tok/s {seen / max(el, 1e-9):.0f}")
-    vl = evaluate()
+    progress, lr = 0.0, 0.0
+    # A failure mid-training (e.g. out of memory) still exports the best weights seen so far.
+    try:
+        while True:
+            elapsed = time.time() - t_train
+            progress = max(elapsed / a.budget_s, seen / max_tokens)
+            if progress >= 1.0 or (a.max_steps and step >= a.max_steps):
+                break
+            cos = 0.5 * (1 + math.cos(math.pi * progress))
+            lr = a.lr * (a.min_lr_frac + (1 - a.min_lr_frac) * cos) * min(1.0, (step + 1) / a.warmup_steps)
+            for g in opt.param_groups:
+                g["lr"] = lr
+            starts = torch.randint(0, len(train_t) - a.ctx - 1, (a.batch,), device=dev, generator=gen)
+            w = train_t[starts[:, None] + offs]
+            loss = loss_of(w[:, :-1], w[:, 1:])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            step += 1
+            seen += tokens_per_step
+            acc += loss.detach()
+            acc_n += 1
+            if step % 50 == 0 or time.time() - last_eval >= a.eval_every_s:
+                tl = (acc / acc_n).item()
+                acc, acc_n = 0.0, 0
+                vl = ""
+                if time.time() - last_eval >= a.eval_every_s:
+                    vl = evaluate()
+                    last_eval = time.time()
+                    if vl < best["val"]:
+                        best = {"val": vl, "step": step, "state": {k: v.detach().clone() for k, v in model.state_dict().items()}}
+                el = time.time() - t_train
+                rows.append((step, round(el, 2), seen, lr, tl, vl))
+                say(f"step {step} t {el:.1f}s epoch {seen / len(train_ids):.2f} lr {lr:.2e} train {tl:.4f}"
+                    + (f" val {vl:.4f}" if vl != "" else "") + f" tok/s {seen / max(el, 1e-9):.0f}")
+    except Exception:
+        say("TRAINING STOPPED BY AN ERROR at step", step, traceback.format_exc())
+        summary["training_error"] = traceback.format_exc()[-2000:]
+    try:
+        vl = evaluate()
+    except Exception:
+        say("FINAL EVALUATION FAILED", traceback.format_exc())
+        vl = float("inf")
     el = time.time() - t_train
     rows.append((step, round(el, 2), seen, lr, (acc / max(acc_n, 1)).item() if acc_n else "", vl))
     say(f"done: {step} steps, {seen} tokens ({seen / len(train_ids):.2f} epochs) in {el:.1f}s, final val {vl:.4f}")
@@ -339,4 +348,12 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except Exception:
+        say("FAILED", traceback.format_exc())
+        out = next((sys.argv[i + 1] for i, x in enumerate(sys.argv[:-1]) if x == "--out"), None)
+        if out:
+            with open(os.path.join(os.path.dirname(os.path.abspath(out)), "train-failed.log"), "w") as f:
+                f.write("\n".join(LOG) + "\n")
+        sys.exit(1)
