@@ -26,12 +26,12 @@ class Sink {
     this.chunks.push(b);
     this.length += b.byteLength;
   }
-  scalar(type: keyof typeof TYPE_ID, v: number | bigint | boolean | string): void {
-    if (type === "string") return this.str(v as string);
-    const size = { u8: 1, i8: 1, bool: 1, u16: 2, i16: 2, u32: 4, i32: 4, f32: 4, u64: 8, i64: 8, f64: 8, array: 0 }[type];
+  scalar(kind: keyof typeof TYPE_ID, v: number | bigint | boolean | string): void {
+    if (kind === "string") return this.str(v as string);
+    const size = { u8: 1, i8: 1, bool: 1, u16: 2, i16: 2, u32: 4, i32: 4, f32: 4, u64: 8, i64: 8, f64: 8, array: 0 }[kind];
     const b = new Uint8Array(size);
     const dv = new DataView(b.buffer);
-    switch (type) {
+    switch (kind) {
       case "u8": dv.setUint8(0, Number(v)); break;
       case "i8": dv.setInt8(0, Number(v)); break;
       case "bool": dv.setUint8(0, v ? 1 : 0); break;
@@ -44,7 +44,7 @@ class Sink {
       case "i64": dv.setBigInt64(0, BigInt(v as number | bigint), true); break;
       case "f64": dv.setFloat64(0, Number(v), true); break;
       case "array": invariant(false, "array is not a scalar"); break;
-      default: type satisfies never;
+      default: kind satisfies never;
     }
     this.push(b);
   }
