@@ -9,7 +9,7 @@ const WINDOW = 1 << 20;
 export class HeaderReader {
   /** Absolute position of the next byte to read. */
   pos = 0;
-  private win = new Uint8Array(0);
+  private win: Uint8Array = new Uint8Array(0);
   private winStart = 0;
   private view = new DataView(this.win.buffer);
   private readonly utf8 = new TextDecoder("utf-8", { fatal: true });

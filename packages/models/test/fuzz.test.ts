@@ -22,7 +22,7 @@ function mutate(src: Uint8Array, r: () => number): Uint8Array {
   let b = src.slice();
   const kind = pick(6);
   const hot = () => (r() < 0.7 ? pick(Math.min(b.length, 512)) : pick(b.length));
-  if (kind === 0) for (let i = 0, n = 1 + pick(8); i < n; i++) b[hot()] ^= 1 << pick(8);
+  if (kind === 0) for (let i = 0, n = 1 + pick(8); i < n; i++) { const at = hot(); b[at] = b[at]! ^ (1 << pick(8)); }
   else if (kind === 1) for (let i = 0, n = 1 + pick(4); i < n; i++) b[hot()] = [0, 0xff, 0x7f, 0x80, 0x01][pick(5)]!;
   else if (kind === 2) {
     const at = hot();
