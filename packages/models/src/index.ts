@@ -32,3 +32,6 @@ export type { Architecture, LayerKind, LinearAttentionConfig, ModelConfig, MoeCo
 export { ARCHITECTURES } from "./config.js";
 export { configFromGGUF } from "./config-gguf.js";
 export { parseHFConfig, readHFConfig } from "./config-hf.js";
+export type { ChatMessage, ChatTemplateOptions, DecodeOptions, EncodeOptions, TokenizerMeta } from "./tokenizer.js";
+export { StreamDecoder, Tokenizer } from "./tokenizer.js";
+export { tokenizerFromGGUF, tokenizerJsonFromGGUF } from "./tokenizer-gguf.js";
