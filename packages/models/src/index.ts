@@ -35,3 +35,4 @@ export { parseHFConfig, readHFConfig } from "./config-hf.js";
 export type { ChatMessage, ChatTemplateOptions, DecodeOptions, EncodeOptions, TokenizerMeta } from "./tokenizer.js";
 export { StreamDecoder, Tokenizer } from "./tokenizer.js";
 export { tokenizerFromGGUF, tokenizerJsonFromGGUF } from "./tokenizer-gguf.js";
+export { llamaQKRowOrder, unpermuteLlamaQK } from "./gguf-permute.js";
