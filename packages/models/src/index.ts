@@ -36,3 +36,5 @@ export type { ChatMessage, ChatTemplateOptions, DecodeOptions, EncodeOptions, To
 export { StreamDecoder, Tokenizer } from "./tokenizer.js";
 export { tokenizerFromGGUF, tokenizerJsonFromGGUF } from "./tokenizer-gguf.js";
 export { llamaQKRowOrder, unpermuteLlamaQK } from "./gguf-permute.js";
+export type { DecodeRecipe, FloatOp, IntOp, LoadKind, RecipeExpr } from "./quant/recipe.js";
+export { QUANT_RECIPES, decodeBlockByRecipe, evalRecipeExpr } from "./quant/recipe.js";
