@@ -3,8 +3,8 @@
  * model configs, tokenizers and chat templates.
  * @packageDocumentation
  */
-export type { Checkpoint, TensorInfo } from "./checkpoint.js";
-export { numel } from "./checkpoint.js";
+export type { Checkpoint, TensorExpectation, TensorInfo } from "./checkpoint.js";
+export { numel, requireTensor } from "./checkpoint.js";
 export type { ModelErrorCode, ModelErrorContext } from "./errors.js";
 export {
   CheckpointFormatError,
@@ -38,3 +38,4 @@ export { tokenizerFromGGUF, tokenizerJsonFromGGUF } from "./tokenizer-gguf.js";
 export { llamaQKRowOrder, unpermuteLlamaQK } from "./gguf-permute.js";
 export type { DecodeRecipe, FloatOp, IntOp, LoadKind, RecipeExpr } from "./quant/recipe.js";
 export { QUANT_RECIPES, decodeBlockByRecipe, evalRecipeExpr } from "./quant/recipe.js";
+export { isGGUF, loadModelConfig, loadTokenizer, openCheckpoint } from "./open.js";
