@@ -32,3 +32,14 @@ export type { Architecture, LayerKind, LinearAttentionConfig, ModelConfig, MoeCo
 export { ARCHITECTURES } from "./config.js";
 export { configFromGGUF } from "./config-gguf.js";
 export { parseHFConfig, readHFConfig } from "./config-hf.js";
+export { TraceError } from "./errors.js";
+export { PACKED_GGML_TYPES, ggmlPackedFormat } from "./quant/recipes.js";
+export type { TraceShape } from "./families/context.js";
+export type { GraphKind } from "./families/trace.js";
+export { FAMILY_PARTS, shapeOf, traceModel } from "./families/trace.js";
+export type { ChannelMixer, DecoderParts, Mixer } from "./families/transformer.js";
+export { inverseFrequencies } from "./families/attention.js";
+export type { ExpertRole, GlobalRole, LayerRole, TensorNaming, WeightSpec } from "./families/weights.js";
+export { ModelWeights, checkpointConsts, dtypeOf, hostData } from "./families/weights.js";
+export type { Generation, OpenModelOptions } from "./families/forward.js";
+export { LoadedModel, argmax } from "./families/forward.js";
