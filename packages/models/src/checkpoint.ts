@@ -1,5 +1,6 @@
 // The format-neutral checkpoint interface shared by the safetensors and GGUF readers.
 // Tensors are listed from the header at open; their bytes are read only when asked for.
+import { ModelError } from "./errors.js";
 
 /** One tensor's directory entry. `shape` is row-major (numpy order: last axis fastest) in every format. */
 export interface TensorInfo {
@@ -39,6 +40,30 @@ export interface Checkpoint {
   readF32Sync(name: string): Float32Array;
   /** Closes every file handle; later reads fail with code `closed`. */
   close(): void;
+}
+
+/** What {@link requireTensor} checks. */
+export interface TensorExpectation {
+  /** Exact row-major shape. */
+  readonly shape?: readonly number[];
+  /** Allowed storage types (`dtype` values). */
+  readonly dtypes?: readonly string[];
+}
+
+/**
+ * Returns the tensor's info after checking it exists and has the expected shape / storage type; throws
+ * `MissingTensorError`, or a `ModelError` with code `bad-shape` / `wrong-dtype` naming file, tensor and offset.
+ */
+export function requireTensor(ck: Checkpoint, name: string, expect: TensorExpectation = {}): TensorInfo {
+  const t = ck.info(name);
+  const ctx = { file: t.file, tensor: name, offset: t.byteOffset };
+  if (expect.shape !== undefined && (expect.shape.length !== t.shape.length || expect.shape.some((d, i) => d !== t.shape[i]))) {
+    throw new ModelError("bad-shape", `expected shape [${expect.shape.join(", ")}], found [${t.shape.join(", ")}]`, { ...ctx, value: t.shape });
+  }
+  if (expect.dtypes !== undefined && !expect.dtypes.includes(t.dtype)) {
+    throw new ModelError("wrong-dtype", `expected ${expect.dtypes.join(" | ")}, found ${t.dtype}`, { ...ctx, value: t.dtype });
+  }
+  return t;
 }
 
 /** Product of a shape's dimensions (1 for a scalar). */

@@ -43,42 +43,52 @@ export class HeaderReader {
     return at;
   }
 
+  /** Reads a u8. */
   u8(what = "u8"): number {
     const at = this.ensure(1, what);
     return this.win[at]!;
   }
+  /** Reads an i8. */
   i8(what = "i8"): number {
     const at = this.ensure(1, what);
     return this.view.getInt8(at);
   }
+  /** Reads a little-endian u16. */
   u16(what = "u16"): number {
     const at = this.ensure(2, what);
     return this.view.getUint16(at, true);
   }
+  /** Reads a little-endian i16. */
   i16(what = "i16"): number {
     const at = this.ensure(2, what);
     return this.view.getInt16(at, true);
   }
+  /** Reads a little-endian u32. */
   u32(what = "u32"): number {
     const at = this.ensure(4, what);
     return this.view.getUint32(at, true);
   }
+  /** Reads a little-endian i32. */
   i32(what = "i32"): number {
     const at = this.ensure(4, what);
     return this.view.getInt32(at, true);
   }
+  /** Reads a little-endian f32. */
   f32(what = "f32"): number {
     const at = this.ensure(4, what);
     return this.view.getFloat32(at, true);
   }
+  /** Reads a little-endian f64. */
   f64(what = "f64"): number {
     const at = this.ensure(8, what);
     return this.view.getFloat64(at, true);
   }
+  /** Reads a little-endian u64 as bigint. */
   u64Big(what = "u64"): bigint {
     const at = this.ensure(8, what);
     return this.view.getBigUint64(at, true);
   }
+  /** Reads a little-endian i64 as bigint. */
   i64Big(what = "i64"): bigint {
     const at = this.ensure(8, what);
     return this.view.getBigInt64(at, true);

@@ -3,8 +3,8 @@
  * model configs, tokenizers and chat templates.
  * @packageDocumentation
  */
-export type { Checkpoint, TensorInfo } from "./checkpoint.js";
-export { numel } from "./checkpoint.js";
+export type { Checkpoint, TensorExpectation, TensorInfo } from "./checkpoint.js";
+export { numel, requireTensor } from "./checkpoint.js";
 export type { ModelErrorCode, ModelErrorContext } from "./errors.js";
 export {
   CheckpointFormatError,
@@ -32,6 +32,13 @@ export type { Architecture, LayerKind, LinearAttentionConfig, ModelConfig, MoeCo
 export { ARCHITECTURES } from "./config.js";
 export { configFromGGUF } from "./config-gguf.js";
 export { parseHFConfig, readHFConfig } from "./config-hf.js";
+export type { ChatMessage, ChatTemplateOptions, DecodeOptions, EncodeOptions, TokenizerMeta } from "./tokenizer.js";
+export { StreamDecoder, Tokenizer } from "./tokenizer.js";
+export { tokenizerFromGGUF, tokenizerJsonFromGGUF } from "./tokenizer-gguf.js";
+export { llamaQKRowOrder, unpermuteLlamaQK } from "./gguf-permute.js";
+export type { DecodeRecipe, FloatOp, IntOp, LoadKind, RecipeExpr } from "./quant/recipe.js";
+export { QUANT_RECIPES, decodeBlockByRecipe, evalRecipeExpr } from "./quant/recipe.js";
+export { isGGUF, loadModelConfig, loadTokenizer, openCheckpoint } from "./open.js";
 export { TraceError } from "./errors.js";
 export { PACKED_GGML_TYPES, ggmlPackedFormat } from "./quant/recipes.js";
 export type { TraceShape } from "./families/context.js";

@@ -171,7 +171,7 @@ export class SafetensorsCheckpoint implements Checkpoint {
   }
 }
 
-function readIndex(indexPath: string): string[] {
+function readIndex(indexPath: string): Record<string, string> {
   let json: unknown;
   try {
     json = JSON.parse(fs.readFileSync(indexPath, "utf8"));
@@ -182,7 +182,7 @@ function readIndex(indexPath: string): string[] {
   if (typeof map !== "object" || map === null || !Object.values(map).every((v) => typeof v === "string" && !v.includes("/") && !v.includes("\\"))) {
     throw new CheckpointFormatError("bad-json", "weight_map must map tensor names to shard file names", { file: indexPath, key: "weight_map" });
   }
-  return [...new Set(Object.values(map as Record<string, string>))];
+  return map as Record<string, string>;
 }
 
 /**
@@ -192,6 +192,7 @@ function readIndex(indexPath: string): string[] {
 export function openSafetensors(pathOrFolder: string, options: OpenSafetensorsOptions = {}): SafetensorsCheckpoint {
   let files: string[];
   let isDir: boolean;
+  let weightMap: Record<string, string> | undefined;
   try {
     isDir = fs.statSync(pathOrFolder).isDirectory();
   } catch (cause) {
@@ -199,7 +200,10 @@ export function openSafetensors(pathOrFolder: string, options: OpenSafetensorsOp
   }
   if (isDir) {
     const index = path.join(pathOrFolder, "model.safetensors.index.json");
-    if (options.fileName === undefined && fs.existsSync(index)) files = readIndex(index).map((f) => path.join(pathOrFolder, f));
+    if (options.fileName === undefined && fs.existsSync(index)) {
+      weightMap = readIndex(index);
+      files = [...new Set(Object.values(weightMap))].map((f) => path.join(pathOrFolder, f));
+    }
     else files = [path.join(pathOrFolder, options.fileName ?? "model.safetensors")];
   } else files = [pathOrFolder];
   const sources = new Map<string, ByteSource>();
@@ -210,7 +214,14 @@ export function openSafetensors(pathOrFolder: string, options: OpenSafetensorsOp
       return parseSafetensorsHeader(src);
     });
     const metadata = Object.assign({}, ...headers.map((h) => h.metadata)) as Record<string, string>;
-    return new SafetensorsCheckpoint(pathOrFolder, sources, metadata, headers);
+    const ck = new SafetensorsCheckpoint(pathOrFolder, sources, metadata, headers);
+    // The index must agree with the shards: every mapped tensor lives in the shard it names.
+    for (const [name, shard] of Object.entries(weightMap ?? {})) {
+      const file = path.join(pathOrFolder, shard);
+      if (!ck.has(name)) throw new MissingTensorError(name, file);
+      if (ck.info(name).file !== file) throw new CheckpointFormatError("bad-header", `index maps it to ${shard} but it is in ${ck.info(name).file}`, { file, tensor: name });
+    }
+    return ck;
   } catch (e) {
     for (const s of sources.values()) s.close();
     throw e;

@@ -1,7 +1,7 @@
 // Dequantized GGUF fixture tensors vs the same tensors in model-F32.gguf (ggml quantized them from it),
 // each within its format's quantization bound; also header facts the fixture README states.
 import * as fs from "node:fs";
-import { describe, expect, test } from "vitest";
+import { afterAll, describe, expect, test } from "vitest";
 import { openGGUF, type GGUFTensorInfo } from "@poot/models";
 import { FIXTURES, NO_FIXTURES, fixture } from "./fixtures.js";
 
@@ -49,6 +49,11 @@ function clampedSym(ref: Float32Array, start: number, n: number, qmax: number): 
   };
 }
 
+const worstByFormat: Record<string, number> = {};
+afterAll(() => {
+  if (Object.keys(worstByFormat).length > 0) console.log(`max |Δ| / bound per format: ${JSON.stringify(worstByFormat)}`);
+});
+
 describe.skipIf(!FIXTURES)(`GGUF fixtures decode within quantization bounds${FIXTURES ? "" : ` (${NO_FIXTURES})`}`, () => {
   for (const fam of families) {
     for (const type of ["F16", "Q8_0", "Q4_K_M"]) {
@@ -75,6 +80,7 @@ describe.skipIf(!FIXTURES)(`GGUF fixtures decode within quantization bounds${FIX
             }
           }
           expect(worst).toBeLessThanOrEqual(1);
+          worstByFormat[t.dtype] = Math.max(worstByFormat[t.dtype] ?? 0, worst);
         }
         if (type === "Q4_K_M" && fam.endsWith("-w256")) expect([...seen].sort()).toEqual(["F32", "Q4_K", "Q6_K"]);
         ref.close(); q.close();

@@ -57,6 +57,13 @@ describe("round trip", () => {
   });
 });
 
+test("GGUF v2 files parse like v3 (same layout with 64-bit counts)", () => {
+  const bytes = gguf(T);
+  bytes[4] = 2;
+  const g = new GGUFCheckpoint(new MemorySource(bytes, "v2.gguf"));
+  expect([g.version, g.tensors().length, g.get("t.u16")]).toEqual([2, 2, 65000]);
+});
+
 describe("bad input", () => {
   const good = gguf(T);
   test("every truncation is a typed error with an offset", () => {

@@ -60,6 +60,10 @@ describe("self-made files", () => {
     expect(Array.from(await ck.readF32("y"))).toEqual([3.25]);
     expect(ck.info("y").file).toBe(path.join(dir, "model-00002-of-00002.safetensors"));
     ck.close();
+    // An index naming a tensor no shard holds is a typed missing-tensor error naming it.
+    fs.writeFileSync(path.join(dir, "model.safetensors.index.json"), JSON.stringify({ weight_map: { x: "model-00001-of-00002.safetensors", y: "model-00002-of-00002.safetensors", z: "model-00002-of-00002.safetensors" } }));
+    const e = errorOf(() => openSafetensors(dir));
+    expect([e.code, e.tensor]).toEqual(["missing-tensor", "z"]);
   });
   test("integer dtype read as f32 is a typed wrong-dtype error", () => {
     const file = path.join(tmp, "int.safetensors");
