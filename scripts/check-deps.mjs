@@ -2,7 +2,7 @@
 // The dependency-direction and import-cycle check of `pnpm lint` (DESIGN.md, decision 0002).
 // Source imports go through dependency-cruiser; package.json deps and tsconfig references are checked here.
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -10,21 +10,11 @@ import { parseArgs } from "node:util";
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const require = createRequire(import.meta.url);
-const { SCOPE, allowedFor } = require("./layers.cjs");
+const { NO_RUNTIME_DEPS, SCOPE, allowedFor, describeAllowed, workspaceFolders } = require("./layers.cjs");
+const ts = require("typescript");
 
 const { values } = parseArgs({ options: { root: { type: "string", default: repo } } });
 const root = resolve(values.root);
-
-/** Workspace folders (`packages/x`, `apps/y`) present under `root`. */
-function workspaceFolders() {
-  return ["packages", "apps"].flatMap((dir) => {
-    const abs = join(root, dir);
-    if (!existsSync(abs)) return [];
-    return readdirSync(abs, { withFileTypes: true })
-      .filter((d) => d.isDirectory())
-      .map((d) => `${dir}/${d.name}`);
-  });
-}
 
 /** Manifest problems: a package.json dependency or tsconfig reference outside the allowed set. */
 function checkManifests(folders) {
@@ -36,12 +26,16 @@ function checkManifests(folders) {
       problems.push(`${folder}: not in the layer table (scripts/layers.cjs); add it there and to DESIGN.md`);
       continue;
     }
-    const may = allowed.size ? `may depend only on ${[...allowed].sort().join(", ")}` : "may depend on no other workspace package";
+    const may = describeAllowed(allowed);
     const pkgPath = join(root, folder, "package.json");
     if (existsSync(pkgPath)) {
       const pkg = JSON.parse(readFileSync(pkgPath, "utf8"));
       if (folder.startsWith("packages/") && pkg.name !== `${SCOPE}${self}`) {
         problems.push(`${folder}/package.json: name is ${JSON.stringify(pkg.name)}, expected "${SCOPE}${self}"`);
+      }
+      const runtimeDeps = Object.keys(pkg.dependencies ?? {});
+      if (NO_RUNTIME_DEPS.includes(folder) && runtimeDeps.length > 0) {
+        problems.push(`${folder}/package.json: must have no runtime dependencies, has ${runtimeDeps.join(", ")}`);
       }
       for (const field of ["dependencies", "devDependencies", "peerDependencies", "optionalDependencies"]) {
         for (const dep of Object.keys(pkg[field] ?? {})) {
@@ -55,13 +49,10 @@ function checkManifests(folders) {
     }
     const tsPath = join(root, folder, "tsconfig.json");
     if (existsSync(tsPath)) {
-      // tsconfig.json is JSONC in general; ours are plain JSON, and a parse failure is reported, not hidden.
-      let refs = [];
-      try {
-        refs = JSON.parse(readFileSync(tsPath, "utf8")).references ?? [];
-      } catch (err) {
-        problems.push(`${folder}/tsconfig.json: cannot parse (${err.message})`);
-      }
+      // tsconfig.json is JSONC (comments, trailing commas): read it with TypeScript's own reader.
+      const { config, error } = ts.readConfigFile(tsPath, ts.sys.readFile);
+      if (error) problems.push(`${folder}/tsconfig.json: cannot parse (${ts.flattenDiagnosticMessageText(error.messageText, " ")})`);
+      const refs = config?.references ?? [];
       for (const ref of refs) {
         const target = resolve(root, folder, ref.path).slice(root.length + 1).replace(/\\/g, "/");
         const name = target.startsWith("packages/") ? target.slice("packages/".length) : target;
@@ -89,7 +80,7 @@ function cruise(folders) {
   return res.status ?? 1;
 }
 
-const folders = workspaceFolders();
+const folders = workspaceFolders(root);
 const problems = checkManifests(folders);
 for (const p of problems) console.error(`error manifest: ${p}`);
 const cruiseStatus = cruise(folders);

@@ -2,6 +2,9 @@
 // Read by .dependency-cruiser.cjs (source imports) and scripts/check-deps.mjs (package.json, tsconfig).
 "use strict";
 
+const fs = require("node:fs");
+const path = require("node:path");
+
 /** The six backends of DESIGN.md; a backend never imports another backend. */
 const BACKENDS = ["backend-cpu", "backend-wgpu", "backend-vulkan", "backend-cuda", "backend-rocm", "backend-aie"];
 
@@ -47,7 +50,27 @@ function allowedFor(folder) {
   return seen;
 }
 
+/** "may import only a, b" or "may import no other workspace package", for messages. */
+function describeAllowed(allowed) {
+  return allowed.size ? `may import only ${[...allowed].sort().join(", ")}` : "may import no other workspace package";
+}
+
+/** Workspace folders (`packages/x`, `apps/y`) present under `root`, known to the table or not. */
+function workspaceFolders(root) {
+  return ["packages", "apps"].flatMap((dir) => {
+    const abs = path.join(root, dir);
+    if (!fs.existsSync(abs)) return [];
+    return fs
+      .readdirSync(abs, { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => `${dir}/${d.name}`);
+  });
+}
+
+/** Folders whose package.json may declare no runtime `dependencies` at all (CONVENTIONS 1: plain data). */
+const NO_RUNTIME_DEPS = ["packages/graph-ir"];
+
 /** The npm scope of every workspace package: `@poot/<folder name>`. */
 const SCOPE = "@poot/";
 
-module.exports = { BACKENDS, DIRECT, PACKAGES, SCOPE, allowedFor };
+module.exports = { BACKENDS, DIRECT, NO_RUNTIME_DEPS, PACKAGES, SCOPE, allowedFor, describeAllowed, workspaceFolders };

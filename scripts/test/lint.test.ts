@@ -1,7 +1,7 @@
 // Tests of the dependency-direction and cycle check: planted violations in a temporary workspace fail,
 // naming the offending files; the real tree and allowed (transitive) imports pass.
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -18,8 +18,11 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-/** Writes `tree` into a fresh temp workspace with node_modules/@poot links (as pnpm makes them). */
-function plant(tree: Tree): string {
+/**
+ * Writes `tree` into a fresh temp workspace with node_modules/@poot links (as pnpm makes them), and
+ * node_modules/<name> links to the real installed packages named in `npm`.
+ */
+function plant(tree: Tree, npm: string[] = []): string {
   const root = mkdtempSync(join(tmpdir(), "poot-lint-"));
   dirs.push(root);
   for (const [file, text] of Object.entries(tree)) {
@@ -31,6 +34,7 @@ function plant(tree: Tree): string {
     const m = /^packages\/([^/]+)\/package\.json$/.exec(file);
     if (m) symlinkSync(join(root, "packages", m[1]!), join(root, "node_modules/@poot", m[1]!));
   }
+  for (const name of npm) symlinkSync(realpathSync(join(repo, "packages/serve/node_modules", name)), join(root, "node_modules", name));
   return root;
 }
 
@@ -152,10 +156,21 @@ describe("check-deps", () => {
     expect(out).toContain('packages/codegen/package.json: dependencies "@poot/executor" is upward or sideways');
   });
 
+  test("graph-ir with a runtime dependency fails, in package.json and in its sources", () => {
+    const root = plant({
+      ...pkg("graph-ir", 'import { Command } from "commander";\nexport const g = Command;\n', { commander: "14.0.3" }),
+    }, ["commander"]);
+    const { status, out } = check(root);
+    expect(status).toBe(1);
+    expect(out).toContain("packages/graph-ir/package.json: must have no runtime dependencies, has commander");
+    expect(out).toContain("graph-ir-no-runtime-deps");
+  });
+
   test("an upward tsconfig reference fails", () => {
     const root = plant({
       ...pkg("models", "export const m = 1;\n"),
-      "packages/models/tsconfig.json": JSON.stringify({ references: [{ path: "../runtime" }] }),
+      // JSONC, as tsconfig files often are: a comment and a trailing comma.
+      "packages/models/tsconfig.json": '{\n  // models sits above graph-ir only\n  "references": [{ "path": "../runtime" },],\n}\n',
     });
     const { status, out } = check(root);
     expect(status).toBe(1);

@@ -3,20 +3,9 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
 import { EXIT_USAGE, createProgram, runCli } from "./cli.js";
-import type { CliIo, CommandModule } from "./commands/index.js";
+import type { CommandModule } from "./commands/index.js";
+import { bufferIo } from "./io.js";
 import { CliError } from "./errors.js";
-
-/** An io that records what the CLI writes. */
-function recorder(): CliIo & { stdout: () => string; stderr: () => string } {
-  let out = "";
-  let err = "";
-  return {
-    out: (t) => void (out += t),
-    err: (t) => void (err += t),
-    stdout: () => out,
-    stderr: () => err,
-  };
-}
 
 const pkgVersion = (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string })
   .version;
@@ -40,14 +29,14 @@ const echo: CommandModule = {
 describe("runCli", () => {
   test("--version and -v print package.json's version", async () => {
     for (const flag of ["--version", "-v"]) {
-      const io = recorder();
+      const io = bufferIo();
       expect(await runCli([flag], { io })).toBe(0);
       expect(io.stdout()).toBe(`${pkgVersion}\n`);
     }
   });
 
   test("--help shows usage, options and the registered commands", async () => {
-    const io = recorder();
+    const io = bufferIo();
     expect(await runCli(["--help"], { io, commands: [echo] })).toBe(0);
     expect(io.stdout()).toMatch(/^Usage: poot \[options\] \[command\]/);
     expect(io.stdout()).toContain("--version");
@@ -55,34 +44,34 @@ describe("runCli", () => {
   });
 
   test("no arguments is a usage error that prints the help", async () => {
-    const io = recorder();
+    const io = bufferIo();
     expect(await runCli([], { io })).toBe(EXIT_USAGE);
     expect(io.stderr()).toContain("Usage: poot");
   });
 
   test("an unknown command or option is a usage error naming it", async () => {
-    const io = recorder();
+    const io = bufferIo();
     expect(await runCli(["frobnicate"], { io, commands: [echo] })).toBe(EXIT_USAGE);
     expect(io.stderr()).toContain("unknown command 'frobnicate'");
-    const io2 = recorder();
+    const io2 = bufferIo();
     expect(await runCli(["--frob"], { io: io2 })).toBe(EXIT_USAGE);
     expect(io2.stderr()).toContain("unknown option '--frob'");
   });
 
   test("a table command runs with its arguments and options", async () => {
-    const io = recorder();
+    const io = bufferIo();
     expect(await runCli(["echo", "--upper", "hello"], { io, commands: [echo] })).toBe(0);
     expect(io.stdout()).toBe("HELLO\n");
   });
 
   test("a missing command argument is a usage error", async () => {
-    const io = recorder();
+    const io = bufferIo();
     expect(await runCli(["echo"], { io, commands: [echo] })).toBe(EXIT_USAGE);
     expect(io.stderr()).toContain("missing required argument 'word'");
   });
 
   test("a CliError from a command prints `poot: message` and exits 1", async () => {
-    const io = recorder();
+    const io = bufferIo();
     expect(await runCli(["echo", "bad"], { io, commands: [echo] })).toBe(1);
     expect(io.stderr()).toBe('poot: cannot echo "bad"\n');
   });
@@ -92,7 +81,7 @@ describe("runCli", () => {
       name: "boom",
       register: (program) => void program.command("boom").action(() => { throw new TypeError("bug"); }),
     };
-    await expect(runCli(["boom"], { io: recorder(), commands: [boom] })).rejects.toThrow(TypeError);
+    await expect(runCli(["boom"], { io: bufferIo(), commands: [boom] })).rejects.toThrow(TypeError);
   });
 });
 
@@ -100,7 +89,7 @@ describe("createProgram", () => {
   test("two commands with one name are a duplicate-command CliError", () => {
     let caught: unknown;
     try {
-      createProgram({ io: recorder(), commands: [echo, echo] });
+      createProgram({ io: bufferIo(), commands: [echo, echo] });
     } catch (err) {
       caught = err;
     }
@@ -110,10 +99,12 @@ describe("createProgram", () => {
   });
 });
 
-describe("the built-in table", () => {
-  test("an unknown command is a usage error even while the table is empty", async () => {
-    const io = recorder();
-    expect(await runCli(["frobnicate"], { io })).toBe(EXIT_USAGE);
-    expect(io.stderr()).toContain("unknown command 'frobnicate'");
+describe("unknown commands", () => {
+  test("are a usage error with the built-in table and with an empty one", async () => {
+    for (const commands of [undefined, []]) {
+      const io = bufferIo();
+      expect(await runCli(["frobnicate"], { io, ...(commands ? { commands } : {}) })).toBe(EXIT_USAGE);
+      expect(io.stderr()).toContain("unknown command 'frobnicate'");
+    }
   });
 });

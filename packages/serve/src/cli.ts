@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "commander";
 import { type CliIo, type CommandModule, commands as builtinCommands } from "./commands/index.js";
 import { CliError, invariant } from "./errors.js";
+import { processIo } from "./io.js";
 
 /** Options of {@link createProgram} and {@link runCli}. */
 export interface CliOptions {
@@ -15,11 +16,6 @@ export interface CliOptions {
 
 /** Exit code for usage errors (unknown command or option, missing argument), as most CLIs use. */
 export const EXIT_USAGE = 2;
-
-const processIo: CliIo = {
-  out: (text) => process.stdout.write(text),
-  err: (text) => process.stderr.write(text),
-};
 
 /** The version of @poot/serve, read from its package.json (one level above both src/ and dist/). */
 export function cliVersion(): string {

@@ -5,7 +5,11 @@
 export type CliErrorCode =
   /** Two command modules in one table share a name. */
   | "duplicate-command"
-  /** A command ran and failed on the user's input (a missing file, bad JSON, ...). */
+  /** A file named on the command line cannot be read (missing, a directory, no permission). */
+  | "file-unreadable"
+  /** A file's contents are not what the command takes (bad JSON, an invalid graph, ...). */
+  | "bad-input"
+  /** A command failed on the user's request for another reason, said in the message. */
   | "command-failed";
 
 /** An error the CLI reports to the user as `poot: <message>` with exit code 1. */

@@ -7,4 +7,5 @@ export type { CliOptions } from "./cli.js";
 export { commands } from "./commands/index.js";
 export type { CliIo, CommandModule } from "./commands/index.js";
 export { CliError } from "./errors.js";
+export { bufferIo, processIo } from "./io.js";
 export type { CliErrorCode } from "./errors.js";

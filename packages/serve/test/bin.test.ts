@@ -25,6 +25,7 @@ test.skipIf(!built)("poot --help exits 0; an unknown command exits 2 naming it (
   const help = poot("--help");
   expect(help.status).toBe(0);
   expect(help.stdout).toContain("Usage: poot");
+  expect(help.stdout).toMatch(/ir <file>\s+print a graph saved as graph-ir JSON/);
   const bad = poot("frobnicate");
   expect(bad.status).toBe(2);
   expect(bad.stderr).toContain("unknown command 'frobnicate'");
