@@ -48,5 +48,5 @@ export type { ChannelMixer, DecoderParts, Mixer } from "./families/transformer.j
 export { inverseFrequencies } from "./families/attention.js";
 export type { ExpertRole, GlobalRole, LayerRole, TensorNaming, WeightSpec } from "./families/weights.js";
 export { ModelWeights, checkpointConsts, dtypeOf, hostData } from "./families/weights.js";
-export type { Generation, OpenModelOptions } from "./families/forward.js";
+export type { Generation, OpenModelOptions, StepResult } from "./families/forward.js";
 export { LoadedModel, argmax } from "./families/forward.js";

@@ -10,7 +10,7 @@ import { readHFConfig } from "../config-hf.js";
 import { TraceError } from "../errors.js";
 import { openGGUF } from "../gguf.js";
 import { openSafetensors } from "../safetensors.js";
-import { traceModel, type GraphKind } from "./trace.js";
+import { shapeOf, traceModel, type GraphKind } from "./trace.js";
 import { checkpointConsts, ModelWeights } from "./weights.js";
 import type { ConstSource } from "@poot/graph-ir";
 
@@ -26,6 +26,14 @@ export interface Generation {
   readonly ids: number[];
   /** The logits each generated id was taken from, [V] each. */
   readonly logits: Float32Array[];
+}
+
+/** Result of {@link LoadedModel.step}. */
+export interface StepResult {
+  /** Logits, row-major [B·T, V]. */
+  readonly logits: Float32Array;
+  /** The state after the step (state_out by key), to pass to the next step. */
+  readonly state: Record<string, Float64Array>;
 }
 
 /** Index of the first maximum of `row` (greedy sampling). */
@@ -92,32 +100,49 @@ export class LoadedModel {
     return Float32Array.from(out.data as Float64Array);
   }
 
+  /** Zeroed State buffers (KV caches, conv and recurrent states) for a graph kind, by state key. */
+  initialState(kind: GraphKind): Record<string, Float32Array> {
+    const g = this.graph(kind);
+    const state: Record<string, Float32Array> = {};
+    for (const s of g.states) state[s.key] = new Float32Array(g.values[s.input]!.shape.reduce((a, d) => a * d, 1));
+    return state;
+  }
+
+  /**
+   * One evaluation of a stateful graph: `ids` (sequence-major) at start positions `pos` (one per sequence) with
+   * the given state; returns the logits [B·T·V] and the next state. A write past the traced context is a TraceError.
+   */
+  step(kind: Exclude<GraphKind, { kind: "prefill" }>, ids: readonly number[], pos: readonly number[], state: Readonly<Record<string, HostData>>): StepResult {
+    this.checkIds(ids);
+    const { batch, tokens, context } = shapeOf(kind);
+    if (ids.length !== batch * tokens || pos.length !== batch) throw new TraceError("bad-config", `expected ${batch * tokens} ids and ${batch} positions, got ${ids.length} and ${pos.length}`);
+    for (const p of pos) if (!Number.isInteger(p) || p < 0 || p + tokens > context!) throw new TraceError("context-overflow", `tokens at ${p}..${p + tokens - 1} do not fit the traced context of ${context}`, { value: p });
+    const r = evaluate(this.graph(kind), { consts: this.consts, slots: { ids: Int32Array.from(ids), pos: Int32Array.from(pos) }, state }, { validate: false });
+    const next: Record<string, Float64Array> = {};
+    for (const [k, t] of Object.entries(r.state)) next[k] = t.data as Float64Array;
+    return { logits: Float32Array.from(r.outputs.logits!.data as Float64Array), state: next };
+  }
+
   /** Greedy generation: the prompt fills the KV cache in one decode step, then one token per step; stops early at `stopIds`. */
   generate(ids: readonly number[], maxTokens: number, stopIds: readonly number[] = []): Generation {
     this.checkIds(ids);
     const context = ids.length + maxTokens;
     const V = this.config.vocabSize;
-    let state: Record<string, HostData> | null = null;
-    const step = (tokens: readonly number[], pos: number): Float32Array => {
-      const g = this.graph({ kind: "decode", context, tokens: tokens.length });
-      if (state === null) {
-        state = {};
-        for (const s of g.states) state[s.key] = new Float32Array(g.values[s.input]!.shape.reduce((a, d) => a * d, 1));
-      }
-      const r = evaluate(g, { consts: this.consts, slots: { ids: Int32Array.from(tokens), pos: Int32Array.of(pos) }, state }, { validate: false });
-      state = Object.fromEntries(Object.entries(r.state).map(([k, t]) => [k, t.data as Float64Array]));
-      const all = r.outputs.logits!.data as Float64Array;
-      return Float32Array.from(all.subarray(all.length - V));
+    let state: Readonly<Record<string, HostData>> = this.initialState({ kind: "decode", context, tokens: ids.length });
+    const run = (tokens: readonly number[], pos: number): Float32Array => {
+      const r = this.step({ kind: "decode", context, tokens: tokens.length }, tokens, [pos], state);
+      state = r.state;
+      return r.logits.subarray(r.logits.length - V);
     };
     const out: number[] = [];
     const logits: Float32Array[] = [];
-    let row = step(ids, 0);
+    let row = run(ids, 0);
     for (let n = 0; n < maxTokens; n++) {
       const next = argmax(row);
       out.push(next);
       logits.push(row);
       if (stopIds.includes(next) || n === maxTokens - 1) break;
-      row = step([next], ids.length + n);
+      row = run([next], ids.length + n);
     }
     return { ids: out, logits };
   }
