@@ -106,7 +106,7 @@ describe("traceModel", () => {
     const q = "model.layers.0.self_attn.q_proj.weight";
     expect(err(() => traceModel(tiny, tinyWeights({}, q), { kind: "prefill", tokens: 2 }))).toMatchObject({ code: "missing-tensor", tensor: q });
     expect(err(() => traceModel(tiny, tinyWeights({ [q]: [[4, 3]] }), { kind: "prefill", tokens: 2 }))).toMatchObject({ code: "bad-weight", tensor: q });
-    expect(err(() => traceModel(tiny, tinyWeights({ [q]: [[4, 4], "Q2_K"] }), { kind: "prefill", tokens: 2 }))).toMatchObject({ code: "wrong-dtype", tensor: q });
+    expect(err(() => traceModel(tiny, tinyWeights({ [q]: [[4, 4], "IQ2_XXS"] }), { kind: "prefill", tokens: 2 }))).toMatchObject({ code: "wrong-dtype", tensor: q });
     expect(err(() => traceModel(tiny, tinyWeights(), { kind: "decode", context: 1, tokens: 2 }))).toMatchObject({ code: "context-overflow" });
   });
 });

@@ -39,6 +39,10 @@ describe("GGML packed recipes", () => {
     }
   });
 
+  test("every GGUF block type of the issue has a recipe", () => {
+    expect([...PACKED_GGML_TYPES].sort()).toEqual(["Q2_K", "Q3_K", "Q4_0", "Q4_1", "Q4_K", "Q5_0", "Q5_1", "Q5_K", "Q6_K", "Q8_0"]);
+  });
+
   test("random blocks of every format decode like the ggml block decoders (seeded)", () => {
     let seed = 12345;
     const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 8) & 0xff;

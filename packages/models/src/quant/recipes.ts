@@ -71,7 +71,45 @@ const Q6_K: PackedFormat = {
               32)))))),
 };
 
-const RECIPES: Partial<Record<GGMLTypeName, PackedFormat>> = { Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K };
+/** Q5_K: f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 32 bytes of fifth bits, 128 bytes of nibbles. */
+const Q5_K: PackedFormat = {
+  name: "q5_k", blockSize: 256, bytesPerBlock: 176,
+  decode: let_("j", op("idiv", I, 32),
+    let_("byte", ld("u8", op("add", op("add", op("mul", op("idiv", I, 64), 32), op("mod", I, 32)), 48)),
+      op("sub",
+        op("mul", f32(op("mul", ld("f16", 0), scaleK4(v("j"), 4, false))),
+          op("add", sel(op("lt", op("mod", I, 64), 32), op("and", v("byte"), 15), op("shr", v("byte"), 4)),
+            op("shl", op("and", op("shr", ld("u8", op("add", op("mod", I, 32), 16)), v("j")), 1), 4))),
+        f32(op("mul", ld("f16", 2), scaleK4(v("j"), 4, true)))))),
+};
+
+// Position of element i in the 2-bit K-quant layouts (Q2_K, Q3_K): half h of 128, quarter jj, lane w.
+const h128 = op("idiv", I, 128), jj = op("idiv", op("mod", I, 128), 32), w32 = op("mod", I, 32);
+const crumb = (qsOffset: number): DecodeExpr => op("and", op("shr", ld("u8", op("add", op("add", op("mul", h128, 32), w32), qsOffset)), op("mul", jj, 2)), 3);
+
+/** Q2_K: 16 bytes of 4-bit scale|min pairs, 64 bytes of 2-bit quants, f16 d, f16 dmin; x = d·sc·q − dmin·m per 16. */
+const Q2_K: PackedFormat = {
+  name: "q2_k", blockSize: 256, bytesPerBlock: 84,
+  decode: let_("sc", ld("u8", op("idiv", I, 16)),
+    op("sub", op("mul", f32(op("mul", ld("f16", 80), op("and", v("sc"), 15))), crumb(16)), f32(op("mul", ld("f16", 82), op("shr", v("sc"), 4))))),
+};
+
+// Q3_K's 16 six-bit scales: low nibbles from bytes 0..7, two high bits from bytes 8..11 (ggml's kmask unpacking).
+const q3Scale = (s: DecodeExpr): DecodeExpr =>
+  op("sub",
+    op("or",
+      sel(op("lt", s, 8), op("and", ld("u8", op("add", op("mod", s, 8), 96)), 15), op("shr", ld("u8", op("add", op("mod", s, 8), 96)), 4)),
+      op("shl", op("and", op("shr", ld("u8", op("add", op("mod", s, 4), 104)), op("mul", op("idiv", s, 4), 2)), 3), 4)),
+    32);
+
+/** Q3_K: 32 bytes of high-bit masks, 64 bytes of 2-bit quants, 12 bytes of 6-bit scales, f16 d; x = d·(sc−32)·(q − 4·!hbit). */
+const Q3_K: PackedFormat = {
+  name: "q3_k", blockSize: 256, bytesPerBlock: 110,
+  decode: op("mul", f32(op("mul", ld("f16", 108), q3Scale(op("idiv", I, 16)))),
+    op("sub", crumb(32), op("mul", op("sub", 1, op("and", op("shr", ld("u8", w32), op("add", op("mul", h128, 4), jj)), 1)), 4))),
+};
+
+const RECIPES: Partial<Record<GGMLTypeName, PackedFormat>> = { Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K };
 
 /** The graph-ir PackedFormat of a GGML block type, or null when no recipe exists (plain float types included). */
 export function ggmlPackedFormat(type: string): PackedFormat | null {
