@@ -87,7 +87,10 @@ export interface ModelConfig {
   readonly attentionBias: boolean;
   /** Per-head RMSNorm of q and k (Qwen3, Gemma 3, OLMoE over the whole projection). */
   readonly qkNorm: boolean;
-  /** Gemma: RMSNorm multiplies by (1 + w). */
+  /**
+   * RMSNorm multiplies by (1 + w): Gemma (HF checkpoints only; GGUF stores 1+w) and Qwen3.5's layer, final
+   * and q/k norms (its delta-net gated output norm is a plain w·x norm, as in Qwen3-Next).
+   */
   readonly normPlusOne: boolean;
   /** Gemma 2/3: extra norms after attention and after the MLP. */
   readonly postNorms: boolean;

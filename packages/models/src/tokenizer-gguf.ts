@@ -10,6 +10,8 @@ const TYPE = { NORMAL: 1, UNKNOWN: 2, CONTROL: 3, USER_DEFINED: 4, UNUSED: 5, BY
 const LLAMA3_SPLIT = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 const QWEN2_SPLIT = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
+const QWEN_PRES = new Set(["qwen2", "qwen35", "deepseek-r1-qwen"]);
+
 /** Pre-tokenizer of a `tokenizer.ggml.pre` value (llama.cpp's names); unknown values are a typed error. */
 function byteLevelPre(pre: string, file: string): object {
   const split = (regex: string) => ({
@@ -76,8 +78,11 @@ export function tokenizerJsonFromGGUF(g: GGUFCheckpoint): { json: object; bosTok
   if (model === "gpt2") {
     const merges = arr<string>(g.get("tokenizer.ggml.merges"), "tokenizer.ggml.merges", file, (x) => typeof x === "string");
     const pre = g.get("tokenizer.ggml.pre");
+    const preName = typeof pre === "string" ? pre : "default";
+    // Qwen's tokenizer.json normalizes to NFC first; follow HF (the logits reference) rather than llama.cpp.
+    const normalizer = QWEN_PRES.has(preName) ? { type: "NFC" } : null;
     json = {
-      version: "1.0", added_tokens: added, normalizer: null, pre_tokenizer: byteLevelPre(typeof pre === "string" ? pre : "default", file), post_processor,
+      version: "1.0", added_tokens: added, normalizer, pre_tokenizer: byteLevelPre(preName, file), post_processor,
       decoder: { type: "ByteLevel", add_prefix_space: true, trim_offsets: true, use_regex: true },
       model: { type: "BPE", dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges },
     };

