@@ -2,17 +2,17 @@
 // weights bound lazily by name, and greedy generation token by token through the decode graph's KV State.
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { evaluate, type Graph, type HostData } from "@poot/graph-ir";
+import { evaluate, type ConstSource, type Graph, type HostData } from "@poot/graph-ir";
 import type { Checkpoint } from "../checkpoint.js";
 import type { ModelConfig } from "../config.js";
 import { configFromGGUF } from "../config-gguf.js";
 import { readHFConfig } from "../config-hf.js";
 import { TraceError } from "../errors.js";
 import { openGGUF } from "../gguf.js";
+import { isGGUF } from "../open.js";
 import { openSafetensors } from "../safetensors.js";
 import { shapeOf, traceModel, type GraphKind } from "./trace.js";
 import { checkpointConsts, ModelWeights } from "./weights.js";
-import type { ConstSource } from "@poot/graph-ir";
 
 /** Options of {@link LoadedModel.open}. */
 export interface OpenModelOptions {
@@ -52,15 +52,9 @@ export class LoadedModel {
     this.consts = checkpointConsts(checkpoint);
   }
 
-  /** Opens an HF model folder (config.json + safetensors) or a `.gguf` file. */
+  /** Opens an HF model folder (config.json + safetensors) or a GGUF file (recognized by its magic). */
   static open(modelPath: string, options: OpenModelOptions = {}): LoadedModel {
-    let isDir: boolean;
-    try {
-      isDir = fs.statSync(modelPath).isDirectory();
-    } catch (cause) {
-      throw new TraceError("io", `cannot open model: ${(cause as Error).message}`, { file: modelPath }, { cause });
-    }
-    if (!isDir) {
+    if (isGGUF(modelPath)) {
       const g = openGGUF(modelPath);
       try {
         return new LoadedModel(configFromGGUF(g), g, ModelWeights.of(g));
@@ -69,6 +63,7 @@ export class LoadedModel {
         throw e;
       }
     }
+    if (!fs.statSync(modelPath).isDirectory()) throw new TraceError("bad-config", "a model is a Hugging Face folder (config.json + safetensors) or a GGUF file", { file: modelPath });
     const config = readHFConfig(modelPath);
     const fileName = options.weights === "bf16" ? "model.bf16.safetensors" : undefined;
     if (fileName !== undefined && !fs.existsSync(path.join(modelPath, fileName))) throw new TraceError("io", `no ${fileName} in the model folder`, { file: path.join(modelPath, fileName) });
