@@ -91,6 +91,20 @@ describe.skipIf(!HAVE)("model commands on ../shared/fixtures (skipped when absen
     expect(e.err).toContain("bad.json");
   });
 
+  test("poot trace writes a decode graph that poot ir prints back", async () => {
+    const out = path.join(tmp, "decode.json");
+    const r = await poot("trace", path.join(FIX, "hf", "qwen35"), "--kind", "decode", "--context", "32", "--out", out);
+    expect(r.code, r.err).toBe(0);
+    // Qwen3.5 fixture: 2 full-attention layers (k, v) and 2 delta-net layers (conv, recurrent).
+    expect(r.out).toMatch(/^decode: \d+ equations, \d+ dispatches, 8 states -> /);
+    const p = await poot("ir", out);
+    expect(p.code, p.err).toBe(0);
+    expect(p.out).toContain('slot %0:i32[1] Token "ids"');
+    expect(p.out).toMatch(/= dynamicupdateslice /);
+    expect(p.out).toContain('state %23:f32[1,128,3] "layers.0.conv"  # layers.0.conv');
+    expect((await poot("trace", path.join(FIX, "hf", "qwen35"), "--kind", "sideways")).code).toBe(1);
+  });
+
   test("bad input is a one-line error with exit code 1", async () => {
     const dir = path.join(FIX, "hf", "llama3");
     const cases: [string[], RegExp][] = [

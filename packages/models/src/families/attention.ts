@@ -87,7 +87,8 @@ function updateCache(ctx: TraceContext, key: string, x: Ref): Ref {
   const b = ctx.b;
   const { batch: B, context: S } = ctx.shape;
   const [, Hkv, , D] = x.shape as [number, number, number, number];
-  const cache = b.state(key, "f32", [B, Hkv, S!, D]);
+  // The state key is global; its debug name is scoped by the enclosing layer like every other value.
+  const cache = b.name(b.state(key, "f32", [B, Hkv, S!, D]), key.slice(key.lastIndexOf(".") + 1));
   let next = cache;
   for (let s = 0; s < B; s++) {
     const row = B === 1 ? x : b.slice(x, [s, 0, 0, 0], [s + 1, ...x.shape.slice(1)]);

@@ -25,7 +25,7 @@ function stateOrZeros(ctx: TraceContext, key: string, shape: readonly number[]):
     const n = shape.reduce((p, d) => p * d, 1);
     return { value: b.computed("f32", shape, new Float32Array(n), `${key}.zeros`), commit: () => {} };
   }
-  const s = b.state(key, "f32", shape);
+  const s = b.name(b.state(key, "f32", shape), key.slice(key.lastIndexOf(".") + 1));
   return { value: s, commit: (next) => b.setState(s, next) };
 }
 

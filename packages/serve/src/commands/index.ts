@@ -6,6 +6,7 @@ import { generate } from "./generate.js";
 import { ir } from "./ir.js";
 import { logits } from "./logits.js";
 import { tokenize } from "./tokenize.js";
+import { trace } from "./trace.js";
 
 /** Where a command writes: stdout and stderr in the real CLI, buffers in tests. */
 export interface CliIo {
@@ -27,4 +28,4 @@ export interface CommandModule {
  * The built-in subcommands, in the order `poot --help` lists them. Add a command by writing
  * `src/commands/<name>.ts` that exports a {@link CommandModule} and listing it here.
  */
-export const commands: readonly CommandModule[] = [ir, logits, generate, tokenize, chatTemplate];
+export const commands: readonly CommandModule[] = [ir, logits, generate, tokenize, chatTemplate, trace];
