@@ -34,3 +34,68 @@ export class CliError extends Error {
 export function invariant(condition: unknown, message: string): asserts condition {
   if (!condition) throw new Error(`poot internal error: ${message}`);
 }
+
+/** Stable codes of {@link ApiError}: the `error.code` an OpenAI-compatible client receives. */
+export type ApiErrorCode =
+  /** The body is not JSON, or not JSON of the endpoint's shape (a wrong type, a missing field). */
+  | "invalid_request"
+  /** A parameter is of the right type but outside its range. */
+  | "invalid_value"
+  /** The body is not `application/json`. */
+  | "unsupported_media_type"
+  /** The request names a model this server does not serve. */
+  | "model_not_found"
+  /** No such endpoint. */
+  | "not_found"
+  /** The prompt (and max_tokens) do not fit the context. */
+  | "context_length_exceeded"
+  /** No API key, or the wrong one. */
+  | "invalid_api_key"
+  /** The wait queue is full: retry later. */
+  | "server_busy"
+  /** The server is shutting down. */
+  | "server_shutting_down"
+  /** The request body is larger than the server accepts. */
+  | "request_too_large"
+  /** A bug or an engine failure; the server stays up. */
+  | "internal_error";
+
+/** The OpenAI error `type` each status family uses. */
+export type ApiErrorType = "invalid_request_error" | "authentication_error" | "rate_limit_error" | "server_error";
+
+/** The JSON body of an error response, as the OpenAI API and its clients expect it. */
+export interface ApiErrorBody {
+  readonly error: { readonly message: string; readonly type: ApiErrorType; readonly param: string | null; readonly code: ApiErrorCode };
+}
+
+/** An HTTP API error: status, OpenAI error type, stable code and the parameter it concerns. */
+export class ApiError extends Error {
+  override readonly name = "ApiError";
+
+  /**
+   * @param status - the HTTP status.
+   * @param code - the stable error code.
+   * @param message - what went wrong, for the client.
+   * @param param - the request parameter concerned (`"messages[0].content"`, `"max_tokens"`), or null.
+   */
+  constructor(
+    readonly status: number,
+    readonly code: ApiErrorCode,
+    message: string,
+    readonly param: string | null = null,
+  ) {
+    super(message);
+  }
+
+  /** The OpenAI error `type` for this status. */
+  get type(): ApiErrorType {
+    if (this.status === 401) return "authentication_error";
+    if (this.status === 429) return "rate_limit_error";
+    return this.status >= 500 ? "server_error" : "invalid_request_error";
+  }
+
+  /** The response body. */
+  body(): ApiErrorBody {
+    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+  }
+}

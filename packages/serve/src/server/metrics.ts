@@ -1,0 +1,81 @@
+// The /metrics registry (prom-client, one Registry per server): request and token counters, latency
+// histograms fed by the scheduler, and gauges read from the scheduler and engine at scrape time.
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { ServeEngine } from "./engine.js";
+import type { Scheduler, SchedulerObserver } from "./scheduler.js";
+
+/** Tokens per KV page in the `poot_kv_pages_in_use` gauge. */
+export const KV_PAGE_TOKENS = 16;
+
+/** The server's metrics: a registry to scrape and the hooks that feed it. */
+export interface ServerMetrics {
+  /** The registry (`metrics()` gives the Prometheus text, `contentType` its media type). */
+  readonly registry: Registry;
+  /** Counts a finished HTTP request by endpoint and status. */
+  request(endpoint: string, status: number): void;
+  /** The observer to give the scheduler. */
+  readonly observer: SchedulerObserver;
+}
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/** A counter that follows a monotone count kept elsewhere, read at scrape time. */
+function counterOf(registry: Registry, name: string, help: string, read: () => number): void {
+  let seen = 0;
+  new Counter({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      const now = read();
+      if (now > seen) this.inc(now - seen);
+      seen = Math.max(seen, now);
+    },
+  });
+}
+
+/** Builds the metrics of one server over its engine and scheduler (gauges are read when scraped). */
+export function createMetrics(engine: ServeEngine, scheduler: () => Scheduler): ServerMetrics {
+  const registry = new Registry();
+  const requests = new Counter({ name: "poot_requests_total", help: "HTTP requests by endpoint and status code", labelNames: ["endpoint", "status"], registers: [registry] });
+  const promptTokens = new Counter({ name: "poot_prompt_tokens_total", help: "Prompt tokens of finished or cancelled generations", registers: [registry] });
+  const genTokens = new Counter({ name: "poot_generation_tokens_total", help: "Tokens generated", registers: [registry] });
+  const finished = new Counter({ name: "poot_generations_total", help: "Generations (choices) ended, by reason", labelNames: ["reason"], registers: [registry] });
+  const ttft = new Histogram({ name: "poot_time_to_first_token_seconds", help: "Seconds from a request's arrival to its first token", buckets: LATENCY_BUCKETS, registers: [registry] });
+  const itl = new Histogram({ name: "poot_inter_token_latency_seconds", help: "Seconds between consecutive tokens of one sequence", buckets: LATENCY_BUCKETS, registers: [registry] });
+  new Gauge({ name: "poot_queue_depth", help: "Requests waiting for a batch slot", registers: [registry], collect() { this.set(scheduler().queueDepth); } });
+  new Gauge({ name: "poot_active_sequences", help: "Sequences in the running decode batch", registers: [registry], collect() { this.set(scheduler().activeSequences); } });
+  new Gauge({ name: "poot_kv_tokens_in_use", help: "Tokens held in the KV caches of active sequences", registers: [registry], collect() { this.set(scheduler().kvTokens); } });
+  new Gauge({
+    name: "poot_kv_pages_in_use",
+    help: `KV pages (${KV_PAGE_TOKENS} tokens each) holding active sequences' tokens`,
+    registers: [registry],
+    collect() { this.set(Math.ceil(scheduler().kvTokens / KV_PAGE_TOKENS)); },
+  });
+  new Gauge({ name: "poot_engine_open_sequences", help: "Sequences whose KV state the engine holds (its own count)", registers: [registry], collect() { this.set(engine.stats().openSequences); } });
+  counterOf(registry, "poot_compiles_total", "Programs compiled (staged) by the engine", () => engine.stats().compiles);
+  counterOf(registry, "poot_engine_steps_total", "Batched engine steps run", () => scheduler().stepCount);
+  new Gauge({
+    name: "poot_device_bytes",
+    help: "Device bytes held by the engine, by purpose",
+    labelNames: ["kind"],
+    registers: [registry],
+    collect() {
+      const b = engine.stats().deviceBytes;
+      for (const kind of ["weights", "state", "io", "total"] as const) this.set({ kind }, b[kind]);
+    },
+  });
+  return {
+    registry,
+    request: (endpoint, status) => requests.inc({ endpoint, status: String(status) }),
+    observer: {
+      firstToken: (s) => ttft.observe(s),
+      interToken: (s) => itl.observe(s),
+      finished: (p, c, reason) => {
+        promptTokens.inc(p);
+        genTokens.inc(c);
+        finished.inc({ reason });
+      },
+    },
+  };
+}

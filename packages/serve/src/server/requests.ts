@@ -1,0 +1,103 @@
+// Validated request bodies -> generation requests: model check, prompt tokenization (chat template for
+// chat), context-length and token-id checks, and OpenAI defaults (max_tokens 16 for completions, the rest
+// of the context for chat), each failure an ApiError naming the parameter.
+import type { ChatMessage } from "@poot/models";
+import { ApiError } from "../errors.js";
+import type { ServeEngine } from "./engine.js";
+import type { GenerationRequest } from "./scheduler.js";
+import type { ChatBody, CommonBody, CompletionBody } from "./schemas.js";
+
+/** A request turned into generations: one per (prompt, choice), prompt-major. */
+export interface PlannedRequest {
+  /** Generations to submit, in choice-index order. */
+  readonly generations: GenerationRequest[];
+  /** The prompt text each generation echoes (completions with `echo`), else "". */
+  readonly echo: string[];
+  /** Whether the client asked for a stream. */
+  readonly stream: boolean;
+  /** Whether a streamed response ends with a usage chunk. */
+  readonly includeUsage: boolean;
+}
+
+/** Throws a 404 unless `model` is the served model's id. */
+export function checkModel(model: string, served: string): void {
+  if (model !== served) throw new ApiError(404, "model_not_found", `The model '${model}' does not exist: this server serves '${served}'`, "model");
+}
+
+function checkIds(engine: ServeEngine, ids: readonly number[], param: string): void {
+  if (ids.length === 0) throw new ApiError(400, "invalid_value", "the prompt has no tokens", param);
+  for (const id of ids) {
+    if (id >= engine.vocabSize) throw new ApiError(400, "invalid_value", `token id ${id} is outside the vocabulary [0, ${engine.vocabSize})`, param);
+  }
+}
+
+/** The max_tokens a generation gets: asked for (must fit) or the default (clipped to what fits). */
+function maxTokensFor(engine: ServeEngine, promptTokens: number, asked: number | null | undefined, fallback: number, param: string): number {
+  const room = engine.context - promptTokens;
+  if (room < 1) {
+    throw new ApiError(400, "context_length_exceeded", `This model's maximum context length is ${engine.context} tokens, but the prompt has ${promptTokens} tokens, which leaves no room to generate.`, param === "max_tokens" ? "prompt" : "messages");
+  }
+  if (asked === null || asked === undefined) return Math.min(fallback, room);
+  if (asked > room) {
+    throw new ApiError(400, "context_length_exceeded", `This model's maximum context length is ${engine.context} tokens. However, you requested ${promptTokens + asked} tokens (${promptTokens} in the prompt, ${asked} for the completion). Reduce the prompt or ${param}.`, param);
+  }
+  return asked;
+}
+
+function generation(engine: ServeEngine, body: CommonBody, prompt: number[], maxTokens: number, choice: number, logprobs: number | null): GenerationRequest {
+  const seed = body.seed ?? undefined;
+  const stop = body.stop === null || body.stop === undefined ? [] : typeof body.stop === "string" ? [body.stop] : body.stop;
+  return {
+    prompt,
+    maxTokens,
+    // Each choice draws from its own stream: seed, seed + 1, ... so n > 1 choices differ but reproduce.
+    sampling: { temperature: body.temperature ?? 1, topP: body.top_p ?? 1, ...(seed === undefined ? {} : { seed: seed + choice }), frequencyPenalty: body.frequency_penalty ?? 0, presencePenalty: body.presence_penalty ?? 0 },
+    stop,
+    logprobs,
+    ignoreEos: body.ignore_eos === true,
+  };
+}
+
+/** Plans a /v1/completions request. */
+export function planCompletion(engine: ServeEngine, body: CompletionBody): PlannedRequest {
+  if (body.echo === true && body.logprobs !== null && body.logprobs !== undefined) {
+    throw new ApiError(400, "invalid_value", "echo with logprobs (prompt logprobs) is not supported", "echo");
+  }
+  const p = body.prompt;
+  // A string, a list of strings, a list of ids, or a list of lists of ids (OpenAI's four prompt forms).
+  const texts: (string | null)[] = typeof p === "string" ? [p] : p.length > 0 && typeof p[0] === "string" ? (p as string[]) : p.length > 0 && typeof p[0] === "number" ? [null] : (p as number[][]).map(() => null);
+  const prompts: number[][] = typeof p === "string" ? [engine.encode(p, true)] : typeof p[0] === "string" ? (p as string[]).map((s) => engine.encode(s, true)) : typeof p[0] === "number" ? [p as number[]] : (p as number[][]);
+  const n = body.n ?? 1;
+  const generations: GenerationRequest[] = [];
+  const echo: string[] = [];
+  prompts.forEach((ids, i) => {
+    checkIds(engine, ids, "prompt");
+    const maxTokens = maxTokensFor(engine, ids.length, body.max_tokens, 16, "max_tokens");
+    for (let c = 0; c < n; c++) {
+      generations.push(generation(engine, body, ids, maxTokens, c, body.logprobs ?? null));
+      echo.push(body.echo === true ? (texts[i] ?? engine.textOf(ids)) : "");
+    }
+  });
+  return { generations, echo, stream: body.stream === true, includeUsage: body.stream_options?.include_usage === true };
+}
+
+/** Plans a /v1/chat/completions request. */
+export function planChat(engine: ServeEngine, body: ChatBody): PlannedRequest {
+  if ((body.top_logprobs ?? 0) > 0 && body.logprobs !== true) throw new ApiError(400, "invalid_value", "top_logprobs needs logprobs: true", "top_logprobs");
+  const messages: ChatMessage[] = body.messages.map((m) => ({
+    // The templates know system/user/assistant; OpenAI's newer "developer" role is the system prompt.
+    role: m.role === "developer" ? "system" : m.role,
+    content: typeof m.content === "string" ? m.content : m.content.map((part) => part.text).join(""),
+  }));
+  const text = engine.renderChat(messages);
+  if (text === null) throw new ApiError(400, "invalid_request", "this model has no chat template: use /v1/completions, or start the server with --chat-template FILE", "messages");
+  // The template writes BOS itself (HF apply_chat_template tokenizes without adding special tokens).
+  const ids = engine.encode(text, false);
+  checkIds(engine, ids, "messages");
+  const asked = body.max_completion_tokens ?? body.max_tokens;
+  const param = body.max_completion_tokens !== null && body.max_completion_tokens !== undefined ? "max_completion_tokens" : "max_tokens";
+  const maxTokens = maxTokensFor(engine, ids.length, asked, engine.context, param);
+  const logprobs = body.logprobs === true ? (body.top_logprobs ?? 0) : null;
+  const generations = Array.from({ length: body.n ?? 1 }, (_, c) => generation(engine, body, ids, maxTokens, c, logprobs));
+  return { generations, echo: generations.map(() => ""), stream: body.stream === true, includeUsage: body.stream_options?.include_usage === true };
+}

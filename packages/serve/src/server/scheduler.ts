@@ -1,0 +1,262 @@
+// Continuous batching: one loop runs every active sequence as one engine step, samples each one's next
+// token, and between steps lets finished or cancelled requests leave and waiting ones join (up to maxBatch).
+import { ApiError, invariant } from "../errors.js";
+import { Channel } from "./channel.js";
+import type { EngineSequence, Sampler, SamplingParams, ServeEngine, StopStream, TextStream } from "./engine.js";
+import { tokenLogprobs, type TokenLogprob } from "./logprobs.js";
+
+/** Why a generation ended, in OpenAI's words. */
+export type FinishReason = "stop" | "length";
+
+/** What one generation asks for (one choice of a request). */
+export interface GenerationRequest {
+  /** Prompt token ids (non-empty; prompt + maxTokens fit the context, checked by the caller). */
+  readonly prompt: readonly number[];
+  /** Most tokens to generate. */
+  readonly maxTokens: number;
+  /** Sampling. */
+  readonly sampling: SamplingParams;
+  /** Stop strings. */
+  readonly stop: readonly string[];
+  /** null: no logprobs; n >= 0: the chosen token's logprob and the n most likely. */
+  readonly logprobs: number | null;
+  /** Keep generating past EOS. */
+  readonly ignoreEos: boolean;
+}
+
+/** A sampled token with the text it released (possibly empty) and, when asked, its logprobs. */
+export interface TokenEvent {
+  readonly kind: "token";
+  readonly id: number;
+  readonly text: string;
+  readonly logprob: number | null;
+  readonly top: readonly TokenLogprob[] | null;
+}
+
+/** The end of a generation: trailing text, the reason and the token counts. */
+export interface DoneEvent {
+  readonly kind: "done";
+  readonly text: string;
+  readonly finishReason: FinishReason;
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+}
+
+/** The failure of a generation (an engine error), reported to its client only. */
+export interface ErrorEvent {
+  readonly kind: "error";
+  readonly error: ApiError;
+}
+
+/** Events of one generation, in order: tokens, then one done or error. */
+export type GenerationEvent = TokenEvent | DoneEvent | ErrorEvent;
+
+/** Where the scheduler reports timings and counts (the /metrics registry). */
+export interface SchedulerObserver {
+  /** Seconds from submission to the first token. */
+  firstToken(seconds: number): void;
+  /** Seconds between consecutive tokens of one sequence. */
+  interToken(seconds: number): void;
+  /** A generation finished with these counts. */
+  finished(promptTokens: number, completionTokens: number, reason: FinishReason | "cancelled" | "error"): void;
+}
+
+/** Options of {@link Scheduler}. */
+export interface SchedulerOptions {
+  /** Most sequences in one decode step. */
+  readonly maxBatch: number;
+  /** Most requests waiting for a slot; past it submissions get a 429. */
+  readonly maxQueue: number;
+  /** Receives timings and counts. */
+  readonly observer?: SchedulerObserver;
+}
+
+/** A submitted generation: its events, and cancel() for a client that went away. */
+export interface GenerationJob {
+  /** Events as they happen; ends after the done or error event. */
+  readonly events: AsyncIterable<GenerationEvent>;
+  /** Stops the generation and frees its sequence (no more events); idempotent. */
+  cancel(): void;
+}
+
+class Job implements GenerationJob {
+  readonly events = new Channel<GenerationEvent>();
+  readonly submitted = performance.now();
+  seq: EngineSequence | null = null;
+  sampler: Sampler | null = null;
+  text: TextStream | null = null;
+  stops: StopStream | null = null;
+  readonly generated: number[] = [];
+  lastTokenAt = 0;
+  over = false;
+
+  constructor(readonly req: GenerationRequest, private readonly onCancel: (job: Job) => void) {}
+
+  cancel(): void {
+    if (this.over) return;
+    this.over = true;
+    this.events.close();
+    this.onCancel(this);
+  }
+}
+
+/** Schedules generations over one engine with continuous batching and bounded waiting. */
+export class Scheduler {
+  private readonly waiting: Job[] = [];
+  private active: Job[] = [];
+  private running = false;
+  private stopping = false;
+  private steps = 0;
+
+  constructor(private readonly engine: ServeEngine, private readonly options: SchedulerOptions) {
+    invariant(Number.isSafeInteger(options.maxBatch) && options.maxBatch >= 1, "maxBatch must be a positive integer");
+  }
+
+  /** Requests waiting for a slot. */
+  get queueDepth(): number {
+    return this.waiting.length;
+  }
+
+  /** Sequences in the running batch. */
+  get activeSequences(): number {
+    return this.active.length;
+  }
+
+  /** Tokens held in the active sequences' KV caches. */
+  get kvTokens(): number {
+    return this.active.reduce((n, j) => n + (j.seq?.length ?? 0), 0);
+  }
+
+  /** Engine steps run so far. */
+  get stepCount(): number {
+    return this.steps;
+  }
+
+  /**
+   * Queues generations (the choices of one request) together: all are admitted to the queue or none is.
+   * @throws ApiError 429 when the queue has no room for them, 503 while shutting down.
+   */
+  submit(requests: readonly GenerationRequest[]): GenerationJob[] {
+    if (this.stopping) throw new ApiError(503, "server_shutting_down", "the server is shutting down");
+    const room = this.options.maxQueue - this.waiting.length;
+    if (requests.length > room) {
+      throw new ApiError(429, "server_busy", `the server is busy: ${this.waiting.length} requests are waiting (at most ${this.options.maxQueue}); retry later`);
+    }
+    const jobs = requests.map((r) => new Job(r, (j) => this.dropped(j)));
+    this.waiting.push(...jobs);
+    this.kick();
+    return jobs;
+  }
+
+  /** Refuses new work and cancels everything queued or running. */
+  shutdown(): void {
+    this.stopping = true;
+    for (const j of [...this.waiting, ...this.active]) this.fail(j, new ApiError(503, "server_shutting_down", "the server is shutting down"));
+  }
+
+  private dropped(job: Job): void {
+    const w = this.waiting.indexOf(job);
+    if (w >= 0) this.waiting.splice(w, 1);
+    // Between steps (cancel runs on the event loop, never inside a step), so the sequence can go now.
+    const a = this.active.indexOf(job);
+    if (a >= 0) this.active.splice(a, 1);
+    job.seq?.release();
+    this.options.observer?.finished(job.req.prompt.length, job.generated.length, "cancelled");
+  }
+
+  private kick(): void {
+    if (this.running) return;
+    this.running = true;
+    setImmediate(() => void this.loop());
+  }
+
+  private async loop(): Promise<void> {
+    try {
+      for (;;) {
+        this.admit();
+        if (this.active.length === 0) return;
+        this.tick();
+        // Let the HTTP side run between steps: new requests queue, disconnects cancel, events flush.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+    } finally {
+      this.running = false;
+      if (this.waiting.length > 0 && !this.stopping) this.kick();
+    }
+  }
+
+  private admit(): void {
+    while (this.active.length < this.options.maxBatch && this.waiting.length > 0) {
+      const job = this.waiting.shift()!;
+      try {
+        job.seq = this.engine.open();
+        job.seq.feed(job.req.prompt);
+        job.sampler = this.engine.sampler(job.req.sampling);
+        job.text = this.engine.textStream();
+        job.stops = this.engine.stopStream(job.req.stop);
+      } catch (err) {
+        this.fail(job, new ApiError(503, "internal_error", `cannot start the generation: ${(err as Error).message}`));
+        continue;
+      }
+      this.active.push(job);
+    }
+  }
+
+  private tick(): void {
+    const batch = this.active;
+    let rows: Float32Array[];
+    try {
+      rows = this.engine.step(batch.map((j) => j.seq!));
+    } catch (err) {
+      // An engine failure fails this step's requests, not the server.
+      for (const j of [...batch]) this.fail(j, new ApiError(500, "internal_error", `the engine failed: ${(err as Error).message}`));
+      return;
+    }
+    this.steps++;
+    const now = performance.now();
+    batch.forEach((job, i) => this.advance(job, rows[i]!, now));
+    this.active = this.active.filter((j) => !j.over);
+  }
+
+  private advance(job: Job, logits: Float32Array, now: number): void {
+    const obs = this.options.observer;
+    if (job.generated.length === 0) obs?.firstToken((now - job.submitted) / 1000);
+    else obs?.interToken((now - job.lastTokenAt) / 1000);
+    job.lastTokenAt = now;
+    const id = job.sampler!(logits, job.generated);
+    if (!job.req.ignoreEos && this.engine.eosTokenIds.includes(id)) return this.finish(job, "stop", true);
+    job.generated.push(id);
+    const lp = job.req.logprobs === null ? null : tokenLogprobs(logits, id, job.req.logprobs);
+    const piece = job.stops!.push(job.text!.push(id));
+    job.events.push({ kind: "token", id, text: piece.text, logprob: lp?.logprob ?? null, top: lp?.top ?? null });
+    if (piece.stop !== null) return this.finish(job, "stop", false);
+    if (job.generated.length >= job.req.maxTokens || job.seq!.length >= this.engine.context) return this.finish(job, "length", true);
+    job.seq!.feed([id]);
+  }
+
+  private finish(job: Job, reason: FinishReason, flush: boolean): void {
+    let tail = "";
+    if (flush) {
+      const piece = job.stops!.push(job.text!.flush());
+      tail = piece.text + (piece.stop === null ? job.stops!.flush() : "");
+      if (piece.stop !== null) reason = "stop";
+    }
+    job.over = true;
+    job.seq!.release();
+    job.events.push({ kind: "done", text: tail, finishReason: reason, promptTokens: job.req.prompt.length, completionTokens: job.generated.length });
+    job.events.close();
+    this.options.observer?.finished(job.req.prompt.length, job.generated.length, reason);
+  }
+
+  private fail(job: Job, error: ApiError): void {
+    if (job.over) return;
+    job.over = true;
+    job.seq?.release();
+    const w = this.waiting.indexOf(job);
+    if (w >= 0) this.waiting.splice(w, 1);
+    this.active = this.active.filter((j) => j !== job);
+    job.events.push({ kind: "error", error });
+    job.events.close();
+    this.options.observer?.finished(job.req.prompt.length, job.generated.length, "error");
+  }
+}

@@ -1,0 +1,111 @@
+// JSON schemas of the request bodies, validated by fastify's Ajv (no type coercion): the OpenAI
+// completions and chat completions subset this server implements, with each parameter's range.
+
+const SEED_MAX = Number.MAX_SAFE_INTEGER;
+const nullable = (schema: Record<string, unknown>): Record<string, unknown> => ({ anyOf: [schema, { type: "null" }] });
+
+/** Parameters both endpoints share. Unknown fields are accepted and ignored, as OpenAI clients send extras. */
+const common = {
+  model: { type: "string", minLength: 1 },
+  max_tokens: nullable({ type: "integer", minimum: 1 }),
+  temperature: nullable({ type: "number", minimum: 0, maximum: 2 }),
+  top_p: nullable({ type: "number", exclusiveMinimum: 0, maximum: 1 }),
+  n: nullable({ type: "integer", minimum: 1, maximum: 16 }),
+  stream: nullable({ type: "boolean" }),
+  stream_options: nullable({ type: "object", properties: { include_usage: { type: "boolean" } } }),
+  stop: nullable({ anyOf: [{ type: "string", minLength: 1 }, { type: "array", maxItems: 4, items: { type: "string", minLength: 1 } }] }),
+  seed: nullable({ type: "integer", minimum: -SEED_MAX, maximum: SEED_MAX }),
+  frequency_penalty: nullable({ type: "number", minimum: -2, maximum: 2 }),
+  presence_penalty: nullable({ type: "number", minimum: -2, maximum: 2 }),
+  logit_bias: nullable({ type: "object", maxProperties: 0 }),
+  user: { type: "string" },
+  ignore_eos: { type: "boolean" },
+} as const;
+
+/** POST /v1/completions. */
+export const completionBody = {
+  type: "object",
+  required: ["model", "prompt"],
+  properties: {
+    ...common,
+    prompt: {
+      anyOf: [
+        { type: "string" },
+        { type: "array", minItems: 1, items: { type: "string" } },
+        { type: "array", minItems: 1, items: { type: "integer", minimum: 0 } },
+        { type: "array", minItems: 1, items: { type: "array", minItems: 1, items: { type: "integer", minimum: 0 } } },
+      ],
+    },
+    logprobs: nullable({ type: "integer", minimum: 0, maximum: 5 }),
+    echo: nullable({ type: "boolean" }),
+    best_of: nullable({ type: "integer", minimum: 1, maximum: 1 }),
+    suffix: { type: "null" },
+  },
+} as const;
+
+const textPart = { type: "object", required: ["type", "text"], properties: { type: { const: "text" }, text: { type: "string" } } } as const;
+
+/** POST /v1/chat/completions. */
+export const chatBody = {
+  type: "object",
+  required: ["model", "messages"],
+  properties: {
+    ...common,
+    max_completion_tokens: nullable({ type: "integer", minimum: 1 }),
+    messages: {
+      type: "array",
+      minItems: 1,
+      items: {
+        type: "object",
+        required: ["role", "content"],
+        properties: {
+          role: { enum: ["system", "developer", "user", "assistant"] },
+          content: { anyOf: [{ type: "string" }, { type: "array", items: textPart }] },
+          name: { type: "string" },
+        },
+      },
+    },
+    logprobs: nullable({ type: "boolean" }),
+    top_logprobs: nullable({ type: "integer", minimum: 0, maximum: 20 }),
+    response_format: nullable({ type: "object", required: ["type"], properties: { type: { const: "text" } } }),
+    tools: nullable({ type: "array", maxItems: 0 }),
+  },
+} as const;
+
+/** Fields both bodies carry after validation. */
+export interface CommonBody {
+  model: string;
+  max_tokens?: number | null;
+  temperature?: number | null;
+  top_p?: number | null;
+  n?: number | null;
+  stream?: boolean | null;
+  stream_options?: { include_usage?: boolean } | null;
+  stop?: string | string[] | null;
+  seed?: number | null;
+  frequency_penalty?: number | null;
+  presence_penalty?: number | null;
+  ignore_eos?: boolean;
+}
+
+/** A validated completions body. */
+export interface CompletionBody extends CommonBody {
+  prompt: string | string[] | number[] | number[][];
+  logprobs?: number | null;
+  echo?: boolean | null;
+}
+
+/** A validated chat message. */
+export interface ChatBodyMessage {
+  role: "system" | "developer" | "user" | "assistant";
+  content: string | { type: "text"; text: string }[];
+  name?: string;
+}
+
+/** A validated chat completions body. */
+export interface ChatBody extends CommonBody {
+  messages: ChatBodyMessage[];
+  max_completion_tokens?: number | null;
+  logprobs?: boolean | null;
+  top_logprobs?: number | null;
+}
