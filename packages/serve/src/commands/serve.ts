@@ -1,0 +1,139 @@
+// `poot serve MODEL`: the OpenAI-compatible HTTP server with /metrics over the runtime, bound to
+// 127.0.0.1 unless told otherwise; runs until SIGINT or SIGTERM, then drains and exits.
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { ModelError } from "@poot/models";
+import { Engine, RuntimeError } from "@poot/runtime";
+import { CliError } from "../errors.js";
+import { RuntimeServeEngine } from "../server/runtime-engine.js";
+import { createServer, type PootServer } from "../server/server.js";
+import { createExecutor } from "./backends.js";
+import type { CliIo, CommandModule } from "./index.js";
+import { parseNumber } from "./numbers.js";
+
+/** `poot serve` options as commander parses them (all strings). */
+export interface ServeCliOptions {
+  readonly backend: string;
+  readonly host: string;
+  readonly port: string;
+  readonly apiKey?: string;
+  readonly maxBatch: string;
+  readonly maxQueue: string;
+  readonly ctx?: string;
+  readonly weights: string;
+  readonly chatTemplate?: string;
+  readonly modelName?: string;
+  readonly prepare: boolean;
+}
+
+/** A started server: its URL and how to stop it (also frees the engine and executor). */
+export interface StartedServer {
+  readonly url: string;
+  readonly server: PootServer;
+  close(): Promise<void>;
+}
+
+const command = "serve";
+
+function positive(flag: string, value: string, min: number): number {
+  const n = parseNumber(flag, value, "int", command);
+  if (n < min) throw new CliError("bad-input", `${flag} must be an integer >= ${min}, got ${n}`, { command });
+  return n;
+}
+
+/** Loads MODEL, builds the engine and server from `poot serve`'s options, and starts listening. */
+export async function startServe(model: string, o: ServeCliOptions, io: CliIo): Promise<StartedServer> {
+  const port = parseNumber("--port", o.port, "int", command);
+  if (port < 0 || port > 65535) throw new CliError("bad-input", `--port must be in [0, 65535], got ${port}`, { command });
+  const maxBatch = positive("--max-batch", o.maxBatch, 1);
+  const maxQueue = positive("--max-queue", o.maxQueue, 0);
+  const context = o.ctx === undefined ? undefined : positive("--ctx", o.ctx, 2);
+  if (o.weights !== "f32" && o.weights !== "bf16") throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command });
+  let chatTemplate: string | undefined;
+  if (o.chatTemplate !== undefined) {
+    try {
+      chatTemplate = fs.readFileSync(o.chatTemplate, "utf8");
+    } catch (err) {
+      throw new CliError("file-unreadable", `cannot read ${o.chatTemplate}: ${(err as Error).message}`, { command, file: o.chatTemplate });
+    }
+  }
+  const executor = createExecutor(o.backend, command);
+  let engine: Engine;
+  try {
+    engine = Engine.load(model, { executor, weights: o.weights, ...(context === undefined ? {} : { context }) });
+  } catch (err) {
+    executor.dispose();
+    if (err instanceof ModelError) throw new CliError(err.code === "io" ? "file-unreadable" : "bad-input", err.message, { command, file: err.file ?? model });
+    if (err instanceof RuntimeError) throw new CliError("bad-input", err.message, { command, file: model });
+    throw err;
+  }
+  if (engine.tokenizer === null) {
+    engine.close();
+    executor.dispose();
+    throw new CliError("bad-input", `${model} has no tokenizer (tokenizer.json): the server needs one`, { command, file: model });
+  }
+  const serveEngine = new RuntimeServeEngine(engine, chatTemplate === undefined ? {} : { chatTemplate });
+  if (o.prepare) {
+    const t0 = performance.now();
+    engine.prepare();
+    io.err(`poot serve: compiled ${engine.stats.programsStaged} programs in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+  }
+  const modelId = o.modelName ?? path.basename(path.resolve(model));
+  const server = createServer({ engine: serveEngine, modelId, apiKey: o.apiKey ?? null, maxBatch, maxQueue });
+  let url: string;
+  try {
+    url = await server.listen({ host: o.host, port });
+  } catch (err) {
+    serveEngine.close();
+    executor.dispose();
+    throw new CliError("command-failed", `cannot listen on ${o.host}:${port}: ${(err as Error).message}`, { command });
+  }
+  io.err(`poot serve: ${modelId} (context ${engine.context}, max batch ${maxBatch}, backend ${o.backend}) on ${url}${o.apiKey === undefined ? "" : " (API key required)"}\n`);
+  return {
+    url,
+    server,
+    close: async () => {
+      await server.close();
+      serveEngine.close();
+      executor.dispose();
+    },
+  };
+}
+
+/** The `serve` subcommand. */
+export const serve: CommandModule = {
+  name: "serve",
+  register: (program, io) => {
+    program
+      .command("serve")
+      .description("serve MODEL over an OpenAI-compatible HTTP API with Prometheus /metrics")
+      .argument("<model>", "a Hugging Face model folder or a .gguf file")
+      .option("--backend <name>", "where to run", "eval")
+      .option("--host <host>", "address to bind (use 0.0.0.0 to accept other machines)", "127.0.0.1")
+      .option("--port <n>", "port (0 = any free port)", "8080")
+      .option("--api-key <key>", "require Authorization: Bearer KEY on /v1/* (default: $POOT_API_KEY, else none)")
+      .option("--max-batch <n>", "most sequences in one decode step", "8")
+      .option("--max-queue <n>", "most requests waiting for a batch slot; more get 429", "256")
+      .option("--ctx <n>", "KV capacity per sequence in tokens (default: the model's, at most 2048)")
+      .option("--weights <kind>", "HF folders: f32 (model.safetensors) or bf16 (model.bf16.safetensors)", "f32")
+      .option("--chat-template <file>", "a Jinja chat template replacing the model's own")
+      .option("--model-name <name>", "the model id clients use (default: the model folder or file name)")
+      .option("--no-prepare", "compile programs on first use instead of at start-up")
+      .action(async (model: string, o: ServeCliOptions) => {
+        // Only the CLI reads the environment; the server library takes typed options.
+        const apiKey = o.apiKey ?? process.env.POOT_API_KEY;
+        const started = await startServe(model, { ...o, ...(apiKey === undefined || apiKey === "" ? {} : { apiKey }) }, io);
+        await new Promise<void>((resolve) => {
+          const stop = (): void => {
+            process.off("SIGINT", stop);
+            process.off("SIGTERM", stop);
+            resolve();
+          };
+          process.on("SIGINT", stop);
+          process.on("SIGTERM", stop);
+        });
+        io.err("poot serve: shutting down\n");
+        await started.close();
+      });
+  },
+};

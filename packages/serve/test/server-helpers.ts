@@ -1,0 +1,132 @@
+// Shared set-up of the server tests: fixture and demo-model paths, a server over the real runtime on the
+// eval backend listening on a free loopback port, an OpenAI client for it, and a small /metrics reader.
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+import { createEvalExecutor } from "@poot/executor";
+import { Tokenizer } from "@poot/models";
+import { Engine } from "@poot/runtime";
+import { RuntimeServeEngine, createServer, type PootServer, type ServerOptions } from "@poot/serve";
+import OpenAI from "openai";
+
+function repoRoot(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
+  return dir;
+}
+
+/** The repository root. */
+export const ROOT = repoRoot();
+/** ../shared/fixtures/hf/llama3, or null when the fixtures are absent. */
+export const LLAMA3: string | null = (() => {
+  const p = path.resolve(ROOT, "../shared/fixtures/hf/llama3");
+  return fs.existsSync(p) ? p : null;
+})();
+/** Why fixture tests skip. */
+export const NO_FIXTURES = "../shared/fixtures is absent: fixture-based server tests skipped";
+/** The bundled demo model. */
+export const DEMO = path.join(ROOT, "models/demo");
+
+/** A Llama 3 chat template for the llama3 fixture, whose tokenizer ships none (its special tokens exist). */
+export const LLAMA3_TEMPLATE =
+  "<|begin_of_text|>{% for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>\n\n{{ m.content }}<|eot_id|>{% endfor %}" +
+  "{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}";
+
+/** The llama3 fixture's tokenizer with {@link LLAMA3_TEMPLATE}, built independently of the server. */
+export function llama3Tokenizer(): Tokenizer {
+  const json: unknown = JSON.parse(fs.readFileSync(path.join(LLAMA3!, "tokenizer.json"), "utf8"));
+  return new Tokenizer(json, {}, { chatTemplate: LLAMA3_TEMPLATE });
+}
+
+/** A running test server and its client. */
+export interface TestServer {
+  readonly url: string;
+  readonly server: PootServer;
+  readonly engine: Engine;
+  readonly client: OpenAI;
+  close(): Promise<void>;
+}
+
+/** Starts a server for `model` on the eval backend over the real runtime, listening on 127.0.0.1:0. */
+export async function startTestServer(model: string, options: { context: number; chatTemplate?: string } & Partial<Omit<ServerOptions, "engine">>): Promise<TestServer> {
+  const executor = createEvalExecutor();
+  const engine = Engine.load(model, { executor, context: options.context });
+  const serveEngine = new RuntimeServeEngine(engine, options.chatTemplate === undefined ? {} : { chatTemplate: options.chatTemplate });
+  const server = createServer({ modelId: path.basename(model), ...options, engine: serveEngine });
+  const url = await server.listen({ port: 0 });
+  const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: options.apiKey ?? "unused", maxRetries: 0, timeout: 300_000 });
+  return {
+    url,
+    server,
+    engine,
+    client,
+    close: async () => {
+      await server.close();
+      serveEngine.close();
+      executor.dispose();
+    },
+  };
+}
+
+/** One sample of the Prometheus text format: name, labels and value. */
+export interface Sample {
+  readonly name: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly value: number;
+}
+
+/**
+ * Parses Prometheus text exposition format 0.0.4 (written here from the format's specification, not
+ * prom-client's code): `# HELP` / `# TYPE` lines, then `name{label="value",...} number` samples.
+ * Throws on any line that is not of that grammar.
+ */
+export function parsePrometheus(text: string): { samples: Sample[]; types: Map<string, string> } {
+  const samples: Sample[] = [];
+  const types = new Map<string, string>();
+  const NAME = "[a-zA-Z_:][a-zA-Z0-9_:]*";
+  const sampleRe = new RegExp(`^(${NAME})(?:\\{(.*)\\})? (\\S+)(?: -?\\d+)?$`);
+  const labelRe = /^([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"(?:,|$)/;
+  for (const line of text.split("\n")) {
+    if (line === "") continue;
+    if (line.startsWith("#")) {
+      const m = new RegExp(`^# (HELP|TYPE) (${NAME})(?: (.*))?$`).exec(line);
+      if (m === null) throw new Error(`bad comment line: ${line}`);
+      if (m[1] === "TYPE") {
+        if (!["counter", "gauge", "histogram", "summary", "untyped"].includes(m[3] ?? "")) throw new Error(`bad type: ${line}`);
+        types.set(m[2]!, m[3]!);
+      }
+      continue;
+    }
+    const m = sampleRe.exec(line);
+    if (m === null) throw new Error(`bad sample line: ${line}`);
+    const labels: Record<string, string> = {};
+    let rest = m[2] ?? "";
+    while (rest !== "") {
+      const l = labelRe.exec(rest);
+      if (l === null) throw new Error(`bad labels: ${line}`);
+      labels[l[1]!] = l[2]!.replace(/\\n/g, "\n").replace(/\\"/g, '"').replace(/\\\\/g, "\\");
+      rest = rest.slice(l[0].length);
+    }
+    const v = m[3]!;
+    const value = v === "+Inf" ? Infinity : v === "-Inf" ? -Infinity : v === "NaN" ? NaN : Number(v);
+    if (!/^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(v) && !["+Inf", "-Inf", "NaN"].includes(v)) throw new Error(`bad value: ${line}`);
+    samples.push({ name: m[1]!, labels, value });
+  }
+  return { samples, types };
+}
+
+/** Fetches /metrics and returns the value of `name` with `labels` (0 when absent). */
+export async function metric(url: string, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const { samples } = parsePrometheus(await (await fetch(`${url}/metrics`)).text());
+  const s = samples.find((x) => x.name === name && Object.entries(labels).every(([k, v]) => x.labels[k] === v));
+  return s?.value ?? 0;
+}
+
+/** Polls `check` every 20 ms until it holds or `ms` pass. */
+export async function waitFor(check: () => Promise<boolean>, ms = 60_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error("condition not reached in time");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
