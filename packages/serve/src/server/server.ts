@@ -56,10 +56,14 @@ export function createServer(options: ServerOptions): PootServer {
   const app = Fastify({
     logger: options.logger ?? false,
     bodyLimit: options.bodyLimit ?? 1 << 20,
+    // close() has already ended every generation: drop keep-alive sockets rather than wait them out.
+    forceCloseConnections: true,
     // Wrong types are errors, not coerced ("0.5" is not a temperature); defaults stay out of the body.
     ajv: { customOptions: { coerceTypes: false, useDefaults: false, removeAdditional: false, allErrors: false } },
   });
   const created = Math.floor(Date.now() / 1000);
+  // JSON only: a text/plain body is a 415, not a string that fails the schema.
+  app.removeContentTypeParser("text/plain");
 
   app.addHook("onRequest", async (req) => {
     if (options.apiKey === undefined || options.apiKey === null || !req.url.startsWith("/v1/")) return;

@@ -25,7 +25,8 @@ export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   const e = err as Partial<FastifyError> & { validation?: AjvIssue[] };
   if (Array.isArray(e.validation) && e.validation.length > 0) {
-    const issue = e.validation[0]!;
+    // Of anyOf branches, the one that failed on a range says more than those of the wrong type.
+    const issue = e.validation.find((i) => i.keyword !== "type" && i.keyword !== "anyOf") ?? e.validation[0]!;
     const param = paramOf(issue);
     const code = RANGE_KEYWORDS.has(issue.keyword) ? "invalid_value" : "invalid_request";
     return new ApiError(400, code, `${param ?? "body"} ${issue.message ?? "is invalid"}`, param);
