@@ -60,7 +60,9 @@ export async function startServe(model: string, o: ServeCliOptions, io: CliIo): 
   const executor = createExecutor(o.backend, command);
   let engine: Engine;
   try {
-    engine = Engine.load(model, { executor, weights: o.weights, ...(context === undefined ? {} : { context }) });
+    // Prefill chunks stay within the context (the runtime stages one program per power-of-two chunk).
+    const prefillChunk = context === undefined ? undefined : 2 ** Math.min(6, Math.floor(Math.log2(context)));
+    engine = Engine.load(model, { executor, weights: o.weights, ...(context === undefined ? {} : { context, prefillChunk }) });
   } catch (err) {
     executor.dispose();
     if (err instanceof ModelError) throw new CliError(err.code === "io" ? "file-unreadable" : "bad-input", err.message, { command, file: err.file ?? model });

@@ -1,0 +1,129 @@
+// Load benchmark of `poot serve`: starts the built CLI on a model (default models/demo, eval backend), then
+// measures N concurrent streaming chat clients against the same requests sent one at a time (the baseline,
+// interleaved run by run). Prints requests/s, tok/s, TTFT and inter-token latency percentiles, and checks
+// that every concurrent answer equals its sequential one and that no KV state is left afterwards.
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import os from "node:os";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import OpenAI from "openai";
+
+const { values: o } = parseArgs({
+  options: {
+    model: { type: "string", default: fileURLToPath(new URL("../../../models/demo", import.meta.url)) },
+    clients: { type: "string", default: "16" },
+    "max-tokens": { type: "string", default: "8" },
+    ctx: { type: "string", default: "64" },
+    "max-batch": { type: "string", default: "16" },
+    runs: { type: "string", default: "3" },
+    sequential: { type: "string", default: "4" },
+    backend: { type: "string", default: "eval" },
+    "chat-template": { type: "string" },
+  },
+});
+const CLIENTS = Number(o.clients), MAX_TOKENS = Number(o["max-tokens"]), RUNS = Number(o.runs), SEQ = Number(o.sequential);
+const bin = fileURLToPath(new URL("../bin/poot.mjs", import.meta.url));
+if (!existsSync(new URL("../dist/index.js", import.meta.url))) {
+  console.error("bench: @poot/serve is not built; run `pnpm build` first");
+  process.exit(1);
+}
+
+/** Starts `poot serve` on a free loopback port; resolves to its URL and the child process. */
+function startServer() {
+  const args = [bin, "serve", o.model, "--port", "0", "--ctx", o.ctx, "--max-batch", o["max-batch"], "--max-queue", String(CLIENTS * 2), "--backend", o.backend, "--model-name", "bench"];
+  if (o["chat-template"] !== undefined) args.push("--chat-template", o["chat-template"]);
+  const child = spawn(process.execPath, args, { stdio: ["ignore", "inherit", "pipe"] });
+  return new Promise((resolve, reject) => {
+    let err = "";
+    child.stderr.on("data", (d) => {
+      err += d;
+      process.stderr.write(d);
+      const m = /on (http:\/\/\S+)/.exec(err);
+      if (m) resolve({ url: m[1], child });
+    });
+    child.on("exit", (code) => reject(new Error(`poot serve exited with ${code}: ${err}`)));
+  });
+}
+
+const prompts = Array.from({ length: CLIENTS }, (_, i) => `Tell me a fortune about number ${i}.`);
+
+/** One streamed greedy chat: its text, token count, TTFT and inter-token gaps (ms, client side). */
+async function chat(client, i) {
+  const t0 = performance.now();
+  // logprobs make the server send one chunk per token, so the client sees every token's arrival.
+  const stream = await client.chat.completions.create({ model: "bench", messages: [{ role: "user", content: prompts[i] }], max_tokens: MAX_TOKENS, temperature: 0, ignore_eos: true, logprobs: true, stream: true });
+  let text = "", tokens = 0, last = 0, ttft = 0;
+  const gaps = [];
+  for await (const chunk of stream) {
+    for (const c of chunk.choices) {
+      const n = c.logprobs?.content?.length ?? 0;
+      if (n === 0) continue;
+      const now = performance.now();
+      if (tokens === 0) ttft = now - t0;
+      else gaps.push(now - last);
+      last = now;
+      tokens += n;
+      text += c.delta.content ?? "";
+    }
+  }
+  return { text, tokens, ttft, gaps, ms: performance.now() - t0 };
+}
+
+const pct = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+const median = (xs) => pct(xs, 50);
+
+async function metric(url, name) {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith(`${name} `));
+  return line === undefined ? NaN : Number(line.split(" ")[1]);
+}
+
+const { url, child } = await startServer();
+try {
+  const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: "unused", maxRetries: 0, timeout: 3_600_000 });
+  // Warm-up: stages the prefill and decode programs so neither phase pays for compiling them.
+  await chat(client, 0);
+  await Promise.all(prompts.map((_, i) => chat(client, i)));
+  const seqRates = [], conRates = [], reqRates = [], ttfts = [], gaps = [];
+  const alone = new Map();
+  for (let run = 0; run < RUNS; run++) {
+    let toks = 0;
+    const t0 = performance.now();
+    for (let i = 0; i < SEQ; i++) {
+      const r = await chat(client, i);
+      alone.set(i, r.text);
+      toks += r.tokens;
+    }
+    seqRates.push((toks / (performance.now() - t0)) * 1000);
+    const t1 = performance.now();
+    const all = await Promise.all(prompts.map((_, i) => chat(client, i)));
+    const ms = performance.now() - t1;
+    for (const [i, text] of alone) if (all[i].text !== text) throw new Error(`client ${i}: concurrent text differs from its sequential run`);
+    conRates.push((all.reduce((n, r) => n + r.tokens, 0) / ms) * 1000);
+    reqRates.push((CLIENTS / ms) * 1000);
+    for (const r of all) {
+      ttfts.push(r.ttft);
+      gaps.push(...r.gaps);
+    }
+    console.log(`run ${run + 1}/${RUNS}: concurrent ${conRates.at(-1).toFixed(2)} tok/s, sequential ${seqRates.at(-1).toFixed(2)} tok/s`);
+  }
+  const pages = await metric(url, "poot_kv_pages_in_use");
+  const open = await metric(url, "poot_engine_open_sequences");
+  if (pages !== 0 || open !== 0) throw new Error(`KV left after the load: ${pages} pages, ${open} open sequences`);
+  const cpu = os.cpus();
+  console.log(`
+### poot serve: ${CLIENTS} concurrent streaming chat clients vs one at a time
+machine:  ${cpu[0]?.model.trim()} x${cpu.length}, ${os.platform()} ${os.release()}, node ${process.version}, backend ${o.backend}
+date:     ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC
+command:  pnpm --filter @poot/serve bench (model ${o.model}, ctx ${o.ctx}, max batch ${o["max-batch"]}, ${MAX_TOKENS} greedy tokens per request; median of ${RUNS} runs)
+baseline: the same server answering ${SEQ} of the requests one at a time (median of ${RUNS} runs, interleaved)
+result:   ${median(conRates).toFixed(2)} tok/s   baseline ${median(seqRates).toFixed(2)} tok/s   ratio ${(median(conRates) / median(seqRates)).toFixed(2)}x
+          ${median(reqRates).toFixed(3)} requests/s; TTFT p50 ${pct(ttfts, 50).toFixed(0)} ms, p90 ${pct(ttfts, 90).toFixed(0)} ms, p99 ${pct(ttfts, 99).toFixed(0)} ms; inter-token p50 ${pct(gaps, 50).toFixed(0)} ms, p90 ${pct(gaps, 90).toFixed(0)} ms, p99 ${pct(gaps, 99).toFixed(0)} ms
+          every concurrent answer equal to its sequential one; after the load 0 KV pages in use, 0 open sequences`);
+} finally {
+  child.kill("SIGTERM");
+}
