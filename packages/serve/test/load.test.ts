@@ -37,7 +37,7 @@ describe.skipIf(LLAMA3 === null)(`64 concurrent streaming chats (${NO_FIXTURES} 
   test("all complete, each equal to its sequential run; batched; nothing leaked", { timeout: 600_000 }, async () => {
     // Sequential: one request at a time, each distinct prompt once.
     const t0 = performance.now();
-    const sequential = [];
+    const sequential: { text: string; finish: string | null; tokens: number }[] = [];
     for (let i = 0; i < DISTINCT; i++) sequential.push(await streamChat(i));
     const seqMs = performance.now() - t0;
     // The independent reference: @poot/models' greedy loop over the same template and tokenizer.

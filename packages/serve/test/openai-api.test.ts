@@ -130,7 +130,7 @@ describe.skipIf(LLAMA3 === null)(`openai client against the llama3 fixture (${NO
     expect(r.choices[0]!.finish_reason).toBe("stop");
     const stream = await s.client.completions.create({ model: MODEL, prompt: ref.prompt_ids, max_tokens: 16, temperature: 0, stop, stream: true, ignore_eos: true } as never);
     let text = "";
-    for await (const chunk of stream as AsyncIterable<{ choices: { text: string }[] }>) text += chunk.choices.map((c) => c.text).join("");
+    for await (const chunk of stream as unknown as AsyncIterable<{ choices: { text: string }[] }>) text += chunk.choices.map((c) => c.text).join("");
     expect(text).toBe(full.slice(0, cut));
   });
 
