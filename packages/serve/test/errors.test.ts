@@ -63,12 +63,12 @@ const CASES: readonly Case[] = [
   { name: "body over the size limit", body: { ...ok, prompt: "x".repeat(70_000) }, status: 413, code: "request_too_large" },
 ];
 
-describe.skipIf(LLAMA3 === null)(`bad requests (${NO_FIXTURES} otherwise)`, () => {
+describe.skipIf(LLAMA3 === null)(`bad requests (${NO_FIXTURES} otherwise)`, { timeout: 180_000 }, () => {
   let s: TestServer;
   beforeAll(async () => {
     s = await startTestServer(LLAMA3!, { context: CTX, chatTemplate: LLAMA3_TEMPLATE, apiKey: KEY, maxBatch: 1, maxQueue: 1, bodyLimit: 64 * 1024 });
-  });
-  afterAll(async () => s?.close());
+  }, 180_000);
+  afterAll(async () => s?.close(), 60_000);
 
   test(`the table has at least 20 kinds (${CASES.length})`, () => {
     expect(new Set(CASES.map((c) => c.name)).size).toBe(CASES.length);

@@ -10,12 +10,12 @@ const CLIENTS = 64;
 const DISTINCT = 16;
 const MAX_TOKENS = 8;
 
-describe.skipIf(LLAMA3 === null)(`64 concurrent streaming chats (${NO_FIXTURES} otherwise)`, () => {
+describe.skipIf(LLAMA3 === null)(`64 concurrent streaming chats (${NO_FIXTURES} otherwise)`, { timeout: 180_000 }, () => {
   let s: TestServer;
   beforeAll(async () => {
     s = await startTestServer(LLAMA3!, { context: 48, chatTemplate: LLAMA3_TEMPLATE, maxBatch: 16, maxQueue: 64 });
-  });
-  afterAll(async () => s?.close());
+  }, 180_000);
+  afterAll(async () => s?.close(), 60_000);
 
   const question = (i: number) => `Question number ${i % DISTINCT}: what comes next?`;
 

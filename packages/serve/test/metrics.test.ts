@@ -6,12 +6,12 @@ import { LLAMA3, LLAMA3_TEMPLATE, NO_FIXTURES, metric, parsePrometheus, startTes
 
 const M = "llama3";
 
-describe.skipIf(LLAMA3 === null)(`metrics and cancellation (${NO_FIXTURES} otherwise)`, () => {
+describe.skipIf(LLAMA3 === null)(`metrics and cancellation (${NO_FIXTURES} otherwise)`, { timeout: 180_000 }, () => {
   let s: TestServer;
   beforeAll(async () => {
     s = await startTestServer(LLAMA3!, { context: 64, chatTemplate: LLAMA3_TEMPLATE, maxBatch: 4 });
-  });
-  afterAll(async () => s?.close());
+  }, 180_000);
+  afterAll(async () => s?.close(), 60_000);
 
   test("the parser rejects text that is not the exposition format (so the next test can fail)", () => {
     expect(() => parsePrometheus("poot_x{a=b} 1\n")).toThrow();

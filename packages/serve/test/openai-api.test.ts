@@ -9,7 +9,7 @@ import { LLAMA3, LLAMA3_TEMPLATE, NO_FIXTURES, llama3Tokenizer, metric, startTes
 
 const CTX = 64;
 
-describe.skipIf(LLAMA3 === null)(`openai client against the llama3 fixture (${NO_FIXTURES} otherwise)`, () => {
+describe.skipIf(LLAMA3 === null)(`openai client against the llama3 fixture (${NO_FIXTURES} otherwise)`, { timeout: 180_000 }, () => {
   let s: TestServer;
   let ref: { prompt_ids: number[]; greedy_ids: number[] };
   let tok: Tokenizer;
@@ -21,7 +21,7 @@ describe.skipIf(LLAMA3 === null)(`openai client against the llama3 fixture (${NO
     ref = JSON.parse(fs.readFileSync(path.join(LLAMA3!, "reference.json"), "utf8")) as typeof ref;
     tok = llama3Tokenizer();
     oracle = LoadedModel.open(LLAMA3!);
-  });
+  }, 180_000);
   afterAll(async () => {
     await s?.close();
     oracle?.close();
@@ -145,6 +145,23 @@ describe.skipIf(LLAMA3 === null)(`openai client against the llama3 fixture (${NO
     expect(two.choices[0]!.text).toBe(a.choices[0]!.text);
     expect(two.choices[1]!.text).toBe(c.choices[0]!.text);
     expect(two.usage).toEqual({ prompt_tokens: 20, completion_tokens: 24, total_tokens: 44 });
+  });
+
+  test("a stream with n = 2 interleaves both choices, each ending with its finish reason; echo prepends the prompt", async () => {
+    const stream = await s.client.completions.create({ model: MODEL, prompt: "Tell", max_tokens: 4, temperature: 0.9, seed: 3, n: 2, stream: true, ignore_eos: true } as never);
+    const text = ["", ""];
+    const finish: (string | null)[] = [null, null];
+    for await (const chunk of stream as unknown as AsyncIterable<{ choices: { index: number; text: string; finish_reason: string | null }[] }>) {
+      for (const c of chunk.choices) {
+        text[c.index] += c.text;
+        finish[c.index] = c.finish_reason ?? finish[c.index]!;
+      }
+    }
+    expect(finish).toEqual(["length", "length"]);
+    const whole = await s.client.completions.create({ model: MODEL, prompt: "Tell", max_tokens: 4, temperature: 0.9, seed: 3, n: 2, ignore_eos: true } as never);
+    expect(whole.choices.map((c) => c.text)).toEqual(text);
+    const echo = await s.client.completions.create({ model: MODEL, prompt: "Tell", max_tokens: 4, temperature: 0.9, seed: 3, echo: true, ignore_eos: true } as never);
+    expect(echo.choices[0]!.text).toBe(`Tell${text[0]}`);
   });
 
   test("chat logprobs: top_logprobs per token, the chosen token's logprob first under greedy", async () => {

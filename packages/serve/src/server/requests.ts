@@ -89,7 +89,13 @@ export function planChat(engine: ServeEngine, body: ChatBody): PlannedRequest {
     role: m.role === "developer" ? "system" : m.role,
     content: typeof m.content === "string" ? m.content : m.content.map((part) => part.text).join(""),
   }));
-  const text = engine.renderChat(messages);
+  let text: string | null;
+  try {
+    text = engine.renderChat(messages);
+  } catch (err) {
+    // Templates raise on conversations they refuse (roles out of order, a missing system turn, ...).
+    throw new ApiError(400, "invalid_request", `the chat template rejected these messages: ${(err as Error).message}`, "messages");
+  }
   if (text === null) throw new ApiError(400, "invalid_request", "this model has no chat template: use /v1/completions, or start the server with --chat-template FILE", "messages");
   // The template writes BOS itself (HF apply_chat_template tokenizes without adding special tokens).
   const ids = engine.encode(text, false);

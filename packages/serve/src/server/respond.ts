@@ -34,6 +34,8 @@ export async function respond(scheduler: Scheduler, plan: PlannedRequest, render
   reply.raw.on("close", () => {
     if (!done) for (const j of jobs) j.cancel();
   });
+  // A client gone while the request was parsed and planned: nothing will read the answer.
+  if (reply.raw.socket === null || reply.raw.socket.destroyed) for (const j of jobs) j.cancel();
   if (plan.stream) return stream(plan, jobs, render, reply, () => (done = true));
   const texts = jobs.map(() => "");
   const tokens: TokenEvent[][] = jobs.map(() => []);

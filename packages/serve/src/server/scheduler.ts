@@ -167,7 +167,12 @@ export class Scheduler {
   private kick(): void {
     if (this.running) return;
     this.running = true;
-    setImmediate(() => void this.loop());
+    setImmediate(() => {
+      this.loop().catch((err: unknown) => {
+        // Not reachable by design (steps and tokens catch their own errors); never let it kill the server.
+        for (const j of [...this.waiting, ...this.active]) this.fail(j, new ApiError(500, "internal_error", `scheduler failed: ${(err as Error).message}`));
+      });
+    });
   }
 
   private async loop(): Promise<void> {
@@ -214,7 +219,14 @@ export class Scheduler {
     }
     this.steps++;
     const now = performance.now();
-    batch.forEach((job, i) => this.advance(job, rows[i]!, now));
+    batch.forEach((job, i) => {
+      try {
+        this.advance(job, rows[i]!, now);
+      } catch (err) {
+        // A failure in sampling or detokenizing ends that generation only.
+        this.fail(job, new ApiError(500, "internal_error", `generation failed: ${(err as Error).message}`));
+      }
+    });
     this.active = this.active.filter((j) => !j.over);
   }
 
