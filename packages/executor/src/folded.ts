@@ -3,6 +3,10 @@
 // the same op semantics and rounding as graph-ir's `evaluate`, so results are bit-identical to it.
 import { isLiteral, isPacked, opContext, PRIMITIVE_OPS, roundInPlace, tensorFromHost, type Graph, type HostData, type OpContext, type OpTable, type Tensor, type ValueType } from "@poot/graph-ir";
 import { ExecutorError, invariant } from "./errors.js";
+import { FastMatMul } from "./fast-matmul.js";
+
+/** The primitive ops with the bit-identical blocked MatMul. */
+const FOLDED_OPS: OpTable = { ...PRIMITIVE_OPS, MatMul: FastMatMul };
 
 /** Per-step data of a {@link FoldedSchedule} run. */
 export interface FoldedBindings {
@@ -73,7 +77,7 @@ export class FoldedSchedule {
   private readonly keep: Set<number>;
 
   /** @param graph - a validated graph; @param program - its name, for messages; @param cache - folded values shared across programs; @param ops - the op table. */
-  constructor(private readonly graph: Graph, private readonly program: string, private readonly cache: FoldCache, private readonly ops: OpTable = PRIMITIVE_OPS) {
+  constructor(private readonly graph: Graph, private readonly program: string, private readonly cache: FoldCache, private readonly ops: OpTable = FOLDED_OPS) {
     const isStatic = new Uint8Array(graph.values.length);
     for (const v of graph.values) if (v.storage.kind === "const" || v.storage.kind === "computed") isStatic[v.id] = 1;
     graph.eqns.forEach((e, k) => {
