@@ -4,7 +4,9 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, test } from "vitest";
+import * as os from "node:os";
 import { LoadedModel, openSafetensors } from "@poot/models";
+import { hfToGGUF } from "./hf-to-gguf.js";
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), "fixtures", "families");
 const FAMILIES = ["mistral", "qwen2", "gemma2", "gemma3-mixed", "phi3", "mixtral", "qwen3moe"];
@@ -34,6 +36,27 @@ describe("self-made family fixtures", () => {
       expect(rel).toBeLessThanOrEqual(1e-4);
       expect(gen.ids).toEqual(ref.greedy_ids);
       expect(full).toBeLessThanOrEqual(1e-4);
+      m.close();
+      refs.close();
+    });
+  }
+});
+
+describe("self-made families through GGUF (llama.cpp tensor names and metadata, F32)", () => {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "poot-gguf-"));
+  // Mistral is left out: llama.cpp's llama architecture has no sliding window.
+  for (const fam of ["qwen2", "gemma2", "phi3", "mixtral", "qwen3moe"]) {
+    test(`${fam}: the GGUF conversion gives the HF logits`, () => {
+      const dir = path.join(ROOT, fam);
+      const file = path.join(tmp, `${fam}.gguf`);
+      hfToGGUF(dir, file);
+      const ref = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as { prompt_ids: number[] };
+      const refs = openSafetensors(path.join(dir, "reference.safetensors"));
+      const m = LoadedModel.open(file);
+      expect(m.config.source).toBe("gguf");
+      const rel = relErr(m.logits(ref.prompt_ids), refs.readF32Sync("prompt_logits"));
+      console.log(`${fam} GGUF: prompt rel ${rel.toExponential(2)}`);
+      expect(rel).toBeLessThanOrEqual(1e-4);
       m.close();
       refs.close();
     });
