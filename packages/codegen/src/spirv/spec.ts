@@ -1,0 +1,256 @@
+// SPIR-V numeric constants (opcodes and operand enums) that the module builder and the lowering use.
+// Values are from the SPIR-V 1.6 unified grammar; `spec.test.ts` checks them against spirv-headers when installed.
+
+/** SPIR-V instruction opcodes used by poot (subset of the unified grammar). */
+export const Op = {
+  Nop: 0,
+  Undef: 1,
+  Name: 5,
+  MemberName: 6,
+  Extension: 10,
+  ExtInstImport: 11,
+  ExtInst: 12,
+  MemoryModel: 14,
+  EntryPoint: 15,
+  ExecutionMode: 16,
+  Capability: 17,
+  TypeVoid: 19,
+  TypeBool: 20,
+  TypeInt: 21,
+  TypeFloat: 22,
+  TypeVector: 23,
+  TypeArray: 28,
+  TypeRuntimeArray: 29,
+  TypeStruct: 30,
+  TypePointer: 32,
+  TypeFunction: 33,
+  ConstantTrue: 41,
+  ConstantFalse: 42,
+  Constant: 43,
+  ConstantComposite: 44,
+  ConstantNull: 46,
+  Function: 54,
+  FunctionParameter: 55,
+  FunctionEnd: 56,
+  FunctionCall: 57,
+  Variable: 59,
+  Load: 61,
+  Store: 62,
+  AccessChain: 65,
+  Decorate: 71,
+  MemberDecorate: 72,
+  VectorShuffle: 79,
+  CompositeConstruct: 80,
+  CompositeExtract: 81,
+  ConvertFToU: 109,
+  ConvertFToS: 110,
+  ConvertSToF: 111,
+  ConvertUToF: 112,
+  UConvert: 113,
+  SConvert: 114,
+  FConvert: 115,
+  Bitcast: 124,
+  SNegate: 126,
+  FNegate: 127,
+  IAdd: 128,
+  FAdd: 129,
+  ISub: 130,
+  FSub: 131,
+  IMul: 132,
+  FMul: 133,
+  UDiv: 134,
+  SDiv: 135,
+  FDiv: 136,
+  UMod: 137,
+  SRem: 138,
+  SMod: 139,
+  FRem: 140,
+  FMod: 141,
+  LogicalEqual: 164,
+  LogicalNotEqual: 165,
+  LogicalOr: 166,
+  LogicalAnd: 167,
+  LogicalNot: 168,
+  Select: 169,
+  IEqual: 170,
+  INotEqual: 171,
+  UGreaterThan: 172,
+  SGreaterThan: 173,
+  UGreaterThanEqual: 174,
+  SGreaterThanEqual: 175,
+  ULessThan: 176,
+  SLessThan: 177,
+  ULessThanEqual: 178,
+  SLessThanEqual: 179,
+  FOrdEqual: 180,
+  FOrdNotEqual: 182,
+  FUnordNotEqual: 183,
+  FOrdLessThan: 184,
+  FOrdGreaterThan: 186,
+  FOrdLessThanEqual: 188,
+  FOrdGreaterThanEqual: 190,
+  ShiftRightLogical: 194,
+  ShiftRightArithmetic: 195,
+  ShiftLeftLogical: 196,
+  BitwiseOr: 197,
+  BitwiseXor: 198,
+  BitwiseAnd: 199,
+  Not: 200,
+  ControlBarrier: 224,
+  MemoryBarrier: 225,
+  AtomicLoad: 227,
+  AtomicStore: 228,
+  AtomicExchange: 229,
+  AtomicCompareExchange: 230,
+  AtomicIAdd: 234,
+  AtomicISub: 235,
+  AtomicSMin: 236,
+  AtomicUMin: 237,
+  AtomicSMax: 238,
+  AtomicUMax: 239,
+  AtomicAnd: 240,
+  AtomicOr: 241,
+  AtomicXor: 242,
+  Phi: 245,
+  LoopMerge: 246,
+  SelectionMerge: 247,
+  Label: 248,
+  Branch: 249,
+  BranchConditional: 250,
+  Return: 253,
+  ReturnValue: 254,
+  Unreachable: 255,
+  GroupNonUniformElect: 333,
+  GroupNonUniformBroadcast: 337,
+  GroupNonUniformBroadcastFirst: 338,
+  GroupNonUniformShuffle: 345,
+  GroupNonUniformShuffleXor: 346,
+  GroupNonUniformIAdd: 349,
+  GroupNonUniformFAdd: 350,
+  GroupNonUniformSMin: 353,
+  GroupNonUniformUMin: 354,
+  GroupNonUniformFMin: 355,
+  GroupNonUniformSMax: 356,
+  GroupNonUniformUMax: 357,
+  GroupNonUniformFMax: 358,
+  AtomicFAddEXT: 6035,
+} as const;
+
+/** SPIR-V capabilities used by poot. */
+export const Capability = {
+  Shader: 1,
+  Float16: 9,
+  Float64: 10,
+  Int64: 11,
+  Int16: 22,
+  Int8: 39,
+  GroupNonUniform: 61,
+  GroupNonUniformVote: 62,
+  GroupNonUniformArithmetic: 63,
+  GroupNonUniformBallot: 64,
+  GroupNonUniformShuffle: 65,
+  StorageBuffer16BitAccess: 4433,
+  UniformAndStorageBuffer16BitAccess: 4434,
+  StorageBuffer8BitAccess: 4448,
+  AtomicFloat32AddEXT: 6033,
+} as const;
+
+/** SPIR-V decorations used by poot. */
+export const Decoration = {
+  Block: 2,
+  ArrayStride: 6,
+  BuiltIn: 11,
+  NonWritable: 24,
+  NonReadable: 25,
+  Binding: 33,
+  DescriptorSet: 34,
+  Offset: 35,
+} as const;
+
+/** Built-in variables (`BuiltIn` decoration operand). */
+export const BuiltIn = {
+  NumWorkgroups: 24,
+  WorkgroupId: 26,
+  LocalInvocationId: 27,
+  GlobalInvocationId: 28,
+  LocalInvocationIndex: 29,
+  SubgroupSize: 36,
+  NumSubgroups: 38,
+  SubgroupId: 40,
+  SubgroupLocalInvocationId: 41,
+} as const;
+
+/** Storage classes. */
+export const StorageClass = {
+  UniformConstant: 0,
+  Input: 1,
+  Uniform: 2,
+  Output: 3,
+  Workgroup: 4,
+  CrossWorkgroup: 5,
+  Private: 6,
+  Function: 7,
+  PushConstant: 9,
+  StorageBuffer: 12,
+} as const;
+
+/** Execution models, addressing and memory models, execution modes. */
+export const ExecutionModel = { GLCompute: 5 } as const;
+/** Addressing models. */
+export const AddressingModel = { Logical: 0 } as const;
+/** Memory models. */
+export const MemoryModel = { GLSL450: 1, Vulkan: 3 } as const;
+/** Execution modes. */
+export const ExecutionMode = { LocalSize: 17 } as const;
+
+/** Memory scopes (`Scope <id>` operands are constants of these values). */
+export const Scope = { CrossDevice: 0, Device: 1, Workgroup: 2, Subgroup: 3, Invocation: 4 } as const;
+
+/** Memory-semantics bits. */
+export const MemorySemantics = {
+  None: 0,
+  Acquire: 0x2,
+  Release: 0x4,
+  AcquireRelease: 0x8,
+  SequentiallyConsistent: 0x10,
+  UniformMemory: 0x40,
+  SubgroupMemory: 0x80,
+  WorkgroupMemory: 0x100,
+} as const;
+
+/** Group operations for GroupNonUniform arithmetic. */
+export const GroupOperation = { Reduce: 0, InclusiveScan: 1, ExclusiveScan: 2 } as const;
+
+/** Extended instructions of the `GLSL.std.450` set. */
+export const GLSL = {
+  Round: 1,
+  Trunc: 3,
+  FAbs: 4,
+  SAbs: 5,
+  Floor: 8,
+  Ceil: 9,
+  Sin: 13,
+  Cos: 14,
+  Tanh: 21,
+  Pow: 26,
+  Exp: 27,
+  Log: 28,
+  Exp2: 29,
+  Log2: 30,
+  Sqrt: 31,
+  InverseSqrt: 32,
+  FMin: 37,
+  UMin: 38,
+  SMin: 39,
+  FMax: 40,
+  UMax: 41,
+  SMax: 42,
+  Fma: 50,
+  PackHalf2x16: 58,
+  UnpackHalf2x16: 62,
+} as const;
+
+/** The SPIR-V magic number (first word of every module). */
+export const MAGIC = 0x07230203;
+/** SPIR-V 1.3: the newest version Vulkan 1.1 accepts. */
+export const VERSION_1_3 = 0x00010300;
