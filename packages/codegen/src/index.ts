@@ -22,3 +22,5 @@ export { SpirvFunction } from "./spirv/function.js";
 export { WasmModule, ValType } from "./wasm/module.js";
 export type { MemoryImport } from "./wasm/module.js";
 export { WasmCode } from "./wasm/code.js";
+export type { PtxOptions } from "./ptx/target.js";
+export { lowerPtx, ptxTarget } from "./ptx/target.js";
