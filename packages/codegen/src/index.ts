@@ -24,3 +24,4 @@ export type { MemoryImport } from "./wasm/module.js";
 export { WasmCode } from "./wasm/code.js";
 export type { PtxOptions } from "./ptx/target.js";
 export { lowerPtx, ptxTarget } from "./ptx/target.js";
+export { lowerAmdgpu, amdgpuTarget } from "./amdgpu/target.js";
