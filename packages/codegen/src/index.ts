@@ -25,3 +25,4 @@ export { WasmCode } from "./wasm/code.js";
 export type { PtxOptions } from "./ptx/target.js";
 export { lowerPtx, ptxTarget } from "./ptx/target.js";
 export { lowerAmdgpu, amdgpuTarget } from "./amdgpu/target.js";
+export { lowerSpirv, spirvTarget } from "./spirv/target.js";

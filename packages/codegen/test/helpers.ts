@@ -13,7 +13,7 @@ export const CUDA_CAPS: DeviceCaps = { maxWorkgroup: 1024, subgroupSize: 32, sha
 /** An AMD CDNA GPU (wave64). */
 export const AMD_CAPS: DeviceCaps = { maxWorkgroup: 1024, subgroupSize: 64, sharedBytes: 65536, dtypes: ["f32", "u32", "i32", "f16", "bf16", "u8", "i8"], maxStorageBuffers: 64, f16: true, bf16: true };
 /** A Vulkan 1.1 device with 16-bit storage and subgroups of 32. */
-export const VULKAN_CAPS: DeviceCaps = { maxWorkgroup: 1024, subgroupSize: 32, sharedBytes: 32768, dtypes: ["f32", "u32", "i32", "f16"], maxStorageBuffers: 16, f16: true, bf16: false };
+export const VULKAN_CAPS: DeviceCaps = { maxWorkgroup: 1024, subgroupSize: 32, sharedBytes: 32768, dtypes: ["f32", "u32", "i32", "f16", "bf16"], maxStorageBuffers: 16, f16: true, bf16: false };
 /** The CPU (Wasm) backend: no subgroups beyond one lane. */
 export const WASM_CAPS: DeviceCaps = { maxWorkgroup: 1024, subgroupSize: 1, sharedBytes: 65536, dtypes: ["f32", "u32", "i32", "f16", "bf16", "u8", "i8"], maxStorageBuffers: 1024, f16: false, bf16: false };
 

@@ -78,6 +78,11 @@ export class SpirvFunction {
     this.open = true;
   }
 
+  /** Opens a fresh (unreachable) block if the last one was terminated, so code after `break` has a home. */
+  ensureOpen(): void {
+    if (!this.open) this.label(this.mod.id());
+  }
+
   /** Branches to `target` if the current block is still open (a `return` may have closed it). */
   branchIfOpen(target: number): void {
     if (this.open) this.terminate(Op.Branch, target);
@@ -108,7 +113,7 @@ export class SpirvFunction {
    * `cond` runs in its own block and returns the bool that keeps the loop going; `step` runs in the
    * continue target, which is the only block allowed to branch back to the header.
    */
-  loop(cond: () => number, body: () => void, step: () => void): void {
+  loop(cond: () => number, body: (labels: { readonly merge: number; readonly cont: number }) => void, step: () => void): void {
     const header = this.mod.id();
     const condL = this.mod.id();
     const bodyL = this.mod.id();
@@ -122,7 +127,7 @@ export class SpirvFunction {
     const c = cond();
     this.terminate(Op.BranchConditional, c, bodyL, merge);
     this.label(bodyL);
-    body();
+    body({ merge, cont });
     this.branchIfOpen(cont);
     this.label(cont);
     step();

@@ -39,6 +39,7 @@ export const Op = {
   AccessChain: 65,
   Decorate: 71,
   MemberDecorate: 72,
+  VectorExtractDynamic: 77,
   VectorShuffle: 79,
   CompositeConstruct: 80,
   CompositeExtract: 81,
@@ -89,6 +90,7 @@ export const Op = {
   FOrdGreaterThan: 186,
   FOrdLessThanEqual: 188,
   FOrdGreaterThanEqual: 190,
+  IsNan: 156,
   ShiftRightLogical: 194,
   ShiftRightArithmetic: 195,
   ShiftLeftLogical: 196,
@@ -248,6 +250,8 @@ export const GLSL = {
   Fma: 50,
   PackHalf2x16: 58,
   UnpackHalf2x16: 62,
+  NMin: 79,
+  NMax: 80,
 } as const;
 
 /** The SPIR-V magic number (first word of every module). */
