@@ -200,7 +200,8 @@ export type Stmt =
   | { readonly s: "store"; readonly space: AddressSpace; readonly array: string; readonly index: Expr; readonly value: Expr }
   /**
    * `for (var = start; var < end; var += step) body` over i32 or u32; `var` is immutable in the body;
-   * start/end/step are evaluated once, before the first iteration; step > 0.
+   * start/end/step are evaluated once, before the first iteration; step > 0. The increment never wraps:
+   * the loop ends once `var + step >= end` mathematically (codegen must not let the counter overflow).
    */
   | {
       readonly s: "for"; readonly var: string; readonly type: "i32" | "u32";
