@@ -62,6 +62,8 @@ export interface TargetCode {
   readonly workgroupSize: readonly [number, number, number];
   /** How arguments are bound, in slot order. */
   readonly bindings: readonly BindingSlot[];
+  /** Target-specific calling-convention numbers (the Wasm frame and argument-block sizes). */
+  readonly abi?: Readonly<Record<string, number>>;
 }
 
 /** Per-call options of a lowering (specialization values). */

@@ -26,3 +26,5 @@ export type { PtxOptions } from "./ptx/target.js";
 export { lowerPtx, ptxTarget } from "./ptx/target.js";
 export { lowerAmdgpu, amdgpuTarget } from "./amdgpu/target.js";
 export { lowerSpirv, spirvTarget } from "./spirv/target.js";
+export type { WasmOptions } from "./wasm/target.js";
+export { lowerWasm, wasmTarget } from "./wasm/target.js";

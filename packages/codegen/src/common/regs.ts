@@ -45,9 +45,38 @@ export interface RegTarget<V> {
 
 type Binding<V> = { readonly kind: "value"; readonly v: V } | { readonly kind: "var"; readonly type: ValueType };
 
+/** Options of {@link makeDriver}. */
+export interface DriverOptions {
+  /**
+   * Hold `let`, subgroup and atomic results in variables too (targets that keep per-thread state in
+   * memory across barrier regions, such as Wasm, need every name to outlive the code that defined it).
+   */
+  readonly letsAsVars?: boolean;
+}
+
+/** The driver's entry points: evaluate an expression, emit a statement or a block. */
+export interface Driver<V> {
+  expr(e: Expr): V;
+  stmt(s: Stmt): void;
+  block(body: readonly Stmt[]): void;
+  /** Binds `name` as a variable the target already holds (declared outside the driver). */
+  bindVar(name: string, type: ValueType): void;
+}
+
 /** Walks a prepared kernel's body, driving `t`. */
 export function driveBody<V>(p: PreparedKernel, t: RegTarget<V>): void {
+  makeDriver(p, t).block(p.kernel.body);
+}
+
+/** A driver over `t` whose name bindings persist across calls (for targets that emit the body in pieces). */
+export function makeDriver<V>(p: PreparedKernel, t: RegTarget<V>, options: DriverOptions = {}): Driver<V> {
   const env = new Map<string, Binding<V>>();
+  const bindValue = (name: string, type: ValueType, v: V): void => {
+    if (options.letsAsVars) {
+      t.newVar(name, type, v);
+      env.set(name, { kind: "var", type });
+    } else env.set(name, { kind: "value", v });
+  };
   const elems = new Map<string, ElemType>();
   for (const b of p.buffers) elems.set(`global:${b.name}`, b.elem);
   for (const s of p.shared) elems.set(`workgroup:${s.name}`, s.elem);
@@ -104,7 +133,7 @@ export function driveBody<V>(p: PreparedKernel, t: RegTarget<V>): void {
 
   const stmt = (s: Stmt): void => {
     switch (s.s) {
-      case "let": env.set(s.name, { kind: "value", v: expr(s.value) }); return;
+      case "let": bindValue(s.name, s.type, expr(s.value)); return;
       case "var":
         t.newVar(s.name, s.type, expr(s.init));
         env.set(s.name, { kind: "var", type: s.type });
@@ -147,7 +176,7 @@ export function driveBody<V>(p: PreparedKernel, t: RegTarget<V>): void {
       case "barrier": t.barrier(); return;
       case "subgroup": {
         const v = expr(s.value);
-        env.set(s.name, { kind: "value", v: t.subgroup(s.op, s.type, v, s.lane ? expr(s.lane) : undefined) });
+        bindValue(s.name, s.type, t.subgroup(s.op, s.type, v, s.lane ? expr(s.lane) : undefined));
         return;
       }
       case "atomic": {
@@ -157,7 +186,7 @@ export function driveBody<V>(p: PreparedKernel, t: RegTarget<V>): void {
         const r = t.atomic(s.op, s.type, s.space, s.array, idx, val, cmpv);
         if (s.name !== undefined) {
           invariant(r !== undefined, `atomic ${s.op} returns a value`);
-          env.set(s.name, { kind: "value", v: r });
+          bindValue(s.name, s.type, r);
         }
         return;
       }
@@ -166,5 +195,5 @@ export function driveBody<V>(p: PreparedKernel, t: RegTarget<V>): void {
     }
   };
 
-  block(p.kernel.body);
+  return { expr, stmt, block, bindVar: (name, type) => void env.set(name, { kind: "var", type }) };
 }

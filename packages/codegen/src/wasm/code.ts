@@ -81,17 +81,28 @@ export const W = {
   f32_convert_i32_u: 0xb3,
   i32_reinterpret_f32: 0xbc,
   f32_reinterpret_i32: 0xbe,
+  f64_add: 0xa0,
+  f64_mul: 0xa2,
+  f32_demote_f64: 0xb6,
+  f64_promote_f32: 0xbb,
 } as const;
+
+/** 0xFC-prefixed sub-opcodes: saturating truncation and bulk memory. */
+export const Misc = { i32_trunc_sat_f32_s: 0x00, i32_trunc_sat_f32_u: 0x01, memory_fill: 0x0b } as const;
 
 /** SIMD128 sub-opcodes (after the 0xFD prefix, LEB128-encoded). */
 export const Simd = {
   v128_load: 0x00,
   v128_store: 0x0b,
   i32x4_splat: 0x11,
+  i32x4_extract_lane: 0x1b,
+  i32x4_replace_lane: 0x1c,
   f32x4_splat: 0x13,
   f32x4_extract_lane: 0x1f,
   f32x4_replace_lane: 0x20,
+  i32x4_neg: 0xa1,
   i32x4_add: 0xae,
+  i32x4_sub: 0xb1,
   i32x4_mul: 0xb5,
   f32x4_abs: 0xe0,
   f32x4_neg: 0xe1,
@@ -174,6 +185,11 @@ export class WasmCode {
     this.w.byte(0xfd).u32(sub).u32(alignLog2).u32(offset);
     return this;
   }
+  /** A raw immediate byte (lane indices of load/store-lane ops). */
+  raw(b: number): this {
+    this.w.byte(b);
+    return this;
+  }
   /** A SIMD lane op (extract/replace) with its lane index byte. */
   simdLane(sub: number, lane: number): this {
     this.w.byte(0xfd).u32(sub).byte(lane);
@@ -182,6 +198,12 @@ export class WasmCode {
   /** An atomic memory op (0xFE prefix) with memarg; atomics require natural alignment. */
   atomic(sub: number, alignLog2: number, offset = 0): this {
     this.w.byte(0xfe).u32(sub).u32(alignLog2).u32(offset);
+    return this;
+  }
+  /** A 0xFC-prefixed op; memory.fill carries its memory index byte. */
+  misc(sub: number): this {
+    this.w.byte(0xfc).u32(sub);
+    if (sub === Misc.memory_fill) this.w.byte(0);
     return this;
   }
   /** atomic.fence (0xFE 0x03 0x00). */
