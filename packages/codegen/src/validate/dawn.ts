@@ -25,12 +25,17 @@ export interface DawnDevice {
   readonly f16: boolean;
   /** Whether `subgroups` was enabled. */
   readonly subgroups: boolean;
+  /** The adapter's subgroup size range (equal bounds mean a fixed size), when reported. */
+  readonly subgroupSizes?: readonly [number, number];
   /** Releases the device. */
   dispose(): void;
 }
 
 /** Either an open device or why none could be opened. */
 export type DawnOpenResult = { readonly ok: true; readonly dawn: DawnDevice } | { readonly ok: false; readonly reason: string };
+
+/** Dawn instances of open devices: collecting the instance while its device runs crashes Dawn. */
+const liveInstances = new Set<object>();
 
 /** Opens a device, requesting `shader-f16` and `subgroups` when the adapter offers them. */
 export async function openDawnDevice(options: DawnOptions = {}): Promise<DawnOpenResult> {
@@ -59,7 +64,9 @@ export async function openDawnDevice(options: DawnOptions = {}): Promise<DawnOpe
   if (f16) want.push("shader-f16");
   if (subgroups) want.push("subgroups" as GPUFeatureName);
   const device = await adapter.requestDevice({ requiredFeatures: want });
-  const info = adapter.info;
+  const keep = { gpu, adapter };
+  liveInstances.add(keep);
+  const info = adapter.info as GPUAdapterInfo & { subgroupMinSize?: number; subgroupMaxSize?: number };
   return {
     ok: true,
     dawn: {
@@ -67,7 +74,11 @@ export async function openDawnDevice(options: DawnOptions = {}): Promise<DawnOpe
       adapterName: `${info.vendor} ${info.architecture} ${info.device} ${info.description}`.trim(),
       f16,
       subgroups,
-      dispose: () => device.destroy(),
+      ...(info.subgroupMinSize !== undefined && info.subgroupMaxSize !== undefined ? { subgroupSizes: [info.subgroupMinSize, info.subgroupMaxSize] as const } : {}),
+      dispose: () => {
+        device.destroy();
+        liveInstances.delete(keep);
+      },
     },
   };
 }

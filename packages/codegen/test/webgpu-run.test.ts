@@ -1,0 +1,40 @@
+// A handful of emitted WGSL kernels run on lavapipe through Dawn and agree with the kernel-dsl interpreter,
+// including the packed-inputs fallback (a device limit of 8 storage buffers) and a subgroup reduction.
+
+import { afterAll, beforeAll, describe, test } from "vitest";
+import { lowerWgsl, openDawnDevice, type DawnDevice } from "@poot/codegen";
+import { interpret } from "@poot/kernel-dsl";
+import { cases, expectMatches, rng } from "./cases.js";
+import { lavapipeIcd, WEBGPU_CAPS } from "./helpers.js";
+import { runWgsl } from "./webgpu-runner.js";
+
+describe("WGSL on a WebGPU device matches the interpreter", () => {
+  let dawn: DawnDevice | undefined;
+  let why = "";
+  beforeAll(async () => {
+    const icd = lavapipeIcd();
+    const r = await openDawnDevice(icd === undefined ? {} : { vulkanDriverFiles: icd });
+    if (r.ok) dawn = r.dawn;
+    else why = r.reason;
+  });
+  afterAll(() => dawn?.dispose());
+  for (const c of cases) {
+    test(`${c.kernel.name} on random inputs`, async (ctx) => {
+      if (dawn === undefined) return ctx.skip(`no WebGPU device: ${why}`);
+      const usesSubgroups = c.kernel.name === "row_sum_subgroup";
+      const sizes = dawn.subgroupSizes;
+      if (usesSubgroups && (!dawn.subgroups || sizes === undefined || sizes[0] !== sizes[1])) {
+        return ctx.skip(`the adapter has no fixed subgroup size (${JSON.stringify(sizes)})`);
+      }
+      const subgroupSize = usesSubgroups ? sizes![0] : 32;
+      const caps = { ...WEBGPU_CAPS, subgroupSize };
+      for (const seed of [1, 2]) {
+        const ref = c.buffers(rng(seed));
+        const got = c.buffers(rng(seed));
+        interpret(c.kernel, { grid: c.grid, buffers: ref, uniforms: c.uniforms, subgroupSize });
+        await runWgsl(dawn.device, c.kernel, lowerWgsl(c.kernel, caps), c.grid, got, c.uniforms);
+        expectMatches(c, ref, got, `seed ${seed}`);
+      }
+    });
+  }
+});
