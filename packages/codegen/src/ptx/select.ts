@@ -3,9 +3,7 @@
 
 import { elemOf, lanesOf, type ElemType, type ValueType } from "@poot/kernel-dsl";
 import type { RegTarget } from "../common/regs.js";
-import { CodegenError } from "../errors.js";
-
-type Cls = "p" | "r" | "f" | "rd" | "h";
+import { join, PtxBase, split } from "./regs.js";
 
 /** PTX spelling of an f32 immediate (exact bit pattern). */
 export function f32Imm(v: number): string {
@@ -13,52 +11,8 @@ export function f32Imm(v: number): string {
   return `0f${b.toString(16).toUpperCase().padStart(8, "0")}`;
 }
 
-const split = (v: string): string[] => (v.startsWith("{") ? v.slice(1, -1).split(",").map((s) => s.trim()) : [v]);
-const join = (regs: readonly string[]): string => (regs.length === 1 ? regs[0]! : `{${regs.join(", ")}}`);
-
-/** Register machinery and emission state of one PTX kernel. */
-export class PtxEmitter implements RegTarget<string> {
-  readonly lines: string[] = [];
-  readonly counts: Record<Cls, number> = { p: 0, r: 0, f: 0, rd: 0, h: 0 };
-  private label = 0;
-  private readonly loops: { cont: string; exit: string }[] = [];
-  private readonly vars = new Map<string, string>();
-  /** Registers holding the generic-to-global converted buffer base addresses. */
-  readonly bufferBase = new Map<string, string>();
-  readonly paramReg = new Map<string, string>();
-  readonly locals: { name: string; bytes: number }[] = [];
-
-  constructor(private readonly kernel: string, private readonly subgroupSize: number, private readonly wg: readonly [number, number, number]) {}
-
-  reg(c: Cls): string {
-    return `%${c}${++this.counts[c]}`;
-  }
-  emit(line: string): void {
-    this.lines.push(`  ${line}`);
-  }
-  private cls(t: ValueType): Cls {
-    const e = elemOf(t);
-    return e === "bool" ? "p" : e === "f32" ? "f" : "r";
-  }
-  private fresh(t: ValueType): string {
-    return join(Array.from({ length: lanesOf(t) }, () => this.reg(this.cls(t))));
-  }
-  private sfx(t: ValueType): string {
-    const e = elemOf(t);
-    return e === "f32" ? "f32" : e === "i32" ? "s32" : e === "u32" ? "u32" : "pred";
-  }
-  /** Applies a scalar instruction lane by lane. */
-  private lanes(t: ValueType, ops: readonly string[], f: (d: string, ...xs: string[]) => string): string {
-    const d = this.fresh(t);
-    const ds = split(d);
-    const parts = ops.map(split);
-    ds.forEach((r, i) => this.emit(f(r, ...parts.map((p) => p[i] ?? p[0]!))));
-    return d;
-  }
-  private unsupported(what: string): never {
-    throw new CodegenError("unsupported", `PTX cannot express ${what}`, { kernel: this.kernel, target: "ptx", construct: what });
-  }
-
+/** PTX instruction selection for the shared register-machine driver. */
+export class PtxEmitter extends PtxBase implements RegTarget<string> {
   constant(type: ValueType, value: number | boolean): string {
     if (type === "bool") {
       const p = this.reg("p");
@@ -387,66 +341,4 @@ export class PtxEmitter implements RegTarget<string> {
     this.emit("bar.sync 0;");
   }
 
-  newVar(name: string, type: ValueType, init: string): void {
-    const r = this.fresh(type);
-    this.vars.set(name, r);
-    split(r).forEach((reg, i) => this.emit(`mov.${type === "bool" ? "pred" : "b32"} ${reg}, ${split(init)[i]};`));
-  }
-  readVar(name: string, type: ValueType): string {
-    // Copy: a later assignment to the var must not change values read before it.
-    const r = this.vars.get(name)!;
-    return this.lanes(type, [r], (d, x) => `mov.${type === "bool" ? "pred" : "b32"} ${d}, ${x};`);
-  }
-  writeVar(name: string, type: ValueType, v: string): void {
-    const r = this.vars.get(name)!;
-    split(r).forEach((reg, i) => this.emit(`mov.${type === "bool" ? "pred" : "b32"} ${reg}, ${split(v)[i]};`));
-  }
-  privateArray(name: string, elem: ValueType, length: number): void {
-    const bytes = 4 * lanesOf(elem) * length;
-    this.locals.push({ name, bytes });
-    const base = this.reg("rd");
-    this.emit(`mov.u64 ${base}, ${name};`);
-    // Private arrays start as zero (IR semantics).
-    for (let o = 0; o < bytes; o += 4) this.emit(`st.local.b32 [${base}+${o}], 0;`);
-  }
-
-  private newLabel(): string {
-    return `$L${++this.label}`;
-  }
-  ifElse(cond: string, then: () => void, otherwise: (() => void) | undefined): void {
-    const elseL = this.newLabel();
-    const end = otherwise ? this.newLabel() : elseL;
-    this.emit(`@!${cond} bra ${elseL};`);
-    then();
-    if (otherwise) {
-      this.emit(`bra ${end};`);
-      this.lines.push(`${elseL}:`);
-      otherwise();
-    }
-    this.lines.push(`${end}:`);
-  }
-  loop(cond: () => string, body: () => void, step: () => void): void {
-    const head = this.newLabel();
-    const cont = this.newLabel();
-    const exit = this.newLabel();
-    this.lines.push(`${head}:`);
-    const c = cond();
-    this.emit(`@!${c} bra ${exit};`);
-    this.loops.push({ cont, exit });
-    body();
-    this.loops.pop();
-    this.lines.push(`${cont}:`);
-    step();
-    this.emit(`bra ${head};`);
-    this.lines.push(`${exit}:`);
-  }
-  breakLoop(): void {
-    this.emit(`bra ${this.loops[this.loops.length - 1]!.exit};`);
-  }
-  continueLoop(): void {
-    this.emit(`bra ${this.loops[this.loops.length - 1]!.cont};`);
-  }
-  ret(): void {
-    this.emit("ret;");
-  }
 }

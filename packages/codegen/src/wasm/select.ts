@@ -6,51 +6,13 @@ import type { RegTarget } from "../common/regs.js";
 import { CodegenError, invariant } from "../errors.js";
 import { Atomic, Misc, Simd, W, type WasmCode } from "./code.js";
 import { ValType } from "./module.js";
+import { isF, WasmBase } from "./frame.js";
 
 /** Indices of the math imports, in the fixed order of the calling convention. */
 export const MATH_IMPORTS = ["exp", "log", "tanh", "erf", "sin", "cos", "f16_to_f32", "f32_to_f16"] as const;
 
-const vt = (t: ValueType): ValType => (lanesOf(t) > 1 ? ValType.v128 : elemOf(t) === "f32" ? ValType.f32 : ValType.i32);
-const isF = (t: ValueType): boolean => elemOf(t) === "f32";
-
-/** Locals the emitter reads that the kernel prologue / thread loop set up. */
-export interface WasmContext {
-  readonly args: number;
-  readonly wg: readonly [number, number, number];
-  readonly t: number;
-  readonly frame: number;
-  readonly shared: number;
-  readonly threadDone: () => void;
-}
-
-/** Emission state of one Wasm kernel function. */
-export class WasmEmitter implements RegTarget<number> {
-  /** Frame slots: byte offset and type of each per-thread name. */
-  readonly slots = new Map<string, { offset: number; type: ValueType | "array"; bytes: number }>();
-  frameBytes = 4; // word 0: the thread's "returned" flag
-  readonly uniformVars = new Map<string, number>();
-  readonly bufferBase = new Map<string, number>();
-  readonly sharedOffset = new Map<string, number>();
-  /** Control stack: which enclosing Wasm labels are loop exits/continues. */
-  readonly ctl: ("exit" | "cont" | "other" | "thread")[] = [];
-  ctx!: WasmContext;
-
-  constructor(readonly c: WasmCode, private readonly kernel: string, private readonly wg: readonly [number, number, number], private readonly uniformIndex: ReadonlyMap<string, number>, private readonly buffers: number) {}
-
-  private unsupported(what: string): never {
-    throw new CodegenError("unsupported", `Wasm lowering cannot express ${what}`, { kernel: this.kernel, target: "wasm", construct: what });
-  }
-  /** Pops the stack top into a fresh local of type `t`. */
-  private put(t: ValueType): number {
-    const l = this.c.local(vt(t));
-    this.c.opU(W.local_set, l);
-    return l;
-  }
-  private get(l: number): this {
-    this.c.opU(W.local_get, l);
-    return this;
-  }
-
+/** Wasm instruction selection for the shared register-machine driver. */
+export class WasmEmitter extends WasmBase implements RegTarget<number> {
   constant(type: ValueType, value: number | boolean): number {
     if (isF(type)) this.c.f32(Number(value));
     else this.c.i32(typeof value === "boolean" ? (value ? 1 : 0) : Number(value) | 0);
@@ -81,11 +43,6 @@ export class WasmEmitter implements RegTarget<number> {
       default: return this.unsupported(`builtin ${name}`);
     }
     return this.put("u32");
-  }
-
-  private mem(code: number, align: number, offset = 0): this {
-    this.c.mem(code, align, offset);
-    return this;
   }
 
   param(name: string, type: "u32" | "i32" | "f32"): number {
@@ -333,95 +290,4 @@ export class WasmEmitter implements RegTarget<number> {
     invariant(false, "barriers are split into regions before instruction selection");
   }
 
-  /** Frame slot of a name (allocated on first use). */
-  slot(name: string, type: ValueType | "array", bytes: number): number {
-    let s = this.slots.get(name);
-    if (s === undefined) {
-      const align = bytes >= 16 ? 16 : 4;
-      const offset = Math.ceil(this.frameBytes / align) * align;
-      s = { offset, type, bytes };
-      this.slots.set(name, s);
-      this.frameBytes = offset + bytes;
-    }
-    return s.offset;
-  }
-  newVar(name: string, type: ValueType, init: number): void {
-    this.slot(name, type, lanesOf(type) > 1 ? 16 : 4);
-    this.writeVar(name, type, init);
-  }
-  readVar(name: string, type: ValueType): number {
-    const u = this.uniformVars.get(name);
-    if (u !== undefined) {
-      this.get(u);
-      return this.put(type);
-    }
-    this.get(this.ctx.frame);
-    if (lanesOf(type) > 1) this.c.simdMem(Simd.v128_load, 4, this.slots.get(name)!.offset);
-    else this.mem(isF(type) ? W.f32_load : W.i32_load, 2, this.slots.get(name)!.offset);
-    return this.put(type);
-  }
-  writeVar(name: string, type: ValueType, v: number): void {
-    const u = this.uniformVars.get(name);
-    if (u !== undefined) {
-      this.get(v).c.opU(W.local_set, u);
-      return;
-    }
-    this.get(this.ctx.frame).get(v);
-    if (lanesOf(type) > 1) this.c.simdMem(Simd.v128_store, 4, this.slots.get(name)!.offset);
-    else this.mem(isF(type) ? W.f32_store : W.i32_store, 2, this.slots.get(name)!.offset);
-  }
-  privateArray(name: string, elem: ValueType, length: number): void {
-    const bytes = 4 * lanesOf(elem) * length;
-    const off = this.slot(name, "array", bytes);
-    // Private arrays start as zero (IR semantics): memory.fill over the slot.
-    this.get(this.ctx.frame).c.i32(off).op(W.i32_add).i32(0).i32(bytes).misc(Misc.memory_fill);
-  }
-
-  private depth(kind: "exit" | "cont" | "thread"): number {
-    for (let i = this.ctl.length - 1; i >= 0; i--) {
-      if (this.ctl[i] === kind) return this.ctl.length - 1 - i;
-      // Per-thread code cannot leave a loop that encloses its thread loop (that loop is a barrier region).
-      if (this.ctl[i] === "thread") break;
-    }
-    return this.unsupported(kind === "thread" ? "return outside a thread loop" : `${kind === "exit" ? "break" : "continue"} across a barrier region`);
-  }
-  ifElse(cond: number, then: () => void, otherwise: (() => void) | undefined): void {
-    this.get(cond).c.open(W.if);
-    this.ctl.push("other");
-    then();
-    if (otherwise) {
-      this.c.op(W.else);
-      otherwise();
-    }
-    this.ctl.pop();
-    this.c.op(W.end);
-  }
-  loop(cond: () => number, body: () => void, step: () => void): void {
-    this.c.open(W.block);
-    this.ctl.push("exit");
-    this.c.open(W.loop);
-    this.ctl.push("other");
-    this.get(cond()).c.op(W.i32_eqz).opU(W.br_if, 1);
-    this.c.open(W.block);
-    this.ctl.push("cont");
-    body();
-    this.ctl.pop();
-    this.c.op(W.end);
-    step();
-    this.c.opU(W.br, 0);
-    this.ctl.pop();
-    this.c.op(W.end);
-    this.ctl.pop();
-    this.c.op(W.end);
-  }
-  breakLoop(): void {
-    this.c.opU(W.br, this.depth("exit"));
-  }
-  continueLoop(): void {
-    this.c.opU(W.br, this.depth("cont"));
-  }
-  ret(): void {
-    this.ctx.threadDone();
-    this.c.opU(W.br, this.depth("thread"));
-  }
 }
