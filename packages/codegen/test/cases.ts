@@ -3,7 +3,7 @@
 
 import { expect } from "vitest";
 import { arrayClassFor, f32ToBf16Bits, type Kernel, type KernelBuffer } from "@poot/kernel-dsl";
-import { atomics, bf16Scale, gemv, manyInputs, MANY, rowSum } from "./kernels.js";
+import { atomics, bf16Scale, gemv, manyInputs, MANY, rowSum, vec4Affine } from "./kernels.js";
 
 /** mulberry32: deterministic uniform [0, 1). */
 export function rng(seed: number): () => number {
@@ -47,11 +47,17 @@ export const cases: Case[] = [
     kernel: atomics, grid: [5, 1, 1], uniforms: { n: 300 }, tol: 1e-6,
     buffers: (r) => ({ vals: Uint32Array.from({ length: 320 }, () => Math.floor(r() * 1000)), hist: new Uint32Array(16), total: new Float32Array(1) }),
   },
+  {
+    kernel: vec4Affine, grid: [2, 1, 1], uniforms: { n: 50, s: 0.5 }, tol: 0,
+    buffers: (r) => ({ src: f32s(4 * 64, r), dst: poisoned(4 * 64), lane0: poisoned(64) }),
+  },
 ];
 
-function f32s(n: number, r: () => number): Float32Array {
+/** n uniform random f32 in [-1, 1). */
+export function f32s(n: number, r: () => number): Float32Array {
   return Float32Array.from({ length: n }, () => r() * 2 - 1);
 }
+/** n NaNs: outputs that must be written. */
 function poisoned(n: number): Float32Array {
   return new Float32Array(n).fill(NaN);
 }

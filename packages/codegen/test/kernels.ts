@@ -98,5 +98,22 @@ export const atomics = kernel("histogram_atomics", { workgroupSize: [64, 1, 1], 
   });
 });
 
+/** out[i] = in[i] · s + (x, y, z, w)[i] as vec4<f32>: vector loads, vector math, lane extraction. */
+export const vec4Affine = kernel("vec4_affine", { workgroupSize: [32, 1, 1] }, (k) => {
+  const { buffer, uniform, gid, let_, if_, vec } = k;
+  const src = buffer("src", "vec4<f32>", "read");
+  const dst = buffer("dst", "vec4<f32>", "write");
+  const lane0 = buffer("lane0", "f32", "write");
+  const n = uniform("n", "u32");
+  const s = uniform("s", "f32");
+  const i = let_(gid.x, "i");
+  if_(i.lt(n), () => {
+    const v = src.at(i);
+    const r = let_(v.mul(vec("vec4<f32>", s, s, s, s)).add(vec("vec4<f32>", v.w, v.z, v.y, v.x)), "r");
+    dst.set(i, r);
+    lane0.set(i, r.x.sub(r.w));
+  });
+});
+
 /** All test kernels. */
-export const ALL_KERNELS: readonly Kernel[] = [gemv, rowSum, bf16Scale, manyInputs, atomics];
+export const ALL_KERNELS: readonly Kernel[] = [gemv, rowSum, bf16Scale, manyInputs, atomics, vec4Affine];
