@@ -6,6 +6,7 @@ import {
   assembleAmdgpu, lowerAmdgpu, lowerPtx, lowerSpirv, lowerWasm, lowerWgsl, openDawnDevice, SpirvModule,
   validatePtx, validateSpirv, validateWasm, validateWgsl, type DawnDevice, type ValidationResult,
 } from "@poot/codegen";
+import { kernel } from "@poot/kernel-dsl";
 import { ALL_KERNELS } from "./kernels.js";
 import { AMD_CAPS, CUDA_CAPS, lavapipeIcd, VULKAN_CAPS, WASM_CAPS, WEBGPU_CAPS } from "./helpers.js";
 
@@ -111,6 +112,16 @@ describe("Tint (Dawn on lavapipe)", () => {
       expectOk(await validateWgsl(dawn!.device, lowerWgsl(k, WEBGPU_CAPS).text!));
     });
   }
+  test("names that are WGSL keywords or builtins are renamed and compile", async (ctx) => {
+    if (dawn === undefined) ctx.skip(`no WebGPU device: ${why}`);
+    const k = kernel("clash", { workgroupSize: [8, 1, 1] }, ({ buffer, uniform, gid, let_, exp }) => {
+      const select = buffer("select", "f32", "read");
+      const loop = buffer("loop", "f32", "write");
+      const params = uniform("params", "f32");
+      loop.set(gid.x, let_(exp(select.at(gid.x)).mul(params), "exp"));
+    });
+    expectOk(await validateWgsl(dawn!.device, lowerWgsl(k, WEBGPU_CAPS).text!));
+  });
   test("a planted malformed kernel (assignment to a let) fails", async (ctx) => {
     if (dawn === undefined) ctx.skip(`no WebGPU device: ${why}`);
     const text = lowerWgsl(ALL_KERNELS[0]!, WEBGPU_CAPS).text!.replace("partial[t] = acc;", "row = 3u;");

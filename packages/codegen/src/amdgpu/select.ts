@@ -109,7 +109,8 @@ export class AmdgpuEmitter implements RegTarget<string> {
 
   private pointer(space: string, array: string, elem: ElemType, index: string): string {
     const i64 = this.def(`zext i32 ${index} to i64`);
-    const base = space === "private" ? `%${array}` : space === "workgroup" ? `@${array}` : `%${array}`;
+    // Prefixed names cannot collide with the emitter's own %vN values and block labels.
+    const base = space === "private" ? `%arr.${array}` : space === "workgroup" ? `@${array}` : `%buf.${array}`;
     return this.def(`getelementptr inbounds ${llType(elem)}, ptr addrspace(${SPACE[space]}) ${base}, i64 ${i64}`);
   }
 
@@ -343,9 +344,9 @@ export class AmdgpuEmitter implements RegTarget<string> {
     this.emit(`store ${llType(type)} ${v}, ptr addrspace(5) %${name}.addr, align ${type === "bool" ? 1 : 4}`);
   }
   privateArray(name: string, elem: ValueType, length: number): void {
-    this.entry.push(`  %${name} = alloca [${length} x ${llType(elem)}], align 16, addrspace(5)`);
+    this.entry.push(`  %arr.${name} = alloca [${length} x ${llType(elem)}], align 16, addrspace(5)`);
     // Private arrays start as zero (IR semantics).
-    this.emit(`store [${length} x ${llType(elem)}] zeroinitializer, ptr addrspace(5) %${name}, align 16`);
+    this.emit(`store [${length} x ${llType(elem)}] zeroinitializer, ptr addrspace(5) %arr.${name}, align 16`);
   }
 
   ifElse(cond: string, then: () => void, otherwise: (() => void) | undefined): void {

@@ -18,7 +18,7 @@ export function lowerAmdgpu(kernel: Kernel, caps: DeviceCaps, options: LowerOpti
   const slots: BindingSlot[] = [];
   for (const b of p.buffers) {
     const ro = b.access === "read" && !b.atomic ? " readonly" : "";
-    args.push(`ptr addrspace(1) noalias${ro} align 16 %${b.name}`);
+    args.push(`ptr addrspace(1) noalias${ro} align 16 %buf.${b.name}`);
     slots.push({ kind: "buffer", slot: slots.length, buffer: b.name });
   }
   for (const u of kernel.uniforms) {

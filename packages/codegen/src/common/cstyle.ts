@@ -6,6 +6,8 @@ import { invariant } from "../errors.js";
 
 /** What a C-like target spells its own way. Every method returns source text. */
 export interface CStyleDialect {
+  /** The target's spelling of an IR name (renames reserved words and clashes with generated names). */
+  ident(name: string): string;
   /** Type name of a value type. */
   type(t: ValueType): string;
   /** A literal of a scalar type. */
@@ -58,7 +60,6 @@ const CMP: Record<string, string> = { eq: "==", ne: "!=", lt: "<", le: "<=", gt:
 export class CStylePrinter {
   private readonly lines: string[] = [];
   private loopDepth = 0;
-  /** Names of locals that are `for` loop variables or vars (they stay locals in every dialect). */
 
   constructor(private readonly d: CStyleDialect) {}
 
@@ -67,7 +68,7 @@ export class CStylePrinter {
     const d = this.d;
     switch (e.k) {
       case "const": return d.literal(e.type, e.value);
-      case "local": return e.name;
+      case "local": return d.ident(e.name);
       case "param": return d.param(e.name);
       case "spec": return d.spec(e.name);
       case "builtin": return d.builtin(e.name, "axis" in e ? e.axis : undefined);
@@ -106,18 +107,19 @@ export class CStylePrinter {
     const d = this.d;
     for (const s of body) {
       switch (s.s) {
-        case "let": this.emit(indent, d.declLet(s.name, s.type, this.expr(s.value))); break;
-        case "var": this.emit(indent, d.declVar(s.name, s.type, this.expr(s.init))); break;
-        case "array": this.emit(indent, d.declArray(s.name, s.elem, d.length(s.length))); break;
-        case "assign": this.emit(indent, `${s.name} = ${this.expr(s.value)};`); break;
+        case "let": this.emit(indent, d.declLet(d.ident(s.name), s.type, this.expr(s.value))); break;
+        case "var": this.emit(indent, d.declVar(d.ident(s.name), s.type, this.expr(s.init))); break;
+        case "array": this.emit(indent, d.declArray(d.ident(s.name), s.elem, d.length(s.length))); break;
+        case "assign": this.emit(indent, `${d.ident(s.name)} = ${this.expr(s.value)};`); break;
         case "store": this.emit(indent, d.store(s.space, s.array, this.expr(s.index), this.expr(s.value))); break;
         case "for": {
           // Bounds are evaluated once (IR semantics), so hoist end and step into immutables.
-          const end = `${s.var}_end`;
-          const step = `${s.var}_step`;
+          const v = d.ident(s.var);
+          const end = `${v}_end`;
+          const step = `${v}_step`;
           this.emit(indent, d.declLet(end, s.type, this.expr(s.end)));
           this.emit(indent, d.declLet(step, s.type, this.expr(s.step)));
-          this.emit(indent, `for (${d.declVar(s.var, s.type, this.expr(s.start)).replace(/;$/, "")}; ${s.var} < ${end}; ${s.var} = ${s.var} + ${step}) {`);
+          this.emit(indent, `for (${d.declVar(v, s.type, this.expr(s.start)).replace(/;$/, "")}; ${v} < ${end}; ${v} = ${v} + ${step}) {`);
           this.loop(s.body, indent);
           this.emit(indent, "}");
           break;
@@ -143,10 +145,10 @@ export class CStylePrinter {
           break;
         case "barrier": this.emit(indent, d.barrier()); break;
         case "subgroup":
-          this.emit(indent, d.declLet(s.name, s.type, d.subgroup(s.op, s.type, this.expr(s.value), s.lane ? this.expr(s.lane) : undefined)));
+          this.emit(indent, d.declLet(d.ident(s.name), s.type, d.subgroup(s.op, s.type, this.expr(s.value), s.lane ? this.expr(s.lane) : undefined)));
           break;
         case "atomic": {
-          const lines = d.atomic(s.op, s.type, s.space, s.array, this.expr(s.index), s.value ? this.expr(s.value) : undefined, s.compare ? this.expr(s.compare) : undefined, s.name);
+          const lines = d.atomic(s.op, s.type, s.space, s.array, this.expr(s.index), s.value ? this.expr(s.value) : undefined, s.compare ? this.expr(s.compare) : undefined, s.name === undefined ? undefined : d.ident(s.name));
           for (const l of lines) this.emit(indent, l);
           break;
         }

@@ -2,6 +2,7 @@
 // or packed into the shared "small inputs" buffer when the kernel needs more bindings than the device has).
 
 import { isVecType, lanesOf, type BufferParam, type ElemType, type ValueType } from "@poot/kernel-dsl";
+import { wgslIdent } from "./names.js";
 
 /** How one buffer is reached in WGSL. */
 export type WgslBufferPlan =
@@ -38,13 +39,14 @@ export const WGSL_HELPERS: Record<string, string> = {
 /** Word read for a buffer: atomic buffers are read with atomicLoad. */
 function word(plan: WgslBufferPlan, w: string): string {
   if (plan.how === "packed") return `${PACKED}[${plan.offset} + ${w}]`;
-  return plan.atomicWords ? `atomicLoad(&${plan.buf.name}[${w}])` : `${plan.buf.name}[${w}]`;
+  const n = wgslIdent(plan.buf.name);
+  return plan.atomicWords ? `atomicLoad(&${n}[${w}])` : `${n}[${w}]`;
 }
 
 /** Body of the load helper `ld_<name>(i: u32) -> T`, or undefined when a plain index expression suffices. */
 export function loadHelper(plan: WgslBufferPlan, nativeF16: boolean, type: ValueType): string | undefined {
   const elem = plan.buf.elem;
-  const name = plan.buf.name;
+  const name = wgslIdent(plan.buf.name);
   if (plan.how === "direct" && !plan.atomicWords && !isWordPacked(elem, nativeF16)) return undefined;
   const sig = `fn ld_${name}(i: u32) -> ${type} {`;
   let body: string;
@@ -73,7 +75,7 @@ export function loadHelper(plan: WgslBufferPlan, nativeF16: boolean, type: Value
 export function storeHelper(plan: WgslBufferPlan, nativeF16: boolean, type: ValueType): string | undefined {
   if (plan.how !== "direct") return undefined;
   const elem = plan.buf.elem;
-  const name = plan.buf.name;
+  const name = wgslIdent(plan.buf.name);
   if (!isWordPacked(elem, nativeF16)) return undefined;
   const bits =
     elem === "bf16" ? "bf16_bits(v)" : elem === "f16" ? "pack2x16float(vec2<f32>(v, 0.0)) & 0xffffu" : elem === "u8" ? "v & 0xffu" : "bitcast<u32>(v) & 0xffu";

@@ -6,11 +6,13 @@ import type { BindingSlot, DeviceCaps, LowerOptions, Target, TargetCode } from "
 import { CStylePrinter, type CStyleDialect } from "../common/cstyle.js";
 import { prepare, sizeOf, walkExpr, walkStmts, stmtExprs } from "../common/prepare.js";
 import { CodegenError } from "../errors.js";
+import { wgslIdent } from "./names.js";
 import { directElem, isWordPacked, loadHelper, PACKED, storeHelper, WGSL_HELPERS, type WgslBufferPlan } from "./memory.js";
 
 const MATH: Record<string, string> = { exp: "exp", log: "log", sqrt: "sqrt", rsqrt: "inverseSqrt", tanh: "tanh", erf: "erf_f32", sin: "sin", cos: "cos", abs: "abs", min: "min", max: "max", fma: "fma", floor: "floor" };
 const SUBGROUP: Record<string, string> = { reduce_add: "subgroupAdd", reduce_max: "subgroupMax", reduce_min: "subgroupMin", broadcast: "subgroupShuffle", shuffle_xor: "subgroupShuffleXor", shuffle_idx: "subgroupShuffle" };
 const AXES = ["x", "y", "z"] as const;
+
 
 /** Decides which buffers are bound directly and which are packed, within `maxStorageBuffers`. */
 function planBuffers(kernel: Kernel, caps: DeviceCaps, stored: ReadonlySet<string>, nativeF16: boolean): { plans: Map<string, WgslBufferPlan>; slots: BindingSlot[]; offsets: string[] } {
@@ -70,7 +72,9 @@ export function lowerWgsl(kernel: Kernel, caps: DeviceCaps, options: LowerOption
     if (s.s === "atomic" && s.type === "f32") f32Atomic.add(s.array);
   });
 
+  const id = wgslIdent;
   const d: CStyleDialect = {
+    ident: id,
     type: (t) => t,
     literal: wgslLiteral,
     builtin: (name, axis) => {
@@ -87,25 +91,25 @@ export function lowerWgsl(kernel: Kernel, caps: DeviceCaps, options: LowerOption
         default: throw new CodegenError("unsupported", `builtin ${name}`, { kernel: kernel.name, target: "wgsl", construct: name });
       }
     },
-    param: (name) => `params.${name}`,
+    param: (name) => `params.${id(name)}`,
     spec: (name) => `${p.specs.get(name)}u`,
     load: (space, array, index, type) => {
-      if (space !== "global") return `${array}[${index}]`;
+      if (space !== "global") return `${id(array)}[${index}]`;
       const plan = plans.get(array)!;
       const h = loadHelper(plan, nativeF16, type);
-      if (h === undefined) return `${array}[${index}]`;
+      if (h === undefined) return `${id(array)}[${index}]`;
       helpers.set(`ld_${array}`, h);
-      return `ld_${array}(${index})`;
+      return `ld_${id(array)}(${index})`;
     },
     store: (space, array, index, value) => {
-      if (space !== "global") return `${array}[${index}] = ${value};`;
+      if (space !== "global") return `${id(array)}[${index}] = ${value};`;
       const plan = plans.get(array)!;
       const type = plan.buf.elem === "bf16" || plan.buf.elem === "f16" ? "f32" : plan.buf.elem === "u8" ? "u32" : plan.buf.elem === "i8" ? "i32" : plan.buf.elem;
       const h = storeHelper(plan, nativeF16, type as ValueType);
-      if (h === undefined) return plan.buf.elem === "f16" ? `${array}[${index}] = f16(${value});` : `${array}[${index}] = ${value};`;
+      if (h === undefined) return plan.buf.elem === "f16" ? `${id(array)}[${index}] = f16(${value});` : `${id(array)}[${index}] = ${value};`;
       if (plan.buf.elem === "bf16") need("bf16_bits");
       helpers.set(`st_${array}`, h);
-      return `st_${array}(${index}, ${value});`;
+      return `st_${id(array)}(${index}, ${value});`;
     },
     shiftCount: (b, type) => (elemOf(type) === "u32" ? `(${b} & 31u)` : `(bitcast<u32>(${b}) & 31u)`),
     call: (fn, args) => {
@@ -143,7 +147,7 @@ export function lowerWgsl(kernel: Kernel, caps: DeviceCaps, options: LowerOption
     vec: (type, elems) => `${type}(${elems.join(", ")})`,
     subgroup: (op, _type, value, lane) => (lane === undefined ? `${SUBGROUP[op]}(${value})` : `${SUBGROUP[op]}(${value}, ${lane})`),
     atomic: (op, type, _space, array, index, value, compare, result) => {
-      const ptr = `&${array}[${index}]`;
+      const ptr = `&${id(array)}[${index}]`;
       const def = (expr: string): string => (result === undefined ? `${expr};` : `let ${result} = ${expr};`);
       if (type === "f32" || f32Atomic.has(array)) {
         // No f32 atomics in WGSL: a compare-exchange loop on the bit pattern (add only).
@@ -199,7 +203,7 @@ export function lowerWgsl(kernel: Kernel, caps: DeviceCaps, options: LowerOption
   for (const plan of plans.values()) {
     if (plan.how !== "direct") continue;
     const access = plan.buf.access === "read" && !plan.atomicWords && !plan.buf.atomic ? "read" : "read_write";
-    out.push(`@group(0) @binding(${plan.slot}) var<storage, ${access}> ${plan.buf.name}: array<${plan.wgslElem}>;`);
+    out.push(`@group(0) @binding(${plan.slot}) var<storage, ${access}> ${id(plan.buf.name)}: array<${plan.wgslElem}>;`);
   }
   const packedSlot = slots.find((s) => s.kind === "packed");
   if (packedSlot) out.push(`@group(0) @binding(${packedSlot.slot}) var<storage, read> ${PACKED}: array<u32>;`);
@@ -208,12 +212,12 @@ export function lowerWgsl(kernel: Kernel, caps: DeviceCaps, options: LowerOption
     const slot = slots.length;
     slots.push({ kind: "uniforms", slot, order: uniformNames });
     out.push("struct Params {");
-    for (const u of kernel.uniforms) out.push(`  ${u.name}: ${u.type},`);
+    for (const u of kernel.uniforms) out.push(`  ${id(u.name)}: ${u.type},`);
     for (const o of offsets) out.push(`  ${o}: u32,`);
     out.push("}");
     out.push(`@group(0) @binding(${slot}) var<uniform> params: Params;`);
   }
-  for (const a of p.shared) out.push(`var<workgroup> ${a.name}: array<${a.atomic ? (a.elem === "i32" ? "atomic<i32>" : "atomic<u32>") : a.elem}, ${a.len}>;`);
+  for (const a of p.shared) out.push(`var<workgroup> ${id(a.name)}: array<${a.atomic ? (a.elem === "i32" ? "atomic<i32>" : "atomic<u32>") : a.elem}, ${a.len}>;`);
   out.push("");
   for (const h of helpers.values()) out.push(h, "");
   const used = new Set<string>();
