@@ -7,7 +7,10 @@ import {
   validatePtx, validateSpirv, validateWasm, validateWgsl, type DawnDevice, type ValidationResult,
 } from "@poot/codegen";
 import { kernel } from "@poot/kernel-dsl";
-import { ALL_KERNELS } from "./kernels.js";
+import { ALL_KERNELS as MAIN_KERNELS } from "./kernels.js";
+import { COVERAGE_KERNELS } from "./coverage-kernels.js";
+
+const ALL_KERNELS = [...MAIN_KERNELS, ...COVERAGE_KERNELS];
 import { AMD_CAPS, CUDA_CAPS, lavapipeIcd, VULKAN_CAPS, WASM_CAPS, WEBGPU_CAPS } from "./helpers.js";
 
 /** Probes a validator once with a trivial input to learn whether it is installed. */

@@ -126,7 +126,20 @@ export class SpirvEmitter implements RegTarget<number> {
   store(_space: string, array: string, elem: ElemType, index: number, value: number): void {
     const a = this.arrays.get(array)!;
     if (a.words) {
-      throw new CodegenError("missing-capability", `storing ${elem} elements needs 16/8-bit storage, which the device caps do not list`, { kernel: this.kernel, target: "spirv", construct: array });
+      // Neighbouring elements share the word with other invocations: clear, then set only this element's bits.
+      const per = elem === "u8" || elem === "i8" ? 4 : 2;
+      const bits = 32 / per;
+      const mask = per === 4 ? 0xff : 0xffff;
+      const w = this.pointer(array, this.op(Op.ShiftRightLogical, "u32", index, this.u(per === 4 ? 2 : 1))).ptr;
+      const sh = this.op(Op.IMul, "u32", this.op(Op.BitwiseAnd, "u32", index, this.u(per - 1)), this.u(bits));
+      const raw = elem === "bf16" ? this.bf16Bits(value) : elem === "f16" ? this.ext(GLSL.PackHalf2x16, "u32", this.op(Op.CompositeConstruct, "vec2<f32>", value, this.m.f32(0))) : value;
+      const field = this.op(Op.ShiftLeftLogical, "u32", this.op(Op.BitwiseAnd, "u32", raw, this.u(mask)), sh);
+      const keep = this.op(Op.Not, "u32", this.op(Op.ShiftLeftLogical, "u32", this.u(mask), sh));
+      const scope = this.u(Scope.Device);
+      const relaxed = this.u(MemorySemantics.None);
+      this.op(Op.AtomicAnd, "u32", w, scope, relaxed, keep);
+      this.op(Op.AtomicOr, "u32", w, scope, relaxed, field);
+      return;
     }
     const { ptr } = this.pointer(array, index);
     let v = value;
