@@ -4,6 +4,8 @@
 import { expect } from "vitest";
 import { arrayClassFor, f32ToBf16Bits, type Kernel, type KernelBuffer } from "@poot/kernel-dsl";
 import { atomics, bf16Scale, gemv, manyInputs, MANY, rowSum, vec4Affine } from "./kernels.js";
+import { moreAtomics, narrow, scalarOps, subgroupOps } from "./coverage-kernels.js";
+import { f32ToF16Bits } from "@poot/kernel-dsl";
 
 /** mulberry32: deterministic uniform [0, 1). */
 export function rng(seed: number): () => number {
@@ -50,6 +52,39 @@ export const cases: Case[] = [
   {
     kernel: vec4Affine, grid: [2, 1, 1], uniforms: { n: 50, s: 0.5 }, tol: 0,
     buffers: (r) => ({ src: f32s(4 * 64, r), dst: poisoned(4 * 64), lane0: poisoned(64) }),
+  },
+];
+
+/** Cases for the coverage kernels; `subgroupOps` needs more than one lane, so the Wasm run skips it. */
+export const coverageCases: Case[] = [
+  {
+    kernel: scalarOps, grid: [3, 1, 1], uniforms: {}, tol: 2e-5,
+    buffers: (r) => ({
+      fin: Float32Array.from({ length: 48 }, () => (r() * 2 - 1) * 4),
+      iin: Int32Array.from({ length: 48 }, () => Math.floor((r() * 2 - 1) * 2 ** 31)),
+      uin: Uint32Array.from({ length: 48 }, () => Math.floor(r() * 2 ** 32)),
+      fout: poisoned(48 * 5), iout: new Int32Array(48 * 3), uout: new Uint32Array(48 * 4),
+    }),
+  },
+  {
+    kernel: narrow, grid: [3, 1, 1], uniforms: { n: 45 }, tol: 0,
+    buffers: (r) => ({
+      h: Uint16Array.from({ length: 48 }, () => f32ToF16Bits((r() * 2 - 1) * 100)),
+      h_out: new Uint16Array(48), bytes: Uint8Array.from({ length: 48 }, () => Math.floor(r() * 256)),
+      sbytes: Int8Array.from({ length: 48 }, () => Math.floor(r() * 256) - 128), b_out: new Uint8Array(48), s_out: new Int8Array(48),
+      pairs: new Uint32Array(48),
+    }),
+  },
+  {
+    kernel: moreAtomics, grid: [4, 1, 1], uniforms: { n: 120 }, tol: 0,
+    buffers: (r) => ({
+      vals: Int32Array.from({ length: 128 }, () => Math.floor((r() * 2 - 1) * 2 ** 31)),
+      imax: Int32Array.of(-2147483648), umin: Uint32Array.of(0xffffffff), slot: new Uint32Array(3),
+    }),
+  },
+  {
+    kernel: subgroupOps, grid: [2, 1, 1], uniforms: {}, tol: 0,
+    buffers: (r) => ({ src: Float32Array.from({ length: 64 }, () => Math.round((r() * 2 - 1) * 100)), out: poisoned(64) }),
   },
 ];
 

@@ -78,9 +78,10 @@ export const moreAtomics = kernel("more_atomics", { workgroupSize: [32, 1, 1] },
     const v = vals.at(i);
     imax.atomicMax(0, v);
     umin.atomicMin(0, v.bitcast("u32"));
-    // Exactly one thread wins slot[1] (0 -> i+1); every thread swaps its id into slot[2].
-    slot.atomicCmpxchg(1, 0, i.add(1));
-    slot.atomicExchange(2, i.add(1));
+    // One thread wins slot[1] (0 -> 7); slot[2] ends as 9 whoever swaps last; slot[0] counts winners.
+    const old = slot.atomicCmpxchg(1, 0, 7);
+    if_(old.eq(0), () => slot.atomicAdd(0, 1));
+    slot.atomicExchange(2, 9);
   });
 });
 

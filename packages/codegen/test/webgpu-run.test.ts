@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, test } from "vitest";
 import { lowerWgsl, openDawnDevice, type DawnDevice } from "@poot/codegen";
 import { interpret } from "@poot/kernel-dsl";
-import { cases, expectMatches, rng } from "./cases.js";
+import { cases, coverageCases, expectMatches, rng } from "./cases.js";
 import { lavapipeIcd, WEBGPU_CAPS } from "./helpers.js";
 import { runWgsl } from "./webgpu-runner.js";
 
@@ -18,10 +18,10 @@ describe("WGSL on a WebGPU device matches the interpreter", () => {
     else why = r.reason;
   });
   afterAll(() => dawn?.dispose());
-  for (const c of cases) {
+  for (const c of [...cases, ...coverageCases]) {
     test(`${c.kernel.name} on random inputs`, async (ctx) => {
       if (dawn === undefined) return ctx.skip(`no WebGPU device: ${why}`);
-      const usesSubgroups = c.kernel.name === "row_sum_subgroup";
+      const usesSubgroups = c.kernel.name === "row_sum_subgroup" || c.kernel.name === "subgroup_ops";
       const sizes = dawn.subgroupSizes;
       if (usesSubgroups && (!dawn.subgroups || sizes === undefined || sizes[0] !== sizes[1])) {
         return ctx.skip(`the adapter has no fixed subgroup size (${JSON.stringify(sizes)})`);

@@ -250,8 +250,11 @@ export class SpirvEmitter implements RegTarget<number> {
       const c = this.ext(GLSL.NMin, from, this.ext(GLSL.NMax, from, a, this.splat(from, this.m.f32(lo))), this.splat(from, this.m.f32(hi)));
       const conv = this.op(te === "i32" ? Op.ConvertFToS : Op.ConvertFToU, to, c);
       const boolT = lanesOf(from) > 1 ? this.m.typeVector(this.m.typeBool(), lanesOf(from)) : this.m.typeBool();
+      // At or above 2^31 (2^32) the clamp lands on the largest f32 below it; saturate to the integer maximum.
+      const over = this.fn.op(Op.FOrdGreaterThanEqual, boolT, a, this.splat(from, this.m.f32(te === "i32" ? 2147483648 : 4294967296)));
+      const sat = this.op(Op.Select, to, over, this.splat(to, this.u(te === "i32" ? 0x7fffffff : 0xffffffff)), conv);
       const nan = this.fn.op(Op.IsNan, boolT, a);
-      return this.op(Op.Select, to, nan, this.splat(to, this.u(0)), conv);
+      return this.op(Op.Select, to, nan, this.splat(to, this.u(0)), sat);
     }
     return this.op(fe === "i32" ? Op.ConvertSToF : Op.ConvertUToF, to, a);
   }

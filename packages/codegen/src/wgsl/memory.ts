@@ -26,6 +26,17 @@ export const WGSL_HELPERS: Record<string, string> = {
     "  return select((b + 0x7fffu + ((b >> 16u) & 1u)) >> 16u, (b >> 16u) | 0x40u, v != v);",
     "}",
   ].join("\n"),
+  f32_to_i32: [
+    "fn f32_to_i32(x: f32) -> i32 {",
+    "  // WGSL clamps out-of-range values to the largest f32 below 2^31; the IR saturates to i32::MAX and maps NaN to 0.",
+    "  return select(select(i32(x), 2147483647i, x >= 2147483648.0f), 0i, x != x);",
+    "}",
+  ].join("\n"),
+  f32_to_u32: [
+    "fn f32_to_u32(x: f32) -> u32 {",
+    "  return select(select(u32(x), 4294967295u, x >= 4294967296.0f), 0u, x != x);",
+    "}",
+  ].join("\n"),
   erf_f32: [
     "fn erf_f32(x: f32) -> f32 {",
     "  // Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7), odd extension.",

@@ -11,7 +11,7 @@ const RESERVED = new Set(
     "ldexp length log log2 max min mix modf normalize pow radians reflect round saturate select sign sin sinh smoothstep " +
     "sqrt step tan tanh transpose trunc bitcast storage uniform workgroup private function read write read_write " +
     "filter buffer sample texture handle attribute layout module namespace new null unsafe " +
-    "gid lid wid nwg lidx sg_lane sg_size params Params packed_inputs bf16_bits erf_f32").split(" "),
+    "gid lid wid nwg lidx sg_lane sg_size params Params packed_inputs bf16_bits erf_f32 f32_to_i32 f32_to_u32").split(" "),
 );
 
 /** The WGSL spelling of an IR name. */

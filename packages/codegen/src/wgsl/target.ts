@@ -122,6 +122,10 @@ export function lowerWgsl(kernel: Kernel, caps: DeviceCaps, options: LowerOption
       const ints = ["i32", "u32"];
       // i32 <-> u32 reinterprets the bits (IR semantics), which is what WGSL bitcast does.
       if (ints.includes(elemOf(from)) && ints.includes(elemOf(to))) return `bitcast<${to}>(${a})`;
+      if (from === "f32" && (to === "i32" || to === "u32")) {
+        need(`f32_to_${to}`);
+        return `f32_to_${to}(${a})`;
+      }
       return `${to}(${a})`;
     },
     bitcast: (a, to) => `bitcast<${to}>(${a})`,
