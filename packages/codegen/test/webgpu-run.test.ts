@@ -1,7 +1,7 @@
 // A handful of emitted WGSL kernels run on lavapipe through Dawn and agree with the kernel-dsl interpreter,
 // including the packed-inputs fallback (a device limit of 8 storage buffers) and a subgroup reduction.
 
-import { afterAll, beforeAll, describe, test } from "vitest";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { lowerWgsl, openDawnDevice, type DawnDevice } from "@poot/codegen";
 import { interpret } from "@poot/kernel-dsl";
 import { cases, coverageCases, expectMatches, rng } from "./cases.js";
@@ -18,6 +18,19 @@ describe("WGSL on a WebGPU device matches the interpreter", () => {
     else why = r.reason;
   });
   afterAll(() => dawn?.dispose());
+  test("narrow_storage with native f16 storage (enable f16) on random inputs", async (ctx) => {
+    if (dawn === undefined) return ctx.skip(`no WebGPU device: ${why}`);
+    if (!dawn.f16) return ctx.skip("the adapter lacks shader-f16");
+    const c = coverageCases.find((x) => x.kernel.name === "narrow_storage")!;
+    const code = lowerWgsl(c.kernel, { ...WEBGPU_CAPS, f16: true, dtypes: [...WEBGPU_CAPS.dtypes, "f16"] });
+    expect(code.text).toMatch(/^enable f16;/);
+    expect(code.text).toContain("array<f16>");
+    const ref = c.buffers(rng(5));
+    const got = c.buffers(rng(5));
+    interpret(c.kernel, { grid: c.grid, buffers: ref, uniforms: c.uniforms });
+    await runWgsl(dawn.device, c.kernel, code, c.grid, got, c.uniforms);
+    expectMatches(c, ref, got, "native f16");
+  });
   for (const c of [...cases, ...coverageCases]) {
     test(`${c.kernel.name} on random inputs`, async (ctx) => {
       if (dawn === undefined) return ctx.skip(`no WebGPU device: ${why}`);

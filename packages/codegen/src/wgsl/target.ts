@@ -97,7 +97,8 @@ export function lowerWgsl(kernel: Kernel, caps: DeviceCaps, options: LowerOption
       if (space !== "global") return `${id(array)}[${index}]`;
       const plan = plans.get(array)!;
       const h = loadHelper(plan, nativeF16, type);
-      if (h === undefined) return `${id(array)}[${index}]`;
+      // Native f16 storage widens on load (f16 -> f32 is exact).
+      if (h === undefined) return plan.buf.elem === "f16" ? `f32(${id(array)}[${index}])` : `${id(array)}[${index}]`;
       helpers.set(`ld_${array}`, h);
       return `ld_${id(array)}(${index})`;
     },
