@@ -1,0 +1,8 @@
+import { fileURLToPath } from "node:url";
+import { defineProject } from "vitest/config";
+
+export default defineProject({
+  // Public-API tests import "@poot/models" by name; a package cannot depend on itself, so alias it to the sources.
+  resolve: { conditions: ["source"], alias: { "@poot/models": fileURLToPath(new URL("./src/index.ts", import.meta.url)) } },
+  test: { name: "models", include: ["src/**/*.test.ts", "test/**/*.test.ts"] },
+});
