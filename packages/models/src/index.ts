@@ -18,6 +18,8 @@ export {
 export type { GGUFHeader, GGUFTensorInfo, GGUFValue } from "./gguf.js";
 export type { EncodedGGUFHeader, GGUFWriteTensor, GGUFWriteValue } from "./gguf-writer.js";
 export { encodeGGUFHeader } from "./gguf-writer.js";
+export type { ConvertLlamaOptions, ConvertLlamaResult } from "./gguf-from-hf.js";
+export { convertLlamaToGGUF } from "./gguf-from-hf.js";
 export { GGUFCheckpoint, GGUF_DEFAULT_ALIGNMENT, GGUF_VALUE_TYPE, openGGUF, parseGGUFHeader } from "./gguf.js";
 export { bf16ToF32, f16ToF32, widenBF16, widenF16 } from "./halfs.js";
 export type { FieldKind, GGMLTypeName, QuantField, QuantFormat } from "./quant/format.js";
