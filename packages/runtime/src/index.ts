@@ -15,4 +15,5 @@ export type { Distribution, SamplingOptions } from "./sampling.js";
 export { StopMatcher } from "./stop.js";
 export type { StopPush } from "./stop.js";
 export { generate, generateAll, generateAsync } from "./generate.js";
-export type { FinishReason, GenerateOptions, GenerationEvent, GenerationResult } from "./generate.js";
+export { Decoding, tokenLogprobs } from "./decoding.js";
+export type { FinishReason, GenerateOptions, GenerationEvent, GenerationResult, TokenLogprob } from "./decoding.js";
