@@ -71,6 +71,22 @@ export function tokenLogprobs(logits: ArrayLike<number>, id: number, k: number):
   return { logprob: logits[id]! - lse, top };
 }
 
+/**
+ * Checks a generation request before any work: sampling parameters, maxTokens, logprobs, a non-empty prompt
+ * of in-vocabulary ids that leaves room for one generated token, stop strings only with a tokenizer.
+ */
+export function checkGenerate(engine: Engine, prompt: readonly number[], options: GenerateOptions): void {
+  checkSampling(options);
+  if (!Number.isSafeInteger(options.maxTokens) || options.maxTokens < 1) throw new RuntimeError("bad-sampling", `maxTokens must be a positive integer, got ${options.maxTokens}`, { param: "maxTokens", value: options.maxTokens });
+  const lp = options.logprobs;
+  if (lp !== undefined && !(Number.isInteger(lp) && lp >= 0 && lp <= 20)) throw new RuntimeError("bad-sampling", `logprobs must be an integer in [0, 20], got ${lp}`, { param: "logprobs", value: lp });
+  if (prompt.length === 0) throw new RuntimeError("bad-tokens", "the prompt has no tokens");
+  const V = engine.config.vocabSize;
+  for (const id of prompt) if (!Number.isInteger(id) || id < 0 || id >= V) throw new RuntimeError("bad-tokens", `token id ${id} is outside the vocabulary [0, ${V})`, { value: id });
+  if (prompt.length >= engine.context) throw new RuntimeError("context-overflow", `the prompt has ${prompt.length} tokens; the context holds ${engine.context}`, { value: prompt.length });
+  if ((options.stop ?? []).length > 0 && engine.tokenizer === null) throw new RuntimeError("bad-config", "stop strings need a tokenizer; this engine has none", { param: "stop" });
+}
+
 /** The decoding state of one request over one session. */
 export class Decoding {
   /** Generated ids. */
@@ -86,14 +102,9 @@ export class Decoding {
 
   /** Checks the options; throws RuntimeError on bad ones. */
   constructor(engine: Engine, readonly session: Session, readonly prompt: readonly number[], readonly options: GenerateOptions) {
-    checkSampling(options);
-    if (!Number.isSafeInteger(options.maxTokens) || options.maxTokens < 1) throw new RuntimeError("bad-sampling", `maxTokens must be a positive integer, got ${options.maxTokens}`, { param: "maxTokens", value: options.maxTokens });
-    const lp = options.logprobs;
-    if (lp !== undefined && !(Number.isInteger(lp) && lp >= 0 && lp <= 20)) throw new RuntimeError("bad-sampling", `logprobs must be an integer in [0, 20], got ${lp}`, { param: "logprobs", value: lp });
-    if (prompt.length === 0) throw new RuntimeError("bad-tokens", "the prompt has no tokens");
+    checkGenerate(engine, prompt, options);
     const tok = engine.tokenizer;
     const stops = options.stop ?? [];
-    if (stops.length > 0 && tok === null) throw new RuntimeError("bad-config", "stop strings need a tokenizer; this engine has none", { param: "stop" });
     this.eos = options.ignoreEos === true ? [] : options.stopTokenIds ?? engine.config.eosTokenIds;
     this.rng = new Rng(options.seed ?? randomSeed());
     this.decoder = tok === null ? null : tok.streamDecoder({ skipSpecial: true });

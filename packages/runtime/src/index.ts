@@ -15,5 +15,7 @@ export type { Distribution, SamplingOptions } from "./sampling.js";
 export { StopMatcher } from "./stop.js";
 export type { StopPush } from "./stop.js";
 export { generate, generateAll, generateAsync } from "./generate.js";
-export { Decoding, tokenLogprobs } from "./decoding.js";
+export { Decoding, checkGenerate, tokenLogprobs } from "./decoding.js";
+export { Scheduler } from "./scheduler.js";
+export type { RequestHandle, SchedulerOptions, SchedulerStats } from "./scheduler.js";
 export type { FinishReason, GenerateOptions, GenerationEvent, GenerationResult, TokenLogprob } from "./decoding.js";
