@@ -4,7 +4,7 @@
  * strings and streaming detokenization.
  * @packageDocumentation
  */
-export { Engine } from "./engine.js";
+export { Engine, prefillChunks } from "./engine.js";
 export type { EngineOptions, EngineStats } from "./engine.js";
 export { Session } from "./session.js";
 export { RuntimeError } from "./errors.js";
