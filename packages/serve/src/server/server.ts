@@ -1,6 +1,6 @@
 // The OpenAI-compatible HTTP server on fastify: /v1/models, /v1/completions, /v1/chat/completions,
 // /health and /metrics, with API-key checks, OpenAI-shaped errors and a continuous-batching scheduler.
-import { randomUUID } from "node:crypto";
+import { randomUUID, timingSafeEqual } from "node:crypto";
 import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
 import { ApiError } from "../errors.js";
 import type { ServeEngine } from "./engine.js";
@@ -46,6 +46,12 @@ export interface PootServer {
 
 const ENDPOINTS = new Set(["/v1/models", "/v1/completions", "/v1/chat/completions", "/health", "/metrics"]);
 
+/** Constant-time comparison, so response timing does not reveal how much of a key was right. */
+function sameSecret(given: string, expected: string): boolean {
+  const a = Buffer.from(given), b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
 /** Builds the server (routes, hooks, scheduler, metrics) over an engine. */
 export function createServer(options: ServerOptions): PootServer {
   const { engine, modelId } = options;
@@ -69,7 +75,7 @@ export function createServer(options: ServerOptions): PootServer {
     if (options.apiKey === undefined || options.apiKey === null || !req.url.startsWith("/v1/")) return;
     const auth = req.headers.authorization;
     if (auth === undefined) throw new ApiError(401, "invalid_api_key", "Missing API key: send Authorization: Bearer <key>");
-    if (auth !== `Bearer ${options.apiKey}`) throw new ApiError(401, "invalid_api_key", "Incorrect API key provided");
+    if (!sameSecret(auth, `Bearer ${options.apiKey}`)) throw new ApiError(401, "invalid_api_key", "Incorrect API key provided");
   });
   app.addHook("onResponse", async (req, reply) => {
     const url = req.routeOptions.url;
