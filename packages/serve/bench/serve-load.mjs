@@ -33,7 +33,7 @@ if (!existsSync(new URL("../dist/index.js", import.meta.url))) {
 function startServer() {
   const args = [bin, "serve", o.model, "--port", "0", "--ctx", o.ctx, "--max-batch", o["max-batch"], "--max-queue", String(CLIENTS * 2), "--backend", o.backend, "--model-name", "bench"];
   if (o["chat-template"] !== undefined) args.push("--chat-template", o["chat-template"]);
-  const child = spawn(process.execPath, args, { stdio: ["ignore", "inherit", "pipe"] });
+  const child = spawn(process.execPath, [...(process.env.POOT_BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean), ...args], { stdio: ["ignore", "inherit", "pipe"] });
   return new Promise((resolve, reject) => {
     let err = "";
     child.stderr.on("data", (d) => {
@@ -117,9 +117,9 @@ try {
   const cpu = os.cpus();
   console.log(`
 ### poot serve: ${CLIENTS} concurrent streaming chat clients vs one at a time
-machine:  ${cpu[0]?.model.trim()} x${cpu.length}, ${os.platform()} ${os.release()}, node ${process.version}, backend ${o.backend}
+machine:  ${cpu[0]?.model.trim()} x${cpu.length}, ${os.platform()} ${os.release()}, node ${process.version}, backend ${o.backend}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(" ")} (shared machine)
 date:     ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC
-command:  pnpm --filter @poot/serve bench (model ${o.model}, ctx ${o.ctx}, max batch ${o["max-batch"]}, ${MAX_TOKENS} greedy tokens per request; median of ${RUNS} runs)
+command:  node bench/serve-load.mjs ${process.argv.slice(2).join(" ")} (model ${o.model}, ctx ${o.ctx}, max batch ${o["max-batch"]}, ${MAX_TOKENS} greedy tokens per request; median of ${RUNS} runs)
 baseline: the same server answering ${SEQ} of the requests one at a time (median of ${RUNS} runs, interleaved)
 result:   ${median(conRates).toFixed(2)} tok/s   baseline ${median(seqRates).toFixed(2)} tok/s   ratio ${(median(conRates) / median(seqRates)).toFixed(2)}x
           ${median(reqRates).toFixed(3)} requests/s; TTFT p50 ${pct(ttfts, 50).toFixed(0)} ms, p90 ${pct(ttfts, 90).toFixed(0)} ms, p99 ${pct(ttfts, 99).toFixed(0)} ms; inter-token p50 ${pct(gaps, 50).toFixed(0)} ms, p90 ${pct(gaps, 90).toFixed(0)} ms, p99 ${pct(gaps, 99).toFixed(0)} ms
