@@ -17,6 +17,7 @@ export { KV_PAGE_TOKENS } from "./server/metrics.js";
 export type { ServerMetrics } from "./server/metrics.js";
 export { RuntimeServeEngine } from "./server/runtime-engine.js";
 export type { RuntimeServeEngineOptions } from "./server/runtime-engine.js";
+export type { TokenLogprob } from "./server/logprobs.js";
 export { Scheduler } from "./server/scheduler.js";
 export type { DoneEvent, ErrorEvent, FinishReason, GenerationEvent, GenerationJob, GenerationRequest, SchedulerObserver, SchedulerOptions, TokenEvent } from "./server/scheduler.js";
 export { createServer } from "./server/server.js";

@@ -26,6 +26,7 @@ export class Channel<T> implements AsyncIterable<T> {
     w?.();
   }
 
+  /** Yields the pushed values in order, waiting for more until closed. */
   async *[Symbol.asyncIterator](): AsyncIterator<T> {
     for (;;) {
       if (this.items.length > 0) {

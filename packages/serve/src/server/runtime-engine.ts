@@ -43,22 +43,27 @@ export class RuntimeServeEngine implements ServeEngine {
     this.template = options.chatTemplate === undefined ? null : new Template(options.chatTemplate);
   }
 
+  /** The runtime engine's KV capacity per session. */
   get context(): number {
     return this.engine.context;
   }
 
+  /** The model's vocabulary size. */
   get vocabSize(): number {
     return this.engine.config.vocabSize;
   }
 
+  /** The model config's EOS ids. */
   get eosTokenIds(): readonly number[] {
     return this.engine.config.eosTokenIds;
   }
 
+  /** The tokenizer's ids of `text` (`special`: add BOS/EOS as its post-processor says). */
   encode(text: string, special: boolean): number[] {
     return this.tok.encode(text, { addSpecial: special });
   }
 
+  /** The override template's, else the tokenizer's, rendering with the generation prompt; null without a template. */
   renderChat(messages: readonly ChatMessage[]): string | null {
     if (this.template !== null) {
       // The variables HF apply_chat_template gives every template.
@@ -68,22 +73,27 @@ export class RuntimeServeEngine implements ServeEngine {
     return this.tok.applyChatTemplate(messages, { addGenerationPrompt: true });
   }
 
+  /** The tokenizer's decoding of `ids`. */
   textOf(ids: readonly number[]): string {
     return this.tok.decode(ids);
   }
 
+  /** One token decoded alone. */
   tokenText(id: number): string {
     return this.tok.decode([id]);
   }
 
+  /** The tokenizer's stream decoder, special tokens skipped. */
   textStream(): TextStream {
     return this.tok.streamDecoder({ skipSpecial: true });
   }
 
+  /** The runtime's stop matcher. */
   stopStream(stops: readonly string[]): StopStream {
     return new StopMatcher(stops);
   }
 
+  /** The runtime's `sampleToken` with its own seeded `Rng`. */
   sampler(p: SamplingParams): Sampler {
     const options: SamplingOptions = { temperature: p.temperature, topP: p.topP, frequencyPenalty: p.frequencyPenalty, presencePenalty: p.presencePenalty };
     const rng = new Rng(p.seed ?? randomSeed());
@@ -91,18 +101,22 @@ export class RuntimeServeEngine implements ServeEngine {
     return (logits, generated) => sampleToken(logits, [], generated, options, rng);
   }
 
+  /** A new runtime session. */
   open(): EngineSequence {
     return new RuntimeSequence(this.engine.openSession());
   }
 
+  /** One `Engine.stepBatch` over the sequences' sessions. */
   step(seqs: readonly EngineSequence[]): Float32Array[] {
     return this.engine.stepBatch(seqs.map((s) => (s as RuntimeSequence).session));
   }
 
+  /** Programs staged, executor bytes and open sessions, from the runtime. */
   stats(): EngineStats {
     return { compiles: this.engine.stats.programsStaged, deviceBytes: this.engine.executor.deviceBytes(), openSequences: this.engine.openSessions };
   }
 
+  /** Closes the runtime engine (its sessions, programs and checkpoint). */
   close(): void {
     this.engine.close();
   }

@@ -108,6 +108,10 @@ export class Scheduler {
   private stopping = false;
   private steps = 0;
 
+  /**
+   * @param engine - the engine whose sequences the loop steps.
+   * @param options - batch and queue bounds, and the metrics observer.
+   */
   constructor(private readonly engine: ServeEngine, private readonly options: SchedulerOptions) {
     invariant(Number.isSafeInteger(options.maxBatch) && options.maxBatch >= 1, "maxBatch must be a positive integer");
   }
