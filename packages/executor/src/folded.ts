@@ -5,9 +5,6 @@ import { isLiteral, isPacked, opContext, PRIMITIVE_OPS, roundInPlace, tensorFrom
 import { ExecutorError, invariant } from "./errors.js";
 import { FastMatMul } from "./fast-matmul.js";
 
-/** The primitive ops with the bit-identical blocked MatMul. */
-const FOLDED_OPS: OpTable = { ...PRIMITIVE_OPS, MatMul: FastMatMul };
-
 /** Per-step data of a {@link FoldedSchedule} run. */
 export interface FoldedBindings {
   /** Weight source (read once per Const, only while folding). */
@@ -76,8 +73,12 @@ export class FoldedSchedule {
   /** Values returned as outputs or state_out: never dropped early. */
   private readonly keep: Set<number>;
 
-  /** @param graph - a validated graph; @param program - its name, for messages; @param cache - folded values shared across programs; @param ops - the op table. */
-  constructor(private readonly graph: Graph, private readonly program: string, private readonly cache: FoldCache, private readonly ops: OpTable = FOLDED_OPS) {
+  /** @param graph - a validated graph; @param program - its name, for messages; @param cache - folded values shared across programs; @param ops - the op table (default: the primitives). */
+  private readonly ops: OpTable;
+
+  constructor(private readonly graph: Graph, private readonly program: string, private readonly cache: FoldCache, ops?: OpTable) {
+    // The blocked MatMul replaces the primitive one in whatever table the graph comes with.
+    this.ops = { ...(ops ?? PRIMITIVE_OPS), MatMul: FastMatMul };
     const isStatic = new Uint8Array(graph.values.length);
     for (const v of graph.values) if (v.storage.kind === "const" || v.storage.kind === "computed") isStatic[v.id] = 1;
     graph.eqns.forEach((e, k) => {
