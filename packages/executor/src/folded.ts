@@ -4,6 +4,7 @@
 import { isLiteral, isPacked, opContext, PRIMITIVE_OPS, roundInPlace, tensorFromHost, type Graph, type HostData, type OpContext, type OpTable, type Tensor, type ValueType } from "@poot/graph-ir";
 import { ExecutorError, invariant } from "./errors.js";
 import { FastMatMul } from "./fast-matmul.js";
+import { FastBroadcast, FastTranspose } from "./fast-movement.js";
 
 /** Per-step data of a {@link FoldedSchedule} run. */
 export interface FoldedBindings {
@@ -77,8 +78,8 @@ export class FoldedSchedule {
   private readonly ops: OpTable;
 
   constructor(private readonly graph: Graph, private readonly program: string, private readonly cache: FoldCache, ops?: OpTable) {
-    // The blocked MatMul replaces the primitive one in whatever table the graph comes with.
-    this.ops = { ...(ops ?? PRIMITIVE_OPS), MatMul: FastMatMul };
+    // Bit-identical faster primitives replace the reference ones in whatever table the graph comes with.
+    this.ops = { ...(ops ?? PRIMITIVE_OPS), MatMul: FastMatMul, Transpose: FastTranspose, Broadcast: FastBroadcast };
     const isStatic = new Uint8Array(graph.values.length);
     for (const v of graph.values) if (v.storage.kind === "const" || v.storage.kind === "computed") isStatic[v.id] = 1;
     graph.eqns.forEach((e, k) => {
@@ -168,9 +169,11 @@ export class FoldedSchedule {
       const out = g.values[e.out]!;
       let data = this.ops[e.op]!.evaluate(inputs, e.params, out, this.contexts[k]!);
       if (!isPacked(out.dtype)) {
-        // As in evaluate: a view handing back its input's array is copied before a rounding that could change it.
-        if (data === inputs[0]?.data && inputs[0].dtype !== out.dtype) data = data.slice();
-        roundInPlace(out.dtype, data);
+        const view = data === inputs[0]?.data;
+        // As in evaluate: a view handing back its input's array is copied before a rounding that could change it;
+        // a view of the same dtype skips the pass, its input already holds values rounded to that dtype.
+        if (view && inputs[0]!.dtype !== out.dtype) data = data.slice();
+        if (!view || inputs[0]!.dtype !== out.dtype) roundInPlace(out.dtype, data);
       }
       env[e.out] = { dtype: out.dtype, shape: out.shape, data };
     };
