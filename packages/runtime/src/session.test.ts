@@ -39,4 +39,20 @@ describe.skipIf(!fs.existsSync(path.join(DEMO, "config.json")))("Session on mode
       engine.close();
     }
   });
+
+  it("prepare stages every chunk size once, reporting progress; later steps stage nothing", () => {
+    const engine = Engine.load(DEMO, { executor: createEvalExecutor(), context: 16, prefillChunk: 4 });
+    try {
+      const seen: string[] = [];
+      engine.prepare((done, total, name) => seen.push(`${done}/${total} ${name}`));
+      expect(seen).toEqual(["1/3 decode-4", "2/3 decode-2", "3/3 decode-1"]);
+      const staged = engine.stats.programsStaged;
+      engine.openSession().step([0, 346, 950, 413, 2038, 476, 263]);
+      expect(engine.stats.programsStaged).toBe(staged);
+      expect(engine.stats.prefillTokens).toBe(6);
+      expect(engine.stats.decodeTokens).toBe(1);
+    } finally {
+      engine.close();
+    }
+  });
 });
