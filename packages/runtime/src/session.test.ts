@@ -51,6 +51,17 @@ describe.skipIf(!fs.existsSync(path.join(DEMO, "config.json")))("Session on mode
       expect(engine.stats.programsStaged).toBe(staged);
       expect(engine.stats.prefillTokens).toBe(6);
       expect(engine.stats.decodeTokens).toBe(1);
+      // Single-token steps of one session replay one capture; another session re-captures.
+      const a = engine.openSession(), b = engine.openSession();
+      a.step([0, 346]);
+      const c0 = engine.stats.captures, r0 = engine.stats.replays;
+      a.step([950]);
+      a.step([413]);
+      a.step([2038]);
+      b.step([0]);
+      a.step([476]);
+      expect(engine.stats.captures - c0).toBe(3);
+      expect(engine.stats.replays - r0).toBe(2);
     } finally {
       engine.close();
     }
