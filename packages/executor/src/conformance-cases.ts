@@ -1,4 +1,4 @@
-// The small graphs of the conformance suite (elementwise, reduce, matmul, gather, State across steps) with
+// The small graphs of the conformance suite (elementwise, reduce, matmul, gather, movement, State) with
 // seeded data for several steps; the suite runs them on a backend and compares each step with `evaluate`.
 import { Builder, f32ToBf16Bits, f32ToF16Bits, type Graph, type HostData } from "@poot/graph-ir";
 

@@ -1,5 +1,5 @@
-// The reference executor (backend kind "eval"): runs staged graphs with graph-ir's op semantics (the float64
-// oracle), folding weight-only equations once or calling `evaluate` every step, over host buffers. The runtime is tested with it, and every other backend is compared with it.
+// The reference executor (backend kind "eval"): graph-ir's op semantics (the float64 oracle) over host buffers,
+// weight-only equations folded once or `evaluate` every step; the runtime's tests and other backends use it.
 import { evaluate, isPacked, numel, storageBytes, validateGraph, type Graph, type HostData, type OpTable, type Tensor, type ValueType } from "@poot/graph-ir";
 import { stageParts, type DeviceBytes, type Executor, type ExecutorCaps, type OutputData, type StageInput, type StageOptions, type StagedProgram, type StateSet, type WeightSource } from "./contract.js";
 import { ExecutorError } from "./errors.js";
