@@ -12,3 +12,5 @@ export type { ExprNode, ExprType, UnaryFn, BinaryFn, CmpFn } from "./synth/expr.
 export type { StorageDType } from "./synth/storage.js";
 export { synthesizeElementwise } from "./synth/elementwise.js";
 export type { ElementwiseRequest, ElementwiseInput, ElementwiseOutput } from "./synth/elementwise.js";
+export { synthesizeReductionRow } from "./synth/reduction.js";
+export type { ReductionRowRequest, RowInput, RowReduction, RowOutput } from "./synth/reduction.js";

@@ -104,15 +104,53 @@ function pow(k: Builder, a: Val<"f32">, b: Val<"f32">): Val<"f32"> {
   return select(b.eq(0), f32(1), select(a.lt(0), neg, mag));
 }
 
+/** Operand indices of a node. */
+export function operandsOf(n: ExprNode): number[] {
+  switch (n.op) {
+    case "leaf": case "const": return [];
+    case "unary": case "cast": case "round": return [n.a];
+    case "binary": case "cmp": return [n.a, n.b];
+    case "select": return [n.cond, n.a, n.b];
+    default: return n satisfies never;
+  }
+}
+
+/** Nodes reachable from `roots` (a mask over node indices). */
+export function reachable(nodes: readonly ExprNode[], roots: readonly number[]): boolean[] {
+  const mark = new Array<boolean>(nodes.length).fill(false);
+  const stack = [...roots];
+  while (stack.length > 0) {
+    const i = stack.pop() as number;
+    if (mark[i]) continue;
+    mark[i] = true;
+    stack.push(...operandsOf(nodes[i] as ExprNode));
+  }
+  return mark;
+}
+
+/** Leaf names reachable from `roots`. */
+export function leavesOf(nodes: readonly ExprNode[], roots: readonly number[]): Set<string> {
+  const mark = reachable(nodes, roots);
+  const out = new Set<string>();
+  nodes.forEach((n, i) => { if (mark[i] && n.op === "leaf") out.add(n.name); });
+  return out;
+}
+
 /**
  * Emits the DAG into the current kernel body: each node becomes one `let` (computed once, CSE by construction).
- * `leaf(name)` supplies leaf values. Returns the values of all nodes (index = node).
+ * `leaf(name)` supplies leaf values. With `roots`, only the nodes they reach are emitted. Returns node values
+ * by index (undefined for nodes not emitted).
  */
-export function emitNodes(k: Builder, nodes: readonly ExprNode[], types: readonly ExprType[], leaf: (name: string) => AnyVal): AnyVal[] {
+export function emitNodes(k: Builder, nodes: readonly ExprNode[], types: readonly ExprType[], leaf: (name: string) => AnyVal, roots?: readonly number[]): AnyVal[] {
+  const live = roots === undefined ? undefined : reachable(nodes, roots);
   const { let_, f32, u32, i32, bool, select, exp, log, sqrt, rsqrt, tanh, erf, sin, cos, abs, floor, min, max, pack, unpack } = k;
   const vals: AnyVal[] = [];
   const v = (j: number): AnyVal => vals[j] as AnyVal;
   nodes.forEach((n, i) => {
+    if (live !== undefined && !live[i]) {
+      vals.push(undefined as unknown as AnyVal);
+      return;
+    }
     const t = types[i] as ExprType;
     let e: AnyVal;
     switch (n.op) {
