@@ -14,3 +14,8 @@ export { synthesizeElementwise } from "./synth/elementwise.js";
 export type { ElementwiseRequest, ElementwiseInput, ElementwiseOutput } from "./synth/elementwise.js";
 export { synthesizeReductionRow } from "./synth/reduction.js";
 export type { ReductionRowRequest, RowInput, RowReduction, RowOutput } from "./synth/reduction.js";
+export type { Epilogue, EpilogueInput } from "./synth/epilogue.js";
+export { synthesizeGemv } from "./synth/gemv.js";
+export type { GemvRequest } from "./synth/gemv.js";
+export { synthesizeGemm, chooseGemmTiling } from "./synth/gemm.js";
+export type { GemmRequest, GemmTiling } from "./synth/gemm.js";
