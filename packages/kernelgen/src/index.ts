@@ -19,3 +19,5 @@ export { synthesizeGemv } from "./synth/gemv.js";
 export type { GemvRequest } from "./synth/gemv.js";
 export { synthesizeGemm, chooseGemmTiling } from "./synth/gemm.js";
 export type { GemmRequest, GemmTiling } from "./synth/gemm.js";
+export { synthesizeDequantGemv } from "./synth/dequant.js";
+export type { DequantGemvRequest } from "./synth/dequant.js";

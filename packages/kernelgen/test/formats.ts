@@ -52,3 +52,48 @@ export function toWords(bytes: Uint8Array): Uint32Array {
 export function fromWords(words: Uint32Array, n: number): Uint8Array {
   return new Uint8Array(words.buffer, words.byteOffset, n).slice();
 }
+
+const load = (type: "u8" | "i8" | "u16" | "u32" | "f16" | "bf16" | "f32", offset: DecodeExpr): DecodeExpr => ({ op: "load", type, offset });
+const bin = (op: "add" | "sub" | "mul" | "div" | "idiv" | "mod" | "shl" | "shr" | "and" | "or" | "lt", a: DecodeExpr, b: DecodeExpr): DecodeExpr => ({ op, a, b });
+
+/** GGUF Q4_1: f16 d, f16 m, 16 bytes of nibbles; x_j = d·(qs[j]&15) + m, x_{j+16} = d·(qs[j]>>4) + m. */
+export const Q4_1: PackedFormat = {
+  name: "q4_1", blockSize: 32, bytesPerBlock: 20,
+  decode: bin("add", bin("mul", load("f16", c(0)), bin("and", bin("shr", load("u8", bin("add", c(4), bin("and", i, c(15)))), bin("mul", bin("shr", i, c(4)), c(4))), c(15))), load("f16", c(2))),
+};
+
+/** GGUF Q5_0: f16 d, u32 qh (unaligned, byte 2), 16 bytes of nibbles; 5-bit q = nibble | bit i of qh << 4; x = d·(q - 16). */
+export const Q5_0: PackedFormat = {
+  name: "q5_0", blockSize: 32, bytesPerBlock: 22,
+  decode: bin("mul", load("f16", c(0)), bin("sub",
+    bin("or",
+      bin("and", bin("shr", load("u8", bin("add", c(6), bin("and", i, c(15)))), bin("mul", bin("shr", i, c(4)), c(4))), c(15)),
+      bin("shl", bin("and", bin("shr", load("u32", c(2)), i), c(1)), c(4))),
+    c(16))),
+};
+
+/**
+ * A made-up format exercising the rest of the recipe language: 14-byte blocks of 8 (blocks straddle words), an
+ * f32 scale, a bf16 offset, i8 quants, let/var, select/lt, float div, floor idiv and mod.
+ */
+export const TEST_MIX: PackedFormat = {
+  name: "test_mix", blockSize: 8, bytesPerBlock: 14,
+  decode: {
+    op: "let", name: "sq", value: bin("mul", load("f32", c(0)), load("i8", bin("add", c(6), i))),
+    body: bin("add",
+      { op: "select", cond: bin("lt", i, c(4)), a: { op: "var", name: "sq" }, b: bin("div", { op: "var", name: "sq" }, c(2)) },
+      bin("mul", load("bf16", c(4)), bin("sub", bin("mod", i, c(3)), bin("idiv", bin("sub", i, c(5)), c(3))))),
+  },
+};
+
+/** Random blocks of TEST_MIX: a modest f32 scale and bf16 offset, random quants. */
+export function randomMixBlocks(r: () => number, blocks: number): Uint8Array {
+  const bytes = new Uint8Array(blocks * 14);
+  const view = new DataView(bytes.buffer);
+  for (let b = 0; b < blocks; b++) {
+    view.setFloat32(b * 14, (r() * 2 - 1) * 0.01, true);
+    view.setUint16(b * 14 + 4, new Uint32Array(new Float32Array([r() - 0.5]).buffer)[0]! >>> 16, true);
+    for (let j = 0; j < 8; j++) bytes[b * 14 + 6 + j] = Math.floor(r() * 256);
+  }
+  return bytes;
+}

@@ -10,7 +10,7 @@ import { expectClose, poisoned, randF32, rng, run } from "./helpers.js";
 
 type WDtype = "f32" | "bf16" | "f16";
 
-function randW(r: () => number, n: number, dt: WDtype): ArrayLike<number> {
+function randW(r: () => number, n: number, dt: WDtype): Float32Array | Uint16Array {
   if (dt === "f32") return randF32(r, n);
   const conv = dt === "bf16" ? f32ToBf16Bits : f32ToF16Bits;
   return Uint16Array.from({ length: n }, () => conv(r() * 2 - 1));
