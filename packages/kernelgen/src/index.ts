@@ -21,3 +21,5 @@ export { synthesizeGemm, chooseGemmTiling } from "./synth/gemm.js";
 export type { GemmRequest, GemmTiling } from "./synth/gemm.js";
 export { synthesizeDequantGemv } from "./synth/dequant.js";
 export type { DequantGemvRequest } from "./synth/dequant.js";
+export { synthesizeMovement } from "./synth/movement.js";
+export type { MovementOp, MovementRequest } from "./synth/movement.js";
