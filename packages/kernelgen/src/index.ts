@@ -23,3 +23,5 @@ export { synthesizeDequantGemv } from "./synth/dequant.js";
 export type { DequantGemvRequest } from "./synth/dequant.js";
 export { synthesizeMovement } from "./synth/movement.js";
 export type { MovementOp, MovementRequest } from "./synth/movement.js";
+export { synthesizeAttention, attentionLanes } from "./synth/attention.js";
+export type { AttentionRequest } from "./synth/attention.js";
