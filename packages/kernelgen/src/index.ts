@@ -25,3 +25,7 @@ export { synthesizeMovement } from "./synth/movement.js";
 export type { MovementOp, MovementRequest } from "./synth/movement.js";
 export { synthesizeAttention, attentionLanes } from "./synth/attention.js";
 export type { AttentionRequest } from "./synth/attention.js";
+export { synthesizeRope } from "./synth/rope.js";
+export type { RopeRequest } from "./synth/rope.js";
+export { synthesizeIndexedMatMul } from "./synth/indexed.js";
+export type { IndexedMatMulRequest } from "./synth/indexed.js";
