@@ -8,6 +8,8 @@ export default defineConfig({
   target: "node20",
   clean: true,
   dts: false,
+  // Bundle the workspace sources so the benchmark needs no prior build.
+  noExternal: [/^@poot\//],
   esbuildOptions(o) {
     o.conditions = ["source"];
   },
