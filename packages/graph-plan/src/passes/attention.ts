@@ -4,7 +4,7 @@
 import { isLiteral, type Eqn, type Operand, type ValueId } from "@poot/graph-ir";
 import type { AttentionMaskKind } from "../composite/attention.js";
 import type { Rewrite, Rule, RuleContext } from "../rules.js";
-import { defIs, iotaOf, isLastAxis, peelUnitViews, peelWiden, scalarOf } from "./match.js";
+import { defIs, defOf, iotaOf, isLastAxis, peelUnitViews, peelWiden, scalarOf } from "./match.js";
 
 type Fail = { readonly check: string; readonly detail: string };
 const fail = (check: string, detail: string): Fail => ({ check, detail });
@@ -57,9 +57,9 @@ function condMask(cx: RuleContext, cond: ValueId, tk: number, apply: "select" | 
   if (L !== undefined) return { kind: "causal", apply, input: L, window: 0 };
   if (c?.op === "And") {
     for (const [p, q] of [[0, 1], [1, 0]] as const) {
-      const L2 = causalBound(cx, defIs(d, c.inputs[p]), tk);
+      const L2 = causalBound(cx, defOf(d, c.inputs[p]), tk);
       if (L2 === undefined) continue;
-      const w = windowOf(cx, defIs(d, c.inputs[q]), L2, tk);
+      const w = windowOf(cx, defOf(d, c.inputs[q]), L2, tk);
       if (w !== undefined) return { kind: "sliding", apply, input: L2, window: w };
     }
   }

@@ -77,7 +77,8 @@ const flashRules: Rule[] = [
       const heads = numel(q.slice(0, -3)) * h;
       // K and V tiles in f32 take half the shared memory; the other half holds Q rows and partial sums.
       const kvTile = Math.min(128, pow2Floor(L.sharedBytes / 2 / ((d + dv) * 4)));
-      const decode = tq <= 8;
+      // A few query rows in decode mode (speculative drafts) still use the split-K decode schedule.
+      const decode = tq === 1 || (cx.options.mode === "decode" && tq <= 8);
       // Split the keys across workgroups when heads alone cannot fill the device (flash-decoding).
       const splitK = decode ? Math.max(1, Math.min(Math.floor(L.computeUnits / heads), Math.ceil(tk / Math.max(kvTile, 1)))) : 1;
       return withSchedule(e, { shape: decode ? "flash-decode" : "flash-prefill", kvTile, qTile: decode ? tq : Math.min(64, pow2Ceil(tq)), splitK, workgroup: Math.min(L.maxWorkgroupSize, 128), combine: splitK > 1 ? "in-kernel-last-block" : "none" });
