@@ -1,0 +1,289 @@
+// The authoring DSL: `kernel(name, options, (k) => { ... })` runs a TypeScript builder that emits kernel IR.
+// Statements are appended in call order to the current block; the result is validated before it is returned.
+
+import { KernelDslError } from "./errors.js";
+import { widenedType } from "./ir.js";
+import type { AddressSpace, AtomicOp, AxisBuiltin, ElemType, Expr, Kernel, MathFn, PackFormat, Size, Stmt, SubgroupOp, ValueType, VecType } from "./ir.js";
+import { Val, Var, literal } from "./dsl-val.js";
+import type { IndexType, ValOwner } from "./dsl-val.js";
+import { assertValidKernel } from "./validate.js";
+
+/** Options of `kernel()`. */
+export interface KernelOptions {
+  /** Workgroup size [x, y, z]; `{ spec: "WG" }` entries are specialization constants. */
+  readonly workgroupSize: readonly [Size, Size, Size];
+  /** Specialization constants and their defaults (`undefined` = must be supplied at launch/lowering). */
+  readonly specs?: Readonly<Record<string, number | undefined>>;
+}
+
+type Index = Val<"u32"> | number;
+
+/** The value type a load of element type `E` produces (storage-only types widen). */
+export type Widened<E extends ElemType> = E extends "bf16" | "f16" ? "f32" : E extends "u8" ? "u32" : E extends "i8" ? "i32" : E;
+type AtomicType = "u32" | "i32" | "f32";
+
+/** A global buffer, shared array or private array: `at` loads (at this point of the body), `set` stores. */
+export class Arr<E extends ElemType = ElemType> {
+  /** @internal */
+  constructor(
+    readonly name: string,
+    readonly elem: E,
+    readonly space: AddressSpace,
+    private readonly b: Builder,
+  ) {}
+  /** Loads element `i` now (bound to a fresh immutable), widened for bf16/f16/u8/i8. */
+  at(i: Index): Val<Widened<E>> {
+    const type = widenedType(this.elem);
+    return this.b.bind({ k: "load", type, space: this.space, array: this.name, index: this.b.idx(i) }, `${this.name}_v`) as unknown as Val<Widened<E>>;
+  }
+  /** Stores `v` to element `i` (narrowed for storage-only element types). */
+  set(i: Index, v: Val<Widened<E>> | number): void {
+    const t = widenedType(this.elem);
+    this.b.emit({ s: "store", space: this.space, array: this.name, index: this.b.idx(i), value: this.b.coerce(v, t) });
+  }
+  private atomic(op: AtomicOp, i: Index, value?: Val | number, compare?: Val | number): Val<Extract<E, AtomicType>> {
+    const type = this.elem as AtomicType;
+    if (this.space === "private") throw new KernelDslError(this.b.kernelName, "atomics on private arrays");
+    const name = op === "store" ? undefined : this.b.fresh(`${this.name}_old`);
+    const st: Stmt = {
+      s: "atomic", op, type, space: this.space, array: this.name, index: this.b.idx(i),
+      ...(value === undefined ? {} : { value: this.b.coerce(value, type) }),
+      ...(compare === undefined ? {} : { compare: this.b.coerce(compare, type) }),
+      ...(name === undefined ? {} : { name }),
+    };
+    this.b.emit(st);
+    return new Val({ k: "local", type, name: name ?? "_" }, type, this.b) as Val<Extract<E, AtomicType>>;
+  }
+  /** Atomic add; returns the old value. */
+  atomicAdd(i: Index, v: Val | number): Val<Extract<E, AtomicType>> { return this.atomic("add", i, v); }
+  /** Atomic max; returns the old value. */
+  atomicMax(i: Index, v: Val | number): Val<Extract<E, AtomicType>> { return this.atomic("max", i, v); }
+  /** Atomic min; returns the old value. */
+  atomicMin(i: Index, v: Val | number): Val<Extract<E, AtomicType>> { return this.atomic("min", i, v); }
+  /** Atomic exchange; returns the old value. */
+  atomicExchange(i: Index, v: Val | number): Val<Extract<E, AtomicType>> { return this.atomic("exchange", i, v); }
+  /** Atomic compare-and-swap: writes `v` if the element equals `compare`; returns the old value. */
+  atomicCmpxchg(i: Index, compare: Val | number, v: Val | number): Val<Extract<E, AtomicType>> { return this.atomic("cmpxchg", i, v, compare); }
+  /** Atomic load. */
+  atomicLoad(i: Index): Val<Extract<E, AtomicType>> { return this.atomic("load", i); }
+  /** Atomic store. */
+  atomicStore(i: Index, v: Val | number): void { this.atomic("store", i, v); }
+}
+
+/** Per-axis builtin values. */
+export interface Axes {
+  readonly x: Val<"u32">;
+  readonly y: Val<"u32">;
+  readonly z: Val<"u32">;
+}
+
+/** The builder a kernel body receives; every member is a bound function or value (safe to destructure). */
+export class Builder implements ValOwner {
+  private readonly blocks: Stmt[][] = [[]];
+  private readonly used = new Set<string>();
+  private loopDepth = 0;
+  /** @internal */ readonly decl: { buffers: Kernel["buffers"][number][]; uniforms: Kernel["uniforms"][number][]; shared: Kernel["shared"][number][] } = { buffers: [], uniforms: [], shared: [] };
+
+  /** @internal */
+  constructor(
+    readonly kernelName: string,
+    readonly specNames: readonly string[],
+  ) {
+    for (const s of specNames) this.used.add(s);
+  }
+
+  /** @internal */ emit = (st: Stmt): void => { (this.blocks[this.blocks.length - 1] as Stmt[]).push(st); };
+  /** @internal */ fresh = (hint: string): string => {
+    let name = hint;
+    for (let n = 1; this.used.has(name); n++) name = `${hint}_${n}`;
+    this.used.add(name);
+    return name;
+  };
+  /** @internal */ idx = (i: Index): Expr => this.coerce(i, "u32");
+  /** @internal */ coerce = (v: Val | number | boolean, t: ValueType): Expr => {
+    if (v instanceof Val) {
+      if (v.type !== t) throw new KernelDslError(this.kernelName, `value of type ${v.type} where ${t} is required`);
+      return v.expr;
+    }
+    return literal(this, t, v);
+  };
+  /** @internal */ bind = <T extends ValueType>(e: Expr & { type: T }, hint: string): Val<T> => {
+    const name = this.fresh(hint);
+    this.emit({ s: "let", name, type: e.type, value: e });
+    return new Val({ k: "local", type: e.type, name }, e.type, this);
+  };
+  private block(fn: () => void): Stmt[] {
+    this.blocks.push([]);
+    fn();
+    return this.blocks.pop() as Stmt[];
+  }
+  private declName(name: string): string {
+    if (this.used.has(name)) throw new KernelDslError(this.kernelName, `${name} is declared twice`);
+    this.used.add(name);
+    return name;
+  }
+
+  // ── declarations ──
+  /** Declares a storage buffer (binding = declaration order unless given). */
+  buffer = <E extends ElemType>(name: string, elem: E, access: "read" | "write" | "read_write", opts: { binding?: number; atomic?: boolean } = {}): Arr<E> => {
+    this.decl.buffers.push({ name: this.declName(name), binding: opts.binding ?? this.decl.buffers.length, elem, access, ...(opts.atomic === true ? { atomic: true } : {}) });
+    return new Arr(name, elem, "global", this);
+  };
+  /** Declares a scalar uniform parameter. */
+  uniform = <T extends "u32" | "i32" | "f32">(name: string, type: T): Val<T> => {
+    this.decl.uniforms.push({ name: this.declName(name), type });
+    return new Val({ k: "param", type, name }, type, this);
+  };
+  /** Declares a workgroup-shared array. */
+  shared = <E extends Exclude<ValueType, "bool">>(name: string, elem: E, length: Size, opts: { atomic?: boolean } = {}): Arr<E> => {
+    this.decl.shared.push({ name: this.declName(name), elem, length, ...(opts.atomic === true ? { atomic: true } : {}) });
+    return new Arr(name, elem, "workgroup", this);
+  };
+  /** Declares a private (per-thread) array, zero-initialized, here in the body. */
+  privateArray = <E extends Exclude<ValueType, "bool">>(name: string, elem: E, length: Size): Arr<E> => {
+    this.emit({ s: "array", name: this.declName(name), elem, length });
+    return new Arr(name, elem, "private", this);
+  };
+  /** A specialization constant's value (declared in the kernel options). */
+  spec = (name: string): Val<"u32"> => {
+    if (!this.specNames.includes(name)) throw new KernelDslError(this.kernelName, `no spec constant ${name}`);
+    return new Val({ k: "spec", type: "u32", name }, "u32", this);
+  };
+
+  // ── literals and builtins ──
+  /** u32 literal. */ u32 = (n: number): Val<"u32"> => new Val(literal(this, "u32", n), "u32", this);
+  /** i32 literal. */ i32 = (n: number): Val<"i32"> => new Val(literal(this, "i32", n), "i32", this);
+  /** f32 literal (rounded to f32). */ f32 = (n: number): Val<"f32"> => new Val(literal(this, "f32", n), "f32", this);
+  /** bool literal. */ bool = (b: boolean): Val<"bool"> => new Val(literal(this, "bool", b), "bool", this);
+  private axes(name: AxisBuiltin): Axes {
+    const at = (axis: 0 | 1 | 2): Val<"u32"> => new Val({ k: "builtin", type: "u32", name, axis }, "u32", this);
+    return { x: at(0), y: at(1), z: at(2) };
+  }
+  /** Global invocation id. */ gid: Axes = this.axes("global_id");
+  /** Local invocation id within the workgroup. */ lid: Axes = this.axes("local_id");
+  /** Workgroup id. */ wid: Axes = this.axes("workgroup_id");
+  /** Number of workgroups in the grid. */ nwg: Axes = this.axes("num_workgroups");
+  /** Workgroup size. */ wgSize: Axes = this.axes("workgroup_size");
+  /** Linearized local index. */ localIndex = new Val<"u32">({ k: "builtin", type: "u32", name: "local_index" }, "u32", this);
+  /** Subgroup index within the workgroup. */ subgroupId = new Val<"u32">({ k: "builtin", type: "u32", name: "subgroup_id" }, "u32", this);
+  /** Lane within the subgroup. */ subgroupLane = new Val<"u32">({ k: "builtin", type: "u32", name: "subgroup_lane" }, "u32", this);
+  /** Subgroup size (a launch/caps value). */ subgroupSize = new Val<"u32">({ k: "builtin", type: "u32", name: "subgroup_size" }, "u32", this);
+
+  // ── bindings ──
+  /** Binds `v` to a fresh immutable (evaluated here, once). */
+  let_ = <T extends ValueType>(v: Val<T>, name = "t"): Val<T> => this.bind(v.expr as Expr & { type: T }, name);
+  /** Declares a mutable private variable initialized to `init`. */
+  var_ = <T extends ValueType>(init: Val<T>, name = "v"): Var<T> => {
+    const n = this.fresh(name);
+    this.emit({ s: "var", name: n, type: init.type, init: init.expr });
+    return new Var(n, init.type, this, (target, value) => this.emit({ s: "assign", name: target, value }));
+  };
+
+  // ── control flow and synchronization ──
+  /** `if (cond) then() else otherwise()`. */
+  if_ = (cond: Val<"bool">, then: () => void, otherwise?: () => void): void => {
+    const t = this.block(then);
+    const e = otherwise === undefined ? [] : this.block(otherwise);
+    this.emit({ s: "if", cond: cond.expr, then: t, else: e });
+  };
+  /** `for (i = start; i < end; i += step) body(i)` over u32 or i32 (type of `start`). */
+  for_ = <T extends IndexType>(start: Val<T>, end: Val<T> | number, step: Val<T> | number, body: (i: Val<T>) => void, name = "i"): void => {
+    const v = this.fresh(name);
+    const t = start.type;
+    this.loopDepth++;
+    const b = this.block(() => body(new Val({ k: "local", type: t, name: v }, t, this)));
+    this.loopDepth--;
+    this.emit({ s: "for", var: v, type: t, start: start.expr, end: this.coerce(end, t), step: this.coerce(step, t), body: b });
+  };
+  /** `while (cond) body()`; `cond` may be a function whose loads are re-evaluated every iteration. */
+  while_ = (cond: Val<"bool"> | (() => Val<"bool">), body: () => void): void => {
+    this.loopDepth++;
+    if (cond instanceof Val) {
+      const b = this.block(body);
+      this.emit({ s: "while", cond: cond.expr, body: b });
+    } else {
+      // The condition's own statements (loads) run at the top of every iteration: while (true) { pre; if (!c) break; body }.
+      const b = this.block(() => {
+        const c = cond();
+        this.emit({ s: "if", cond: c.not().expr, then: [{ s: "break" }], else: [] });
+        body();
+      });
+      this.emit({ s: "while", cond: literal(this, "bool", true), body: b });
+    }
+    this.loopDepth--;
+  };
+  /** Leaves the innermost loop. */ break_ = (): void => this.emit({ s: "break" });
+  /** Next iteration of the innermost loop. */ continue_ = (): void => this.emit({ s: "continue" });
+  /** Ends this thread. */ return_ = (): void => this.emit({ s: "return" });
+  /** Workgroup barrier (execution + workgroup/global memory). */ barrier = (): void => this.emit({ s: "barrier" });
+
+  // ── expressions ──
+  private call<T extends ValueType>(fn: MathFn, args: readonly Val<T>[]): Val<T> {
+    const t = (args[0] as Val<T>).type;
+    return new Val({ k: "call", type: t, fn, args: args.map((a) => this.coerce(a, t)) }, t, this);
+  }
+  /** e^x */ exp = <T extends ValueType>(x: Val<T>): Val<T> => this.call("exp", [x]);
+  /** ln x */ log = <T extends ValueType>(x: Val<T>): Val<T> => this.call("log", [x]);
+  /** √x */ sqrt = <T extends ValueType>(x: Val<T>): Val<T> => this.call("sqrt", [x]);
+  /** 1/√x */ rsqrt = <T extends ValueType>(x: Val<T>): Val<T> => this.call("rsqrt", [x]);
+  /** tanh x */ tanh = <T extends ValueType>(x: Val<T>): Val<T> => this.call("tanh", [x]);
+  /** erf x */ erf = <T extends ValueType>(x: Val<T>): Val<T> => this.call("erf", [x]);
+  /** sin x */ sin = <T extends ValueType>(x: Val<T>): Val<T> => this.call("sin", [x]);
+  /** cos x */ cos = <T extends ValueType>(x: Val<T>): Val<T> => this.call("cos", [x]);
+  /** floor x */ floor = <T extends ValueType>(x: Val<T>): Val<T> => this.call("floor", [x]);
+  /** |x| */ abs = <T extends ValueType>(x: Val<T>): Val<T> => this.call("abs", [x]);
+  /** min(a, b) */ min = <T extends ValueType>(a: Val<T>, b: Val<T>): Val<T> => this.call("min", [a, b]);
+  /** max(a, b) */ max = <T extends ValueType>(a: Val<T>, b: Val<T>): Val<T> => this.call("max", [a, b]);
+  /** a*b+c, rounded once */ fma = <T extends ValueType>(a: Val<T>, b: Val<T>, c: Val<T>): Val<T> => this.call("fma", [a, b, c]);
+  /** `cond ? a : b` (both evaluated). */
+  select = <T extends ValueType>(cond: Val<"bool">, a: Val<T>, b: Val<T> | number): Val<T> =>
+    new Val({ k: "select", type: a.type, cond: cond.expr, a: a.expr, b: this.coerce(b, a.type) }, a.type, this);
+  /** Builds a vector from scalars. */
+  vec = <T extends VecType>(type: T, ...elems: Val[]): Val<T> =>
+    new Val({ k: "vec", type, elems: elems.map((e) => e.expr) }, type, this);
+  /** Packs f32 (pair) into 16-bit float bits in a u32, round-to-nearest-even. */
+  pack = (fmt: PackFormat, v: Val<"f32"> | Val<"vec2<f32>">): Val<"u32"> => new Val({ k: "pack", type: "u32", fmt, a: v.expr }, "u32", this);
+  /** Unpacks 16-bit float bits from a u32 into f32 (bf16/f16) or vec2<f32> (bf16x2/f16x2). */
+  unpack = <F extends PackFormat>(fmt: F, v: Val<"u32">): Val<F extends "bf16x2" | "f16x2" ? "vec2<f32>" : "f32"> => {
+    const type = (fmt === "bf16x2" || fmt === "f16x2" ? "vec2<f32>" : "f32") as F extends "bf16x2" | "f16x2" ? "vec2<f32>" : "f32";
+    return new Val({ k: "unpack", type, fmt, a: v.expr }, type, this);
+  };
+
+  // ── subgroups ──
+  private sg<T extends ValueType>(op: SubgroupOp, v: Val<T>, lane?: Index): Val<T> {
+    const name = this.fresh(`sg_${op}`);
+    this.emit({ s: "subgroup", name, type: v.type, op, value: v.expr, ...(lane === undefined ? {} : { lane: this.idx(lane) }) });
+    return new Val({ k: "local", type: v.type, name }, v.type, this);
+  }
+  /** Sum over the subgroup. */ subgroupAdd = <T extends ValueType>(v: Val<T>): Val<T> => this.sg("reduce_add", v);
+  /** Max over the subgroup. */ subgroupMax = <T extends ValueType>(v: Val<T>): Val<T> => this.sg("reduce_max", v);
+  /** Min over the subgroup. */ subgroupMin = <T extends ValueType>(v: Val<T>): Val<T> => this.sg("reduce_min", v);
+  /** `v` from lane `lane` (uniform). */ broadcast = <T extends ValueType>(v: Val<T>, lane: Index): Val<T> => this.sg("broadcast", v, lane);
+  /** `v` from lane `lane_id ^ mask`. */ shuffleXor = <T extends ValueType>(v: Val<T>, mask: Index): Val<T> => this.sg("shuffle_xor", v, mask);
+  /** `v` from lane `src`. */ shuffle = <T extends ValueType>(v: Val<T>, src: Index): Val<T> => this.sg("shuffle_idx", v, src);
+
+  /** @internal */ finish(): Stmt[] {
+    if (this.blocks.length !== 1) throw new KernelDslError(this.kernelName, "unbalanced blocks");
+    return this.blocks[0] as Stmt[];
+  }
+}
+
+/**
+ * Builds a kernel: `body` receives the builder (destructure what you use) and emits statements in call
+ * order. Throws `KernelDslError` on misuse and `KernelValidationError` if the result is invalid.
+ */
+export function kernel(name: string, options: KernelOptions, body: (k: Builder) => void): Kernel {
+  const specs = Object.entries(options.specs ?? {}).map(([n, d]) => (d === undefined ? { name: n } : { name: n, default: d }));
+  const b = new Builder(name, specs.map((s) => s.name));
+  body(b);
+  const k: Kernel = {
+    name,
+    workgroupSize: options.workgroupSize,
+    specs,
+    buffers: b.decl.buffers,
+    uniforms: b.decl.uniforms,
+    shared: b.decl.shared,
+    body: b.finish(),
+  };
+  return assertValidKernel(k);
+}

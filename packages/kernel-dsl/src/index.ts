@@ -1,0 +1,71 @@
+/**
+ * The poot kernel IR, its validator, printer and .kir.json form, the TypeScript DSL, pootc and the interpreter.
+ * @packageDocumentation
+ */
+export type {
+  ScalarType,
+  VecElem,
+  VecType,
+  ValueType,
+  StorageOnlyType,
+  ElemType,
+  AddressSpace,
+  Access,
+  Size,
+  SpecDecl,
+  BufferParam,
+  UniformParam,
+  SharedArray,
+  Kernel,
+  AxisBuiltin,
+  ScalarBuiltin,
+  UnaryOp,
+  BinaryOp,
+  CmpOp,
+  MathFn,
+  PackFormat,
+  Expr,
+  SubgroupOp,
+  AtomicOp,
+  Stmt,
+  StmtKind,
+  ExprKind,
+} from "./ir.js";
+export { isVecType, elemOf, lanesOf, widenedType, elemBytes } from "./ir.js";
+export type {
+  KernelValidationCode,
+  KernelValidationIssue,
+  KirJsonCode,
+  KernelRuntimeCode,
+  PootcCode,
+} from "./errors.js";
+export {
+  KernelValidationError,
+  KirJsonError,
+  KernelRuntimeError,
+  PootcError,
+  KernelDslError,
+  invariant,
+} from "./errors.js";
+export { validateKernel, assertValidKernel } from "./validate.js";
+export { printKernel, printExpr } from "./print.js";
+export { toKirJson, parseKirJson, KIR_FORMAT, KIR_VERSION } from "./json.js";
+export { kernel, Builder, Arr } from "./dsl.js";
+export type { KernelOptions, Axes, Widened } from "./dsl.js";
+export { Val, Var } from "./dsl-val.js";
+export type { ElemOfType, IndexType } from "./dsl-val.js";
+export { interpret } from "./interp.js";
+export type { InterpretLaunch, KernelBuffer } from "./interp.js";
+export { arrayClassFor } from "./interp-memory.js";
+export {
+  f32ToBits,
+  bitsToF32,
+  f32ToBf16Bits,
+  bf16BitsToF32,
+  f32ToF16Bits,
+  f16BitsToF32,
+  f32ToI32,
+  f32ToU32,
+  erf,
+} from "./numeric.js";
+export { specialize } from "./specialize.js";

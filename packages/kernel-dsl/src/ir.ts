@@ -1,0 +1,292 @@
+// The kernel IR: plain, typed, structured data that every codegen target lowers and the interpreter runs.
+// No classes and no dependencies, so a Kernel is JSON-serializable as is (except non-finite f32 constants).
+
+// ── types ──
+
+/** Scalar types a value (register) can have. bf16/f16/u8/i8 exist only in storage. */
+export type ScalarType = "bool" | "i32" | "u32" | "f32";
+
+/** Element types of vectors. */
+export type VecElem = "f32" | "i32" | "u32";
+
+/** Vector types (for wide loads and packed math). */
+export type VecType = `vec2<${VecElem}>` | `vec4<${VecElem}>`;
+
+/** Any type a value can have in the IR (a let, a var, an expression). */
+export type ValueType = ScalarType | VecType;
+
+/**
+ * Storage-only scalar types: readable from / writable to memory, never a value type.
+ * A load widens them (bf16/f16 -> f32 exactly, u8 -> u32, i8 -> i32); a store narrows
+ * (f32 -> bf16/f16 with round-to-nearest-even, u32 -> u8 / i32 -> i8 keeping the low 8 bits).
+ */
+export type StorageOnlyType = "bf16" | "f16" | "u8" | "i8";
+
+/** Element type of a buffer or a workgroup/private array: a flat array of this. Never bool. */
+export type ElemType = Exclude<ValueType, "bool"> | StorageOnlyType;
+
+/** Address spaces. `global` = buffer parameters, `workgroup` = shared arrays, `private` = per-thread arrays. */
+export type AddressSpace = "global" | "workgroup" | "private";
+
+/** Access mode of a buffer parameter. */
+export type Access = "read" | "write" | "read_write";
+
+/**
+ * A size known when the kernel is specialized: a literal, or a specialization constant (a u32 the caller
+ * supplies from the device caps, e.g. the workgroup width). `specialize()` replaces every spec by a literal.
+ */
+export type Size = number | { readonly spec: string };
+
+// ── declarations ──
+
+/** A specialization constant (u32): a launch/caps-time value, usable in sizes and expressions. */
+export interface SpecDecl {
+  readonly name: string;
+  /** Value used when the caller supplies none; absent = must be supplied. */
+  readonly default?: number;
+}
+
+/** A storage buffer parameter: a flat array of `elem` in the global address space. */
+export interface BufferParam {
+  readonly name: string;
+  /** Binding index (unique within the kernel; dense 0..n-1 is conventional). */
+  readonly binding: number;
+  readonly elem: ElemType;
+  readonly access: Access;
+  /**
+   * True if the buffer is only ever accessed through `atomic` statements (WGSL `array<atomic<u32>>`).
+   * Then elem is u32 or i32 (or f32 for atomic add, which some targets emulate).
+   */
+  readonly atomic?: boolean;
+}
+
+/** A scalar uniform parameter (launch metadata such as sizes), read-only and uniform across threads. */
+export interface UniformParam {
+  readonly name: string;
+  readonly type: "u32" | "i32" | "f32";
+}
+
+/** A workgroup-shared array (one instance per workgroup, uninitialized at launch). */
+export interface SharedArray {
+  readonly name: string;
+  readonly elem: Exclude<ValueType, "bool">;
+  readonly length: Size;
+  /** True if only accessed through `atomic` statements. */
+  readonly atomic?: boolean;
+}
+
+/** A compute kernel. */
+export interface Kernel {
+  readonly name: string;
+  /** Workgroup size [x, y, z]; each may be a specialization constant. */
+  readonly workgroupSize: readonly [Size, Size, Size];
+  readonly specs: readonly SpecDecl[];
+  readonly buffers: readonly BufferParam[];
+  readonly uniforms: readonly UniformParam[];
+  readonly shared: readonly SharedArray[];
+  readonly body: readonly Stmt[];
+}
+
+// ── expressions (pure; `load` reads memory but has no side effect) ──
+
+/** Per-thread builtin values, all u32. Axis-indexed ones carry `axis`. */
+export type AxisBuiltin = "global_id" | "local_id" | "workgroup_id" | "num_workgroups" | "workgroup_size";
+/**
+ * Scalar builtins. `local_index` = linearized local id (x fastest). Subgroups partition `local_index` in
+ * order: `subgroup_id = local_index / subgroup_size`, `subgroup_lane = local_index % subgroup_size`;
+ * `subgroup_size` is a launch/caps value (a power of two), not known to the kernel author.
+ */
+export type ScalarBuiltin = "local_index" | "subgroup_id" | "subgroup_lane" | "subgroup_size";
+
+/** Unary operators. `neg` on numbers, `not` = bitwise not on i32/u32 (logical on bool). */
+export type UnaryOp = "neg" | "not";
+
+/**
+ * Binary arithmetic/bit/logic operators; both operands have the result type (shift amounts too).
+ * f32: add sub mul div rem(truncating, like C fmod). i32/u32: add sub mul (wrapping) div rem (truncating;
+ * division by zero is undefined on targets and an error in the interpreter) and or xor shl shr
+ * (shift count taken mod 32; shr arithmetic for i32, logical for u32). bool: and or xor (logical).
+ * Vectors: component-wise arithmetic with the same rules.
+ */
+export type BinaryOp = "add" | "sub" | "mul" | "div" | "rem" | "and" | "or" | "xor" | "shl" | "shr";
+
+/** Comparison operators on scalars of one numeric type (eq/ne also on bool); result bool. */
+export type CmpOp = "eq" | "ne" | "lt" | "le" | "gt" | "ge";
+
+/**
+ * Math intrinsics on f32 (component-wise on vec<f32>); abs/min/max also on i32/u32.
+ * fma(a,b,c) = a*b+c rounded once. Arity: fma 3, min/max 2, the rest 1.
+ */
+export type MathFn =
+  | "exp" | "log" | "sqrt" | "rsqrt" | "tanh" | "erf" | "sin" | "cos" | "abs" | "min" | "max" | "fma" | "floor";
+
+/**
+ * Pack/unpack between f32 and 16-bit float bit patterns held in a u32.
+ * pack bf16x2/f16x2: vec2<f32> -> u32 (x in the low half), round-to-nearest-even (NaN stays NaN).
+ * unpack bf16x2/f16x2: u32 -> vec2<f32>. pack bf16/f16: f32 -> u32 (bits in the low 16, high 16 zero).
+ * unpack bf16/f16: u32 (low 16 bits) -> f32.
+ */
+export type PackFormat = "bf16x2" | "f16x2" | "bf16" | "f16";
+
+/** An expression node; every node carries its result `type`. */
+export type Expr =
+  /** A literal: bool -> boolean; i32/u32 -> integer in range; f32 -> a number exactly representable in f32. */
+  | { readonly k: "const"; readonly type: ScalarType; readonly value: number | boolean }
+  /** A let/var/loop variable in scope. */
+  | { readonly k: "local"; readonly type: ValueType; readonly name: string }
+  /** A uniform parameter. */
+  | { readonly k: "param"; readonly type: "u32" | "i32" | "f32"; readonly name: string }
+  /** A specialization constant. */
+  | { readonly k: "spec"; readonly type: "u32"; readonly name: string }
+  | { readonly k: "builtin"; readonly type: "u32"; readonly name: AxisBuiltin; readonly axis: 0 | 1 | 2 }
+  | { readonly k: "builtin"; readonly type: "u32"; readonly name: ScalarBuiltin }
+  /**
+   * Read element `index` (u32, in elements) of a buffer (global), shared array (workgroup) or private
+   * array. `type` is the element type widened to a value type (bf16 -> f32, u8 -> u32, i8 -> i32).
+   */
+  | { readonly k: "load"; readonly type: ValueType; readonly space: AddressSpace; readonly array: string; readonly index: Expr }
+  | { readonly k: "unary"; readonly type: ValueType; readonly op: UnaryOp; readonly a: Expr }
+  | { readonly k: "binary"; readonly type: ValueType; readonly op: BinaryOp; readonly a: Expr; readonly b: Expr }
+  | { readonly k: "cmp"; readonly type: "bool"; readonly op: CmpOp; readonly a: Expr; readonly b: Expr }
+  /** `cond ? a : b`, both evaluated (no short circuit), cond a bool scalar. */
+  | { readonly k: "select"; readonly type: ValueType; readonly cond: Expr; readonly a: Expr; readonly b: Expr }
+  | { readonly k: "call"; readonly type: ValueType; readonly fn: MathFn; readonly args: readonly Expr[] }
+  /**
+   * Value conversion between scalar types (or vectors of equal length): f32 -> i32/u32 truncates toward zero
+   * and saturates (NaN -> 0); i32/u32 -> f32 rounds to nearest even; i32 <-> u32 reinterprets the bits
+   * (two's complement); bool -> number gives 0/1; number -> bool is `!= 0`.
+   */
+  | { readonly k: "cast"; readonly type: ValueType; readonly a: Expr }
+  /** Reinterpret the 32-bit pattern: among f32/i32/u32 (and equal-length vectors of them). */
+  | { readonly k: "bitcast"; readonly type: ValueType; readonly a: Expr }
+  | { readonly k: "pack"; readonly type: "u32"; readonly fmt: PackFormat; readonly a: Expr }
+  | { readonly k: "unpack"; readonly type: "f32" | "vec2<f32>"; readonly fmt: PackFormat; readonly a: Expr }
+  /** Build a vector from scalars of its element type (2 or 4 of them). */
+  | { readonly k: "vec"; readonly type: VecType; readonly elems: readonly Expr[] }
+  /** Component `lane` (a literal 0..3) of a vector. */
+  | { readonly k: "extract"; readonly type: VecElem; readonly a: Expr; readonly lane: number };
+
+// ── statements ──
+
+/** Subgroup operations. Every lane of the subgroup must execute them together (uniform within it). */
+export type SubgroupOp =
+  /** Sum / max / min of `value` over all lanes; every lane gets the result. */
+  | "reduce_add" | "reduce_max" | "reduce_min"
+  /** Every lane gets `value` from lane `lane` (a value uniform over the subgroup). */
+  | "broadcast"
+  /** Lane i gets `value` from lane `i ^ lane`. */
+  | "shuffle_xor"
+  /** Lane i gets `value` from lane `lane` (its own, per-lane, source lane index). */
+  | "shuffle_idx";
+
+/**
+ * Atomic read-modify-write ops on a u32/i32 element (f32 allowed for `add` only). All return the old value.
+ * `cmpxchg` writes `value` if the old value equals `compare`. `load` returns the value; `store` writes
+ * `value` (no result).
+ */
+export type AtomicOp = "add" | "max" | "min" | "exchange" | "cmpxchg" | "load" | "store";
+
+/** A statement. Blocks are arrays of statements; names are unique per kernel (no shadowing). */
+export type Stmt =
+  /** Immutable private value. */
+  | { readonly s: "let"; readonly name: string; readonly type: ValueType; readonly value: Expr }
+  /** Mutable private variable with an initial value. */
+  | { readonly s: "var"; readonly name: string; readonly type: ValueType; readonly init: Expr }
+  /** Private array of a value type (not bool), length a Size; contents start as zero. */
+  | { readonly s: "array"; readonly name: string; readonly elem: Exclude<ValueType, "bool">; readonly length: Size }
+  /** Assign to a `var`. */
+  | { readonly s: "assign"; readonly name: string; readonly value: Expr }
+  /** Write `value` to element `index` of an array in `space` (narrowed for storage-only types). */
+  | { readonly s: "store"; readonly space: AddressSpace; readonly array: string; readonly index: Expr; readonly value: Expr }
+  /**
+   * `for (var = start; var < end; var += step) body` over i32 or u32; `var` is immutable in the body;
+   * start/end/step are evaluated once, before the first iteration; step > 0. The increment never wraps:
+   * the loop ends once `var + step >= end` mathematically (codegen must not let the counter overflow).
+   */
+  | {
+      readonly s: "for"; readonly var: string; readonly type: "i32" | "u32";
+      readonly start: Expr; readonly end: Expr; readonly step: Expr; readonly body: readonly Stmt[];
+    }
+  /** `while (cond) body`; leave early with `break`. */
+  | { readonly s: "while"; readonly cond: Expr; readonly body: readonly Stmt[] }
+  | { readonly s: "if"; readonly cond: Expr; readonly then: readonly Stmt[]; readonly else: readonly Stmt[] }
+  /** Leave / next iteration of the innermost for/while. */
+  | { readonly s: "break" }
+  | { readonly s: "continue" }
+  /**
+   * Workgroup barrier: every thread of the workgroup waits here (in uniform control flow), and all
+   * workgroup and global memory accesses made by the workgroup before it are visible after it.
+   */
+  | { readonly s: "barrier" }
+  /**
+   * Defines immutable `name: type` = the subgroup op applied to `value` (type = value's type, a scalar;
+   * reduce_* on f32/i32/u32). `lane` (u32) is required for broadcast, shuffle_xor and shuffle_idx.
+   */
+  | {
+      readonly s: "subgroup"; readonly name: string; readonly type: ValueType; readonly op: SubgroupOp;
+      readonly value: Expr; readonly lane?: Expr;
+    }
+  /**
+   * Atomic op on element `index` of an atomic buffer (global) or atomic shared array (workgroup).
+   * `name` (optional; absent for `store`) receives the old value as an immutable of type `type`
+   * (the element type). `value` absent only for `load`; `compare` present only for `cmpxchg`.
+   */
+  | {
+      readonly s: "atomic"; readonly op: AtomicOp; readonly type: "u32" | "i32" | "f32"; readonly space: "global" | "workgroup";
+      readonly array: string; readonly index: Expr; readonly value?: Expr; readonly compare?: Expr; readonly name?: string;
+    }
+  /** This thread finishes. A thread that returned must not be awaited by a later barrier/subgroup op. */
+  | { readonly s: "return" };
+
+/** The kind tag of each statement. */
+export type StmtKind = Stmt["s"];
+/** The kind tag of each expression. */
+export type ExprKind = Expr["k"];
+
+// ── small helpers shared by every consumer ──
+
+/** True for vec2/vec4 types. */
+export function isVecType(t: ElemType | ValueType): t is VecType {
+  return t.startsWith("vec");
+}
+
+/** Element type of a vector, or the type itself for scalars. */
+export function elemOf(t: VecType): VecElem;
+export function elemOf(t: ValueType): ScalarType;
+export function elemOf(t: ValueType): ScalarType {
+  return isVecType(t) ? (t.slice(5, -1) as VecElem) : t;
+}
+
+/** Number of lanes: 2 or 4 for vectors, 1 for scalars. */
+export function lanesOf(t: ElemType | ValueType): 1 | 2 | 4 {
+  return isVecType(t) ? (t[3] === "2" ? 2 : 4) : 1;
+}
+
+/** The value type a load of `elem` produces (storage-only types widen). */
+export function widenedType(elem: ElemType): Exclude<ValueType, "bool"> {
+  switch (elem) {
+    case "bf16":
+    case "f16":
+      return "f32";
+    case "u8":
+      return "u32";
+    case "i8":
+      return "i32";
+    default:
+      return elem;
+  }
+}
+
+/** Size in bytes of one element in storage. */
+export function elemBytes(elem: ElemType): number {
+  switch (elem) {
+    case "u8":
+    case "i8":
+      return 1;
+    case "bf16":
+    case "f16":
+      return 2;
+    default:
+      return 4 * lanesOf(elem);
+  }
+}
