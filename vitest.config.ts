@@ -4,6 +4,6 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   resolve: { conditions: ["source"] },
   test: {
-    projects: ["packages/*"],
+    projects: ["packages/*", "apps/*", "scripts"],
   },
 });

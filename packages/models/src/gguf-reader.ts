@@ -1,0 +1,117 @@
+// Sequential little-endian reader over a ByteSource, buffered in windows, for GGUF headers.
+// Every length is checked against the bytes left in the file before anything is allocated.
+import { CheckpointFormatError } from "./errors.js";
+import type { ByteSource } from "./source.js";
+
+const WINDOW = 1 << 20;
+
+/** Cursor over a byte source; all reads are bounds-checked and fail with typed `truncated` errors. */
+export class HeaderReader {
+  /** Absolute position of the next byte to read. */
+  pos = 0;
+  private win: Uint8Array = new Uint8Array(0);
+  private winStart = 0;
+  private view = new DataView(this.win.buffer);
+  private readonly utf8 = new TextDecoder("utf-8", { fatal: true });
+
+  /** @param src the file. */
+  constructor(readonly src: ByteSource) {}
+
+  /** Bytes left after the cursor. */
+  remaining(): number {
+    return this.src.size - this.pos;
+  }
+
+  /** Throws `truncated` unless `n` more bytes exist. */
+  need(n: number, what: string): void {
+    if (n > this.remaining()) {
+      throw new CheckpointFormatError("truncated", `${what} needs ${n} bytes but ${this.remaining()} remain`, { file: this.src.label, offset: this.pos });
+    }
+  }
+
+  /** Makes `[pos, pos+n)` available in the window and returns its offset inside the window. */
+  private ensure(n: number, what: string): number {
+    this.need(n, what);
+    if (this.pos < this.winStart || this.pos + n > this.winStart + this.win.byteLength) {
+      const len = Math.min(Math.max(n, WINDOW), this.src.size - this.pos);
+      this.win = this.src.readSync(this.pos, len);
+      this.winStart = this.pos;
+      this.view = new DataView(this.win.buffer, this.win.byteOffset, this.win.byteLength);
+    }
+    const at = this.pos - this.winStart;
+    this.pos += n;
+    return at;
+  }
+
+  /** Reads a u8. */
+  u8(what = "u8"): number {
+    const at = this.ensure(1, what);
+    return this.win[at]!;
+  }
+  /** Reads an i8. */
+  i8(what = "i8"): number {
+    const at = this.ensure(1, what);
+    return this.view.getInt8(at);
+  }
+  /** Reads a little-endian u16. */
+  u16(what = "u16"): number {
+    const at = this.ensure(2, what);
+    return this.view.getUint16(at, true);
+  }
+  /** Reads a little-endian i16. */
+  i16(what = "i16"): number {
+    const at = this.ensure(2, what);
+    return this.view.getInt16(at, true);
+  }
+  /** Reads a little-endian u32. */
+  u32(what = "u32"): number {
+    const at = this.ensure(4, what);
+    return this.view.getUint32(at, true);
+  }
+  /** Reads a little-endian i32. */
+  i32(what = "i32"): number {
+    const at = this.ensure(4, what);
+    return this.view.getInt32(at, true);
+  }
+  /** Reads a little-endian f32. */
+  f32(what = "f32"): number {
+    const at = this.ensure(4, what);
+    return this.view.getFloat32(at, true);
+  }
+  /** Reads a little-endian f64. */
+  f64(what = "f64"): number {
+    const at = this.ensure(8, what);
+    return this.view.getFloat64(at, true);
+  }
+  /** Reads a little-endian u64 as bigint. */
+  u64Big(what = "u64"): bigint {
+    const at = this.ensure(8, what);
+    return this.view.getBigUint64(at, true);
+  }
+  /** Reads a little-endian i64 as bigint. */
+  i64Big(what = "i64"): bigint {
+    const at = this.ensure(8, what);
+    return this.view.getBigInt64(at, true);
+  }
+  /** A u64 that must fit a safe integer (counts, lengths, offsets). */
+  u64(what: string): number {
+    const at = this.pos;
+    const v = this.u64Big(what);
+    if (v > BigInt(Number.MAX_SAFE_INTEGER)) {
+      throw new CheckpointFormatError("bad-header", `${what} ${v} is too large`, { file: this.src.label, offset: at });
+    }
+    return Number(v);
+  }
+  /** A GGUF string: u64 byte length then UTF-8 bytes. */
+  string(what = "string"): string {
+    const at = this.pos;
+    const len = this.u64(`${what} length`);
+    this.need(len, what);
+    const off = this.ensure(len, what);
+    try {
+      return this.utf8.decode(this.win.subarray(off, off + len));
+    } catch {
+      throw new CheckpointFormatError("bad-header", `${what} is not valid UTF-8`, { file: this.src.label, offset: at });
+    }
+  }
+}

@@ -1,0 +1,52 @@
+/**
+ * @poot/models: checkpoint readers (safetensors, GGUF), packed-weight formats with reference decoders,
+ * model configs, tokenizers and chat templates.
+ * @packageDocumentation
+ */
+export type { Checkpoint, TensorExpectation, TensorInfo } from "./checkpoint.js";
+export { numel, requireTensor } from "./checkpoint.js";
+export type { ModelErrorCode, ModelErrorContext } from "./errors.js";
+export {
+  CheckpointFormatError,
+  ConfigError,
+  MissingTensorError,
+  ModelError,
+  TokenizerError,
+  UnknownArchitectureError,
+  UnsupportedTensorTypeError,
+} from "./errors.js";
+export type { GGUFHeader, GGUFTensorInfo, GGUFValue } from "./gguf.js";
+export type { EncodedGGUFHeader, GGUFWriteTensor, GGUFWriteValue } from "./gguf-writer.js";
+export { encodeGGUFHeader } from "./gguf-writer.js";
+export { GGUFCheckpoint, GGUF_DEFAULT_ALIGNMENT, GGUF_VALUE_TYPE, openGGUF, parseGGUFHeader } from "./gguf.js";
+export { bf16ToF32, f16ToF32, widenBF16, widenF16 } from "./halfs.js";
+export type { FieldKind, GGMLTypeName, QuantField, QuantFormat } from "./quant/format.js";
+export { decodePacked, packedByteLength } from "./quant/format.js";
+export { QK_K } from "./quant/kquants.js";
+export { QUANT_FORMATS, formatById, ggmlTypeName } from "./quant/registry.js";
+export type { OpenSafetensorsOptions, SafetensorsDType, SafetensorsHeader } from "./safetensors.js";
+export { SAFETENSORS_DTYPE_BYTES, SafetensorsCheckpoint, openSafetensors, parseSafetensorsHeader } from "./safetensors.js";
+export type { ByteSource } from "./source.js";
+export { FileSource, MemorySource } from "./source.js";
+export type { Architecture, LayerKind, LinearAttentionConfig, ModelConfig, MoeConfig, RopeConfig, RopeScaling } from "./config.js";
+export { ARCHITECTURES } from "./config.js";
+export { configFromGGUF } from "./config-gguf.js";
+export { parseHFConfig, readHFConfig } from "./config-hf.js";
+export type { ChatMessage, ChatTemplateOptions, DecodeOptions, EncodeOptions, TokenizerMeta } from "./tokenizer.js";
+export { StreamDecoder, Tokenizer } from "./tokenizer.js";
+export { tokenizerFromGGUF, tokenizerJsonFromGGUF } from "./tokenizer-gguf.js";
+export { llamaQKRowOrder, unpermuteLlamaQK } from "./gguf-permute.js";
+export type { DecodeRecipe, FloatOp, IntOp, LoadKind, RecipeExpr } from "./quant/recipe.js";
+export { QUANT_RECIPES, decodeBlockByRecipe, evalRecipeExpr } from "./quant/recipe.js";
+export { isGGUF, loadModelConfig, loadTokenizer, openCheckpoint } from "./open.js";
+export { TraceError } from "./errors.js";
+export { PACKED_GGML_TYPES, ggmlPackedFormat } from "./quant/recipes.js";
+export type { TraceShape } from "./families/context.js";
+export type { GraphKind } from "./families/trace.js";
+export { FAMILY_PARTS, shapeOf, traceModel } from "./families/trace.js";
+export type { ChannelMixer, DecoderParts, Mixer } from "./families/transformer.js";
+export { inverseFrequencies } from "./families/attention.js";
+export type { ExpertRole, GlobalRole, LayerRole, TensorNaming, WeightSpec } from "./families/weights.js";
+export { ModelWeights, checkpointConsts, dtypeOf, hostData } from "./families/weights.js";
+export type { Generation, OpenModelOptions, StepResult } from "./families/forward.js";
+export { LoadedModel, argmax } from "./families/forward.js";

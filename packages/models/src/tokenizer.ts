@@ -1,0 +1,210 @@
+// Tokenizer: Hugging Face tokenizer.json semantics through @huggingface/tokenizers (decision 0200),
+// plus chat templates rendered with @huggingface/jinja and incremental (streaming) detokenization.
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { Template } from "@huggingface/jinja";
+import { Tokenizer as HFTokenizer } from "@huggingface/tokenizers";
+import { TokenizerError } from "./errors.js";
+
+/** Options of {@link Tokenizer.encode}. */
+export interface EncodeOptions {
+  /** Add BOS/EOS as the tokenizer's post-processor says (HF `add_special_tokens`). Default false. */
+  readonly addSpecial?: boolean;
+}
+
+/** Options of {@link Tokenizer.decode}. */
+export interface DecodeOptions {
+  /** Drop special tokens from the text. Default false. */
+  readonly skipSpecial?: boolean;
+}
+
+/** A chat message for {@link Tokenizer.applyChatTemplate}. */
+export interface ChatMessage {
+  readonly role: string;
+  readonly content: string;
+  readonly [key: string]: unknown;
+}
+
+/** Options of {@link Tokenizer.applyChatTemplate}. */
+export interface ChatTemplateOptions {
+  /** Append the assistant turn header (default true). */
+  readonly addGenerationPrompt?: boolean;
+  /** Extra variables for the template (tools, date strings, enable_thinking, ...). */
+  readonly variables?: Readonly<Record<string, unknown>>;
+}
+
+/** Metadata the HF library does not carry: special token ids/strings and the chat template. */
+export interface TokenizerMeta {
+  readonly bosToken: string | null;
+  readonly eosToken: string | null;
+  readonly chatTemplate: string | null;
+  /** Where it was loaded from (errors). */
+  readonly label: string;
+}
+
+function tokenString(v: unknown): string | null {
+  if (typeof v === "string") return v;
+  if (typeof v === "object" && v !== null && typeof (v as { content?: unknown }).content === "string") return (v as { content: string }).content;
+  return null;
+}
+
+/** A text tokenizer with HF `tokenizers` semantics: added/special tokens in text are matched; BOS/EOS only when asked. */
+export class Tokenizer {
+  private readonly hf: HFTokenizer;
+  private readonly vocab: Map<string, number>;
+  private readonly inverse: Map<number, string>;
+  /** BOS token string, or null. */
+  readonly bosToken: string | null;
+  /** EOS token string, or null. */
+  readonly eosToken: string | null;
+  /** Jinja chat template source, or null. */
+  readonly chatTemplate: string | null;
+  private template: Template | undefined;
+  private readonly label: string;
+
+  /**
+   * Builds a tokenizer from a parsed tokenizer.json and optional tokenizer_config.json.
+   * `meta` overrides what the config says (used by the GGUF path).
+   */
+  constructor(tokenizerJson: unknown, tokenizerConfig: Record<string, unknown> = {}, meta: Partial<TokenizerMeta> = {}) {
+    this.label = meta.label ?? "<tokenizer.json>";
+    if (typeof tokenizerJson !== "object" || tokenizerJson === null || typeof (tokenizerJson as { model?: unknown }).model !== "object") {
+      throw new TokenizerError("tokenizer", "tokenizer.json must be an object with a model", { file: this.label });
+    }
+    // Rust `tokenizers` does no clean-up on decode; transformers only does when the config asks.
+    const config = { clean_up_tokenization_spaces: false, ...tokenizerConfig };
+    try {
+      this.hf = new HFTokenizer(tokenizerJson as object, config);
+    } catch (cause) {
+      throw new TokenizerError("tokenizer", `cannot build tokenizer: ${(cause as Error).message}`, { file: this.label }, { cause });
+    }
+    const tj = tokenizerJson as { model: { vocab?: unknown }; added_tokens?: { id: number; content: string }[] };
+    this.vocab = new Map();
+    const v = tj.model.vocab;
+    if (Array.isArray(v)) v.forEach((e, i) => this.vocab.set(Array.isArray(e) ? String(e[0]) : String(e), i));
+    else if (typeof v === "object" && v !== null) for (const [k, id] of Object.entries(v)) this.vocab.set(k, id as number);
+    for (const a of tj.added_tokens ?? []) this.vocab.set(a.content, a.id);
+    this.inverse = new Map([...this.vocab].map(([k, id]) => [id, k]));
+    this.bosToken = meta.bosToken !== undefined ? meta.bosToken : tokenString(tokenizerConfig.bos_token);
+    this.eosToken = meta.eosToken !== undefined ? meta.eosToken : tokenString(tokenizerConfig.eos_token);
+    const ct = meta.chatTemplate !== undefined ? meta.chatTemplate : tokenizerConfig.chat_template;
+    this.chatTemplate = typeof ct === "string" ? ct : Array.isArray(ct) ? ((ct.find((t: { name?: string }) => t.name === "default") as { template?: string } | undefined)?.template ?? null) : null;
+  }
+
+  /** Loads `tokenizer.json` (+ `tokenizer_config.json` when present) from a model folder. */
+  static fromFolder(folder: string): Tokenizer {
+    const read = (f: string): unknown => {
+      try {
+        return JSON.parse(fs.readFileSync(path.join(folder, f), "utf8"));
+      } catch (cause) {
+        throw new TokenizerError("tokenizer", `cannot read ${f}: ${(cause as Error).message}`, { file: path.join(folder, f) }, { cause });
+      }
+    };
+    const cfgPath = path.join(folder, "tokenizer_config.json");
+    const config = fs.existsSync(cfgPath) ? (read("tokenizer_config.json") as Record<string, unknown>) : {};
+    return new Tokenizer(read("tokenizer.json"), config, { label: path.join(folder, "tokenizer.json") });
+  }
+
+  /** Number of ids: one past the largest id of the vocabulary and added tokens. */
+  get vocabSize(): number {
+    let max = -1;
+    for (const id of this.inverse.keys()) if (id > max) max = id;
+    return max + 1;
+  }
+  /** Id of the BOS token, or null. */
+  get bosTokenId(): number | null {
+    return this.bosToken === null ? null : this.tokenToId(this.bosToken) ?? null;
+  }
+  /** Id of the EOS token, or null. */
+  get eosTokenId(): number | null {
+    return this.eosToken === null ? null : this.tokenToId(this.eosToken) ?? null;
+  }
+  /** Id of a token string (vocabulary or added token). */
+  tokenToId(token: string): number | undefined {
+    return this.vocab.get(token);
+  }
+  /** Token string of an id. */
+  idToToken(id: number): string | undefined {
+    return this.inverse.get(id);
+  }
+
+  /** Encodes text to ids. */
+  encode(text: string, options: EncodeOptions = {}): number[] {
+    return this.encodeWithTokens(text, options).ids;
+  }
+  /** Encodes text to ids and token strings. */
+  encodeWithTokens(text: string, options: EncodeOptions = {}): { ids: number[]; tokens: string[] } {
+    try {
+      const e = this.hf.encode(text, { add_special_tokens: options.addSpecial ?? false });
+      return { ids: e.ids, tokens: e.tokens };
+    } catch (cause) {
+      throw new TokenizerError("tokenizer", `cannot encode: ${(cause as Error).message}`, { file: this.label }, { cause });
+    }
+  }
+  /** Decodes ids to text (an empty list decodes to ""). */
+  decode(ids: readonly number[], options: DecodeOptions = {}): string {
+    if (ids.length === 0) return "";
+    for (const id of ids) {
+      if (!this.inverse.has(id)) throw new TokenizerError("tokenizer", `token id ${id} is not in the vocabulary`, { file: this.label, value: id });
+    }
+    return this.hf.decode([...ids], { skip_special_tokens: options.skipSpecial ?? false });
+  }
+
+  /** Renders the chat template with `messages` (HF `apply_chat_template(tokenize=False)`). */
+  applyChatTemplate(messages: readonly ChatMessage[], options: ChatTemplateOptions = {}): string {
+    if (this.chatTemplate === null) throw new TokenizerError("chat-template", "this tokenizer has no chat template", { file: this.label });
+    try {
+      this.template ??= new Template(this.chatTemplate);
+      return this.template.render({
+        bos_token: this.bosToken ?? "",
+        eos_token: this.eosToken ?? "",
+        add_generation_prompt: options.addGenerationPrompt ?? true,
+        ...options.variables,
+        messages,
+      });
+    } catch (cause) {
+      throw new TokenizerError("chat-template", `chat template failed: ${(cause as Error).message}`, { file: this.label }, { cause });
+    }
+  }
+
+  /** A decoder that turns ids pushed one at a time into text pieces, never splitting a UTF-8 sequence. */
+  streamDecoder(options: DecodeOptions = {}): StreamDecoder {
+    return new StreamDecoder(this, options);
+  }
+}
+
+/**
+ * Incremental detokenizer: `push(id)` returns the new text since the last call. Text that would end in
+ * an incomplete UTF-8 sequence (decoded as U+FFFD) is held back until the next tokens complete it.
+ */
+export class StreamDecoder {
+  private ids: number[] = [];
+  private prefix = 0;
+  private read = 0;
+  /** @param tok the tokenizer; @param options decode options. */
+  constructor(
+    private readonly tok: Tokenizer,
+    private readonly options: DecodeOptions = {},
+  ) {}
+  /** Adds one id and returns the text it completes (possibly ""). */
+  push(id: number): string {
+    this.ids.push(id);
+    // Decode from one token back (TGI's prefix/read offsets) so decoders that strip a leading space agree.
+    const before = this.tok.decode(this.ids.slice(this.prefix, this.read), this.options);
+    const after = this.tok.decode(this.ids.slice(this.prefix), this.options);
+    if (after.length > before.length && !after.endsWith("\uFFFD")) {
+      const text = after.slice(before.length);
+      this.prefix = this.read;
+      this.read = this.ids.length;
+      return text;
+    }
+    return "";
+  }
+  /** Returns any text still held back (e.g. a truly invalid byte sequence at the end). */
+  flush(): string {
+    const before = this.tok.decode(this.ids.slice(this.prefix, this.read), this.options);
+    const after = this.tok.decode(this.ids.slice(this.prefix), this.options);
+    this.prefix = this.read = this.ids.length;
+    return after.slice(before.length);
+  }
+}

@@ -1,0 +1,131 @@
+// Seeded mutation fuzzing of both header parsers: every mutated input must parse or raise a ModelError;
+// no other exception, no hang (bounded run time), no huge allocation (heap growth checked).
+import * as fs from "node:fs";
+import { expect, test } from "vitest";
+import { MemorySource, ModelError, QUANT_FORMATS, encodeGGUFHeader, parseGGUFHeader, parseSafetensorsHeader } from "@poot/models";
+import { FIXTURES, fixture } from "./fixtures.js";
+
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** One random mutation family per input: byte flips, special values, u64 overwrites, splices, truncation. */
+function mutate(src: Uint8Array, r: () => number): Uint8Array {
+  const pick = (n: number) => Math.floor(r() * n);
+  let b = src.slice();
+  const kind = pick(6);
+  const hot = () => (r() < 0.7 ? pick(Math.min(b.length, 512)) : pick(b.length));
+  if (kind === 0) for (let i = 0, n = 1 + pick(8); i < n; i++) { const at = hot(); b[at] = b[at]! ^ (1 << pick(8)); }
+  else if (kind === 1) for (let i = 0, n = 1 + pick(4); i < n; i++) b[hot()] = [0, 0xff, 0x7f, 0x80, 0x01][pick(5)]!;
+  else if (kind === 2) {
+    const at = hot();
+    const v = [0n, 1n, 0xffffffffn, 0x7fffffffffffffffn, 0xffffffffffffffffn, BigInt(pick(1 << 30))][pick(6)]!;
+    for (let i = 0; i < 8 && at + i < b.length; i++) b[at + i] = Number((v >> BigInt(8 * i)) & 0xffn);
+  } else if (kind === 3) b = b.slice(0, pick(b.length));
+  else if (kind === 4) {
+    const at = pick(b.length), len = pick(16);
+    const end = Math.min(b.length, at + len);
+    const cut = new Uint8Array(b.length - (end - at));
+    cut.set(b.subarray(0, at));
+    cut.set(b.subarray(end), at);
+    b = cut;
+  } else {
+    const at = pick(b.length), ins = Array.from({ length: 1 + pick(8) }, () => pick(256));
+    const grown = new Uint8Array(b.length + ins.length);
+    grown.set(b.subarray(0, at));
+    grown.set(ins, at);
+    grown.set(b.subarray(at), at + ins.length);
+    b = grown;
+  }
+  return b;
+}
+
+function fuzz(seeds: Uint8Array[], n: number, seed: number, parse: (src: MemorySource) => unknown): { ok: number; typed: number } {
+  const r = rng(seed);
+  let ok = 0, typed = 0;
+  const heap0 = process.memoryUsage().heapUsed;
+  for (let i = 0; i < n; i++) {
+    // The last seed (a real fixture header, ~10x larger) gets one input in ten.
+    const input = mutate(seeds[i % 10 === 9 ? seeds.length - 1 : 0]!, r);
+    try {
+      parse(new MemorySource(input, `fuzz#${i}`));
+      ok++;
+    } catch (e) {
+      if (!(e instanceof ModelError)) throw new Error(`input #${i} (seed ${seed}) raised a non-ModelError: ${String(e)}`);
+      typed++;
+    }
+  }
+  expect(process.memoryUsage().heapUsed - heap0).toBeLessThan(256 * 2 ** 20);
+  return { ok, typed };
+}
+
+function smallGGUF(): Uint8Array {
+  const enc = encodeGGUFHeader(
+    {
+      "general.architecture": { type: "string", value: "llama" },
+      "general.alignment": { type: "u32", value: 32 },
+      "llama.block_count": { type: "u32", value: 2 },
+      "llama.rope.freq_base": { type: "f32", value: 10000 },
+      "tokenizer.ggml.tokens": { type: "array", elem: "string", value: ["<s>", "a", "b", "ab"] },
+      "tokenizer.ggml.scores": { type: "array", elem: "f32", value: [0, -1, -2, -3] },
+      "x.nested": { type: "array", elem: "i64", value: [1n, -2n] },
+      "x.flag": { type: "bool", value: false },
+    },
+    [
+      { name: "a", ggmlDims: [32, 2], format: QUANT_FORMATS.Q4_0 },
+      { name: "b", ggmlDims: [256], format: QUANT_FORMATS.Q6_K },
+      { name: "c", ggmlDims: [4, 2, 1], format: QUANT_FORMATS.F16 },
+    ],
+  );
+  const out = new Uint8Array(enc.header.length + enc.dataLength);
+  out.set(enc.header);
+  return out;
+}
+
+function smallSafetensors(): Uint8Array {
+  const json = new TextEncoder().encode(JSON.stringify({
+    __metadata__: { format: "pt" },
+    a: { dtype: "F32", shape: [2, 2], data_offsets: [0, 16] },
+    b: { dtype: "BF16", shape: [3], data_offsets: [16, 22] },
+    c: { dtype: "I8", shape: [2], data_offsets: [22, 24] },
+  }));
+  const out = new Uint8Array(8 + json.length + 24);
+  new DataView(out.buffer).setBigUint64(0, BigInt(json.length), true);
+  out.set(json, 8);
+  return out;
+}
+
+test("GGUF header parser: 100,000 mutated inputs raise only ModelErrors", () => {
+  const seeds = [smallGGUF()];
+  if (FIXTURES) {
+    // The real fixture header (vocab, merges, tensor directory) without most of its data.
+    const full = fs.readFileSync(fixture("gguf", "qwen3", "model-Q8_0.gguf"));
+    const h = parseGGUFHeader(new MemorySource(new Uint8Array(full)));
+    seeds.push(new Uint8Array(full.subarray(0, h.dataOffset + 64)));
+  }
+  expect(() => parseGGUFHeader(new MemorySource(seeds[0]!))).not.toThrow();
+  const t0 = performance.now();
+  const res = fuzz(seeds, 100_000, 1234, (s) => parseGGUFHeader(s));
+  const ms = performance.now() - t0;
+  console.log(`GGUF fuzz: ${res.ok} parsed, ${res.typed} typed errors in ${ms.toFixed(0)} ms`);
+  expect(res.ok + res.typed).toBe(100_000);
+  expect(res.typed).toBeGreaterThan(10_000);
+}, 60_000);
+
+test("safetensors header parser: 100,000 mutated inputs raise only ModelErrors", () => {
+  const seeds = [smallSafetensors()];
+  expect(() => parseSafetensorsHeader(new MemorySource(seeds[0]!))).not.toThrow();
+  const t0 = performance.now();
+  const res = fuzz(seeds, 100_000, 5678, (s) => parseSafetensorsHeader(s));
+  const ms = performance.now() - t0;
+  console.log(`safetensors fuzz: ${res.ok} parsed, ${res.typed} typed errors in ${ms.toFixed(0)} ms`);
+  expect(res.ok + res.typed).toBe(100_000);
+  expect(res.typed).toBeGreaterThan(10_000);
+}, 60_000);

@@ -1,0 +1,76 @@
+// The one direction of dependencies of DESIGN.md as data: who may import whom, closed transitively.
+// Read by .dependency-cruiser.cjs (source imports) and scripts/check-deps.mjs (package.json, tsconfig).
+"use strict";
+
+const fs = require("node:fs");
+const path = require("node:path");
+
+/** The six backends of DESIGN.md; a backend never imports another backend. */
+const BACKENDS = ["backend-cpu", "backend-wgpu", "backend-vulkan", "backend-cuda", "backend-rocm", "backend-aie"];
+
+/**
+ * Direct arrows of DESIGN.md, keyed by workspace folder (`packages/<name>` or `apps/<name>`).
+ * `"*"` means every workspace package (apps/docs reads everything).
+ */
+const DIRECT = {
+  "packages/graph-ir": [],
+  "packages/models": ["graph-ir"],
+  "packages/kernel-dsl": ["graph-ir"],
+  "packages/graph-plan": ["graph-ir"],
+  "packages/kernelgen": ["graph-plan", "kernel-dsl"],
+  "packages/codegen": ["kernel-dsl"],
+  "packages/executor": ["graph-plan", "kernelgen", "codegen"],
+  ...Object.fromEntries(BACKENDS.map((b) => [`packages/${b}`, ["executor"]])),
+  "packages/runtime": ["models", "executor"],
+  "packages/serve": ["runtime", ...BACKENDS],
+  "apps/docs": ["*"],
+};
+
+/** Every package name (folder under packages/) that the table knows. */
+const PACKAGES = Object.keys(DIRECT)
+  .filter((k) => k.startsWith("packages/"))
+  .map((k) => k.slice("packages/".length));
+
+/**
+ * The packages `folder` may import: its direct arrows and, transitively, what those may import.
+ * Returns undefined for a folder the table does not know (the check reports it).
+ */
+function allowedFor(folder) {
+  const direct = DIRECT[folder];
+  if (direct === undefined) return undefined;
+  if (direct.includes("*")) return new Set(PACKAGES);
+  const seen = new Set();
+  const stack = [...direct];
+  while (stack.length > 0) {
+    const name = stack.pop();
+    if (seen.has(name)) continue;
+    seen.add(name);
+    stack.push(...(DIRECT[`packages/${name}`] ?? []));
+  }
+  return seen;
+}
+
+/** "may import only a, b" or "may import no other workspace package", for messages. */
+function describeAllowed(allowed) {
+  return allowed.size ? `may import only ${[...allowed].sort().join(", ")}` : "may import no other workspace package";
+}
+
+/** Workspace folders (`packages/x`, `apps/y`) present under `root`, known to the table or not. */
+function workspaceFolders(root) {
+  return ["packages", "apps"].flatMap((dir) => {
+    const abs = path.join(root, dir);
+    if (!fs.existsSync(abs)) return [];
+    return fs
+      .readdirSync(abs, { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => `${dir}/${d.name}`);
+  });
+}
+
+/** Folders whose package.json may declare no runtime `dependencies` at all (CONVENTIONS 1: plain data). */
+const NO_RUNTIME_DEPS = ["packages/graph-ir"];
+
+/** The npm scope of every workspace package: `@poot/<folder name>`. */
+const SCOPE = "@poot/";
+
+module.exports = { BACKENDS, DIRECT, NO_RUNTIME_DEPS, PACKAGES, SCOPE, allowedFor, describeAllowed, workspaceFolders };
