@@ -24,7 +24,7 @@ export type { DequantGemvRequest } from "./synth/dequant.js";
 export { synthesizeMovement } from "./synth/movement.js";
 export type { MovementOp, MovementRequest } from "./synth/movement.js";
 export { synthesizeAttention, attentionLanes } from "./synth/attention.js";
-export type { AttentionRequest } from "./synth/attention.js";
+export type { AttentionRequest, Strides4 } from "./synth/attention.js";
 export { synthesizeRope } from "./synth/rope.js";
 export type { RopeRequest } from "./synth/rope.js";
 export { synthesizeIndexedMatMul } from "./synth/indexed.js";
