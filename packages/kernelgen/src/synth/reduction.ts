@@ -47,14 +47,14 @@ export interface ReductionRowRequest {
 const SYNTH = "reductionRow";
 
 /** Combines two partials; max/min propagate NaN like the graph's Reduce. */
-function combine(b: Builder, kind: RowReduction["kind"], x: Val<"f32">, y: Val<"f32">): Val<"f32"> {
+export function combine(b: Builder, kind: RowReduction["kind"], x: Val<"f32">, y: Val<"f32">): Val<"f32"> {
   if (kind === "sum") return x.add(y);
   const m = kind === "max" ? b.max(x, y) : b.min(x, y);
   return b.select(x.ne(x).or(y.ne(y)), x.add(y), m);
 }
 
 /** Workgroup reduction of each thread's `v`: subgroups then one partial per subgroup, or a shared tree. */
-function workgroupReduce(b: Builder, kind: RowReduction["kind"], v: Val<"f32">, wg: number, sg: number | undefined, scratch: Arr<"f32">, tid: Val<"u32">): Val<"f32"> {
+export function workgroupReduce(b: Builder, kind: RowReduction["kind"], v: Val<"f32">, wg: number, sg: number | undefined, scratch: Arr<"f32">, tid: Val<"u32">): Val<"f32"> {
   const { let_, var_, if_, barrier, for_, u32, subgroupAdd, subgroupMax, subgroupMin, subgroupId, subgroupLane } = b;
   if (sg !== undefined && sg > 1) {
     const part = kind === "sum" ? subgroupAdd(v) : kind === "max" ? subgroupMax(v) : subgroupMin(v);
