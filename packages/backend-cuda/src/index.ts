@@ -19,3 +19,4 @@ export type { KernelArg, Dim3 } from "./launch.js";
 export { CudaGraph } from "./graph.js";
 export { createCudaContext, kernelArgs } from "./context.js";
 export type { CudaContext, CudaContextOptions, CompiledKernel, KernelBindings } from "./context.js";
+export { gemvRowsBf16, gemvRowsBf16x2, gemvRowsF32, gemvRowsGrid, GEMV_ROWS_WG } from "./kernels.js";
