@@ -31,3 +31,5 @@ export { synthesizeIndexedMatMul } from "./synth/indexed.js";
 export type { IndexedMatMulRequest } from "./synth/indexed.js";
 export { synthesizeRequest, synthCapsFrom } from "./adapter/request.js";
 export type { RequestKernel, BindingSource } from "./adapter/request.js";
+export { importedLaunch } from "./launch.js";
+export type { ImportedLaunch } from "./launch.js";
