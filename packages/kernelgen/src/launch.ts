@@ -5,6 +5,7 @@ import type { Kernel } from "@poot/kernel-dsl";
 import { KernelgenError } from "./errors.js";
 import { IMPORTED_KERNELS, importedKernel } from "./library.js";
 import type { ImportedKernelName } from "./library.js";
+import type { BindingSource } from "./adapter/request.js";
 
 /** How to run one imported kernel. */
 export interface ImportedLaunch {
@@ -13,16 +14,19 @@ export interface ImportedLaunch {
   readonly uniforms: Readonly<Record<string, number>>;
   /** Workgroups along x, y, z (the kernel's spec defaults give its workgroup size). */
   readonly grid: readonly [number, number, number];
+  /** For the kernels graph-plan imports: which request input (or the output) each kernel buffer binds. */
+  readonly bindings?: readonly { readonly buffer: string; readonly source: BindingSource }[];
 }
 
 const ceil = (a: number, b: number): number => Math.max(1, Math.ceil(a / b));
 /** 1-D launches of linearized kernels (wid.y · nwg.x + wid.x) split over y past 65535 workgroups. */
 const linear = (wgs: number): [number, number, number] => (wgs <= 65535 ? [wgs, 1, 1] : [ceil(wgs, ceil(wgs, 65535)), ceil(wgs, 65535), 1]);
 
-type Layout = { readonly arity: number; readonly launch: (m: readonly number[]) => { uniforms: Record<string, number>; grid: [number, number, number] } };
+type Layout = { readonly arity: number; readonly bind?: Readonly<Record<string, number | "out">>; readonly launch: (m: readonly number[]) => { uniforms: Record<string, number>; grid: [number, number, number] } };
 
 const gemv = (layout: "kn" | "nk"): Layout => ({
   arity: 3,
+  bind: { x: 0, W: 1, y: "out" },
   // [K, N, rows(, tileN)] — the tile is graph-plan's schedule hint; these kernels size their own tiles.
   launch: ([K, N, rows]) => {
     if ((rows as number) > 8) throw new KernelgenError("bad_param", `imported GEMV serves at most 8 rows, got ${rows}`, { synth: "importedLaunch", param: "rows", value: rows });
@@ -37,12 +41,12 @@ const LAYOUTS: Record<ImportedKernelName, Layout> = {
   gemv_f32_nk: gemv("nk"),
   gemv_bf16_nk: gemv("nk"),
   // [M, N, K, transposeB]
-  gemm_tiled_f32: { arity: 4, launch: ([M, N, K, t]) => ({ uniforms: { M: M!, N: N!, K: K!, transB: t! }, grid: [ceil(N!, 16), ceil(M!, 16), 1] }) },
-  gemm_tiled_bf16: { arity: 4, launch: ([M, N, K, t]) => ({ uniforms: { M: M!, N: N!, K: K!, transB: t! }, grid: [ceil(N!, 16), ceil(M!, 16), 1] }) },
+  gemm_tiled_f32: { arity: 4, bind: { A: 0, B: 1, C: "out" }, launch: ([M, N, K, t]) => ({ uniforms: { M: M!, N: N!, K: K!, transB: t! }, grid: [ceil(N!, 16), ceil(M!, 16), 1] }) },
+  gemm_tiled_bf16: { arity: 4, bind: { A: 0, B: 1, C: "out" }, launch: ([M, N, K, t]) => ({ uniforms: { M: M!, N: N!, K: K!, transB: t! }, grid: [ceil(N!, 16), ceil(M!, 16), 1] }) },
   // [V, chunk, rows]
-  argmax_chunk: { arity: 3, launch: ([V, c, rows]) => ({ uniforms: { V: V!, CHUNK: c!, nChunks: ceil(V!, c!) }, grid: [ceil(V!, c!), rows!, 1] }) },
+  argmax_chunk: { arity: 3, bind: { x: 0, out: "out" }, launch: ([V, c, rows]) => ({ uniforms: { V: V!, CHUNK: c!, nChunks: ceil(V!, c!) }, grid: [ceil(V!, c!), rows!, 1] }) },
   // [V, nChunks, rows]
-  argmax_combine: { arity: 3, launch: ([V, n, rows]) => ({ uniforms: { V: V!, nChunks: n! }, grid: [rows!, 1, 1] }) },
+  argmax_combine: { arity: 3, bind: { x: 0, candidates: 1, out: "out" }, launch: ([V, n, rows]) => ({ uniforms: { V: V!, nChunks: n! }, grid: [rows!, 1, 1] }) },
   // [n, key0, key1, c1, c2, c3]
   philox_bits: { arity: 6, launch: ([n, k0, k1, c1, c2, c3]) => ({ uniforms: { n: n!, key0: k0!, key1: k1!, c1: c1!, c2: c2!, c3: c3! }, grid: linear(ceil(ceil(n!, 4), 64)) }) },
   philox_uniform: { arity: 6, launch: ([n, k0, k1, c1, c2, c3]) => ({ uniforms: { n: n!, key0: k0!, key1: k1!, c1: c1!, c2: c2!, c3: c3! }, grid: linear(ceil(ceil(n!, 4), 64)) }) },
@@ -71,5 +75,12 @@ export function importedLaunch(name: string, metadata: readonly number[]): Impor
     throw new KernelgenError("bad_param", `${name} needs ${layout.arity} non-negative integer metadata values, got [${metadata.join(", ")}]`, { synth: "importedLaunch", param: "metadata", value: metadata });
   }
   const { uniforms, grid } = layout.launch(metadata);
-  return { kernel: importedKernel(name as ImportedKernelName), uniforms, grid };
+  const kernel = importedKernel(name as ImportedKernelName);
+  const bind = layout.bind;
+  if (bind === undefined) return { kernel, uniforms, grid };
+  const bindings = kernel.buffers.map((p) => {
+    const s = bind[p.name];
+    return { buffer: p.name, source: (s === "out" ? { kind: "output" } : { kind: "input", index: s as number }) as BindingSource };
+  });
+  return { kernel, uniforms, grid, bindings };
 }

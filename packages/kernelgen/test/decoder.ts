@@ -43,7 +43,9 @@ export function decoder(d: Dims): Graph {
   const h2 = b.rmsNorm(x1, w("ln2", [d.hidden]), 1e-5);
   const act = b.swiglu(b.linear(h2, w("gate", [d.ffn, d.hidden])), b.linear(h2, w("up", [d.ffn, d.hidden])));
   const x2 = b.add(x1, b.linear(act, w("down", [d.hidden, d.ffn])));
-  b.output("logits", b.linear(b.rmsNorm(x2, w("lnf", [d.hidden]), 1e-5), embed));
+  const logits = b.linear(b.rmsNorm(x2, w("lnf", [d.hidden]), 1e-5), embed);
+  b.output("logits", logits);
+  b.output("next", b.argmax(logits, -1));
   return b.build();
 }
 

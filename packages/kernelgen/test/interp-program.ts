@@ -6,7 +6,7 @@ import type { DType, Graph, Value } from "@poot/graph-ir";
 import type { Program } from "@poot/graph-plan";
 import { arrayClassFor, interpret } from "@poot/kernel-dsl";
 import type { KernelBuffer } from "@poot/kernel-dsl";
-import { synthesizeRequest } from "@poot/kernelgen";
+import { importedLaunch, synthesizeRequest } from "@poot/kernelgen";
 import type { SynthCaps } from "@poot/kernelgen";
 import { toWords } from "./formats.js";
 
@@ -44,7 +44,7 @@ export interface ProgramRun {
   readonly kinds: Record<string, number>;
 }
 
-/** Runs every plan of `prog` in order. Imported plans are refused (compile with preferImported: false). */
+/** Runs every plan of `prog` in order: synthesized plans through synthesizeRequest, imported ones through importedLaunch. */
 export function runProgram(prog: Program, bind: { consts?: Record<string, Host>; slots?: Record<string, Host>; state?: Record<string, Host> }, caps: SynthCaps, after?: (plan: number, out: KernelBuffer) => void): ProgramRun {
   const g: Graph = prog.graph;
   const aliases = prog.buffers().aliases;
@@ -73,12 +73,15 @@ export function runProgram(prog: Program, bind: { consts?: Record<string, Host>;
   prog.plans().forEach((plan, i) => {
     const src = plan.kernel;
     if (src.provenance === "none") return;
-    if (src.provenance === "imported") throw new Error(`plan ${i} (${plan.op}) is imported: compile with preferImported: false`);
     const req = src.request;
-    const rk = synthesizeRequest(req, caps, `p${i}_${plan.op.toLowerCase()}`);
+    // Imported plans launch library kernels from their metadata; synthesized ones are generated from the request.
+    const rk = src.provenance === "imported" ? importedLaunch(src.name, src.metadata) : synthesizeRequest(req, caps, `p${i}_${plan.op.toLowerCase()}`);
+    if (rk.bindings === undefined) throw new Error(`imported ${plan.op} has no bindings`);
     const buffers: Record<string, KernelBuffer> = {};
     for (const { buffer: name, source } of rk.bindings) buffers[name] = buffer(source.kind === "output" ? req.output.root : (req.inputs[source.index] as { root: number }).root);
-    interpret(rk.kernel, { grid: [...rk.grid], buffers, ...(rk.subgroupSize === undefined ? {} : { subgroupSize: rk.subgroupSize }) });
+    const sg = "subgroupSize" in rk ? rk.subgroupSize : undefined;
+    interpret(rk.kernel, { grid: [...rk.grid], buffers, ...("uniforms" in rk ? { uniforms: rk.uniforms } : {}), ...(sg === undefined ? {} : { subgroupSize: sg }) });
+    if (src.provenance === "imported") kinds[`imported:${src.name}`] = (kinds[`imported:${src.name}`] ?? 0) + 1;
     after?.(i, buffer(req.output.root));
     dispatches++;
     kinds[req.kind] = (kinds[req.kind] ?? 0) + 1;

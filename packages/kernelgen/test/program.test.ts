@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { synthCapsFrom } from "@poot/kernelgen";
 import { BASE, bindings, decoder } from "./decoder.js";
 import { Q4_0, Q8_0 } from "./formats.js";
-import { expectClose } from "./helpers.js";
+import { expectClose, expectExact } from "./helpers.js";
 import { runProgram } from "./interp-program.js";
 
 
@@ -32,9 +32,28 @@ describe("graph-plan programs run through synthesized kernels", () => {
       const scale = Math.max(...Array.from(want, Math.abs));
       expectClose(run.outputs.logits as Float32Array, want, scale, 2e-5);
       for (const key of ["k_cache", "v_cache"]) expectClose(run.state[key] as Float32Array, ref.state[key]!.data, 1, 1e-5);
+      expectExact(run.outputs.next as Int32Array, ref.outputs.next!.data);
       // Every layer contraction (q, k, v, o, gate, up, down, head) ran through the expected synthesizer, and so did attention.
       expect(run.kinds[contraction]).toBe(8);
       expect(run.kinds.attention).toBe(1);
     });
   }
+});
+
+describe("graph-plan programs with imported kernels", () => {
+  it("decode with imported GEMVs and a two-stage argmax, the rest synthesized", () => {
+    const d = BASE;
+    const g = decoder(d);
+    const target = defaultTarget("cuda");
+    const prog = compile(g, target, { mode: "decode", argmaxSplitAbove: 16, argmaxChunk: 16 });
+    const bind = bindings(g, d, 4, 23);
+    const run = runProgram(prog, bind, synthCapsFrom(target.caps as never));
+    const ref = evaluate(g, bind);
+    const want = ref.outputs.logits!.data;
+    expectClose(run.outputs.logits as Float32Array, want, Math.max(...Array.from(want, Math.abs)), 2e-5);
+    expectExact(run.outputs.next as Int32Array, ref.outputs.next!.data);
+    expect(run.kinds["imported:argmax_chunk"]).toBe(1);
+    expect(run.kinds["imported:argmax_combine"]).toBe(1);
+    expect(Object.keys(run.kinds).filter((k) => k.startsWith("imported:gemv_f32_")).length).toBeGreaterThan(0);
+  });
 });

@@ -10,7 +10,7 @@ import { grid2d, pow2Workgroup } from "../caps.js";
 import type { SynthCaps, SynthKernel } from "../caps.js";
 import { KernelgenError } from "../errors.js";
 import { blockDecoder } from "../synth/decode.js";
-import { combine, workgroupReduce } from "../synth/reduction.js";
+import { argmaxBeats, combine, workgroupArgmax, workgroupReduce } from "../synth/reduction.js";
 import { linearThread } from "../synth/index-math.js";
 import { delinearize, elemForDType, loadAccess, storeAccess } from "./access.js";
 import { RegionEmitter } from "./region-emit.js";
@@ -119,16 +119,33 @@ export function regionRow(name: string, region: Region, inputs: readonly Access[
   const k = kernel(name, { workgroupSize: [wg, 1, 1] }, (b) => {
     const { out, em } = setup(b, region, inputs, output);
     const scratch = b.shared("scratch", "f32", scratchLen);
+    const hasArgmax = reduces.some(({ n }) => n.params.kind === "argmax");
+    const sv = hasArgmax ? b.shared("amax_v", "f32", wg) : undefined;
+    const si = hasArgmax ? b.shared("amax_i", "u32", wg) : undefined;
     const row = b.let_(b.wid.y.mul(b.nwg.x).add(b.wid.x), "row");
     b.if_(row.ge(rows), () => b.return_());
     const tid = b.let_(b.lid.x, "tid");
     const rc = delinearize(b, row, lead);
     for (const { n, i } of reduces) {
       const kind = n.params.kind as string;
-      if (kind !== "sum" && kind !== "max" && kind !== "min") throw new KernelgenError("bad_param", `row reduction ${kind} is not supported`, { synth: SYNTH, param: `region.nodes[${i}]` });
       const src = n.args[0] as RegionArg;
       const srcShape = regionShape(region, inputs, src);
       const lc = em.broadcastTo(rc, lead, n.shape.slice(0, -1));
+      if (kind === "argmax") {
+        // First maximal index (numpy order), as i32.
+        const best = b.var_(b.f32(-Infinity), "abest");
+        const bestI = b.var_(b.u32(0xffffffff), "abest_i");
+        b.for_(tid, srcShape[srcShape.length - 1] as number, wg, (j) => {
+          em.scoped(() => {
+            const v = em.arg(src, [...lc, j]) as Val<"f32">;
+            b.if_(argmaxBeats(v, j, best, bestI), () => { best.set(v); bestI.set(j); });
+          });
+        }, "j");
+        const w = workgroupArgmax(b, best, bestI, wg, sv as Arr<"f32">, si as Arr<"u32">, tid);
+        em.setOuter(i, [...lc, b.u32(0)], b.select(w.eq(0xffffffff), b.u32(0), w).i32());
+        continue;
+      }
+      if (kind !== "sum" && kind !== "max" && kind !== "min") throw new KernelgenError("bad_param", `row reduction ${kind} is not supported`, { synth: SYNTH, param: `region.nodes[${i}]` });
       const init = kind === "sum" ? 0 : kind === "max" ? -Infinity : Infinity;
       const acc = b.var_(b.f32(init), "racc");
       b.for_(tid, srcShape[srcShape.length - 1] as number, wg, (j) => {
@@ -139,7 +156,8 @@ export function regionRow(name: string, region: Region, inputs: readonly Access[
     }
     b.for_(tid, cols, wg, (j) => {
       em.scoped(() => {
-        const c: Coords = [...rc, j];
+        // Size-1 axes are literal 0 so a bare reduction result hits the cached row value.
+        const c: Coords = em.broadcastTo([...rc, j], oshape, oshape);
         storeAccess(b, out, output, c, em.at(region.result, c));
       });
     }, "c");
