@@ -1,7 +1,7 @@
 // fusion: grows a region backwards from each consumer, absorbing producers read only inside it
 // (pointwise ops, views, index loads, last-axis row reductions, Rope, one contraction as head).
 
-import { isLiteral, isPacked, type Eqn, type Operand, type Params, type ValueId } from "@poot/graph-ir";
+import { isLiteral, isPacked, numel, type Eqn, type Operand, type Params, type ValueId } from "@poot/graph-ir";
 import type { Region, RegionArg, RegionNode } from "../region.js";
 import type { Pass, Rewrite, Rule, RuleContext } from "../rules.js";
 import { planLimits } from "../target.js";
@@ -11,6 +11,8 @@ import { isLastAxis } from "./match.js";
 const VIEWS = new Set(["Reshape", "Slice", "Broadcast", "Transpose"]);
 const INDEX = new Set(["Gather", "DynamicSlice"]);
 const CONTRACTIONS = new Set(["ContractionEpilogue", "PackedContraction"]);
+/** Longest row (e.g. a head for per-head q/k norms) a contraction epilogue may reduce. */
+const MAX_EPILOGUE_ROW = 256;
 
 type Kind = "pointwise" | "view" | "concat" | "index" | "reduce" | "rope" | "head" | "dus" | "none";
 
@@ -41,7 +43,7 @@ function inPlaceState(cx: RuleContext, e: Eqn): boolean {
 
 /** Recomputing it in every region is free: index loads, views and pointwise ops over per-step inputs and constants only. */
 function cheap(cx: RuleContext, e: Eqn, k: Kind, depth = 0): boolean {
-  if ((k !== "index" && k !== "view" && k !== "pointwise") || depth > 4) return false;
+  if ((k !== "index" && k !== "view" && k !== "pointwise" && k !== "concat") || depth > 8) return false;
   return e.inputs.every((o) => {
     if (isLiteral(o)) return true;
     const kind = cx.draft.storageOf(o);
@@ -57,7 +59,16 @@ function grow(k0: number, root: Eqn, cx: RuleContext): Rewrite | null {
   if (rk === "none" || rk === "view" || rk === "head" || (rk === "dus" && !inPlaceState(cx, root))) return null;
   const members = new Map<number, Eqn>([[k0, root]]);
   let head: Eqn | undefined, hasReduce = rk === "reduce", inPlace = rk === "dus" ? 1 : 0;
-  const rootShape = d.values[root.out]!.shape;
+  // Rows of the region: the root's shape, or the update window when the root writes a state in place.
+  const rowShape = rk === "dus" ? d.values[root.inputs[1] as number]!.shape : d.values[root.out]!.shape;
+  let rowLen = 0;
+  // A contraction keeps a row reduction in its epilogue only when a workgroup can own whole rows (heads).
+  const headRowsOk = (h: Eqn, r: number): boolean => {
+    const b = d.values[h.inputs[1] as number]!.shape;
+    const n = h.params.transposeB === true ? b[b.length - 2]! : b[b.length - 1]!;
+    const keepsLast = [...members.values()].every((m) => m.op !== "Transpose" || (m.params.perm as number[]).at(-1) === (m.params.perm as number[]).length - 1);
+    return r <= MAX_EPILOGUE_ROW && n % r === 0 && keepsLast;
+  };
   const inputsOf = (): Set<ValueId> => {
     const defined = new Set([...members.values()].map((e) => e.out));
     const s = new Set<ValueId>();
@@ -84,15 +95,16 @@ function grow(k0: number, root: Eqn, cx: RuleContext): Rewrite | null {
     const exclusive = d.users(best.v).every((u) => members.has(u));
     if (!exclusive && !cheap(cx, p, pk)) continue;
     if (pk === "head") {
-      if (head !== undefined || hasReduce || !exclusive) continue;
+      if (head !== undefined || !exclusive || (hasReduce && !headRowsOk(p, rowLen))) continue;
       head = p;
       if (bindings() > limits.maxStorageBuffers) head = undefined;
       continue;
     }
     if (pk === "reduce") {
       const x = d.values[p.inputs[0] as number]!.shape;
-      // One row per workgroup: the reduction's rows must be the region's rows.
-      if (head !== undefined || x.length !== rootShape.length || x.some((s, i) => s !== rootShape[i])) continue;
+      // One row per workgroup: the reduction's rows must be the region's rows (leading axes may be permuted).
+      if (x.at(-1) !== rowShape.at(-1) || numel(x) !== numel(rowShape) || (head !== undefined && !headRowsOk(head, x.at(-1)!))) continue;
+      rowLen = Math.max(rowLen, x.at(-1)!);
     }
     if (members.size + 1 > cx.options.maxRegionNodes) break;
     members.set(best.k, p);
