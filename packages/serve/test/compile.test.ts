@@ -2,6 +2,7 @@
 // target kind, the optimized graph's logits equal the primitive graph's under eval (max|Δ|/max|ref| <= 1e-6);
 // Llama-3.2-1B decode from its released config.json fits 10 dispatches per layer + 4.
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { evaluate, type Graph, type Tensor } from "@poot/graph-ir";
@@ -69,6 +70,24 @@ describe.skipIf(!HAVE)("compiled graphs of the fixture families (skipped when ..
       }
     });
   }
+
+  test.each(["llama3", "qwen3", "gemma3", "olmoe", "qwen35"])("%s: poot logits --compiled --target wgpu matches transformers' float64 logits", async (fam) => {
+    const dir = path.join(FIX, "hf", fam);
+    const ids = (JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as { prompt_ids: number[] }).prompt_ids;
+    const want = openSafetensors(path.join(dir, "reference.safetensors")).readF32Sync("prompt_logits");
+    const outs: Float32Array[] = [];
+    for (const extra of [["--compiled", "--target", "wgpu"], []]) {
+      const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "poot-compiled-")), "l.bin");
+      const r = await poot("logits", dir, "--ids", ids.join(","), "--out", file, ...extra);
+      expect(r.code, r.err).toBe(0);
+      const b = fs.readFileSync(file);
+      outs.push(new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4));
+      fs.rmSync(path.dirname(file), { recursive: true, force: true });
+    }
+    const relF = (a: Float32Array, r: Float32Array): number => rel({ dtype: "f32", shape: [a.length], data: Float64Array.from(a) }, { dtype: "f32", shape: [r.length], data: Float64Array.from(r) });
+    expect(relF(outs[0]!, want)).toBeLessThanOrEqual(1e-4);
+    expect(relF(outs[0]!, outs[1]!)).toBeLessThanOrEqual(1e-6);
+  });
 
   test("poot compile --explain prints passes, dispatches with kernels, declines and memory", async () => {
     const r = await poot("compile", path.join(FIX, "hf", "llama3"), "--target", "cuda", "--explain");
