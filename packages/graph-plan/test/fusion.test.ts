@@ -82,13 +82,14 @@ describe("fusion kinds", () => {
     expect(got).toBe(want);
   });
 
-  test("SwiGLU: the gate activation and product become the up-projection's epilogue", () => {
+  test("SwiGLU: gate and up share A and run as one two-head contraction with silu(gate) * up as its epilogue", () => {
     const b = new Builder();
     const h = b.const("h", "f32", [1, 16]);
     b.output("y", b.swiglu(b.linear(h, b.const("wg", "f32", [24, 16])), b.linear(h, b.const("wu", "f32", [24, 16]))));
     const p = check(b.build());
-    expect(opCounts(p.graph)).toEqual({ ContractionEpilogue: 2 });
-    expect(p.dispatchCount()).toBe(2);
+    expect(opCounts(p.graph)).toEqual({ ContractionEpilogue: 1 });
+    expect(p.graph.eqns[0]!.params.heads).toBe(2);
+    expect(p.dispatchCount()).toBe(1);
   });
 
   test("computed-constant CSE: two equal RoPE tables become one, gathered once", () => {

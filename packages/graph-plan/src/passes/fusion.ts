@@ -1,7 +1,7 @@
 // fusion: grows a region backwards from each consumer, absorbing producers read only inside it
 // (pointwise ops, views, index loads, last-axis row reductions, Rope, one contraction as head).
 
-import { isLiteral, isPacked, numel, type Eqn, type Operand, type Params, type ValueId } from "@poot/graph-ir";
+import { isLiteral, isPacked, numel, shapeEquals, type Eqn, type Operand, type Params, type ValueId } from "@poot/graph-ir";
 import type { Region, RegionArg, RegionNode } from "../region.js";
 import type { Pass, Rewrite, Rule, RuleContext } from "../rules.js";
 import { planLimits } from "../target.js";
@@ -53,12 +53,20 @@ function cheap(cx: RuleContext, e: Eqn, k: Kind, depth = 0): boolean {
   });
 }
 
+/** A second contraction may join the region as another head when it reads the same A the same way. */
+function sameA(d: RuleContext["draft"], h: Eqn, p: Eqn): boolean {
+  return p.op === h.op && p.inputs[0] === h.inputs[0] && p.params.transposeB === h.params.transposeB && p.params.accDtype === h.params.accDtype &&
+    shapeEquals(d.values[p.inputs[1] as number]!.shape, d.values[h.inputs[1] as number]!.shape) && shapeEquals(d.values[p.out]!.shape, d.values[h.out]!.shape);
+}
+
 function grow(k0: number, root: Eqn, cx: RuleContext): Rewrite | null {
   const d = cx.draft;
   const rk = kindOf(cx, root);
   if (rk === "none" || rk === "view" || rk === "head" || (rk === "dus" && !inPlaceState(cx, root))) return null;
   const members = new Map<number, Eqn>([[k0, root]]);
-  let head: Eqn | undefined, hasReduce = rk === "reduce", inPlace = rk === "dus" ? 1 : 0;
+  const heads: Eqn[] = [];
+  let hasReduce = rk === "reduce";
+  const inPlace = rk === "dus" ? 1 : 0;
   // Rows of the region: the root's shape, or the update window when the root writes a state in place.
   const rowShape = rk === "dus" ? d.values[root.inputs[1] as number]!.shape : d.values[root.out]!.shape;
   let rowLen = 0;
@@ -73,11 +81,15 @@ function grow(k0: number, root: Eqn, cx: RuleContext): Rewrite | null {
     const defined = new Set([...members.values()].map((e) => e.out));
     const s = new Set<ValueId>();
     for (const e of members.values()) for (const o of e.inputs) if (!isLiteral(o) && !defined.has(o)) s.add(o);
-    if (head !== undefined) s.delete(head.out);
+    for (const h of heads) s.delete(h.out);
     return s;
   };
   const limits = planLimits(cx.target);
-  const bindings = (): number => inputsOf().size + (head === undefined ? 0 : head.inputs.length) + 1 - inPlace;
+  const bindings = (): number => {
+    const all = inputsOf();
+    for (const h of heads) for (const o of h.inputs) if (!isLiteral(o)) all.add(o);
+    return all.size + 1 - inPlace;
+  };
   const tried = new Set<ValueId>();
   for (;;) {
     // Consider the latest-defined input first so every consumer of a value is decided before it.
@@ -95,15 +107,17 @@ function grow(k0: number, root: Eqn, cx: RuleContext): Rewrite | null {
     const exclusive = d.users(best.v).every((u) => members.has(u));
     if (!exclusive && !cheap(cx, p, pk)) continue;
     if (pk === "head") {
-      if (head !== undefined || !exclusive || (hasReduce && !headRowsOk(p, rowLen))) continue;
-      head = p;
-      if (bindings() > limits.maxStorageBuffers) head = undefined;
+      // The first contraction heads the region; another over the same A joins it (horizontal fusion: gate/up).
+      const joins = heads.length === 0 || (sameA(d, heads[0]!, p) && !hasReduce);
+      if (!exclusive || !joins || (hasReduce && !headRowsOk(p, rowLen))) continue;
+      heads.push(p);
+      if (bindings() > limits.maxStorageBuffers) heads.pop();
       continue;
     }
     if (pk === "reduce") {
       const x = d.values[p.inputs[0] as number]!.shape;
       // One row per workgroup: the reduction's rows must be the region's rows (leading axes may be permuted).
-      if (x.at(-1) !== rowShape.at(-1) || numel(x) !== numel(rowShape) || (head !== undefined && !headRowsOk(head, x.at(-1)!))) continue;
+      if (x.at(-1) !== rowShape.at(-1) || numel(x) !== numel(rowShape) || heads.length > 1 || (heads.length === 1 && !headRowsOk(heads[0]!, x.at(-1)!))) continue;
       rowLen = Math.max(rowLen, x.at(-1)!);
     }
     if (members.size + 1 > cx.options.maxRegionNodes) break;
@@ -114,18 +128,19 @@ function grow(k0: number, root: Eqn, cx: RuleContext): Rewrite | null {
     }
     if (pk === "reduce") hasReduce = true;
   }
-  if (members.size === 1 && head === undefined) return null;
-  return { kind: "replace", eqn: build(cx, members, head, root, hasReduce) };
+  if (members.size === 1 && heads.length === 0) return null;
+  return { kind: "replace", eqn: build(cx, members, heads, root, hasReduce) };
 }
 
-function build(cx: RuleContext, members: Map<number, Eqn>, head: Eqn | undefined, root: Eqn, row: boolean): Eqn {
+function build(cx: RuleContext, members: Map<number, Eqn>, heads: readonly Eqn[], root: Eqn, row: boolean): Eqn {
   const d = cx.draft;
   const order = [...members.keys()].sort((a, b) => a - b);
   const nodeOf = new Map<ValueId, number>();
   const externals: ValueId[] = [];
   const inIndex = new Map<ValueId, number>();
-  const base = head === undefined ? 0 : 1;
-  if (head !== undefined) inIndex.set(head.out, 0);
+  // Epilogue inputs: the heads' accumulators first, then the region's other inputs.
+  heads.forEach((h, i) => inIndex.set(h.out, i));
+  const base = heads.length;
   const arg = (o: Operand): RegionArg => {
     if (isLiteral(o)) return o;
     const n = nodeOf.get(o);
@@ -146,7 +161,11 @@ function build(cx: RuleContext, members: Map<number, Eqn>, head: Eqn | undefined
     return n;
   });
   const region: Region = { nodes, result: nodeOf.get(root.out)! };
-  if (head !== undefined) return { op: head.op, inputs: [...head.inputs, ...externals], params: { ...head.params, epilogue: region } as Params, out: root.out };
+  const h = heads[0];
+  if (h !== undefined) {
+    const params = { ...h.params, ...(heads.length > 1 ? { heads: heads.length } : {}), epilogue: region } as Params;
+    return { op: h.op, inputs: [h.inputs[0]!, ...heads.map((x) => x.inputs[1]!), ...externals], params, out: root.out };
+  }
   return { op: row ? "FusedRow" : "Fused", inputs: externals, params: { region } as Params, out: root.out };
 }
 
