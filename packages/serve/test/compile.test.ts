@@ -68,7 +68,8 @@ describe.skipIf(!HAVE)("compiled graphs of the fixture families (skipped when ..
         ckpt.close();
         m.close();
       }
-    });
+      // Twelve evaluations of a hybrid model on a shared 2-core machine.
+    }, 120_000);
   }
 
   test.each(["llama3", "qwen3", "gemma3", "olmoe", "qwen35"])("%s: poot logits --compiled --target wgpu matches transformers' float64 logits", async (fam) => {
