@@ -148,11 +148,16 @@ export function planGraph(g: Graph, target: Target, options: ResolvedOptions, op
   const lay = layouts(g, readers);
   const caps16 = target.caps.dtypes;
   const layerOfValue = new Map<ValueId, number | null>();
+  // Values that depend on weights and compiler constants only are prepared once, when weights are bound.
+  const bindTime = new Set<ValueId>(g.values.filter((v) => v.storage.kind === "const" || v.storage.kind === "computed").map((v) => v.id));
   return g.eqns.map((e, k): Plan => {
     const layer = layerOf(g, e, layerOfValue);
     layerOfValue.set(e.out, layer);
+    const ins = e.inputs.filter((o): o is number => !isLiteral(o));
+    const phase = ins.length > 0 && ins.every((o) => bindTime.has(o)) ? "bind" : "step";
+    if (phase === "bind") bindTime.add(e.out);
     const outAcc = lay.get(e.out)!;
-    if (VIEWS.has(e.op) && outAcc.root !== e.out) return { eqn: k, op: e.op, out: e.out, layer, kernel: { provenance: "none", reason: "view" }, dispatches: [] };
+    if (VIEWS.has(e.op) && outAcc.root !== e.out) return { eqn: k, op: e.op, out: e.out, layer, phase, kernel: { provenance: "none", reason: "view" }, dispatches: [] };
     const kind = kindOf(g, e, ops);
     const inputs: Access[] = e.inputs.filter((o): o is number => !isLiteral(o)).map((o) => lay.get(o)!);
     const roots = new Set([...inputs.map((a) => a.root), outAcc.root]);
@@ -183,7 +188,7 @@ export function planGraph(g: Graph, target: Target, options: ResolvedOptions, op
     const { total, wg } = workgroups(g, e, kind, L);
     const per = Math.ceil(total / chunks);
     const dispatches = chunks === 1 ? launches(total, wg, L) : Array.from({ length: chunks }, (_, c) => ({ ...launches(per, wg, L)[0]!, chunk: { start: c * per, count: Math.min(per, total - c * per) } }));
-    return { eqn: k, op: e.op, out: e.out, layer, kernel, dispatches };
+    return { eqn: k, op: e.op, out: e.out, layer, phase, kernel, dispatches };
   });
 }
 

@@ -48,20 +48,21 @@ export function compileReport(source: Graph, p: Program): Record<string, unknown
     target: p.target.kind,
     unfusedDispatches: p.unfusedDispatchCount(),
     fusedDispatches: p.dispatchCount(),
+    bindDispatches: p.bindDispatchCount(),
     compileMs: Number(p.compileMs.toFixed(2)),
     eqnsBefore: source.eqns.length,
     eqnsAfter: p.graph.eqns.length,
     passes: p.passes().map((r) => ({ name: r.name, numerics: r.numerics, eqnsBefore: r.eqnsBefore, eqnsAfter: r.eqnsAfter, rewrites: r.rewrites })),
     dispatchesPerLayer: Object.fromEntries(b.perLayer),
     dispatchesOutsideLayers: b.other,
-    dispatches: p.plans().filter((x) => x.dispatches.length > 0).map((x) => ({
+    dispatches: p.plans().filter((x) => x.dispatches.length > 0 && x.phase === "step").map((x) => ({
       eqn: x.eqn, op: x.op, layer: x.layer, launches: x.dispatches.length, provenance: x.kernel.provenance,
       kernel: x.kernel.provenance === "imported" ? x.kernel.name : x.kernel.provenance === "synthesized" ? x.kernel.request.kind : null,
     })),
     declines: p.declines(),
     numericalDeclines: p.numericalDeclines(),
     peakTransientBytes: { unfused: peakTransientBytes(source), fused: p.peakTransientBytes() },
-    bufferBytes: { arena: buf.arenaBytes, unshared: buf.unsharedBytes, consts: buf.constBytes, state: buf.stateBytes },
+    bufferBytes: { arena: buf.arenaBytes, unshared: buf.unsharedBytes, consts: buf.constBytes, prepared: buf.preparedBytes, state: buf.stateBytes },
   };
 }
 
@@ -84,9 +85,9 @@ function explain(r: Record<string, unknown>): string {
   lines.push(`numerical declines: ${nd.length === 0 ? "none" : ""}`);
   for (const d of nd) lines.push(`  ${d.pass}/${d.rule} at %${d.value}: ${d.reason}`);
   const pk = r.peakTransientBytes as { unfused: number; fused: number };
-  const bb = r.bufferBytes as { arena: number; unshared: number; consts: number; state: number };
+  const bb = r.bufferBytes as { arena: number; unshared: number; consts: number; prepared: number; state: number };
   lines.push(`peak transient bytes: unfused ${pk.unfused}, fused ${pk.fused}`);
-  lines.push(`buffer bytes: arena ${bb.arena} (unshared ${bb.unshared}), weights ${bb.consts}, state ${bb.state}`);
+  lines.push(`buffer bytes: arena ${bb.arena} (unshared ${bb.unshared}), weights ${bb.consts}, prepared at bind ${bb.prepared} (${String(r.bindDispatches)} launches), state ${bb.state}`);
   return lines.join("\n") + "\n";
 }
 
