@@ -116,8 +116,8 @@ function grow(k0: number, root: Eqn, cx: RuleContext): Rewrite | null {
     }
     if (pk === "reduce") {
       const x = d.values[p.inputs[0] as number]!.shape;
-      // One row per workgroup: the reduction's rows must be the region's rows (leading axes may be permuted).
-      if (x.at(-1) !== rowShape.at(-1) || numel(x) !== numel(rowShape) || heads.length > 1 || (heads.length === 1 && !headRowsOk(heads[0]!, x.at(-1)!))) continue;
+      // One reduction row per workgroup: it must hold whole region rows (a norm over all heads before a per-head RoPE).
+      if (x.at(-1)! % rowShape.at(-1)! !== 0 || numel(x) !== numel(rowShape) || heads.length > 1 || (heads.length === 1 && !headRowsOk(heads[0]!, x.at(-1)!))) continue;
       rowLen = Math.max(rowLen, x.at(-1)!);
     }
     if (members.size + 1 > cx.options.maxRegionNodes) break;
