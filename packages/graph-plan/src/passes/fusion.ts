@@ -27,7 +27,8 @@ function kindOf(cx: RuleContext, e: Eqn): Kind {
   if (INDEX.has(e.op)) return !isLiteral(e.inputs[0]!) && d.storageOf(e.inputs[0] as number) !== "device" && !isPacked(d.values[e.inputs[0] as number]!.dtype) ? "index" : "none";
   if (e.op === "Reduce") {
     const rank = d.values[e.inputs[0] as number]!.shape.length;
-    return e.params.kind !== "argmax" && e.params.keepdim === true && isLastAxis(e.params.axes, rank) ? "reduce" : "none";
+    // Long argmaxes were split into stages already; a short one (router top-k) is one more row reduction.
+    return e.params.keepdim === true && isLastAxis(e.params.axes, rank) ? "reduce" : "none";
   }
   if (e.op === "Rope") return "rope";
   if (CONTRACTIONS.has(e.op) && e.params.epilogue === null) return "head";
