@@ -51,6 +51,19 @@ describe("fusion kinds", () => {
     expect(k.provenance === "synthesized" ? k.request.kind : k.provenance).toBe("reduction-row");
   });
 
+  test("a router's softmax and top-2 selection (argmax, mask, argmax) is one row region", () => {
+    const b = new Builder();
+    const logits = b.slot("Hidden", "r", "f32", [3, 8]);
+    const probs = b.softmax(logits);
+    const idx = b.iota([3, 8], 1, "i32");
+    const first = b.cmp("Eq", idx, b.reduce("argmax", probs, [-1], true));
+    const rest = b.select(first, -Infinity, probs);
+    const second = b.cmp("Eq", idx, b.reduce("argmax", rest, [-1], true));
+    b.output("w", b.select(b.bit("Or", first, second), probs, 0));
+    const p = check(b.build(), { r: Array.from({ length: 24 }, (_, i) => Math.sin(i * 7) * 2) });
+    expect(opCounts(p.graph)).toEqual({ FusedRow: 1 });
+  });
+
   test("contraction epilogue: bias, GELU and residual add run inside the contraction", () => {
     const b = new Builder();
     const x = b.const("x", "f32", [4, 16]);

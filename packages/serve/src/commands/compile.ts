@@ -52,7 +52,7 @@ export function compileReport(source: Graph, p: Program): Record<string, unknown
     compileMs: Number(p.compileMs.toFixed(2)),
     eqnsBefore: source.eqns.length,
     eqnsAfter: p.graph.eqns.length,
-    passes: p.passes().map((r) => ({ name: r.name, numerics: r.numerics, eqnsBefore: r.eqnsBefore, eqnsAfter: r.eqnsAfter, rewrites: r.rewrites })),
+    passes: p.passes().map((r) => ({ name: r.name, numerics: r.numerics, eqnsBefore: r.eqnsBefore, eqnsAfter: r.eqnsAfter, rewrites: r.rewrites, ms: Number(r.ms.toFixed(2)) })),
     dispatchesPerLayer: Object.fromEntries(b.perLayer),
     dispatchesOutsideLayers: b.other,
     dispatches: p.plans().filter((x) => x.dispatches.length > 0 && x.phase === "step").map((x) => ({
@@ -68,10 +68,10 @@ export function compileReport(source: Graph, p: Program): Record<string, unknown
 
 function explain(r: Record<string, unknown>): string {
   const lines: string[] = [];
-  const passes = r.passes as { name: string; eqnsBefore: number; eqnsAfter: number; rewrites: Record<string, number> }[];
+  const passes = r.passes as { name: string; numerics: string; eqnsBefore: number; eqnsAfter: number; rewrites: Record<string, number>; ms: number }[];
   lines.push(`target ${String(r.target)}: ${String(r.eqnsBefore)} -> ${String(r.eqnsAfter)} equations, ${String(r.unfusedDispatches)} -> ${String(r.fusedDispatches)} dispatches, compiled in ${String(r.compileMs)} ms`);
   lines.push("passes that changed the graph:");
-  for (const p of passes) lines.push(`  ${p.name.padEnd(15)} ${p.eqnsBefore} -> ${p.eqnsAfter}  ${Object.entries(p.rewrites).map(([k, v]) => `${k} x${v}`).join(", ")}`);
+  for (const p of passes) lines.push(`  ${p.name.padEnd(15)} ${p.eqnsBefore} -> ${p.eqnsAfter}  (${p.numerics}, ${p.ms} ms)  ${Object.entries(p.rewrites).map(([k, v]) => `${k} x${v}`).join(", ")}`);
   const per = r.dispatchesPerLayer as Record<string, number>;
   lines.push(`dispatches per layer: ${Object.entries(per).map(([l, n]) => `${l}:${n}`).join(" ")}; outside layers: ${String(r.dispatchesOutsideLayers)}`);
   lines.push("dispatches (eqn op layer launches kernel provenance):");
