@@ -18,6 +18,8 @@ export {
 export type { GGUFHeader, GGUFTensorInfo, GGUFValue } from "./gguf.js";
 export type { EncodedGGUFHeader, GGUFWriteTensor, GGUFWriteValue } from "./gguf-writer.js";
 export { encodeGGUFHeader } from "./gguf-writer.js";
+export type { ConvertLlamaOptions, ConvertLlamaResult } from "./gguf-from-hf.js";
+export { convertLlamaToGGUF } from "./gguf-from-hf.js";
 export { GGUFCheckpoint, GGUF_DEFAULT_ALIGNMENT, GGUF_VALUE_TYPE, openGGUF, parseGGUFHeader } from "./gguf.js";
 export { bf16ToF32, f16ToF32, widenBF16, widenF16 } from "./halfs.js";
 export type { FieldKind, GGMLTypeName, QuantField, QuantFormat } from "./quant/format.js";
@@ -42,6 +44,7 @@ export { isGGUF, loadModelConfig, loadTokenizer, openCheckpoint } from "./open.j
 export { TraceError } from "./errors.js";
 export { PACKED_GGML_TYPES, ggmlPackedFormat } from "./quant/recipes.js";
 export type { TraceShape } from "./families/context.js";
+export { TraceContext } from "./families/context.js";
 export type { GraphKind } from "./families/trace.js";
 export { FAMILY_PARTS, shapeOf, traceModel } from "./families/trace.js";
 export type { ChannelMixer, DecoderParts, Mixer } from "./families/transformer.js";
