@@ -67,8 +67,6 @@ function scalar(d: unknown, what: string): StorageDType {
 function regionEpilogue(region: Region | null, accDtype: ScalarDType, extras: readonly Access[], outShape: readonly number[]): PreparedEpilogue {
   const round = (b: Parameters<PreparedEpilogue["apply"]>[0], acc: Val<"f32">): Val<"f32"> => (accDtype === "f32" ? acc : b.unpack(accDtype as "bf16", b.pack(accDtype as "bf16", acc)));
   if (region === null) return { declare: () => {}, apply: (b, acc) => round(b, acc), type: "f32" };
-  const bad = region.nodes.find((n: RegionNode) => n.op === "Reduce");
-  if (bad !== undefined) throw new KernelgenError("bad_param", `a contraction epilogue with ${bad.op} is not supported`, { synth: SYNTH, param: "region" });
   let bufs: ReturnType<Parameters<PreparedEpilogue["declare"]>[0]["buffer"]>[] = [];
   const resultType = exprTypeOf((region.nodes[region.result] as RegionNode).dtype);
   return {
@@ -187,13 +185,15 @@ function contraction(req: KernelRequest, name: string, caps: SynthCaps): Request
     if (!(e instanceof AccumulatorElsewhere)) throw e;
     // The epilogue needs accumulators of other elements: every thread computes the dot products it reads.
     const p = req.params as Record<string, unknown>;
-    return bind(inlineContraction(name, req.inputs, (p.epilogue ?? null) as Region | null, (p.accDtype ?? "f32") as ScalarDType, p.transposeB === true, req.output, caps));
+    return bind(inlineContraction(name, req.inputs, (p.heads ?? 1) as number, (p.epilogue ?? null) as Region | null, (p.accDtype ?? "f32") as ScalarDType, p.transposeB === true, req.output, caps));
   }
 }
 
 function fastContraction(req: KernelRequest, name: string, caps: SynthCaps): RequestKernel {
   const p = req.params as Record<string, unknown>;
   const epi = (p.epilogue ?? null) as Region | null;
+  // Several B operands sharing A (e.g. gate and up) and reductions in the epilogue go to the inline form.
+  if (((p.heads ?? 1) as number) !== 1 || (epi !== null && epi.nodes.some((n) => n.op === "Reduce"))) throw new AccumulatorElsewhere();
   // The fast kernels apply the epilogue at the accumulator's own element: the region must keep the [.., M, N] shape.
   if (epi !== null) {
     const res = epi.nodes[epi.result] as RegionNode;
