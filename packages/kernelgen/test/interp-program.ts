@@ -78,6 +78,9 @@ export function runProgram(prog: Program, bind: { consts?: Record<string, Host>;
     const rk = src.provenance === "imported" ? importedLaunch(src.name, src.metadata) : synthesizeRequest(req, caps, `p${i}_${plan.op.toLowerCase()}`);
     if (rk.bindings === undefined) throw new Error(`imported ${plan.op} has no bindings`);
     const buffers: Record<string, KernelBuffer> = {};
+    // A written buffer must be bound once (WebGPU rejects a writable binding aliasing another binding).
+    const roots = rk.bindings.map(({ source }) => (source.kind === "output" ? req.output.root : (req.inputs[source.index] as { root: number }).root));
+    if (roots.filter((r) => r === req.output.root).length > 1) throw new Error(`plan ${i} (${plan.op}) binds its output buffer twice`);
     for (const { buffer: name, source } of rk.bindings) buffers[name] = buffer(source.kind === "output" ? req.output.root : (req.inputs[source.index] as { root: number }).root);
     const sg = "subgroupSize" in rk ? rk.subgroupSize : undefined;
     interpret(rk.kernel, { grid: [...rk.grid], buffers, ...("uniforms" in rk ? { uniforms: rk.uniforms } : {}), ...(sg === undefined ? {} : { subgroupSize: sg }) });

@@ -21,8 +21,11 @@ const SYNTH = "region";
 /** Where a region's inputs come from: their shapes, a reader declared inside the kernel, and their accesses if any. */
 interface RegionSource {
   readonly shapes: readonly (readonly number[])[];
-  /** Declares the input buffers (before `out`) and returns the reader. */
-  declare(b: Builder): InputReader;
+  /**
+   * Declares the input buffers and then `out` (read_write when an input shares the output's root buffer: such an
+   * input is read through `out`, since a buffer bound twice with a writer is invalid on WebGPU and racy elsewhere).
+   */
+  declare(b: Builder, output: Access): { reader: InputReader; out: Arr };
   /** The access behind region input i (undefined for computed inputs such as an accumulator). */
   access(i: number): Access | undefined;
 }
@@ -31,12 +34,20 @@ interface RegionSource {
 function accessSource(inputs: readonly Access[]): RegionSource {
   return {
     shapes: inputs.map((a) => a.shape),
-    declare: (b) => {
-      const bufs = inputs.map((a, i) => b.buffer(`in${i}`, elemForDType(a.dtype), "read"));
-      return (i, c) => loadAccess(b, bufs[i] as Arr, inputs[i] as Access, c);
+    declare: (b, output) => {
+      const { bufs, out } = declareBuffers(b, inputs, output);
+      return { reader: (i, c) => loadAccess(b, bufs[i] as Arr, inputs[i] as Access, c), out };
     },
     access: (i) => inputs[i],
   };
+}
+
+/** Declares `in<i>` for each input not aliasing the output's root, then `out`; aliasing inputs map to `out`. */
+function declareBuffers(b: Builder, inputs: readonly Access[], output: Access): { bufs: Arr[]; out: Arr } {
+  const aliased = inputs.map((a) => a.root === output.root);
+  const own = inputs.map((a, i) => (aliased[i] ? undefined : b.buffer(`in${i}`, elemForDType(a.dtype), "read")));
+  const out = b.buffer("out", elemForDType(output.dtype), aliased.some((x) => x) ? "read_write" : "write");
+  return { bufs: own.map((x) => x ?? out), out };
 }
 
 /** A region whose result is an in-place DynamicUpdateSlice of an input aliasing the output: write only the window. */
@@ -60,8 +71,7 @@ function regionKernel(name: string, region: Region, src: RegionSource, output: A
   const total = Math.max(1, numel(space));
   const wg = pow2Workgroup(total, Math.min(caps.maxWorkgroup, 256));
   const k = kernel(name, { workgroupSize: [wg, 1, 1] }, (b) => {
-    const reader = src.declare(b);
-    const out = b.buffer("out", elemForDType(output.dtype), "write");
+    const { reader, out } = src.declare(b, output);
     const em = new RegionEmitter(b, region, src.shapes, reader, SYNTH);
     const e = linearThread(b, wg);
     b.if_(e.lt(total), () => {
@@ -111,8 +121,7 @@ export function regionRow(name: string, region: Region, inputs: readonly Access[
   while (!useSg && wg > 1 && wg * 4 > caps.sharedBytes) wg >>= 1;
   const scratchLen = useSg ? Math.max(1, wg / (sg as number)) : wg;
   const k = kernel(name, { workgroupSize: [wg, 1, 1] }, (b) => {
-    const reader = src.declare(b);
-    const out = b.buffer("out", elemForDType(output.dtype), "write");
+    const { reader, out } = src.declare(b, output);
     const em = new RegionEmitter(b, region, src.shapes, reader, SYNTH);
     const scratch = b.shared("scratch", "f32", scratchLen);
     const hasArgmax = reduces.some(({ n }) => n.params.kind === "argmax");
@@ -217,8 +226,8 @@ export function contractionSource(inputs: readonly Access[], heads: number, accD
     accShape,
     shapes: [...Bs.map(() => accShape), ...extras.map((a) => a.shape)],
     access: (i) => (i < heads ? undefined : extras[i - heads]),
-    declare: (b) => {
-      const bufs = inputs.map((a, i) => b.buffer(`in${i}`, elemForDType(a.dtype), "read"));
+    declare: (b, output) => {
+      const { bufs, out } = declareBuffers(b, inputs, output);
       const decs = Bs.map((B, h) => (isPacked(B.dtype) ? blockDecoder(b, B.dtype.packed, bufs[1 + h] as Arr<"u32">) : undefined));
       const dot = (h: number, c: Coords): Val<"f32"> => {
         const B = Bs[h] as Access;
@@ -244,7 +253,7 @@ export function contractionSource(inputs: readonly Access[], heads: number, accD
         }, "k");
         return b.let_(accDtype === "f32" ? acc : b.unpack(accDtype as "bf16", b.pack(accDtype as "bf16", acc)), "acc");
       };
-      return (i, c) => (i < heads ? dot(i, c) : loadAccess(b, bufs[1 + i] as Arr, extras[i - heads] as Access, c));
+      return { reader: (i, c) => (i < heads ? dot(i, c) : loadAccess(b, bufs[1 + i] as Arr, extras[i - heads] as Access, c)), out };
     },
   };
 }
