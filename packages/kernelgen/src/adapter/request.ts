@@ -61,12 +61,13 @@ function scalar(d: unknown, what: string): StorageDType {
 }
 
 /**
- * A contraction epilogue from a graph-plan region over input 0 = the accumulator (rounded to accDtype) and inputs
- * 1.. = `extras` (read through their accesses at the output element's coordinates). Buffers `e1`, `e2`, ...
+ * A contraction epilogue from a graph-plan region over inputs 0..heads-1 = the accumulators (rounded to accDtype)
+ * and then `extras` (read through their accesses at the output element's coordinates). Buffers `e1`, `e2`, ...
  */
-function regionEpilogue(region: Region | null, accDtype: ScalarDType, extras: readonly Access[], outShape: readonly number[]): PreparedEpilogue {
+function regionEpilogue(region: Region | null, accDtype: ScalarDType, extras: readonly Access[], outShape: readonly number[], heads = 1): PreparedEpilogue {
   const round = (b: Parameters<PreparedEpilogue["apply"]>[0], acc: Val<"f32">): Val<"f32"> => (accDtype === "f32" ? acc : b.unpack(accDtype as "bf16", b.pack(accDtype as "bf16", acc)));
-  if (region === null) return { declare: () => {}, apply: (b, acc) => round(b, acc), type: "f32" };
+  const list = (acc: Val<"f32"> | readonly Val<"f32">[]): readonly Val<"f32">[] => (Array.isArray(acc) ? acc : [acc as Val<"f32">]);
+  if (region === null) return { declare: () => {}, apply: (b, acc) => round(b, list(acc)[0] as Val<"f32">), type: "f32" };
   let bufs: ReturnType<Parameters<PreparedEpilogue["declare"]>[0]["buffer"]>[] = [];
   const resultType = exprTypeOf((region.nodes[region.result] as RegionNode).dtype);
   return {
@@ -74,13 +75,13 @@ function regionEpilogue(region: Region | null, accDtype: ScalarDType, extras: re
     declare: (b) => { bufs = extras.map((a, i) => b.buffer(`e${i + 1}`, elemForDType(a.dtype), "read")); },
     apply: (b, acc, _col, idx) => {
       const coords = delinearize(b, idx, outShape);
-      const accR = b.let_(round(b, acc), "acc_r");
+      const accR = list(acc).map((a) => b.let_(round(b, a), "acc_r"));
       const own = JSON.stringify(coords.map((c) => c.expr));
-      const em = new RegionEmitter(b, region, [outShape, ...extras.map((a) => a.shape)], (i, c) => {
-        if (i > 0) return loadAccess(b, bufs[i - 1]!, extras[i - 1] as Access, c);
+      const em = new RegionEmitter(b, region, [...accR.map(() => outShape), ...extras.map((a) => a.shape)], (i, c) => {
+        if (i >= heads) return loadAccess(b, bufs[i - heads]!, extras[i - heads] as Access, c);
         // The accumulator exists only for this thread's own element; Rope or views over it need the inline form.
         if (JSON.stringify(c.map((x) => x.expr)) !== own) throw new AccumulatorElsewhere();
-        return accR;
+        return accR[i] as Val<"f32">;
       }, SYNTH);
       return em.at(region.result, coords) as Val<ExprType>;
     },
@@ -192,33 +193,41 @@ function contraction(req: KernelRequest, name: string, caps: SynthCaps): Request
 function fastContraction(req: KernelRequest, name: string, caps: SynthCaps): RequestKernel {
   const p = req.params as Record<string, unknown>;
   const epi = (p.epilogue ?? null) as Region | null;
-  // Several B operands sharing A (e.g. gate and up) and reductions in the epilogue go to the inline form.
-  if (((p.heads ?? 1) as number) !== 1 || (epi !== null && epi.nodes.some((n) => n.op === "Reduce"))) throw new AccumulatorElsewhere();
+  const heads = (p.heads ?? 1) as number;
+  // Reductions in the epilogue go to the inline form, and so do several B operands sharing A outside GEMV.
+  if (epi !== null && epi.nodes.some((n) => n.op === "Reduce")) throw new AccumulatorElsewhere();
   // The fast kernels apply the epilogue at the accumulator's own element: the region must keep the [.., M, N] shape.
   if (epi !== null) {
     const res = epi.nodes[epi.result] as RegionNode;
     if (res.shape.length !== req.output.shape.length || res.shape.some((d, i) => d !== req.output.shape[i]) || numel(res.shape) !== numel([...(req.inputs[0] as Access).shape.slice(0, -1), req.output.shape[req.output.shape.length - 1] as number])) throw new AccumulatorElsewhere();
   }
-  const [A, B, ...extras] = req.inputs as [Access, Access, ...Access[]];
+  const A = req.inputs[0] as Access;
+  const Bs = req.inputs.slice(1, 1 + heads);
+  const B = Bs[0] as Access;
+  const extras = req.inputs.slice(1 + heads);
   const out = req.output;
-  for (const [a, n] of [[A, "A"], [B, "B"], [out, "out"]] as const) requireDense("contraction", n, a);
+  for (const [a, n] of [[A, "A"], ...Bs.map((x) => [x, "B"] as const), [out, "out"]] as const) requireDense("contraction", n, a);
   const transposeB = p.transposeB === true;
   const accDtype = (p.accDtype ?? "f32") as ScalarDType;
   const K = A.shape[A.shape.length - 1] as number;
   const N = out.shape[out.shape.length - 1] as number;
-  const ep = regionEpilogue((p.epilogue ?? null) as Region | null, accDtype, extras, out.shape);
+  const ep = regionEpilogue(epi, accDtype, extras, out.shape, heads);
   const outDtype = scalar(out.dtype, "out");
-  const extraB = extraBindings(extras.length, 2);
+  const extraB = extraBindings(extras.length, 1 + heads);
+  const weightB: Record<string, BindingSource> = Object.fromEntries(Bs.map((_, h) => [h === 0 ? "W" : `W${h}`, input(1 + h)]));
   if (isPacked(B.dtype)) {
     if (B.shape.length !== 2) throw new KernelgenError("bad_shape", "packed weights must be [N, K]", { synth: "dequant", param: "B" });
-    const k = synthesizeDequantGemvWith({ name, K, N, batch: numel(A.shape.slice(0, -1)), format: B.dtype.packed, xDtype: scalar(A.dtype, "A"), outDtype }, caps, ep);
-    return bind(k, { x: input(0), W: input(1), y: OUTPUT, ...extraB });
+    if (Bs.some((x) => !isPacked(x.dtype) || x.dtype.packed.name !== (B.dtype as { packed: { name: string } }).packed.name)) throw new AccumulatorElsewhere();
+    const k = synthesizeDequantGemvWith({ name, K, N, batch: numel(A.shape.slice(0, -1)), heads, format: B.dtype.packed, xDtype: scalar(A.dtype, "A"), outDtype }, caps, ep);
+    return bind(k, { x: input(0), ...weightB, y: OUTPUT, ...extraB });
   }
   const rows = numel(A.shape.slice(0, -1));
   if (B.shape.length === 2 && rows <= 8) {
-    const k = synthesizeGemvWith({ name, K, N, batch: rows, xDtype: scalar(A.dtype, "A"), weight: { dtype: scalar(B.dtype, "B"), layout: transposeB ? "nk" : "kn" }, outDtype }, caps, ep);
-    return bind(k, { x: input(0), W: input(1), y: OUTPUT, ...extraB });
+    if (Bs.some((x) => x.dtype !== B.dtype)) throw new AccumulatorElsewhere();
+    const k = synthesizeGemvWith({ name, K, N, batch: rows, heads, xDtype: scalar(A.dtype, "A"), weight: { dtype: scalar(B.dtype, "B"), layout: transposeB ? "nk" : "kn" }, outDtype }, caps, ep);
+    return bind(k, { x: input(0), ...weightB, y: OUTPUT, ...extraB });
   }
+  if (heads !== 1) throw new AccumulatorElsewhere();
   const batched = B.shape.length > 2;
   const batch = batched ? numel(out.shape.slice(0, -2)) : 1;
   if (batched && numel(B.shape.slice(0, -2)) !== batch) throw new KernelgenError("bad_shape", "broadcast batch dims of B are not supported", { synth: "gemm", param: "B" });
