@@ -23,9 +23,9 @@ describe("synthesizeRequest", () => {
     expect(c).toEqual({ maxWorkgroup: 256, subgroupSize: 32, sharedBytes: 16384, maxGridDim: 65535 });
   });
 
-  it("refuses attention with a bool mask, naming the mask", () => {
+  it("refuses attention with an unknown mask kind, naming the mask", () => {
     const q = dense(0, [1, 2, 1, 8]), k = dense(1, [1, 2, 4, 8]), v = dense(2, [1, 2, 4, 8]), m = dense(3, [1, 1, 1, 4], "bool");
-    const r = req("attention", "Attention", [q, k, v, m], dense(4, [1, 2, 1, 8]), { scale: 1, softCap: null, mask: "bool", maskApply: "select", window: 0, groups: 1 });
+    const r = req("attention", "Attention", [q, k, v, m], dense(4, [1, 2, 1, 8]), { scale: 1, softCap: null, mask: "alibi", maskApply: "select", window: 0, groups: 1 });
     expect(() => synthesizeRequest(r, CAPS)).toThrow(KernelgenError);
     expect(() => synthesizeRequest(r, CAPS)).toThrow(expect.objectContaining({ code: "bad_param", context: expect.objectContaining({ param: "mask" }) }));
   });
@@ -35,9 +35,15 @@ describe("synthesizeRequest", () => {
     expect(() => synthesizeRequest(r, CAPS)).toThrow(expect.objectContaining({ code: "bad_param" }));
   });
 
-  it("refuses a strided weight for the fixed-layout GEMV", () => {
+  it("serves a strided (transposed view) weight through the inline contraction instead of the fixed-layout GEMV", () => {
     const w: Access = { ...dense(1, [8, 16]), strides: [1, 8] };
     const r = req("gemv", "ContractionEpilogue", [dense(0, [1, 16]), w], dense(2, [1, 8]), { transposeB: true, accDtype: "f32", epilogue: null });
+    expect(synthesizeRequest(r, CAPS).bindings.map((x) => x.buffer)).toEqual(["in0", "in1", "out"]);
+  });
+
+  it("refuses a strided tensor where RoPE needs a dense one", () => {
+    const x: Access = { ...dense(0, [2, 8]), strides: [1, 2] };
+    const r = req("rope", "Rope", [x, dense(1, [2, 8]), dense(2, [2, 8])], dense(3, [2, 8]), { style: "half", dtype: "f32" });
     expect(() => synthesizeRequest(r, CAPS)).toThrow(expect.objectContaining({ code: "bad_shape" }));
   });
 

@@ -18,7 +18,7 @@ import { synthesizeIndexedMatMulWith } from "../synth/indexed.js";
 import { synthesizeMovement } from "../synth/movement.js";
 import { synthesizeRope } from "../synth/rope.js";
 import type { StorageDType } from "../synth/storage.js";
-import { delinearize, elemForDType, loadAccess, requireDense } from "./access.js";
+import { delinearize, elemForDType, isDense, loadAccess, requireDense } from "./access.js";
 import { RegionEmitter, exprTypeOf } from "./region-emit.js";
 import { inlineContraction, packedDecode, regionElementwise, regionRow, singleNodeRegion } from "./region-kernels.js";
 
@@ -133,7 +133,8 @@ export function synthesizeRequest(req: KernelRequest, deviceCaps: DeviceCaps | S
       if (req.op === "Reduce") {
         const axes = p.axes as number[];
         const x = inputs[0] as Access;
-        if (axes.length !== 1 || (axes[0] !== -1 && axes[0] !== x.shape.length - 1)) throw new KernelgenError("bad_param", "only last-axis reductions are served", { synth: SYNTH, param: "axes", value: axes });
+        // Other axes: one thread per output element reduces sequentially.
+        if (axes.length !== 1 || (axes[0] !== -1 && axes[0] !== x.shape.length - 1)) return bind(regionElementwise(name, singleNodeRegion("Reduce", inputs, p, output), inputs, output, caps));
         const keepShape = [...x.shape.slice(0, -1), 1];
         const region: Region = { nodes: [{ op: "Reduce", args: [{ in: 0 }], params: { ...p, keepdim: true } as never, dtype: output.dtype as ScalarDType, shape: keepShape }], result: 0 };
         const out = output.shape.length === keepShape.length ? output : { ...output, shape: keepShape, strides: [...output.strides, 1] };
@@ -206,7 +207,8 @@ function fastContraction(req: KernelRequest, name: string, caps: SynthCaps): Req
   const B = Bs[0] as Access;
   const extras = req.inputs.slice(1 + heads);
   const out = req.output;
-  for (const [a, n] of [[A, "A"], ...Bs.map((x) => [x, "B"] as const), [out, "out"]] as const) requireDense("contraction", n, a);
+  // Strided or broadcast operands (views, expert batches) go to the inline form, which reads through accesses.
+  if (![A, ...Bs, out].every(isDense)) throw new AccumulatorElsewhere();
   const transposeB = p.transposeB === true;
   const accDtype = (p.accDtype ?? "f32") as ScalarDType;
   const K = A.shape[A.shape.length - 1] as number;
@@ -240,14 +242,21 @@ function attention(req: KernelRequest, name: string, caps: SynthCaps): RequestKe
   const p = req.params as Record<string, unknown>;
   const [q, k, v, limit] = req.inputs as [Access, Access, Access, Access | undefined];
   const mask = p.mask as string;
-  if (mask !== "none" && mask !== "causal" && mask !== "sliding") throw new KernelgenError("bad_param", `attention mask ${mask} is not synthesized`, { synth: "attention", param: "mask", value: mask });
+  if (!["none", "causal", "sliding", "bool", "additive"].includes(mask)) throw new KernelgenError("bad_param", `attention mask ${mask} is not synthesized`, { synth: "attention", param: "mask", value: mask });
+  const tensorMask = mask === "bool" || mask === "additive";
   const r = q.shape.length;
   const [H, Tq, D] = q.shape.slice(-3) as [number, number, number];
   const [Hkv, Tk] = k.shape.slice(-3) as [number, number, number];
   const Dv = v.shape[r - 1] as number;
   const batch = numel(q.shape.slice(0, -3));
   let limitStrides: [number, number, number] | undefined;
-  if (limit !== undefined) {
+  let maskTensor: { dtype: StorageDType; strides: Strides4 } | undefined;
+  if (limit !== undefined && tensorMask) {
+    if (limit.offset !== 0) throw new KernelgenError("bad_shape", "mask must start at offset 0", { synth: "attention", param: "mask" });
+    const ms = stridesOnto(limit, [...q.shape.slice(0, -1), Tk]);
+    const bs = ms.slice(0, r - 3).filter((_, i) => (q.shape[i] as number) > 1);
+    maskTensor = { dtype: scalar(limit.dtype, "mask"), strides: [bs[bs.length - 1] ?? 0, ms[r - 3] as number, ms[r - 2] as number, ms[r - 1] as number] };
+  } else if (limit !== undefined) {
     if (limit.offset !== 0) throw new KernelgenError("bad_shape", "limit must start at offset 0", { synth: "attention", param: "limit" });
     const ls = stridesOnto(limit, [...q.shape.slice(0, -1), 1]);
     const bs = ls.slice(0, r - 3).filter((_, i) => (q.shape[i] as number) > 1);
@@ -258,10 +267,11 @@ function attention(req: KernelRequest, name: string, caps: SynthCaps): RequestKe
     scale: (p.scale ?? 1) as number, ...(p.softCap === null || p.softCap === undefined ? {} : { softCap: p.softCap as number }),
     mask: mask as "causal", ...(mask === "sliding" ? { window: p.window as number } : {}),
     strides: { q: strides4(q, "q"), k: strides4(k, "k"), v: strides4(v, "v"), out: strides4(req.output, "out"), ...(limitStrides === undefined ? {} : { limit: limitStrides }) },
+    ...(maskTensor === undefined ? {} : { maskTensor }),
     qDtype: scalar(q.dtype, "q"), kvDtype: scalar(k.dtype, "k"), outDtype: scalar(req.output.dtype, "out"),
   }, caps);
   if (k.dtype !== v.dtype) throw new KernelgenError("bad_dtype", "k and v must share a dtype", { synth: "attention", param: "v" });
-  return bind(kk, { q: input(0), k: input(1), v: input(2), ...(limit === undefined ? {} : { limit: input(3) }) });
+  return bind(kk, { q: input(0), k: input(1), v: input(2), ...(limit === undefined ? {} : tensorMask ? { mask: input(3) } : { limit: input(3) }) });
 }
 
 function packedMovement(req: KernelRequest, name: string, caps: SynthCaps): RequestKernel {
