@@ -41,7 +41,15 @@ export class RegionEmitter {
     private readonly inputShapes: readonly (readonly number[])[],
     private readonly readInput: InputReader,
     private readonly synth: string,
+    private readonly inputDtypes: readonly ScalarDType[] = [],
   ) {}
+
+  /** Dtype of an argument (inputs: as declared to the emitter, f32 when unknown). */
+  dtypeOf(a: RegionArg): ScalarDType {
+    if ("in" in a) return this.inputDtypes[a.in] ?? "f32";
+    if ("node" in a) return (this.region.nodes[a.node] as RegionNode).dtype;
+    return a.dtype;
+  }
 
   /** Runs `fn` in a nested memo scope (use for loop and branch bodies). */
   scoped<T>(fn: () => T): T {
@@ -250,7 +258,7 @@ function reduceInlineImpl(em: RegionEmitter, b: Builder, node: number, n: Region
   const r = inShape.length;
   const axes = p.axes.map((a) => (a < 0 ? a + r : a));
   const t = exprTypeOf(n.dtype);
-  const srcType = exprTypeOf((("node" in src ? em.region.nodes[src.node]?.dtype : undefined) ?? n.dtype) as ScalarDType);
+  const srcType = exprTypeOf(em.dtypeOf(src));
   const isFloat = srcType === "f32";
   // Coordinates of the operand: kept axes from c (in order), reduced axes from the loop variables.
   const kept: Val<"u32">[] = [];

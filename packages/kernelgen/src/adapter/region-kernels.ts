@@ -21,6 +21,8 @@ const SYNTH = "region";
 /** Where a region's inputs come from: their shapes, a reader declared inside the kernel, and their accesses if any. */
 interface RegionSource {
   readonly shapes: readonly (readonly number[])[];
+  /** Dtypes of the region inputs. */
+  readonly dtypes: readonly ScalarDType[];
   /**
    * Declares the input buffers and then `out` (read_write when an input shares the output's root buffer: such an
    * input is read through `out`, since a buffer bound twice with a writer is invalid on WebGPU and racy elsewhere).
@@ -34,6 +36,7 @@ interface RegionSource {
 function accessSource(inputs: readonly Access[]): RegionSource {
   return {
     shapes: inputs.map((a) => a.shape),
+    dtypes: inputs.map((a) => (isPacked(a.dtype) ? "u32" : a.dtype) as ScalarDType),
     declare: (b, output) => {
       const { bufs, out } = declareBuffers(b, inputs, output);
       return { reader: (i, c) => loadAccess(b, bufs[i] as Arr, inputs[i] as Access, c), out };
@@ -72,7 +75,7 @@ function regionKernel(name: string, region: Region, src: RegionSource, output: A
   const wg = pow2Workgroup(total, Math.min(caps.maxWorkgroup, 256));
   const k = kernel(name, { workgroupSize: [wg, 1, 1] }, (b) => {
     const { reader, out } = src.declare(b, output);
-    const em = new RegionEmitter(b, region, src.shapes, reader, SYNTH);
+    const em = new RegionEmitter(b, region, src.shapes, reader, SYNTH, src.dtypes);
     const e = linearThread(b, wg);
     b.if_(e.lt(total), () => {
       const c = delinearize(b, e, space);
@@ -122,7 +125,7 @@ export function regionRow(name: string, region: Region, inputs: readonly Access[
   const scratchLen = useSg ? Math.max(1, wg / (sg as number)) : wg;
   const k = kernel(name, { workgroupSize: [wg, 1, 1] }, (b) => {
     const { reader, out } = src.declare(b, output);
-    const em = new RegionEmitter(b, region, src.shapes, reader, SYNTH);
+    const em = new RegionEmitter(b, region, src.shapes, reader, SYNTH, src.dtypes);
     const scratch = b.shared("scratch", "f32", scratchLen);
     const hasArgmax = reduces.some(({ n }) => n.params.kind === "argmax");
     const sv = hasArgmax ? b.shared("amax_v", "f32", wg) : undefined;
@@ -225,6 +228,7 @@ export function contractionSource(inputs: readonly Access[], heads: number, accD
   return {
     accShape,
     shapes: [...Bs.map(() => accShape), ...extras.map((a) => a.shape)],
+    dtypes: [...Bs.map(() => accDtype), ...extras.map((a) => a.dtype as ScalarDType)],
     access: (i) => (i < heads ? undefined : extras[i - heads]),
     declare: (b, output) => {
       const { bufs, out } = declareBuffers(b, inputs, output);

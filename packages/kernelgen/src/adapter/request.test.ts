@@ -57,3 +57,34 @@ describe("synthesizeRequest", () => {
     ]);
   });
 });
+
+describe("regions with reductions outside row kernels", () => {
+  it("a Reduce over a middle axis (non-keepdim) inside an elementwise region, and as a bare op", async () => {
+    const { Builder, evaluate } = await import("@poot/graph-ir");
+    const { interpret } = await import("@poot/kernel-dsl");
+    const x = Float32Array.from({ length: 24 }, (_, i) => Math.sin(i) * 3);
+    const w = Float32Array.from({ length: 4 }, (_, i) => i - 1.5);
+    const region = {
+      nodes: [
+        { op: "Reduce", args: [{ in: 0 }], params: { kind: "max", axes: [1], keepdim: false }, dtype: "f32" as const, shape: [2, 4] },
+        { op: "Mul", args: [{ node: 0 }, { in: 1 }], params: {}, dtype: "f32" as const, shape: [2, 4] },
+      ],
+      result: 1,
+    };
+    const r: KernelRequest = { kind: "elementwise", op: "Fused", inputs: [dense(0, [2, 3, 4]), dense(1, [4])], output: dense(2, [2, 4]), params: { region } as never, region: region as never, emulated16: false };
+    const k = synthesizeRequest(r, CAPS);
+    const out = new Float32Array(8).fill(NaN);
+    interpret(k.kernel, { grid: [...k.grid], buffers: { in0: x, in1: w, out } });
+    const g = new Builder();
+    g.output("y", g.mul(g.reduce("max", g.const("x", "f32", [2, 3, 4]), [1]), g.const("w", "f32", [4])));
+    expect(Array.from(out)).toEqual(Array.from(evaluate(g.build(), { consts: { x, w } }).outputs.y!.data));
+    // The bare op over a non-last axis (argmax, numpy order) is served the same way.
+    const ra: KernelRequest = { kind: "reduction-row", op: "Reduce", inputs: [dense(0, [2, 3, 4])], output: dense(1, [2, 4], "i32"), params: { kind: "argmax", axes: [1], keepdim: false } as never, region: null, emulated16: false };
+    const ka = synthesizeRequest(ra, CAPS);
+    const idx = new Int32Array(8).fill(-7);
+    interpret(ka.kernel, { grid: [...ka.grid], buffers: { in0: x, out: idx } });
+    const ga = new Builder();
+    ga.output("i", ga.argmax(ga.const("x", "f32", [2, 3, 4]), 1));
+    expect(Array.from(idx)).toEqual(Array.from(evaluate(ga.build(), { consts: { x } }).outputs.i!.data));
+  });
+});

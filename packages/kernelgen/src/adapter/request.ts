@@ -82,7 +82,7 @@ function regionEpilogue(region: Region | null, accDtype: ScalarDType, extras: re
         // The accumulator exists only for this thread's own element; Rope or views over it need the inline form.
         if (JSON.stringify(c.map((x) => x.expr)) !== own) throw new AccumulatorElsewhere();
         return accR[i] as Val<"f32">;
-      }, SYNTH);
+      }, SYNTH, [...accR.map(() => accDtype), ...extras.map((a) => a.dtype as ScalarDType)]);
       return em.at(region.result, coords) as Val<ExprType>;
     },
   };
