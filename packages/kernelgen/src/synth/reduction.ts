@@ -176,3 +176,33 @@ export function synthesizeReductionRow(req: ReductionRowRequest, caps: SynthCaps
   });
   return { kernel: k, grid: grid2d(rows, caps), ...(useSg ? { subgroupSize: sg } : {}) };
 }
+
+/** True if (v, i) beats (bv, bi) in numpy argmax order: NaN is the maximum (first NaN wins), ties go to the lower index. */
+export function argmaxBeats(v: Val<"f32">, i: Val<"u32">, bv: Val<"f32">, bi: Val<"u32">): Val<"bool"> {
+  const vn = v.ne(v);
+  const bn = bv.ne(bv);
+  const earlier = i.lt(bi);
+  return bn.and(vn.and(earlier)).or(bn.not().and(vn.or(v.gt(bv)).or(v.eq(bv).and(earlier))));
+}
+
+/** Workgroup argmax of each thread's (best, idx) through shared `sv`/`si` (length wg, a power of two); all threads get the winner's index. */
+export function workgroupArgmax(b: Builder, best: Val<"f32">, idx: Val<"u32">, wg: number, sv: Arr<"f32">, si: Arr<"u32">, tid: Val<"u32">): Val<"u32"> {
+  const { if_, barrier, let_ } = b;
+  sv.set(tid, best);
+  si.set(tid, idx);
+  barrier();
+  for (let s = wg >> 1; s > 0; s >>= 1) {
+    if_(tid.lt(s), () => {
+      const ov = sv.at(tid.add(s));
+      const oi = si.at(tid.add(s));
+      if_(argmaxBeats(ov, oi, sv.at(tid), si.at(tid)), () => {
+        sv.set(tid, ov);
+        si.set(tid, oi);
+      });
+    });
+    barrier();
+  }
+  const r = let_(si.at(0), "amax");
+  barrier();
+  return r;
+}
