@@ -7,7 +7,7 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { evaluate, type Graph, type Tensor } from "@poot/graph-ir";
 import { BACKEND_KINDS, PLAN_OPS, compile, defaultTarget } from "@poot/graph-plan";
-import { LoadedModel, checkpointConsts, openSafetensors } from "@poot/models";
+import { LoadedModel, checkpointConsts, openCheckpoint, openSafetensors } from "@poot/models";
 import { bufferIo, runCli } from "@poot/serve";
 import { describe, expect, test } from "vitest";
 
@@ -97,6 +97,26 @@ describe.skipIf(!HAVE)("compiled graphs of the fixture families (skipped when ..
     expect(relF(outs[0]!, want)).toBeLessThanOrEqual(1e-4);
     expect(relF(outs[0]!, outs[1]!)).toBeLessThanOrEqual(1e-6);
   });
+
+  test.each(["Q8_0", "Q4_K_M", "F16"])("GGUF %s (packed weights): compiled prefill equals the primitive graph on cuda and wgpu", (q) => {
+    const file = path.join(FIX, "gguf", "llama3-w256", `model-${q}.gguf`);
+    const m = LoadedModel.open(file);
+    const ckpt = openCheckpoint(file);
+    try {
+      const g = m.graph({ kind: "prefill", tokens: 4 });
+      const binds = { consts: checkpointConsts(ckpt), slots: { ids: [1, 17, 99, 5] } };
+      const ref = evaluate(g, binds);
+      for (const kind of ["cuda", "wgpu"] as const) {
+        const p = compile(g, defaultTarget(kind));
+        if (q !== "F16") expect(p.graph.eqns.some((e) => e.op === "PackedContraction")).toBe(true);
+        expect(rel(evaluate(p.graph, binds, { ops: PLAN_OPS }).outputs.logits!, ref.outputs.logits!)).toBeLessThanOrEqual(1e-6);
+        expect([...p.dispatchBreakdown().perLayer.keys()]).toEqual([0, 1]);
+      }
+    } finally {
+      ckpt.close();
+      m.close();
+    }
+  }, 60_000);
 
   test("poot compile --explain prints passes, dispatches with kernels, declines and memory", async () => {
     const r = await poot("compile", path.join(FIX, "hf", "llama3"), "--target", "cuda", "--explain");

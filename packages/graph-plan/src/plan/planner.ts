@@ -19,7 +19,7 @@ export function readersOf(g: Graph): number[][] {
   return r;
 }
 
-const LAYER = /(?:^|\.)layers\.(\d+)(?:\.|$)/;
+const LAYER = /(?:^|\.)(?:layers|blk)\.(\d+)(?:\.|$)/;
 
 function layerOfName(n: string | undefined): number | null {
   const m = n === undefined ? null : LAYER.exec(n);
