@@ -27,20 +27,24 @@ function layerOfName(n: string | undefined): number | null {
 }
 
 /**
- * Layer of an equation: its value's name; else the weights and states it reads (one outside any layer,
- * like the final norm weight, puts it outside); else the layer of the equations producing its inputs.
+ * Layer of an equation: its value's name; else outside any layer when it reads a global weight (final
+ * norm, tied head); else the highest layer among the weights/states it reads and the equations producing
+ * its inputs (a table first named in layer 0 but read by layer 1 counts for layer 1).
  */
 function layerOf(g: Graph, e: Eqn, known: ReadonlyMap<ValueId, number | null>): number | null {
   const own = layerOfName(g.values[e.out]!.name);
   if (own !== null) return own;
-  const params = e.inputs.filter((o): o is number => !isLiteral(o) && (g.values[o]!.storage.kind === "const" || g.values[o]!.storage.kind === "state"));
-  if (params.length > 0) {
-    for (const o of params) { const l = layerOfName(g.values[o]!.name); if (l !== null) return l; }
-    return null;
+  let l = -1;
+  for (const o of e.inputs) {
+    if (isLiteral(o)) continue;
+    const v = g.values[o]!;
+    if (v.storage.kind === "const" || v.storage.kind === "state") {
+      const n = layerOfName(v.name);
+      if (n === null && v.storage.kind === "const") return null;
+      l = Math.max(l, n ?? -1);
+    } else l = Math.max(l, known.get(o) ?? -1);
   }
-  let l: number | null = null;
-  for (const o of e.inputs) if (!isLiteral(o)) l = Math.max(l ?? -1, known.get(o) ?? -1);
-  return l === null || l < 0 ? null : l;
+  return l < 0 ? null : l;
 }
 
 function kindOf(g: Graph, e: Eqn, ops: OpTable): KernelKind {
