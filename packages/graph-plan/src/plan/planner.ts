@@ -27,24 +27,26 @@ function layerOfName(n: string | undefined): number | null {
 }
 
 /**
- * Layer of an equation: its value's name; else outside any layer when it reads a global weight (final
- * norm, tied head); else the highest layer among the weights/states it reads and the equations producing
- * its inputs (a table first named in layer 0 but read by layer 1 counts for layer 1).
+ * Layer of an equation: its value's name; else, when it reads a layer's weights or states, the highest
+ * such layer or producing layer (a table first named in layer 0 but read by layer 1 counts for layer 1);
+ * else outside any layer when it reads only global weights (final norm, tied head); else its producers' layer.
  */
 function layerOf(g: Graph, e: Eqn, known: ReadonlyMap<ValueId, number | null>): number | null {
   const own = layerOfName(g.values[e.out]!.name);
   if (own !== null) return own;
-  let l = -1;
+  let fromParams = -1, fromProducers = -1, global = false;
   for (const o of e.inputs) {
     if (isLiteral(o)) continue;
     const v = g.values[o]!;
     if (v.storage.kind === "const" || v.storage.kind === "state") {
       const n = layerOfName(v.name);
-      if (n === null && v.storage.kind === "const") return null;
-      l = Math.max(l, n ?? -1);
-    } else l = Math.max(l, known.get(o) ?? -1);
+      if (n === null) global ||= v.storage.kind === "const";
+      else fromParams = Math.max(fromParams, n);
+    } else fromProducers = Math.max(fromProducers, known.get(o) ?? -1);
   }
-  return l < 0 ? null : l;
+  if (fromParams >= 0) return Math.max(fromParams, fromProducers);
+  if (global) return null;
+  return fromProducers < 0 ? null : fromProducers;
 }
 
 function kindOf(g: Graph, e: Eqn, ops: OpTable): KernelKind {
