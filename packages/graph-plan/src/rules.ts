@@ -31,8 +31,6 @@ export type NumericalReason =
   | "inexact-reciprocal"
   /** A narrowing cast (f32 -> f16/bf16) rounds; it cannot be folded away. */
   | "narrowing-cast"
-  /** A fused region would hold a narrow intermediate in f32 registers without rounding it. */
-  | "narrow-intermediate"
   /** A recognized chain computes in a narrow dtype that the composite does not replay. */
   | "narrow-compute";
 
