@@ -8,7 +8,9 @@ import { CliError } from "../errors.js";
 
 /** Executor factories by backend name; the CPU and GPU backends join this table as they land. */
 export const EXECUTORS: Readonly<Record<string, () => Executor>> = {
-  eval: createEvalExecutor,
+  eval: () => createEvalExecutor(),
+  // The literal oracle: graph-ir's `evaluate` every step, nothing folded (slow; for checking and baselines).
+  "eval-reference": () => createEvalExecutor({ foldWeights: false }),
 };
 
 /** A fresh executor for `--backend name`, or a CliError listing the available ones. */
