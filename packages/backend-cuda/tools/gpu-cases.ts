@@ -5,7 +5,7 @@ import { arrayClassFor, f32ToBf16Bits, interpret, kernel, type Kernel, type Kern
 import { synthesizeGemv } from "@poot/kernelgen";
 // The imported library's sources (their .kir.json assets are read from disk, which a bundle cannot do).
 import { convert_bf16x2_f32 } from "../../kernelgen/kernels/convert.js";
-import { gemv_bf16, gemv_f32 } from "../../kernelgen/kernels/gemv.js";
+import { gemv_bf16_kn, gemv_bf16_nk, gemv_f32_kn } from "../../kernelgen/kernels/gemv.js";
 import { gemvRowsBf16, gemvRowsBf16x2, gemvRowsF32, gemvRowsGrid, type CudaContext, type DeviceBuffer } from "@poot/backend-cuda";
 
 /** One launch: kernel, grid, inputs, uniforms and the output tolerance (0 = bit-exact). */
@@ -64,8 +64,9 @@ function cases(ctx: CudaContext): Case[] {
     { name: "gemv_rows_f32", kernel: gemvRowsF32, grid: gemvRowsGrid(45, sg), uniforms: { N: 45, K4: 75 }, tol: 1e-5, buffers: { W: f32s(45 * 300, r), x: f32s(300, r), y: poisoned(45) } },
     { name: "kernelgen synth gemv nk bf16", kernel: synthBf16.kernel, grid: [...synthBf16.grid], uniforms: {}, tol: 1e-5, buffers: { x: f32s(520, r), W: bf16s(37 * 520, r), y: poisoned(37) } },
     { name: "kernelgen synth gemv nk f32", kernel: synthF32.kernel, grid: [...synthF32.grid], uniforms: {}, tol: 1e-5, buffers: { x: f32s(300, r), W: f32s(45 * 300, r), y: poisoned(45) } },
-    { name: "kernelgen gemv_f32 (kn)", kernel: gemv_f32, grid: [Math.ceil(130 / 64), 1, 1], uniforms: { K: 300, N: 130 }, tol: 1e-5, buffers: { W: f32s(300 * 130, r), x: f32s(300, r), y: poisoned(130) } },
-    { name: "kernelgen gemv_bf16 (kn)", kernel: gemv_bf16, grid: [Math.ceil(130 / 64), 1, 1], uniforms: { K: 300, N: 130 }, tol: 1e-5, buffers: { W: bf16s(300 * 130, r), x: f32s(300, r), y: poisoned(130) } },
+    { name: "kernelgen gemv_f32_kn", kernel: gemv_f32_kn, grid: [Math.ceil(130 / 32), 1, 1], uniforms: { K: 300, N: 130, B: 1 }, tol: 1e-5, buffers: { W: f32s(300 * 130, r), x: f32s(300, r), y: poisoned(130) } },
+    { name: "kernelgen gemv_bf16_kn", kernel: gemv_bf16_kn, grid: [Math.ceil(130 / 32), 1, 1], uniforms: { K: 300, N: 130, B: 2 }, tol: 1e-5, buffers: { W: bf16s(300 * 130, r), x: f32s(600, r), y: poisoned(260) } },
+    { name: "kernelgen gemv_bf16_nk", kernel: gemv_bf16_nk, grid: [45, 1, 1], uniforms: { K: 300, N: 45, B: 3 }, tol: 1e-5, buffers: { W: bf16s(45 * 300, r), x: f32s(900, r), y: poisoned(135) } },
     { name: "kernelgen convert_bf16x2_f32", kernel: convert_bf16x2_f32, grid: [3, 1, 1], uniforms: { n: 301 }, tol: 0, buffers: { in: new Uint32Array(bf16s(302, r).buffer), out: poisoned(301) } },
     { name: "add_pos", kernel: addPos, grid: [2, 1, 1], uniforms: { n: 100 }, tol: 0, buffers: { x: f32s(128, r), pos: Uint32Array.of(12345), out: poisoned(128) } },
   ];
