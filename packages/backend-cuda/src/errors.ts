@@ -11,6 +11,8 @@ export type CudaErrorCode =
   | "ptx-jit"
   /** A launch or copy was given arguments that do not fit the kernel or buffer (count, kind, size). */
   | "bad-argument"
+  /** A graph-plan plan has no kernel kernelgen can provide for this device (context: the op and equation). */
+  | "unsupported-kernel"
   /** A buffer, module, stream or graph was used after `dispose()`. */
   | "disposed";
 

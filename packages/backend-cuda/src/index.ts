@@ -20,3 +20,7 @@ export { CudaGraph } from "./graph.js";
 export { createCudaContext, kernelArgs } from "./context.js";
 export type { CudaContext, CudaContextOptions, CompiledKernel, KernelBindings } from "./context.js";
 export { gemvRowsBf16, gemvRowsBf16x2, gemvRowsF32, gemvRowsGrid, GEMV_ROWS_WG } from "./kernels.js";
+export { CudaExecutor, createCudaExecutor } from "./executor/executor.js";
+export type { CudaExecutorOptions } from "./executor/executor.js";
+export { CudaProgram, planCapsOf } from "./executor/program.js";
+export { CudaStateSet } from "./executor/state.js";

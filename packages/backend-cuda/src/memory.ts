@@ -129,6 +129,14 @@ export class DeviceBuffer {
     check(this.api, this.api.cuMemcpyDtoDAsync(this.ptr, src.ptr, bytes, stream.handle), "cuMemcpyDtoDAsync_v2");
   }
 
+  /** Enqueues a copy of `bytes` bytes from `src` at `srcOffset` to this buffer at `dstOffset` on `stream`. */
+  copyRange(src: DeviceBuffer, srcOffset: number, dstOffset: number, bytes: number, stream: CudaStream): void {
+    this.alive();
+    this.fits(bytes, dstOffset);
+    if (srcOffset < 0 || srcOffset + bytes > src.bytes) throw new CudaError("bad-argument", `copy of ${bytes} bytes at ${srcOffset} overruns the ${src.bytes}-byte source`, { value: srcOffset });
+    check(this.api, this.api.cuMemcpyDtoDAsync(this.ptr + BigInt(dstOffset), src.ptr + BigInt(srcOffset), bytes, stream.handle), "cuMemcpyDtoDAsync_v2");
+  }
+
   /** Enqueues a byte fill of the whole buffer on `stream`. */
   fill(value: number, stream: CudaStream): void {
     this.alive();
