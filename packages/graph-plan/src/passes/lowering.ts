@@ -40,7 +40,7 @@ const packedRules: Rule[] = [
 ];
 
 /** The packed recognition pass. */
-export const packed: Pass = { name: "packed", numerics: "exact", doc: "DecodePacked feeding MatMul / Gather becomes PackedContraction / PackedRowGather", rules: packedRules };
+export const packed: Pass = { name: "packed", numerics: "exact", doc: "DecodePacked feeding MatMul / Gather becomes PackedContraction / PackedRowGather", rules: packedRules, reverse: true };
 
 // ── legalization ──
 const legalizeRules: Rule[] = [
@@ -85,7 +85,7 @@ const bf16Rules: Rule[] = [
 ];
 
 /** The dense BF16 recognition pass. */
-export const denseBf16: Pass = { name: "dense-bf16", numerics: "exact", doc: "MatMul over widened bf16/f16 (and transposed) operands becomes ContractionEpilogue reading them directly", rules: bf16Rules };
+export const denseBf16: Pass = { name: "dense-bf16", numerics: "exact", doc: "MatMul over widened bf16/f16 (and transposed) operands becomes ContractionEpilogue reading them directly", rules: bf16Rules, reverse: true };
 
 // ── reduction and dtype preparation ──
 const reductionRules: Rule[] = [
