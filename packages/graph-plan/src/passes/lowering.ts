@@ -47,7 +47,7 @@ const legalizeRules: Rule[] = [
   {
     // A Concat binds every input: split it when it would need more bindings than the device allows.
     name: "split-concat", ops: ["Concat"],
-    apply(k, e, cx) {
+    apply(_k, e, cx) {
       const max = planLimits(cx.target).maxStorageBuffers - 1;
       if (e.inputs.length <= max || max < 2) return null;
       const d = cx.draft;
@@ -58,7 +58,6 @@ const legalizeRules: Rule[] = [
       const shape = tv[0]!.shape.map((s, i) => (i === a ? tv.reduce((acc, t) => acc + t.shape[i]!, 0) : s));
       const mid = d.addValue(tv[0]!.dtype, shape, { kind: "device" });
       const inner: Eqn = { op: "Concat", inputs: tail, params: e.params, out: mid };
-      void k;
       return { kind: "replace", eqn: { ...e, inputs: [...head, mid] }, before: [inner] };
     },
   },
