@@ -1,7 +1,7 @@
-// The reference executor (backend kind "eval"): runs staged graphs with graph-ir's op semantics (the float64
-// oracle), folding weight-only equations once or calling `evaluate` every step, over host buffers. The runtime is tested with it, and every other backend is compared with it.
-import { evaluate, isPacked, numel, storageBytes, validateGraph, type Graph, type HostData, type Tensor, type ValueType } from "@poot/graph-ir";
-import type { DeviceBytes, Executor, ExecutorCaps, OutputData, StageOptions, StagedProgram, StateSet, WeightSource } from "./contract.js";
+// The reference executor (backend kind "eval"): graph-ir's op semantics (the float64 oracle) over host buffers,
+// weight-only equations folded once or `evaluate` every step; the runtime's tests and other backends use it.
+import { evaluate, isPacked, numel, storageBytes, validateGraph, type Graph, type HostData, type OpTable, type Tensor, type ValueType } from "@poot/graph-ir";
+import { stageParts, type DeviceBytes, type Executor, type ExecutorCaps, type OutputData, type StageInput, type StageOptions, type StagedProgram, type StateSet, type WeightSource } from "./contract.js";
 import { ExecutorError } from "./errors.js";
 import { FoldCache, FoldedSchedule } from "./folded.js";
 import { allocHostBuffer, HostStateSet, loadHost, storeHost, type HostBuffer } from "./host-state.js";
@@ -68,11 +68,12 @@ class EvalExecutor implements Executor {
     return d;
   }
 
-  stage(graph: Graph, options: StageOptions = {}): StagedProgram {
+  stage(input: StageInput, options: StageOptions = {}): StagedProgram {
     this.alive();
-    validateGraph(graph);
+    const { graph, ops } = stageParts(input);
+    validateGraph(graph, ops === undefined ? {} : { ops });
     const name = options.name ?? "program";
-    const p = new EvalProgram(this, graph, schemaOf(graph), name);
+    const p = new EvalProgram(this, graph, ops, schemaOf(graph), name);
     // With weights already bound, staging also prepares them (like an upload on a device backend).
     if (this.source !== null) p.schedule?.fold((key, type) => this.weight(key, type, name));
     this.programs.add(p);
@@ -114,8 +115,8 @@ class EvalProgram implements StagedProgram {
   /** @internal The folded schedule, or null when every step calls `evaluate`. */
   readonly schedule: FoldedSchedule | null;
 
-  constructor(private readonly exec: EvalExecutor, private readonly graph: Graph, readonly schema: ProgramSchema, readonly name: string) {
-    this.schedule = exec.fold ? new FoldedSchedule(graph, name, exec.folds) : null;
+  constructor(private readonly exec: EvalExecutor, private readonly graph: Graph, private readonly ops: OpTable | undefined, readonly schema: ProgramSchema, readonly name: string) {
+    this.schedule = exec.fold ? new FoldedSchedule(graph, name, exec.folds, ops) : null;
     for (const s of schema.slots.values()) this.slots.set(s.key, allocHostBuffer(s.dtype, s.size));
     for (const o of schema.outputs.values()) this.outputs.set(o.name, allocHostBuffer(o.dtype, o.size));
   }
@@ -160,7 +161,7 @@ class EvalProgram implements StagedProgram {
       outs = r.outputs;
       states = r.state;
     } else {
-      const r = evaluate(this.graph, { consts, slots, state: stateIn }, { validate: false });
+      const r = evaluate(this.graph, { consts, slots, state: stateIn }, this.ops === undefined ? { validate: false } : { validate: false, ops: this.ops });
       outs = new Map(Object.entries(r.outputs));
       states = new Map(Object.entries(r.state));
     }

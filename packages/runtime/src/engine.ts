@@ -33,6 +33,10 @@ export interface EngineStats {
   programsStaged: number;
   /** Milliseconds spent tracing and staging programs. */
   stageMs: number;
+  /** Single-token steps recorded with `capture` (one per change of session). */
+  captures: number;
+  /** Single-token steps run by `replay` of a captured step. */
+  replays: number;
 }
 
 /**
@@ -63,11 +67,13 @@ export class Engine {
   /** The tokenizer, or null when the engine runs ids only. */
   readonly tokenizer: Tokenizer | null;
   /** Work counters. */
-  readonly stats: EngineStats = { prefillTokens: 0, prefillMs: 0, decodeTokens: 0, decodeMs: 0, programsStaged: 0, stageMs: 0 };
+  readonly stats: EngineStats = { prefillTokens: 0, prefillMs: 0, decodeTokens: 0, decodeMs: 0, programsStaged: 0, stageMs: 0, captures: 0, replays: 0 };
   private readonly programs = new Map<string, StagedProgram>();
   private readonly batchStates = new Map<number, StateSet>();
   private readonly sessions = new Set<Session>();
   private nextId = 1;
+  /** The StateSet the single-token decode program was last captured with. */
+  private capturedState: StateSet | null = null;
 
   /**
    * @param model - an opened model (its checkpoint stays owned by the caller until {@link Engine.close}).
@@ -190,7 +196,8 @@ export class Engine {
       const p = this.decodeProgram(c);
       p.writeSlot("ids", ids.slice(off, off + c));
       p.writeSlot("pos", [pos]);
-      p.run(state);
+      if (c === 1) this.decodeStep(p, state);
+      else p.run(state);
       const logits = p.readOutput("logits") as Float32Array;
       last = logits.slice((c - 1) * V, c * V);
       const ms = performance.now() - t0;
@@ -205,6 +212,26 @@ export class Engine {
       off += c;
     }
     return last!;
+  }
+
+  /**
+   * One single-token step: replays the captured step when the same session decodes again (CUDA graphs,
+   * command buffers, host schedules), re-capturing when another session's State takes over.
+   */
+  private decodeStep(p: StagedProgram, state: StateSet): void {
+    if (!this.executor.caps.capture) {
+      p.run(state);
+      return;
+    }
+    if (this.capturedState !== state) {
+      this.capturedState = p.capture(state) ? state : null;
+      if (this.capturedState === null) {
+        p.run(state);
+        return;
+      }
+      this.stats.captures++;
+    } else this.stats.replays++;
+    p.replay();
   }
 
   /**

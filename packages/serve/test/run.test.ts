@@ -62,6 +62,7 @@ describe.skipIf(!HAVE)("poot run on the llama3 fixture (skipped when ../shared/f
     [["--backend", "tpu"], 'unknown backend "tpu"'],
     [["--weights", "f8"], "--weights must be f32 or bf16"],
     [["--context", "3"], "the context holds 3"],
+    [["--chat"], "no chat template"],
   ])("%o exits 1: %s", async (extra, message) => {
     const r = await poot("run", dir, "--prompt", prompt, ...extra);
     expect(r.code).toBe(1);
