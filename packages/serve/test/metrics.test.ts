@@ -44,19 +44,30 @@ describe.skipIf(LLAMA3 === null)(`metrics and cancellation (${NO_FIXTURES} other
     const get = (samples: typeof before, name: string, labels: Record<string, string> = {}) => samples.find((x) => x.name === name && Object.entries(labels).every(([k, v]) => x.labels[k] === v))?.value ?? 0;
     const a = await s.client.completions.create({ model: M, prompt: "one two", max_tokens: 5, ignore_eos: true } as never);
     const b = await s.client.chat.completions.create({ model: M, messages: [{ role: "user", content: "three" }], max_tokens: 4, n: 2, ignore_eos: true } as never);
-    const after = parsePrometheus(await (await fetch(`${s.url}/metrics`)).text()).samples;
+    // A streamed request (its reply is hijacked for SSE) is counted like the others.
+    const c = await s.client.chat.completions.create({ model: M, messages: [{ role: "user", content: "four" }], max_tokens: 3, ignore_eos: true, stream: true, stream_options: { include_usage: true } } as never);
+    let uc = { prompt_tokens: 0, completion_tokens: 0 };
+    for await (const chunk of c as unknown as AsyncIterable<{ usage?: typeof uc }>) if (chunk.usage) uc = chunk.usage;
+    expect(uc.completion_tokens).toBe(3);
+    // The response hook runs once the reply has ended, which can trail the client's last read by a moment.
+    let after = before;
+    const chat200 = { endpoint: "/v1/chat/completions", status: "200" };
+    await waitFor(async () => {
+      after = parsePrometheus(await (await fetch(`${s.url}/metrics`)).text()).samples;
+      return get(after, "poot_requests_total", chat200) - get(before, "poot_requests_total", chat200) >= 2;
+    }, 10_000);
     const d = (name: string, labels: Record<string, string> = {}) => get(after, name, labels) - get(before, name, labels);
     const ua = (a as { usage: { prompt_tokens: number; completion_tokens: number } }).usage;
     const ub = (b as { usage: { prompt_tokens: number; completion_tokens: number } }).usage;
     expect(ua.completion_tokens).toBe(5);
     expect(ub.completion_tokens).toBe(8);
     expect(d("poot_requests_total", { endpoint: "/v1/completions", status: "200" })).toBe(1);
-    expect(d("poot_requests_total", { endpoint: "/v1/chat/completions", status: "200" })).toBe(1);
-    expect(d("poot_generation_tokens_total")).toBe(13);
+    expect(d("poot_requests_total", { endpoint: "/v1/chat/completions", status: "200" })).toBe(2);
+    expect(d("poot_generation_tokens_total")).toBe(16);
     // Prompt tokens are counted per choice (the chat prompt ran twice, once per choice's sequence).
-    expect(d("poot_prompt_tokens_total")).toBe(ua.prompt_tokens + 2 * ub.prompt_tokens);
-    expect(d("poot_time_to_first_token_seconds_count")).toBe(3);
-    expect(d("poot_inter_token_latency_seconds_count")).toBe(13 - 3);
+    expect(d("poot_prompt_tokens_total")).toBe(ua.prompt_tokens + 2 * ub.prompt_tokens + uc.prompt_tokens);
+    expect(d("poot_time_to_first_token_seconds_count")).toBe(4);
+    expect(d("poot_inter_token_latency_seconds_count")).toBe(16 - 4);
     // Histogram buckets are cumulative and end at the count.
     const buckets = after.filter((x) => x.name === "poot_inter_token_latency_seconds_bucket");
     for (let i = 1; i < buckets.length; i++) expect(buckets[i]!.value).toBeGreaterThanOrEqual(buckets[i - 1]!.value);
