@@ -24,13 +24,17 @@ export interface ServeCliOptions {
   readonly chatTemplate?: string;
   readonly modelName?: string;
   readonly prepare: boolean;
+  readonly drainSeconds?: string;
 }
 
 /** A started server: its URL and how to stop it (also frees the engine and executor). */
 export interface StartedServer {
+  /** The base URL, e.g. `http://127.0.0.1:8080`. */
   readonly url: string;
+  /** The running server. */
   readonly server: PootServer;
-  close(): Promise<void>;
+  /** Stops it, letting running generations finish for up to `drainMs`, then frees the engine and executor. */
+  close(options?: { readonly drainMs?: number }): Promise<void>;
 }
 
 const command = "serve";
@@ -94,8 +98,8 @@ export async function startServe(model: string, o: ServeCliOptions, io: CliIo): 
   return {
     url,
     server,
-    close: async () => {
-      await server.close();
+    close: async (options = {}) => {
+      await server.close(options);
       serveEngine.close();
       executor.dispose();
     },
@@ -121,11 +125,14 @@ export const serve: CommandModule = {
       .option("--chat-template <file>", "a Jinja chat template replacing the model's own")
       .option("--model-name <name>", "the model id clients use (default: the model folder or file name)")
       .option("--no-prepare", "compile programs on first use instead of at start-up")
+      .option("--drain-seconds <s>", "on SIGINT/SIGTERM, let running requests finish for up to S seconds (a second signal stops at once)", "30")
       .action(async (model: string, o: ServeCliOptions) => {
         // Only the CLI reads the environment; the server library takes typed options.
         const apiKey = o.apiKey ?? process.env.POOT_API_KEY;
+        const drainMs = parseNumber("--drain-seconds", o.drainSeconds ?? "30", "float", command) * 1000;
+        if (!(drainMs >= 0)) throw new CliError("bad-input", `--drain-seconds must be >= 0, got ${o.drainSeconds}`, { command });
         const started = await startServe(model, { ...o, ...(apiKey === undefined || apiKey === "" ? {} : { apiKey }) }, io);
-        await new Promise<void>((resolve) => {
+        const signal = (): Promise<void> => new Promise<void>((resolve) => {
           const stop = (): void => {
             process.off("SIGINT", stop);
             process.off("SIGTERM", stop);
@@ -134,7 +141,9 @@ export const serve: CommandModule = {
           process.on("SIGINT", stop);
           process.on("SIGTERM", stop);
         });
-        io.err("poot serve: shutting down\n");
+        await signal();
+        io.err(`poot serve: shutting down (finishing running requests for up to ${drainMs / 1000} s; signal again to stop now)\n`);
+        await Promise.race([started.server.scheduler.drain(drainMs), signal()]);
         await started.close();
       });
   },

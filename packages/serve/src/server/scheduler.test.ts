@@ -79,6 +79,27 @@ describe.skipIf(!fs.existsSync(LLAMA3))("Scheduler over the runtime (needs ../sh
     expect(engine.stats().openSequences).toBe(0);
   });
 
+  test("drain refuses new work with 503 but lets queued and running generations finish", async () => {
+    const s = new Scheduler(engine, { maxBatch: 1, maxQueue: 4 });
+    const [a, b] = s.submit([request([5, 6], 5), request([7, 8], 5)]);
+    const drained = s.drain(60_000);
+    expect(() => s.submit([request([1], 1)])).toThrow(expect.objectContaining({ status: 503, code: "server_shutting_down" }));
+    const [ea, eb] = await Promise.all([drain(a!.events), drain(b!.events)]);
+    expect(ea.at(-1)).toMatchObject({ kind: "done", completionTokens: 5 });
+    expect(eb.at(-1)).toMatchObject({ kind: "done", completionTokens: 5 });
+    expect(await drained).toBe(true);
+    expect(engine.stats().openSequences).toBe(0);
+  });
+
+  test("drain gives up after its timeout, and shutdown then ends what is left", async () => {
+    const s = new Scheduler(engine, { maxBatch: 1, maxQueue: 4 });
+    const [a] = s.submit([request([5, 6], 25)]);
+    expect(await s.drain(1)).toBe(false);
+    s.shutdown();
+    expect((await drain(a!.events)).at(-1)).toMatchObject({ kind: "error", error: { status: 503 } });
+    expect(engine.stats().openSequences).toBe(0);
+  });
+
   test("shutdown fails running and waiting jobs with 503 and frees their sequences; later submissions get 503", async () => {
     const s = new Scheduler(engine, { maxBatch: 1, maxQueue: 4 });
     const [a, b] = s.submit([request([5, 6], 20), request([7, 8], 20)]);

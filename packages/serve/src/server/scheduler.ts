@@ -152,6 +152,20 @@ export class Scheduler {
     return jobs;
   }
 
+  /**
+   * Refuses new work (503) and resolves once every queued and running generation has ended, or after
+   * `timeoutMs`; resolves to whether it drained. Call {@link Scheduler.shutdown} afterwards for the rest.
+   */
+  async drain(timeoutMs: number): Promise<boolean> {
+    this.stopping = true;
+    const end = performance.now() + timeoutMs;
+    while (this.waiting.length + this.active.length > 0) {
+      if (performance.now() >= end) return false;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    return true;
+  }
+
   /** Refuses new work and cancels everything queued or running. */
   shutdown(): void {
     this.stopping = true;
@@ -190,7 +204,8 @@ export class Scheduler {
       }
     } finally {
       this.running = false;
-      if (this.waiting.length > 0 && !this.stopping) this.kick();
+      // While draining, queued work still runs to completion; after shutdown nothing is queued.
+      if (this.waiting.length > 0) this.kick();
     }
   }
 

@@ -40,8 +40,11 @@ export interface PootServer {
   readonly metrics: ServerMetrics;
   /** Starts listening; resolves to the base URL, e.g. `http://127.0.0.1:8080`. */
   listen(options: { readonly host?: string; readonly port?: number }): Promise<string>;
-  /** Cancels queued and running generations and closes the listener (the engine stays the caller's). */
-  close(): Promise<void>;
+  /**
+   * Stops the server (the engine stays the caller's): new requests get 503 at once; queued and running
+   * generations may finish for up to `drainMs` (default 0), then the rest are cancelled and the listener closes.
+   */
+  close(options?: { readonly drainMs?: number }): Promise<void>;
 }
 
 const ENDPOINTS = new Set(["/v1/models", "/v1/completions", "/v1/chat/completions", "/health", "/metrics"]);
@@ -121,7 +124,8 @@ export function createServer(options: ServerOptions): PootServer {
       const p = typeof addr === "object" && addr !== null ? addr.port : port;
       return `http://${host.includes(":") ? `[${host}]` : host}:${p}`;
     },
-    close: async () => {
+    close: async ({ drainMs = 0 } = {}) => {
+      if (drainMs > 0) await sched.drain(drainMs);
       sched.shutdown();
       await app.close();
     },
