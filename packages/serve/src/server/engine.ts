@@ -1,5 +1,5 @@
-// The narrow engine surface the server schedules over: tokenize, render chat, open sequences, run one
-// batched step, sample, match stop strings, and report stats. runtime-engine.ts adapts @poot/runtime to it.
+// The narrow engine surface the server schedules over: tokenize, render chat, begin sequences that sample
+// and detokenize themselves, run one batched step, report stats. runtime-engine.ts adapts @poot/runtime to it.
 import type { ChatMessage } from "@poot/models";
 
 /** Sampling parameters of one sequence, already range-checked by the server. */
@@ -16,33 +16,45 @@ export interface SamplingParams {
   readonly presencePenalty: number;
 }
 
-/** One sequence (one session's KV state) inside the engine. */
+/** What one sequence generates: its limits, sampling, stop strings and logprobs. */
+export interface SequenceOptions {
+  /** Most tokens to generate. */
+  readonly maxTokens: number;
+  /** Sampling. */
+  readonly sampling: SamplingParams;
+  /** Stop strings (generation ends before the first; it is not emitted). */
+  readonly stop: readonly string[];
+  /** null: no logprobs; n >= 0: the chosen token's logprob and the n most likely. */
+  readonly logprobs: number | null;
+  /** Keep generating past EOS. */
+  readonly ignoreEos: boolean;
+}
+
+/** A token and its log-probability under the raw model distribution. */
+export interface TokenLogprob {
+  /** Token id. */
+  readonly id: number;
+  /** Natural-log probability. */
+  readonly logprob: number;
+}
+
+/** What a sequence releases after one step: a sampled token with its text (possibly empty), or trailing text. */
+export type SequenceEvent =
+  | { readonly kind: "token"; readonly id: number; readonly text: string; readonly logprob: number | null; readonly top: readonly TokenLogprob[] | null }
+  | { readonly kind: "text"; readonly text: string };
+
+/** One sequence (one session's KV state and its decoding state) inside the engine. */
 export interface EngineSequence {
   /** Tokens in the cache plus tokens queued for the next step. */
   readonly length: number;
-  /** Queues tokens (the prompt, then each sampled token) for the next step. */
-  feed(ids: readonly number[]): void;
+  /** Tokens generated so far (EOS excluded). */
+  readonly generated: number;
+  /** Why it ended (EOS, a stop string, max tokens or the context's end), or null while running. */
+  readonly finish: "eos" | "stop" | "length" | null;
+  /** Samples after the logits of its last step, queues the token for the next step, and returns what it released. */
+  accept(logits: Float32Array): SequenceEvent[];
   /** Frees the sequence's KV state; idempotent. */
   release(): void;
-}
-
-/** Picks the next token from a row of logits. */
-export type Sampler = (logits: Float32Array, generated: readonly number[]) => number;
-
-/** Incremental detokenization: text released by each id, and what is held back at the end. */
-export interface TextStream {
-  /** Text completed by `id` (may be empty while a multi-byte character is incomplete). */
-  push(id: number): string;
-  /** Text still held back. */
-  flush(): string;
-}
-
-/** Incremental stop-string matching over streamed text. */
-export interface StopStream {
-  /** Text safe to emit now, and the stop string if one completed (text before it is emitted, it is not). */
-  push(text: string): { readonly text: string; readonly stop: string | null };
-  /** Text held back as a possible stop prefix, released at the end. */
-  flush(): string;
 }
 
 /** Work counters and memory an engine reports to /metrics. */
@@ -71,14 +83,8 @@ export interface ServeEngine {
   textOf(ids: readonly number[]): string;
   /** The text of one token alone, for logprobs. */
   tokenText(id: number): string;
-  /** A fresh incremental detokenizer (special tokens skipped). */
-  textStream(): TextStream;
-  /** A fresh stop matcher over `stops`. */
-  stopStream(stops: readonly string[]): StopStream;
-  /** A fresh sampler. */
-  sampler(params: SamplingParams): Sampler;
-  /** Opens an empty sequence; throws when no KV memory is left. */
-  open(): EngineSequence;
+  /** Opens a sequence with `prompt` queued; throws on options the engine refuses or when no KV memory is left. */
+  begin(prompt: readonly number[], options: SequenceOptions): EngineSequence;
   /** Runs every sequence's queued tokens as one step; returns the logits [V] after each one's last token. */
   step(seqs: readonly EngineSequence[]): Float32Array[];
   /** Counters and memory. */

@@ -1,10 +1,10 @@
-// The ServeEngine over @poot/runtime: sessions are runtime Sessions, a step is Engine.stepBatch, sampling is
-// the runtime's seeded sampleToken, stop strings its StopMatcher, and text the model tokenizer's.
+// The ServeEngine over @poot/runtime: a sequence is a runtime Session with the runtime's Decoding (seeded
+// sampling, stop strings, streaming detokenization, logprobs), and a step is Engine.stepBatch.
 import { Template } from "@huggingface/jinja";
 import type { ChatMessage, Tokenizer } from "@poot/models";
-import { Rng, StopMatcher, randomSeed, sampleToken, type Engine, type Session, type SamplingOptions } from "@poot/runtime";
+import { Decoding, type Engine, type GenerateOptions } from "@poot/runtime";
 import { invariant } from "../errors.js";
-import type { EngineSequence, EngineStats, Sampler, SamplingParams, ServeEngine, StopStream, TextStream } from "./engine.js";
+import type { EngineSequence, EngineStats, SequenceEvent, SequenceOptions, ServeEngine } from "./engine.js";
 
 /** Options of {@link RuntimeServeEngine}. */
 export interface RuntimeServeEngineOptions {
@@ -13,18 +13,30 @@ export interface RuntimeServeEngineOptions {
 }
 
 class RuntimeSequence implements EngineSequence {
-  constructor(readonly session: Session) {}
+  constructor(readonly decoding: Decoding) {}
 
   get length(): number {
-    return this.session.length + this.session.queued.length;
+    const s = this.decoding.session;
+    return s.length + s.queued.length;
   }
 
-  feed(ids: readonly number[]): void {
-    this.session.feed(ids);
+  get generated(): number {
+    return this.decoding.ids.length;
+  }
+
+  get finish(): "eos" | "stop" | "length" | null {
+    const f = this.decoding.finish;
+    // The server cancels by releasing, never through Decoding.cancel.
+    invariant(f !== "cancelled", "a served sequence was cancelled through its Decoding");
+    return f;
+  }
+
+  accept(logits: Float32Array): SequenceEvent[] {
+    return this.decoding.accept(logits).map((e) => (e.kind === "text" ? e : { kind: "token", id: e.id, text: e.text, logprob: e.logprob ?? null, top: e.top ?? null }));
   }
 
   release(): void {
-    this.session.release();
+    this.decoding.session.release();
   }
 }
 
@@ -83,32 +95,34 @@ export class RuntimeServeEngine implements ServeEngine {
     return this.tok.decode([id]);
   }
 
-  /** The tokenizer's stream decoder, special tokens skipped. */
-  textStream(): TextStream {
-    return this.tok.streamDecoder({ skipSpecial: true });
-  }
-
-  /** The runtime's stop matcher. */
-  stopStream(stops: readonly string[]): StopStream {
-    return new StopMatcher(stops);
-  }
-
-  /** The runtime's `sampleToken` with its own seeded `Rng`. */
-  sampler(p: SamplingParams): Sampler {
-    const options: SamplingOptions = { temperature: p.temperature, topP: p.topP, frequencyPenalty: p.frequencyPenalty, presencePenalty: p.presencePenalty };
-    const rng = new Rng(p.seed ?? randomSeed());
-    // The context argument only feeds the repetition penalty, which the OpenAI API does not have.
-    return (logits, generated) => sampleToken(logits, [], generated, options, rng);
-  }
-
-  /** A new runtime session. */
-  open(): EngineSequence {
-    return new RuntimeSequence(this.engine.openSession());
+  /** A runtime session with the prompt queued and a runtime Decoding over it. */
+  begin(prompt: readonly number[], o: SequenceOptions): EngineSequence {
+    const p = o.sampling;
+    const options: GenerateOptions = {
+      maxTokens: o.maxTokens,
+      temperature: p.temperature,
+      topP: p.topP,
+      frequencyPenalty: p.frequencyPenalty,
+      presencePenalty: p.presencePenalty,
+      stop: o.stop,
+      ignoreEos: o.ignoreEos,
+      ...(p.seed === undefined ? {} : { seed: p.seed }),
+      ...(o.logprobs === null ? {} : { logprobs: o.logprobs }),
+    };
+    const session = this.engine.openSession();
+    try {
+      const decoding = new Decoding(this.engine, session, prompt, options);
+      session.feed(prompt);
+      return new RuntimeSequence(decoding);
+    } catch (err) {
+      session.release();
+      throw err;
+    }
   }
 
   /** One `Engine.stepBatch` over the sequences' sessions. */
   step(seqs: readonly EngineSequence[]): Float32Array[] {
-    return this.engine.stepBatch(seqs.map((s) => (s as RuntimeSequence).session));
+    return this.engine.stepBatch(seqs.map((s) => (s as RuntimeSequence).decoding.session));
   }
 
   /** Programs staged, executor bytes and open sessions, from the runtime. */

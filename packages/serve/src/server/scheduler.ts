@@ -2,26 +2,15 @@
 // token, and between steps lets finished or cancelled requests leave and waiting ones join (up to maxBatch).
 import { ApiError, invariant } from "../errors.js";
 import { Channel } from "./channel.js";
-import type { EngineSequence, Sampler, SamplingParams, ServeEngine, StopStream, TextStream } from "./engine.js";
-import { tokenLogprobs, type TokenLogprob } from "./logprobs.js";
+import type { EngineSequence, SequenceOptions, ServeEngine, TokenLogprob } from "./engine.js";
 
 /** Why a generation ended, in OpenAI's words. */
 export type FinishReason = "stop" | "length";
 
 /** What one generation asks for (one choice of a request). */
-export interface GenerationRequest {
+export interface GenerationRequest extends SequenceOptions {
   /** Prompt token ids (non-empty; prompt + maxTokens fit the context, checked by the caller). */
   readonly prompt: readonly number[];
-  /** Most tokens to generate. */
-  readonly maxTokens: number;
-  /** Sampling. */
-  readonly sampling: SamplingParams;
-  /** Stop strings. */
-  readonly stop: readonly string[];
-  /** null: no logprobs; n >= 0: the chosen token's logprob and the n most likely. */
-  readonly logprobs: number | null;
-  /** Keep generating past EOS. */
-  readonly ignoreEos: boolean;
 }
 
 /** A sampled token with the text it released (possibly empty) and, when asked, its logprobs. */
@@ -83,10 +72,7 @@ class Job implements GenerationJob {
   readonly events = new Channel<GenerationEvent>();
   readonly submitted = performance.now();
   seq: EngineSequence | null = null;
-  sampler: Sampler | null = null;
-  text: TextStream | null = null;
-  stops: StopStream | null = null;
-  readonly generated: number[] = [];
+  tokens = 0;
   lastTokenAt = 0;
   over = false;
 
@@ -179,7 +165,7 @@ export class Scheduler {
     const a = this.active.indexOf(job);
     if (a >= 0) this.active.splice(a, 1);
     job.seq?.release();
-    this.options.observer?.finished(job.req.prompt.length, job.generated.length, "cancelled");
+    this.options.observer?.finished(job.req.prompt.length, job.tokens, "cancelled");
   }
 
   private kick(): void {
@@ -213,11 +199,7 @@ export class Scheduler {
     while (this.active.length < this.options.maxBatch && this.waiting.length > 0) {
       const job = this.waiting.shift()!;
       try {
-        job.seq = this.engine.open();
-        job.seq.feed(job.req.prompt);
-        job.sampler = this.engine.sampler(job.req.sampling);
-        job.text = this.engine.textStream();
-        job.stops = this.engine.stopStream(job.req.stop);
+        job.seq = this.engine.begin(job.req.prompt, job.req);
       } catch (err) {
         this.fail(job, new ApiError(503, "internal_error", `cannot start the generation: ${(err as Error).message}`));
         continue;
@@ -251,32 +233,28 @@ export class Scheduler {
 
   private advance(job: Job, logits: Float32Array, now: number): void {
     const obs = this.options.observer;
-    if (job.generated.length === 0) obs?.firstToken((now - job.submitted) / 1000);
-    else obs?.interToken((now - job.lastTokenAt) / 1000);
-    job.lastTokenAt = now;
-    const id = job.sampler!(logits, job.generated);
-    if (!job.req.ignoreEos && this.engine.eosTokenIds.includes(id)) return this.finish(job, "stop", true);
-    job.generated.push(id);
-    const lp = job.req.logprobs === null ? null : tokenLogprobs(logits, id, job.req.logprobs);
-    const piece = job.stops!.push(job.text!.push(id));
-    job.events.push({ kind: "token", id, text: piece.text, logprob: lp?.logprob ?? null, top: lp?.top ?? null });
-    if (piece.stop !== null) return this.finish(job, "stop", false);
-    if (job.generated.length >= job.req.maxTokens || job.seq!.length >= this.engine.context) return this.finish(job, "length", true);
-    job.seq!.feed([id]);
-  }
-
-  private finish(job: Job, reason: FinishReason, flush: boolean): void {
+    const seq = job.seq!;
     let tail = "";
-    if (flush) {
-      const piece = job.stops!.push(job.text!.flush());
-      tail = piece.text + (piece.stop === null ? job.stops!.flush() : "");
-      if (piece.stop !== null) reason = "stop";
+    for (const e of seq.accept(logits)) {
+      if (e.kind === "text") {
+        tail += e.text;
+        continue;
+      }
+      if (job.tokens === 0) obs?.firstToken((now - job.submitted) / 1000);
+      else obs?.interToken((now - job.lastTokenAt) / 1000);
+      job.lastTokenAt = now;
+      job.tokens++;
+      job.events.push({ kind: "token", id: e.id, text: e.text, logprob: e.logprob, top: e.top });
     }
+    const finish = seq.finish;
+    if (finish === null) return;
+    // OpenAI reports an EOS or a stop string alike as "stop".
+    const reason: FinishReason = finish === "length" ? "length" : "stop";
     job.over = true;
-    job.seq!.release();
-    job.events.push({ kind: "done", text: tail, finishReason: reason, promptTokens: job.req.prompt.length, completionTokens: job.generated.length });
+    seq.release();
+    job.events.push({ kind: "done", text: tail, finishReason: reason, promptTokens: job.req.prompt.length, completionTokens: seq.generated });
     job.events.close();
-    this.options.observer?.finished(job.req.prompt.length, job.generated.length, reason);
+    obs?.finished(job.req.prompt.length, seq.generated, reason);
   }
 
   private fail(job: Job, error: ApiError): void {
@@ -288,6 +266,6 @@ export class Scheduler {
     this.active = this.active.filter((j) => j !== job);
     job.events.push({ kind: "error", error });
     job.events.close();
-    this.options.observer?.finished(job.req.prompt.length, job.generated.length, "error");
+    this.options.observer?.finished(job.req.prompt.length, job.tokens, "error");
   }
 }
