@@ -7,7 +7,7 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { evaluate, type Graph, type Tensor } from "@poot/graph-ir";
 import { BACKEND_KINDS, PLAN_OPS, compile, defaultTarget } from "@poot/graph-plan";
-import { LoadedModel, checkpointConsts, openSafetensors } from "@poot/models";
+import { LoadedModel, checkpointConsts, openCheckpoint, openSafetensors } from "@poot/models";
 import { bufferIo, runCli } from "@poot/serve";
 import { describe, expect, test } from "vitest";
 
@@ -45,10 +45,14 @@ describe.skipIf(!HAVE)("compiled graphs of the fixture families (skipped when ..
         const consts = checkpointConsts(ckpt);
         const prefill = m.graph({ kind: "prefill", tokens: ids.length });
         const decode = m.graph({ kind: "decode", context: 32 });
+        const batched = m.graph({ kind: "batched-decode", batch: 3, context: 16 });
+        const cache = (g: Graph): Record<string, Float32Array> => Object.fromEntries(g.states.map((s) => [s.key, Float32Array.from({ length: g.values[s.input]!.shape.reduce((a, b) => a * b, 1) }, (_, i) => Math.sin(i) / 4)]));
         const runs: [Graph, Parameters<typeof evaluate>[1]][] = [
           [prefill, { consts, slots: { ids: Int32Array.from(ids) } }],
           // Decode at position 3 over a cache whose rows hold arbitrary values (the mask must hide rows > 3).
-          [decode, { consts, slots: { ids: [ids[3]!], pos: [3] }, state: Object.fromEntries(decode.states.map((s) => [s.key, Float32Array.from({ length: decode.values[s.input]!.shape.reduce((a, b) => a * b, 1) }, (_, i) => Math.sin(i) / 4)])) }],
+          [decode, { consts, slots: { ids: [ids[3]!], pos: [3] }, state: cache(decode) }],
+          // Three sequences at different positions: each writes its own cache rows in place.
+          [batched, { consts, slots: { ids: [ids[0]!, ids[1]!, ids[2]!], pos: [5, 0, 11] }, state: cache(batched) }],
         ];
         for (const [g, binds] of runs) {
           const ref = evaluate(g, binds);
@@ -60,8 +64,12 @@ describe.skipIf(!HAVE)("compiled graphs of the fixture families (skipped when ..
             expect(rel(got.outputs.logits!, ref.outputs.logits!), `${fam} ${kind}`).toBeLessThanOrEqual(1e-6);
             for (const k of Object.keys(ref.state)) expect(rel(got.state[k]!, ref.state[k]!)).toBeLessThanOrEqual(1e-6);
             // Every full-attention layer's chain was recognized.
-            const attn = g === prefill || fam !== "qwen35" ? m.config.layerTypes.filter((t) => t !== "linear").length : 0;
-            if (attn > 0) expect(p.graph.eqns.filter((e) => e.op === "Attention").length).toBe(attn);
+            expect(p.graph.eqns.filter((e) => e.op === "Attention").length).toBe(m.config.layerTypes.filter((t) => t !== "linear").length);
+            // KV caches are written in place: every attention cache's state_out aliases its state_in.
+            const buf = p.buffers();
+            const kv = p.graph.states.filter((s) => s.key.endsWith(".k") || s.key.endsWith(".v"));
+            expect(kv.length).toBe(g === prefill ? 0 : 2 * m.config.layerTypes.filter((t) => t !== "linear").length);
+            for (const s of kv) expect(buf.aliases.get(s.output), `${fam} ${kind} ${s.key}`).toBe(s.input);
           }
         }
       } finally {
@@ -89,6 +97,26 @@ describe.skipIf(!HAVE)("compiled graphs of the fixture families (skipped when ..
     expect(relF(outs[0]!, want)).toBeLessThanOrEqual(1e-4);
     expect(relF(outs[0]!, outs[1]!)).toBeLessThanOrEqual(1e-6);
   });
+
+  test.each(["Q8_0", "Q4_K_M", "F16"])("GGUF %s (packed weights): compiled prefill equals the primitive graph on cuda and wgpu", (q) => {
+    const file = path.join(FIX, "gguf", "llama3-w256", `model-${q}.gguf`);
+    const m = LoadedModel.open(file);
+    const ckpt = openCheckpoint(file);
+    try {
+      const g = m.graph({ kind: "prefill", tokens: 4 });
+      const binds = { consts: checkpointConsts(ckpt), slots: { ids: [1, 17, 99, 5] } };
+      const ref = evaluate(g, binds);
+      for (const kind of ["cuda", "wgpu"] as const) {
+        const p = compile(g, defaultTarget(kind));
+        if (q !== "F16") expect(p.graph.eqns.some((e) => e.op === "PackedContraction")).toBe(true);
+        expect(rel(evaluate(p.graph, binds, { ops: PLAN_OPS }).outputs.logits!, ref.outputs.logits!)).toBeLessThanOrEqual(1e-6);
+        expect([...p.dispatchBreakdown().perLayer.keys()]).toEqual([0, 1]);
+      }
+    } finally {
+      ckpt.close();
+      m.close();
+    }
+  }, 60_000);
 
   test("poot compile --explain prints passes, dispatches with kernels, declines and memory", async () => {
     const r = await poot("compile", path.join(FIX, "hf", "llama3"), "--target", "cuda", "--explain");

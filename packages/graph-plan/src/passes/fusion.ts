@@ -36,10 +36,13 @@ function kindOf(cx: RuleContext, e: Eqn): Kind {
   return "none";
 }
 
-/** A state read only by this update can be written in place: the region's output aliases it. */
-function inPlaceState(cx: RuleContext, e: Eqn): boolean {
+/** An update can write in place: its target is a State read only here, or an in-place update of one read only here. */
+function inPlaceState(cx: RuleContext, e: Eqn, depth = 0): boolean {
   const s = e.inputs[0]!;
-  return !isLiteral(s) && cx.draft.storageOf(s) === "state" && cx.draft.users(s).length === 1;
+  if (isLiteral(s) || cx.draft.users(s).length !== 1 || depth > 64) return false;
+  if (cx.draft.storageOf(s) === "state") return true;
+  const p = cx.draft.def(s);
+  return p !== undefined && p.op === "DynamicUpdateSlice" && inPlaceState(cx, p, depth + 1);
 }
 
 /** Recomputing it in every region is free: index loads, views and pointwise ops over per-step inputs and constants only. */
@@ -104,7 +107,8 @@ function grow(k0: number, root: Eqn, cx: RuleContext): Rewrite | null {
     tried.add(best.v);
     const p = d.eqns[best.k]!;
     const pk = kindOf(cx, p);
-    if (pk === "none" || pk === "dus" || d.isExternal(best.v)) continue;
+    // Earlier updates of the same buffer (one per sequence of a batch) join the chain the root ends.
+    if (pk === "none" || (pk === "dus" && !inPlaceState(cx, p)) || d.isExternal(best.v)) continue;
     const exclusive = d.users(best.v).every((u) => members.has(u));
     if (!exclusive && !cheap(cx, p, pk)) continue;
     if (pk === "head") {

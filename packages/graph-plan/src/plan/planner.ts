@@ -19,7 +19,7 @@ export function readersOf(g: Graph): number[][] {
   return r;
 }
 
-const LAYER = /(?:^|\.)layers\.(\d+)(?:\.|$)/;
+const LAYER = /(?:^|\.)(?:layers|blk)\.(\d+)(?:\.|$)/;
 
 function layerOfName(n: string | undefined): number | null {
   const m = n === undefined ? null : LAYER.exec(n);
@@ -27,20 +27,26 @@ function layerOfName(n: string | undefined): number | null {
 }
 
 /**
- * Layer of an equation: its value's name; else the weights and states it reads (one outside any layer,
- * like the final norm weight, puts it outside); else the layer of the equations producing its inputs.
+ * Layer of an equation: its value's name; else, when it reads a layer's weights or states, the highest
+ * such layer or producing layer (a table first named in layer 0 but read by layer 1 counts for layer 1);
+ * else outside any layer when it reads only global weights (final norm, tied head); else its producers' layer.
  */
 function layerOf(g: Graph, e: Eqn, known: ReadonlyMap<ValueId, number | null>): number | null {
   const own = layerOfName(g.values[e.out]!.name);
   if (own !== null) return own;
-  const params = e.inputs.filter((o): o is number => !isLiteral(o) && (g.values[o]!.storage.kind === "const" || g.values[o]!.storage.kind === "state"));
-  if (params.length > 0) {
-    for (const o of params) { const l = layerOfName(g.values[o]!.name); if (l !== null) return l; }
-    return null;
+  let fromParams = -1, fromProducers = -1, global = false;
+  for (const o of e.inputs) {
+    if (isLiteral(o)) continue;
+    const v = g.values[o]!;
+    if (v.storage.kind === "const" || v.storage.kind === "state") {
+      const n = layerOfName(v.name);
+      if (n === null) global ||= v.storage.kind === "const";
+      else fromParams = Math.max(fromParams, n);
+    } else fromProducers = Math.max(fromProducers, known.get(o) ?? -1);
   }
-  let l: number | null = null;
-  for (const o of e.inputs) if (!isLiteral(o)) l = Math.max(l ?? -1, known.get(o) ?? -1);
-  return l === null || l < 0 ? null : l;
+  if (fromParams >= 0) return Math.max(fromParams, fromProducers);
+  if (global) return null;
+  return fromProducers < 0 ? null : fromProducers;
 }
 
 function kindOf(g: Graph, e: Eqn, ops: OpTable): KernelKind {
@@ -192,4 +198,3 @@ export function planGraph(g: Graph, target: Target, options: ResolvedOptions, op
   });
 }
 
-export type { ValueId };
