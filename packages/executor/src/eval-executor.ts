@@ -4,7 +4,8 @@ import { evaluate, isPacked, numel, storageBytes, validateGraph, type Graph, typ
 import { stageParts, type DeviceBytes, type Executor, type ExecutorCaps, type OutputData, type StageInput, type StageOptions, type StagedProgram, type StateSet, type WeightSource } from "./contract.js";
 import { ExecutorError } from "./errors.js";
 import { FoldCache, FoldedSchedule } from "./folded.js";
-import { allocHostBuffer, HostStateSet, loadHost, storeHost, type HostBuffer } from "./host-state.js";
+import { EvalStateSet } from "./eval-state.js";
+import { allocHostBuffer, loadHost, storeHost, type HostBuffer } from "./host-state.js";
 import { checkSlotData, elementBytes, schemaOf, type ProgramSchema } from "./schema.js";
 
 /** Capabilities of the eval executor. */
@@ -40,7 +41,7 @@ class EvalExecutor implements Executor {
   /** @internal Live programs and StateSets, for deviceBytes. */
   readonly programs = new Set<EvalProgram>();
   /** @internal */
-  readonly stateSets = new Set<HostStateSet>();
+  readonly stateSets = new Set<EvalStateSet>();
   private disposed = false;
 
   bindWeights(source: WeightSource): void {
@@ -130,7 +131,7 @@ class EvalProgram implements StagedProgram {
 
   createState(): StateSet {
     this.alive();
-    const s = new HostStateSet(this.schema, this.name, (gone) => this.exec.stateSets.delete(gone));
+    const s = new EvalStateSet(this.schema, this.name, (gone) => this.exec.stateSets.delete(gone as EvalStateSet));
     this.exec.stateSets.add(s);
     return s;
   }
@@ -153,14 +154,27 @@ class EvalProgram implements StagedProgram {
     const slots: Record<string, HostData> = {};
     for (const [k, b] of this.slots) slots[k] = b;
     const stateIn: Record<string, HostData> = {};
-    if (host !== null) for (const [k, b] of host.buffers) stateIn[k] = b;
     const consts = (key: string, type: ValueType) => this.exec.weight(key, type, this.name);
     let outs: ReadonlyMap<string, Tensor>, states: ReadonlyMap<string, Tensor>;
     if (this.schedule !== null) {
-      const r = this.schedule.run({ consts, slots, state: stateIn });
+      // State a previous step left as evaluator tensors is used as it is; the rest is read from its buffer.
+      const stateTensors = new Map<string, Tensor>();
+      if (host !== null) {
+        for (const key of this.schema.states.keys()) {
+          const t = host.tensor(key);
+          if (t !== undefined) stateTensors.set(key, t);
+          else stateIn[key] = host.buffer(key);
+        }
+      }
+      const r = this.schedule.run({ consts, slots, state: stateIn, stateTensors });
       outs = r.outputs;
       states = r.state;
+      for (const o of this.schema.outputs.values()) storeHost(o.dtype, this.outputs.get(o.name)!, outs.get(o.name)!.data);
+      // Donation: state_out replaces state_in; its typed buffer is written only when someone reads it.
+      if (host !== null) for (const key of this.schema.states.keys()) host.setTensor(key, states.get(key)!);
+      return;
     } else {
+      if (host !== null) for (const key of this.schema.states.keys()) stateIn[key] = host.buffer(key);
       const r = evaluate(this.graph, { consts, slots, state: stateIn }, this.ops === undefined ? { validate: false } : { validate: false, ops: this.ops });
       outs = new Map(Object.entries(r.outputs));
       states = new Map(Object.entries(r.state));
@@ -170,10 +184,10 @@ class EvalProgram implements StagedProgram {
     if (host !== null) for (const s of this.schema.states.values()) storeHost(s.dtype, host.buffer(s.key), states.get(s.key)!.data);
   }
 
-  private checkState(state: StateSet | undefined): HostStateSet | null {
+  private checkState(state: StateSet | undefined): EvalStateSet | null {
     if (this.schema.states.size === 0) return null;
     if (state === undefined) throw new ExecutorError("unknown-state", `the program has ${this.schema.states.size} state(s): pass a StateSet from createState()`, { program: this.name });
-    if (!(state instanceof HostStateSet) || !this.exec.stateSets.has(state)) throw new ExecutorError("unknown-state", "StateSet was not made by this executor", { program: this.name });
+    if (!(state instanceof EvalStateSet) || !this.exec.stateSets.has(state)) throw new ExecutorError("unknown-state", "StateSet was not made by this executor", { program: this.name });
     for (const s of this.schema.states.values()) {
       const t = state.schema.states.get(s.key);
       if (t === undefined || t.size !== s.size || t.dtype !== s.dtype) throw new ExecutorError("unknown-state", "StateSet layout differs from the program's", { program: this.name, key: s.key });

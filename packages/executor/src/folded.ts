@@ -14,6 +14,8 @@ export interface FoldedBindings {
   readonly slots: { readonly [key: string]: HostData };
   /** state_in data by key. */
   readonly state: { readonly [key: string]: HostData };
+  /** state_in already as evaluator tensors (values rounded to the state's dtype), used as they are. */
+  readonly stateTensors?: ReadonlyMap<string, Tensor>;
 }
 
 /**
@@ -151,7 +153,7 @@ export class FoldedSchedule {
         case "const": out = bind(id, b.consts(s.key, g.values[id]!), "weight", s.key); break;
         case "computed": out = bind(id, s.data, "computed value", String(id)); break;
         case "slot": out = bind(id, b.slots[s.key], "slot", s.key); break;
-        case "state": out = bind(id, b.state[s.key], "state", s.key); break;
+        case "state": out = b.stateTensors?.get(s.key) ?? bind(id, b.state[s.key], "state", s.key); break;
         case "device": invariant(false, `value ${id} read before its equation ran`); break;
         default: return s satisfies never;
       }
