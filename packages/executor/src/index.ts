@@ -14,3 +14,5 @@ export { HostStateSet, allocHostBuffer, laneCount, loadHost, storeHost } from ".
 export type { HostBuffer } from "./host-state.js";
 export { EVAL_CAPS, createEvalExecutor } from "./eval-executor.js";
 export type { EvalExecutorOptions } from "./eval-executor.js";
+export { INTERP_CAPS, createInterpExecutor } from "./interp-executor.js";
+export type { InterpExecutorOptions } from "./interp-executor.js";
