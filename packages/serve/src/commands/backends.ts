@@ -3,7 +3,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
-import { createEvalExecutor, type Executor } from "@poot/executor";
+import { createEvalExecutor, createInterpExecutor, type Executor } from "@poot/executor";
 import { CliError } from "../errors.js";
 
 /** Executor factories by backend name; the CPU and GPU backends join this table as they land. */
@@ -11,6 +11,9 @@ export const EXECUTORS: Readonly<Record<string, () => Executor>> = {
   eval: () => createEvalExecutor(),
   // The literal oracle: graph-ir's `evaluate` every step, nothing folded (slow; for checking and baselines).
   "eval-reference": () => createEvalExecutor({ foldWeights: false }),
+  // Every graph compiled by graph-plan for the cpu target and each plan's kernel run in the kernel-dsl interpreter
+  // (very slow; checks the whole Program: plans, buffers, synthesized and imported kernels).
+  interp: () => createInterpExecutor(),
 };
 
 /** A fresh executor for `--backend name`, or a CliError listing the available ones. */

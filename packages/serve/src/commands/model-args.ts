@@ -2,9 +2,7 @@
 // --ids / --backend / --weights parsing, and @poot/models errors turned into CliErrors that name the file.
 import { LoadedModel, ModelError } from "@poot/models";
 import { CliError } from "../errors.js";
-
-/** Backends a model command can run on; only the reference evaluator exists so far. */
-export const BACKENDS = ["eval"] as const;
+import { EXECUTORS } from "./backends.js";
 
 /** Options every forward command takes. */
 export interface ForwardOptions {
@@ -37,8 +35,8 @@ export function withModelErrors<T>(command: string, model: string, fn: () => T):
 
 /** Opens MODEL for a forward command after checking --backend and --weights. */
 export function openForForward(command: string, model: string, options: ForwardOptions): LoadedModel {
-  if (!(BACKENDS as readonly string[]).includes(options.backend)) {
-    throw new CliError("bad-input", `unknown backend "${options.backend}" (available: ${BACKENDS.join(", ")})`, { command });
+  if (EXECUTORS[options.backend] === undefined) {
+    throw new CliError("bad-input", `unknown backend "${options.backend}" (available: ${Object.keys(EXECUTORS).join(", ")})`, { command });
   }
   if (options.weights !== "f32" && options.weights !== "bf16") {
     throw new CliError("bad-input", `--weights must be f32 or bf16, got "${options.weights}"`, { command });
