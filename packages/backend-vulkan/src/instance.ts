@@ -1,13 +1,15 @@
 // The Vulkan instance: layers and extensions, and the Khronos validation layer with a debug-utils messenger
 // whose reports are collected so callers (and tests) can fail on any validation error.
 
-import koffi from "koffi";
+import koffi, { type TypeObject } from "koffi";
 import { VulkanError } from "./errors.js";
 import { apiVersion, check, createHandle, loadVulkan, type VkFunction, type VkLib } from "./vk/api.js";
 import { MessageType, Severity, SType } from "./vk/constants.js";
 
 /** The Khronos validation layer. */
 export const VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation";
+
+let debugCallbackProto: TypeObject | undefined;
 
 /** One message from the validation layer. */
 export interface ValidationMessage {
@@ -80,7 +82,8 @@ export class VulkanInstance {
 
   private attachMessenger(): void {
     const vk = this.vk;
-    const proto = koffi.proto("uint32_t PootDebugCallback(uint32_t severity, uint32_t types, void *data, void *user)");
+    debugCallbackProto ??= koffi.proto("uint32_t PootDebugCallback(uint32_t severity, uint32_t types, void *data, void *user)");
+    const proto = debugCallbackProto;
     const onMessage = (severity: number, _types: number, data: bigint): number => {
       const d = koffi.decode(data, vk.struct.VkDebugUtilsMessengerCallbackDataEXT!) as { pMessageIdName: string | null; pMessage: string | null };
       this.messages.push({ severity: severity >= Severity.ERROR ? "error" : "warning", id: d.pMessageIdName ?? "", message: d.pMessage ?? "" });

@@ -67,3 +67,30 @@ export const siluMul = kernel("vk_silu_mul", { workgroupSize: [64, 1, 1] }, (k) 
     out.set(i, x.div(f32(1).add(exp(x.neg()))).mul(b.at(i)).mul(scale));
   });
 });
+
+/** cache[pos, i] = x[i] · scale: a KV-cache write at the position held in a slot. */
+export const cacheWrite = kernel("vk_cache_write", { workgroupSize: [64, 1, 1] }, (k) => {
+  const { buffer, uniform, gid, let_, if_ } = k;
+  const pos = buffer("pos", "i32", "read");
+  const x = buffer("x", "f32", "read");
+  const cache = buffer("cache", "f32", "read_write");
+  const width = uniform("width", "u32");
+  const scale = uniform("scale", "f32");
+  const i = let_(gid.x, "i");
+  if_(i.lt(width), () => cache.set(pos.at(0).u32().mul(width).add(i), x.at(i).mul(scale)));
+});
+
+/** out[i] = Σ_r cache[r, i] over `rows` rows. */
+export const colSum = kernel("vk_col_sum", { workgroupSize: [64, 1, 1] }, (k) => {
+  const { buffer, uniform, gid, f32, let_, var_, if_, for_, u32 } = k;
+  const cache = buffer("cache", "f32", "read");
+  const out = buffer("out", "f32", "write");
+  const width = uniform("width", "u32");
+  const rows = uniform("rows", "u32");
+  const i = let_(gid.x, "i");
+  if_(i.lt(width), () => {
+    const acc = var_(f32(0), "acc");
+    for_(u32(0), rows, 1, (r) => acc.set(acc.add(cache.at(r.mul(width).add(i)))), "r");
+    out.set(i, acc);
+  });
+});
