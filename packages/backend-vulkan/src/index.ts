@@ -33,3 +33,9 @@ export { Recording } from "./recording.js";
 export type { CopyStep, DispatchStep, RecordOptions, Step, StepTiming } from "./recording.js";
 export { launchKernel } from "./launch.js";
 export type { LaunchOptions } from "./launch.js";
+
+// ── the executor contract ──
+export { VulkanExecutor, createVulkanExecutor, vulkanTarget } from "./executor/executor.js";
+export type { VulkanExecutorOptions, VulkanStageOptions } from "./executor/executor.js";
+export { VulkanProgram } from "./executor/program.js";
+export { VulkanStateSet } from "./executor/state.js";
