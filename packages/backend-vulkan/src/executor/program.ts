@@ -19,7 +19,7 @@ import type { VulkanExecutor } from "./executor.js";
  * The kernel of one plan: an imported library kernel, or kernelgen's synthesizer; requests kernelgen declines
  * (an imported name it lacks, reductions over leading axes, batch-broadcast contractions) get a strided kernel.
  */
-function kernelFor(src: Exclude<KernelSource, { provenance: "none" }>, caps: SynthCaps, name: string): RequestKernel {
+function kernelFor(src: Exclude<KernelSource, { provenance: "none" }>, caps: SynthCaps, name: string, fallbacks: string[]): RequestKernel {
   if (src.provenance === "imported") {
     try {
       return importedLaunch(src.name, src.metadata) as RequestKernel;
@@ -33,6 +33,7 @@ function kernelFor(src: Exclude<KernelSource, { provenance: "none" }>, caps: Syn
     if (!(e instanceof KernelgenError && (e.code === "bad_param" || e.code === "bad_shape"))) throw e;
     const k = fallbackKernel(src.request, caps, name);
     if (k === null) throw e;
+    fallbacks.push(`${name}: ${e.message}`);
     return k;
   }
 }
@@ -62,6 +63,8 @@ export class VulkanProgram implements StagedProgram {
   private lastState: VulkanStateSet | null = null;
   private captured: { state: StateSet | null } | null = null;
   private disposed = false;
+  /** Plans served by a strided fallback kernel, with kernelgen's reason (empty when kernelgen served all). */
+  readonly fallbacks: string[] = [];
   /** Bytes of program-owned buffers. */
   readonly ioBytes: number;
 
@@ -95,7 +98,7 @@ export class VulkanProgram implements StagedProgram {
       const src = plan.kernel;
       if (src.provenance === "none") return;
       const req = src.request;
-      const rk = kernelFor(src, synthCaps, `p${i}_${plan.op.toLowerCase()}`);
+      const rk = kernelFor(src, synthCaps, `p${i}_${plan.op.toLowerCase()}`, this.fallbacks);
       invariant(rk.bindings !== undefined, `plan ${i} (${plan.op}) has no bindings`);
       const buffers: Record<string, ValueId> = {};
       for (const { buffer, source: b } of rk.bindings) {
