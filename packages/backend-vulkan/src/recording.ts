@@ -36,6 +36,8 @@ export interface CopyStep {
   readonly dstOffset: number;
   /** Bytes to copy. */
   readonly bytes: number;
+  /** Several regions instead of one (offsets and sizes in bytes); `srcOffset`/`dstOffset`/`bytes` are then ignored. */
+  readonly regions?: readonly { readonly srcOffset: number; readonly dstOffset: number; readonly size: number }[];
   /** A label for timings. */
   readonly label?: string;
 }
@@ -116,9 +118,12 @@ export class Recording {
         f.vkCmdDispatch!(cmd, s.grid[0], s.grid[1], s.grid[2]);
         labels.push(s.label ?? p.entryPoint);
       } else {
-        s.src.checkRange(s.srcOffset, s.bytes, "copy source");
-        s.dst.checkRange(s.dstOffset, s.bytes, "copy destination");
-        if (s.bytes > 0) f.vkCmdCopyBuffer!(cmd, s.src.handle, s.dst.handle, 1, [{ srcOffset: s.srcOffset, dstOffset: s.dstOffset, size: s.bytes }]);
+        const regions = (s.regions ?? [{ srcOffset: s.srcOffset, dstOffset: s.dstOffset, size: s.bytes }]).filter((r) => r.size > 0);
+        for (const r of regions) {
+          s.src.checkRange(r.srcOffset, r.size, "copy source");
+          s.dst.checkRange(r.dstOffset, r.size, "copy destination");
+        }
+        if (regions.length > 0) f.vkCmdCopyBuffer!(cmd, s.src.handle, s.dst.handle, regions.length, regions);
         labels.push(s.label ?? `copy ${s.src.name} -> ${s.dst.name}`);
       }
       if (timestamps) f.vkCmdWriteTimestamp!(cmd, PipelineStage.BOTTOM_OF_PIPE, queryPool, i + 1);

@@ -5,6 +5,7 @@ import { isPacked, numel, type Graph, type ValueId } from "@poot/graph-ir";
 import type { KernelSource, Program } from "@poot/graph-plan";
 import { importedLaunch, KernelgenError, synthesizeRequest, synthCapsFrom, type RequestKernel, type SynthCaps } from "@poot/kernelgen";
 import { fallbackKernel } from "./fallback.js";
+import { runs, viewLayout, type ViewLayout } from "./views.js";
 import { lowerSpirv } from "@poot/codegen";
 import { ExecutorError, checkSlotData, elementBytes, schemaOf, type OutputData, type ProgramSchema, type StagedProgram, type StateSet } from "@poot/executor";
 import type { VulkanBuffer } from "../buffer.js";
@@ -58,7 +59,7 @@ export class VulkanProgram implements StagedProgram {
   private readonly slotRoots = new Map<string, ValueId>();
   private readonly written = new Set<string>();
   /** State copies at the end of the step: state_out values not computed in place. */
-  private readonly stateCopies: { readonly key: string; readonly from: ValueId }[] = [];
+  private readonly stateCopies: { readonly key: string; readonly from: ValueId; readonly layout: ViewLayout }[] = [];
   private readonly recordings = new Map<StateSet | null, { recording: Recording; epoch: number }>();
   private lastState: VulkanStateSet | null = null;
   private captured: { state: StateSet | null } | null = null;
@@ -114,7 +115,8 @@ export class VulkanProgram implements StagedProgram {
       const from = this.rootOf(s.output);
       if (from !== this.rootOf(s.input)) {
         own(from);
-        this.stateCopies.push({ key: s.key, from });
+        // state_out may be a view (a slice of a concatenation): copy exactly the elements it covers.
+        this.stateCopies.push({ key: s.key, from, layout: viewLayout(g, s.output, from) });
       }
     }
     this.ioBytes = io;
@@ -167,7 +169,15 @@ export class VulkanProgram implements StagedProgram {
     }));
     for (const c of this.stateCopies) {
       const spec = this.schema.states.get(c.key)!;
-      steps.push({ kind: "copy", src: this.bufferOf(c.from, state), srcOffset: 0, dst: state!.buffers.get(c.key)!, dstOffset: 0, bytes: spec.size * elementBytes(spec.dtype), label: `state ${c.key}` });
+      const eb = elementBytes(spec.dtype);
+      let at = 0;
+      const regions = runs(c.layout).map(([off, n]) => {
+        const r = { srcOffset: off * eb, dstOffset: at * eb, size: n * eb };
+        at += n;
+        return r;
+      });
+      invariant(at === spec.size, `state ${c.key}: copy covers ${at} of ${spec.size} elements`);
+      steps.push({ kind: "copy", src: this.bufferOf(c.from, state), srcOffset: 0, dst: state!.buffers.get(c.key)!, dstOffset: 0, bytes: spec.size * eb, regions, label: `state ${c.key}` });
     }
     const recording = Recording.record(this.exec.device, steps, { timestamps: this.exec.timestamps, name: this.name });
     this.recordings.set(state, { recording, epoch: this.exec.weightEpoch });
@@ -207,7 +217,18 @@ export class VulkanProgram implements StagedProgram {
     const v = this.graph.values[root]!;
     invariant(!isPacked(v.dtype), `output ${name} is stored packed`);
     const buf = this.bufferOf(root, this.lastState);
-    return decodeDevice(spec.dtype, this.exec.device.download(buf, 0, spec.size * elementBytes(spec.dtype)), spec.size, into);
+    const eb = elementBytes(spec.dtype);
+    const parts = runs(viewLayout(this.graph, o.value, root));
+    if (parts.length === 1 && parts[0]![1] === spec.size) return decodeDevice(spec.dtype, this.exec.device.download(buf, parts[0]![0] * eb, spec.size * eb), spec.size, into);
+    // A strided output view: read the root once and gather its runs.
+    const all = this.exec.device.download(buf);
+    const packed = new Uint8Array(spec.size * eb);
+    let at = 0;
+    for (const [off, n] of parts) {
+      packed.set(all.subarray(off * eb, (off + n) * eb), at);
+      at += n * eb;
+    }
+    return decodeDevice(spec.dtype, packed, spec.size, into);
   }
 
   capture(state?: StateSet): boolean {
