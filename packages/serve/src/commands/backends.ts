@@ -3,12 +3,15 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
+import { createVulkanExecutor } from "@poot/backend-vulkan";
 import { createEvalExecutor, type Executor } from "@poot/executor";
 import { CliError } from "../errors.js";
 
 /** Executor factories by backend name; the CPU and GPU backends join this table as they land. */
 export const EXECUTORS: Readonly<Record<string, () => Executor>> = {
   eval: createEvalExecutor,
+  // Vulkan through libvulkan.so.1; the loader picks the driver (VK_DRIVER_FILES selects one, e.g. lavapipe).
+  vulkan: () => createVulkanExecutor(),
 };
 
 /** A fresh executor for `--backend name`, or a CliError listing the available ones. */
