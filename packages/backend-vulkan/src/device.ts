@@ -17,6 +17,11 @@ import { PipelineCache } from "./pipeline.js";
 export interface DeviceOptions extends InstanceOptions, DeviceRequirements {
   /** Use the physical device at this enumeration index instead of choosing by type and memory. */
   readonly deviceIndex?: number;
+  /**
+   * Enable robustBufferAccess: out-of-bounds shader reads return zeros and writes are dropped instead of
+   * touching other memory (slower on some drivers; a debugging aid for kernels that overrun). Default false.
+   */
+  readonly robustBufferAccess?: boolean;
   /** Fence wait limit in milliseconds before a submission is reported as a timeout (default 120000). */
   readonly timeoutMs?: number;
 }
@@ -82,7 +87,7 @@ export class VulkanDevice {
       koffi.encode(v12, vk.struct.VkPhysicalDeviceVulkan12Features!, { sType: SType.PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, pNext: null, shaderFloat16: info.shaderFloat16 ? 1 : 0 });
       koffi.encode(v11, vk.struct.VkPhysicalDeviceVulkan11Features!, { sType: SType.PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, pNext: v12, storageBuffer16BitAccess: info.storage16 ? 1 : 0 });
       const f2 = koffi.alloc(vk.struct.VkPhysicalDeviceFeatures2!, 1);
-      koffi.encode(f2, vk.struct.VkPhysicalDeviceFeatures2!, { sType: SType.PHYSICAL_DEVICE_FEATURES_2, pNext: v11, features: { shaderInt16: info.shaderInt16 ? 1 : 0 } });
+      koffi.encode(f2, vk.struct.VkPhysicalDeviceFeatures2!, { sType: SType.PHYSICAL_DEVICE_FEATURES_2, pNext: v11, features: { shaderInt16: info.shaderInt16 ? 1 : 0, robustBufferAccess: options.robustBufferAccess === true ? 1 : 0 } });
       let handle: bigint;
       try {
         handle = createHandle(vk.fn.vkCreateDevice!, "vkCreateDevice", info.handle, {

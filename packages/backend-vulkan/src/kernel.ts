@@ -51,21 +51,26 @@ export class VulkanKernel {
     readonly kernel: Kernel,
     /** codegen's output for it. */
     readonly code: TargetCode,
+    pushConstantBytes: number,
   ) {
     const kinds: DescriptorKind[] = code.bindings.map((b) => {
       if (b.kind === "buffer") return "storage";
       if (b.kind === "uniforms") return "uniform";
       throw new VulkanError("bad-launch", `binding slot ${b.slot} of ${code.kernel} is '${b.kind}', which SPIR-V kernels do not use`, { name: code.kernel });
     });
-    this.pipeline = device.pipelines.pipeline(code.binary!, code.entryPoint, device.pipelines.layout(kinds));
+    this.pipeline = device.pipelines.pipeline(code.binary!, code.entryPoint, device.pipelines.layout(kinds, pushConstantBytes));
   }
 
-  /** Builds the pipeline of `code` (must be SPIR-V lowered from `kernel`). */
-  static create(device: VulkanDevice, kernel: Kernel, code: TargetCode): VulkanKernel {
+  /**
+   * Builds the pipeline of `code` (must be SPIR-V lowered from `kernel`). `pushConstantBytes` adds a compute
+   * push-constant range to the layout, for SPIR-V that declares a PushConstant block (codegen's kernels use
+   * a uniform block; hand-written SPIR-V may use either).
+   */
+  static create(device: VulkanDevice, kernel: Kernel, code: TargetCode, options: { readonly pushConstantBytes?: number } = {}): VulkanKernel {
     if (code.target !== "spirv" || code.binary === undefined) {
       throw new VulkanError("bad-launch", `kernel ${code.kernel} was lowered for ${code.target}, not SPIR-V`, { name: code.kernel });
     }
-    return new VulkanKernel(device, kernel, code);
+    return new VulkanKernel(device, kernel, code, options.pushConstantBytes ?? 0);
   }
 
   /** Binds buffers by kernel buffer name and uniform values by name; returns a launch ready to record. */
