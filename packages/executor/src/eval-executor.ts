@@ -71,7 +71,10 @@ class EvalExecutor implements Executor {
   stage(graph: Graph, options: StageOptions = {}): StagedProgram {
     this.alive();
     validateGraph(graph);
-    const p = new EvalProgram(this, graph, schemaOf(graph), options.name ?? "program");
+    const name = options.name ?? "program";
+    const p = new EvalProgram(this, graph, schemaOf(graph), name);
+    // With weights already bound, staging also prepares them (like an upload on a device backend).
+    if (this.source !== null) p.schedule?.fold((key, type) => this.weight(key, type, name));
     this.programs.add(p);
     return p;
   }

@@ -122,6 +122,15 @@ export class FoldedSchedule {
 
   /** Runs one step; returns outputs and state_out as evaluator tensors. */
   run(b: FoldedBindings): { outputs: Map<string, Tensor>; state: Map<string, Tensor> } {
+    return this.execute(b, false)!;
+  }
+
+  /** Folds the weight-only equations now (a no-op once folded), so the first step pays nothing extra. */
+  fold(consts: FoldedBindings["consts"]): void {
+    this.execute({ consts, slots: {}, state: {} }, true);
+  }
+
+  private execute(b: FoldedBindings, foldOnly: boolean): { outputs: Map<string, Tensor>; state: Map<string, Tensor> } | null {
     const g = this.graph;
     const env = new Array<Tensor | undefined>(g.values.length);
     const bind = (id: number, host: HostData | undefined, what: string, key: string): Tensor => {
@@ -180,6 +189,7 @@ export class FoldedSchedule {
       this.frozen = frozen;
       env.fill(undefined);
     }
+    if (foldOnly) return null;
     for (const [id, t] of this.frozen) env[id] = t;
     for (const k of this.dynamic) {
       exec(k);

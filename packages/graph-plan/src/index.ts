@@ -16,8 +16,9 @@ export type { CompileOptions, ResolvedOptions } from "./options.js";
 export { compile } from "./compile.js";
 export { Program } from "./program.js";
 export type { DispatchBreakdown } from "./program.js";
-export { PIPELINE } from "./passes/pipeline.js";
-export type { Decline, NumericalDecline, NumericalReason, Pass, PassName, PassNumerics, PassReport, Rewrite, Rule, RuleContext } from "./rules.js";
+export { PASS_ORDER } from "./passes/pipeline.js";
+export type { PassInfo } from "./passes/pipeline.js";
+export type { Decline, NumericalDecline, NumericalReason, PassName, PassNumerics, PassReport } from "./rules.js";
 
 export { COMPOSITE_OPS, PLAN_OPS } from "./composite/table.js";
 export type { CompositeOp } from "./composite/table.js";

@@ -118,6 +118,32 @@ describe("gates refuse what they must", () => {
 });
 
 describe("numerical declines", () => {
+  test("an f32 -> bf16 -> f32 round trip is kept and reported as a narrowing cast", () => {
+    const b = new Builder();
+    const x = b.slot("Hidden", "x", "f32", [4]);
+    b.output("y", b.mul(b.cast(b.cast(x, "bf16"), "f32"), 2));
+    const g = b.build();
+    const p = compile(g, defaultTarget("cuda"));
+    expect(p.numericalDeclines()).toEqual([expect.objectContaining({ pass: "canonicalize", rule: "cast-roundtrip", reason: "narrowing-cast" })]);
+    const { got } = compareEval(g, p.graph, PLAN_OPS, { consts: {}, state: {}, slots: { x: [1.00390625, 3.14159, -2.5e-3, 65504.7] } });
+    // 1 + 2^-8 is not a bf16 value: it rounds (ties to even) to 1 before doubling.
+    expect(got.outputs.y!.data[0]).toBe(2);
+  });
+
+  test("an attention chain computed in bf16 is declined (compute-dtype) and reported as narrow compute", () => {
+    const b = new Builder();
+    const q = b.const("q", "bf16", [1, 2, 1, 4]), k = b.const("k", "bf16", [1, 2, 5, 4]), v = b.const("v", "bf16", [1, 2, 5, 4]);
+    const s = b.mul(b.matmul(q, b.transpose(k, [0, 1, 3, 2])), 0.5);
+    const m = b.reduce("max", s, [-1], true);
+    const e = b.exp(b.sub(s, m));
+    b.output("y", b.matmul(b.div(e, b.sum(e, [-1], true)), v));
+    const g = b.build();
+    const p = compile(g, defaultTarget("cuda"));
+    expect(p.declines()).toEqual([expect.objectContaining({ pattern: "attention", check: "compute-dtype" })]);
+    expect(p.numericalDeclines().map((d) => d.reason)).toContain("narrow-compute");
+    expect(compareEval(g, p.graph, PLAN_OPS, bindingsFor(g, 8, {})).worst).toBeLessThanOrEqual(1e-6);
+  });
+
   test("x / 3 and x + 0 are kept and reported; x / 4 becomes x * 0.25", () => {
     const b = new Builder();
     const x = b.const("x", "f32", [6]);

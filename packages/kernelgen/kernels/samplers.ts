@@ -16,7 +16,7 @@ import { philox4x32, uniformOpenFromBits } from "./lib/philox.js";
  */
 function samplerBody(truncate: boolean) {
   return (k: Builder): void => {
-    const { buffer, uniform, shared, spec, lid, wid, f32, u32, var_, let_, for_, if_, while_, select, exp, log, break_ } = k;
+    const { buffer, uniform, shared, spec, lid, wid, f32, u32, var_, let_, for_, if_, while_, select, exp, log } = k;
     const logits = buffer("logits", "f32", "read");
     const temperature = buffer("temperature", "f32", "read");
     const rng = buffer("rng", "u32", "read");
@@ -57,8 +57,10 @@ function samplerBody(truncate: boolean) {
         const prevV = var_(f32(Infinity), "prev_v");
         const prevI = var_(u32(0), "prev_i");
         const first = var_(k.bool(true), "first");
+        // A flag instead of `break`: some targets cannot leave a loop that contains barriers early.
+        const done = var_(k.bool(false), "done");
         // Each pass finds the next token after (prevV, prevI) in the order; every thread sees the same winner.
-        while_(count.lt(kEff), () => {
+        while_(count.lt(kEff).and(done.not()), () => {
           const best = var_(f32(-Infinity), "best");
           const bestIdx = var_(u32(0xffffffff), "best_i");
           for_(tid, V, WG, (i) => {
@@ -70,15 +72,16 @@ function samplerBody(truncate: boolean) {
             });
           }, "i");
           const w = blockArgmax(k, WG, tid, best, bestIdx, sv, si);
-          if_(w.i.eq(0xffffffff), () => break_());
-          thV.set(w.v);
-          thI.set(w.i);
-          prevV.set(w.v);
-          prevI.set(w.i);
-          first.set(false);
-          count.set(count.add(1));
-          cum.set(cum.add(exp(w.v.sub(m)).div(Z)));
-          if_(cum.ge(topP), () => break_());
+          if_(w.i.eq(0xffffffff), () => done.set(true), () => {
+            thV.set(w.v);
+            thI.set(w.i);
+            prevV.set(w.v);
+            prevI.set(w.i);
+            first.set(false);
+            count.set(count.add(1));
+            cum.set(cum.add(exp(w.v.sub(m)).div(Z)));
+            if_(cum.ge(topP), () => done.set(true));
+          });
         });
       }, () => {
         thV.set(f32(-Infinity));

@@ -33,3 +33,5 @@ export { synthesizeRequest, synthCapsFrom } from "./adapter/request.js";
 export type { RequestKernel, BindingSource } from "./adapter/request.js";
 export { importedLaunch } from "./launch.js";
 export type { ImportedLaunch } from "./launch.js";
+export { interpretProgram, bytesToWords } from "./interpret-program.js";
+export type { InterpretProgramOptions, ProgramRun } from "./interpret-program.js";

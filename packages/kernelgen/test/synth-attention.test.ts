@@ -93,6 +93,31 @@ describe("synthesized attention", () => {
     expect(s.lanes).toBe(4);
   });
 
+  for (const kind of ["bool", "additive"] as const) {
+    it(`${kind} mask tensor [Tq, Tk] broadcast over heads, with a fully masked query row`, () => {
+      const [Tq, H, Hkv, D, S] = [3, 2, 1, 4, 6];
+      const r = rng(kind === "bool" ? 41 : 42);
+      const q = randF32(r, Tq * H * D, 2), k = randF32(r, S * Hkv * D), v = randF32(r, S * Hkv * D);
+      // Row 0 keeps nothing (its output is defined as zeros); rows 1, 2 keep a random subset including key 1.
+      const keep = Array.from({ length: Tq * S }, (_, i) => (i < S ? 0 : i % S === 1 || r() < 0.5 ? 1 : 0));
+      const mask = kind === "bool" ? Uint8Array.from(keep) : Float32Array.from(keep, (x, i) => (x === 1 ? (i % 3) * 0.25 : -Infinity));
+      const s = synthesizeAttention({ name: "am", queries: Tq, heads: H, kvHeads: Hkv, headDim: D, keys: S, scale: 0.5, mask: kind, maskTensor: { dtype: kind === "bool" ? "bool" : "f32", strides: [0, 0, S, 1] } }, CAPS);
+      const out = poisoned(s.kernel, "out", Tq * H * D);
+      run(s.kernel, { grid: [...s.grid], buffers: { q, k, v, mask, out } });
+      const g = new Builder();
+      const qh = g.transpose(g.const("q", "f32", [Tq, H, D]), [1, 0, 2]);
+      const kh = g.repeatKv(g.transpose(g.const("k", "f32", [S, Hkv, D]), [1, 0, 2]), H / Hkv, 0);
+      const vh = g.repeatKv(g.transpose(g.const("v", "f32", [S, Hkv, D]), [1, 0, 2]), H / Hkv, 0);
+      const sc = g.mul(g.matmul(qh, g.transpose(kh, [0, 2, 1])), 0.5);
+      const m = kind === "bool" ? g.select(g.broadcast(g.cast(g.const("mask", "u8", [Tq, S]), "bool"), [H, Tq, S]), sc, -Infinity) : g.add(sc, g.const("mask", "f32", [Tq, S]));
+      g.output("o", g.transpose(g.matmul(g.softmax(m), vh), [1, 0, 2]));
+      const want = Array.from(evaluate(g.build(), { consts: { q, k, v, mask } }).outputs.o!.data);
+      // Query 0 sees no key: the reference's softmax is NaN there, the kernel writes zeros (documented).
+      for (let i = 0; i < H * D; i++) want[i] = 0;
+      expectClose(out as Float32Array, want, 1, 1e-5);
+    });
+  }
+
   it("refuses heads that are not a multiple of kv heads and caps that cannot hold one lane", () => {
     expect(() => synthesizeAttention({ name: "a", queries: 1, heads: 3, kvHeads: 2, headDim: 4, keys: 4, mask: "causal", scale: 1 }, CAPS)).toThrow(expect.objectContaining({ code: "bad_shape" }));
     expect(() => synthesizeAttention({ name: "a", queries: 1, heads: 1, kvHeads: 1, headDim: 64, keys: 4, mask: "causal", scale: 1 }, { maxWorkgroup: 64, sharedBytes: 256 })).toThrow(expect.objectContaining({ code: "exceeds_caps" }));

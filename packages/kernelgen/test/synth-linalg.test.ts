@@ -85,6 +85,32 @@ describe("synthesized GEMV", () => {
     expectClose(got, ref.y, Array.from(ref.y, (v) => Math.abs(v)), 2 ** -7, 1e-6);
   });
 
+  for (const [layout, caps] of [["nk", CAPS_SG], ["kn", CAPS_TREE]] as const) {
+    it(`two weights sharing x (gate and up, ${layout}) with a SwiGLU epilogue: silu(acc) · acc1`, () => {
+      const [B, K, N] = [3, 40, 21];
+      const r = rng(layout === "nk" ? 91 : 92);
+      const x = randF32(r, B * K), wg = randW(r, N * K, "bf16"), wu = randW(r, N * K, "bf16");
+      const epilogue: Epilogue = {
+        inputs: [],
+        nodes: [
+          { op: "leaf", name: "acc" }, { op: "unary", fn: "neg", a: 0 }, { op: "unary", fn: "exp", a: 1 }, { op: "const", value: 1, type: "f32" },
+          { op: "binary", fn: "add", a: 2, b: 3 }, { op: "binary", fn: "div", a: 0, b: 4 }, { op: "leaf", name: "acc1" }, { op: "binary", fn: "mul", a: 5, b: 6 },
+        ],
+        node: 7,
+      };
+      const s = synthesizeGemv({ name: "gate_up", K, N, batch: B, heads: 2, weight: { dtype: "bf16", layout }, epilogue }, caps);
+      expect(s.kernel.buffers.map((p) => p.name)).toEqual(["x", "W", "W1", "y"]);
+      const y = poisoned(s.kernel, "y", B * N);
+      run(s.kernel, { grid: [...s.grid], buffers: { x, W: wg, W1: wu, y }, ...(s.subgroupSize === undefined ? {} : { subgroupSize: s.subgroupSize }) });
+      const g = oracleMatmul(B, 1, K, N, x, wg, "bf16", layout);
+      const u = oracleMatmul(B, 1, K, N, x, wu, "bf16", layout);
+      const want = Array.from(g.y, (a, i) => Math.fround(Math.fround(a / (1 + Math.exp(-a))) * u.y[i]!));
+      // Error of silu(g)·u from the two accumulations: |u|·Σ|g terms| + |silu(g)|·Σ|u terms| (silu' ≤ 1.1).
+      const scale = Array.from(g.s, (sg, i) => 1.1 * sg * Math.abs(u.y[i]!) + Math.abs(g.y[i]!) * u.s[i]! + Math.abs(want[i]!));
+      expectClose(y as Float32Array, want, scale);
+    });
+  }
+
   it("refuses a batch above 8 and an integer weight with typed errors", () => {
     expect(() => synthesizeGemv({ name: "g", K: 4, N: 4, batch: 9, weight: { dtype: "f32", layout: "nk" } }, CAPS_SG)).toThrow(KernelgenError);
     expect(() => synthesizeGemv({ name: "g", K: 4, N: 4, weight: { dtype: "i32", layout: "nk" } }, CAPS_SG)).toThrow(expect.objectContaining({ code: "bad_dtype" }));

@@ -35,7 +35,26 @@ export interface EngineStats {
   stageMs: number;
 }
 
-/** One model on one executor; sessions opened from it share its weights and staged programs. */
+/**
+ * Splits `n` prompt tokens into power-of-two chunks of at most `maxChunk` (a power of two), largest first,
+ * so a backend stages at most log2(maxChunk) + 1 programs whatever the prompt length.
+ */
+export function prefillChunks(n: number, maxChunk: number): number[] {
+  const out: number[] = [];
+  let left = n;
+  while (left > 0) {
+    let c = maxChunk;
+    while (c > left) c >>= 1;
+    out.push(c);
+    left -= c;
+  }
+  return out;
+}
+
+/**
+ * One model on one executor; sessions opened from it share its weights and staged programs. The engine
+ * binds the model's weights to the executor, so give each engine its own executor.
+ */
 export class Engine {
   /** KV capacity of every session, in tokens. */
   readonly context: number;
@@ -144,15 +163,7 @@ export class Engine {
 
   /** The prefill chunk sizes a prompt of `n` tokens runs in: powers of two, largest first. */
   chunks(n: number): number[] {
-    const out: number[] = [];
-    let left = n;
-    while (left > 0) {
-      let c = this.prefillChunk;
-      while (c > left) c >>= 1;
-      out.push(c);
-      left -= c;
-    }
-    return out;
+    return prefillChunks(n, this.prefillChunk);
   }
 
   /**

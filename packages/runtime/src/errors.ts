@@ -12,7 +12,9 @@ export type RuntimeErrorCode =
   /** A released session was used, or a session of another engine was passed. */
   | "bad-session"
   /** A model or option the engine cannot run (no tokenizer for text, a bad context size). */
-  | "bad-config";
+  | "bad-config"
+  /** The scheduler's waiting queue is full. */
+  | "busy";
 
 /** The one error class of @poot/runtime; switch on `code`. */
 export class RuntimeError extends Error {

@@ -4,7 +4,7 @@
  * strings and streaming detokenization.
  * @packageDocumentation
  */
-export { Engine } from "./engine.js";
+export { Engine, prefillChunks } from "./engine.js";
 export type { EngineOptions, EngineStats } from "./engine.js";
 export { Session } from "./session.js";
 export { RuntimeError } from "./errors.js";
@@ -15,4 +15,7 @@ export type { Distribution, SamplingOptions } from "./sampling.js";
 export { StopMatcher } from "./stop.js";
 export type { StopPush } from "./stop.js";
 export { generate, generateAll, generateAsync } from "./generate.js";
-export type { FinishReason, GenerateOptions, GenerationEvent, GenerationResult } from "./generate.js";
+export { Decoding, checkGenerate, tokenLogprobs } from "./decoding.js";
+export { Scheduler } from "./scheduler.js";
+export type { RequestHandle, SchedulerOptions, SchedulerStats } from "./scheduler.js";
+export type { FinishReason, GenerateOptions, GenerationEvent, GenerationResult, TokenLogprob } from "./decoding.js";

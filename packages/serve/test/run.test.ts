@@ -41,7 +41,7 @@ describe.skipIf(!HAVE)("poot run on the llama3 fixture (skipped when ../shared/f
     expect(s, r.err).not.toBeNull();
     expect(Number(s![1])).toBe(ids.length);
     expect(Number(s![2])).toBe(10);
-  });
+  }, 60_000);
 
   test("a seed reproduces sampled text; --stop cuts before the stop string", async () => {
     const args = ["run", dir, "--prompt", prompt, "--temperature", "1.2", "--max-tokens", "12", "--seed", "7", "--ignore-eos"];
@@ -53,7 +53,7 @@ describe.skipIf(!HAVE)("poot run on the llama3 fixture (skipped when ../shared/f
     const c = await poot(...args, "--stop", stop);
     expect(c.out).toBe(`${text.slice(0, text.indexOf(stop))}\n`);
     expect(c.err).toContain("(stop)");
-  });
+  }, 60_000);
 
   test.each([
     [["--temperature", "hot"], "--temperature must be a number"],
@@ -83,9 +83,14 @@ describe("the default model", () => {
   });
 
   const demo = findDemoModel();
-  test.skipIf(demo === null)("poot run with no MODEL uses models/demo (skipped until it lands)", async () => {
-    const r = await poot("run", "--prompt", "Hello", "--temperature", "0", "--max-tokens", "4");
+  test.skipIf(demo === null)("poot run with no MODEL uses models/demo: greedy text equals transformers' (plain and --chat)", async () => {
+    const ref = JSON.parse(fs.readFileSync(path.join(demo!, "reference.json"), "utf8")) as { prompt: string; greedy_ids: number[]; greedy_text: string; chat_messages: { content: string }[]; chat_greedy_text: string; chat_greedy_ids: number[] };
+    const r = await poot("run", "--prompt", ref.prompt, "--temperature", "0", "--max-tokens", String(ref.greedy_ids.length), "--ignore-eos");
     expect(r.code).toBe(0);
+    expect(r.out).toBe(`${ref.greedy_text}\n`);
     expect(r.err).toMatch(SUMMARY);
-  });
+    const c = await poot("run", "--chat", "--prompt", ref.chat_messages[0]!.content, "--temperature", "0", "--max-tokens", String(ref.chat_greedy_ids.length));
+    expect(c.code).toBe(0);
+    expect(c.out).toBe(`${ref.chat_greedy_text}\n`);
+  }, 120_000);
 });

@@ -10,7 +10,7 @@ export type ArgMaxChunkParams = { readonly chunk: number };
 // numpy.argmax order: a NaN beats everything and the first NaN wins; otherwise strictly greater wins.
 const beats = (v: number, m: number): boolean => v > m || (Number.isNaN(v) && !Number.isNaN(m));
 
-/** ArgMaxChunk[chunk](x [..., N]) -> i32 [..., ceil(N / chunk)]: the global index of each chunk's first maximum. */
+/** `ArgMaxChunk[chunk](x: [..., N]) -> i32 [..., ceil(N / chunk)]`: the global index of each chunk's first maximum. */
 export const ArgMaxChunk: OpDef<ArgMaxChunkParams> = {
   arity: 1, category: "composite", view: false,
   doc: "stage 1 of argmax over the last axis: first maximal index within each chunk, as a global index",

@@ -19,6 +19,19 @@ export const ropeAttention: Pass = { name: "rope-attention", numerics: "exact", 
 /** Every pass in its fixed order. */
 export const PIPELINE: readonly Pass[] = [canonicalize, cse, iotaFolding, ropeAttention, dce, packed, legalize, denseBf16, reductionPrep, fusion, tiling, flashRegions];
 
+/** What a pass is, for reports and docs: its name, numerics declaration and one-line description. */
+export interface PassInfo {
+  /** Pass name. */
+  readonly name: Pass["name"];
+  /** Numerics declaration. */
+  readonly numerics: Pass["numerics"];
+  /** What it does. */
+  readonly doc: string;
+}
+
+/** The fixed pass order with each pass's numerics declaration (the rules themselves stay internal). */
+export const PASS_ORDER: readonly PassInfo[] = PIPELINE.map((p) => ({ name: p.name, numerics: p.numerics, doc: p.doc }));
+
 /** The passes options enable, in the fixed order. */
 export function enabledPasses(o: ResolvedOptions): Pass[] {
   return PIPELINE.filter((p) => (p.name === "rope-attention" ? o.recognize : p.name === "fusion" || p.name === "flash-regions" ? o.fusion && (p.name === "fusion" || o.recognize) : true));

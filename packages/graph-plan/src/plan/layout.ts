@@ -5,21 +5,32 @@ import { isLiteral, stridesOf, type Eqn, type Graph, type ValueId } from "@poot/
 import type { Region } from "../region.js";
 import type { Access } from "./types.js";
 
-/** True when equation `e` writes into its state operand in place (the state is read nowhere else). */
-export function writesStateInPlace(g: Graph, e: Eqn, readers: readonly number[][]): ValueId | undefined {
+/**
+ * The state buffer equation `e` writes in place, if any: a DynamicUpdateSlice (or a region ending in a chain
+ * of them) whose target is a State, or another in-place write of one, read by nothing else.
+ */
+export function writesStateInPlace(g: Graph, e: Eqn, readers: readonly number[][], lay: ReadonlyMap<ValueId, Access>): ValueId | undefined {
   let stateArg: number | undefined;
   if (e.op === "DynamicUpdateSlice") stateArg = 0;
   else if (e.params.epilogue !== undefined || e.params.region !== undefined) {
     const r = (e.params.epilogue ?? e.params.region) as Region | null;
-    const res = r?.nodes[r.result];
-    const a = res?.op === "DynamicUpdateSlice" ? res.args[0] : undefined;
-    // Epilogue region inputs are offset by the contraction's A and B (input 0 of the region is the accumulator).
+    const node = r?.nodes[r.result];
+    let a = node?.op === "DynamicUpdateSlice" ? node.args[0] : undefined;
+    // Follow a chain of updates (one per sequence of a batch) back to the region input they all write.
+    for (;;) {
+      const prev = a !== undefined && "node" in a ? r!.nodes[a.node] : undefined;
+      if (prev?.op !== "DynamicUpdateSlice") break;
+      a = prev.args[0];
+    }
+    // Epilogue inputs after the accumulators map to op inputs shifted by one (A); accumulators are not op inputs.
     if (a !== undefined && "in" in a) stateArg = e.params.epilogue !== undefined ? a.in + 1 : a.in;
   }
   if (stateArg === undefined) return undefined;
   const s = e.inputs[stateArg];
-  if (s === undefined || isLiteral(s) || g.values[s]!.storage.kind !== "state" || readers[s]!.length !== 1) return undefined;
-  return s;
+  if (s === undefined || isLiteral(s) || readers[s]!.length !== 1) return undefined;
+  if (g.values[s]!.storage.kind === "state") return s;
+  const root = lay.get(s)?.root;
+  return root !== undefined && root !== s && g.values[root]!.storage.kind === "state" ? root : undefined;
 }
 
 /** Computes every value's layout; views that cannot be expressed as strides get `undefined` (they need a copy). */
@@ -31,7 +42,7 @@ export function layouts(g: Graph, readers: readonly number[][]): Map<ValueId, Ac
   };
   for (const v of g.values) if (v.storage.kind !== "device") out.set(v.id, own(v.id));
   for (const e of g.eqns) {
-    const st = writesStateInPlace(g, e, readers);
+    const st = writesStateInPlace(g, e, readers, out);
     if (st !== undefined) { out.set(e.out, own(e.out, st)); continue; }
     const src = isLiteral(e.inputs[0] ?? { lit: 0, dtype: "f32" }) ? undefined : out.get(e.inputs[0] as number);
     const view = src === undefined ? undefined : viewLayout(g, e, src);

@@ -19,14 +19,34 @@ export function readersOf(g: Graph): number[][] {
   return r;
 }
 
-function layerOf(g: Graph, e: Eqn): number | null {
-  // The value's own name first, then the keys of the weights and states it reads (never other activations).
-  const names = [g.values[e.out]!.name, ...e.inputs.map((o) => (isLiteral(o) || g.values[o]!.storage.kind === "device" ? undefined : g.values[o]!.name))];
-  for (const n of names) {
-    const m = n === undefined ? null : /(?:^|\.)layers\.(\d+)(?:\.|$)/.exec(n);
-    if (m !== null) return Number(m[1]);
+const LAYER = /(?:^|\.)(?:layers|blk)\.(\d+)(?:\.|$)/;
+
+function layerOfName(n: string | undefined): number | null {
+  const m = n === undefined ? null : LAYER.exec(n);
+  return m === null ? null : Number(m[1]);
+}
+
+/**
+ * Layer of an equation: its value's name; else, when it reads a layer's weights or states, the highest
+ * such layer or producing layer (a table first named in layer 0 but read by layer 1 counts for layer 1);
+ * else outside any layer when it reads only global weights (final norm, tied head); else its producers' layer.
+ */
+function layerOf(g: Graph, e: Eqn, known: ReadonlyMap<ValueId, number | null>): number | null {
+  const own = layerOfName(g.values[e.out]!.name);
+  if (own !== null) return own;
+  let fromParams = -1, fromProducers = -1, global = false;
+  for (const o of e.inputs) {
+    if (isLiteral(o)) continue;
+    const v = g.values[o]!;
+    if (v.storage.kind === "const" || v.storage.kind === "state") {
+      const n = layerOfName(v.name);
+      if (n === null) global ||= v.storage.kind === "const";
+      else fromParams = Math.max(fromParams, n);
+    } else fromProducers = Math.max(fromProducers, known.get(o) ?? -1);
   }
-  return null;
+  if (fromParams >= 0) return Math.max(fromParams, fromProducers);
+  if (global) return null;
+  return fromProducers < 0 ? null : fromProducers;
 }
 
 function kindOf(g: Graph, e: Eqn, ops: OpTable): KernelKind {
@@ -133,10 +153,17 @@ export function planGraph(g: Graph, target: Target, options: ResolvedOptions, op
   const readers = readersOf(g);
   const lay = layouts(g, readers);
   const caps16 = target.caps.dtypes;
+  const layerOfValue = new Map<ValueId, number | null>();
+  // Values that depend on weights and compiler constants only are prepared once, when weights are bound.
+  const bindTime = new Set<ValueId>(g.values.filter((v) => v.storage.kind === "const" || v.storage.kind === "computed").map((v) => v.id));
   return g.eqns.map((e, k): Plan => {
-    const layer = layerOf(g, e);
+    const layer = layerOf(g, e, layerOfValue);
+    layerOfValue.set(e.out, layer);
+    const ins = e.inputs.filter((o): o is number => !isLiteral(o));
+    const phase = ins.length > 0 && ins.every((o) => bindTime.has(o)) ? "bind" : "step";
+    if (phase === "bind") bindTime.add(e.out);
     const outAcc = lay.get(e.out)!;
-    if (VIEWS.has(e.op) && outAcc.root !== e.out) return { eqn: k, op: e.op, out: e.out, layer, kernel: { provenance: "none", reason: "view" }, dispatches: [] };
+    if (VIEWS.has(e.op) && outAcc.root !== e.out) return { eqn: k, op: e.op, out: e.out, layer, phase, kernel: { provenance: "none", reason: "view" }, dispatches: [] };
     const kind = kindOf(g, e, ops);
     const inputs: Access[] = e.inputs.filter((o): o is number => !isLiteral(o)).map((o) => lay.get(o)!);
     const roots = new Set([...inputs.map((a) => a.root), outAcc.root]);
@@ -167,7 +194,7 @@ export function planGraph(g: Graph, target: Target, options: ResolvedOptions, op
     const { total, wg } = workgroups(g, e, kind, L);
     const per = Math.ceil(total / chunks);
     const dispatches = chunks === 1 ? launches(total, wg, L) : Array.from({ length: chunks }, (_, c) => ({ ...launches(per, wg, L)[0]!, chunk: { start: c * per, count: Math.min(per, total - c * per) } }));
-    return { eqn: k, op: e.op, out: e.out, layer, kernel, dispatches };
+    return { eqn: k, op: e.op, out: e.out, layer, phase, kernel, dispatches };
   });
 }
 

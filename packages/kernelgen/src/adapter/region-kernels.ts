@@ -21,8 +21,13 @@ const SYNTH = "region";
 /** Where a region's inputs come from: their shapes, a reader declared inside the kernel, and their accesses if any. */
 interface RegionSource {
   readonly shapes: readonly (readonly number[])[];
-  /** Declares the input buffers (before `out`) and returns the reader. */
-  declare(b: Builder): InputReader;
+  /** Dtypes of the region inputs. */
+  readonly dtypes: readonly ScalarDType[];
+  /**
+   * Declares the input buffers and then `out` (read_write when an input shares the output's root buffer: such an
+   * input is read through `out`, since a buffer bound twice with a writer is invalid on WebGPU and racy elsewhere).
+   */
+  declare(b: Builder, output: Access): { reader: InputReader; out: Arr };
   /** The access behind region input i (undefined for computed inputs such as an accumulator). */
   access(i: number): Access | undefined;
 }
@@ -31,12 +36,21 @@ interface RegionSource {
 function accessSource(inputs: readonly Access[]): RegionSource {
   return {
     shapes: inputs.map((a) => a.shape),
-    declare: (b) => {
-      const bufs = inputs.map((a, i) => b.buffer(`in${i}`, elemForDType(a.dtype), "read"));
-      return (i, c) => loadAccess(b, bufs[i] as Arr, inputs[i] as Access, c);
+    dtypes: inputs.map((a) => (isPacked(a.dtype) ? "u32" : a.dtype) as ScalarDType),
+    declare: (b, output) => {
+      const { bufs, out } = declareBuffers(b, inputs, output);
+      return { reader: (i, c) => loadAccess(b, bufs[i] as Arr, inputs[i] as Access, c), out };
     },
     access: (i) => inputs[i],
   };
+}
+
+/** Declares `in<i>` for each input not aliasing the output's root, then `out`; aliasing inputs map to `out`. */
+function declareBuffers(b: Builder, inputs: readonly Access[], output: Access): { bufs: Arr[]; out: Arr } {
+  const aliased = inputs.map((a) => a.root === output.root);
+  const own = inputs.map((a, i) => (aliased[i] ? undefined : b.buffer(`in${i}`, elemForDType(a.dtype), "read")));
+  const out = b.buffer("out", elemForDType(output.dtype), aliased.some((x) => x) ? "read_write" : "write");
+  return { bufs: own.map((x) => x ?? out), out };
 }
 
 /** A region whose result is an in-place DynamicUpdateSlice of an input aliasing the output: write only the window. */
@@ -60,9 +74,8 @@ function regionKernel(name: string, region: Region, src: RegionSource, output: A
   const total = Math.max(1, numel(space));
   const wg = pow2Workgroup(total, Math.min(caps.maxWorkgroup, 256));
   const k = kernel(name, { workgroupSize: [wg, 1, 1] }, (b) => {
-    const reader = src.declare(b);
-    const out = b.buffer("out", elemForDType(output.dtype), "write");
-    const em = new RegionEmitter(b, region, src.shapes, reader, SYNTH);
+    const { reader, out } = src.declare(b, output);
+    const em = new RegionEmitter(b, region, src.shapes, reader, SYNTH, src.dtypes);
     const e = linearThread(b, wg);
     b.if_(e.lt(total), () => {
       const c = delinearize(b, e, space);
@@ -86,14 +99,6 @@ export function regionElementwise(name: string, region: Region, inputs: readonly
   return regionKernel(name, region, accessSource(inputs), output, caps);
 }
 
-/** Declares `in0..` and `out`, and returns a region emitter reading the inputs through their accesses. */
-function setup(b: Builder, region: Region, inputs: readonly Access[], output: Access) {
-  const reader = accessSource(inputs).declare(b);
-  const out = b.buffer("out", elemForDType(output.dtype), "write");
-  const em = new RegionEmitter(b, region, inputs.map((a) => a.shape), reader, SYNTH);
-  return { out, em };
-}
-
 function regionShape(region: Region, inputs: readonly Access[], a: RegionArg): readonly number[] {
   if ("in" in a) return (inputs[a.in] as Access).shape;
   if ("node" in a) return (region.nodes[a.node] as RegionNode).shape;
@@ -104,7 +109,9 @@ function regionShape(region: Region, inputs: readonly Access[], a: RegionArg): r
  * A row region: every Reduce node (last axis, keepdim) runs as a workgroup reduction over the row (subgroups when
  * the caps have them), cached, then each output element of the row evaluates the result. One workgroup per row.
  */
-export function regionRow(name: string, region: Region, inputs: readonly Access[], output: Access, caps: SynthCaps): SynthKernel {
+export function regionRow(name: string, region: Region, inputs: readonly Access[] | RegionSource, output: Access, caps: SynthCaps): SynthKernel {
+  const src = Array.isArray(inputs) ? accessSource(inputs as readonly Access[]) : (inputs as RegionSource);
+  const regionShape = (_r: Region, _i: unknown, a: RegionArg): readonly number[] => ("in" in a ? (src.shapes[a.in] as readonly number[]) : "node" in a ? (region.nodes[a.node] as RegionNode).shape : []);
   const oshape = output.shape;
   const cols = oshape[oshape.length - 1] ?? 1;
   const lead = oshape.slice(0, -1);
@@ -117,7 +124,8 @@ export function regionRow(name: string, region: Region, inputs: readonly Access[
   while (!useSg && wg > 1 && wg * 4 > caps.sharedBytes) wg >>= 1;
   const scratchLen = useSg ? Math.max(1, wg / (sg as number)) : wg;
   const k = kernel(name, { workgroupSize: [wg, 1, 1] }, (b) => {
-    const { out, em } = setup(b, region, inputs, output);
+    const { reader, out } = src.declare(b, output);
+    const em = new RegionEmitter(b, region, src.shapes, reader, SYNTH, src.dtypes);
     const scratch = b.shared("scratch", "f32", scratchLen);
     const hasArgmax = reduces.some(({ n }) => n.params.kind === "argmax");
     const sv = hasArgmax ? b.shared("amax_v", "f32", wg) : undefined;
@@ -202,27 +210,32 @@ export function singleNodeRegion(op: string, inputs: readonly Access[], params: 
 }
 
 /**
- * A contraction whose epilogue reads accumulators of other elements or reshapes them (RoPE and head transposes in a
- * projection's epilogue, KV-cache writes): one thread per output (or update-window) element; every accumulator the
- * region reads is computed inline as a K-loop (packed weights decoded per element). Buffers in0 (A), in1 (B), in2..
- * (extras), out. Slower than the GEMV/GEMM synthesizers; used only when the epilogue needs it.
+ * The region inputs of a contraction computed inline: inputs 0..heads-1 are the accumulators A·B_h (each value a
+ * K-loop, rounded to accDtype; packed B decoded per element), then the extra operands. Buffers in0 (A), in1..
+ * (the B operands), then the extras, named in<request input index>.
  */
-export function inlineContraction(name: string, inputs: readonly Access[], epilogue: Region | null, accDtype: ScalarDType, transposeB: boolean, output: Access, caps: SynthCaps): SynthKernel {
-  const [A, B, ...extras] = inputs as [Access, Access, ...Access[]];
+export function contractionSource(inputs: readonly Access[], heads: number, accDtype: ScalarDType, transposeB: boolean): RegionSource & { readonly accShape: readonly number[] } {
+  const A = inputs[0] as Access;
+  const Bs = inputs.slice(1, 1 + heads);
+  const extras = inputs.slice(1 + heads);
+  const B0 = Bs[0] as Access;
   const K = A.shape[A.shape.length - 1] as number;
-  const N = B.shape[B.shape.length - (transposeB ? 2 : 1)] as number;
+  const N = B0.shape[B0.shape.length - (transposeB ? 2 : 1)] as number;
   const aLead = A.shape.slice(0, -1);
-  const bBatch = B.shape.slice(0, -2);
+  const bBatch = B0.shape.slice(0, -2);
   const accShape = aLead.length - 1 >= bBatch.length ? [...aLead, N] : [...bBatch.slice(0, bBatch.length - (aLead.length - 1)), ...aLead, N];
   const ar = accShape.length;
-  const region: Region = epilogue ?? { nodes: [{ op: "Cast", args: [{ in: 0 }], params: { to: accDtype } as never, dtype: accDtype, shape: accShape }], result: 0 };
-  const src: RegionSource = {
-    shapes: [accShape, ...extras.map((a) => a.shape)],
-    access: (i) => (i === 0 ? undefined : extras[i - 1]),
-    declare: (b) => {
-      const bufs = inputs.map((a, i) => b.buffer(`in${i}`, elemForDType(a.dtype), "read"));
-      const dec = isPacked(B.dtype) ? blockDecoder(b, B.dtype.packed, bufs[1] as Arr<"u32">) : undefined;
-      const dot = (c: Coords): Val<"f32"> => {
+  return {
+    accShape,
+    shapes: [...Bs.map(() => accShape), ...extras.map((a) => a.shape)],
+    dtypes: [...Bs.map(() => accDtype), ...extras.map((a) => a.dtype as ScalarDType)],
+    access: (i) => (i < heads ? undefined : extras[i - heads]),
+    declare: (b, output) => {
+      const { bufs, out } = declareBuffers(b, inputs, output);
+      const decs = Bs.map((B, h) => (isPacked(B.dtype) ? blockDecoder(b, B.dtype.packed, bufs[1 + h] as Arr<"u32">) : undefined));
+      const dot = (h: number, c: Coords): Val<"f32"> => {
+        const B = Bs[h] as Access;
+        const dec = decs[h];
         const acc = b.var_(b.f32(0), "dot");
         const n = c[ar - 1] as Val<"u32">;
         b.for_(b.u32(0), K, 1, (kk) => {
@@ -238,14 +251,25 @@ export function inlineContraction(name: string, inputs: readonly Access[], epilo
           } else {
             const bb = c.slice(ar - 2 - bBatch.length, ar - 2);
             const bc = [...bb, ...(transposeB ? [n, kk] : [kk, n])].map((x, d) => ((B.shape[d] as number) === 1 ? b.u32(0) : x));
-            wv = loadAccess(b, bufs[1] as Arr, B, bc) as Val<"f32">;
+            wv = loadAccess(b, bufs[1 + h] as Arr, B, bc) as Val<"f32">;
           }
           acc.set(acc.add(av.mul(wv)));
         }, "k");
         return b.let_(accDtype === "f32" ? acc : b.unpack(accDtype as "bf16", b.pack(accDtype as "bf16", acc)), "acc");
       };
-      return (i, c) => (i === 0 ? dot(c) : loadAccess(b, bufs[i + 1] as Arr, extras[i - 1] as Access, c));
+      return { reader: (i, c) => (i < heads ? dot(i, c) : loadAccess(b, bufs[1 + i] as Arr, extras[i - heads] as Access, c)), out };
     },
   };
-  return regionKernel(name, region, src, output, caps);
+}
+
+/**
+ * A contraction whose epilogue is more than elementwise in the accumulator (several heads sharing A, RoPE and head
+ * transposes, KV-cache writes, row reductions such as a fused RMSNorm): the region runs as an elementwise or row
+ * kernel over `contractionSource`, so every accumulator it reads is computed where it is needed. Slower than the
+ * GEMV/GEMM synthesizers; used only when the epilogue needs it.
+ */
+export function inlineContraction(name: string, inputs: readonly Access[], heads: number, epilogue: Region | null, accDtype: ScalarDType, transposeB: boolean, output: Access, caps: SynthCaps): SynthKernel {
+  const src = contractionSource(inputs, heads, accDtype, transposeB);
+  const region: Region = epilogue ?? { nodes: [{ op: "Cast", args: [{ in: 0 }], params: { to: accDtype } as never, dtype: accDtype, shape: src.accShape }], result: 0 };
+  return region.nodes.some((n) => n.op === "Reduce") ? regionRow(name, region, src, output, caps) : regionKernel(name, region, src, output, caps);
 }

@@ -18,7 +18,7 @@ import { synthesizeIndexedMatMulWith } from "../synth/indexed.js";
 import { synthesizeMovement } from "../synth/movement.js";
 import { synthesizeRope } from "../synth/rope.js";
 import type { StorageDType } from "../synth/storage.js";
-import { delinearize, elemForDType, loadAccess, requireDense } from "./access.js";
+import { delinearize, elemForDType, isDense, loadAccess, requireDense } from "./access.js";
 import { RegionEmitter, exprTypeOf } from "./region-emit.js";
 import { inlineContraction, packedDecode, regionElementwise, regionRow, singleNodeRegion } from "./region-kernels.js";
 
@@ -61,14 +61,13 @@ function scalar(d: unknown, what: string): StorageDType {
 }
 
 /**
- * A contraction epilogue from a graph-plan region over input 0 = the accumulator (rounded to accDtype) and inputs
- * 1.. = `extras` (read through their accesses at the output element's coordinates). Buffers `e1`, `e2`, ...
+ * A contraction epilogue from a graph-plan region over inputs 0..heads-1 = the accumulators (rounded to accDtype)
+ * and then `extras` (read through their accesses at the output element's coordinates). Buffers `e1`, `e2`, ...
  */
-function regionEpilogue(region: Region | null, accDtype: ScalarDType, extras: readonly Access[], outShape: readonly number[]): PreparedEpilogue {
+function regionEpilogue(region: Region | null, accDtype: ScalarDType, extras: readonly Access[], outShape: readonly number[], heads = 1): PreparedEpilogue {
   const round = (b: Parameters<PreparedEpilogue["apply"]>[0], acc: Val<"f32">): Val<"f32"> => (accDtype === "f32" ? acc : b.unpack(accDtype as "bf16", b.pack(accDtype as "bf16", acc)));
-  if (region === null) return { declare: () => {}, apply: (b, acc) => round(b, acc), type: "f32" };
-  const bad = region.nodes.find((n: RegionNode) => n.op === "Reduce");
-  if (bad !== undefined) throw new KernelgenError("bad_param", `a contraction epilogue with ${bad.op} is not supported`, { synth: SYNTH, param: "region" });
+  const list = (acc: Val<"f32"> | readonly Val<"f32">[]): readonly Val<"f32">[] => (Array.isArray(acc) ? acc : [acc as Val<"f32">]);
+  if (region === null) return { declare: () => {}, apply: (b, acc) => round(b, list(acc)[0] as Val<"f32">), type: "f32" };
   let bufs: ReturnType<Parameters<PreparedEpilogue["declare"]>[0]["buffer"]>[] = [];
   const resultType = exprTypeOf((region.nodes[region.result] as RegionNode).dtype);
   return {
@@ -76,14 +75,14 @@ function regionEpilogue(region: Region | null, accDtype: ScalarDType, extras: re
     declare: (b) => { bufs = extras.map((a, i) => b.buffer(`e${i + 1}`, elemForDType(a.dtype), "read")); },
     apply: (b, acc, _col, idx) => {
       const coords = delinearize(b, idx, outShape);
-      const accR = b.let_(round(b, acc), "acc_r");
+      const accR = list(acc).map((a) => b.let_(round(b, a), "acc_r"));
       const own = JSON.stringify(coords.map((c) => c.expr));
-      const em = new RegionEmitter(b, region, [outShape, ...extras.map((a) => a.shape)], (i, c) => {
-        if (i > 0) return loadAccess(b, bufs[i - 1]!, extras[i - 1] as Access, c);
+      const em = new RegionEmitter(b, region, [...accR.map(() => outShape), ...extras.map((a) => a.shape)], (i, c) => {
+        if (i >= heads) return loadAccess(b, bufs[i - heads]!, extras[i - heads] as Access, c);
         // The accumulator exists only for this thread's own element; Rope or views over it need the inline form.
         if (JSON.stringify(c.map((x) => x.expr)) !== own) throw new AccumulatorElsewhere();
-        return accR;
-      }, SYNTH);
+        return accR[i] as Val<"f32">;
+      }, SYNTH, [...accR.map(() => accDtype), ...extras.map((a) => a.dtype as ScalarDType)]);
       return em.at(region.result, coords) as Val<ExprType>;
     },
   };
@@ -134,7 +133,8 @@ export function synthesizeRequest(req: KernelRequest, deviceCaps: DeviceCaps | S
       if (req.op === "Reduce") {
         const axes = p.axes as number[];
         const x = inputs[0] as Access;
-        if (axes.length !== 1 || (axes[0] !== -1 && axes[0] !== x.shape.length - 1)) throw new KernelgenError("bad_param", "only last-axis reductions are served", { synth: SYNTH, param: "axes", value: axes });
+        // Other axes: one thread per output element reduces sequentially.
+        if (axes.length !== 1 || (axes[0] !== -1 && axes[0] !== x.shape.length - 1)) return bind(regionElementwise(name, singleNodeRegion("Reduce", inputs, p, output), inputs, output, caps));
         const keepShape = [...x.shape.slice(0, -1), 1];
         const region: Region = { nodes: [{ op: "Reduce", args: [{ in: 0 }], params: { ...p, keepdim: true } as never, dtype: output.dtype as ScalarDType, shape: keepShape }], result: 0 };
         const out = output.shape.length === keepShape.length ? output : { ...output, shape: keepShape, strides: [...output.strides, 1] };
@@ -187,38 +187,49 @@ function contraction(req: KernelRequest, name: string, caps: SynthCaps): Request
     if (!(e instanceof AccumulatorElsewhere)) throw e;
     // The epilogue needs accumulators of other elements: every thread computes the dot products it reads.
     const p = req.params as Record<string, unknown>;
-    return bind(inlineContraction(name, req.inputs, (p.epilogue ?? null) as Region | null, (p.accDtype ?? "f32") as ScalarDType, p.transposeB === true, req.output, caps));
+    return bind(inlineContraction(name, req.inputs, (p.heads ?? 1) as number, (p.epilogue ?? null) as Region | null, (p.accDtype ?? "f32") as ScalarDType, p.transposeB === true, req.output, caps));
   }
 }
 
 function fastContraction(req: KernelRequest, name: string, caps: SynthCaps): RequestKernel {
   const p = req.params as Record<string, unknown>;
   const epi = (p.epilogue ?? null) as Region | null;
+  const heads = (p.heads ?? 1) as number;
+  // Reductions in the epilogue go to the inline form, and so do several B operands sharing A outside GEMV.
+  if (epi !== null && epi.nodes.some((n) => n.op === "Reduce")) throw new AccumulatorElsewhere();
   // The fast kernels apply the epilogue at the accumulator's own element: the region must keep the [.., M, N] shape.
   if (epi !== null) {
     const res = epi.nodes[epi.result] as RegionNode;
     if (res.shape.length !== req.output.shape.length || res.shape.some((d, i) => d !== req.output.shape[i]) || numel(res.shape) !== numel([...(req.inputs[0] as Access).shape.slice(0, -1), req.output.shape[req.output.shape.length - 1] as number])) throw new AccumulatorElsewhere();
   }
-  const [A, B, ...extras] = req.inputs as [Access, Access, ...Access[]];
+  const A = req.inputs[0] as Access;
+  const Bs = req.inputs.slice(1, 1 + heads);
+  const B = Bs[0] as Access;
+  const extras = req.inputs.slice(1 + heads);
   const out = req.output;
-  for (const [a, n] of [[A, "A"], [B, "B"], [out, "out"]] as const) requireDense("contraction", n, a);
+  // Strided or broadcast operands (views, expert batches) go to the inline form, which reads through accesses.
+  if (![A, ...Bs, out].every(isDense)) throw new AccumulatorElsewhere();
   const transposeB = p.transposeB === true;
   const accDtype = (p.accDtype ?? "f32") as ScalarDType;
   const K = A.shape[A.shape.length - 1] as number;
   const N = out.shape[out.shape.length - 1] as number;
-  const ep = regionEpilogue((p.epilogue ?? null) as Region | null, accDtype, extras, out.shape);
+  const ep = regionEpilogue(epi, accDtype, extras, out.shape, heads);
   const outDtype = scalar(out.dtype, "out");
-  const extraB = extraBindings(extras.length, 2);
+  const extraB = extraBindings(extras.length, 1 + heads);
+  const weightB: Record<string, BindingSource> = Object.fromEntries(Bs.map((_, h) => [h === 0 ? "W" : `W${h}`, input(1 + h)]));
   if (isPacked(B.dtype)) {
     if (B.shape.length !== 2) throw new KernelgenError("bad_shape", "packed weights must be [N, K]", { synth: "dequant", param: "B" });
-    const k = synthesizeDequantGemvWith({ name, K, N, batch: numel(A.shape.slice(0, -1)), format: B.dtype.packed, xDtype: scalar(A.dtype, "A"), outDtype }, caps, ep);
-    return bind(k, { x: input(0), W: input(1), y: OUTPUT, ...extraB });
+    if (Bs.some((x) => !isPacked(x.dtype) || x.dtype.packed.name !== (B.dtype as { packed: { name: string } }).packed.name)) throw new AccumulatorElsewhere();
+    const k = synthesizeDequantGemvWith({ name, K, N, batch: numel(A.shape.slice(0, -1)), heads, format: B.dtype.packed, xDtype: scalar(A.dtype, "A"), outDtype }, caps, ep);
+    return bind(k, { x: input(0), ...weightB, y: OUTPUT, ...extraB });
   }
   const rows = numel(A.shape.slice(0, -1));
   if (B.shape.length === 2 && rows <= 8) {
-    const k = synthesizeGemvWith({ name, K, N, batch: rows, xDtype: scalar(A.dtype, "A"), weight: { dtype: scalar(B.dtype, "B"), layout: transposeB ? "nk" : "kn" }, outDtype }, caps, ep);
-    return bind(k, { x: input(0), W: input(1), y: OUTPUT, ...extraB });
+    if (Bs.some((x) => x.dtype !== B.dtype)) throw new AccumulatorElsewhere();
+    const k = synthesizeGemvWith({ name, K, N, batch: rows, heads, xDtype: scalar(A.dtype, "A"), weight: { dtype: scalar(B.dtype, "B"), layout: transposeB ? "nk" : "kn" }, outDtype }, caps, ep);
+    return bind(k, { x: input(0), ...weightB, y: OUTPUT, ...extraB });
   }
+  if (heads !== 1) throw new AccumulatorElsewhere();
   const batched = B.shape.length > 2;
   const batch = batched ? numel(out.shape.slice(0, -2)) : 1;
   if (batched && numel(B.shape.slice(0, -2)) !== batch) throw new KernelgenError("bad_shape", "broadcast batch dims of B are not supported", { synth: "gemm", param: "B" });
@@ -231,14 +242,21 @@ function attention(req: KernelRequest, name: string, caps: SynthCaps): RequestKe
   const p = req.params as Record<string, unknown>;
   const [q, k, v, limit] = req.inputs as [Access, Access, Access, Access | undefined];
   const mask = p.mask as string;
-  if (mask !== "none" && mask !== "causal" && mask !== "sliding") throw new KernelgenError("bad_param", `attention mask ${mask} is not synthesized`, { synth: "attention", param: "mask", value: mask });
+  if (!["none", "causal", "sliding", "bool", "additive"].includes(mask)) throw new KernelgenError("bad_param", `attention mask ${mask} is not synthesized`, { synth: "attention", param: "mask", value: mask });
+  const tensorMask = mask === "bool" || mask === "additive";
   const r = q.shape.length;
   const [H, Tq, D] = q.shape.slice(-3) as [number, number, number];
   const [Hkv, Tk] = k.shape.slice(-3) as [number, number, number];
   const Dv = v.shape[r - 1] as number;
   const batch = numel(q.shape.slice(0, -3));
   let limitStrides: [number, number, number] | undefined;
-  if (limit !== undefined) {
+  let maskTensor: { dtype: StorageDType; strides: Strides4 } | undefined;
+  if (limit !== undefined && tensorMask) {
+    if (limit.offset !== 0) throw new KernelgenError("bad_shape", "mask must start at offset 0", { synth: "attention", param: "mask" });
+    const ms = stridesOnto(limit, [...q.shape.slice(0, -1), Tk]);
+    const bs = ms.slice(0, r - 3).filter((_, i) => (q.shape[i] as number) > 1);
+    maskTensor = { dtype: scalar(limit.dtype, "mask"), strides: [bs[bs.length - 1] ?? 0, ms[r - 3] as number, ms[r - 2] as number, ms[r - 1] as number] };
+  } else if (limit !== undefined) {
     if (limit.offset !== 0) throw new KernelgenError("bad_shape", "limit must start at offset 0", { synth: "attention", param: "limit" });
     const ls = stridesOnto(limit, [...q.shape.slice(0, -1), 1]);
     const bs = ls.slice(0, r - 3).filter((_, i) => (q.shape[i] as number) > 1);
@@ -249,10 +267,11 @@ function attention(req: KernelRequest, name: string, caps: SynthCaps): RequestKe
     scale: (p.scale ?? 1) as number, ...(p.softCap === null || p.softCap === undefined ? {} : { softCap: p.softCap as number }),
     mask: mask as "causal", ...(mask === "sliding" ? { window: p.window as number } : {}),
     strides: { q: strides4(q, "q"), k: strides4(k, "k"), v: strides4(v, "v"), out: strides4(req.output, "out"), ...(limitStrides === undefined ? {} : { limit: limitStrides }) },
+    ...(maskTensor === undefined ? {} : { maskTensor }),
     qDtype: scalar(q.dtype, "q"), kvDtype: scalar(k.dtype, "k"), outDtype: scalar(req.output.dtype, "out"),
   }, caps);
   if (k.dtype !== v.dtype) throw new KernelgenError("bad_dtype", "k and v must share a dtype", { synth: "attention", param: "v" });
-  return bind(kk, { q: input(0), k: input(1), v: input(2), ...(limit === undefined ? {} : { limit: input(3) }) });
+  return bind(kk, { q: input(0), k: input(1), v: input(2), ...(limit === undefined ? {} : tensorMask ? { mask: input(3) } : { limit: input(3) }) });
 }
 
 function packedMovement(req: KernelRequest, name: string, caps: SynthCaps): RequestKernel {

@@ -32,7 +32,12 @@ export interface AttentionRequest {
   readonly keys: number;
   readonly scale: number;
   readonly softCap?: number;
-  readonly mask: "none" | "causal" | "sliding";
+  readonly mask: "none" | "causal" | "sliding" | "bool" | "additive";
+  /**
+   * For `bool` / `additive` masks: the `mask` buffer's dtype (bool is stored as u8; additive is a float added to
+   * the soft-capped scores) and element strides [batch, head, query, key] (0 on broadcast axes).
+   */
+  readonly maskTensor?: { readonly dtype: StorageDType; readonly strides: Strides4 };
   /** Keys kept per query for a sliding mask. */
   readonly window?: number;
   /** Default layouts of k and v: token-major [Tk, Hkv, ·] (`shd`) or head-major [Hkv, Tk, ·] (`hsd`). */
@@ -55,7 +60,7 @@ export function attentionLanes(headDim: number, valueDim: number, caps: SynthCap
   return lanes;
 }
 
-/** Generates the attention kernel. Buffers: q, k, v, limit (when masked), out. Grid: one workgroup per (batch, head, query). */
+/** Generates the attention kernel. Buffers: q, k, v, limit (causal/sliding) or mask (bool/additive), out. Grid: one workgroup per (batch, head, query). */
 export function synthesizeAttention(req: AttentionRequest, caps: SynthCaps): SynthKernel & { readonly lanes: number } {
   checkCaps(SYNTH, caps);
   const { queries: Tq, heads: H, kvHeads: Hkv, headDim: D, keys: S } = req;
@@ -76,13 +81,16 @@ export function synthesizeAttention(req: AttentionRequest, caps: SynthCaps): Syn
   const vs4 = req.strides?.v ?? kvDefault(Dv);
   const os4 = req.strides?.out ?? [Tq * H * Dv, Dv, H * Dv, 1];
   const ls3 = req.strides?.limit ?? [Tq, 0, 1];
-  const masked = req.mask !== "none";
+  const masked = req.mask === "causal" || req.mask === "sliding";
+  const tensorMask = req.mask === "bool" || req.mask === "additive" ? req.maskTensor : undefined;
+  if ((req.mask === "bool" || req.mask === "additive") && tensorMask === undefined) throw new KernelgenError("bad_param", `a ${req.mask} mask needs maskTensor`, { synth: SYNTH, param: "maskTensor" });
   const k = kernel(req.name, { workgroupSize: [lanes, 1, 1] }, (b) => {
     const { let_, var_, for_, if_, wid, nwg, lid, f32, i32, u32, barrier, exp, tanh, max, min, select, privateArray, return_ } = b;
     const q = b.buffer("q", elemOf(qDtype), "read") as Arr<"f32">;
     const K = b.buffer("k", elemOf(kvDtype), "read") as Arr<"f32">;
     const Vb = b.buffer("v", elemOf(kvDtype), "read") as Arr<"f32">;
     const limitBuf = masked ? b.buffer("limit", "i32", "read") : undefined;
+    const maskBuf = tensorMask === undefined ? undefined : (b.buffer("mask", elemOf(tensorMask.dtype), "read") as Arr<"f32">);
     const out = b.buffer("out", elemOf(outDtype), "write");
     const qsh = b.shared("qs", "f32", D);
     const sm = b.shared("sm", "f32", lanes);
@@ -116,14 +124,24 @@ export function synthesizeAttention(req: AttentionRequest, caps: SynthCaps): Syn
       for_(u32(0), D, 1, (d) => dot.set(dot.add(qsh.at(d).mul(K.at(kr.add(d.mul(ks4[3])))))), "dd");
       let s = let_(dot.mul(req.scale), "s");
       if (req.softCap !== undefined) s = let_(tanh(s.div(req.softCap)).mul(req.softCap), "s_cap");
-      const mNew = let_(max(m, s), "m_new");
-      // exp(-inf - finite) = 0 rescales nothing on the first key.
-      const corr = let_(exp(m.sub(mNew)), "corr");
-      const pj = let_(exp(s.sub(mNew)), "pj");
-      l.set(l.mul(corr).add(pj));
-      const vr = at(vs4, kvh, j);
-      for_(u32(0), Dv, 1, (d) => acc.set(d, acc.at(d).mul(corr).add(pj.mul(Vb.at(vr.add(d.mul(vs4[3])))))), "dv");
-      m.set(mNew);
+      let keep: Val<"bool"> = b.bool(true);
+      if (maskBuf !== undefined && tensorMask !== undefined) {
+        const ms = tensorMask.strides;
+        const mv = maskBuf.at(bb.mul(ms[0]).add(h.mul(ms[1])).add(t.mul(ms[2])).add(j.mul(ms[3]))) as Val<"f32">;
+        if (req.mask === "bool") keep = let_((mv as unknown as Val<"u32">).ne(0), "keep");
+        else s = let_(s.add(mv), "s_mask");
+      }
+      // A dropped key (or one whose score is -inf) changes nothing: skip it so exp(-inf - -inf) never appears.
+      if_(keep.and(s.gt(-Infinity)), () => {
+        const mNew = let_(max(m, s), "m_new");
+        // exp(-inf - finite) = 0 rescales nothing on the first key.
+        const corr = let_(exp(m.sub(mNew)), "corr");
+        const pj = let_(exp(s.sub(mNew)), "pj");
+        l.set(l.mul(corr).add(pj));
+        const vr = at(vs4, kvh, j);
+        for_(u32(0), Dv, 1, (d) => acc.set(d, acc.at(d).mul(corr).add(pj.mul(Vb.at(vr.add(d.mul(vs4[3])))))), "dv");
+        m.set(mNew);
+      });
     }, "j");
     sm.set(lane, m);
     sl.set(lane, l);

@@ -22,6 +22,8 @@ export interface DequantGemvRequest {
   readonly format: PackedFormat;
   /** Rows of x (default 1). Up to 8 rows share each decoded weight; more rows run as chunks of 8 (grid z): a dequant GEMM. */
   readonly batch?: number;
+  /** Packed weights sharing x (default 1): buffers W, W1, ...; the epilogue reads acc, acc1, ... */
+  readonly heads?: number;
   readonly xDtype?: StorageDType;
   readonly outDtype?: StorageDType;
   readonly epilogue?: Epilogue;
@@ -46,6 +48,8 @@ export function synthesizeDequantGemvWith(req: DequantGemvRequest, caps: SynthCa
   if (![K, N].every((d) => Number.isInteger(d) && d >= 1) || K % f.blockSize !== 0) throw new KernelgenError("bad_shape", `K ${K} must be a positive multiple of the ${f.name} block size ${f.blockSize}; N ${N}`, { synth: SYNTH, param: "K", value: K });
   if (!Number.isInteger(B) || B < 1) throw new KernelgenError("bad_param", `batch ${B} must be a positive integer`, { synth: SYNTH, param: "batch", value: B });
   const chunk = Math.min(B, 8);
+  const H = req.heads ?? 1;
+  if (!Number.isInteger(H) || H < 1 || H > 4) throw new KernelgenError("bad_param", `heads ${H} must be 1..4`, { synth: SYNTH, param: "heads", value: H });
   const xDtype = checkDType(SYNTH, "x", req.xDtype ?? "f32", ["f32", "bf16", "f16"]);
   const outDtype = req.outDtype ?? "f32";
   const nb = K / f.blockSize;
@@ -60,7 +64,7 @@ export function synthesizeDequantGemvWith(req: DequantGemvRequest, caps: SynthCa
   const k = kernel(req.name, { workgroupSize: [wg, 1, 1] }, (b) => {
     const { let_, var_, for_, if_, wid, nwg, lid, f32, u32 } = b;
     const x = b.buffer("x", elemOf(xDtype), "read") as Arr<"f32">;
-    const W = b.buffer("W", "u32", "read");
+    const Ws = Array.from({ length: H }, (_, h) => b.buffer(h === 0 ? "W" : `W${h}`, "u32", "read"));
     ep.declare(b);
     const y = b.buffer("y", elemOf(outDtype), "write");
     const scratch = useSg ? undefined : b.shared("scratch", "f32", wg);
@@ -68,23 +72,27 @@ export function synthesizeDequantGemvWith(req: DequantGemvRequest, caps: SynthCa
     const lane = let_(tid.rem(lanes), "lane");
     const n = let_(wid.y.mul(nwg.x).add(wid.x).mul(rowsPerWg).add(tid.div(lanes)), "n");
     const live = let_(n.lt(N), "live");
-    const accs = Array.from({ length: chunk }, (_, j) => var_(f32(0), `acc${j}`));
+    const accs = Array.from({ length: chunk }, (_, j) => Ws.map((_, h) => var_(f32(0), `acc${j}_${h}`)));
     // Rows of this chunk; rows past B read row B-1 (in bounds) and store nothing.
     const r0 = let_(b.wid.z.mul(chunk), "r0");
     const xRow = accs.map((_, j) => let_(b.min(r0.add(j), u32(B - 1)).mul(K), `xr${j}`));
-    const dec = blockDecoder(b, f, W);
+    const decs = Ws.map((W) => blockDecoder(b, f, W));
     if_(live, () => {
       for_(lane, nb, lanes, (blk) => {
-        dec.block(let_(n.mul(nb).add(blk).mul(f.bytesPerBlock), "base"));
+        const base = let_(n.mul(nb).add(blk).mul(f.bytesPerBlock), "base");
+        for (const dec of decs) dec.block(base);
         const k0 = let_(blk.mul(f.blockSize), "k0");
         for_(u32(0), f.blockSize, 1, (i) => {
-          const w = let_(dec.element(i), "w");
-          accs.forEach((acc, j) => acc.set(acc.add(x.at(k0.add(i).add(xRow[j] as Val<"u32">)).mul(w))));
+          const ws = decs.map((dec) => let_(dec.element(i), "w"));
+          accs.forEach((row, j) => {
+            const xv = let_(x.at(k0.add(i).add(xRow[j] as Val<"u32">)), "xv");
+            row.forEach((acc, h) => acc.set(acc.add(xv.mul(ws[h] as Val<"f32">))));
+          });
         }, "i");
       }, "blk");
     });
-    accs.forEach((acc, j) => {
-      const total: Val<"f32"> = laneGroupSum(b, acc, lanes, useSg, scratch, tid, lane);
+    accs.forEach((row, j) => {
+      const total = row.map((acc) => laneGroupSum(b, acc, lanes, useSg, scratch, tid, lane));
       if_(live.and(lane.eq(0)).and(r0.add(j).lt(B)), () => {
         const idx = let_(r0.add(j).mul(N).add(n), "yi");
         storeAs(b, y, outDtype, idx, ep.apply(b, total, n, idx));

@@ -1,5 +1,5 @@
-// Epilogues of contractions (GEMV, GEMM, dequant GEMV): an expression DAG over the accumulator (leaf `acc`) and
-// extra operands per output column (bias) or per output element (residual), applied before the single store.
+// Epilogues of contractions (GEMV, GEMM, dequant GEMV): an expression DAG over the accumulator (leaf `acc`; `acc1`,
+// `acc2`, ... for further weights sharing x) and extra operands per output column (bias) or element (residual).
 
 import type { Arr, Builder, Val } from "@poot/kernel-dsl";
 import { KernelgenError } from "../errors.js";
@@ -26,8 +26,8 @@ export interface Epilogue {
 export interface PreparedEpilogue {
   /** Declares the epilogue's buffers (call once, after the contraction's own buffers). */
   declare(b: Builder): void;
-  /** Emits the epilogue for output element (row, col) at linear index `idx`; returns the value to store. */
-  apply(b: Builder, acc: Val<"f32">, col: Val<"u32">, idx: Val<"u32">): Val<ExprType>;
+  /** Emits the epilogue for output element (row, col) at linear index `idx` from its accumulator(s); returns the value to store. */
+  apply(b: Builder, acc: Val<"f32"> | readonly Val<"f32">[], col: Val<"u32">, idx: Val<"u32">): Val<ExprType>;
   /** Expression type of the result. */
   readonly type: ExprType;
 }
@@ -37,14 +37,14 @@ export function prepareEpilogue(synth: string, ep: Epilogue | undefined, outDtyp
   checkDType(synth, "out", outDtype);
   if (ep === undefined) {
     if (valueTypeOf(outDtype) !== "f32") throw new KernelgenError("bad_dtype", `an ${outDtype} output needs an epilogue that converts the f32 accumulator`, { synth, param: "out" });
-    return { declare: () => {}, apply: (_b, acc) => acc, type: "f32" };
+    return { declare: () => {}, apply: (_b, acc) => (Array.isArray(acc) ? (acc[0] as Val<"f32">) : (acc as Val<"f32">)), type: "f32" };
   }
   const inputs = new Map(ep.inputs.map((i) => [i.name, i]));
   for (const i of ep.inputs) {
     checkDType(synth, i.name, i.dtype);
-    if (i.name === "acc") throw new KernelgenError("bad_param", "an epilogue input may not be called acc", { synth, param: i.name });
+    if (/^acc\d*$/.test(i.name)) throw new KernelgenError("bad_param", `an epilogue input may not be called ${i.name}`, { synth, param: i.name });
   }
-  const types = typeNodes(synth, ep.nodes, (n) => (n === "acc" ? "f32" : inputs.has(n) ? valueTypeOf(inputs.get(n)!.dtype) : undefined));
+  const types = typeNodes(synth, ep.nodes, (n) => (/^acc\d*$/.test(n) ? "f32" : inputs.has(n) ? valueTypeOf(inputs.get(n)!.dtype) : undefined));
   const type = types[ep.node];
   if (type === undefined) throw new KernelgenError("bad_param", `epilogue node ${ep.node} does not exist`, { synth, param: "epilogue.node" });
   if (type !== valueTypeOf(outDtype)) throw new KernelgenError("bad_dtype", `epilogue yields ${type} but the output is ${outDtype}`, { synth, param: "epilogue.node" });
@@ -55,8 +55,13 @@ export function prepareEpilogue(synth: string, ep: Epilogue | undefined, outDtyp
       for (const i of ep.inputs) bufs.set(i.name, b.buffer(i.name, elemOf(i.dtype), "read"));
     },
     apply: (b, acc, col, idx) => {
+      const accs = Array.isArray(acc) ? acc : [acc as Val<"f32">];
       const vals = emitNodes(b, ep.nodes, types, (n) => {
-        if (n === "acc") return acc;
+        if (/^acc\d*$/.test(n)) {
+          const a = accs[n === "acc" ? 0 : Number(n.slice(3))];
+          if (a === undefined) throw new KernelgenError("bad_param", `epilogue reads ${n} but the contraction has ${accs.length} weight(s)`, { synth, param: n });
+          return a;
+        }
         const i = inputs.get(n) as EpilogueInput;
         return loadAs(bufs.get(n)!, i.dtype, i.kind === "col" ? col : idx);
       }, [ep.node]);

@@ -20,6 +20,8 @@ export interface GemvRequest {
   readonly batch?: number;
   readonly xDtype?: StorageDType;
   readonly weight: { readonly dtype: StorageDType; readonly layout: "nk" | "kn" };
+  /** Weights sharing x (default 1): buffers W, W1, W2, ...; the epilogue reads acc, acc1, acc2, ... (e.g. gate and up). */
+  readonly heads?: number;
   readonly outDtype?: StorageDType;
   readonly epilogue?: Epilogue;
 }
@@ -57,7 +59,9 @@ export function synthesizeGemvWith(req: GemvRequest, caps: SynthCaps, ep: Prepar
   const xDtype = checkDType(SYNTH, "x", req.xDtype ?? "f32", ["f32", "bf16", "f16"]);
   const wDtype = checkDType(SYNTH, "weight", req.weight.dtype, ["f32", "bf16", "f16"]);
   const outDtype = req.outDtype ?? "f32";
-  if (req.weight.layout === "kn") return gemvKN(req, caps, B, xDtype, wDtype, outDtype, ep);
+  const H = req.heads ?? 1;
+  if (!Number.isInteger(H) || H < 1 || H > 4) throw new KernelgenError("bad_param", `heads ${H} must be 1..4`, { synth: SYNTH, param: "heads", value: H });
+  if (req.weight.layout === "kn") return gemvKN(req, caps, B, H, xDtype, wDtype, outDtype, ep);
   // [N, K]: a group of `lanes` threads per output row, striding over K (coalesced); rowsPerWg rows per workgroup.
   const sg = caps.subgroupSize;
   const lanesWant = pow2Workgroup(K, 32);
@@ -70,7 +74,7 @@ export function synthesizeGemvWith(req: GemvRequest, caps: SynthCaps, ep: Prepar
   const k = kernel(req.name, { workgroupSize: [wg, 1, 1] }, (b) => {
     const { let_, var_, for_, if_, wid, nwg, lid, f32, u32 } = b;
     const x = b.buffer("x", elemOf(xDtype), "read") as Arr<"f32">;
-    const W = b.buffer("W", elemOf(wDtype), "read") as Arr<"f32">;
+    const Ws = Array.from({ length: H }, (_, h) => b.buffer(h === 0 ? "W" : `W${h}`, elemOf(wDtype), "read") as Arr<"f32">);
     ep.declare(b);
     const y = b.buffer("y", elemOf(outDtype), "write");
     const scratch = useSg ? undefined : b.shared("scratch", "f32", wg);
@@ -78,19 +82,22 @@ export function synthesizeGemvWith(req: GemvRequest, caps: SynthCaps, ep: Prepar
     const lane = let_(tid.rem(lanes), "lane");
     const n = let_(wid.y.mul(nwg.x).add(wid.x).mul(rowsPerWg).add(tid.div(lanes)), "n");
     const live = let_(n.lt(N), "live");
-    const accs = Array.from({ length: B }, (_, j) => var_(f32(0), `acc${j}`));
+    const accs = Array.from({ length: B }, (_, j) => Ws.map((_, h) => var_(f32(0), `acc${j}_${h}`)));
     // Rows past N still take part in the group reductions (barriers / subgroup ops need every lane).
     if_(live, () => {
       for_(lane, K, lanes, (kk) => {
-        const w = let_(W.at(n.mul(K).add(kk)), "w");
-        accs.forEach((acc, j) => acc.set(acc.add(x.at(u32(j * K).add(kk)).mul(w))));
+        const ws = Ws.map((W) => let_(W.at(n.mul(K).add(kk)), "w"));
+        accs.forEach((row, j) => {
+          const xv = let_(x.at(u32(j * K).add(kk)), "xv");
+          row.forEach((acc, h) => acc.set(acc.add(xv.mul(ws[h] as Val<"f32">))));
+        });
       }, "k");
     });
-    accs.forEach((acc, j) => {
-      const total = laneGroupSum(b, acc, lanes, useSg, scratch, tid, lane);
+    accs.forEach((row, j) => {
+      const totals = row.map((acc) => laneGroupSum(b, acc, lanes, useSg, scratch, tid, lane));
       if_(live.and(lane.eq(0)), () => {
         const idx = let_(n.add(j * N), "yi");
-        storeAs(b, y, outDtype, idx, ep.apply(b, total, n, idx));
+        storeAs(b, y, outDtype, idx, ep.apply(b, totals, n, idx));
       });
     });
   });
@@ -98,43 +105,48 @@ export function synthesizeGemvWith(req: GemvRequest, caps: SynthCaps, ep: Prepar
 }
 
 /** [K, N]: WGX adjacent columns per workgroup (coalesced), WGY threads split K, partials combined in shared memory. */
-function gemvKN(req: GemvRequest, caps: SynthCaps, B: number, xDtype: StorageDType, wDtype: StorageDType, outDtype: StorageDType, ep: PreparedEpilogue): SynthKernel {
+function gemvKN(req: GemvRequest, caps: SynthCaps, B: number, H: number, xDtype: StorageDType, wDtype: StorageDType, outDtype: StorageDType, ep: PreparedEpilogue): SynthKernel {
   const { K, N } = req;
   const wgx = pow2Workgroup(N, Math.min(64, caps.maxWorkgroup));
   let wgy = pow2Workgroup(Math.ceil(K / 16), Math.max(1, Math.floor(Math.min(256, caps.maxWorkgroup) / wgx)));
-  while (wgy > 1 && wgx * wgy * B * 4 > caps.sharedBytes) wgy >>= 1;
-  if (wgy > 1 && wgx * wgy * B * 4 > caps.sharedBytes) throw new KernelgenError("exceeds_caps", "not enough workgroup memory", { synth: SYNTH, param: "caps.sharedBytes" });
+  while (wgy > 1 && wgx * wgy * B * H * 4 > caps.sharedBytes) wgy >>= 1;
+  if (wgy > 1 && wgx * wgy * B * H * 4 > caps.sharedBytes) throw new KernelgenError("exceeds_caps", "not enough workgroup memory", { synth: SYNTH, param: "caps.sharedBytes" });
   const k = kernel(req.name, { workgroupSize: [wgx, wgy, 1] }, (b) => {
     const { let_, var_, for_, if_, wid, nwg, lid, f32, u32, barrier } = b;
     const x = b.buffer("x", elemOf(xDtype), "read") as Arr<"f32">;
-    const W = b.buffer("W", elemOf(wDtype), "read") as Arr<"f32">;
+    const Ws = Array.from({ length: H }, (_, h) => b.buffer(h === 0 ? "W" : `W${h}`, elemOf(wDtype), "read") as Arr<"f32">);
     ep.declare(b);
     const y = b.buffer("y", elemOf(outDtype), "write");
-    const part = wgy > 1 ? b.shared("part", "f32", wgx * wgy * B) : undefined;
+    const part = wgy > 1 ? b.shared("part", "f32", wgx * wgy * B * H) : undefined;
     const tx = let_(lid.x, "tx");
     const ty = let_(lid.y, "ty");
     const n = let_(wid.y.mul(nwg.x).add(wid.x).mul(wgx).add(tx), "n");
-    const accs = Array.from({ length: B }, (_, j) => var_(f32(0), `acc${j}`));
+    const accs = Array.from({ length: B }, (_, j) => Ws.map((_, h) => var_(f32(0), `acc${j}_${h}`)));
     if_(n.lt(N), () => {
       for_(ty, K, wgy, (kk) => {
-        const w = let_(W.at(kk.mul(N).add(n)), "w");
-        accs.forEach((acc, j) => acc.set(acc.add(x.at(u32(j * K).add(kk)).mul(w))));
+        const ws = Ws.map((W) => let_(W.at(kk.mul(N).add(n)), "w"));
+        accs.forEach((row, j) => {
+          const xv = let_(x.at(u32(j * K).add(kk)), "xv");
+          row.forEach((acc, h) => acc.set(acc.add(xv.mul(ws[h] as Val<"f32">))));
+        });
       }, "k");
     });
+    // Partial (row j, head h) of thread (tx, ty) lives at ((j·H + h)·wgx + tx)·wgy + ty.
+    const slot = (j: number, h: number, i: Val<"u32">) => tx.mul(wgy).add(i).add((j * H + h) * wgx * wgy);
     if (part !== undefined) {
-      accs.forEach((acc, j) => part.set(ty.add(tx.mul(wgy)).add(j * wgx * wgy), acc));
+      accs.forEach((row, j) => row.forEach((acc, h) => part.set(slot(j, h, ty), acc)));
       barrier();
     }
     if_(ty.eq(0).and(n.lt(N)), () => {
-      accs.forEach((acc, j) => {
-        let total: Val<"f32"> = acc;
-        if (part !== undefined) {
+      accs.forEach((row, j) => {
+        const totals = row.map((acc, h) => {
+          if (part === undefined) return acc as Val<"f32">;
           const s = var_(f32(0), "s");
-          for_(u32(0), wgy, 1, (i) => s.set(s.add(part.at(i.add(tx.mul(wgy)).add(j * wgx * wgy)))), "i");
-          total = s;
-        }
+          for_(u32(0), wgy, 1, (i) => s.set(s.add(part.at(slot(j, h, i)))), "i");
+          return s as Val<"f32">;
+        });
         const idx = let_(n.add(j * N), "yi");
-        storeAs(b, y, outDtype, idx, ep.apply(b, total, n, idx));
+        storeAs(b, y, outDtype, idx, ep.apply(b, totals, n, idx));
       });
     });
   });

@@ -9,7 +9,9 @@ import { CliError } from "../errors.js";
 
 /** Executor factories by backend name; the CPU and GPU backends join this table as they land. */
 export const EXECUTORS: Readonly<Record<string, () => Executor>> = {
-  eval: createEvalExecutor,
+  eval: () => createEvalExecutor(),
+  // The literal oracle: graph-ir's `evaluate` every step, nothing folded (slow; for checking and baselines).
+  "eval-reference": () => createEvalExecutor({ foldWeights: false }),
   // Vulkan through libvulkan.so.1; the loader picks the driver (VK_DRIVER_FILES selects one, e.g. lavapipe).
   vulkan: () => createVulkanExecutor(),
 };

@@ -1,5 +1,6 @@
 // `poot bench MODEL --prompt-tokens P --gen-tokens G`: times prefill and decode through the runtime on a
 // backend (median of several runs, seeded random prompt ids) and prints a table or JSON.
+import * as os from "node:os";
 import { Engine, Rng, generateAll, RuntimeError } from "@poot/runtime";
 import { LoadedModel, ModelError } from "@poot/models";
 import { CliError } from "../errors.js";
@@ -23,6 +24,8 @@ export interface BenchReport {
   readonly decodeMsPerToken: number;
   /** Milliseconds spent tracing and staging programs (once). */
   readonly stageMs: number;
+  /** One-minute load average when the runs ended (the machine may be shared). */
+  readonly loadAverage: number;
   /** Device bytes after the runs (weights, state, io). */
   readonly deviceBytes: { readonly weights: number; readonly state: number; readonly io: number; readonly total: number };
 }
@@ -78,13 +81,13 @@ export const bench: CommandModule = {
           bar?.stop();
           const report: BenchReport = {
             model, backend: o.backend, promptTokens: P, genTokens: G, runs,
-            prefillTokS: median(pre), decodeTokS: median(dec), decodeMsPerToken: median(ms), stageMs: e.stats.stageMs, deviceBytes: executor.deviceBytes(),
+            prefillTokS: median(pre), decodeTokS: median(dec), decodeMsPerToken: median(ms), stageMs: e.stats.stageMs, loadAverage: os.loadavg()[0]!, deviceBytes: executor.deviceBytes(),
           };
           if (o.json === true) io.out(`${JSON.stringify(report, null, 2)}\n`);
           else {
             io.out(`model ${model} on ${o.backend}: prompt ${P}, generate ${G}, median of ${runs}\n`);
             io.out(`  prefill ${report.prefillTokS.toFixed(2)} tok/s\n  decode  ${report.decodeTokS.toFixed(2)} tok/s (${report.decodeMsPerToken.toFixed(1)} ms/token)\n`);
-            io.out(`  staging ${report.stageMs.toFixed(0)} ms, device bytes ${report.deviceBytes.total} (weights ${report.deviceBytes.weights}, state ${report.deviceBytes.state})\n`);
+            io.out(`  load average ${report.loadAverage.toFixed(2)}, staging ${report.stageMs.toFixed(0)} ms, device bytes ${report.deviceBytes.total} (weights ${report.deviceBytes.weights}, state ${report.deviceBytes.state})\n`);
           }
         } catch (err) {
           if (err instanceof ModelError) throw new CliError(err.code === "io" ? "file-unreadable" : "bad-input", err.message, { command: "bench", file: err.file ?? model });

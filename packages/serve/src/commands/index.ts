@@ -3,6 +3,7 @@
 import type { Command } from "commander";
 import { bench } from "./bench.js";
 import { chatTemplate } from "./chat-template.js";
+import { compileCommand } from "./compile.js";
 import { generate } from "./generate.js";
 import { ir } from "./ir.js";
 import { logits } from "./logits.js";
@@ -30,4 +31,4 @@ export interface CommandModule {
  * The built-in subcommands, in the order `poot --help` lists them. Add a command by writing
  * `src/commands/<name>.ts` that exports a {@link CommandModule} and listing it here.
  */
-export const commands: readonly CommandModule[] = [run, bench, ir, logits, generate, tokenize, chatTemplate, trace];
+export const commands: readonly CommandModule[] = [run, bench, ir, logits, generate, tokenize, chatTemplate, trace, compileCommand];

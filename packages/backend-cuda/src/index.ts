@@ -1,0 +1,27 @@
+/**
+ * The poot CUDA backend: the CUDA driver API through koffi (device, primary context, PTX modules with an
+ * on-disk JIT cache, a memory pool, streams, events, launches and CUDA graph capture with slot copies).
+ * @packageDocumentation
+ */
+export { CudaError, invariant } from "./errors.js";
+export type { CudaErrorCode, CudaErrorContext } from "./errors.js";
+export { loadDriver, DEFAULT_CUDA_LIBRARY } from "./ffi.js";
+export type { DriverApi, DriverFn, Handle } from "./ffi.js";
+export { openCudaDevice, cudaCaps } from "./device.js";
+export type { CudaDevice, CudaDeviceInfo, OpenCudaOptions } from "./device.js";
+export { MemoryPool, DeviceBuffer, PinnedBuffer, blockSize } from "./memory.js";
+export type { PoolStats } from "./memory.js";
+export { CudaStream, CudaEvent } from "./stream.js";
+export { CudaModule, loadPtx, ptxCacheKey } from "./module.js";
+export type { CudaFunction, LoadedModule, LoadPtxOptions } from "./module.js";
+export { LaunchParams, launchKernel } from "./launch.js";
+export type { KernelArg, Dim3 } from "./launch.js";
+export { CudaGraph } from "./graph.js";
+export { createCudaContext, kernelArgs } from "./context.js";
+export type { CudaContext, CudaContextOptions, CompiledKernel, KernelBindings } from "./context.js";
+export { gemvRowsBf16, gemvRowsBf16x2, gemvRowsF32, gemvRowsGrid, GEMV_ROWS_WG } from "./kernels.js";
+export { CudaExecutor, createCudaExecutor } from "./executor/executor.js";
+export type { CudaExecutorOptions } from "./executor/executor.js";
+export { CudaProgram, planCapsOf } from "./executor/program.js";
+export type { ProgramHost } from "./executor/program.js";
+export { CudaStateSet } from "./executor/state.js";

@@ -1,0 +1,90 @@
+// synthesizeRequest's refusals are typed, and its caps mapping follows DeviceCaps: unit tests on hand-made requests.
+
+import { describe, expect, it } from "vitest";
+import type { Access, KernelRequest } from "@poot/graph-plan";
+import { defaultTarget } from "@poot/graph-plan";
+import { KernelgenError } from "../errors.js";
+import { synthCapsFrom, synthesizeRequest } from "./request.js";
+
+const dense = (value: number, shape: number[], dtype: Access["dtype"] = "f32"): Access => {
+  const strides = shape.map((_, d) => shape.slice(d + 1).reduce((a, b) => a * b, 1));
+  return { value, root: value, dtype, shape, strides, offset: 0 };
+};
+
+const CAPS = { maxWorkgroup: 64, sharedBytes: 16384 };
+
+function req(kind: KernelRequest["kind"], op: string, inputs: Access[], output: Access, params: Record<string, unknown> = {}): KernelRequest {
+  return { kind, op, inputs, output, params: params as never, region: null, emulated16: false };
+}
+
+describe("synthesizeRequest", () => {
+  it("maps DeviceCaps to SynthCaps (subgroups when wider than one lane)", () => {
+    const c = synthCapsFrom(defaultTarget("wgpu").caps as never);
+    expect(c).toEqual({ maxWorkgroup: 256, subgroupSize: 32, sharedBytes: 16384, maxGridDim: 65535 });
+  });
+
+  it("refuses attention with an unknown mask kind, naming the mask", () => {
+    const q = dense(0, [1, 2, 1, 8]), k = dense(1, [1, 2, 4, 8]), v = dense(2, [1, 2, 4, 8]), m = dense(3, [1, 1, 1, 4], "bool");
+    const r = req("attention", "Attention", [q, k, v, m], dense(4, [1, 2, 1, 8]), { scale: 1, softCap: null, mask: "alibi", maskApply: "select", window: 0, groups: 1 });
+    expect(() => synthesizeRequest(r, CAPS)).toThrow(KernelgenError);
+    expect(() => synthesizeRequest(r, CAPS)).toThrow(expect.objectContaining({ code: "bad_param", context: expect.objectContaining({ param: "mask" }) }));
+  });
+
+  it("leaves two-stage argmax to the imported library", () => {
+    const r = req("reduction-row", "ArgMaxChunk", [dense(0, [2, 100])], dense(1, [2, 4], "i32"), { chunk: 32 });
+    expect(() => synthesizeRequest(r, CAPS)).toThrow(expect.objectContaining({ code: "bad_param" }));
+  });
+
+  it("serves a strided (transposed view) weight through the inline contraction instead of the fixed-layout GEMV", () => {
+    const w: Access = { ...dense(1, [8, 16]), strides: [1, 8] };
+    const r = req("gemv", "ContractionEpilogue", [dense(0, [1, 16]), w], dense(2, [1, 8]), { transposeB: true, accDtype: "f32", epilogue: null });
+    expect(synthesizeRequest(r, CAPS).bindings.map((x) => x.buffer)).toEqual(["in0", "in1", "out"]);
+  });
+
+  it("refuses a strided tensor where RoPE needs a dense one", () => {
+    const x: Access = { ...dense(0, [2, 8]), strides: [1, 2] };
+    const r = req("rope", "Rope", [x, dense(1, [2, 8]), dense(2, [2, 8])], dense(3, [2, 8]), { style: "half", dtype: "f32" });
+    expect(() => synthesizeRequest(r, CAPS)).toThrow(expect.objectContaining({ code: "bad_shape" }));
+  });
+
+  it("binds every kernel buffer to a request input or the output", () => {
+    const r = req("gemv", "ContractionEpilogue", [dense(0, [2, 16]), dense(1, [8, 16])], dense(2, [2, 8]), { transposeB: true, accDtype: "f32", epilogue: null });
+    const k = synthesizeRequest(r, CAPS);
+    expect(k.bindings).toEqual([
+      { buffer: "x", source: { kind: "input", index: 0 } },
+      { buffer: "W", source: { kind: "input", index: 1 } },
+      { buffer: "y", source: { kind: "output" } },
+    ]);
+  });
+});
+
+describe("regions with reductions outside row kernels", () => {
+  it("a Reduce over a middle axis (non-keepdim) inside an elementwise region, and as a bare op", async () => {
+    const { Builder, evaluate } = await import("@poot/graph-ir");
+    const { interpret } = await import("@poot/kernel-dsl");
+    const x = Float32Array.from({ length: 24 }, (_, i) => Math.sin(i) * 3);
+    const w = Float32Array.from({ length: 4 }, (_, i) => i - 1.5);
+    const region = {
+      nodes: [
+        { op: "Reduce", args: [{ in: 0 }], params: { kind: "max", axes: [1], keepdim: false }, dtype: "f32" as const, shape: [2, 4] },
+        { op: "Mul", args: [{ node: 0 }, { in: 1 }], params: {}, dtype: "f32" as const, shape: [2, 4] },
+      ],
+      result: 1,
+    };
+    const r: KernelRequest = { kind: "elementwise", op: "Fused", inputs: [dense(0, [2, 3, 4]), dense(1, [4])], output: dense(2, [2, 4]), params: { region } as never, region: region as never, emulated16: false };
+    const k = synthesizeRequest(r, CAPS);
+    const out = new Float32Array(8).fill(NaN);
+    interpret(k.kernel, { grid: [...k.grid], buffers: { in0: x, in1: w, out } });
+    const g = new Builder();
+    g.output("y", g.mul(g.reduce("max", g.const("x", "f32", [2, 3, 4]), [1]), g.const("w", "f32", [4])));
+    expect(Array.from(out)).toEqual(Array.from(evaluate(g.build(), { consts: { x, w } }).outputs.y!.data));
+    // The bare op over a non-last axis (argmax, numpy order) is served the same way.
+    const ra: KernelRequest = { kind: "reduction-row", op: "Reduce", inputs: [dense(0, [2, 3, 4])], output: dense(1, [2, 4], "i32"), params: { kind: "argmax", axes: [1], keepdim: false } as never, region: null, emulated16: false };
+    const ka = synthesizeRequest(ra, CAPS);
+    const idx = new Int32Array(8).fill(-7);
+    interpret(ka.kernel, { grid: [...ka.grid], buffers: { in0: x, out: idx } });
+    const ga = new Builder();
+    ga.output("i", ga.argmax(ga.const("x", "f32", [2, 3, 4]), 1));
+    expect(Array.from(idx)).toEqual(Array.from(evaluate(ga.build(), { consts: { x } }).outputs.i!.data));
+  });
+});

@@ -1,0 +1,124 @@
+// The reference execution of a compiled Program: every plan's kernel (synthesized from its request, or imported
+// and launched from its metadata) runs in the kernel-dsl interpreter, one buffer per root value.
+
+import { f32ToBf16Bits, f32ToF16Bits, isPacked, numel, storageBytes } from "@poot/graph-ir";
+import type { DType, EvalBindings, HostData, Value } from "@poot/graph-ir";
+import type { Program } from "@poot/graph-plan";
+import { arrayClassFor, interpret } from "@poot/kernel-dsl";
+import type { KernelBuffer } from "@poot/kernel-dsl";
+import { synthCapsFrom, synthesizeRequest } from "./adapter/request.js";
+import type { SynthCaps } from "./caps.js";
+import { KernelgenError, invariant } from "./errors.js";
+import { importedLaunch } from "./launch.js";
+
+/** Options of `interpretProgram`. */
+export interface InterpretProgramOptions {
+  /** Caps to synthesize for (default: the program target's DeviceCaps). */
+  readonly caps?: SynthCaps;
+  /** Called after each launched plan with its index and its output's root buffer (for debugging and tests). */
+  readonly onPlan?: (plan: number, output: KernelBuffer) => void;
+}
+
+/** Result of `interpretProgram`: outputs and new states as storage arrays (bf16/f16 as bits, packed as u32 words). */
+export interface ProgramRun {
+  readonly outputs: Readonly<Record<string, KernelBuffer>>;
+  readonly state: Readonly<Record<string, KernelBuffer>>;
+  /** Kernels launched. */
+  readonly dispatches: number;
+  /** Launches per kernel kind (and `imported:<name>` per imported kernel). */
+  readonly kinds: Readonly<Record<string, number>>;
+}
+
+/** Little-endian u32 words of `bytes`, zero-padded to a multiple of 4 (how packed data reaches kernels). */
+export function bytesToWords(bytes: Uint8Array): Uint32Array {
+  const padded = new Uint8Array(Math.ceil(bytes.length / 4) * 4);
+  padded.set(bytes);
+  return new Uint32Array(padded.buffer);
+}
+
+/** Host data to the storage array a kernel buffer of dtype `d` holds. */
+function toStorage(d: DType, host: HostData): KernelBuffer {
+  if (isPacked(d)) return bytesToWords(host as Uint8Array);
+  switch (d) {
+    case "f32": return Float32Array.from(host);
+    case "bf16": return host instanceof Uint16Array ? host : Uint16Array.from(host, (x) => f32ToBf16Bits(x));
+    case "f16": return host instanceof Uint16Array ? host : Uint16Array.from(host, (x) => f32ToF16Bits(x));
+    case "i32": return Int32Array.from(host);
+    case "u32": return Uint32Array.from(host);
+    case "u8": return Uint8Array.from(host);
+    case "bool": return Uint8Array.from(host, (x) => (x !== 0 ? 1 : 0));
+    default: return d satisfies never;
+  }
+}
+
+/** A device buffer poisoned so that an element no kernel wrote is visible (NaN, 0xDEADBEEF, ...). */
+function poisonedFor(v: Value): KernelBuffer {
+  if (isPacked(v.dtype)) return new Uint32Array(Math.ceil(storageBytes(v.dtype, numel(v.shape)) / 4)).fill(0xdeadbeef);
+  const a = arrayClassFor(v.dtype === "bool" ? "u8" : v.dtype).make(numel(v.shape));
+  if (a instanceof Float32Array) a.fill(NaN);
+  else if (a instanceof Uint16Array) a.fill(0x7fc1);
+  else if (a instanceof Int32Array) a.fill(-559038737);
+  else (a as Uint8Array).fill(0xa5);
+  return a;
+}
+
+/**
+ * Runs every plan of `prog` in order in the interpreter: synthesized plans through `synthesizeRequest`, imported ones
+ * through `importedLaunch`. Bindings are as for graph-ir's `evaluate` (consts, slots, state by key). Device buffers
+ * start poisoned. Slow (an interpreter), exact in its semantics: the reference every executor is checked against.
+ */
+export function interpretProgram(prog: Program, bindings: EvalBindings, options: InterpretProgramOptions = {}): ProgramRun {
+  const g = prog.graph;
+  const tc = prog.target.caps;
+  const caps = options.caps ?? ("maxWorkgroupSize" in tc && "maxWorkgroupDims" in tc ? synthCapsFrom(tc) : undefined);
+  if (caps === undefined) throw new KernelgenError("bad_param", "the target has no workgroup caps; pass options.caps", { synth: "interpretProgram", param: "caps" });
+  const aliases = prog.buffers().aliases;
+  const rootOf = (id: number): number => aliases.get(id) ?? id;
+  const bufs = new Map<number, KernelBuffer>();
+  const host = (kind: string, key: string, v: Value): HostData => {
+    const src = kind === "const" ? bindings.consts : kind === "slot" ? bindings.slots : bindings.state;
+    const h = typeof src === "function" ? src(key, v) : src?.[key];
+    if (h === undefined) throw new KernelgenError("bad_param", `no data bound for ${kind} ${key}`, { synth: "interpretProgram", param: key });
+    return h;
+  };
+  const buffer = (id: number): KernelBuffer => {
+    const root = rootOf(id);
+    let b = bufs.get(root);
+    if (b !== undefined) return b;
+    const v = g.values[root] as Value;
+    const s = v.storage;
+    switch (s.kind) {
+      case "const": case "slot": case "state": b = toStorage(v.dtype, host(s.kind, s.key, v)); break;
+      case "computed": b = toStorage(v.dtype, s.data as HostData); break;
+      case "device": b = poisonedFor(v); break;
+      default: return s satisfies never;
+    }
+    bufs.set(root, b);
+    return b;
+  };
+  let dispatches = 0;
+  const kinds: Record<string, number> = {};
+  prog.plans().forEach((plan, i) => {
+    const src = plan.kernel;
+    if (src.provenance === "none") return;
+    const req = src.request;
+    const rk = src.provenance === "imported" ? importedLaunch(src.name, src.metadata) : synthesizeRequest(req, caps, `p${i}_${plan.op.toLowerCase()}`);
+    if (rk.bindings === undefined) throw new KernelgenError("unknown_kernel", `imported ${src.provenance === "imported" ? src.name : plan.op} has no binding table`, { synth: "interpretProgram", value: i });
+    const buffers: Record<string, KernelBuffer> = {};
+    const roots = rk.bindings.map(({ source }) => (source.kind === "output" ? req.output.root : (req.inputs[source.index] as { root: number }).root));
+    // A written buffer is bound once (WebGPU rejects a writable binding that aliases another one).
+    invariant(roots.filter((r) => r === req.output.root).length === 1, `plan ${i} (${plan.op}) binds its output buffer twice`);
+    rk.bindings.forEach(({ buffer: name }, j) => (buffers[name] = buffer(roots[j] as number)));
+    const sg = "subgroupSize" in rk ? rk.subgroupSize : undefined;
+    interpret(rk.kernel, { grid: [...rk.grid], buffers, ...("uniforms" in rk ? { uniforms: rk.uniforms } : {}), ...(sg === undefined ? {} : { subgroupSize: sg }) });
+    options.onPlan?.(i, buffer(req.output.root));
+    dispatches++;
+    const tag = src.provenance === "imported" ? `imported:${src.name}` : req.kind;
+    kinds[tag] = (kinds[tag] ?? 0) + 1;
+  });
+  const outputs: Record<string, KernelBuffer> = {};
+  for (const o of g.outputs) outputs[o.name] = buffer(o.value);
+  const state: Record<string, KernelBuffer> = {};
+  for (const s of g.states) state[s.key] = buffer(s.output);
+  return { outputs, state, dispatches, kinds };
+}
