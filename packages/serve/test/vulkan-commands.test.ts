@@ -41,14 +41,14 @@ function relErr(a: Float32Array, ref: Float32Array): number {
 }
 
 describe.skipIf(why !== undefined)(`poot --backend vulkan on ../shared/fixtures${why === undefined ? "" : ` (skipped: ${why})`}`, () => {
-  // Left out, both kernelgen issues (see backend-vulkan's README): olmoe (the region emitter rejects its router
-  // region at stage time) and qwen35 (a synthesized tiled GEMM hangs on lavapipe for some prefill lengths).
-  for (const fam of ["llama3", "qwen3", "gemma3"]) {
+  // Every family with f32 weights; bf16 weights on llama3 only (lavapipe compiles each new pipeline with LLVM,
+  // and every extra program costs seconds on a shared CPU).
+  for (const fam of ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"]) {
     const dir = path.join(FIX, "hf", fam);
-    test(`${fam}: logits within 1e-4 of transformers (f32 and bf16 weights) and greedy ids equal`, async () => {
+    test(`${fam}: logits within 1e-4 of transformers and greedy ids equal`, async () => {
       const ref = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as { prompt_ids: number[]; greedy_ids: number[] };
       const want = openSafetensors(path.join(dir, "reference.safetensors")).readF32Sync("prompt_logits");
-      for (const weights of ["f32", "bf16"]) {
+      for (const weights of fam === "llama3" ? ["f32", "bf16"] : ["f32"]) {
         const out = path.join(tmp, `${fam}-${weights}.bin`);
         const r = await poot("logits", dir, "--backend", "vulkan", "--ids", ref.prompt_ids.join(","), "--out", out, "--weights", weights);
         expect(r.code, r.err).toBe(0);
