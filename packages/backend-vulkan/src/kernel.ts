@@ -83,6 +83,8 @@ export class VulkanKernel {
 export class BoundKernel {
   /** The descriptor set (set 0). */
   readonly set: bigint;
+  private readonly pool: bigint;
+  private readonly device: VulkanDevice;
   private readonly uniformBlock: { buffer: VulkanBuffer; offset: number; bytes: number } | null = null;
   private readonly order: readonly string[] = [];
 
@@ -113,7 +115,15 @@ export class BoundKernel {
         throw new VulkanError("bad-launch", `binding slot ${slot.slot} of ${code.kernel} is '${slot.kind}'`, { name: code.kernel });
       }
     }
-    this.set = device.pipelines.descriptorSet(kernel.pipeline.layout, ranges);
+    const d = device.pipelines.descriptorSet(kernel.pipeline.layout, ranges);
+    this.set = d.set;
+    this.pool = d.pool;
+    this.device = device;
+  }
+
+  /** Returns the descriptor set to its pool (recordings that use it must be disposed first). */
+  dispose(): void {
+    if (this.device.alive) this.device.pipelines.freeDescriptorSet(this.set, this.pool);
   }
 
   /** Rewrites one uniform word; a recorded command buffer sees it at its next submission. */

@@ -35,13 +35,14 @@ export interface ComputePipeline {
 }
 
 const SETS_PER_POOL = 256;
+const VK_ERROR_OUT_OF_POOL_MEMORY = -1000069000;
+const VK_ERROR_FRAGMENTED_POOL = -12;
 
 /** Pipelines, layouts and descriptor pools of one device; everything is destroyed with the device. */
 export class PipelineCache {
   private readonly layouts = new Map<string, PipelineLayout>();
   private readonly pipelines = new Map<string, ComputePipeline>();
   private readonly pools: bigint[] = [];
-  private poolSetsLeft = 0;
   /** Shader modules created (one per distinct SPIR-V binary), for tests and metrics. */
   modulesCreated = 0;
 
@@ -104,21 +105,28 @@ export class PipelineCache {
     }
   }
 
-  /** Allocates a descriptor set of `layout` and points binding i at `buffers[i]` (whole-buffer ranges). */
-  descriptorSet(layout: PipelineLayout, buffers: readonly { readonly handle: bigint; readonly offset?: number; readonly bytes: number }[]): bigint {
+  /**
+   * Allocates a descriptor set of `layout` and points binding i at `buffers[i]`; returns the set and the pool
+   * it came from (for {@link PipelineCache.freeDescriptorSet}). A full pool is followed by a new one.
+   */
+  descriptorSet(layout: PipelineLayout, buffers: readonly { readonly handle: bigint; readonly offset?: number; readonly bytes: number }[]): { readonly set: bigint; readonly pool: bigint } {
     const d = this.device;
     const f = d.vk.fn;
-    if (this.poolSetsLeft === 0) {
-      // Each set of poot kernels binds few buffers; 16 descriptors per set on average is ample.
-      this.pools.push(createHandle(f.vkCreateDescriptorPool!, "vkCreateDescriptorPool", d.handle, {
-        sType: SType.DESCRIPTOR_POOL_CREATE_INFO, pNext: null, flags: DescriptorPoolCreate.FREE_DESCRIPTOR_SET, maxSets: SETS_PER_POOL, poolSizeCount: 2,
-        pPoolSizes: [{ type: DescriptorType.STORAGE_BUFFER, descriptorCount: SETS_PER_POOL * 16 }, { type: DescriptorType.UNIFORM_BUFFER, descriptorCount: SETS_PER_POOL * 2 }],
-      }, null));
-      this.poolSetsLeft = SETS_PER_POOL;
-    }
     const out = new BigUint64Array(1);
-    check(f.vkAllocateDescriptorSets!(d.handle, { sType: SType.DESCRIPTOR_SET_ALLOCATE_INFO, pNext: null, descriptorPool: this.pools[this.pools.length - 1], descriptorSetCount: 1, pSetLayouts: [layout.setLayout] }, out), "vkAllocateDescriptorSets");
-    this.poolSetsLeft--;
+    const tryAllocate = (pool: bigint): number => f.vkAllocateDescriptorSets!(d.handle, { sType: SType.DESCRIPTOR_SET_ALLOCATE_INFO, pNext: null, descriptorPool: pool, descriptorSetCount: 1, pSetLayouts: [layout.setLayout] }, out) as number;
+    let pool = this.pools[this.pools.length - 1];
+    let r = pool === undefined ? VK_ERROR_OUT_OF_POOL_MEMORY : tryAllocate(pool);
+    // Out of pool memory (or fragmented): start a new pool; freed sets return to the pool they came from.
+    if (r === VK_ERROR_OUT_OF_POOL_MEMORY || r === VK_ERROR_FRAGMENTED_POOL) {
+      pool = createHandle(f.vkCreateDescriptorPool!, "vkCreateDescriptorPool", d.handle, {
+        sType: SType.DESCRIPTOR_POOL_CREATE_INFO, pNext: null, flags: DescriptorPoolCreate.FREE_DESCRIPTOR_SET, maxSets: SETS_PER_POOL, poolSizeCount: 2,
+        // Each set of poot kernels binds few buffers; 16 storage descriptors per set on average is ample.
+        pPoolSizes: [{ type: DescriptorType.STORAGE_BUFFER, descriptorCount: SETS_PER_POOL * 16 }, { type: DescriptorType.UNIFORM_BUFFER, descriptorCount: SETS_PER_POOL * 2 }],
+      }, null);
+      this.pools.push(pool);
+      r = tryAllocate(pool);
+    }
+    check(r, "vkAllocateDescriptorSets");
     const set = out[0]!;
     if (buffers.length > 0) {
       f.vkUpdateDescriptorSets!(d.handle, buffers.length, buffers.map((b, i) => ({
@@ -127,7 +135,17 @@ export class PipelineCache {
         pImageInfo: null, pBufferInfo: [{ buffer: b.handle, offset: b.offset ?? 0, range: b.bytes }], pTexelBufferView: null,
       })), 0, null);
     }
-    return set;
+    return { set, pool: pool! };
+  }
+
+  /** Returns a descriptor set to its pool (no command buffer that uses it may still run). */
+  freeDescriptorSet(set: bigint, pool: bigint): void {
+    if (this.pools.includes(pool)) check(this.device.vk.fn.vkFreeDescriptorSets!(this.device.handle, pool, 1, new BigUint64Array([set])), "vkFreeDescriptorSets");
+  }
+
+  /** Descriptor pools created so far. */
+  get poolCount(): number {
+    return this.pools.length;
   }
 
   /** Number of distinct pipelines created. */

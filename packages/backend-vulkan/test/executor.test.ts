@@ -67,4 +67,24 @@ describe.skipIf(noVulkan !== undefined)(`Vulkan executor${noVulkan === undefined
       exec.dispose();
     }
   });
+
+  test("StateSets made and dropped one after another reuse descriptor sets (sessions do not grow the pools)", () => {
+    const exec = createVulkanExecutor({ device });
+    try {
+      const c = conformanceCases("f32").find((x) => x.name.startsWith("state"))!;
+      exec.bindWeights((key) => c.weights[key]!);
+      const prog = exec.stage(c.graph);
+      for (const [k, v] of Object.entries(c.steps[0]!)) prog.writeSlot(k, v);
+      const pools0 = device.pipelines.poolCount;
+      // 300 sessions x 3 descriptor sets each is past one pool's 256 sets unless freed sets are reused.
+      for (let i = 0; i < 300; i++) {
+        const st = prog.createState();
+        prog.run(st);
+        st.dispose();
+      }
+      expect(device.pipelines.poolCount - pools0).toBeLessThanOrEqual(1);
+    } finally {
+      exec.dispose();
+    }
+  });
 });

@@ -10,7 +10,7 @@ import { lowerSpirv } from "@poot/codegen";
 import { ExecutorError, checkSlotData, elementBytes, schemaOf, type OutputData, type ProgramSchema, type StagedProgram, type StateSet } from "@poot/executor";
 import type { VulkanBuffer } from "../buffer.js";
 import { invariant } from "../errors.js";
-import { VulkanKernel } from "../kernel.js";
+import { VulkanKernel, type BoundKernel } from "../kernel.js";
 import { Recording, type Step, type StepTiming } from "../recording.js";
 import { decodeDevice, deviceBytesOf, encodeHost } from "./storage.js";
 import { VulkanStateSet } from "./state.js";
@@ -60,7 +60,7 @@ export class VulkanProgram implements StagedProgram {
   private readonly written = new Set<string>();
   /** State copies at the end of the step: state_out values not computed in place. */
   private readonly stateCopies: { readonly key: string; readonly from: ValueId; readonly layout: ViewLayout }[] = [];
-  private readonly recordings = new Map<StateSet | null, { recording: Recording; epoch: number }>();
+  private readonly recordings = new Map<StateSet | null, { recording: Recording; bound: BoundKernel[]; epoch: number }>();
   private lastState: VulkanStateSet | null = null;
   private captured: { state: StateSet | null } | null = null;
   private disposed = false;
@@ -160,13 +160,9 @@ export class VulkanProgram implements StagedProgram {
   private recordingFor(state: VulkanStateSet | null): Recording {
     const hit = this.recordings.get(state);
     if (hit !== undefined && hit.epoch === this.exec.weightEpoch) return hit.recording;
-    hit?.recording.dispose();
-    const steps: Step[] = this.launches.map((l) => ({
-      kind: "dispatch",
-      kernel: l.kernel.bind(Object.fromEntries(Object.entries(l.buffers).map(([k, root]) => [k, this.bufferOf(root, state)])), l.uniforms),
-      grid: l.grid,
-      label: l.label,
-    }));
+    if (hit !== undefined) this.release(hit);
+    const bound = this.launches.map((l) => l.kernel.bind(Object.fromEntries(Object.entries(l.buffers).map(([k, root]) => [k, this.bufferOf(root, state)])), l.uniforms));
+    const steps: Step[] = this.launches.map((l, i) => ({ kind: "dispatch", kernel: bound[i]!, grid: l.grid, label: l.label }));
     for (const c of this.stateCopies) {
       const spec = this.schema.states.get(c.key)!;
       const eb = elementBytes(spec.dtype);
@@ -180,8 +176,14 @@ export class VulkanProgram implements StagedProgram {
       steps.push({ kind: "copy", src: this.bufferOf(c.from, state), srcOffset: 0, dst: state!.buffers.get(c.key)!, dstOffset: 0, bytes: spec.size * eb, regions, label: `state ${c.key}` });
     }
     const recording = Recording.record(this.exec.device, steps, { timestamps: this.exec.timestamps, name: this.name });
-    this.recordings.set(state, { recording, epoch: this.exec.weightEpoch });
+    this.recordings.set(state, { recording, bound, epoch: this.exec.weightEpoch });
     return recording;
+  }
+
+  /** Frees a recording's command buffer and descriptor sets. */
+  private release(r: { recording: Recording; bound: BoundKernel[] }): void {
+    r.recording.dispose();
+    for (const b of r.bound) b.dispose();
   }
 
   private checkRun(state: StateSet | undefined): VulkanStateSet | null {
@@ -251,14 +253,15 @@ export class VulkanProgram implements StagedProgram {
 
   /** Forgets recordings that reference a disposed StateSet. */
   dropState(state: StateSet): void {
-    this.recordings.get(state)?.recording.dispose();
+    const r = this.recordings.get(state);
+    if (r !== undefined) this.release(r);
     this.recordings.delete(state);
   }
 
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
-    for (const r of this.recordings.values()) r.recording.dispose();
+    for (const r of this.recordings.values()) this.release(r);
     this.recordings.clear();
     if (this.exec.device.alive) for (const b of this.owned.values()) b.dispose();
     this.exec.forget(this);
