@@ -39,6 +39,8 @@ describe.skipIf(noVulkan !== undefined)(`Vulkan executor${noVulkan === undefined
         t!.forEach((x) => expect(x.ns).toBeGreaterThanOrEqual(0));
       }
       expect(prog.fallbacks).toEqual([]);
+      // One launch per planned dispatch: what `poot compile --explain` predicts is what runs.
+      expect(prog.dispatchCount).toBe(prog.program.dispatchCount());
     } finally {
       exec.dispose();
     }
