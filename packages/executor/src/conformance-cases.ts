@@ -1,4 +1,4 @@
-// The small graphs of the conformance suite (elementwise, reduce, matmul, gather, State across steps) with
+// The small graphs of the conformance suite (elementwise, reduce, matmul, gather, movement, State) with
 // seeded data for several steps; the suite runs them on a backend and compares each step with `evaluate`.
 import { Builder, f32ToBf16Bits, f32ToF16Bits, type Graph, type HostData } from "@poot/graph-ir";
 
@@ -109,7 +109,19 @@ function state(d: ConformanceDType): ConformanceCase {
   return { name: `state ${d}`, graph: b.build(), weights: { scale: stored(d, seededFloats(6, 4, 0.5, 2)) }, steps: positions.map((p, s) => ({ pos: [p], x: seededFloats(60 + s, 8) })) };
 }
 
+/** Movement of step data: transposes (inner axis moved and kept), broadcasts (leading and inner axes), concat. */
+function movement(d: ConformanceDType): ConformanceCase {
+  const b = new Builder();
+  const x = b.add(b.slot("Token", "x", "f32", [2, 3, 4]), b.f32(b.const("bias", d, [4])));
+  b.output("t201", b.transpose(x, [2, 0, 1]));
+  b.output("t102", b.transpose(x, [1, 0, 2]));
+  const col = b.slot("Token", "col", "f32", [3, 1]);
+  b.output("bcast", b.broadcast(col, [2, 3, 4]));
+  b.output("cat", b.concat([x, b.broadcast(b.reshape(col, [1, 3, 1]), [2, 3, 1])], 2));
+  return { name: `movement ${d}`, graph: b.build(), weights: { bias: stored(d, seededFloats(8, 4)) }, steps: [1, 2].map((s) => ({ x: seededFloats(80 + s, 24), col: seededFloats(90 + s, 3) })) };
+}
+
 /** Every case for one weight dtype. */
 export function conformanceCases(d: ConformanceDType): ConformanceCase[] {
-  return [elementwise(d), reduce(d), matmul(d), gather(d), state(d)];
+  return [elementwise(d), reduce(d), matmul(d), gather(d), movement(d), state(d)];
 }

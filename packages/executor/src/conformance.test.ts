@@ -1,5 +1,5 @@
 // The suite must be able to fail: executors with planted faults (a dropped state write-back, an output
-// off by one f32 ulp-scale error, slots ignored after the first step) are each caught.
+// off by 1e-4 relative, slots ignored after the first step) are each caught.
 import { describe, expect, it } from "vitest";
 import type { Executor, StagedProgram, StateSet } from "./contract.js";
 import { checkConformanceCase, conformanceCases, relativeError } from "./conformance.js";

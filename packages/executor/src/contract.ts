@@ -1,6 +1,6 @@
 // The executor contract every backend implements: stage a graph for one device, bind weights once (lazily,
 // by name), write slots, run a step with State kept device-side, read outputs, capture and replay a step.
-import type { ConstSource, Graph, ScalarDType } from "@poot/graph-ir";
+import type { ConstSource, Graph, OpTable, ScalarDType } from "@poot/graph-ir";
 import type { ProgramSchema } from "./schema.js";
 
 /** What a backend can do, as data (CONVENTIONS 4): callers branch on these, never on the backend's name. */
@@ -32,6 +32,25 @@ export interface DeviceBytes {
 /** Where weights come from: called at most once per Const key; returns stored data (bf16 bits, packed bytes, f32). */
 export type WeightSource = ConstSource;
 
+/**
+ * A compiled graph: the optimized graph and the op table that defines its composite ops (Fused, Attention,
+ * ...). `@poot/graph-plan`'s `Program` has this shape, so a Program can be staged directly.
+ */
+export interface CompiledGraph {
+  /** The graph to run (may contain composite ops). */
+  readonly graph: Graph;
+  /** Op table with reference semantics for every op the graph uses. */
+  readonly ops: OpTable;
+}
+
+/** What `stage` accepts: a primitive graph, or a compiled one with its op table. */
+export type StageInput = Graph | CompiledGraph;
+
+/** The graph and op table of a stage input (primitives for a plain graph). */
+export function stageParts(input: StageInput): { readonly graph: Graph; readonly ops: OpTable | undefined } {
+  return "graph" in input ? { graph: input.graph, ops: input.ops } : { graph: input, ops: undefined };
+}
+
 /** Options of {@link Executor.stage}. */
 export interface StageOptions {
   /** A name for messages and metrics (default `"program"`). */
@@ -50,8 +69,8 @@ export interface Executor {
   readonly caps: ExecutorCaps;
   /** Sets the weight source; each Const is read from it the first time a staged program needs it, then kept. */
   bindWeights(source: WeightSource): void;
-  /** Stages `graph` for this device: validates it, plans its buffers and returns a program ready to run. */
-  stage(graph: Graph, options?: StageOptions): StagedProgram;
+  /** Stages a graph or compiled program for this device: validates it, plans its buffers, returns a program ready to run. */
+  stage(input: StageInput, options?: StageOptions): StagedProgram;
   /** Device bytes held now. */
   deviceBytes(): DeviceBytes;
   /** Frees everything; the executor and its programs and StateSets are unusable afterwards. */

@@ -1,6 +1,6 @@
 // The eval executor against hand-written float64 loops: a bf16 linear layer, and a KV-cache-like State
 // written at the Pos slot over several steps, read back lane by lane.
-import { Builder, bf16BitsToF32, f32ToBf16Bits } from "@poot/graph-ir";
+import { Builder, bf16BitsToF32, extendOps, f32ToBf16Bits, type OpDef } from "@poot/graph-ir";
 import { describe, expect, it } from "vitest";
 import { createEvalExecutor } from "./eval-executor.js";
 
@@ -53,8 +53,31 @@ describe("eval executor", () => {
       p.run(st);
     });
     expect(Array.from(st.read("kv"))).toEqual([1, 2, 3, 4, 5, 6, 0, 0]);
-    expect(exec.deviceBytes().state).toBe(32);
+    // 8 f32 elements, plus the float64 copy the last step left (read() synced the f32 buffer from it).
+    expect(exec.deviceBytes().state).toBe(32 + 64);
     st.dispose();
     expect(exec.deviceBytes().state).toBe(0);
+  });
+
+  it("stages a compiled graph with its own op table (a composite op with reference semantics)", () => {
+    // A stand-in for a compiler composite: out = x * x + 1, elementwise, typed like its input.
+    const SquarePlusOne: OpDef = {
+      arity: 1, category: "composite", view: false, doc: "x*x + 1",
+      infer: ([x]) => x!,
+      evaluate: ([x]) => Float64Array.from(x!.data as Float64Array, (v) => v * v + 1),
+    };
+    const ops = extendOps({ SquarePlusOne });
+    const b = new Builder({ ops });
+    const x = b.slot("Token", "x", "f32", [3]);
+    b.output("y", b.emit("SquarePlusOne", [b.add(x, b.f32(b.const("bias", "f32", [3])))]));
+    const compiled = { graph: b.build(), ops };
+    for (const foldWeights of [true, false]) {
+      const exec = createEvalExecutor({ foldWeights });
+      exec.bindWeights(() => new Float32Array([0.5, 1, -2]));
+      const p = exec.stage(compiled);
+      p.writeSlot("x", [1, 2, 3]);
+      p.run();
+      expect(Array.from(p.readOutput("y"))).toEqual([1.5 * 1.5 + 1, 3 * 3 + 1, 1 + 1]);
+    }
   });
 });

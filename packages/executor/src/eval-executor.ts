@@ -1,10 +1,11 @@
-// The reference executor (backend kind "eval"): runs staged graphs with graph-ir's op semantics (the float64
-// oracle), folding weight-only equations once or calling `evaluate` every step, over host buffers. The runtime is tested with it, and every other backend is compared with it.
-import { evaluate, isPacked, numel, storageBytes, validateGraph, type Graph, type HostData, type Tensor, type ValueType } from "@poot/graph-ir";
-import type { DeviceBytes, Executor, ExecutorCaps, OutputData, StageOptions, StagedProgram, StateSet, WeightSource } from "./contract.js";
+// The reference executor (backend kind "eval"): graph-ir's op semantics (the float64 oracle) over host buffers,
+// weight-only equations folded once or `evaluate` every step; the runtime's tests and other backends use it.
+import { evaluate, isPacked, numel, storageBytes, validateGraph, type Graph, type HostData, type OpTable, type Tensor, type ValueType } from "@poot/graph-ir";
+import { stageParts, type DeviceBytes, type Executor, type ExecutorCaps, type OutputData, type StageInput, type StageOptions, type StagedProgram, type StateSet, type WeightSource } from "./contract.js";
 import { ExecutorError } from "./errors.js";
 import { FoldCache, FoldedSchedule } from "./folded.js";
-import { allocHostBuffer, HostStateSet, loadHost, storeHost, type HostBuffer } from "./host-state.js";
+import { EvalStateSet } from "./eval-state.js";
+import { allocHostBuffer, loadHost, storeHost, type HostBuffer } from "./host-state.js";
 import { checkSlotData, elementBytes, schemaOf, type ProgramSchema } from "./schema.js";
 
 /** Capabilities of the eval executor. */
@@ -40,7 +41,7 @@ class EvalExecutor implements Executor {
   /** @internal Live programs and StateSets, for deviceBytes. */
   readonly programs = new Set<EvalProgram>();
   /** @internal */
-  readonly stateSets = new Set<HostStateSet>();
+  readonly stateSets = new Set<EvalStateSet>();
   private disposed = false;
 
   bindWeights(source: WeightSource): void {
@@ -68,11 +69,12 @@ class EvalExecutor implements Executor {
     return d;
   }
 
-  stage(graph: Graph, options: StageOptions = {}): StagedProgram {
+  stage(input: StageInput, options: StageOptions = {}): StagedProgram {
     this.alive();
-    validateGraph(graph);
+    const { graph, ops } = stageParts(input);
+    validateGraph(graph, ops === undefined ? {} : { ops });
     const name = options.name ?? "program";
-    const p = new EvalProgram(this, graph, schemaOf(graph), name);
+    const p = new EvalProgram(this, graph, ops, schemaOf(graph), name);
     // With weights already bound, staging also prepares them (like an upload on a device backend).
     if (this.source !== null) p.schedule?.fold((key, type) => this.weight(key, type, name));
     this.programs.add(p);
@@ -114,8 +116,8 @@ class EvalProgram implements StagedProgram {
   /** @internal The folded schedule, or null when every step calls `evaluate`. */
   readonly schedule: FoldedSchedule | null;
 
-  constructor(private readonly exec: EvalExecutor, private readonly graph: Graph, readonly schema: ProgramSchema, readonly name: string) {
-    this.schedule = exec.fold ? new FoldedSchedule(graph, name, exec.folds) : null;
+  constructor(private readonly exec: EvalExecutor, private readonly graph: Graph, private readonly ops: OpTable | undefined, readonly schema: ProgramSchema, readonly name: string) {
+    this.schedule = exec.fold ? new FoldedSchedule(graph, name, exec.folds, ops) : null;
     for (const s of schema.slots.values()) this.slots.set(s.key, allocHostBuffer(s.dtype, s.size));
     for (const o of schema.outputs.values()) this.outputs.set(o.name, allocHostBuffer(o.dtype, o.size));
   }
@@ -129,7 +131,7 @@ class EvalProgram implements StagedProgram {
 
   createState(): StateSet {
     this.alive();
-    const s = new HostStateSet(this.schema, this.name, (gone) => this.exec.stateSets.delete(gone));
+    const s = new EvalStateSet(this.schema, this.name, (gone) => this.exec.stateSets.delete(gone as EvalStateSet));
     this.exec.stateSets.add(s);
     return s;
   }
@@ -152,15 +154,28 @@ class EvalProgram implements StagedProgram {
     const slots: Record<string, HostData> = {};
     for (const [k, b] of this.slots) slots[k] = b;
     const stateIn: Record<string, HostData> = {};
-    if (host !== null) for (const [k, b] of host.buffers) stateIn[k] = b;
     const consts = (key: string, type: ValueType) => this.exec.weight(key, type, this.name);
     let outs: ReadonlyMap<string, Tensor>, states: ReadonlyMap<string, Tensor>;
     if (this.schedule !== null) {
-      const r = this.schedule.run({ consts, slots, state: stateIn });
+      // State a previous step left as evaluator tensors is used as it is; the rest is read from its buffer.
+      const stateTensors = new Map<string, Tensor>();
+      if (host !== null) {
+        for (const key of this.schema.states.keys()) {
+          const t = host.tensor(key);
+          if (t !== undefined) stateTensors.set(key, t);
+          else stateIn[key] = host.buffer(key);
+        }
+      }
+      const r = this.schedule.run({ consts, slots, state: stateIn, stateTensors });
       outs = r.outputs;
       states = r.state;
+      for (const o of this.schema.outputs.values()) storeHost(o.dtype, this.outputs.get(o.name)!, outs.get(o.name)!.data);
+      // Donation: state_out replaces state_in; its typed buffer is written only when someone reads it.
+      if (host !== null) for (const key of this.schema.states.keys()) host.setTensor(key, states.get(key)!);
+      return;
     } else {
-      const r = evaluate(this.graph, { consts, slots, state: stateIn }, { validate: false });
+      if (host !== null) for (const key of this.schema.states.keys()) stateIn[key] = host.buffer(key);
+      const r = evaluate(this.graph, { consts, slots, state: stateIn }, this.ops === undefined ? { validate: false } : { validate: false, ops: this.ops });
       outs = new Map(Object.entries(r.outputs));
       states = new Map(Object.entries(r.state));
     }
@@ -169,10 +184,10 @@ class EvalProgram implements StagedProgram {
     if (host !== null) for (const s of this.schema.states.values()) storeHost(s.dtype, host.buffer(s.key), states.get(s.key)!.data);
   }
 
-  private checkState(state: StateSet | undefined): HostStateSet | null {
+  private checkState(state: StateSet | undefined): EvalStateSet | null {
     if (this.schema.states.size === 0) return null;
     if (state === undefined) throw new ExecutorError("unknown-state", `the program has ${this.schema.states.size} state(s): pass a StateSet from createState()`, { program: this.name });
-    if (!(state instanceof HostStateSet) || !this.exec.stateSets.has(state)) throw new ExecutorError("unknown-state", "StateSet was not made by this executor", { program: this.name });
+    if (!(state instanceof EvalStateSet) || !this.exec.stateSets.has(state)) throw new ExecutorError("unknown-state", "StateSet was not made by this executor", { program: this.name });
     for (const s of this.schema.states.values()) {
       const t = state.schema.states.get(s.key);
       if (t === undefined || t.size !== s.size || t.dtype !== s.dtype) throw new ExecutorError("unknown-state", "StateSet layout differs from the program's", { program: this.name, key: s.key });

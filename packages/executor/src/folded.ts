@@ -4,9 +4,7 @@
 import { isLiteral, isPacked, opContext, PRIMITIVE_OPS, roundInPlace, tensorFromHost, type Graph, type HostData, type OpContext, type OpTable, type Tensor, type ValueType } from "@poot/graph-ir";
 import { ExecutorError, invariant } from "./errors.js";
 import { FastMatMul } from "./fast-matmul.js";
-
-/** The primitive ops with the bit-identical blocked MatMul. */
-const FOLDED_OPS: OpTable = { ...PRIMITIVE_OPS, MatMul: FastMatMul };
+import { FastBroadcast, FastTranspose } from "./fast-movement.js";
 
 /** Per-step data of a {@link FoldedSchedule} run. */
 export interface FoldedBindings {
@@ -16,6 +14,8 @@ export interface FoldedBindings {
   readonly slots: { readonly [key: string]: HostData };
   /** state_in data by key. */
   readonly state: { readonly [key: string]: HostData };
+  /** state_in already as evaluator tensors (values rounded to the state's dtype), used as they are. */
+  readonly stateTensors?: ReadonlyMap<string, Tensor>;
 }
 
 /**
@@ -76,8 +76,12 @@ export class FoldedSchedule {
   /** Values returned as outputs or state_out: never dropped early. */
   private readonly keep: Set<number>;
 
-  /** @param graph - a validated graph; @param program - its name, for messages; @param cache - folded values shared across programs; @param ops - the op table. */
-  constructor(private readonly graph: Graph, private readonly program: string, private readonly cache: FoldCache, private readonly ops: OpTable = FOLDED_OPS) {
+  /** @param graph - a validated graph; @param program - its name, for messages; @param cache - folded values shared across programs; @param ops - the op table (default: the primitives). */
+  private readonly ops: OpTable;
+
+  constructor(private readonly graph: Graph, private readonly program: string, private readonly cache: FoldCache, ops?: OpTable) {
+    // Bit-identical faster primitives replace the reference ones in whatever table the graph comes with.
+    this.ops = { ...(ops ?? PRIMITIVE_OPS), MatMul: FastMatMul, Transpose: FastTranspose, Broadcast: FastBroadcast };
     const isStatic = new Uint8Array(graph.values.length);
     for (const v of graph.values) if (v.storage.kind === "const" || v.storage.kind === "computed") isStatic[v.id] = 1;
     graph.eqns.forEach((e, k) => {
@@ -149,7 +153,7 @@ export class FoldedSchedule {
         case "const": out = bind(id, b.consts(s.key, g.values[id]!), "weight", s.key); break;
         case "computed": out = bind(id, s.data, "computed value", String(id)); break;
         case "slot": out = bind(id, b.slots[s.key], "slot", s.key); break;
-        case "state": out = bind(id, b.state[s.key], "state", s.key); break;
+        case "state": out = b.stateTensors?.get(s.key) ?? bind(id, b.state[s.key], "state", s.key); break;
         case "device": invariant(false, `value ${id} read before its equation ran`); break;
         default: return s satisfies never;
       }
@@ -167,9 +171,11 @@ export class FoldedSchedule {
       const out = g.values[e.out]!;
       let data = this.ops[e.op]!.evaluate(inputs, e.params, out, this.contexts[k]!);
       if (!isPacked(out.dtype)) {
-        // As in evaluate: a view handing back its input's array is copied before a rounding that could change it.
-        if (data === inputs[0]?.data && inputs[0].dtype !== out.dtype) data = data.slice();
-        roundInPlace(out.dtype, data);
+        const view = data === inputs[0]?.data;
+        // As in evaluate: a view handing back its input's array is copied before a rounding that could change it;
+        // a view of the same dtype skips the pass, its input already holds values rounded to that dtype.
+        if (view && inputs[0]!.dtype !== out.dtype) data = data.slice();
+        if (!view || inputs[0]!.dtype !== out.dtype) roundInPlace(out.dtype, data);
       }
       env[e.out] = { dtype: out.dtype, shape: out.shape, data };
     };

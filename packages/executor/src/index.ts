@@ -4,7 +4,8 @@
  * reference executor over graph-ir's `evaluate`. The conformance suite is at `@poot/executor/conformance`.
  * @packageDocumentation
  */
-export type { DeviceBytes, Executor, ExecutorCaps, OutputData, StageOptions, StagedProgram, StateSet, WeightSource } from "./contract.js";
+export type { CompiledGraph, DeviceBytes, Executor, ExecutorCaps, OutputData, StageInput, StageOptions, StagedProgram, StateSet, WeightSource } from "./contract.js";
+export { stageParts } from "./contract.js";
 export { ExecutorError } from "./errors.js";
 export type { ExecutorErrorCode, ExecutorErrorContext } from "./errors.js";
 export { checkSlotData, elementBytes, sameLaneLayout, schemaOf } from "./schema.js";

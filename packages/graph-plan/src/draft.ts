@@ -116,10 +116,19 @@ export class Draft {
 
   /** Makes every reader (and output/state) of `from` read `to` instead. */
   forward(from: ValueId, to: ValueId): void {
-    this.eqns = this.eqns.map((e) => (e === null || !e.inputs.includes(from) ? e : { ...e, inputs: e.inputs.map((o): Operand => (o === from ? to : o)) }));
+    this.index();
+    // Only the readers of `from` change; the index moves them to `to` instead of being rebuilt.
+    const rs = this.readers[from]!;
+    for (const k of new Set(rs)) {
+      const e = this.eqns[k];
+      if (e === null || e === undefined) continue;
+      const inputs = e.inputs.map((o): Operand => (o === from ? to : o));
+      this.eqns[k] = { ...e, inputs };
+      for (const o of inputs) if (o === to) this.readers[to]!.push(k);
+    }
+    this.readers[from] = [];
     for (const o of this.outputs) if (o.value === from) (o as { value: number }).value = to;
     for (const s of this.states) if (s.output === from) (s as { output: number }).output = to;
-    this.dirty = true;
   }
 
   /** Adds a value (Device values need an equation defining them). */

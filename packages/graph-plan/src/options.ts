@@ -17,7 +17,7 @@ export interface CompileOptions {
   readonly argmaxSplitAbove?: number;
   /** Chunk length of two-stage argmax. Default 4096. */
   readonly argmaxChunk?: number;
-  /** Largest fused region, in nodes. Default 64. */
+  /** Largest fused region, in nodes. Default 128 (a batch of 8 writes its KV rows in one epilogue). */
   readonly maxRegionNodes?: number;
   /** Largest compile-time folded constant, in elements. Default 1 << 20. */
   readonly maxFoldElements?: number;
@@ -37,7 +37,7 @@ export function resolveOptions(o: CompileOptions = {}): ResolvedOptions {
     preferImported: o.preferImported ?? true,
     argmaxSplitAbove: o.argmaxSplitAbove ?? 8192,
     argmaxChunk: o.argmaxChunk ?? 4096,
-    maxRegionNodes: o.maxRegionNodes ?? 64,
+    maxRegionNodes: o.maxRegionNodes ?? 128,
     maxFoldElements: o.maxFoldElements ?? 1 << 20,
     checkPasses: o.checkPasses ?? false,
   };

@@ -70,8 +70,10 @@ export interface RuleContext {
   readonly target: Target;
   /** Resolved compile options. */
   readonly options: ResolvedOptions;
-  /** Per-pass scratch state (CSE tables). */
+  /** Per-sweep scratch state (CSE's table of equations seen in this sweep). */
   readonly scratch: Map<string, unknown>;
+  /** Scratch state kept for the whole pass (hashes of computed constants). */
+  readonly passScratch: Map<string, unknown>;
   /** Records a near-match. */
   decline(d: Decline): void;
   /** Records a numerically declined rewrite. */
@@ -121,14 +123,14 @@ export interface PassReport {
 const MAX_SWEEPS = 16;
 
 /** Applies a pass's rules until a sweep changes nothing. */
-export function runPass(pass: Pass, cx: Omit<RuleContext, "scratch" | "numericalDecline"> & { numericalDeclines: NumericalDecline[] }): PassReport {
+export function runPass(pass: Pass, cx: Omit<RuleContext, "scratch" | "passScratch" | "numericalDecline"> & { numericalDeclines: NumericalDecline[] }): PassReport {
   const d = cx.draft;
   const t0 = performance.now();
   const before = d.eqnCount();
   const rewrites: Record<string, number> = {};
   const seen = new Set<string>();
   const ctx: RuleContext = {
-    draft: d, target: cx.target, options: cx.options, scratch: new Map(), decline: cx.decline,
+    draft: d, target: cx.target, options: cx.options, scratch: new Map(), passScratch: new Map(), decline: cx.decline,
     numericalDecline(rule, value, reason, detail) {
       // One report per (rule, value) even though sweeps revisit the equation.
       const key = `${rule}:${value}`;

@@ -64,6 +64,34 @@ describe("fusion kinds", () => {
     expect(opCounts(p.graph)).toEqual({ FusedRow: 1 });
   });
 
+  test("batched KV writes: one in-place update per sequence chain into the projection's epilogue within 8 bindings", () => {
+    const B = 6, H = 2, S = 8, D = 4;
+    const b = new Builder();
+    const x = b.slot("Hidden", "x", "f32", [B, 16]);
+    const pos = b.slot("Pos", "pos", "i32", [B]);
+    const k = b.reshape(b.linear(x, b.const("wk", "f32", [H * D, 16])), [B, H, 1, D]);
+    const cache = b.state("k_cache", "f32", [B, H, S, D]);
+    const zero = b.computed("i32", [], new Int32Array([0]));
+    let c = cache;
+    for (let i = 0; i < B; i++) {
+      const row = b.slice(k, [i, 0, 0, 0], [i + 1, H, 1, D]);
+      const p = b.reshape(b.slice(pos, [i], [i + 1]), []);
+      c = b.dynamicUpdateSlice(c, row, [b.computed("i32", [], new Int32Array([i])), zero, p, zero]);
+    }
+    b.setState(cache, c);
+    b.output("k", c);
+    const g = b.build();
+    const p = compile(g, defaultTarget("wgpu"));
+    expect(opCounts(p.graph)).toEqual({ ContractionEpilogue: 1 });
+    const ep = p.graph.eqns[0]!.params.epilogue as { nodes: { op: string }[] };
+    expect(ep.nodes.filter((n) => n.op === "DynamicUpdateSlice").length).toBe(B);
+    const plan = p.plans()[0]!;
+    expect(plan.kernel.provenance === "synthesized" && new Set([...plan.kernel.request.inputs.map((a) => a.root), plan.kernel.request.output.root]).size).toBeLessThanOrEqual(8);
+    expect(p.buffers().aliases.get(p.graph.states[0]!.output)).toBe(p.graph.states[0]!.input);
+    const binds = bindingsFor(g, 6, { x: Array.from({ length: B * 16 }, (_, i) => Math.cos(i)), pos: [0, 7, 3, 3, 5, 1] });
+    expect(compareEval(g, p.graph, PLAN_OPS, binds).worst).toBeLessThanOrEqual(1e-6);
+  });
+
   test("contraction epilogue: bias, GELU and residual add run inside the contraction", () => {
     const b = new Builder();
     const x = b.const("x", "f32", [4, 16]);

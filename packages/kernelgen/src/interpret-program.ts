@@ -1,8 +1,9 @@
 // The reference execution of a compiled Program: every plan's kernel (synthesized from its request, or imported
 // and launched from its metadata) runs in the kernel-dsl interpreter, one buffer per root value.
 
-import { f32ToBf16Bits, f32ToF16Bits, isPacked, numel, storageBytes } from "@poot/graph-ir";
-import type { DType, EvalBindings, HostData, Value } from "@poot/graph-ir";
+import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits, isPacked, numel, opContext, storageBytes } from "@poot/graph-ir";
+import type { DType, EvalBindings, Graph, HostData, TensorData, Value } from "@poot/graph-ir";
+import { PLAN_OPS } from "@poot/graph-plan";
 import type { Program } from "@poot/graph-plan";
 import { arrayClassFor, interpret } from "@poot/kernel-dsl";
 import type { KernelBuffer } from "@poot/kernel-dsl";
@@ -116,9 +117,35 @@ export function interpretProgram(prog: Program, bindings: EvalBindings, options:
     const tag = src.provenance === "imported" ? `imported:${src.name}` : req.kind;
     kinds[tag] = (kinds[tag] ?? 0) + 1;
   });
+  // An output or state that is a view (no dispatch) is gathered from its root buffer on the host.
   const outputs: Record<string, KernelBuffer> = {};
-  for (const o of g.outputs) outputs[o.name] = buffer(o.value);
+  for (const o of g.outputs) outputs[o.name] = materialize(g, o.value, rootOf, buffer);
   const state: Record<string, KernelBuffer> = {};
-  for (const s of g.states) state[s.key] = buffer(s.output);
+  for (const s of g.states) state[s.key] = materialize(g, s.output, rootOf, buffer);
   return { outputs, state, dispatches, kinds };
+}
+
+const VIEWS = new Set(["Reshape", "Slice", "Broadcast", "Transpose"]);
+
+/** Storage array -> evaluator data (16-bit floats widened from their bits). */
+function toTensorData(d: DType, a: KernelBuffer): TensorData {
+  if (d === "bf16" || d === "f16") return Float64Array.from(a as Uint16Array, d === "bf16" ? bf16BitsToF32 : f16BitsToF32);
+  if (d === "f32") return Float64Array.from(a as Float32Array);
+  return a as TensorData;
+}
+
+/** The storage array of value `id`: its root buffer, or for a view the root gathered through the view ops. */
+function materialize(g: Graph, id: number, rootOf: (id: number) => number, buffer: (id: number) => KernelBuffer): KernelBuffer {
+  if (rootOf(id) === id) return buffer(id);
+  const k = g.eqns.findIndex((e) => e.out === id);
+  const e = g.eqns[k];
+  // Not a view (an in-place write into its root): the root holds the whole value.
+  if (e === undefined || !VIEWS.has(e.op)) return buffer(id);
+  const src = e.inputs[0] as number;
+  const v = g.values[id] as Value;
+  const sv = g.values[src] as Value;
+  if (isPacked(v.dtype)) throw new KernelgenError("bad_param", `cannot gather a packed view (value ${id})`, { synth: "interpretProgram", value: id });
+  const data = toTensorData(sv.dtype, materialize(g, src, rootOf, buffer));
+  const out = (PLAN_OPS[e.op] as NonNullable<(typeof PLAN_OPS)[string]>).evaluate([{ dtype: sv.dtype, shape: sv.shape, data }], e.params, v, opContext(e.op, [src, id], k));
+  return toStorage(v.dtype, out as HostData);
 }

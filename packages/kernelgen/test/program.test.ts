@@ -2,7 +2,7 @@
 // synthesized (synthesizeRequest) and run in the interpreter, and the outputs and KV states are compared with
 // graph-ir's float64 evaluation of the original primitive graph.
 
-import { evaluate } from "@poot/graph-ir";
+import { Builder, evaluate } from "@poot/graph-ir";
 import { compile, defaultTarget } from "@poot/graph-plan";
 import { describe, expect, it } from "vitest";
 import { interpretProgram, synthCapsFrom } from "@poot/kernelgen";
@@ -54,5 +54,31 @@ describe("graph-plan programs with imported kernels", () => {
     expect(run.kinds["imported:argmax_chunk"]).toBe(1);
     expect(run.kinds["imported:argmax_combine"]).toBe(1);
     expect(Object.keys(run.kinds).filter((k) => k.startsWith("imported:gemv_f32_")).length).toBeGreaterThan(0);
+  });
+});
+
+describe("interpretProgram state and output views", () => {
+  it("a rolling-window state whose state_out is a slice view of a kernel's output (conv-state style), over three steps", () => {
+    const b = new Builder();
+    const x = b.slot("Token", "x", "f32", [2, 1]);
+    const s = b.state("win", "f32", [2, 3]);
+    const cat = b.concat([s, x], 1);
+    const next = b.slice(cat, [0, 1], [2, 4]);
+    b.setState(s, next);
+    b.output("y", b.sum(b.mul(cat, cat), [1]));
+    const g = b.build();
+    const target = defaultTarget("wgpu");
+    const prog = compile(g, target, { mode: "decode", preferImported: false });
+    let st: Record<string, ArrayLike<number>> = { win: Float32Array.of(1, 2, 3, 4, 5, 6) };
+    let ref: Record<string, ArrayLike<number>> = { win: Float32Array.of(1, 2, 3, 4, 5, 6) };
+    for (const step of [0.5, -2, 7]) {
+      const slots = { x: Float32Array.of(step, step * 2) };
+      const run = interpretProgram(prog, { slots, state: st });
+      const want = evaluate(g, { slots, state: ref });
+      expectExact(run.state.win as Float32Array, want.state.win!.data);
+      expectClose(run.outputs.y as Float32Array, want.outputs.y!.data, Array.from(want.outputs.y!.data, Math.abs), 1e-6);
+      st = run.state as Record<string, ArrayLike<number>>;
+      ref = { win: Float32Array.from(want.state.win!.data) };
+    }
   });
 });

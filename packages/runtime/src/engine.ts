@@ -2,7 +2,8 @@
 // batched decode) lazily, binds the checkpoint's weights once, and runs sessions' steps through them.
 import * as fs from "node:fs";
 import * as path from "node:path";
-import type { Executor, StagedProgram, StateSet } from "@poot/executor";
+import type { Executor, StageInput, StagedProgram, StateSet } from "@poot/executor";
+import type { Graph } from "@poot/graph-ir";
 import { checkpointConsts, isGGUF, loadTokenizer, LoadedModel, type ModelConfig, type OpenModelOptions, type Tokenizer } from "@poot/models";
 import { RuntimeError, invariant } from "./errors.js";
 import { Session } from "./session.js";
@@ -17,6 +18,12 @@ export interface EngineOptions {
   readonly prefillChunk?: number;
   /** The tokenizer, for text generation; {@link Engine.load} reads the model's own. */
   readonly tokenizer?: Tokenizer | null;
+  /**
+   * Turns each traced graph into what is staged, e.g. a graph-plan `compile` for a target (a Program has
+   * the CompiledGraph shape); `mode` says whether the graph decodes one token per sequence or prefills.
+   * Default: the primitive graph as traced.
+   */
+  readonly compileGraph?: (graph: Graph, mode: "decode" | "prefill") => StageInput;
 }
 
 /** Counters of the work an engine has done. */
@@ -33,6 +40,10 @@ export interface EngineStats {
   programsStaged: number;
   /** Milliseconds spent tracing and staging programs. */
   stageMs: number;
+  /** Single-token steps recorded with `capture` (one per change of session). */
+  captures: number;
+  /** Single-token steps run by `replay` of a captured step. */
+  replays: number;
 }
 
 /**
@@ -63,11 +74,13 @@ export class Engine {
   /** The tokenizer, or null when the engine runs ids only. */
   readonly tokenizer: Tokenizer | null;
   /** Work counters. */
-  readonly stats: EngineStats = { prefillTokens: 0, prefillMs: 0, decodeTokens: 0, decodeMs: 0, programsStaged: 0, stageMs: 0 };
+  readonly stats: EngineStats = { prefillTokens: 0, prefillMs: 0, decodeTokens: 0, decodeMs: 0, programsStaged: 0, stageMs: 0, captures: 0, replays: 0 };
   private readonly programs = new Map<string, StagedProgram>();
   private readonly batchStates = new Map<number, StateSet>();
   private readonly sessions = new Set<Session>();
   private nextId = 1;
+  /** The StateSet the single-token decode program was last captured with. */
+  private capturedState: StateSet | null = null;
 
   /**
    * @param model - an opened model (its checkpoint stays owned by the caller until {@link Engine.close}).
@@ -131,12 +144,12 @@ export class Engine {
 
   /** The decode program of `tokens` new tokens for one sequence (staged once). */
   decodeProgram(tokens: number): StagedProgram {
-    return this.staged(`decode-${tokens}`, () => this.model.graph({ kind: "decode", context: this.context, tokens }));
+    return this.staged(`decode-${tokens}`, tokens === 1 ? "decode" : "prefill", () => this.model.graph({ kind: "decode", context: this.context, tokens }));
   }
 
   /** The batched decode program of `batch` sequences (staged once). */
   batchProgram(batch: number): StagedProgram {
-    return this.staged(`batch-${batch}`, () => this.model.graph({ kind: "batched-decode", batch, context: this.context }));
+    return this.staged(`batch-${batch}`, "decode", () => this.model.graph({ kind: "batched-decode", batch, context: this.context }));
   }
 
   /** @internal The batch StateSet that sessions' lanes are gathered into for a batched step. */
@@ -149,11 +162,12 @@ export class Engine {
     return s;
   }
 
-  private staged(name: string, trace: () => Parameters<Executor["stage"]>[0]): StagedProgram {
+  private staged(name: string, mode: "decode" | "prefill", trace: () => Graph): StagedProgram {
     let p = this.programs.get(name);
     if (p === undefined) {
       const t0 = performance.now();
-      p = this.executor.stage(trace(), { name });
+      const g = trace();
+      p = this.executor.stage(this.options.compileGraph === undefined ? g : this.options.compileGraph(g, mode), { name });
       this.stats.stageMs += performance.now() - t0;
       this.stats.programsStaged++;
       this.programs.set(name, p);
@@ -190,7 +204,8 @@ export class Engine {
       const p = this.decodeProgram(c);
       p.writeSlot("ids", ids.slice(off, off + c));
       p.writeSlot("pos", [pos]);
-      p.run(state);
+      if (c === 1) this.decodeStep(p, state);
+      else p.run(state);
       const logits = p.readOutput("logits") as Float32Array;
       last = logits.slice((c - 1) * V, c * V);
       const ms = performance.now() - t0;
@@ -205,6 +220,26 @@ export class Engine {
       off += c;
     }
     return last!;
+  }
+
+  /**
+   * One single-token step: replays the captured step when the same session decodes again (CUDA graphs,
+   * command buffers, host schedules), re-capturing when another session's State takes over.
+   */
+  private decodeStep(p: StagedProgram, state: StateSet): void {
+    if (!this.executor.caps.capture) {
+      p.run(state);
+      return;
+    }
+    if (this.capturedState !== state) {
+      this.capturedState = p.capture(state) ? state : null;
+      if (this.capturedState === null) {
+        p.run(state);
+        return;
+      }
+      this.stats.captures++;
+    } else this.stats.replays++;
+    p.replay();
   }
 
   /**

@@ -14,7 +14,9 @@ export type RuntimeErrorCode =
   /** A model or option the engine cannot run (no tokenizer for text, a bad context size). */
   | "bad-config"
   /** The scheduler's waiting queue is full. */
-  | "busy";
+  | "busy"
+  /** The logits have no finite maximum (NaN everywhere or every token at -inf): nothing can be sampled. */
+  | "bad-logits";
 
 /** The one error class of @poot/runtime; switch on `code`. */
 export class RuntimeError extends Error {

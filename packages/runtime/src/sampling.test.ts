@@ -37,6 +37,20 @@ describe("samplingDistribution", () => {
     expect(Array.from(samplingDistribution(logits, { temperature: 0 }).ids)).toEqual([4]);
   });
 
+  it("NaN or all -inf logits are a bad-logits error, never a silent token 0", () => {
+    for (const row of [[Number.NaN, Number.NaN], [-Infinity, -Infinity]]) {
+      for (const t of [0, 1]) {
+        let err: unknown;
+        try {
+          sampleToken(Float32Array.from(row), [], [], { temperature: t }, new Rng(1));
+        } catch (e) {
+          err = e;
+        }
+        expect((err as RuntimeError).code).toBe("bad-logits");
+      }
+    }
+  });
+
   it("drops -inf logits and breaks probability ties by lower id", () => {
     const d = samplingDistribution(Float32Array.from([0, -Infinity, 0, -1]), {});
     expect(Array.from(d.ids)).toEqual([0, 2, 3]);

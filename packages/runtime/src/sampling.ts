@@ -69,10 +69,12 @@ export function applyPenalties(logits: Float32Array, context: readonly number[],
   }
 }
 
-/** Index of the largest logit (the lowest index among equal maxima). */
+/** Index of the largest logit (the lowest index among equal maxima); RuntimeError `bad-logits` if none is finite. */
 export function argmax(logits: ArrayLike<number>): number {
   let best = 0;
   for (let i = 1; i < logits.length; i++) if (logits[i]! > logits[best]!) best = i;
+  // NaN compares false, so an all-NaN row would silently pick token 0.
+  if (!(logits[best]! > -Infinity)) throw new RuntimeError("bad-logits", `no token has a finite logit (max ${logits[best]})`, { value: logits[best] });
   return best;
 }
 
@@ -93,6 +95,7 @@ export function samplingDistribution(logits: ArrayLike<number>, o: SamplingOptio
     p[i] = e;
     if (e > 0) order.push(i);
   }
+  if (order.length === 0) throw new RuntimeError("bad-logits", `no token has a finite probability (max logit ${max})`, { value: max });
   order.sort((a, b) => p[b]! - p[a]! || a - b);
   let keep = order.length;
   const topK = o.topK ?? 0;

@@ -39,4 +39,31 @@ describe.skipIf(!fs.existsSync(path.join(DEMO, "config.json")))("Session on mode
       engine.close();
     }
   });
+
+  it("prepare stages every chunk size once, reporting progress; later steps stage nothing", () => {
+    const engine = Engine.load(DEMO, { executor: createEvalExecutor(), context: 16, prefillChunk: 4 });
+    try {
+      const seen: string[] = [];
+      engine.prepare((done, total, name) => seen.push(`${done}/${total} ${name}`));
+      expect(seen).toEqual(["1/3 decode-4", "2/3 decode-2", "3/3 decode-1"]);
+      const staged = engine.stats.programsStaged;
+      engine.openSession().step([0, 346, 950, 413, 2038, 476, 263]);
+      expect(engine.stats.programsStaged).toBe(staged);
+      expect(engine.stats.prefillTokens).toBe(6);
+      expect(engine.stats.decodeTokens).toBe(1);
+      // Single-token steps of one session replay one capture; another session re-captures.
+      const a = engine.openSession(), b = engine.openSession();
+      a.step([0, 346]);
+      const c0 = engine.stats.captures, r0 = engine.stats.replays;
+      a.step([950]);
+      a.step([413]);
+      a.step([2038]);
+      b.step([0]);
+      a.step([476]);
+      expect(engine.stats.captures - c0).toBe(3);
+      expect(engine.stats.replays - r0).toBe(2);
+    } finally {
+      engine.close();
+    }
+  });
 });

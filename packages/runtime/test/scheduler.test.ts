@@ -60,6 +60,23 @@ describe.skipIf(FIXTURES === undefined)(`scheduler (${FIXTURES === undefined ? N
     }
   });
 
+  test("a seeded sampled request gives the same tokens in a batch of three as alone (qwen35, hybrid State)", async () => {
+    const ref = JSON.parse(fs.readFileSync(fixture("hf", "qwen35", "reference.json"), "utf8")) as Reference;
+    const engine = Engine.load(fixture("hf", "qwen35"), { executor: createEvalExecutor(), context: 40 });
+    try {
+      const opts = (seed: number) => ({ maxTokens: 6, temperature: 1.1, topP: 0.9, seed, ignoreEos: true });
+      const alone = await new Scheduler(engine, { maxBatch: 1 }).submit(ref.prompt_ids, opts(5)).result;
+      const sched = new Scheduler(engine, { maxBatch: 3 });
+      const [x, y, z] = [sched.submit(ref.prompt_ids, opts(5)), sched.submit(ref.prompt_ids.slice(0, 12), opts(6)), sched.submit(ref.prompt_ids, opts(7))];
+      const rx = await x.result;
+      await Promise.all([y.result, z.result]);
+      expect(rx.ids).toEqual(alone.ids);
+      expect(sched.stats.rounds).toBeGreaterThan(0);
+    } finally {
+      engine.close();
+    }
+  });
+
   test("tokenLogprobs is the float64 log-softmax", () => {
     const l = [1, 2, 3];
     const z = Math.log(Math.exp(1) + Math.exp(2) + Math.exp(3));

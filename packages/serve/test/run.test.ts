@@ -55,6 +55,14 @@ describe.skipIf(!HAVE)("poot run on the llama3 fixture (skipped when ../shared/f
     expect(c.err).toContain("(stop)");
   }, 60_000);
 
+  test("--compiled runs graph-plan programs and gives the same greedy text", async () => {
+    const args = ["run", dir, "--prompt", prompt, "--temperature", "0", "--max-tokens", "6", "--ignore-eos"];
+    const plain = await poot(...args);
+    const compiled = await poot(...args, "--compiled", "--target", "cuda");
+    expect(compiled.code).toBe(0);
+    expect(compiled.out).toBe(plain.out);
+  }, 60_000);
+
   test.each([
     [["--temperature", "hot"], "--temperature must be a number"],
     [["--top-p", "2"], "topP must be in (0, 1]"],
@@ -62,6 +70,8 @@ describe.skipIf(!HAVE)("poot run on the llama3 fixture (skipped when ../shared/f
     [["--backend", "tpu"], 'unknown backend "tpu"'],
     [["--weights", "f8"], "--weights must be f32 or bf16"],
     [["--context", "3"], "the context holds 3"],
+    [["--chat"], "no chat template"],
+    [["--compiled", "--target", "tpu"], "--target must be one of"],
   ])("%o exits 1: %s", async (extra, message) => {
     const r = await poot("run", dir, "--prompt", prompt, ...extra);
     expect(r.code).toBe(1);

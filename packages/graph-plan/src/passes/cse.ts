@@ -30,8 +30,9 @@ const rules: Rule[] = [
   {
     name: "computed-constant", ops: "*",
     apply(_k, e: Eqn, cx) {
-      let canon = cx.scratch.get("canon") as Map<ValueId, ValueId> | undefined;
-      if (canon === undefined) cx.scratch.set("canon", (canon = computedCanon(cx.draft)));
+      // Computed values do not change during CSE, so their hashes are taken once per pass.
+      let canon = cx.passScratch.get("canon") as Map<ValueId, ValueId> | undefined;
+      if (canon === undefined) cx.passScratch.set("canon", (canon = computedCanon(cx.draft)));
       if (!e.inputs.some((o) => !isLiteral(o) && canon!.has(o))) return null;
       return { kind: "replace", eqn: { ...e, inputs: e.inputs.map((o) => (!isLiteral(o) && canon!.has(o) ? canon!.get(o)! : o)) } };
     },

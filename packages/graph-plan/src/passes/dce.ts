@@ -1,5 +1,5 @@
-// dce: an equation whose value nobody reads (and that is not an output or state_out) is removed.
-// The rule is shared by passes that leave absorbed equations behind (fusion, recognition).
+// dce: an equation nobody reads (not an output or state_out) is removed, last-to-first so a dead chain
+// goes in one sweep; the rule is shared by passes that leave absorbed equations behind (fusion, recognition).
 
 import type { Pass, Rule } from "../rules.js";
 
@@ -10,4 +10,4 @@ export const deadEquation: Rule = {
 };
 
 /** The DCE pass. */
-export const dce: Pass = { name: "dce", numerics: "exact", doc: "remove equations nobody reads", rules: [deadEquation] };
+export const dce: Pass = { name: "dce", numerics: "exact", doc: "remove equations nobody reads", rules: [deadEquation], reverse: true };

@@ -36,6 +36,12 @@ function kindOf(cx: RuleContext, e: Eqn): Kind {
   return "none";
 }
 
+/** A rank-0 compiler constant (a batch index, a zero start) becomes a literal inside a region: no binding. */
+function inlinable(cx: RuleContext, v: ValueId): boolean {
+  const val = cx.draft.values[v]!;
+  return val.storage.kind === "computed" && val.shape.length === 0 && ["f32", "i32", "u32", "u8", "bool"].includes(val.dtype as string);
+}
+
 /** An update can write in place: its target is a State read only here, or an in-place update of one read only here. */
 function inPlaceState(cx: RuleContext, e: Eqn, depth = 0): boolean {
   const s = e.inputs[0]!;
@@ -90,11 +96,29 @@ function grow(k0: number, root: Eqn, cx: RuleContext): Rewrite | null {
   };
   const limits = planLimits(cx.target);
   const bindings = (): number => {
-    const all = inputsOf();
+    const all = new Set([...inputsOf()].filter((v) => !inlinable(cx, v)));
     for (const h of heads) for (const o of h.inputs) if (!isLiteral(o)) all.add(o);
     return all.size + 1 - inPlace;
   };
   const tried = new Set<ValueId>();
+  const withFeeders = (k: number, p: Eqn): number[] => {
+    const added = [k];
+    members.set(k, p);
+    const queue = p.inputs.filter((o): o is ValueId => !isLiteral(o));
+    while (queue.length > 0 && members.size < cx.options.maxRegionNodes) {
+      const o = queue.pop()!;
+      const qk = d.defIndex(o);
+      if (qk < 0 || members.has(qk) || d.isExternal(o) || inlinable(cx, o)) continue;
+      const q = d.eqns[qk]!;
+      const kq = kindOf(cx, q);
+      if (kq !== "view" && kq !== "index" && kq !== "pointwise" && kq !== "concat") continue;
+      if (!d.users(o).every((u) => members.has(u)) && !cheap(cx, q, kq)) continue;
+      members.set(qk, q);
+      added.push(qk);
+      for (const x of q.inputs) if (!isLiteral(x)) queue.push(x);
+    }
+    return added;
+  };
   for (;;) {
     // Consider the latest-defined input first so every consumer of a value is decided before it.
     let best: { v: ValueId; k: number } | undefined;
@@ -126,9 +150,10 @@ function grow(k0: number, root: Eqn, cx: RuleContext): Rewrite | null {
       rowLen = Math.max(rowLen, x.at(-1)!);
     }
     if (members.size + 1 > cx.options.maxRegionNodes) break;
-    members.set(best.k, p);
+    // Take the member with the views and cheap loads feeding it, so the binding count is what the region will bind.
+    const added = withFeeders(best.k, p);
     if (bindings() > limits.maxStorageBuffers) {
-      members.delete(best.k);
+      for (const a of added) members.delete(a);
       continue;
     }
     if (pk === "reduce") hasReduce = true;
@@ -148,6 +173,10 @@ function build(cx: RuleContext, members: Map<number, Eqn>, heads: readonly Eqn[]
   const base = heads.length;
   const arg = (o: Operand): RegionArg => {
     if (isLiteral(o)) return o;
+    if (inlinable(cx, o)) {
+      const v = d.values[o]!;
+      return { lit: (v.storage as { data: ArrayLike<number> }).data[0]!, dtype: v.dtype as RegionNode["dtype"] };
+    }
     const n = nodeOf.get(o);
     if (n !== undefined) return { node: n };
     let i = inIndex.get(o);

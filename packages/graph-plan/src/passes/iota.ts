@@ -32,6 +32,8 @@ function fold(k: number, e: Eqn, cx: RuleContext): boolean {
   if (isPacked(out.dtype) || numel(out.shape) > cx.options.maxFoldElements) return false;
   const def = d.ops[e.op]!;
   if (def.category === "composite" || def.category === "linalg" && e.op !== "Iota") return false;
+  // Check storage first: converting a large table to a tensor only to find a per-step input is wasted work.
+  if (!e.inputs.every((o) => isLiteral(o) || (d.values[o]!.storage.kind === "computed" && !isPacked(d.values[o]!.dtype)))) return false;
   const inputs: Tensor[] = [];
   for (const o of e.inputs) {
     const t = constTensor(d, o);

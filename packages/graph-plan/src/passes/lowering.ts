@@ -40,14 +40,14 @@ const packedRules: Rule[] = [
 ];
 
 /** The packed recognition pass. */
-export const packed: Pass = { name: "packed", numerics: "exact", doc: "DecodePacked feeding MatMul / Gather becomes PackedContraction / PackedRowGather", rules: packedRules };
+export const packed: Pass = { name: "packed", numerics: "exact", doc: "DecodePacked feeding MatMul / Gather becomes PackedContraction / PackedRowGather", rules: packedRules, reverse: true };
 
 // ── legalization ──
 const legalizeRules: Rule[] = [
   {
     // A Concat binds every input: split it when it would need more bindings than the device allows.
     name: "split-concat", ops: ["Concat"],
-    apply(k, e, cx) {
+    apply(_k, e, cx) {
       const max = planLimits(cx.target).maxStorageBuffers - 1;
       if (e.inputs.length <= max || max < 2) return null;
       const d = cx.draft;
@@ -58,7 +58,6 @@ const legalizeRules: Rule[] = [
       const shape = tv[0]!.shape.map((s, i) => (i === a ? tv.reduce((acc, t) => acc + t.shape[i]!, 0) : s));
       const mid = d.addValue(tv[0]!.dtype, shape, { kind: "device" });
       const inner: Eqn = { op: "Concat", inputs: tail, params: e.params, out: mid };
-      void k;
       return { kind: "replace", eqn: { ...e, inputs: [...head, mid] }, before: [inner] };
     },
   },
@@ -85,7 +84,7 @@ const bf16Rules: Rule[] = [
 ];
 
 /** The dense BF16 recognition pass. */
-export const denseBf16: Pass = { name: "dense-bf16", numerics: "exact", doc: "MatMul over widened bf16/f16 (and transposed) operands becomes ContractionEpilogue reading them directly", rules: bf16Rules };
+export const denseBf16: Pass = { name: "dense-bf16", numerics: "exact", doc: "MatMul over widened bf16/f16 (and transposed) operands becomes ContractionEpilogue reading them directly", rules: bf16Rules, reverse: true };
 
 // ── reduction and dtype preparation ──
 const reductionRules: Rule[] = [

@@ -198,4 +198,3 @@ export function planGraph(g: Graph, target: Target, options: ResolvedOptions, op
   });
 }
 
-export type { ValueId };

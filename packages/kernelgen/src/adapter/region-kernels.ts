@@ -5,6 +5,7 @@ import { kernel } from "@poot/kernel-dsl";
 import type { Arr, Builder, Val } from "@poot/kernel-dsl";
 import { isPacked, numel } from "@poot/graph-ir";
 import type { PackedFormat, ScalarDType } from "@poot/graph-ir";
+import { PLAN_OPS } from "@poot/graph-plan";
 import type { Access, Region, RegionArg, RegionNode } from "@poot/graph-plan";
 import { grid2d, pow2Workgroup } from "../caps.js";
 import type { SynthCaps, SynthKernel } from "../caps.js";
@@ -204,8 +205,16 @@ export function packedDecode(name: string, table: Access, ids: Access | undefine
   return { kernel: k, grid: grid2d(Math.ceil(total / wg), caps) };
 }
 
-/** A one-node region applying primitive `op` to the request's inputs (for unfused primitives). */
+/**
+ * A one-node region applying primitive `op` to the request's inputs (for unfused primitives). Throws `bad_param` when
+ * the op needs more operands than the request carries (a literal operand the request does not hold).
+ */
 export function singleNodeRegion(op: string, inputs: readonly Access[], params: Record<string, unknown>, output: Access): Region {
+  const arity = PLAN_OPS[op]?.arity;
+  const need = typeof arity === "number" ? arity : (arity?.min ?? 0);
+  if (inputs.length < need) {
+    throw new KernelgenError("bad_param", `${op} needs ${need} operands but the request has ${inputs.length} inputs (a literal operand is not in the request)`, { synth: SYNTH, param: "inputs", value: op });
+  }
   return { nodes: [{ op, args: inputs.map((_, i) => ({ in: i })), params: params as never, dtype: output.dtype as ScalarDType, shape: output.shape }], result: 0 };
 }
 

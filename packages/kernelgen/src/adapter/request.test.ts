@@ -88,3 +88,10 @@ describe("regions with reductions outside row kernels", () => {
     expect(Array.from(idx)).toEqual(Array.from(evaluate(ga.build(), { consts: { x } }).outputs.i!.data));
   });
 });
+
+describe("requests for unfused primitives", () => {
+  it("a primitive whose literal operand is missing from the request is a typed error, not a malformed kernel", () => {
+    const r: KernelRequest = { kind: "elementwise", op: "Mul", inputs: [dense(0, [2, 3])], output: dense(1, [2, 3]), params: {} as never, region: null, emulated16: false };
+    expect(() => synthesizeRequest(r, CAPS)).toThrow(expect.objectContaining({ code: "bad_param", message: expect.stringContaining("literal operand") }));
+  });
+});

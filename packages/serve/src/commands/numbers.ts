@@ -1,4 +1,5 @@
-// Parsing of numeric command-line options into numbers, with a CliError naming the flag on bad input.
+// Parsing of numeric command-line options (--max-tokens, --temperature, ...) into numbers; bad input is a
+// CliError that names the flag and the text given.
 import { CliError } from "../errors.js";
 
 /** Parses `value` of `flag` as an integer or a finite float. */

@@ -1,6 +1,8 @@
 // `poot run [MODEL] --prompt "…"`: generates text with the runtime, streaming it to stdout, and ends with
 // a one-line speed summary on stderr. Progress bars for load and compile are drawn only on a terminal.
 import { Engine, RuntimeError, checkSampling, generate, type GenerateOptions } from "@poot/runtime";
+import type { Graph } from "@poot/graph-ir";
+import { BACKEND_KINDS, PlanError, compile, defaultTarget, type BackendKind } from "@poot/graph-plan";
 import { LoadedModel, ModelError, loadTokenizer } from "@poot/models";
 import { CliError } from "../errors.js";
 import { createExecutor, findDemoModel } from "./backends.js";
@@ -24,6 +26,8 @@ interface RunOptions {
   context?: string;
   weights: string;
   ignoreEos?: boolean;
+  compiled?: boolean;
+  target: string;
 }
 
 /** The sampling and limit options of a run, checked. */
@@ -58,6 +62,7 @@ function userErrors<T>(model: string, fn: () => T): T {
   } catch (err) {
     if (err instanceof ModelError) throw new CliError(err.code === "io" ? "file-unreadable" : "bad-input", err.message, { command: "run", file: err.file ?? model });
     if (err instanceof RuntimeError) throw new CliError("bad-input", err.message, { command: "run", file: model });
+    if (err instanceof PlanError) throw new CliError("command-failed", err.message, { command: "run", file: model });
     throw err;
   }
 }
@@ -84,11 +89,16 @@ export const run: CommandModule = {
       .option("--context <n>", "KV capacity in tokens (default: prompt + max tokens, at most the model's)")
       .option("--weights <kind>", "HF folders: f32 (model.safetensors) or bf16 (model.bf16.safetensors)", "f32")
       .option("--ignore-eos", "keep generating past end-of-sequence tokens")
+      .option("--compiled", "run the compiled (optimized) programs instead of the primitive graphs")
+      .option("--target <kind>", `with --compiled: the target compiled for (${BACKEND_KINDS.join(" | ")})`, "cpu")
       .action((modelArg: string | undefined, o: RunOptions) => {
         const model = modelArg ?? findDemoModel();
         if (model === null) throw new CliError("file-unreadable", "no MODEL given and the bundled demo model (models/demo) was not found next to the installed package", { command: "run" });
         if (o.weights !== "f32" && o.weights !== "bf16") throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command: "run" });
         const gen = generateOptions(o, "run");
+        if (o.compiled === true && !(BACKEND_KINDS as readonly string[]).includes(o.target)) throw new CliError("bad-input", `--target must be one of ${BACKEND_KINDS.join(", ")}, got "${o.target}"`, { command: "run" });
+        const target = o.target as BackendKind;
+        const compileGraph = o.compiled === true ? (g: Graph, mode: "decode" | "prefill") => compile(g, defaultTarget(target), { mode }) : undefined;
         const executor = createExecutor(o.backend, "run");
         const load = progressBar("load   ", 3);
         const weights: "f32" | "bf16" = o.weights;
@@ -106,17 +116,19 @@ export const run: CommandModule = {
           // The context is sized to the request: the eval backend's attention cost grows with it.
           const context = o.context !== undefined ? parseNumber("--context", o.context, "int", "run") : Math.min(opened.config.maxPositions, ids.length + gen.maxTokens);
           if (ids.length >= context) throw new CliError("bad-input", `the prompt has ${ids.length} tokens; the context holds ${context}`, { command: "run", file: model });
-          const e = userErrors(model, () => new Engine(opened, { executor, context, tokenizer: tok }));
+          const e = userErrors(model, () => new Engine(opened, { executor, context, tokenizer: tok, ...(compileGraph === undefined ? {} : { compileGraph }) }));
           engine = e;
           load?.update(3);
           load?.stop();
-          const compile = progressBar("compile", e.chunks(ids.length).length + 1);
+          // The prompt's chunk sizes and the single-token decode program.
+          const sizes = new Set([...e.chunks(ids.length), 1]);
+          const compileBar = progressBar("compile", sizes.size);
           let staged = 0;
-          for (const c of new Set([...e.chunks(ids.length), 1])) {
-            e.decodeProgram(c);
-            compile?.update(++staged);
+          for (const c of sizes) {
+            userErrors(model, () => e.decodeProgram(c));
+            compileBar?.update(++staged);
           }
-          compile?.stop();
+          compileBar?.stop();
           const it = generate(e, e.openSession(), ids, gen);
           let r = userErrors(model, () => it.next());
           while (r.done !== true) {
