@@ -2,9 +2,10 @@
 // nothing (one recording resubmitted), per-dispatch timestamps, independent StateSets of one program.
 
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { evaluate } from "@poot/graph-ir";
+import { evaluate, type HostData } from "@poot/graph-ir";
+import { compile, defaultTarget } from "@poot/graph-plan";
 import { conformanceCases } from "@poot/executor/conformance";
-import { createVulkanExecutor, type VulkanDevice, type VulkanProgram } from "@poot/backend-vulkan";
+import { createVulkanExecutor, vulkanTarget, type VulkanDevice, type VulkanProgram } from "@poot/backend-vulkan";
 import { noVulkan, openDevice, relErr } from "./helpers.js";
 
 describe.skipIf(noVulkan !== undefined)(`Vulkan executor${noVulkan === undefined ? "" : ` (skipped: ${noVulkan})`}`, () => {
@@ -87,6 +88,32 @@ describe.skipIf(noVulkan !== undefined)(`Vulkan executor${noVulkan === undefined
       expect(device.pipelines.poolCount - pools0).toBeLessThanOrEqual(1);
     } finally {
       exec.dispose();
+    }
+  });
+
+  test("graph-plan Programs stage directly: one compiled for another target is recompiled from its source", () => {
+    for (const target of [defaultTarget("cpu"), vulkanTarget(device)]) {
+      const c = conformanceCases("bf16").find((x) => x.name.startsWith("state"))!;
+      const program = compile(c.graph, target);
+      const exec = createVulkanExecutor({ device });
+      try {
+        exec.bindWeights((key) => c.weights[key]!);
+        const prog = exec.stage(program, { name: c.name }) as VulkanProgram;
+        // Reused only when compiled for exactly this device's target.
+        expect(prog.program === program).toBe(target.kind === "vulkan");
+        const st = prog.createState();
+        let oracle: Record<string, HostData> = Object.fromEntries(c.graph.states.map((s) => [s.key, new Float64Array(c.graph.values[s.input]!.shape.reduce((a, d) => a * d, 1))]));
+        for (const slots of c.steps) {
+          for (const [k, v] of Object.entries(slots)) prog.writeSlot(k, v);
+          prog.run(st);
+          const r = evaluate(c.graph, { consts: c.weights, slots, state: oracle });
+          expect(relErr(prog.readOutput("colsum"), r.outputs.colsum!.data)).toBeLessThanOrEqual(1e-5);
+          expect(relErr(st.read("cache"), r.state.cache!.data)).toBeLessThanOrEqual(1e-5);
+          oracle = Object.fromEntries(Object.entries(r.state).map(([k, t]) => [k, t.data]));
+        }
+      } finally {
+        exec.dispose();
+      }
     }
   });
 });

@@ -3,8 +3,8 @@
 
 import { cpus } from "node:os";
 import { dtypeName, numel, validateGraph, type DType, type Graph, type Shape } from "@poot/graph-ir";
-import { compile, makeTarget, type CompileOptions, type Target } from "@poot/graph-plan";
-import { ExecutorError, type DeviceBytes, type Executor, type ExecutorCaps, type ProgramSchema, type StageOptions, type StagedProgram, type StateSet, type WeightSource } from "@poot/executor";
+import { Program, compile, makeTarget, type CompileOptions, type Target } from "@poot/graph-plan";
+import { ExecutorError, stageParts, type DeviceBytes, type StageInput, type Executor, type ExecutorCaps, type ProgramSchema, type StageOptions, type StagedProgram, type StateSet, type WeightSource } from "@poot/executor";
 import type { VulkanBuffer } from "../buffer.js";
 import { VulkanDevice, type DeviceOptions } from "../device.js";
 import { VulkanProgram } from "./program.js";
@@ -113,12 +113,26 @@ export class VulkanExecutor implements Executor {
     return buf;
   }
 
-  stage(graph: Graph, options: VulkanStageOptions = {}): VulkanProgram {
+  /**
+   * Stages a primitive graph (compiled here for this device's target), or a graph-plan Program: used as it is
+   * when it was compiled for exactly this target, else its source graph is compiled again for this device.
+   */
+  stage(input: StageInput, options: VulkanStageOptions = {}): VulkanProgram {
     this.alive();
-    validateGraph(graph);
     const name = options.name ?? "program";
-    const compiled = compile(graph, this.target, { ...this.options.compile, ...options.compile });
-    const p = new VulkanProgram(this, name, graph, compiled);
+    const opts = { ...this.options.compile, ...options.compile };
+    let source: Graph, compiled: Program;
+    if (input instanceof Program) {
+      source = input.source;
+      const same = input.target.kind === "vulkan" && JSON.stringify(input.target.caps) === JSON.stringify(this.target.caps);
+      compiled = same ? input : compile(source, this.target, opts);
+    } else {
+      // A plain graph, or another CompiledGraph (its graph is compiled as a graph, composite ops included).
+      source = stageParts(input).graph;
+      validateGraph(source);
+      compiled = compile(source, this.target, opts);
+    }
+    const p = new VulkanProgram(this, name, source, compiled);
     this.programs.add(p);
     return p;
   }
