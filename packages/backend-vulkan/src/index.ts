@@ -10,6 +10,10 @@
 export { VulkanError } from "./errors.js";
 export type { VulkanErrorCode, VulkanErrorContext } from "./errors.js";
 
+// ── bindings ──
+export { loadVulkan } from "./vk/api.js";
+export type { VkFunction, VkLib } from "./vk/api.js";
+
 // ── instance and device ──
 export { VulkanInstance, VALIDATION_LAYER, instanceLayers } from "./instance.js";
 export type { InstanceOptions, ValidationMessage } from "./instance.js";
