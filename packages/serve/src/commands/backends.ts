@@ -3,6 +3,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
+import { createVulkanExecutor } from "@poot/backend-vulkan";
 import { createEvalExecutor, createInterpExecutor, type Executor } from "@poot/executor";
 import { CliError } from "../errors.js";
 
@@ -14,6 +15,8 @@ export const EXECUTORS: Readonly<Record<string, () => Executor>> = {
   // Every graph compiled by graph-plan for the cpu target and each plan's kernel run in the kernel-dsl interpreter
   // (very slow; checks the whole Program: plans, buffers, synthesized and imported kernels).
   interp: () => createInterpExecutor(),
+  // Vulkan through libvulkan.so.1; the loader picks the driver (VK_DRIVER_FILES selects one, e.g. lavapipe).
+  vulkan: () => createVulkanExecutor(),
 };
 
 /** A fresh executor for `--backend name`, or a CliError listing the available ones. */

@@ -1,10 +1,8 @@
 // `poot generate MODEL --ids … --max-tokens N --greedy`: greedy decoding token by token through the decode
 // graph's KV cache; prints the generated ids as a JSON array on stdout.
-import { ExecutorError } from "@poot/executor";
-import { Engine, RuntimeError, generateAll } from "@poot/runtime";
 import { CliError } from "../errors.js";
 import { createExecutor } from "./backends.js";
-import type { LoadedModel } from "@poot/models";
+import { executorGreedy } from "./executor-forward.js";
 import type { CommandModule } from "./index.js";
 import { openForForward, parseIds, withModelErrors, type ForwardOptions } from "./model-args.js";
 
@@ -28,36 +26,15 @@ export const generate: CommandModule = {
         if (!Number.isSafeInteger(n) || n < 1) throw new CliError("bad-input", `--max-tokens must be a positive integer, got "${options.maxTokens}"`, { command: "generate" });
         if (options.greedy !== true) throw new CliError("bad-input", "only greedy decoding is available: pass --greedy", { command: "generate" });
         const m = openForForward("generate", model, options);
-        if (options.backend !== "eval") {
-          io.out(`${JSON.stringify(engineGenerate(m, model, ids, n, options))}\n`);
-          return;
-        }
+        const executor = options.backend === "eval" ? null : createExecutor(options.backend, "generate");
         try {
           const stop = options.ignoreEos === true ? [] : m.config.eosTokenIds;
-          const gen = withModelErrors("generate", model, () => m.generate(ids, n, stop));
-          io.out(`${JSON.stringify(gen.ids)}\n`);
+          const gen = withModelErrors("generate", model, () => (executor === null ? m.generate(ids, n, stop).ids : executorGreedy(m, executor, ids, n, stop)));
+          io.out(`${JSON.stringify(gen)}\n`);
         } finally {
-          m.close();
+          if (executor === null) m.close();
+          else executor.dispose();
         }
       });
   },
 };
-
-/** Greedy ids through the runtime Engine on `--backend`'s executor (prefill chunks, then KV-cached decode steps). */
-function engineGenerate(m: LoadedModel, model: string, ids: readonly number[], n: number, options: ForwardOptions & { ignoreEos?: boolean }): number[] {
-  const exec = createExecutor(options.backend, "generate");
-  let engine: Engine | null = null;
-  try {
-    // The context is sized to the request: the KV cache (and attention cost) grows with it.
-    const e = new Engine(m, { executor: exec, context: Math.min(m.config.maxPositions, ids.length + n) });
-    engine = e;
-    return withModelErrors("generate", model, () => generateAll(e, e.openSession(), ids, { maxTokens: n, temperature: 0, ...(options.ignoreEos === true ? { ignoreEos: true } : {}) }).ids);
-  } catch (err) {
-    if (err instanceof ExecutorError || err instanceof RuntimeError) throw new CliError(err instanceof RuntimeError ? "bad-input" : "command-failed", `${options.backend}: ${err.message}`, { command: "generate", file: model });
-    throw err;
-  } finally {
-    if (engine !== null) engine.close();
-    else m.close();
-    exec.dispose();
-  }
-}

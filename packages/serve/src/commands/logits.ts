@@ -3,10 +3,10 @@
 import { writeFileSync } from "node:fs";
 import { evaluate } from "@poot/graph-ir";
 import { BACKEND_KINDS, PLAN_OPS, PlanError, compile, defaultTarget, type BackendKind } from "@poot/graph-plan";
-import { ExecutorError } from "@poot/executor";
 import { argmax, checkpointConsts, openCheckpoint, type LoadedModel } from "@poot/models";
 import { CliError } from "../errors.js";
 import { createExecutor } from "./backends.js";
+import { executorLogits } from "./executor-forward.js";
 import type { CommandModule } from "./index.js";
 import { openForForward, parseIds, withModelErrors, type ForwardOptions } from "./model-args.js";
 
@@ -20,17 +20,17 @@ export const logits: CommandModule = {
       .argument("<model>", "a Hugging Face model folder or a .gguf file")
       .requiredOption("--ids <ids>", "comma-separated prompt token ids")
       .option("--out <file>", "write the logits as float32 little-endian [T, V]")
-      .option("--backend <name>", "where to run (eval: the model's reference forward; any other: the prefill graph staged on that executor)", "eval")
+      .option("--backend <name>", "where to run", "eval")
       .option("--weights <kind>", "HF folders: f32 (model.safetensors) or bf16 (model.bf16.safetensors)", "f32")
-      .option("--compiled", "with --backend eval: evaluate the compiled (optimized) graph instead of the primitive one")
+      .option("--compiled", "evaluate the compiled (optimized) graph instead of the primitive one")
       .option("--target <kind>", `with --compiled: the target compiled for (${BACKEND_KINDS.join(" | ")})`, "cpu")
       .action((model: string, options: ForwardOptions & { ids: string; out?: string; compiled?: boolean; target: string }) => {
         const ids = parseIds(options.ids, "logits");
         const m = openForForward("logits", model, options);
+        // Executor backends own the model through their engine; eval runs the model's own forward.
+        const executor = options.backend === "eval" || options.compiled === true ? null : createExecutor(options.backend, "logits");
         try {
-          const out = withModelErrors("logits", model, () =>
-            options.backend !== "eval" ? executorLogits(m, model, ids, options.backend) : options.compiled === true ? compiledLogits(m, model, ids, options) : m.logits(ids),
-          );
+          const out = withModelErrors("logits", model, () => (options.compiled === true ? compiledLogits(m, model, ids, options) : executor === null ? m.logits(ids) : executorLogits(m, executor, ids)));
           const V = m.config.vocabSize, T = ids.length;
           if (options.out !== undefined) {
             try {
@@ -44,7 +44,8 @@ export const logits: CommandModule = {
           const last = argmax(out.subarray((T - 1) * V));
           io.out(`logits f32[${T},${V}] max|x|=${maxAbs.toPrecision(6)} last-argmax=${last}${options.out === undefined ? "" : ` -> ${options.out}`}\n`);
         } finally {
-          m.close();
+          if (executor === null) m.close();
+          else executor.dispose();
         }
       });
   },
@@ -68,23 +69,5 @@ function compiledLogits(m: LoadedModel, model: string, ids: readonly number[], o
     return Float32Array.from(r.outputs.logits!.data as Float64Array);
   } finally {
     ckpt.close();
-  }
-}
-
-/** Prompt logits [T, V] from the prefill graph staged on `--backend`'s executor (one step, no KV state). */
-function executorLogits(m: LoadedModel, model: string, ids: readonly number[], backend: string): Float32Array {
-  for (const id of ids) if (id >= m.config.vocabSize) throw new CliError("bad-input", `token id ${id} is outside the vocabulary [0, ${m.config.vocabSize})`, { command: "logits" });
-  const exec = createExecutor(backend, "logits");
-  try {
-    exec.bindWeights(checkpointConsts(m.checkpoint));
-    const p = exec.stage(m.graph({ kind: "prefill", tokens: ids.length }), { name: `prefill-${ids.length}` });
-    p.writeSlot("ids", ids);
-    p.run();
-    return Float32Array.from(p.readOutput("logits"));
-  } catch (err) {
-    if (err instanceof ExecutorError) throw new CliError("command-failed", `${backend}: ${err.message}`, { command: "logits", file: model });
-    throw err;
-  } finally {
-    exec.dispose();
   }
 }

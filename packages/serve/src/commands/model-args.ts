@@ -4,6 +4,9 @@ import { LoadedModel, ModelError } from "@poot/models";
 import { CliError } from "../errors.js";
 import { EXECUTORS } from "./backends.js";
 
+/** Backends a model command can run on: the reference evaluator and every executor backend. */
+export const BACKENDS: readonly string[] = Object.keys(EXECUTORS);
+
 /** Options every forward command takes. */
 export interface ForwardOptions {
   readonly backend: string;
@@ -35,8 +38,8 @@ export function withModelErrors<T>(command: string, model: string, fn: () => T):
 
 /** Opens MODEL for a forward command after checking --backend and --weights. */
 export function openForForward(command: string, model: string, options: ForwardOptions): LoadedModel {
-  if (EXECUTORS[options.backend] === undefined) {
-    throw new CliError("bad-input", `unknown backend "${options.backend}" (available: ${Object.keys(EXECUTORS).join(", ")})`, { command });
+  if (!BACKENDS.includes(options.backend)) {
+    throw new CliError("bad-input", `unknown backend "${options.backend}" (available: ${BACKENDS.join(", ")})`, { command });
   }
   if (options.weights !== "f32" && options.weights !== "bf16") {
     throw new CliError("bad-input", `--weights must be f32 or bf16, got "${options.weights}"`, { command });
