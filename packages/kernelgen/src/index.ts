@@ -33,5 +33,7 @@ export { synthesizeRequest, synthCapsFrom } from "./adapter/request.js";
 export type { RequestKernel, BindingSource } from "./adapter/request.js";
 export { importedLaunch } from "./launch.js";
 export type { ImportedLaunch } from "./launch.js";
+export { planKernel, reduceAsRows, squeezeWeightBatch } from "./plan-kernel.js";
+export type { PlanKernel } from "./plan-kernel.js";
 export { interpretProgram, bytesToWords } from "./interpret-program.js";
 export type { InterpretProgramOptions, ProgramRun } from "./interpret-program.js";

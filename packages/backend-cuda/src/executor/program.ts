@@ -4,14 +4,13 @@
 import { ExecutorError, checkSlotData, elementBytes, type OutputData, type ProgramSchema, type StagedProgram, type StateSet } from "@poot/executor";
 import { numel, storageBytes, type Graph, type Value } from "@poot/graph-ir";
 import { compile, makeTarget, type CompileOptions, type DeviceCaps as PlanCaps, type Plan, type Program } from "@poot/graph-plan";
-import { KernelgenError, synthCapsFrom, type BindingSource } from "@poot/kernelgen";
+import { KernelgenError, planKernel, synthCapsFrom, type BindingSource } from "@poot/kernelgen";
 import type { CompiledKernel, CudaContext } from "../context.js";
 import { CudaError } from "../errors.js";
 import type { CudaGraph } from "../graph.js";
 import type { Dim3, LaunchParams } from "../launch.js";
 import type { DeviceBuffer, PinnedBuffer } from "../memory.js";
 import { outputOf, storageOf } from "./host.js";
-import { planKernel } from "./requests.js";
 import { CudaStateSet } from "./state.js";
 
 /** What a program needs from its executor. */

@@ -1,8 +1,11 @@
-// Plan kernels for the executor: imported library kernels where kernelgen has them, synthesized otherwise, after
-// two exact request rewrites kernelgen lacks (the same as backend-wgpu's; both should move into a shared package).
+// The kernel of one compiled plan, shared by every executor and `poot kernels`: the imported library kernel where
+// kernelgen has it, else synthesized from the request after two exact request rewrites.
 
 import type { Access, KernelRequest, KernelSource } from "@poot/graph-plan";
-import { KernelgenError, importedLaunch, synthesizeRequest, type BindingSource, type SynthCaps } from "@poot/kernelgen";
+import { synthesizeRequest, type BindingSource } from "./adapter/request.js";
+import type { SynthCaps } from "./caps.js";
+import { KernelgenError } from "./errors.js";
+import { importedLaunch } from "./launch.js";
 import type { Kernel } from "@poot/kernel-dsl";
 
 /** A kernel ready to lower and bind. */
