@@ -1,0 +1,132 @@
+// Target-independent facts about a kernel: resolved specialization values, sizes, and usage flags.
+// Every lowering starts here, so capability checks and spec resolution are done once, the same way.
+
+import { elemBytes, type BufferParam, type Expr, type Kernel, type SharedArray, type Size, type Stmt, type ValueType } from "@poot/kernel-dsl";
+import { CodegenError } from "../errors.js";
+import type { DeviceCaps, LowerOptions, TargetName } from "../caps.js";
+
+/** A private array declared by an `array` statement. */
+export interface PrivateArray {
+  readonly name: string;
+  readonly elem: Exclude<ValueType, "bool">;
+  readonly length: number;
+}
+
+/** What a lowering needs to know about a kernel beyond its body. */
+export interface PreparedKernel {
+  readonly kernel: Kernel;
+  readonly target: TargetName;
+  /** Specialization constant values. */
+  readonly specs: ReadonlyMap<string, number>;
+  readonly workgroupSize: readonly [number, number, number];
+  /** Buffers in binding order. */
+  readonly buffers: readonly BufferParam[];
+  /** Shared arrays with resolved lengths. */
+  readonly shared: readonly (SharedArray & { readonly len: number })[];
+  /** Private arrays with resolved lengths. */
+  readonly privates: readonly PrivateArray[];
+  /** Buffers stored to (by plain stores) — narrow ones need word-level read-modify-write on some targets. */
+  readonly stored: ReadonlySet<string>;
+  /** Whether any subgroup statement or subgroup builtin occurs. */
+  readonly usesSubgroups: boolean;
+  /** Subgroup size from the caps (1 where the target has none and the kernel uses none). */
+  readonly subgroupSize: number;
+}
+
+/** Resolves a Size against the spec values. */
+export function sizeOf(size: Size, specs: ReadonlyMap<string, number>, kernel: string): number {
+  if (typeof size === "number") return size;
+  const v = specs.get(size.spec);
+  if (v === undefined) throw new CodegenError("invalid-kernel", `unknown specialization constant ${size.spec}`, { kernel, construct: size.spec });
+  return v;
+}
+
+/** Visits every statement (depth first, including nested blocks). */
+export function walkStmts(body: readonly Stmt[], f: (s: Stmt) => void): void {
+  for (const s of body) {
+    f(s);
+    if (s.s === "for" || s.s === "while") walkStmts(s.body, f);
+    else if (s.s === "if") {
+      walkStmts(s.then, f);
+      walkStmts(s.else, f);
+    }
+  }
+}
+
+/** Visits every expression node reachable from `e`. */
+export function walkExpr(e: Expr, f: (e: Expr) => void): void {
+  f(e);
+  switch (e.k) {
+    case "load": return walkExpr(e.index, f);
+    case "unary": case "cast": case "bitcast": case "pack": case "unpack": case "extract": return walkExpr(e.a, f);
+    case "binary": case "cmp": walkExpr(e.a, f); return walkExpr(e.b, f);
+    case "select": walkExpr(e.cond, f); walkExpr(e.a, f); return walkExpr(e.b, f);
+    case "call": return e.args.forEach((a) => walkExpr(a, f));
+    case "vec": return e.elems.forEach((a) => walkExpr(a, f));
+    case "const": case "local": case "param": case "spec": case "builtin": return;
+    default: e satisfies never;
+  }
+}
+
+/** The expressions directly held by a statement (not those of nested blocks). */
+export function stmtExprs(s: Stmt): Expr[] {
+  switch (s.s) {
+    case "let": case "assign": return [s.value];
+    case "var": return [s.init];
+    case "store": return [s.index, s.value];
+    case "for": return [s.start, s.end, s.step];
+    case "while": case "if": return [s.cond];
+    case "subgroup": return s.lane ? [s.value, s.lane] : [s.value];
+    case "atomic": return [s.index, ...(s.value ? [s.value] : []), ...(s.compare ? [s.compare] : [])];
+    case "array": case "break": case "continue": case "barrier": case "return": return [];
+    default: s satisfies never; return [];
+  }
+}
+
+/** Resolves specs and checks the kernel against the device caps. */
+export function prepare(kernel: Kernel, caps: DeviceCaps, target: TargetName, options: LowerOptions = {}): PreparedKernel {
+  const specs = new Map<string, number>();
+  for (const d of kernel.specs) {
+    const v = options.specs?.[d.name] ?? d.default;
+    if (v === undefined) throw new CodegenError("invalid-kernel", `no value for specialization constant ${d.name}`, { kernel: kernel.name, target, construct: d.name });
+    specs.set(d.name, v);
+  }
+  const wg = kernel.workgroupSize.map((s) => sizeOf(s, specs, kernel.name)) as [number, number, number];
+  const invocations = wg[0] * wg[1] * wg[2];
+  if (invocations > caps.maxWorkgroup) {
+    throw new CodegenError("missing-capability", `workgroup of ${invocations} invocations exceeds the device maximum ${caps.maxWorkgroup}`, { kernel: kernel.name, target, construct: "workgroupSize", value: wg });
+  }
+  const shared = kernel.shared.map((a) => ({ ...a, len: sizeOf(a.length, specs, kernel.name) }));
+  const sharedBytes = shared.reduce((n, a) => n + a.len * elemBytes(a.elem), 0);
+  if (sharedBytes > caps.sharedBytes) {
+    throw new CodegenError("missing-capability", `kernel needs ${sharedBytes} bytes of shared memory, device has ${caps.sharedBytes}`, { kernel: kernel.name, target, construct: "shared", value: sharedBytes });
+  }
+  const privates: PrivateArray[] = [];
+  const stored = new Set<string>();
+  let usesSubgroups = false;
+  walkStmts(kernel.body, (s) => {
+    if (s.s === "array") privates.push({ name: s.name, elem: s.elem, length: sizeOf(s.length, specs, kernel.name) });
+    if (s.s === "store" && s.space === "global") stored.add(s.array);
+    if (s.s === "subgroup") usesSubgroups = true;
+    for (const e of stmtExprs(s)) {
+      walkExpr(e, (x) => {
+        if (x.k === "builtin" && (x.name === "subgroup_id" || x.name === "subgroup_lane" || x.name === "subgroup_size")) usesSubgroups = true;
+      });
+    }
+  });
+  if (usesSubgroups && caps.subgroupSize === undefined) {
+    throw new CodegenError("missing-capability", "kernel uses subgroup operations but the device has none", { kernel: kernel.name, target, construct: "subgroup" });
+  }
+  return {
+    kernel,
+    target,
+    specs,
+    workgroupSize: wg,
+    buffers: [...kernel.buffers].sort((a, b) => a.binding - b.binding),
+    shared,
+    privates,
+    stored,
+    usesSubgroups,
+    subgroupSize: caps.subgroupSize ?? 1,
+  };
+}

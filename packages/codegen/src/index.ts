@@ -1,0 +1,42 @@
+/**
+ * @poot/codegen: lowers poot kernel IR to WGSL, PTX, SPIR-V, LLVM IR for AMDGPU and Wasm SIMD128, and runs
+ * each target's own validator (Tint through Dawn, ptxas, spirv-val, llc + ld.lld, WebAssembly.validate).
+ * @packageDocumentation
+ */
+
+// ── the contract ──
+export type { DeviceCaps, TargetName, BindingSlot, TargetCode, LowerOptions, Target } from "./caps.js";
+export type { CodegenErrorCode, CodegenErrorContext } from "./errors.js";
+export { CodegenError } from "./errors.js";
+export { TARGETS } from "./targets.js";
+
+// ── targets ──
+export { lowerWgsl, wgslTarget } from "./wgsl/target.js";
+export { wgslIdent } from "./wgsl/names.js";
+export type { PtxOptions } from "./ptx/target.js";
+export { lowerPtx, ptxTarget } from "./ptx/target.js";
+export { lowerSpirv, spirvTarget } from "./spirv/target.js";
+export { lowerAmdgpu, amdgpuTarget } from "./amdgpu/target.js";
+export type { WasmOptions } from "./wasm/target.js";
+export { lowerWasm, wasmTarget } from "./wasm/target.js";
+
+// ── validators ──
+export type { ValidationResult } from "./validate/result.js";
+export type { ValidateOptions, TargetValidation } from "./validate/all.js";
+export { validateTargetCode } from "./validate/all.js";
+export type { PtxasOptions } from "./validate/ptxas.js";
+export { validatePtx } from "./validate/ptxas.js";
+export type { SpirvValOptions } from "./validate/spirv-val.js";
+export { validateSpirv } from "./validate/spirv-val.js";
+export type { AmdgpuToolOptions } from "./validate/amdgpu.js";
+export { assembleAmdgpu } from "./validate/amdgpu.js";
+export { validateWasm } from "./validate/wasm.js";
+export type { DawnOptions, DawnDevice, DawnOpenResult } from "./validate/dawn.js";
+export { openDawnDevice, validateWgsl } from "./validate/dawn.js";
+
+// ── binary encoders ──
+export { SpirvModule } from "./spirv/module.js";
+export { SpirvFunction } from "./spirv/function.js";
+export type { MemoryImport } from "./wasm/module.js";
+export { WasmModule, ValType } from "./wasm/module.js";
+export { WasmCode } from "./wasm/code.js";
