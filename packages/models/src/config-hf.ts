@@ -147,11 +147,16 @@ function layerKinds(arch: Architecture, j: Json, n: number, window: number | nul
   return kinds;
 }
 
+// transformers 5 writes num_local_experts where 4.x wrote num_experts (Qwen3-MoE).
+function expertCount(r: Reader): number {
+  return r.has("num_experts") ? r.int("num_experts") : r.int("num_local_experts");
+}
+
 function moeOf(arch: Architecture, r: Reader): ModelConfig["moe"] {
   switch (arch) {
     case "mixtral": return { numExperts: r.int("num_local_experts"), topK: r.int("num_experts_per_tok"), normTopKProb: true, expertIntermediateSize: r.int("intermediate_size") };
-    case "olmoe": return { numExperts: r.int("num_experts"), topK: r.int("num_experts_per_tok"), normTopKProb: r.bool("norm_topk_prob", false), expertIntermediateSize: r.int("intermediate_size") };
-    case "qwen3moe": return { numExperts: r.int("num_experts"), topK: r.int("num_experts_per_tok"), normTopKProb: r.bool("norm_topk_prob", true), expertIntermediateSize: r.int("moe_intermediate_size") };
+    case "olmoe": return { numExperts: expertCount(r), topK: r.int("num_experts_per_tok"), normTopKProb: r.bool("norm_topk_prob", false), expertIntermediateSize: r.int("intermediate_size") };
+    case "qwen3moe": return { numExperts: expertCount(r), topK: r.int("num_experts_per_tok"), normTopKProb: r.bool("norm_topk_prob", true), expertIntermediateSize: r.int("moe_intermediate_size") };
     default: return null;
   }
 }

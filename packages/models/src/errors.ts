@@ -22,7 +22,9 @@ export type ModelErrorCode =
   | "bad-config"
   | "tokenizer"
   | "chat-template"
-  | "closed";
+  | "closed"
+  | "bad-weight"
+  | "context-overflow";
 
 /** Where an error happened: any of file, tensor, byte offset, metadata key, offending value. */
 export interface ModelErrorContext {
@@ -114,6 +116,11 @@ export class ConfigError extends ModelError {
 /** A tokenizer or chat template could not be built or used. */
 export class TokenizerError extends ModelError {
   override readonly name = "TokenizerError";
+}
+
+/** A checkpoint's tensors do not fit the traced model (wrong shape or type), or a run exceeds the traced context. */
+export class TraceError extends ModelError {
+  override readonly name = "TraceError";
 }
 
 /** Internal consistency check: a failure is a bug in @poot/models, not bad input. */

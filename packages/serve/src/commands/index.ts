@@ -1,7 +1,12 @@
 // The table of `poot` subcommands: each lives in its own module in this folder and is listed here.
 // Later work adds run, logits, generate, tokenize, chat-template, compile, kernels, bench and serve.
 import type { Command } from "commander";
+import { chatTemplate } from "./chat-template.js";
+import { generate } from "./generate.js";
 import { ir } from "./ir.js";
+import { logits } from "./logits.js";
+import { tokenize } from "./tokenize.js";
+import { trace } from "./trace.js";
 
 /** Where a command writes: stdout and stderr in the real CLI, buffers in tests. */
 export interface CliIo {
@@ -23,4 +28,4 @@ export interface CommandModule {
  * The built-in subcommands, in the order `poot --help` lists them. Add a command by writing
  * `src/commands/<name>.ts` that exports a {@link CommandModule} and listing it here.
  */
-export const commands: readonly CommandModule[] = [ir];
+export const commands: readonly CommandModule[] = [ir, logits, generate, tokenize, chatTemplate, trace];

@@ -1,0 +1,107 @@
+// The executor contract every backend implements: stage a graph for one device, bind weights once (lazily,
+// by name), write slots, run a step with State kept device-side, read outputs, capture and replay a step.
+import type { ConstSource, Graph, ScalarDType } from "@poot/graph-ir";
+import type { ProgramSchema } from "./schema.js";
+
+/** What a backend can do, as data (CONVENTIONS 4): callers branch on these, never on the backend's name. */
+export interface ExecutorCaps {
+  /** Backend kind, e.g. `"eval"`, `"cpu"`, `"cuda"`. */
+  readonly kind: string;
+  /** The device in words, e.g. `"host (graph-ir reference evaluator)"`. */
+  readonly device: string;
+  /** Scalar dtypes the backend can hold in Const, Slot and State buffers. */
+  readonly dtypes: readonly ScalarDType[];
+  /** Whether `capture`/`replay` record a step once and replay it (CUDA graphs, command buffers, host schedules). */
+  readonly capture: boolean;
+  /** Device memory in bytes, or null when the backend shares host memory with no fixed budget. */
+  readonly deviceMemoryBytes: number | null;
+}
+
+/** Device bytes held by an executor, by purpose. */
+export interface DeviceBytes {
+  /** Weights bound so far (only tensors a staged program has read: binding is lazy). */
+  readonly weights: number;
+  /** Live StateSets (KV caches, recurrent states). */
+  readonly state: number;
+  /** Slots and outputs of staged programs. */
+  readonly io: number;
+  /** The sum. */
+  readonly total: number;
+}
+
+/** Where weights come from: called at most once per Const key; returns stored data (bf16 bits, packed bytes, f32). */
+export type WeightSource = ConstSource;
+
+/** Options of {@link Executor.stage}. */
+export interface StageOptions {
+  /** A name for messages and metrics (default `"program"`). */
+  readonly name?: string;
+}
+
+/** Host data of an output: f32/f16/bf16 outputs come back widened to f32; integer outputs as their own arrays. */
+export type OutputData = Float32Array | Int32Array | Uint32Array | Uint8Array;
+
+/**
+ * One backend on one device. Weights are bound once per executor and shared by every program it stages
+ * (prefill, decode and batched decode of one model read the same buffers).
+ */
+export interface Executor {
+  /** What the backend can do. */
+  readonly caps: ExecutorCaps;
+  /** Sets the weight source; each Const is read from it the first time a staged program needs it, then kept. */
+  bindWeights(source: WeightSource): void;
+  /** Stages `graph` for this device: validates it, plans its buffers and returns a program ready to run. */
+  stage(graph: Graph, options?: StageOptions): StagedProgram;
+  /** Device bytes held now. */
+  deviceBytes(): DeviceBytes;
+  /** Frees everything; the executor and its programs and StateSets are unusable afterwards. */
+  dispose(): void;
+}
+
+/**
+ * A staged program. Slots keep their last written value (stable addresses), so a step writes only what
+ * changed. `run(state)` reads state_in from `state` and leaves state_out in it (the buffers are donated).
+ */
+export interface StagedProgram {
+  /** Its name. */
+  readonly name: string;
+  /** Slots, states and outputs with their types. */
+  readonly schema: ProgramSchema;
+  /** A zeroed, device-side StateSet with this program's state layout. */
+  createState(): StateSet;
+  /** Writes one slot (checked against the schema: length and dtype range). */
+  writeSlot(key: string, data: ArrayLike<number>): void;
+  /** Runs one step with the written slots; `state` is required when the program has State. */
+  run(state?: StateSet): void;
+  /** Copies an output to the host (into `into` when given and long enough). */
+  readOutput(name: string, into?: OutputData): OutputData;
+  /** Records the next step so `replay` repeats it with the slots' values at replay time; false if the backend cannot. */
+  capture(state?: StateSet): boolean;
+  /** Replays the captured step against the StateSet it was captured with. */
+  replay(): void;
+  /** Frees the program's slot and output buffers. */
+  dispose(): void;
+}
+
+/**
+ * Device-side persistent buffers of one program layout (the KV cache of one sequence, or of a batch).
+ * A lane is one index of the leading dimension of every state (one sequence of a batched layout).
+ */
+export interface StateSet {
+  /** The layout: state keys with dtype and shape. */
+  readonly schema: ProgramSchema;
+  /** Lanes (the leading dimension shared by every state). */
+  readonly lanes: number;
+  /** Copies one state to the host as f32 (f16/bf16 widened) or its integer array. */
+  read(key: string): OutputData;
+  /** Overwrites one state from the host. */
+  write(key: string, data: ArrayLike<number>): void;
+  /** Copies `count` lanes of every state from `from` (lane `fromLane`...) into this set at `toLane`...; per-lane shapes must match. */
+  copyLanes(from: StateSet, fromLane: number, toLane: number, count?: number): void;
+  /** Zeroes every state. */
+  zero(): void;
+  /** Bytes held. */
+  readonly bytes: number;
+  /** Frees the buffers. */
+  dispose(): void;
+}

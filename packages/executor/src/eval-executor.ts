@@ -1,0 +1,182 @@
+// The reference executor (backend kind "eval"): runs staged graphs with graph-ir's `evaluate`, the float64
+// oracle, over host buffers. The runtime is tested with it, and every other backend is compared with it.
+import { evaluate, isPacked, numel, storageBytes, validateGraph, type Graph, type HostData, type ValueType } from "@poot/graph-ir";
+import type { DeviceBytes, Executor, ExecutorCaps, OutputData, StageOptions, StagedProgram, StateSet, WeightSource } from "./contract.js";
+import { ExecutorError } from "./errors.js";
+import { allocHostBuffer, HostStateSet, loadHost, storeHost, type HostBuffer } from "./host-state.js";
+import { checkSlotData, elementBytes, schemaOf, type ProgramSchema } from "./schema.js";
+
+/** Capabilities of the eval executor. */
+export const EVAL_CAPS: ExecutorCaps = {
+  kind: "eval",
+  device: "host (graph-ir reference evaluator, float64 arithmetic rounded to each value's dtype)",
+  dtypes: ["f32", "f16", "bf16", "i32", "u32", "u8", "bool"],
+  // Replay re-runs the staged graph with the slots' current values: there is no recording to save, but the
+  // contract's semantics (same step, new slot values, captured State) hold, so callers exercise the path.
+  capture: true,
+  deviceMemoryBytes: null,
+};
+
+/** The reference executor; see {@link createEvalExecutor}. */
+class EvalExecutor implements Executor {
+  readonly caps = EVAL_CAPS;
+  private source: WeightSource | null = null;
+  private readonly weights = new Map<string, HostData>();
+  private weightBytes = 0;
+  /** @internal Live programs and StateSets, for deviceBytes. */
+  readonly programs = new Set<EvalProgram>();
+  /** @internal */
+  readonly stateSets = new Set<HostStateSet>();
+  private disposed = false;
+
+  bindWeights(source: WeightSource): void {
+    this.alive();
+    this.source = source;
+    this.weights.clear();
+    this.weightBytes = 0;
+  }
+
+  /** @internal The bound data of one Const, read from the source the first time it is needed. */
+  weight(key: string, type: ValueType, program: string): HostData {
+    let d = this.weights.get(key);
+    if (d !== undefined) return d;
+    if (this.source === null) throw new ExecutorError("unbound-weights", "the program reads weights: call bindWeights first", { program, key });
+    d = this.source(key, type);
+    const n = numel(type.shape);
+    const want = isPacked(type.dtype) ? storageBytes(type.dtype, n) : n;
+    if (d.length !== want || (isPacked(type.dtype) && !(d instanceof Uint8Array))) {
+      throw new ExecutorError("weight-mismatch", `weight source returned ${d.length} elements, expected ${want}${isPacked(type.dtype) ? " bytes (Uint8Array)" : ""}`, { program, key, expected: want, actual: d.length });
+    }
+    this.weights.set(key, d);
+    this.weightBytes += storageBytes(type.dtype, n);
+    return d;
+  }
+
+  stage(graph: Graph, options: StageOptions = {}): StagedProgram {
+    this.alive();
+    validateGraph(graph);
+    const p = new EvalProgram(this, graph, schemaOf(graph), options.name ?? "program");
+    this.programs.add(p);
+    return p;
+  }
+
+  deviceBytes(): DeviceBytes {
+    let state = 0, io = 0;
+    for (const s of this.stateSets) state += s.bytes;
+    for (const p of this.programs) io += p.ioBytes();
+    return { weights: this.weightBytes, state, io, total: this.weightBytes + state + io };
+  }
+
+  dispose(): void {
+    for (const p of [...this.programs]) p.dispose();
+    for (const s of [...this.stateSets]) s.dispose();
+    this.stateSets.clear();
+    this.weights.clear();
+    this.weightBytes = 0;
+    this.source = null;
+    this.disposed = true;
+  }
+
+  /** @internal */
+  alive(): void {
+    if (this.disposed) throw new ExecutorError("disposed", "executor used after dispose");
+  }
+}
+
+/** A graph staged on the eval executor: slot buffers, last outputs, and `evaluate` per step. */
+class EvalProgram implements StagedProgram {
+  private readonly slots = new Map<string, HostBuffer>();
+  private readonly written = new Set<string>();
+  private outputs = new Map<string, HostBuffer>();
+  private captured: { state: StateSet | undefined } | null = null;
+  private disposed = false;
+
+  constructor(private readonly exec: EvalExecutor, private readonly graph: Graph, readonly schema: ProgramSchema, readonly name: string) {
+    for (const s of schema.slots.values()) this.slots.set(s.key, allocHostBuffer(s.dtype, s.size));
+    for (const o of schema.outputs.values()) this.outputs.set(o.name, allocHostBuffer(o.dtype, o.size));
+  }
+
+  ioBytes(): number {
+    let n = 0;
+    for (const s of this.schema.slots.values()) n += s.size * elementBytes(s.dtype);
+    for (const o of this.schema.outputs.values()) n += o.size * elementBytes(o.dtype);
+    return n;
+  }
+
+  createState(): StateSet {
+    this.alive();
+    const s = new HostStateSet(this.schema, this.name, (gone) => this.exec.stateSets.delete(gone));
+    this.exec.stateSets.add(s);
+    return s;
+  }
+
+  writeSlot(key: string, data: ArrayLike<number>): void {
+    this.alive();
+    const spec = this.schema.slots.get(key);
+    if (spec === undefined) throw new ExecutorError("unknown-slot", `no slot "${key}" (slots: ${[...this.schema.slots.keys()].join(", ") || "none"})`, { program: this.name, key });
+    checkSlotData(spec, data, this.name);
+    storeHost(spec.dtype, this.slots.get(key)!, data);
+    this.written.add(key);
+  }
+
+  run(state?: StateSet): void {
+    this.alive();
+    for (const key of this.schema.slots.keys()) {
+      if (!this.written.has(key)) throw new ExecutorError("slot-unwritten", "slot was never written", { program: this.name, key });
+    }
+    const host = this.checkState(state);
+    const slots: Record<string, HostData> = {};
+    for (const [k, b] of this.slots) slots[k] = b;
+    const stateIn: Record<string, HostData> = {};
+    if (host !== null) for (const [k, b] of host.buffers) stateIn[k] = b;
+    const r = evaluate(this.graph, { consts: (key, type) => this.exec.weight(key, type, this.name), slots, state: stateIn }, { validate: false });
+    for (const o of this.schema.outputs.values()) storeHost(o.dtype, this.outputs.get(o.name)!, r.outputs[o.name]!.data);
+    // Donation: state_out overwrites state_in's buffers.
+    if (host !== null) for (const s of this.schema.states.values()) storeHost(s.dtype, host.buffer(s.key), r.state[s.key]!.data);
+  }
+
+  private checkState(state: StateSet | undefined): HostStateSet | null {
+    if (this.schema.states.size === 0) return null;
+    if (state === undefined) throw new ExecutorError("unknown-state", `the program has ${this.schema.states.size} state(s): pass a StateSet from createState()`, { program: this.name });
+    if (!(state instanceof HostStateSet) || !this.exec.stateSets.has(state)) throw new ExecutorError("unknown-state", "StateSet was not made by this executor", { program: this.name });
+    for (const s of this.schema.states.values()) {
+      const t = state.schema.states.get(s.key);
+      if (t === undefined || t.size !== s.size || t.dtype !== s.dtype) throw new ExecutorError("unknown-state", "StateSet layout differs from the program's", { program: this.name, key: s.key });
+    }
+    return state;
+  }
+
+  readOutput(name: string, into?: OutputData): OutputData {
+    this.alive();
+    const spec = this.schema.outputs.get(name);
+    if (spec === undefined) throw new ExecutorError("unknown-output", `no output "${name}" (outputs: ${[...this.schema.outputs.keys()].join(", ")})`, { program: this.name, key: name });
+    return loadHost(spec.dtype, this.outputs.get(name)!, into);
+  }
+
+  capture(state?: StateSet): boolean {
+    this.alive();
+    this.checkState(state);
+    this.captured = { state };
+    return true;
+  }
+
+  replay(): void {
+    if (this.captured === null) throw new ExecutorError("not-captured", "replay before capture", { program: this.name });
+    this.run(this.captured.state);
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    this.exec.programs.delete(this);
+  }
+
+  private alive(): void {
+    this.exec.alive();
+    if (this.disposed) throw new ExecutorError("disposed", "program used after dispose", { program: this.name });
+  }
+}
+
+/** Creates the reference executor (backend kind `"eval"`): graph-ir's `evaluate` over host buffers. */
+export function createEvalExecutor(): Executor {
+  return new EvalExecutor();
+}

@@ -1,0 +1,14 @@
+/**
+ * @poot/executor: the contract every poot backend implements (stage, bind weights, slots, steps with
+ * device-side State, outputs, capture/replay, device bytes), the slot/state logic backends share, and the
+ * reference executor over graph-ir's `evaluate`. The conformance suite is at `@poot/executor/conformance`.
+ * @packageDocumentation
+ */
+export type { DeviceBytes, Executor, ExecutorCaps, OutputData, StageOptions, StagedProgram, StateSet, WeightSource } from "./contract.js";
+export { ExecutorError } from "./errors.js";
+export type { ExecutorErrorCode, ExecutorErrorContext } from "./errors.js";
+export { checkSlotData, elementBytes, sameLaneLayout, schemaOf } from "./schema.js";
+export type { ConstSpec, OutputSpec, ProgramSchema, SlotSpec, StateSpec } from "./schema.js";
+export { HostStateSet, allocHostBuffer, laneCount, loadHost, storeHost } from "./host-state.js";
+export type { HostBuffer } from "./host-state.js";
+export { EVAL_CAPS, createEvalExecutor } from "./eval-executor.js";

@@ -1,0 +1,172 @@
+// Softmax attention as primitives: RoPE tables from the Pos slot (rotate-half, partial, llama3/linear scaling,
+// GGUF rope_freqs), causal and sliding-window masks, the KV cache as State written with DynamicUpdateSlice, GQA.
+import type { Ref } from "@poot/graph-ir";
+import type { LayerKind, RopeConfig } from "../config.js";
+import { TraceError } from "../errors.js";
+import type { TraceContext } from "./context.js";
+import { linear, rmsNorm } from "./transformer.js";
+
+/** Inverse RoPE frequencies (rotaryDim/2 of them) with HF's llama3 / linear scaling applied, computed in float64. */
+export function inverseFrequencies(rope: RopeConfig): Float32Array {
+  const dim = rope.rotaryDim;
+  const out = new Float32Array(dim / 2);
+  const s = rope.scaling;
+  for (let i = 0; i < dim / 2; i++) {
+    let f = 1 / Math.pow(rope.theta, (2 * i) / dim);
+    if (s !== null) {
+      switch (s.type) {
+        case "linear":
+          f /= s.factor;
+          break;
+        case "llama3": {
+          const wavelen = (2 * Math.PI) / f;
+          const lowWl = s.originalMaxPositions / s.lowFreqFactor, highWl = s.originalMaxPositions / s.highFreqFactor;
+          if (wavelen > lowWl) f /= s.factor;
+          else if (wavelen >= highWl) {
+            const smooth = (s.originalMaxPositions / wavelen - s.lowFreqFactor) / (s.highFreqFactor - s.lowFreqFactor);
+            f = ((1 - smooth) * f) / s.factor + smooth * f;
+          }
+          break;
+        }
+        case "longrope":
+          throw new TraceError("bad-config", "longrope RoPE scaling is not supported yet", { value: "longrope" });
+        default:
+          s satisfies never;
+      }
+    }
+    out[i] = f;
+  }
+  return out;
+}
+
+/** cos/sin [B, 1, T, rotaryDim] of the new tokens' positions for one RoPE config (memoized per config). */
+function ropeTables(ctx: TraceContext, rope: RopeConfig, key: string): { cos: Ref; sin: Ref } {
+  const b = ctx.b;
+  const cached = ctx.memo.get(`${key}.cos`);
+  if (cached !== undefined) return { cos: cached, sin: ctx.memo.get(`${key}.sin`)! };
+  const { batch: B, tokens: T } = ctx.shape;
+  const half = rope.rotaryDim / 2;
+  let inv = b.computed("f32", [half], inverseFrequencies(rope), `${key}.inv_freq`);
+  const ropeFreqs = ctx.config.ropeFreqsTensor;
+  // GGUF llama3 models store the scaling as per-frequency divisors instead of in the config.
+  if (ropeFreqs !== null) inv = b.div(inv, b.f32(ctx.weight(ropeFreqs, [half])));
+  const angle = b.mul(b.reshape(b.cast(ctx.positions, "f32"), [B, T, 1]), inv);
+  const emb = b.reshape(b.concat([angle, angle], -1), [B, 1, T, rope.rotaryDim]);
+  const cos = b.unary("Cos", emb, `${key}.cos`), sin = b.unary("Sin", emb, `${key}.sin`);
+  ctx.memo.set(`${key}.cos`, cos);
+  ctx.memo.set(`${key}.sin`, sin);
+  return { cos, sin };
+}
+
+/** Rotate-half RoPE on the first rotaryDim dims of x [B, H, T, Dh]; the rest passes through. */
+function applyRope(ctx: TraceContext, x: Ref, t: { cos: Ref; sin: Ref }, rotaryDim: number): Ref {
+  const b = ctx.b;
+  const [B, H, T, D] = x.shape as [number, number, number, number];
+  if (rotaryDim === D) return b.ropeRotateHalf(x, t.cos, t.sin);
+  const rot = b.ropeRotateHalf(b.slice(x, [0, 0, 0, 0], [B, H, T, rotaryDim]), t.cos, t.sin);
+  return b.concat([rot, b.slice(x, [0, 0, 0, rotaryDim], [B, H, T, D])], -1);
+}
+
+/** Bool [B, 1, T, Skv]: key j is visible to the token at position p when j <= p (and j > p - window). */
+function attentionMask(ctx: TraceContext, keys: number, window: number | null): Ref {
+  const key = `mask.${window ?? "causal"}`;
+  const hit = ctx.memo.get(key);
+  if (hit !== undefined) return hit;
+  const b = ctx.b;
+  const { batch: B, tokens: T } = ctx.shape;
+  const j = b.iota([1, 1, 1, keys], 3, "i32");
+  const p = b.reshape(ctx.positions, [B, 1, T, 1]);
+  let m = b.cmp("Le", j, p);
+  if (window !== null) m = b.bit("And", m, b.cmp("Gt", j, b.sub(p, window)));
+  ctx.memo.set(key, m);
+  return m;
+}
+
+/** Writes k/v [B, Hkv, T, Dh] into the layer's cache State [B, Hkv, S, Dh] at each sequence's Pos; returns the new cache. */
+function updateCache(ctx: TraceContext, key: string, x: Ref): Ref {
+  const b = ctx.b;
+  const { batch: B, context: S } = ctx.shape;
+  const [, Hkv, , D] = x.shape as [number, number, number, number];
+  // The state key is global; its debug name is scoped by the enclosing layer like every other value.
+  const cache = b.name(b.state(key, "f32", [B, Hkv, S!, D]), key.slice(key.lastIndexOf(".") + 1));
+  let next = cache;
+  for (let s = 0; s < B; s++) {
+    const row = B === 1 ? x : b.slice(x, [s, 0, 0, 0], [s + 1, ...x.shape.slice(1)]);
+    const start = b.reshape(b.slice(ctx.pos!, [s], [s + 1]), []);
+    next = b.dynamicUpdateSlice(next, row, [ctx.i32(s), ctx.i32(0), start, ctx.i32(0)]);
+  }
+  b.setState(cache, next);
+  return next;
+}
+
+/** Row permutation undoing llama.cpp's Q/K interleave (GGUF `llama` arch) so the HF rotate-half RoPE applies. */
+function unpermuteRows(ctx: TraceContext, heads: number, headDim: number): Ref {
+  const idx = new Int32Array(heads * headDim);
+  const half = headDim / 2;
+  for (let h = 0; h < heads; h++) for (let s = 0; s < 2; s++) for (let j = 0; j < half; j++) idx[h * headDim + s * half + j] = h * headDim + 2 * j + s;
+  return ctx.b.computed("i32", [heads * headDim], idx, `unpermute${heads}`);
+}
+
+/** [N, H·Dh] -> [B, H, T, Dh]. */
+function toHeads(ctx: TraceContext, x: Ref, heads: number, headDim: number): Ref {
+  const { batch: B, tokens: T } = ctx.shape;
+  return ctx.b.transpose(ctx.b.reshape(x, [B, T, heads, headDim]), [0, 2, 1, 3]);
+}
+
+/** Self-attention of one layer (GQA, q/k norm, RoPE, sliding window, soft-cap, Qwen3.5 output gate), [N, D] -> [N, D]. */
+export function selfAttention(ctx: TraceContext, x: Ref, layer: number, kind: LayerKind): Ref {
+  const b = ctx.b, cfg = ctx.config, w = ctx.weights;
+  const H = cfg.numHeads, Hkv = cfg.numKVHeads, Dh = cfg.headDim, N = ctx.rows;
+  const { batch: B, tokens: T } = ctx.shape;
+  const permuted = w.naming === "gguf" && cfg.sourceArchitecture === "llama";
+  let q: Ref, k: Ref, v: Ref;
+  if (cfg.fusedQKV) {
+    const qkv = linear(ctx, x, w.layerName(layer, "qkv"));
+    q = b.slice(qkv, [0, 0], [N, H * Dh]);
+    k = b.slice(qkv, [0, H * Dh], [N, (H + Hkv) * Dh]);
+    v = b.slice(qkv, [0, (H + Hkv) * Dh], [N, (H + 2 * Hkv) * Dh]);
+  } else {
+    const bias = (role: "qBias" | "kBias" | "vBias") => (cfg.attentionBias && w.has(w.layerName(layer, role)) ? w.layerName(layer, role) : undefined);
+    q = linear(ctx, x, w.layerName(layer, "q"), bias("qBias"), permuted ? unpermuteRows(ctx, H, Dh) : undefined);
+    k = linear(ctx, x, w.layerName(layer, "k"), bias("kBias"), permuted ? unpermuteRows(ctx, Hkv, Dh) : undefined);
+    v = linear(ctx, x, w.layerName(layer, "v"), bias("vBias"));
+  }
+  let gate: Ref | null = null;
+  if (cfg.attnOutputGate) {
+    // Qwen3.5: q_proj yields [q | gate] per head.
+    const qg = b.reshape(q, [N, H, 2 * Dh]);
+    q = b.reshape(b.slice(qg, [0, 0, 0], [N, H, Dh]), [N, H * Dh]);
+    gate = b.reshape(b.slice(qg, [0, 0, Dh], [N, H, 2 * Dh]), [N, H * Dh]);
+  }
+  if (cfg.qkNorm) {
+    const qn = w.layerName(layer, "qNorm"), kn = w.layerName(layer, "kNorm");
+    // Per-head norms have a [Dh] weight; OLMoE normalizes the whole projection.
+    const perHead = w.spec(qn).shape[0] === Dh;
+    q = perHead ? b.reshape(rmsNorm(ctx, b.reshape(q, [N, H, Dh]), qn, cfg.normPlusOne), [N, H * Dh]) : rmsNorm(ctx, q, qn, cfg.normPlusOne);
+    k = perHead ? b.reshape(rmsNorm(ctx, b.reshape(k, [N, Hkv, Dh]), kn, cfg.normPlusOne), [N, Hkv * Dh]) : rmsNorm(ctx, k, kn, cfg.normPlusOne);
+  }
+  const rope = kind === "sliding" && cfg.ropeLocal !== null ? cfg.ropeLocal : cfg.rope;
+  const tables = ropeTables(ctx, rope, kind === "sliding" && cfg.ropeLocal !== null ? "rope_local" : "rope");
+  const qh = applyRope(ctx, toHeads(ctx, q, H, Dh), tables, rope.rotaryDim);
+  let kh = applyRope(ctx, toHeads(ctx, k, Hkv, Dh), tables, rope.rotaryDim);
+  let vh = toHeads(ctx, v, Hkv, Dh);
+  if (ctx.shape.context !== null) {
+    kh = updateCache(ctx, `layers.${layer}.k`, kh);
+    vh = updateCache(ctx, `layers.${layer}.v`, vh);
+  }
+  const keys = kh.shape[2]!;
+  const mask = attentionMask(ctx, keys, kind === "sliding" ? cfg.slidingWindow : null);
+  const kr = b.repeatKv(kh, H / Hkv, 1), vr = b.repeatKv(vh, H / Hkv, 1);
+  let scores = b.mul(b.matmul(qh, b.transpose(kr, [0, 1, 3, 2])), Math.pow(cfg.queryPreAttnScalar, -0.5));
+  if (cfg.attnLogitSoftcap !== null) scores = b.mul(b.tanh(b.div(scores, cfg.attnLogitSoftcap)), cfg.attnLogitSoftcap);
+  const probs = b.softmax(b.select(mask, scores, -Infinity), -1);
+  const out = b.reshape(b.transpose(b.matmul(probs, vr), [0, 2, 1, 3]), [B * T, H * Dh]);
+  const gated = gate === null ? out : b.mul(out, sigmoid(ctx, gate));
+  return linear(ctx, gated, w.layerName(layer, "o"));
+}
+
+/** 1 / (1 + e^-x). */
+export function sigmoid(ctx: TraceContext, x: Ref): Ref {
+  const b = ctx.b;
+  return b.recip(b.add(b.exp(b.neg(b.f32(x))), 1));
+}

@@ -1,0 +1,76 @@
+// The per-trace context shared by every block: builder, config, weights, the traced shape (batch, tokens,
+// static context) and the Token/Pos slots; weight consts are created once per tensor name.
+import { Builder, type Ref } from "@poot/graph-ir";
+import type { ModelConfig } from "../config.js";
+import { TraceError } from "../errors.js";
+import type { ModelWeights } from "./weights.js";
+
+/** What one graph computes: `batch` sequences of `tokens` new tokens each; `context` is the KV capacity (null: stateless prefill). */
+export interface TraceShape {
+  /** Sequences per step (B). */
+  readonly batch: number;
+  /** New tokens per sequence (T). */
+  readonly tokens: number;
+  /** Static KV/state capacity in tokens (S), or null for a stateless prefill at positions 0..T-1. */
+  readonly context: number | null;
+}
+
+/** Tracing state passed to every block. */
+export class TraceContext {
+  /** The builder the graph is traced into. */
+  readonly b = new Builder();
+  /** B·T: rows of every token-wise activation [N, D]. */
+  readonly rows: number;
+  /** Token ids slot, i32 [B·T] (sequence-major). */
+  readonly ids: Ref;
+  /** Start position of each sequence (Pos slot, i32 [B]); null for stateless prefill. */
+  readonly pos: Ref | null;
+  /** Absolute position of every new token, i32 [B, T]. */
+  readonly positions: Ref;
+  private readonly consts = new Map<string, Ref>();
+  /** Memoized per-trace tables (RoPE cos/sin, masks) by key. */
+  readonly memo = new Map<string, Ref>();
+
+  /** @param config - model hyperparameters; @param weights - tensor view; @param shape - what the graph computes. */
+  constructor(readonly config: ModelConfig, readonly weights: ModelWeights, readonly shape: TraceShape) {
+    const { batch: B, tokens: T, context: S } = shape;
+    if (!(B >= 1 && T >= 1 && Number.isInteger(B) && Number.isInteger(T))) throw new TraceError("bad-config", `batch ${B} and tokens ${T} must be positive integers`, { value: { B, T } });
+    if (S !== null && !(Number.isInteger(S) && S >= T)) throw new TraceError("context-overflow", `context ${S} must hold the ${T} new tokens`, { value: S });
+    this.rows = B * T;
+    const b = this.b;
+    this.ids = b.slot("Token", "ids", "i32", [B * T]);
+    const steps = b.iota([B, T], 1, "i32", "steps");
+    if (S === null) {
+      this.pos = null;
+      this.positions = steps;
+    } else {
+      this.pos = b.slot("Pos", "pos", "i32", [B]);
+      this.positions = b.add(b.reshape(this.pos, [B, 1]), steps, "positions");
+    }
+  }
+
+  /** The Const of a checkpoint tensor (created once); `shape` checks it when given. */
+  weight(name: string, shape?: readonly (number | null)[]): Ref {
+    let r = this.consts.get(name);
+    if (r === undefined) {
+      const s = this.weights.spec(name);
+      if (shape !== undefined && (shape.length !== s.shape.length || shape.some((d, i) => d !== null && d !== s.shape[i]))) {
+        throw new TraceError("bad-weight", `tensor "${name}" has shape [${s.shape.join(", ")}], expected [${shape.map((d) => d ?? "?").join(", ")}]`, { file: this.weights.file, tensor: name, value: s.shape });
+      }
+      r = this.b.const(s.name, s.dtype, s.shape);
+      this.consts.set(name, r);
+    }
+    return r;
+  }
+
+  /** A scalar i32 literal operand (for dynamic-slice starts). */
+  i32(value: number): Ref {
+    const key = `i32:${value}`;
+    let r = this.memo.get(key);
+    if (r === undefined) {
+      r = this.b.computed("i32", [], new Int32Array([value]), `c${value}`);
+      this.memo.set(key, r);
+    }
+    return r;
+  }
+}

@@ -1,0 +1,55 @@
+// Tracing entry point: one decoder recipe per architecture (token mixer + channel mixer over the shared blocks)
+// and the three graph kinds: stateless prefill, decode with KV/recurrent State at a Pos slot, batched decode.
+import type { Graph } from "@poot/graph-ir";
+import type { Architecture, LayerKind, ModelConfig } from "../config.js";
+import { selfAttention } from "./attention.js";
+import { TraceContext, type TraceShape } from "./context.js";
+import { routedExperts } from "./moe.js";
+import { gatedDeltaNet } from "./qwen35.js";
+import { decoder, gatedMlp, type DecoderParts } from "./transformer.js";
+import type { ModelWeights } from "./weights.js";
+
+/**
+ * Which graph to trace. Every graph reads token ids from the Token slot `ids` (i32, sequence-major) and
+ * writes `logits` f32 [B·T, V].
+ * - `prefill`: T tokens at positions 0..T-1, no state (the logits of a whole prompt).
+ * - `decode`: T (default 1) tokens of one sequence starting at the Pos slot `pos` (i32 [1]); the KV cache
+ *   (`layers.N.k` / `.v`, f32 [1, Hkv, context, Dh]) and Qwen3.5's conv/recurrent states are State pairs.
+ *   With T > 1 and pos 0 it is a prefill that fills the cache.
+ * - `batched-decode`: one token for each of B sequences at their own positions (`pos` i32 [B]).
+ */
+export type GraphKind =
+  | { readonly kind: "prefill"; readonly tokens: number }
+  | { readonly kind: "decode"; readonly context: number; readonly tokens?: number }
+  | { readonly kind: "batched-decode"; readonly batch: number; readonly context: number };
+
+const dense: DecoderParts = { mixer: selfAttention, mlp: gatedMlp };
+const experts: DecoderParts = { mixer: selfAttention, mlp: routedExperts };
+const hybrid: DecoderParts = {
+  mixer: (ctx, x, layer, kind: LayerKind) => (kind === "linear" ? gatedDeltaNet(ctx, x, layer) : selfAttention(ctx, x, layer, kind)),
+  mlp: gatedMlp,
+};
+
+/** The decoder recipe of each family; their differences beyond these parts are ModelConfig flags. */
+export const FAMILY_PARTS: Readonly<Record<Architecture, DecoderParts>> = {
+  llama: dense, mistral: dense, qwen2: dense, qwen3: dense, gemma2: dense, gemma3: dense, phi3: dense,
+  mixtral: experts, olmoe: experts, qwen3moe: experts, qwen35: hybrid,
+};
+
+/** The (batch, tokens, context) a graph kind computes. */
+export function shapeOf(kind: GraphKind): TraceShape {
+  switch (kind.kind) {
+    case "prefill": return { batch: 1, tokens: kind.tokens, context: null };
+    case "decode": return { batch: 1, tokens: kind.tokens ?? 1, context: kind.context };
+    case "batched-decode": return { batch: kind.batch, tokens: 1, context: kind.context };
+    default: return kind satisfies never;
+  }
+}
+
+/** Traces a model into a primitive graph of the given kind; missing or mis-shaped tensors are TraceErrors. */
+export function traceModel(config: ModelConfig, weights: ModelWeights, kind: GraphKind): Graph {
+  const ctx = new TraceContext(config, weights, shapeOf(kind));
+  const logits = decoder(ctx, FAMILY_PARTS[config.architecture]);
+  ctx.b.output("logits", logits);
+  return ctx.b.build();
+}

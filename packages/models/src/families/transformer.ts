@@ -1,0 +1,102 @@
+// Composable decoder blocks shared by every family: RMSNorm (plain or 1+w), linear layers (dense or packed),
+// gated MLPs, embedding and LM head, and the decoder loop that families parameterize with their token mixers.
+import type { Ref } from "@poot/graph-ir";
+import type { LayerKind } from "../config.js";
+import { TraceError } from "../errors.js";
+import type { TraceContext } from "./context.js";
+
+/** RMSNorm over the last axis with weight `name`; `plusOne` multiplies by (1 + w) (Gemma, Qwen3.5). */
+export function rmsNorm(ctx: TraceContext, x: Ref, name: string, plusOne: boolean, eps = ctx.config.rmsNormEps): Ref {
+  const b = ctx.b;
+  const d = x.shape[x.shape.length - 1]!;
+  const w = ctx.weight(name, [d]);
+  const weight = plusOne ? b.add(b.f32(w), 1) : w;
+  return b.rmsNorm(x, weight, eps);
+}
+
+/** x [N, K] @ W^T for an [out, K] weight (dense or packed) plus an optional bias; `rows` gathers weight rows first. */
+export function linear(ctx: TraceContext, x: Ref, name: string, bias?: string, rows?: Ref): Ref {
+  const b = ctx.b;
+  const k = x.shape[x.shape.length - 1]!;
+  let w = ctx.weight(name, [null, k]);
+  if (rows !== undefined) w = b.gather(w, rows, 0);
+  return b.linear(x, w, bias === undefined ? undefined : ctx.weight(bias, [w.shape[0]!]));
+}
+
+/** The MLP activation of the config (SiLU or tanh-GELU). */
+export function activation(ctx: TraceContext, x: Ref): Ref {
+  const act = ctx.config.hiddenAct;
+  switch (act) {
+    case "silu": return ctx.b.silu(x);
+    case "gelu_tanh": return ctx.b.gelu(x, "tanh");
+    default: return act satisfies never;
+  }
+}
+
+/** Gated MLP: down(act(gate(x)) · up(x)); Phi-3 stores gate and up fused in one [2F, D] weight. */
+export function gatedMlp(ctx: TraceContext, x: Ref, layer: number): Ref {
+  const b = ctx.b, w = ctx.weights;
+  let gate: Ref, up: Ref;
+  if (ctx.config.fusedQKV) {
+    const gu = linear(ctx, x, w.layerName(layer, "gateUp"));
+    const f = gu.shape[1]! / 2;
+    gate = b.slice(gu, [0, 0], [ctx.rows, f]);
+    up = b.slice(gu, [0, f], [ctx.rows, 2 * f]);
+  } else {
+    gate = linear(ctx, x, w.layerName(layer, "gate"));
+    up = linear(ctx, x, w.layerName(layer, "up"));
+  }
+  return linear(ctx, b.mul(activation(ctx, gate), up), w.layerName(layer, "down"));
+}
+
+/** Token embeddings [N, D] as f32, scaled by `embeddingScale` where the family does (Gemma: √D). */
+export function embed(ctx: TraceContext): Ref {
+  const b = ctx.b, cfg = ctx.config;
+  const table = ctx.weight(ctx.weights.globalName("embed"), [cfg.vocabSize, cfg.hiddenSize]);
+  const x = b.embedding(table, ctx.ids);
+  return cfg.embeddingScale === null ? x : b.mul(x, cfg.embeddingScale);
+}
+
+/** Final norm and LM head (tied to the embedding when the checkpoint has no head), Gemma 2 final soft-cap. */
+export function lmHead(ctx: TraceContext, h: Ref): Ref {
+  const b = ctx.b, cfg = ctx.config, w = ctx.weights;
+  const x = rmsNorm(ctx, h, w.globalName("finalNorm"), cfg.normPlusOne);
+  const head = w.has(w.globalName("lmHead")) ? w.globalName("lmHead") : w.globalName("embed");
+  let logits = linear(ctx, x, head);
+  if (cfg.finalLogitSoftcap !== null) logits = b.mul(b.tanh(b.div(logits, cfg.finalLogitSoftcap)), cfg.finalLogitSoftcap);
+  return logits;
+}
+
+/** A token mixer: attention or linear attention of one layer, [N, D] -> [N, D]. */
+export type Mixer = (ctx: TraceContext, x: Ref, layer: number, kind: LayerKind) => Ref;
+/** A channel mixer: dense MLP or routed experts, [N, D] -> [N, D]. */
+export type ChannelMixer = (ctx: TraceContext, x: Ref, layer: number) => Ref;
+
+/** What a family plugs into the shared decoder. */
+export interface DecoderParts {
+  /** Token mixer of each layer kind. */
+  readonly mixer: Mixer;
+  /** Channel mixer (MLP or MoE). */
+  readonly mlp: ChannelMixer;
+}
+
+/** Pre-norm decoder: embed, per layer x + mixer(norm(x)) and x + mlp(norm(x)) (Gemma adds post-norms), head. */
+export function decoder(ctx: TraceContext, parts: DecoderParts): Ref {
+  const cfg = ctx.config, w = ctx.weights, b = ctx.b;
+  if (cfg.layerTypes.length !== cfg.numLayers) throw new TraceError("bad-config", `${cfg.layerTypes.length} layer types for ${cfg.numLayers} layers`);
+  let h = embed(ctx);
+  for (let i = 0; i < cfg.numLayers; i++) {
+    const kind = cfg.layerTypes[i]!;
+    h = b.scope(`layers.${i}`, () => {
+      let a = parts.mixer(ctx, rmsNorm(ctx, h, w.layerName(i, "attnNorm"), cfg.normPlusOne), i, kind);
+      if (cfg.postNorms) a = rmsNorm(ctx, a, w.layerName(i, "postAttnNorm"), cfg.normPlusOne);
+      const h1 = b.add(h, a);
+      // HF names the pre-MLP norm post_attention_layernorm except in Gemma, whose post-norms take that name.
+      const ffnNorm = w.naming === "hf" && !cfg.postNorms ? w.layerName(i, "postAttnNorm") : w.layerName(i, "ffnNorm");
+      let m = parts.mlp(ctx, rmsNorm(ctx, h1, ffnNorm, cfg.normPlusOne), i);
+      if (cfg.postNorms) m = rmsNorm(ctx, m, w.layerName(i, "postFfnNorm"), cfg.normPlusOne);
+      return b.add(h1, m);
+    });
+  }
+  return lmHead(ctx, h);
+}

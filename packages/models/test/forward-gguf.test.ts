@@ -1,0 +1,46 @@
+// The traced forward of every GGUF fixture (weights kept packed, decoded inside the graph) against the float64
+// forward of the same stored weights; F32 files reproduce the reference greedy ids; llama.cpp's distance is printed.
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { describe, expect, test } from "vitest";
+import { LoadedModel } from "@poot/models";
+import { FIXTURES, NO_FIXTURES, fixture } from "./fixtures.js";
+
+function relErr(a: ArrayLike<number>, ref: ArrayLike<number>): number {
+  expect(a.length).toBe(ref.length);
+  let d = 0, m = 0;
+  for (let i = 0; i < ref.length; i++) {
+    d = Math.max(d, Math.abs(a[i]! - ref[i]!));
+    m = Math.max(m, Math.abs(ref[i]!));
+  }
+  return d / m;
+}
+
+function readF32(file: string): Float32Array {
+  const b = fs.readFileSync(file);
+  return new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
+}
+
+interface Reference { prompt_ids: number[]; reference_greedy_ids: number[] }
+
+const files: [string, string][] = FIXTURES === undefined ? [] : fs.readdirSync(fixture("gguf"))
+  .filter((d) => fs.statSync(fixture("gguf", d)).isDirectory())
+  .flatMap((d) => fs.readdirSync(fixture("gguf", d)).filter((f) => /^model-.*\.gguf$/.test(f)).map((f): [string, string] => [d, f]));
+
+describe.skipIf(FIXTURES === undefined)(`GGUF fixtures (${FIXTURES === undefined ? NO_FIXTURES : "present"})`, () => {
+  for (const [fam, file] of files) {
+    const type = file.slice("model-".length, -".gguf".length);
+    const dir = fixture("gguf", fam);
+    test(`${fam} ${type}: logits within 1e-4 of the float64 forward of the stored weights`, () => {
+      const ref = JSON.parse(fs.readFileSync(path.join(dir, `reference-${type}.json`), "utf8")) as Reference;
+      const m = LoadedModel.open(path.join(dir, file));
+      const logits = m.logits(ref.prompt_ids);
+      const rel = relErr(logits, readF32(path.join(dir, `f64-logits-${type}.bin`)));
+      const llama = relErr(logits, readF32(path.join(dir, `logits-${type}.bin`)));
+      console.log(`${fam} ${type}: rel vs f64 ${rel.toExponential(2)}; vs llama.cpp ${llama.toExponential(2)}`);
+      expect(rel).toBeLessThanOrEqual(1e-4);
+      if (type === "F32") expect(m.generate(ref.prompt_ids, ref.reference_greedy_ids.length).ids).toEqual(ref.reference_greedy_ids);
+      m.close();
+    });
+  }
+});

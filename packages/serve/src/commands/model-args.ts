@@ -1,0 +1,48 @@
+// Shared plumbing of the model commands (logits, generate, tokenize, chat-template): the MODEL argument,
+// --ids / --backend / --weights parsing, and @poot/models errors turned into CliErrors that name the file.
+import { LoadedModel, ModelError } from "@poot/models";
+import { CliError } from "../errors.js";
+
+/** Backends a model command can run on; only the reference evaluator exists so far. */
+export const BACKENDS = ["eval"] as const;
+
+/** Options every forward command takes. */
+export interface ForwardOptions {
+  readonly backend: string;
+  readonly weights: string;
+}
+
+/** Parses `1,2,3` into token ids. */
+export function parseIds(text: string, command: string): number[] {
+  const parts = text.split(",").map((s) => s.trim());
+  const ids = parts.map(Number);
+  if (parts.some((p) => p === "") || ids.some((n) => !Number.isSafeInteger(n) || n < 0)) {
+    throw new CliError("bad-input", `--ids must be comma-separated non-negative integers, got "${text}"`, { command });
+  }
+  return ids;
+}
+
+/** Runs `fn`, turning bad-input errors of @poot/models into CliErrors (exit 1) that name the file. */
+export function withModelErrors<T>(command: string, model: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (err instanceof ModelError) {
+      const code = err.code === "io" ? "file-unreadable" : "bad-input";
+      throw new CliError(code, err.message, { command, file: err.file ?? model });
+    }
+    throw err;
+  }
+}
+
+/** Opens MODEL for a forward command after checking --backend and --weights. */
+export function openForForward(command: string, model: string, options: ForwardOptions): LoadedModel {
+  if (!(BACKENDS as readonly string[]).includes(options.backend)) {
+    throw new CliError("bad-input", `unknown backend "${options.backend}" (available: ${BACKENDS.join(", ")})`, { command });
+  }
+  if (options.weights !== "f32" && options.weights !== "bf16") {
+    throw new CliError("bad-input", `--weights must be f32 or bf16, got "${options.weights}"`, { command });
+  }
+  const weights = options.weights;
+  return withModelErrors(command, model, () => LoadedModel.open(model, { weights }));
+}
