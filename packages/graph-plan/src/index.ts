@@ -1,0 +1,34 @@
+/**
+ * The poot compiler: Target + DeviceCaps, the fixed pass pipeline (recognition, fusion, tiling),
+ * composite ops with reference semantics, and planning into a Program.
+ * @packageDocumentation
+ */
+
+export { PlanError, PlanInvariantError, invariant } from "./errors.js";
+export type { PlanErrorCode, PlanErrorContext } from "./errors.js";
+
+export { BACKEND_KINDS, defaultTarget, makeTarget, planLimits } from "./target.js";
+export type { AieCaps, BackendKind, DTypeSupport, DeviceCaps, MatrixShape, PlanLimits, Target } from "./target.js";
+
+export { resolveOptions } from "./options.js";
+export type { CompileOptions, ResolvedOptions } from "./options.js";
+
+export { compile } from "./compile.js";
+export { Program } from "./program.js";
+export type { DispatchBreakdown } from "./program.js";
+export { PIPELINE } from "./passes/pipeline.js";
+export type { Decline, NumericalDecline, NumericalReason, Pass, PassName, PassNumerics, PassReport, Rewrite, Rule, RuleContext } from "./rules.js";
+
+export { COMPOSITE_OPS, PLAN_OPS } from "./composite/table.js";
+export type { CompositeOp } from "./composite/table.js";
+export { REGION_OPS } from "./composite/rope.js";
+export type { RopeParams } from "./composite/rope.js";
+export type { AttentionMaskKind, AttentionParams } from "./composite/attention.js";
+export type { ContractionParams } from "./composite/contraction.js";
+export type { FusedParams } from "./composite/fused.js";
+export type { IndexedMatMulParams } from "./composite/gather.js";
+export type { ArgMaxChunkParams } from "./composite/argmax.js";
+export { evalRegion, typeRegion } from "./region.js";
+export type { Region, RegionArg, RegionLiteral, RegionNode } from "./region.js";
+
+export type { Access, BufferAssignment, BufferPlan, Dispatch, KernelKind, KernelRequest, KernelSource, Plan, SlotSpec } from "./plan/types.js";

@@ -1,0 +1,49 @@
+// Typed compile options (callers choose options, never a pass list) and their resolution to defaults.
+// Every knob is a field here; nothing reads the environment.
+
+import { PlanError } from "./errors.js";
+
+/** Options of `compile`. */
+export interface CompileOptions {
+  /** What the graph is for; informs tiling (decode: GEMV-shaped contractions). Default "decode". */
+  readonly mode?: "decode" | "prefill";
+  /** Run fusion (regions, epilogues). Default true; false keeps one dispatch per primitive. */
+  readonly fusion?: boolean;
+  /** Recognize RoPE and attention chains. Default true. */
+  readonly recognize?: boolean;
+  /** Use imported library kernels where one fits (GEMV without epilogue, argmax stages, packed row gathers). Default true. */
+  readonly preferImported?: boolean;
+  /** An argmax over a last axis longer than this runs in two stages. Default 8192. */
+  readonly argmaxSplitAbove?: number;
+  /** Chunk length of two-stage argmax. Default 4096. */
+  readonly argmaxChunk?: number;
+  /** Largest fused region, in nodes. Default 64. */
+  readonly maxRegionNodes?: number;
+  /** Largest compile-time folded constant, in elements. Default 1 << 20. */
+  readonly maxFoldElements?: number;
+  /** Validate the graph after every pass (slower; for debugging the compiler). Default false. */
+  readonly checkPasses?: boolean;
+}
+
+/** Options with every default filled in. */
+export type ResolvedOptions = Required<CompileOptions>;
+
+/** Fills defaults and rejects out-of-range values. */
+export function resolveOptions(o: CompileOptions = {}): ResolvedOptions {
+  const r: ResolvedOptions = {
+    mode: o.mode ?? "decode",
+    fusion: o.fusion ?? true,
+    recognize: o.recognize ?? true,
+    preferImported: o.preferImported ?? true,
+    argmaxSplitAbove: o.argmaxSplitAbove ?? 8192,
+    argmaxChunk: o.argmaxChunk ?? 4096,
+    maxRegionNodes: o.maxRegionNodes ?? 64,
+    maxFoldElements: o.maxFoldElements ?? 1 << 20,
+    checkPasses: o.checkPasses ?? false,
+  };
+  if (r.mode !== "decode" && r.mode !== "prefill") throw new PlanError("bad-option", `mode must be decode or prefill, got ${JSON.stringify(r.mode)}`, { key: "mode" });
+  for (const k of ["argmaxSplitAbove", "argmaxChunk", "maxRegionNodes", "maxFoldElements"] as const) {
+    if (!Number.isSafeInteger(r[k]) || r[k] < 1) throw new PlanError("bad-option", `${k} must be a positive integer, got ${String(r[k])}`, { key: k });
+  }
+  return r;
+}

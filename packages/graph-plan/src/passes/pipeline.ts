@@ -1,0 +1,27 @@
+// The fixed pass order of DESIGN.md. Callers choose typed options (which may switch whole stages
+// off), never their own list.
+
+import type { ResolvedOptions } from "../options.js";
+import type { Pass } from "../rules.js";
+import { attentionRule } from "./attention.js";
+import { canonicalize } from "./canonicalize.js";
+import { cse } from "./cse.js";
+import { dce, deadEquation } from "./dce.js";
+import { fusion } from "./fusion.js";
+import { iotaFolding } from "./iota.js";
+import { denseBf16, legalize, packed, reductionPrep } from "./lowering.js";
+import { ropeRule } from "./rope.js";
+import { flashRegions, tiling } from "./schedule.js";
+
+/** RoPE and attention recognition. */
+export const ropeAttention: Pass = { name: "rope-attention", numerics: "exact", doc: "rotate-half chains become Rope; softmax(QK^T)V chains become Attention (gated)", rules: [ropeRule, attentionRule] };
+
+/** Every pass in its fixed order. */
+export const PIPELINE: readonly Pass[] = [canonicalize, cse, iotaFolding, ropeAttention, dce, packed, legalize, denseBf16, reductionPrep, fusion, tiling, flashRegions];
+
+/** The passes options enable, in the fixed order. */
+export function enabledPasses(o: ResolvedOptions): Pass[] {
+  return PIPELINE.filter((p) => (p.name === "rope-attention" ? o.recognize : p.name === "fusion" || p.name === "flash-regions" ? o.fusion && (p.name === "fusion" || o.recognize) : true));
+}
+
+export { deadEquation };

@@ -1,0 +1,162 @@
+// Targets: a backend kind paired with its device capabilities as plain data. Every planning decision
+// reads these numbers; nothing branches on the backend's name. Executors measure caps at run time.
+
+import { PlanError } from "./errors.js";
+
+/** Backend kinds poot compiles for. */
+export type BackendKind = "cpu" | "wgpu" | "vulkan" | "cuda" | "rocm" | "aie";
+
+/** All backend kinds, in a stable order. */
+export const BACKEND_KINDS: readonly BackendKind[] = ["cpu", "wgpu", "vulkan", "cuda", "rocm", "aie"];
+
+/** A matrix-unit (tensor core) shape: D[m,n] += A[m,k] x B[k,n] with inputs of `input` and an f32 accumulator. */
+export interface MatrixShape {
+  /** Rows of A and D. */
+  readonly m: number;
+  /** Columns of B and D. */
+  readonly n: number;
+  /** Contraction depth. */
+  readonly k: number;
+  /** Input element type. */
+  readonly input: "f16" | "bf16";
+}
+
+/** Storage dtypes a device can load and store natively (compute is always f32). */
+export interface DTypeSupport {
+  /** 16-bit IEEE half loads/stores. */
+  readonly f16: boolean;
+  /** bfloat16 loads/stores (when false, kernels unpack bf16 pairs from u32 words). */
+  readonly bf16: boolean;
+}
+
+/** Capabilities of a GPU-like device (and of the CPU executor's host schedule). */
+export interface DeviceCaps {
+  /** Most threads in one workgroup (block). */
+  readonly maxWorkgroupSize: number;
+  /** Per-dimension workgroup size limits [x, y, z]. */
+  readonly maxWorkgroupDims: readonly [number, number, number];
+  /** Per-dimension grid limits in workgroups [x, y, z]. */
+  readonly maxGrid: readonly [number, number, number];
+  /** Workgroup-shared memory in bytes. */
+  readonly sharedBytes: number;
+  /** Subgroup (warp / wavefront / SIMD) width. */
+  readonly subgroupSize: number;
+  /** Most storage buffers one kernel may bind (inputs + outputs). */
+  readonly maxStorageBuffers: number;
+  /** Largest byte range one storage binding may cover. */
+  readonly maxBindingBytes: number;
+  /** Required alignment of a binding's byte offset. */
+  readonly bindingAlignment: number;
+  /** Native 16-bit storage support. */
+  readonly dtypes: DTypeSupport;
+  /** Matrix-unit shapes (empty when the device has none). */
+  readonly matrixShapes: readonly MatrixShape[];
+  /** Compute units (SMs, CUs, cores): how many workgroups run at once, used for split-K decisions. */
+  readonly computeUnits: number;
+}
+
+/** Capabilities of an AMD AI Engine array: a grid of VLIW vector tiles with local memories and DMA. */
+export interface AieCaps {
+  /** Compute tile columns. */
+  readonly columns: number;
+  /** Compute tile rows per column. */
+  readonly rows: number;
+  /** Data memory of one compute tile in bytes. */
+  readonly tileLocalBytes: number;
+  /** Memory-tile (L2) bytes per column. */
+  readonly memTileBytes: number;
+  /** Vector register width in bits. */
+  readonly vectorBits: number;
+  /** Most DMA input channels a tile's kernel may stream from (its "bindings"). */
+  readonly dmaChannels: number;
+  /** Largest host buffer one DMA descriptor may cover. */
+  readonly maxBindingBytes: number;
+  /** Native 16-bit support. */
+  readonly dtypes: DTypeSupport;
+  /** Matrix (MAC) shapes of the vector unit. */
+  readonly matrixShapes: readonly MatrixShape[];
+}
+
+/** A compile target: a GPU-like backend with DeviceCaps, or an AIE array with AieCaps. */
+export type Target =
+  | { readonly kind: Exclude<BackendKind, "aie">; readonly caps: DeviceCaps }
+  | { readonly kind: "aie"; readonly caps: AieCaps };
+
+const TC_16: readonly MatrixShape[] = [
+  { m: 16, n: 8, k: 16, input: "f16" },
+  { m: 16, n: 8, k: 16, input: "bf16" },
+];
+
+// Offline defaults: what a typical device of each kind reports (or grants when asked) before anything is measured.
+const GPU_DEFAULTS: { readonly [K in Exclude<BackendKind, "aie">]: DeviceCaps } = {
+  // The CPU executor runs "workgroups" as host tasks over SIMD lanes; L2-sized scratch stands in for shared memory.
+  cpu: { maxWorkgroupSize: 1024, maxWorkgroupDims: [1024, 1024, 64], maxGrid: [2 ** 31 - 1, 65535, 65535], sharedBytes: 1 << 20, subgroupSize: 8, maxStorageBuffers: 4096, maxBindingBytes: 2 ** 48, bindingAlignment: 64, dtypes: { f16: true, bf16: true }, matrixShapes: [], computeUnits: 2 },
+  // WebGPU spec defaults, except the binding size a desktop Dawn adapter grants when the executor requests its limits.
+  wgpu: { maxWorkgroupSize: 256, maxWorkgroupDims: [256, 256, 64], maxGrid: [65535, 65535, 65535], sharedBytes: 16384, subgroupSize: 32, maxStorageBuffers: 8, maxBindingBytes: 2 ** 30, bindingAlignment: 256, dtypes: { f16: true, bf16: false }, matrixShapes: [], computeUnits: 32 },
+  vulkan: { maxWorkgroupSize: 1024, maxWorkgroupDims: [1024, 1024, 64], maxGrid: [2 ** 31 - 1, 65535, 65535], sharedBytes: 49152, subgroupSize: 32, maxStorageBuffers: 1024, maxBindingBytes: 2 ** 32 - 1, bindingAlignment: 64, dtypes: { f16: true, bf16: false }, matrixShapes: [{ m: 16, n: 16, k: 16, input: "f16" }], computeUnits: 64 },
+  // An H100/H200-class part: 227 KiB opt-in shared memory, 132 SMs, mma.sync m16n8k16.
+  cuda: { maxWorkgroupSize: 1024, maxWorkgroupDims: [1024, 1024, 64], maxGrid: [2 ** 31 - 1, 65535, 65535], sharedBytes: 232448, subgroupSize: 32, maxStorageBuffers: 512, maxBindingBytes: 2 ** 48, bindingAlignment: 16, dtypes: { f16: true, bf16: true }, matrixShapes: TC_16, computeUnits: 132 },
+  // An MI300-class part: wave64, 64 KiB LDS, MFMA 16x16x16.
+  rocm: { maxWorkgroupSize: 1024, maxWorkgroupDims: [1024, 1024, 1024], maxGrid: [2 ** 31 - 1, 65535, 65535], sharedBytes: 65536, subgroupSize: 64, maxStorageBuffers: 512, maxBindingBytes: 2 ** 48, bindingAlignment: 16, dtypes: { f16: true, bf16: true }, matrixShapes: [{ m: 16, n: 16, k: 16, input: "f16" }, { m: 16, n: 16, k: 16, input: "bf16" }], computeUnits: 304 },
+};
+
+// An XDNA2-class array: 8 columns x 4 compute rows, 64 KiB per tile, 512 KiB memory tile per column.
+const AIE_DEFAULT: AieCaps = { columns: 8, rows: 4, tileLocalBytes: 65536, memTileBytes: 524288, vectorBits: 512, dmaChannels: 2, maxBindingBytes: 2 ** 32 - 1, dtypes: { f16: false, bf16: true }, matrixShapes: [{ m: 4, n: 8, k: 8, input: "bf16" }] };
+
+/** The offline default target of a backend kind (overridable field by field). */
+export function defaultTarget(kind: BackendKind, overrides: Partial<DeviceCaps> & Partial<AieCaps> = {}): Target {
+  if (kind === "aie") return makeTarget({ kind, caps: { ...AIE_DEFAULT, ...pick(overrides, AIE_DEFAULT) } });
+  if (!Object.hasOwn(GPU_DEFAULTS, kind)) throw new PlanError("bad-target", `unknown backend kind ${JSON.stringify(kind)}`, { key: "kind" });
+  const base = GPU_DEFAULTS[kind];
+  return makeTarget({ kind, caps: { ...base, ...pick(overrides, base) } });
+}
+
+function pick<T extends object>(o: object, like: T): Partial<T> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(o)) if (Object.hasOwn(like, k)) out[k] = v;
+  return out as Partial<T>;
+}
+
+/** Validates a target: every limit a positive integer, the kind known. Returns it unchanged. */
+export function makeTarget(t: Target): Target {
+  if (!BACKEND_KINDS.includes(t.kind)) throw new PlanError("bad-target", `unknown backend kind ${JSON.stringify(t.kind)}`, { key: "kind" });
+  const ints: [string, unknown][] = Object.entries(t.caps).filter(([, v]) => typeof v === "number");
+  for (const [k, v] of ints) {
+    if (!Number.isSafeInteger(v) || (v as number) <= 0) throw new PlanError("bad-target", `caps.${k} must be a positive integer, got ${String(v)}`, { key: k });
+  }
+  if (t.kind !== "aie") {
+    const c = t.caps;
+    for (const [name, arr] of [["maxWorkgroupDims", c.maxWorkgroupDims], ["maxGrid", c.maxGrid]] as const) {
+      if (arr.length !== 3 || arr.some((x) => !Number.isSafeInteger(x) || x <= 0)) throw new PlanError("bad-target", `caps.${name} must be three positive integers`, { key: name });
+    }
+    if ((c.subgroupSize & (c.subgroupSize - 1)) !== 0) throw new PlanError("bad-target", `caps.subgroupSize ${c.subgroupSize} must be a power of two`, { key: "subgroupSize" });
+  }
+  return t;
+}
+
+/** The limits the planner reads, in GPU terms; an AIE array maps one compute tile to one workgroup. */
+export interface PlanLimits {
+  /** Threads (or vector lanes) per workgroup. */
+  readonly maxWorkgroupSize: number;
+  /** Grid limits. */
+  readonly maxGrid: readonly [number, number, number];
+  /** Fast local memory per workgroup. */
+  readonly sharedBytes: number;
+  /** Lanes that reduce together without shared memory. */
+  readonly subgroupSize: number;
+  /** Bindings per kernel. */
+  readonly maxStorageBuffers: number;
+  /** Largest binding. */
+  readonly maxBindingBytes: number;
+  /** Workgroups resident at once. */
+  readonly computeUnits: number;
+}
+
+/** Planner-facing limits of a target. */
+export function planLimits(t: Target): PlanLimits {
+  if (t.kind !== "aie") return t.caps;
+  const c = t.caps;
+  const lanes = c.vectorBits / 32;
+  // One AIE tile runs one "workgroup" of f32 vector lanes; its data memory is the shared memory.
+  return { maxWorkgroupSize: lanes, maxGrid: [c.columns * c.rows * 65536, 1, 1], sharedBytes: c.tileLocalBytes, subgroupSize: lanes, maxStorageBuffers: c.dmaChannels * 2 + 1, maxBindingBytes: c.maxBindingBytes, computeUnits: c.columns * c.rows };
+}

@@ -1,0 +1,59 @@
+// End-to-end: a hand-built Llama decoder compiled for every target kind evaluates exactly like the
+// primitive graph under graph-ir's eval (the oracle), in decode and prefill, f32 and bf16 weights.
+
+import { describe, expect, test } from "vitest";
+import { BACKEND_KINDS, PLAN_OPS, compile, defaultTarget } from "@poot/graph-plan";
+import { buildLlama, TINY } from "./llama.js";
+import { bindingsFor, compareEval, opCounts } from "./util.js";
+
+describe.each(BACKEND_KINDS)("tiny Llama on %s", (kind) => {
+  test.each([
+    ["decode f32", { ...TINY }, [5]],
+    ["decode bf16 weights", { ...TINY, weightDtype: "bf16" as const }, [0]],
+    ["prefill of 4 tokens", { ...TINY, tokens: 4 }, [3]],
+  ])("%s: optimized logits and KV state equal the primitive graph's", (_name, shape, [pos]) => {
+    const g = buildLlama(shape);
+    const p = compile(g, defaultTarget(kind), { mode: shape.tokens > 1 ? "prefill" : "decode" });
+    const ids = Array.from({ length: shape.tokens }, (_, i) => (7 * i + 3) % shape.vocab);
+    const { worst } = compareEval(g, p.graph, PLAN_OPS, bindingsFor(g, 11, { ids, pos: [pos!] }));
+    expect(worst).toBeLessThanOrEqual(1e-6);
+    const ops = opCounts(p.graph);
+    // Every layer's attention and both RoPEs were recognized (RoPE then fused into the q/k epilogues).
+    expect(ops.Attention).toBe(shape.layers);
+    expect(p.graph.eqns.filter((e) => JSON.stringify(e.params).includes('"op":"Rope"')).length).toBe(2 * shape.layers);
+  });
+});
+
+test("decode steps chained through the KV state stay equal to the primitive graph at every position", () => {
+  const g = buildLlama(TINY);
+  const p = compile(g, defaultTarget("wgpu"));
+  let b = bindingsFor(g, 3, { ids: [1], pos: [0] });
+  // Start from an all-zero cache: the causal mask must hide every row not yet written.
+  for (const k of Object.keys(b.state)) b.state[k]!.fill(0);
+  for (let pos = 0; pos < 5; pos++) {
+    b = { ...b, slots: { ids: [(pos * 13 + 1) % TINY.vocab], pos: [pos] } };
+    const { worst, ref } = compareEval(g, p.graph, PLAN_OPS, b);
+    expect(worst).toBeLessThanOrEqual(1e-6);
+    b = { ...b, state: Object.fromEntries(Object.entries(ref.state).map(([k, t]) => [k, Float32Array.from(t.data as Float64Array)])) };
+  }
+});
+
+test("greedy argmax over a long vocabulary runs in two stages and picks the same ids", () => {
+  const shape = { ...TINY, tokens: 3, vocab: 97, greedy: true };
+  const g = buildLlama(shape);
+  const p = compile(g, defaultTarget("cuda"), { argmaxSplitAbove: 32, argmaxChunk: 16 });
+  expect(opCounts(p.graph).ArgMaxChunk).toBe(1);
+  expect(opCounts(p.graph).ArgMaxCombine).toBe(1);
+  const { got, ref } = compareEval(g, p.graph, PLAN_OPS, bindingsFor(g, 5, { ids: [4, 50, 96], pos: [2] }));
+  expect(Array.from(got.outputs.next!.data)).toEqual(Array.from(ref.outputs.next!.data));
+  const imported = p.plans().filter((pl) => pl.kernel.provenance === "imported").map((pl) => (pl.kernel as { name: string }).name);
+  expect(imported).toEqual(expect.arrayContaining(["argmax_chunk", "argmax_combine"]));
+});
+
+test("fusion off keeps one dispatch per primitive and still evaluates equal", () => {
+  const g = buildLlama(TINY);
+  const fused = compile(g, defaultTarget("cuda"));
+  const plain = compile(g, defaultTarget("cuda"), { fusion: false, recognize: false });
+  expect(plain.dispatchCount()).toBeGreaterThan(fused.dispatchCount() * 3);
+  expect(compareEval(g, plain.graph, PLAN_OPS, bindingsFor(g, 9, { ids: [2], pos: [4] })).worst).toBeLessThanOrEqual(1e-6);
+});

@@ -1,0 +1,60 @@
+// Device limits the synthesizers size kernels from (a subset of graph-plan's DeviceCaps), the result type every
+// synthesizer returns, and the small sizing helpers they share.
+
+import type { Kernel } from "@poot/kernel-dsl";
+import { KernelgenError } from "./errors.js";
+
+/** What a synthesizer needs to know about the device. */
+export interface SynthCaps {
+  /** Most threads in one workgroup (product of the three axes). */
+  readonly maxWorkgroup: number;
+  /** Subgroup width when the device has subgroup operations (a power of two), else undefined. */
+  readonly subgroupSize?: number;
+  /** Workgroup (shared) memory per workgroup, in bytes. */
+  readonly sharedBytes: number;
+  /** Most workgroups along one grid axis (default 65535). */
+  readonly maxGridDim?: number;
+}
+
+/** A generated kernel and how to launch it. */
+export interface SynthKernel {
+  /** The kernel (valid IR; sizes are literals, no specialization constants). */
+  readonly kernel: Kernel;
+  /** Workgroups along x, y, z. */
+  readonly grid: readonly [number, number, number];
+  /** Subgroup size the kernel was generated for (launch with it), when it uses subgroups. */
+  readonly subgroupSize?: number;
+}
+
+/** Largest power of two ≤ min(limit, max(1, nextPow2(want))). */
+export function pow2Workgroup(want: number, limit: number): number {
+  let wg = 1;
+  while (wg * 2 <= limit && wg < want) wg *= 2;
+  return wg;
+}
+
+/** Splits `workgroups` over grid x (≤ maxGridDim) and y, for kernels that linearize (wid.y · nwg.x + wid.x). */
+export function grid2d(workgroups: number, caps: SynthCaps): [number, number, number] {
+  const maxX = caps.maxGridDim ?? 65535;
+  const n = Math.max(1, workgroups);
+  if (n <= maxX) return [n, 1, 1];
+  const y = Math.ceil(n / maxX);
+  return [Math.ceil(n / y), y, 1];
+}
+
+/** Throws `bad_shape` unless every dim is a positive integer. */
+export function checkShape(synth: string, param: string, shape: readonly number[]): void {
+  if (!shape.every((d) => Number.isInteger(d) && d >= 1)) throw new KernelgenError("bad_shape", `shape [${shape.join(", ")}] must have positive integer dims`, { synth, param, value: shape });
+}
+
+/** Throws `bad_param` unless caps are sane. */
+export function checkCaps(synth: string, caps: SynthCaps): void {
+  if (!Number.isInteger(caps.maxWorkgroup) || caps.maxWorkgroup < 1) throw new KernelgenError("bad_param", `maxWorkgroup ${caps.maxWorkgroup}`, { synth, param: "caps.maxWorkgroup", value: caps.maxWorkgroup });
+  const sg = caps.subgroupSize;
+  if (sg !== undefined && (!Number.isInteger(sg) || sg < 1 || (sg & (sg - 1)) !== 0)) throw new KernelgenError("bad_param", `subgroupSize ${sg} is not a power of two`, { synth, param: "caps.subgroupSize", value: sg });
+}
+
+/** Product of dims. */
+export function numelOf(shape: readonly number[]): number {
+  return shape.reduce((a, b) => a * b, 1);
+}

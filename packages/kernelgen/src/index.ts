@@ -1,0 +1,31 @@
+/**
+ * The poot kernel library (imported kernels compiled from the kernel DSL) and the kernel synthesizers.
+ * @packageDocumentation
+ */
+export { KernelgenError, invariant } from "./errors.js";
+export type { KernelgenErrorCode, KernelgenErrorContext } from "./errors.js";
+export { IMPORTED_KERNELS, importedKernel } from "./library.js";
+export type { ImportedKernelName } from "./library.js";
+export { pow2Workgroup, grid2d } from "./caps.js";
+export type { SynthCaps, SynthKernel } from "./caps.js";
+export type { ExprNode, ExprType, UnaryFn, BinaryFn, CmpFn } from "./synth/expr.js";
+export type { StorageDType } from "./synth/storage.js";
+export { synthesizeElementwise } from "./synth/elementwise.js";
+export type { ElementwiseRequest, ElementwiseInput, ElementwiseOutput } from "./synth/elementwise.js";
+export { synthesizeReductionRow } from "./synth/reduction.js";
+export type { ReductionRowRequest, RowInput, RowReduction, RowOutput } from "./synth/reduction.js";
+export type { Epilogue, EpilogueInput } from "./synth/epilogue.js";
+export { synthesizeGemv } from "./synth/gemv.js";
+export type { GemvRequest } from "./synth/gemv.js";
+export { synthesizeGemm, chooseGemmTiling } from "./synth/gemm.js";
+export type { GemmRequest, GemmTiling } from "./synth/gemm.js";
+export { synthesizeDequantGemv } from "./synth/dequant.js";
+export type { DequantGemvRequest } from "./synth/dequant.js";
+export { synthesizeMovement } from "./synth/movement.js";
+export type { MovementOp, MovementRequest } from "./synth/movement.js";
+export { synthesizeAttention, attentionLanes } from "./synth/attention.js";
+export type { AttentionRequest, Strides4 } from "./synth/attention.js";
+export { synthesizeRope } from "./synth/rope.js";
+export type { RopeRequest } from "./synth/rope.js";
+export { synthesizeIndexedMatMul } from "./synth/indexed.js";
+export type { IndexedMatMulRequest } from "./synth/indexed.js";

@@ -1,0 +1,58 @@
+// The imported kernel library: kernels written once in the kernel DSL (kernels/*.ts), compiled by pootc into
+// the committed assets/*.kir.json that ship with the package and are loaded (and validated) here on demand.
+
+import { readFileSync } from "node:fs";
+import { parseKirJson } from "@poot/kernel-dsl";
+import type { Kernel } from "@poot/kernel-dsl";
+import { KernelgenError } from "./errors.js";
+
+/** Every kernel of the imported library (the asset is `assets/<name>.kir.json`). */
+export const IMPORTED_KERNELS = [
+  "argmax_chunk",
+  "argmax_combine",
+  "convert_bf16x2_f32",
+  "gather_rows_bf16_f32",
+  "gather_rows_packed",
+  "gather_rows_q8_0_f32",
+  "gemm_tiled_bf16",
+  "gemm_tiled_f32",
+  "gemv_batched_bf16",
+  "gemv_batched_f32",
+  "gemv_bf16",
+  "gemv_f32",
+  "philox_bits",
+  "philox_uniform",
+  "sample_gumbel",
+  "sample_top_k_top_p",
+] as const;
+
+/** Name of an imported kernel. */
+export type ImportedKernelName = (typeof IMPORTED_KERNELS)[number];
+
+const cache = new Map<string, Kernel>();
+
+/** URL of the assets folder: `../assets` from both src/ (tests, source condition) and dist/ (published). */
+function assetUrl(name: string): URL {
+  return new URL(`../assets/${name}.kir.json`, import.meta.url);
+}
+
+/**
+ * Loads an imported kernel from its committed `.kir.json` asset (parsed and validated once, then cached).
+ * Throws `KernelgenError` `unknown_kernel` for a name not in the library, `bad_asset` if the file is unreadable.
+ */
+export function importedKernel(name: ImportedKernelName): Kernel {
+  const hit = cache.get(name);
+  if (hit !== undefined) return hit;
+  if (!(IMPORTED_KERNELS as readonly string[]).includes(name)) {
+    throw new KernelgenError("unknown_kernel", `no imported kernel named ${JSON.stringify(name)}`, { synth: "importedKernel", value: name });
+  }
+  let text: string;
+  try {
+    text = readFileSync(assetUrl(name), "utf8");
+  } catch (e) {
+    throw new KernelgenError("bad_asset", `cannot read the asset of ${name}: ${(e as Error).message}`, { synth: "importedKernel", value: name });
+  }
+  const k = parseKirJson(text, `${name}.kir.json`);
+  cache.set(name, k);
+  return k;
+}

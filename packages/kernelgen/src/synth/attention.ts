@@ -1,0 +1,146 @@
+// The attention synthesizer: one online-softmax generator for decode and prefill. A workgroup per (query, head)
+// spreads the visible keys over its lanes (each keeps a running max, sum and output row), then merges the lanes'
+// partial softmaxes through workgroup memory; the lane count is what the device's workgroup memory can hold.
+
+import { kernel } from "@poot/kernel-dsl";
+import type { Arr, Val } from "@poot/kernel-dsl";
+import { checkCaps, grid2d } from "../caps.js";
+import type { SynthCaps, SynthKernel } from "../caps.js";
+import { KernelgenError } from "../errors.js";
+import { checkDType, elemOf, storeAs } from "./storage.js";
+import type { StorageDType } from "./storage.js";
+
+/** Element strides of a 4-D view [batch, head, token, dim]. */
+export type Strides4 = readonly [number, number, number, number];
+
+/**
+ * Attention: out[b, h, t, :] = softmax_j(mask(softcap(scale · q[b, h, t]·k[b, h / groups, j]))) · v[b, h / groups, j].
+ * Tensors are 4-D views given by element strides [batch, head, token, dim] (defaults: q and out token-major
+ * [T, H, D]; k and v by `kvLayout`). With a mask, the i32 buffer `limit` holds each query's last visible key
+ * (graph-plan's Attention bound): key j is visible iff j ≤ limit (causal), and also j > limit - window (sliding).
+ * Scores are s = scale · q·k, then soft-capped (cap · tanh(s / cap)) when `softCap` is set.
+ */
+export interface AttentionRequest {
+  readonly name: string;
+  readonly batch?: number;
+  readonly queries: number;
+  readonly heads: number;
+  readonly kvHeads: number;
+  readonly headDim: number;
+  readonly valueDim?: number;
+  /** Keys in the cache (Tk). */
+  readonly keys: number;
+  readonly scale: number;
+  readonly softCap?: number;
+  readonly mask: "none" | "causal" | "sliding";
+  /** Keys kept per query for a sliding mask. */
+  readonly window?: number;
+  /** Default layouts of k and v: token-major [Tk, Hkv, ·] (`shd`) or head-major [Hkv, Tk, ·] (`hsd`). */
+  readonly kvLayout?: "shd" | "hsd";
+  /** Explicit element strides (override the defaults). */
+  readonly strides?: { readonly q?: Strides4; readonly k?: Strides4; readonly v?: Strides4; readonly out?: Strides4; readonly limit?: readonly [number, number, number] };
+  readonly qDtype?: StorageDType;
+  readonly kvDtype?: StorageDType;
+  readonly outDtype?: StorageDType;
+}
+
+const SYNTH = "attention";
+
+/** Lanes per workgroup: the largest power of two ≤ maxWorkgroup (and ≤ 128) whose partials fit workgroup memory. */
+export function attentionLanes(headDim: number, valueDim: number, caps: SynthCaps): number {
+  const fits = (l: number): boolean => (l * (valueDim + 2) + headDim) * 4 <= caps.sharedBytes;
+  let lanes = 1;
+  while (lanes * 2 <= Math.min(caps.maxWorkgroup, 128) && fits(lanes * 2)) lanes *= 2;
+  if (!fits(lanes)) throw new KernelgenError("exceeds_caps", `one lane needs ${(valueDim + 2 + headDim) * 4} bytes of workgroup memory`, { synth: SYNTH, param: "caps.sharedBytes", value: caps.sharedBytes });
+  return lanes;
+}
+
+/** Generates the attention kernel. Buffers: q, k, v, limit (when masked), out. Grid: one workgroup per (batch, head, query). */
+export function synthesizeAttention(req: AttentionRequest, caps: SynthCaps): SynthKernel & { readonly lanes: number } {
+  checkCaps(SYNTH, caps);
+  const { queries: Tq, heads: H, kvHeads: Hkv, headDim: D, keys: S } = req;
+  const Bn = req.batch ?? 1;
+  const Dv = req.valueDim ?? D;
+  if (![Bn, Tq, H, Hkv, D, Dv, S].every((d) => Number.isInteger(d) && d >= 1)) throw new KernelgenError("bad_shape", "attention dims must be positive integers", { synth: SYNTH, param: "shape" });
+  if (H % Hkv !== 0) throw new KernelgenError("bad_shape", `heads ${H} is not a multiple of kvHeads ${Hkv}`, { synth: SYNTH, param: "kvHeads", value: Hkv });
+  if (req.mask === "sliding" && !(Number.isInteger(req.window) && (req.window as number) >= 1)) throw new KernelgenError("bad_param", `window ${req.window}`, { synth: SYNTH, param: "window", value: req.window });
+  if (req.softCap !== undefined && !(req.softCap > 0)) throw new KernelgenError("bad_param", `softCap ${req.softCap}`, { synth: SYNTH, param: "softCap", value: req.softCap });
+  const qDtype = checkDType(SYNTH, "q", req.qDtype ?? "f32", ["f32", "bf16", "f16"]);
+  const kvDtype = checkDType(SYNTH, "kv", req.kvDtype ?? "f32", ["f32", "bf16", "f16"]);
+  const outDtype = checkDType(SYNTH, "out", req.outDtype ?? "f32", ["f32", "bf16", "f16"]);
+  const lanes = attentionLanes(D, Dv, caps);
+  const group = H / Hkv;
+  const kvDefault = (w: number): Strides4 => (req.kvLayout === "hsd" ? [Hkv * S * w, S * w, w, 1] : [S * Hkv * w, w, Hkv * w, 1]);
+  const qs4 = req.strides?.q ?? [Tq * H * D, D, H * D, 1];
+  const ks4 = req.strides?.k ?? kvDefault(D);
+  const vs4 = req.strides?.v ?? kvDefault(Dv);
+  const os4 = req.strides?.out ?? [Tq * H * Dv, Dv, H * Dv, 1];
+  const ls3 = req.strides?.limit ?? [Tq, 0, 1];
+  const masked = req.mask !== "none";
+  const k = kernel(req.name, { workgroupSize: [lanes, 1, 1] }, (b) => {
+    const { let_, var_, for_, if_, wid, nwg, lid, f32, i32, u32, barrier, exp, tanh, max, min, select, privateArray, return_ } = b;
+    const q = b.buffer("q", elemOf(qDtype), "read") as Arr<"f32">;
+    const K = b.buffer("k", elemOf(kvDtype), "read") as Arr<"f32">;
+    const Vb = b.buffer("v", elemOf(kvDtype), "read") as Arr<"f32">;
+    const limitBuf = masked ? b.buffer("limit", "i32", "read") : undefined;
+    const out = b.buffer("out", elemOf(outDtype), "write");
+    const qsh = b.shared("qs", "f32", D);
+    const sm = b.shared("sm", "f32", lanes);
+    const sl = b.shared("sl", "f32", lanes);
+    const sacc = b.shared("sacc", "f32", lanes * Dv);
+    const wgId = let_(wid.y.mul(nwg.x).add(wid.x), "wg");
+    if_(wgId.ge(Bn * H * Tq), () => return_());
+    const t = let_(wgId.rem(Tq), "t");
+    const h = let_(wgId.div(Tq).rem(H), "h");
+    const bb = let_(wgId.div(Tq * H), "bb");
+    const kvh = let_(h.div(group), "kvh");
+    const lane = let_(lid.x, "lane");
+    const at = (s4: Strides4, head: Val<"u32">, tok: Val<"u32">): Val<"u32"> => let_(bb.mul(s4[0]).add(head.mul(s4[1])).add(tok.mul(s4[2])), "row");
+    // Visible keys form one contiguous range [lo, hi): no per-key mask test in the loop.
+    let lo: Val<"u32"> = u32(0);
+    let hi: Val<"u32"> = u32(S);
+    if (limitBuf !== undefined) {
+      const lim = let_(limitBuf.at(bb.mul(ls3[0]).add(h.mul(ls3[1])).add(t.mul(ls3[2]))), "limit");
+      hi = let_(max(min(lim.add(1), i32(S)), i32(0)).u32(), "hi");
+      if (req.mask === "sliding") lo = let_(max(lim.sub((req.window as number) - 1), i32(0)).u32(), "lo");
+    }
+    const qRow = at(qs4, h, t);
+    for_(lane, D, lanes, (d) => qsh.set(d, q.at(qRow.add(d.mul(qs4[3])))), "d");
+    barrier();
+    const m = var_(f32(-Infinity), "m");
+    const l = var_(f32(0), "l");
+    const acc = privateArray("acc", "f32", Dv);
+    for_(lo.add(lane), hi, lanes, (j) => {
+      const kr = at(ks4, kvh, j);
+      const dot = var_(f32(0), "dot");
+      for_(u32(0), D, 1, (d) => dot.set(dot.add(qsh.at(d).mul(K.at(kr.add(d.mul(ks4[3])))))), "dd");
+      let s = let_(dot.mul(req.scale), "s");
+      if (req.softCap !== undefined) s = let_(tanh(s.div(req.softCap)).mul(req.softCap), "s_cap");
+      const mNew = let_(max(m, s), "m_new");
+      // exp(-inf - finite) = 0 rescales nothing on the first key.
+      const corr = let_(exp(m.sub(mNew)), "corr");
+      const pj = let_(exp(s.sub(mNew)), "pj");
+      l.set(l.mul(corr).add(pj));
+      const vr = at(vs4, kvh, j);
+      for_(u32(0), Dv, 1, (d) => acc.set(d, acc.at(d).mul(corr).add(pj.mul(Vb.at(vr.add(d.mul(vs4[3])))))), "dv");
+      m.set(mNew);
+    }, "j");
+    sm.set(lane, m);
+    sl.set(lane, l);
+    for_(u32(0), Dv, 1, (d) => sacc.set(lane.mul(Dv).add(d), acc.at(d)), "d");
+    barrier();
+    const M = var_(f32(-Infinity), "M");
+    for_(u32(0), lanes, 1, (i) => M.set(max(M, sm.at(i))), "i");
+    const den = var_(f32(0), "den");
+    for_(u32(0), lanes, 1, (i) => den.set(den.add(sl.at(i).mul(exp(sm.at(i).sub(M))))), "i");
+    const oRow = at(os4, h, t);
+    for_(lane, Dv, lanes, (d) => {
+      const num = var_(f32(0), "num");
+      for_(u32(0), lanes, 1, (i) => num.set(num.add(sacc.at(i.mul(Dv).add(d)).mul(exp(sm.at(i).sub(M))))), "i");
+      // A query with no visible key gets zeros (the graph's softmax over nothing would be NaN).
+      const o = let_(select(den.gt(0), num.div(den), f32(0)), "o");
+      storeAs(b, out, outDtype, oRow.add(d.mul(os4[3])), o);
+    }, "d");
+  });
+  return { kernel: k, grid: grid2d(Bn * H * Tq, caps), lanes };
+}

@@ -1,0 +1,87 @@
+// The dequant GEMV synthesizer: y[b, n] = epilogue(Σ_k x[b, k] · decode(W)[n, k]) for a packed [N, K] weight,
+// with the decode generated from the format's descriptor; each lane decodes exactly the weights it multiplies.
+
+import { kernel } from "@poot/kernel-dsl";
+import type { Arr, Val } from "@poot/kernel-dsl";
+import type { PackedFormat } from "@poot/graph-ir";
+import { checkCaps, grid2d, pow2Workgroup } from "../caps.js";
+import type { SynthCaps, SynthKernel } from "../caps.js";
+import { KernelgenError } from "../errors.js";
+import { blockDecoder, checkFormat } from "./decode.js";
+import { prepareEpilogue } from "./epilogue.js";
+import type { Epilogue } from "./epilogue.js";
+import { laneGroupSum } from "./gemv.js";
+import { checkDType, elemOf, storeAs } from "./storage.js";
+import type { StorageDType } from "./storage.js";
+
+/** A dequant GEMV: x [batch, K], W packed [N, K] (rows blocked along K, as little-endian u32 words), y [batch, N]. */
+export interface DequantGemvRequest {
+  readonly name: string;
+  readonly K: number;
+  readonly N: number;
+  readonly format: PackedFormat;
+  /** Rows of x sharing each decoded weight (1..8, default 1). */
+  readonly batch?: number;
+  readonly xDtype?: StorageDType;
+  readonly outDtype?: StorageDType;
+  readonly epilogue?: Epilogue;
+}
+
+const SYNTH = "dequantGemv";
+
+/**
+ * Generates the kernel. Buffers: x, W (u32 words; block (n, j) at byte (n·K/blockSize + j)·bytesPerBlock), epilogue
+ * inputs, y. A lane group per output row strides over the row's blocks; subgroup reduce when the caps have it.
+ */
+export function synthesizeDequantGemv(req: DequantGemvRequest, caps: SynthCaps): SynthKernel {
+  checkCaps(SYNTH, caps);
+  const { K, N, format: f } = req;
+  const B = req.batch ?? 1;
+  checkFormat(SYNTH, f);
+  if (![K, N].every((d) => Number.isInteger(d) && d >= 1) || K % f.blockSize !== 0) throw new KernelgenError("bad_shape", `K ${K} must be a positive multiple of the ${f.name} block size ${f.blockSize}; N ${N}`, { synth: SYNTH, param: "K", value: K });
+  if (!Number.isInteger(B) || B < 1 || B > 8) throw new KernelgenError("bad_param", `batch ${B} must be 1..8`, { synth: SYNTH, param: "batch", value: B });
+  const xDtype = checkDType(SYNTH, "x", req.xDtype ?? "f32", ["f32", "bf16", "f16"]);
+  const outDtype = req.outDtype ?? "f32";
+  const ep = prepareEpilogue(SYNTH, req.epilogue, outDtype);
+  const nb = K / f.blockSize;
+  const sg = caps.subgroupSize;
+  const lanesWant = pow2Workgroup(nb, 32);
+  const useSg = sg !== undefined && sg > 1 && sg <= caps.maxWorkgroup && lanesWant >= sg;
+  const lanes = useSg ? (sg as number) : lanesWant;
+  let wg = Math.max(lanes, pow2Workgroup(Math.min(N * lanes, 128), caps.maxWorkgroup));
+  while (!useSg && wg > lanes && wg * 4 > caps.sharedBytes) wg >>= 1;
+  if (!useSg && wg * 4 > caps.sharedBytes) throw new KernelgenError("exceeds_caps", `needs ${wg * 4} bytes of workgroup memory`, { synth: SYNTH, param: "caps.sharedBytes" });
+  const rowsPerWg = wg / lanes;
+  const k = kernel(req.name, { workgroupSize: [wg, 1, 1] }, (b) => {
+    const { let_, var_, for_, if_, wid, nwg, lid, f32, u32 } = b;
+    const x = b.buffer("x", elemOf(xDtype), "read") as Arr<"f32">;
+    const W = b.buffer("W", "u32", "read");
+    ep.declare(b);
+    const y = b.buffer("y", elemOf(outDtype), "write");
+    const scratch = useSg ? undefined : b.shared("scratch", "f32", wg);
+    const tid = let_(lid.x, "tid");
+    const lane = let_(tid.rem(lanes), "lane");
+    const n = let_(wid.y.mul(nwg.x).add(wid.x).mul(rowsPerWg).add(tid.div(lanes)), "n");
+    const live = let_(n.lt(N), "live");
+    const accs = Array.from({ length: B }, (_, j) => var_(f32(0), `acc${j}`));
+    const dec = blockDecoder(b, f, W);
+    if_(live, () => {
+      for_(lane, nb, lanes, (blk) => {
+        dec.block(let_(n.mul(nb).add(blk).mul(f.bytesPerBlock), "base"));
+        const k0 = let_(blk.mul(f.blockSize), "k0");
+        for_(u32(0), f.blockSize, 1, (i) => {
+          const w = let_(dec.element(i), "w");
+          accs.forEach((acc, j) => acc.set(acc.add(x.at(k0.add(i).add(j * K)).mul(w))));
+        }, "i");
+      }, "blk");
+    });
+    accs.forEach((acc, j) => {
+      const total: Val<"f32"> = laneGroupSum(b, acc, lanes, useSg, scratch, tid, lane);
+      if_(live.and(lane.eq(0)), () => {
+        const idx = let_(n.add(j * N), "yi");
+        storeAs(b, y, outDtype, idx, ep.apply(b, total, n, idx));
+      });
+    });
+  });
+  return { kernel: k, grid: grid2d(Math.ceil(N / rowsPerWg), caps), ...(useSg ? { subgroupSize: sg } : {}) };
+}

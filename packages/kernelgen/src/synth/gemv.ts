@@ -1,0 +1,138 @@
+// The GEMV synthesizer: y[b, n] = epilogue(Σ_k x[b, k] · W(k, n)) for B ≤ 8 rows of x, generated for the weight
+// layout: [N, K] rows get a lane group per output (subgroup reduce when the caps have it), [K, N] gets columns per lane.
+
+import { kernel } from "@poot/kernel-dsl";
+import type { Arr, Builder, Val } from "@poot/kernel-dsl";
+import { checkCaps, grid2d, pow2Workgroup } from "../caps.js";
+import type { SynthCaps, SynthKernel } from "../caps.js";
+import { KernelgenError } from "../errors.js";
+import { prepareEpilogue } from "./epilogue.js";
+import type { Epilogue, PreparedEpilogue } from "./epilogue.js";
+import { checkDType, elemOf, storeAs } from "./storage.js";
+import type { StorageDType } from "./storage.js";
+
+/** A GEMV: x [batch, K] (f32/bf16/f16), W [N, K] (`nk`, HF linear) or [K, N] (`kn`), out [batch, N]. */
+export interface GemvRequest {
+  readonly name: string;
+  readonly K: number;
+  readonly N: number;
+  /** Rows of x sharing each weight read (1..8, default 1). */
+  readonly batch?: number;
+  readonly xDtype?: StorageDType;
+  readonly weight: { readonly dtype: StorageDType; readonly layout: "nk" | "kn" };
+  readonly outDtype?: StorageDType;
+  readonly epilogue?: Epilogue;
+}
+
+const SYNTH = "gemv";
+
+/** Sums `v` over aligned groups of `lanes` consecutive threads (subgroup reduce, or a shared tree per group). */
+export function laneGroupSum(b: Builder, v: Val<"f32">, lanes: number, useSg: boolean, scratch: Arr<"f32"> | undefined, tid: Val<"u32">, lane: Val<"u32">): Val<"f32"> {
+  const { barrier, if_, let_ } = b;
+  if (useSg) return b.subgroupAdd(v);
+  const sh = scratch as Arr<"f32">;
+  sh.set(tid, v);
+  barrier();
+  for (let s = lanes >> 1; s > 0; s >>= 1) {
+    if_(lane.lt(s), () => sh.set(tid, sh.at(tid).add(sh.at(tid.add(s)))));
+    barrier();
+  }
+  const r = let_(sh.at(tid.sub(lane)), "gsum");
+  barrier();
+  return r;
+}
+
+/** Generates the GEMV. Buffers: x, W, epilogue inputs, y. */
+export function synthesizeGemv(req: GemvRequest, caps: SynthCaps): SynthKernel {
+  checkCaps(SYNTH, caps);
+  const { K, N } = req;
+  const B = req.batch ?? 1;
+  if (![K, N].every((d) => Number.isInteger(d) && d >= 1)) throw new KernelgenError("bad_shape", `K ${K}, N ${N}`, { synth: SYNTH, param: "shape" });
+  if (!Number.isInteger(B) || B < 1 || B > 8) throw new KernelgenError("bad_param", `batch ${B} must be 1..8`, { synth: SYNTH, param: "batch", value: B });
+  const xDtype = checkDType(SYNTH, "x", req.xDtype ?? "f32", ["f32", "bf16", "f16"]);
+  const wDtype = checkDType(SYNTH, "weight", req.weight.dtype, ["f32", "bf16", "f16"]);
+  const outDtype = req.outDtype ?? "f32";
+  const ep = prepareEpilogue(SYNTH, req.epilogue, outDtype);
+  if (req.weight.layout === "kn") return gemvKN(req, caps, B, xDtype, wDtype, outDtype, ep);
+  // [N, K]: a group of `lanes` threads per output row, striding over K (coalesced); rowsPerWg rows per workgroup.
+  const sg = caps.subgroupSize;
+  const lanesWant = pow2Workgroup(K, 32);
+  const useSg = sg !== undefined && sg > 1 && sg <= caps.maxWorkgroup && lanesWant >= sg;
+  const lanes = useSg ? (sg as number) : lanesWant;
+  let wg = Math.max(lanes, pow2Workgroup(Math.min(N * lanes, 256), caps.maxWorkgroup));
+  while (!useSg && wg > lanes && wg * 4 > caps.sharedBytes) wg >>= 1;
+  if (!useSg && wg * 4 > caps.sharedBytes) throw new KernelgenError("exceeds_caps", `needs ${wg * 4} bytes of workgroup memory`, { synth: SYNTH, param: "caps.sharedBytes" });
+  const rowsPerWg = wg / lanes;
+  const k = kernel(req.name, { workgroupSize: [wg, 1, 1] }, (b) => {
+    const { let_, var_, for_, if_, wid, nwg, lid, f32, u32 } = b;
+    const x = b.buffer("x", elemOf(xDtype), "read") as Arr<"f32">;
+    const W = b.buffer("W", elemOf(wDtype), "read") as Arr<"f32">;
+    ep.declare(b);
+    const y = b.buffer("y", elemOf(outDtype), "write");
+    const scratch = useSg ? undefined : b.shared("scratch", "f32", wg);
+    const tid = let_(lid.x, "tid");
+    const lane = let_(tid.rem(lanes), "lane");
+    const n = let_(wid.y.mul(nwg.x).add(wid.x).mul(rowsPerWg).add(tid.div(lanes)), "n");
+    const live = let_(n.lt(N), "live");
+    const accs = Array.from({ length: B }, (_, j) => var_(f32(0), `acc${j}`));
+    // Rows past N still take part in the group reductions (barriers / subgroup ops need every lane).
+    if_(live, () => {
+      for_(lane, K, lanes, (kk) => {
+        const w = let_(W.at(n.mul(K).add(kk)), "w");
+        accs.forEach((acc, j) => acc.set(acc.add(x.at(u32(j * K).add(kk)).mul(w))));
+      }, "k");
+    });
+    accs.forEach((acc, j) => {
+      const total = laneGroupSum(b, acc, lanes, useSg, scratch, tid, lane);
+      if_(live.and(lane.eq(0)), () => {
+        const idx = let_(n.add(j * N), "yi");
+        storeAs(b, y, outDtype, idx, ep.apply(b, total, n, idx));
+      });
+    });
+  });
+  return { kernel: k, grid: grid2d(Math.ceil(N / rowsPerWg), caps), ...(useSg ? { subgroupSize: sg } : {}) };
+}
+
+/** [K, N]: WGX adjacent columns per workgroup (coalesced), WGY threads split K, partials combined in shared memory. */
+function gemvKN(req: GemvRequest, caps: SynthCaps, B: number, xDtype: StorageDType, wDtype: StorageDType, outDtype: StorageDType, ep: PreparedEpilogue): SynthKernel {
+  const { K, N } = req;
+  const wgx = pow2Workgroup(N, Math.min(64, caps.maxWorkgroup));
+  let wgy = pow2Workgroup(Math.ceil(K / 16), Math.max(1, Math.floor(Math.min(256, caps.maxWorkgroup) / wgx)));
+  while (wgy > 1 && wgx * wgy * B * 4 > caps.sharedBytes) wgy >>= 1;
+  if (wgy > 1 && wgx * wgy * B * 4 > caps.sharedBytes) throw new KernelgenError("exceeds_caps", "not enough workgroup memory", { synth: SYNTH, param: "caps.sharedBytes" });
+  const k = kernel(req.name, { workgroupSize: [wgx, wgy, 1] }, (b) => {
+    const { let_, var_, for_, if_, wid, nwg, lid, f32, u32, barrier } = b;
+    const x = b.buffer("x", elemOf(xDtype), "read") as Arr<"f32">;
+    const W = b.buffer("W", elemOf(wDtype), "read") as Arr<"f32">;
+    ep.declare(b);
+    const y = b.buffer("y", elemOf(outDtype), "write");
+    const part = wgy > 1 ? b.shared("part", "f32", wgx * wgy * B) : undefined;
+    const tx = let_(lid.x, "tx");
+    const ty = let_(lid.y, "ty");
+    const n = let_(wid.y.mul(nwg.x).add(wid.x).mul(wgx).add(tx), "n");
+    const accs = Array.from({ length: B }, (_, j) => var_(f32(0), `acc${j}`));
+    if_(n.lt(N), () => {
+      for_(ty, K, wgy, (kk) => {
+        const w = let_(W.at(kk.mul(N).add(n)), "w");
+        accs.forEach((acc, j) => acc.set(acc.add(x.at(u32(j * K).add(kk)).mul(w))));
+      }, "k");
+    });
+    if (part !== undefined) {
+      accs.forEach((acc, j) => part.set(ty.add(tx.mul(wgy)).add(j * wgx * wgy), acc));
+      barrier();
+    }
+    if_(ty.eq(0).and(n.lt(N)), () => {
+      accs.forEach((acc, j) => {
+        let total: Val<"f32"> = acc;
+        if (part !== undefined) {
+          const s = var_(f32(0), "s");
+          for_(u32(0), wgy, 1, (i) => s.set(s.add(part.at(i.add(tx.mul(wgy)).add(j * wgx * wgy)))), "i");
+          total = s;
+        }
+        const idx = let_(n.add(j * N), "yi");
+        storeAs(b, y, outDtype, idx, ep.apply(b, total, n, idx));
+      });
+    });
+  });
+  return { kernel: k, grid: grid2d(Math.ceil(N / wgx), caps) };
+}

@@ -1,0 +1,100 @@
+// The attention generator (decode, prefill and chunked prefill; GQA; causal and sliding-window masks; soft-cap;
+// token- and head-major layouts; batches; bf16 caches) in the interpreter against graph-ir primitives in float64.
+
+import { Builder, evaluate } from "@poot/graph-ir";
+import { describe, expect, it } from "vitest";
+import { attentionLanes, synthesizeAttention } from "@poot/kernelgen";
+import type { AttentionRequest, SynthCaps } from "@poot/kernelgen";
+import { expectClose, poisoned, randBf16, randF32, rng, run } from "./helpers.js";
+
+interface Case extends Omit<AttentionRequest, "name" | "scale"> {
+  /** Query t's last visible key is pos0 + t (the runtime `limit`). */
+  readonly pos0: number;
+}
+
+/**
+ * Reference on logical [B, H, T, D] tensors built by graph-ir from the buffers as the case lays them out:
+ * scores, soft-cap, the documented visibility mask, softmax, weighted values.
+ */
+function reference(c: Case, q: ArrayLike<number>, k: ArrayLike<number>, v: ArrayLike<number>, scale: number) {
+  const { queries: Tq, heads: H, kvHeads: Hkv, headDim: D, keys: S } = c;
+  const B = c.batch ?? 1;
+  const Dv = c.valueDim ?? D;
+  const kvDt = c.kvDtype === "bf16" ? "bf16" : "f32";
+  const g = new Builder();
+  const headMajorQ = c.strides?.q !== undefined;
+  const qh = headMajorQ ? g.const("q", "f32", [B, H, Tq, D]) : g.transpose(g.const("q", "f32", [B, Tq, H, D]), [0, 2, 1, 3]);
+  const cache = (key: string, w: number) => {
+    const raw = g.f32(g.const(key, kvDt, c.kvLayout === "hsd" ? [B, Hkv, S, w] : [B, S, Hkv, w]));
+    const hsd = c.kvLayout === "hsd" ? raw : g.transpose(raw, [0, 2, 1, 3]);
+    return g.repeatKv(hsd, H / Hkv, 1); // [B, H, S, w]
+  };
+  const kh = cache("k", D), vh = cache("v", Dv);
+  let s = g.mul(g.matmul(qh, g.transpose(kh, [0, 1, 3, 2])), scale);
+  if (c.softCap !== undefined) s = g.mul(g.tanh(g.div(s, c.softCap)), c.softCap);
+  const mask = new Uint8Array(Tq * S);
+  for (let t = 0; t < Tq; t++) {
+    const p = c.pos0 + t;
+    for (let j = 0; j < S; j++) mask[t * S + j] = (c.mask === "none" || j <= p) && (c.mask !== "sliding" || j > p - c.window!) ? 1 : 0;
+  }
+  const masked = g.select(g.broadcast(g.cast(g.const("mask", "u8", [Tq, S]), "bool"), [B, H, Tq, S]), s, -Infinity);
+  const o = g.matmul(g.softmax(masked), vh); // [B, H, Tq, Dv]
+  g.output("o", headMajorQ ? o : g.transpose(o, [0, 2, 1, 3]));
+  return evaluate(g.build(), { consts: { q, k, v, mask } }).outputs.o!.data;
+}
+
+function check(c: Case, caps: SynthCaps, seed: number) {
+  const r = rng(seed);
+  const B = c.batch ?? 1;
+  const Dv = c.valueDim ?? c.headDim;
+  const scale = 1 / Math.sqrt(c.headDim);
+  const q = randF32(r, B * c.queries * c.heads * c.headDim, 2);
+  const nk = B * c.keys * c.kvHeads;
+  const k = c.kvDtype === "bf16" ? randBf16(r, nk * c.headDim) : randF32(r, nk * c.headDim);
+  const v = c.kvDtype === "bf16" ? randBf16(r, nk * Dv) : randF32(r, nk * Dv);
+  const s = synthesizeAttention({ ...c, name: "attn", scale }, caps);
+  const out = poisoned(s.kernel, "out", B * c.queries * c.heads * Dv);
+  const limit = Int32Array.from({ length: B * c.queries }, (_, i) => c.pos0 + (i % c.queries));
+  run(s.kernel, { grid: [...s.grid], buffers: { q, k, v, out, ...(c.mask === "none" ? {} : { limit }) } });
+  const want = reference(c, q, k, v, scale);
+  // Outputs are convex combinations of values in [-1, 1]: accumulation-order noise is bounded by ~1e-5 absolute.
+  expectClose(out as Float32Array, want, 1, 1e-5);
+  return s;
+}
+
+const CAPS: SynthCaps = { maxWorkgroup: 64, sharedBytes: 16384 };
+
+describe("synthesized attention", () => {
+  it("decode: one query at position 22 of a 40-key cache, GQA 4:2, token-major", () => {
+    check({ queries: 1, heads: 4, kvHeads: 2, headDim: 8, keys: 40, mask: "causal", pos0: 22 }, CAPS, 1);
+  });
+
+  it("prefill: causal over 9 tokens, MQA (8 heads, 1 kv head), head-major bf16 cache", () => {
+    check({ queries: 9, heads: 8, kvHeads: 1, headDim: 16, keys: 9, mask: "causal", kvLayout: "hsd", kvDtype: "bf16", pos0: 0 }, CAPS, 2);
+  });
+
+  it("chunked prefill with a sliding window and soft-cap, value dim ≠ head dim", () => {
+    check({ queries: 3, heads: 2, kvHeads: 2, headDim: 6, valueDim: 5, keys: 16, mask: "sliding", window: 4, softCap: 0.7, pos0: 7 }, CAPS, 3);
+  });
+
+  it("batch of 2 with head-major q and out (graph-plan's [B, H, T, D]) via explicit strides", () => {
+    const [B, H, Tq, D, S, Hkv] = [2, 2, 3, 4, 5, 1];
+    check({
+      batch: B, queries: Tq, heads: H, kvHeads: Hkv, headDim: D, keys: S, mask: "causal", kvLayout: "hsd", pos0: 2,
+      strides: { q: [H * Tq * D, Tq * D, D, 1], out: [H * Tq * D, Tq * D, D, 1], k: [Hkv * S * D, S * D, D, 1], v: [Hkv * S * D, S * D, D, 1] },
+    }, CAPS, 6);
+  });
+
+  it("unmasked attention, one key, and fewer lanes when workgroup memory is small", () => {
+    check({ queries: 2, heads: 1, kvHeads: 1, headDim: 4, keys: 1, mask: "none", pos0: 0 }, CAPS, 4);
+    const small: SynthCaps = { maxWorkgroup: 256, sharedBytes: 4 * (4 * (8 + 2) + 8) };
+    expect(attentionLanes(8, 8, small)).toBe(4);
+    const s = check({ queries: 1, heads: 2, kvHeads: 1, headDim: 8, keys: 30, mask: "causal", pos0: 29 }, small, 5);
+    expect(s.lanes).toBe(4);
+  });
+
+  it("refuses heads that are not a multiple of kv heads and caps that cannot hold one lane", () => {
+    expect(() => synthesizeAttention({ name: "a", queries: 1, heads: 3, kvHeads: 2, headDim: 4, keys: 4, mask: "causal", scale: 1 }, CAPS)).toThrow(expect.objectContaining({ code: "bad_shape" }));
+    expect(() => synthesizeAttention({ name: "a", queries: 1, heads: 1, kvHeads: 1, headDim: 64, keys: 4, mask: "causal", scale: 1 }, { maxWorkgroup: 64, sharedBytes: 256 })).toThrow(expect.objectContaining({ code: "exceeds_caps" }));
+  });
+});
