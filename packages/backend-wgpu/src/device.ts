@@ -41,6 +41,8 @@ const RAISED_LIMITS = [
   "maxBufferSize",
   "maxUniformBufferBindingSize",
 ] as const;
+// Alignment limits are better when lower; requested at the adapter's (lowest) value.
+const LOWERED_LIMITS = ["minStorageBufferOffsetAlignment", "minUniformBufferOffsetAlignment"] as const;
 
 function limitOf(limits: GPUSupportedLimits, name: string): number | undefined {
   const v = (limits as unknown as Record<string, unknown>)[name];
@@ -166,7 +168,7 @@ export async function requestWgpuDevice(gpu: GPU | undefined, options: WgpuDevic
     else if (want === "require") throw new WgpuError("missing-feature", `the adapter does not offer ${name}`, { operation: "requestDevice", key: name });
   }
   const requiredLimits: Record<string, number> = {};
-  for (const name of RAISED_LIMITS) {
+  for (const name of [...RAISED_LIMITS, ...LOWERED_LIMITS]) {
     const v = limitOf(adapter.limits, name);
     if (v !== undefined) requiredLimits[name] = v;
   }
