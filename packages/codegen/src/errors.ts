@@ -10,9 +10,7 @@ export type CodegenErrorCode =
   /** The kernel needs more buffers than the device can bind, even after packing. */
   | "binding-limit"
   /** The kernel IR itself is malformed (unknown value, wrong arity). */
-  | "invalid-kernel"
-  /** An external tool (llc, ld.lld) failed on code that codegen produced. */
-  | "toolchain";
+  | "invalid-kernel";
 
 /** Context of a {@link CodegenError}: which kernel, target and construct. */
 export interface CodegenErrorContext {

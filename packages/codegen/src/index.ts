@@ -35,6 +35,7 @@ export type { DawnOptions, DawnDevice, DawnOpenResult } from "./validate/dawn.js
 export { openDawnDevice, validateWgsl } from "./validate/dawn.js";
 
 // ── binary encoders ──
+export type { SpirvModuleOptions } from "./spirv/module.js";
 export { SpirvModule } from "./spirv/module.js";
 export { SpirvFunction } from "./spirv/function.js";
 export type { MemoryImport } from "./wasm/module.js";

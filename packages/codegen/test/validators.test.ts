@@ -36,6 +36,13 @@ describe("ptxas", () => {
       });
     }
   }
+  test.skipIf(ptxMissing !== undefined)("without caps.bf16, bf16 rounding uses integer ops and still assembles", async () => {
+    for (const k of ALL_KERNELS.filter((x) => x.name === "bf16_scale")) {
+      const text = lowerPtx(k, { ...CUDA_CAPS, bf16: false }).text!;
+      expect(text).not.toMatch(/cvt\.rn\.bf16/);
+      expectOk(await validatePtx(text, { arch: "sm_80" }));
+    }
+  });
   test.skipIf(ptxMissing !== undefined)("a planted malformed kernel (undeclared register) fails", async () => {
     const text = lowerPtx(ALL_KERNELS[0]!, CUDA_CAPS).text!.replace(/^\s*\.reg \.f32 .*$/m, "");
     const r = await validatePtx(text, { arch: "sm_90" });

@@ -38,13 +38,17 @@ export interface PackedFormat {
 
 const LOAD_BYTES: Record<DecodeLoadType, number> = { u8: 1, i8: 1, u16: 2, i16: 2, u32: 4, f16: 2, bf16: 2, f32: 4 };
 
-type Compiled = (i: number, view: DataView, base: number, env: Map<string, number>) => number;
+type Compiled = (i: number, view: DataView, base: number, env: Float64Array) => number;
+
+// Each `let` node gets its own slot in a per-format Float64Array (resolved at compile time, no name lookups).
+type Scope = ReadonlyMap<string, number>;
+interface Slots { count: number }
 
 function fail(format: string, message: string): never {
   throw new GraphError("packed-format", message, { key: format });
 }
 
-function compile(f: PackedFormat, e: DecodeExpr, scope: ReadonlySet<string>): Compiled {
+function compile(f: PackedFormat, e: DecodeExpr, scope: Scope, slots: Slots): Compiled {
   switch (e.op) {
     case "const": {
       const v = e.value;
@@ -54,7 +58,7 @@ function compile(f: PackedFormat, e: DecodeExpr, scope: ReadonlySet<string>): Co
     case "i":
       return (i) => i;
     case "load": {
-      const off = compile(f, e.offset, scope);
+      const off = compile(f, e.offset, scope, slots);
       const size = LOAD_BYTES[e.type];
       if (size === undefined) fail(f.name, `unknown load type ${String(e.type)}`);
       const limit = f.bytesPerBlock - size;
@@ -68,33 +72,29 @@ function compile(f: PackedFormat, e: DecodeExpr, scope: ReadonlySet<string>): Co
       };
     }
     case "select": {
-      const c = compile(f, e.cond, scope), a = compile(f, e.a, scope), b = compile(f, e.b, scope);
+      const c = compile(f, e.cond, scope, slots), a = compile(f, e.a, scope, slots), b = compile(f, e.b, scope, slots);
       return (i, v, base, env) => (c(i, v, base, env) !== 0 ? a(i, v, base, env) : b(i, v, base, env));
     }
     case "f32": {
-      const a = compile(f, e.a, scope);
+      const a = compile(f, e.a, scope, slots);
       return (i, v, base, env) => Math.fround(a(i, v, base, env));
     }
     case "let": {
-      const value = compile(f, e.value, scope);
-      const body = compile(f, e.body, new Set([...scope, e.name]));
-      const name = e.name;
+      const value = compile(f, e.value, scope, slots);
+      const slot = slots.count++;
+      const body = compile(f, e.body, new Map([...scope, [e.name, slot]]), slots);
       return (i, v, base, env) => {
-        const saved = env.get(name);
-        env.set(name, value(i, v, base, env));
-        const r = body(i, v, base, env);
-        if (saved === undefined) env.delete(name);
-        else env.set(name, saved);
-        return r;
+        env[slot] = value(i, v, base, env);
+        return body(i, v, base, env);
       };
     }
     case "var": {
-      const name = e.name;
-      if (!scope.has(name)) fail(f.name, `variable "${name}" is not bound by an enclosing let`);
-      return (_i, _v, _b, env) => env.get(name)!;
+      const slot = scope.get(e.name);
+      if (slot === undefined) return fail(f.name, `variable "${e.name}" is not bound by an enclosing let`);
+      return (_i, _v, _b, env) => env[slot]!;
     }
     default:
-      return compileBinary(f, e, scope);
+      return compileBinary(f, e, scope, slots);
   }
 }
 
@@ -112,9 +112,9 @@ function loader(t: DecodeLoadType): (v: DataView, o: number) => number {
   }
 }
 
-function compileBinary(f: PackedFormat, e: Extract<DecodeExpr, { a: DecodeExpr; b: DecodeExpr }>, scope: ReadonlySet<string>): Compiled {
+function compileBinary(f: PackedFormat, e: Extract<DecodeExpr, { a: DecodeExpr; b: DecodeExpr }>, scope: Scope, slots: Slots): Compiled {
   if (e.op === "select") return fail(f.name, "unreachable");
-  const a = compile(f, e.a, scope), b = compile(f, e.b, scope);
+  const a = compile(f, e.a, scope, slots), b = compile(f, e.b, scope, slots);
   const op = binaryFn(f.name, e.op);
   return (i, v, base, env) => op(a(i, v, base, env), b(i, v, base, env));
 }
@@ -140,7 +140,9 @@ function binaryFn(name: string, op: DecodeBinaryOp): (x: number, y: number) => n
   }
 }
 
-const cache = new WeakMap<PackedFormat, Compiled>();
+interface CompiledFormat { readonly fn: Compiled; readonly slots: number }
+
+const cache = new WeakMap<PackedFormat, CompiledFormat>();
 
 /** Checks a format descriptor (sizes and recipe shape) and throws `packed-format` if malformed. */
 export function validatePackedFormat(f: PackedFormat): void {
@@ -150,10 +152,12 @@ export function validatePackedFormat(f: PackedFormat): void {
   compiled(f);
 }
 
-function compiled(f: PackedFormat): Compiled {
+function compiled(f: PackedFormat): CompiledFormat {
   let c = cache.get(f);
   if (c === undefined) {
-    c = compile(f, f.decode, new Set());
+    const slots: Slots = { count: 0 };
+    const fn = compile(f, f.decode, new Map(), slots);
+    c = { fn, slots: slots.count };
     cache.set(f, c);
   }
   return c;
@@ -167,16 +171,24 @@ export function decodeBlock(f: PackedFormat, bytes: Uint8Array, byteOffset: numb
   if (byteOffset < 0 || byteOffset + f.bytesPerBlock > bytes.length) {
     fail(f.name, `block at byte ${byteOffset} overruns the ${bytes.length}-byte buffer`);
   }
-  const c = compiled(f);
+  const { fn, slots } = compiled(f);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const env = new Map<string, number>();
-  for (let i = 0; i < f.blockSize; i++) out[outOffset + i] = Math.fround(c(i, view, byteOffset, env));
+  const env = new Float64Array(slots);
+  for (let i = 0; i < f.blockSize; i++) out[outOffset + i] = Math.fround(fn(i, view, byteOffset, env));
 }
 
 /** Decodes a whole packed buffer of `numel` elements (numel a multiple of blockSize) to f32 values. */
 export function decodePacked(f: PackedFormat, bytes: Uint8Array, numel: number): Float64Array {
   const out = new Float64Array(numel);
   const blocks = numel / f.blockSize;
-  for (let b = 0; b < blocks; b++) decodeBlock(f, bytes, b * f.bytesPerBlock, out, b * f.blockSize);
+  if (blocks * f.bytesPerBlock > bytes.length) fail(f.name, `${blocks} blocks overrun the ${bytes.length}-byte buffer`);
+  // One view and one slot array for the whole buffer: this loop is the evaluator's packed-weight hot path.
+  const { fn, slots } = compiled(f);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const env = new Float64Array(slots);
+  for (let b = 0, o = 0; b < blocks; b++) {
+    const base = b * f.bytesPerBlock;
+    for (let i = 0; i < f.blockSize; i++, o++) out[o] = Math.fround(fn(i, view, base, env));
+  }
   return out;
 }

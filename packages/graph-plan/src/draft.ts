@@ -80,15 +80,31 @@ export class Draft {
 
   /** Replaces equation k (its `out` must stay the same value). */
   replace(k: number, e: Eqn): void {
-    invariant(this.eqns[k] !== null && this.eqns[k]!.out === e.out, "a replacement defines the same value");
+    const old = this.eqns[k];
+    invariant(old !== null && old !== undefined && old.out === e.out, "a replacement defines the same value");
+    // Keep the reader index current instead of rebuilding it: rewrites happen thousands of times per compile.
+    this.unlink(k, old);
     this.eqns[k] = e;
-    this.dirty = true;
+    if (!this.dirty) for (const o of e.inputs) if (!isLiteral(o)) this.readers[o]!.push(k);
   }
 
   /** Removes equation k. */
   remove(k: number): void {
+    const old = this.eqns[k];
+    if (old === null || old === undefined) return;
+    this.unlink(k, old);
+    if (!this.dirty) this.defAt[old.out] = -1;
     this.eqns[k] = null;
-    this.dirty = true;
+  }
+
+  private unlink(k: number, e: Eqn): void {
+    if (this.dirty) return;
+    for (const o of e.inputs) {
+      if (isLiteral(o)) continue;
+      const r = this.readers[o]!;
+      const i = r.indexOf(k);
+      if (i >= 0) r.splice(i, 1);
+    }
   }
 
   /** Queues `e` to be placed just before equation k at the next compaction. */
@@ -117,7 +133,6 @@ export class Draft {
   /** Replaces a value's storage (iota and constant folding turn Device values into Computed ones). */
   setStorage(v: ValueId, storage: Storage): void {
     this.values[v] = { ...this.values[v]!, storage };
-    this.dirty = true;
   }
 
   /** Places queued insertions and drops removed equations. */

@@ -81,9 +81,14 @@ export class Program {
     return this.planList;
   }
 
-  /** Kernel launches per step. */
+  /** Kernel launches per step (bind-time preparation excluded). */
   dispatchCount(): number {
-    return this.planList.reduce((a, p) => a + p.dispatches.length, 0);
+    return this.planList.reduce((a, p) => a + (p.phase === "step" ? p.dispatches.length : 0), 0);
+  }
+
+  /** Kernel launches run once when weights are bound. */
+  bindDispatchCount(): number {
+    return this.planList.reduce((a, p) => a + (p.phase === "bind" ? p.dispatches.length : 0), 0);
   }
 
   /** Launches per step of the unoptimized graph (one per primitive, views free). */
@@ -96,6 +101,7 @@ export class Program {
     const per = new Map<number, number>();
     let other = 0;
     for (const p of this.planList) {
+      if (p.phase === "bind") continue;
       if (p.layer === null) other += p.dispatches.length;
       else per.set(p.layer, (per.get(p.layer) ?? 0) + p.dispatches.length);
     }

@@ -116,6 +116,8 @@ export interface PassReport {
   readonly eqnsAfter: number;
   /** Rewrites applied, by rule name. */
   readonly rewrites: { readonly [rule: string]: number };
+  /** Wall time of the pass in milliseconds. */
+  readonly ms: number;
 }
 
 const MAX_SWEEPS = 16;
@@ -123,6 +125,7 @@ const MAX_SWEEPS = 16;
 /** Applies a pass's rules until a sweep changes nothing. */
 export function runPass(pass: Pass, cx: Omit<RuleContext, "scratch" | "numericalDecline"> & { numericalDeclines: NumericalDecline[] }): PassReport {
   const d = cx.draft;
+  const t0 = performance.now();
   const before = d.eqnCount();
   const rewrites: Record<string, number> = {};
   const seen = new Set<string>();
@@ -157,7 +160,7 @@ export function runPass(pass: Pass, cx: Omit<RuleContext, "scratch" | "numerical
     d.compact();
     if (!changed) break;
   }
-  return { name: pass.name, numerics: pass.numerics, eqnsBefore: before, eqnsAfter: d.eqnCount(), rewrites };
+  return { name: pass.name, numerics: pass.numerics, eqnsBefore: before, eqnsAfter: d.eqnCount(), rewrites, ms: performance.now() - t0 };
 }
 
 function apply(d: Draft, k: number, e: Eqn, r: Rewrite): void {

@@ -19,9 +19,10 @@ const regionOps = (p: Program, op: string): string[][] =>
 describe("fusion kinds", () => {
   test("pointwise chain with a value read several times (GeGLU, tanh GELU) is one Fused region", () => {
     const b = new Builder();
-    const g0 = b.const("g", "f32", [3, 16]), u = b.const("u", "f32", [3, 16]);
+    // Per-step inputs (slots): work over weights alone would run once at bind time instead.
+    const g0 = b.slot("Hidden", "g", "f32", [3, 16]), u = b.slot("Hidden", "u", "f32", [3, 16]);
     b.output("y", b.geglu(g0, u, "tanh"));
-    const p = check(b.build());
+    const p = check(b.build(), { g: Array.from({ length: 48 }, (_, i) => Math.sin(i) * 3), u: Array.from({ length: 48 }, (_, i) => Math.cos(i)) });
     expect(opCounts(p.graph)).toEqual({ Fused: 1 });
     expect(p.dispatchCount()).toBe(1);
     // x is read by x*x*x, x+.., x*0.5: one input, several reads inside the region.
@@ -48,6 +49,19 @@ describe("fusion kinds", () => {
     expect(opCounts(p.graph)).toEqual({ FusedRow: 1 });
     const k = p.plans()[0]!.kernel;
     expect(k.provenance === "synthesized" ? k.request.kind : k.provenance).toBe("reduction-row");
+  });
+
+  test("a router's softmax and top-2 selection (argmax, mask, argmax) is one row region", () => {
+    const b = new Builder();
+    const logits = b.slot("Hidden", "r", "f32", [3, 8]);
+    const probs = b.softmax(logits);
+    const idx = b.iota([3, 8], 1, "i32");
+    const first = b.cmp("Eq", idx, b.reduce("argmax", probs, [-1], true));
+    const rest = b.select(first, -Infinity, probs);
+    const second = b.cmp("Eq", idx, b.reduce("argmax", rest, [-1], true));
+    b.output("w", b.select(b.bit("Or", first, second), probs, 0));
+    const p = check(b.build(), { r: Array.from({ length: 24 }, (_, i) => Math.sin(i * 7) * 2) });
+    expect(opCounts(p.graph)).toEqual({ FusedRow: 1 });
   });
 
   test("contraction epilogue: bias, GELU and residual add run inside the contraction", () => {
@@ -82,13 +96,14 @@ describe("fusion kinds", () => {
     expect(got).toBe(want);
   });
 
-  test("SwiGLU: the gate activation and product become the up-projection's epilogue", () => {
+  test("SwiGLU: gate and up share A and run as one two-head contraction with silu(gate) * up as its epilogue", () => {
     const b = new Builder();
-    const h = b.const("h", "f32", [1, 16]);
+    const h = b.slot("Hidden", "h", "f32", [1, 16]);
     b.output("y", b.swiglu(b.linear(h, b.const("wg", "f32", [24, 16])), b.linear(h, b.const("wu", "f32", [24, 16]))));
-    const p = check(b.build());
-    expect(opCounts(p.graph)).toEqual({ ContractionEpilogue: 2 });
-    expect(p.dispatchCount()).toBe(2);
+    const p = check(b.build(), { h: Array.from({ length: 16 }, (_, i) => Math.sin(i)) });
+    expect(opCounts(p.graph)).toEqual({ ContractionEpilogue: 1 });
+    expect(p.graph.eqns[0]!.params.heads).toBe(2);
+    expect(p.dispatchCount()).toBe(1);
   });
 
   test("computed-constant CSE: two equal RoPE tables become one, gathered once", () => {

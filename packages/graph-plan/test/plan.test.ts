@@ -70,6 +70,22 @@ describe("plans", () => {
   });
 });
 
+test("equations over weights only (stacking expert weights) are prepared once at bind time, not per step", () => {
+  const b = new Builder();
+  const x = b.slot("Token", "x", "f32", [1, 1, 8]);
+  const stacked = b.concat([b.const("e0", "f32", [1, 8, 4]), b.const("e1", "f32", [1, 8, 4])], 0);
+  b.output("y", b.matmul(b.broadcast(x, [2, 1, 8]), stacked));
+  const p = compile(b.build(), defaultTarget("vulkan"));
+  const concat = p.plans().find((x) => x.op === "Concat")!;
+  expect(concat.phase).toBe("bind");
+  expect(p.bindDispatchCount()).toBe(1);
+  expect(p.dispatchCount()).toBe(p.plans().filter((x) => x.phase === "step").reduce((a, x) => a + x.dispatches.length, 0));
+  expect(p.buffers().preparedBytes).toBe(2 * 8 * 4 * 4);
+  expect(p.buffers().transients.some((t) => t.value === concat.out)).toBe(false);
+  // The tiny Llama reads a slot everywhere: nothing is bind-time there.
+  expect(compile(buildLlama(TINY), defaultTarget("cuda")).bindDispatchCount()).toBe(0);
+});
+
 describe("planner refusals name the equation and the capability", () => {
   test("attention that cannot fit a 16-key tile in shared memory", () => {
     const e = refusal(() => compile(buildLlama(TINY), cuda({ sharedBytes: 512 })));

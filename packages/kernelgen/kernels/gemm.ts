@@ -1,5 +1,5 @@
-// Tiled GEMM: C[M, N] = A[M, K] · B[K, N] with TILE×TILE tiles of A and B staged in shared memory.
-// B may be f32 or bf16 (widened on load); every load past the matrix edge reads as zero, so any M, N, K works.
+// Tiled GEMM: C[M, N] = A[M, K] · B with B [K, N] or [N, K] (uniform transB), TILE×TILE tiles staged in shared
+// memory. B may be f32 or bf16 (widened on load); loads past the matrix edge read as zero, so any M, N, K works.
 
 import { kernel } from "@poot/kernel-dsl";
 import type { Builder } from "@poot/kernel-dsl";
@@ -14,6 +14,7 @@ function gemmBody(elem: "f32" | "bf16") {
     const M = uniform("M", "u32");
     const N = uniform("N", "u32");
     const K = uniform("K", "u32");
+    const transB = uniform("transB", "u32");
     const T = spec("TILE");
     const As = shared("As", "f32", { spec: "TILE2" });
     const Bs = shared("Bs", "f32", { spec: "TILE2" });
@@ -29,7 +30,8 @@ function gemmBody(elem: "f32" | "bf16") {
       As.set(ly.mul(T).add(lx), a);
       const bv = var_(f32(0), "bv");
       const kb = let_(t0.add(ly), "kb");
-      if_(kb.lt(K).and(col.lt(N)), () => bv.set(Bm.at(kb.mul(N).add(col))));
+      // transB = 1: B is [N, K] (HF linear layout); the index choice is uniform over the launch.
+      if_(kb.lt(K).and(col.lt(N)), () => bv.set(Bm.at(k.select(transB.ne(0), col.mul(K).add(kb), kb.mul(N).add(col)))));
       Bs.set(ly.mul(T).add(lx), bv);
       barrier();
       for_(u32(0), T, 1, (kk) => acc.set(acc.add(As.at(ly.mul(T).add(kk)).mul(Bs.at(kk.mul(T).add(lx))))), "kk");
@@ -42,7 +44,7 @@ function gemmBody(elem: "f32" | "bf16") {
 
 const opts = { workgroupSize: [{ spec: "TILE" }, { spec: "TILE" }, 1] as const, specs: { TILE: 16, TILE2: 256 } };
 
-/** Tiled GEMM, f32 operands. Specs TILE=16, TILE2 = TILE². Uniforms M, N, K. */
+/** Tiled GEMM, f32 operands. Specs TILE=16, TILE2 = TILE². Uniforms M, N, K, transB (0: B [K, N]; 1: B [N, K]). */
 export const gemm_tiled_f32 = kernel("gemm_tiled_f32", opts, gemmBody("f32"));
 /** Tiled GEMM with a bf16 B (weights). Same launch as gemm_tiled_f32. */
 export const gemm_tiled_bf16 = kernel("gemm_tiled_bf16", opts, gemmBody("bf16"));

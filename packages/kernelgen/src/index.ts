@@ -29,3 +29,7 @@ export { synthesizeRope } from "./synth/rope.js";
 export type { RopeRequest } from "./synth/rope.js";
 export { synthesizeIndexedMatMul } from "./synth/indexed.js";
 export type { IndexedMatMulRequest } from "./synth/indexed.js";
+export { synthesizeRequest, synthCapsFrom } from "./adapter/request.js";
+export type { RequestKernel, BindingSource } from "./adapter/request.js";
+export { importedLaunch } from "./launch.js";
+export type { ImportedLaunch } from "./launch.js";

@@ -2,7 +2,7 @@
 // Reduce argmax (float64) and an independent Philox / truncation reference written from the definitions.
 
 import { describe, expect, it } from "vitest";
-import { importedKernel } from "@poot/kernelgen";
+import { importedKernel, importedLaunch } from "@poot/kernelgen";
 import { expectExact, oracle, poisoned, randF32, rng, run } from "./helpers.js";
 import { philoxRef, streamWord } from "./philox-ref.js";
 
@@ -37,27 +37,35 @@ describe("Philox-4x32-10", () => {
   }
 });
 
-describe("two-stage argmax", () => {
-  const cases: [number, number, number][] = [[1, 1, 1], [2, 100, 32], [3, 1000, 256], [1, 64, 64]];
-  for (const [B, V, CHUNK] of cases) {
-    it(`B=${B} V=${V} CHUNK=${CHUNK}, with planted ties and a NaN row`, () => {
-      const r = rng(V * 3 + B);
-      const x = randF32(r, B * V);
+describe("two-stage argmax (graph-plan's ArgMaxChunk / ArgMaxCombine contract)", () => {
+  const cases: [number, number, number][] = [[1, 1, 1], [2, 100, 32], [3, 1000, 256], [1, 64, 64], [2, 7, 3]];
+  for (const [rows, V, CHUNK] of cases) {
+    it(`rows=${rows} V=${V} CHUNK=${CHUNK}, with planted ties and a NaN row`, () => {
+      const r = rng(V * 3 + rows);
+      const x = randF32(r, rows * V);
       // Ties: the maximum appears twice in row 0 (the lower index must win); row 2 (if any) holds a NaN.
       if (V > 10) {
         x[3] = 5;
         x[V - 2] = 5;
       }
-      if (B > 2) x[2 * V + 17] = NaN;
+      if (rows > 2) x[2 * V + 17] = NaN;
       const nChunks = Math.ceil(V / CHUNK);
-      const k1 = importedKernel("argmax_chunk");
-      const k2 = importedKernel("argmax_combine");
-      const pv = poisoned(k1, "pv", B * nChunks);
-      const pi = poisoned(k1, "pi", B * nChunks);
-      run(k1, { grid: [nChunks, B], buffers: { x, pv, pi }, uniforms: { V, CHUNK, nChunks } });
-      const out = poisoned(k2, "out", B);
-      run(k2, { grid: [B], buffers: { pv, pi, out }, uniforms: { nChunks } });
-      const ref = oracle((b) => ({ i: b.argmax(b.const("x", "f32", [B, V]), 1) }), { x });
+      const s1 = importedLaunch("argmax_chunk", [V, CHUNK, rows]);
+      const cand = poisoned(s1.kernel, "out", rows * nChunks);
+      run(s1.kernel, { grid: [...s1.grid], buffers: { x, out: cand }, uniforms: s1.uniforms });
+      // Stage 1 reference: each chunk's first maximal global index, from the graph's argmax over that chunk.
+      const chunks = oracle((b) => {
+        const xr = b.const("x", "f32", [rows, V]);
+        const pad = nChunks * CHUNK - V;
+        // Pad the row with -inf to whole chunks (a -inf pad never beats a real element, which comes first).
+        const padded = pad === 0 ? xr : b.concat([xr, b.broadcast(b.computed("f32", [1, 1], Float32Array.of(-Infinity)), [rows, pad])], 1);
+        return { i: b.argmax(b.reshape(padded, [rows, nChunks, CHUNK]), 2) };
+      }, { x });
+      expectExact(cand as Int32Array, Array.from(chunks.i!, (j, q) => j + (q % nChunks) * CHUNK));
+      const s2 = importedLaunch("argmax_combine", [V, nChunks, rows]);
+      const out = poisoned(s2.kernel, "out", rows);
+      run(s2.kernel, { grid: [...s2.grid], buffers: { x, candidates: cand, out }, uniforms: s2.uniforms });
+      const ref = oracle((b) => ({ i: b.argmax(b.const("x", "f32", [rows, V]), 1) }), { x });
       expectExact(out as Int32Array, ref.i!);
       if (V > 10) expect((out as Int32Array)[0]).toBe(3);
     });

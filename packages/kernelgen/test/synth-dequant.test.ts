@@ -33,8 +33,8 @@ function check(f: PackedFormat, B: number, blocksPerRow: number, N: number, caps
 describe("dequant GEMV from format descriptors", () => {
   const formats = [Q8_0, Q4_0, Q4_1, Q5_0, TEST_MIX];
   for (const f of formats) {
-    for (const [B, nb, N, caps] of [[1, 1, 1, TREE], [1, 3, 7, SG], [3, 5, 33, TREE], [2, 9, 4, SG]] as const) {
-      it(`${f.name}: batch ${B}, ${nb} blocks per row, N=${N} (${caps.subgroupSize === undefined ? "tree" : "subgroups"})`, () => {
+    for (const [B, nb, N, caps] of [[1, 1, 1, TREE], [1, 3, 7, SG], [3, 5, 33, TREE], [2, 9, 4, SG], [11, 2, 5, SG]] as const) {
+      it(`${f.name}: ${B > 8 ? "GEMM, " : ""}batch ${B}, ${nb} blocks per row, N=${N} (${caps.subgroupSize === undefined ? "tree" : "subgroups"})`, () => {
         check(f, B, nb, N, caps, nb * 131 + N * 7 + B + f.bytesPerBlock);
       });
     }

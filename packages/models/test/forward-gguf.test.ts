@@ -27,6 +27,20 @@ const files: [string, string][] = FIXTURES === undefined ? [] : fs.readdirSync(f
   .filter((d) => fs.statSync(fixture("gguf", d)).isDirectory())
   .flatMap((d) => fs.readdirSync(fixture("gguf", d)).filter((f) => /^model-.*\.gguf$/.test(f)).map((f): [string, string] => [d, f]));
 
+describe.skipIf(FIXTURES === undefined)(`same model from HF and GGUF (${FIXTURES === undefined ? NO_FIXTURES : "present"})`, () => {
+  for (const fam of ["llama3", "qwen3", "gemma3", "olmoe"]) {
+    test(`${fam}: model-F32.gguf and the HF folder give the same logits (Q/K order, 1+w norms, rope_freqs, repeated KV heads)`, () => {
+      const ids = (JSON.parse(fs.readFileSync(fixture("gguf", fam, "reference-F32.json"), "utf8")) as Reference).prompt_ids;
+      const hf = LoadedModel.open(fixture("hf", fam)), gguf = LoadedModel.open(fixture("gguf", fam, "model-F32.gguf"));
+      const rel = relErr(gguf.logits(ids), hf.logits(ids));
+      console.log(`${fam}: GGUF vs HF rel ${rel.toExponential(2)}`);
+      expect(rel).toBeLessThanOrEqual(1e-5);
+      hf.close();
+      gguf.close();
+    });
+  }
+});
+
 describe.skipIf(FIXTURES === undefined)(`GGUF fixtures (${FIXTURES === undefined ? NO_FIXTURES : "present"})`, () => {
   for (const [fam, file] of files) {
     const type = file.slice("model-".length, -".gguf".length);

@@ -24,7 +24,13 @@ export abstract class PtxBase {
   readonly paramReg = new Map<string, string>();
   readonly locals: { name: string; bytes: number }[] = [];
 
-  constructor(protected readonly kernel: string, protected readonly subgroupSize: number, protected readonly wg: readonly [number, number, number]) {}
+  constructor(
+    protected readonly kernel: string,
+    protected readonly subgroupSize: number,
+    protected readonly wg: readonly [number, number, number],
+    /** Whether `cvt.rn.bf16*.f32` exists (sm_80+; `caps.bf16`); otherwise bf16 rounding uses integer ops. */
+    protected readonly nativeBf16: boolean,
+  ) {}
 
   reg(c: Cls): string {
     return `%${c}${++this.counts[c]}`;

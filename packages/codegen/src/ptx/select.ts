@@ -112,6 +112,11 @@ export class PtxEmitter extends PtxBase implements RegTarget<string> {
     const [addr, ss] = this.address(space, array, elem, index);
     switch (elem) {
       case "bf16":
+        if (!this.nativeBf16) {
+          this.emit(`st.${ss}.u16 ${addr}, ${this.bf16Bits(value)};`);
+          return;
+        }
+      // falls through: native bf16 conversion
       case "f16": {
         const h = this.reg("h");
         this.emit(`cvt.rn.${elem}.f32 ${h}, ${value};`);
@@ -262,9 +267,33 @@ export class PtxEmitter extends PtxBase implements RegTarget<string> {
     return this.lanes(to, [a], (d, x) => `mov.b32 ${d}, ${x};`);
   }
 
+  /** f32 -> bf16 bits in a b32 register with integer ops (round to nearest even, NaN kept quiet), for caps without bf16. */
+  private bf16Bits(f: string): string {
+    const [b, h, t, q, r] = [this.reg("r"), this.reg("r"), this.reg("r"), this.reg("r"), this.reg("r")];
+    const nan = this.reg("p");
+    this.emit(`mov.b32 ${b}, ${f};`);
+    this.emit(`shr.u32 ${h}, ${b}, 16;`);
+    this.emit(`and.b32 ${t}, ${h}, 1;`);
+    this.emit(`add.u32 ${t}, ${t}, ${b};`);
+    this.emit(`add.u32 ${t}, ${t}, 32767;`);
+    this.emit(`shr.u32 ${t}, ${t}, 16;`);
+    this.emit(`or.b32 ${q}, ${h}, 64;`);
+    this.emit(`setp.nan.f32 ${nan}, ${f}, ${f};`);
+    this.emit(`selp.b32 ${r}, ${q}, ${t}, ${nan};`);
+    return r;
+  }
+
   pack(fmt: string, a: string): string {
     const d = this.reg("r");
     const [lo, hi] = split(a);
+    if (fmt.startsWith("bf16") && !this.nativeBf16) {
+      const l = this.bf16Bits(lo!);
+      if (fmt === "bf16") return l;
+      const u = this.bf16Bits(hi!);
+      this.emit(`shl.b32 ${d}, ${u}, 16;`);
+      this.emit(`or.b32 ${d}, ${d}, ${l};`);
+      return d;
+    }
     if (fmt === "bf16x2" || fmt === "f16x2") {
       // The first source goes to the upper half.
       this.emit(`cvt.rn.${fmt}.f32 ${d}, ${hi}, ${lo};`);

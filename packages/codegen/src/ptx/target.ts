@@ -19,7 +19,7 @@ export interface PtxOptions extends LowerOptions {
  */
 export function lowerPtx(kernel: Kernel, caps: DeviceCaps, options: PtxOptions = {}): TargetCode {
   const p = prepare(kernel, caps, "ptx", options);
-  const e = new PtxEmitter(kernel.name, p.subgroupSize, p.workgroupSize);
+  const e = new PtxEmitter(kernel.name, p.subgroupSize, p.workgroupSize, caps.bf16);
   const params: string[] = [];
   const slots: BindingSlot[] = [];
   for (const b of p.buffers) {

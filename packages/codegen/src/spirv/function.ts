@@ -3,7 +3,8 @@
 
 import { invariant } from "../errors.js";
 import { Op, StorageClass } from "./spec.js";
-import { instruction, type SpirvModule } from "./module.js";
+import type { SpirvModule } from "./module.js";
+import { instruction } from "./words.js";
 
 /**
  * A function being built. Function-storage variables are collected separately because the spec

@@ -1,7 +1,7 @@
 // fusion: grows a region backwards from each consumer, absorbing producers read only inside it
 // (pointwise ops, views, index loads, last-axis row reductions, Rope, one contraction as head).
 
-import { isLiteral, isPacked, type Eqn, type Operand, type Params, type ValueId } from "@poot/graph-ir";
+import { isLiteral, isPacked, numel, shapeEquals, type Eqn, type Operand, type Params, type ValueId } from "@poot/graph-ir";
 import type { Region, RegionArg, RegionNode } from "../region.js";
 import type { Pass, Rewrite, Rule, RuleContext } from "../rules.js";
 import { planLimits } from "../target.js";
@@ -11,6 +11,8 @@ import { isLastAxis } from "./match.js";
 const VIEWS = new Set(["Reshape", "Slice", "Broadcast", "Transpose"]);
 const INDEX = new Set(["Gather", "DynamicSlice"]);
 const CONTRACTIONS = new Set(["ContractionEpilogue", "PackedContraction"]);
+/** Longest row (e.g. a head for per-head q/k norms) a contraction epilogue may reduce. */
+const MAX_EPILOGUE_ROW = 256;
 
 type Kind = "pointwise" | "view" | "concat" | "index" | "reduce" | "rope" | "head" | "dus" | "none";
 
@@ -25,7 +27,8 @@ function kindOf(cx: RuleContext, e: Eqn): Kind {
   if (INDEX.has(e.op)) return !isLiteral(e.inputs[0]!) && d.storageOf(e.inputs[0] as number) !== "device" && !isPacked(d.values[e.inputs[0] as number]!.dtype) ? "index" : "none";
   if (e.op === "Reduce") {
     const rank = d.values[e.inputs[0] as number]!.shape.length;
-    return e.params.kind !== "argmax" && e.params.keepdim === true && isLastAxis(e.params.axes, rank) ? "reduce" : "none";
+    // Long argmaxes were split into stages already; a short one (router top-k) is one more row reduction.
+    return e.params.keepdim === true && isLastAxis(e.params.axes, rank) ? "reduce" : "none";
   }
   if (e.op === "Rope") return "rope";
   if (CONTRACTIONS.has(e.op) && e.params.epilogue === null) return "head";
@@ -41,7 +44,7 @@ function inPlaceState(cx: RuleContext, e: Eqn): boolean {
 
 /** Recomputing it in every region is free: index loads, views and pointwise ops over per-step inputs and constants only. */
 function cheap(cx: RuleContext, e: Eqn, k: Kind, depth = 0): boolean {
-  if ((k !== "index" && k !== "view" && k !== "pointwise") || depth > 4) return false;
+  if ((k !== "index" && k !== "view" && k !== "pointwise" && k !== "concat") || depth > 8) return false;
   return e.inputs.every((o) => {
     if (isLiteral(o)) return true;
     const kind = cx.draft.storageOf(o);
@@ -51,22 +54,43 @@ function cheap(cx: RuleContext, e: Eqn, k: Kind, depth = 0): boolean {
   });
 }
 
+/** A second contraction may join the region as another head when it reads the same A the same way. */
+function sameA(d: RuleContext["draft"], h: Eqn, p: Eqn): boolean {
+  return p.op === h.op && p.inputs[0] === h.inputs[0] && p.params.transposeB === h.params.transposeB && p.params.accDtype === h.params.accDtype &&
+    shapeEquals(d.values[p.inputs[1] as number]!.shape, d.values[h.inputs[1] as number]!.shape) && shapeEquals(d.values[p.out]!.shape, d.values[h.out]!.shape);
+}
+
 function grow(k0: number, root: Eqn, cx: RuleContext): Rewrite | null {
   const d = cx.draft;
   const rk = kindOf(cx, root);
   if (rk === "none" || rk === "view" || rk === "head" || (rk === "dus" && !inPlaceState(cx, root))) return null;
   const members = new Map<number, Eqn>([[k0, root]]);
-  let head: Eqn | undefined, hasReduce = rk === "reduce", inPlace = rk === "dus" ? 1 : 0;
-  const rootShape = d.values[root.out]!.shape;
+  const heads: Eqn[] = [];
+  let hasReduce = rk === "reduce";
+  const inPlace = rk === "dus" ? 1 : 0;
+  // Rows of the region: the root's shape, or the update window when the root writes a state in place.
+  const rowShape = rk === "dus" ? d.values[root.inputs[1] as number]!.shape : d.values[root.out]!.shape;
+  let rowLen = 0;
+  // A contraction keeps a row reduction in its epilogue only when a workgroup can own whole rows (heads).
+  const headRowsOk = (h: Eqn, r: number): boolean => {
+    const b = d.values[h.inputs[1] as number]!.shape;
+    const n = h.params.transposeB === true ? b[b.length - 2]! : b[b.length - 1]!;
+    const keepsLast = [...members.values()].every((m) => m.op !== "Transpose" || (m.params.perm as number[]).at(-1) === (m.params.perm as number[]).length - 1);
+    return r <= MAX_EPILOGUE_ROW && n % r === 0 && keepsLast;
+  };
   const inputsOf = (): Set<ValueId> => {
     const defined = new Set([...members.values()].map((e) => e.out));
     const s = new Set<ValueId>();
     for (const e of members.values()) for (const o of e.inputs) if (!isLiteral(o) && !defined.has(o)) s.add(o);
-    if (head !== undefined) s.delete(head.out);
+    for (const h of heads) s.delete(h.out);
     return s;
   };
   const limits = planLimits(cx.target);
-  const bindings = (): number => inputsOf().size + (head === undefined ? 0 : head.inputs.length) + 1 - inPlace;
+  const bindings = (): number => {
+    const all = inputsOf();
+    for (const h of heads) for (const o of h.inputs) if (!isLiteral(o)) all.add(o);
+    return all.size + 1 - inPlace;
+  };
   const tried = new Set<ValueId>();
   for (;;) {
     // Consider the latest-defined input first so every consumer of a value is decided before it.
@@ -84,15 +108,18 @@ function grow(k0: number, root: Eqn, cx: RuleContext): Rewrite | null {
     const exclusive = d.users(best.v).every((u) => members.has(u));
     if (!exclusive && !cheap(cx, p, pk)) continue;
     if (pk === "head") {
-      if (head !== undefined || hasReduce || !exclusive) continue;
-      head = p;
-      if (bindings() > limits.maxStorageBuffers) head = undefined;
+      // The first contraction heads the region; another over the same A joins it (horizontal fusion: gate/up).
+      const joins = heads.length === 0 || (sameA(d, heads[0]!, p) && !hasReduce);
+      if (!exclusive || !joins || (hasReduce && !headRowsOk(p, rowLen))) continue;
+      heads.push(p);
+      if (bindings() > limits.maxStorageBuffers) heads.pop();
       continue;
     }
     if (pk === "reduce") {
       const x = d.values[p.inputs[0] as number]!.shape;
-      // One row per workgroup: the reduction's rows must be the region's rows.
-      if (head !== undefined || x.length !== rootShape.length || x.some((s, i) => s !== rootShape[i])) continue;
+      // One reduction row per workgroup: it must hold whole region rows (a norm over all heads before a per-head RoPE).
+      if (x.at(-1)! % rowShape.at(-1)! !== 0 || numel(x) !== numel(rowShape) || heads.length > 1 || (heads.length === 1 && !headRowsOk(heads[0]!, x.at(-1)!))) continue;
+      rowLen = Math.max(rowLen, x.at(-1)!);
     }
     if (members.size + 1 > cx.options.maxRegionNodes) break;
     members.set(best.k, p);
@@ -102,18 +129,19 @@ function grow(k0: number, root: Eqn, cx: RuleContext): Rewrite | null {
     }
     if (pk === "reduce") hasReduce = true;
   }
-  if (members.size === 1 && head === undefined) return null;
-  return { kind: "replace", eqn: build(cx, members, head, root, hasReduce) };
+  if (members.size === 1 && heads.length === 0) return null;
+  return { kind: "replace", eqn: build(cx, members, heads, root, hasReduce) };
 }
 
-function build(cx: RuleContext, members: Map<number, Eqn>, head: Eqn | undefined, root: Eqn, row: boolean): Eqn {
+function build(cx: RuleContext, members: Map<number, Eqn>, heads: readonly Eqn[], root: Eqn, row: boolean): Eqn {
   const d = cx.draft;
   const order = [...members.keys()].sort((a, b) => a - b);
   const nodeOf = new Map<ValueId, number>();
   const externals: ValueId[] = [];
   const inIndex = new Map<ValueId, number>();
-  const base = head === undefined ? 0 : 1;
-  if (head !== undefined) inIndex.set(head.out, 0);
+  // Epilogue inputs: the heads' accumulators first, then the region's other inputs.
+  heads.forEach((h, i) => inIndex.set(h.out, i));
+  const base = heads.length;
   const arg = (o: Operand): RegionArg => {
     if (isLiteral(o)) return o;
     const n = nodeOf.get(o);
@@ -134,7 +162,11 @@ function build(cx: RuleContext, members: Map<number, Eqn>, head: Eqn | undefined
     return n;
   });
   const region: Region = { nodes, result: nodeOf.get(root.out)! };
-  if (head !== undefined) return { op: head.op, inputs: [...head.inputs, ...externals], params: { ...head.params, epilogue: region } as Params, out: root.out };
+  const h = heads[0];
+  if (h !== undefined) {
+    const params = { ...h.params, ...(heads.length > 1 ? { heads: heads.length } : {}), epilogue: region } as Params;
+    return { op: h.op, inputs: [h.inputs[0]!, ...heads.map((x) => x.inputs[1]!), ...externals], params, out: root.out };
+  }
   return { op: row ? "FusedRow" : "Fused", inputs: externals, params: { region } as Params, out: root.out };
 }
 

@@ -15,8 +15,13 @@ function withSchedule(e: Eqn, schedule: Record<string, number | string>): Rewrit
 
 /** Rotation group of a Rope inside an epilogue: a workgroup must own whole heads so pairs stay local. */
 function ropeGroup(region: Region | null): number {
-  const r = region?.nodes.find((n) => n.op === "Rope");
-  return r === undefined ? 1 : r.shape[r.shape.length - 1]!;
+  let g = 1;
+  // Rope pairs and row reductions (per-head norms) both need whole rows inside one workgroup.
+  for (const n of region?.nodes ?? []) {
+    const row = n.op === "Rope" ? n.shape.at(-1)! : n.op === "Reduce" && region!.nodes[(n.args[0] as { node?: number }).node ?? -1] !== undefined ? region!.nodes[(n.args[0] as { node: number }).node]!.shape.at(-1)! : 1;
+    g = Math.max(g, row);
+  }
+  return g;
 }
 
 function contractionSchedule(cx: RuleContext, e: Eqn): Record<string, number | string> {

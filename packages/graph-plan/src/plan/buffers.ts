@@ -13,7 +13,7 @@ export function planBuffers(g: Graph, plans: readonly Plan[], roots: ReadonlyMap
   const last = new Map<ValueId, number>();
   plans.forEach((p, i) => {
     const root = roots.get(p.out) ?? p.out;
-    if (root === p.out && p.dispatches.length > 0 && g.values[p.out]!.storage.kind === "device") defAt.set(p.out, i);
+    if (root === p.out && p.dispatches.length > 0 && p.phase === "step" && g.values[p.out]!.storage.kind === "device") defAt.set(p.out, i);
     for (const o of g.eqns[p.eqn]!.inputs) {
       if (typeof o !== "number") continue;
       const r = roots.get(o) ?? o;
@@ -41,13 +41,14 @@ export function planBuffers(g: Graph, plans: readonly Plan[], roots: ReadonlyMap
   }
   const aliases = new Map<ValueId, ValueId>();
   for (const [v, r] of roots) if (v !== r) aliases.set(v, r);
-  let constBytes = 0, stateBytes = 0;
+  let constBytes = 0, stateBytes = 0, preparedBytes = 0;
+  for (const p of plans) if (p.phase === "bind" && p.dispatches.length > 0) preparedBytes += storageBytes(g.values[p.out]!.dtype, numel(g.values[p.out]!.shape));
   for (const v of g.values) {
     const b = storageBytes(v.dtype, numel(v.shape));
     if (v.storage.kind === "const" || v.storage.kind === "computed") constBytes += b;
     if (v.storage.kind === "state") stateBytes += b;
   }
-  return { transients: placed.sort((a, b) => a.live[0] - b.live[0]), arenaBytes: arena, unsharedBytes: items.reduce((a, it) => a + it.bytes, 0), aliases, constBytes, stateBytes };
+  return { transients: placed.sort((a, b) => a.live[0] - b.live[0]), arenaBytes: arena, unsharedBytes: items.reduce((a, it) => a + it.bytes, 0), aliases, constBytes, stateBytes, preparedBytes };
 }
 
 /** The slot schema: every per-step input at a stable, 16-byte aligned offset of one host-written block. */

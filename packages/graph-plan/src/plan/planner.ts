@@ -19,14 +19,28 @@ export function readersOf(g: Graph): number[][] {
   return r;
 }
 
-function layerOf(g: Graph, e: Eqn): number | null {
-  // The value's own name first, then the keys of the weights and states it reads (never other activations).
-  const names = [g.values[e.out]!.name, ...e.inputs.map((o) => (isLiteral(o) || g.values[o]!.storage.kind === "device" ? undefined : g.values[o]!.name))];
-  for (const n of names) {
-    const m = n === undefined ? null : /(?:^|\.)layers\.(\d+)(?:\.|$)/.exec(n);
-    if (m !== null) return Number(m[1]);
+const LAYER = /(?:^|\.)layers\.(\d+)(?:\.|$)/;
+
+function layerOfName(n: string | undefined): number | null {
+  const m = n === undefined ? null : LAYER.exec(n);
+  return m === null ? null : Number(m[1]);
+}
+
+/**
+ * Layer of an equation: its value's name; else the weights and states it reads (one outside any layer,
+ * like the final norm weight, puts it outside); else the layer of the equations producing its inputs.
+ */
+function layerOf(g: Graph, e: Eqn, known: ReadonlyMap<ValueId, number | null>): number | null {
+  const own = layerOfName(g.values[e.out]!.name);
+  if (own !== null) return own;
+  const params = e.inputs.filter((o): o is number => !isLiteral(o) && (g.values[o]!.storage.kind === "const" || g.values[o]!.storage.kind === "state"));
+  if (params.length > 0) {
+    for (const o of params) { const l = layerOfName(g.values[o]!.name); if (l !== null) return l; }
+    return null;
   }
-  return null;
+  let l: number | null = null;
+  for (const o of e.inputs) if (!isLiteral(o)) l = Math.max(l ?? -1, known.get(o) ?? -1);
+  return l === null || l < 0 ? null : l;
 }
 
 function kindOf(g: Graph, e: Eqn, ops: OpTable): KernelKind {
@@ -133,10 +147,17 @@ export function planGraph(g: Graph, target: Target, options: ResolvedOptions, op
   const readers = readersOf(g);
   const lay = layouts(g, readers);
   const caps16 = target.caps.dtypes;
+  const layerOfValue = new Map<ValueId, number | null>();
+  // Values that depend on weights and compiler constants only are prepared once, when weights are bound.
+  const bindTime = new Set<ValueId>(g.values.filter((v) => v.storage.kind === "const" || v.storage.kind === "computed").map((v) => v.id));
   return g.eqns.map((e, k): Plan => {
-    const layer = layerOf(g, e);
+    const layer = layerOf(g, e, layerOfValue);
+    layerOfValue.set(e.out, layer);
+    const ins = e.inputs.filter((o): o is number => !isLiteral(o));
+    const phase = ins.length > 0 && ins.every((o) => bindTime.has(o)) ? "bind" : "step";
+    if (phase === "bind") bindTime.add(e.out);
     const outAcc = lay.get(e.out)!;
-    if (VIEWS.has(e.op) && outAcc.root !== e.out) return { eqn: k, op: e.op, out: e.out, layer, kernel: { provenance: "none", reason: "view" }, dispatches: [] };
+    if (VIEWS.has(e.op) && outAcc.root !== e.out) return { eqn: k, op: e.op, out: e.out, layer, phase, kernel: { provenance: "none", reason: "view" }, dispatches: [] };
     const kind = kindOf(g, e, ops);
     const inputs: Access[] = e.inputs.filter((o): o is number => !isLiteral(o)).map((o) => lay.get(o)!);
     const roots = new Set([...inputs.map((a) => a.root), outAcc.root]);
@@ -167,7 +188,7 @@ export function planGraph(g: Graph, target: Target, options: ResolvedOptions, op
     const { total, wg } = workgroups(g, e, kind, L);
     const per = Math.ceil(total / chunks);
     const dispatches = chunks === 1 ? launches(total, wg, L) : Array.from({ length: chunks }, (_, c) => ({ ...launches(per, wg, L)[0]!, chunk: { start: c * per, count: Math.min(per, total - c * per) } }));
-    return { eqn: k, op: e.op, out: e.out, layer, kernel, dispatches };
+    return { eqn: k, op: e.op, out: e.out, layer, phase, kernel, dispatches };
   });
 }
 

@@ -70,6 +70,11 @@ export interface Plan {
   readonly out: ValueId;
   /** Layer index from the value's name (`layers.N.`), or null outside layers. */
   readonly layer: number | null;
+  /**
+   * When it runs: every step, or once when weights are bound (its inputs are all weights and compiler
+   * constants, e.g. stacking expert weights); bind-time launches are not counted per step.
+   */
+  readonly phase: "step" | "bind";
   /** The kernel. */
   readonly kernel: KernelSource;
   /** Launches (empty for views and aliases; several when chunked past a grid or binding limit). */
@@ -100,6 +105,8 @@ export interface BufferPlan {
   readonly aliases: ReadonlyMap<ValueId, ValueId>;
   /** Bytes of weights (consts and computed tables). */
   readonly constBytes: number;
+  /** Bytes of values prepared once at bind time from weights (persistent, outside the arena). */
+  readonly preparedBytes: number;
   /** Bytes of persistent state (donated: state_out reuses state_in). */
   readonly stateBytes: number;
 }

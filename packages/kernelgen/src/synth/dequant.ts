@@ -9,7 +9,7 @@ import type { SynthCaps, SynthKernel } from "../caps.js";
 import { KernelgenError } from "../errors.js";
 import { blockDecoder, checkFormat } from "./decode.js";
 import { prepareEpilogue } from "./epilogue.js";
-import type { Epilogue } from "./epilogue.js";
+import type { Epilogue, PreparedEpilogue } from "./epilogue.js";
 import { laneGroupSum } from "./gemv.js";
 import { checkDType, elemOf, storeAs } from "./storage.js";
 import type { StorageDType } from "./storage.js";
@@ -20,7 +20,7 @@ export interface DequantGemvRequest {
   readonly K: number;
   readonly N: number;
   readonly format: PackedFormat;
-  /** Rows of x sharing each decoded weight (1..8, default 1). */
+  /** Rows of x (default 1). Up to 8 rows share each decoded weight; more rows run as chunks of 8 (grid z): a dequant GEMM. */
   readonly batch?: number;
   readonly xDtype?: StorageDType;
   readonly outDtype?: StorageDType;
@@ -34,15 +34,20 @@ const SYNTH = "dequantGemv";
  * inputs, y. A lane group per output row strides over the row's blocks; subgroup reduce when the caps have it.
  */
 export function synthesizeDequantGemv(req: DequantGemvRequest, caps: SynthCaps): SynthKernel {
+  return synthesizeDequantGemvWith(req, caps, prepareEpilogue(SYNTH, req.epilogue, req.outDtype ?? "f32"));
+}
+
+/** @internal The same with an already prepared epilogue (graph-plan regions come in this way). */
+export function synthesizeDequantGemvWith(req: DequantGemvRequest, caps: SynthCaps, ep: PreparedEpilogue): SynthKernel {
   checkCaps(SYNTH, caps);
   const { K, N, format: f } = req;
   const B = req.batch ?? 1;
   checkFormat(SYNTH, f);
   if (![K, N].every((d) => Number.isInteger(d) && d >= 1) || K % f.blockSize !== 0) throw new KernelgenError("bad_shape", `K ${K} must be a positive multiple of the ${f.name} block size ${f.blockSize}; N ${N}`, { synth: SYNTH, param: "K", value: K });
-  if (!Number.isInteger(B) || B < 1 || B > 8) throw new KernelgenError("bad_param", `batch ${B} must be 1..8`, { synth: SYNTH, param: "batch", value: B });
+  if (!Number.isInteger(B) || B < 1) throw new KernelgenError("bad_param", `batch ${B} must be a positive integer`, { synth: SYNTH, param: "batch", value: B });
+  const chunk = Math.min(B, 8);
   const xDtype = checkDType(SYNTH, "x", req.xDtype ?? "f32", ["f32", "bf16", "f16"]);
   const outDtype = req.outDtype ?? "f32";
-  const ep = prepareEpilogue(SYNTH, req.epilogue, outDtype);
   const nb = K / f.blockSize;
   const sg = caps.subgroupSize;
   const lanesWant = pow2Workgroup(nb, 32);
@@ -63,7 +68,10 @@ export function synthesizeDequantGemv(req: DequantGemvRequest, caps: SynthCaps):
     const lane = let_(tid.rem(lanes), "lane");
     const n = let_(wid.y.mul(nwg.x).add(wid.x).mul(rowsPerWg).add(tid.div(lanes)), "n");
     const live = let_(n.lt(N), "live");
-    const accs = Array.from({ length: B }, (_, j) => var_(f32(0), `acc${j}`));
+    const accs = Array.from({ length: chunk }, (_, j) => var_(f32(0), `acc${j}`));
+    // Rows of this chunk; rows past B read row B-1 (in bounds) and store nothing.
+    const r0 = let_(b.wid.z.mul(chunk), "r0");
+    const xRow = accs.map((_, j) => let_(b.min(r0.add(j), u32(B - 1)).mul(K), `xr${j}`));
     const dec = blockDecoder(b, f, W);
     if_(live, () => {
       for_(lane, nb, lanes, (blk) => {
@@ -71,17 +79,18 @@ export function synthesizeDequantGemv(req: DequantGemvRequest, caps: SynthCaps):
         const k0 = let_(blk.mul(f.blockSize), "k0");
         for_(u32(0), f.blockSize, 1, (i) => {
           const w = let_(dec.element(i), "w");
-          accs.forEach((acc, j) => acc.set(acc.add(x.at(k0.add(i).add(j * K)).mul(w))));
+          accs.forEach((acc, j) => acc.set(acc.add(x.at(k0.add(i).add(xRow[j] as Val<"u32">)).mul(w))));
         }, "i");
       }, "blk");
     });
     accs.forEach((acc, j) => {
       const total: Val<"f32"> = laneGroupSum(b, acc, lanes, useSg, scratch, tid, lane);
-      if_(live.and(lane.eq(0)), () => {
-        const idx = let_(n.add(j * N), "yi");
+      if_(live.and(lane.eq(0)).and(r0.add(j).lt(B)), () => {
+        const idx = let_(r0.add(j).mul(N).add(n), "yi");
         storeAs(b, y, outDtype, idx, ep.apply(b, total, n, idx));
       });
     });
   });
-  return { kernel: k, grid: grid2d(Math.ceil(N / rowsPerWg), caps), ...(useSg ? { subgroupSize: sg } : {}) };
+  const [gx, gy] = grid2d(Math.ceil(N / rowsPerWg), caps);
+  return { kernel: k, grid: [gx, gy, Math.ceil(B / chunk)], ...(useSg ? { subgroupSize: sg } : {}) };
 }

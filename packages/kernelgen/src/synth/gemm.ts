@@ -7,7 +7,7 @@ import { checkCaps } from "../caps.js";
 import type { SynthCaps, SynthKernel } from "../caps.js";
 import { KernelgenError } from "../errors.js";
 import { prepareEpilogue } from "./epilogue.js";
-import type { Epilogue } from "./epilogue.js";
+import type { Epilogue, PreparedEpilogue } from "./epilogue.js";
 import { checkDType, elemOf, storeAs } from "./storage.js";
 import type { StorageDType } from "./storage.js";
 
@@ -53,6 +53,11 @@ export function chooseGemmTiling(M: number, N: number, K: number, caps: SynthCap
 
 /** Generates the GEMM. Buffers: A, W, epilogue inputs, C. Grid [ceil(N/TN), ceil(M/TM), batch]. */
 export function synthesizeGemm(req: GemmRequest, caps: SynthCaps): SynthKernel & { readonly tiling: GemmTiling } {
+  return synthesizeGemmWith(req, caps, prepareEpilogue(SYNTH, req.epilogue, req.outDtype ?? "f32"));
+}
+
+/** @internal The same with an already prepared epilogue (graph-plan regions come in this way). */
+export function synthesizeGemmWith(req: GemmRequest, caps: SynthCaps, ep: PreparedEpilogue): SynthKernel & { readonly tiling: GemmTiling } {
   checkCaps(SYNTH, caps);
   const { M, N, K } = req;
   const batch = req.batch ?? 1;
@@ -60,7 +65,6 @@ export function synthesizeGemm(req: GemmRequest, caps: SynthCaps): SynthKernel &
   const aDtype = checkDType(SYNTH, "A", req.aDtype ?? "f32", ["f32", "bf16", "f16"]);
   const wDtype = checkDType(SYNTH, "W", req.weight.dtype, ["f32", "bf16", "f16"]);
   const outDtype = req.outDtype ?? "f32";
-  const ep = prepareEpilogue(SYNTH, req.epilogue, outDtype);
   const t = chooseGemmTiling(M, N, K, caps);
   const { TM, TN, TK, RM, RN } = t;
   const TX = TN / RN, TY = TM / RM;

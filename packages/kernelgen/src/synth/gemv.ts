@@ -44,6 +44,11 @@ export function laneGroupSum(b: Builder, v: Val<"f32">, lanes: number, useSg: bo
 
 /** Generates the GEMV. Buffers: x, W, epilogue inputs, y. */
 export function synthesizeGemv(req: GemvRequest, caps: SynthCaps): SynthKernel {
+  return synthesizeGemvWith(req, caps, prepareEpilogue(SYNTH, req.epilogue, req.outDtype ?? "f32"));
+}
+
+/** @internal The same with an already prepared epilogue (graph-plan regions come in this way). */
+export function synthesizeGemvWith(req: GemvRequest, caps: SynthCaps, ep: PreparedEpilogue): SynthKernel {
   checkCaps(SYNTH, caps);
   const { K, N } = req;
   const B = req.batch ?? 1;
@@ -52,7 +57,6 @@ export function synthesizeGemv(req: GemvRequest, caps: SynthCaps): SynthKernel {
   const xDtype = checkDType(SYNTH, "x", req.xDtype ?? "f32", ["f32", "bf16", "f16"]);
   const wDtype = checkDType(SYNTH, "weight", req.weight.dtype, ["f32", "bf16", "f16"]);
   const outDtype = req.outDtype ?? "f32";
-  const ep = prepareEpilogue(SYNTH, req.epilogue, outDtype);
   if (req.weight.layout === "kn") return gemvKN(req, caps, B, xDtype, wDtype, outDtype, ep);
   // [N, K]: a group of `lanes` threads per output row, striding over K (coalesced); rowsPerWg rows per workgroup.
   const sg = caps.subgroupSize;

@@ -8,7 +8,7 @@ import { checkCaps, grid2d, pow2Workgroup } from "../caps.js";
 import type { SynthCaps, SynthKernel } from "../caps.js";
 import { KernelgenError } from "../errors.js";
 import { prepareEpilogue } from "./epilogue.js";
-import type { Epilogue } from "./epilogue.js";
+import type { Epilogue, PreparedEpilogue } from "./epilogue.js";
 import { laneGroupSum } from "./gemv.js";
 import { checkDType, elemOf, storeAs } from "./storage.js";
 import type { StorageDType } from "./storage.js";
@@ -32,13 +32,17 @@ const SYNTH = "indexedMatMul";
 
 /** Generates the kernel. Buffers: x, w, ids, epilogue inputs, out. Grid: experts × ceil(N / rows per workgroup). */
 export function synthesizeIndexedMatMul(req: IndexedMatMulRequest, caps: SynthCaps): SynthKernel {
+  return synthesizeIndexedMatMulWith(req, caps, prepareEpilogue(SYNTH, req.epilogue, req.outDtype ?? "f32"));
+}
+
+/** @internal The same with an already prepared epilogue (graph-plan regions come in this way). */
+export function synthesizeIndexedMatMulWith(req: IndexedMatMulRequest, caps: SynthCaps, ep: PreparedEpilogue): SynthKernel {
   checkCaps(SYNTH, caps);
   const { T, S, K, N, experts: E } = req;
   if (![T, S, K, N, E].every((d) => Number.isInteger(d) && d >= 1)) throw new KernelgenError("bad_shape", "IndexedMatMul dims must be positive integers", { synth: SYNTH, param: "shape" });
   const xDtype = checkDType(SYNTH, "x", req.xDtype ?? "f32", ["f32", "bf16", "f16"]);
   const wDtype = checkDType(SYNTH, "w", req.wDtype ?? "f32", ["f32", "bf16", "f16"]);
   const outDtype = req.outDtype ?? "f32";
-  const ep = prepareEpilogue(SYNTH, req.epilogue, outDtype);
   const sg = caps.subgroupSize;
   const lanesWant = pow2Workgroup(K, 32);
   const useSg = sg !== undefined && sg > 1 && sg <= caps.maxWorkgroup && lanesWant >= sg;

@@ -47,14 +47,14 @@ export interface ReductionRowRequest {
 const SYNTH = "reductionRow";
 
 /** Combines two partials; max/min propagate NaN like the graph's Reduce. */
-function combine(b: Builder, kind: RowReduction["kind"], x: Val<"f32">, y: Val<"f32">): Val<"f32"> {
+export function combine(b: Builder, kind: RowReduction["kind"], x: Val<"f32">, y: Val<"f32">): Val<"f32"> {
   if (kind === "sum") return x.add(y);
   const m = kind === "max" ? b.max(x, y) : b.min(x, y);
   return b.select(x.ne(x).or(y.ne(y)), x.add(y), m);
 }
 
 /** Workgroup reduction of each thread's `v`: subgroups then one partial per subgroup, or a shared tree. */
-function workgroupReduce(b: Builder, kind: RowReduction["kind"], v: Val<"f32">, wg: number, sg: number | undefined, scratch: Arr<"f32">, tid: Val<"u32">): Val<"f32"> {
+export function workgroupReduce(b: Builder, kind: RowReduction["kind"], v: Val<"f32">, wg: number, sg: number | undefined, scratch: Arr<"f32">, tid: Val<"u32">): Val<"f32"> {
   const { let_, var_, if_, barrier, for_, u32, subgroupAdd, subgroupMax, subgroupMin, subgroupId, subgroupLane } = b;
   if (sg !== undefined && sg > 1) {
     const part = kind === "sum" ? subgroupAdd(v) : kind === "max" ? subgroupMax(v) : subgroupMin(v);
@@ -175,4 +175,34 @@ export function synthesizeReductionRow(req: ReductionRowRequest, caps: SynthCaps
     }
   });
   return { kernel: k, grid: grid2d(rows, caps), ...(useSg ? { subgroupSize: sg } : {}) };
+}
+
+/** True if (v, i) beats (bv, bi) in numpy argmax order: NaN is the maximum (first NaN wins), ties go to the lower index. */
+export function argmaxBeats(v: Val<"f32">, i: Val<"u32">, bv: Val<"f32">, bi: Val<"u32">): Val<"bool"> {
+  const vn = v.ne(v);
+  const bn = bv.ne(bv);
+  const earlier = i.lt(bi);
+  return bn.and(vn.and(earlier)).or(bn.not().and(vn.or(v.gt(bv)).or(v.eq(bv).and(earlier))));
+}
+
+/** Workgroup argmax of each thread's (best, idx) through shared `sv`/`si` (length wg, a power of two); all threads get the winner's index. */
+export function workgroupArgmax(b: Builder, best: Val<"f32">, idx: Val<"u32">, wg: number, sv: Arr<"f32">, si: Arr<"u32">, tid: Val<"u32">): Val<"u32"> {
+  const { if_, barrier, let_ } = b;
+  sv.set(tid, best);
+  si.set(tid, idx);
+  barrier();
+  for (let s = wg >> 1; s > 0; s >>= 1) {
+    if_(tid.lt(s), () => {
+      const ov = sv.at(tid.add(s));
+      const oi = si.at(tid.add(s));
+      if_(argmaxBeats(ov, oi, sv.at(tid), si.at(tid)), () => {
+        sv.set(tid, ov);
+        si.set(tid, oi);
+      });
+    });
+    barrier();
+  }
+  const r = let_(si.at(0), "amax");
+  barrier();
+  return r;
 }

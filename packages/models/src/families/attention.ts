@@ -29,7 +29,8 @@ export function inverseFrequencies(rope: RopeConfig): Float32Array {
           break;
         }
         case "longrope":
-          throw new TraceError("bad-config", "longrope RoPE scaling is not supported yet", { value: "longrope" });
+          // The short/long choice depends on the sequence length at run time: see ropeTables.
+          throw new TraceError("bad-config", "longrope frequencies come in two sets; use longropeFrequencies", { value: "longrope" });
         default:
           s satisfies never;
       }
@@ -39,6 +40,41 @@ export function inverseFrequencies(rope: RopeConfig): Float32Array {
   return out;
 }
 
+/** LongRoPE (Phi-3) inverse frequencies 1 / (factor_i · θ^(2i/d)) of the short or long factor set. */
+export function longropeFrequencies(rope: RopeConfig, set: "short" | "long"): Float32Array {
+  const s = rope.scaling;
+  if (s?.type !== "longrope") throw new TraceError("bad-config", "not a longrope config", { value: s?.type });
+  const factors = set === "short" ? s.shortFactor : s.longFactor;
+  const dim = rope.rotaryDim;
+  if (factors.length !== dim / 2) throw new TraceError("bad-config", `longrope ${set}_factor has ${factors.length} entries for ${dim / 2} frequencies`, { key: `${set}_factor`, value: factors.length });
+  return Float32Array.from(factors, (f, i) => 1 / (f * Math.pow(rope.theta, (2 * i) / dim)));
+}
+
+/**
+ * Inverse frequencies as a graph value broadcastable to [B, T, rotaryDim/2]. LongRoPE picks, per sequence,
+ * the long factors once the sequence (last new position + 1) exceeds the original context, as HF does.
+ */
+function frequencies(ctx: TraceContext, rope: RopeConfig, key: string): Ref {
+  const b = ctx.b;
+  const half = rope.rotaryDim / 2;
+  const s = rope.scaling;
+  if (s?.type !== "longrope") return b.computed("f32", [half], inverseFrequencies(rope), `${key}.inv_freq`);
+  const { batch: B, tokens: T } = ctx.shape;
+  const short = b.computed("f32", [half], longropeFrequencies(rope, "short"), `${key}.inv_freq_short`);
+  const long = b.computed("f32", [half], longropeFrequencies(rope, "long"), `${key}.inv_freq_long`);
+  const last = b.slice(ctx.positions, [0, T - 1], [B, T]);
+  const isLong = b.reshape(b.cmp("Ge", last, s.originalMaxPositions), [B, 1, 1]);
+  return b.select(isLong, long, short);
+}
+
+/** LongRoPE's cos/sin scale √(1 + ln f / ln L₀) with f = maxPositions / L₀ (HF's default when no attention_factor is set). */
+function ropeScale(ctx: TraceContext, rope: RopeConfig): number {
+  const s = rope.scaling;
+  if (s?.type !== "longrope") return 1;
+  const factor = ctx.config.maxPositions / s.originalMaxPositions;
+  return factor <= 1 ? 1 : Math.sqrt(1 + Math.log(factor) / Math.log(s.originalMaxPositions));
+}
+
 /** cos/sin [B, 1, T, rotaryDim] of the new tokens' positions for one RoPE config (memoized per config). */
 function ropeTables(ctx: TraceContext, rope: RopeConfig, key: string): { cos: Ref; sin: Ref } {
   const b = ctx.b;
@@ -46,13 +82,18 @@ function ropeTables(ctx: TraceContext, rope: RopeConfig, key: string): { cos: Re
   if (cached !== undefined) return { cos: cached, sin: ctx.memo.get(`${key}.sin`)! };
   const { batch: B, tokens: T } = ctx.shape;
   const half = rope.rotaryDim / 2;
-  let inv = b.computed("f32", [half], inverseFrequencies(rope), `${key}.inv_freq`);
+  let inv = frequencies(ctx, rope, key);
   const ropeFreqs = ctx.config.ropeFreqsTensor;
   // GGUF llama3 models store the scaling as per-frequency divisors instead of in the config.
   if (ropeFreqs !== null) inv = b.div(inv, b.f32(ctx.weight(ropeFreqs, [half])));
   const angle = b.mul(b.reshape(b.cast(ctx.positions, "f32"), [B, T, 1]), inv);
   const emb = b.reshape(b.concat([angle, angle], -1), [B, 1, T, rope.rotaryDim]);
-  const cos = b.unary("Cos", emb, `${key}.cos`), sin = b.unary("Sin", emb, `${key}.sin`);
+  let cos = b.unary("Cos", emb, `${key}.cos`), sin = b.unary("Sin", emb, `${key}.sin`);
+  const scale = ropeScale(ctx, rope);
+  if (scale !== 1) {
+    cos = b.mul(cos, scale);
+    sin = b.mul(sin, scale);
+  }
   ctx.memo.set(`${key}.cos`, cos);
   ctx.memo.set(`${key}.sin`, sin);
   return { cos, sin };

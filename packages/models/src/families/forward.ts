@@ -36,6 +36,12 @@ export interface StepResult {
   readonly state: Record<string, Float64Array>;
 }
 
+/** Position whose token first makes a LongRoPE sequence longer than the original context (null without LongRoPE). */
+function longropeSwitch(config: ModelConfig): number | null {
+  const s = config.rope.scaling;
+  return s?.type === "longrope" ? s.originalMaxPositions : null;
+}
+
 /** Index of the first maximum of `row` (greedy sampling). */
 export function argmax(row: ArrayLike<number>): number {
   let best = 0;
@@ -131,13 +137,20 @@ export class LoadedModel {
     };
     const out: number[] = [];
     const logits: Float32Array[] = [];
+    const switchAt = longropeSwitch(this.config);
     let row = run(ids, 0);
     for (let n = 0; n < maxTokens; n++) {
       const next = argmax(row);
       out.push(next);
       logits.push(row);
       if (stopIds.includes(next) || n === maxTokens - 1) break;
-      row = run([next], ids.length + n);
+      const pos = ids.length + n;
+      if (pos === switchAt && ids.length <= switchAt) {
+        // LongRoPE switches to its long factors here; like HF, drop the short-factor cache and re-prefill everything.
+        const all = [...ids, ...out];
+        state = this.initialState({ kind: "decode", context, tokens: all.length });
+        row = run(all, 0);
+      } else row = run([next], pos);
     }
     return { ids: out, logits };
   }

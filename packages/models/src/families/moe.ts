@@ -27,7 +27,7 @@ export function topKGates(ctx: TraceContext, logits: Ref, topK: number, renormal
 function stacked(ctx: TraceContext, layer: number, role: ExpertRole, hfPrefix: string, hfNames: Record<ExpertRole, string>): Ref {
   const b = ctx.b, w = ctx.weights, moe = ctx.config.moe!;
   if (w.naming === "gguf") {
-    const t = ctx.weight(w.expertName(layer, role, 0), [moe.numExperts, null, null]);
+    const t = ctx.weight(w.ggufExpertName(layer, role), [moe.numExperts, null, null]);
     return isPacked(t.dtype) ? b.decodePacked(t) : b.f32(t);
   }
   // transformers 5 may save experts fused: gate_up_proj [E, 2F, D] (gate rows first) and down_proj [E, D, F].

@@ -48,7 +48,7 @@ export type GlobalRole = "embed" | "finalNorm" | "lmHead" | "ropeFreqs";
 const HF_GLOBAL: Record<GlobalRole, string> = { embed: "model.embed_tokens.weight", finalNorm: "model.norm.weight", lmHead: "lm_head.weight", ropeFreqs: "" };
 const GGUF_GLOBAL: Record<GlobalRole, string> = { embed: "token_embd.weight", finalNorm: "output_norm.weight", lmHead: "output.weight", ropeFreqs: "rope_freqs.weight" };
 
-/** Expert-MLP roles: per-expert tensors in HF, stacked [E, ...] tensors in GGUF. */
+/** Expert-MLP roles: per-expert (or fused) tensors in HF, stacked [E, ...] tensors in GGUF. */
 export type ExpertRole = "gate" | "up" | "down";
 
 /** Maps a checkpoint's tensor directory to tracer weights. */
@@ -78,10 +78,9 @@ export class ModelWeights {
     return (this.naming === "hf" ? HF_GLOBAL : GGUF_GLOBAL)[role];
   }
 
-  /** HF: names of expert `e`'s weight (`mlp.experts.E.gate_proj.weight`); GGUF: the stacked tensor (`ffn_gate_exps.weight`). */
-  expertName(layer: number, role: ExpertRole, expert: number, hfPrefix = "mlp.experts"): string {
-    if (this.naming === "gguf") return `blk.${layer}.ffn_${role}_exps.weight`;
-    return `model.layers.${layer}.${hfPrefix}.${expert}.${role}_proj.weight`;
+  /** GGUF name of a layer's stacked expert tensor [E, out, in] (`blk.N.ffn_gate_exps.weight`). */
+  ggufExpertName(layer: number, role: ExpertRole): string {
+    return `blk.${layer}.ffn_${role}_exps.weight`;
   }
 
   /** Whether a tensor exists. */

@@ -2,6 +2,7 @@
 // Later work adds run, logits, generate, tokenize, chat-template, compile, kernels, bench and serve.
 import type { Command } from "commander";
 import { chatTemplate } from "./chat-template.js";
+import { compileCommand } from "./compile.js";
 import { generate } from "./generate.js";
 import { ir } from "./ir.js";
 import { logits } from "./logits.js";
@@ -28,4 +29,4 @@ export interface CommandModule {
  * The built-in subcommands, in the order `poot --help` lists them. Add a command by writing
  * `src/commands/<name>.ts` that exports a {@link CommandModule} and listing it here.
  */
-export const commands: readonly CommandModule[] = [ir, logits, generate, tokenize, chatTemplate, trace];
+export const commands: readonly CommandModule[] = [ir, logits, generate, tokenize, chatTemplate, trace, compileCommand];

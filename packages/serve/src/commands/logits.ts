@@ -1,7 +1,9 @@
 // `poot logits MODEL --ids 1,2,3 [--out FILE]`: the prompt's logits from one prefill, written as float32
 // little-endian [T, V] to FILE, with a one-line summary on stdout.
 import { writeFileSync } from "node:fs";
-import { argmax } from "@poot/models";
+import { evaluate } from "@poot/graph-ir";
+import { BACKEND_KINDS, PLAN_OPS, PlanError, compile, defaultTarget, type BackendKind } from "@poot/graph-plan";
+import { argmax, checkpointConsts, openCheckpoint, type LoadedModel } from "@poot/models";
 import { CliError } from "../errors.js";
 import type { CommandModule } from "./index.js";
 import { openForForward, parseIds, withModelErrors, type ForwardOptions } from "./model-args.js";
@@ -18,11 +20,13 @@ export const logits: CommandModule = {
       .option("--out <file>", "write the logits as float32 little-endian [T, V]")
       .option("--backend <name>", "where to run", "eval")
       .option("--weights <kind>", "HF folders: f32 (model.safetensors) or bf16 (model.bf16.safetensors)", "f32")
-      .action((model: string, options: ForwardOptions & { ids: string; out?: string }) => {
+      .option("--compiled", "evaluate the compiled (optimized) graph instead of the primitive one")
+      .option("--target <kind>", `with --compiled: the target compiled for (${BACKEND_KINDS.join(" | ")})`, "cpu")
+      .action((model: string, options: ForwardOptions & { ids: string; out?: string; compiled?: boolean; target: string }) => {
         const ids = parseIds(options.ids, "logits");
         const m = openForForward("logits", model, options);
         try {
-          const out = withModelErrors("logits", model, () => m.logits(ids));
+          const out = withModelErrors("logits", model, () => (options.compiled === true ? compiledLogits(m, model, ids, options) : m.logits(ids)));
           const V = m.config.vocabSize, T = ids.length;
           if (options.out !== undefined) {
             try {
@@ -41,3 +45,24 @@ export const logits: CommandModule = {
       });
   },
 };
+
+/** Prompt logits from the optimized graph of `--target`, evaluated with the composite ops' reference semantics. */
+function compiledLogits(m: LoadedModel, model: string, ids: readonly number[], options: ForwardOptions & { target: string }): Float32Array {
+  if (!(BACKEND_KINDS as readonly string[]).includes(options.target)) throw new CliError("bad-input", `--target must be one of ${BACKEND_KINDS.join(", ")}, got "${options.target}"`, { command: "logits" });
+  for (const id of ids) if (id >= m.config.vocabSize) throw new CliError("bad-input", `token id ${id} is outside the vocabulary [0, ${m.config.vocabSize})`, { command: "logits" });
+  const g = m.graph({ kind: "prefill", tokens: ids.length });
+  let graph;
+  try {
+    graph = compile(g, defaultTarget(options.target as BackendKind), { mode: "prefill" }).graph;
+  } catch (err) {
+    if (err instanceof PlanError) throw new CliError("command-failed", err.message, { command: "logits", file: model });
+    throw err;
+  }
+  const ckpt = openCheckpoint(model, options.weights === "bf16" ? { fileName: "model.bf16.safetensors" } : {});
+  try {
+    const r = evaluate(graph, { consts: checkpointConsts(ckpt), slots: { ids: Int32Array.from(ids) } }, { ops: PLAN_OPS });
+    return Float32Array.from(r.outputs.logits!.data as Float64Array);
+  } finally {
+    ckpt.close();
+  }
+}

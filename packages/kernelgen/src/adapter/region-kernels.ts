@@ -1,0 +1,251 @@
+// Kernels generated straight from graph-plan regions: pointwise/movement regions (one thread per output element,
+// or per update element for in-place cache writes), row regions (reductions then epilogue), and packed decodes.
+
+import { kernel } from "@poot/kernel-dsl";
+import type { Arr, Builder, Val } from "@poot/kernel-dsl";
+import { isPacked, numel } from "@poot/graph-ir";
+import type { PackedFormat, ScalarDType } from "@poot/graph-ir";
+import type { Access, Region, RegionArg, RegionNode } from "@poot/graph-plan";
+import { grid2d, pow2Workgroup } from "../caps.js";
+import type { SynthCaps, SynthKernel } from "../caps.js";
+import { KernelgenError } from "../errors.js";
+import { blockDecoder } from "../synth/decode.js";
+import { argmaxBeats, combine, workgroupArgmax, workgroupReduce } from "../synth/reduction.js";
+import { linearThread } from "../synth/index-math.js";
+import { delinearize, elemForDType, loadAccess, storeAccess } from "./access.js";
+import { RegionEmitter } from "./region-emit.js";
+import type { Coords, InputReader } from "./region-emit.js";
+
+const SYNTH = "region";
+
+/** Where a region's inputs come from: their shapes, a reader declared inside the kernel, and their accesses if any. */
+interface RegionSource {
+  readonly shapes: readonly (readonly number[])[];
+  /** Declares the input buffers (before `out`) and returns the reader. */
+  declare(b: Builder): InputReader;
+  /** The access behind region input i (undefined for computed inputs such as an accumulator). */
+  access(i: number): Access | undefined;
+}
+
+/** Region inputs read straight from the request's accesses (buffers in0, in1, ...). */
+function accessSource(inputs: readonly Access[]): RegionSource {
+  return {
+    shapes: inputs.map((a) => a.shape),
+    declare: (b) => {
+      const bufs = inputs.map((a, i) => b.buffer(`in${i}`, elemForDType(a.dtype), "read"));
+      return (i, c) => loadAccess(b, bufs[i] as Arr, inputs[i] as Access, c);
+    },
+    access: (i) => inputs[i],
+  };
+}
+
+/** A region whose result is an in-place DynamicUpdateSlice of an input aliasing the output: write only the window. */
+function inPlaceUpdate(region: Region, src: RegionSource, output: Access): RegionNode | undefined {
+  const r = region.nodes[region.result] as RegionNode;
+  if (r.op !== "DynamicUpdateSlice") return undefined;
+  const x = r.args[0] as RegionArg;
+  if (!("in" in x)) return undefined;
+  const a = src.access(x.in);
+  if (a === undefined) return undefined;
+  const same = a.root === output.root && a.offset === output.offset && a.strides.every((s, d) => s === output.strides[d]);
+  return same ? r : undefined;
+}
+
+/** One thread per output element (or per update element for an in-place cache write). Buffers: the source's, then out. */
+function regionKernel(name: string, region: Region, src: RegionSource, output: Access, caps: SynthCaps): SynthKernel {
+  const dus = inPlaceUpdate(region, src, output);
+  const upd = dus === undefined ? undefined : (dus.args[1] as RegionArg);
+  const argShape = (a: RegionArg): readonly number[] => ("in" in a ? (src.shapes[a.in] as readonly number[]) : "node" in a ? (region.nodes[a.node] as RegionNode).shape : []);
+  const space = upd === undefined ? output.shape : argShape(upd);
+  const total = Math.max(1, numel(space));
+  const wg = pow2Workgroup(total, Math.min(caps.maxWorkgroup, 256));
+  const k = kernel(name, { workgroupSize: [wg, 1, 1] }, (b) => {
+    const reader = src.declare(b);
+    const out = b.buffer("out", elemForDType(output.dtype), "write");
+    const em = new RegionEmitter(b, region, src.shapes, reader, SYNTH);
+    const e = linearThread(b, wg);
+    b.if_(e.lt(total), () => {
+      const c = delinearize(b, e, space);
+      if (dus === undefined) {
+        storeAccess(b, out, output, c, em.at(region.result, c));
+        return;
+      }
+      // Window write: out[start + c] = update[c]; everything else already holds x (same buffer).
+      const starts = c.map((_, d) => {
+        const v = em.arg(dus.args[d + 2] as RegionArg, []) as Val<"i32">;
+        return b.let_(b.min(b.max(v, b.i32(0)), b.i32(Math.max(0, (output.shape[d] as number) - (space[d] as number)))).u32(), "start");
+      });
+      storeAccess(b, out, output, c.map((x, d) => x.add(starts[d] as Val<"u32">)), em.arg(upd as RegionArg, c));
+    });
+  });
+  return { kernel: k, grid: grid2d(Math.ceil(total / wg), caps) };
+}
+
+/** One thread per output element (or per update element for an in-place cache write). Buffers in0.., out. */
+export function regionElementwise(name: string, region: Region, inputs: readonly Access[], output: Access, caps: SynthCaps): SynthKernel {
+  return regionKernel(name, region, accessSource(inputs), output, caps);
+}
+
+/** Declares `in0..` and `out`, and returns a region emitter reading the inputs through their accesses. */
+function setup(b: Builder, region: Region, inputs: readonly Access[], output: Access) {
+  const reader = accessSource(inputs).declare(b);
+  const out = b.buffer("out", elemForDType(output.dtype), "write");
+  const em = new RegionEmitter(b, region, inputs.map((a) => a.shape), reader, SYNTH);
+  return { out, em };
+}
+
+function regionShape(region: Region, inputs: readonly Access[], a: RegionArg): readonly number[] {
+  if ("in" in a) return (inputs[a.in] as Access).shape;
+  if ("node" in a) return (region.nodes[a.node] as RegionNode).shape;
+  return [];
+}
+
+/**
+ * A row region: every Reduce node (last axis, keepdim) runs as a workgroup reduction over the row (subgroups when
+ * the caps have them), cached, then each output element of the row evaluates the result. One workgroup per row.
+ */
+export function regionRow(name: string, region: Region, inputs: readonly Access[], output: Access, caps: SynthCaps): SynthKernel {
+  const oshape = output.shape;
+  const cols = oshape[oshape.length - 1] ?? 1;
+  const lead = oshape.slice(0, -1);
+  const rows = Math.max(1, numel(lead));
+  const reduces = region.nodes.map((n, i) => ({ n, i })).filter(({ n }) => n.op === "Reduce");
+  const widest = Math.max(cols, ...reduces.map(({ n }) => { const a = n.args[0] as RegionArg; const s = regionShape(region, inputs, a); return s[s.length - 1] ?? 1; }));
+  const sg = caps.subgroupSize;
+  let wg = pow2Workgroup(widest, Math.min(caps.maxWorkgroup, 256));
+  const useSg = sg !== undefined && sg > 1 && wg >= sg;
+  while (!useSg && wg > 1 && wg * 4 > caps.sharedBytes) wg >>= 1;
+  const scratchLen = useSg ? Math.max(1, wg / (sg as number)) : wg;
+  const k = kernel(name, { workgroupSize: [wg, 1, 1] }, (b) => {
+    const { out, em } = setup(b, region, inputs, output);
+    const scratch = b.shared("scratch", "f32", scratchLen);
+    const hasArgmax = reduces.some(({ n }) => n.params.kind === "argmax");
+    const sv = hasArgmax ? b.shared("amax_v", "f32", wg) : undefined;
+    const si = hasArgmax ? b.shared("amax_i", "u32", wg) : undefined;
+    const row = b.let_(b.wid.y.mul(b.nwg.x).add(b.wid.x), "row");
+    b.if_(row.ge(rows), () => b.return_());
+    const tid = b.let_(b.lid.x, "tid");
+    const rc = delinearize(b, row, lead);
+    for (const { n, i } of reduces) {
+      const kind = n.params.kind as string;
+      const src = n.args[0] as RegionArg;
+      const srcShape = regionShape(region, inputs, src);
+      const lc = em.broadcastTo(rc, lead, n.shape.slice(0, -1));
+      if (kind === "argmax") {
+        // First maximal index (numpy order), as i32.
+        const best = b.var_(b.f32(-Infinity), "abest");
+        const bestI = b.var_(b.u32(0xffffffff), "abest_i");
+        b.for_(tid, srcShape[srcShape.length - 1] as number, wg, (j) => {
+          em.scoped(() => {
+            const v = em.arg(src, [...lc, j]) as Val<"f32">;
+            b.if_(argmaxBeats(v, j, best, bestI), () => { best.set(v); bestI.set(j); });
+          });
+        }, "j");
+        const w = workgroupArgmax(b, best, bestI, wg, sv as Arr<"f32">, si as Arr<"u32">, tid);
+        em.setOuter(i, [...lc, b.u32(0)], b.select(w.eq(0xffffffff), b.u32(0), w).i32());
+        continue;
+      }
+      if (kind !== "sum" && kind !== "max" && kind !== "min") throw new KernelgenError("bad_param", `row reduction ${kind} is not supported`, { synth: SYNTH, param: `region.nodes[${i}]` });
+      const init = kind === "sum" ? 0 : kind === "max" ? -Infinity : Infinity;
+      const acc = b.var_(b.f32(init), "racc");
+      b.for_(tid, srcShape[srcShape.length - 1] as number, wg, (j) => {
+        em.scoped(() => acc.set(combine(b, kind, acc, em.arg(src, [...lc, j]) as Val<"f32">)));
+      }, "j");
+      const total = workgroupReduce(b, kind, acc, wg, useSg ? sg : undefined, scratch, tid);
+      em.setOuter(i, [...lc, b.u32(0)], total);
+    }
+    b.for_(tid, cols, wg, (j) => {
+      em.scoped(() => {
+        // Size-1 axes are literal 0 so a bare reduction result hits the cached row value.
+        const c: Coords = em.broadcastTo([...rc, j], oshape, oshape);
+        storeAccess(b, out, output, c, em.at(region.result, c));
+      });
+    }, "c");
+  });
+  return { kernel: k, grid: grid2d(rows, caps), ...(useSg ? { subgroupSize: sg } : {}) };
+}
+
+/**
+ * Packed decode: out (f32, dense) = decode(table) for DecodePacked, or decode(table[ids]) rows for PackedRowGather.
+ * Buffers: table (u32 words), ids (row gather only), out. One thread per output element.
+ */
+export function packedDecode(name: string, table: Access, ids: Access | undefined, output: Access, caps: SynthCaps): SynthKernel {
+  if (!isPacked(table.dtype)) throw new KernelgenError("bad_dtype", "the table must be packed", { synth: "packedDecode", param: "table" });
+  const f: PackedFormat = table.dtype.packed;
+  const total = numel(output.shape);
+  const rowElems = numel(table.shape.slice(1));
+  const rowsInTable = table.shape[0] as number;
+  const wg = pow2Workgroup(total, Math.min(caps.maxWorkgroup, 256));
+  const k = kernel(name, { workgroupSize: [wg, 1, 1] }, (b) => {
+    const words = b.buffer("table", "u32", "read");
+    const idBuf = ids === undefined ? undefined : b.buffer("ids", "i32", "read");
+    const out = b.buffer("out", "f32", "write");
+    const e = linearThread(b, wg);
+    b.if_(e.lt(total), () => {
+      let elem: Val<"u32"> = e;
+      if (idBuf !== undefined) {
+        const r = b.let_(e.div(rowElems), "r");
+        const id = b.let_(b.min(b.max(idBuf.at(r), b.i32(0)), b.i32(rowsInTable - 1)).u32(), "id");
+        elem = b.let_(id.mul(rowElems).add(e.sub(r.mul(rowElems))), "elem");
+      }
+      const dec = blockDecoder(b, f, words);
+      dec.block(b.let_(elem.div(f.blockSize).mul(f.bytesPerBlock), "base"));
+      (out as Arr<"f32">).set(e, dec.element(b.let_(elem.rem(f.blockSize), "bi")));
+    });
+  });
+  return { kernel: k, grid: grid2d(Math.ceil(total / wg), caps) };
+}
+
+/** A one-node region applying primitive `op` to the request's inputs (for unfused primitives). */
+export function singleNodeRegion(op: string, inputs: readonly Access[], params: Record<string, unknown>, output: Access): Region {
+  return { nodes: [{ op, args: inputs.map((_, i) => ({ in: i })), params: params as never, dtype: output.dtype as ScalarDType, shape: output.shape }], result: 0 };
+}
+
+/**
+ * A contraction whose epilogue reads accumulators of other elements or reshapes them (RoPE and head transposes in a
+ * projection's epilogue, KV-cache writes): one thread per output (or update-window) element; every accumulator the
+ * region reads is computed inline as a K-loop (packed weights decoded per element). Buffers in0 (A), in1 (B), in2..
+ * (extras), out. Slower than the GEMV/GEMM synthesizers; used only when the epilogue needs it.
+ */
+export function inlineContraction(name: string, inputs: readonly Access[], epilogue: Region | null, accDtype: ScalarDType, transposeB: boolean, output: Access, caps: SynthCaps): SynthKernel {
+  const [A, B, ...extras] = inputs as [Access, Access, ...Access[]];
+  const K = A.shape[A.shape.length - 1] as number;
+  const N = B.shape[B.shape.length - (transposeB ? 2 : 1)] as number;
+  const aLead = A.shape.slice(0, -1);
+  const bBatch = B.shape.slice(0, -2);
+  const accShape = aLead.length - 1 >= bBatch.length ? [...aLead, N] : [...bBatch.slice(0, bBatch.length - (aLead.length - 1)), ...aLead, N];
+  const ar = accShape.length;
+  const region: Region = epilogue ?? { nodes: [{ op: "Cast", args: [{ in: 0 }], params: { to: accDtype } as never, dtype: accDtype, shape: accShape }], result: 0 };
+  const src: RegionSource = {
+    shapes: [accShape, ...extras.map((a) => a.shape)],
+    access: (i) => (i === 0 ? undefined : extras[i - 1]),
+    declare: (b) => {
+      const bufs = inputs.map((a, i) => b.buffer(`in${i}`, elemForDType(a.dtype), "read"));
+      const dec = isPacked(B.dtype) ? blockDecoder(b, B.dtype.packed, bufs[1] as Arr<"u32">) : undefined;
+      const dot = (c: Coords): Val<"f32"> => {
+        const acc = b.var_(b.f32(0), "dot");
+        const n = c[ar - 1] as Val<"u32">;
+        b.for_(b.u32(0), K, 1, (kk) => {
+          const ac = [...c.slice(ar - 1 - (A.shape.length - 1), ar - 1), kk].map((x, d) => ((A.shape[d] as number) === 1 ? b.u32(0) : x));
+          const av = loadAccess(b, bufs[0] as Arr, A, ac) as Val<"f32">;
+          let wv: Val<"f32">;
+          if (dec !== undefined) {
+            // Packed [N, K] rows blocked along K: element (n, k) is element k mod bs of block (n·K + k) / bs.
+            const f = (B.dtype as { packed: PackedFormat }).packed;
+            const lin = b.let_(n.mul(K).add(kk), "lin");
+            dec.block(b.let_(lin.div(f.blockSize).mul(f.bytesPerBlock), "base"));
+            wv = dec.element(b.let_(lin.rem(f.blockSize), "bi"));
+          } else {
+            const bb = c.slice(ar - 2 - bBatch.length, ar - 2);
+            const bc = [...bb, ...(transposeB ? [n, kk] : [kk, n])].map((x, d) => ((B.shape[d] as number) === 1 ? b.u32(0) : x));
+            wv = loadAccess(b, bufs[1] as Arr, B, bc) as Val<"f32">;
+          }
+          acc.set(acc.add(av.mul(wv)));
+        }, "k");
+        return b.let_(accDtype === "f32" ? acc : b.unpack(accDtype as "bf16", b.pack(accDtype as "bf16", acc)), "acc");
+      };
+      return (i, c) => (i === 0 ? dot(c) : loadAccess(b, bufs[i + 1] as Arr, extras[i - 1] as Access, c));
+    },
+  };
+  return regionKernel(name, region, src, output, caps);
+}

@@ -1,0 +1,116 @@
+// `poot compile` and the compiler end to end on real traced graphs: for every fixture family and every
+// target kind, the optimized graph's logits equal the primitive graph's under eval (max|Δ|/max|ref| <= 1e-6);
+// Llama-3.2-1B decode from its released config.json fits 10 dispatches per layer + 4.
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+import { evaluate, type Graph, type Tensor } from "@poot/graph-ir";
+import { BACKEND_KINDS, PLAN_OPS, compile, defaultTarget } from "@poot/graph-plan";
+import { LoadedModel, checkpointConsts, openSafetensors } from "@poot/models";
+import { bufferIo, runCli } from "@poot/serve";
+import { describe, expect, test } from "vitest";
+
+function repoRoot(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
+  return dir;
+}
+const FIX = path.resolve(repoRoot(), "../shared/fixtures");
+const HAVE = fs.existsSync(FIX);
+
+async function poot(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  const io = bufferIo();
+  const code = await runCli(argv, { io });
+  return { code, out: io.stdout(), err: io.stderr() };
+}
+
+function rel(a: Tensor, ref: Tensor): number {
+  let d = 0, m = 0;
+  for (let i = 0; i < ref.data.length; i++) {
+    d = Math.max(d, Math.abs(a.data[i]! - ref.data[i]!));
+    m = Math.max(m, Math.abs(ref.data[i]!));
+  }
+  return d / m;
+}
+
+describe.skipIf(!HAVE)("compiled graphs of the fixture families (skipped when ../shared/fixtures is absent)", () => {
+  for (const fam of ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"]) {
+    const dir = path.join(FIX, "hf", fam);
+    test(`${fam}: prefill and decode on every target kind evaluate equal to the primitive graph`, () => {
+      const ids = (JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as { prompt_ids: number[] }).prompt_ids;
+      const m = LoadedModel.open(dir);
+      const ckpt = openSafetensors(dir);
+      try {
+        const consts = checkpointConsts(ckpt);
+        const prefill = m.graph({ kind: "prefill", tokens: ids.length });
+        const decode = m.graph({ kind: "decode", context: 32 });
+        const runs: [Graph, Parameters<typeof evaluate>[1]][] = [
+          [prefill, { consts, slots: { ids: Int32Array.from(ids) } }],
+          // Decode at position 3 over a cache whose rows hold arbitrary values (the mask must hide rows > 3).
+          [decode, { consts, slots: { ids: [ids[3]!], pos: [3] }, state: Object.fromEntries(decode.states.map((s) => [s.key, Float32Array.from({ length: decode.values[s.input]!.shape.reduce((a, b) => a * b, 1) }, (_, i) => Math.sin(i) / 4)])) }],
+        ];
+        for (const [g, binds] of runs) {
+          const ref = evaluate(g, binds);
+          for (const kind of BACKEND_KINDS) {
+            const p = compile(g, defaultTarget(kind));
+            // AIE tiles stream few operands (5 bindings), so fewer regions fit there.
+            expect(p.dispatchCount(), `${fam} ${kind} ${g === prefill ? "prefill" : "decode"}`).toBeLessThan(p.unfusedDispatchCount() / (kind === "aie" ? 1 : 2));
+            const got = evaluate(p.graph, binds, { ops: PLAN_OPS });
+            expect(rel(got.outputs.logits!, ref.outputs.logits!), `${fam} ${kind}`).toBeLessThanOrEqual(1e-6);
+            for (const k of Object.keys(ref.state)) expect(rel(got.state[k]!, ref.state[k]!)).toBeLessThanOrEqual(1e-6);
+            // Every full-attention layer's chain was recognized.
+            const attn = g === prefill || fam !== "qwen35" ? m.config.layerTypes.filter((t) => t !== "linear").length : 0;
+            if (attn > 0) expect(p.graph.eqns.filter((e) => e.op === "Attention").length).toBe(attn);
+          }
+        }
+      } finally {
+        ckpt.close();
+        m.close();
+      }
+      // Twelve evaluations of a hybrid model on a shared 2-core machine.
+    }, 120_000);
+  }
+
+  test.each(["llama3", "qwen3", "gemma3", "olmoe", "qwen35"])("%s: poot logits --compiled --target wgpu matches transformers' float64 logits", async (fam) => {
+    const dir = path.join(FIX, "hf", fam);
+    const ids = (JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as { prompt_ids: number[] }).prompt_ids;
+    const want = openSafetensors(path.join(dir, "reference.safetensors")).readF32Sync("prompt_logits");
+    const outs: Float32Array[] = [];
+    for (const extra of [["--compiled", "--target", "wgpu"], []]) {
+      const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "poot-compiled-")), "l.bin");
+      const r = await poot("logits", dir, "--ids", ids.join(","), "--out", file, ...extra);
+      expect(r.code, r.err).toBe(0);
+      const b = fs.readFileSync(file);
+      outs.push(new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4));
+      fs.rmSync(path.dirname(file), { recursive: true, force: true });
+    }
+    const relF = (a: Float32Array, r: Float32Array): number => rel({ dtype: "f32", shape: [a.length], data: Float64Array.from(a) }, { dtype: "f32", shape: [r.length], data: Float64Array.from(r) });
+    expect(relF(outs[0]!, want)).toBeLessThanOrEqual(1e-4);
+    expect(relF(outs[0]!, outs[1]!)).toBeLessThanOrEqual(1e-6);
+  });
+
+  test("poot compile --explain prints passes, dispatches with kernels, declines and memory", async () => {
+    const r = await poot("compile", path.join(FIX, "hf", "llama3"), "--target", "cuda", "--explain");
+    expect(r.code).toBe(0);
+    for (const s of ["passes that changed the graph:", "fusion", "dispatches per layer:", "Attention", "synthesized", "imported", "declines: none", "peak transient bytes:", "buffer bytes:"]) expect(r.out).toContain(s);
+  });
+
+  test.each(["cuda", "wgpu"])("Llama-3.2-1B config.json, decode on %s: <= 10 dispatches per layer + <= 4", async (target) => {
+    const r = await poot("compile", path.join(FIX, "configs", "llama-3.2-1b.json"), "--target", target, "--json");
+    expect(r.code).toBe(0);
+    const j = JSON.parse(r.out) as { unfusedDispatches: number; fusedDispatches: number; compileMs: number; dispatchesPerLayer: Record<string, number>; dispatchesOutsideLayers: number };
+    expect(Object.keys(j.dispatchesPerLayer)).toHaveLength(16);
+    for (const n of Object.values(j.dispatchesPerLayer)) expect(n).toBeLessThanOrEqual(10);
+    expect(j.dispatchesOutsideLayers).toBeLessThanOrEqual(4);
+    expect(j.fusedDispatches).toBeLessThanOrEqual(16 * 10 + 4);
+    expect(j.unfusedDispatches).toBeGreaterThan(500);
+    expect(j.compileMs).toBeGreaterThan(0);
+  });
+
+  test("a bad target is a usage error naming the choices", async () => {
+    const r = await poot("compile", path.join(FIX, "hf", "llama3"), "--target", "tpu");
+    expect(r.code).toBe(1);
+    expect(r.err).toContain("--target must be one of cpu, wgpu, vulkan, cuda, rocm, aie");
+  });
+});
