@@ -64,6 +64,8 @@ export interface BindRequest {
   readonly args: Readonly<Record<string, KernelArg>>;
   /** Every uniform of the kernel, by name. */
   readonly uniforms?: Readonly<Record<string, number>>;
+  /** Copies to encode before every dispatch besides the packed inputs' (e.g. snapshots of an in-place operand). */
+  readonly before?: readonly PackCopy[];
 }
 
 function checkGrid(ctx: WgpuContext, kernel: string, grid: readonly [number, number, number]): void {
@@ -97,7 +99,7 @@ export async function bindKernel(ctx: WgpuContext, req: BindRequest): Promise<Bo
   const pipeline = await ctx.pipelines.get(kernel, code);
   const uniformValues = new Map<string, number>(Object.entries(req.uniforms ?? {}));
   const entries: GPUBindGroupEntry[] = [];
-  const copies: PackCopy[] = [];
+  const copies: PackCopy[] = [...(req.before ?? [])];
   const once: PackCopy[] = [];
   const owned: WgpuBuffer[] = [];
   let uniformSlot: { order: readonly string[]; buffer: WgpuBuffer } | null = null;

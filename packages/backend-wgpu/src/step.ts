@@ -1,7 +1,7 @@
 // A step: bound kernels encoded in order and submitted again for every token. WebGPU cannot resubmit a
 // GPUCommandBuffer, so everything up to encoding is cached and a replay only re-records the dispatches.
 
-import type { BoundKernel } from "./bind.js";
+import type { BoundKernel, PackCopy } from "./bind.js";
 import { BufferUsage, MAP_READ } from "./buffers.js";
 import type { WgpuContext } from "./context.js";
 import { WgpuError } from "./errors.js";
@@ -22,6 +22,8 @@ export interface DispatchTiming {
 export interface StepOptions {
   /** A label for messages. */
   readonly label?: string;
+  /** Copies encoded after the last dispatch (e.g. a computed state_out into its State buffer). */
+  readonly after?: readonly PackCopy[];
 }
 
 // The query-set size WebGPU allows: two timestamps per dispatch.
@@ -36,6 +38,7 @@ export class Step {
   readonly label: string;
   /** The kernels, in dispatch order. */
   readonly kernels: readonly BoundKernel[];
+  readonly #after: readonly PackCopy[];
   readonly #ctx: WgpuContext;
   #query: { set: GPUQuerySet; resolve: GPUBuffer; read: GPUBuffer; count: number } | null = null;
   #disposed = false;
@@ -45,6 +48,7 @@ export class Step {
     this.#ctx = ctx;
     this.kernels = kernels;
     this.label = options.label ?? "step";
+    this.#after = options.after ?? [];
   }
 
   /** Dispatches per submit. */
@@ -73,6 +77,7 @@ export class Step {
       pass.dispatchWorkgroups(k.grid[0], k.grid[1], k.grid[2]);
     });
     (pass as GPUComputePassEncoder | null)?.end();
+    for (const c of this.#after) enc.copyBufferToBuffer(c.from, c.fromOffset, c.to, c.toOffset, c.bytes);
     if (timed && this.#query !== null) {
       const q = this.#query;
       enc.resolveQuerySet(q.set, 0, q.count, q.resolve, 0);

@@ -59,16 +59,16 @@ describe("WGSL kernels through the backend match the interpreter and float64", (
     expect(relErr(dev.y!, ref.y!)).toBeLessThan(1e-6);
   });
 
-  it("imported gemv_bf16 over [K, N] with its uniforms and specialization constants", async (t) => {
+  it("imported gemv_bf16_kn over [K, N], batch 2, with its uniforms and specialization constants", async (t) => {
     if (ctx === undefined) return t.skip(why);
-    const K = 70, N = 50, WGX = 16, WGY = 4;
-    const kern = importedKernel("gemv_bf16");
-    const x = rand(3, K), wf = rand(4, K * N);
+    const K = 70, N = 50, B = 2, WGX = 16, WGY = 4;
+    const kern = importedKernel("gemv_bf16_kn");
+    const x = rand(3, B * K), wf = rand(4, K * N);
     const w = Uint16Array.from(wf, bf16Bits);
-    const specs = { WGX, WGY, PART: WGX * WGY };
-    const { dev, ref } = await both(ctx, kern, [Math.ceil(N / WGX), 1, 1], () => ({ W: w.slice(), x: x.slice(), y: new Float32Array(N).fill(NaN) }), { uniforms: { K, N }, specs });
-    const want = new Float64Array(N);
-    for (let n = 0; n < N; n++) for (let k = 0; k < K; k++) want[n]! += x[k]! * bf16Value(w[k * N + n]!);
+    const specs = { WGX, WGY, MAXB: 8, PART: 8 * WGX * WGY };
+    const { dev, ref } = await both(ctx, kern, [Math.ceil(N / WGX), 1, 1], () => ({ W: w.slice(), x: x.slice(), y: new Float32Array(B * N).fill(NaN) }), { uniforms: { K, N, B }, specs });
+    const want = new Float64Array(B * N);
+    for (let b = 0; b < B; b++) for (let n = 0; n < N; n++) for (let k = 0; k < K; k++) want[b * N + n]! += x[b * K + k]! * bf16Value(w[k * N + n]!);
     expect(relErr(dev.y!, want)).toBeLessThan(1e-5);
     expect(relErr(dev.y!, ref.y!)).toBeLessThan(1e-6);
   });

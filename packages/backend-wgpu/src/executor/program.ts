@@ -1,0 +1,268 @@
+// A graph staged on WebGPU: compiled by graph-plan for the device's caps, each plan's kernel synthesized or
+// imported by kernelgen and lowered to WGSL by codegen, bound once per StateSet and replayed as one Step.
+
+import type { TargetCode } from "@poot/codegen";
+import { ExecutorError, checkSlotData, elementBytes, type OutputData, type ProgramSchema } from "@poot/executor";
+import { numel, storageBytes, type Graph, type Value } from "@poot/graph-ir";
+import { compile, makeTarget, type Plan, type Program } from "@poot/graph-plan";
+import type { Kernel } from "@poot/kernel-dsl";
+import { synthCapsFrom, type BindingSource } from "@poot/kernelgen";
+import type { BoundKernel, KernelArg, PackCopy } from "../bind.js";
+import { pad4, type WgpuBuffer } from "../buffers.js";
+import { codegenCaps, planCaps } from "../caps.js";
+import type { WgpuContext } from "../context.js";
+import type { Step } from "../step.js";
+import { lowerForWgpu } from "../wgsl-fixups.js";
+import { outputOf, storageOf } from "./host.js";
+import { planKernel } from "./requests.js";
+import type { WgpuStateSet } from "./state.js";
+
+/** What the program needs from its executor. */
+export interface ProgramHost {
+  readonly ctx: WgpuContext;
+  /** The device buffer of a weight (read from the bound source on first use); `unbound-weights` before bindWeights. */
+  weight(key: string, value: Value, program: string): Promise<WgpuBuffer>;
+  /** Bumped by every bindWeights: steps bound to older weight buffers are rebuilt. */
+  readonly weightsEpoch: number;
+  /** Makes a StateSet for `schema`. */
+  createState(schema: ProgramSchema, program: string): Promise<WgpuStateSet>;
+  /** Whether `s` is a live StateSet of this executor. */
+  ownsState(s: WgpuStateSet): boolean;
+  /** Throws `disposed` after the executor's dispose. */
+  alive(): void;
+}
+
+/** One plan's kernel, lowered once at stage time. */
+interface Lowered {
+  readonly plan: Plan;
+  readonly kernel: Kernel;
+  readonly code: TargetCode;
+  readonly grid: readonly [number, number, number];
+  readonly uniforms: Readonly<Record<string, number>>;
+  readonly bindings: readonly { readonly buffer: string; readonly source: BindingSource }[];
+  /** Why an imported plan was synthesized instead, when it was. */
+  readonly fallback?: string;
+}
+
+/** A graph staged on one WebGPU device: the async twin of `@poot/executor`'s `StagedProgram`. */
+export class WgpuProgram {
+  /** Its name. */
+  readonly name: string;
+  /** Slots, states and outputs with their types. */
+  readonly schema: ProgramSchema;
+  /** The compiled program (plans, kernel provenance, dispatch counts). */
+  readonly program: Program;
+  readonly #host: ProgramHost;
+  readonly #lowered: readonly Lowered[];
+  readonly #slots = new Map<string, WgpuBuffer>();
+  readonly #written = new Set<string>();
+  readonly #owned = new Map<number, WgpuBuffer>();
+  readonly #steps = new Map<WgpuStateSet | null, { step: Step; kernels: BoundKernel[]; epoch: number }>();
+  #prepared = -1;
+  #last: WgpuStateSet | null = null;
+  #captured: { state: WgpuStateSet | null } | null = null;
+  #disposed = false;
+
+  private constructor(host: ProgramHost, name: string, schema: ProgramSchema, program: Program, lowered: Lowered[]) {
+    this.#host = host;
+    this.name = name;
+    this.schema = schema;
+    this.program = program;
+    this.#lowered = lowered;
+  }
+
+  /** Compiles `graph` for the device and lowers every plan's kernel; buffers are made here, bind groups at first run. */
+  static async stage(host: ProgramHost, graph: Graph, schema: ProgramSchema, name: string): Promise<WgpuProgram> {
+    const caps = host.ctx.caps;
+    const plan = planCaps(caps);
+    const program = compile(graph, makeTarget({ kind: "wgpu", caps: plan }));
+    const synth = synthCapsFrom(plan), lower = codegenCaps(caps);
+    const lowered: Lowered[] = [];
+    // Kernel names must be identifiers (they become WGSL entry points).
+    const ident = name.replace(/[^A-Za-z0-9_]/g, "_").replace(/^(?=[0-9])/, "k");
+    program.plans().forEach((p, i) => {
+      const src = p.kernel;
+      if (src.provenance === "none") return;
+      const k = planKernel(src, synth, `${ident}_p${i}_${p.op.toLowerCase()}`);
+      lowered.push({ plan: p, kernel: k.kernel, code: lowerForWgpu(k.kernel, lower), grid: k.grid, uniforms: k.uniforms, bindings: k.bindings, ...(k.fallback !== undefined ? { fallback: k.fallback } : {}) });
+    });
+    const prog = new WgpuProgram(host, name, schema, program, lowered);
+    for (const s of schema.slots.values()) prog.#slots.set(s.key, await host.ctx.buffers.create("slot", s.size * elementBytes(s.dtype), `${name} slot ${s.key}`));
+    return prog;
+  }
+
+  #root(id: number): number {
+    return this.program.buffers().aliases.get(id) ?? id;
+  }
+
+  /** The buffer holding root value `root` for a run against `state`. */
+  async #buffer(root: number, state: WgpuStateSet | null): Promise<WgpuBuffer> {
+    const v = this.program.graph.values[root] as Value;
+    const s = v.storage;
+    switch (s.kind) {
+      case "const": return this.#host.weight(s.key, v, this.name);
+      case "slot": return this.#slots.get(s.key)!;
+      case "state":
+        if (state === null) throw new ExecutorError("unknown-state", "the program has state: pass a StateSet from createState()", { program: this.name });
+        return state.buffer(s.key);
+      case "computed":
+      case "device": {
+        let b = this.#owned.get(root);
+        if (b === undefined) {
+          const n = numel(v.shape);
+          b = await this.#host.ctx.buffers.create(s.kind === "computed" ? "weight" : "io", storageBytes(v.dtype, n), `${this.name} v${root}`);
+          if (s.kind === "computed") b.write(storageOf(v.dtype, n, s.data));
+          this.#owned.set(root, b);
+        }
+        return b;
+      }
+      default:
+        return s satisfies never;
+    }
+  }
+
+  /** Binds the plans of `phase` against `state`; an operand that is also the output is read from a snapshot. */
+  async #bind(phase: "step" | "bind", state: WgpuStateSet | null): Promise<BoundKernel[]> {
+    const out: BoundKernel[] = [];
+    for (const l of this.#lowered) {
+      if (l.plan.phase !== phase) continue;
+      const req = l.plan.kernel.provenance === "none" ? null : l.plan.kernel.request;
+      if (req === null) continue;
+      const outRoot = this.#root(req.output.root);
+      const args: Record<string, KernelArg> = {};
+      const before: PackCopy[] = [];
+      for (const { buffer, source } of l.bindings) {
+        const root = source.kind === "output" ? outRoot : this.#root(req.inputs[source.index]!.root);
+        let b = await this.#buffer(root, state);
+        // WebGPU forbids a buffer bound writable and read in one dispatch: read an in-place operand from a copy.
+        if (source.kind === "input" && root === outRoot) {
+          const snap = await this.#host.ctx.buffers.create("io", b.bytes, `${this.name} snapshot v${root}`);
+          before.push({ from: b.gpu, fromOffset: 0, to: snap.gpu, toOffset: 0, bytes: pad4(b.bytes) });
+          b = snap;
+        }
+        args[buffer] = { buffer: b, changes: true };
+      }
+      out.push(await this.#host.ctx.bind({ kernel: l.kernel, code: l.code, grid: l.grid, args, uniforms: l.uniforms, before }));
+    }
+    return out;
+  }
+
+  async #stepFor(state: WgpuStateSet | null): Promise<Step> {
+    const epoch = this.#host.weightsEpoch;
+    if (this.#prepared !== epoch) {
+      // Bind-phase plans (equations over weights only) run once per weight binding.
+      const prep = await this.#bind("bind", null);
+      if (prep.length > 0) await this.#host.ctx.step(prep, { label: `${this.name} bind` }).submit();
+      this.#prepared = epoch;
+    }
+    const have = this.#steps.get(state);
+    if (have !== undefined && have.epoch === epoch) return have.step;
+    const kernels = await this.#bind("step", state);
+    // A state_out computed elsewhere than in place is copied into its State buffer after the step (donation).
+    const after: PackCopy[] = [];
+    for (const s of this.program.graph.states) {
+      const from = this.#root(s.output), to = this.#root(s.input);
+      if (from === to) continue;
+      const src = await this.#buffer(from, state), dst = await this.#buffer(to, state);
+      after.push({ from: src.gpu, fromOffset: 0, to: dst.gpu, toOffset: 0, bytes: pad4(dst.bytes) });
+    }
+    const step = this.#host.ctx.step(kernels, { label: this.name, after });
+    this.#steps.set(state, { step, kernels, epoch });
+    return step;
+  }
+
+  /** A zeroed StateSet with this program's state layout. */
+  createState(): Promise<WgpuStateSet> {
+    this.#alive();
+    return this.#host.createState(this.schema, this.name);
+  }
+
+  /** Writes one slot (checked against the schema). */
+  writeSlot(key: string, data: ArrayLike<number>): void {
+    this.#alive();
+    const spec = this.schema.slots.get(key);
+    if (spec === undefined) throw new ExecutorError("unknown-slot", `no slot "${key}" (slots: ${[...this.schema.slots.keys()].join(", ") || "none"})`, { program: this.name, key });
+    checkSlotData(spec, data, this.name);
+    this.#slots.get(key)!.write(storageOf(spec.dtype, spec.size, data));
+    this.#written.add(key);
+  }
+
+  #checkState(state: WgpuStateSet | undefined): WgpuStateSet | null {
+    if (this.schema.states.size === 0) return null;
+    if (state === undefined) throw new ExecutorError("unknown-state", `the program has ${this.schema.states.size} state(s): pass a StateSet from createState()`, { program: this.name });
+    if (!this.#host.ownsState(state)) throw new ExecutorError("unknown-state", "StateSet was not made by this executor", { program: this.name });
+    for (const s of this.schema.states.values()) {
+      const t = state.schema.states.get(s.key);
+      if (t === undefined || t.size !== s.size || t.dtype !== s.dtype) throw new ExecutorError("unknown-state", "StateSet layout differs from the program's", { program: this.name, key: s.key });
+    }
+    return state;
+  }
+
+  /** Runs one step with the written slots; State is read and left in `state` (donated). */
+  async run(state?: WgpuStateSet): Promise<void> {
+    this.#alive();
+    for (const key of this.schema.slots.keys()) {
+      if (!this.#written.has(key)) throw new ExecutorError("slot-unwritten", "slot was never written", { program: this.name, key });
+    }
+    const st = this.#checkState(state);
+    await (await this.#stepFor(st)).submit();
+    this.#last = st;
+  }
+
+  /** Copies an output to the host (f16/bf16 widened to f32). */
+  async readOutput(name: string, into?: OutputData): Promise<OutputData> {
+    this.#alive();
+    const spec = this.schema.outputs.get(name);
+    if (spec === undefined) throw new ExecutorError("unknown-output", `no output "${name}" (outputs: ${[...this.schema.outputs.keys()].join(", ")})`, { program: this.name, key: name });
+    const o = this.program.graph.outputs.find((x) => x.name === name)!;
+    const buf = await this.#buffer(this.#root(o.value), this.#last);
+    return outputOf(spec.dtype, await buf.read(0, storageBytes(spec.dtype, spec.size)), spec.size, into);
+  }
+
+  /** Binds the step for `state` so {@link replay} repeats it with the slots' values at replay time. */
+  async capture(state?: WgpuStateSet): Promise<boolean> {
+    this.#alive();
+    const st = this.#checkState(state);
+    await this.#stepFor(st);
+    this.#captured = { state: st };
+    return true;
+  }
+
+  /** Replays the captured step against the StateSet it was captured with. */
+  async replay(): Promise<void> {
+    this.#alive();
+    if (this.#captured === null) throw new ExecutorError("not-captured", "replay before capture", { program: this.name });
+    await (await this.#stepFor(this.#captured.state)).submit();
+    this.#last = this.#captured.state;
+  }
+
+  /** Kernel dispatches per step. */
+  dispatchesPerStep(): number {
+    return this.#lowered.filter((l) => l.plan.phase === "step").length;
+  }
+
+  /** Bytes of slots and program-owned buffers (transients, computed constants, snapshots). */
+  ioBytes(): number {
+    if (this.#disposed) return 0;
+    let n = 0;
+    for (const b of this.#slots.values()) n += b.bytes;
+    for (const b of this.#owned.values()) n += b.bytes;
+    return n;
+  }
+
+  /** Frees the program's buffers. */
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    for (const s of this.#steps.values()) {
+      s.step.dispose();
+      for (const k of s.kernels) k.dispose();
+    }
+    for (const b of [...this.#slots.values(), ...this.#owned.values()]) b.destroy();
+  }
+
+  #alive(): void {
+    this.#host.alive();
+    if (this.#disposed) throw new ExecutorError("disposed", "program used after dispose", { program: this.name });
+  }
+}
