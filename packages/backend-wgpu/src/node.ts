@@ -38,3 +38,7 @@ export async function nodeGpu(options: NodeGpuOptions = {}): Promise<GPU> {
     throw new WgpuError("no-webgpu", `Dawn failed to start: ${String(e)}`, { operation: "nodeGpu" });
   }
 }
+
+export { SyncWgpuExecutor, createSyncWgpuExecutor } from "./sync/client.js";
+export type { SyncWgpuOptions } from "./sync/client.js";
+export type { OpenOptions } from "./sync/protocol.js";
