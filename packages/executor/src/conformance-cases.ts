@@ -60,16 +60,18 @@ function reduce(d: ConformanceDType): ConformanceCase {
   return { name: `reduce ${d}`, graph: b.build(), weights: { bias: stored(d, seededFloats(2, 7)) }, steps: [1, 2].map((s) => ({ x: seededFloats(20 + s, 105, -5, 5) })) };
 }
 
-/** MatMul: a linear layer over a stored weight (x @ W^T) and a batch-broadcast product. */
+/** MatMul: a linear layer over a stored weight (x @ W^T), batch-broadcast products, an odd contraction length. */
 function matmul(d: ConformanceDType): ConformanceCase {
   const b = new Builder();
   const x = b.slot("Token", "x", "f32", [3, 16]);
   b.output("linear", b.linear(x, b.const("w", d, [8, 16])));
   const a = b.slot("Token", "a", "f32", [2, 3, 4]);
   b.output("batched", b.matmul(a, b.f32(b.const("m", d, [1, 4, 5]))));
+  // K = 7 is not a multiple of 4 (blocked kernels' remainder path); a rank-2 right operand broadcasts.
+  b.output("odd", b.matmul(b.slot("Token", "c", "f32", [2, 3, 7]), b.f32(b.const("r", d, [7, 5]))));
   return {
-    name: `matmul ${d}`, graph: b.build(), weights: { w: stored(d, seededFloats(3, 128)), m: stored(d, seededFloats(4, 20)) },
-    steps: [1, 2].map((s) => ({ x: seededFloats(30 + s, 48), a: seededFloats(40 + s, 24) })),
+    name: `matmul ${d}`, graph: b.build(), weights: { w: stored(d, seededFloats(3, 128)), m: stored(d, seededFloats(4, 20)), r: stored(d, seededFloats(7, 35)) },
+    steps: [1, 2].map((s) => ({ x: seededFloats(30 + s, 48), a: seededFloats(40 + s, 24), c: seededFloats(70 + s, 42) })),
   };
 }
 

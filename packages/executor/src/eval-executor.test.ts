@@ -24,7 +24,15 @@ describe("eval executor", () => {
         expect(y[i * 4 + n]).toBe(Math.fround(acc));
       }
     }
-    expect(exec.deviceBytes().weights).toBe(24);
+    // 24 bytes of bf16 weights, plus the folded f32 transpose kept as 12 float64s.
+    expect(exec.deviceBytes().weights).toBe(24 + 96);
+    const plain = createEvalExecutor({ foldWeights: false });
+    plain.bindWeights(() => w);
+    const q = plain.stage(b.build());
+    q.writeSlot("x", xs);
+    q.run();
+    expect(Array.from(q.readOutput("y"))).toEqual(Array.from(y));
+    expect(plain.deviceBytes().weights).toBe(24);
   });
 
   it("keeps State device-side across steps: a cache written at Pos holds every step's row", () => {

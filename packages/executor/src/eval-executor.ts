@@ -1,8 +1,9 @@
-// The reference executor (backend kind "eval"): runs staged graphs with graph-ir's `evaluate`, the float64
-// oracle, over host buffers. The runtime is tested with it, and every other backend is compared with it.
-import { evaluate, isPacked, numel, storageBytes, validateGraph, type Graph, type HostData, type ValueType } from "@poot/graph-ir";
+// The reference executor (backend kind "eval"): runs staged graphs with graph-ir's op semantics (the float64
+// oracle), folding weight-only equations once or calling `evaluate` every step, over host buffers. The runtime is tested with it, and every other backend is compared with it.
+import { evaluate, isPacked, numel, storageBytes, validateGraph, type Graph, type HostData, type Tensor, type ValueType } from "@poot/graph-ir";
 import type { DeviceBytes, Executor, ExecutorCaps, OutputData, StageOptions, StagedProgram, StateSet, WeightSource } from "./contract.js";
 import { ExecutorError } from "./errors.js";
+import { FoldCache, FoldedSchedule } from "./folded.js";
 import { allocHostBuffer, HostStateSet, loadHost, storeHost, type HostBuffer } from "./host-state.js";
 import { checkSlotData, elementBytes, schemaOf, type ProgramSchema } from "./schema.js";
 
@@ -17,9 +18,22 @@ export const EVAL_CAPS: ExecutorCaps = {
   deviceMemoryBytes: null,
 };
 
+/** Options of {@link createEvalExecutor}. */
+export interface EvalExecutorOptions {
+  /**
+   * Fold weight-only equations (dtype casts, transposes, packed decodes) once and keep their results
+   * (default true): the same op semantics and rounding, so outputs are bit-identical, at the cost of the
+   * folded weights in float64 (8 bytes per parameter). false calls graph-ir's `evaluate` every step.
+   */
+  readonly foldWeights?: boolean;
+}
+
 /** The reference executor; see {@link createEvalExecutor}. */
 class EvalExecutor implements Executor {
   readonly caps = EVAL_CAPS;
+  /** @internal Folded weight values shared by this executor's programs. */
+  readonly folds = new FoldCache();
+  constructor(/** @internal */ readonly fold: boolean) {}
   private source: WeightSource | null = null;
   private readonly weights = new Map<string, HostData>();
   private weightBytes = 0;
@@ -34,6 +48,8 @@ class EvalExecutor implements Executor {
     this.source = source;
     this.weights.clear();
     this.weightBytes = 0;
+    this.folds.clear();
+    for (const p of this.programs) p.schedule?.reset();
   }
 
   /** @internal The bound data of one Const, read from the source the first time it is needed. */
@@ -55,7 +71,10 @@ class EvalExecutor implements Executor {
   stage(graph: Graph, options: StageOptions = {}): StagedProgram {
     this.alive();
     validateGraph(graph);
-    const p = new EvalProgram(this, graph, schemaOf(graph), options.name ?? "program");
+    const name = options.name ?? "program";
+    const p = new EvalProgram(this, graph, schemaOf(graph), name);
+    // With weights already bound, staging also prepares them (like an upload on a device backend).
+    if (this.source !== null) p.schedule?.fold((key, type) => this.weight(key, type, name));
     this.programs.add(p);
     return p;
   }
@@ -64,7 +83,8 @@ class EvalExecutor implements Executor {
     let state = 0, io = 0;
     for (const s of this.stateSets) state += s.bytes;
     for (const p of this.programs) io += p.ioBytes();
-    return { weights: this.weightBytes, state, io, total: this.weightBytes + state + io };
+    const weights = this.weightBytes + this.folds.bytes;
+    return { weights, state, io, total: weights + state + io };
   }
 
   dispose(): void {
@@ -72,6 +92,7 @@ class EvalExecutor implements Executor {
     for (const s of [...this.stateSets]) s.dispose();
     this.stateSets.clear();
     this.weights.clear();
+    this.folds.clear();
     this.weightBytes = 0;
     this.source = null;
     this.disposed = true;
@@ -90,8 +111,11 @@ class EvalProgram implements StagedProgram {
   private outputs = new Map<string, HostBuffer>();
   private captured: { state: StateSet | undefined } | null = null;
   private disposed = false;
+  /** @internal The folded schedule, or null when every step calls `evaluate`. */
+  readonly schedule: FoldedSchedule | null;
 
   constructor(private readonly exec: EvalExecutor, private readonly graph: Graph, readonly schema: ProgramSchema, readonly name: string) {
+    this.schedule = exec.fold ? new FoldedSchedule(graph, name, exec.folds) : null;
     for (const s of schema.slots.values()) this.slots.set(s.key, allocHostBuffer(s.dtype, s.size));
     for (const o of schema.outputs.values()) this.outputs.set(o.name, allocHostBuffer(o.dtype, o.size));
   }
@@ -129,10 +153,20 @@ class EvalProgram implements StagedProgram {
     for (const [k, b] of this.slots) slots[k] = b;
     const stateIn: Record<string, HostData> = {};
     if (host !== null) for (const [k, b] of host.buffers) stateIn[k] = b;
-    const r = evaluate(this.graph, { consts: (key, type) => this.exec.weight(key, type, this.name), slots, state: stateIn }, { validate: false });
-    for (const o of this.schema.outputs.values()) storeHost(o.dtype, this.outputs.get(o.name)!, r.outputs[o.name]!.data);
+    const consts = (key: string, type: ValueType) => this.exec.weight(key, type, this.name);
+    let outs: ReadonlyMap<string, Tensor>, states: ReadonlyMap<string, Tensor>;
+    if (this.schedule !== null) {
+      const r = this.schedule.run({ consts, slots, state: stateIn });
+      outs = r.outputs;
+      states = r.state;
+    } else {
+      const r = evaluate(this.graph, { consts, slots, state: stateIn }, { validate: false });
+      outs = new Map(Object.entries(r.outputs));
+      states = new Map(Object.entries(r.state));
+    }
+    for (const o of this.schema.outputs.values()) storeHost(o.dtype, this.outputs.get(o.name)!, outs.get(o.name)!.data);
     // Donation: state_out overwrites state_in's buffers.
-    if (host !== null) for (const s of this.schema.states.values()) storeHost(s.dtype, host.buffer(s.key), r.state[s.key]!.data);
+    if (host !== null) for (const s of this.schema.states.values()) storeHost(s.dtype, host.buffer(s.key), states.get(s.key)!.data);
   }
 
   private checkState(state: StateSet | undefined): HostStateSet | null {
@@ -176,7 +210,7 @@ class EvalProgram implements StagedProgram {
   }
 }
 
-/** Creates the reference executor (backend kind `"eval"`): graph-ir's `evaluate` over host buffers. */
-export function createEvalExecutor(): Executor {
-  return new EvalExecutor();
+/** Creates the reference executor (backend kind `"eval"`): graph-ir's op semantics over host buffers. */
+export function createEvalExecutor(options: EvalExecutorOptions = {}): Executor {
+  return new EvalExecutor(options.foldWeights ?? true);
 }

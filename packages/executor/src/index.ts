@@ -12,3 +12,4 @@ export type { ConstSpec, OutputSpec, ProgramSchema, SlotSpec, StateSpec } from "
 export { HostStateSet, allocHostBuffer, laneCount, loadHost, storeHost } from "./host-state.js";
 export type { HostBuffer } from "./host-state.js";
 export { EVAL_CAPS, createEvalExecutor } from "./eval-executor.js";
+export type { EvalExecutorOptions } from "./eval-executor.js";

@@ -1,6 +1,7 @@
-// The eval executor runs the conformance suite exactly (tolerance 0): it validates the suite's plumbing,
-// State handling across steps and error paths, with the same calls any backend makes.
+// The eval executor runs the conformance suite exactly (tolerance 0) in both modes — weight-only equations
+// folded once, and `evaluate` every step: it validates the suite's plumbing, State and error paths.
 import { createEvalExecutor } from "@poot/executor";
 import { runConformance } from "@poot/executor/conformance";
 
-runConformance("eval", createEvalExecutor, { dtypes: ["f32", "bf16", "f16"], tolerance: 0 });
+runConformance("eval (folded weights)", () => createEvalExecutor(), { dtypes: ["f32", "bf16", "f16"], tolerance: 0 });
+runConformance("eval (evaluate per step)", () => createEvalExecutor({ foldWeights: false }), { dtypes: ["f32", "bf16", "f16"], tolerance: 0 });

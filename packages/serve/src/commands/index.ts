@@ -1,11 +1,13 @@
 // The table of `poot` subcommands: each lives in its own module in this folder and is listed here.
-// Later work adds run, logits, generate, tokenize, chat-template, compile, kernels, bench and serve.
+// Later work adds compile, kernels and serve.
 import type { Command } from "commander";
+import { bench } from "./bench.js";
 import { chatTemplate } from "./chat-template.js";
 import { compileCommand } from "./compile.js";
 import { generate } from "./generate.js";
 import { ir } from "./ir.js";
 import { logits } from "./logits.js";
+import { run } from "./run.js";
 import { tokenize } from "./tokenize.js";
 import { trace } from "./trace.js";
 
@@ -29,4 +31,4 @@ export interface CommandModule {
  * The built-in subcommands, in the order `poot --help` lists them. Add a command by writing
  * `src/commands/<name>.ts` that exports a {@link CommandModule} and listing it here.
  */
-export const commands: readonly CommandModule[] = [ir, logits, generate, tokenize, chatTemplate, trace, compileCommand];
+export const commands: readonly CommandModule[] = [run, bench, ir, logits, generate, tokenize, chatTemplate, trace, compileCommand];

@@ -1,0 +1,21 @@
+/**
+ * @poot/runtime: the LLM driver over any @poot/executor backend — an Engine per model, sessions with
+ * device-side KV/recurrent State, chunked prefill, batched decode, seeded sampling with penalties, stop
+ * strings and streaming detokenization.
+ * @packageDocumentation
+ */
+export { Engine, prefillChunks } from "./engine.js";
+export type { EngineOptions, EngineStats } from "./engine.js";
+export { Session } from "./session.js";
+export { RuntimeError } from "./errors.js";
+export type { RuntimeErrorCode } from "./errors.js";
+export { Rng, randomSeed } from "./rng.js";
+export { applyPenalties, argmax, checkSampling, drawToken, sampleToken, samplingDistribution } from "./sampling.js";
+export type { Distribution, SamplingOptions } from "./sampling.js";
+export { StopMatcher } from "./stop.js";
+export type { StopPush } from "./stop.js";
+export { generate, generateAll, generateAsync } from "./generate.js";
+export { Decoding, checkGenerate, tokenLogprobs } from "./decoding.js";
+export { Scheduler } from "./scheduler.js";
+export type { RequestHandle, SchedulerOptions, SchedulerStats } from "./scheduler.js";
+export type { FinishReason, GenerateOptions, GenerationEvent, GenerationResult, TokenLogprob } from "./decoding.js";

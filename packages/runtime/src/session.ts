@@ -1,0 +1,97 @@
+// A session: one sequence's device-side State (KV cache, recurrent state) in a contiguous buffer of the
+// engine's context, the tokens it holds, and tokens fed or committed but not yet run.
+import type { StateSet } from "@poot/executor";
+import type { Engine } from "./engine.js";
+import { RuntimeError } from "./errors.js";
+
+/** One sequence being generated. `feed`/`commit` queue tokens; `step` runs them and returns the next logits. */
+export class Session {
+  private readonly held: number[] = [];
+  private pending: number[] = [];
+  private released = false;
+
+  /** @internal Use {@link Engine.openSession}. */
+  constructor(private readonly engine: Engine, readonly id: number, /** @internal */ readonly state: StateSet) {}
+
+  /** Tokens whose keys and values are in the cache. */
+  get length(): number {
+    return this.held.length;
+  }
+
+  /** Tokens in the cache, in order. */
+  get tokens(): readonly number[] {
+    return this.held;
+  }
+
+  /** Tokens queued for the next step. */
+  get queued(): readonly number[] {
+    return this.pending;
+  }
+
+  /** Room left in the context for tokens not yet queued. */
+  get remaining(): number {
+    return this.engine.context - this.held.length - this.pending.length;
+  }
+
+  /** Queues prompt tokens for the next step. */
+  feed(ids: readonly number[]): void {
+    this.alive();
+    const V = this.engine.config.vocabSize;
+    for (const id of ids) if (!Number.isInteger(id) || id < 0 || id >= V) throw new RuntimeError("bad-tokens", `token id ${id} is outside the vocabulary [0, ${V})`, { value: id, session: this.id });
+    if (ids.length > this.remaining) {
+      throw new RuntimeError("context-overflow", `${ids.length} more tokens do not fit: ${this.held.length} held + ${this.pending.length} queued of a ${this.engine.context}-token context`, { value: ids.length, session: this.id });
+    }
+    this.pending.push(...ids);
+  }
+
+  /** Accepts a sampled token: it is queued, so the next step computes the logits after it. */
+  commit(id: number): void {
+    this.feed([id]);
+  }
+
+  /** Runs the queued tokens (and `ids`, if given) and returns the logits after the last one, [V]. */
+  step(ids: readonly number[] = []): Float32Array {
+    if (ids.length > 0) this.feed(ids);
+    this.checkStep();
+    const run = this.pending;
+    const logits = this.engine.runSequence(this.state, this.held.length, run);
+    this.advance(run);
+    return logits;
+  }
+
+  /** Frees the session's State; the session cannot be used afterwards. */
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.state.dispose();
+    this.engine.forget(this);
+  }
+
+  /** @internal Throws unless the session is open, owned by its engine and has tokens queued. */
+  checkStep(): void {
+    this.alive();
+    if (this.pending.length === 0) throw new RuntimeError("bad-tokens", "nothing to run: feed or commit tokens first", { session: this.id });
+  }
+
+  /** @internal Runs all queued tokens but the last (a prompt before a batched step); returns the last. */
+  prefillAllButLast(): number {
+    const last = this.pending[this.pending.length - 1]!;
+    if (this.pending.length > 1) {
+      const head = this.pending.slice(0, -1);
+      this.engine.runSequence(this.state, this.held.length, head);
+      this.held.push(...head);
+    }
+    this.pending = [last];
+    return last;
+  }
+
+  /** @internal Marks `ran` (the queued tokens) as held in the cache. */
+  advance(ran: readonly number[]): void {
+    this.held.push(...ran);
+    this.pending = this.pending.slice(ran.length);
+  }
+
+  private alive(): void {
+    if (this.released || !this.engine.owns(this)) throw new RuntimeError("bad-session", `session ${this.id} was released`, { session: this.id });
+  }
+}

@@ -1,0 +1,71 @@
+// Continuous batching on the llama3 and qwen35 fixtures: requests of different lengths join and leave the
+// batch and each equals its greedy reference; cancellation frees the State; logprobs are log-softmax.
+import * as fs from "node:fs";
+import { createEvalExecutor } from "@poot/executor";
+import { Engine, RuntimeError, Scheduler, tokenLogprobs, type GenerationEvent } from "@poot/runtime";
+import { describe, expect, test } from "vitest";
+import { FIXTURES, NO_FIXTURES, fixture } from "./fixtures.js";
+
+interface Reference { prompt_ids: number[]; greedy_ids: number[] }
+
+describe.skipIf(FIXTURES === undefined)(`scheduler (${FIXTURES === undefined ? NO_FIXTURES : "present"})`, () => {
+  for (const fam of ["llama3", "qwen35"] as const) {
+    test(`${fam}: three requests through a batch of two each reproduce greedy_ids; no State is left`, async () => {
+      const ref = JSON.parse(fs.readFileSync(fixture("hf", fam, "reference.json"), "utf8")) as Reference;
+      const engine = Engine.load(fixture("hf", fam), { executor: createEvalExecutor(), context: 40 });
+      try {
+        const sched = new Scheduler(engine, { maxBatch: 2 });
+        // Request k starts after `start` greedy tokens, so its continuation is greedy_ids[start..].
+        const plan = [{ start: 0, n: 6 }, { start: 3, n: 3 }, { start: 7, n: 5 }];
+        const handles = plan.map(({ start, n }) => sched.submit([...ref.prompt_ids, ...ref.greedy_ids.slice(0, start)], { maxTokens: n, temperature: 0, ignoreEos: true }));
+        expect(sched.stats.waiting).toBe(3);
+        const results = await Promise.all(handles.map((h) => h.result));
+        results.forEach((r, i) => {
+          const { start, n } = plan[i]!;
+          expect(r.ids).toEqual(ref.greedy_ids.slice(start, start + n));
+          expect(r.finishReason).toBe("length");
+        });
+        expect(sched.stats).toMatchObject({ active: 0, waiting: 0, completed: 3 });
+        expect(engine.openSessions).toBe(0);
+      } finally {
+        engine.close();
+      }
+    });
+  }
+
+  test("cancel from an event handler stops the request and frees its State; logprobs match log-softmax", async () => {
+    const ref = JSON.parse(fs.readFileSync(fixture("hf", "llama3", "reference.json"), "utf8")) as Reference;
+    const engine = Engine.load(fixture("hf", "llama3"), { executor: createEvalExecutor(), context: 40 });
+    try {
+      const sched = new Scheduler(engine, { maxBatch: 4, maxWaiting: 2 });
+      const events: GenerationEvent[] = [];
+      const h = sched.submit(ref.prompt_ids, { maxTokens: 16, temperature: 0, ignoreEos: true, logprobs: 3 }, (ev) => {
+        events.push(ev);
+        if (events.length === 2) h.cancel();
+      });
+      const other = sched.submit(ref.prompt_ids, { maxTokens: 3, temperature: 0, ignoreEos: true });
+      expect(() => sched.submit(ref.prompt_ids, { maxTokens: 1 })).toThrow(RuntimeError);
+      const r = await h.result;
+      expect(r.finishReason).toBe("cancelled");
+      expect(r.ids).toEqual(ref.greedy_ids.slice(0, 2));
+      expect((await other.result).ids).toEqual(ref.greedy_ids.slice(0, 3));
+      expect(engine.openSessions).toBe(0);
+      const first = events[0]!;
+      if (first.kind !== "token") throw new Error("expected a token event");
+      expect(first.top!.map((t) => t.id)[0]).toBe(ref.greedy_ids[0]);
+      expect(first.top).toHaveLength(3);
+      expect(first.logprob).toBe(first.top![0]!.logprob);
+    } finally {
+      engine.close();
+    }
+  });
+
+  test("tokenLogprobs is the float64 log-softmax", () => {
+    const l = [1, 2, 3];
+    const z = Math.log(Math.exp(1) + Math.exp(2) + Math.exp(3));
+    const r = tokenLogprobs(l, 0, 2);
+    expect(r.logprob).toBeCloseTo(1 - z, 14);
+    expect(r.top.map((t) => t.id)).toEqual([2, 1]);
+    expect(r.top[0]!.logprob).toBeCloseTo(3 - z, 14);
+  });
+});

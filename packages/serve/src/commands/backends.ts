@@ -1,0 +1,33 @@
+// The backends the CLI can run on, by --backend name, and the bundled demo model that `poot run` uses
+// when no MODEL is given (found next to the installed package, never relative to the cwd).
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+import { createEvalExecutor, type Executor } from "@poot/executor";
+import { CliError } from "../errors.js";
+
+/** Executor factories by backend name; the CPU and GPU backends join this table as they land. */
+export const EXECUTORS: Readonly<Record<string, () => Executor>> = {
+  eval: () => createEvalExecutor(),
+  // The literal oracle: graph-ir's `evaluate` every step, nothing folded (slow; for checking and baselines).
+  "eval-reference": () => createEvalExecutor({ foldWeights: false }),
+};
+
+/** A fresh executor for `--backend name`, or a CliError listing the available ones. */
+export function createExecutor(name: string, command: string): Executor {
+  const make = EXECUTORS[name];
+  if (make === undefined) throw new CliError("bad-input", `unknown backend "${name}" (available: ${Object.keys(EXECUTORS).join(", ")})`, { command });
+  return make();
+}
+
+/** The repository's `models/demo`, found by walking up from this module's file; null when absent. */
+export function findDemoModel(from: string = path.dirname(fileURLToPath(import.meta.url))): string | null {
+  let dir = from;
+  for (;;) {
+    const candidate = path.join(dir, "models", "demo");
+    if (fs.existsSync(path.join(candidate, "config.json"))) return candidate;
+    const up = path.dirname(dir);
+    if (up === dir) return null;
+    dir = up;
+  }
+}
