@@ -6,6 +6,7 @@ export default defineProject({
   resolve: {
     conditions: ["source"],
     alias: {
+      "@poot/backend-wgpu/executor": fileURLToPath(new URL("./src/executor/index.ts", import.meta.url)),
       "@poot/backend-wgpu/node": fileURLToPath(new URL("./src/node.ts", import.meta.url)),
       "@poot/backend-wgpu": fileURLToPath(new URL("./src/index.ts", import.meta.url)),
     },

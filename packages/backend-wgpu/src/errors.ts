@@ -19,6 +19,8 @@ export type WgpuErrorCode =
   | "out-of-memory"
   /** An implementation-internal error (e.g. a pipeline the driver could not compile). */
   | "internal"
+  /** No kernel for a compiled plan: kernelgen refused its request (the plan's op and equation are named). */
+  | "unsupported-kernel"
   /** A kernel argument missing, unknown, or of the wrong size for its binding. */
   | "bad-binding"
   /** Use of a disposed context, step or buffer. */
@@ -38,6 +40,8 @@ export interface WgpuErrorContext {
   readonly expected?: number | string;
   /** What was given or found. */
   readonly actual?: number | string;
+  /** The compiled graph's equation index. */
+  readonly eqn?: number;
   /** The device-lost reason (`"destroyed"` or `"unknown"`). */
   readonly reason?: string;
 }

@@ -23,7 +23,4 @@ export { WgpuContext, openWgpu } from "./context.js";
 export type { WgpuStats } from "./context.js";
 export { runKernel } from "./runner.js";
 export type { KernelRun } from "./runner.js";
-export { WgpuExecutor, createWgpuExecutor } from "./executor/executor.js";
-export { WgpuProgram } from "./executor/program.js";
-export { WgpuStateSet } from "./executor/state.js";
-export { lowerForWgpu, runtimeNonFinite } from "./wgsl-fixups.js";
+export { runtimeNonFinite } from "./wgsl-fixups.js";

@@ -1,8 +1,5 @@
-// Lowering for this backend: codegen's WGSL with non-finite f32 literals made run-time values, since Tint
+// A WGSL text fix applied before compiling: non-finite f32 literals become run-time values, since Tint
 // rejects `bitcast<f32>(0xff800000u)` as a const-expression that is not representable (-inf, inf, NaN).
-
-import { lowerWgsl, type DeviceCaps, type LowerOptions, type TargetCode } from "@poot/codegen";
-import type { Kernel } from "@poot/kernel-dsl";
 
 const NON_FINITE: Readonly<Record<string, string>> = { "0x7f800000u": "poot_inf_bits", "0xff800000u": "poot_ninf_bits", "0x7fc00000u": "poot_nan_bits" };
 
@@ -23,10 +20,4 @@ export function runtimeNonFinite(text: string): string {
   let at = 0;
   while (at < lines.length && /^\s*(enable|requires|diagnostic)\b/.test(lines[at]!)) at++;
   return [...lines.slice(0, at), decls, ...lines.slice(at)].join("\n");
-}
-
-/** codegen's `lowerWgsl` plus {@link runtimeNonFinite}: what the executor compiles. */
-export function lowerForWgpu(kernel: Kernel, caps: DeviceCaps, options?: LowerOptions): TargetCode {
-  const code = lowerWgsl(kernel, caps, options);
-  return code.text === undefined ? code : { ...code, text: runtimeNonFinite(code.text) };
 }

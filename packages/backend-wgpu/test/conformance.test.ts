@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ExecutorError } from "@poot/executor";
 import { conformanceCases, relativeError, type ConformanceCase } from "@poot/executor/conformance";
 import { evaluate, type HostData } from "@poot/graph-ir";
-import { createWgpuExecutor, type WgpuExecutor } from "@poot/backend-wgpu";
+import { createWgpuExecutor, type WgpuExecutor } from "@poot/backend-wgpu/executor";
 import { openTestContext } from "./helpers.js";
 
 // f32 compute on the device against float64 rounded per dtype: summation order and exp/tanh differ slightly.

@@ -4,6 +4,7 @@
 import { ExecutorError, schemaOf, type DeviceBytes, type ExecutorCaps, type ProgramSchema, type StageOptions, type WeightSource } from "@poot/executor";
 import { dtypeName, isPacked, numel, storageBytes, validateGraph, type Graph, type Value } from "@poot/graph-ir";
 import type { WgpuBuffer } from "../buffers.js";
+import type { CompileOptions } from "@poot/graph-plan";
 import type { WgpuContext } from "../context.js";
 import { storageOf } from "./host.js";
 import { WgpuProgram, type ProgramHost } from "./program.js";
@@ -11,6 +12,12 @@ import { WgpuStateSet } from "./state.js";
 
 /** Scalar dtypes the WebGPU executor holds (16-bit and narrower types live in 32-bit words in WGSL). */
 const DTYPES = ["f32", "f16", "bf16", "i32", "u32", "u8", "bool"] as const;
+
+/** Options of {@link createWgpuExecutor}. */
+export interface WgpuExecutorOptions {
+  /** graph-plan options every staged graph is compiled with (e.g. `{ fusion: false }` for one kernel per primitive). */
+  readonly compile?: CompileOptions;
+}
 
 /** The WebGPU executor: the async twin of `@poot/executor`'s `Executor`. */
 export class WgpuExecutor {
@@ -27,8 +34,11 @@ export class WgpuExecutor {
   #disposed = false;
   readonly #host: ProgramHost;
 
-  constructor(ctx: WgpuContext) {
+  readonly #compile: CompileOptions;
+
+  constructor(ctx: WgpuContext, options: WgpuExecutorOptions = {}) {
     this.ctx = ctx;
+    this.#compile = options.compile ?? {};
     this.caps = { kind: "wgpu", device: ctx.caps.adapter, dtypes: DTYPES, capture: true, deviceMemoryBytes: null };
     const self = this;
     this.#host = {
@@ -79,7 +89,7 @@ export class WgpuExecutor {
     for (const s of [...schema.slots.values(), ...schema.states.values(), ...schema.outputs.values()]) {
       if (!(DTYPES as readonly string[]).includes(s.dtype)) throw new ExecutorError("unsupported-dtype", `dtype ${dtypeName(s.dtype)} is not held by the wgpu executor`, { program: name, key: "key" in s ? s.key : s.name });
     }
-    const p = await WgpuProgram.stage(this.#host, graph, schema, name);
+    const p = await WgpuProgram.stage(this.#host, graph, schema, name, this.#compile);
     this.#programs.add(p);
     return p;
   }
@@ -115,6 +125,6 @@ export class WgpuExecutor {
 }
 
 /** Opens the WebGPU executor on a context (from `openWgpu`); disposing the executor disposes the context. */
-export function createWgpuExecutor(ctx: WgpuContext): WgpuExecutor {
-  return new WgpuExecutor(ctx);
+export function createWgpuExecutor(ctx: WgpuContext, options: WgpuExecutorOptions = {}): WgpuExecutor {
+  return new WgpuExecutor(ctx, options);
 }

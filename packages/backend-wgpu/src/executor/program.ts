@@ -4,15 +4,16 @@
 import type { TargetCode } from "@poot/codegen";
 import { ExecutorError, checkSlotData, elementBytes, type OutputData, type ProgramSchema } from "@poot/executor";
 import { numel, storageBytes, type Graph, type Value } from "@poot/graph-ir";
-import { compile, makeTarget, type Plan, type Program } from "@poot/graph-plan";
+import { compile, makeTarget, type CompileOptions, type Plan, type Program } from "@poot/graph-plan";
 import type { Kernel } from "@poot/kernel-dsl";
-import { synthCapsFrom, type BindingSource } from "@poot/kernelgen";
+import { KernelgenError, synthCapsFrom, type BindingSource } from "@poot/kernelgen";
 import type { BoundKernel, KernelArg, PackCopy } from "../bind.js";
 import { pad4, type WgpuBuffer } from "../buffers.js";
 import { codegenCaps, planCaps } from "../caps.js";
 import type { WgpuContext } from "../context.js";
+import { WgpuError } from "../errors.js";
 import type { Step } from "../step.js";
-import { lowerForWgpu } from "../wgsl-fixups.js";
+import { lowerForWgpu } from "./lower.js";
 import { outputOf, storageOf } from "./host.js";
 import { planKernel } from "./requests.js";
 import type { WgpuStateSet } from "./state.js";
@@ -72,10 +73,10 @@ export class WgpuProgram {
   }
 
   /** Compiles `graph` for the device and lowers every plan's kernel; buffers are made here, bind groups at first run. */
-  static async stage(host: ProgramHost, graph: Graph, schema: ProgramSchema, name: string): Promise<WgpuProgram> {
+  static async stage(host: ProgramHost, graph: Graph, schema: ProgramSchema, name: string, options: CompileOptions = {}): Promise<WgpuProgram> {
     const caps = host.ctx.caps;
     const plan = planCaps(caps);
-    const program = compile(graph, makeTarget({ kind: "wgpu", caps: plan }));
+    const program = compile(graph, makeTarget({ kind: "wgpu", caps: plan }), options);
     const synth = synthCapsFrom(plan), lower = codegenCaps(caps);
     const lowered: Lowered[] = [];
     // Kernel names must be identifiers (they become WGSL entry points).
@@ -83,7 +84,13 @@ export class WgpuProgram {
     program.plans().forEach((p, i) => {
       const src = p.kernel;
       if (src.provenance === "none") return;
-      const k = planKernel(src, synth, `${ident}_p${i}_${p.op.toLowerCase()}`);
+      let k;
+      try {
+        k = planKernel(src, synth, `${ident}_p${i}_${p.op.toLowerCase()}`);
+      } catch (e) {
+        if (!(e instanceof KernelgenError)) throw e;
+        throw new WgpuError("unsupported-kernel", `plan ${i} (${p.op}, ${src.request.kind}, eqn ${p.eqn}) of ${name}: ${e.message}`, { operation: "stage", kernel: p.op, eqn: p.eqn });
+      }
       lowered.push({ plan: p, kernel: k.kernel, code: lowerForWgpu(k.kernel, lower), grid: k.grid, uniforms: k.uniforms, bindings: k.bindings, ...(k.fallback !== undefined ? { fallback: k.fallback } : {}) });
     });
     const prog = new WgpuProgram(host, name, schema, program, lowered);

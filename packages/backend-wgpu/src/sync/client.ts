@@ -1,6 +1,8 @@
 // `@poot/executor`'s synchronous Executor on WebGPU in Node: the device lives in a worker thread and each
 // call blocks the caller on Atomics.wait until the worker answers (decision 0700). Node only.
 
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from "node:worker_threads";
 import { ExecutorError, schemaOf, type DeviceBytes, type Executor, type ExecutorCaps, type OutputData, type ProgramSchema, type StageOptions, type StagedProgram, type StateSet, type WeightSource } from "@poot/executor";
 import { isPacked, numel, storageBytes, validateGraph, type Graph } from "@poot/graph-ir";
@@ -134,6 +136,14 @@ class SyncProgram implements StagedProgram {
   }
 }
 
+/** The built worker: beside the bundled module in dist/, or the package's dist/ when running from src/sync/. */
+function defaultWorker(): URL {
+  const candidates = [new URL("./sync-worker.js", import.meta.url), new URL("../../dist/sync-worker.js", import.meta.url)];
+  const found = candidates.find((u) => existsSync(fileURLToPath(u)));
+  if (found === undefined) throw new WgpuError("no-webgpu", "the device worker (dist/sync-worker.js) is not built: run `pnpm build`, or pass workerUrl", { operation: "createSyncWgpuExecutor" });
+  return found;
+}
+
 /** The WebGPU executor behind `@poot/executor`'s synchronous contract. */
 export class SyncWgpuExecutor implements Executor {
   readonly caps: ExecutorCaps;
@@ -144,8 +154,8 @@ export class SyncWgpuExecutor implements Executor {
   #disposed = false;
 
   constructor(options: SyncWgpuOptions = {}) {
-    this.#ch = new Channel(options.workerUrl ?? new URL("./sync-worker.js", import.meta.url), options.timeoutMs ?? 600_000);
-    this.caps = this.#ch.call({ op: "open", options: { gpu: options.gpu ?? {}, device: options.device ?? {} } }) as ExecutorCaps;
+    this.#ch = new Channel(options.workerUrl ?? defaultWorker(), options.timeoutMs ?? 600_000);
+    this.caps = this.#ch.call({ op: "open", options: { gpu: options.gpu ?? {}, device: options.device ?? {}, executor: options.executor ?? {} } }) as ExecutorCaps;
   }
 
   bindWeights(source: WeightSource): void {

@@ -4,6 +4,7 @@
 import type { MessagePort } from "node:worker_threads";
 import type { NodeGpuOptions } from "../node.js";
 import type { WgpuDeviceOptions } from "../device.js";
+import type { WgpuExecutorOptions } from "../executor/executor.js";
 
 /** What the worker is started with. */
 export interface WorkerInit {
@@ -17,6 +18,7 @@ export interface WorkerInit {
 export interface OpenOptions {
   readonly gpu: NodeGpuOptions;
   readonly device: WgpuDeviceOptions;
+  readonly executor: WgpuExecutorOptions;
 }
 
 /** A request; `pid`/`sid` name programs and StateSets the worker holds. */

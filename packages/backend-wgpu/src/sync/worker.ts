@@ -47,7 +47,7 @@ export function serveWorker(init: WorkerInit): void {
     switch (r.op) {
       case "open": {
         const ctx = await openWgpu(await nodeGpu(r.options.gpu), r.options.device);
-        exec = createWgpuExecutor(ctx);
+        exec = createWgpuExecutor(ctx, r.options.executor);
         return exec.caps;
       }
       case "bindWeights":

@@ -3,6 +3,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
+import { createSyncWgpuExecutor } from "@poot/backend-wgpu/node";
 import { createEvalExecutor, type Executor } from "@poot/executor";
 import { CliError } from "../errors.js";
 
@@ -11,6 +12,8 @@ export const EXECUTORS: Readonly<Record<string, () => Executor>> = {
   eval: () => createEvalExecutor(),
   // The literal oracle: graph-ir's `evaluate` every step, nothing folded (slow; for checking and baselines).
   "eval-reference": () => createEvalExecutor({ foldWeights: false }),
+  // WebGPU through Dawn (the Vulkan loader finds drivers through VK_DRIVER_FILES, e.g. lavapipe).
+  wgpu: () => createSyncWgpuExecutor(),
 };
 
 /** A fresh executor for `--backend name`, or a CliError listing the available ones. */
