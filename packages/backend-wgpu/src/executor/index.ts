@@ -9,5 +9,5 @@ export type { WgpuExecutorOptions } from "./executor.js";
 export { WgpuProgram } from "./program.js";
 export { WgpuStateSet } from "./state.js";
 export { lowerForWgpu } from "./lower.js";
-export { planKernel, reduceAsRows, squeezeWeightBatch } from "./requests.js";
+export { inlineLiterals, planKernel, reduceAsRows, squeezeWeightBatch } from "./requests.js";
 export type { PlanKernel } from "./requests.js";

@@ -86,7 +86,7 @@ export class WgpuProgram {
       if (src.provenance === "none") return;
       let k;
       try {
-        k = planKernel(src, synth, `${ident}_p${i}_${p.op.toLowerCase()}`);
+        k = planKernel(src, synth, `${ident}_p${i}_${p.op.toLowerCase()}`, program.graph.eqns[p.eqn]);
       } catch (e) {
         if (!(e instanceof KernelgenError)) throw e;
         throw new WgpuError("unsupported-kernel", `plan ${i} (${p.op}, ${src.request.kind}, eqn ${p.eqn}) of ${name}: ${e.message}`, { operation: "stage", kernel: p.op, eqn: p.eqn });

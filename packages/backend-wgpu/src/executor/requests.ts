@@ -1,7 +1,8 @@
 // Plan kernels for the executor: imported library kernels where kernelgen has them, synthesized otherwise,
 // after two exact request rewrites (reductions over leading axes, broadcast weight batch dims) kernelgen lacks.
 
-import type { Access, KernelRequest, KernelSource } from "@poot/graph-plan";
+import { isLiteral, type Eqn } from "@poot/graph-ir";
+import type { Access, KernelRequest, KernelSource, RegionArg } from "@poot/graph-plan";
 import { KernelgenError, importedLaunch, synthesizeRequest, type BindingSource, type SynthCaps } from "@poot/kernelgen";
 import type { Kernel } from "@poot/kernel-dsl";
 
@@ -59,8 +60,21 @@ export function squeezeWeightBatch(req: KernelRequest): KernelRequest | null {
   return { ...req, inputs: [req.inputs[0]!, Bs, ...req.inputs.slice(2)] };
 }
 
+/**
+ * An unfused primitive with literal operands, as a one-node region carrying the literals: graph-plan leaves
+ * such literals in the equation (not in the request), and kernelgen's one-node region reads inputs only.
+ */
+export function inlineLiterals(req: KernelRequest, eqn: Eqn | undefined): KernelRequest | null {
+  if (req.region !== null || eqn === undefined || !eqn.inputs.some(isLiteral) || (req.kind !== "elementwise" && req.kind !== "movement")) return null;
+  let k = 0;
+  const args: RegionArg[] = eqn.inputs.map((o) => (isLiteral(o) ? { lit: o.lit, dtype: o.dtype } : { in: k++ }));
+  // The request's inputs are the equation's value operands, in order; anything else is not this case.
+  if (k !== req.inputs.length) return null;
+  return { ...req, region: { nodes: [{ op: eqn.op, args, params: eqn.params, dtype: req.output.dtype as never, shape: req.output.shape }], result: 0 } };
+}
+
 /** The kernel of one plan: imported when the library has it, else synthesized from the (rewritten) request. */
-export function planKernel(src: Exclude<KernelSource, { provenance: "none" }>, caps: SynthCaps, name: string): PlanKernel {
+export function planKernel(src: Exclude<KernelSource, { provenance: "none" }>, caps: SynthCaps, name: string, eqn?: Eqn): PlanKernel {
   let fallback: string | undefined;
   if (src.provenance === "imported") {
     try {
@@ -72,7 +86,7 @@ export function planKernel(src: Exclude<KernelSource, { provenance: "none" }>, c
       fallback = e.message;
     }
   }
-  const req = reduceAsRows(src.request) ?? squeezeWeightBatch(src.request) ?? src.request;
+  const req = reduceAsRows(src.request) ?? squeezeWeightBatch(src.request) ?? inlineLiterals(src.request, eqn) ?? src.request;
   const k = synthesizeRequest(req, caps, name);
   return { kernel: k.kernel, grid: k.grid, uniforms: {}, bindings: k.bindings, ...(fallback !== undefined ? { fallback } : {}) };
 }
