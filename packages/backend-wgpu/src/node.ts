@@ -1,5 +1,5 @@
-// The Node entry: a `navigator.gpu`-shaped `GPU` from Dawn (the optional `webgpu` npm package), to pass
-// to `requestWgpuDevice`. Browsers use `navigator.gpu` instead and never load this module.
+// The Node entry: a `navigator.gpu`-shaped `GPU` from Dawn (the optional `webgpu` npm package), and the
+// synchronous Executor whose device lives in a worker thread. Browsers use `navigator.gpu` and never load it.
 
 import { WgpuError } from "./errors.js";
 

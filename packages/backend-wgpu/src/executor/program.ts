@@ -3,7 +3,7 @@
 
 import type { TargetCode } from "@poot/codegen";
 import { ExecutorError, checkSlotData, elementBytes, type OutputData, type ProgramSchema } from "@poot/executor";
-import { numel, storageBytes, type Graph, type Value } from "@poot/graph-ir";
+import { numel, storageBytes, type Eqn, type Graph, type Value } from "@poot/graph-ir";
 import { compile, makeTarget, type CompileOptions, type Plan, type Program } from "@poot/graph-plan";
 import type { Kernel } from "@poot/kernel-dsl";
 import { KernelgenError, synthCapsFrom, type BindingSource } from "@poot/kernelgen";
@@ -16,6 +16,7 @@ import type { Step } from "../step.js";
 import { lowerForWgpu } from "./lower.js";
 import { outputOf, storageOf } from "./host.js";
 import { planKernel } from "./requests.js";
+import { isDensePrefix, producersOf, viewCopyKernel, viewLayout } from "./views.js";
 import type { WgpuStateSet } from "./state.js";
 
 /** What the program needs from its executor. */
@@ -58,14 +59,20 @@ export class WgpuProgram {
   readonly #slots = new Map<string, WgpuBuffer>();
   readonly #written = new Set<string>();
   readonly #owned = new Map<number, WgpuBuffer>();
-  readonly #steps = new Map<WgpuStateSet | null, { step: Step; kernels: BoundKernel[]; epoch: number }>();
+  // Copies of in-place operands, one per binding that needs it.
+  readonly #snapshots: WgpuBuffer[] = [];
+  readonly #steps = new Map<WgpuStateSet | null, { step: Step; kernels: BoundKernel[]; epoch: number; outputs: Map<string, WgpuBuffer> }>();
   #prepared = -1;
+  #producers: Map<number, Eqn> | undefined;
   #last: WgpuStateSet | null = null;
   #captured: { state: WgpuStateSet | null } | null = null;
   #disposed = false;
 
-  private constructor(host: ProgramHost, name: string, schema: ProgramSchema, program: Program, lowered: Lowered[]) {
+  readonly #ident: string;
+
+  private constructor(host: ProgramHost, name: string, schema: ProgramSchema, program: Program, lowered: Lowered[], ident: string) {
     this.#host = host;
+    this.#ident = ident;
     this.name = name;
     this.schema = schema;
     this.program = program;
@@ -93,7 +100,7 @@ export class WgpuProgram {
       }
       lowered.push({ plan: p, kernel: k.kernel, code: lowerForWgpu(k.kernel, lower), grid: k.grid, uniforms: k.uniforms, bindings: k.bindings, ...(k.fallback !== undefined ? { fallback: k.fallback } : {}) });
     });
-    const prog = new WgpuProgram(host, name, schema, program, lowered);
+    const prog = new WgpuProgram(host, name, schema, program, lowered, ident);
     for (const s of schema.slots.values()) prog.#slots.set(s.key, await host.ctx.buffers.create("slot", s.size * elementBytes(s.dtype), `${name} slot ${s.key}`));
     return prog;
   }
@@ -144,6 +151,7 @@ export class WgpuProgram {
         // WebGPU forbids a buffer bound writable and read in one dispatch: read an in-place operand from a copy.
         if (source.kind === "input" && root === outRoot) {
           const snap = await this.#host.ctx.buffers.create("io", b.bytes, `${this.name} snapshot v${root}`);
+          this.#snapshots.push(snap);
           before.push({ from: b.gpu, fromOffset: 0, to: snap.gpu, toOffset: 0, bytes: pad4(b.bytes) });
           b = snap;
         }
@@ -170,12 +178,33 @@ export class WgpuProgram {
     for (const s of this.program.graph.states) {
       const from = this.#root(s.output), to = this.#root(s.input);
       if (from === to) continue;
-      const src = await this.#buffer(from, state), dst = await this.#buffer(to, state);
+      const src = await this.#dense(s.output, state, kernels), dst = await this.#buffer(to, state);
       after.push({ from: src.gpu, fromOffset: 0, to: dst.gpu, toOffset: 0, bytes: pad4(dst.bytes) });
     }
+    const outputs = new Map<string, WgpuBuffer>();
+    for (const o of this.program.graph.outputs) outputs.set(o.name, await this.#dense(o.value, state, kernels));
     const step = this.#host.ctx.step(kernels, { label: this.name, after });
-    this.#steps.set(state, { step, kernels, epoch });
+    this.#steps.set(state, { step, kernels, epoch, outputs });
     return step;
+  }
+
+  /** A buffer holding value `v` densely: its root's, or a copy made by a kernel appended to `kernels` when `v` is a strided view. */
+  async #dense(v: number, state: WgpuStateSet | null, kernels: BoundKernel[]): Promise<WgpuBuffer> {
+    const g = this.program.graph;
+    const root = this.#root(v);
+    if (root === v) return this.#buffer(root, state);
+    const l = viewLayout(g, v, (this.#producers ??= producersOf(g)));
+    if (l.root !== root) throw new WgpuError("internal", `value ${v} of ${this.name}: its view chain ends at ${l.root}, graph-plan aliases it to ${root}`, { operation: "stage" });
+    if (isDensePrefix(g, v, l)) return this.#buffer(root, state);
+    const val = g.values[v] as Value;
+    let dense = this.#owned.get(v);
+    if (dense === undefined) {
+      dense = await this.#host.ctx.buffers.create("io", storageBytes(val.dtype, numel(val.shape)), `${this.name} dense v${v}`);
+      this.#owned.set(v, dense);
+    }
+    const k = viewCopyKernel(g, v, l, synthCapsFrom(planCaps(this.#host.ctx.caps)), `${this.#ident}_view${v}`);
+    kernels.push(await this.#host.ctx.bind({ kernel: k.kernel, code: lowerForWgpu(k.kernel, codegenCaps(this.#host.ctx.caps)), grid: k.grid, args: { x: { buffer: await this.#buffer(root, state) }, y: { buffer: dense } } }));
+    return dense;
   }
 
   /** A zeroed StateSet with this program's state layout. */
@@ -222,7 +251,7 @@ export class WgpuProgram {
     const spec = this.schema.outputs.get(name);
     if (spec === undefined) throw new ExecutorError("unknown-output", `no output "${name}" (outputs: ${[...this.schema.outputs.keys()].join(", ")})`, { program: this.name, key: name });
     const o = this.program.graph.outputs.find((x) => x.name === name)!;
-    const buf = await this.#buffer(this.#root(o.value), this.#last);
+    const buf = this.#steps.get(this.#last)?.outputs.get(name) ?? (await this.#buffer(this.#root(o.value), this.#last));
     return outputOf(spec.dtype, await buf.read(0, storageBytes(spec.dtype, spec.size)), spec.size, into);
   }
 
@@ -253,7 +282,7 @@ export class WgpuProgram {
     if (this.#disposed) return 0;
     let n = 0;
     for (const b of this.#slots.values()) n += b.bytes;
-    for (const b of this.#owned.values()) n += b.bytes;
+    for (const b of [...this.#owned.values(), ...this.#snapshots]) n += b.bytes;
     return n;
   }
 
@@ -265,7 +294,7 @@ export class WgpuProgram {
       s.step.dispose();
       for (const k of s.kernels) k.dispose();
     }
-    for (const b of [...this.#slots.values(), ...this.#owned.values()]) b.destroy();
+    for (const b of [...this.#slots.values(), ...this.#owned.values(), ...this.#snapshots]) b.destroy();
   }
 
   #alive(): void {
