@@ -1,7 +1,7 @@
 // Plan kernels for the executor: imported library kernels where kernelgen has them, synthesized otherwise,
 // after two exact request rewrites (reductions over leading axes, broadcast weight batch dims) kernelgen lacks.
 
-import { isLiteral, type Eqn } from "@poot/graph-ir";
+import { isLiteral, isPacked, type Eqn } from "@poot/graph-ir";
 import type { Access, KernelRequest, KernelSource, RegionArg } from "@poot/graph-plan";
 import { KernelgenError, importedLaunch, synthesizeRequest, type BindingSource, type SynthCaps } from "@poot/kernelgen";
 import type { Kernel } from "@poot/kernel-dsl";
@@ -14,6 +14,23 @@ export interface PlanKernel {
   readonly bindings: readonly { readonly buffer: string; readonly source: BindingSource }[];
   /** Set when an imported plan was synthesized instead (the library lacks the kernel). */
   readonly fallback?: string;
+  /** Inputs (by index, with their original strided access) to copy densely before the kernel runs. */
+  readonly densify: readonly { readonly index: number; readonly access: Access }[];
+}
+
+/**
+ * A contraction whose A or B is a strided view (e.g. one activation broadcast over experts) reads dense copies
+ * instead: kernelgen's contraction kernels take dense operands only. The copies are made by the executor.
+ */
+export function denseOperands(req: KernelRequest): { req: KernelRequest; densify: { index: number; access: Access }[] } | null {
+  if (req.kind !== "gemv" && req.kind !== "gemm") return null;
+  const densify: { index: number; access: Access }[] = [];
+  const inputs = req.inputs.map((a, index) => {
+    if (index > 1 || isPacked(a.dtype) || (a.offset === 0 && a.strides.every((st, i) => a.shape[i] === 1 || st === dense(a.shape)[i]))) return a;
+    densify.push({ index, access: a });
+    return { ...a, strides: dense(a.shape), offset: 0 };
+  });
+  return densify.length === 0 ? null : { req: { ...req, inputs }, densify };
 }
 
 const dense = (shape: readonly number[]): number[] => {
@@ -79,14 +96,15 @@ export function planKernel(src: Exclude<KernelSource, { provenance: "none" }>, c
   if (src.provenance === "imported") {
     try {
       const l = importedLaunch(src.name, src.metadata);
-      if (l.bindings !== undefined) return { kernel: l.kernel, grid: l.grid, uniforms: l.uniforms, bindings: l.bindings };
+      if (l.bindings !== undefined) return { kernel: l.kernel, grid: l.grid, uniforms: l.uniforms, bindings: l.bindings, densify: [] };
       fallback = `imported ${src.name} has no bindings`;
     } catch (e) {
       if (!(e instanceof KernelgenError)) throw e;
       fallback = e.message;
     }
   }
-  const req = reduceAsRows(src.request) ?? squeezeWeightBatch(src.request) ?? inlineLiterals(src.request, eqn) ?? src.request;
-  const k = synthesizeRequest(req, caps, name);
-  return { kernel: k.kernel, grid: k.grid, uniforms: {}, bindings: k.bindings, ...(fallback !== undefined ? { fallback } : {}) };
+  const base = reduceAsRows(src.request) ?? squeezeWeightBatch(src.request) ?? inlineLiterals(src.request, eqn) ?? src.request;
+  const d = denseOperands(base);
+  const k = synthesizeRequest(d?.req ?? base, caps, name);
+  return { kernel: k.kernel, grid: k.grid, uniforms: {}, bindings: k.bindings, densify: d?.densify ?? [], ...(fallback !== undefined ? { fallback } : {}) };
 }
