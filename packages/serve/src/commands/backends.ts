@@ -12,8 +12,9 @@ export const EXECUTORS: Readonly<Record<string, () => Executor>> = {
   eval: () => createEvalExecutor(),
   // The literal oracle: graph-ir's `evaluate` every step, nothing folded (slow; for checking and baselines).
   "eval-reference": () => createEvalExecutor({ foldWeights: false }),
-  // WebGPU through Dawn (the Vulkan loader finds drivers through VK_DRIVER_FILES, e.g. lavapipe).
-  wgpu: () => createSyncWgpuExecutor(),
+  // WebGPU through Dawn (the Vulkan loader finds drivers through VK_DRIVER_FILES, e.g. lavapipe). Unfused
+  // for now: kernelgen does not yet serve the row reductions graph-plan fuses into contraction epilogues.
+  wgpu: () => createSyncWgpuExecutor({ executor: { compile: { fusion: false, recognize: false } } }),
 };
 
 /** A fresh executor for `--backend name`, or a CliError listing the available ones. */
