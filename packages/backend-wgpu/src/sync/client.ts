@@ -34,20 +34,29 @@ class Channel {
   readonly #port: MessagePort;
   readonly #worker: Worker;
   readonly #timeout: number;
+  #failure: Error | undefined;
 
   constructor(url: URL, timeoutMs: number) {
     const { port1, port2 } = new MessageChannel();
     this.#port = port1;
     this.#timeout = timeoutMs;
-    this.#worker = new Worker(url, { workerData: { signal: this.#signal.buffer, port: port2 }, transferList: [port2] });
+    // The worker runs built JavaScript: a dev-time `--conditions source` (vitest) would make it load .ts sources.
+    const execArgv = process.execArgv.filter((a, i, all) => !/^(--conditions|-C)(=|$)/.test(a) && !/^(--conditions|-C)$/.test(all[i - 1] ?? ""));
+    this.#worker = new Worker(url, { workerData: { signal: this.#signal.buffer, port: port2 }, transferList: [port2], execArgv });
     // The worker must not keep the process alive once the executor is dropped.
     this.#worker.unref();
   }
 
   call(r: Request): unknown {
-    Atomics.store(this.#signal, 0, 0);
+    // 1 -> 0 only: a worker that failed to load leaves 2, which every later call reads as its error.
+    Atomics.compareExchange(this.#signal, 0, 1, 0);
     this.#port.postMessage(r);
     if (Atomics.wait(this.#signal, 0, 0, this.#timeout) === "timed-out") throw new WgpuError("device-lost", `the device worker did not answer ${r.op} within ${this.#timeout} ms`, { operation: r.op });
+    if (Atomics.load(this.#signal, 0) === 2) {
+      const failed = receiveMessageOnPort(this.#port) as { message: Reply } | undefined;
+      this.#failure ??= failed !== undefined && !failed.message.ok ? rebuild(failed.message.error) : new WgpuError("no-webgpu", "the device worker failed to start", { operation: r.op });
+      throw this.#failure;
+    }
     const m = receiveMessageOnPort(this.#port) as { message: Reply } | undefined;
     if (m === undefined) throw new WgpuError("device-lost", `the device worker signalled ${r.op} without a reply`, { operation: r.op });
     if (!m.message.ok) throw rebuild(m.message.error);
