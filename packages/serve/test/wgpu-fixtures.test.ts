@@ -62,7 +62,7 @@ describe.skipIf(skip !== undefined)(`poot --backend wgpu on the fixture families
         pre.release();
         // Decode one token at a time, fed the reference continuation so every row is comparable.
         const s = engine.openSession();
-        let logits = new Float32Array(0);
+        let logits: Float32Array = new Float32Array(0);
         for (let t = 0; t < T; t++) {
           logits = s.step([ref.prompt_ids[t]!]);
           expect(relErr(logits, row(t)), `decode position ${t}`).toBeLessThanOrEqual(1e-4);
