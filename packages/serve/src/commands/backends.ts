@@ -4,6 +4,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createVulkanExecutor } from "@poot/backend-vulkan";
+import { createSyncWgpuExecutor } from "@poot/backend-wgpu/node";
 import { createEvalExecutor, createInterpExecutor, type Executor } from "@poot/executor";
 import { CliError } from "../errors.js";
 
@@ -17,6 +18,9 @@ export const EXECUTORS: Readonly<Record<string, () => Executor>> = {
   interp: () => createInterpExecutor(),
   // Vulkan through libvulkan.so.1; the loader picks the driver (VK_DRIVER_FILES selects one, e.g. lavapipe).
   vulkan: () => createVulkanExecutor(),
+  // WebGPU through Dawn (the Vulkan loader finds drivers through VK_DRIVER_FILES, e.g. lavapipe). Unfused
+  // for now: kernelgen does not yet serve the row reductions graph-plan fuses into contraction epilogues.
+  wgpu: () => createSyncWgpuExecutor({ executor: { compile: { fusion: false, recognize: false } } }),
 };
 
 /** A fresh executor for `--backend name`, or a CliError listing the available ones. */
