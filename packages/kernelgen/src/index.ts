@@ -35,7 +35,5 @@ export { importedLaunch } from "./launch.js";
 export { planKernel, reduceAsRows, squeezeWeightBatch } from "./adapter/plan-kernel.js";
 export type { PlanKernel } from "./adapter/plan-kernel.js";
 export type { ImportedLaunch } from "./launch.js";
-export { planKernel, reduceAsRows, squeezeWeightBatch } from "./plan-kernel.js";
-export type { PlanKernel } from "./plan-kernel.js";
 export { interpretProgram, bytesToWords } from "./interpret-program.js";
 export type { InterpretProgramOptions, ProgramRun } from "./interpret-program.js";

@@ -1,4 +1,3 @@
-<<<<<<<< HEAD:packages/kernelgen/src/adapter/plan-kernel.ts
 // The kernel of one plan, shared by every backend and the interpreter: the imported library kernel where it launches,
 // synthesized otherwise, after two exact request rewrites (moved here from backend-cuda, once copied from backend-wgpu).
 
@@ -7,16 +6,6 @@ import type { SynthCaps } from "../caps.js";
 import { KernelgenError } from "../errors.js";
 import { importedLaunch } from "../launch.js";
 import { synthesizeRequest, type BindingSource } from "./request.js";
-========
-// The kernel of one compiled plan, shared by every executor and `poot kernels`: the imported library kernel where
-// kernelgen has it, else synthesized from the request after two exact request rewrites.
-
-import type { Access, KernelRequest, KernelSource } from "@poot/graph-plan";
-import { synthesizeRequest, type BindingSource } from "./adapter/request.js";
-import type { SynthCaps } from "./caps.js";
-import { KernelgenError } from "./errors.js";
-import { importedLaunch } from "./launch.js";
->>>>>>>> kernels-cli:packages/kernelgen/src/plan-kernel.ts
 import type { Kernel } from "@poot/kernel-dsl";
 
 /** A kernel ready to lower and bind. */
