@@ -1,7 +1,7 @@
 // Byte runs of strided views, checked against element positions enumerated by hand.
 
 import { describe, expect, test } from "vitest";
-import { runs } from "./views.js";
+import { viewRuns as runs } from "./views.js";
 
 describe("runs", () => {
   test("a dense layout is one run; a last-axis slice [1, 3, 4] of [1, 3, 5] at offset 1 is three runs", () => {
