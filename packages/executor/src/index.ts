@@ -9,6 +9,8 @@ export { stageParts } from "./contract.js";
 export { ExecutorError } from "./errors.js";
 export type { ExecutorErrorCode, ExecutorErrorContext } from "./errors.js";
 export { checkSlotData, elementBytes, sameLaneLayout, schemaOf } from "./schema.js";
+export { viewLayout, viewRuns } from "./views.js";
+export type { ViewLayout } from "./views.js";
 export type { ConstSpec, OutputSpec, ProgramSchema, SlotSpec, StateSpec } from "./schema.js";
 export { HostStateSet, allocHostBuffer, laneCount, loadHost, storeHost } from "./host-state.js";
 export type { HostBuffer } from "./host-state.js";

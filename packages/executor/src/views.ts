@@ -1,8 +1,10 @@
 // Where a view value lives in its root buffer (offset and strides), recomputed from the view equations the
-// same way graph-plan lays them out, and the byte runs a strided view covers (for copies out of it).
+// same way graph-plan lays them out, and the contiguous runs a strided view covers (for copies out of it).
 
 import { stridesOf, isLiteral, type Graph, type ValueId } from "@poot/graph-ir";
-import { invariant } from "../errors.js";
+import { invariant } from "./errors.js";
+
+const VIEWS = new Set(["Reshape", "Transpose", "Slice", "Broadcast"]);
 
 /** A value's elements as offset + Σ index · stride over its root buffer, in elements. */
 export interface ViewLayout {
@@ -11,12 +13,19 @@ export interface ViewLayout {
   readonly offset: number;
 }
 
-/** The layout of `v` over `root`: identity when v is the root, else composed through Reshape/Transpose/Slice/Broadcast. */
+/**
+ * The layout of `v` over `root` (graph-plan's `buffers().aliases` root of `v`): identity when v is the root,
+ * else composed through Reshape/Transpose/Slice/Broadcast. Backends use it for outputs and state_outs that
+ * alias their root without being its dense prefix.
+ */
 export function viewLayout(g: Graph, v: ValueId, root: ValueId): ViewLayout {
   const val = g.values[v]!;
   if (v === root) return { shape: val.shape, strides: stridesOf(val.shape), offset: 0 };
   const e = g.eqns.find((x) => x.out === v);
-  invariant(e !== undefined && !isLiteral(e.inputs[0]!), `view value ${v} has no defining view equation`);
+  invariant(e !== undefined, `value ${v} aliases ${root} but has no defining equation`);
+  // graph-plan aliases a non-view only for an in-place State write, which covers its root densely.
+  if (!VIEWS.has(e.op)) return { shape: val.shape, strides: stridesOf(val.shape), offset: 0 };
+  invariant(!isLiteral(e.inputs[0]!), `view value ${v} views a literal`);
   const src = viewLayout(g, e.inputs[0] as ValueId, root);
   const shape = val.shape;
   switch (e.op) {
@@ -34,12 +43,15 @@ export function viewLayout(g: Graph, v: ValueId, root: ValueId): ViewLayout {
       return { shape, strides: shape.map((_, i) => (i < pad || src.shape[i - pad] === 1 ? 0 : src.strides[i - pad]!)), offset: src.offset };
     }
     default:
-      invariant(false, `value ${v} aliases ${root} through ${e.op}, which is not a view`);
+      invariant(false, `value ${v}: ${e.op} is listed as a view but has no layout rule`);
   }
 }
 
-/** Contiguous runs of a layout in row-major element order: [element offset in root, element count]. */
-export function runs(l: ViewLayout): [number, number][] {
+/**
+ * Contiguous runs of a layout in row-major element order: [element offset in root, element count]. Copying
+ * the runs one after another yields the view densely (what a graph output or a state_out must hold).
+ */
+export function viewRuns(l: ViewLayout): [number, number][] {
   // The innermost axes that are laid out densely form one run.
   let inner = l.shape.length, len = 1;
   while (inner > 0) {
