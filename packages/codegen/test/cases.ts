@@ -4,7 +4,7 @@
 import { expect } from "vitest";
 import { arrayClassFor, f32ToBf16Bits, type Kernel, type KernelBuffer } from "@poot/kernel-dsl";
 import { atomics, bf16Scale, gemv, manyInputs, MANY, rowSum, vec4Affine } from "./kernels.js";
-import { moreAtomics, narrow, scalarOps, subgroupOps } from "./coverage-kernels.js";
+import { moreAtomics, narrow, nonFinite, scalarOps, subgroupOps } from "./coverage-kernels.js";
 import { f32ToF16Bits } from "@poot/kernel-dsl";
 
 /** mulberry32: deterministic uniform [0, 1). */
@@ -86,6 +86,7 @@ export const coverageCases: Case[] = [
     kernel: subgroupOps, grid: [2, 1, 1], uniforms: {}, tol: 0,
     buffers: (r) => ({ src: Float32Array.from({ length: 64 }, () => Math.round((r() * 2 - 1) * 100)), out: poisoned(64) }),
   },
+  { kernel: nonFinite, grid: [2, 1, 1], uniforms: {}, tol: 0, buffers: (r) => ({ src: f32s(32, r), out: new Float32Array(128) }) },
 ];
 
 /** n uniform random f32 in [-1, 1). */

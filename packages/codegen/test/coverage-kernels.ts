@@ -1,5 +1,6 @@
 // Kernels that exercise the IR constructs the main test kernels leave out: math intrinsics, casts with
-// saturation, bit ops, private arrays, break/continue, 2-D workgroups, f16/u8/i8 storage, more atomics, subgroups.
+// saturation, bit ops, private arrays, break/continue, 2-D workgroups, f16/u8/i8 storage, more atomics, subgroups,
+// non-finite constants.
 
 import { kernel, type Kernel } from "@poot/kernel-dsl";
 
@@ -100,5 +101,22 @@ export const subgroupOps = kernel("subgroup_ops", { workgroupSize: [32, 1, 1] },
   out.set(i, x1.add(b0.mul(10)).add(rot.mul(100)).add(mx.mul(1000)).add(mn.f32()));
 });
 
+/** Non-finite constants: -inf and +inf start a running max and min (as attention's row max does), NaN is stored. */
+export const nonFinite = kernel("non_finite", { workgroupSize: [16, 1, 1] }, (k) => {
+  const { buffer, gid, let_, var_, f32, max, min } = k;
+  const src = buffer("src", "f32", "read");
+  const out = buffer("out", "f32", "write");
+  const i = let_(gid.x, "i");
+  const x = let_(src.at(i), "x");
+  const hi = var_(f32(-Infinity), "hi");
+  hi.set(max(hi, x));
+  const lo = var_(f32(Infinity), "lo");
+  lo.set(min(lo, x));
+  out.set(i.mul(4), hi);
+  out.set(i.mul(4).add(1), lo);
+  out.set(i.mul(4).add(2), f32(-Infinity).add(x));
+  out.set(i.mul(4).add(3), f32(NaN));
+});
+
 /** The coverage kernels. */
-export const COVERAGE_KERNELS: readonly Kernel[] = [scalarOps, narrow, moreAtomics, subgroupOps];
+export const COVERAGE_KERNELS: readonly Kernel[] = [scalarOps, narrow, moreAtomics, subgroupOps, nonFinite];

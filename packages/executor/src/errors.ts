@@ -21,6 +21,8 @@ export type ExecutorErrorCode =
   | "weight-mismatch"
   /** A dtype the backend cannot hold (its caps do not list it). */
   | "unsupported-dtype"
+  /** A graph the backend cannot plan, or a plan it has no kernel for (the message names the plan). */
+  | "unsupported-program"
   /** `replay` with nothing captured, or capture on a backend that cannot. */
   | "not-captured"
   /** Use of a disposed executor, program or StateSet. */

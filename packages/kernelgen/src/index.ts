@@ -32,6 +32,8 @@ export type { IndexedMatMulRequest } from "./synth/indexed.js";
 export { synthesizeRequest, synthCapsFrom } from "./adapter/request.js";
 export type { RequestKernel, BindingSource } from "./adapter/request.js";
 export { importedLaunch } from "./launch.js";
+export { planKernel, reduceAsRows, squeezeWeightBatch } from "./adapter/plan-kernel.js";
+export type { PlanKernel } from "./adapter/plan-kernel.js";
 export type { ImportedLaunch } from "./launch.js";
 export { interpretProgram, bytesToWords } from "./interpret-program.js";
 export type { InterpretProgramOptions, ProgramRun } from "./interpret-program.js";

@@ -7,10 +7,10 @@ import { PLAN_OPS } from "@poot/graph-plan";
 import type { Program } from "@poot/graph-plan";
 import { arrayClassFor, interpret } from "@poot/kernel-dsl";
 import type { KernelBuffer } from "@poot/kernel-dsl";
-import { synthCapsFrom, synthesizeRequest } from "./adapter/request.js";
+import { planKernel } from "./adapter/plan-kernel.js";
+import { synthCapsFrom } from "./adapter/request.js";
 import type { SynthCaps } from "./caps.js";
 import { KernelgenError, invariant } from "./errors.js";
-import { importedLaunch } from "./launch.js";
 
 /** Options of `interpretProgram`. */
 export interface InterpretProgramOptions {
@@ -103,18 +103,18 @@ export function interpretProgram(prog: Program, bindings: EvalBindings, options:
     const src = plan.kernel;
     if (src.provenance === "none") return;
     const req = src.request;
-    const rk = src.provenance === "imported" ? importedLaunch(src.name, src.metadata) : synthesizeRequest(req, caps, `p${i}_${plan.op.toLowerCase()}`);
-    if (rk.bindings === undefined) throw new KernelgenError("unknown_kernel", `imported ${src.provenance === "imported" ? src.name : plan.op} has no binding table`, { synth: "interpretProgram", value: i });
+    // The shared plan -> kernel mapping (imported where it launches, else synthesized after exact rewrites).
+    const rk = planKernel(src, caps, `p${i}_${plan.op.toLowerCase()}`);
     const buffers: Record<string, KernelBuffer> = {};
     const roots = rk.bindings.map(({ source }) => (source.kind === "output" ? req.output.root : (req.inputs[source.index] as { root: number }).root));
     // A written buffer is bound once (WebGPU rejects a writable binding that aliases another one).
     invariant(roots.filter((r) => r === req.output.root).length === 1, `plan ${i} (${plan.op}) binds its output buffer twice`);
     rk.bindings.forEach(({ buffer: name }, j) => (buffers[name] = buffer(roots[j] as number)));
-    const sg = "subgroupSize" in rk ? rk.subgroupSize : undefined;
-    interpret(rk.kernel, { grid: [...rk.grid], buffers, ...("uniforms" in rk ? { uniforms: rk.uniforms } : {}), ...(sg === undefined ? {} : { subgroupSize: sg }) });
+    const uniforms = Object.keys(rk.uniforms).length > 0 ? { uniforms: rk.uniforms } : {};
+    interpret(rk.kernel, { grid: [...rk.grid], buffers, ...uniforms, ...(rk.subgroupSize === undefined ? {} : { subgroupSize: rk.subgroupSize }) });
     options.onPlan?.(i, buffer(req.output.root));
     dispatches++;
-    const tag = src.provenance === "imported" ? `imported:${src.name}` : req.kind;
+    const tag = src.provenance === "imported" && rk.fallback === undefined ? `imported:${src.name}` : req.kind;
     kinds[tag] = (kinds[tag] ?? 0) + 1;
   });
   // An output or state that is a view (no dispatch) is gathered from its root buffer on the host.

@@ -4,14 +4,14 @@
 import { ExecutorError, checkSlotData, elementBytes, type OutputData, type ProgramSchema, type StagedProgram, type StateSet } from "@poot/executor";
 import { numel, storageBytes, type Graph, type Value } from "@poot/graph-ir";
 import { compile, makeTarget, type CompileOptions, type DeviceCaps as PlanCaps, type Plan, type Program } from "@poot/graph-plan";
-import { KernelgenError, synthCapsFrom, type BindingSource } from "@poot/kernelgen";
+import { KernelgenError, planKernel, synthCapsFrom, type BindingSource } from "@poot/kernelgen";
 import type { CompiledKernel, CudaContext } from "../context.js";
 import { CudaError } from "../errors.js";
 import type { CudaGraph } from "../graph.js";
 import type { Dim3, LaunchParams } from "../launch.js";
 import type { DeviceBuffer, PinnedBuffer } from "../memory.js";
 import { outputOf, storageOf } from "./host.js";
-import { planKernel } from "./requests.js";
+import { stateCopies, viewRegions, type ByteRegion } from "./regions.js";
 import { CudaStateSet } from "./state.js";
 
 /** What a program needs from its executor. */
@@ -65,7 +65,8 @@ interface Bound {
 
 interface StepBinding {
   readonly launches: Bound[];
-  readonly after: readonly { readonly from: DeviceBuffer; readonly to: DeviceBuffer }[];
+  /** State copies after the launches, region by region (a strided state_out is gathered densely). */
+  readonly after: readonly { readonly from: DeviceBuffer; readonly to: DeviceBuffer; readonly regions: readonly ByteRegion[] }[];
   readonly epoch: number;
 }
 
@@ -201,12 +202,9 @@ export class CudaProgram implements StagedProgram {
     if (have !== undefined && have.epoch === epoch) return have;
     if (have !== undefined) for (const b of have.launches) b.params.dispose();
     const launches = this.#bind("step", state);
-    // A state_out computed outside its State buffer is copied into it after the step (donation).
-    const after: { from: DeviceBuffer; to: DeviceBuffer }[] = [];
-    for (const s of this.program.graph.states) {
-      const from = this.#root(s.output), to = this.#root(s.input);
-      if (from !== to) after.push({ from: this.#buffer(from, state), to: this.#buffer(to, state) });
-    }
+    // A state_out computed outside its State buffer is copied into it after the step (donation); when it is a
+    // view of its root (a slice of a concatenation, as in a conv state) only the elements it covers are copied.
+    const after = stateCopies(this.program.graph, (v) => this.#root(v)).map((c) => ({ from: this.#buffer(c.from, state), to: this.#buffer(c.to, state), regions: c.regions }));
     const step = { launches, after, epoch };
     this.#steps.set(state, step);
     return step;
@@ -217,7 +215,7 @@ export class CudaProgram implements StagedProgram {
     const stream = this.#host.ctx.stream;
     for (const s of this.#slots.values()) s.pinned.copyTo(s.dev, stream, s.bytes);
     this.#enqueue(step.launches);
-    for (const c of step.after) c.to.copyFrom(c.from, c.to.bytes, stream);
+    for (const c of step.after) for (const r of c.regions) c.to.copyRange(c.from, r.srcOffset, r.dstOffset, r.bytes, stream);
   }
 
   /** A zeroed StateSet with this program's state layout. */
@@ -270,7 +268,16 @@ export class CudaProgram implements StagedProgram {
     if (spec === undefined) throw new ExecutorError("unknown-output", `no output "${name}" (outputs: ${[...this.schema.outputs.keys()].join(", ")})`, { program: this.name, key: name });
     const o = this.program.graph.outputs.find((x) => x.name === name)!;
     this.#host.ctx.synchronize();
-    const bytes = this.#buffer(this.#root(o.value), this.#last).download(new Uint8Array(storageBytes(spec.dtype, spec.size)));
+    const root = this.#root(o.value);
+    const buf = this.#buffer(root, this.#last);
+    const bytes = new Uint8Array(storageBytes(spec.dtype, spec.size));
+    const regions = viewRegions(this.program.graph, o.value, root);
+    if (regions.length === 1) buf.download(bytes, regions[0]!.srcOffset);
+    else {
+      // A strided view of its root (a transpose, a broadcast): read the root once and gather its runs.
+      const all = buf.download(new Uint8Array(buf.bytes));
+      for (const r of regions) bytes.set(all.subarray(r.srcOffset, r.srcOffset + r.bytes), r.dstOffset);
+    }
     return outputOf(spec.dtype, bytes, spec.size, into);
   }
 

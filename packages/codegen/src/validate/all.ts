@@ -29,8 +29,8 @@ export interface TargetValidation {
   readonly result: ValidationResult;
 }
 
-/** Validates emitted code with its target's own tools. */
-export async function validateTargetCode(code: TargetCode, options: ValidateOptions = {}): Promise<TargetValidation[]> {
+/** Validates emitted code (or code read back from a file: only `target` and `text`/`binary` are read) with its target's own tools. */
+export async function validateTargetCode(code: Pick<TargetCode, "target" | "text" | "binary">, options: ValidateOptions = {}): Promise<TargetValidation[]> {
   const tools = options.tools ?? {};
   switch (code.target) {
     case "ptx": {

@@ -85,6 +85,18 @@ export async function openDawnDevice(options: DawnOptions = {}): Promise<DawnOpe
 
 /** Compiles WGSL with Tint on `device`; returns Tint's error messages when any. */
 export async function validateWgsl(device: GPUDevice, source: string): Promise<ValidationResult> {
+  // Error scopes are one stack per device: overlapping validations would pop each other's errors, so each
+  // device validates one module at a time, in call order.
+  const prev = queues.get(device) ?? Promise.resolve();
+  const run = prev.then(() => validateOne(device, source));
+  queues.set(device, run.then(() => undefined, () => undefined));
+  return run;
+}
+
+/** The last validation queued on each device. */
+const queues = new WeakMap<GPUDevice, Promise<void>>();
+
+async function validateOne(device: GPUDevice, source: string): Promise<ValidationResult> {
   const tool = "tint (dawn)";
   device.pushErrorScope("validation");
   const module = device.createShaderModule({ code: source });

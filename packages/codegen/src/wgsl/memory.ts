@@ -19,6 +19,8 @@ export function isWordPacked(elem: ElemType, nativeF16: boolean): boolean {
 
 /** WGSL helper functions shared by all kernels that need them (bf16/f16 rounding, erf). */
 export const WGSL_HELPERS: Record<string, string> = {
+  // The bits of NaN, +inf and -inf: a private variable, because a constant expression may not be non-finite.
+  nonfinite: "var<private> poot_nonfinite: vec3<u32> = vec3<u32>(0x7fc00000u, 0x7f800000u, 0xff800000u);",
   bf16_bits: [
     "fn bf16_bits(v: f32) -> u32 {",
     "  let b = bitcast<u32>(v);",

@@ -53,8 +53,9 @@ function wgslLiteral(type: ValueType, value: number | boolean): string {
   const n = Number(value);
   if (type === "u32") return `${n >>> 0}u`;
   if (type === "i32") return n === -2147483648 ? "i32(-2147483648)" : `${n}i`;
-  if (Number.isNaN(n)) return "bitcast<f32>(0x7fc00000u)";
-  if (!Number.isFinite(n)) return n > 0 ? "bitcast<f32>(0x7f800000u)" : "bitcast<f32>(0xff800000u)";
+  // WGSL rejects a constant expression that evaluates to NaN or infinity, so these load the bits at run time.
+  if (Number.isNaN(n)) return "bitcast<f32>(poot_nonfinite.x)";
+  if (!Number.isFinite(n)) return n > 0 ? "bitcast<f32>(poot_nonfinite.y)" : "bitcast<f32>(poot_nonfinite.z)";
   const s = String(n);
   return `${s.includes(".") || s.includes("e") ? s : `${s}.0`}f`;
 }
@@ -76,7 +77,11 @@ export function lowerWgsl(kernel: Kernel, caps: DeviceCaps, options: LowerOption
   const d: CStyleDialect = {
     ident: id,
     type: (t) => t,
-    literal: wgslLiteral,
+    literal: (t, v) => {
+      const text = wgslLiteral(t, v);
+      if (text.includes("poot_nonfinite")) need("nonfinite");
+      return text;
+    },
     builtin: (name, axis) => {
       switch (name) {
         case "global_id": return `gid.${AXES[axis!]}`;

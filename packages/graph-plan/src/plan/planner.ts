@@ -147,6 +147,19 @@ function imported(g: Graph, e: Eqn, kind: KernelKind): { name: string; metadata:
   }
 }
 
+/**
+ * The one-node region of an unfused primitive with literal operands (`Mul(x, 2.0)`), or null when it has none:
+ * requests list only value inputs, so a literal must travel in the region (`{ in: j }` numbers the value inputs).
+ */
+function literalRegion(g: Graph, e: Eqn): Region | null {
+  if (!e.inputs.some(isLiteral)) return null;
+  let j = 0;
+  const args = e.inputs.map((o) => (isLiteral(o) ? { lit: o.lit, dtype: o.dtype } : { in: j++ }));
+  const out = g.values[e.out]!;
+  if (isPacked(out.dtype)) return null;
+  return { nodes: [{ op: e.op, args, params: e.params, dtype: out.dtype, shape: out.shape }], result: 0 };
+}
+
 /** Plans every equation; throws PlanError when the target lacks what an equation needs. */
 export function planGraph(g: Graph, target: Target, options: ResolvedOptions, ops: OpTable): Plan[] {
   const L = planLimits(target);
@@ -186,7 +199,7 @@ export function planGraph(g: Graph, target: Target, options: ResolvedOptions, op
     }
     const request: KernelRequest = {
       kind, op: e.op, inputs, output: outAcc, params: e.params as Params,
-      region: ((e.params.region ?? e.params.epilogue ?? null) as Region | null),
+      region: ((e.params.region ?? e.params.epilogue ?? null) as Region | null) ?? literalRegion(g, e),
       emulated16: [...inputs, outAcc].some((a) => (a.dtype === "bf16" && !caps16.bf16) || (a.dtype === "f16" && !caps16.f16)),
     };
     const imp = options.preferImported ? imported(g, e, kind) : undefined;

@@ -136,6 +136,9 @@ export function regionRow(name: string, region: Region, inputs: readonly Access[
     const tid = b.let_(b.lid.x, "tid");
     const rc = delinearize(b, row, lead);
     for (const { n, i } of reduces) {
+      // The cooperative pass indexes the reduction by the output row; past a layout change (a head transpose before
+      // RoPE) the row is another reduction's, so the emitter computes it inline where the output reads it.
+      if (!rowAligned(region, i)) continue;
       const kind = n.params.kind as string;
       const src = n.args[0] as RegionArg;
       const srcShape = regionShape(region, inputs, src);
@@ -172,6 +175,21 @@ export function regionRow(name: string, region: Region, inputs: readonly Access[
     }, "c");
   });
   return { kernel: k, grid: grid2d(rows, caps), ...(useSg ? { subgroupSize: sg } : {}) };
+}
+
+/** Ops that move elements between positions: past one, an output row no longer names the same reduction row. */
+const LAYOUT_OPS = new Set(["Reshape", "Transpose", "Slice", "Concat", "Pad", "Gather", "DynamicSlice", "DynamicUpdateSlice"]);
+
+/** Whether every node that (transitively) reads reduce node `r` keeps element positions (elementwise or broadcast). */
+function rowAligned(region: Region, r: number): boolean {
+  const reads = new Set([r]);
+  for (let k = r + 1; k < region.nodes.length; k++) {
+    const n = region.nodes[k] as RegionNode;
+    if (!n.args.some((a) => "node" in a && reads.has(a.node))) continue;
+    if (LAYOUT_OPS.has(n.op)) return false;
+    reads.add(k);
+  }
+  return true;
 }
 
 /**

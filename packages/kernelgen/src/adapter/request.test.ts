@@ -95,3 +95,32 @@ describe("requests for unfused primitives", () => {
     expect(() => synthesizeRequest(r, CAPS)).toThrow(expect.objectContaining({ code: "bad_param", message: expect.stringContaining("literal operand") }));
   });
 });
+
+describe("row regions whose reduction is transposed before the output", () => {
+  it("x / sqrt(sum(x²)) per [t, h] row, then Transpose to [h, t, d] (qk-norm before RoPE), equals evaluate", async () => {
+    const { Builder, evaluate } = await import("@poot/graph-ir");
+    const { interpret } = await import("@poot/kernel-dsl");
+    const [T, H, D] = [3, 5, 8];
+    const x = Float32Array.from({ length: T * H * D }, (_, i) => Math.sin(i * 0.7) * 2);
+    const region = {
+      nodes: [
+        { op: "Mul", args: [{ in: 0 }, { in: 0 }], params: {}, dtype: "f32" as const, shape: [T, H, D] },
+        { op: "Reduce", args: [{ node: 0 }], params: { kind: "sum", axes: [-1], keepdim: true }, dtype: "f32" as const, shape: [T, H, 1] },
+        { op: "Sqrt", args: [{ node: 1 }], params: {}, dtype: "f32" as const, shape: [T, H, 1] },
+        { op: "Recip", args: [{ node: 2 }], params: {}, dtype: "f32" as const, shape: [T, H, 1] },
+        { op: "Mul", args: [{ in: 0 }, { node: 3 }], params: {}, dtype: "f32" as const, shape: [T, H, D] },
+        { op: "Transpose", args: [{ node: 4 }], params: { perm: [1, 0, 2] }, dtype: "f32" as const, shape: [H, T, D] },
+      ],
+      result: 5,
+    };
+    const r: KernelRequest = { kind: "reduction-row", op: "FusedRow", inputs: [dense(0, [T, H, D])], output: dense(1, [H, T, D]), params: { region } as never, region: region as never, emulated16: false };
+    const k = synthesizeRequest(r, { ...CAPS, subgroupSize: 8 });
+    const out = new Float32Array(T * H * D).fill(NaN);
+    interpret(k.kernel, { grid: [...k.grid], buffers: { in0: x, out }, ...(k.subgroupSize === undefined ? {} : { subgroupSize: k.subgroupSize }) });
+    const g = new Builder();
+    const xv = g.const("x", "f32", [T, H, D]);
+    g.output("y", g.transpose(g.mul(xv, g.recip(g.sqrt(g.reduce("sum", g.mul(xv, xv), [-1], true)))), [1, 0, 2]));
+    const want = evaluate(g.build(), { consts: { x } }).outputs.y!.data;
+    for (let i = 0; i < want.length; i++) expect(Math.abs(out[i]! - want[i]!), `element ${i}`).toBeLessThanOrEqual(1e-6 * Math.max(1, Math.abs(want[i]!)));
+  });
+});

@@ -3,7 +3,9 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
-import { createEvalExecutor, type Executor } from "@poot/executor";
+import { createVulkanExecutor } from "@poot/backend-vulkan";
+import { createSyncWgpuExecutor } from "@poot/backend-wgpu/node";
+import { createEvalExecutor, createInterpExecutor, type Executor } from "@poot/executor";
 import { CliError } from "../errors.js";
 
 /** Executor factories by backend name; the CPU and GPU backends join this table as they land. */
@@ -11,6 +13,14 @@ export const EXECUTORS: Readonly<Record<string, () => Executor>> = {
   eval: () => createEvalExecutor(),
   // The literal oracle: graph-ir's `evaluate` every step, nothing folded (slow; for checking and baselines).
   "eval-reference": () => createEvalExecutor({ foldWeights: false }),
+  // Every graph compiled by graph-plan for the cpu target and each plan's kernel run in the kernel-dsl interpreter
+  // (very slow; checks the whole Program: plans, buffers, synthesized and imported kernels).
+  interp: () => createInterpExecutor(),
+  // Vulkan through libvulkan.so.1; the loader picks the driver (VK_DRIVER_FILES selects one, e.g. lavapipe).
+  vulkan: () => createVulkanExecutor(),
+  // WebGPU through Dawn (the Vulkan loader finds drivers through VK_DRIVER_FILES, e.g. lavapipe). Unfused
+  // for now: kernelgen does not yet serve the row reductions graph-plan fuses into contraction epilogues.
+  wgpu: () => createSyncWgpuExecutor({ executor: { compile: { fusion: false, recognize: false } } }),
 };
 
 /** A fresh executor for `--backend name`, or a CliError listing the available ones. */

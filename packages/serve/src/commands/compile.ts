@@ -17,7 +17,8 @@ function positive(text: string, flag: string): number {
   return n;
 }
 
-function graphKind(o: CompileFlags): GraphKind {
+/** The graph kind of `--mode`, `--tokens`, `--batch` and `--context` (shared with `poot kernels`). */
+export function graphKind(o: Pick<CompileFlags, "mode" | "tokens" | "batch" | "context">): GraphKind {
   const batch = positive(o.batch, "--batch"), context = positive(o.context, "--context");
   if (o.mode === "prefill") return { kind: "prefill", tokens: positive(o.tokens ?? "16", "--tokens") };
   if (o.mode !== "decode") throw new CliError("bad-input", `--mode must be decode or prefill, got "${o.mode}"`, { command: "compile" });
@@ -26,7 +27,7 @@ function graphKind(o: CompileFlags): GraphKind {
 }
 
 /** Traces MODEL (a model folder, a .gguf, or a bare config.json compiled without weights). */
-function trace(model: string, kind: GraphKind): Graph {
+export function trace(model: string, kind: GraphKind): Graph {
   return withModelErrors("compile", model, () => {
     let isFile = false;
     try { isFile = statSync(model).isFile(); } catch { throw new CliError("file-unreadable", `cannot read ${model}`, { command: "compile", file: model }); }

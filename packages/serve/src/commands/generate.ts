@@ -1,6 +1,8 @@
 // `poot generate MODEL --ids … --max-tokens N --greedy`: greedy decoding token by token through the decode
 // graph's KV cache; prints the generated ids as a JSON array on stdout.
 import { CliError } from "../errors.js";
+import { createExecutor } from "./backends.js";
+import { executorGreedy } from "./executor-forward.js";
 import type { CommandModule } from "./index.js";
 import { openForForward, parseIds, withModelErrors, type ForwardOptions } from "./model-args.js";
 
@@ -24,12 +26,14 @@ export const generate: CommandModule = {
         if (!Number.isSafeInteger(n) || n < 1) throw new CliError("bad-input", `--max-tokens must be a positive integer, got "${options.maxTokens}"`, { command: "generate" });
         if (options.greedy !== true) throw new CliError("bad-input", "only greedy decoding is available: pass --greedy", { command: "generate" });
         const m = openForForward("generate", model, options);
+        const executor = options.backend === "eval" ? null : createExecutor(options.backend, "generate");
         try {
           const stop = options.ignoreEos === true ? [] : m.config.eosTokenIds;
-          const gen = withModelErrors("generate", model, () => m.generate(ids, n, stop));
-          io.out(`${JSON.stringify(gen.ids)}\n`);
+          const gen = withModelErrors("generate", model, () => (executor === null ? m.generate(ids, n, stop).ids : executorGreedy(m, executor, ids, n, stop)));
+          io.out(`${JSON.stringify(gen)}\n`);
         } finally {
-          m.close();
+          if (executor === null) m.close();
+          else executor.dispose();
         }
       });
   },

@@ -1,11 +1,12 @@
 // The table of `poot` subcommands: each lives in its own module in this folder and is listed here.
-// Later work adds compile and kernels.
+// Later work adds more commands as their packages land.
 import type { Command } from "commander";
 import { bench } from "./bench.js";
 import { chatTemplate } from "./chat-template.js";
 import { compileCommand } from "./compile.js";
 import { generate } from "./generate.js";
 import { ir } from "./ir.js";
+import { kernelsCommand } from "./kernels.js";
 import { logits } from "./logits.js";
 import { run } from "./run.js";
 import { serve } from "./serve.js";
@@ -32,4 +33,4 @@ export interface CommandModule {
  * The built-in subcommands, in the order `poot --help` lists them. Add a command by writing
  * `src/commands/<name>.ts` that exports a {@link CommandModule} and listing it here.
  */
-export const commands: readonly CommandModule[] = [run, serve, bench, ir, logits, generate, tokenize, chatTemplate, trace, compileCommand];
+export const commands: readonly CommandModule[] = [run, serve, bench, ir, logits, generate, tokenize, chatTemplate, trace, compileCommand, kernelsCommand];

@@ -5,6 +5,8 @@ import { evaluate } from "@poot/graph-ir";
 import { BACKEND_KINDS, PLAN_OPS, PlanError, compile, defaultTarget, type BackendKind } from "@poot/graph-plan";
 import { argmax, checkpointConsts, openCheckpoint, type LoadedModel } from "@poot/models";
 import { CliError } from "../errors.js";
+import { createExecutor } from "./backends.js";
+import { executorLogits } from "./executor-forward.js";
 import type { CommandModule } from "./index.js";
 import { openForForward, parseIds, withModelErrors, type ForwardOptions } from "./model-args.js";
 
@@ -25,8 +27,10 @@ export const logits: CommandModule = {
       .action((model: string, options: ForwardOptions & { ids: string; out?: string; compiled?: boolean; target: string }) => {
         const ids = parseIds(options.ids, "logits");
         const m = openForForward("logits", model, options);
+        // Executor backends own the model through their engine; eval runs the model's own forward.
+        const executor = options.backend === "eval" || options.compiled === true ? null : createExecutor(options.backend, "logits");
         try {
-          const out = withModelErrors("logits", model, () => (options.compiled === true ? compiledLogits(m, model, ids, options) : m.logits(ids)));
+          const out = withModelErrors("logits", model, () => (options.compiled === true ? compiledLogits(m, model, ids, options) : executor === null ? m.logits(ids) : executorLogits(m, executor, ids)));
           const V = m.config.vocabSize, T = ids.length;
           if (options.out !== undefined) {
             try {
@@ -40,7 +44,8 @@ export const logits: CommandModule = {
           const last = argmax(out.subarray((T - 1) * V));
           io.out(`logits f32[${T},${V}] max|x|=${maxAbs.toPrecision(6)} last-argmax=${last}${options.out === undefined ? "" : ` -> ${options.out}`}\n`);
         } finally {
-          m.close();
+          if (executor === null) m.close();
+          else executor.dispose();
         }
       });
   },

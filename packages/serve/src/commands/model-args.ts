@@ -2,9 +2,10 @@
 // --ids / --backend / --weights parsing, and @poot/models errors turned into CliErrors that name the file.
 import { LoadedModel, ModelError } from "@poot/models";
 import { CliError } from "../errors.js";
+import { EXECUTORS } from "./backends.js";
 
-/** Backends a model command can run on; only the reference evaluator exists so far. */
-export const BACKENDS = ["eval"] as const;
+/** Backends a model command can run on: the reference evaluator and every executor backend. */
+export const BACKENDS: readonly string[] = Object.keys(EXECUTORS);
 
 /** Options every forward command takes. */
 export interface ForwardOptions {
@@ -37,7 +38,7 @@ export function withModelErrors<T>(command: string, model: string, fn: () => T):
 
 /** Opens MODEL for a forward command after checking --backend and --weights. */
 export function openForForward(command: string, model: string, options: ForwardOptions): LoadedModel {
-  if (!(BACKENDS as readonly string[]).includes(options.backend)) {
+  if (!BACKENDS.includes(options.backend)) {
     throw new CliError("bad-input", `unknown backend "${options.backend}" (available: ${BACKENDS.join(", ")})`, { command });
   }
   if (options.weights !== "f32" && options.weights !== "bf16") {

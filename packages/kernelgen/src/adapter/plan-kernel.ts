@@ -1,8 +1,11 @@
-// Plan kernels for the executor: imported library kernels where kernelgen has them, synthesized otherwise, after
-// two exact request rewrites kernelgen lacks (the same as backend-wgpu's; both should move into a shared package).
+// The kernel of one plan, shared by every backend and the interpreter: the imported library kernel where it launches,
+// synthesized otherwise, after two exact request rewrites (moved here from backend-cuda, once copied from backend-wgpu).
 
 import type { Access, KernelRequest, KernelSource } from "@poot/graph-plan";
-import { KernelgenError, importedLaunch, synthesizeRequest, type BindingSource, type SynthCaps } from "@poot/kernelgen";
+import type { SynthCaps } from "../caps.js";
+import { KernelgenError } from "../errors.js";
+import { importedLaunch } from "../launch.js";
+import { synthesizeRequest, type BindingSource } from "./request.js";
 import type { Kernel } from "@poot/kernel-dsl";
 
 /** A kernel ready to lower and bind. */
@@ -11,6 +14,8 @@ export interface PlanKernel {
   readonly grid: readonly [number, number, number];
   readonly uniforms: Readonly<Record<string, number>>;
   readonly bindings: readonly { readonly buffer: string; readonly source: BindingSource }[];
+  /** Subgroup size the kernel was generated for (launch with it), when it uses subgroups. */
+  readonly subgroupSize?: number;
   /** Set when an imported plan was synthesized instead (the library lacks the kernel). */
   readonly fallback?: string;
 }
@@ -74,5 +79,5 @@ export function planKernel(src: Exclude<KernelSource, { provenance: "none" }>, c
   }
   const req = reduceAsRows(src.request) ?? squeezeWeightBatch(src.request) ?? src.request;
   const k = synthesizeRequest(req, caps, name);
-  return { kernel: k.kernel, grid: k.grid, uniforms: {}, bindings: k.bindings, ...(fallback !== undefined ? { fallback } : {}) };
+  return { kernel: k.kernel, grid: k.grid, uniforms: {}, bindings: k.bindings, ...(k.subgroupSize !== undefined ? { subgroupSize: k.subgroupSize } : {}), ...(fallback !== undefined ? { fallback } : {}) };
 }

@@ -1,0 +1,43 @@
+// Where graph outputs and state_outs live in their root buffers, as byte regions to copy in row-major order:
+// a view (transpose, broadcast, slice) aliases its root without being its dense prefix, so it is gathered.
+
+import { elementBytes, viewLayout, viewRuns } from "@poot/executor";
+import type { Graph, ScalarDType, ValueId } from "@poot/graph-ir";
+
+/** One contiguous copy: bytes at `srcOffset` of the root buffer go to `dstOffset` of the dense destination. */
+export interface ByteRegion {
+  readonly srcOffset: number;
+  readonly dstOffset: number;
+  readonly bytes: number;
+}
+
+/** The regions of root `root`'s buffer that, copied in order, hold value `v` densely. */
+export function viewRegions(g: Graph, v: ValueId, root: ValueId): ByteRegion[] {
+  const eb = elementBytes(g.values[v]!.dtype as ScalarDType);
+  let at = 0;
+  return viewRuns(viewLayout(g, v, root)).map(([off, n]) => {
+    const r = { srcOffset: off * eb, dstOffset: at * eb, bytes: n * eb };
+    at += n;
+    return r;
+  });
+}
+
+/** A state_out computed outside its State buffer: copied into it after each step (donation). */
+export interface StateCopy {
+  readonly key: string;
+  /** Root value holding the state_out (a view of it when the state_out is strided). */
+  readonly from: ValueId;
+  /** The state_in root (the State buffer). */
+  readonly to: ValueId;
+  readonly regions: readonly ByteRegion[];
+}
+
+/** The State copies of a step; state_outs written in place (same root as their state_in) need none. */
+export function stateCopies(g: Graph, rootOf: (v: ValueId) => ValueId): StateCopy[] {
+  const out: StateCopy[] = [];
+  for (const s of g.states) {
+    const from = rootOf(s.output), to = rootOf(s.input);
+    if (from !== to) out.push({ key: s.key, from, to, regions: viewRegions(g, s.output, from) });
+  }
+  return out;
+}

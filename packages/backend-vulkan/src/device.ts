@@ -1,0 +1,289 @@
+// A logical Vulkan device with one compute queue: device-local and host-visible buffers, staging uploads
+// and read-backs, command-buffer submission with a fence, and the codegen caps the device supports.
+
+import koffi from "koffi";
+import type { DeviceCaps } from "@poot/codegen";
+import type { ElemType } from "@poot/kernel-dsl";
+import { VulkanError } from "./errors.js";
+import { VulkanInstance, type InstanceOptions } from "./instance.js";
+import { chooseDevice, describePhysicalDevice, type DeviceRequirements, type PhysicalDeviceInfo } from "./physical.js";
+import { check, createHandle, type VkLib } from "./vk/api.js";
+import { Access, BufferUsage, CommandBufferUsage, CommandPoolCreate, PipelineStage, SType } from "./vk/constants.js";
+import { VulkanBuffer, type BufferKind } from "./buffer.js";
+import { UniformArena } from "./kernel.js";
+import { PipelineCache } from "./pipeline.js";
+
+/** Options of {@link VulkanDevice.open}. */
+export interface DeviceOptions extends InstanceOptions, DeviceRequirements {
+  /** Use the physical device at this enumeration index instead of choosing by type and memory. */
+  readonly deviceIndex?: number;
+  /**
+   * Enable robustBufferAccess: out-of-bounds shader reads return zeros and writes are dropped instead of
+   * touching other memory (slower on some drivers; a debugging aid for kernels that overrun). Default false.
+   */
+  readonly robustBufferAccess?: boolean;
+  /** Fence wait limit in milliseconds before a submission is reported as a timeout (default 120000). */
+  readonly timeoutMs?: number;
+}
+
+const USAGE: Record<BufferKind, number> = {
+  device: BufferUsage.STORAGE_BUFFER | BufferUsage.TRANSFER_SRC | BufferUsage.TRANSFER_DST,
+  host: BufferUsage.STORAGE_BUFFER | BufferUsage.UNIFORM_BUFFER | BufferUsage.TRANSFER_SRC | BufferUsage.TRANSFER_DST,
+};
+
+/** One device, one compute queue. Every object it creates is freed by {@link VulkanDevice.dispose}. */
+export class VulkanDevice {
+  /** Compute pipelines, cached by SPIR-V hash and layout. */
+  readonly pipelines: PipelineCache;
+  /** Host-visible blocks for kernel uniforms. */
+  readonly uniforms: UniformArena;
+  private readonly buffers = new Set<VulkanBuffer>();
+  private readonly memoryTypes: { propertyFlags: number; heapIndex: number }[];
+  private readonly fence: bigint;
+  private readonly commandPool: bigint;
+  private readonly transferCmd: bigint;
+  private staging: VulkanBuffer | null = null;
+  private disposed = false;
+
+  private constructor(
+    /** The instance (and validation messenger). */
+    readonly instance: VulkanInstance,
+    /** What the chosen physical device offers. */
+    readonly info: PhysicalDeviceInfo,
+    /** VkDevice handle. */
+    readonly handle: bigint,
+    /** The compute VkQueue. */
+    readonly queue: bigint,
+    private readonly timeoutMs: number,
+  ) {
+    const vk = this.vk;
+    const mem = {} as { memoryTypeCount: number; memoryTypes: { propertyFlags: number; heapIndex: number }[] };
+    vk.fn.vkGetPhysicalDeviceMemoryProperties!(info.handle, mem);
+    this.memoryTypes = mem.memoryTypes.slice(0, mem.memoryTypeCount);
+    this.fence = createHandle(vk.fn.vkCreateFence!, "vkCreateFence", handle, { sType: SType.FENCE_CREATE_INFO, pNext: null, flags: 0 }, null);
+    this.commandPool = createHandle(vk.fn.vkCreateCommandPool!, "vkCreateCommandPool", handle, { sType: SType.COMMAND_POOL_CREATE_INFO, pNext: null, flags: CommandPoolCreate.RESET_COMMAND_BUFFER, queueFamilyIndex: info.computeQueueFamily }, null);
+    this.transferCmd = this.allocateCommandBuffer();
+    this.pipelines = new PipelineCache(this);
+    this.uniforms = new UniformArena(this);
+  }
+
+  /**
+   * Opens a device: creates an instance (with validation when asked), picks a physical device meeting the
+   * requirements, and creates a logical device with one compute queue and the 16-bit features it has.
+   */
+  static open(options: DeviceOptions = {}): VulkanDevice {
+    const instance = VulkanInstance.create(options);
+    try {
+      const infos = instance.physicalDevices().map((h, i) => describePhysicalDevice(instance.vk, h, i));
+      let info: PhysicalDeviceInfo;
+      if (options.deviceIndex !== undefined) {
+        const d = infos[options.deviceIndex];
+        if (d === undefined) throw new VulkanError("no-device", `no device at index ${options.deviceIndex} (${infos.length} found)`);
+        info = chooseDevice([d], options);
+      } else info = chooseDevice(infos, options);
+      const vk = instance.vk;
+      const v11 = koffi.alloc(vk.struct.VkPhysicalDeviceVulkan11Features!, 1);
+      const v12 = koffi.alloc(vk.struct.VkPhysicalDeviceVulkan12Features!, 1);
+      koffi.encode(v12, vk.struct.VkPhysicalDeviceVulkan12Features!, { sType: SType.PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, pNext: null, shaderFloat16: info.shaderFloat16 ? 1 : 0 });
+      koffi.encode(v11, vk.struct.VkPhysicalDeviceVulkan11Features!, { sType: SType.PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, pNext: v12, storageBuffer16BitAccess: info.storage16 ? 1 : 0 });
+      const f2 = koffi.alloc(vk.struct.VkPhysicalDeviceFeatures2!, 1);
+      koffi.encode(f2, vk.struct.VkPhysicalDeviceFeatures2!, { sType: SType.PHYSICAL_DEVICE_FEATURES_2, pNext: v11, features: { shaderInt16: info.shaderInt16 ? 1 : 0, robustBufferAccess: options.robustBufferAccess === true ? 1 : 0 } });
+      let handle: bigint;
+      try {
+        handle = createHandle(vk.fn.vkCreateDevice!, "vkCreateDevice", info.handle, {
+          sType: SType.DEVICE_CREATE_INFO,
+          pNext: f2,
+          flags: 0, queueCreateInfoCount: 1,
+          pQueueCreateInfos: [{ sType: SType.DEVICE_QUEUE_CREATE_INFO, pNext: null, flags: 0, queueFamilyIndex: info.computeQueueFamily, queueCount: 1, pQueuePriorities: [1] }],
+          enabledLayerCount: 0, ppEnabledLayerNames: null, enabledExtensionCount: 0, ppEnabledExtensionNames: null, pEnabledFeatures: null,
+        }, null);
+      } finally {
+        koffi.free(f2);
+        koffi.free(v11);
+        koffi.free(v12);
+      }
+      const q = new BigUint64Array(1);
+      vk.fn.vkGetDeviceQueue!(handle, info.computeQueueFamily, 0, q);
+      const dev = new VulkanDevice(instance, info, handle, q[0]!, options.timeoutMs ?? 120_000);
+      instance.throwOnValidationErrors("vkCreateDevice");
+      return dev;
+    } catch (e) {
+      instance.dispose();
+      throw e;
+    }
+  }
+
+  /** The bindings. */
+  get vk(): VkLib {
+    return this.instance.vk;
+  }
+
+  /** What codegen may use on this device (a structural subset of graph-plan's caps). */
+  get caps(): DeviceCaps {
+    const i = this.info;
+    const dtypes: ElemType[] = ["f32", "u32", "i32"];
+    if (i.storage16) dtypes.push("f16", "bf16");
+    return {
+      maxWorkgroup: i.limits.maxWorkgroupInvocations,
+      subgroupSize: i.subgroup.arithmetic && i.subgroup.shuffle && i.subgroup.basic ? i.subgroup.size : undefined,
+      sharedBytes: i.limits.sharedBytes,
+      dtypes,
+      maxStorageBuffers: i.limits.maxPerStageStorageBuffers,
+      f16: i.shaderFloat16,
+      bf16: false,
+    };
+  }
+
+  /** Picks a memory type allowed by `bits` with `required` properties, preferring `preferred` ones too. */
+  memoryType(bits: number, required: number, preferred = 0): number {
+    let best = -1;
+    this.memoryTypes.forEach((t, i) => {
+      if ((bits & (1 << i)) === 0 || (t.propertyFlags & required) !== required) return;
+      if (best < 0 || ((t.propertyFlags & preferred) === preferred && (this.memoryTypes[best]!.propertyFlags & preferred) !== preferred)) best = i;
+    });
+    if (best < 0) throw new VulkanError("no-memory-type", `no memory type with properties 0x${required.toString(16)} among 0x${bits.toString(16)}`);
+    return best;
+  }
+
+  /**
+   * Creates a buffer of `bytes` (rounded up to 4): `device` is device-local (filled through staging),
+   * `host` is host-visible and coherent, mapped for its lifetime (slots, uniforms, read-back).
+   */
+  createBuffer(bytes: number, kind: BufferKind, name = "buffer"): VulkanBuffer {
+    this.live();
+    const b = VulkanBuffer.create(this, Math.max(4, Math.ceil(bytes / 4) * 4), kind, USAGE[kind], name);
+    this.buffers.add(b);
+    return b;
+  }
+
+  /** Called by a buffer's dispose. */
+  forget(b: VulkanBuffer): void {
+    this.buffers.delete(b);
+  }
+
+  /** Allocates a primary command buffer from the device's pool. */
+  allocateCommandBuffer(): bigint {
+    const out = new BigUint64Array(1);
+    check(this.vk.fn.vkAllocateCommandBuffers!(this.handle, { sType: SType.COMMAND_BUFFER_ALLOCATE_INFO, pNext: null, commandPool: this.commandPool, level: 0, commandBufferCount: 1 }, out), "vkAllocateCommandBuffers");
+    return out[0]!;
+  }
+
+  /** Frees a command buffer from the device's pool. */
+  freeCommandBuffer(cmd: bigint): void {
+    if (!this.disposed) this.vk.fn.vkFreeCommandBuffers!(this.handle, this.commandPool, 1, [cmd]);
+  }
+
+  /** Submits one recorded command buffer and waits for it (fence), then reports validation errors. */
+  submit(cmd: bigint, what = "vkQueueSubmit"): void {
+    this.live();
+    const f = this.vk.fn;
+    check(f.vkQueueSubmit!(this.queue, 1, [{ sType: SType.SUBMIT_INFO, pNext: null, waitSemaphoreCount: 0, pWaitSemaphores: null, pWaitDstStageMask: null, commandBufferCount: 1, pCommandBuffers: [cmd], signalSemaphoreCount: 0, pSignalSemaphores: null }], this.fence), "vkQueueSubmit", what);
+    const fences = new BigUint64Array([this.fence]);
+    const r = check(f.vkWaitForFences!(this.handle, 1, fences, 1, BigInt(this.timeoutMs) * 1_000_000n), "vkWaitForFences", what);
+    if (r !== 0) throw new VulkanError("vk-result", `VK_TIMEOUT after ${this.timeoutMs} ms (${what})`, { call: "vkWaitForFences", result: "VK_TIMEOUT", code: r });
+    check(f.vkResetFences!(this.handle, 1, fences), "vkResetFences");
+    this.instance.throwOnValidationErrors(what);
+  }
+
+  /** Records commands into the device's transfer command buffer with `record`, submits and waits. */
+  oneShot(what: string, record: (cmd: bigint) => void): void {
+    const f = this.vk.fn;
+    const cmd = this.transferCmd;
+    check(f.vkResetCommandBuffer!(cmd, 0), "vkResetCommandBuffer");
+    check(f.vkBeginCommandBuffer!(cmd, { sType: SType.COMMAND_BUFFER_BEGIN_INFO, pNext: null, flags: CommandBufferUsage.ONE_TIME_SUBMIT, pInheritanceInfo: null }), "vkBeginCommandBuffer");
+    record(cmd);
+    check(f.vkEndCommandBuffer!(cmd), "vkEndCommandBuffer");
+    this.submit(cmd, what);
+  }
+
+  /** A host-visible staging buffer of at least `bytes` (kept and grown). */
+  private stagingBuffer(bytes: number): VulkanBuffer {
+    if (this.staging === null || this.staging.bytes < bytes) {
+      this.staging?.dispose();
+      this.staging = this.createBuffer(Math.max(bytes, 1 << 20), "host", "staging");
+    }
+    return this.staging;
+  }
+
+  /** Writes `data` into `dst` at byte `offset`: directly when host-visible, through staging otherwise. */
+  upload(dst: VulkanBuffer, data: ArrayBufferView, offset = 0): void {
+    const src = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    dst.checkRange(offset, src.byteLength, "upload");
+    if (dst.kind === "host") {
+      dst.mapped().set(src, offset);
+      return;
+    }
+    // Chunks keep the staging buffer bounded for large weights.
+    const CHUNK = 64 << 20;
+    for (let at = 0; at < src.byteLength; at += CHUNK) {
+      const part = src.subarray(at, Math.min(src.byteLength, at + CHUNK));
+      const stage = this.stagingBuffer(Math.ceil(part.byteLength / 4) * 4);
+      stage.mapped().set(part);
+      this.oneShot(`upload to ${dst.name}`, (cmd) => {
+        this.vk.fn.vkCmdCopyBuffer!(cmd, stage.handle, dst.handle, 1, [{ srcOffset: 0, dstOffset: offset + at, size: part.byteLength }]);
+      });
+    }
+  }
+
+  /** Copies `bytes` of `src` from byte `offset` to the host. */
+  download(src: VulkanBuffer, offset = 0, bytes = src.bytes - offset): Uint8Array {
+    src.checkRange(offset, bytes, "download");
+    if (src.kind === "host") return src.mapped().slice(offset, offset + bytes);
+    const stage = this.stagingBuffer(Math.ceil(bytes / 4) * 4);
+    this.oneShot(`download from ${src.name}`, (cmd) => {
+      this.vk.fn.vkCmdCopyBuffer!(cmd, src.handle, stage.handle, 1, [{ srcOffset: offset, dstOffset: 0, size: bytes }]);
+      this.barrier(cmd, Access.TRANSFER_WRITE, Access.HOST_READ, PipelineStage.TRANSFER, PipelineStage.HOST);
+    });
+    return stage.mapped().slice(0, bytes);
+  }
+
+  /** Fills `dst` with zeros (vkCmdFillBuffer). */
+  zero(dst: VulkanBuffer): void {
+    if (dst.kind === "host") {
+      dst.mapped().fill(0);
+      return;
+    }
+    this.oneShot(`zero ${dst.name}`, (cmd) => this.vk.fn.vkCmdFillBuffer!(cmd, dst.handle, 0, dst.bytes, 0));
+  }
+
+  /** Records a global memory barrier. */
+  barrier(cmd: bigint, srcAccess: number, dstAccess: number, srcStage: number, dstStage: number): void {
+    this.vk.fn.vkCmdPipelineBarrier!(cmd, srcStage, dstStage, 0, 1, [{ sType: SType.MEMORY_BARRIER, pNext: null, srcAccessMask: srcAccess, dstAccessMask: dstAccess }], 0, null, 0, null);
+  }
+
+  /** Bytes held in buffers, by kind. */
+  bytes(): { device: number; host: number } {
+    let device = 0, host = 0;
+    for (const b of this.buffers) {
+      if (b === this.staging) continue;
+      if (b.kind === "device") device += b.bytes;
+      else host += b.bytes;
+    }
+    return { device, host };
+  }
+
+  /** False once disposed. */
+  get alive(): boolean {
+    return !this.disposed;
+  }
+
+  /** Throws `disposed` after dispose. */
+  live(): void {
+    if (this.disposed) throw new VulkanError("disposed", "the Vulkan device was disposed");
+  }
+
+  /** Waits for the queue, destroys every pipeline, buffer, pool and fence, the device and the instance. */
+  dispose(): void {
+    if (this.disposed) return;
+    const f = this.vk.fn;
+    f.vkDeviceWaitIdle!(this.handle);
+    this.pipelines.dispose();
+    for (const b of [...this.buffers]) b.dispose();
+    this.disposed = true;
+    f.vkDestroyCommandPool!(this.handle, this.commandPool, null);
+    f.vkDestroyFence!(this.handle, this.fence, null);
+    f.vkDestroyDevice!(this.handle, null);
+    this.instance.dispose();
+  }
+}
+

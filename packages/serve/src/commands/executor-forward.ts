@@ -1,0 +1,47 @@
+// Forward passes of `poot logits` / `poot generate` on an executor backend (vulkan, ...): the model's decode
+// graph staged through @poot/runtime's Engine, one prefill for the prompt, then greedy steps with the KV cache.
+import type { Executor } from "@poot/executor";
+import { argmax, type LoadedModel } from "@poot/models";
+import { Engine } from "@poot/runtime";
+
+/** An engine sized for `tokens` positions; it owns `m` from now on (closing the engine closes the model). */
+function engineFor(m: LoadedModel, executor: Executor, tokens: number): Engine {
+  return new Engine(m, { executor, context: Math.max(2, Math.min(m.config.maxPositions, tokens)) });
+}
+
+/** The prompt's logits [T, V] from one prefill step of T tokens. Closes `m`. */
+export function executorLogits(m: LoadedModel, executor: Executor, ids: readonly number[]): Float32Array {
+  const engine = engineFor(m, executor, ids.length);
+  try {
+    const prog = engine.decodeProgram(ids.length);
+    const state = prog.createState();
+    try {
+      prog.writeSlot("ids", ids);
+      prog.writeSlot("pos", [0]);
+      prog.run(state);
+      return (prog.readOutput("logits") as Float32Array).slice();
+    } finally {
+      state.dispose();
+    }
+  } finally {
+    engine.close();
+  }
+}
+
+/** Greedy ids after the prompt (at most `maxTokens`, stopping after a `stop` id). Closes `m`. */
+export function executorGreedy(m: LoadedModel, executor: Executor, ids: readonly number[], maxTokens: number, stop: readonly number[]): number[] {
+  const engine = engineFor(m, executor, ids.length + maxTokens);
+  try {
+    const s = engine.openSession();
+    const out: number[] = [];
+    let logits = s.step(ids);
+    for (;;) {
+      const next = argmax(logits);
+      out.push(next);
+      if (out.length >= maxTokens || stop.includes(next)) return out;
+      logits = s.step([next]);
+    }
+  } finally {
+    engine.close();
+  }
+}

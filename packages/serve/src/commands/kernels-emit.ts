@@ -1,0 +1,95 @@
+// The kernels of a compiled Program lowered for one codegen target: each plan's kernel from kernelgen's
+// `planKernel` (imported or synthesized, the same mapping the executors use), then the target's `lower`.
+import { CodegenError, TARGETS, type DeviceCaps as CodegenCaps, type TargetCode, type TargetName } from "@poot/codegen";
+import { compile, defaultTarget, PlanError, type BackendKind, type DeviceCaps as PlanCaps, type Program } from "@poot/graph-plan";
+import type { Graph } from "@poot/graph-ir";
+import { KernelgenError, planKernel, synthCapsFrom } from "@poot/kernelgen";
+import type { ElemType } from "@poot/kernel-dsl";
+import { CliError, invariant } from "../errors.js";
+
+/** The codegen targets `poot kernels` writes, in a stable order. */
+export const KERNEL_TARGETS: readonly TargetName[] = ["wgsl", "ptx", "spirv", "amdgpu", "wasm"];
+
+/** The backend kind whose default caps each target's kernels are planned for. */
+export const BACKEND_OF: Readonly<Record<TargetName, BackendKind>> = { wgsl: "wgpu", ptx: "cuda", spirv: "vulkan", amdgpu: "rocm", wasm: "cpu" };
+
+/** The planner caps of `target`: the backend kind's defaults, with one-lane subgroups for Wasm (decision 0920). */
+export function planCapsFor(target: TargetName): { kind: BackendKind; overrides: Partial<PlanCaps> } {
+  // The Wasm code generator runs subgroups of one lane, so kernels for it must not be synthesized for wider ones.
+  return { kind: BACKEND_OF[target], overrides: target === "wasm" ? { subgroupSize: 1 } : {} };
+}
+
+/** Codegen caps equivalent to graph-plan caps for `target` (storage types each language addresses natively). */
+export function codegenCaps(target: TargetName, caps: PlanCaps): CodegenCaps {
+  const dtypes: ElemType[] = ["f32", "u32", "i32"];
+  if (caps.dtypes.f16) dtypes.push("f16");
+  // SPIR-V's 16-bit storage covers bf16 bits as well; 8-bit storage is not assumed on Vulkan 1.1 or WebGPU.
+  if (caps.dtypes.bf16 || (target === "spirv" && caps.dtypes.f16)) dtypes.push("bf16");
+  if (target === "ptx" || target === "amdgpu" || target === "wasm") dtypes.push("u8", "i8");
+  return {
+    maxWorkgroup: Math.min(caps.maxWorkgroupSize, caps.maxWorkgroupDims[0]),
+    subgroupSize: caps.subgroupSize > 1 ? caps.subgroupSize : target === "wasm" ? 1 : undefined,
+    sharedBytes: caps.sharedBytes,
+    dtypes,
+    maxStorageBuffers: caps.maxStorageBuffers,
+    f16: caps.dtypes.f16,
+    bf16: caps.dtypes.bf16,
+  };
+}
+
+/** One lowered kernel: its file stem, the plans that launch it, and the target code. */
+export interface EmittedKernel {
+  /** File stem: the imported kernel's library name, or `p<plan>_<op>` for a synthesized one. */
+  readonly name: string;
+  /** Indices of the plans that launch this kernel. */
+  readonly plans: number[];
+  /** The lowered code. */
+  readonly code: TargetCode;
+}
+
+/** Compiles `graph` for `target`'s backend kind. */
+export function compileFor(graph: Graph, target: TargetName, mode: "decode" | "prefill", file: string): Program {
+  const { kind, overrides } = planCapsFor(target);
+  try {
+    return compile(graph, defaultTarget(kind, overrides), { mode });
+  } catch (err) {
+    if (err instanceof PlanError) throw new CliError("command-failed", err.message, { command: "kernels", file });
+    throw err;
+  }
+}
+
+/**
+ * Every distinct kernel of `program` lowered for `target`: a kernel launched by several plans (an imported one
+ * with other uniforms, or the same synthesized kernel in every layer) appears once, named after its first plan. Throws `command-failed` naming the plan when
+ * kernelgen or codegen refuses one.
+ */
+export function emitKernels(program: Program, target: TargetName, file: string): EmittedKernel[] {
+  const t = program.target;
+  invariant(t.kind !== "aie", "poot kernels plans for GPU-like targets only");
+  const synth = synthCapsFrom(t.caps);
+  const caps = codegenCaps(target, t.caps);
+  const byName = new Map<string, EmittedKernel>();
+  const byIr = new Map<string, EmittedKernel>();
+  program.plans().forEach((plan, i) => {
+    const src = plan.kernel;
+    if (src.provenance === "none") return;
+    const synthName = `p${i}_${plan.op.toLowerCase()}`;
+    try {
+      const k = planKernel(src, synth, synthName);
+      const name = src.provenance === "imported" && k.fallback === undefined ? src.name : synthName;
+      // Plans of repeated layers get the same kernel under another name: keep the first, list the plans.
+      const key = JSON.stringify({ ...k.kernel, name: "" });
+      const seen = byName.get(name) ?? byIr.get(key);
+      if (seen !== undefined) return void seen.plans.push(i);
+      const e: EmittedKernel = { name, plans: [i], code: TARGETS[target].lower(k.kernel, caps) };
+      byName.set(name, e);
+      byIr.set(key, e);
+    } catch (err) {
+      if (err instanceof KernelgenError || err instanceof CodegenError) {
+        throw new CliError("command-failed", `plan ${i} (${plan.op}, eqn ${plan.eqn}) for ${target}: ${err.message}`, { command: "kernels", file });
+      }
+      throw err;
+    }
+  });
+  return [...byName.values()];
+}
