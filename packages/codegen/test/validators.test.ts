@@ -3,7 +3,7 @@
 
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import {
-  assembleAmdgpu, lowerAmdgpu, lowerPtx, lowerSpirv, lowerWasm, lowerWgsl, openDawnDevice, SpirvModule,
+  assembleAmdgpu, assembleAmdgpuMany, lowerAmdgpu, lowerPtx, lowerSpirv, lowerWasm, lowerWgsl, openDawnDevice, SpirvModule,
   validatePtx, validateSpirv, validateWasm, validateWgsl, type DawnDevice, type ValidationResult,
 } from "@poot/codegen";
 import { kernel } from "@poot/kernel-dsl";
@@ -90,6 +90,15 @@ describe("llc + ld.lld (AMDGPU code objects)", () => {
     const text = lowerAmdgpu(ALL_KERNELS[0]!, AMD_CAPS).text!.replace("ret void", "store i32 %undefined_value, ptr addrspace(1) null, align 4\n  ret void");
     const r = await assembleAmdgpu(text, { mcpu: "gfx942" });
     expect(r.status).toBe("invalid");
+    expect(r.status === "invalid" && r.message).toMatch(/undefined_value/);
+  });
+  test.skipIf(llcMissing !== undefined)("batched: every kernel passes in one link, a planted bad one is named alone, a repeated name splits the batch", async () => {
+    const good = ALL_KERNELS.map((k) => lowerAmdgpu(k, AMD_CAPS).text!);
+    const bad = good[0]!.replace("ret void", "store i32 %undefined_value, ptr addrspace(1) null, align 4\n  ret void");
+    const irs = [...good, bad, good[1]!];
+    const rs = await assembleAmdgpuMany(irs, { mcpu: "gfx942" });
+    expect(rs.map((r) => r.status)).toEqual([...good.map(() => "ok"), "invalid", "ok"]);
+    const r = rs[good.length]!;
     expect(r.status === "invalid" && r.message).toMatch(/undefined_value/);
   });
 });

@@ -7,7 +7,7 @@ import { homedir, tmpdir } from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import {
-  assembleAmdgpu, openDawnDevice, validatePtx, validateSpirv, validateTargetCode,
+  assembleAmdgpu, assembleAmdgpuMany, openDawnDevice, validatePtx, validateSpirv, validateTargetCode,
   type DawnDevice, type TargetName, type TargetValidation, type ValidateOptions,
 } from "@poot/codegen";
 import { bufferIo, runCli } from "@poot/serve";
@@ -96,7 +96,15 @@ describe(`every kernel of ${MODELS.map((m) => m[0]).join(", ")} (decode and pref
       const t1 = performance.now();
       const opts: ValidateOptions = dawn === undefined ? {} : { wgslDevice: dawn.device };
       const bad: string[] = [];
-      await pool([...unique.values()], 2, async (u) => {
+      if (target === "amdgpu") {
+        // Linked in batches (one llc + ld.lld per batch and GPU); a failing batch is retried kernel by kernel.
+        const us = [...unique.values()];
+        const texts = us.map((u) => new TextDecoder().decode(u.bytes));
+        for (const mcpu of ["gfx90a", "gfx942", "gfx1100"]) {
+          const rs = await assembleAmdgpuMany(texts, { mcpu });
+          rs.forEach((r, i) => void (r.status !== "ok" && bad.push(`${us[i]!.file}: ${failures([{ label: mcpu, result: r }]).join("; ")}`)));
+        }
+      } else await pool([...unique.values()], 2, async (u) => {
         const code = target === "spirv" || target === "wasm" ? { target, binary: u.bytes } : { target, text: new TextDecoder().decode(u.bytes) };
         const f = failures(await validateTargetCode(code, opts));
         if (f.length > 0) bad.push(`${u.file}: ${f.join("; ")}`);

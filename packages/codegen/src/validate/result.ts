@@ -40,13 +40,26 @@ export function runProcess(file: string, args: readonly string[], timeoutMs = 12
   });
 }
 
-/** Finds the first candidate executable that starts with `probeArgs` (e.g. `--version`). */
-export async function findTool(candidates: readonly string[], probeArgs: readonly string[]): Promise<string | undefined> {
-  for (const c of candidates) {
-    const r = await runProcess(c, probeArgs, 20_000);
-    if (r.spawnError === undefined) return c;
+const found = new Map<string, Promise<string | undefined>>();
+
+/**
+ * Finds the first candidate executable that starts with `probeArgs` (e.g. `--version`). The answer is remembered
+ * for the life of the process, so validating many kernels probes each tool once.
+ */
+export function findTool(candidates: readonly string[], probeArgs: readonly string[]): Promise<string | undefined> {
+  const key = JSON.stringify([candidates, probeArgs]);
+  let hit = found.get(key);
+  if (hit === undefined) {
+    hit = (async () => {
+      for (const c of candidates) {
+        const r = await runProcess(c, probeArgs, 20_000);
+        if (r.spawnError === undefined) return c;
+      }
+      return undefined;
+    })();
+    found.set(key, hit);
   }
-  return undefined;
+  return hit;
 }
 
 /** Runs `body` with a fresh temporary directory that is removed afterwards. */
