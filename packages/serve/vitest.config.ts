@@ -4,5 +4,6 @@ export default defineProject({
   resolve: { conditions: ["source"] },
   // Workspace dependencies run from their sources; SSR resolution needs the condition too.
   ssr: { resolve: { conditions: ["source"] } },
-  test: { name: "serve", include: ["src/**/*.test.ts", "test/**/*.test.ts"] },
+  // Tests spawn the CLI and servers; a loaded machine needs more than the 5 s default (hangs still fail).
+  test: { name: "serve", include: ["src/**/*.test.ts", "test/**/*.test.ts"], testTimeout: 60_000 },
 });
