@@ -2,7 +2,7 @@
 // every token, gate-weighted sum) becomes two gate-routed IndexedMatMuls; the gates refuse other weightings.
 
 import { describe, expect, test } from "vitest";
-import { Builder, evaluate, type Graph, type Ref } from "@poot/graph-ir";
+import { Builder, evaluate, type Graph, type PackedFormat, type Ref } from "@poot/graph-ir";
 import { BACKEND_KINDS, PLAN_OPS, compile, defaultTarget } from "@poot/graph-plan";
 import { bindingsFor, compareEval, opCounts } from "./util.js";
 
@@ -11,7 +11,23 @@ interface Moe {
   readonly renormalize?: boolean; readonly act?: "silu" | "gelu";
   /** "topk": the tracers' gates; "dense": softmax weights on every expert (must be refused). */
   readonly weighting?: "topk" | "dense" | "finite-fill";
-  readonly wDtype?: "f32" | "bf16";
+  readonly wDtype?: "f32" | "bf16" | "q8_0";
+}
+
+/** GGUF Q8_0 (f16 scale, 32 int8 quants): GGUF files store experts stacked and packed. */
+const Q8: PackedFormat = {
+  name: "q8_0", blockSize: 32, bytesPerBlock: 34,
+  decode: { op: "mul", a: { op: "load", type: "f16", offset: { op: "const", value: 0 } }, b: { op: "load", type: "i8", offset: { op: "add", a: { op: "const", value: 2 }, b: { op: "i" } } } },
+};
+
+/** Q8_0 blocks with a 1/64 scale (f16 0x2400) and pseudo-random quants. */
+function q8Bytes(elems: number, seed: number): Uint8Array {
+  const u = new Uint8Array((elems / 32) * 34);
+  for (let blk = 0; blk < elems / 32; blk++) {
+    u[blk * 34 + 1] = 0x24;
+    for (let i = 0; i < 32; i++) u[blk * 34 + 2 + i] = (seed * 31 + blk * 7 + i * 13) & 0xff;
+  }
+  return u;
 }
 
 /** The routed-experts MLP as packages/models' moe.ts traces it, plus a residual add. */
@@ -19,7 +35,7 @@ function moeGraph(m: Moe): Graph {
   const b = new Builder();
   const { T, D, F, E, topK } = m;
   const x = b.slot("Hidden", "x", "f32", [T, D]);
-  const w = (key: string, shape: number[]): Ref => b.f32(b.const(key, m.wDtype ?? "f32", shape));
+  const w = (key: string, shape: number[]): Ref => (m.wDtype === "q8_0" ? b.decodePacked(b.const(key, { packed: Q8 }, shape)) : b.f32(b.const(key, m.wDtype ?? "f32", shape)));
   const probs = b.softmax(b.linear(x, b.const("layers.0.router", "f32", [E, D])), -1);
   let gates: Ref;
   if (m.weighting === "dense") gates = probs;
@@ -70,6 +86,22 @@ describe("routed experts as gate-routed IndexedMatMul", () => {
       }
     });
   }
+
+  test("packed (Q8_0) stacked experts, as GGUF stores them: IndexedMatMul reads the packed weights, equal to the dense chain", () => {
+    const m: Moe = { T: 2, D: 32, F: 32, E: 4, topK: 2, wDtype: "q8_0" };
+    const g = moeGraph(m);
+    const bind = bindingsFor(g, 4, { x: xData(m) });
+    const consts: Record<string, unknown> = { ...bind.consts };
+    ["gate", "up", "down"].forEach((r, i) => { consts[`layers.0.experts.${r}`] = q8Bytes(m.E * m.D * m.F, i + 1); });
+    const binds = { ...bind, consts } as unknown as typeof bind;
+    for (const kind of ["cuda", "wgpu"] as const) {
+      const p = compile(g, defaultTarget(kind), { mode: "prefill" });
+      const imm = p.graph.eqns.filter((e) => e.op === "IndexedMatMul");
+      expect(imm.length).toBe(2);
+      expect(imm.every((e) => typeof p.graph.values[e.inputs[1] as number]!.dtype === "object")).toBe(true);
+      expect(compareEval(g, p.graph, PLAN_OPS, binds).worst).toBe(0);
+    }
+  });
 
   test("decode: router + top-k + gates, gate/up and down+residual are three dispatches (was every expert densely)", () => {
     const m: Moe = { T: 1, D: 16, F: 8, E: 8, topK: 2 };
