@@ -190,4 +190,6 @@ export const routedExperts: Pass = {
   name: "routed-experts", numerics: "exact",
   doc: "dense top-k expert sums become gate-routed IndexedMatMuls (gate/up with the activation, down with the gate weighting and the residual); exact for finite expert outputs",
   rules,
+  // Consumers first, so the dropped chain (and the sum a residual add absorbs) dies in the same sweep.
+  reverse: true,
 };
