@@ -22,9 +22,13 @@ const SYNTH = "routedIndexedMatMul";
 
 /** The params of a gate-routed IndexedMatMul request (graph-plan's IndexedMatMulParams with routing). */
 export interface RoutedParams {
+  /** Dtype each dot product is rounded to before the epilogue reads it. */
   readonly accDtype: ScalarDType;
+  /** Weights sharing x (gate and up); default 1. */
   readonly heads?: number;
+  /** Per-slot epilogue over (accumulators, the slot's gate weight, ...extra); null: the accumulator. */
   readonly epilogue: Region | null;
+  /** Slots, how they combine, and the post region. */
   readonly routing: ExpertRouting;
 }
 
