@@ -41,6 +41,8 @@ export class Draft {
       this.defAt[e.out] = k;
       for (const o of e.inputs) if (!isLiteral(o)) this.readers[o]!.push(k);
     });
+    // Queued insertions read through their anchor, so dead-equation removal in the same sweep keeps their inputs.
+    for (const [k, list] of this.pending) for (const e of list) for (const o of e.inputs) if (!isLiteral(o)) this.readers[o]!.push(k);
     this.dirty = false;
   }
 
@@ -112,6 +114,7 @@ export class Draft {
     const list = this.pending.get(k) ?? [];
     list.push(e);
     this.pending.set(k, list);
+    if (!this.dirty) for (const o of e.inputs) if (!isLiteral(o)) this.readers[o]!.push(k);
   }
 
   /** Makes every reader (and output/state) of `from` read `to` instead. */
@@ -135,7 +138,13 @@ export class Draft {
   addValue(dtype: DType, shape: Shape, storage: Storage, name?: string): ValueId {
     const id = this.values.length;
     this.values.push(name === undefined ? { id, dtype, shape: [...shape], storage } : { id, dtype, shape: [...shape], storage, name });
-    this.dirty = true;
+    // A new value has no readers and no definition yet: extend the index instead of rebuilding it.
+    if (!this.dirty) {
+      this.readers.push([]);
+      const defAt = new Int32Array(this.values.length).fill(-1);
+      defAt.set(this.defAt.subarray(0, id));
+      this.defAt = defAt;
+    }
     return id;
   }
 

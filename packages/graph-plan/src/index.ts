@@ -27,7 +27,7 @@ export type { RopeParams } from "./composite/rope.js";
 export type { AttentionMaskKind, AttentionParams } from "./composite/attention.js";
 export type { ContractionParams } from "./composite/contraction.js";
 export type { FusedParams } from "./composite/fused.js";
-export type { IndexedMatMulParams } from "./composite/gather.js";
+export type { ExpertRouting, IndexedMatMulParams } from "./composite/indexed.js";
 export type { ArgMaxChunkParams } from "./composite/argmax.js";
 export { evalRegion, typeRegion } from "./region.js";
 export type { Region, RegionArg, RegionLiteral, RegionNode } from "./region.js";

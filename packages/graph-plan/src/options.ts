@@ -11,6 +11,11 @@ export interface CompileOptions {
   readonly fusion?: boolean;
   /** Recognize RoPE and attention chains. Default true. */
   readonly recognize?: boolean;
+  /**
+   * Run routed experts as gate-routed IndexedMatMuls (only the top-k experts of each token are computed). Default
+   * true. Exact for finite expert outputs; a skipped expert whose output is Inf/NaN no longer poisons the sum.
+   */
+  readonly routedExperts?: boolean;
   /** Use imported library kernels where one fits (GEMV without epilogue, argmax stages, packed row gathers). Default true. */
   readonly preferImported?: boolean;
   /** An argmax over a last axis longer than this runs in two stages. Default 8192. */
@@ -34,6 +39,7 @@ export function resolveOptions(o: CompileOptions = {}): ResolvedOptions {
     mode: o.mode ?? "decode",
     fusion: o.fusion ?? true,
     recognize: o.recognize ?? true,
+    routedExperts: o.routedExperts ?? true,
     preferImported: o.preferImported ?? true,
     argmaxSplitAbove: o.argmaxSplitAbove ?? 8192,
     argmaxChunk: o.argmaxChunk ?? 4096,

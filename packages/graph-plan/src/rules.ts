@@ -12,7 +12,7 @@ export type PassNumerics = "exact" | "declined-unless-proved";
 /** A chain that nearly matched a recognizer, with the first check it failed. */
 export interface Decline {
   /** Which recognizer. */
-  readonly pattern: "rope" | "attention";
+  readonly pattern: "rope" | "attention" | "experts";
   /** The root value of the chain (a source-graph value id). */
   readonly value: ValueId;
   /** Its debug name, when it has one. */
@@ -51,7 +51,7 @@ export interface NumericalDecline {
 /** Names of the passes, in their fixed order. */
 export type PassName =
   | "canonicalize" | "cse" | "iota-folding" | "rope-attention" | "dce" | "packed" | "legalize"
-  | "dense-bf16" | "reduction-prep" | "fusion" | "tiling" | "flash-regions";
+  | "dense-bf16" | "routed-experts" | "reduction-prep" | "fusion" | "tiling" | "flash-regions";
 
 /** What a rule asks the driver to do to the equation it matched. */
 export type Rewrite =

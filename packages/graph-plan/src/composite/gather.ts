@@ -1,10 +1,7 @@
-// Index-driven composites: PackedRowGather (whole packed rows gathered and decoded in one pass) and
-// IndexedMatMul (routed-expert contraction: each token row times the weight of its selected expert).
+// Index-driven composites: PackedRowGather (whole packed rows gathered and decoded in one pass). IndexedMatMul
+// (routed experts) lives in indexed.ts.
 
-import { decodePacked, dtypeName, isPacked, numel, roundInPlace, storageBytes, type OpDef, type Tensor } from "@poot/graph-ir";
-import { evalRegion, regionParam, typeRegion, type Region } from "../region.js";
-import { REGION_OPS } from "./rope.js";
-import { requireFloat } from "./util.js";
+import { decodePacked, dtypeName, isPacked, numel, storageBytes, type OpDef } from "@poot/graph-ir";
 
 /** PackedRowGather(table packed [R, ...], ids i32) -> f32 rows, equal to DecodePacked(Gather(table, ids, axis 0)). */
 export const PackedRowGather: OpDef = {
@@ -28,51 +25,5 @@ export const PackedRowGather: OpDef = {
       res.set(decodePacked(t!.dtype.packed, src.subarray(r * rowBytes, (r + 1) * rowBytes), rowElems), j * rowElems);
     }
     return res;
-  },
-};
-
-/** Params of IndexedMatMul. */
-export type IndexedMatMulParams = {
-  /** Dtype the accumulator is rounded to before the epilogue. */
-  readonly accDtype: "f32" | "f16" | "bf16";
-  /** Epilogue over input 0 = accumulator [T, S, N] and inputs 1.. = the extra operands (e.g. gate weights); or null. */
-  readonly epilogue: Region | null;
-};
-
-/** IndexedMatMul(x [T, K], w [E, N, K], ids i32 [T, S], ...extra): acc[t, s, n] = sum_k x[t, k] * w[ids[t, s], n, k]. */
-export const IndexedMatMul: OpDef<IndexedMatMulParams> = {
-  arity: { min: 3 }, category: "composite", view: false,
-  doc: "routed contraction: every token row times its selected experts' [N, K] weights, float64 sums in increasing k, then the epilogue",
-  infer([x, w, ids, ...extra], p, ctx) {
-    requireFloat(ctx, "x", x!.dtype);
-    requireFloat(ctx, "w", w!.dtype);
-    if (ids!.dtype !== "i32") ctx.fail("dtype-mismatch", "expert ids must be i32");
-    if (x!.shape.length !== 2 || w!.shape.length !== 3 || ids!.shape.length !== 2) ctx.fail("shape-mismatch", "IndexedMatMul needs x [T, K], w [E, N, K], ids [T, S]");
-    const [t, k] = x!.shape as [number, number];
-    const [, n, kw] = w!.shape as [number, number, number];
-    if (kw !== k || ids!.shape[0] !== t) ctx.fail("shape-mismatch", `x [${t},${k}], w [.., ${n}, ${kw}] and ids [${ids!.shape.join(",")}] disagree`);
-    if (!["f32", "f16", "bf16"].includes(p.accDtype)) ctx.fail("bad-param", "accDtype must be a float dtype");
-    const acc = { dtype: p.accDtype, shape: [t, ids!.shape[1]!, n] };
-    if (p.epilogue === null) return acc;
-    return typeRegion(regionParam(ctx, p.epilogue, "epilogue"), [acc, ...extra], REGION_OPS, ctx);
-  },
-  evaluate([x, w, ids, ...extra], p, _out, ctx) {
-    const [t, k] = x!.shape as [number, number];
-    const [e, n] = w!.shape as [number, number, number];
-    const s = ids!.shape[1]!;
-    const acc = new Float64Array(t * s * n);
-    for (let i = 0; i < t; i++) for (let j = 0; j < s; j++) {
-      const ex = ids!.data[i * s + j]!;
-      if (ex < 0 || ex >= e) ctx.fail("index-out-of-range", `expert id ${ex} at [${i},${j}] is outside [0, ${e})`);
-      for (let c = 0; c < n; c++) {
-        let sum = 0;
-        for (let kk = 0; kk < k; kk++) sum += x!.data[i * k + kk]! * w!.data[(ex * n + c) * k + kk]!;
-        acc[(i * s + j) * n + c] = sum;
-      }
-    }
-    roundInPlace(p.accDtype, acc);
-    if (p.epilogue === null) return acc;
-    const accT: Tensor = { dtype: p.accDtype, shape: [t, s, n], data: acc };
-    return evalRegion(p.epilogue, [accT, ...(extra as Tensor[])], REGION_OPS, ctx);
   },
 };

@@ -6,7 +6,8 @@ import { ArgMaxChunk, ArgMaxCombine } from "./argmax.js";
 import { Attention } from "./attention.js";
 import { ContractionEpilogue, PackedContraction } from "./contraction.js";
 import { Fused, FusedRow } from "./fused.js";
-import { IndexedMatMul, PackedRowGather } from "./gather.js";
+import { PackedRowGather } from "./gather.js";
+import { IndexedMatMul } from "./indexed.js";
 import { Rope } from "./rope.js";
 
 /** Every composite op, by name. */

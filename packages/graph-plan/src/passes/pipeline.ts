@@ -7,6 +7,7 @@ import { attentionRule } from "./attention.js";
 import { canonicalize } from "./canonicalize.js";
 import { cse } from "./cse.js";
 import { dce, deadEquation } from "./dce.js";
+import { routedExperts } from "./experts.js";
 import { fusion } from "./fusion.js";
 import { iotaFolding } from "./iota.js";
 import { denseBf16, legalize, packed, reductionPrep } from "./lowering.js";
@@ -17,7 +18,7 @@ import { flashRegions, tiling } from "./schedule.js";
 export const ropeAttention: Pass = { name: "rope-attention", numerics: "exact", doc: "rotate-half chains become Rope; softmax(QK^T)V chains become Attention (gated)", rules: [ropeRule, attentionRule] };
 
 /** Every pass in its fixed order. */
-export const PIPELINE: readonly Pass[] = [canonicalize, cse, iotaFolding, ropeAttention, dce, packed, legalize, denseBf16, reductionPrep, fusion, tiling, flashRegions];
+export const PIPELINE: readonly Pass[] = [canonicalize, cse, iotaFolding, ropeAttention, dce, packed, legalize, denseBf16, routedExperts, reductionPrep, fusion, tiling, flashRegions];
 
 /** What a pass is, for reports and docs: its name, numerics declaration and one-line description. */
 export interface PassInfo {
@@ -34,7 +35,7 @@ export const PASS_ORDER: readonly PassInfo[] = PIPELINE.map((p) => ({ name: p.na
 
 /** The passes options enable, in the fixed order. */
 export function enabledPasses(o: ResolvedOptions): Pass[] {
-  return PIPELINE.filter((p) => (p.name === "rope-attention" ? o.recognize : p.name === "fusion" || p.name === "flash-regions" ? o.fusion && (p.name === "fusion" || o.recognize) : true));
+  return PIPELINE.filter((p) => (p.name === "rope-attention" ? o.recognize : p.name === "routed-experts" ? o.recognize && o.routedExperts : p.name === "fusion" || p.name === "flash-regions" ? o.fusion && (p.name === "fusion" || o.recognize) : true));
 }
 
 export { deadEquation };

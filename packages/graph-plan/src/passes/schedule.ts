@@ -51,7 +51,11 @@ const tilingRules: Rule[] = [
       if (e.params.schedule !== undefined) return null;
       const L = planLimits(cx.target);
       switch (e.op) {
-        case "ContractionEpilogue": case "PackedContraction": case "IndexedMatMul":
+        case "IndexedMatMul":
+          // Gate-routed experts: one thread per output element walks the token's chosen experts.
+          if (e.params.routing !== undefined) return withSchedule(e, { shape: "routed", workgroup: Math.min(L.maxWorkgroupSize, 256) });
+          return withSchedule(e, contractionSchedule(cx, e));
+        case "ContractionEpilogue": case "PackedContraction":
           return withSchedule(e, contractionSchedule(cx, e));
         case "FusedRow": {
           const red = (e.params.region as Region).nodes.find((n) => n.op === "Reduce")!;

@@ -93,6 +93,7 @@ function workgroups(g: Graph, e: Eqn, kind: KernelKind, L: PlanLimits): { total:
   const out = g.values[e.out]!.shape;
   switch (kind) {
     case "gemv": case "dequant-gemv": case "gemm": case "dequant-gemm": case "indexed-matmul": {
+      if (e.params.routing !== undefined) return { total: Math.max(1, Math.ceil(numel(out) / wg)), wg };
       const n = e.op === "IndexedMatMul" ? g.values[e.inputs[1] as number]!.shape[1]! : accN(g, e);
       if (kind.endsWith("gemv")) return { total: Math.ceil(n / Number(s.tileN ?? 8)) * rowsOf(g, e), wg };
       const m = rowsOf(g, e);

@@ -20,6 +20,8 @@ import { synthesizeRope } from "../synth/rope.js";
 import type { StorageDType } from "../synth/storage.js";
 import { delinearize, elemForDType, isDense, loadAccess, requireDense } from "./access.js";
 import { RegionEmitter, exprTypeOf } from "./region-emit.js";
+import { routedIndexedMatMul } from "./routed.js";
+import type { RoutedParams } from "./routed.js";
 import { inlineContraction, packedDecode, regionElementwise, regionRow, singleNodeRegion } from "./region-kernels.js";
 
 /** What a kernel buffer binds: request input `index`, or the request's output. */
@@ -166,6 +168,7 @@ export function synthesizeRequest(req: KernelRequest, deviceCaps: DeviceCaps | S
       return bind(k, { x: input(0), cos: input(1), sin: input(2) });
     }
     case "indexed-matmul": {
+      if (p.routing !== undefined) return bind(routedIndexedMatMul(name, inputs, p as unknown as RoutedParams, output, caps));
       const [x, w, ids, ...extras] = inputs as [Access, Access, Access, ...Access[]];
       for (const [a, n] of [[x, "x"], [w, "w"], [ids, "ids"], [output, "out"]] as const) requireDense("indexedMatMul", n, a);
       const [T, K] = x.shape as [number, number];
