@@ -14,6 +14,20 @@ import { outputOf, storageOf } from "./host.js";
 import { stateCopies, viewRegions, type ByteRegion } from "./regions.js";
 import { CudaStateSet } from "./state.js";
 
+/** One launch of a profiled step ({@link CudaProgram.profile}). */
+export interface KernelTiming {
+  /** The plan's op. */
+  readonly op: string;
+  /** The plan's equation id in the compiled graph. */
+  readonly eqn: number;
+  /** The kernel's entry point. */
+  readonly kernel: string;
+  /** The launch grid. */
+  readonly grid: Dim3;
+  /** GPU microseconds between the events around the launch. */
+  readonly us: number;
+}
+
 /** What a program needs from its executor. */
 export interface ProgramHost {
   readonly ctx: CudaContext;
@@ -301,6 +315,33 @@ export class CudaProgram implements StagedProgram {
     this.#captured!.graph.launch(this.#host.ctx.stream);
     this.#host.ctx.synchronize();
     this.#last = this.#captured!.state;
+  }
+
+  /**
+   * Runs one step with an event after each launch and returns each launch's GPU time (for finding the slow
+   * kernels of a step; the events serialize nothing that the stream did not already order).
+   */
+  profile(state?: StateSet): KernelTiming[] {
+    this.#alive();
+    this.#checkSlots();
+    const st = this.#checkState(state);
+    const step = this.#stepFor(st);
+    const ctx = this.#host.ctx, stream = ctx.stream;
+    for (const s of this.#slots.values()) s.pinned.copyTo(s.dev, stream, s.bytes);
+    const events = [ctx.createEvent()];
+    events[0]!.record(stream);
+    for (const b of step.launches) {
+      this.#enqueue([b]);
+      const e = ctx.createEvent();
+      e.record(stream);
+      events.push(e);
+    }
+    for (const c of step.after) for (const r of c.regions) c.to.copyRange(c.from, r.srcOffset, r.dstOffset, r.bytes, stream);
+    ctx.synchronize();
+    this.#last = st;
+    const out = step.launches.map((b, i) => ({ op: b.l.plan.op, eqn: b.l.plan.eqn, kernel: b.l.compiled.code.entryPoint, grid: b.l.grid, us: 1000 * events[i + 1]!.elapsedSince(events[i]!) }));
+    for (const e of events) e.dispose();
+    return out;
   }
 
   /** Kernel launches per step. */
