@@ -1,4 +1,4 @@
-// GPU entry point: where a decode step's time goes on the CUDA executor. Loads MODEL (bf16), prefills a seeded
+// GPU entry point: where a decode step's time goes on the CUDA executor. Loads MODEL (its own dtypes), prefills a seeded
 // random prompt, decodes a few tokens (the runtime captures the step as a CUDA graph), then profiles one decode
 // step and one prefill chunk kernel by kernel (events around each launch) and times the bare graph replay.
 //   node .gpu/cuda-profile.gpu.mjs MODEL [PROMPT=16] [GEN=128]   -> stdout and $OUT/cuda-profile.json
@@ -29,7 +29,7 @@ function summarize(t: readonly KernelTiming[]): { total: number; launches: numbe
 
 const executor = createCudaExecutor({ cacheDir: "/tmp/poot-cuda-cache" });
 const t0 = performance.now();
-const engine = new Engine(LoadedModel.open(model, { weights: "bf16" }), { executor, context: P + G, tokenizer: null, prefillChunk: 64 });
+const engine = new Engine(LoadedModel.open(model), { executor, context: P + G, tokenizer: null, prefillChunk: 64 });
 const rng = new Rng(1);
 const prompt = Array.from({ length: P }, () => Math.floor(rng.next() * engine.config.vocabSize));
 const s = engine.openSession();

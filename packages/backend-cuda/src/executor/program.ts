@@ -115,7 +115,8 @@ export class CudaProgram implements StagedProgram {
     const ctx = host.ctx;
     const caps = planCapsOf(ctx);
     const program = compile(graph, makeTarget({ kind: "cuda", caps }), options);
-    const synth = synthCapsFrom(caps);
+    // Buffers are raw device pointers: GEMVs may read bf16/f16 weights as 16-byte words.
+    const synth = { ...synthCapsFrom(caps), vectorLoads: true };
     // Kernel names become PTX entry points: identifiers only.
     const ident = name.replace(/[^A-Za-z0-9_]/g, "_").replace(/^(?=[0-9])/, "k");
     const lowered: Lowered[] = [];
