@@ -2,7 +2,7 @@
 // Writes a Llama-3.2-1B-shaped Hugging Face folder with random bf16 weights: config.json (the real model's),
 // model.safetensors, tokenizer.json and tokenizer_config.json. Deterministic (same seed, same bytes), fast
 // (one xorshift call per two weights, no float math) and dependency-free, so it runs with a bare Node binary
-// on the GPU machine:   node tools/random-model/make-hf.mjs --out /tmp/llama-1b-random [--seed 1] [--shape tiny]
+// on the GPU machine:   node tools/random-model/make-hf.mjs --out /tmp/llama-1b-random [--seed 1] [--shape small|tiny]
 //
 // Weights: bf16 values with a random sign and magnitude in [2^-9, 2^-5) (exponent chosen uniformly from four
 // binades, 7 random mantissa bits), std about 0.011; RMSNorm weights are 1. Embeddings are tied (no lm_head).
@@ -41,6 +41,9 @@ const LLAMA_3_2_1B = {
 };
 /** The same architecture at toy size (for checking the script and the loaders on a CPU). */
 const TINY = { ...LLAMA_3_2_1B, head_dim: 16, hidden_size: 64, intermediate_size: 128, num_attention_heads: 4, num_hidden_layers: 2, num_key_value_heads: 2 };
+/** Small but with the real head size and rows that are multiples of 256 (the GPU kernels' vector paths), for comparing backends. */
+const SMALL = { ...LLAMA_3_2_1B, hidden_size: 256, intermediate_size: 1024, num_attention_heads: 4, num_hidden_layers: 2, num_key_value_heads: 2 };
+const SHAPES = { "llama-3.2-1b": LLAMA_3_2_1B, small: SMALL, tiny: TINY };
 
 function parseArgs(argv) {
   const o = { out: null, seed: 1, shape: "llama-3.2-1b" };
@@ -48,8 +51,8 @@ function parseArgs(argv) {
     const a = argv[i], v = argv[i + 1];
     if (a === "--out" && v !== undefined) o.out = v, i++;
     else if (a === "--seed" && v !== undefined && /^\d+$/.test(v)) o.seed = Number(v), i++;
-    else if (a === "--shape" && (v === "llama-3.2-1b" || v === "tiny")) o.shape = v, i++;
-    else throw new Error(`make-hf: bad argument ${JSON.stringify(a)} (usage: --out DIR [--seed N] [--shape llama-3.2-1b|tiny])`);
+    else if (a === "--shape" && v !== undefined && Object.hasOwn(SHAPES, v)) o.shape = v, i++;
+    else throw new Error(`make-hf: bad argument ${JSON.stringify(a)} (usage: --out DIR [--seed N] [--shape ${Object.keys(SHAPES).join("|")}])`);
   }
   if (o.out === null) throw new Error("make-hf: --out DIR is required");
   return o;
@@ -171,7 +174,7 @@ function tokenizerFiles(c) {
 }
 
 const o = parseArgs(process.argv.slice(2));
-const config = o.shape === "tiny" ? TINY : LLAMA_3_2_1B;
+const config = SHAPES[o.shape];
 const t0 = performance.now();
 fs.mkdirSync(o.out, { recursive: true });
 fs.writeFileSync(path.join(o.out, "config.json"), `${JSON.stringify(config, null, 2)}\n`);

@@ -97,6 +97,8 @@ export class CudaProgram implements StagedProgram {
   readonly #owned = new Map<number, DeviceBuffer>();
   readonly #steps = new Map<StateSet | null, StepBinding>();
   readonly #scratch: DeviceBuffer[] = [];
+  /** Pinned host memory each output is read through (a copy into pageable memory is several times slower). */
+  readonly #staging = new Map<string, PinnedBuffer>();
   #prepared = -1;
   #last: CudaStateSet | null = null;
   #captured: { state: CudaStateSet | null; graph: CudaGraph; epoch: number } | null = null;
@@ -285,14 +287,22 @@ export class CudaProgram implements StagedProgram {
     this.#host.ctx.synchronize();
     const root = this.#root(o.value);
     const buf = this.#buffer(root, this.#last);
-    const bytes = new Uint8Array(storageBytes(spec.dtype, spec.size));
+    const n = storageBytes(spec.dtype, spec.size);
     const regions = viewRegions(this.program.graph, o.value, root);
-    if (regions.length === 1) buf.download(bytes, regions[0]!.srcOffset);
-    else {
-      // A strided view of its root (a transpose, a broadcast): read the root once and gather its runs.
-      const all = buf.download(new Uint8Array(buf.bytes));
-      for (const r of regions) bytes.set(all.subarray(r.srcOffset, r.srcOffset + r.bytes), r.dstOffset);
+    if (regions.length === 1) {
+      let staging = this.#staging.get(name);
+      if (staging === undefined) {
+        staging = this.#host.ctx.pinned(Math.max(4, n));
+        this.#staging.set(name, staging);
+      }
+      const view = staging.bytesView.subarray(0, n);
+      buf.download(view, regions[0]!.srcOffset);
+      return outputOf(spec.dtype, view, spec.size, into);
     }
+    // A strided view of its root (a transpose, a broadcast): read the root once and gather its runs.
+    const bytes = new Uint8Array(n);
+    const all = buf.download(new Uint8Array(buf.bytes));
+    for (const r of regions) bytes.set(all.subarray(r.srcOffset, r.srcOffset + r.bytes), r.dstOffset);
     return outputOf(spec.dtype, bytes, spec.size, into);
   }
 
@@ -371,6 +381,7 @@ export class CudaProgram implements StagedProgram {
       s.pinned.dispose();
     }
     for (const b of [...this.#owned.values(), ...this.#scratch]) b.dispose();
+    for (const p of this.#staging.values()) p.dispose();
   }
 
   #alive(): void {
