@@ -4,6 +4,9 @@
 #   usage: packages/backend-cuda/tools/gpu-bundle.sh     then on the GPU machine:
 #   xz -dc .gpu/node.xz > /tmp/node && chmod +x /tmp/node && /tmp/node .gpu/gpu-check.mjs && /tmp/node .gpu/gpu-executor.mjs
 #   && /tmp/node .gpu/cuda-demo-model.gpu.mjs   (from the repo root: it reads models/demo)
+#   Llama-3.2-1B-shaped: /tmp/node .gpu/make-hf.mjs --out /tmp/l1b && /tmp/node .gpu/cli/poot.mjs bench /tmp/l1b
+#   --backend cuda --weights bf16 --prompt-tokens 16 --gen-tokens 128; .gpu/cuda-profile.gpu.mjs /tmp/l1b (per kernel);
+#   .gpu/cuda-decode-alloc.gpu.mjs (a decode step allocates no device memory)
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
@@ -15,7 +18,8 @@ bash "${TMPDIR:-/tmp}/gpu-pack.$$"
 rm -f "${TMPDIR:-/tmp}/gpu-pack.$$"
 esb="$(find node_modules/.pnpm -maxdepth 5 -path '*node_modules/esbuild/bin/esbuild' | head -1)"
 # vitest is replaced by a small shim so the executor conformance suite runs without vitest.
-for src in packages/backend-cuda/tools/gpu-check.ts packages/backend-cuda/tools/gpu-executor.ts packages/serve/bench/cuda-demo-model.gpu.ts; do
+for src in packages/backend-cuda/tools/gpu-check.ts packages/backend-cuda/tools/gpu-executor.ts packages/serve/bench/cuda-demo-model.gpu.ts \
+  packages/serve/bench/poot-cli.gpu.ts packages/serve/bench/cuda-profile.gpu.ts packages/serve/bench/cuda-decode-alloc.gpu.ts packages/serve/bench/cuda-vs-eval.gpu.ts; do
   entry=$(basename "${src%.ts}")
   "$esb" "$src" --bundle --platform=node --format=esm --target=node20 --conditions=source \
     --external:koffi --external:webgpu --alias:vitest=./packages/backend-cuda/tools/vitest-shim.ts \
@@ -23,3 +27,8 @@ for src in packages/backend-cuda/tools/gpu-check.ts packages/backend-cuda/tools/
     --outfile=".gpu/$entry.mjs" --log-level=warning
   echo "bundled .gpu/$entry.mjs"
 done
+# The CLI reads its version from ../package.json next to its module: it lives in .gpu/cli/ beside a stub.
+mkdir -p .gpu/cli && mv .gpu/poot-cli.gpu.mjs .gpu/cli/poot.mjs
+node -e 'const v = require("./packages/serve/package.json").version; require("fs").writeFileSync(".gpu/package.json", JSON.stringify({ name: "poot-gpu-bundle", private: true, version: v, type: "module" }) + "\n")'
+# The random Llama-3.2-1B-shaped model is written on the GPU machine's disk by a dependency-free script.
+cp tools/random-model/make-hf.mjs .gpu/make-hf.mjs

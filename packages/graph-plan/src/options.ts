@@ -28,6 +28,15 @@ export interface CompileOptions {
   readonly maxFoldElements?: number;
   /** Validate the graph after every pass (slower; for debugging the compiler). Default false. */
   readonly checkPasses?: boolean;
+  /**
+   * Which epilogues fusion gives a contraction. "any" (default): whatever reads only the accumulator, including
+   * RoPE (which reads the partner element), row reductions and in-place State writes, and several B operands
+   * sharing A at any row count. "own-element": only what a thread can apply to the accumulator it computed
+   * itself, and extra heads only for GEMV-sized A (at most 8 rows); the rest becomes its own region. For
+   * targets whose kernels compute a contraction with any other epilogue inline (one thread per output, every
+   * dot product it reads recomputed), which is far slower than a separate small kernel (CUDA).
+   */
+  readonly contractionEpilogues?: "any" | "own-element";
 }
 
 /** Options with every default filled in. */
@@ -46,7 +55,9 @@ export function resolveOptions(o: CompileOptions = {}): ResolvedOptions {
     maxRegionNodes: o.maxRegionNodes ?? 128,
     maxFoldElements: o.maxFoldElements ?? 1 << 20,
     checkPasses: o.checkPasses ?? false,
+    contractionEpilogues: o.contractionEpilogues ?? "any",
   };
+  if (r.contractionEpilogues !== "any" && r.contractionEpilogues !== "own-element") throw new PlanError("bad-option", `contractionEpilogues must be "any" or "own-element", got ${JSON.stringify(r.contractionEpilogues)}`, { key: "contractionEpilogues" });
   if (r.mode !== "decode" && r.mode !== "prefill") throw new PlanError("bad-option", `mode must be decode or prefill, got ${JSON.stringify(r.mode)}`, { key: "mode" });
   for (const k of ["argmaxSplitAbove", "argmaxChunk", "maxRegionNodes", "maxFoldElements"] as const) {
     if (!Number.isSafeInteger(r[k]) || r[k] < 1) throw new PlanError("bad-option", `${k} must be a positive integer, got ${String(r[k])}`, { key: k });

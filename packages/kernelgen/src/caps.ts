@@ -14,6 +14,11 @@ export interface SynthCaps {
   readonly sharedBytes: number;
   /** Most workgroups along one grid axis (default 65535). */
   readonly maxGridDim?: number;
+  /**
+   * Buffers are raw device memory that a kernel may read through a wider element type than the tensor's (16-byte
+   * vec4<u32> loads over bf16/f16 weights). Default false; the CUDA backend sets it.
+   */
+  readonly vectorLoads?: boolean;
 }
 
 /** A generated kernel and how to launch it. */

@@ -72,6 +72,34 @@ describe("synthesized GEMV", () => {
     });
   }
 
+  // caps.vectorLoads (CUDA): [N, K] half-precision weights read as vec4<u32> words, x as vec4<f32>.
+  const CAPS_VEC: SynthCaps = { ...CAPS_SG, vectorLoads: true };
+  for (const [B, K, N, dt, heads] of [[1, 512, 19, "bf16", 1], [3, 256, 9, "f16", 1], [2, 512, 7, "bf16", 2]] as const) {
+    it(`16-byte loads: B=${B} K=${K} N=${N} ${dt} heads=${heads} (unroll ${K % 512 === 0 ? 2 : 1})`, () => {
+      const r = rng(B * 7 + K + N + heads);
+      const x = randF32(r, B * K);
+      const ws = Array.from({ length: heads }, () => randW(r, N * K, dt) as Uint16Array);
+      // heads=2: y = acc · acc1 (each accumulation checked through the product's error bound).
+      const epilogue: Epilogue | undefined = heads === 2 ? { inputs: [], nodes: [{ op: "leaf", name: "acc" }, { op: "leaf", name: "acc1" }, { op: "binary", fn: "mul", a: 0, b: 1 }], node: 2 } : undefined;
+      const s = synthesizeGemv({ name: "gemv_vec", K, N, batch: B, heads, weight: { dtype: dt, layout: "nk" }, ...(epilogue === undefined ? {} : { epilogue }) }, CAPS_VEC);
+      expect(s.kernel.buffers.find((p) => p.name === "W")?.elem).toBe("vec4<u32>");
+      const y = poisoned(s.kernel, "y", B * N);
+      const wb = Object.fromEntries(ws.map((w, h) => [h === 0 ? "W" : `W${h}`, new Uint32Array(w.buffer)]));
+      run(s.kernel, { grid: [...s.grid], buffers: { x, ...wb, y }, subgroupSize: 32 });
+      const refs = ws.map((w) => oracleMatmul(B, 1, K, N, x, w, dt, "nk"));
+      if (heads === 1) expectClose(y as Float32Array, refs[0]!.y, refs[0]!.s);
+      else {
+        const [g, u] = refs as [typeof refs[0], typeof refs[0]];
+        const want = Array.from(g.y, (a, i) => Math.fround(a * u.y[i]!));
+        expectClose(y as Float32Array, want, Array.from(g.s, (sg, i) => sg * Math.abs(u.y[i]!) + Math.abs(g.y[i]!) * u.s[i]! + Math.abs(want[i]!)));
+      }
+    });
+  }
+  it("16-byte loads need K % (8 · lanes) = 0: K = 200 keeps the scalar form", () => {
+    const s = synthesizeGemv({ name: "g", K: 200, N: 4, weight: { dtype: "bf16", layout: "nk" } }, { ...CAPS_SG, vectorLoads: true });
+    expect(s.kernel.buffers.find((p) => p.name === "W")?.elem).not.toBe("vec4<u32>");
+  });
+
   it("with a bias + SiLU + residual epilogue stored as bf16", () => {
     const [B, K, N] = [2, 37, 19];
     const r = rng(9);

@@ -15,7 +15,10 @@ const DTYPES = ["f32", "f16", "bf16", "i32", "u32", "u8", "bool"] as const;
 
 /** Options of {@link createCudaExecutor}. */
 export interface CudaExecutorOptions extends CudaContextOptions {
-  /** graph-plan options every staged graph is compiled with. */
+  /**
+   * graph-plan options every staged graph is compiled with. Defaults to `contractionEpilogues: "own-element"`
+   * (decision record 0803): contractions keep only epilogues the fast GEMV/GEMM kernels apply per element.
+   */
   readonly compile?: CompileOptions;
 }
 
@@ -37,7 +40,7 @@ export class CudaExecutor implements Executor {
 
   constructor(ctx: CudaContext, options: CudaExecutorOptions = {}) {
     this.ctx = ctx;
-    this.#compile = options.compile ?? {};
+    this.#compile = { contractionEpilogues: "own-element", ...options.compile };
     this.caps = { kind: "cuda", device: `${ctx.device.info.name} (${ctx.device.info.arch})`, dtypes: DTYPES, capture: true, deviceMemoryBytes: ctx.device.info.totalMemoryBytes };
     const self = this;
     this.#host = {

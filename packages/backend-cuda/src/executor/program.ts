@@ -14,6 +14,20 @@ import { outputOf, storageOf } from "./host.js";
 import { stateCopies, viewRegions, type ByteRegion } from "./regions.js";
 import { CudaStateSet } from "./state.js";
 
+/** One launch of a profiled step ({@link CudaProgram.profile}). */
+export interface KernelTiming {
+  /** The plan's op. */
+  readonly op: string;
+  /** The plan's equation id in the compiled graph. */
+  readonly eqn: number;
+  /** The kernel's entry point. */
+  readonly kernel: string;
+  /** The launch grid. */
+  readonly grid: Dim3;
+  /** GPU microseconds between the events around the launch. */
+  readonly us: number;
+}
+
 /** What a program needs from its executor. */
 export interface ProgramHost {
   readonly ctx: CudaContext;
@@ -83,6 +97,8 @@ export class CudaProgram implements StagedProgram {
   readonly #owned = new Map<number, DeviceBuffer>();
   readonly #steps = new Map<StateSet | null, StepBinding>();
   readonly #scratch: DeviceBuffer[] = [];
+  /** Pinned host memory each output is read through (a copy into pageable memory is several times slower). */
+  readonly #staging = new Map<string, PinnedBuffer>();
   #prepared = -1;
   #last: CudaStateSet | null = null;
   #captured: { state: CudaStateSet | null; graph: CudaGraph; epoch: number } | null = null;
@@ -101,7 +117,8 @@ export class CudaProgram implements StagedProgram {
     const ctx = host.ctx;
     const caps = planCapsOf(ctx);
     const program = compile(graph, makeTarget({ kind: "cuda", caps }), options);
-    const synth = synthCapsFrom(caps);
+    // Buffers are raw device pointers: GEMVs may read bf16/f16 weights as 16-byte words.
+    const synth = { ...synthCapsFrom(caps), vectorLoads: true };
     // Kernel names become PTX entry points: identifiers only.
     const ident = name.replace(/[^A-Za-z0-9_]/g, "_").replace(/^(?=[0-9])/, "k");
     const lowered: Lowered[] = [];
@@ -270,14 +287,22 @@ export class CudaProgram implements StagedProgram {
     this.#host.ctx.synchronize();
     const root = this.#root(o.value);
     const buf = this.#buffer(root, this.#last);
-    const bytes = new Uint8Array(storageBytes(spec.dtype, spec.size));
+    const n = storageBytes(spec.dtype, spec.size);
     const regions = viewRegions(this.program.graph, o.value, root);
-    if (regions.length === 1) buf.download(bytes, regions[0]!.srcOffset);
-    else {
-      // A strided view of its root (a transpose, a broadcast): read the root once and gather its runs.
-      const all = buf.download(new Uint8Array(buf.bytes));
-      for (const r of regions) bytes.set(all.subarray(r.srcOffset, r.srcOffset + r.bytes), r.dstOffset);
+    if (regions.length === 1) {
+      let staging = this.#staging.get(name);
+      if (staging === undefined) {
+        staging = this.#host.ctx.pinned(Math.max(4, n));
+        this.#staging.set(name, staging);
+      }
+      const view = staging.bytesView.subarray(0, n);
+      buf.download(view, regions[0]!.srcOffset);
+      return outputOf(spec.dtype, view, spec.size, into);
     }
+    // A strided view of its root (a transpose, a broadcast): read the root once and gather its runs.
+    const bytes = new Uint8Array(n);
+    const all = buf.download(new Uint8Array(buf.bytes));
+    for (const r of regions) bytes.set(all.subarray(r.srcOffset, r.srcOffset + r.bytes), r.dstOffset);
     return outputOf(spec.dtype, bytes, spec.size, into);
   }
 
@@ -301,6 +326,33 @@ export class CudaProgram implements StagedProgram {
     this.#captured!.graph.launch(this.#host.ctx.stream);
     this.#host.ctx.synchronize();
     this.#last = this.#captured!.state;
+  }
+
+  /**
+   * Runs one step with an event after each launch and returns each launch's GPU time (for finding the slow
+   * kernels of a step; the events serialize nothing that the stream did not already order).
+   */
+  profile(state?: StateSet): KernelTiming[] {
+    this.#alive();
+    this.#checkSlots();
+    const st = this.#checkState(state);
+    const step = this.#stepFor(st);
+    const ctx = this.#host.ctx, stream = ctx.stream;
+    for (const s of this.#slots.values()) s.pinned.copyTo(s.dev, stream, s.bytes);
+    const events = [ctx.createEvent()];
+    events[0]!.record(stream);
+    for (const b of step.launches) {
+      this.#enqueue([b]);
+      const e = ctx.createEvent();
+      e.record(stream);
+      events.push(e);
+    }
+    for (const c of step.after) for (const r of c.regions) c.to.copyRange(c.from, r.srcOffset, r.dstOffset, r.bytes, stream);
+    ctx.synchronize();
+    this.#last = st;
+    const out = step.launches.map((b, i) => ({ op: b.l.plan.op, eqn: b.l.plan.eqn, kernel: b.l.compiled.code.entryPoint, grid: b.l.grid, us: 1000 * events[i + 1]!.elapsedSince(events[i]!) }));
+    for (const e of events) e.dispose();
+    return out;
   }
 
   /** Kernel launches per step. */
@@ -329,6 +381,7 @@ export class CudaProgram implements StagedProgram {
       s.pinned.dispose();
     }
     for (const b of [...this.#owned.values(), ...this.#scratch]) b.dispose();
+    for (const p of this.#staging.values()) p.dispose();
   }
 
   #alive(): void {

@@ -69,6 +69,26 @@ function sameA(d: RuleContext["draft"], h: Eqn, p: Eqn): boolean {
     shapeEquals(d.values[p.inputs[1] as number]!.shape, d.values[h.inputs[1] as number]!.shape) && shapeEquals(d.values[p.out]!.shape, d.values[h.out]!.shape);
 }
 
+/** Ops an epilogue applied at the accumulator's own element may hold (besides pointwise ops and index loads). */
+const OWN_ELEMENT_VIEWS = new Set(["Broadcast"]);
+
+/**
+ * Whether contraction `h` may head a region of `members` under "own-element": every member pointwise, an index
+ * load or a broadcast, the region's values all of the accumulator's shape, and a second head only when A has
+ * at most 8 rows.
+ */
+function ownElement(d: RuleContext["draft"], h: Eqn, members: ReadonlyMap<number, Eqn>, heads: number): boolean {
+  const acc = d.values[h.out]!.shape;
+  if (heads > 0 && numel(d.values[h.inputs[0] as number]!.shape.slice(0, -1)) > 8) return false;
+  for (const m of members.values()) {
+    const def = d.ops[m.op];
+    const pointwise = def !== undefined && def.category === "elementwise";
+    if (!(pointwise || INDEX.has(m.op) || OWN_ELEMENT_VIEWS.has(m.op))) return false;
+    if ((pointwise || m.op === "Broadcast") && !shapeEquals(d.values[m.out]!.shape, acc)) return false;
+  }
+  return true;
+}
+
 function grow(k0: number, root: Eqn, cx: RuleContext): Rewrite | null {
   const d = cx.draft;
   const rk = kindOf(cx, root);
@@ -136,6 +156,9 @@ function grow(k0: number, root: Eqn, cx: RuleContext): Rewrite | null {
     const exclusive = d.users(best.v).every((u) => members.has(u));
     if (!exclusive && !cheap(cx, p, pk)) continue;
     if (pk === "head") {
+      // "own-element": the epilogue must apply at the accumulator's own element (no RoPE partner, row reduction,
+      // in-place write or reshaped result), and extra heads need a GEMV-sized A.
+      if (cx.options.contractionEpilogues === "own-element" && !ownElement(d, p, members, heads.length)) continue;
       // The first contraction heads the region; another over the same A joins it (horizontal fusion: gate/up).
       const joins = heads.length === 0 || (sameA(d, heads[0]!, p) && !hasReduce);
       if (!exclusive || !joins || (hasReduce && !headRowsOk(p, rowLen))) continue;
@@ -143,6 +166,8 @@ function grow(k0: number, root: Eqn, cx: RuleContext): Rewrite | null {
       if (bindings() > limits.maxStorageBuffers) heads.pop();
       continue;
     }
+    // Under "own-element" a headed region takes no RoPE, row reduction or in-place write after its head either.
+    if (cx.options.contractionEpilogues === "own-element" && heads.length > 0 && (pk === "reduce" || pk === "rope" || pk === "dus")) continue;
     if (pk === "reduce") {
       const x = d.values[p.inputs[0] as number]!.shape;
       // One reduction row per workgroup: it must hold whole region rows (a norm over all heads before a per-head RoPE).

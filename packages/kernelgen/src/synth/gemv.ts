@@ -71,6 +71,9 @@ export function synthesizeGemvWith(req: GemvRequest, caps: SynthCaps, ep: Prepar
   while (!useSg && wg > lanes && wg * 4 > caps.sharedBytes) wg >>= 1;
   if (!useSg && wg * 4 > caps.sharedBytes) throw new KernelgenError("exceeds_caps", `needs ${wg * 4} bytes of workgroup memory`, { synth: SYNTH, param: "caps.sharedBytes" });
   const rowsPerWg = wg / lanes;
+  if (useSg && caps.vectorLoads === true && xDtype === "f32" && (wDtype === "bf16" || wDtype === "f16") && K % (8 * lanes) === 0) {
+    return gemvNKVec(req, caps, B, H, wDtype, outDtype, ep, lanes, wg);
+  }
   const k = kernel(req.name, { workgroupSize: [wg, 1, 1] }, (b) => {
     const { let_, var_, for_, if_, wid, nwg, lid, f32, u32 } = b;
     const x = b.buffer("x", elemOf(xDtype), "read") as Arr<"f32">;
@@ -102,6 +105,59 @@ export function synthesizeGemvWith(req: GemvRequest, caps: SynthCaps, ep: Prepar
     });
   });
   return { kernel: k, grid: grid2d(Math.ceil(N / rowsPerWg), caps), ...(useSg ? { subgroupSize: sg } : {}) };
+}
+
+/**
+ * [N, K] bf16/f16 weights read 16 bytes (8 elements) per lane per load, x f32 read as vec4<f32>: a subgroup per
+ * output row, two words per lane in flight when K allows. Needs `caps.vectorLoads`, subgroups and K % (8 · lanes) = 0.
+ */
+function gemvNKVec(req: GemvRequest, caps: SynthCaps, B: number, H: number, wDtype: "bf16" | "f16", outDtype: StorageDType, ep: PreparedEpilogue, lanes: number, wg: number): SynthKernel {
+  const { K, N } = req;
+  const K8 = K / 8, K4 = K / 4;
+  const unroll = K8 % (2 * lanes) === 0 ? 2 : 1;
+  const rowsPerWg = wg / lanes;
+  const fmt = wDtype === "bf16" ? "bf16x2" : "f16x2";
+  const k = kernel(req.name, { workgroupSize: [wg, 1, 1] }, (b) => {
+    const { let_, var_, for_, if_, wid, nwg, lid, f32, u32, unpack, fma } = b;
+    const x = b.buffer("x", "vec4<f32>", "read");
+    const Ws = Array.from({ length: H }, (_, h) => b.buffer(h === 0 ? "W" : `W${h}`, "vec4<u32>", "read"));
+    ep.declare(b);
+    const y = b.buffer("y", elemOf(outDtype), "write");
+    const tid = let_(lid.x, "tid");
+    const lane = let_(tid.rem(lanes), "lane");
+    const n = let_(wid.y.mul(nwg.x).add(wid.x).mul(rowsPerWg).add(tid.div(lanes)), "n");
+    const live = let_(n.lt(N), "live");
+    const accs = Array.from({ length: B }, (_, j) => Ws.map((_, h) => var_(f32(0), `acc${j}_${h}`)));
+    if_(live, () => {
+      for_(lane, K8, lanes * unroll, (c0) => {
+        const cs = Array.from({ length: unroll }, (_, u) => let_(c0.add(u * lanes), `c${u}`));
+        // Every weight word of the iteration is loaded before any arithmetic (more bytes in flight).
+        const ws = cs.map((c, u) => Ws.map((W, h) => let_(W.at(n.mul(K8).add(c)), `w${u}_${h}`)));
+        cs.forEach((c, u) => {
+          const halves = ws[u]!.map((w, h) => [w.x, w.y, w.z, w.w].map((word, q) => let_(unpack(fmt, word), `p${u}_${h}_${q}`)));
+          accs.forEach((row, j) => {
+            const xa = let_(x.at(u32(j * K4).add(c.mul(2))), `xa${u}_${j}`);
+            const xb = let_(x.at(u32(j * K4).add(c.mul(2)).add(1)), `xb${u}_${j}`);
+            row.forEach((acc, h) => {
+              const [p0, p1, p2, p3] = halves[h]!;
+              let a: Val<"f32"> = acc;
+              a = fma(p0!.x, xa.x, a); a = fma(p0!.y, xa.y, a); a = fma(p1!.x, xa.z, a); a = fma(p1!.y, xa.w, a);
+              a = fma(p2!.x, xb.x, a); a = fma(p2!.y, xb.y, a); a = fma(p3!.x, xb.z, a); a = fma(p3!.y, xb.w, a);
+              acc.set(a);
+            });
+          });
+        });
+      }, "c");
+    });
+    accs.forEach((row, j) => {
+      const totals = row.map((acc) => b.subgroupAdd(acc));
+      if_(live.and(lane.eq(0)), () => {
+        const idx = let_(n.add(j * N), "yi");
+        storeAs(b, y, outDtype, idx, ep.apply(b, totals, n, idx));
+      });
+    });
+  });
+  return { kernel: k, grid: grid2d(Math.ceil(N / rowsPerWg), caps), subgroupSize: lanes };
 }
 
 /** [K, N]: WGX adjacent columns per workgroup (coalesced), WGY threads split K, partials combined in shared memory. */

@@ -1,8 +1,10 @@
 // The backends the CLI can run on, by --backend name, and the bundled demo model that `poot run` uses
 // when no MODEL is given (found next to the installed package, never relative to the cwd).
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
+import { CudaError, CudaExecutor, createCudaExecutor, measureCopyBandwidth } from "@poot/backend-cuda";
 import { createVulkanExecutor } from "@poot/backend-vulkan";
 import { createSyncWgpuExecutor } from "@poot/backend-wgpu/node";
 import { createEvalExecutor, createInterpExecutor, type Executor } from "@poot/executor";
@@ -21,13 +23,29 @@ export const EXECUTORS: Readonly<Record<string, () => Executor>> = {
   // WebGPU through Dawn (the Vulkan loader finds drivers through VK_DRIVER_FILES, e.g. lavapipe). Unfused
   // for now: kernelgen does not yet serve the row reductions graph-plan fuses into contraction epilogues.
   wgpu: () => createSyncWgpuExecutor({ executor: { compile: { fusion: false, recognize: false } } }),
+  // NVIDIA GPUs through the CUDA driver (libcuda.so.1 via koffi; no toolkit needed). Decode steps replay as CUDA
+  // graphs; JIT-compiled kernels are cached on disk under the OS temp folder.
+  cuda: () => createCudaExecutor({ cacheDir: path.join(os.tmpdir(), "poot-cuda-cache") }),
 };
 
 /** A fresh executor for `--backend name`, or a CliError listing the available ones. */
 export function createExecutor(name: string, command: string): Executor {
   const make = EXECUTORS[name];
   if (make === undefined) throw new CliError("bad-input", `unknown backend "${name}" (available: ${Object.keys(EXECUTORS).join(", ")})`, { command });
-  return make();
+  try {
+    return make();
+  } catch (err) {
+    if (err instanceof CudaError && err.code === "no-driver") throw new CliError("command-failed", `--backend ${name} needs an NVIDIA GPU and its driver (libcuda.so.1): ${err.message}`, { command });
+    throw err;
+  }
+}
+
+/**
+ * The executor's device copy bandwidth in GB/s, (read + write) bytes per second of a device-to-device copy,
+ * measured now; null for backends without a way to measure it (host executors, Vulkan, WebGPU).
+ */
+export function measureFloorBandwidth(executor: Executor): number | null {
+  return executor instanceof CudaExecutor ? measureCopyBandwidth(executor.ctx).readWriteGBps : null;
 }
 
 /** The repository's `models/demo`, found by walking up from this module's file; null when absent. */

@@ -4,7 +4,7 @@ import * as os from "node:os";
 import { Engine, Rng, RuntimeError, argmax } from "@poot/runtime";
 import { LoadedModel, ModelError } from "@poot/models";
 import { CliError } from "../errors.js";
-import { createExecutor } from "./backends.js";
+import { createExecutor, measureFloorBandwidth } from "./backends.js";
 import type { CommandModule } from "./index.js";
 import { parseNumber } from "./numbers.js";
 import { progressBar } from "./progress.js";
@@ -32,6 +32,33 @@ export interface BenchReport {
   readonly loadAverage: number;
   /** Device bytes after the runs (weights, state, io). */
   readonly deviceBytes: { readonly weights: number; readonly state: number; readonly io: number; readonly total: number };
+  /** Median milliseconds from the prompt to the first token's logits (the whole prefill). */
+  readonly timeToFirstTokenMs: number;
+  /**
+   * Bytes a decode step must read at least, averaged over the timed steps: every weight once plus the live
+   * part of the State (the KV cache up to the current position).
+   */
+  readonly bytesPerToken: number;
+  /** The measured bandwidth floor, on backends that can measure it (null elsewhere). */
+  readonly floor: BandwidthFloor | null;
+}
+
+/** A decode rate against the device's own copy bandwidth. */
+export interface BandwidthFloor {
+  /** Device-to-device copy bandwidth, (read + write) GB/s, measured in the same run. */
+  readonly copyGBps: number;
+  /** bytesPerToken at the copy bandwidth: the fastest a decode step could be, ms. */
+  readonly floorMsPerToken: number;
+  /** floorMsPerToken / decodeMsPerToken (1 = at the floor). */
+  readonly fractionOfFloor: number;
+  /** bytesPerToken / decodeMsPerToken, GB/s. */
+  readonly decodeGBps: number;
+}
+
+/** The floor of a decode step that reads `bytesPerToken` at `copyGBps`, against its measured ms per token. */
+export function bandwidthFloor(copyGBps: number, bytesPerToken: number, decodeMsPerToken: number): BandwidthFloor {
+  const floorMsPerToken = (bytesPerToken / (copyGBps * 1e9)) * 1e3;
+  return { copyGBps, floorMsPerToken, fractionOfFloor: floorMsPerToken / decodeMsPerToken, decodeGBps: bytesPerToken / (decodeMsPerToken * 1e-3) / 1e9 };
 }
 
 function median(xs: readonly number[]): number {
@@ -53,11 +80,13 @@ export const bench: CommandModule = {
       .option("--gen-tokens <n>", "tokens to generate (greedy, EOS ignored; decode rates count the steps after the first)", "64")
       .option("--runs <n>", "timed runs after one warm-up", "3")
       .option("--weights <kind>", "HF folders: f32 or bf16", "f32")
+      .option("--prefill-chunk <n>", "largest prefill step in tokens (a power of two)", "64")
       .option("--json", "print JSON instead of a table")
-      .action((model: string, o: { backend: string; promptTokens: string; genTokens: string; runs: string; weights: string; json?: boolean }) => {
+      .action((model: string, o: { backend: string; promptTokens: string; genTokens: string; runs: string; weights: string; prefillChunk: string; json?: boolean }) => {
         const P = parseNumber("--prompt-tokens", o.promptTokens, "int", "bench");
         const G = parseNumber("--gen-tokens", o.genTokens, "int", "bench");
         const runs = parseNumber("--runs", o.runs, "int", "bench");
+        const prefillChunk = parseNumber("--prefill-chunk", o.prefillChunk, "int", "bench");
         if (P < 1 || G < 2 || runs < 1) throw new CliError("bad-input", "--prompt-tokens >= 1, --gen-tokens >= 2 and --runs >= 1 are required", { command: "bench" });
         if (o.weights !== "f32" && o.weights !== "bf16") throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command: "bench" });
         const weights: "f32" | "bf16" = o.weights;
@@ -65,12 +94,13 @@ export const bench: CommandModule = {
         let engine: Engine | null = null;
         try {
           const m = LoadedModel.open(model, { weights });
-          engine = new Engine(m, { executor, context: P + G, tokenizer: null });
+          engine = new Engine(m, { executor, context: P + G, tokenizer: null, prefillChunk });
           const e = engine;
           const rng = new Rng(1);
           const prompt = Array.from({ length: P }, () => Math.floor(rng.next() * e.config.vocabSize));
           const bar = progressBar("bench  ", runs + 1);
-          const pre: number[] = [], dec: number[] = [], ms: number[] = [], cpuPre: number[] = [], cpuDec: number[] = [];
+          const pre: number[] = [], dec: number[] = [], ms: number[] = [], cpuPre: number[] = [], cpuDec: number[] = [], ttft: number[] = [];
+          let stateBytes = 0;
           const cpuMs = () => {
             const u = process.cpuUsage();
             return (u.user + u.system) / 1000;
@@ -82,6 +112,7 @@ export const bench: CommandModule = {
             const w1 = performance.now(), c1 = cpuMs();
             for (let k = 1; k < G; k++) logits = s.step([argmax(logits)]);
             const w2 = performance.now(), c2 = cpuMs();
+            stateBytes = executor.deviceBytes().state;
             s.release();
             bar?.update(r + 1);
             // Run 0 warms up (stages programs, binds weights).
@@ -89,19 +120,31 @@ export const bench: CommandModule = {
             pre.push((P / (w1 - w0)) * 1000);
             dec.push(((G - 1) / (w2 - w1)) * 1000);
             ms.push((w2 - w1) / (G - 1));
+            ttft.push(w1 - w0);
             cpuPre.push((P / (c1 - c0)) * 1000);
             cpuDec.push(((G - 1) / (c2 - c1)) * 1000);
           }
           bar?.stop();
+          const deviceBytes = executor.deviceBytes();
+          // The State holds `context` = P + G positions; the timed steps read positions up to P + 1 ... P + G - 1.
+          const meanLive = P + G / 2;
+          const bytesPerToken = deviceBytes.weights + (stateBytes / (P + G)) * meanLive;
+          const decodeMsPerToken = median(ms);
+          const copyGBps = measureFloorBandwidth(executor);
           const report: BenchReport = {
             model, backend: o.backend, promptTokens: P, genTokens: G, runs,
-            prefillTokS: median(pre), decodeTokS: median(dec), decodeMsPerToken: median(ms), prefillTokPerCpuS: median(cpuPre), decodeTokPerCpuS: median(cpuDec), stageMs: e.stats.stageMs, loadAverage: os.loadavg()[0]!, deviceBytes: executor.deviceBytes(),
+            prefillTokS: median(pre), decodeTokS: median(dec), decodeMsPerToken, prefillTokPerCpuS: median(cpuPre), decodeTokPerCpuS: median(cpuDec), stageMs: e.stats.stageMs, loadAverage: os.loadavg()[0]!, deviceBytes,
+            timeToFirstTokenMs: median(ttft), bytesPerToken, floor: copyGBps === null ? null : bandwidthFloor(copyGBps, bytesPerToken, decodeMsPerToken),
           };
           if (o.json === true) io.out(`${JSON.stringify(report, null, 2)}\n`);
           else {
             io.out(`model ${model} on ${o.backend}: prompt ${P}, generate ${G}, median of ${runs}\n`);
             io.out(`  prefill ${report.prefillTokS.toFixed(2)} tok/s (${report.prefillTokPerCpuS.toFixed(2)} per CPU-second)\n`);
-            io.out(`  decode  ${report.decodeTokS.toFixed(2)} tok/s (${report.decodeMsPerToken.toFixed(1)} ms/token; ${report.decodeTokPerCpuS.toFixed(2)} per CPU-second)\n`);
+            io.out(`  time to first token ${report.timeToFirstTokenMs.toFixed(2)} ms\n`);
+            io.out(`  decode  ${report.decodeTokS.toFixed(2)} tok/s (${report.decodeMsPerToken.toFixed(3)} ms/token; ${report.decodeTokPerCpuS.toFixed(2)} per CPU-second)\n`);
+            io.out(`  bytes/token ${(report.bytesPerToken / 1e6).toFixed(1)} MB (weights + live KV)\n`);
+            const f = report.floor;
+            if (f !== null) io.out(`  floor: copy ${f.copyGBps.toFixed(0)} GB/s -> ${f.floorMsPerToken.toFixed(3)} ms/token; decode reads ${f.decodeGBps.toFixed(0)} GB/s = ${(100 * f.fractionOfFloor).toFixed(1)}% of the floor\n`);
             io.out(`  load average ${report.loadAverage.toFixed(2)}, staging ${report.stageMs.toFixed(0)} ms, device bytes ${report.deviceBytes.total} (weights ${report.deviceBytes.weights}, state ${report.deviceBytes.state})\n`);
           }
         } catch (err) {
