@@ -6,7 +6,7 @@ import { ExecutorError, checkSlotData, elementBytes, type OutputData, type Progr
 import { numel, storageBytes, type Eqn, type Graph, type Value } from "@poot/graph-ir";
 import { compile, makeTarget, type CompileOptions, type Plan, type Program } from "@poot/graph-plan";
 import type { Kernel } from "@poot/kernel-dsl";
-import { KernelgenError, synthCapsFrom, type BindingSource } from "@poot/kernelgen";
+import { KernelgenError, planKernel, synthCapsFrom, type BindingSource } from "@poot/kernelgen";
 import type { BoundKernel, KernelArg, PackCopy } from "../bind.js";
 import { pad4, type WgpuBuffer } from "../buffers.js";
 import { codegenCaps, planCaps } from "../caps.js";
@@ -15,8 +15,7 @@ import { WgpuError } from "../errors.js";
 import type { Step } from "../step.js";
 import { lowerForWgpu } from "./lower.js";
 import { outputOf, storageOf } from "./host.js";
-import { planKernel } from "./requests.js";
-import { accessCopyKernel, isDensePrefix, producersOf, viewCopyKernel, viewLayout } from "./views.js";
+import { isDensePrefix, producersOf, viewCopyKernel, viewLayout } from "./views.js";
 import type { WgpuStateSet } from "./state.js";
 
 /** What the program needs from its executor. */
@@ -44,8 +43,6 @@ interface Lowered {
   readonly bindings: readonly { readonly buffer: string; readonly source: BindingSource }[];
   /** Why an imported plan was synthesized instead, when it was. */
   readonly fallback?: string;
-  /** Strided inputs copied densely first: the copy kernel per input index. */
-  readonly densify: ReadonlyMap<number, { readonly kernel: Kernel; readonly code: TargetCode; readonly grid: readonly [number, number, number]; readonly bytes: number }>;
 }
 
 /** A graph staged on one WebGPU device: the async twin of `@poot/executor`'s `StagedProgram`. */
@@ -95,16 +92,12 @@ export class WgpuProgram {
       if (src.provenance === "none") return;
       let k;
       try {
-        k = planKernel(src, synth, `${ident}_p${i}_${p.op.toLowerCase()}`, program.graph.eqns[p.eqn]);
+        k = planKernel(src, synth, `${ident}_p${i}_${p.op.toLowerCase()}`);
       } catch (e) {
         if (!(e instanceof KernelgenError)) throw e;
         throw new WgpuError("unsupported-kernel", `plan ${i} (${p.op}, ${src.request.kind}, eqn ${p.eqn}) of ${name}: ${e.message}`, { operation: "stage", kernel: p.op, eqn: p.eqn });
       }
-      const densify = new Map(k.densify.map(({ index, access }) => {
-        const c = accessCopyKernel(access, synth, `${ident}_p${i}_dense${index}`);
-        return [index, { kernel: c.kernel, code: lowerForWgpu(c.kernel, lower), grid: c.grid, bytes: storageBytes(access.dtype, numel(access.shape)) }] as const;
-      }));
-      lowered.push({ plan: p, kernel: k.kernel, code: lowerForWgpu(k.kernel, lower), grid: k.grid, uniforms: k.uniforms, bindings: k.bindings, densify, ...(k.fallback !== undefined ? { fallback: k.fallback } : {}) });
+      lowered.push({ plan: p, kernel: k.kernel, code: lowerForWgpu(k.kernel, lower), grid: k.grid, uniforms: k.uniforms, bindings: k.bindings, ...(k.fallback !== undefined ? { fallback: k.fallback } : {}) });
     });
     const prog = new WgpuProgram(host, name, schema, program, lowered, ident);
     for (const s of schema.slots.values()) prog.#slots.set(s.key, await host.ctx.buffers.create("slot", s.size * elementBytes(s.dtype), `${name} slot ${s.key}`));
@@ -151,20 +144,8 @@ export class WgpuProgram {
       const outRoot = this.#root(req.output.root);
       const args: Record<string, KernelArg> = {};
       const before: PackCopy[] = [];
-      const dense = new Map<number, WgpuBuffer>();
-      for (const [index, c] of l.densify) {
-        const d = await this.#host.ctx.buffers.create("io", c.bytes, `${this.name} dense p${l.plan.eqn}.${index}`);
-        this.#snapshots.push(d);
-        dense.set(index, d);
-        out.push(await this.#host.ctx.bind({ kernel: c.kernel, code: c.code, grid: c.grid, args: { x: { buffer: await this.#buffer(this.#root(req.inputs[index]!.root), state) }, y: { buffer: d } } }));
-      }
       for (const { buffer, source } of l.bindings) {
         const root = source.kind === "output" ? outRoot : this.#root(req.inputs[source.index]!.root);
-        const copied = source.kind === "input" ? dense.get(source.index) : undefined;
-        if (copied !== undefined) {
-          args[buffer] = { buffer: copied, changes: true };
-          continue;
-        }
         let b = await this.#buffer(root, state);
         // WebGPU forbids a buffer bound writable and read in one dispatch: read an in-place operand from a copy.
         if (source.kind === "input" && root === outRoot) {

@@ -20,7 +20,7 @@ export const EXECUTORS: Readonly<Record<string, () => Executor>> = {
   vulkan: () => createVulkanExecutor(),
   // WebGPU through Dawn (the Vulkan loader finds drivers through VK_DRIVER_FILES, e.g. lavapipe). Unfused
   // for now: kernelgen does not yet serve the row reductions graph-plan fuses into contraction epilogues.
-  wgpu: () => createSyncWgpuExecutor({ executor: { compile: { fusion: false, recognize: false } } }),
+  wgpu: () => createSyncWgpuExecutor(),
 };
 
 /** A fresh executor for `--backend name`, or a CliError listing the available ones. */

@@ -30,6 +30,11 @@ export interface BenchReport {
   readonly stageMs: number;
   /** One-minute load average when the runs ended (the machine may be shared). */
   readonly loadAverage: number;
+  /**
+   * Kernel dispatches submitted per decode token, counted by the executor around the timed decode steps (equal in
+   * every run, else an error); null when the backend does not count launches. `poot compile --explain` predicts it.
+   */
+  readonly decodeDispatchesPerToken: number | null;
   /** Device bytes after the runs (weights, state, io). */
   readonly deviceBytes: { readonly weights: number; readonly state: number; readonly io: number; readonly total: number };
 }
@@ -70,7 +75,8 @@ export const bench: CommandModule = {
           const rng = new Rng(1);
           const prompt = Array.from({ length: P }, () => Math.floor(rng.next() * e.config.vocabSize));
           const bar = progressBar("bench  ", runs + 1);
-          const pre: number[] = [], dec: number[] = [], ms: number[] = [], cpuPre: number[] = [], cpuDec: number[] = [];
+          const pre: number[] = [], dec: number[] = [], ms: number[] = [], cpuPre: number[] = [], cpuDec: number[] = [], perToken: number[] = [];
+          const dispatches = (): number | null => executor.dispatchesSubmitted?.() ?? null;
           const cpuMs = () => {
             const u = process.cpuUsage();
             return (u.user + u.system) / 1000;
@@ -79,29 +85,35 @@ export const bench: CommandModule = {
             const s = e.openSession();
             const w0 = performance.now(), c0 = cpuMs();
             let logits = s.step(prompt);
+            const w1p = performance.now(), c1p = cpuMs();
+            // Counter reads sit outside both timed intervals (on wgpu each is a worker round trip).
+            const d1 = dispatches();
             const w1 = performance.now(), c1 = cpuMs();
             for (let k = 1; k < G; k++) logits = s.step([argmax(logits)]);
             const w2 = performance.now(), c2 = cpuMs();
+            const d2 = dispatches();
             s.release();
             bar?.update(r + 1);
             // Run 0 warms up (stages programs, binds weights).
             if (r === 0) continue;
-            pre.push((P / (w1 - w0)) * 1000);
+            if (d1 !== null && d2 !== null) perToken.push((d2 - d1) / (G - 1));
+            pre.push((P / (w1p - w0)) * 1000);
             dec.push(((G - 1) / (w2 - w1)) * 1000);
             ms.push((w2 - w1) / (G - 1));
-            cpuPre.push((P / (c1 - c0)) * 1000);
+            cpuPre.push((P / (c1p - c0)) * 1000);
             cpuDec.push(((G - 1) / (c2 - c1)) * 1000);
           }
           bar?.stop();
+          if (perToken.some((d) => d !== perToken[0])) throw new CliError("command-failed", `dispatches per decode token differ between runs: ${perToken.join(", ")}`, { command: "bench" });
           const report: BenchReport = {
             model, backend: o.backend, promptTokens: P, genTokens: G, runs,
-            prefillTokS: median(pre), decodeTokS: median(dec), decodeMsPerToken: median(ms), prefillTokPerCpuS: median(cpuPre), decodeTokPerCpuS: median(cpuDec), stageMs: e.stats.stageMs, loadAverage: os.loadavg()[0]!, deviceBytes: executor.deviceBytes(),
+            prefillTokS: median(pre), decodeTokS: median(dec), decodeMsPerToken: median(ms), prefillTokPerCpuS: median(cpuPre), decodeTokPerCpuS: median(cpuDec), stageMs: e.stats.stageMs, decodeDispatchesPerToken: perToken[0] ?? null, loadAverage: os.loadavg()[0]!, deviceBytes: executor.deviceBytes(),
           };
           if (o.json === true) io.out(`${JSON.stringify(report, null, 2)}\n`);
           else {
             io.out(`model ${model} on ${o.backend}: prompt ${P}, generate ${G}, median of ${runs}\n`);
             io.out(`  prefill ${report.prefillTokS.toFixed(2)} tok/s (${report.prefillTokPerCpuS.toFixed(2)} per CPU-second)\n`);
-            io.out(`  decode  ${report.decodeTokS.toFixed(2)} tok/s (${report.decodeMsPerToken.toFixed(1)} ms/token; ${report.decodeTokPerCpuS.toFixed(2)} per CPU-second)\n`);
+            io.out(`  decode  ${report.decodeTokS.toFixed(2)} tok/s (${report.decodeMsPerToken.toFixed(1)} ms/token; ${report.decodeTokPerCpuS.toFixed(2)} per CPU-second)${report.decodeDispatchesPerToken !== null ? `, ${report.decodeDispatchesPerToken} dispatches/token` : ""}\n`);
             io.out(`  load average ${report.loadAverage.toFixed(2)}, staging ${report.stageMs.toFixed(0)} ms, device bytes ${report.deviceBytes.total} (weights ${report.deviceBytes.weights}, state ${report.deviceBytes.state})\n`);
           }
         } catch (err) {
