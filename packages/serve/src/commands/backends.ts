@@ -18,8 +18,8 @@ export const EXECUTORS: Readonly<Record<string, () => Executor>> = {
   interp: () => createInterpExecutor(),
   // Vulkan through libvulkan.so.1; the loader picks the driver (VK_DRIVER_FILES selects one, e.g. lavapipe).
   vulkan: () => createVulkanExecutor(),
-  // WebGPU through Dawn (the Vulkan loader finds drivers through VK_DRIVER_FILES, e.g. lavapipe). Unfused
-  // for now: kernelgen does not yet serve the row reductions graph-plan fuses into contraction epilogues.
+  // WebGPU through Dawn (the Vulkan loader finds drivers through VK_DRIVER_FILES, e.g. lavapipe): the fused
+  // Program graph-plan compiles for the device's wgpu target (decision 0702).
   wgpu: () => createSyncWgpuExecutor(),
 };
 
