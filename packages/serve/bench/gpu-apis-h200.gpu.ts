@@ -4,7 +4,9 @@
 //   2. every ../shared/fixtures/hf family (copied into the bundle): prefill and per-position decode logits against
 //      transformers' float64 logits (max |Δ| / max |ref|) and the greedy ids;
 //   3. `poot bench` on models/demo (decode tok/s), with dispatches per decode token against `poot compile`'s prediction.
-// usage: node gpu-apis-h200.js FIXTURES_HF_DIR DEMO_DIR [OUT_DIR]. Writes gpu-apis-h200.json to OUT_DIR.
+// usage: [BACKEND=vulkan|wgpu] node gpu-apis-h200.js FIXTURES_HF_DIR DEMO_DIR [OUT_DIR]. Writes
+// gpu-apis-h200-<backends>.json to OUT_DIR. Run one process per backend: Dawn and the Vulkan executor each load
+// the Vulkan driver, and in one process (on lavapipe) that ended in a segfault.
 // SKIP_CONFORMANCE=1 / SKIP_FIXTURES=1 leave a phase out (smoke runs on lavapipe).
 
 import * as fs from "node:fs";
@@ -27,11 +29,13 @@ if (fixtures === undefined || demo === undefined) {
 }
 const outDir = outArg ?? process.env.OUT ?? "/tmp/gpu-apis-out";
 fs.mkdirSync(outDir, { recursive: true });
-const BACKENDS = ["vulkan", "wgpu"] as const;
+const BACKENDS = (process.env.BACKEND === undefined ? ["vulkan", "wgpu"] : [process.env.BACKEND]) as ("vulkan" | "wgpu")[];
+if (BACKENDS.some((b) => b !== "vulkan" && b !== "wgpu")) throw new Error(`BACKEND must be vulkan or wgpu, got ${process.env.BACKEND}`);
 const FAMILIES = ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"];
 const report: Record<string, unknown> = { date: new Date().toISOString(), node: process.version };
 let failures = 0;
-const save = (): void => fs.writeFileSync(path.join(outDir, "gpu-apis-h200.json"), JSON.stringify(report, null, 1));
+const outFile = path.join(outDir, `gpu-apis-h200-${BACKENDS.join("-")}.json`);
+const save = (): void => fs.writeFileSync(outFile, JSON.stringify(report, null, 1));
 const since = (t0: number): number => Math.round(performance.now() - t0) / 1000;
 
 const probe = probeVulkan();
@@ -66,7 +70,7 @@ function relErr(a: Float32Array, ref: Float32Array): number {
 }
 const argmax = (a: Float32Array): number => a.reduce((b, x, i) => (x > a[b]! ? i : b), 0);
 
-// 2. The fixture families, prefill and decode, as packages/serve/test/gpu-fixtures.test.ts checks them on lavapipe.
+// 2. The fixture families, prefill and decode, as packages/serve/test/gpu-fixtures.ts checks them on lavapipe.
 function family(backend: string, fam: string): Record<string, unknown> {
   const dir = path.join(fixtures!, fam);
   const ref = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as { prompt_ids: number[]; greedy_ids: number[] };
@@ -150,5 +154,5 @@ for (const b of BACKENDS) {
 
 report.failures = failures;
 save();
-console.log(`${failures} failure(s); report in ${path.join(outDir, "gpu-apis-h200.json")}`);
+console.log(`${failures} failure(s); report in ${outFile}`);
 process.exit(failures === 0 ? 0 : 1);

@@ -1,6 +1,7 @@
 // `--backend wgpu` and `--backend vulkan` end to end: each ../shared/fixtures/hf family through the runtime's Engine
 // (the fused Program graph-plan compiles for each target) on lavapipe, prefill and per-position decode logits against
-// transformers' float64 logits, and the greedy ids.
+// transformers' float64 logits, and the greedy ids. One test file per backend (gpu-fixtures-*.test.ts): Dawn and
+// the Vulkan executor each load the Vulkan driver, and in one process on lavapipe that crashed (see the README).
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -51,7 +52,8 @@ function relErr(a: Float32Array, ref: Float32Array): number {
 
 const argmax = (a: Float32Array): number => a.reduce((b, x, i) => (x > a[b]! ? i : b), 0);
 
-for (const backend of ["wgpu", "vulkan"] as const) {
+/** Registers the fixture checks of one backend. */
+export async function fixtureSuite(backend: "wgpu" | "vulkan"): Promise<void> {
   const skip = await skipReason(backend);
   describe.skipIf(skip !== undefined)(`poot --backend ${backend} on the fixture families${skip !== undefined ? ` (skipped: ${skip})` : ""}`, () => {
     for (const fam of ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"]) {

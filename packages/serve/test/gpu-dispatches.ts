@@ -44,7 +44,8 @@ async function poot(...argv: string[]): Promise<unknown> {
 
 const P = 3, G = 3;
 
-for (const backend of ["wgpu", "vulkan"] as const) {
+/** Registers the dispatch-count checks of one backend (one test file per backend: see gpu-fixtures.ts). */
+export async function dispatchSuite(backend: "wgpu" | "vulkan"): Promise<void> {
   const skip = await skipReason(backend);
   describe.skipIf(skip !== undefined)(`dispatches per decode token on ${backend}${skip !== undefined ? ` (skipped: ${skip})` : ""}`, () => {
     for (const fam of ["llama3", "olmoe"]) {
