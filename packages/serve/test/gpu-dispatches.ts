@@ -1,6 +1,7 @@
 // Dispatches per decode token that `poot bench --backend wgpu|vulkan` counts on the device equal what
 // `poot compile --target wgpu|vulkan` predicts for the same model and context (lavapipe in CI). olmoe has
-// bind-phase plans (computed once from weights), which must not be launched again per token.
+// bind-phase plans (computed once from weights), which must not be launched again per token; qwen35's conv
+// state_out is a strided view, which must be stored by copies, not by an extra kernel.
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -48,7 +49,7 @@ const P = 3, G = 3;
 export async function dispatchSuite(backend: "wgpu" | "vulkan"): Promise<void> {
   const skip = await skipReason(backend);
   describe.skipIf(skip !== undefined)(`dispatches per decode token on ${backend}${skip !== undefined ? ` (skipped: ${skip})` : ""}`, () => {
-    for (const fam of ["llama3", "olmoe"]) {
+    for (const fam of ["llama3", "olmoe", "qwen35"]) {
       test(`${fam}: poot bench counts what poot compile --explain predicts`, async () => {
         const dir = path.join(FIX, fam);
         // bench's Engine is opened with context = prompt + generated tokens; compile the decode graph for the same.

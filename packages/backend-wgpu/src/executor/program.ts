@@ -2,7 +2,7 @@
 // imported by kernelgen and lowered to WGSL by codegen, bound once per StateSet and replayed as one Step.
 
 import type { TargetCode } from "@poot/codegen";
-import { ExecutorError, checkSlotData, elementBytes, type OutputData, type ProgramSchema } from "@poot/executor";
+import { ExecutorError, checkSlotData, elementBytes, viewLayout as rootLayout, viewRuns, type OutputData, type ProgramSchema } from "@poot/executor";
 import { numel, storageBytes, type Eqn, type Graph, type Value } from "@poot/graph-ir";
 import { compile, makeTarget, type CompileOptions, type Plan, type Program } from "@poot/graph-plan";
 import type { Kernel } from "@poot/kernel-dsl";
@@ -177,7 +177,15 @@ export class WgpuProgram {
     for (const s of this.program.graph.states) {
       const from = this.#root(s.output), to = this.#root(s.input);
       if (from === to) continue;
-      const src = await this.#dense(s.output, state, kernels), dst = await this.#buffer(to, state);
+      const dst = await this.#buffer(to, state);
+      // A strided state_out (a slice of a concatenation) goes in by its contiguous runs: copies, not a kernel.
+      const runs = this.#copyRuns(s.output, from);
+      if (runs !== null) {
+        const src = await this.#buffer(from, state);
+        for (const [at, to, bytes] of runs) after.push({ from: src.gpu, fromOffset: at, to: dst.gpu, toOffset: to, bytes });
+        continue;
+      }
+      const src = await this.#dense(s.output, state, kernels);
       after.push({ from: src.gpu, fromOffset: 0, to: dst.gpu, toOffset: 0, bytes: pad4(dst.bytes) });
     }
     const outputs = new Map<string, WgpuBuffer>();
@@ -185,6 +193,26 @@ export class WgpuProgram {
     const step = this.#host.ctx.step(kernels, { label: this.name, after });
     this.#steps.set(state, { step, kernels, epoch, outputs });
     return step;
+  }
+
+  /**
+   * The byte runs [source offset, destination offset, bytes] that copy view `v` of root `root` densely, or null when
+   * a run is not 4-byte aligned (WebGPU's copy rule: 16-bit values at odd offsets) or there are over 256 runs
+   * (then one copy kernel costs less host time than the copy commands).
+   */
+  #copyRuns(v: number, root: number): [number, number, number][] | null {
+    const val = this.program.graph.values[v] as Value;
+    const eb = storageBytes(val.dtype, 2) / 2;
+    const runs = viewRuns(rootLayout(this.program.graph, v, root));
+    if (runs.length > 256) return null;
+    const out: [number, number, number][] = [];
+    let at = 0;
+    for (const [off, n] of runs) {
+      if ((off * eb) % 4 !== 0 || (n * eb) % 4 !== 0) return null;
+      out.push([off * eb, at * eb, n * eb]);
+      at += n;
+    }
+    return out;
   }
 
   /** A buffer holding value `v` densely: its root's, or a copy made by a kernel appended to `kernels` when `v` is a strided view. */
