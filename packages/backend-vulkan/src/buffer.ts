@@ -45,8 +45,8 @@ export class VulkanBuffer {
     } catch (e) {
       if (memory !== 0n) f.vkFreeMemory!(device.handle, memory, null);
       f.vkDestroyBuffer!(device.handle, handle, null);
-      if (e instanceof VulkanError && e.context.result === "VK_ERROR_OUT_OF_DEVICE_MEMORY") {
-        throw new VulkanError("vk-result", `out of device memory allocating ${bytes} bytes for ${name}`, { ...e.context, name, bytes });
+      if (e instanceof VulkanError && e.code === "out-of-memory") {
+        throw new VulkanError("out-of-memory", `out of ${e.context.result === "VK_ERROR_OUT_OF_HOST_MEMORY" ? "host" : "device"} memory allocating ${bytes} bytes for ${name}`, { ...e.context, name, bytes });
       }
       throw e;
     }

@@ -5,8 +5,12 @@
 export type VulkanErrorCode =
   /** libvulkan.so.1 could not be loaded. */
   | "loader-missing"
-  /** A Vulkan call returned an error VkResult (`context.result`, `context.call`). */
+  /** A Vulkan call returned an error VkResult (`context.result`, `context.call`) other than the two below. */
   | "vk-result"
+  /** VK_ERROR_DEVICE_LOST: the device is gone (driver reset, hang); every later call fails. */
+  | "device-lost"
+  /** VK_ERROR_OUT_OF_DEVICE_MEMORY or VK_ERROR_OUT_OF_HOST_MEMORY (`context.result` says which). */
+  | "out-of-memory"
   /** No physical device offers what was asked (a compute queue, the required features). */
   | "no-device"
   /** No memory type has the properties a buffer needs. */

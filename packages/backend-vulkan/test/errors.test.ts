@@ -35,6 +35,26 @@ describe.skipIf(noVulkan !== undefined)(`typed errors${noVulkan === undefined ? 
     }
   });
 
+  test("a buffer far beyond the device's memory is 'out-of-memory' naming the VkResult; the device stays usable", () => {
+    const device = openDevice();
+    try {
+      const bytes = 2 ** 40;
+      expect(bytes).toBeGreaterThan(device.info.deviceLocalBytes);
+      let err: unknown;
+      try {
+        device.createBuffer(bytes, "device", "huge");
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(VulkanError);
+      expect((err as VulkanError).code).toBe("out-of-memory");
+      expect((err as VulkanError).context.result).toMatch(/^VK_ERROR_OUT_OF_(DEVICE|HOST)_MEMORY$/);
+      device.createBuffer(64, "device", "after").dispose();
+    } finally {
+      device.dispose();
+    }
+  });
+
   test("bad launches, host copies out of range, and use after dispose", () => {
     const device = openDevice();
     const buf = device.createBuffer(64, "device", "small");

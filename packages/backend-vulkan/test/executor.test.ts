@@ -2,9 +2,9 @@
 // nothing (one recording resubmitted), per-dispatch timestamps, independent StateSets of one program.
 
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { evaluate, type HostData } from "@poot/graph-ir";
+import { Builder, evaluate, type HostData } from "@poot/graph-ir";
 import { compile, defaultTarget } from "@poot/graph-plan";
-import { conformanceCases } from "@poot/executor/conformance";
+import { conformanceCases, seededFloats } from "@poot/executor/conformance";
 import { createVulkanExecutor, vulkanTarget, type VulkanDevice, type VulkanProgram } from "@poot/backend-vulkan";
 import { noVulkan, openDevice, relErr } from "./helpers.js";
 
@@ -114,6 +114,41 @@ describe.skipIf(noVulkan !== undefined)(`Vulkan executor${noVulkan === undefined
       } finally {
         exec.dispose();
       }
+    }
+  });
+
+  test("bind-phase plans (equations over weights only) run once per weight binding, not per step; validation stays quiet", () => {
+    const b = new Builder();
+    const x = b.slot("Token", "x", "f32", [4, 8]);
+    const w = b.f32(b.const("w", "f32", [8, 16]));
+    b.output("y", b.matmul(x, b.add(b.mul(w, w), 1)));
+    const g = b.build();
+    const exec = createVulkanExecutor({ device });
+    try {
+      const run = (weights: Float32Array, steps: number): void => {
+        exec.bindWeights(() => weights);
+        for (let s = 0; s < steps; s++) {
+          const xs = seededFloats(40 + s, 32);
+          prog.writeSlot("x", xs);
+          prog.run();
+          const want = evaluate(g, { consts: { w: weights }, slots: { x: xs }, state: {} }).outputs.y!.data;
+          expect(relErr(prog.readOutput("y"), want)).toBeLessThanOrEqual(1e-5);
+        }
+      };
+      const prog = exec.stage(g, { name: "bind-phase" }) as VulkanProgram;
+      expect([prog.bindDispatchCount, prog.dispatchCount]).toEqual([prog.program.bindDispatchCount(), prog.program.dispatchCount()]);
+      expect(prog.bindDispatchCount).toBeGreaterThan(0);
+      const d0 = exec.dispatchesSubmitted();
+      run(seededFloats(3, 128), 3);
+      // Three steps: the bind-phase launches once, the step's launches three times.
+      expect(exec.dispatchesSubmitted() - d0).toBe(prog.bindDispatchCount + 3 * prog.dispatchCount);
+      // New weights: the bind phase runs again (once), on the new values.
+      const d1 = exec.dispatchesSubmitted();
+      run(seededFloats(4, 128), 2);
+      expect(exec.dispatchesSubmitted() - d1).toBe(prog.bindDispatchCount + 2 * prog.dispatchCount);
+      expect(device.instance.errors()).toEqual([]);
+    } finally {
+      exec.dispose();
     }
   });
 });

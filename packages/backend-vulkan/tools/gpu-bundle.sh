@@ -1,29 +1,68 @@
 #!/usr/bin/env bash
-# Builds .gpu/ (Node, koffi, bundled entry points) and .gl/ (the Vulkan loader .debs) at the repo root for a run
-# on the GPU machine, which has the NVIDIA driver but neither Node nor libvulkan. Then, on the GPU machine:
-#   for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig; xz -dc .gpu/node.xz > /tmp/node && chmod +x /tmp/node
-#   /tmp/node .gpu/gpu-vulkan.mjs; python3 packages/backend-vulkan/tools/make-llama1b.py /tmp/llama1b .gpu/llama-3.2-1b.json
-#   /tmp/node .gpu/vulkan-demo-model.gpu.mjs
+# Builds the bundle that runs the Vulkan and WebGPU backends' checks on the GPU machine (NVIDIA driver, but neither
+# Node nor libvulkan there): packages/serve/bench/gpu-apis-h200.gpu.ts and the wgpu device worker bundled with
+# esbuild, Node, koffi and Dawn's dawn.node (xz), kernelgen's kernel assets, the ../shared/fixtures/hf families,
+# and (in DEST/../.gl) the Vulkan loader .deb.
+#   usage: packages/backend-vulkan/tools/gpu-bundle.sh [DEST]      (default DEST: <repo root>/.gpu-vk)
+# DEST and DEST/../.gl must be git-ignored in the checkout that travels (.git/info/exclude). The layout:
+#   DEST/bin/{gpu-apis-h200.js,sync-worker.js}  DEST/assets (= bin/../assets, where kernelgen looks)
+#   DEST/node_modules/{koffi,@koromix/koffi-linux-x64,webgpu}  DEST/package.json  DEST/fixtures/hf/<family>
+# On the GPU machine, from the checkout's root (carry .gpu-vk and .gl):
+#   for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig; cp -r .gpu-vk /tmp/g
+#   xz -d /tmp/g/node.xz /tmp/g/node_modules/webgpu/dist/linux-x64/dawn.node.xz; chmod +x /tmp/g/node
+#   /tmp/g/node /tmp/g/bin/gpu-apis-h200.js /tmp/g/fixtures/hf models/demo "$OUT"
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
-pack=/work/shared/tools/gpu-pack
-# gpu-pack appends to .git/info/exclude, which a worktree does not have (.git is a file there): skip that line.
-sed 's|^grep -qx .*exclude$|true|' "$pack" > "${TMPDIR:-/tmp}/gpu-pack.$$"
-bash "${TMPDIR:-/tmp}/gpu-pack.$$"
-rm -f "${TMPDIR:-/tmp}/gpu-pack.$$"
+dest=$(mkdir -p "${1:-$root/.gpu-vk}" && cd "${1:-$root/.gpu-vk}" && pwd)
+gl="$(dirname "$dest")/.gl"
+shared="$(cd "$root/.." && pwd)/shared"
+[ -d "$shared/fixtures/hf" ] || shared=/work/shared
+mkdir -p "$dest/bin" "$dest/node_modules/@koromix" "$dest/fixtures/hf"
+
+# Node (the binary running this script: the bundles target its version).
+[ -s "$dest/node.xz" ] || { echo "compressing $(command -v node) (minutes, once)"; xz -T1 -9 -c "$(readlink -f "$(command -v node)")" > "$dest/node.xz.tmp" && mv "$dest/node.xz.tmp" "$dest/node.xz"; }
+
+# koffi and its linux-x64 prebuilt as plain files (pnpm's links do not travel).
+k=$(readlink -f packages/backend-vulkan/node_modules/koffi)
+rm -rf "$dest/node_modules/koffi" "$dest/node_modules/@koromix/koffi-linux-x64"
+cp -rL "$k" "$dest/node_modules/koffi"
+# Its C/C++ sources, vendored libraries and docs are not needed to load it (what travels is limited to 64 MiB).
+rm -rf "$dest/node_modules/koffi/vendor" "$dest/node_modules/koffi/doc"
+find "$dest/node_modules/koffi/src" -type f ! -name '*.js' ! -name '*.cjs' ! -name '*.json' -delete
+pre=$(find node_modules/.pnpm -maxdepth 4 -type d -path '*@koromix/koffi-linux-x64' | head -1)
+[ -n "$pre" ] && cp -rL "$pre" "$dest/node_modules/@koromix/koffi-linux-x64" && rm -rf "$dest/node_modules/@koromix/koffi-linux-x64/musl_x64"
+
+# Dawn: the webgpu package's loader and its linux-x64 addon only (compressed; unpacked there).
+w=$(find node_modules/.pnpm -maxdepth 3 -type d -path '*node_modules/webgpu' | head -1)
+mkdir -p "$dest/node_modules/webgpu/dist/linux-x64"
+cp "$w/index.js" "$w/package.json" "$dest/node_modules/webgpu/"
+[ -s "$dest/node_modules/webgpu/dist/linux-x64/dawn.node.xz" ] || xz -T1 -6 -c "$w/dist/linux-x64/dawn.node" > "$dest/node_modules/webgpu/dist/linux-x64/dawn.node.xz"
+
+# kernelgen reads its library kernels from ../assets relative to its module (bin/ in the bundle).
+rm -rf "$dest/assets" && cp -r packages/kernelgen/assets "$dest/assets"
+# ESM for bin/*.js; poot's version (`cliVersion` reads ../package.json relative to the bundle).
+printf '{ "name": "poot-gpu-bundle", "private": true, "type": "module", "version": "%s" }\n' "$(node -p 'require("./packages/serve/package.json").version')" > "$dest/package.json"
+
 esb="$(find node_modules/.pnpm -maxdepth 5 -path '*node_modules/esbuild/bin/esbuild' | head -1)"
-# The conformance checks call vitest's expect: a small shim stands in for vitest there.
-for src in packages/backend-vulkan/tools/gpu-vulkan.ts packages/serve/bench/vulkan-demo-model.gpu.ts; do
-  entry=$(basename "${src%.ts}")
-  "$esb" "$src" --bundle --platform=node --format=esm --target=node20 --conditions=source \
-    --external:koffi --external:webgpu --alias:vitest=./packages/backend-cuda/tools/vitest-shim.ts \
-    --banner:js="import { createRequire as __cr } from 'module'; const require = __cr(import.meta.url);" \
-    --outfile=".gpu/$entry.mjs" --log-level=warning
-  echo "bundled .gpu/$entry.mjs"
+common=(--bundle --platform=node --format=esm --target=node20 --conditions=source --external:koffi --external:webgpu
+  --minify-whitespace --minify-syntax
+  --banner:js="import { createRequire as __cr } from 'module'; const require = __cr(import.meta.url);" --log-level=warning)
+# The conformance suite calls vitest's describe/it/expect: the shim backend-cuda's GPU checks use stands in.
+"$esb" packages/serve/bench/gpu-apis-h200.gpu.ts "${common[@]}" --alias:vitest=./packages/backend-cuda/tools/vitest-shim.ts --outfile="$dest/bin/gpu-apis-h200.js"
+"$esb" packages/backend-wgpu/src/sync-worker.ts "${common[@]}" --outfile="$dest/bin/sync-worker.js"
+
+# Fixture families: f32 weights and transformers' references (no bf16 weights, no tokenizer: the checks pass ids).
+for fam in llama3 qwen3 gemma3 olmoe qwen35; do
+  mkdir -p "$dest/fixtures/hf/$fam"
+  for f in config.json generation_config.json model.safetensors reference.json reference.safetensors; do
+    [ -f "$shared/fixtures/hf/$fam/$f" ] && cp "$shared/fixtures/hf/$fam/$f" "$dest/fixtures/hf/$fam/"
+  done
 done
-cp ../shared/fixtures/configs/llama-3.2-1b.json .gpu/ 2>/dev/null || cp /work/shared/fixtures/configs/llama-3.2-1b.json .gpu/
-mkdir -p .gl /tmp/amd64/partial
+
+# The Vulkan loader (libvulkan1, amd64) as a .deb, unpacked with dpkg -x there (device README).
+mkdir -p "$gl" /tmp/amd64/partial
 o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
-[ -n "$(ls .gl/*.deb 2>/dev/null)" ] || { apt-get $o -q update >/dev/null; (cd .gl && apt-get $o -q download libvulkan1 >/dev/null); }
-du -sh .gpu .gl
+# shellcheck disable=SC2086
+[ -n "$(ls "$gl"/libvulkan1_*.deb 2>/dev/null)" ] || { apt-get $o -q update >/dev/null; (cd "$gl" && apt-get $o -q download libvulkan1 >/dev/null); }
+du -sh "$dest" "$gl"

@@ -29,6 +29,7 @@ export class WgpuContext {
   /** Pipelines by kernel hash. */
   readonly pipelines: PipelineCache;
   #bindGroups = 0;
+  #dispatched = 0;
 
   constructor(device: WgpuDevice) {
     this.device = device;
@@ -61,6 +62,16 @@ export class WgpuContext {
   /** Device bytes held now, by role. */
   bytes(): BytesByRole {
     return this.buffers.bytes();
+  }
+
+  /** Kernel dispatches submitted so far (every step's submits and profiling runs). */
+  dispatchesSubmitted(): number {
+    return this.#dispatched;
+  }
+
+  /** @internal Counted by {@link Step.submit} and {@link Step.profile}. */
+  noteDispatches(n: number): void {
+    this.#dispatched += n;
   }
 
   /** @internal Counted by {@link bindKernel}. */

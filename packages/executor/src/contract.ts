@@ -73,6 +73,12 @@ export interface Executor {
   stage(input: StageInput, options?: StageOptions): StagedProgram;
   /** Device bytes held now. */
   deviceBytes(): DeviceBytes;
+  /**
+   * Kernel launches submitted to the device so far, by every program (steps, replays and bind-time preparation).
+   * Optional: a backend that launches kernels counts them here; hosts without kernels (eval) leave it out.
+   * `poot bench` reads it around decode steps to report dispatches per token.
+   */
+  dispatchesSubmitted?(): number;
   /** Frees everything; the executor and its programs and StateSets are unusable afterwards. */
   dispose(): void;
 }

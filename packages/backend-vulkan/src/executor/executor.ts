@@ -63,6 +63,7 @@ export class VulkanExecutor implements Executor {
   private readonly programs = new Set<VulkanProgram>();
   private readonly states = new Set<VulkanStateSet>();
   private disposed = false;
+  private dispatched = 0;
 
   constructor(
     /** The device. */
@@ -155,6 +156,16 @@ export class VulkanExecutor implements Executor {
   /** Called by a program's dispose. */
   forget(p: VulkanProgram): void {
     this.programs.delete(p);
+  }
+
+  /** Called by a program for each submission: `n` kernel launches reached the queue. */
+  noteDispatches(n: number): void {
+    this.dispatched += n;
+  }
+
+  /** Kernel launches submitted so far by every program (steps and bind-time preparation). */
+  dispatchesSubmitted(): number {
+    return this.dispatched;
   }
 
   deviceBytes(): DeviceBytes {

@@ -45,6 +45,8 @@ interface Launch {
   readonly uniforms: Readonly<Record<string, number>>;
   readonly grid: readonly [number, number, number];
   readonly label: string;
+  /** `"bind"`: runs once per weight binding (equations over weights only); `"step"`: every step. */
+  readonly phase: "bind" | "step";
 }
 
 /** A staged program on a Vulkan device. */
@@ -61,6 +63,8 @@ export class VulkanProgram implements StagedProgram {
   private readonly stateCopies: { readonly key: string; readonly from: ValueId; readonly layout: ViewLayout }[] = [];
   private readonly recordings = new Map<StateSet | null, { recording: Recording; bound: BoundKernel[]; epoch: number }>();
   private lastState: VulkanStateSet | null = null;
+  /** The weight epoch whose bind-phase launches have run (-1: none yet). */
+  private preparedEpoch = -1;
   private captured: { state: StateSet | null } | null = null;
   private disposed = false;
   /** Plans served by a strided fallback kernel, with kernelgen's reason (empty when kernelgen served all). */
@@ -107,7 +111,7 @@ export class VulkanProgram implements StagedProgram {
         buffers[buffer] = root;
       }
       const code = lowerSpirv(rk.kernel, device.caps);
-      this.launches.push({ kernel: VulkanKernel.create(device, rk.kernel, code), buffers, uniforms: "uniforms" in rk ? (rk.uniforms as Record<string, number>) : {}, grid: [...rk.grid] as [number, number, number], label: `${plan.op} (${rk.kernel.name})` });
+      this.launches.push({ kernel: VulkanKernel.create(device, rk.kernel, code), buffers, uniforms: "uniforms" in rk ? (rk.uniforms as Record<string, number>) : {}, grid: [...rk.grid] as [number, number, number], label: `${plan.op} (${rk.kernel.name})`, phase: plan.phase });
     });
     for (const o of g.outputs) own(this.rootOf(o.value));
     for (const s of g.states) {
@@ -121,9 +125,41 @@ export class VulkanProgram implements StagedProgram {
     this.ioBytes = io;
   }
 
-  /** Number of kernel launches per step. */
+  /** Kernel launches per step (what graph-plan's `Program.dispatchCount()` predicts). */
   get dispatchCount(): number {
-    return this.launches.length;
+    return this.stepLaunches().length;
+  }
+
+  /** Kernel launches run once per weight binding (graph-plan's `bindDispatchCount()`). */
+  get bindDispatchCount(): number {
+    return this.launches.length - this.dispatchCount;
+  }
+
+  private stepLaunches(): Launch[] {
+    return this.launches.filter((l) => l.phase === "step");
+  }
+
+  /** Binds `launches` against `state` and records them, in order. */
+  private bindAll(launches: readonly Launch[], state: VulkanStateSet | null): { bound: BoundKernel[]; steps: Step[] } {
+    const bound = launches.map((l) => l.kernel.bind(Object.fromEntries(Object.entries(l.buffers).map(([k, root]) => [k, this.bufferOf(root, state)])), l.uniforms));
+    return { bound, steps: launches.map((l, i) => ({ kind: "dispatch", kernel: bound[i]!, grid: l.grid, label: l.label })) };
+  }
+
+  /** Runs the bind-phase launches once per weight binding (their results live in program-owned buffers). */
+  private prepare(): void {
+    if (this.preparedEpoch === this.exec.weightEpoch) return;
+    const launches = this.launches.filter((l) => l.phase === "bind");
+    if (launches.length > 0) {
+      const { bound, steps } = this.bindAll(launches, null);
+      const r = Recording.record(this.exec.device, steps, { name: `${this.name} bind` });
+      try {
+        r.submit();
+        this.exec.noteDispatches(launches.length);
+      } finally {
+        this.release({ recording: r, bound });
+      }
+    }
+    this.preparedEpoch = this.exec.weightEpoch;
   }
 
   createState(): StateSet {
@@ -160,8 +196,7 @@ export class VulkanProgram implements StagedProgram {
     const hit = this.recordings.get(state);
     if (hit !== undefined && hit.epoch === this.exec.weightEpoch) return hit.recording;
     if (hit !== undefined) this.release(hit);
-    const bound = this.launches.map((l) => l.kernel.bind(Object.fromEntries(Object.entries(l.buffers).map(([k, root]) => [k, this.bufferOf(root, state)])), l.uniforms));
-    const steps: Step[] = this.launches.map((l, i) => ({ kind: "dispatch", kernel: bound[i]!, grid: l.grid, label: l.label }));
+    const { bound, steps } = this.bindAll(this.stepLaunches(), state);
     for (const c of this.stateCopies) {
       const spec = this.schema.states.get(c.key)!;
       const eb = elementBytes(spec.dtype);
@@ -205,7 +240,9 @@ export class VulkanProgram implements StagedProgram {
   run(state?: StateSet): void {
     const st = this.checkRun(state);
     if (this.schema.consts.size > 0 && !this.exec.hasWeights) throw new ExecutorError("unbound-weights", "the program reads weights: call bindWeights first", { program: this.name });
+    this.prepare();
     this.recordingFor(st).submit();
+    this.exec.noteDispatches(this.dispatchCount);
     this.lastState = st;
   }
 

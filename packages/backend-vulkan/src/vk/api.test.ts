@@ -19,17 +19,26 @@ describe("bindings", () => {
     for (const [name, size] of Object.entries(sizes)) expect(koffi.sizeof(s[name]!), name).toBe(size);
   });
 
-  test("check() passes success codes through and throws vk-result naming the call and the VkResult", () => {
+  test("check() passes success codes through and throws a typed error naming the call and the VkResult", () => {
     expect(check(0, "vkX")).toBe(0);
     expect(check(5, "vkX")).toBe(5);
-    let err: unknown;
-    try {
-      check(-2, "vkAllocateMemory", "weights");
-    } catch (e) {
-      err = e;
-    }
-    expect(err).toBeInstanceOf(VulkanError);
-    expect((err as VulkanError).context).toEqual({ call: "vkAllocateMemory", result: "VK_ERROR_OUT_OF_DEVICE_MEMORY", code: -2 });
+    const thrown = (result: number, call: string): VulkanError => {
+      try {
+        check(result, call, "weights");
+      } catch (e) {
+        expect(e).toBeInstanceOf(VulkanError);
+        return e as VulkanError;
+      }
+      throw new Error(`check(${result}) did not throw`);
+    };
+    const oom = thrown(-2, "vkAllocateMemory");
+    expect(oom.code).toBe("out-of-memory");
+    expect(oom.context).toEqual({ call: "vkAllocateMemory", result: "VK_ERROR_OUT_OF_DEVICE_MEMORY", code: -2 });
+    expect(thrown(-1, "vkAllocateMemory").code).toBe("out-of-memory");
+    const lost = thrown(-4, "vkQueueSubmit");
+    expect(lost.code).toBe("device-lost");
+    expect(lost.context.result).toBe("VK_ERROR_DEVICE_LOST");
+    expect(thrown(-3, "vkCreateInstance").code).toBe("vk-result");
     expect(resultName(-1000069000)).toBe("VK_ERROR_OUT_OF_POOL_MEMORY");
   });
 

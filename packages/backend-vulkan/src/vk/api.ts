@@ -99,7 +99,9 @@ export function resultName(result: number): string {
 export function check(result: number, call: string, what = ""): number {
   if (result < 0) {
     const name = resultName(result);
-    throw new VulkanError("vk-result", `${name}${what === "" ? "" : ` (${what})`}`, { call, result: name, code: result });
+    // Device loss and memory exhaustion get codes of their own: callers handle them, not just report them.
+    const code = result === -4 ? "device-lost" : result === -1 || result === -2 ? "out-of-memory" : "vk-result";
+    throw new VulkanError(code, `${name}${what === "" ? "" : ` (${what})`}`, { call, result: name, code: result });
   }
   return result;
 }

@@ -108,6 +108,11 @@ export class WgpuExecutor {
     return { weights: this.#weightBytes, state, io, total: this.#weightBytes + state + io };
   }
 
+  /** Kernel dispatches submitted so far by every program (steps, replays, bind-time preparation, view copies). */
+  dispatchesSubmitted(): number {
+    return this.ctx.dispatchesSubmitted();
+  }
+
   /** Frees every program, StateSet and weight, and the device. */
   dispose(): void {
     if (this.#disposed) return;

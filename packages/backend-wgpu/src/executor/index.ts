@@ -9,5 +9,3 @@ export type { WgpuExecutorOptions } from "./executor.js";
 export { WgpuProgram } from "./program.js";
 export { WgpuStateSet } from "./state.js";
 export { lowerForWgpu } from "./lower.js";
-export { inlineLiterals, planKernel, reduceAsRows, squeezeWeightBatch } from "./requests.js";
-export type { PlanKernel } from "./requests.js";

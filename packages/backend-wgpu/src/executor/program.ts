@@ -2,11 +2,11 @@
 // imported by kernelgen and lowered to WGSL by codegen, bound once per StateSet and replayed as one Step.
 
 import type { TargetCode } from "@poot/codegen";
-import { ExecutorError, checkSlotData, elementBytes, type OutputData, type ProgramSchema } from "@poot/executor";
+import { ExecutorError, checkSlotData, elementBytes, viewLayout as rootLayout, viewRuns, type OutputData, type ProgramSchema } from "@poot/executor";
 import { numel, storageBytes, type Eqn, type Graph, type Value } from "@poot/graph-ir";
 import { compile, makeTarget, type CompileOptions, type Plan, type Program } from "@poot/graph-plan";
 import type { Kernel } from "@poot/kernel-dsl";
-import { KernelgenError, synthCapsFrom, type BindingSource } from "@poot/kernelgen";
+import { KernelgenError, planKernel, synthCapsFrom, type BindingSource } from "@poot/kernelgen";
 import type { BoundKernel, KernelArg, PackCopy } from "../bind.js";
 import { pad4, type WgpuBuffer } from "../buffers.js";
 import { codegenCaps, planCaps } from "../caps.js";
@@ -15,8 +15,7 @@ import { WgpuError } from "../errors.js";
 import type { Step } from "../step.js";
 import { lowerForWgpu } from "./lower.js";
 import { outputOf, storageOf } from "./host.js";
-import { planKernel } from "./requests.js";
-import { accessCopyKernel, isDensePrefix, producersOf, viewCopyKernel, viewLayout } from "./views.js";
+import { isDensePrefix, producersOf, viewCopyKernel, viewLayout } from "./views.js";
 import type { WgpuStateSet } from "./state.js";
 
 /** What the program needs from its executor. */
@@ -44,8 +43,6 @@ interface Lowered {
   readonly bindings: readonly { readonly buffer: string; readonly source: BindingSource }[];
   /** Why an imported plan was synthesized instead, when it was. */
   readonly fallback?: string;
-  /** Strided inputs copied densely first: the copy kernel per input index. */
-  readonly densify: ReadonlyMap<number, { readonly kernel: Kernel; readonly code: TargetCode; readonly grid: readonly [number, number, number]; readonly bytes: number }>;
 }
 
 /** A graph staged on one WebGPU device: the async twin of `@poot/executor`'s `StagedProgram`. */
@@ -95,16 +92,12 @@ export class WgpuProgram {
       if (src.provenance === "none") return;
       let k;
       try {
-        k = planKernel(src, synth, `${ident}_p${i}_${p.op.toLowerCase()}`, program.graph.eqns[p.eqn]);
+        k = planKernel(src, synth, `${ident}_p${i}_${p.op.toLowerCase()}`);
       } catch (e) {
         if (!(e instanceof KernelgenError)) throw e;
         throw new WgpuError("unsupported-kernel", `plan ${i} (${p.op}, ${src.request.kind}, eqn ${p.eqn}) of ${name}: ${e.message}`, { operation: "stage", kernel: p.op, eqn: p.eqn });
       }
-      const densify = new Map(k.densify.map(({ index, access }) => {
-        const c = accessCopyKernel(access, synth, `${ident}_p${i}_dense${index}`);
-        return [index, { kernel: c.kernel, code: lowerForWgpu(c.kernel, lower), grid: c.grid, bytes: storageBytes(access.dtype, numel(access.shape)) }] as const;
-      }));
-      lowered.push({ plan: p, kernel: k.kernel, code: lowerForWgpu(k.kernel, lower), grid: k.grid, uniforms: k.uniforms, bindings: k.bindings, densify, ...(k.fallback !== undefined ? { fallback: k.fallback } : {}) });
+      lowered.push({ plan: p, kernel: k.kernel, code: lowerForWgpu(k.kernel, lower), grid: k.grid, uniforms: k.uniforms, bindings: k.bindings, ...(k.fallback !== undefined ? { fallback: k.fallback } : {}) });
     });
     const prog = new WgpuProgram(host, name, schema, program, lowered, ident);
     for (const s of schema.slots.values()) prog.#slots.set(s.key, await host.ctx.buffers.create("slot", s.size * elementBytes(s.dtype), `${name} slot ${s.key}`));
@@ -151,20 +144,8 @@ export class WgpuProgram {
       const outRoot = this.#root(req.output.root);
       const args: Record<string, KernelArg> = {};
       const before: PackCopy[] = [];
-      const dense = new Map<number, WgpuBuffer>();
-      for (const [index, c] of l.densify) {
-        const d = await this.#host.ctx.buffers.create("io", c.bytes, `${this.name} dense p${l.plan.eqn}.${index}`);
-        this.#snapshots.push(d);
-        dense.set(index, d);
-        out.push(await this.#host.ctx.bind({ kernel: c.kernel, code: c.code, grid: c.grid, args: { x: { buffer: await this.#buffer(this.#root(req.inputs[index]!.root), state) }, y: { buffer: d } } }));
-      }
       for (const { buffer, source } of l.bindings) {
         const root = source.kind === "output" ? outRoot : this.#root(req.inputs[source.index]!.root);
-        const copied = source.kind === "input" ? dense.get(source.index) : undefined;
-        if (copied !== undefined) {
-          args[buffer] = { buffer: copied, changes: true };
-          continue;
-        }
         let b = await this.#buffer(root, state);
         // WebGPU forbids a buffer bound writable and read in one dispatch: read an in-place operand from a copy.
         if (source.kind === "input" && root === outRoot) {
@@ -196,7 +177,15 @@ export class WgpuProgram {
     for (const s of this.program.graph.states) {
       const from = this.#root(s.output), to = this.#root(s.input);
       if (from === to) continue;
-      const src = await this.#dense(s.output, state, kernels), dst = await this.#buffer(to, state);
+      const dst = await this.#buffer(to, state);
+      // A strided state_out (a slice of a concatenation) goes in by its contiguous runs: copies, not a kernel.
+      const runs = this.#copyRuns(s.output, from);
+      if (runs !== null) {
+        const src = await this.#buffer(from, state);
+        for (const [at, to, bytes] of runs) after.push({ from: src.gpu, fromOffset: at, to: dst.gpu, toOffset: to, bytes });
+        continue;
+      }
+      const src = await this.#dense(s.output, state, kernels);
       after.push({ from: src.gpu, fromOffset: 0, to: dst.gpu, toOffset: 0, bytes: pad4(dst.bytes) });
     }
     const outputs = new Map<string, WgpuBuffer>();
@@ -204,6 +193,26 @@ export class WgpuProgram {
     const step = this.#host.ctx.step(kernels, { label: this.name, after });
     this.#steps.set(state, { step, kernels, epoch, outputs });
     return step;
+  }
+
+  /**
+   * The byte runs [source offset, destination offset, bytes] that copy view `v` of root `root` densely, or null when
+   * a run is not 4-byte aligned (WebGPU's copy rule: 16-bit values at odd offsets) or there are over 256 runs
+   * (then one copy kernel costs less host time than the copy commands).
+   */
+  #copyRuns(v: number, root: number): [number, number, number][] | null {
+    const val = this.program.graph.values[v] as Value;
+    const eb = storageBytes(val.dtype, 2) / 2;
+    const runs = viewRuns(rootLayout(this.program.graph, v, root));
+    if (runs.length > 256) return null;
+    const out: [number, number, number][] = [];
+    let at = 0;
+    for (const [off, n] of runs) {
+      if ((off * eb) % 4 !== 0 || (n * eb) % 4 !== 0) return null;
+      out.push([off * eb, at * eb, n * eb]);
+      at += n;
+    }
+    return out;
   }
 
   /** A buffer holding value `v` densely: its root's, or a copy made by a kernel appended to `kernels` when `v` is a strided view. */

@@ -2,7 +2,6 @@
 // strided layout over the root, and the copy kernel that makes them dense where the host or a State needs it.
 
 import { isLiteral, stridesOf, type Eqn, type Graph, type ScalarDType, type ValueId } from "@poot/graph-ir";
-import type { Access } from "@poot/graph-plan";
 import { synthesizeElementwise, type SynthCaps, type SynthKernel } from "@poot/kernelgen";
 
 /** A value's memory as a strided window of its root's buffer (in elements). */
@@ -62,12 +61,4 @@ export function viewCopyKernel(g: Graph, v: ValueId, l: ViewLayout, caps: SynthC
   const shape = val.shape.length === 0 ? [1] : val.shape;
   const strides = val.shape.length === 0 ? [0] : l.strides;
   return synthesizeElementwise({ name, shape, inputs: [{ name: "x", dtype, shape, strides, offset: l.offset }], nodes: [{ op: "leaf", name: "x" }], outputs: [{ name: "y", dtype, node: 0 }] }, caps);
-}
-
-/** A kernel copying a strided access of a root buffer (`x`) into a dense buffer `y`. */
-export function accessCopyKernel(a: Access, caps: SynthCaps, name: string): SynthKernel {
-  const dtype = a.dtype as ScalarDType;
-  const shape = a.shape.length === 0 ? [1] : a.shape;
-  const strides = a.shape.length === 0 ? [0] : a.strides;
-  return synthesizeElementwise({ name, shape, inputs: [{ name: "x", dtype, shape, strides, offset: a.offset }], nodes: [{ op: "leaf", name: "x" }], outputs: [{ name: "y", dtype, node: 0 }] }, caps);
 }

@@ -213,6 +213,10 @@ export class SyncWgpuExecutor implements Executor {
     return this.#ch.call({ op: "deviceBytes" }) as DeviceBytes;
   }
 
+  dispatchesSubmitted(): number {
+    return this.#ch.call({ op: "dispatchesSubmitted" }) as number;
+  }
+
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;

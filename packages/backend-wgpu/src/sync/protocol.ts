@@ -40,6 +40,7 @@ export type Request =
   | { readonly op: "zero"; readonly sid: number }
   | { readonly op: "disposeState"; readonly sid: number }
   | { readonly op: "deviceBytes" }
+  | { readonly op: "dispatchesSubmitted" }
   | { readonly op: "dispose" };
 
 /** An error crossing the thread boundary (class name, stable code, message, context). */

@@ -100,6 +100,8 @@ export function serveWorker(init: WorkerInit): void {
         return null;
       case "deviceBytes":
         return need().deviceBytes();
+      case "dispatchesSubmitted":
+        return need().dispatchesSubmitted();
       case "dispose":
         exec?.dispose();
         exec = null;

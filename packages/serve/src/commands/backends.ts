@@ -20,9 +20,9 @@ export const EXECUTORS: Readonly<Record<string, () => Executor>> = {
   interp: () => createInterpExecutor(),
   // Vulkan through libvulkan.so.1; the loader picks the driver (VK_DRIVER_FILES selects one, e.g. lavapipe).
   vulkan: () => createVulkanExecutor(),
-  // WebGPU through Dawn (the Vulkan loader finds drivers through VK_DRIVER_FILES, e.g. lavapipe). Unfused
-  // for now: kernelgen does not yet serve the row reductions graph-plan fuses into contraction epilogues.
-  wgpu: () => createSyncWgpuExecutor({ executor: { compile: { fusion: false, recognize: false } } }),
+  // WebGPU through Dawn (the Vulkan loader finds drivers through VK_DRIVER_FILES, e.g. lavapipe): the fused
+  // Program graph-plan compiles for the device's wgpu target (decision 0702).
+  wgpu: () => createSyncWgpuExecutor(),
   // NVIDIA GPUs through the CUDA driver (libcuda.so.1 via koffi; no toolkit needed). Decode steps replay as CUDA
   // graphs; JIT-compiled kernels are cached on disk under the OS temp folder.
   cuda: () => createCudaExecutor({ cacheDir: path.join(os.tmpdir(), "poot-cuda-cache") }),

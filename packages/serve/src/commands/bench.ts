@@ -30,6 +30,11 @@ export interface BenchReport {
   readonly stageMs: number;
   /** One-minute load average when the runs ended (the machine may be shared). */
   readonly loadAverage: number;
+  /**
+   * Kernel dispatches submitted per decode token, counted by the executor around the timed decode steps (equal in
+   * every run, else an error); null when the backend does not count launches. `poot compile --explain` predicts it.
+   */
+  readonly decodeDispatchesPerToken: number | null;
   /** Device bytes after the runs (weights, state, io). */
   readonly deviceBytes: { readonly weights: number; readonly state: number; readonly io: number; readonly total: number };
   /** Median milliseconds from the prompt to the first token's logits (the whole prefill). */
@@ -99,8 +104,9 @@ export const bench: CommandModule = {
           const rng = new Rng(1);
           const prompt = Array.from({ length: P }, () => Math.floor(rng.next() * e.config.vocabSize));
           const bar = progressBar("bench  ", runs + 1);
-          const pre: number[] = [], dec: number[] = [], ms: number[] = [], cpuPre: number[] = [], cpuDec: number[] = [], ttft: number[] = [];
+          const pre: number[] = [], dec: number[] = [], ms: number[] = [], cpuPre: number[] = [], cpuDec: number[] = [], ttft: number[] = [], perToken: number[] = [];
           let stateBytes = 0;
+          const dispatches = (): number | null => executor.dispatchesSubmitted?.() ?? null;
           const cpuMs = () => {
             const u = process.cpuUsage();
             return (u.user + u.system) / 1000;
@@ -109,22 +115,28 @@ export const bench: CommandModule = {
             const s = e.openSession();
             const w0 = performance.now(), c0 = cpuMs();
             let logits = s.step(prompt);
+            const w1p = performance.now(), c1p = cpuMs();
+            // Counter reads sit outside both timed intervals (on wgpu each is a worker round trip).
+            const d1 = dispatches();
             const w1 = performance.now(), c1 = cpuMs();
             for (let k = 1; k < G; k++) logits = s.step([argmax(logits)]);
             const w2 = performance.now(), c2 = cpuMs();
+            const d2 = dispatches();
             stateBytes = executor.deviceBytes().state;
             s.release();
             bar?.update(r + 1);
             // Run 0 warms up (stages programs, binds weights).
             if (r === 0) continue;
-            pre.push((P / (w1 - w0)) * 1000);
+            if (d1 !== null && d2 !== null) perToken.push((d2 - d1) / (G - 1));
+            pre.push((P / (w1p - w0)) * 1000);
             dec.push(((G - 1) / (w2 - w1)) * 1000);
             ms.push((w2 - w1) / (G - 1));
-            ttft.push(w1 - w0);
-            cpuPre.push((P / (c1 - c0)) * 1000);
+            ttft.push(w1p - w0);
+            cpuPre.push((P / (c1p - c0)) * 1000);
             cpuDec.push(((G - 1) / (c2 - c1)) * 1000);
           }
           bar?.stop();
+          if (perToken.some((d) => d !== perToken[0])) throw new CliError("command-failed", `dispatches per decode token differ between runs: ${perToken.join(", ")}`, { command: "bench" });
           const deviceBytes = executor.deviceBytes();
           // The State holds `context` = P + G positions; the timed steps read positions up to P + 1 ... P + G - 1.
           const meanLive = P + G / 2;
@@ -133,7 +145,8 @@ export const bench: CommandModule = {
           const copyGBps = measureFloorBandwidth(executor);
           const report: BenchReport = {
             model, backend: o.backend, promptTokens: P, genTokens: G, runs,
-            prefillTokS: median(pre), decodeTokS: median(dec), decodeMsPerToken, prefillTokPerCpuS: median(cpuPre), decodeTokPerCpuS: median(cpuDec), stageMs: e.stats.stageMs, loadAverage: os.loadavg()[0]!, deviceBytes,
+            prefillTokS: median(pre), decodeTokS: median(dec), decodeMsPerToken, prefillTokPerCpuS: median(cpuPre), decodeTokPerCpuS: median(cpuDec), stageMs: e.stats.stageMs,
+            decodeDispatchesPerToken: perToken[0] ?? null, loadAverage: os.loadavg()[0]!, deviceBytes,
             timeToFirstTokenMs: median(ttft), bytesPerToken, floor: copyGBps === null ? null : bandwidthFloor(copyGBps, bytesPerToken, decodeMsPerToken),
           };
           if (o.json === true) io.out(`${JSON.stringify(report, null, 2)}\n`);
@@ -141,7 +154,7 @@ export const bench: CommandModule = {
             io.out(`model ${model} on ${o.backend}: prompt ${P}, generate ${G}, median of ${runs}\n`);
             io.out(`  prefill ${report.prefillTokS.toFixed(2)} tok/s (${report.prefillTokPerCpuS.toFixed(2)} per CPU-second)\n`);
             io.out(`  time to first token ${report.timeToFirstTokenMs.toFixed(2)} ms\n`);
-            io.out(`  decode  ${report.decodeTokS.toFixed(2)} tok/s (${report.decodeMsPerToken.toFixed(3)} ms/token; ${report.decodeTokPerCpuS.toFixed(2)} per CPU-second)\n`);
+            io.out(`  decode  ${report.decodeTokS.toFixed(2)} tok/s (${report.decodeMsPerToken.toFixed(3)} ms/token; ${report.decodeTokPerCpuS.toFixed(2)} per CPU-second)${report.decodeDispatchesPerToken !== null ? `, ${report.decodeDispatchesPerToken} dispatches/token` : ""}\n`);
             io.out(`  bytes/token ${(report.bytesPerToken / 1e6).toFixed(1)} MB (weights + live KV)\n`);
             const f = report.floor;
             if (f !== null) io.out(`  floor: copy ${f.copyGBps.toFixed(0)} GB/s -> ${f.floorMsPerToken.toFixed(3)} ms/token; decode reads ${f.decodeGBps.toFixed(0)} GB/s = ${(100 * f.fractionOfFloor).toFixed(1)}% of the floor\n`);

@@ -1,0 +1,158 @@
+// GPU-machine entry point (bundled by packages/backend-vulkan/tools/gpu-bundle.sh into .gpu-vk/bin/): for the
+// vulkan and wgpu backends on the machine's Vulkan driver (the H200's), in this order:
+//   1. @poot/executor's conformance suite, unchanged (vitest's describe/it/expect come from a small shim);
+//   2. every ../shared/fixtures/hf family (copied into the bundle): prefill and per-position decode logits against
+//      transformers' float64 logits (max |Δ| / max |ref|) and the greedy ids;
+//   3. `poot bench` on models/demo (decode tok/s), with dispatches per decode token against `poot compile`'s prediction.
+// usage: [BACKEND=vulkan|wgpu] node gpu-apis-h200.js FIXTURES_HF_DIR DEMO_DIR [OUT_DIR]. Writes
+// gpu-apis-h200-<backends>.json to OUT_DIR. Run one process per backend: Dawn and the Vulkan executor each load
+// the Vulkan driver, and in one process (on lavapipe) that ended in a segfault.
+// SKIP_CONFORMANCE=1 / SKIP_FIXTURES=1 leave a phase out (smoke runs on lavapipe).
+
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { describe } from "vitest";
+import { runConformance } from "@poot/executor/conformance";
+import { LoadedModel, openSafetensors } from "@poot/models";
+import { Engine } from "@poot/runtime";
+import { probeVulkan } from "@poot/backend-vulkan";
+import { bufferIo, runCli } from "@poot/serve";
+import { createExecutor } from "../src/commands/backends.js";
+
+// The shim's registry runner (vitest itself has none): the bundle aliases "vitest" to the shim module.
+import { runRegistered } from "vitest";
+
+const [fixtures, demo, outArg] = process.argv.slice(2);
+if (fixtures === undefined || demo === undefined) {
+  console.error("usage: node gpu-apis-h200.js FIXTURES_HF_DIR DEMO_DIR [OUT_DIR]");
+  process.exit(2);
+}
+const outDir = outArg ?? process.env.OUT ?? "/tmp/gpu-apis-out";
+fs.mkdirSync(outDir, { recursive: true });
+const BACKENDS = (process.env.BACKEND === undefined ? ["vulkan", "wgpu"] : [process.env.BACKEND]) as ("vulkan" | "wgpu")[];
+if (BACKENDS.some((b) => b !== "vulkan" && b !== "wgpu")) throw new Error(`BACKEND must be vulkan or wgpu, got ${process.env.BACKEND}`);
+const FAMILIES = ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"];
+const report: Record<string, unknown> = { date: new Date().toISOString(), node: process.version };
+let failures = 0;
+const outFile = path.join(outDir, `gpu-apis-h200-${BACKENDS.join("-")}.json`);
+const save = (): void => fs.writeFileSync(outFile, JSON.stringify(report, null, 1));
+const since = (t0: number): number => Math.round(performance.now() - t0) / 1000;
+
+const probe = probeVulkan();
+report.probe = probe.ok ? probe.devices.map((d) => ({ ...d, handle: String(d.handle) })) : probe;
+console.log("vulkan probe:", JSON.stringify(report.probe));
+if (!probe.ok) {
+  save();
+  process.exit(1);
+}
+
+// 1. Conformance: one registry, both backends (a fresh executor per case, as the suite does).
+if (process.env.SKIP_CONFORMANCE !== "1") {
+  const t0 = performance.now();
+  for (const b of BACKENDS) describe(b, () => runConformance(b, () => createExecutor(b, "gpu-apis-h200"), { dtypes: ["f32", "f16", "bf16"] }));
+  const results = runRegistered();
+  const failed = results.filter((r) => r.status === "fail");
+  failures += failed.length;
+  report.conformance = { seconds: since(t0), passed: results.filter((r) => r.status === "pass").length, failed, skipped: results.filter((r) => r.status === "skip").length };
+  for (const r of failed) console.log(`FAIL ${r.name}: ${r.error}`);
+  console.log(`conformance: ${results.length - failed.length}/${results.length} ok in ${since(t0)} s`);
+  save();
+}
+
+/** max |a - ref| / max |ref|. */
+function relErr(a: Float32Array, ref: Float32Array): number {
+  let d = 0, m = 0;
+  for (let i = 0; i < ref.length; i++) {
+    d = Math.max(d, Math.abs(a[i]! - ref[i]!));
+    m = Math.max(m, Math.abs(ref[i]!));
+  }
+  return Number.isNaN(d) ? Infinity : d / m;
+}
+const argmax = (a: Float32Array): number => a.reduce((b, x, i) => (x > a[b]! ? i : b), 0);
+
+// 2. The fixture families, prefill and decode, as packages/serve/test/gpu-fixtures.ts checks them on lavapipe.
+function family(backend: string, fam: string): Record<string, unknown> {
+  const dir = path.join(fixtures!, fam);
+  const ref = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as { prompt_ids: number[]; greedy_ids: number[] };
+  const full = openSafetensors(path.join(dir, "reference.safetensors")).readF32Sync("full_logits");
+  const executor = createExecutor(backend, "gpu-apis-h200");
+  const engine = new Engine(LoadedModel.open(dir, { weights: "f32" }), { executor, context: 64, tokenizer: null });
+  try {
+    const V = engine.config.vocabSize, T = ref.prompt_ids.length;
+    const row = (r: number): Float32Array => full.subarray(r * V, (r + 1) * V);
+    const pre = engine.openSession();
+    const prefill = relErr(pre.step(ref.prompt_ids), row(T - 1));
+    pre.release();
+    const s = engine.openSession();
+    let decode = 0;
+    let logits = new Float32Array(0);
+    for (let t = 0; t < T; t++) {
+      logits = s.step([ref.prompt_ids[t]!]);
+      decode = Math.max(decode, relErr(logits, row(t)));
+    }
+    const ids: number[] = [];
+    for (let g = 0; g < ref.greedy_ids.length; g++) {
+      ids.push(argmax(logits));
+      if (g + 1 === ref.greedy_ids.length) break;
+      logits = s.step([ref.greedy_ids[g]!]);
+      decode = Math.max(decode, relErr(logits, row(T + g)));
+    }
+    s.release();
+    const idsEqual = ids.length === ref.greedy_ids.length && ids.every((x, i) => x === ref.greedy_ids[i]);
+    return { ok: prefill <= 1e-3 && decode <= 1e-3 && idsEqual, prefillRelErr: prefill, decodeRelErr: decode, idsEqual, ids, device: executor.caps.device };
+  } finally {
+    engine.close();
+    executor.dispose();
+  }
+}
+
+const fams: Record<string, Record<string, unknown>> = {};
+report.fixtures = fams;
+for (const b of process.env.SKIP_FIXTURES === "1" ? [] : BACKENDS) {
+  fams[b] = {};
+  for (const fam of FAMILIES) {
+    const t0 = performance.now();
+    let r: Record<string, unknown>;
+    try {
+      r = family(b, fam);
+    } catch (e) {
+      r = { ok: false, error: (e as Error).stack ?? String(e) };
+    }
+    r.seconds = since(t0);
+    if (r.ok !== true) failures++;
+    fams[b]![fam] = r;
+    console.log(`fixture ${b} ${fam}: ${JSON.stringify(r)}`);
+    save();
+  }
+}
+
+// 3. poot bench on models/demo, and the dispatch count poot compile predicts for the same context.
+async function poot(argv: string[]): Promise<unknown> {
+  const io = bufferIo();
+  const code = await runCli(argv, { io });
+  if (code !== 0) throw new Error(`poot ${argv.join(" ")} exited ${code}: ${io.stderr()}`);
+  return JSON.parse(io.stdout());
+}
+// BENCH_P / BENCH_G / BENCH_RUNS shorten a smoke run of the bundle on lavapipe; the defaults are what is recorded.
+const P = Number(process.env.BENCH_P ?? 128), G = Number(process.env.BENCH_G ?? 64), RUNS = process.env.BENCH_RUNS ?? "3";
+const benches: Record<string, unknown> = {};
+report.bench = benches;
+for (const b of BACKENDS) {
+  try {
+    const predicted = (await poot(["compile", demo, "--target", b, "--mode", "decode", "--context", String(P + G), "--json"])) as { fusedDispatches: number };
+    const r = (await poot(["bench", demo, "--backend", b, "--prompt-tokens", String(P), "--gen-tokens", String(G), "--runs", RUNS, "--json"])) as { decodeTokS: number; prefillTokS: number; decodeDispatchesPerToken: number | null };
+    const ok = r.decodeDispatchesPerToken === predicted.fusedDispatches;
+    if (!ok) failures++;
+    benches[b] = { ...r, predictedDispatchesPerToken: predicted.fusedDispatches, dispatchesMatch: ok };
+  } catch (e) {
+    failures++;
+    benches[b] = { error: (e as Error).stack ?? String(e) };
+  }
+  console.log(`bench ${b}: ${JSON.stringify(benches[b])}`);
+  save();
+}
+
+report.failures = failures;
+save();
+console.log(`${failures} failure(s); report in ${outFile}`);
+process.exit(failures === 0 ? 0 : 1);
