@@ -14,6 +14,17 @@ export interface SynthCaps {
   readonly sharedBytes: number;
   /** Most workgroups along one grid axis (default 65535). */
   readonly maxGridDim?: number;
+  /**
+   * The threads of one workgroup run one after another on one core (the Wasm target's work-item loops), and the
+   * core has 128-bit SIMD: synthesizers then give each output block to one thread using vector types, with no
+   * workgroup memory or barriers (docs/decisions/0451).
+   */
+  readonly serialThreads?: boolean;
+}
+
+/** The caps kernelgen sizes kernels from for the CPU (Wasm SIMD128) target. */
+export function cpuSynthCaps(): SynthCaps {
+  return { maxWorkgroup: 256, sharedBytes: 1 << 16, maxGridDim: 2 ** 31 - 1 };
 }
 
 /** A generated kernel and how to launch it. */
