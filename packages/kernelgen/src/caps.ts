@@ -24,7 +24,7 @@ export interface SynthCaps {
 
 /** The caps kernelgen sizes kernels from for the CPU (Wasm SIMD128) target. */
 export function cpuSynthCaps(): SynthCaps {
-  return { maxWorkgroup: 256, sharedBytes: 1 << 16, maxGridDim: 2 ** 31 - 1 };
+  return { maxWorkgroup: 256, sharedBytes: 1 << 16, maxGridDim: 2 ** 31 - 1, serialThreads: true };
 }
 
 /** A generated kernel and how to launch it. */

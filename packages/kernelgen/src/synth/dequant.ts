@@ -54,10 +54,12 @@ export function synthesizeDequantGemvWith(req: DequantGemvRequest, caps: SynthCa
   const outDtype = req.outDtype ?? "f32";
   const nb = K / f.blockSize;
   const sg = caps.subgroupSize;
-  const lanesWant = pow2Workgroup(nb, 32);
-  const useSg = sg !== undefined && sg > 1 && sg <= caps.maxWorkgroup && lanesWant >= sg;
+  // Serial threads (CPU): a thread per output row walks all its blocks (no reduction, no barrier).
+  const serial = caps.serialThreads === true;
+  const lanesWant = serial ? 1 : pow2Workgroup(nb, 32);
+  const useSg = !serial && sg !== undefined && sg > 1 && sg <= caps.maxWorkgroup && lanesWant >= sg;
   const lanes = useSg ? (sg as number) : lanesWant;
-  let wg = Math.max(lanes, pow2Workgroup(Math.min(N * lanes, 128), caps.maxWorkgroup));
+  let wg = serial ? pow2Workgroup(Math.min(N, 8), caps.maxWorkgroup) : Math.max(lanes, pow2Workgroup(Math.min(N * lanes, 128), caps.maxWorkgroup));
   while (!useSg && wg > lanes && wg * 4 > caps.sharedBytes) wg >>= 1;
   if (!useSg && wg * 4 > caps.sharedBytes) throw new KernelgenError("exceeds_caps", `needs ${wg * 4} bytes of workgroup memory`, { synth: SYNTH, param: "caps.sharedBytes" });
   const rowsPerWg = wg / lanes;
