@@ -4,13 +4,14 @@
 import { Builder, evaluate } from "@poot/graph-ir";
 import type { PackedFormat } from "@poot/graph-ir";
 import { describe, expect, it } from "vitest";
-import { synthesizeDequantGemv } from "@poot/kernelgen";
+import { cpuSynthCaps, synthesizeDequantGemv } from "@poot/kernelgen";
 import type { SynthCaps } from "@poot/kernelgen";
 import { Q4_0, Q4_1, Q5_0, Q8_0, TEST_MIX, randomBlocks, randomMixBlocks, toWords } from "./formats.js";
 import { expectClose, poisoned, randF32, rng, run } from "./helpers.js";
 
 const SG: SynthCaps = { maxWorkgroup: 128, sharedBytes: 16384, subgroupSize: 8 };
 const TREE: SynthCaps = { maxWorkgroup: 64, sharedBytes: 4096 };
+const CPU: SynthCaps = cpuSynthCaps();
 
 function check(f: PackedFormat, B: number, blocksPerRow: number, N: number, caps: SynthCaps, seed: number) {
   const r = rng(seed);
@@ -33,8 +34,8 @@ function check(f: PackedFormat, B: number, blocksPerRow: number, N: number, caps
 describe("dequant GEMV from format descriptors", () => {
   const formats = [Q8_0, Q4_0, Q4_1, Q5_0, TEST_MIX];
   for (const f of formats) {
-    for (const [B, nb, N, caps] of [[1, 1, 1, TREE], [1, 3, 7, SG], [3, 5, 33, TREE], [2, 9, 4, SG], [11, 2, 5, SG]] as const) {
-      it(`${f.name}: ${B > 8 ? "GEMM, " : ""}batch ${B}, ${nb} blocks per row, N=${N} (${caps.subgroupSize === undefined ? "tree" : "subgroups"})`, () => {
+    for (const [B, nb, N, caps] of [[1, 1, 1, TREE], [1, 3, 7, SG], [3, 5, 33, TREE], [2, 9, 4, SG], [11, 2, 5, SG], [1, 3, 9, CPU], [3, 2, 17, CPU], [10, 1, 3, CPU]] as const) {
+      it(`${f.name}: ${B > 8 ? "GEMM, " : ""}batch ${B}, ${nb} blocks per row, N=${N} (${caps === CPU ? "cpu: serial threads" : caps.subgroupSize === undefined ? "tree" : "subgroups"})`, () => {
         check(f, B, nb, N, caps, nb * 131 + N * 7 + B + f.bytesPerBlock);
       });
     }

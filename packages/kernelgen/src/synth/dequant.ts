@@ -69,7 +69,7 @@ export function synthesizeDequantGemvWith(req: DequantGemvRequest, caps: SynthCa
     const Ws = Array.from({ length: H }, (_, h) => b.buffer(h === 0 ? "W" : `W${h}`, "u32", "read"));
     ep.declare(b);
     const y = b.buffer("y", elemOf(outDtype), "write");
-    const scratch = useSg ? undefined : b.shared("scratch", "f32", wg);
+    const scratch = useSg || lanes === 1 ? undefined : b.shared("scratch", "f32", wg);
     const tid = let_(lid.x, "tid");
     const lane = let_(tid.rem(lanes), "lane");
     const n = let_(wid.y.mul(nwg.x).add(wid.x).mul(rowsPerWg).add(tid.div(lanes)), "n");
