@@ -20,7 +20,9 @@ function check(f: PackedFormat, B: number, blocksPerRow: number, N: number, caps
   const x = randF32(r, B * K);
   const s = synthesizeDequantGemv({ name: `dq_${f.name}`, K, N, batch: B, format: f }, caps);
   const y = poisoned(s.kernel, "y", B * N);
-  run(s.kernel, { grid: [...s.grid], buffers: { x, W: toWords(bytes), y }, ...(s.subgroupSize === undefined ? {} : { subgroupSize: s.subgroupSize }) });
+  // CPU kernels bind the packed bytes as a u8 buffer, other targets as u32 words.
+  const W = s.kernel.buffers.find((p) => p.name === "W")?.elem === "u8" ? bytes : toWords(bytes);
+  run(s.kernel, { grid: [...s.grid], buffers: { x, W, y }, ...(s.subgroupSize === undefined ? {} : { subgroupSize: s.subgroupSize }) });
   const g = new Builder();
   const xr = g.const("x", "f32", [B, K]);
   const wt = g.transpose(g.decodePacked(g.const("w", { packed: f }, [N, K])), [1, 0]);

@@ -8,6 +8,8 @@ import { checkCaps, grid2d, pow2Workgroup } from "../caps.js";
 import type { SynthCaps, SynthKernel } from "../caps.js";
 import { KernelgenError } from "../errors.js";
 import { blockDecoder, checkFormat } from "./decode.js";
+import type { BlockDecoder } from "./decode.js";
+import { unrolledDecoder } from "./decode-unrolled.js";
 import { prepareEpilogue } from "./epilogue.js";
 import type { Epilogue, PreparedEpilogue } from "./epilogue.js";
 import { laneGroupSum } from "./gemv.js";
@@ -66,7 +68,8 @@ export function synthesizeDequantGemvWith(req: DequantGemvRequest, caps: SynthCa
   const k = kernel(req.name, { workgroupSize: [wg, 1, 1] }, (b) => {
     const { let_, var_, for_, if_, wid, nwg, lid, f32, u32 } = b;
     const x = b.buffer("x", elemOf(xDtype), "read") as Arr<"f32">;
-    const Ws = Array.from({ length: H }, (_, h) => b.buffer(h === 0 ? "W" : `W${h}`, "u32", "read"));
+    // CPU kernels read the packed bytes directly (u8 loads); other targets read u32 words.
+    const Ws = Array.from({ length: H }, (_, h) => b.buffer(h === 0 ? "W" : `W${h}`, serial ? "u8" : "u32", "read"));
     ep.declare(b);
     const y = b.buffer("y", elemOf(outDtype), "write");
     const scratch = useSg || lanes === 1 ? undefined : b.shared("scratch", "f32", wg);
@@ -78,8 +81,30 @@ export function synthesizeDequantGemvWith(req: DequantGemvRequest, caps: SynthCa
     // Rows of this chunk; rows past B read row B-1 (in bounds) and store nothing.
     const r0 = let_(b.wid.z.mul(chunk), "r0");
     const xRow = accs.map((_, j) => let_(b.min(r0.add(j), u32(B - 1)).mul(K), `xr${j}`));
-    const decs = Ws.map((W) => blockDecoder(b, f, W));
-    if_(live, () => {
+    const decs = Ws.map((W) => blockDecoder(b, f, W as Arr<"u32">));
+    if (serial) {
+      // The block is unrolled: index math folds, each byte is loaded once, U partial sums per row and weight.
+      const U = f.blockSize % 4 === 0 ? 4 : 1;
+      const unrolled = Ws.map((W, h) => unrolledDecoder(b, f, W as Arr<"u32">, (decs[h] as BlockDecoder).binary));
+      const parts = accs.map((row, j) => row.map((acc, h) => Array.from({ length: U }, (_, q) => (q === 0 ? acc : var_(f32(0), `part${j}_${h}_${q}`)))));
+      if_(live, () => {
+        for_(u32(0), nb, 1, (blk) => {
+          const base = let_(n.mul(nb).add(blk).mul(f.bytesPerBlock), "base");
+          for (const dec of unrolled) dec.block(base);
+          const k0 = let_(blk.mul(f.blockSize), "k0");
+          const xk = xRow.map((xr) => let_(k0.add(xr), "xk"));
+          for (let i = 0; i < f.blockSize; i++) {
+            const ws = unrolled.map((dec) => dec.element(i));
+            parts.forEach((row, j) => {
+              const xv = let_(x.at((xk[j] as Val<"u32">).add(i)), "xv");
+              row.forEach((ps, h) => ps[i % U]!.set(ps[i % U]!.add(xv.mul(ws[h] as Val<"f32">))));
+            });
+          }
+        }, "blk");
+        // Partial sums combine pairwise into acc: (p0 + p1) + (p2 + p3).
+        if (U > 1) parts.forEach((row) => row.forEach((ps) => ps[0]!.set(ps[0]!.add(ps[1]!).add(ps[2]!.add(ps[3]!)))));
+      });
+    } else if_(live, () => {
       for_(lane, nb, lanes, (blk) => {
         const base = let_(n.mul(nb).add(blk).mul(f.bytesPerBlock), "base");
         for (const dec of decs) dec.block(base);
