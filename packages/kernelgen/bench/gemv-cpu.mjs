@@ -95,16 +95,22 @@ async function team(memory, ctlAddr, binary, entry, shares) {
   return { run, close };
 }
 
-/** Times `run` RUNS times after one warm-up; returns the median in ms. */
-function time(run) {
-  run();
-  const ts = [];
+/** Warms `run` up for at least 300 ms (Wasm tiers up to optimized code), then times it RUNS times, each run
+ * followed by a run of `probe` (the baseline, interleaved); returns both medians in ms. */
+function time(run, probe) {
+  for (const t0 = performance.now(); performance.now() - t0 < 300;) run();
+  const ts = [], ps = [];
   for (let i = 0; i < RUNS; i++) {
     const t0 = performance.now();
     run();
     ts.push(performance.now() - t0);
+    if (probe) {
+      const t1 = performance.now();
+      probe();
+      ps.push(performance.now() - t1);
+    }
   }
-  return median(ts);
+  return { ms: median(ts), probeMs: probe ? median(ps) : NaN };
 }
 
 /** A plain Wasm SIMD read loop: `probe(addr, bytes, out)` sums 64 bytes per iteration into four i32x4 lanes. */
@@ -128,21 +134,19 @@ function probeModule() {
   return m.encode();
 }
 
-/** Read bandwidth of `threads` workers each streaming its own half of a 512 MiB buffer, GB/s. */
-async function probe(threads) {
-  const total = 512 << 20;
+const PROBE_BYTES = 512 << 20;
+/** A team of `threads` workers each streaming its own share of a 512 MiB buffer (read bandwidth baseline). */
+async function probeTeam(threads) {
+  const total = PROBE_BYTES;
   const memory = new WebAssembly.Memory({ initial: (total + (1 << 20)) >> 16, maximum: 65536, shared: true });
   randomFillSync(new Uint8Array(memory.buffer, 1 << 20, 1 << 20));
   const per = total / threads;
   const shares = Array.from({ length: threads }, (_, i) => ({ probe: { addr: (1 << 20) + i * per, bytes: per, out: 1024 + 16 * i }, groups: [], threads: 0, argsAddr: 0 }));
-  const t = await team(memory, 0, probeModule(), "probe", shares);
-  const ms = time(t.run);
-  await t.close();
-  return { ms, gbs: total / ms / 1e6 };
+  return team(memory, 0, probeModule(), "probe", shares);
 }
 
-/** Runs one GEMV case on `threads` workers; returns median ms and the worst sampled relative error. */
-async function gemv(dtype, K, N, threads) {
+/** Runs one GEMV case on `threads` workers interleaved with the probe; returns medians and the worst sampled error. */
+async function gemv(dtype, K, N, threads, probe) {
   const s = synthesize(dtype, K, N);
   const code = lowerWasm(s.kernel, WASM_CAPS);
   const abi = code.abi;
@@ -171,33 +175,35 @@ async function gemv(dtype, K, N, threads) {
   });
   const t = await team(memory, 0, code.binary, code.entryPoint, shares);
   new Float32Array(memory.buffer, yAt, N).fill(NaN);
-  const ms = time(t.run);
+  const { ms, probeMs } = time(t.run, probe.run);
   await t.close();
   const y = new Float32Array(memory.buffer, yAt, N);
   const rows = [0, 1, N >> 1, N - 1];
   let err = 0;
   reference(dtype, K, x, w, rows).forEach(([s0, a], i) => (err = Math.max(err, Math.abs(y[rows[i]] - s0) / a || (Number.isNaN(y[rows[i]]) ? Infinity : 0))));
-  return { ms, gbs: wBytes / ms / 1e6, err, wg, grid: s.grid };
+  return { ms, gbs: wBytes / ms / 1e6, probeGbs: PROBE_BYTES / probeMs / 1e6, err, wg, grid: s.grid };
 }
 
 const cpu = os.cpus()[0]?.model ?? "unknown cpu";
-console.log(`# CPU GEMV bench: ${cpu} x${os.cpus().length}, node ${process.version}, median of ${RUNS} runs after 1 warm-up`);
-const probes = {};
-for (const th of THREADS) {
-  probes[th] = await probe(th);
-  console.log(`probe  threads=${th}  read ${probes[th].gbs.toFixed(2)} GB/s  (${probes[th].ms.toFixed(2)} ms / 512 MiB)`);
-}
+console.log(`# CPU GEMV bench: ${cpu} x${os.cpus().length}, node ${process.version}, median of ${RUNS} runs after >= 300 ms of warm-up, each run followed by a probe run`);
+const teams = {};
+for (const th of THREADS) teams[th] = await probeTeam(th);
 const results = {};
+const probeSeen = Object.fromEntries(THREADS.map((th) => [th, []]));
 for (const dtype of DTYPES) {
   for (const [K, N] of SHAPES) {
     for (const th of THREADS) {
-      const r = await gemv(dtype, K, N, th);
+      const r = await gemv(dtype, K, N, th, teams[th]);
       results[`${dtype} ${K}x${N} ${th}`] = r;
+      probeSeen[th].push(r.probeGbs);
       const ok = r.err < 1e-4 ? "ok" : "WRONG";
-      console.log(`${dtype.padEnd(5)} ${`${K}x${N}`.padEnd(11)} threads=${th}  ${r.ms.toFixed(3).padStart(9)} ms  ${r.gbs.toFixed(2).padStart(6)} GB/s  ${(r.gbs / probes[th].gbs).toFixed(2)}x probe  wg ${r.wg} grid ${r.grid.join("x")}  check ${r.err.toExponential(1)} ${ok}`);
+      console.log(`${dtype.padEnd(5)} ${`${K}x${N}`.padEnd(11)} threads=${th}  ${r.ms.toFixed(3).padStart(9)} ms  ${r.gbs.toFixed(2).padStart(6)} GB/s  probe ${r.probeGbs.toFixed(2).padStart(5)} GB/s  ${(r.gbs / r.probeGbs).toFixed(2)}x probe  wg ${r.wg} grid ${r.grid.join("x")}  check ${r.err.toExponential(1)} ${ok}`);
     }
   }
 }
+for (const th of THREADS) await teams[th].close();
+const probes = Object.fromEntries(THREADS.map((th) => [th, { gbs: median(probeSeen[th]) }]));
+for (const th of THREADS) console.log(`probe  threads=${th}  read ${probes[th].gbs.toFixed(2)} GB/s (median over all cases)`);
 
 // Decode GEMVs per token: 16 layers of q, k, v, o, gate, up, down, then the tied lm head.
 const moreBits = (i) => i < 2 || i >= 14 || (i - 2) % 3 === 2;
