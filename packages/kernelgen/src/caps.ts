@@ -19,6 +19,17 @@ export interface SynthCaps {
    * vec4<u32> loads over bf16/f16 weights). Default false; the CUDA backend sets it.
    */
   readonly vectorLoads?: boolean;
+  /**
+   * The threads of one workgroup run one after another on one core (the Wasm target's work-item loops), and the
+   * core has 128-bit SIMD: synthesizers then give each output block to one thread using vector types, with no
+   * workgroup memory or barriers (docs/decisions/0451).
+   */
+  readonly serialThreads?: boolean;
+}
+
+/** The caps kernelgen sizes kernels from for the CPU (Wasm SIMD128) target. */
+export function cpuSynthCaps(): SynthCaps {
+  return { maxWorkgroup: 256, sharedBytes: 1 << 16, maxGridDim: 2 ** 31 - 1, serialThreads: true };
 }
 
 /** A generated kernel and how to launch it. */

@@ -6,7 +6,7 @@ export { KernelgenError, invariant } from "./errors.js";
 export type { KernelgenErrorCode, KernelgenErrorContext } from "./errors.js";
 export { IMPORTED_KERNELS, importedKernel } from "./library.js";
 export type { ImportedKernelName } from "./library.js";
-export { pow2Workgroup, grid2d } from "./caps.js";
+export { pow2Workgroup, grid2d, cpuSynthCaps } from "./caps.js";
 export type { SynthCaps, SynthKernel } from "./caps.js";
 export type { ExprNode, ExprType, UnaryFn, BinaryFn, CmpFn } from "./synth/expr.js";
 export type { StorageDType } from "./synth/storage.js";

@@ -4,13 +4,14 @@
 import { Builder, evaluate } from "@poot/graph-ir";
 import type { PackedFormat } from "@poot/graph-ir";
 import { describe, expect, it } from "vitest";
-import { synthesizeDequantGemv } from "@poot/kernelgen";
+import { cpuSynthCaps, synthesizeDequantGemv } from "@poot/kernelgen";
 import type { SynthCaps } from "@poot/kernelgen";
 import { Q4_0, Q4_1, Q5_0, Q8_0, TEST_MIX, randomBlocks, randomMixBlocks, toWords } from "./formats.js";
 import { expectClose, poisoned, randF32, rng, run } from "./helpers.js";
 
 const SG: SynthCaps = { maxWorkgroup: 128, sharedBytes: 16384, subgroupSize: 8 };
 const TREE: SynthCaps = { maxWorkgroup: 64, sharedBytes: 4096 };
+const CPU: SynthCaps = cpuSynthCaps();
 
 function check(f: PackedFormat, B: number, blocksPerRow: number, N: number, caps: SynthCaps, seed: number) {
   const r = rng(seed);
@@ -19,7 +20,9 @@ function check(f: PackedFormat, B: number, blocksPerRow: number, N: number, caps
   const x = randF32(r, B * K);
   const s = synthesizeDequantGemv({ name: `dq_${f.name}`, K, N, batch: B, format: f }, caps);
   const y = poisoned(s.kernel, "y", B * N);
-  run(s.kernel, { grid: [...s.grid], buffers: { x, W: toWords(bytes), y }, ...(s.subgroupSize === undefined ? {} : { subgroupSize: s.subgroupSize }) });
+  // CPU kernels bind the packed bytes as a u8 buffer, other targets as u32 words.
+  const W = s.kernel.buffers.find((p) => p.name === "W")?.elem === "u8" ? bytes : toWords(bytes);
+  run(s.kernel, { grid: [...s.grid], buffers: { x, W, y }, ...(s.subgroupSize === undefined ? {} : { subgroupSize: s.subgroupSize }) });
   const g = new Builder();
   const xr = g.const("x", "f32", [B, K]);
   const wt = g.transpose(g.decodePacked(g.const("w", { packed: f }, [N, K])), [1, 0]);
@@ -33,8 +36,8 @@ function check(f: PackedFormat, B: number, blocksPerRow: number, N: number, caps
 describe("dequant GEMV from format descriptors", () => {
   const formats = [Q8_0, Q4_0, Q4_1, Q5_0, TEST_MIX];
   for (const f of formats) {
-    for (const [B, nb, N, caps] of [[1, 1, 1, TREE], [1, 3, 7, SG], [3, 5, 33, TREE], [2, 9, 4, SG], [11, 2, 5, SG]] as const) {
-      it(`${f.name}: ${B > 8 ? "GEMM, " : ""}batch ${B}, ${nb} blocks per row, N=${N} (${caps.subgroupSize === undefined ? "tree" : "subgroups"})`, () => {
+    for (const [B, nb, N, caps] of [[1, 1, 1, TREE], [1, 3, 7, SG], [3, 5, 33, TREE], [2, 9, 4, SG], [11, 2, 5, SG], [1, 3, 9, CPU], [3, 2, 17, CPU], [10, 1, 3, CPU]] as const) {
+      it(`${f.name}: ${B > 8 ? "GEMM, " : ""}batch ${B}, ${nb} blocks per row, N=${N} (${caps === CPU ? "cpu: serial threads" : caps.subgroupSize === undefined ? "tree" : "subgroups"})`, () => {
         check(f, B, nb, N, caps, nb * 131 + N * 7 + B + f.bytesPerBlock);
       });
     }

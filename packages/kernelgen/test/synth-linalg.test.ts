@@ -4,7 +4,7 @@
 import { Builder, evaluate, f32ToBf16Bits, f32ToF16Bits } from "@poot/graph-ir";
 import type { Ref } from "@poot/graph-ir";
 import { describe, expect, it } from "vitest";
-import { KernelgenError, synthesizeGemm, synthesizeGemv } from "@poot/kernelgen";
+import { KernelgenError, cpuSynthCaps, synthesizeGemm, synthesizeGemv } from "@poot/kernelgen";
 import type { Epilogue, SynthCaps } from "@poot/kernelgen";
 import { expectClose, poisoned, randF32, rng, run } from "./helpers.js";
 
@@ -53,14 +53,19 @@ function oracleMatmul(B: number, M: number, K: number, N: number, x: ArrayLike<n
 
 const CAPS_SG: SynthCaps = { maxWorkgroup: 256, sharedBytes: 16384, subgroupSize: 32 };
 const CAPS_TREE: SynthCaps = { maxWorkgroup: 128, sharedBytes: 8192 };
+const CAPS_CPU: SynthCaps = cpuSynthCaps();
+const capsLabel = (c: SynthCaps): string => (c.serialThreads ? "cpu: serial threads" : c.subgroupSize === undefined ? "tree" : "subgroups");
 
 describe("synthesized GEMV", () => {
   const cases: [number, number, number, WDtype, "nk" | "kn", SynthCaps][] = [
     [1, 1, 1, "f32", "nk", CAPS_TREE], [1, 70, 33, "bf16", "nk", CAPS_SG], [3, 129, 40, "f16", "nk", CAPS_TREE], [8, 16, 5, "f32", "nk", CAPS_SG],
     [1, 1, 1, "f32", "kn", CAPS_TREE], [1, 300, 65, "bf16", "kn", CAPS_SG], [4, 33, 7, "f16", "kn", CAPS_TREE],
+    // CPU: a thread per row, 4 partial sums when K % 4 = 0 (ragged K and N included).
+    [1, 1, 1, "f32", "nk", CAPS_CPU], [1, 72, 33, "bf16", "nk", CAPS_CPU], [3, 129, 40, "f16", "nk", CAPS_CPU], [8, 16, 9, "f32", "nk", CAPS_CPU],
+    [2, 256, 17, "f16", "nk", CAPS_CPU], [1, 40, 5, "f32", "kn", CAPS_CPU],
   ];
   for (const [B, K, N, dt, layout, caps] of cases) {
-    it(`B=${B} K=${K} N=${N} ${dt} ${layout} (${caps.subgroupSize === undefined ? "tree" : "subgroups"})`, () => {
+    it(`B=${B} K=${K} N=${N} ${dt} ${layout} (${capsLabel(caps)})`, () => {
       const r = rng(B * 100000 + K * 100 + N);
       const x = randF32(r, B * K);
       const w = randW(r, K * N, dt);
@@ -113,10 +118,17 @@ describe("synthesized GEMV", () => {
     expectClose(got, ref.y, Array.from(ref.y, (v) => Math.abs(v)), 2 ** -7, 1e-6);
   });
 
-  for (const [layout, caps] of [["nk", CAPS_SG], ["kn", CAPS_TREE]] as const) {
-    it(`two weights sharing x (gate and up, ${layout}) with a SwiGLU epilogue: silu(acc) · acc1`, () => {
+  it("on the CPU caps a nk GEMV has no workgroup memory and no barrier (threads run one after another)", () => {
+    const s = synthesizeGemv({ name: "g", K: 64, N: 30, weight: { dtype: "f16", layout: "nk" } }, CAPS_CPU);
+    expect(s.kernel.shared).toHaveLength(0);
+    expect(JSON.stringify(s.kernel.body)).not.toContain('"s":"barrier"');
+    expect(s.grid).toEqual([Math.ceil(30 / 8), 1, 1]);
+  });
+
+  for (const [layout, caps] of [["nk", CAPS_SG], ["kn", CAPS_TREE], ["nk", CAPS_CPU]] as const) {
+    it(`two weights sharing x (gate and up, ${layout}, ${capsLabel(caps)}) with a SwiGLU epilogue: silu(acc) · acc1`, () => {
       const [B, K, N] = [3, 40, 21];
-      const r = rng(layout === "nk" ? 91 : 92);
+      const r = rng(caps === CAPS_CPU ? 93 : layout === "nk" ? 91 : 92);
       const x = randF32(r, B * K), wg = randW(r, N * K, "bf16"), wu = randW(r, N * K, "bf16");
       const epilogue: Epilogue = {
         inputs: [],

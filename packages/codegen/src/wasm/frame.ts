@@ -32,6 +32,12 @@ export abstract class WasmBase {
   /** Control stack: which enclosing Wasm labels are loop exits/continues. */
   readonly ctl: ("exit" | "cont" | "other" | "thread")[] = [];
   ctx!: WasmContext;
+  /**
+   * Kernels without barriers run each thread start to finish inside one loop iteration, so their variables
+   * live in Wasm locals (registers) instead of the thread's frame in linear memory.
+   */
+  registers = false;
+  private readonly regs = new Map<string, number>();
 
   constructor(readonly c: WasmCode, protected readonly kernel: string, protected readonly wg: readonly [number, number, number], protected readonly uniformIndex: ReadonlyMap<string, number>, protected readonly buffers: number) {}
 
@@ -66,12 +72,22 @@ export abstract class WasmBase {
     }
     return s.offset;
   }
+  /** The Wasm local holding variable `name` of `type` in register mode (one per name and value type). */
+  private reg(name: string, type: ValueType): number {
+    const key = `${name}:${vt(type)}`;
+    let l = this.regs.get(key);
+    if (l === undefined) {
+      l = this.c.local(vt(type));
+      this.regs.set(key, l);
+    }
+    return l;
+  }
   newVar(name: string, type: ValueType, init: number): void {
-    this.slot(name, type, lanesOf(type) > 1 ? 16 : 4);
+    if (!this.registers) this.slot(name, type, lanesOf(type) > 1 ? 16 : 4);
     this.writeVar(name, type, init);
   }
   readVar(name: string, type: ValueType): number {
-    const u = this.uniformVars.get(name);
+    const u = this.uniformVars.get(name) ?? (this.registers ? this.reg(name, type) : undefined);
     if (u !== undefined) {
       this.get(u);
       return this.put(type);
@@ -82,7 +98,7 @@ export abstract class WasmBase {
     return this.put(type);
   }
   writeVar(name: string, type: ValueType, v: number): void {
-    const u = this.uniformVars.get(name);
+    const u = this.uniformVars.get(name) ?? (this.registers ? this.reg(name, type) : undefined);
     if (u !== undefined) {
       this.get(v).c.opU(W.local_set, u);
       return;

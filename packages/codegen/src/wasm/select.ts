@@ -64,7 +64,7 @@ export class WasmEmitter extends WasmBase implements RegTarget<number> {
     this.address(space, array, elem, index);
     switch (elem) {
       case "bf16": this.mem(W.i32_load16_u, 1).c.i32(16).op(W.i32_shl).op(W.f32_reinterpret_i32); break;
-      case "f16": this.mem(W.i32_load16_u, 1).c.opU(W.call, MATH_IMPORTS.indexOf("f16_to_f32")); break;
+      case "f16": this.mem(W.i32_load16_u, 1); this.f16Widen(); break;
       case "u8": this.mem(W.i32_load8_u, 0); break;
       case "i8": this.mem(W.i32_load8_s, 0); break;
       case "f32": this.mem(W.f32_load, 2); break;
@@ -88,6 +88,20 @@ export class WasmEmitter extends WasmBase implements RegTarget<number> {
         if (lanesOf(elem) === 4) this.get(value).c.simdMem(Simd.v128_store, 4);
         else this.get(value).c.simdMem(0x5b /* v128.store64_lane */, 3).raw(0);
     }
+  }
+
+  /**
+   * Replaces the f16 bits on the stack by their f32 value, inline (exact): the magnitude bits shifted into f32
+   * position and scaled by 2^112 cover normals and subnormals; exponent 31 maps to f32 inf/NaN; then the sign.
+   */
+  private f16Widen(): void {
+    const h = this.c.local(ValType.i32);
+    const em = this.c.local(ValType.i32);
+    this.c.opU(W.local_tee, h).i32(0x7fff).op(W.i32_and).opU(W.local_set, em);
+    this.get(em).c.i32(13).op(W.i32_shl).i32(0x7f800000).op(W.i32_or);
+    this.get(em).c.i32(13).op(W.i32_shl).op(W.f32_reinterpret_i32).f32(2 ** 112).op(W.f32_mul).op(W.i32_reinterpret_f32);
+    this.get(em).c.i32(0x7c00).op(W.i32_ge_u).op(W.select);
+    this.get(h).c.i32(0x8000).op(W.i32_and).i32(16).op(W.i32_shl).op(W.i32_or).op(W.f32_reinterpret_i32);
   }
 
   /** Pushes the bf16 bits (RNE, NaN kept quiet) of f32 local `f`. */
@@ -227,7 +241,7 @@ export class WasmEmitter extends WasmBase implements RegTarget<number> {
       this.get(a);
       if (shift) this.c.i32(16).op(W.i32_shr_u);
       if (fmt.startsWith("bf16")) this.c.i32(16).op(W.i32_shl).op(W.f32_reinterpret_i32);
-      else this.c.i32(0xffff).op(W.i32_and).opU(W.call, MATH_IMPORTS.indexOf("f16_to_f32"));
+      else this.c.i32(0xffff).op(W.i32_and), this.f16Widen();
       return this.put("f32");
     };
     const lo = half(0);

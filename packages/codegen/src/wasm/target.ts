@@ -69,7 +69,10 @@ export function lowerWasm(kernel: Kernel, caps: DeviceCaps, options: WasmOptions
     e.sharedOffset.set(a.name, sharedBytes);
     sharedBytes += a.len * elemBytes(a.elem);
   }
-  const d = makeDriver(p, e, { letsAsVars: true });
+  // Without barriers a thread runs start to finish in one loop iteration: names can live in Wasm locals.
+  const barriers = hasBarrier(kernel.body);
+  e.registers = !barriers;
+  const d = makeDriver(p, e, { letsAsVars: barriers });
 
   /** A loop over the thread range running `body` per thread, skipping threads that returned. */
   const threadLoop = (body: () => void): void => {
@@ -147,7 +150,7 @@ export function lowerWasm(kernel: Kernel, caps: DeviceCaps, options: WasmOptions
   m.exportFunc(kernel.name, fn);
   return {
     target: "wasm", kernel: kernel.name, entryPoint: kernel.name, ext: "wasm", binary: m.encode(), workgroupSize: p.workgroupSize, bindings: slots,
-    abi: { frameBytes, sharedBytes, argWords: tail + 2, barriers: hasBarrier(kernel.body) ? 1 : 0 },
+    abi: { frameBytes, sharedBytes, argWords: tail + 2, barriers: barriers ? 1 : 0 },
   };
 }
 
@@ -156,10 +159,10 @@ function allocateFrame(e: WasmEmitter, body: readonly Stmt[], privates: readonly
   walkStmts(body, (s) => {
     const size = (t: string): number => (t.startsWith("vec") ? 16 : 4);
     switch (s.s) {
-      case "let": case "var": case "subgroup": e.slot(s.name, s.type, size(s.type)); break;
-      case "atomic": if (s.name !== undefined) e.slot(s.name, s.type, 4); break;
+      case "let": case "var": case "subgroup": if (!e.registers) e.slot(s.name, s.type, size(s.type)); break;
+      case "atomic": if (s.name !== undefined && !e.registers) e.slot(s.name, s.type, 4); break;
       // Loop variables of loops with barriers are uniform and live in a Wasm local instead.
-      case "for": if (!hasBarrier(s.body)) e.slot(s.var, s.type, 4); break;
+      case "for": if (!hasBarrier(s.body) && !e.registers) e.slot(s.var, s.type, 4); break;
       case "array": {
         const a = privates.find((x) => x.name === s.name)!;
         e.slot(s.name, "array", 4 * (s.elem.startsWith("vec") ? Number(s.elem[3]) : 1) * a.length);

@@ -19,6 +19,8 @@ export interface BlockDecoder {
   block(base: Val<"u32">): void;
   /** Emits the decode of element `i` (u32) of the current block. */
   element(i: Val<"u32">): Val<"f32">;
+  /** @internal One recipe op on IR values with the recipe's typing rules (shared with the unrolled decoder). */
+  binary(op: string, a: V, b: V): V;
 }
 
 /** Checks that a recipe only uses what the compiler supports; throws `bad_format` otherwise. */
@@ -189,5 +191,6 @@ export function blockDecoder(b: Builder, f: PackedFormat, words: Arr<"u32">): Bl
       idx = i;
       return toF32(emit(f.decode, new Map(), false));
     },
+    binary,
   };
 }

@@ -8,6 +8,8 @@ import { checkCaps, grid2d, pow2Workgroup } from "../caps.js";
 import type { SynthCaps, SynthKernel } from "../caps.js";
 import { KernelgenError } from "../errors.js";
 import { blockDecoder, checkFormat } from "./decode.js";
+import type { BlockDecoder } from "./decode.js";
+import { unrolledDecoder } from "./decode-unrolled.js";
 import { prepareEpilogue } from "./epilogue.js";
 import type { Epilogue, PreparedEpilogue } from "./epilogue.js";
 import { laneGroupSum } from "./gemv.js";
@@ -54,20 +56,23 @@ export function synthesizeDequantGemvWith(req: DequantGemvRequest, caps: SynthCa
   const outDtype = req.outDtype ?? "f32";
   const nb = K / f.blockSize;
   const sg = caps.subgroupSize;
-  const lanesWant = pow2Workgroup(nb, 32);
-  const useSg = sg !== undefined && sg > 1 && sg <= caps.maxWorkgroup && lanesWant >= sg;
+  // Serial threads (CPU): a thread per output row walks all its blocks (no reduction, no barrier).
+  const serial = caps.serialThreads === true;
+  const lanesWant = serial ? 1 : pow2Workgroup(nb, 32);
+  const useSg = !serial && sg !== undefined && sg > 1 && sg <= caps.maxWorkgroup && lanesWant >= sg;
   const lanes = useSg ? (sg as number) : lanesWant;
-  let wg = Math.max(lanes, pow2Workgroup(Math.min(N * lanes, 128), caps.maxWorkgroup));
+  let wg = serial ? pow2Workgroup(Math.min(N, 8), caps.maxWorkgroup) : Math.max(lanes, pow2Workgroup(Math.min(N * lanes, 128), caps.maxWorkgroup));
   while (!useSg && wg > lanes && wg * 4 > caps.sharedBytes) wg >>= 1;
   if (!useSg && wg * 4 > caps.sharedBytes) throw new KernelgenError("exceeds_caps", `needs ${wg * 4} bytes of workgroup memory`, { synth: SYNTH, param: "caps.sharedBytes" });
   const rowsPerWg = wg / lanes;
   const k = kernel(req.name, { workgroupSize: [wg, 1, 1] }, (b) => {
     const { let_, var_, for_, if_, wid, nwg, lid, f32, u32 } = b;
     const x = b.buffer("x", elemOf(xDtype), "read") as Arr<"f32">;
-    const Ws = Array.from({ length: H }, (_, h) => b.buffer(h === 0 ? "W" : `W${h}`, "u32", "read"));
+    // CPU kernels read the packed bytes directly (u8 loads); other targets read u32 words.
+    const Ws = Array.from({ length: H }, (_, h) => b.buffer(h === 0 ? "W" : `W${h}`, serial ? "u8" : "u32", "read"));
     ep.declare(b);
     const y = b.buffer("y", elemOf(outDtype), "write");
-    const scratch = useSg ? undefined : b.shared("scratch", "f32", wg);
+    const scratch = useSg || lanes === 1 ? undefined : b.shared("scratch", "f32", wg);
     const tid = let_(lid.x, "tid");
     const lane = let_(tid.rem(lanes), "lane");
     const n = let_(wid.y.mul(nwg.x).add(wid.x).mul(rowsPerWg).add(tid.div(lanes)), "n");
@@ -76,8 +81,30 @@ export function synthesizeDequantGemvWith(req: DequantGemvRequest, caps: SynthCa
     // Rows of this chunk; rows past B read row B-1 (in bounds) and store nothing.
     const r0 = let_(b.wid.z.mul(chunk), "r0");
     const xRow = accs.map((_, j) => let_(b.min(r0.add(j), u32(B - 1)).mul(K), `xr${j}`));
-    const decs = Ws.map((W) => blockDecoder(b, f, W));
-    if_(live, () => {
+    const decs = Ws.map((W) => blockDecoder(b, f, W as Arr<"u32">));
+    if (serial) {
+      // The block is unrolled: index math folds, each byte is loaded once, U partial sums per row and weight.
+      const U = f.blockSize % 4 === 0 ? 4 : 1;
+      const unrolled = Ws.map((W, h) => unrolledDecoder(b, f, W as Arr<"u32">, (decs[h] as BlockDecoder).binary));
+      const parts = accs.map((row, j) => row.map((acc, h) => Array.from({ length: U }, (_, q) => (q === 0 ? acc : var_(f32(0), `part${j}_${h}_${q}`)))));
+      if_(live, () => {
+        for_(u32(0), nb, 1, (blk) => {
+          const base = let_(n.mul(nb).add(blk).mul(f.bytesPerBlock), "base");
+          for (const dec of unrolled) dec.block(base);
+          const k0 = let_(blk.mul(f.blockSize), "k0");
+          const xk = xRow.map((xr) => let_(k0.add(xr), "xk"));
+          for (let i = 0; i < f.blockSize; i++) {
+            const ws = unrolled.map((dec) => dec.element(i));
+            parts.forEach((row, j) => {
+              const xv = let_(x.at((xk[j] as Val<"u32">).add(i)), "xv");
+              row.forEach((ps, h) => ps[i % U]!.set(ps[i % U]!.add(xv.mul(ws[h] as Val<"f32">))));
+            });
+          }
+        }, "blk");
+        // Partial sums combine pairwise into acc: (p0 + p1) + (p2 + p3).
+        if (U > 1) parts.forEach((row) => row.forEach((ps) => ps[0]!.set(ps[0]!.add(ps[1]!).add(ps[2]!.add(ps[3]!)))));
+      });
+    } else if_(live, () => {
       for_(lane, nb, lanes, (blk) => {
         const base = let_(n.mul(nb).add(blk).mul(f.bytesPerBlock), "base");
         for (const dec of decs) dec.block(base);

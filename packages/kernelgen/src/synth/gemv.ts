@@ -32,6 +32,7 @@ const SYNTH = "gemv";
 export function laneGroupSum(b: Builder, v: Val<"f32">, lanes: number, useSg: boolean, scratch: Arr<"f32"> | undefined, tid: Val<"u32">, lane: Val<"u32">): Val<"f32"> {
   const { barrier, if_, let_ } = b;
   if (useSg) return b.subgroupAdd(v);
+  if (lanes === 1) return v;
   const sh = scratch as Arr<"f32">;
   sh.set(tid, v);
   barrier();
@@ -63,11 +64,14 @@ export function synthesizeGemvWith(req: GemvRequest, caps: SynthCaps, ep: Prepar
   if (!Number.isInteger(H) || H < 1 || H > 4) throw new KernelgenError("bad_param", `heads ${H} must be 1..4`, { synth: SYNTH, param: "heads", value: H });
   if (req.weight.layout === "kn") return gemvKN(req, caps, B, H, xDtype, wDtype, outDtype, ep);
   // [N, K]: a group of `lanes` threads per output row, striding over K (coalesced); rowsPerWg rows per workgroup.
+  // Serial threads (CPU): a thread per output row, U independent partial sums (no reduction, no barrier).
+  const serial = caps.serialThreads === true;
   const sg = caps.subgroupSize;
-  const lanesWant = pow2Workgroup(K, 32);
-  const useSg = sg !== undefined && sg > 1 && sg <= caps.maxWorkgroup && lanesWant >= sg;
+  const lanesWant = serial ? 1 : pow2Workgroup(K, 32);
+  const useSg = !serial && sg !== undefined && sg > 1 && sg <= caps.maxWorkgroup && lanesWant >= sg;
   const lanes = useSg ? (sg as number) : lanesWant;
-  let wg = Math.max(lanes, pow2Workgroup(Math.min(N * lanes, 256), caps.maxWorkgroup));
+  const U = serial && K % 4 === 0 ? 4 : 1;
+  let wg = serial ? pow2Workgroup(Math.min(N, 8), caps.maxWorkgroup) : Math.max(lanes, pow2Workgroup(Math.min(N * lanes, 256), caps.maxWorkgroup));
   while (!useSg && wg > lanes && wg * 4 > caps.sharedBytes) wg >>= 1;
   if (!useSg && wg * 4 > caps.sharedBytes) throw new KernelgenError("exceeds_caps", `needs ${wg * 4} bytes of workgroup memory`, { synth: SYNTH, param: "caps.sharedBytes" });
   const rowsPerWg = wg / lanes;
@@ -80,24 +84,28 @@ export function synthesizeGemvWith(req: GemvRequest, caps: SynthCaps, ep: Prepar
     const Ws = Array.from({ length: H }, (_, h) => b.buffer(h === 0 ? "W" : `W${h}`, elemOf(wDtype), "read") as Arr<"f32">);
     ep.declare(b);
     const y = b.buffer("y", elemOf(outDtype), "write");
-    const scratch = useSg ? undefined : b.shared("scratch", "f32", wg);
+    const scratch = useSg || lanes === 1 ? undefined : b.shared("scratch", "f32", wg);
     const tid = let_(lid.x, "tid");
     const lane = let_(tid.rem(lanes), "lane");
     const n = let_(wid.y.mul(nwg.x).add(wid.x).mul(rowsPerWg).add(tid.div(lanes)), "n");
     const live = let_(n.lt(N), "live");
-    const accs = Array.from({ length: B }, (_, j) => Ws.map((_, h) => var_(f32(0), `acc${j}_${h}`)));
+    const parts = Array.from({ length: B }, (_, j) => Ws.map((_, h) => Array.from({ length: U }, (_, q) => var_(f32(0), `acc${j}_${h}_${q}`))));
     // Rows past N still take part in the group reductions (barriers / subgroup ops need every lane).
     if_(live, () => {
-      for_(lane, K, lanes, (kk) => {
-        const ws = Ws.map((W) => let_(W.at(n.mul(K).add(kk)), "w"));
-        accs.forEach((row, j) => {
-          const xv = let_(x.at(u32(j * K).add(kk)), "xv");
-          row.forEach((acc, h) => acc.set(acc.add(xv.mul(ws[h] as Val<"f32">))));
-        });
+      for_(lane, K, lanes * U, (kk) => {
+        for (let q = 0; q < U; q++) {
+          const ws = Ws.map((W) => let_(W.at(n.mul(K).add(kk).add(q)), "w"));
+          parts.forEach((row, j) => {
+            const xv = let_(x.at(u32(j * K + q).add(kk)), "xv");
+            row.forEach((ps, h) => ps[q]!.set(ps[q]!.add(xv.mul(ws[h] as Val<"f32">))));
+          });
+        }
       }, "k");
     });
+    // The U partial sums combine pairwise: (p0 + p1) + (p2 + p3).
+    const accs = parts.map((row) => row.map((ps) => (U === 1 ? ps[0]! : let_(ps[0]!.add(ps[1]!).add(ps[2]!.add(ps[3]!)), "acc"))));
     accs.forEach((row, j) => {
-      const totals = row.map((acc) => laneGroupSum(b, acc, lanes, useSg, scratch, tid, lane));
+      const totals = row.map((acc) => laneGroupSum(b, acc as Val<"f32">, lanes, useSg, scratch, tid, lane));
       if_(live.and(lane.eq(0)), () => {
         const idx = let_(n.add(j * N), "yi");
         storeAs(b, y, outDtype, idx, ep.apply(b, totals, n, idx));
