@@ -37,6 +37,16 @@ export function cpuPlanCaps(threads: number): PlanCaps {
   return defaultTarget("cpu", { subgroupSize: 1, computeUnits: threads }).caps as PlanCaps;
 }
 
+/** Cumulative step counters of a CPU executor (bench reads differences: dispatches and regions per token). */
+export interface CpuStats {
+  /** Steps (run or replay). */
+  readonly steps: number;
+  /** Kernel dispatches in those steps (bind-time dispatches excluded). */
+  readonly dispatches: number;
+  /** Regions run: one per fused step, one per dispatch or copy unfused, plus bind-time regions. */
+  readonly regions: number;
+}
+
 /** The CPU executor. */
 export class CpuExecutor implements Executor {
   /** What the backend can do. */
@@ -54,6 +64,8 @@ export class CpuExecutor implements Executor {
   #weightBytes = 0;
   #epoch = 0;
   #disposed = false;
+  #steps = 0;
+  #dispatches = 0;
 
   constructor(options: CpuExecutorOptions = {}) {
     const threads = options.threads ?? os.availableParallelism();
@@ -76,6 +88,10 @@ export class CpuExecutor implements Executor {
       createState: (schema, program) => this.#createState(schema, program),
       ownsState: (s) => s instanceof CpuStateSet && this.#states.has(s),
       alive: () => this.#alive(),
+      ran: (d) => {
+        this.#steps++;
+        this.#dispatches += d;
+      },
     };
   }
 
@@ -141,6 +157,11 @@ export class CpuExecutor implements Executor {
   /** Host allocations so far (memory growths, blocks, typed arrays): a decode step after warm-up adds none. */
   counters(): CpuCounters {
     return this.memory.counters();
+  }
+
+  /** Steps run, kernel dispatches in them and host regions (threads joined) so far, cumulative. */
+  stats(): CpuStats {
+    return { steps: this.#steps, dispatches: this.#dispatches, regions: this.pool.regions };
   }
 
   /** Device bytes held now. */

@@ -4,7 +4,7 @@
  * @packageDocumentation
  */
 export { CpuExecutor, cpuPlanCaps, createCpuExecutor } from "./executor.js";
-export type { CpuExecutorOptions } from "./executor.js";
+export type { CpuExecutorOptions, CpuStats } from "./executor.js";
 export { CpuProgram } from "./program.js";
 export { CpuStateSet } from "./state.js";
 export { CpuError } from "./errors.js";

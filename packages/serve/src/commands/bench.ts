@@ -3,6 +3,8 @@
 import * as os from "node:os";
 import { Engine, Rng, RuntimeError, argmax } from "@poot/runtime";
 import { LoadedModel, ModelError } from "@poot/models";
+import { CpuExecutor } from "@poot/backend-cpu";
+import { measureBandwidth } from "./bandwidth.js";
 import { CliError } from "../errors.js";
 import { createExecutor } from "./backends.js";
 import type { CommandModule } from "./index.js";
@@ -32,6 +34,16 @@ export interface BenchReport {
   readonly loadAverage: number;
   /** Device bytes after the runs (weights, state, io). */
   readonly deviceBytes: { readonly weights: number; readonly state: number; readonly io: number; readonly total: number };
+  /** Bytes a decode token must read at least: every bound weight and the live state (KV cache) once. */
+  readonly bytesPerToken: number;
+  /** Kernel dispatches per decode token (backends that count them: cpu), else null. */
+  readonly dispatchesPerToken: number | null;
+  /** Host regions (thread joins) per decode token (cpu), else null. */
+  readonly regionsPerToken: number | null;
+  /** Copy bandwidth this bench measured (bytes read + written per second, one thread per core). */
+  readonly bandwidthBytesPerS: number;
+  /** bytesPerToken x decode tok/s as a fraction of the measured bandwidth. */
+  readonly bandwidthFraction: number;
 }
 
 function median(xs: readonly number[]): number {
@@ -54,7 +66,7 @@ export const bench: CommandModule = {
       .option("--runs <n>", "timed runs after one warm-up", "3")
       .option("--weights <kind>", "HF folders: f32 or bf16", "f32")
       .option("--json", "print JSON instead of a table")
-      .action((model: string, o: { backend: string; promptTokens: string; genTokens: string; runs: string; weights: string; json?: boolean }) => {
+      .action(async (model: string, o: { backend: string; promptTokens: string; genTokens: string; runs: string; weights: string; json?: boolean }) => {
         const P = parseNumber("--prompt-tokens", o.promptTokens, "int", "bench");
         const G = parseNumber("--gen-tokens", o.genTokens, "int", "bench");
         const runs = parseNumber("--runs", o.runs, "int", "bench");
@@ -70,7 +82,8 @@ export const bench: CommandModule = {
           const rng = new Rng(1);
           const prompt = Array.from({ length: P }, () => Math.floor(rng.next() * e.config.vocabSize));
           const bar = progressBar("bench  ", runs + 1);
-          const pre: number[] = [], dec: number[] = [], ms: number[] = [], cpuPre: number[] = [], cpuDec: number[] = [];
+          const pre: number[] = [], dec: number[] = [], ms: number[] = [], cpuPre: number[] = [], cpuDec: number[] = [], disp: number[] = [], regs: number[] = [];
+          const cpu = executor instanceof CpuExecutor ? executor : null;
           const cpuMs = () => {
             const u = process.cpuUsage();
             return (u.user + u.system) / 1000;
@@ -80,7 +93,13 @@ export const bench: CommandModule = {
             const w0 = performance.now(), c0 = cpuMs();
             let logits = s.step(prompt);
             const w1 = performance.now(), c1 = cpuMs();
+            const st0 = cpu?.stats();
             for (let k = 1; k < G; k++) logits = s.step([argmax(logits)]);
+            const st1 = cpu?.stats();
+            if (st0 !== undefined && st1 !== undefined) {
+              disp.push((st1.dispatches - st0.dispatches) / (G - 1));
+              regs.push((st1.regions - st0.regions) / (G - 1));
+            }
             const w2 = performance.now(), c2 = cpuMs();
             s.release();
             bar?.update(r + 1);
@@ -93,15 +112,22 @@ export const bench: CommandModule = {
             cpuDec.push(((G - 1) / (c2 - c1)) * 1000);
           }
           bar?.stop();
+          const bw = await measureBandwidth(os.availableParallelism());
+          const db = executor.deviceBytes();
+          const bytesPerToken = db.weights + db.state;
           const report: BenchReport = {
             model, backend: o.backend, promptTokens: P, genTokens: G, runs,
-            prefillTokS: median(pre), decodeTokS: median(dec), decodeMsPerToken: median(ms), prefillTokPerCpuS: median(cpuPre), decodeTokPerCpuS: median(cpuDec), stageMs: e.stats.stageMs, loadAverage: os.loadavg()[0]!, deviceBytes: executor.deviceBytes(),
+            prefillTokS: median(pre), decodeTokS: median(dec), decodeMsPerToken: median(ms), prefillTokPerCpuS: median(cpuPre), decodeTokPerCpuS: median(cpuDec), stageMs: e.stats.stageMs, loadAverage: os.loadavg()[0]!, deviceBytes: db,
+            bytesPerToken, dispatchesPerToken: disp.length > 0 ? median(disp) : null, regionsPerToken: regs.length > 0 ? median(regs) : null,
+            bandwidthBytesPerS: bw.bytesPerSecond, bandwidthFraction: (bytesPerToken * median(dec)) / bw.bytesPerSecond,
           };
           if (o.json === true) io.out(`${JSON.stringify(report, null, 2)}\n`);
           else {
             io.out(`model ${model} on ${o.backend}: prompt ${P}, generate ${G}, median of ${runs}\n`);
             io.out(`  prefill ${report.prefillTokS.toFixed(2)} tok/s (${report.prefillTokPerCpuS.toFixed(2)} per CPU-second)\n`);
             io.out(`  decode  ${report.decodeTokS.toFixed(2)} tok/s (${report.decodeMsPerToken.toFixed(1)} ms/token; ${report.decodeTokPerCpuS.toFixed(2)} per CPU-second)\n`);
+            const perTok = report.dispatchesPerToken === null ? "" : `; ${report.dispatchesPerToken.toFixed(0)} dispatches and ${report.regionsPerToken!.toFixed(0)} region(s) per token`;
+            io.out(`  memory  ${(report.bytesPerToken / 2 ** 20).toFixed(2)} MiB/token x decode = ${((report.bytesPerToken * report.decodeTokS) / 1e9).toFixed(2)} GB/s, ${(100 * report.bandwidthFraction).toFixed(1)}% of the ${(report.bandwidthBytesPerS / 1e9).toFixed(1)} GB/s measured (copy, ${bw.threads} threads)${perTok}\n`);
             io.out(`  load average ${report.loadAverage.toFixed(2)}, staging ${report.stageMs.toFixed(0)} ms, device bytes ${report.deviceBytes.total} (weights ${report.deviceBytes.weights}, state ${report.deviceBytes.state})\n`);
           }
         } catch (err) {
