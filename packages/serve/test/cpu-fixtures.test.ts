@@ -2,6 +2,7 @@
 // (Wasm kernels on worker_threads), prefill and decode logits against transformers' float64 logits and the greedy ids,
 // with f32 and bf16 weights; every ../shared/fixtures/gguf file with its weights kept packed against its f64 forward.
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createCpuExecutor } from "@poot/backend-cpu";
@@ -111,4 +112,35 @@ describe.skipIf(!HAVE)(`--backend cpu on the gguf fixture files, weights packed$
       }, 600_000);
     }
   }
+});
+
+describe("poot run | generate | logits --backend cpu on models/demo (the repository's own model)", () => {
+  const demo = path.join(repoRoot(), "models", "demo");
+  test("greedy ids and text equal transformers' reference; prompt logits within 1e-4 of graph-ir's evaluate", async () => {
+    const { bufferIo, runCli } = await import("@poot/serve");
+    const ref = JSON.parse(fs.readFileSync(path.join(demo, "reference.json"), "utf8")) as { prompt: string; prompt_ids: number[]; greedy_ids: number[]; greedy_text: string };
+    const poot = async (...argv: string[]): Promise<{ code: number; out: string; err: string }> => {
+      const io = bufferIo();
+      const code = await runCli(argv, { io });
+      return { code, out: io.stdout(), err: io.stderr() };
+    };
+    const n = ref.greedy_ids.length;
+    const g = await poot("generate", demo, "--ids", ref.prompt_ids.join(","), "--max-tokens", String(n), "--greedy", "--ignore-eos", "--backend", "cpu");
+    expect(g.code, g.err).toBe(0);
+    expect(JSON.parse(g.out)).toEqual(ref.greedy_ids);
+    const r = await poot("run", demo, "--prompt", ref.prompt, "--max-tokens", String(n), "--temperature", "0", "--ignore-eos", "--backend", "cpu");
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toBe(`${ref.greedy_text}\n`);
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "poot-cpu-"));
+    try {
+      const got = path.join(tmp, "cpu.bin"), want = path.join(tmp, "ref.bin");
+      const l = await poot("logits", demo, "--ids", ref.prompt_ids.join(","), "--out", got, "--backend", "cpu");
+      expect(l.code, l.err).toBe(0);
+      const e = await poot("logits", demo, "--ids", ref.prompt_ids.join(","), "--out", want, "--backend", "eval-reference");
+      expect(e.code, e.err).toBe(0);
+      expect(relErr(readF32(got), readF32(want))).toBeLessThanOrEqual(1e-4);
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
+  }, 600_000);
 });
