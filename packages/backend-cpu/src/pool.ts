@@ -15,6 +15,8 @@ export interface PoolKernel {
 interface HostState {
   i32: Int32Array;
   u8: Uint8Array;
+  grown: number;
+  readonly refresh: () => void;
   readonly ctl: number;
   readonly fns: ((...a: number[]) => void)[];
   readonly thread: 0;
@@ -51,10 +53,15 @@ export class ThreadPool {
     this.#mem = mem;
     this.#ctl = mem.alloc(CTL.WORDS * 4) >> 2;
     this.#core = new Function(HOST_CORE_SOURCE)() as Core;
-    this.#host = { i32: mem.i32, u8: mem.u8, ctl: this.#ctl, fns: [], thread: 0, port: { postMessage: (m: string) => void (this.#hostError = m) } };
+    const host: HostState = {
+      i32: mem.i32, u8: mem.u8, ctl: this.#ctl, fns: [], thread: 0, grown: 0, port: { postMessage: (m: string) => void (this.#hostError = m) },
+      // The memory's own views are current; the host thread only records that it has seen the growth.
+      refresh: () => void (host.grown = Atomics.load(mem.i32, this.#ctl + CTL.GROWN)),
+    };
+    this.#host = host;
     mem.onGrow = () => {
-      this.#host.i32 = mem.i32;
-      this.#host.u8 = mem.u8;
+      host.i32 = mem.i32;
+      host.u8 = mem.u8;
       Atomics.add(mem.i32, this.#ctl + CTL.GROWN, 1);
     };
     for (let t = 1; t < threads; t++) {

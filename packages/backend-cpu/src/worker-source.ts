@@ -138,8 +138,11 @@ function runChunk(st, row, k) {
 
 // Runs claimed chunks of the current region until it is complete; returns the final sequence number.
 function participate(st) {
-  const i32 = st.i32, ctl = st.ctl;
+  const ctl = st.ctl;
   for (;;) {
+    // The memory may have grown since this thread's views were made (staging between two regions).
+    if (Atomics.load(st.i32, ctl + C.GROWN) !== st.grown) st.refresh();
+    const i32 = st.i32;
     const seq = Atomics.load(i32, ctl + C.SEQ);
     const base = Atomics.load(i32, ctl + C.BASE), n = Atomics.load(i32, ctl + C.NPH), idx = seq - base;
     if (idx < 0 || idx >= n) return seq;
@@ -172,17 +175,18 @@ export const WORKER_SOURCE = `"use strict";
 const { workerData, receiveMessageOnPort } = require("node:worker_threads");
 ${CORE}
 const { memory, ctl, thread, port } = workerData;
-const st = { i32: new Int32Array(memory.buffer), u8: new Uint8Array(memory.buffer), ctl, fns: [], thread, port, grown: 0 };
+const st = { i32: new Int32Array(memory.buffer), u8: new Uint8Array(memory.buffer), ctl, fns: [], thread, port, grown: 0, refresh: null };
+st.refresh = () => {
+  st.grown = Atomics.load(st.i32, ctl + C.GROWN);
+  st.i32 = new Int32Array(memory.buffer);
+  st.u8 = new Uint8Array(memory.buffer);
+};
 let seen = Atomics.load(st.i32, ctl + C.SEQ);
 Atomics.add(st.i32, ctl + C.ACK, 1);
 Atomics.notify(st.i32, ctl + C.ACK);
 for (;;) {
   while (Atomics.load(st.i32, ctl + C.SEQ) === seen) Atomics.wait(st.i32, ctl + C.SEQ, seen);
-  if (Atomics.load(st.i32, ctl + C.GROWN) !== st.grown) {
-    st.grown = Atomics.load(st.i32, ctl + C.GROWN);
-    st.i32 = new Int32Array(memory.buffer);
-    st.u8 = new Uint8Array(memory.buffer);
-  }
+  if (Atomics.load(st.i32, ctl + C.GROWN) !== st.grown) st.refresh();
   const kind = Atomics.load(st.i32, ctl + C.KIND);
   if (kind === 2) break;
   if (kind === 1) {
