@@ -20,6 +20,14 @@ describe("Wasm kernels match the interpreter", () => {
         const uniformTypes = Object.fromEntries(c.kernel.uniforms.map((u) => [u.name, u.type]));
         runWasm(lowerWasm(c.kernel, WASM_CAPS), { grid: c.grid, buffers: got, uniforms: c.uniforms, uniformTypes });
         expectMatches(c, ref, got, `seed ${seed}`);
+        // Frames left nonzero by an earlier kernel (the CPU executor reuses scratch) change nothing. Only kernels
+        // without barriers: with a skipped thread, a barrier kernel's uniform loop could spin instead of failing.
+        const code = lowerWasm(c.kernel, WASM_CAPS);
+        if (code.abi!["barriers"] === 0) {
+          const dirty = c.buffers(rng(seed));
+          runWasm(code, { grid: c.grid, buffers: dirty, uniforms: c.uniforms, uniformTypes, dirtyScratch: 0xa5 });
+          expectMatches(c, ref, dirty, `seed ${seed}, dirty scratch`);
+        }
       }
     });
   }

@@ -18,6 +18,8 @@ export interface WasmLaunch {
   readonly buffers: Record<string, KernelBuffer>;
   readonly uniforms: Record<string, number>;
   readonly uniformTypes: Record<string, "u32" | "i32" | "f32">;
+  /** A byte to fill the scratch frames with first (an executor reuses scratch across kernels); default 0. */
+  readonly dirtyScratch?: number;
 }
 
 const align = (n: number): number => Math.ceil(n / 16) * 16;
@@ -42,6 +44,7 @@ export function runWasm(code: TargetCode, launch: WasmLaunch): void {
   const pages = Math.ceil(at / 65536) + 1;
   const memory = new WA.Memory({ initial: pages, maximum: 65536, shared: true });
   const bytes = new Uint8Array(memory.buffer);
+  if (launch.dirtyScratch !== undefined) bytes.fill(launch.dirtyScratch, scratch, at);
   bufferSlots.forEach((b, i) => {
     const src = launch.buffers[b.buffer]!;
     bytes.set(new Uint8Array(src.buffer, src.byteOffset, src.byteLength), offsets[i]!);

@@ -75,14 +75,14 @@ export function lowerWasm(kernel: Kernel, caps: DeviceCaps, options: WasmOptions
   const d = makeDriver(p, e, { letsAsVars: barriers });
 
   /** A loop over the thread range running `body` per thread, skipping threads that returned. */
-  const threadLoop = (body: () => void): void => {
+  const threadLoop = (body: () => void, skipReturned = true): void => {
     code.opU(W.local_get, FIRST).opU(W.local_set, t);
     code.open(W.block).open(W.loop);
     code.opU(W.local_get, t).opU(W.local_get, LAST).op(W.i32_ge_u).opU(W.br_if, 1);
     setFrame();
     code.open(W.block);
     e.ctl.push("other", "other", "thread");
-    code.opU(W.local_get, frame).mem(W.i32_load, 2, 0).opU(W.br_if, 0);
+    if (skipReturned) code.opU(W.local_get, frame).mem(W.i32_load, 2, 0).opU(W.br_if, 0);
     body();
     e.ctl.pop(), e.ctl.pop(), e.ctl.pop();
     code.op(W.end);
@@ -139,8 +139,8 @@ export function lowerWasm(kernel: Kernel, caps: DeviceCaps, options: WasmOptions
     }
   };
 
-  // Zero every frame's "returned" flag first, then run the body.
-  const zeroFlags = (): void => threadLoop(() => void code.opU(W.local_get, frame).i32(0).mem(W.i32_store, 2, 0));
+  // Zero every frame's "returned" flag first (whatever the scratch held before: frames are reused), then run the body.
+  const zeroFlags = (): void => threadLoop(() => void code.opU(W.local_get, frame).i32(0).mem(W.i32_store, 2, 0), false);
   allocateFrame(e, p.kernel.body, p.privates);
   const frameBytes = Math.ceil(e.frameBytes / 16) * 16;
   code.i32(frameBytes).opU(W.local_set, frameSize);

@@ -5,6 +5,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { CudaError, CudaExecutor, createCudaExecutor, measureCopyBandwidth } from "@poot/backend-cuda";
+import { createCpuExecutor } from "@poot/backend-cpu";
 import { createVulkanExecutor } from "@poot/backend-vulkan";
 import { createSyncWgpuExecutor } from "@poot/backend-wgpu/node";
 import { createEvalExecutor, createInterpExecutor, type Executor } from "@poot/executor";
@@ -12,6 +13,8 @@ import { CliError } from "../errors.js";
 
 /** Executor factories by backend name; the CPU and GPU backends join this table as they land. */
 export const EXECUTORS: Readonly<Record<string, () => Executor>> = {
+  // codegen's Wasm SIMD kernels on worker_threads (one per core) over one shared memory; a step is one fused region.
+  cpu: () => createCpuExecutor(),
   eval: () => createEvalExecutor(),
   // The literal oracle: graph-ir's `evaluate` every step, nothing folded (slow; for checking and baselines).
   "eval-reference": () => createEvalExecutor({ foldWeights: false }),

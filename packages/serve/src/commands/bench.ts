@@ -3,6 +3,8 @@
 import * as os from "node:os";
 import { Engine, Rng, RuntimeError, argmax } from "@poot/runtime";
 import { LoadedModel, ModelError } from "@poot/models";
+import { CpuExecutor } from "@poot/backend-cpu";
+import { measureBandwidth } from "./bandwidth.js";
 import { CliError } from "../errors.js";
 import { createExecutor, measureFloorBandwidth } from "./backends.js";
 import type { CommandModule } from "./index.js";
@@ -46,6 +48,8 @@ export interface BenchReport {
   readonly bytesPerToken: number;
   /** The measured bandwidth floor, on backends that can measure it (null elsewhere). */
   readonly floor: BandwidthFloor | null;
+  /** Host regions (thread joins) per decode token on the cpu backend, else null. */
+  readonly regionsPerToken: number | null;
 }
 
 /** A decode rate against the device's own copy bandwidth. */
@@ -87,7 +91,7 @@ export const bench: CommandModule = {
       .option("--weights <kind>", "HF folders: f32 or bf16", "f32")
       .option("--prefill-chunk <n>", "largest prefill step in tokens (a power of two)", "64")
       .option("--json", "print JSON instead of a table")
-      .action((model: string, o: { backend: string; promptTokens: string; genTokens: string; runs: string; weights: string; prefillChunk: string; json?: boolean }) => {
+      .action(async (model: string, o: { backend: string; promptTokens: string; genTokens: string; runs: string; weights: string; prefillChunk: string; json?: boolean }) => {
         const P = parseNumber("--prompt-tokens", o.promptTokens, "int", "bench");
         const G = parseNumber("--gen-tokens", o.genTokens, "int", "bench");
         const runs = parseNumber("--runs", o.runs, "int", "bench");
@@ -104,9 +108,11 @@ export const bench: CommandModule = {
           const rng = new Rng(1);
           const prompt = Array.from({ length: P }, () => Math.floor(rng.next() * e.config.vocabSize));
           const bar = progressBar("bench  ", runs + 1);
-          const pre: number[] = [], dec: number[] = [], ms: number[] = [], cpuPre: number[] = [], cpuDec: number[] = [], ttft: number[] = [], perToken: number[] = [];
+          const pre: number[] = [], dec: number[] = [], ms: number[] = [], cpuPre: number[] = [], cpuDec: number[] = [], ttft: number[] = [], perToken: number[] = [], regs: number[] = [];
           let stateBytes = 0;
-          const dispatches = (): number | null => executor.dispatchesSubmitted?.() ?? null;
+          const cpu = executor instanceof CpuExecutor ? executor : null;
+          // Kernel launches per step: counted by the GPU executors that submit them, by the CPU executor's own stats.
+          const dispatches = (): number | null => cpu?.stats().dispatches ?? executor.dispatchesSubmitted?.() ?? null;
           const cpuMs = () => {
             const u = process.cpuUsage();
             return (u.user + u.system) / 1000;
@@ -117,17 +123,18 @@ export const bench: CommandModule = {
             let logits = s.step(prompt);
             const w1p = performance.now(), c1p = cpuMs();
             // Counter reads sit outside both timed intervals (on wgpu each is a worker round trip).
-            const d1 = dispatches();
+            const d1 = dispatches(), r1 = cpu?.stats().regions;
             const w1 = performance.now(), c1 = cpuMs();
             for (let k = 1; k < G; k++) logits = s.step([argmax(logits)]);
             const w2 = performance.now(), c2 = cpuMs();
-            const d2 = dispatches();
+            const d2 = dispatches(), r2 = cpu?.stats().regions;
             stateBytes = executor.deviceBytes().state;
             s.release();
             bar?.update(r + 1);
             // Run 0 warms up (stages programs, binds weights).
             if (r === 0) continue;
             if (d1 !== null && d2 !== null) perToken.push((d2 - d1) / (G - 1));
+            if (r1 !== undefined && r2 !== undefined) regs.push((r2 - r1) / (G - 1));
             pre.push((P / (w1p - w0)) * 1000);
             dec.push(((G - 1) / (w2 - w1)) * 1000);
             ms.push((w2 - w1) / (G - 1));
@@ -142,11 +149,12 @@ export const bench: CommandModule = {
           const meanLive = P + G / 2;
           const bytesPerToken = deviceBytes.weights + (stateBytes / (P + G)) * meanLive;
           const decodeMsPerToken = median(ms);
-          const copyGBps = measureFloorBandwidth(executor);
+          // The floor: the device's own copy bandwidth (CUDA), or the host's for the CPU backend; measured now.
+          const copyGBps = cpu !== null ? (await measureBandwidth(os.availableParallelism())).bytesPerSecond / 1e9 : measureFloorBandwidth(executor);
           const report: BenchReport = {
             model, backend: o.backend, promptTokens: P, genTokens: G, runs,
             prefillTokS: median(pre), decodeTokS: median(dec), decodeMsPerToken, prefillTokPerCpuS: median(cpuPre), decodeTokPerCpuS: median(cpuDec), stageMs: e.stats.stageMs,
-            decodeDispatchesPerToken: perToken[0] ?? null, loadAverage: os.loadavg()[0]!, deviceBytes,
+            decodeDispatchesPerToken: perToken[0] ?? null, regionsPerToken: regs.length > 0 ? median(regs) : null, loadAverage: os.loadavg()[0]!, deviceBytes,
             timeToFirstTokenMs: median(ttft), bytesPerToken, floor: copyGBps === null ? null : bandwidthFloor(copyGBps, bytesPerToken, decodeMsPerToken),
           };
           if (o.json === true) io.out(`${JSON.stringify(report, null, 2)}\n`);
@@ -154,7 +162,7 @@ export const bench: CommandModule = {
             io.out(`model ${model} on ${o.backend}: prompt ${P}, generate ${G}, median of ${runs}\n`);
             io.out(`  prefill ${report.prefillTokS.toFixed(2)} tok/s (${report.prefillTokPerCpuS.toFixed(2)} per CPU-second)\n`);
             io.out(`  time to first token ${report.timeToFirstTokenMs.toFixed(2)} ms\n`);
-            io.out(`  decode  ${report.decodeTokS.toFixed(2)} tok/s (${report.decodeMsPerToken.toFixed(3)} ms/token; ${report.decodeTokPerCpuS.toFixed(2)} per CPU-second)${report.decodeDispatchesPerToken !== null ? `, ${report.decodeDispatchesPerToken} dispatches/token` : ""}\n`);
+            io.out(`  decode  ${report.decodeTokS.toFixed(2)} tok/s (${report.decodeMsPerToken.toFixed(3)} ms/token; ${report.decodeTokPerCpuS.toFixed(2)} per CPU-second)${report.decodeDispatchesPerToken !== null ? `, ${report.decodeDispatchesPerToken} dispatches/token${report.regionsPerToken !== null ? ` in ${report.regionsPerToken} region(s)` : ""}` : ""}\n`);
             io.out(`  bytes/token ${(report.bytesPerToken / 1e6).toFixed(1)} MB (weights + live KV)\n`);
             const f = report.floor;
             if (f !== null) io.out(`  floor: copy ${f.copyGBps.toFixed(0)} GB/s -> ${f.floorMsPerToken.toFixed(3)} ms/token; decode reads ${f.decodeGBps.toFixed(0)} GB/s = ${(100 * f.fractionOfFloor).toFixed(1)}% of the floor\n`);

@@ -1,0 +1,194 @@
+// The CPU executor: `@poot/executor`'s contract over one shared WebAssembly.Memory and a pool of worker_threads.
+// Weights are copied (packed blocks as bytes) into the memory once per executor and shared by every staged program.
+
+import * as os from "node:os";
+import { ExecutorError, schemaOf, stageParts, type DeviceBytes, type Executor, type ExecutorCaps, type ProgramSchema, type StageInput, type StageOptions, type StateSet, type WeightSource } from "@poot/executor";
+import { dtypeName, isPacked, numel, storageBytes, validateGraph, type Value } from "@poot/graph-ir";
+import { PlanError, compile, defaultTarget, type CompileOptions, type DeviceCaps as PlanCaps } from "@poot/graph-plan";
+import { synthCapsFrom } from "@poot/kernelgen";
+import { loadKernels } from "./kernels.js";
+import { CpuMemory, MAX_PAGES, PAGE, type CpuCounters } from "./memory.js";
+import { ThreadPool } from "./pool.js";
+import { CpuProgram, writeHost, type ProgramHost, type RunMode } from "./program.js";
+import { threadAreas } from "./schedule.js";
+import { CpuStateSet } from "./state.js";
+
+/** Scalar dtypes the CPU executor holds in Const, Slot and State buffers. */
+const DTYPES = ["f32", "f16", "bf16", "i32", "u32", "u8", "bool"] as const;
+
+/** Options of {@link createCpuExecutor}. */
+export interface CpuExecutorOptions {
+  /** Threads that run kernels, the calling thread included (default `os.availableParallelism()`). */
+  readonly threads?: number;
+  /** graph-plan options every staged graph is compiled with. */
+  readonly compile?: CompileOptions;
+  /** Run a step as one region (default true) or one region per dispatch (for comparison and debugging). */
+  readonly fused?: boolean;
+  /** Debug: every chunk checks that the previous phase completed; a violation throws `CpuError("phase-order")`. */
+  readonly checkPhaseOrder?: boolean;
+  /** Planted fault for tests: a phase's first claim publishes the next phase before the phase completes. */
+  readonly plantEarlyPublish?: boolean;
+  /** Planted fault for tests: every step allocates one typed array (the counters must see it). */
+  readonly plantAllocation?: boolean;
+}
+
+/** The graph-plan caps of the CPU: kernelgen's cpu defaults with one-lane subgroups (the Wasm target's). */
+export function cpuPlanCaps(threads: number): PlanCaps {
+  return defaultTarget("cpu", { subgroupSize: 1, computeUnits: threads }).caps as PlanCaps;
+}
+
+/** Cumulative step counters of a CPU executor (bench reads differences: dispatches and regions per token). */
+export interface CpuStats {
+  /** Steps (run or replay). */
+  readonly steps: number;
+  /** Kernel dispatches in those steps (bind-time dispatches excluded). */
+  readonly dispatches: number;
+  /** Regions run: one per fused step, one per dispatch or copy unfused, plus bind-time regions. */
+  readonly regions: number;
+}
+
+/** The CPU executor. */
+export class CpuExecutor implements Executor {
+  /** What the backend can do. */
+  readonly caps: ExecutorCaps;
+  /** The shared memory every thread and kernel works in. */
+  readonly memory: CpuMemory;
+  /** The threads (the calling thread is thread 0). */
+  readonly pool: ThreadPool;
+  readonly #weights = new Map<string, number>();
+  readonly #programs = new Set<CpuProgram>();
+  readonly #states = new Set<CpuStateSet>();
+  readonly #options: CpuExecutorOptions;
+  readonly #host: ProgramHost;
+  #source: WeightSource | null = null;
+  #weightBytes = 0;
+  #epoch = 0;
+  #disposed = false;
+  #steps = 0;
+  #dispatches = 0;
+
+  constructor(options: CpuExecutorOptions = {}) {
+    const threads = options.threads ?? os.availableParallelism();
+    if (!Number.isInteger(threads) || threads < 1) throw new ExecutorError("unsupported-program", `threads must be a positive integer, got ${threads}`);
+    this.#options = options;
+    this.memory = new CpuMemory();
+    this.pool = new ThreadPool(this.memory, threads);
+    const cpu = os.cpus()[0]?.model.trim() ?? "CPU";
+    this.caps = { kind: "cpu", device: `${cpu}, ${threads} thread(s), Wasm SIMD128 over one shared memory`, dtypes: DTYPES, capture: true, deviceMemoryBytes: MAX_PAGES * PAGE };
+    const mode: RunMode = { fused: options.fused ?? true, ...(options.checkPhaseOrder === true ? { checkPhaseOrder: true } : {}), ...(options.plantEarlyPublish === true ? { plantEarlyPublish: true } : {}), ...(options.plantAllocation === true ? { plantAllocation: true } : {}) };
+    const self = this;
+    this.#host = {
+      mem: this.memory,
+      pool: this.pool,
+      mode,
+      weight: (key, value, program) => this.#weight(key, value, program),
+      get weightsEpoch() {
+        return self.#epoch;
+      },
+      createState: (schema, program) => this.#createState(schema, program),
+      ownsState: (s) => s instanceof CpuStateSet && this.#states.has(s),
+      alive: () => this.#alive(),
+      ran: (d) => {
+        this.#steps++;
+        this.#dispatches += d;
+      },
+    };
+  }
+
+  /** Sets the weight source; each Const is copied into the memory the first time a staged program needs it, then kept. */
+  bindWeights(source: WeightSource): void {
+    this.#alive();
+    this.#source = source;
+    for (const at of this.#weights.values()) this.memory.free(at);
+    this.#weights.clear();
+    this.#weightBytes = 0;
+    this.#epoch++;
+  }
+
+  #weight(key: string, value: Value, program: string): number {
+    const have = this.#weights.get(key);
+    if (have !== undefined) return have;
+    const source = this.#source;
+    if (source === null) throw new ExecutorError("unbound-weights", "the program reads weights: call bindWeights first", { program, key });
+    const n = numel(value.shape);
+    const data = source(key, { dtype: value.dtype, shape: value.shape });
+    const want = isPacked(value.dtype) ? storageBytes(value.dtype, n) : n;
+    if (data.length !== want || (isPacked(value.dtype) && !(data instanceof Uint8Array))) {
+      throw new ExecutorError("weight-mismatch", `weight source returned ${data.length} elements, expected ${want}${isPacked(value.dtype) ? " bytes (Uint8Array)" : ""}`, { program, key, expected: want, actual: data.length });
+    }
+    const bytes = storageBytes(value.dtype, n);
+    const at = this.memory.alloc(bytes);
+    writeHost(this.memory, value, at, data);
+    this.#weights.set(key, at);
+    this.#weightBytes += bytes;
+    return at;
+  }
+
+  /** Compiles `input` for the CPU, lowers every plan's kernel to Wasm, loads it on every thread, allocates slots and transients. */
+  stage(input: StageInput, options: StageOptions = {}): CpuProgram {
+    this.#alive();
+    const { graph, ops } = stageParts(input);
+    validateGraph(graph, ops === undefined ? {} : { ops });
+    const name = options.name ?? "program";
+    const schema = schemaOf(graph);
+    for (const s of [...schema.slots.values(), ...schema.states.values(), ...schema.outputs.values()]) {
+      if (!(DTYPES as readonly string[]).includes(s.dtype)) throw new ExecutorError("unsupported-dtype", `dtype ${dtypeName(s.dtype)} is not held by the cpu executor`, { program: name, key: "key" in s ? s.key : s.name });
+    }
+    const caps = cpuPlanCaps(this.pool.threads);
+    let program;
+    try {
+      program = compile(graph, { kind: "cpu", caps }, this.#options.compile ?? {});
+    } catch (e) {
+      if (e instanceof PlanError) throw new ExecutorError("unsupported-program", `graph-plan cannot compile ${name}: ${e.message}`, { program: name });
+      throw e;
+    }
+    const kernels = loadKernels(program, synthCapsFrom(caps), this.pool, name);
+    const p = new CpuProgram(this.#host, name, schema, program, kernels, threadAreas(this.memory, kernels, this.pool.threads));
+    this.#programs.add(p);
+    return p;
+  }
+
+  #createState(schema: ProgramSchema, program: string): CpuStateSet {
+    const s = new CpuStateSet(this.memory, schema, program, (gone) => this.#states.delete(gone));
+    this.#states.add(s);
+    return s;
+  }
+
+  /** Host allocations so far (memory growths, blocks, typed arrays): a decode step after warm-up adds none. */
+  counters(): CpuCounters {
+    return this.memory.counters();
+  }
+
+  /** Steps run, kernel dispatches in them and host regions (threads joined) so far, cumulative. */
+  stats(): CpuStats {
+    return { steps: this.#steps, dispatches: this.#dispatches, regions: this.pool.regions };
+  }
+
+  /** Device bytes held now. */
+  deviceBytes(): DeviceBytes {
+    let state = 0, io = 0;
+    for (const s of this.#states) state += s.bytes;
+    for (const p of this.#programs) io += p.ioBytes();
+    return { weights: this.#weightBytes, state, io, total: this.#weightBytes + state + io };
+  }
+
+  /** Stops the threads and drops everything. */
+  dispose(): void {
+    if (this.#disposed) return;
+    for (const p of this.#programs) p.dispose();
+    for (const s of [...this.#states]) s.dispose();
+    this.#programs.clear();
+    this.#weights.clear();
+    this.#disposed = true;
+    this.pool.dispose();
+  }
+
+  #alive(): void {
+    if (this.#disposed) throw new ExecutorError("disposed", "executor used after dispose", {});
+  }
+}
+
+/** Creates the CPU executor (backend kind `"cpu"`): `threads` threads (default: the core count) over one shared memory. */
+export function createCpuExecutor(options: CpuExecutorOptions = {}): CpuExecutor {
+  return new CpuExecutor(options);
+}

@@ -1,0 +1,175 @@
+// The thread pool of a CPU executor: `threads - 1` worker_threads plus the host thread, all over one shared memory.
+// A region publishes its phases one Atomics.store at a time; every thread claims chunks of workgroups until it completes.
+
+import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from "node:worker_threads";
+import { CpuError } from "./errors.js";
+import { WA, type CpuMemory } from "./memory.js";
+import { CTL, HOST_CORE_SOURCE, ROW, WORKER_SOURCE } from "./worker-source.js";
+
+/** One compiled kernel to load on every thread. */
+export interface PoolKernel {
+  readonly module: object;
+  readonly entry: string;
+}
+
+interface HostState {
+  i32: Int32Array;
+  u8: Uint8Array;
+  grown: number;
+  readonly refresh: () => void;
+  readonly ctl: number;
+  readonly fns: ((...a: number[]) => void)[];
+  readonly thread: 0;
+  readonly port: { postMessage(m: string): void };
+}
+
+type Core = { participate(st: HostState): number; wasmMath: Record<string, (x: number) => number> };
+
+/** Debug switches of a region (tests plant faults and check the protocol with them). */
+export interface RegionDebug {
+  /** Each chunk of a phase checks that every chunk of the previous phase completed (throws `phase-order` after the region). */
+  readonly checkPhaseOrder?: boolean;
+  /** Planted fault: the claimer of a phase's first chunk publishes the next phase at once. */
+  readonly plantEarlyPublish?: boolean;
+}
+
+/** Threads that run regions of phases over one shared memory. */
+export class ThreadPool {
+  readonly threads: number;
+  readonly #mem: CpuMemory;
+  readonly #ctl: number;
+  readonly #workers: Worker[] = [];
+  readonly #ports: MessagePort[] = [];
+  readonly #core: Core;
+  readonly #host: HostState;
+  #hostError = "";
+  #seq = 0;
+  #kernels = 0;
+  #regions = 0;
+  #disposed = false;
+
+  constructor(mem: CpuMemory, threads: number) {
+    this.threads = threads;
+    this.#mem = mem;
+    this.#ctl = mem.alloc(CTL.WORDS * 4) >> 2;
+    this.#core = new Function(HOST_CORE_SOURCE)() as Core;
+    const host: HostState = {
+      i32: mem.i32, u8: mem.u8, ctl: this.#ctl, fns: [], thread: 0, grown: 0, port: { postMessage: (m: string) => void (this.#hostError = m) },
+      // The memory's own views are current; the host thread only records that it has seen the growth.
+      refresh: () => void (host.grown = Atomics.load(mem.i32, this.#ctl + CTL.GROWN)),
+    };
+    this.#host = host;
+    mem.onGrow = () => {
+      host.i32 = mem.i32;
+      host.u8 = mem.u8;
+      Atomics.add(mem.i32, this.#ctl + CTL.GROWN, 1);
+    };
+    for (let t = 1; t < threads; t++) {
+      const { port1, port2 } = new MessageChannel();
+      const w = new Worker(WORKER_SOURCE, { eval: true, workerData: { memory: mem.memory, ctl: this.#ctl, thread: t, port: port2 }, transferList: [port2] });
+      // Workers never keep the process alive: dispose() stops them, and an idle process may exit.
+      w.unref();
+      port1.unref();
+      this.#workers.push(w);
+      this.#ports.push(port1);
+    }
+    this.#awaitAck(threads - 1, "start");
+  }
+
+  /** Regions run so far. */
+  get regions(): number {
+    return this.#regions;
+  }
+
+  /** The Wasm math imports every thread gives its kernels (one implementation: the threads' source). */
+  get math(): Record<string, (x: number) => number> {
+    return this.#core.wasmMath;
+  }
+
+  /** Instantiates kernels on every thread; returns their ids (in order). */
+  load(kernels: readonly PoolKernel[]): number[] {
+    const ids = kernels.map(() => this.#kernels++);
+    const msg = kernels.map((k, i) => [ids[i]!, k.module, k.entry] as const);
+    kernels.forEach((k, i) => {
+      const inst = new WA.Instance(k.module, { env: { memory: this.#mem.memory }, math: this.#core.wasmMath });
+      this.#host.fns[ids[i]!] = inst.exports[k.entry] as (...a: number[]) => void;
+    });
+    if (this.threads > 1) {
+      for (const p of this.#ports) p.postMessage(msg);
+      this.#command(1);
+      this.#awaitAck(this.threads - 1, "load kernels");
+    }
+    return ids;
+  }
+
+  /**
+   * Runs `n` schedule rows starting at word `rows` as one region: the workers join once, each row is a phase published
+   * by one store, and the host thread claims chunks like any worker. Returns when the last phase completed.
+   */
+  run(rows: number, n: number, debug: RegionDebug = {}): void {
+    const i32 = this.#mem.i32, c = this.#ctl;
+    if (debug.checkPhaseOrder === true) Atomics.store(i32, c + CTL.CHECK, 1);
+    if (debug.plantEarlyPublish === true) Atomics.store(i32, c + CTL.PLANT_EARLY, 1);
+    const base = this.#seq + 1;
+    Atomics.store(i32, rows + ROW.DONE, 0);
+    Atomics.store(i32, rows + ROW.CLAIM, 0);
+    Atomics.store(i32, c + CTL.KIND, 0);
+    Atomics.store(i32, c + CTL.ROWS, rows);
+    Atomics.store(i32, c + CTL.NPH, n);
+    Atomics.store(i32, c + CTL.BASE, base);
+    Atomics.store(i32, c + CTL.SEQ, base);
+    Atomics.notify(i32, c + CTL.SEQ);
+    this.#core.participate(this.#host);
+    this.#seq = base + n;
+    this.#regions++;
+    if (debug.checkPhaseOrder === true || debug.plantEarlyPublish === true) {
+      Atomics.store(i32, c + CTL.CHECK, 0);
+      Atomics.store(i32, c + CTL.PLANT_EARLY, 0);
+    }
+    this.#raise(i32);
+  }
+
+  #raise(i32: Int32Array): void {
+    const c = this.#ctl;
+    const err = Atomics.exchange(i32, c + CTL.ERROR, 0);
+    const bad = Atomics.exchange(i32, c + CTL.VIOLATION, 0);
+    if (err !== 0) {
+      let text = this.#hostError;
+      for (const p of this.#ports) text ||= (receiveMessageOnPort(p)?.message as string | undefined) ?? "";
+      this.#hostError = "";
+      throw new CpuError("kernel-trap", `phase ${err - 1} trapped: ${text || "(no message)"}`, { phase: err - 1 });
+    }
+    if (bad !== 0) throw new CpuError("phase-order", `a chunk of phase ${bad - 1} started before every chunk of phase ${bad - 2} completed`, { phase: bad - 1 });
+  }
+
+  /** Stops the workers. */
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    if (this.threads > 1) this.#command(2);
+    for (const w of this.#workers) void w.terminate();
+    for (const p of this.#ports) p.close();
+  }
+
+  #command(kind: 1 | 2): void {
+    const i32 = this.#mem.i32, c = this.#ctl;
+    Atomics.store(i32, c + CTL.ACK, 0);
+    Atomics.store(i32, c + CTL.KIND, kind);
+    Atomics.store(i32, c + CTL.NPH, 0);
+    Atomics.store(i32, c + CTL.BASE, ++this.#seq);
+    Atomics.store(i32, c + CTL.SEQ, this.#seq);
+    Atomics.notify(i32, c + CTL.SEQ);
+  }
+
+  #awaitAck(want: number, what: string): void {
+    const i32 = this.#mem.i32, at = this.#ctl + CTL.ACK;
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const have = Atomics.load(i32, at);
+      if (have >= want) break;
+      if (Date.now() > deadline) throw new CpuError("worker-failed", `${want - have} of ${want} worker thread(s) did not ${what} within 60 s`);
+      Atomics.wait(i32, at, have, 100);
+    }
+    Atomics.store(i32, at, 0);
+  }
+}

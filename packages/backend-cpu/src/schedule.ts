@@ -1,0 +1,116 @@
+// The host schedule of a step, built once per (program, StateSet, weight binding) and replayed: one row per phase
+// (a kernel dispatch or a copy) with its argument blocks, written into the shared memory where every thread reads it.
+
+import { elementBytes, viewLayout, viewRuns } from "@poot/executor";
+import type { Graph, ScalarDType, ValueId } from "@poot/graph-ir";
+import type { CpuKernel } from "./kernels.js";
+import type { CpuMemory } from "./memory.js";
+import { EXHAUSTED, ROW } from "./worker-source.js";
+
+/** One phase before it is written: a kernel over the given buffer addresses, or a byte copy. */
+export type Phase =
+  | { readonly kind: "kernel"; readonly kernel: CpuKernel; readonly addrs: readonly number[] }
+  | { readonly kind: "copy"; readonly src: number; readonly dst: number; readonly bytes: number };
+
+/** A schedule in the shared memory: `n` rows from word `rows`, plus the argument blocks they point at. */
+export interface Schedule {
+  /** Word index of the first row. */
+  readonly rows: number;
+  /** Rows (phases). */
+  readonly n: number;
+  /** Kernel dispatches among the rows. */
+  readonly dispatches: number;
+  /** Blocks to free with the schedule (argument blocks; the rows themselves are never reused, see decision 0950). */
+  readonly blocks: readonly number[];
+}
+
+/** Per-thread work areas: each thread's workgroup shared memory and its frames of thread-private values. */
+export interface ThreadAreas {
+  /** Byte address of thread t's shared area is `base + t * stride`; its scratch follows at `+ sharedBytes`. */
+  readonly base: number;
+  readonly stride: number;
+  readonly sharedBytes: number;
+}
+
+/** The areas every kernel of `kernels` fits in, for `threads` threads. */
+export function threadAreas(mem: CpuMemory, kernels: readonly CpuKernel[], threads: number): ThreadAreas {
+  let shared = 16, scratch = 16;
+  for (const k of kernels) {
+    shared = Math.max(shared, k.code.abi!["sharedBytes"]!);
+    scratch = Math.max(scratch, k.code.abi!["frameBytes"]! * k.threads);
+  }
+  const sharedBytes = Math.ceil(shared / 64) * 64;
+  const stride = sharedBytes + Math.ceil(scratch / 64) * 64;
+  return { base: mem.alloc(stride * threads), stride, sharedBytes };
+}
+
+/**
+ * Writes `phases` as schedule rows: chunk sizes give each thread several claims per phase (a delayed thread then
+ * delays only a chunk it claimed), and each kernel phase gets one argument block per thread.
+ */
+export function writeSchedule(mem: CpuMemory, phases: readonly Phase[], threads: number, areas: ThreadAreas): Schedule {
+  const rowsAt = mem.alloc(phases.length * ROW.WORDS * 4);
+  const rows = rowsAt >> 2;
+  const blocks: number[] = [];
+  let dispatches = 0;
+  phases.forEach((p, i) => {
+    const r = rows + i * ROW.WORDS;
+    const w = (k: number, v: number): void => void (mem.i32[r + k] = v | 0);
+    w(ROW.CLAIM, EXHAUSTED);
+    w(ROW.DONE, 0);
+    w(ROW.CHAINED, i > 0 ? 1 : 0);
+    if (p.kind === "copy") {
+      w(ROW.KERNEL, -1);
+      w(ROW.ARGS, p.src);
+      w(ROW.STRIDE, p.dst);
+      w(ROW.GX, p.bytes);
+      w(ROW.GROUPS, 1);
+      w(ROW.CHUNK, 1);
+      w(ROW.CHUNKS, 1);
+      return;
+    }
+    dispatches++;
+    const k = p.kernel;
+    const [gx, gy, gz] = k.grid;
+    const groups = gx * gy * gz;
+    // About four claims per thread: small enough to balance, large enough that claiming costs little.
+    const chunk = Math.max(1, Math.ceil(groups / (threads * 4)));
+    const words = k.code.abi!["argWords"]!;
+    const stride = Math.ceil((words * 4) / 16) * 16;
+    const args = mem.alloc(stride * threads);
+    blocks.push(args);
+    for (let t = 0; t < threads; t++) {
+      const a = (args + t * stride) >> 2;
+      let j = 0;
+      for (const addr of p.addrs) mem.i32[a + j++] = addr;
+      for (const u of k.uniformBits) mem.i32[a + j++] = u;
+      mem.i32[a + j++] = gx;
+      mem.i32[a + j++] = gy;
+      mem.i32[a + j++] = gz;
+      const area = areas.base + t * areas.stride;
+      mem.i32[a + j++] = area;
+      mem.i32[a + j++] = area + areas.sharedBytes;
+    }
+    w(ROW.KERNEL, k.id);
+    w(ROW.ARGS, args);
+    w(ROW.STRIDE, stride);
+    w(ROW.GX, gx);
+    w(ROW.GY, gy);
+    w(ROW.GROUPS, groups);
+    w(ROW.CHUNK, chunk);
+    w(ROW.CHUNKS, Math.ceil(groups / chunk));
+    w(ROW.THREADS, k.threads);
+  });
+  return { rows, n: phases.length, dispatches, blocks };
+}
+
+/** Byte copies that gather value `v` (a view of root buffer `rootAt`) densely into `dst`. */
+export function gatherCopies(g: Graph, v: ValueId, root: ValueId, rootAt: number, dst: number): Phase[] {
+  const eb = elementBytes(g.values[v]!.dtype as ScalarDType);
+  let at = 0;
+  return viewRuns(viewLayout(g, v, root)).map(([off, n]) => {
+    const c: Phase = { kind: "copy", src: rootAt + off * eb, dst: dst + at * eb, bytes: n * eb };
+    at += n;
+    return c;
+  });
+}
