@@ -165,7 +165,7 @@ export const bench: CommandModule = {
             io.out(`  decode  ${report.decodeTokS.toFixed(2)} tok/s (${report.decodeMsPerToken.toFixed(3)} ms/token; ${report.decodeTokPerCpuS.toFixed(2)} per CPU-second)${report.decodeDispatchesPerToken !== null ? `, ${report.decodeDispatchesPerToken} dispatches/token${report.regionsPerToken !== null ? ` in ${report.regionsPerToken} region(s)` : ""}` : ""}\n`);
             io.out(`  bytes/token ${(report.bytesPerToken / 1e6).toFixed(1)} MB (weights + live KV)\n`);
             const f = report.floor;
-            if (f !== null) io.out(`  floor: copy ${f.copyGBps.toFixed(0)} GB/s -> ${f.floorMsPerToken.toFixed(3)} ms/token; decode reads ${f.decodeGBps.toFixed(0)} GB/s = ${(100 * f.fractionOfFloor).toFixed(1)}% of the floor\n`);
+            if (f !== null) io.out(`  floor: copy ${f.copyGBps.toFixed(0)} GB/s -> ${f.floorMsPerToken.toFixed(3)} ms/token; decode reads ${f.decodeGBps.toFixed(f.decodeGBps < 10 ? 2 : 0)} GB/s = ${(100 * f.fractionOfFloor).toFixed(1)}% of the floor\n`);
             io.out(`  load average ${report.loadAverage.toFixed(2)}, staging ${report.stageMs.toFixed(0)} ms, device bytes ${report.deviceBytes.total} (weights ${report.deviceBytes.weights}, state ${report.deviceBytes.state})\n`);
           }
         } catch (err) {
