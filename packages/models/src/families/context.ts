@@ -7,7 +7,7 @@ import type { ModelWeights } from "./weights.js";
 
 /**
  * The paged KV layout (decision 0603): the K and V caches of every layer are one shared pool of `pages`
- * pages of `pageSize` token rows each, State `[pages, pageSize, Hkv, Dh]`; a sequence names its pages in
+ * pages of `pageSize` token rows each, State `[pages·pageSize, Hkv, Dh]` (row r: page r / pageSize, offset r % pageSize); a sequence names its pages in
  * the `page_table` slot (PageTable, i32 [B, ceil(context / pageSize)]) and where each new token's row goes
  * in the `slot_map` slot (SlotMap, i32 [B·T], flat row index page·pageSize + offset). Per-sequence
  * recurrent states (Qwen3.5 conv / delta-net) are pools of `lanes` lanes `[lanes, ...]` indexed by the
