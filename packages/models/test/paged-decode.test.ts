@@ -59,8 +59,9 @@ describe.skipIf(FIXTURES === undefined)(`paged KV decode (${FIXTURES === undefin
       expect(T + ref.greedy_ids.length).toBeLessThanOrEqual(CONTEXT);
       const kind = (tokens: number): GraphKind & { kind: "decode" } => ({ kind: "decode", context: CONTEXT, tokens, paged });
       let state: Readonly<Record<string, HostData>> = m.initialState(kind(T));
-      // Another sequence fills pages first (B's prompt), so A's reads must stay within A's own pages.
-      state = m.step(kind(T), ref.prompt_ids.slice().reverse(), [0], state, slots([B], [0], T)).state;
+      // Another sequence fills pages first (B's prompt) and leaves its recurrent state in A's lane, so A's
+      // reads must stay within A's own pages and start from a zero recurrent state at position 0.
+      state = m.step(kind(T), ref.prompt_ids.slice().reverse(), [0], state, slots([{ ...B, lane: A.lane }], [0], T)).state;
       let r = m.step(kind(T), ref.prompt_ids, [0], state, slots([A], [0], T));
       state = r.state;
       const ids: number[] = [];

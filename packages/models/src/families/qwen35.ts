@@ -31,7 +31,9 @@ function stateOrZeros(ctx: TraceContext, key: string, shape: readonly number[]):
     const B = shape[0]!, per = shape.slice(1);
     const lanes = ctx.stateLanes();
     const pool = b.name(b.state(key, "f32", [ctx.paged.lanes, ...per]), short);
-    const value = b.gather(pool, lanes, 0);
+    // A sequence at position 0 starts from the zero state, whatever a lane's previous owner left in it.
+    const fresh = b.reshape(b.cmp("Eq", ctx.pos!, 0), [B, ...per.map(() => 1)]);
+    const value = b.select(fresh, 0, b.gather(pool, lanes, 0));
     return {
       value,
       commit: (next) => {
