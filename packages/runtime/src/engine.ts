@@ -133,7 +133,7 @@ export class Engine {
     return { ...this.stats, kv: this.pool.stats };
   }
 
-  /** @internal Whether sessions need a recurrent-state lane (the graphs read `state_lane`). */
+  /** Whether sessions need a recurrent-state lane (the model has recurrent state: the graphs read `state_lane`). */
   needsLane(): boolean {
     this.hasLanes ??= this.decodeProgram(1).schema.slots.has("state_lane");
     return this.hasLanes;
