@@ -6,7 +6,7 @@ import { Engine } from "@poot/runtime";
 
 /** An engine sized for `tokens` positions; it owns `m` from now on (closing the engine closes the model). */
 function engineFor(m: LoadedModel, executor: Executor, tokens: number): Engine {
-  return new Engine(m, { executor, context: Math.max(2, Math.min(m.config.maxPositions, tokens)) });
+  return new Engine(m, { executor, context: Math.max(2, Math.min(m.config.maxPositions, tokens)), maxSequences: 1 });
 }
 
 /** The prompt's logits [T, V] from one prefill step of T tokens. Closes `m`. */
