@@ -295,6 +295,26 @@ export class Engine {
   }
 
   /**
+   * The logits of every token of `ids` [T·V] (row-major [T, V]) from one decode program of T tokens at
+   * position 0 in a fresh session's pages (released afterwards): a whole prompt's logits in one step.
+   */
+  promptLogits(ids: readonly number[]): Float32Array {
+    const s = this.openSession();
+    try {
+      s.feed(ids);
+      s.grow(ids.length);
+      const p = this.decodeProgram(ids.length);
+      p.writeSlot("ids", ids);
+      p.writeSlot("pos", [0]);
+      this.writePaging(p, [{ session: s, start: 0 }], ids.length);
+      p.run(this.state());
+      return (p.readOutput("logits") as Float32Array).slice();
+    } finally {
+      s.release();
+    }
+  }
+
+  /**
    * One single-token step: captured once against the shared StateSet (CUDA graphs, command buffers, host
    * schedules) and replayed for every session after, since which pages and lane a step uses are slots.
    */

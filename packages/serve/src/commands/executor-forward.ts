@@ -13,16 +13,7 @@ function engineFor(m: LoadedModel, executor: Executor, tokens: number): Engine {
 export function executorLogits(m: LoadedModel, executor: Executor, ids: readonly number[]): Float32Array {
   const engine = engineFor(m, executor, ids.length);
   try {
-    const prog = engine.decodeProgram(ids.length);
-    const state = prog.createState();
-    try {
-      prog.writeSlot("ids", ids);
-      prog.writeSlot("pos", [0]);
-      prog.run(state);
-      return (prog.readOutput("logits") as Float32Array).slice();
-    } finally {
-      state.dispose();
-    }
+    return engine.promptLogits(ids);
   } finally {
     engine.close();
   }
