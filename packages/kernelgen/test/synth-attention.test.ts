@@ -65,6 +65,31 @@ function check(c: Case, caps: SynthCaps, seed: number) {
 const CAPS: SynthCaps = { maxWorkgroup: 64, sharedBytes: 16384 };
 
 describe("synthesized attention", () => {
+  it("paged KV: two sequences read their keys through scrambled page tables of one shared pool", () => {
+    const r = rng(11);
+    const c: Case = { batch: 2, queries: 1, heads: 4, kvHeads: 2, headDim: 8, keys: 16, mask: "causal", pos0: 13 };
+    const ps = 4, rows = 12 * ps, D = 8, Hkv = 2;
+    const table = Int32Array.from([7, 2, 10, 5, 1, 11, 4, 8]);
+    const q = randF32(r, 2 * 4 * D, 2);
+    const poolK = randF32(r, rows * Hkv * D), poolV = randF32(r, rows * Hkv * D);
+    // The reference reads contiguous token-major caches [B, S, Hkv, D] copied out of the pool page by page.
+    const gather = (pool: Float32Array) => {
+      const out = new Float32Array(2 * 16 * Hkv * D);
+      for (let b = 0; b < 2; b++) for (let j = 0; j < 16; j++) {
+        const row = table[b * 4 + Math.floor(j / ps)]! * ps + (j % ps);
+        out.set(pool.subarray(row * Hkv * D, (row + 1) * Hkv * D), (b * 16 + j) * Hkv * D);
+      }
+      return out;
+    };
+    const scale = 1 / Math.sqrt(D);
+    const s = synthesizeAttention({ ...c, name: "attn", scale, paged: { pageSize: ps }, strides: { k: [0, D, Hkv * D, 1], v: [0, D, Hkv * D, 1] } }, CAPS);
+    const out = poisoned(s.kernel, "out", 2 * 4 * D);
+    run(s.kernel, { grid: [...s.grid], buffers: { q, k: poolK, v: poolV, out, limit: Int32Array.from([13, 13]), pages: table } });
+    expectClose(out as Float32Array, reference(c, q, gather(poolK), gather(poolV), scale), 1, 1e-5);
+    expect(() => synthesizeAttention({ ...c, name: "attn", scale, paged: { pageSize: 5 } }, CAPS)).toThrow(/pageSize 5/);
+  });
+
+
   it("decode: one query at position 22 of a 40-key cache, GQA 4:2, token-major", () => {
     check({ queries: 1, heads: 4, kvHeads: 2, headDim: 8, keys: 40, mask: "causal", pos0: 22 }, CAPS, 1);
   });

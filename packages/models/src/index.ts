@@ -43,8 +43,8 @@ export { QUANT_RECIPES, decodeBlockByRecipe, evalRecipeExpr } from "./quant/reci
 export { isGGUF, loadModelConfig, loadTokenizer, openCheckpoint } from "./open.js";
 export { TraceError } from "./errors.js";
 export { PACKED_GGML_TYPES, ggmlPackedFormat } from "./quant/recipes.js";
-export type { TraceShape } from "./families/context.js";
-export { TraceContext } from "./families/context.js";
+export type { PagedLayout, TraceShape } from "./families/context.js";
+export { TraceContext, checkPagedLayout } from "./families/context.js";
 export type { GraphKind } from "./families/trace.js";
 export { FAMILY_PARTS, shapeOf, traceModel } from "./families/trace.js";
 export type { ChannelMixer, DecoderParts, Mixer } from "./families/transformer.js";

@@ -1,19 +1,27 @@
-// The engine: one model on one executor. It stages the decode programs (chunked prefill sizes, single and
-// batched decode) lazily, binds the checkpoint's weights once, and runs sessions' steps through them.
+// The engine: one model on one executor. It stages the paged decode programs (chunked prefill sizes, single
+// and batched decode) lazily, binds the checkpoint's weights once, owns the one KV page pool every session
+// allocates from (decision 0603), and runs sessions' steps through them.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { Executor, StageInput, StagedProgram, StateSet } from "@poot/executor";
 import type { Graph } from "@poot/graph-ir";
-import { checkpointConsts, isGGUF, loadTokenizer, LoadedModel, type ModelConfig, type OpenModelOptions, type Tokenizer } from "@poot/models";
+import { checkpointConsts, isGGUF, loadTokenizer, LoadedModel, type ModelConfig, type OpenModelOptions, type PagedLayout, type Tokenizer } from "@poot/models";
 import { RuntimeError, invariant } from "./errors.js";
+import { KvPool, type KvPoolStats } from "./kv-pool.js";
 import { Session } from "./session.js";
 
 /** Options of {@link Engine}. */
 export interface EngineOptions {
   /** The backend to run on. */
   readonly executor: Executor;
-  /** KV capacity of every session, in tokens (default: the model's max positions, at most 2048). */
+  /** Most tokens one session can hold (default: the model's max positions, at most 2048). */
   readonly context?: number;
+  /** Tokens per KV page, a power of two (default 16). */
+  readonly pageSize?: number;
+  /** Most sequences with recurrent state at once (lanes of the recurrent-state pools; default 8). */
+  readonly maxSequences?: number;
+  /** Pages in the shared KV pool (default: `maxSequences` full contexts). */
+  readonly kvPages?: number;
   /** Largest prefill chunk, a power of two (default 64); prompts run in power-of-two chunks up to it. */
   readonly prefillChunk?: number;
   /** The tokenizer, for text generation; {@link Engine.load} reads the model's own. */
@@ -46,6 +54,9 @@ export interface EngineStats {
   replays: number;
 }
 
+/** Engine counters plus the KV pool's, for /metrics. */
+export type EngineStatsSnapshot = EngineStats & { readonly kv: KvPoolStats };
+
 /**
  * Splits `n` prompt tokens into power-of-two chunks of at most `maxChunk` (a power of two), largest first,
  * so a backend stages at most log2(maxChunk) + 1 programs whatever the prompt length.
@@ -67,8 +78,12 @@ export function prefillChunks(n: number, maxChunk: number): number[] {
  * binds the model's weights to the executor, so give each engine its own executor.
  */
 export class Engine {
-  /** KV capacity of every session, in tokens. */
+  /** Most tokens one session can hold. */
   readonly context: number;
+  /** The paged layout every program is traced with. */
+  readonly paged: PagedLayout;
+  /** The shared page pool's allocator. */
+  readonly pool: KvPool;
   /** Largest prefill chunk. */
   readonly prefillChunk: number;
   /** The tokenizer, or null when the engine runs ids only. */
@@ -76,11 +91,14 @@ export class Engine {
   /** Work counters. */
   readonly stats: EngineStats = { prefillTokens: 0, prefillMs: 0, decodeTokens: 0, decodeMs: 0, programsStaged: 0, stageMs: 0, captures: 0, replays: 0 };
   private readonly programs = new Map<string, StagedProgram>();
-  private readonly batchStates = new Map<number, StateSet>();
   private readonly sessions = new Set<Session>();
   private nextId = 1;
-  /** The StateSet the single-token decode program was last captured with. */
-  private capturedState: StateSet | null = null;
+  /** The one device-side StateSet (KV page pools, recurrent lane pools) every program runs on; made on first use. */
+  private shared: StateSet | null = null;
+  /** Whether the single-token decode program has been captured (against the shared StateSet). */
+  private captured = false;
+  /** Whether the traced graphs read a `state_lane` slot (the model has recurrent state). */
+  private hasLanes: boolean | null = null;
 
   /**
    * @param model - an opened model (its checkpoint stays owned by the caller until {@link Engine.close}).
@@ -94,7 +112,37 @@ export class Engine {
     const c = this.prefillChunk;
     if (!Number.isSafeInteger(c) || c < 1 || (c & (c - 1)) !== 0) throw new RuntimeError("bad-config", `prefillChunk must be a power of two, got ${c}`, { param: "prefillChunk", value: c });
     this.tokenizer = options.tokenizer ?? null;
+    const pageSize = options.pageSize ?? 16;
+    if (!Number.isSafeInteger(pageSize) || pageSize < 1 || (pageSize & (pageSize - 1)) !== 0) throw new RuntimeError("bad-config", `pageSize must be a power of two, got ${pageSize}`, { param: "pageSize", value: pageSize });
+    const lanes = options.maxSequences ?? 8;
+    if (!Number.isSafeInteger(lanes) || lanes < 1) throw new RuntimeError("bad-config", `maxSequences must be a positive integer, got ${lanes}`, { param: "maxSequences", value: lanes });
+    const pages = options.kvPages ?? lanes * Math.ceil(this.context / pageSize);
+    if (!Number.isSafeInteger(pages) || pages < 1) throw new RuntimeError("bad-config", `kvPages must be a positive integer, got ${pages}`, { param: "kvPages", value: pages });
+    this.paged = { pageSize, pages, lanes };
+    this.pool = new KvPool(pageSize, pages, lanes);
     options.executor.bindWeights(checkpointConsts(model.checkpoint));
+  }
+
+  /** Pages in one row of the page table (a full context). */
+  get pagesPerSequence(): number {
+    return Math.ceil(this.context / this.paged.pageSize);
+  }
+
+  /** Work counters and the KV pool's page and lane counts. */
+  snapshot(): EngineStatsSnapshot {
+    return { ...this.stats, kv: this.pool.stats };
+  }
+
+  /** Whether sessions need a recurrent-state lane (the model has recurrent state: the graphs read `state_lane`). */
+  needsLane(): boolean {
+    this.hasLanes ??= this.decodeProgram(1).schema.slots.has("state_lane");
+    return this.hasLanes;
+  }
+
+  /** @internal The shared StateSet of every program (zeroed on creation). */
+  state(): StateSet {
+    this.shared ??= this.decodeProgram(1).createState();
+    return this.shared;
   }
 
   /** Opens a model folder or GGUF file, with its tokenizer when it has one, on `options.executor`. */
@@ -120,9 +168,23 @@ export class Engine {
     return this.options.executor;
   }
 
-  /** Opens a session with a zeroed KV (and recurrent) State of `context` tokens. */
-  openSession(): Session {
-    const s = new Session(this, this.nextId++, this.decodeProgram(1).createState());
+  /**
+   * Opens a session. It holds no KV pages until it runs tokens (it takes pages from the shared pool as it
+   * grows, or from `reservePages` promised up front) and one recurrent-state lane when the model has
+   * recurrent state (`RuntimeError("kv-full")` when every lane is held).
+   */
+  openSession(options: { readonly reserveTokens?: number } = {}): Session {
+    const id = this.nextId++;
+    const lane = this.needsLane() ? this.pool.takeLane(id) : null;
+    let reserved = 0;
+    if (options.reserveTokens !== undefined) {
+      reserved = this.pool.pagesFor(Math.min(options.reserveTokens, this.context));
+      if (!this.pool.reserve(reserved)) {
+        if (lane !== null) this.pool.releaseLane(lane);
+        throw new RuntimeError("kv-full", `${reserved} KV page(s) cannot be reserved: ${this.pool.available} of ${this.pool.pages} free`, { value: reserved, session: id });
+      }
+    }
+    const s = new Session(this, id, lane, reserved);
     this.sessions.add(s);
     return s;
   }
@@ -142,24 +204,31 @@ export class Engine {
     return this.sessions.has(s);
   }
 
-  /** The decode program of `tokens` new tokens for one sequence (staged once). */
+  /** The paged decode program of `tokens` new tokens for one sequence (staged once). */
   decodeProgram(tokens: number): StagedProgram {
-    return this.staged(`decode-${tokens}`, tokens === 1 ? "decode" : "prefill", () => this.model.graph({ kind: "decode", context: this.context, tokens }));
+    return this.staged(`decode-${tokens}`, tokens === 1 ? "decode" : "prefill", () => this.model.graph({ kind: "decode", context: this.context, tokens, paged: this.paged }));
   }
 
-  /** The batched decode program of `batch` sequences (staged once). */
+  /** The paged batched decode program of `batch` sequences (staged once). */
   batchProgram(batch: number): StagedProgram {
-    return this.staged(`batch-${batch}`, "decode", () => this.model.graph({ kind: "batched-decode", batch, context: this.context }));
+    return this.staged(`batch-${batch}`, "decode", () => this.model.graph({ kind: "batched-decode", batch, context: this.context, paged: this.paged }));
   }
 
-  /** @internal The batch StateSet that sessions' lanes are gathered into for a batched step. */
-  batchState(batch: number): StateSet {
-    let s = this.batchStates.get(batch);
-    if (s === undefined) {
-      s = this.batchProgram(batch).createState();
-      this.batchStates.set(batch, s);
-    }
-    return s;
+  /** Writes the page-table, slot-map and lane slots of `seqs` running `tokens` new tokens each from their lengths. */
+  private writePaging(p: StagedProgram, seqs: readonly { session: Session; start: number }[], tokens: number): void {
+    const per = this.pagesPerSequence, ps = this.paged.pageSize;
+    const table = new Int32Array(seqs.length * per), map = new Int32Array(seqs.length * tokens);
+    seqs.forEach(({ session, start }, i) => {
+      const pages = session.pages;
+      table.set(pages, i * per);
+      for (let t = 0; t < tokens; t++) {
+        const at = start + t;
+        map[i * tokens + t] = pages[Math.floor(at / ps)]! * ps + (at % ps);
+      }
+    });
+    p.writeSlot("page_table", table);
+    p.writeSlot("slot_map", map);
+    if (this.needsLane()) p.writeSlot("state_lane", seqs.map(({ session }) => session.lane!));
   }
 
   private staged(name: string, mode: "decode" | "prefill", trace: () => Graph): StagedProgram {
@@ -194,8 +263,10 @@ export class Engine {
   }
 
   /** @internal Runs `ids` for one session in prefill chunks; returns the logits of the last token [V]. */
-  runSequence(state: StateSet, start: number, ids: readonly number[]): Float32Array {
+  runSequence(session: Session, start: number, ids: readonly number[]): Float32Array {
     invariant(ids.length > 0, "runSequence with no tokens");
+    session.grow(start + ids.length);
+    const state = this.state();
     const V = this.config.vocabSize;
     let pos = start, off = 0;
     let last: Float32Array | null = null;
@@ -204,6 +275,7 @@ export class Engine {
       const p = this.decodeProgram(c);
       p.writeSlot("ids", ids.slice(off, off + c));
       p.writeSlot("pos", [pos]);
+      this.writePaging(p, [{ session, start: pos }], c);
       if (c === 1) this.decodeStep(p, state);
       else p.run(state);
       const logits = p.readOutput("logits") as Float32Array;
@@ -223,20 +295,40 @@ export class Engine {
   }
 
   /**
-   * One single-token step: replays the captured step when the same session decodes again (CUDA graphs,
-   * command buffers, host schedules), re-capturing when another session's State takes over.
+   * The logits of every token of `ids` [T·V] (row-major [T, V]) from one decode program of T tokens at
+   * position 0 in a fresh session's pages (released afterwards): a whole prompt's logits in one step.
+   */
+  promptLogits(ids: readonly number[]): Float32Array {
+    const s = this.openSession();
+    try {
+      s.feed(ids);
+      s.grow(ids.length);
+      const p = this.decodeProgram(ids.length);
+      p.writeSlot("ids", ids);
+      p.writeSlot("pos", [0]);
+      this.writePaging(p, [{ session: s, start: 0 }], ids.length);
+      p.run(this.state());
+      return (p.readOutput("logits") as Float32Array).slice();
+    } finally {
+      s.release();
+    }
+  }
+
+  /**
+   * One single-token step: captured once against the shared StateSet (CUDA graphs, command buffers, host
+   * schedules) and replayed for every session after, since which pages and lane a step uses are slots.
    */
   private decodeStep(p: StagedProgram, state: StateSet): void {
     if (!this.executor.caps.capture) {
       p.run(state);
       return;
     }
-    if (this.capturedState !== state) {
-      this.capturedState = p.capture(state) ? state : null;
-      if (this.capturedState === null) {
+    if (!this.captured) {
+      if (!p.capture(state)) {
         p.run(state);
         return;
       }
+      this.captured = true;
       this.stats.captures++;
     } else this.stats.replays++;
     p.replay();
@@ -253,16 +345,15 @@ export class Engine {
     const B = sessions.length, V = this.config.vocabSize;
     const last = sessions.map((s) => s.prefillAllButLast());
     const prog = this.batchProgram(B);
-    const bs = this.batchState(B);
+    for (const s of sessions) s.grow(s.length + 1);
     const t0 = performance.now();
-    // Sessions own contiguous per-sequence State; a batched step gathers their lanes and scatters them back.
-    sessions.forEach((s, i) => bs.copyLanes(s.state, 0, i));
+    // Every session's pages and lane are in the one shared StateSet: the step reads them through its slots.
     prog.writeSlot("ids", last);
     prog.writeSlot("pos", sessions.map((s) => s.length));
-    prog.run(bs);
+    this.writePaging(prog, sessions.map((s) => ({ session: s, start: s.length })), 1);
+    prog.run(this.state());
     const logits = prog.readOutput("logits") as Float32Array;
     const rows = sessions.map((s, i) => {
-      s.state.copyLanes(bs, i, 0);
       s.advance([last[i]!]);
       return logits.slice(i * V, (i + 1) * V);
     });
@@ -275,9 +366,9 @@ export class Engine {
   close(): void {
     for (const s of [...this.sessions]) s.release();
     for (const p of this.programs.values()) p.dispose();
-    for (const s of this.batchStates.values()) s.dispose();
+    this.shared?.dispose();
+    this.shared = null;
     this.programs.clear();
-    this.batchStates.clear();
     this.model.close();
   }
 }

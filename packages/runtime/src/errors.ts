@@ -15,6 +15,10 @@ export type RuntimeErrorCode =
   | "bad-config"
   /** The scheduler's waiting queue is full. */
   | "busy"
+  /** The KV page pool (or the recurrent-state lanes) cannot hold more tokens now. */
+  | "kv-full"
+  /** A request needs more KV pages than the whole pool has: it can never run. */
+  | "kv-capacity"
   /** The logits have no finite maximum (NaN everywhere or every token at -inf): nothing can be sampled. */
   | "bad-logits";
 

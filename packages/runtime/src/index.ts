@@ -1,11 +1,13 @@
 /**
  * @poot/runtime: the LLM driver over any @poot/executor backend — an Engine per model, sessions with
- * device-side KV/recurrent State, chunked prefill, batched decode, seeded sampling with penalties, stop
+ * a paged KV cache in one shared pool per engine, recurrent-state lanes, chunked prefill, batched decode, seeded sampling with penalties, stop
  * strings and streaming detokenization.
  * @packageDocumentation
  */
 export { Engine, prefillChunks } from "./engine.js";
-export type { EngineOptions, EngineStats } from "./engine.js";
+export type { EngineOptions, EngineStats, EngineStatsSnapshot } from "./engine.js";
+export { KvPool } from "./kv-pool.js";
+export type { KvPoolStats } from "./kv-pool.js";
 export { Session } from "./session.js";
 export { RuntimeError } from "./errors.js";
 export type { RuntimeErrorCode } from "./errors.js";

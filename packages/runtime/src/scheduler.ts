@@ -1,12 +1,13 @@
-// Continuous batching: requests wait until a batch slot is free, are prefilled alone, then decode one token
-// per round together through the batched decode graph; each leaves the batch the round it finishes.
+// Continuous batching: requests wait until a batch slot and the KV pages they can grow to are free (admission
+// control), are prefilled alone, then decode one token per round together through the batched decode graph;
+// each leaves the batch the round it finishes and its pages go back to the pool.
 import type { Engine } from "./engine.js";
 import { Decoding, checkGenerate, type GenerateOptions, type GenerationEvent, type GenerationResult } from "./decoding.js";
 import { RuntimeError } from "./errors.js";
 
 /** Options of {@link Scheduler}. */
 export interface SchedulerOptions {
-  /** Most sequences decoding at once (each holds one session's State). Default 8. */
+  /** Most sequences decoding at once (also bounded by the engine's recurrent-state lanes). Default 8. */
   readonly maxBatch?: number;
   /** Most requests waiting for a slot; `submit` beyond it throws `RuntimeError("busy")`. Default unlimited. */
   readonly maxWaiting?: number;
@@ -58,6 +59,7 @@ export class Scheduler {
   private completed = 0;
   private rounds = 0;
   private scheduled = false;
+  private polling: ReturnType<typeof setTimeout> | null = null;
 
   /** @param engine - the model to run; @param options - batch and queue limits. */
   constructor(private readonly engine: Engine, options: SchedulerOptions = {}) {
@@ -66,9 +68,22 @@ export class Scheduler {
     if (!Number.isSafeInteger(this.maxBatch) || this.maxBatch < 1) throw new RuntimeError("bad-config", `maxBatch must be a positive integer, got ${options.maxBatch}`, { param: "maxBatch", value: options.maxBatch });
   }
 
-  /** Queues a generation; bad options throw here (RuntimeError), before any work. */
+  /** KV pages a request is admitted with: enough for its prompt and every token it may generate. */
+  pagesNeeded(prompt: readonly number[], options: GenerateOptions): number {
+    return this.engine.pool.pagesFor(Math.min(prompt.length + options.maxTokens, this.engine.context));
+  }
+
+  /**
+   * Queues a generation; bad options throw here (RuntimeError), before any work: `kv-capacity` when the
+   * request needs more KV pages than the whole pool has, `busy` when the waiting queue is full. A request
+   * that fits the pool but not its free pages waits until enough are released.
+   */
   submit(prompt: readonly number[], options: GenerateOptions, onEvent?: (ev: GenerationEvent) => void): RequestHandle {
     checkGenerate(this.engine, prompt, options);
+    const need = this.pagesNeeded(prompt, options), pool = this.engine.pool;
+    if (need > pool.pages) {
+      throw new RuntimeError("kv-capacity", `the request needs ${need} KV pages of ${pool.pageSize} tokens (${prompt.length} prompt + ${options.maxTokens} max tokens) but the pool has ${pool.pages}`, { param: "maxTokens", value: need });
+    }
     if (this.waitingQ.length >= this.maxWaiting) throw new RuntimeError("busy", `${this.waitingQ.length} requests are already waiting`, { value: this.waitingQ.length });
     let resolve!: (r: GenerationResult) => void, reject!: (e: unknown) => void;
     const result = new Promise<GenerationResult>((res, rej) => { resolve = res; reject = rej; });
@@ -107,7 +122,9 @@ export class Scheduler {
   /** One round: admit waiting requests (prefill), then one batched decode step of everyone active. */
   private tick(): void {
     try {
-      while (this.activeSet.length < this.maxBatch && this.waitingQ.length > 0) this.admit(this.waitingQ.shift()!);
+      // First come, first served: the head waits for pages rather than being overtaken by smaller requests.
+      // At most one prefill per round, so a burst of arrivals does not hold the event loop for many prompts.
+      if (this.activeSet.length < this.maxBatch && this.waitingQ.length > 0 && this.fits(this.waitingQ[0]!)) this.admit(this.waitingQ.shift()!);
       const batch = this.activeSet.filter((r) => !r.done);
       if (batch.length > 0) {
         const rows = this.engine.stepBatch(batch.map((r) => r.decoding!.session));
@@ -122,11 +139,35 @@ export class Scheduler {
       // A failure mid-round fails every request in it; the scheduler keeps serving new ones.
       for (const r of [...this.activeSet]) this.fail(r, err);
     }
-    if (this.activeSet.length > 0 || this.waitingQ.length > 0) this.wake();
+    // Waiting requests that do not fit are woken by the release that frees their pages (drop); pages held by
+    // sessions outside this scheduler are polled for.
+    if (this.activeSet.length > 0) this.wake();
+    else if (this.waitingQ.length > 0) this.poll();
+  }
+
+  private poll(): void {
+    if (this.polling !== null) return;
+    this.polling = setTimeout(() => {
+      this.polling = null;
+      this.wake();
+    }, 10);
+  }
+
+  /** Whether a waiting request's pages (and a recurrent-state lane, when the model has them) are free now. */
+  private fits(req: Request): boolean {
+    const pool = this.engine.pool;
+    if (this.engine.needsLane() && pool.stats.lanesInUse >= pool.lanes) return false;
+    return this.pagesNeeded(req.prompt, req.options) <= pool.available;
   }
 
   private admit(req: Request): void {
-    const s = this.engine.openSession();
+    let s;
+    try {
+      s = this.engine.openSession({ reserveTokens: req.prompt.length + req.options.maxTokens });
+    } catch (err) {
+      this.fail(req, err);
+      return;
+    }
     req.decoding = new Decoding(this.engine, s, req.prompt, req.options);
     this.activeSet.push(req);
     try {
@@ -164,5 +205,7 @@ export class Scheduler {
     if (i >= 0) this.activeSet.splice(i, 1);
     req.decoding?.session.release();
     this.completed++;
+    // Pages came back: a waiting request may fit now.
+    if (this.waitingQ.length > 0) this.wake();
   }
 }

@@ -1,6 +1,5 @@
-// A session: one sequence's device-side State (KV cache, recurrent state) in a contiguous buffer of the
-// engine's context, the tokens it holds, and tokens fed or committed but not yet run.
-import type { StateSet } from "@poot/executor";
+// A session: one sequence's KV pages in the engine's shared pool (taken as it grows, given back on release),
+// its recurrent-state lane, the tokens it holds, and tokens fed or committed but not yet run.
 import type { Engine } from "./engine.js";
 import { RuntimeError } from "./errors.js";
 
@@ -9,9 +8,19 @@ export class Session {
   private readonly held: number[] = [];
   private pending: number[] = [];
   private released = false;
+  private readonly heldPages: number[] = [];
 
-  /** @internal Use {@link Engine.openSession}. */
-  constructor(private readonly engine: Engine, readonly id: number, /** @internal */ readonly state: StateSet) {}
+  /**
+   * @internal Use {@link Engine.openSession}.
+   * @param lane - the session's recurrent-state lane, or null when the model has none.
+   * @param reserved - pages promised to this session by the pool, taken first as it grows.
+   */
+  constructor(private readonly engine: Engine, readonly id: number, /** @internal */ readonly lane: number | null, private reserved: number) {}
+
+  /** The pool pages holding this session's keys and values, in position order. */
+  get pages(): readonly number[] {
+    return this.heldPages;
+  }
 
   /** Tokens whose keys and values are in the cache. */
   get length(): number {
@@ -54,17 +63,31 @@ export class Session {
     if (ids.length > 0) this.feed(ids);
     this.checkStep();
     const run = this.pending;
-    const logits = this.engine.runSequence(this.state, this.held.length, run);
+    const logits = this.engine.runSequence(this, this.held.length, run);
     this.advance(run);
     return logits;
   }
 
-  /** Frees the session's State; the session cannot be used afterwards. */
+  /** Gives the session's pages, reservation and lane back to the pool; the session cannot be used afterwards. */
   release(): void {
     if (this.released) return;
     this.released = true;
-    this.state.dispose();
+    const pool = this.engine.pool;
+    pool.release(this.heldPages);
+    this.heldPages.length = 0;
+    pool.unreserve(this.reserved);
+    this.reserved = 0;
+    if (this.lane !== null) pool.releaseLane(this.lane);
     this.engine.forget(this);
+  }
+
+  /** @internal Takes pages (reserved ones first) until the session can hold `tokens` tokens; `kv-full` when the pool cannot. */
+  grow(tokens: number): void {
+    const need = this.engine.pool.pagesFor(tokens) - this.heldPages.length;
+    if (need <= 0) return;
+    const fromReserve = Math.min(need, this.reserved);
+    this.heldPages.push(...this.engine.pool.take(need, fromReserve, this.id));
+    this.reserved -= fromReserve;
   }
 
   /** @internal Throws unless the session is open, owned by its engine and has tokens queued. */
@@ -78,7 +101,7 @@ export class Session {
     const last = this.pending[this.pending.length - 1]!;
     if (this.pending.length > 1) {
       const head = this.pending.slice(0, -1);
-      this.engine.runSequence(this.state, this.held.length, head);
+      this.engine.runSequence(this, this.held.length, head);
       this.held.push(...head);
     }
     this.pending = [last];

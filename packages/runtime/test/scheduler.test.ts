@@ -27,11 +27,37 @@ describe.skipIf(FIXTURES === undefined)(`scheduler (${FIXTURES === undefined ? N
         });
         expect(sched.stats).toMatchObject({ active: 0, waiting: 0, completed: 3 });
         expect(engine.openSessions).toBe(0);
+        expect(engine.pool.stats.pagesInUse).toBe(0);
       } finally {
         engine.close();
       }
     });
   }
+
+  test("admission control: a request waits until its KV pages are free, one that can never fit is refused; no page leaks", async () => {
+    const ref = JSON.parse(fs.readFileSync(fixture("hf", "llama3", "reference.json"), "utf8")) as Reference;
+    const T = ref.prompt_ids.length, n = 5;
+    // Pages of 4 tokens; the pool holds one request of T + n tokens but not two.
+    const per = Math.ceil((T + n) / 4);
+    const engine = Engine.load(fixture("hf", "llama3"), { executor: createEvalExecutor(), context: 40, pageSize: 4, kvPages: per + 1 });
+    try {
+      const sched = new Scheduler(engine, { maxBatch: 4 });
+      expect(() => sched.submit(ref.prompt_ids, { maxTokens: 4 * (per + 2) - T, temperature: 0 })).toThrow(expect.objectContaining({ code: "kv-capacity" }));
+      const opts = { maxTokens: n, temperature: 0, ignoreEos: true };
+      const seen: number[] = [];
+      const first = sched.submit(ref.prompt_ids, opts, () => seen.push(sched.stats.waiting));
+      const second = sched.submit(ref.prompt_ids, opts);
+      const [a, b] = await Promise.all([first.result, second.result]);
+      expect(a.ids).toEqual(ref.greedy_ids.slice(0, n));
+      expect(b.ids).toEqual(ref.greedy_ids.slice(0, n));
+      // The second request waited for the whole of the first (it never ran beside it).
+      expect(seen.every((w) => w === 1)).toBe(true);
+      expect(sched.stats.rounds).toBeGreaterThanOrEqual(2 * (n - 1));
+      expect(engine.pool.stats).toMatchObject({ pagesInUse: 0, pagesReserved: 0 });
+    } finally {
+      engine.close();
+    }
+  });
 
   test("cancel from an event handler stops the request and frees its State; logprobs match log-softmax", async () => {
     const ref = JSON.parse(fs.readFileSync(fixture("hf", "llama3", "reference.json"), "utf8")) as Reference;

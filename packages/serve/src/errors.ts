@@ -53,6 +53,8 @@ export type ApiErrorCode =
   | "invalid_api_key"
   /** The wait queue is full: retry later. */
   | "server_busy"
+  /** The request needs more KV cache pages than the server has in all (it could never run). */
+  | "kv_capacity_exceeded"
   /** The server is shutting down. */
   | "server_shutting_down"
   /** The request body is larger than the server accepts. */

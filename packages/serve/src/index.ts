@@ -15,7 +15,6 @@ export { ApiError, CliError } from "./errors.js";
 export type { ApiErrorBody, ApiErrorCode, ApiErrorType, CliErrorCode } from "./errors.js";
 export { bufferIo, processIo } from "./io.js";
 export type { EngineSequence, EngineStats, SamplingParams, SequenceEvent, SequenceOptions, ServeEngine, TokenLogprob } from "./server/engine.js";
-export { KV_PAGE_TOKENS } from "./server/metrics.js";
 export type { ServerMetrics } from "./server/metrics.js";
 export { RuntimeServeEngine } from "./server/runtime-engine.js";
 export type { RuntimeServeEngineOptions } from "./server/runtime-engine.js";

@@ -1,6 +1,7 @@
 // A bounded loopback load test: 64 concurrent streaming chat requests against the llama3 fixture on the
 // eval backend all complete, each identical to its sequential greedy run (and to @poot/models' own greedy
-// loop), with continuous batching visible in the step count and no KV state left afterwards.
+// loop), with continuous batching visible in the step count, /health answering while the batch runs, and
+// no KV page leaked afterwards (the engine's page pool, read from /metrics, is back to zero in use).
 import { LoadedModel } from "@poot/models";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { LLAMA3, LLAMA3_TEMPLATE, NO_FIXTURES, llama3Tokenizer, metric, startTestServer, type TestServer } from "./server-helpers.js";
@@ -56,18 +57,35 @@ describe.skipIf(LLAMA3 === null)(`64 concurrent streaming chats (${NO_FIXTURES} 
     }
     const steps0 = await metric(s.url, "poot_engine_steps_total");
     const t1 = performance.now();
+    // While the batch runs, poll /health and the KV page gauge: the event loop must keep answering, and the
+    // pages must really be used (so zero afterwards means they were given back, not never taken).
+    let done = false, healthOk = 0, healthMaxMs = 0, peakPages = 0;
+    const poller = (async () => {
+      while (!done) {
+        const h0 = performance.now();
+        if ((await fetch(`${s.url}/health`)).status === 200) healthOk++;
+        healthMaxMs = Math.max(healthMaxMs, performance.now() - h0);
+        peakPages = Math.max(peakPages, await metric(s.url, "poot_kv_pages_in_use"));
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
     const together = await Promise.all(Array.from({ length: CLIENTS }, (_, i) => streamChat(i)));
     const conMs = performance.now() - t1;
+    done = true;
+    await poller;
+    expect(healthOk).toBeGreaterThan(1);
+    expect(peakPages).toBeGreaterThan(0);
     const steps = (await metric(s.url, "poot_engine_steps_total")) - steps0;
     together.forEach((r, i) => expect(r).toEqual(sequential[i % DISTINCT]));
     const tokens = together.reduce((n, r) => n + r.tokens, 0);
     // One by one, 64 requests need one step per token; 16 at a time need about a sixteenth of that.
     expect(steps).toBeLessThan(tokens / 4);
     expect(await metric(s.url, "poot_kv_pages_in_use")).toBe(0);
+    expect(await metric(s.url, "poot_kv_pages_reserved")).toBe(0);
     expect(await metric(s.url, "poot_active_sequences")).toBe(0);
     expect(await metric(s.url, "poot_engine_open_sequences")).toBe(0);
     expect(s.engine.openSessions).toBe(0);
     const seqTokens = sequential.reduce((n, r) => n + r.tokens, 0);
-    console.log(`load: ${CLIENTS} concurrent streaming chats, ${tokens} tokens in ${(conMs / 1000).toFixed(1)} s (${((tokens / conMs) * 1000).toFixed(1)} tok/s, ${steps} steps); sequential ${seqTokens} tokens in ${(seqMs / 1000).toFixed(1)} s (${((seqTokens / seqMs) * 1000).toFixed(1)} tok/s)`);
+    console.log(`load: ${CLIENTS} concurrent streaming chats, ${tokens} tokens in ${(conMs / 1000).toFixed(1)} s (${((tokens / conMs) * 1000).toFixed(1)} tok/s, ${steps} steps); sequential ${seqTokens} tokens in ${(seqMs / 1000).toFixed(1)} s (${((seqTokens / seqMs) * 1000).toFixed(1)} tok/s); peak KV pages ${peakPages}; /health answered ${healthOk} polls, slowest ${healthMaxMs.toFixed(0)} ms`);
   });
 });

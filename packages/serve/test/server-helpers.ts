@@ -48,9 +48,12 @@ export interface TestServer {
 }
 
 /** Starts a server for `model` on the eval backend over the real runtime, listening on 127.0.0.1:0. */
-export async function startTestServer(model: string, options: { context: number; chatTemplate?: string } & Partial<Omit<ServerOptions, "engine">>): Promise<TestServer> {
+export async function startTestServer(model: string, options: { context: number; chatTemplate?: string; kvPages?: number; pageSize?: number } & Partial<Omit<ServerOptions, "engine">>): Promise<TestServer> {
   const executor = createEvalExecutor();
-  const engine = Engine.load(model, { executor, context: options.context });
+  const engine = Engine.load(model, {
+    executor, context: options.context, maxSequences: options.maxBatch ?? 8,
+    ...(options.kvPages === undefined ? {} : { kvPages: options.kvPages }), ...(options.pageSize === undefined ? {} : { pageSize: options.pageSize }),
+  });
   const serveEngine = new RuntimeServeEngine(engine, options.chatTemplate === undefined ? {} : { chatTemplate: options.chatTemplate });
   const server = createServer({ modelId: path.basename(model), ...options, engine: serveEngine });
   const url = await server.listen({ port: 0 });

@@ -122,6 +122,29 @@ function fromState(cx: RuleContext, v: ValueId): boolean {
   return false;
 }
 
+/**
+ * A paged KV read (decision 0603): `Transpose[0,2,1,3](Reshape(Gather(Reshape(pool [P·ps, Hkv, D] -> [P, ps,
+ * Hkv, D]), table [B, n], axis 0) -> [B, n·ps, Hkv, D]))`. Returns the pool rows, the table and the page size.
+ */
+function pagedSource(cx: RuleContext, v: ValueId): { pool: ValueId; table: ValueId; pageSize: number } | undefined {
+  const d = cx.draft;
+  const t = defIs(d, v, "Transpose");
+  const perm = t?.params.perm as number[] | undefined;
+  if (t === undefined || perm?.join(",") !== "0,2,1,3") return undefined;
+  const r = defIs(d, t.inputs[0], "Reshape");
+  const g = r && defIs(d, r.inputs[0], "Gather");
+  if (r === undefined || g === undefined || (g.params.axis as number) !== 0 || isLiteral(g.inputs[1]!)) return undefined;
+  const pv = defIs(d, g.inputs[0], "Reshape");
+  if (pv === undefined || isLiteral(pv.inputs[0]!)) return undefined;
+  const pool = pv.inputs[0] as number, table = g.inputs[1] as number;
+  const ps4 = d.values[pv.out]!.shape, rows = d.values[pool]!.shape, tb = d.values[table]!.shape, out = d.values[r.out]!.shape;
+  if (ps4.length !== 4 || rows.length !== 3 || tb.length !== 2 || out.length !== 4 || d.values[table]!.dtype !== "i32") return undefined;
+  const [P, ps, hk, dh] = ps4 as [number, number, number, number];
+  if (rows[0] !== P * ps || rows[1] !== hk || rows[2] !== dh) return undefined;
+  if (out[0] !== tb[0] || out[1] !== tb[1]! * ps || out[2] !== hk || out[3] !== dh) return undefined;
+  return { pool, table, pageSize: ps };
+}
+
 function match(cx: RuleContext, e: Eqn): { inputs: ValueId[]; params: Record<string, number | string | null> } | Fail | null {
   const d = cx.draft;
   const div = defIs(d, e.inputs[0], "Div");
@@ -179,8 +202,14 @@ function match(cx: RuleContext, e: Eqn): { inputs: ValueId[]; params: Record<str
   const qh = d.values[q]!.shape[rank - 3], kh = d.values[k.src]!.shape[rank - 3];
   if (k.groups !== v.groups || qh !== kh! * k.groups) return fail("kv-groups", `K and V groups (${k.groups}, ${v.groups}) do not map ${qh} query heads onto ${kh} KV heads`);
   if (mask.kind === "none" && (fromState(cx, k.src) || fromState(cx, v.src))) return fail("live-length", "K/V read a persistent cache and no mask bounds the live length: unwritten rows would be attended");
+  const params = { scale: sc.scale === null ? null : Math.fround(sc.scale), softCap: sc.softCap, mask: mask.kind, maskApply: mask.apply, window: mask.window, groups: k.groups };
+  // Paged KV: read the pools through the page table inside Attention instead of gathering each sequence's pages.
+  const pk = pagedSource(cx, k.src), pv = pagedSource(cx, v.src);
+  if (pk !== undefined && pv !== undefined && pk.table === pv.table && pk.pageSize === pv.pageSize && (mask.kind === "causal" || mask.kind === "sliding") && mask.input !== undefined && d.values[q]!.shape.length === 4) {
+    return { inputs: [q, pk.pool, pv.pool, mask.input, pk.table], params: { ...params, pageSize: pk.pageSize } };
+  }
   const inputs = [q, k.src, v.src, ...(mask.input === undefined ? [] : [mask.input])];
-  return { inputs, params: { scale: sc.scale === null ? null : Math.fround(sc.scale), softCap: sc.softCap, mask: mask.kind, maskApply: mask.apply, window: mask.window, groups: k.groups } };
+  return { inputs, params };
 }
 
 /** Attention recognition (rooted at the P @ V MatMul). */

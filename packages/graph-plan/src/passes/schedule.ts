@@ -82,7 +82,10 @@ const flashRules: Rule[] = [
       const q = cx.draft.values[e.inputs[0] as number]!.shape, k = cx.draft.values[e.inputs[1] as number]!.shape, v = cx.draft.values[e.inputs[2] as number]!.shape;
       const r = q.length;
       const [h, tq, d] = q.slice(-3) as [number, number, number];
-      const tk = k[r - 2]!, dv = v[r - 1]!;
+      const paged = ((e.params.pageSize as number | undefined) ?? 0) > 0;
+      // A paged Attention reads pages-per-sequence x pageSize keys through its page table (last input).
+      const tk = paged ? cx.draft.values[e.inputs[e.inputs.length - 1] as number]!.shape[1]! * (e.params.pageSize as number) : k[r - 2]!;
+      const dv = v[v.length - 1]!;
       const heads = numel(q.slice(0, -3)) * h;
       // K and V tiles in f32 take half the shared memory; the other half holds Q rows and partial sums.
       const kvTile = Math.min(128, pow2Floor(L.sharedBytes / 2 / ((d + dv) * 4)));

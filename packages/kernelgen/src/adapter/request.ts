@@ -243,14 +243,22 @@ function fastContraction(req: KernelRequest, name: string, caps: SynthCaps): Req
 
 function attention(req: KernelRequest, name: string, caps: SynthCaps): RequestKernel {
   const p = req.params as Record<string, unknown>;
-  const [q, k, v, limit] = req.inputs as [Access, Access, Access, Access | undefined];
+  const [q, k, v, limit, pages] = req.inputs as [Access, Access, Access, Access | undefined, Access | undefined];
   const mask = p.mask as string;
+  const pageSize = (p.pageSize as number | undefined) ?? 0;
   if (!["none", "causal", "sliding", "bool", "additive"].includes(mask)) throw new KernelgenError("bad_param", `attention mask ${mask} is not synthesized`, { synth: "attention", param: "mask", value: mask });
   const tensorMask = mask === "bool" || mask === "additive";
   const r = q.shape.length;
   const [H, Tq, D] = q.shape.slice(-3) as [number, number, number];
-  const [Hkv, Tk] = k.shape.slice(-3) as [number, number, number];
-  const Dv = v.shape[r - 1] as number;
+  // Paged (decision 0603): k/v are pools [rows, Hkv, D] read through the page table [batch, pages].
+  if (pageSize > 0 && (pages === undefined || k.shape.length !== 3 || pages.shape.length !== 2)) throw new KernelgenError("bad_shape", "a paged attention takes k/v pools [rows, Hkv, D] and a page table [batch, pages]", { synth: "attention", param: "pages" });
+  const [Hkv, Tk] = pageSize > 0 ? [k.shape[1] as number, (pages!.shape[1] as number) * pageSize] : (k.shape.slice(-3) as [number, number, number]);
+  const Dv = v.shape[v.shape.length - 1] as number;
+  const poolStrides = (a: Access, what: string): Strides4 => {
+    if (a.offset !== 0) throw new KernelgenError("bad_shape", `${what} must start at offset 0`, { synth: "attention", param: what });
+    return [0, a.strides[1] as number, a.strides[0] as number, a.strides[2] as number];
+  };
+  if (pages !== undefined) requireDense("attention", "pages", pages);
   const batch = numel(q.shape.slice(0, -3));
   let limitStrides: [number, number, number] | undefined;
   let maskTensor: { dtype: StorageDType; strides: Strides4 } | undefined;
@@ -269,12 +277,13 @@ function attention(req: KernelRequest, name: string, caps: SynthCaps): RequestKe
     name, batch, queries: Tq, heads: H, kvHeads: Hkv, headDim: D, valueDim: Dv, keys: Tk,
     scale: (p.scale ?? 1) as number, ...(p.softCap === null || p.softCap === undefined ? {} : { softCap: p.softCap as number }),
     mask: mask as "causal", ...(mask === "sliding" ? { window: p.window as number } : {}),
-    strides: { q: strides4(q, "q"), k: strides4(k, "k"), v: strides4(v, "v"), out: strides4(req.output, "out"), ...(limitStrides === undefined ? {} : { limit: limitStrides }) },
+    strides: { q: strides4(q, "q"), k: pageSize > 0 ? poolStrides(k, "k") : strides4(k, "k"), v: pageSize > 0 ? poolStrides(v, "v") : strides4(v, "v"), out: strides4(req.output, "out"), ...(limitStrides === undefined ? {} : { limit: limitStrides }) },
     ...(maskTensor === undefined ? {} : { maskTensor }),
+    ...(pageSize > 0 ? { paged: { pageSize } } : {}),
     qDtype: scalar(q.dtype, "q"), kvDtype: scalar(k.dtype, "k"), outDtype: scalar(req.output.dtype, "out"),
   }, caps);
   if (k.dtype !== v.dtype) throw new KernelgenError("bad_dtype", "k and v must share a dtype", { synth: "attention", param: "v" });
-  return bind(kk, { q: input(0), k: input(1), v: input(2), ...(limit === undefined ? {} : tensorMask ? { mask: input(3) } : { limit: input(3) }) });
+  return bind(kk, { q: input(0), k: input(1), v: input(2), ...(limit === undefined ? {} : tensorMask ? { mask: input(3) } : { limit: input(3) }), ...(pageSize > 0 ? { pages: input(4) } : {}) });
 }
 
 function packedMovement(req: KernelRequest, name: string, caps: SynthCaps): RequestKernel {

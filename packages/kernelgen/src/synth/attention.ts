@@ -47,6 +47,11 @@ export interface AttentionRequest {
   readonly qDtype?: StorageDType;
   readonly kvDtype?: StorageDType;
   readonly outDtype?: StorageDType;
+  /**
+   * Paged KV: the i32 buffer `pages` [batch, keys / pageSize] names each sequence's pool pages, and key j of
+   * batch b is k/v token row pages[b, j / pageSize] · pageSize + j % pageSize (k/v batch strides are then 0).
+   */
+  readonly paged?: { readonly pageSize: number };
 }
 
 const SYNTH = "attention";
@@ -60,7 +65,7 @@ export function attentionLanes(headDim: number, valueDim: number, caps: SynthCap
   return lanes;
 }
 
-/** Generates the attention kernel. Buffers: q, k, v, limit (causal/sliding) or mask (bool/additive), out. Grid: one workgroup per (batch, head, query). */
+/** Generates the attention kernel. Buffers: q, k, v, limit (causal/sliding) or mask (bool/additive), pages (paged), out. Grid: one workgroup per (batch, head, query). */
 export function synthesizeAttention(req: AttentionRequest, caps: SynthCaps): SynthKernel & { readonly lanes: number } {
   checkCaps(SYNTH, caps);
   const { queries: Tq, heads: H, kvHeads: Hkv, headDim: D, keys: S } = req;
@@ -82,6 +87,8 @@ export function synthesizeAttention(req: AttentionRequest, caps: SynthCaps): Syn
   const os4 = req.strides?.out ?? [Tq * H * Dv, Dv, H * Dv, 1];
   const ls3 = req.strides?.limit ?? [Tq, 0, 1];
   const masked = req.mask === "causal" || req.mask === "sliding";
+  const ps = req.paged?.pageSize;
+  if (ps !== undefined && !(Number.isInteger(ps) && ps >= 1 && S % ps === 0)) throw new KernelgenError("bad_param", `pageSize ${ps} does not divide ${S} keys`, { synth: SYNTH, param: "paged.pageSize", value: ps });
   const tensorMask = req.mask === "bool" || req.mask === "additive" ? req.maskTensor : undefined;
   if ((req.mask === "bool" || req.mask === "additive") && tensorMask === undefined) throw new KernelgenError("bad_param", `a ${req.mask} mask needs maskTensor`, { synth: SYNTH, param: "maskTensor" });
   const k = kernel(req.name, { workgroupSize: [lanes, 1, 1] }, (b) => {
@@ -91,6 +98,7 @@ export function synthesizeAttention(req: AttentionRequest, caps: SynthCaps): Syn
     const Vb = b.buffer("v", elemOf(kvDtype), "read") as Arr<"f32">;
     const limitBuf = masked ? b.buffer("limit", "i32", "read") : undefined;
     const maskBuf = tensorMask === undefined ? undefined : (b.buffer("mask", elemOf(tensorMask.dtype), "read") as Arr<"f32">);
+    const pagesBuf = ps === undefined ? undefined : b.buffer("pages", "i32", "read");
     const out = b.buffer("out", elemOf(outDtype), "write");
     const qsh = b.shared("qs", "f32", D);
     const sm = b.shared("sm", "f32", lanes);
@@ -118,7 +126,10 @@ export function synthesizeAttention(req: AttentionRequest, caps: SynthCaps): Syn
     const m = var_(f32(-Infinity), "m");
     const l = var_(f32(0), "l");
     const acc = privateArray("acc", "f32", Dv);
-    for_(lo.add(lane), hi, lanes, (j) => {
+    // Paged: key j lives in pool row pages[b, j / pageSize] · pageSize + j % pageSize.
+    const tokenRow = (j: Val<"u32">): Val<"u32"> => (pagesBuf === undefined || ps === undefined ? j : let_(pagesBuf.at(bb.mul(S / ps).add(j.div(ps))).u32().mul(ps).add(j.rem(ps)), "prow"));
+    for_(lo.add(lane), hi, lanes, (jj) => {
+      const j = tokenRow(jj);
       const kr = at(ks4, kvh, j);
       const dot = var_(f32(0), "dot");
       for_(u32(0), D, 1, (d) => dot.set(dot.add(qsh.at(d).mul(K.at(kr.add(d.mul(ks4[3])))))), "dd");
@@ -127,7 +138,7 @@ export function synthesizeAttention(req: AttentionRequest, caps: SynthCaps): Syn
       let keep: Val<"bool"> = b.bool(true);
       if (maskBuf !== undefined && tensorMask !== undefined) {
         const ms = tensorMask.strides;
-        const mv = maskBuf.at(bb.mul(ms[0]).add(h.mul(ms[1])).add(t.mul(ms[2])).add(j.mul(ms[3]))) as Val<"f32">;
+        const mv = maskBuf.at(bb.mul(ms[0]).add(h.mul(ms[1])).add(t.mul(ms[2])).add(jj.mul(ms[3]))) as Val<"f32">;
         if (req.mask === "bool") keep = let_((mv as unknown as Val<"u32">).ne(0), "keep");
         else s = let_(s.add(mv), "s_mask");
       }

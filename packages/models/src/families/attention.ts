@@ -140,6 +140,34 @@ function updateCache(ctx: TraceContext, key: string, x: Ref): Ref {
   return next;
 }
 
+/**
+ * Paged KV: writes k/v [B, Hkv, T, Dh] row by row into the layer's pool State [pages·pageSize, Hkv, Dh] at the
+ * rows the SlotMap names, and returns the sequences' keys/values gathered page by page through the page
+ * table, [B, Hkv, pagesPerSequence·pageSize, Dh] (logical position j at index j, so the causal mask applies
+ * as is). The pool is declared as rows so the writes are DynamicUpdateSlices of the State itself, the form
+ * every backend already updates in place; the page view is a reshape.
+ */
+function updatePagedCache(ctx: TraceContext, key: string, x: Ref): Ref {
+  const b = ctx.b;
+  const { pageSize, pages: P } = ctx.paged!;
+  const { batch: B, tokens: T } = ctx.shape;
+  const [, Hkv, , D] = x.shape as [number, number, number, number];
+  const pool = b.name(b.state(key, "f32", [P * pageSize, Hkv, D]), key.slice(key.lastIndexOf(".") + 1));
+  // Token-major rows [B·T, Hkv, Dh]: one token's keys for every head are contiguous in a page.
+  const rows = b.reshape(b.transpose(x, [0, 2, 1, 3]), [B * T, Hkv, D]);
+  let next = pool;
+  for (let r = 0; r < B * T; r++) {
+    const row = B * T === 1 ? rows : b.slice(rows, [r, 0, 0], [r + 1, Hkv, D]);
+    const at = b.reshape(b.slice(ctx.slotMap!, [r], [r + 1]), []);
+    next = b.dynamicUpdateSlice(next, row, [at, ctx.i32(0), ctx.i32(0)]);
+  }
+  b.setState(pool, next);
+  const perSeq = ctx.pageTable!.shape[1]!;
+  const pagesView = b.reshape(next, [P, pageSize, Hkv, D]);
+  const seq = b.reshape(b.gather(pagesView, ctx.pageTable!, 0), [B, perSeq * pageSize, Hkv, D]);
+  return b.transpose(seq, [0, 2, 1, 3]);
+}
+
 /** Row permutation undoing llama.cpp's Q/K interleave (GGUF `llama` arch) so the HF rotate-half RoPE applies. */
 function unpermuteRows(ctx: TraceContext, heads: number, headDim: number): Ref {
   const idx = new Int32Array(heads * headDim);
@@ -191,7 +219,10 @@ export function selfAttention(ctx: TraceContext, x: Ref, layer: number, kind: La
   const qh = applyRope(ctx, toHeads(ctx, q, H, Dh), tables, rope.rotaryDim);
   let kh = applyRope(ctx, toHeads(ctx, k, Hkv, Dh), tables, rope.rotaryDim);
   let vh = toHeads(ctx, v, Hkv, Dh);
-  if (ctx.shape.context !== null) {
+  if (ctx.paged !== null) {
+    kh = updatePagedCache(ctx, `layers.${layer}.k`, kh);
+    vh = updatePagedCache(ctx, `layers.${layer}.v`, vh);
+  } else if (ctx.shape.context !== null) {
     kh = updateCache(ctx, `layers.${layer}.k`, kh);
     vh = updateCache(ctx, `layers.${layer}.v`, vh);
   }

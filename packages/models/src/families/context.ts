@@ -5,6 +5,31 @@ import type { ModelConfig } from "../config.js";
 import { TraceError } from "../errors.js";
 import type { ModelWeights } from "./weights.js";
 
+/**
+ * The paged KV layout (decision 0603): the K and V caches of every layer are one shared pool of `pages`
+ * pages of `pageSize` token rows each, State `[pages·pageSize, Hkv, Dh]` (row r: page r / pageSize, offset r % pageSize); a sequence names its pages in
+ * the `page_table` slot (PageTable, i32 [B, ceil(context / pageSize)]) and where each new token's row goes
+ * in the `slot_map` slot (SlotMap, i32 [B·T], flat row index page·pageSize + offset). Per-sequence
+ * recurrent states (Qwen3.5 conv / delta-net) are pools of `lanes` lanes `[lanes, ...]` indexed by the
+ * `state_lane` slot (i32 [B]).
+ */
+export interface PagedLayout {
+  /** Token rows per page (a power of two). */
+  readonly pageSize: number;
+  /** Pages in the shared pool. */
+  readonly pages: number;
+  /** Lanes of each recurrent-state pool (the most sequences with recurrent state at once). */
+  readonly lanes: number;
+}
+
+/** Checks a paged layout; a TraceError names the bad field. */
+export function checkPagedLayout(p: PagedLayout): void {
+  const { pageSize, pages, lanes } = p;
+  if (!Number.isSafeInteger(pageSize) || pageSize < 1 || (pageSize & (pageSize - 1)) !== 0) throw new TraceError("bad-config", `paged pageSize must be a power of two, got ${pageSize}`, { key: "pageSize", value: pageSize });
+  if (!Number.isSafeInteger(pages) || pages < 1) throw new TraceError("bad-config", `paged pages must be a positive integer, got ${pages}`, { key: "pages", value: pages });
+  if (!Number.isSafeInteger(lanes) || lanes < 1) throw new TraceError("bad-config", `paged lanes must be a positive integer, got ${lanes}`, { key: "lanes", value: lanes });
+}
+
 /** What one graph computes: `batch` sequences of `tokens` new tokens each; `context` is the KV capacity (null: stateless prefill). */
 export interface TraceShape {
   /** Sequences per step (B). */
@@ -13,6 +38,8 @@ export interface TraceShape {
   readonly tokens: number;
   /** Static KV/state capacity in tokens (S), or null for a stateless prefill at positions 0..T-1. */
   readonly context: number | null;
+  /** The paged KV layout, or absent/null for one contiguous cache per sequence ([B, Hkv, context, Dh]). */
+  readonly paged?: PagedLayout | null;
 }
 
 /** Tracing state passed to every block. */
@@ -27,6 +54,14 @@ export class TraceContext {
   readonly pos: Ref | null;
   /** Absolute position of every new token, i32 [B, T]. */
   readonly positions: Ref;
+  /** Paged graphs: the page table slot, i32 [B, pagesPerSequence]; null otherwise. */
+  readonly pageTable: Ref | null = null;
+  /** Paged graphs: the pool row of every new token (SlotMap slot), i32 [B·T]; null otherwise. */
+  readonly slotMap: Ref | null = null;
+  /** Paged graphs: each sequence's lane in the recurrent-state pools, i32 [B] (created on first use); null otherwise. */
+  private laneSlot: Ref | null = null;
+  /** The paged layout, or null. */
+  readonly paged: PagedLayout | null;
   private readonly consts = new Map<string, Ref>();
   /** Memoized per-trace tables (RoPE cos/sin, masks) by key. */
   readonly memo = new Map<string, Ref>();
@@ -47,6 +82,20 @@ export class TraceContext {
       this.pos = b.slot("Pos", "pos", "i32", [B]);
       this.positions = b.add(b.reshape(this.pos, [B, 1]), steps, "positions");
     }
+    this.paged = shape.paged ?? null;
+    if (this.paged !== null) {
+      if (S === null) throw new TraceError("bad-config", "a paged layout needs a decode graph (a context)", { key: "paged" });
+      checkPagedLayout(this.paged);
+      this.pageTable = b.slot("PageTable", "page_table", "i32", [B, Math.ceil(S / this.paged.pageSize)]);
+      this.slotMap = b.slot("SlotMap", "slot_map", "i32", [B * T]);
+    }
+  }
+
+  /** Paged graphs: the `state_lane` slot, i32 [B], created the first time a recurrent state needs it. */
+  stateLanes(): Ref {
+    if (this.paged === null) throw new TraceError("bad-config", "state lanes exist only in paged graphs", { key: "paged" });
+    this.laneSlot ??= this.b.slot("StateLane", "state_lane", "i32", [this.shape.batch]);
+    return this.laneSlot;
   }
 
   /** The Const of a checkpoint tensor (created once); `shape` checks it when given. */

@@ -111,14 +111,16 @@ export class LoadedModel {
 
   /**
    * One evaluation of a stateful graph: `ids` (sequence-major) at start positions `pos` (one per sequence) with
-   * the given state; returns the logits [B·T·V] and the next state. A write past the traced context is a TraceError.
+   * the given state and any further i32 slots (a paged graph's `page_table`, `slot_map`, `state_lane`);
+   * returns the logits [B·T·V] and the next state. A write past the traced context is a TraceError.
    */
-  step(kind: Exclude<GraphKind, { kind: "prefill" }>, ids: readonly number[], pos: readonly number[], state: Readonly<Record<string, HostData>>): StepResult {
+  step(kind: Exclude<GraphKind, { kind: "prefill" }>, ids: readonly number[], pos: readonly number[], state: Readonly<Record<string, HostData>>, slots: Readonly<Record<string, readonly number[]>> = {}): StepResult {
     this.checkIds(ids);
     const { batch, tokens, context } = shapeOf(kind);
     if (ids.length !== batch * tokens || pos.length !== batch) throw new TraceError("bad-config", `expected ${batch * tokens} ids and ${batch} positions, got ${ids.length} and ${pos.length}`);
     for (const p of pos) if (!Number.isInteger(p) || p < 0 || p + tokens > context!) throw new TraceError("context-overflow", `tokens at ${p}..${p + tokens - 1} do not fit the traced context of ${context}`, { value: p });
-    const r = evaluate(this.graph(kind), { consts: this.consts, slots: { ids: Int32Array.from(ids), pos: Int32Array.from(pos) }, state }, { validate: false });
+    const extra = Object.fromEntries(Object.entries(slots).map(([k, v]) => [k, Int32Array.from(v)]));
+    const r = evaluate(this.graph(kind), { consts: this.consts, slots: { ...extra, ids: Int32Array.from(ids), pos: Int32Array.from(pos) }, state }, { validate: false });
     const next: Record<string, Float64Array> = {};
     for (const [k, t] of Object.entries(r.state)) next[k] = t.data as Float64Array;
     return { logits: Float32Array.from(r.outputs.logits!.data as Float64Array), state: next };

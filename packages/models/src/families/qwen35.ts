@@ -25,7 +25,28 @@ function stateOrZeros(ctx: TraceContext, key: string, shape: readonly number[]):
     const n = shape.reduce((p, d) => p * d, 1);
     return { value: b.computed("f32", shape, new Float32Array(n), `${key}.zeros`), commit: () => {} };
   }
-  const s = b.name(b.state(key, "f32", shape), key.slice(key.lastIndexOf(".") + 1));
+  const short = key.slice(key.lastIndexOf(".") + 1);
+  if (ctx.paged !== null) {
+    // Paged graphs: one pool of `lanes` lanes shared by every sequence; each reads and writes its own lane.
+    const B = shape[0]!, per = shape.slice(1);
+    const lanes = ctx.stateLanes();
+    const pool = b.name(b.state(key, "f32", [ctx.paged.lanes, ...per]), short);
+    // A sequence at position 0 starts from the zero state, whatever a lane's previous owner left in it.
+    const fresh = b.reshape(b.cmp("Eq", ctx.pos!, 0), [B, ...per.map(() => 1)]);
+    const value = b.select(fresh, 0, b.gather(pool, lanes, 0));
+    return {
+      value,
+      commit: (next) => {
+        let out = pool;
+        for (let s = 0; s < B; s++) {
+          const row = B === 1 ? next : b.slice(next, [s, ...per.map(() => 0)], [s + 1, ...per]);
+          out = b.dynamicUpdateSlice(out, row, [b.reshape(b.slice(lanes, [s], [s + 1]), []), ...per.map(() => ctx.i32(0))]);
+        }
+        b.setState(pool, out);
+      },
+    };
+  }
+  const s = b.name(b.state(key, "f32", shape), short);
   return { value: s, commit: (next) => b.setState(s, next) };
 }
 

@@ -3,7 +3,7 @@
 import type { Graph } from "@poot/graph-ir";
 import type { Architecture, LayerKind, ModelConfig } from "../config.js";
 import { selfAttention } from "./attention.js";
-import { TraceContext, type TraceShape } from "./context.js";
+import { TraceContext, type PagedLayout, type TraceShape } from "./context.js";
 import { routedExperts } from "./moe.js";
 import { gatedDeltaNet } from "./qwen35.js";
 import { decoder, gatedMlp, type DecoderParts } from "./transformer.js";
@@ -17,11 +17,14 @@ import type { ModelWeights } from "./weights.js";
  *   (`layers.N.k` / `.v`, f32 [1, Hkv, context, Dh]) and Qwen3.5's conv/recurrent states are State pairs.
  *   With T > 1 and pos 0 it is a prefill that fills the cache.
  * - `batched-decode`: one token for each of B sequences at their own positions (`pos` i32 [B]).
+ *
+ * With `paged`, decode and batched-decode graphs keep the KV cache in a shared page pool read through the
+ * `page_table` slot and written through `slot_map`, and recurrent states in lane pools (see {@link PagedLayout}).
  */
 export type GraphKind =
   | { readonly kind: "prefill"; readonly tokens: number }
-  | { readonly kind: "decode"; readonly context: number; readonly tokens?: number }
-  | { readonly kind: "batched-decode"; readonly batch: number; readonly context: number };
+  | { readonly kind: "decode"; readonly context: number; readonly tokens?: number; readonly paged?: PagedLayout }
+  | { readonly kind: "batched-decode"; readonly batch: number; readonly context: number; readonly paged?: PagedLayout };
 
 const dense: DecoderParts = { mixer: selfAttention, mlp: gatedMlp };
 const experts: DecoderParts = { mixer: selfAttention, mlp: routedExperts };
@@ -40,8 +43,8 @@ export const FAMILY_PARTS: Readonly<Record<Architecture, DecoderParts>> = {
 export function shapeOf(kind: GraphKind): TraceShape {
   switch (kind.kind) {
     case "prefill": return { batch: 1, tokens: kind.tokens, context: null };
-    case "decode": return { batch: 1, tokens: kind.tokens ?? 1, context: kind.context };
-    case "batched-decode": return { batch: kind.batch, tokens: 1, context: kind.context };
+    case "decode": return { batch: 1, tokens: kind.tokens ?? 1, context: kind.context, paged: kind.paged ?? null };
+    case "batched-decode": return { batch: kind.batch, tokens: 1, context: kind.context, paged: kind.paged ?? null };
     default: return kind satisfies never;
   }
 }

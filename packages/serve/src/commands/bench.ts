@@ -103,7 +103,7 @@ export const bench: CommandModule = {
         let engine: Engine | null = null;
         try {
           const m = LoadedModel.open(model, { weights });
-          engine = new Engine(m, { executor, context: P + G, tokenizer: null, prefillChunk });
+          engine = new Engine(m, { executor, context: P + G, tokenizer: null, prefillChunk, maxSequences: 1 });
           const e = engine;
           const rng = new Rng(1);
           const prompt = Array.from({ length: P }, () => Math.floor(rng.next() * e.config.vocabSize));

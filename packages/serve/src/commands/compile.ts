@@ -3,13 +3,13 @@
 import { readFileSync, statSync } from "node:fs";
 import { peakTransientBytes, type Graph } from "@poot/graph-ir";
 import { BACKEND_KINDS, PlanError, compile, defaultTarget, type BackendKind, type Program } from "@poot/graph-plan";
-import { LoadedModel, parseHFConfig, traceModel, type GraphKind } from "@poot/models";
+import { LoadedModel, parseHFConfig, traceModel, type GraphKind, type PagedLayout } from "@poot/models";
 import { CliError } from "../errors.js";
 import { configWeights } from "./config-weights.js";
 import type { CommandModule } from "./index.js";
 import { withModelErrors } from "./model-args.js";
 
-interface CompileFlags { target: string; mode: string; tokens?: string; batch: string; context: string; explain?: boolean; json?: boolean }
+interface CompileFlags { target: string; mode: string; tokens?: string; batch: string; context: string; pageSize?: string; pages?: string; explain?: boolean; json?: boolean }
 
 function positive(text: string, flag: string): number {
   const n = Number(text);
@@ -17,13 +17,23 @@ function positive(text: string, flag: string): number {
   return n;
 }
 
-/** The graph kind of `--mode`, `--tokens`, `--batch` and `--context` (shared with `poot kernels`). */
-export function graphKind(o: Pick<CompileFlags, "mode" | "tokens" | "batch" | "context">): GraphKind {
+/**
+ * The graph kind of `--mode`, `--tokens`, `--batch`, `--context` and, for the paged KV layout, `--page-size`
+ * (with `--pages`, default enough for `--batch` sequences of `--context` tokens) (shared with `poot kernels`).
+ */
+export function graphKind(o: Pick<CompileFlags, "mode" | "tokens" | "batch" | "context" | "pageSize" | "pages">): GraphKind {
   const batch = positive(o.batch, "--batch"), context = positive(o.context, "--context");
   if (o.mode === "prefill") return { kind: "prefill", tokens: positive(o.tokens ?? "16", "--tokens") };
   if (o.mode !== "decode") throw new CliError("bad-input", `--mode must be decode or prefill, got "${o.mode}"`, { command: "compile" });
-  if (batch > 1) return { kind: "batched-decode", batch, context };
-  return { kind: "decode", context, tokens: positive(o.tokens ?? "1", "--tokens") };
+  let paged: PagedLayout | undefined;
+  if (o.pageSize !== undefined) {
+    const pageSize = positive(o.pageSize, "--page-size");
+    if ((pageSize & (pageSize - 1)) !== 0) throw new CliError("bad-input", `--page-size must be a power of two, got "${o.pageSize}"`, { command: "compile" });
+    const pages = o.pages === undefined ? batch * Math.ceil(context / pageSize) : positive(o.pages, "--pages");
+    paged = { pageSize, pages, lanes: batch };
+  } else if (o.pages !== undefined) throw new CliError("bad-input", "--pages needs --page-size", { command: "compile" });
+  if (batch > 1) return { kind: "batched-decode", batch, context, ...(paged === undefined ? {} : { paged }) };
+  return { kind: "decode", context, tokens: positive(o.tokens ?? "1", "--tokens"), ...(paged === undefined ? {} : { paged }) };
 }
 
 /** Traces MODEL (a model folder, a .gguf, or a bare config.json compiled without weights). */
@@ -105,6 +115,8 @@ export const compileCommand: CommandModule = {
       .option("--tokens <n>", "tokens per step (decode default 1, prefill default 16)")
       .option("--batch <n>", "sequences per decode step", "1")
       .option("--context <n>", "KV cache capacity in tokens", "2048")
+      .option("--page-size <n>", "trace the paged KV layout with pages of this many tokens (a power of two)")
+      .option("--pages <n>", "pages in the paged KV pool (default: --batch sequences of --context tokens)")
       .option("--explain", "print passes, dispatches with their kernels, declines and memory")
       .option("--json", "print the report as one JSON object")
       .action((model: string, o: CompileFlags) => {

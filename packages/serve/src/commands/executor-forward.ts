@@ -6,23 +6,14 @@ import { Engine } from "@poot/runtime";
 
 /** An engine sized for `tokens` positions; it owns `m` from now on (closing the engine closes the model). */
 function engineFor(m: LoadedModel, executor: Executor, tokens: number): Engine {
-  return new Engine(m, { executor, context: Math.max(2, Math.min(m.config.maxPositions, tokens)) });
+  return new Engine(m, { executor, context: Math.max(2, Math.min(m.config.maxPositions, tokens)), maxSequences: 1 });
 }
 
 /** The prompt's logits [T, V] from one prefill step of T tokens. Closes `m`. */
 export function executorLogits(m: LoadedModel, executor: Executor, ids: readonly number[]): Float32Array {
   const engine = engineFor(m, executor, ids.length);
   try {
-    const prog = engine.decodeProgram(ids.length);
-    const state = prog.createState();
-    try {
-      prog.writeSlot("ids", ids);
-      prog.writeSlot("pos", [0]);
-      prog.run(state);
-      return (prog.readOutput("logits") as Float32Array).slice();
-    } finally {
-      state.dispose();
-    }
+    return engine.promptLogits(ids);
   } finally {
     engine.close();
   }

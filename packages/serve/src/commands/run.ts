@@ -116,7 +116,7 @@ export const run: CommandModule = {
           // The context is sized to the request: the eval backend's attention cost grows with it.
           const context = o.context !== undefined ? parseNumber("--context", o.context, "int", "run") : Math.min(opened.config.maxPositions, ids.length + gen.maxTokens);
           if (ids.length >= context) throw new CliError("bad-input", `the prompt has ${ids.length} tokens; the context holds ${context}`, { command: "run", file: model });
-          const e = userErrors(model, () => new Engine(opened, { executor, context, tokenizer: tok, ...(compileGraph === undefined ? {} : { compileGraph }) }));
+          const e = userErrors(model, () => new Engine(opened, { executor, context, tokenizer: tok, maxSequences: 1, ...(compileGraph === undefined ? {} : { compileGraph }) }));
           engine = e;
           load?.update(3);
           load?.stop();

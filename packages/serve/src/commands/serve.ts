@@ -20,6 +20,8 @@ export interface ServeCliOptions {
   readonly maxBatch: string;
   readonly maxQueue: string;
   readonly ctx?: string;
+  readonly pageSize?: string;
+  readonly kvPages?: string;
   readonly weights: string;
   readonly chatTemplate?: string;
   readonly modelName?: string;
@@ -52,6 +54,9 @@ export async function startServe(model: string, o: ServeCliOptions, io: CliIo): 
   const maxBatch = positive("--max-batch", o.maxBatch, 1);
   const maxQueue = positive("--max-queue", o.maxQueue, 0);
   const context = o.ctx === undefined ? undefined : positive("--ctx", o.ctx, 2);
+  const pageSize = o.pageSize === undefined ? undefined : positive("--page-size", o.pageSize, 1);
+  if (pageSize !== undefined && (pageSize & (pageSize - 1)) !== 0) throw new CliError("bad-input", `--page-size must be a power of two, got ${pageSize}`, { command });
+  const kvPages = o.kvPages === undefined ? undefined : positive("--kv-pages", o.kvPages, 1);
   if (o.weights !== "f32" && o.weights !== "bf16") throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command });
   let chatTemplate: string | undefined;
   if (o.chatTemplate !== undefined) {
@@ -66,7 +71,11 @@ export async function startServe(model: string, o: ServeCliOptions, io: CliIo): 
   try {
     // Prefill chunks stay within the context (the runtime stages one program per power-of-two chunk).
     const prefillChunk = context === undefined ? undefined : 2 ** Math.min(6, Math.floor(Math.log2(context)));
-    engine = Engine.load(model, { executor, weights: o.weights, ...(context === undefined ? {} : { context, prefillChunk }) });
+    // The KV pool holds --max-batch full contexts unless --kv-pages says otherwise; requests beyond it wait.
+    engine = Engine.load(model, {
+      executor, weights: o.weights, maxSequences: maxBatch, ...(context === undefined ? {} : { context, prefillChunk }),
+      ...(pageSize === undefined ? {} : { pageSize }), ...(kvPages === undefined ? {} : { kvPages }),
+    });
   } catch (err) {
     executor.dispose();
     if (err instanceof ModelError) throw new CliError(err.code === "io" ? "file-unreadable" : "bad-input", err.message, { command, file: err.file ?? model });
@@ -121,6 +130,8 @@ export const serve: CommandModule = {
       .option("--max-batch <n>", "most sequences in one decode step", "8")
       .option("--max-queue <n>", "most requests waiting for a batch slot; more get 429", "256")
       .option("--ctx <n>", "KV capacity per sequence in tokens (default: the model's, at most 2048)")
+      .option("--page-size <n>", "tokens per KV cache page, a power of two", "16")
+      .option("--kv-pages <n>", "pages in the shared KV cache (default: --max-batch full contexts); a request waits until its pages are free")
       .option("--weights <kind>", "HF folders: f32 (model.safetensors) or bf16 (model.bf16.safetensors)", "f32")
       .option("--chat-template <file>", "a Jinja chat template replacing the model's own")
       .option("--model-name <name>", "the model id clients use (default: the model folder or file name)")

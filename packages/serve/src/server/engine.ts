@@ -65,7 +65,12 @@ export interface EngineStats {
   readonly deviceBytes: { readonly weights: number; readonly state: number; readonly io: number; readonly total: number };
   /** Sequences whose KV state is allocated now (the engine's own count). */
   readonly openSequences: number;
+  /** The shared KV page pool: tokens per page, pages in all, held by sequences, promised to admitted ones. */
+  readonly kv: { readonly pageSize: number; readonly pagesTotal: number; readonly pagesInUse: number; readonly pagesReserved: number };
 }
+
+/** Whether a sequence can begin now: yes, not until KV pages (or lanes) are released, or never (larger than the pool). */
+export type Admission = "now" | "wait" | "never";
 
 /** What the server needs from an inference engine. */
 export interface ServeEngine {
@@ -83,7 +88,15 @@ export interface ServeEngine {
   textOf(ids: readonly number[]): string;
   /** The text of one token alone, for logprobs. */
   tokenText(id: number): string;
-  /** Opens a sequence with `prompt` queued; throws on options the engine refuses or when no KV memory is left. */
+  /**
+   * Whether a sequence of `prompt` generating up to `maxTokens` can begin now (its KV pages for prompt +
+   * maxTokens are free), must wait for others to release theirs, or can never fit the pool; with the pages needed.
+   */
+  admission(prompt: readonly number[], maxTokens: number): { readonly admit: Admission; readonly pages: number; readonly pagesTotal: number };
+  /**
+   * Opens a sequence with `prompt` queued, reserving KV pages for prompt + maxTokens; throws on options the
+   * engine refuses or when those pages are not free (call {@link ServeEngine.admission} first).
+   */
   begin(prompt: readonly number[], options: SequenceOptions): EngineSequence;
   /** Runs every sequence's queued tokens as one step; returns the logits [V] after each one's last token. */
   step(seqs: readonly EngineSequence[]): Float32Array[];

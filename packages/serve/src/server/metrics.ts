@@ -4,9 +4,6 @@ import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { ServeEngine } from "./engine.js";
 import type { Scheduler, SchedulerObserver } from "./scheduler.js";
 
-/** Tokens per KV page in the `poot_kv_pages_in_use` gauge. */
-export const KV_PAGE_TOKENS = 16;
-
 /** The server's metrics: a registry to scrape and the hooks that feed it. */
 export interface ServerMetrics {
   /** The registry (`metrics()` gives the Prometheus text, `contentType` its media type). */
@@ -46,12 +43,11 @@ export function createMetrics(engine: ServeEngine, scheduler: () => Scheduler): 
   new Gauge({ name: "poot_queue_depth", help: "Requests waiting for a batch slot", registers: [registry], collect() { this.set(scheduler().queueDepth); } });
   new Gauge({ name: "poot_active_sequences", help: "Sequences in the running decode batch", registers: [registry], collect() { this.set(scheduler().activeSequences); } });
   new Gauge({ name: "poot_kv_tokens_in_use", help: "Tokens held in the KV caches of active sequences", registers: [registry], collect() { this.set(scheduler().kvTokens); } });
-  new Gauge({
-    name: "poot_kv_pages_in_use",
-    help: `KV pages (${KV_PAGE_TOKENS} tokens each) holding active sequences' tokens`,
-    registers: [registry],
-    collect() { this.set(Math.ceil(scheduler().kvTokens / KV_PAGE_TOKENS)); },
-  });
+  // KV pages come from the engine's own pool allocator, so a page a sequence failed to give back shows here.
+  new Gauge({ name: "poot_kv_pages_in_use", help: "KV cache pages held by sequences (from the engine's page pool)", registers: [registry], collect() { this.set(engine.stats().kv.pagesInUse); } });
+  new Gauge({ name: "poot_kv_pages_reserved", help: "KV cache pages promised to admitted sequences and not yet filled", registers: [registry], collect() { this.set(engine.stats().kv.pagesReserved); } });
+  new Gauge({ name: "poot_kv_pages_total", help: "KV cache pages in the engine's pool", registers: [registry], collect() { this.set(engine.stats().kv.pagesTotal); } });
+  new Gauge({ name: "poot_kv_page_tokens", help: "Tokens per KV cache page", registers: [registry], collect() { this.set(engine.stats().kv.pageSize); } });
   new Gauge({ name: "poot_engine_open_sequences", help: "Sequences whose KV state the engine holds (its own count)", registers: [registry], collect() { this.set(engine.stats().openSequences); } });
   counterOf(registry, "poot_compiles_total", "Programs compiled (staged) by the engine", () => engine.stats().compiles);
   counterOf(registry, "poot_engine_steps_total", "Batched engine steps run", () => scheduler().stepCount);

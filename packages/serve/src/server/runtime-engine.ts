@@ -4,7 +4,7 @@ import { Template } from "@huggingface/jinja";
 import type { ChatMessage, Tokenizer } from "@poot/models";
 import { Decoding, type Engine, type GenerateOptions } from "@poot/runtime";
 import { invariant } from "../errors.js";
-import type { EngineSequence, EngineStats, SequenceEvent, SequenceOptions, ServeEngine } from "./engine.js";
+import type { Admission, EngineSequence, EngineStats, SequenceEvent, SequenceOptions, ServeEngine } from "./engine.js";
 
 /** Options of {@link RuntimeServeEngine}. */
 export interface RuntimeServeEngineOptions {
@@ -95,6 +95,15 @@ export class RuntimeServeEngine implements ServeEngine {
     return this.tok.decode([id]);
   }
 
+  /** The runtime pool's pages for prompt + maxTokens (at most a context) against its free pages and lanes. */
+  admission(prompt: readonly number[], maxTokens: number): { admit: Admission; pages: number; pagesTotal: number } {
+    const e = this.engine, pool = e.pool;
+    const pages = pool.pagesFor(Math.min(prompt.length + maxTokens, e.context));
+    const laneFree = !e.needsLane() || pool.stats.lanesInUse < pool.lanes;
+    const admit: Admission = pages > pool.pages ? "never" : pages <= pool.available && laneFree ? "now" : "wait";
+    return { admit, pages, pagesTotal: pool.pages };
+  }
+
   /** A runtime session with the prompt queued and a runtime Decoding over it. */
   begin(prompt: readonly number[], o: SequenceOptions): EngineSequence {
     const p = o.sampling;
@@ -109,7 +118,7 @@ export class RuntimeServeEngine implements ServeEngine {
       ...(p.seed === undefined ? {} : { seed: p.seed }),
       ...(o.logprobs === null ? {} : { logprobs: o.logprobs }),
     };
-    const session = this.engine.openSession();
+    const session = this.engine.openSession({ reserveTokens: prompt.length + o.maxTokens });
     try {
       const decoding = new Decoding(this.engine, session, prompt, options);
       session.feed(prompt);
@@ -127,7 +136,11 @@ export class RuntimeServeEngine implements ServeEngine {
 
   /** Programs staged, executor bytes and open sessions, from the runtime. */
   stats(): EngineStats {
-    return { compiles: this.engine.stats.programsStaged, deviceBytes: this.engine.executor.deviceBytes(), openSequences: this.engine.openSessions };
+    const kv = this.engine.pool.stats;
+    return {
+      compiles: this.engine.stats.programsStaged, deviceBytes: this.engine.executor.deviceBytes(), openSequences: this.engine.openSessions,
+      kv: { pageSize: kv.pageSize, pagesTotal: kv.pagesTotal, pagesInUse: kv.pagesInUse, pagesReserved: kv.pagesReserved },
+    };
   }
 
   /** Closes the runtime engine (its sessions, programs and checkpoint). */

@@ -1,5 +1,6 @@
 // Continuous batching: one loop runs every active sequence as one engine step, samples each one's next
-// token, and between steps lets finished or cancelled requests leave and waiting ones join (up to maxBatch).
+// token, and between steps lets finished or cancelled requests leave and waiting ones join (up to maxBatch,
+// and only when the KV pages they can grow to are free: admission control, first come first served).
 import { ApiError, invariant } from "../errors.js";
 import { Channel } from "./channel.js";
 import type { EngineSequence, SequenceOptions, ServeEngine, TokenLogprob } from "./engine.js";
@@ -124,10 +125,18 @@ export class Scheduler {
 
   /**
    * Queues generations (the choices of one request) together: all are admitted to the queue or none is.
-   * @throws ApiError 429 when the queue has no room for them, 503 while shutting down.
+   * A queued generation waits until its KV pages are free.
+   * @throws ApiError 503 `kv_capacity_exceeded` when one needs more KV pages than the whole pool has,
+   * 429 when the queue has no room for them, 503 while shutting down.
    */
   submit(requests: readonly GenerationRequest[]): GenerationJob[] {
     if (this.stopping) throw new ApiError(503, "server_shutting_down", "the server is shutting down");
+    for (const r of requests) {
+      const a = this.engine.admission(r.prompt, r.maxTokens);
+      if (a.admit === "never") {
+        throw new ApiError(503, "kv_capacity_exceeded", `the request needs ${a.pages} KV pages (${r.prompt.length} prompt + ${r.maxTokens} max_tokens tokens) but the server's KV cache has ${a.pagesTotal} in all; lower max_tokens or shorten the prompt`, "max_tokens");
+      }
+    }
     const room = this.options.maxQueue - this.waiting.length;
     if (requests.length > room) {
       throw new ApiError(429, "server_busy", `the server is busy: ${this.waiting.length} requests are waiting (at most ${this.options.maxQueue}); retry later`);
@@ -190,19 +199,27 @@ export class Scheduler {
       }
     } finally {
       this.running = false;
-      // While draining, queued work still runs to completion; after shutdown nothing is queued.
-      if (this.waiting.length > 0) this.kick();
+      // While draining, queued work still runs to completion; after shutdown nothing is queued. Work waiting
+      // for pages held outside this scheduler is polled for rather than spun on.
+      if (this.waiting.length > 0) setTimeout(() => this.kick(), 10);
     }
   }
 
+  /**
+   * Admits the head of the queue when a batch slot and its KV pages are free (first come, first served: a
+   * large request is not overtaken). One per step, so a step prefills at most one new prompt and the event
+   * loop (health checks, streaming) is not held for a burst of arrivals.
+   */
   private admit(): void {
-    while (this.active.length < this.options.maxBatch && this.waiting.length > 0) {
-      const job = this.waiting.shift()!;
+    if (this.active.length < this.options.maxBatch && this.waiting.length > 0) {
+      const job = this.waiting[0]!;
+      if (this.engine.admission(job.req.prompt, job.req.maxTokens).admit !== "now") return;
+      this.waiting.shift();
       try {
         job.seq = this.engine.begin(job.req.prompt, job.req);
       } catch (err) {
         this.fail(job, new ApiError(503, "internal_error", `cannot start the generation: ${(err as Error).message}`));
-        continue;
+        return;
       }
       this.active.push(job);
     }
