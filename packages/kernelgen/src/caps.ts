@@ -14,6 +14,11 @@ export interface SynthCaps {
   readonly sharedBytes: number;
   /** Most workgroups along one grid axis (default 65535). */
   readonly maxGridDim?: number;
+  /**
+   * Matrix-unit (tensor core) shapes, as graph-plan's `MatrixShape` (`{ m: 16, n: 8, k: 16, input: "bf16" }` =
+   * PTX mma.sync m16n8k16). Absent or empty = none; the tensor-core GEMM is synthesized only when listed.
+   */
+  readonly matrixShapes?: readonly { readonly m: number; readonly n: number; readonly k: number; readonly input: string }[];
 }
 
 /** A generated kernel and how to launch it. */
