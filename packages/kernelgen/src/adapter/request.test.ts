@@ -23,6 +23,17 @@ describe("synthesizeRequest", () => {
     expect(c).toEqual({ maxWorkgroup: 256, subgroupSize: 32, sharedBytes: 16384, maxGridDim: 65535 });
   });
 
+  it("passes matrix-unit shapes through, and picks the tensor-core GEMM for a bf16-weight prefill contraction only where caps list m16n8k16", () => {
+    const cuda = synthCapsFrom(defaultTarget("cuda").caps as never);
+    expect(cuda.matrixShapes).toContainEqual({ m: 16, n: 8, k: 16, input: "bf16" });
+    const r = (w: Access["dtype"]) => req("gemm", "ContractionEpilogue", [dense(0, [24, 40]), dense(1, [48, 40], w)], dense(2, [24, 48]), { transposeB: true, accDtype: "f32", epilogue: null });
+    const hasMma = (c: Parameters<typeof synthesizeRequest>[1], w: Access["dtype"]): boolean => JSON.stringify(synthesizeRequest(r(w), c).kernel.body).includes('"s":"mma"');
+    expect(hasMma(cuda, "bf16")).toBe(true);
+    expect(synthesizeRequest(r("bf16"), cuda).subgroupSize).toBe(32);
+    expect(hasMma(cuda, "f32")).toBe(false);
+    for (const kind of ["wgpu", "vulkan", "rocm", "cpu"] as const) expect(hasMma(synthCapsFrom(defaultTarget(kind).caps as never), "bf16")).toBe(false);
+  });
+
   it("refuses attention with an unknown mask kind, naming the mask", () => {
     const q = dense(0, [1, 2, 1, 8]), k = dense(1, [1, 2, 4, 8]), v = dense(2, [1, 2, 4, 8]), m = dense(3, [1, 1, 1, 4], "bool");
     const r = req("attention", "Attention", [q, k, v, m], dense(4, [1, 2, 1, 8]), { scale: 1, softCap: null, mask: "alibi", maskApply: "select", window: 0, groups: 1 });

@@ -1,0 +1,39 @@
+// The tensor-core GEMM end to end on the PTX path: kernelgen synthesizes it for the cuda caps (graph-plan's
+// defaults list mma m16n8k16), `codegenCaps` hands PTX the matrix shapes, and every emitted kernel assembles with
+// `ptxas` for sm_80 and sm_90; WGSL/SPIR-V/AMDGPU/Wasm caps carry no matrix shapes, so codegen refuses it there.
+
+import { CodegenError, lowerPtx, lowerSpirv, validatePtx } from "@poot/codegen";
+import { defaultTarget } from "@poot/graph-plan";
+import { synthCapsFrom, synthesizeMmaGemm } from "@poot/kernelgen";
+import { describe, expect, test } from "vitest";
+import { codegenCaps } from "../src/commands/kernels-emit.js";
+
+const probe = await validatePtx("", { arch: "sm_90" });
+const missing = probe.status === "unavailable" ? probe.reason : undefined;
+const cuda = defaultTarget("cuda").caps;
+const synth = synthCapsFrom(cuda);
+
+const shapes: [number, number, number, "f32" | "bf16" | "f16", "bf16" | "f16", "nk" | "kn"][] = [
+  [1, 1, 1, "bf16", "bf16", "nk"], [17, 33, 20, "f32", "bf16", "nk"], [128, 256, 64, "f32", "bf16", "kn"], [70, 9, 24, "f16", "f16", "kn"],
+];
+
+describe("tensor-core GEMM through PTX", () => {
+  for (const [M, N, K, a, w, layout] of shapes) {
+    for (const arch of ["sm_80", "sm_90"]) {
+      test.skipIf(missing !== undefined)(`M=${M} N=${N} K=${K} A ${a} W ${w} ${layout} assembles for ${arch}${missing ? ` (skipped: ${missing})` : ""}`, async () => {
+        const s = synthesizeMmaGemm({ name: "gemm_mma", M, N, K, aDtype: a, weight: { dtype: w, layout } }, synth);
+        const text = lowerPtx(s.kernel, codegenCaps("ptx", cuda), { arch }).text!;
+        expect(text).toContain(`mma.sync.aligned.m16n8k16.row.col.f32.${w}.${w}.f32`);
+        const r = await validatePtx(text, { arch });
+        expect(r.status === "invalid" ? r.message : r.status).toBe("ok");
+      });
+    }
+  }
+
+  test("SPIR-V caps carry no matrix shapes, so the kernel is refused there", () => {
+    const s = synthesizeMmaGemm({ name: "gemm_mma", M: 17, N: 33, K: 20, weight: { dtype: "bf16", layout: "nk" } }, synth);
+    const vk = defaultTarget("vulkan").caps;
+    expect(() => lowerSpirv(s.kernel, codegenCaps("spirv", vk))).toThrow(CodegenError);
+    expect(() => lowerSpirv(s.kernel, codegenCaps("spirv", vk))).toThrow(expect.objectContaining({ code: "missing-capability" }));
+  });
+});
