@@ -2,9 +2,14 @@
 // defaults list mma m16n8k16), `codegenCaps` hands PTX the matrix shapes, and every emitted kernel assembles with
 // `ptxas` for sm_80 and sm_90; WGSL/SPIR-V/AMDGPU/Wasm caps carry no matrix shapes, so codegen refuses it there.
 
+import * as fs from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
 import { CodegenError, lowerPtx, lowerSpirv, validatePtx } from "@poot/codegen";
 import { defaultTarget } from "@poot/graph-plan";
 import { synthCapsFrom, synthesizeMmaGemm } from "@poot/kernelgen";
+import { bufferIo, runCli } from "@poot/serve";
 import { describe, expect, test } from "vitest";
 import { codegenCaps } from "../src/commands/kernels-emit.js";
 
@@ -29,6 +34,20 @@ describe("tensor-core GEMM through PTX", () => {
       });
     }
   }
+
+  // A bf16 model (Llama-3.2-1B's config.json, no weights needed): prefill contractions go to the tensor cores.
+  const config = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../../shared/fixtures/configs/llama-3.2-1b.json");
+  const skip = missing ?? (fs.existsSync(config) ? undefined : `${config} is absent`);
+  test.skipIf(skip !== undefined)(`poot kernels on a bf16 config emits mma.sync for prefill and every kernel passes ptxas${skip ? ` (skipped: ${skip})` : ""}`, async () => {
+    const out = fs.mkdtempSync(path.join(tmpdir(), "poot-mma-"));
+    const io = bufferIo();
+    const code = await runCli(["kernels", config, "--target", "ptx", "--out", out, "--mode", "prefill", "--tokens", "16", "--validate"], { io });
+    const files = fs.readdirSync(out).filter((f) => f.endsWith(".ptx"));
+    expect(code, io.stderr()).toBe(0);
+    expect(io.stdout()).toContain(`ptx: kernels ${files.length}, passed ${files.length}, failed 0\n`);
+    const mma = files.filter((f) => fs.readFileSync(path.join(out, f), "utf8").includes("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"));
+    expect(mma.length).toBeGreaterThan(0);
+  }, 180_000);
 
   test("SPIR-V caps carry no matrix shapes, so the kernel is refused there", () => {
     const s = synthesizeMmaGemm({ name: "gemm_mma", M: 17, N: 33, K: 20, weight: { dtype: "bf16", layout: "nk" } }, synth);
