@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { CodegenError, lowerPtx, lowerSpirv, validatePtx } from "@poot/codegen";
-import { defaultTarget } from "@poot/graph-plan";
+import { defaultTarget, type DeviceCaps } from "@poot/graph-plan";
 import { synthCapsFrom, synthesizeMmaGemm } from "@poot/kernelgen";
 import { bufferIo, runCli } from "@poot/serve";
 import { describe, expect, test } from "vitest";
@@ -15,7 +15,7 @@ import { codegenCaps } from "../src/commands/kernels-emit.js";
 
 const probe = await validatePtx("", { arch: "sm_90" });
 const missing = probe.status === "unavailable" ? probe.reason : undefined;
-const cuda = defaultTarget("cuda").caps;
+const cuda = defaultTarget("cuda").caps as DeviceCaps;
 const synth = synthCapsFrom(cuda);
 
 const shapes: [number, number, number, "f32" | "bf16" | "f16", "bf16" | "f16", "nk" | "kn"][] = [
@@ -51,7 +51,7 @@ describe("tensor-core GEMM through PTX", () => {
 
   test("SPIR-V caps carry no matrix shapes, so the kernel is refused there", () => {
     const s = synthesizeMmaGemm({ name: "gemm_mma", M: 17, N: 33, K: 20, weight: { dtype: "bf16", layout: "nk" } }, synth);
-    const vk = defaultTarget("vulkan").caps;
+    const vk = defaultTarget("vulkan").caps as DeviceCaps;
     expect(() => lowerSpirv(s.kernel, codegenCaps("spirv", vk))).toThrow(CodegenError);
     expect(() => lowerSpirv(s.kernel, codegenCaps("spirv", vk))).toThrow(expect.objectContaining({ code: "missing-capability" }));
   });
