@@ -18,14 +18,17 @@ const BK = 16;
 
 /** The tiling a tensor-core GEMM was generated with. */
 export interface MmaGemmTiling {
-  /** Warps along M and N in a workgroup. */
+  /** Warps along M in a workgroup. */
   readonly warpsM: number;
+  /** Warps along N in a workgroup. */
   readonly warpsN: number;
-  /** m16 tiles (along M) and n8 tiles (along N) per warp. */
+  /** m16 tiles (along M) per warp. */
   readonly tilesM: number;
+  /** n8 tiles (along N) per warp. */
   readonly tilesN: number;
-  /** Workgroup output tile: BM = 16·tilesM·warpsM rows, BN = 8·tilesN·warpsN columns. */
+  /** Workgroup output rows: 16·tilesM·warpsM. */
   readonly BM: number;
+  /** Workgroup output columns: 8·tilesN·warpsN. */
   readonly BN: number;
   /**
    * How A reaches the 16-bit multiplicand: `direct` when A already has the weight's type; `split3` when A is f32
