@@ -26,6 +26,12 @@ export interface DeviceCaps {
   readonly f16: boolean;
   /** Whether the target has native bf16 conversions (e.g. PTX `cvt.rn.bf16x2.f32` on sm_80+). */
   readonly bf16: boolean;
+  /**
+   * Warp-scope matrix-unit (tensor core) shapes the target can issue, as graph-plan's `MatrixShape`s
+   * (`{ m: 16, n: 8, k: 16, input: "bf16" }` = PTX `mma.sync` m16n8k16). Absent or empty = none: a kernel
+   * with an `mma` statement is then refused with `missing-capability`.
+   */
+  readonly matrixShapes?: readonly { readonly m: number; readonly n: number; readonly k: number; readonly input: string }[];
 }
 
 /** Targets codegen lowers to. */

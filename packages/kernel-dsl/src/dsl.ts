@@ -3,7 +3,7 @@
 
 import { KernelDslError } from "./errors.js";
 import { widenedType } from "./ir.js";
-import type { AddressSpace, AtomicOp, AxisBuiltin, ElemType, Expr, Kernel, MathFn, PackFormat, Size, Stmt, SubgroupOp, ValueType, VecType } from "./ir.js";
+import type { AddressSpace, AtomicOp, AxisBuiltin, ElemType, Expr, Kernel, MathFn, MmaInput, PackFormat, Size, Stmt, SubgroupOp, ValueType, VecType } from "./ir.js";
 import { Val, Var, literal } from "./dsl-val.js";
 import type { IndexType, ValOwner } from "./dsl-val.js";
 import { assertValidKernel } from "./validate.js";
@@ -261,6 +261,17 @@ export class Builder implements ValOwner {
   /** `v` from lane `lane` (uniform). */ broadcast = <T extends ValueType>(v: Val<T>, lane: Index): Val<T> => this.sg("broadcast", v, lane);
   /** `v` from lane `lane_id ^ mask`. */ shuffleXor = <T extends ValueType>(v: Val<T>, mask: Index): Val<T> => this.sg("shuffle_xor", v, mask);
   /** `v` from lane `src`. */ shuffle = <T extends ValueType>(v: Val<T>, src: Index): Val<T> => this.sg("shuffle_idx", v, src);
+
+  /**
+   * Warp-scope matrix multiply-accumulate m16n8k16 (see the `mma` statement): this lane's A fragment (`vec4<u32>` of
+   * packed `input` pairs), B fragment (`vec2<u32>`) and f32 accumulator (`vec4<f32>`); returns this lane's D fragment.
+   * Every lane of a 32-lane subgroup must reach it together.
+   */
+  mma = (input: MmaInput, a: Val<"vec4<u32>">, b: Val<"vec2<u32>">, c: Val<"vec4<f32>">): Val<"vec4<f32>"> => {
+    const name = this.fresh("mma");
+    this.emit({ s: "mma", name, shape: "m16n8k16", input, a: a.expr, b: b.expr, c: c.expr });
+    return new Val({ k: "local", type: "vec4<f32>", name }, "vec4<f32>", this);
+  };
 
   /** @internal */ finish(): Stmt[] {
     if (this.blocks.length !== 1) throw new KernelDslError(this.kernelName, "unbalanced blocks");

@@ -16,6 +16,7 @@ export type KernelValidationCode =
   | "atomic_misuse" // plain access to an atomic array, atomic op on a plain array, bad atomic type/op
   | "bad_control_flow" // break/continue outside a loop
   | "bad_subgroup" // subgroup op on an unsupported type or missing/extra lane operand
+  | "bad_mma" // mma with an unknown shape or input type
   | "bad_vector"; // wrong component count, lane out of range
 
 /** One validation problem at a node path like `body[3].then[0].value.a`. */

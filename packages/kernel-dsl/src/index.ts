@@ -27,6 +27,8 @@ export type {
   Expr,
   SubgroupOp,
   AtomicOp,
+  MmaInput,
+  MmaShape,
   Stmt,
   StmtKind,
   ExprKind,
@@ -69,3 +71,4 @@ export {
   erf,
 } from "./numeric.js";
 export { specialize } from "./specialize.js";
+export { mmaACoord, mmaBCoord, mmaCCoord, mmaM16n8k16, MMA_M, MMA_N, MMA_K, MMA_LANES } from "./mma.js";

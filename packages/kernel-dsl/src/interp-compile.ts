@@ -3,12 +3,14 @@
 
 import { invariant } from "./errors.js";
 import { elemOf, isVecType, lanesOf } from "./ir.js";
-import type { Expr, ScalarType, Size, Stmt, SubgroupOp, ValueType } from "./ir.js";
+import type { Expr, MmaInput, ScalarType, Size, Stmt, SubgroupOp, ValueType } from "./ir.js";
 
 /** A synchronization point a thread yields at: its index in `CompiledKernel.syncs` is the yielded value. */
 export type SyncPoint =
   | { readonly kind: "barrier"; readonly path: string }
-  | { readonly kind: "subgroup"; readonly path: string; readonly op: SubgroupOp; readonly type: ValueType };
+  | { readonly kind: "subgroup"; readonly path: string; readonly op: SubgroupOp; readonly type: ValueType }
+  /** A warp-scope `mma`: T.sv holds [a, b, c] of the lane. */
+  | { readonly kind: "subgroup"; readonly path: string; readonly op: "mma"; readonly type: "vec4<f32>"; readonly input: MmaInput };
 
 /** The generated source and its sync table. */
 export interface CompiledSource {
@@ -195,6 +197,11 @@ export function compileKernelSource(body: readonly Stmt[], spec: (s: Size) => nu
       case "subgroup":
         syncs.push({ kind: "subgroup", path, op: s.op, type: s.type });
         out.push(`${ind}T.sv = ${ex(s.value)}; T.sl = ${s.lane === undefined ? 0 : ex(s.lane)};`);
+        out.push(`${ind}const v_${s.name} = yield ${syncs.length - 1};`);
+        return;
+      case "mma":
+        syncs.push({ kind: "subgroup", path, op: "mma", type: "vec4<f32>", input: s.input });
+        out.push(`${ind}T.sv = [${ex(s.a)}, ${ex(s.b)}, ${ex(s.c)}]; T.sl = 0;`);
         out.push(`${ind}const v_${s.name} = yield ${syncs.length - 1};`);
         return;
       case "atomic": {

@@ -9,6 +9,7 @@ import { RaceTracker, arrayClassFor, makeAccessors, poison } from "./interp-memo
 import type { Accessors, KernelBuffer } from "./interp-memory.js";
 import { bf16BitsToF32, bitsToF32, erf, f16BitsToF32, f32ToBf16Bits, f32ToBits, f32ToF16Bits, f32ToI32, f32ToU32 } from "./numeric.js";
 import { assertValidKernel } from "./validate.js";
+import { MMA_LANES, mmaM16n8k16 } from "./mma.js";
 
 export type { KernelBuffer } from "./interp-memory.js";
 
@@ -169,7 +170,7 @@ function runWorkgroup(
   const n = threads.length;
   // at[i]: the sync point thread i waits at, or DONE; resume[i]: the value to resume it with, undefined = blocked.
   const at = new Int32Array(n).fill(-2);
-  const resume: (number | undefined)[] = new Array<number | undefined>(n).fill(0);
+  const resume: unknown[] = new Array<unknown>(n).fill(0);
   const step = (i: number): void => {
     const r = (gens[i] as ThreadGen).next(resume[i] as number);
     at[i] = r.done === true ? DONE : r.value;
@@ -216,9 +217,18 @@ function runWorkgroup(
 
 function subgroupStep(
   kernel: string, sp: Extract<SyncPoint, { kind: "subgroup" }>, threads: Thread[], base: number, end: number,
-  resume: (number | undefined)[], wg: readonly [number, number, number],
+  resume: (unknown)[], wg: readonly [number, number, number],
 ): void {
   const count = end - base;
+  if (sp.op === "mma") {
+    if (count !== MMA_LANES) {
+      throw new KernelRuntimeError("bad_launch", kernel, `mma at ${sp.path} needs a subgroup of ${MMA_LANES} lanes, subgroup ${base / count} has ${count} (launch with subgroupSize 32 and a workgroup of whole warps)`, { workgroup: wg, threads: [base] });
+    }
+    const ops = threads.slice(base, end).map((t) => t.sv as [number[], number[], number[]]);
+    const d = mmaM16n8k16(sp.input, ops.map((o) => o[0]), ops.map((o) => o[1]), ops.map((o) => o[2]));
+    for (let i = 0; i < count; i++) resume[base + i] = d[i];
+    return;
+  }
   const vals = threads.slice(base, end).map((t) => t.sv as number);
   const wrap = sp.type === "f32" ? Math.fround : sp.type === "i32" ? (v: number) => v | 0 : (v: number) => v >>> 0;
   const src = (lane: number, i: number): number => {
@@ -243,8 +253,7 @@ function subgroupStep(
       case "shuffle_xor": r = src(i ^ t.sl, i); break;
       case "shuffle_idx": r = src(t.sl, i); break;
       default:
-        sp.op satisfies never;
-        throw new Error("invariant: subgroup op");
+        throw new Error(`invariant: subgroup op ${String((sp as { op: unknown }).op)}`);
     }
     resume[base + i] = r;
   }

@@ -186,6 +186,12 @@ export type SubgroupOp =
  */
 export type AtomicOp = "add" | "max" | "min" | "exchange" | "cmpxchg" | "load" | "store";
 
+/** Input (multiplicand) element type of a matrix multiply-accumulate: 16-bit floats, accumulated in f32. */
+export type MmaInput = "bf16" | "f16";
+
+/** Matrix multiply-accumulate shapes (M×N×K): m16n8k16 only (PTX `mma.sync` on sm_80+). */
+export type MmaShape = "m16n8k16";
+
 /** A statement. Blocks are arrays of statements; names are unique per kernel (no shadowing). */
 export type Stmt =
   /** Immutable private value. */
@@ -234,6 +240,19 @@ export type Stmt =
   | {
       readonly s: "atomic"; readonly op: AtomicOp; readonly type: "u32" | "i32" | "f32"; readonly space: "global" | "workgroup";
       readonly array: string; readonly index: Expr; readonly value?: Expr; readonly compare?: Expr; readonly name?: string;
+    }
+  /**
+   * Warp-scope matrix multiply-accumulate D = A·B + C of shape m16n8k16: every lane of a subgroup of exactly 32
+   * lanes executes it together (uniform control flow, like a subgroup op) with its own fragments, and gets its D
+   * fragment as the immutable `name: vec4<f32>`. `a: vec4<u32>` holds 8 A elements (row-major A[16][16]), `b:
+   * vec2<u32>` 4 B elements (B[16][8], "col" = K-contiguous per column), both as `input` bit pairs (low half first,
+   * the `pack bf16x2/f16x2` form); `c: vec4<f32>` the accumulator. Which elements a lane holds is the PTX layout
+   * (see `mmaACoord`, `mmaBCoord`, `mmaCCoord`). Products are exact; sums are f32 in an order the hardware leaves
+   * unspecified (the interpreter sums C first, then k ascending).
+   */
+  | {
+      readonly s: "mma"; readonly name: string; readonly shape: MmaShape; readonly input: MmaInput;
+      readonly a: Expr; readonly b: Expr; readonly c: Expr;
     }
   /** This thread finishes. A thread that returned must not be awaited by a later barrier/subgroup op. */
   | { readonly s: "return" };

@@ -105,6 +105,9 @@ function printStmt(st: Stmt, ind: string, out: string[]): void {
     case "subgroup":
       out.push(`${ind}let ${st.name}: ${st.type} = subgroup_${st.op}(${printExpr(st.value)}${st.lane === undefined ? "" : `, ${printExpr(st.lane)}`});`);
       return;
+    case "mma":
+      out.push(`${ind}let ${st.name}: vec4<f32> = mma_${st.shape}_${st.input}(${printExpr(st.a)}, ${printExpr(st.b)}, ${printExpr(st.c)});`);
+      return;
     case "atomic": {
       const args = [`&${st.array}[${printExpr(st.index)}]`];
       if (st.compare !== undefined) args.push(printExpr(st.compare));

@@ -46,6 +46,7 @@ export function specialize(kernel: Kernel, values: Readonly<Record<string, numbe
       case "if": return { ...s, cond: ex(s.cond), then: s.then.map(st), else: s.else.map(st) };
       case "break": case "continue": case "barrier": case "return": return s;
       case "subgroup": return { ...s, value: ex(s.value), ...(s.lane === undefined ? {} : { lane: ex(s.lane) }) };
+      case "mma": return { ...s, a: ex(s.a), b: ex(s.b), c: ex(s.c) };
       case "atomic":
         return {
           ...s, index: ex(s.index),

@@ -175,6 +175,15 @@ export function validateKernel(kernel: Kernel): KernelValidationIssue[] {
         local(st.name, { kind: "local", type: st.type, mutable: false }, p);
         return;
       }
+      case "mma": {
+        if (st.shape !== "m16n8k16") report("bad_mma", `${p}.shape`, `mma shape ${String(st.shape)} is not m16n8k16`);
+        if (st.input !== "bf16" && st.input !== "f16") report("bad_mma", `${p}.input`, `mma input ${String(st.input)} is not bf16 or f16`);
+        expect(st.a, "a", "vec4<u32>");
+        expect(st.b, "b", "vec2<u32>");
+        expect(st.c, "c", "vec4<f32>");
+        local(st.name, { kind: "local", type: "vec4<f32>", mutable: false }, p);
+        return;
+      }
       case "atomic": {
         expect(st.index, "index", "u32");
         const b = scope.get(st.array);

@@ -25,6 +25,11 @@ export interface SynthCaps {
    * workgroup memory or barriers (docs/decisions/0451).
    */
   readonly serialThreads?: boolean;
+  /**
+   * Matrix-unit (tensor core) shapes, as graph-plan's `MatrixShape` (`{ m: 16, n: 8, k: 16, input: "bf16" }` =
+   * PTX mma.sync m16n8k16). Absent or empty = none; the tensor-core GEMM is synthesized only when listed.
+   */
+  readonly matrixShapes?: readonly { readonly m: number; readonly n: number; readonly k: number; readonly input: string }[];
 }
 
 /** The caps kernelgen sizes kernels from for the CPU (Wasm SIMD128) target. */

@@ -2,7 +2,7 @@
 // A dialect supplies only type names, op spellings, memory access and intrinsics (CONVENTIONS 3).
 
 import type { AtomicOp, Expr, MathFn, PackFormat, Stmt, SubgroupOp, ValueType } from "@poot/kernel-dsl";
-import { invariant } from "../errors.js";
+import { CodegenError, invariant } from "../errors.js";
 
 /** What a C-like target spells its own way. Every method returns source text. */
 export interface CStyleDialect {
@@ -152,6 +152,9 @@ export class CStylePrinter {
           for (const l of lines) this.emit(indent, l);
           break;
         }
+        case "mma":
+          // prepare() refuses mma for every C-style target; reaching here is a codegen bug.
+          throw new CodegenError("missing-capability", "this target has no matrix-unit instructions", { construct: `mma.${s.shape}.${s.input}` });
         case "return": this.emit(indent, "return;"); break;
         default: s satisfies never;
       }

@@ -77,6 +77,7 @@ export function stmtExprs(s: Stmt): Expr[] {
     case "for": return [s.start, s.end, s.step];
     case "while": case "if": return [s.cond];
     case "subgroup": return s.lane ? [s.value, s.lane] : [s.value];
+    case "mma": return [s.a, s.b, s.c];
     case "atomic": return [s.index, ...(s.value ? [s.value] : []), ...(s.compare ? [s.compare] : [])];
     case "array": case "break": case "continue": case "barrier": case "return": return [];
     default: s satisfies never; return [];
@@ -107,13 +108,14 @@ export function prepare(kernel: Kernel, caps: DeviceCaps, target: TargetName, op
   walkStmts(kernel.body, (s) => {
     if (s.s === "array") privates.push({ name: s.name, elem: s.elem, length: sizeOf(s.length, specs, kernel.name) });
     if (s.s === "store" && s.space === "global") stored.add(s.array);
-    if (s.s === "subgroup") usesSubgroups = true;
+    if (s.s === "subgroup" || s.s === "mma") usesSubgroups = true;
     for (const e of stmtExprs(s)) {
       walkExpr(e, (x) => {
         if (x.k === "builtin" && (x.name === "subgroup_id" || x.name === "subgroup_lane" || x.name === "subgroup_size")) usesSubgroups = true;
       });
     }
   });
+  checkMma(kernel, caps, target);
   if (usesSubgroups && caps.subgroupSize === undefined) {
     throw new CodegenError("missing-capability", "kernel uses subgroup operations but the device has none", { kernel: kernel.name, target, construct: "subgroup" });
   }
@@ -129,4 +131,23 @@ export function prepare(kernel: Kernel, caps: DeviceCaps, target: TargetName, op
     usesSubgroups,
     subgroupSize: caps.subgroupSize ?? 1,
   };
+}
+
+/** Targets that lower the `mma` statement (to their own matrix instructions). */
+const MMA_TARGETS: ReadonlySet<TargetName> = new Set(["ptx"]);
+
+/**
+ * Refuses a kernel with `mma` statements unless the target lowers them and the caps report the shape with
+ * 32-lane subgroups; the planner only synthesizes such kernels for devices whose caps list the shape.
+ */
+function checkMma(kernel: Kernel, caps: DeviceCaps, target: TargetName): void {
+  walkStmts(kernel.body, (s) => {
+    if (s.s !== "mma") return;
+    const shape = `m16n8k16.${s.input}`;
+    const ctx = { kernel: kernel.name, target, construct: `mma.${shape}` };
+    if (!MMA_TARGETS.has(target)) throw new CodegenError("missing-capability", `the ${target} target has no matrix-unit instructions for mma ${shape}`, ctx);
+    const has = (caps.matrixShapes ?? []).some((m) => m.m === 16 && m.n === 8 && m.k === 16 && m.input === s.input);
+    if (!has) throw new CodegenError("missing-capability", `the device caps report no matrix unit of shape ${shape}`, { ...ctx, value: caps.matrixShapes ?? [] });
+    if (caps.subgroupSize !== 32) throw new CodegenError("missing-capability", `mma ${shape} needs 32-lane subgroups, the device has ${String(caps.subgroupSize)}`, { ...ctx, value: caps.subgroupSize });
+  });
 }

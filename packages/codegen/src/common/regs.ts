@@ -1,7 +1,7 @@
 // The shared driver of register-machine targets (PTX, LLVM IR, SPIR-V, Wasm): walks statements and
 // expressions once, leaving each target only instruction selection and its way of expressing control flow.
 
-import type { AddressSpace, AtomicOp, BinaryOp, CmpOp, ElemType, Expr, MathFn, PackFormat, Stmt, SubgroupOp, UnaryOp, ValueType } from "@poot/kernel-dsl";
+import type { AddressSpace, AtomicOp, BinaryOp, CmpOp, ElemType, Expr, MathFn, MmaInput, PackFormat, Stmt, SubgroupOp, UnaryOp, ValueType } from "@poot/kernel-dsl";
 import { CodegenError, invariant } from "../errors.js";
 import type { PreparedKernel } from "./prepare.js";
 
@@ -27,6 +27,8 @@ export interface RegTarget<V> {
   vec(type: ValueType, elems: readonly V[]): V;
   extract(vecType: ValueType, lane: number, a: V): V;
   subgroup(op: SubgroupOp, type: ValueType, value: V, lane: V | undefined): V;
+  /** Warp-scope m16n8k16 matrix multiply-accumulate (only targets with matrix units implement it). */
+  mma?(input: MmaInput, a: V, b: V, c: V): V;
   atomic(op: AtomicOp, type: "u32" | "i32" | "f32", space: "global" | "workgroup", array: string, index: V, value: V | undefined, compare: V | undefined): V | undefined;
   barrier(): void;
   /** Declares a mutable variable holding `init`. */
@@ -177,6 +179,12 @@ export function makeDriver<V>(p: PreparedKernel, t: RegTarget<V>, options: Drive
       case "subgroup": {
         const v = expr(s.value);
         bindValue(s.name, s.type, t.subgroup(s.op, s.type, v, s.lane ? expr(s.lane) : undefined));
+        return;
+      }
+      case "mma": {
+        if (t.mma === undefined) throw new CodegenError("missing-capability", `the ${p.target} target cannot lower mma`, { kernel, target: p.target, construct: `mma.${s.shape}.${s.input}` });
+        const a = expr(s.a), b = expr(s.b), c = expr(s.c);
+        bindValue(s.name, "vec4<f32>", t.mma(s.input, a, b, c));
         return;
       }
       case "atomic": {

@@ -329,6 +329,16 @@ export class PtxEmitter extends PtxBase implements RegTarget<string> {
     return split(a)[lane]!;
   }
 
+  /**
+   * `mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{bf16,f16}.f32`: the IR's fragments are already the
+   * instruction's register fragments (A: four .b32 of packed pairs, B: two, C/D: four .f32), so no data moves.
+   */
+  mma(input: "bf16" | "f16", a: string, b: string, c: string): string {
+    const d = this.fresh("vec4<f32>");
+    this.emit(`mma.sync.aligned.m16n8k16.row.col.f32.${input}.${input}.f32 ${d}, ${a}, ${b}, ${c};`);
+    return d;
+  }
+
   subgroup(op: string, type: ValueType, value: string, lane: string | undefined): string {
     const d = this.fresh(type);
     const full = "0xffffffff";

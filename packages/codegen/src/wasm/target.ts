@@ -160,6 +160,7 @@ function allocateFrame(e: WasmEmitter, body: readonly Stmt[], privates: readonly
     const size = (t: string): number => (t.startsWith("vec") ? 16 : 4);
     switch (s.s) {
       case "let": case "var": case "subgroup": if (!e.registers) e.slot(s.name, s.type, size(s.type)); break;
+      case "mma": if (!e.registers) e.slot(s.name, "vec4<f32>", 16); break;
       case "atomic": if (s.name !== undefined && !e.registers) e.slot(s.name, s.type, 4); break;
       // Loop variables of loops with barriers are uniform and live in a Wasm local instead.
       case "for": if (!hasBarrier(s.body) && !e.registers) e.slot(s.var, s.type, 4); break;

@@ -3,6 +3,7 @@
 import { describe, expect, it } from "vitest";
 import type { Access, KernelRequest } from "@poot/graph-plan";
 import { defaultTarget } from "@poot/graph-plan";
+import { bf16BitsToF32, f32ToBf16Bits, interpret } from "@poot/kernel-dsl";
 import { KernelgenError } from "../errors.js";
 import { synthCapsFrom, synthesizeRequest } from "./request.js";
 
@@ -21,6 +22,38 @@ describe("synthesizeRequest", () => {
   it("maps DeviceCaps to SynthCaps (subgroups when wider than one lane)", () => {
     const c = synthCapsFrom(defaultTarget("wgpu").caps as never);
     expect(c).toEqual({ maxWorkgroup: 256, subgroupSize: 32, sharedBytes: 16384, maxGridDim: 65535 });
+  });
+
+  it("passes matrix-unit shapes through, and picks the tensor-core GEMM for a bf16-weight prefill contraction only where caps list m16n8k16", () => {
+    const cuda = synthCapsFrom(defaultTarget("cuda").caps as never);
+    expect(cuda.matrixShapes).toContainEqual({ m: 16, n: 8, k: 16, input: "bf16" });
+    const r = (w: Access["dtype"]) => req("gemm", "ContractionEpilogue", [dense(0, [24, 40]), dense(1, [48, 40], w)], dense(2, [24, 48]), { transposeB: true, accDtype: "f32", epilogue: null });
+    const hasMma = (c: Parameters<typeof synthesizeRequest>[1], w: Access["dtype"]): boolean => JSON.stringify(synthesizeRequest(r(w), c).kernel.body).includes('"s":"mma"');
+    expect(hasMma(cuda, "bf16")).toBe(true);
+    expect(synthesizeRequest(r("bf16"), cuda).subgroupSize).toBe(32);
+    expect(hasMma(cuda, "f32")).toBe(false);
+    for (const kind of ["wgpu", "vulkan", "rocm", "cpu"] as const) expect(hasMma(synthCapsFrom(defaultTarget(kind).caps as never), "bf16")).toBe(false);
+
+    // The chosen kernel, bound as the adapter says, runs in the interpreter and matches an f64 product of the inputs.
+    const rk = synthesizeRequest(r("bf16"), cuda);
+    expect(rk.bindings.map((b) => [b.buffer, b.source])).toEqual([["A", { kind: "input", index: 0 }], ["W", { kind: "input", index: 1 }], ["C", { kind: "output" }]]);
+    let seed = 3;
+    const rnd = (): number => ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32) * 2 - 1;
+    const A = Float32Array.from({ length: 24 * 40 }, rnd);
+    const W = Uint16Array.from({ length: 48 * 40 }, () => f32ToBf16Bits(rnd()));
+    const C = new Float32Array(24 * 48).fill(Number.NaN);
+    interpret(rk.kernel, { grid: [...rk.grid], buffers: { A, W, C }, subgroupSize: rk.subgroupSize ?? 0 });
+    let worst = 0;
+    for (let m = 0; m < 24; m++) for (let n = 0; n < 48; n++) {
+      let want = 0, scale = 0;
+      for (let k = 0; k < 40; k++) {
+        const t = (A[m * 40 + k] as number) * bf16BitsToF32(W[n * 40 + k] as number);
+        want += t;
+        scale += Math.abs(t);
+      }
+      worst = Math.max(worst, Math.abs((C[m * 48 + n] as number) - want) / scale);
+    }
+    expect(worst).toBeLessThan(1e-5);
   });
 
   it("refuses attention with an unknown mask kind, naming the mask", () => {

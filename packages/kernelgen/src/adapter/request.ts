@@ -13,6 +13,7 @@ import { synthesizeDequantGemvWith } from "../synth/dequant.js";
 import type { PreparedEpilogue } from "../synth/epilogue.js";
 import type { ExprType } from "../synth/expr.js";
 import { synthesizeGemmWith } from "../synth/gemm.js";
+import { mmaGemmApplies, synthesizeMmaGemmWith } from "../synth/gemm-mma.js";
 import { synthesizeGemvWith } from "../synth/gemv.js";
 import { synthesizeIndexedMatMulWith } from "../synth/indexed.js";
 import { synthesizeMovement } from "../synth/movement.js";
@@ -39,6 +40,7 @@ export function synthCapsFrom(caps: DeviceCaps): SynthCaps {
     ...(caps.subgroupSize > 1 ? { subgroupSize: caps.subgroupSize } : {}),
     sharedBytes: caps.sharedBytes,
     maxGridDim: caps.maxGrid[0],
+    ...(caps.matrixShapes.length > 0 ? { matrixShapes: caps.matrixShapes } : {}),
   };
 }
 
@@ -237,7 +239,9 @@ function fastContraction(req: KernelRequest, name: string, caps: SynthCaps): Req
   const batch = batched ? numel(out.shape.slice(0, -2)) : 1;
   if (batched && numel(B.shape.slice(0, -2)) !== batch) throw new KernelgenError("bad_shape", "broadcast batch dims of B are not supported", { synth: "gemm", param: "B" });
   const M = batched ? (A.shape[A.shape.length - 2] as number) : rows;
-  const k = synthesizeGemmWith({ name, M, N, K, batch, batchedWeight: batched, aDtype: scalar(A.dtype, "A"), weight: { dtype: scalar(B.dtype, "B"), layout: transposeB ? "nk" : "kn" }, outDtype }, caps, ep);
+  const gemmReq = { name, M, N, K, batch, batchedWeight: batched, aDtype: scalar(A.dtype, "A"), weight: { dtype: scalar(B.dtype, "B"), layout: transposeB ? "nk" as const : "kn" as const }, outDtype };
+  // Tensor cores when the caps list an m16n8k16 unit for the weight's 16-bit type (and A has an exact path to it).
+  const k = mmaGemmApplies(gemmReq, caps) ? synthesizeMmaGemmWith(gemmReq, caps, ep) : synthesizeGemmWith(gemmReq, caps, ep);
   return bind(k, { A: input(0), W: input(1), C: OUTPUT, ...extraB });
 }
 

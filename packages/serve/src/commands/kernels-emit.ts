@@ -34,6 +34,8 @@ export function codegenCaps(target: TargetName, caps: PlanCaps): CodegenCaps {
     maxStorageBuffers: caps.maxStorageBuffers,
     f16: caps.dtypes.f16,
     bf16: caps.dtypes.bf16,
+    // Only PTX issues matrix-unit instructions (mma.sync); other targets get none, so an mma kernel is refused there.
+    ...(target === "ptx" ? { matrixShapes: caps.matrixShapes } : {}),
   };
 }
 
