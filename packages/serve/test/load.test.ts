@@ -1,7 +1,9 @@
 // A bounded loopback load test: 64 concurrent streaming chat requests against the llama3 fixture on the
-// eval backend all complete, each identical to its sequential greedy run (and to @poot/models' own greedy
+// eval executor and on the CPU backend (@poot/backend-cpu: Wasm kernels on worker threads) all complete, each identical to its sequential greedy run (and to @poot/models' own greedy
 // loop), with continuous batching visible in the step count, /health answering while the batch runs, and
 // no KV page leaked afterwards (the engine's page pool, read from /metrics, is back to zero in use).
+import { createCpuExecutor } from "@poot/backend-cpu";
+import { createEvalExecutor, type Executor } from "@poot/executor";
 import { LoadedModel } from "@poot/models";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { LLAMA3, LLAMA3_TEMPLATE, NO_FIXTURES, llama3Tokenizer, metric, startTestServer, type TestServer } from "./server-helpers.js";
@@ -11,10 +13,12 @@ const CLIENTS = 64;
 const DISTINCT = 16;
 const MAX_TOKENS = 8;
 
-describe.skipIf(LLAMA3 === null)(`64 concurrent streaming chats (${NO_FIXTURES} otherwise)`, { timeout: 180_000 }, () => {
+const BACKENDS: [string, () => Executor][] = [["eval", () => createEvalExecutor()], ["cpu", () => createCpuExecutor()]];
+
+describe.skipIf(LLAMA3 === null).each(BACKENDS)(`64 concurrent streaming chats on %s (${NO_FIXTURES} otherwise)`, { timeout: 180_000 }, (backend, executor) => {
   let s: TestServer;
   beforeAll(async () => {
-    s = await startTestServer(LLAMA3!, { context: 48, chatTemplate: LLAMA3_TEMPLATE, maxBatch: 16, maxQueue: 64 });
+    s = await startTestServer(LLAMA3!, { context: 48, chatTemplate: LLAMA3_TEMPLATE, maxBatch: 16, maxQueue: 64, executor });
   }, 180_000);
   afterAll(async () => s?.close(), 60_000);
 
@@ -86,6 +90,6 @@ describe.skipIf(LLAMA3 === null)(`64 concurrent streaming chats (${NO_FIXTURES} 
     expect(await metric(s.url, "poot_engine_open_sequences")).toBe(0);
     expect(s.engine.openSessions).toBe(0);
     const seqTokens = sequential.reduce((n, r) => n + r.tokens, 0);
-    console.log(`load: ${CLIENTS} concurrent streaming chats, ${tokens} tokens in ${(conMs / 1000).toFixed(1)} s (${((tokens / conMs) * 1000).toFixed(1)} tok/s, ${steps} steps); sequential ${seqTokens} tokens in ${(seqMs / 1000).toFixed(1)} s (${((seqTokens / seqMs) * 1000).toFixed(1)} tok/s); peak KV pages ${peakPages}; /health answered ${healthOk} polls, slowest ${healthMaxMs.toFixed(0)} ms`);
+    console.log(`load (${backend}): ${CLIENTS} concurrent streaming chats, ${tokens} tokens in ${(conMs / 1000).toFixed(1)} s (${((tokens / conMs) * 1000).toFixed(1)} tok/s, ${steps} steps); sequential ${seqTokens} tokens in ${(seqMs / 1000).toFixed(1)} s (${((seqTokens / seqMs) * 1000).toFixed(1)} tok/s); peak KV pages ${peakPages}; /health answered ${healthOk} polls, slowest ${healthMaxMs.toFixed(0)} ms`);
   });
 });

@@ -3,7 +3,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
-import { createEvalExecutor } from "@poot/executor";
+import { createEvalExecutor, type Executor } from "@poot/executor";
 import { Tokenizer } from "@poot/models";
 import { Engine } from "@poot/runtime";
 import { RuntimeServeEngine, createServer, type PootServer, type ServerOptions } from "@poot/serve";
@@ -48,8 +48,8 @@ export interface TestServer {
 }
 
 /** Starts a server for `model` on the eval backend over the real runtime, listening on 127.0.0.1:0. */
-export async function startTestServer(model: string, options: { context: number; chatTemplate?: string; kvPages?: number; pageSize?: number } & Partial<Omit<ServerOptions, "engine">>): Promise<TestServer> {
-  const executor = createEvalExecutor();
+export async function startTestServer(model: string, options: { context: number; chatTemplate?: string; kvPages?: number; pageSize?: number; executor?: () => Executor } & Partial<Omit<ServerOptions, "engine">>): Promise<TestServer> {
+  const executor = options.executor?.() ?? createEvalExecutor();
   const engine = Engine.load(model, {
     executor, context: options.context, maxSequences: options.maxBatch ?? 8,
     ...(options.kvPages === undefined ? {} : { kvPages: options.kvPages }), ...(options.pageSize === undefined ? {} : { pageSize: options.pageSize }),
