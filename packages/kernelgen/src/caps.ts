@@ -19,6 +19,13 @@ export interface SynthCaps {
    * vec4<u32> loads over bf16/f16 weights). Default false; the CUDA backend sets it.
    */
   readonly vectorLoads?: boolean;
+  /** Streaming multiprocessors / compute units (sizes flash-decode's split). */
+  readonly computeUnits?: number;
+  /**
+   * The backend runs a request kernel's `then` dispatch with its `transient` buffer (adapter/request.ts), so
+   * attention may split over the KV length (flash-decode). Default false; the CUDA backend sets it.
+   */
+  readonly splitAttention?: boolean;
 }
 
 /** A generated kernel and how to launch it. */
