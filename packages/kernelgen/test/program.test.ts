@@ -40,12 +40,12 @@ describe("graph-plan programs run through synthesized kernels", () => {
 });
 
 describe("flash-decode attention in a whole program", () => {
-  it("decode at position 130 of a 160-token cache with cuda caps that allow split attention", () => {
-    const d = { ...BASE, maxSeq: 160 };
+  it("decode at position 260 of a 272-token cache with cuda caps that allow split attention (2 slices of 128 lanes)", () => {
+    const d = { ...BASE, maxSeq: 272 };
     const g = decoder(d);
     const target = defaultTarget("cuda");
     const prog = compile(g, target, { mode: "decode", preferImported: false });
-    const bind = bindings(g, d, 130, 29);
+    const bind = bindings(g, d, 260, 29);
     const caps = synthCapsFrom(target.caps as never);
     const split = interpretProgram(prog, bind, { caps: { ...caps, splitAttention: true } });
     const single = interpretProgram(prog, bind, { caps });

@@ -54,7 +54,7 @@ export interface AttentionRequest {
    * (at least `minSplitKeys` keys each), so a short live length uses few workgroups and reads only visible keys.
    */
   readonly splits?: number;
-  /** Fewest keys one split covers (default 64). */
+  /** Fewest keys one split covers (default: the lane count, so a split never leaves a lane two keys it could drop). */
   readonly minSplitKeys?: number;
 }
 
@@ -77,7 +77,8 @@ export function attentionLanes(headDim: number, valueDim: number, caps: SynthCap
 
 /**
  * Splits for flash-decode on a device with `computeUnits` SMs: enough workgroups to fill the device about twice,
- * when the rows alone leave it idle and the cache holds at least two minimum slices; 1 otherwise. At most 32.
+ * when the rows alone leave it idle and the cache holds at least two minimum slices (`minSplitKeys`: pass the lane
+ * count — below one key per lane a split only adds the combine); 1 otherwise. At most 32.
  */
 export function attentionSplits(rows: number, keys: number, computeUnits: number, minSplitKeys = 64): number {
   if (!(computeUnits > 0) || rows >= computeUnits) return 1;
@@ -102,7 +103,6 @@ export function synthesizeAttention(req: AttentionRequest, caps: SynthCaps): Syn
   const qDtype = checkDType(SYNTH, "q", req.qDtype ?? "f32", ["f32", "bf16", "f16"]);
   const kvDtype = checkDType(SYNTH, "kv", req.kvDtype ?? "f32", ["f32", "bf16", "f16"]);
   const outDtype = checkDType(SYNTH, "out", req.outDtype ?? "f32", ["f32", "bf16", "f16"]);
-  const lanes = attentionLanes(D, Dv, caps);
   const group = H / Hkv;
   const kvDefault = (w: number): Strides4 => (req.kvLayout === "hsd" ? [Hkv * S * w, S * w, w, 1] : [S * Hkv * w, w, Hkv * w, 1]);
   const qs4 = req.strides?.q ?? [Tq * H * D, D, H * D, 1];
@@ -114,7 +114,8 @@ export function synthesizeAttention(req: AttentionRequest, caps: SynthCaps): Syn
   const tensorMask = req.mask === "bool" || req.mask === "additive" ? req.maskTensor : undefined;
   if ((req.mask === "bool" || req.mask === "additive") && tensorMask === undefined) throw new KernelgenError("bad_param", `a ${req.mask} mask needs maskTensor`, { synth: SYNTH, param: "maskTensor" });
   const splits = req.splits ?? 1;
-  const minSplit = req.minSplitKeys ?? 64;
+  const lanes = attentionLanes(D, Dv, caps);
+  const minSplit = req.minSplitKeys ?? lanes;
   if (!(Number.isInteger(splits) && splits >= 1 && splits <= 1024)) throw new KernelgenError("bad_param", `splits ${splits}`, { synth: SYNTH, param: "splits", value: splits });
   if (!(Number.isInteger(minSplit) && minSplit >= 1)) throw new KernelgenError("bad_param", `minSplitKeys ${minSplit}`, { synth: SYNTH, param: "minSplitKeys", value: minSplit });
   const rows = Bn * H * Tq;
