@@ -30,6 +30,13 @@ export interface SynthCaps {
    * PTX mma.sync m16n8k16). Absent or empty = none; the tensor-core GEMM is synthesized only when listed.
    */
   readonly matrixShapes?: readonly { readonly m: number; readonly n: number; readonly k: number; readonly input: string }[];
+  /** Streaming multiprocessors / compute units (sizes flash-decode's split). */
+  readonly computeUnits?: number;
+  /**
+   * The backend runs a request kernel's `then` dispatch with its `transient` buffer (adapter/request.ts), so
+   * attention may split over the KV length (flash-decode). Default false; the CUDA backend sets it.
+   */
+  readonly splitAttention?: boolean;
 }
 
 /** The caps kernelgen sizes kernels from for the CPU (Wasm SIMD128) target. */

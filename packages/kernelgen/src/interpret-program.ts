@@ -105,15 +105,19 @@ export function interpretProgram(prog: Program, bindings: EvalBindings, options:
     const req = src.request;
     // The shared plan -> kernel mapping (imported where it launches, else synthesized after exact rewrites).
     const rk = planKernel(src, caps, `p${i}_${plan.op.toLowerCase()}`);
-    const buffers: Record<string, KernelBuffer> = {};
-    const roots = rk.bindings.map(({ source }) => (source.kind === "output" ? req.output.root : (req.inputs[source.index] as { root: number }).root));
-    // A written buffer is bound once (WebGPU rejects a writable binding that aliases another one).
-    invariant(roots.filter((r) => r === req.output.root).length === 1, `plan ${i} (${plan.op}) binds its output buffer twice`);
-    rk.bindings.forEach(({ buffer: name }, j) => (buffers[name] = buffer(roots[j] as number)));
-    const uniforms = Object.keys(rk.uniforms).length > 0 ? { uniforms: rk.uniforms } : {};
-    interpret(rk.kernel, { grid: [...rk.grid], buffers, ...uniforms, ...(rk.subgroupSize === undefined ? {} : { subgroupSize: rk.subgroupSize }) });
+    // A split kernel (flash-decode) writes a poisoned transient that its `then` dispatch reads and that binds the output.
+    const transient = rk.transient === undefined ? {} : { [rk.transient.buffer]: Float32Array.from({ length: rk.transient.elements }, () => NaN) };
+    for (const k of rk.then === undefined ? [rk] : [rk, rk.then]) {
+      const buffers: Record<string, KernelBuffer> = { ...transient };
+      const roots = k.bindings.map(({ source }) => (source.kind === "output" ? req.output.root : (req.inputs[source.index] as { root: number }).root));
+      // A written buffer is bound once (WebGPU rejects a writable binding that aliases another one).
+      invariant(roots.filter((r) => r === req.output.root).length === (k === rk && rk.then !== undefined ? 0 : 1), `plan ${i} (${plan.op}) binds its output buffer ${k === rk && rk.then !== undefined ? "before its last dispatch" : "twice"}`);
+      k.bindings.forEach(({ buffer: name }, j) => (buffers[name] = buffer(roots[j] as number)));
+      const uniforms = Object.keys(k.uniforms).length > 0 ? { uniforms: k.uniforms } : {};
+      interpret(k.kernel, { grid: [...k.grid], buffers, ...uniforms, ...(k.subgroupSize === undefined ? {} : { subgroupSize: k.subgroupSize }) });
+      dispatches++;
+    }
     options.onPlan?.(i, buffer(req.output.root));
-    dispatches++;
     const tag = src.provenance === "imported" && rk.fallback === undefined ? `imported:${src.name}` : req.kind;
     kinds[tag] = (kinds[tag] ?? 0) + 1;
   });

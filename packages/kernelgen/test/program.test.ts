@@ -39,6 +39,27 @@ describe("graph-plan programs run through synthesized kernels", () => {
   }
 });
 
+describe("flash-decode attention in a whole program", () => {
+  it("decode at position 260 of a 272-token cache with cuda caps that allow split attention (2 slices of 128 lanes)", () => {
+    const d = { ...BASE, maxSeq: 272 };
+    const g = decoder(d);
+    const target = defaultTarget("cuda");
+    const prog = compile(g, target, { mode: "decode", preferImported: false });
+    const bind = bindings(g, d, 260, 29);
+    const caps = synthCapsFrom(target.caps as never);
+    const split = interpretProgram(prog, bind, { caps: { ...caps, splitAttention: true } });
+    const single = interpretProgram(prog, bind, { caps });
+    // The split variant ran: one more dispatch (the combine) for the one attention plan.
+    expect(split.dispatches).toBe(single.dispatches + 1);
+    const ref = evaluate(g, bind);
+    const want = ref.outputs.logits!.data;
+    expectClose(split.outputs.logits as Float32Array, want, Math.max(...Array.from(want, Math.abs)), 2e-5);
+    for (const key of ["k_cache", "v_cache"]) expectClose(split.state[key] as Float32Array, ref.state[key]!.data, 1, 1e-5);
+    expectExact(split.outputs.next as Int32Array, ref.outputs.next!.data);
+    expect(split.kinds.attention).toBe(1);
+  });
+});
+
 describe("graph-plan programs with imported kernels", () => {
   it("decode with imported GEMVs and a two-stage argmax, the rest synthesized", () => {
     const d = BASE;

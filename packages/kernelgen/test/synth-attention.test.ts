@@ -3,13 +3,15 @@
 
 import { Builder, evaluate } from "@poot/graph-ir";
 import { describe, expect, it } from "vitest";
-import { attentionLanes, synthesizeAttention } from "@poot/kernelgen";
+import { attentionLanes, attentionSplits, synthesizeAttention } from "@poot/kernelgen";
 import type { AttentionRequest, SynthCaps } from "@poot/kernelgen";
 import { expectClose, poisoned, randBf16, randF32, rng, run } from "./helpers.js";
 
 interface Case extends Omit<AttentionRequest, "name" | "scale"> {
   /** Query t's last visible key is pos0 + t (the runtime `limit`). */
   readonly pos0: number;
+  /** Per-batch offsets added to pos0 (ragged live lengths across the batch). */
+  readonly ragged?: readonly number[];
 }
 
 /**
@@ -32,12 +34,14 @@ function reference(c: Case, q: ArrayLike<number>, k: ArrayLike<number>, v: Array
   const kh = cache("k", D), vh = cache("v", Dv);
   let s = g.mul(g.matmul(qh, g.transpose(kh, [0, 1, 3, 2])), scale);
   if (c.softCap !== undefined) s = g.mul(g.tanh(g.div(s, c.softCap)), c.softCap);
-  const mask = new Uint8Array(Tq * S);
-  for (let t = 0; t < Tq; t++) {
-    const p = c.pos0 + t;
-    for (let j = 0; j < S; j++) mask[t * S + j] = (c.mask === "none" || j <= p) && (c.mask !== "sliding" || j > p - c.window!) ? 1 : 0;
+  const mask = new Uint8Array(B * Tq * S);
+  for (let bi = 0; bi < B; bi++) {
+    for (let t = 0; t < Tq; t++) {
+      const p = c.pos0 + t + (c.ragged?.[bi] ?? 0);
+      for (let j = 0; j < S; j++) mask[(bi * Tq + t) * S + j] = (c.mask === "none" || j <= p) && (c.mask !== "sliding" || j > p - c.window!) ? 1 : 0;
+    }
   }
-  const masked = g.select(g.broadcast(g.cast(g.const("mask", "u8", [Tq, S]), "bool"), [B, H, Tq, S]), s, -Infinity);
+  const masked = g.select(g.broadcast(g.cast(g.reshape(g.const("mask", "u8", [B * Tq, S]), [B, 1, Tq, S]), "bool"), [B, H, Tq, S]), s, -Infinity);
   const o = g.matmul(g.softmax(masked), vh); // [B, H, Tq, Dv]
   g.output("o", headMajorQ ? o : g.transpose(o, [0, 2, 1, 3]));
   return evaluate(g.build(), { consts: { q, k, v, mask } }).outputs.o!.data;
@@ -53,9 +57,19 @@ function check(c: Case, caps: SynthCaps, seed: number) {
   const k = c.kvDtype === "bf16" ? randBf16(r, nk * c.headDim) : randF32(r, nk * c.headDim);
   const v = c.kvDtype === "bf16" ? randBf16(r, nk * Dv) : randF32(r, nk * Dv);
   const s = synthesizeAttention({ ...c, name: "attn", scale }, caps);
-  const out = poisoned(s.kernel, "out", B * c.queries * c.heads * Dv);
-  const limit = Int32Array.from({ length: B * c.queries }, (_, i) => c.pos0 + (i % c.queries));
-  run(s.kernel, { grid: [...s.grid], buffers: { q, k, v, out, ...(c.mask === "none" ? {} : { limit }) } });
+  const limit = Int32Array.from({ length: B * c.queries }, (_, i) => c.pos0 + (i % c.queries) + (c.ragged?.[Math.floor(i / c.queries)] ?? 0));
+  const inputs = { q, k, v, ...(c.mask === "none" ? {} : { limit }) };
+  let out;
+  if (s.split === undefined) {
+    out = poisoned(s.kernel, "out", B * c.queries * c.heads * Dv);
+    run(s.kernel, { grid: [...s.grid], buffers: { ...inputs, out } });
+  } else {
+    // Flash-decode: partials into a poisoned transient, then the combine dispatch into a poisoned out.
+    const part = poisoned(s.kernel, "part", s.split.partElements);
+    run(s.kernel, { grid: [...s.grid], buffers: { ...inputs, part } });
+    out = poisoned(s.split.combine.kernel, "out", B * c.queries * c.heads * Dv);
+    run(s.split.combine.kernel, { grid: [...s.split.combine.grid], buffers: { part, out } });
+  }
   const want = reference(c, q, k, v, scale);
   // Outputs are convex combinations of values in [-1, 1]: accumulation-order noise is bounded by ~1e-5 absolute.
   expectClose(out as Float32Array, want, 1, 1e-5);
@@ -146,5 +160,39 @@ describe("synthesized attention", () => {
   it("refuses heads that are not a multiple of kv heads and caps that cannot hold one lane", () => {
     expect(() => synthesizeAttention({ name: "a", queries: 1, heads: 3, kvHeads: 2, headDim: 4, keys: 4, mask: "causal", scale: 1 }, CAPS)).toThrow(expect.objectContaining({ code: "bad_shape" }));
     expect(() => synthesizeAttention({ name: "a", queries: 1, heads: 1, kvHeads: 1, headDim: 64, keys: 4, mask: "causal", scale: 1 }, { maxWorkgroup: 64, sharedBytes: 256 })).toThrow(expect.objectContaining({ code: "exceeds_caps" }));
+  });
+
+  describe("flash-decode (split over the live KV length, then a combine dispatch)", () => {
+    // 4 splits of at least 4 keys: live lengths 1 (three empty splits), 15 / 16 / 17 around the 4 × 4 boundary, 40.
+    for (const len of [1, 15, 16, 17, 40]) {
+      it(`decode, GQA 8:2, live length ${len} of 40`, () => {
+        const s = check({ queries: 1, heads: 8, kvHeads: 2, headDim: 8, keys: 40, mask: "causal", pos0: len - 1, splits: 4, minSplitKeys: 4 }, CAPS, 100 + len);
+        expect(s.split?.partElements).toBe(8 * 4 * (8 + 2));
+      });
+    }
+
+    it("ragged batch of 3 (live lengths 4, 13, 34), head-major bf16 cache", () => {
+      check({ batch: 3, queries: 1, heads: 4, kvHeads: 1, headDim: 8, keys: 40, mask: "causal", kvLayout: "hsd", kvDtype: "bf16", pos0: 3, ragged: [0, 9, 30], splits: 5, minSplitKeys: 3 }, CAPS, 120);
+    });
+
+    it("chunked prefill with a sliding window, soft-cap and value dim ≠ head dim", () => {
+      check({ queries: 3, heads: 4, kvHeads: 2, headDim: 6, valueDim: 5, keys: 48, mask: "sliding", window: 11, softCap: 0.7, pos0: 30, splits: 3, minSplitKeys: 2 }, CAPS, 121);
+    });
+
+    it("unmasked attention over the whole cache with more splits than keys per split", () => {
+      check({ queries: 2, heads: 2, kvHeads: 2, headDim: 4, keys: 9, mask: "none", pos0: 0, splits: 7, minSplitKeys: 1 }, CAPS, 122);
+    });
+
+    it("attentionSplits fills an idle device twice over, only with long enough caches", () => {
+      expect(attentionSplits(32, 4096, 132)).toBe(9); // Llama-3.2-1B decode on an H200
+      expect(attentionSplits(32, 256, 132)).toBe(4); // capped by 64-key slices
+      expect(attentionSplits(32, 100, 132)).toBe(1);
+      expect(attentionSplits(264, 4096, 132)).toBe(1); // rows already fill the device
+      expect(attentionSplits(1, 1 << 20, 1000)).toBe(32);
+    });
+
+    it("refuses a bad split count", () => {
+      expect(() => synthesizeAttention({ name: "a", queries: 1, heads: 1, kvHeads: 1, headDim: 4, keys: 4, mask: "causal", scale: 1, splits: 0 }, CAPS)).toThrow(expect.objectContaining({ code: "bad_param" }));
+    });
   });
 });

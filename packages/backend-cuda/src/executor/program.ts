@@ -68,6 +68,8 @@ interface Lowered {
   readonly grid: Dim3;
   readonly uniforms: Readonly<Record<string, number>>;
   readonly bindings: readonly { readonly buffer: string; readonly source: BindingSource }[];
+  /** A program-owned scratch buffer bound by kernel buffer name (flash-decode's partials, shared with the combine). */
+  readonly transient?: { readonly buffer: string; readonly dev: DeviceBuffer };
 }
 
 /** One bound launch: snapshot copies first (an operand that is also the output), then the kernel. */
@@ -117,11 +119,13 @@ export class CudaProgram implements StagedProgram {
     const ctx = host.ctx;
     const caps = planCapsOf(ctx);
     const program = compile(graph, makeTarget({ kind: "cuda", caps }), options);
-    // Buffers are raw device pointers: GEMVs may read bf16/f16 weights as 16-byte words.
-    const synth = { ...synthCapsFrom(caps), vectorLoads: true };
+    // Buffers are raw device pointers: GEMVs may read bf16/f16 weights as 16-byte words; a plan may launch a second
+    // kernel over a transient buffer (flash-decode attention split over the KV length, decision 0804).
+    const synth = { ...synthCapsFrom(caps), vectorLoads: true, splitAttention: true };
     // Kernel names become PTX entry points: identifiers only.
     const ident = name.replace(/[^A-Za-z0-9_]/g, "_").replace(/^(?=[0-9])/, "k");
     const lowered: Lowered[] = [];
+    const transients: DeviceBuffer[] = [];
     program.plans().forEach((p, i) => {
       const src = p.kernel;
       if (src.provenance === "none") return;
@@ -132,9 +136,14 @@ export class CudaProgram implements StagedProgram {
         if (!(e instanceof KernelgenError)) throw e;
         throw new CudaError("unsupported-kernel", `plan ${i} (${p.op}, ${src.request.kind}, eqn ${p.eqn}) of ${name}: ${e.message}`, { kernel: p.op, value: p.eqn });
       }
-      lowered.push({ plan: p, compiled: ctx.compile(k.kernel), grid: k.grid, uniforms: k.uniforms, bindings: k.bindings });
+      const transient = k.transient === undefined ? undefined : { buffer: k.transient.buffer, dev: ctx.allocate(4 * k.transient.elements) };
+      if (transient !== undefined) transients.push(transient.dev);
+      const t = transient === undefined ? {} : { transient };
+      lowered.push({ plan: p, compiled: ctx.compile(k.kernel), grid: k.grid, uniforms: k.uniforms, bindings: k.bindings, ...t });
+      if (k.then !== undefined) lowered.push({ plan: p, compiled: ctx.compile(k.then.kernel), grid: k.then.grid, uniforms: k.then.uniforms, bindings: k.then.bindings, ...t });
     });
     const prog = new CudaProgram(host, name, schema, program, lowered);
+    prog.#scratch.push(...transients);
     for (const s of schema.slots.values()) {
       const bytes = s.size * elementBytes(s.dtype);
       prog.#slots.set(s.key, { dev: ctx.allocate(bytes), pinned: ctx.pinned(Math.max(4, bytes)), bytes });
@@ -178,7 +187,7 @@ export class CudaProgram implements StagedProgram {
       if (l.plan.phase !== phase || l.plan.kernel.provenance === "none") continue;
       const req = l.plan.kernel.request;
       const outRoot = this.#root(req.output.root);
-      const buffers: Record<string, DeviceBuffer> = {};
+      const buffers: Record<string, DeviceBuffer> = l.transient === undefined ? {} : { [l.transient.buffer]: l.transient.dev };
       const snapshots: { from: DeviceBuffer; to: DeviceBuffer }[] = [];
       for (const { buffer, source } of l.bindings) {
         const root = source.kind === "output" ? outRoot : this.#root(req.inputs[source.index]!.root);

@@ -18,6 +18,10 @@ export interface PlanKernel {
   readonly subgroupSize?: number;
   /** Set when an imported plan was synthesized instead (the library lacks the kernel). */
   readonly fallback?: string;
+  /** A scratch f32 buffer the backend allocates and binds here and in `then` (RequestKernel.transient). */
+  readonly transient?: { readonly buffer: string; readonly elements: number };
+  /** A second dispatch right after this one (flash-decode's combine; RequestKernel.then). */
+  readonly then?: PlanKernel;
 }
 
 const dense = (shape: readonly number[]): number[] => {
@@ -79,5 +83,6 @@ export function planKernel(src: Exclude<KernelSource, { provenance: "none" }>, c
   }
   const req = reduceAsRows(src.request) ?? squeezeWeightBatch(src.request) ?? src.request;
   const k = synthesizeRequest(req, caps, name);
-  return { kernel: k.kernel, grid: k.grid, uniforms: {}, bindings: k.bindings, ...(k.subgroupSize !== undefined ? { subgroupSize: k.subgroupSize } : {}), ...(fallback !== undefined ? { fallback } : {}) };
+  const then = k.then === undefined ? {} : { then: { kernel: k.then.kernel, grid: k.then.grid, uniforms: {}, bindings: k.then.bindings } };
+  return { kernel: k.kernel, grid: k.grid, uniforms: {}, bindings: k.bindings, ...(k.subgroupSize !== undefined ? { subgroupSize: k.subgroupSize } : {}), ...(fallback !== undefined ? { fallback } : {}), ...(k.transient !== undefined ? { transient: k.transient } : {}), ...then };
 }

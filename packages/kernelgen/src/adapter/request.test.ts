@@ -21,7 +21,20 @@ function req(kind: KernelRequest["kind"], op: string, inputs: Access[], output: 
 describe("synthesizeRequest", () => {
   it("maps DeviceCaps to SynthCaps (subgroups when wider than one lane)", () => {
     const c = synthCapsFrom(defaultTarget("wgpu").caps as never);
-    expect(c).toEqual({ maxWorkgroup: 256, subgroupSize: 32, sharedBytes: 16384, maxGridDim: 65535 });
+    expect(c).toEqual({ maxWorkgroup: 256, subgroupSize: 32, sharedBytes: 16384, maxGridDim: 65535, computeUnits: 32 });
+  });
+
+  it("splits decode attention (transient partials + a combine dispatch) only when the caps allow it", () => {
+    const q = dense(0, [1, 4, 1, 8]), k = dense(1, [1, 2, 512, 8]), v = dense(2, [1, 2, 512, 8]), lim = dense(3, [1, 1, 1, 1], "i32");
+    const r = req("attention", "Attention", [q, k, v, lim], dense(4, [1, 4, 1, 8]), { scale: 1, softCap: null, mask: "causal", window: 0, groups: 2 });
+    const caps = { ...CAPS, computeUnits: 132 };
+    expect(synthesizeRequest(r, caps).then).toBeUndefined();
+    const s = synthesizeRequest(r, { ...caps, splitAttention: true });
+    // 4 rows on 132 SMs, 512 keys: min(ceil(264 / 4), 512 / 64) = 8 splits of (max, sum, acc[8]).
+    expect(s.transient).toEqual({ buffer: "part", elements: 4 * 8 * 10 });
+    expect(s.bindings.map((b) => b.buffer)).toEqual(["q", "k", "v", "limit"]);
+    expect(s.then?.bindings).toEqual([{ buffer: "out", source: { kind: "output" } }]);
+    expect(s.then?.kernel.buffers.map((b) => b.name)).toEqual(["part", "out"]);
   });
 
   it("passes matrix-unit shapes through, and picks the tensor-core GEMM for a bf16-weight prefill contraction only where caps list m16n8k16", () => {

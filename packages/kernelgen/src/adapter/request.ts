@@ -7,7 +7,7 @@ import type { ScalarDType } from "@poot/graph-ir";
 import type { Access, DeviceCaps, KernelRequest, Region, RegionNode } from "@poot/graph-plan";
 import type { SynthCaps, SynthKernel } from "../caps.js";
 import { KernelgenError } from "../errors.js";
-import { synthesizeAttention } from "../synth/attention.js";
+import { attentionLanes, attentionSplits, synthesizeAttention } from "../synth/attention.js";
 import type { Strides4 } from "../synth/attention.js";
 import { synthesizeDequantGemvWith } from "../synth/dequant.js";
 import type { PreparedEpilogue } from "../synth/epilogue.js";
@@ -31,6 +31,13 @@ export type BindingSource = { readonly kind: "input"; readonly index: number } |
 /** A synthesized kernel for a graph-plan request, with its buffer bindings in kernel binding order. */
 export interface RequestKernel extends SynthKernel {
   readonly bindings: readonly { readonly buffer: string; readonly source: BindingSource }[];
+  /**
+   * A scratch f32 buffer of `elements` that is no request access: the backend allocates it (contents undefined),
+   * binds it as kernel buffer `buffer` here and in `then`. Only with caps.splitAttention.
+   */
+  readonly transient?: { readonly buffer: string; readonly elements: number };
+  /** A second dispatch launched right after this one (flash-decode's combine); it also binds `transient`. */
+  readonly then?: RequestKernel;
 }
 
 /** SynthCaps from graph-plan DeviceCaps (subgroups used when the device reports a width above 1). */
@@ -41,6 +48,7 @@ export function synthCapsFrom(caps: DeviceCaps): SynthCaps {
     sharedBytes: caps.sharedBytes,
     maxGridDim: caps.maxGrid[0],
     ...(caps.matrixShapes.length > 0 ? { matrixShapes: caps.matrixShapes } : {}),
+    computeUnits: caps.computeUnits,
   };
 }
 
@@ -48,9 +56,9 @@ const SYNTH = "request";
 const input = (index: number): BindingSource => ({ kind: "input", index });
 const OUTPUT: BindingSource = { kind: "output" };
 
-/** Bindings by buffer name: `in<i>` -> input i, `out` -> output, and named roles. */
-function bind(k: SynthKernel, named: Readonly<Record<string, BindingSource>> = {}): RequestKernel {
-  const bindings = k.kernel.buffers.map((p) => {
+/** Bindings by buffer name: `in<i>` -> input i, `out` -> output, and named roles; `transient` is left unbound. */
+function bind(k: SynthKernel, named: Readonly<Record<string, BindingSource>> = {}, transient?: string): RequestKernel {
+  const bindings = k.kernel.buffers.filter((p) => p.name !== transient).map((p) => {
     const m = /^in(\d+)$/.exec(p.name);
     const source = named[p.name] ?? (m !== null ? input(Number(m[1])) : p.name === "out" ? OUTPUT : undefined);
     if (source === undefined) throw new KernelgenError("bad_param", `kernel buffer ${p.name} has no binding`, { synth: SYNTH, value: p.name });
@@ -277,8 +285,9 @@ function attention(req: KernelRequest, name: string, caps: SynthCaps): RequestKe
     const bs = ls.slice(0, r - 3).filter((_, i) => (q.shape[i] as number) > 1);
     limitStrides = [bs[bs.length - 1] ?? 0, ls[r - 3] as number, ls[r - 2] as number];
   }
+  const splits = caps.splitAttention === true && caps.computeUnits !== undefined ? attentionSplits(batch * H * Tq, Tk, caps.computeUnits, attentionLanes(D, Dv, caps)) : 1;
   const kk = synthesizeAttention({
-    name, batch, queries: Tq, heads: H, kvHeads: Hkv, headDim: D, valueDim: Dv, keys: Tk,
+    name, splits, batch, queries: Tq, heads: H, kvHeads: Hkv, headDim: D, valueDim: Dv, keys: Tk,
     scale: (p.scale ?? 1) as number, ...(p.softCap === null || p.softCap === undefined ? {} : { softCap: p.softCap as number }),
     mask: mask as "causal", ...(mask === "sliding" ? { window: p.window as number } : {}),
     strides: { q: strides4(q, "q"), k: pageSize > 0 ? poolStrides(k, "k") : strides4(k, "k"), v: pageSize > 0 ? poolStrides(v, "v") : strides4(v, "v"), out: strides4(req.output, "out"), ...(limitStrides === undefined ? {} : { limit: limitStrides }) },
@@ -287,7 +296,10 @@ function attention(req: KernelRequest, name: string, caps: SynthCaps): RequestKe
     qDtype: scalar(q.dtype, "q"), kvDtype: scalar(k.dtype, "k"), outDtype: scalar(req.output.dtype, "out"),
   }, caps);
   if (k.dtype !== v.dtype) throw new KernelgenError("bad_dtype", "k and v must share a dtype", { synth: "attention", param: "v" });
-  return bind(kk, { q: input(0), k: input(1), v: input(2), ...(limit === undefined ? {} : tensorMask ? { mask: input(3) } : { limit: input(3) }), ...(pageSize > 0 ? { pages: input(4) } : {}) });
+  const named = { q: input(0), k: input(1), v: input(2), ...(limit === undefined ? {} : tensorMask ? { mask: input(3) } : { limit: input(3) }), ...(pageSize > 0 ? { pages: input(4) } : {}) };
+  if (kk.split === undefined) return bind(kk, named);
+  // Flash-decode: partials into the transient `part`, then the combine writes the output.
+  return { ...bind(kk, named, "part"), transient: { buffer: "part", elements: kk.split.partElements }, then: bind(kk.split.combine, {}, "part") };
 }
 
 function packedMovement(req: KernelRequest, name: string, caps: SynthCaps): RequestKernel {

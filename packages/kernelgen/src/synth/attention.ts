@@ -52,6 +52,21 @@ export interface AttentionRequest {
    * batch b is k/v token row pages[b, j / pageSize] · pageSize + j % pageSize (k/v batch strides are then 0).
    */
   readonly paged?: { readonly pageSize: number };
+  /**
+   * Flash-decode: split each (batch, head, query)'s visible keys over this many workgroups (default 1, no split).
+   * Above 1 the kernel writes unnormalized partials (max, sum, acc[Dv]) to the f32 buffer `part` and `combine`
+   * (a second dispatch, after it) merges them into `out`. Slices are cut from the live range at run time
+   * (at least `minSplitKeys` keys each), so a short live length uses few workgroups and reads only visible keys.
+   */
+  readonly splits?: number;
+  /** Fewest keys one split covers (default: the lane count, so a split never leaves a lane two keys it could drop). */
+  readonly minSplitKeys?: number;
+}
+
+/** A split attention: the partial kernel, the combine kernel and the f32 elements of the transient `part`. */
+export interface SplitAttention {
+  readonly combine: SynthKernel;
+  readonly partElements: number;
 }
 
 const SYNTH = "attention";
@@ -65,8 +80,23 @@ export function attentionLanes(headDim: number, valueDim: number, caps: SynthCap
   return lanes;
 }
 
-/** Generates the attention kernel. Buffers: q, k, v, limit (causal/sliding) or mask (bool/additive), pages (paged), out. Grid: one workgroup per (batch, head, query). */
-export function synthesizeAttention(req: AttentionRequest, caps: SynthCaps): SynthKernel & { readonly lanes: number } {
+/**
+ * Splits for flash-decode on a device with `computeUnits` SMs: enough workgroups to fill the device about twice,
+ * when the rows alone leave it idle and the cache holds at least two minimum slices (`minSplitKeys`: pass the lane
+ * count — below one key per lane a split only adds the combine); 1 otherwise. At most 32.
+ */
+export function attentionSplits(rows: number, keys: number, computeUnits: number, minSplitKeys = 64): number {
+  if (!(computeUnits > 0) || rows >= computeUnits) return 1;
+  const bySm = Math.ceil((2 * computeUnits) / rows);
+  const byKeys = Math.floor(keys / minSplitKeys);
+  return Math.max(1, Math.min(bySm, byKeys, 32));
+}
+
+/**
+ * Generates the attention kernel. Buffers: q, k, v, limit (causal/sliding) or mask (bool/additive), pages (paged), then out, or
+ * `part` when split. Grid: one workgroup per (batch, head, query[, split]).
+ */
+export function synthesizeAttention(req: AttentionRequest, caps: SynthCaps): SynthKernel & { readonly lanes: number; readonly split?: SplitAttention } {
   checkCaps(SYNTH, caps);
   const { queries: Tq, heads: H, kvHeads: Hkv, headDim: D, keys: S } = req;
   const Bn = req.batch ?? 1;
@@ -78,7 +108,6 @@ export function synthesizeAttention(req: AttentionRequest, caps: SynthCaps): Syn
   const qDtype = checkDType(SYNTH, "q", req.qDtype ?? "f32", ["f32", "bf16", "f16"]);
   const kvDtype = checkDType(SYNTH, "kv", req.kvDtype ?? "f32", ["f32", "bf16", "f16"]);
   const outDtype = checkDType(SYNTH, "out", req.outDtype ?? "f32", ["f32", "bf16", "f16"]);
-  const lanes = attentionLanes(D, Dv, caps);
   const group = H / Hkv;
   const kvDefault = (w: number): Strides4 => (req.kvLayout === "hsd" ? [Hkv * S * w, S * w, w, 1] : [S * Hkv * w, w, Hkv * w, 1]);
   const qs4 = req.strides?.q ?? [Tq * H * D, D, H * D, 1];
@@ -91,6 +120,12 @@ export function synthesizeAttention(req: AttentionRequest, caps: SynthCaps): Syn
   if (ps !== undefined && !(Number.isInteger(ps) && ps >= 1 && S % ps === 0)) throw new KernelgenError("bad_param", `pageSize ${ps} does not divide ${S} keys`, { synth: SYNTH, param: "paged.pageSize", value: ps });
   const tensorMask = req.mask === "bool" || req.mask === "additive" ? req.maskTensor : undefined;
   if ((req.mask === "bool" || req.mask === "additive") && tensorMask === undefined) throw new KernelgenError("bad_param", `a ${req.mask} mask needs maskTensor`, { synth: SYNTH, param: "maskTensor" });
+  const splits = req.splits ?? 1;
+  const lanes = attentionLanes(D, Dv, caps);
+  const minSplit = req.minSplitKeys ?? lanes;
+  if (!(Number.isInteger(splits) && splits >= 1 && splits <= 1024)) throw new KernelgenError("bad_param", `splits ${splits}`, { synth: SYNTH, param: "splits", value: splits });
+  if (!(Number.isInteger(minSplit) && minSplit >= 1)) throw new KernelgenError("bad_param", `minSplitKeys ${minSplit}`, { synth: SYNTH, param: "minSplitKeys", value: minSplit });
+  const rows = Bn * H * Tq;
   const k = kernel(req.name, { workgroupSize: [lanes, 1, 1] }, (b) => {
     const { let_, var_, for_, if_, wid, nwg, lid, f32, i32, u32, barrier, exp, tanh, max, min, select, privateArray, return_ } = b;
     const q = b.buffer("q", elemOf(qDtype), "read") as Arr<"f32">;
@@ -99,16 +134,18 @@ export function synthesizeAttention(req: AttentionRequest, caps: SynthCaps): Syn
     const limitBuf = masked ? b.buffer("limit", "i32", "read") : undefined;
     const maskBuf = tensorMask === undefined ? undefined : (b.buffer("mask", elemOf(tensorMask.dtype), "read") as Arr<"f32">);
     const pagesBuf = ps === undefined ? undefined : b.buffer("pages", "i32", "read");
-    const out = b.buffer("out", elemOf(outDtype), "write");
+    const out = splits === 1 ? b.buffer("out", elemOf(outDtype), "write") : undefined;
+    const part = splits === 1 ? undefined : (b.buffer("part", "f32", "write") as Arr<"f32">);
     const qsh = b.shared("qs", "f32", D);
     const sm = b.shared("sm", "f32", lanes);
     const sl = b.shared("sl", "f32", lanes);
     const sacc = b.shared("sacc", "f32", lanes * Dv);
     const wgId = let_(wid.y.mul(nwg.x).add(wid.x), "wg");
-    if_(wgId.ge(Bn * H * Tq), () => return_());
-    const t = let_(wgId.rem(Tq), "t");
-    const h = let_(wgId.div(Tq).rem(H), "h");
-    const bb = let_(wgId.div(Tq * H), "bb");
+    if_(wgId.ge(rows * splits), () => return_());
+    const rowId = splits === 1 ? wgId : let_(wgId.div(splits), "row_id");
+    const t = let_(rowId.rem(Tq), "t");
+    const h = let_(rowId.div(Tq).rem(H), "h");
+    const bb = let_(rowId.div(Tq * H), "bb");
     const kvh = let_(h.div(group), "kvh");
     const lane = let_(lid.x, "lane");
     const at = (s4: Strides4, head: Val<"u32">, tok: Val<"u32">): Val<"u32"> => let_(bb.mul(s4[0]).add(head.mul(s4[1])).add(tok.mul(s4[2])), "row");
@@ -119,6 +156,16 @@ export function synthesizeAttention(req: AttentionRequest, caps: SynthCaps): Syn
       const lim = let_(limitBuf.at(bb.mul(ls3[0]).add(h.mul(ls3[1])).add(t.mul(ls3[2]))), "limit");
       hi = let_(max(min(lim.add(1), i32(S)), i32(0)).u32(), "hi");
       if (req.mask === "sliding") lo = let_(max(lim.sub((req.window as number) - 1), i32(0)).u32(), "lo");
+    }
+    if (splits > 1) {
+      // This workgroup's slice of the live range: ceil(len / splits) keys, at least minSplit; trailing splits of a
+      // short range are empty (they write an empty partial).
+      const sp = let_(wgId.rem(splits), "split");
+      const hiC = let_(max(hi, lo), "hi_c");
+      const chunk = let_(max(hiC.sub(lo).add(splits - 1).div(splits), u32(minSplit)), "chunk");
+      const sLo = let_(min(lo.add(sp.mul(chunk)), hiC), "s_lo");
+      hi = let_(min(sLo.add(chunk), hiC), "s_hi");
+      lo = sLo;
     }
     const qRow = at(qs4, h, t);
     for_(lane, D, lanes, (d) => qsh.set(d, q.at(qRow.add(d.mul(qs4[3])))), "d");
@@ -162,14 +209,75 @@ export function synthesizeAttention(req: AttentionRequest, caps: SynthCaps): Syn
     for_(u32(0), lanes, 1, (i) => M.set(max(M, sm.at(i))), "i");
     const den = var_(f32(0), "den");
     for_(u32(0), lanes, 1, (i) => den.set(den.add(sl.at(i).mul(exp(sm.at(i).sub(M))))), "i");
+    if (part !== undefined) {
+      // Unnormalized partial at [row, split, ·] = wgId · (Dv + 2): max, sum, acc. An empty slice writes (-inf, 0, 0).
+      const live = let_(M.gt(-Infinity), "live");
+      const pRow = let_(wgId.mul(Dv + 2), "p_row");
+      if_(lane.eq(0), () => {
+        part.set(pRow, M);
+        part.set(pRow.add(1), select(live, den, f32(0)));
+      });
+      for_(lane, Dv, lanes, (d) => {
+        const num = var_(f32(0), "num");
+        for_(u32(0), lanes, 1, (i) => num.set(num.add(sacc.at(i.mul(Dv).add(d)).mul(exp(sm.at(i).sub(M))))), "i");
+        part.set(pRow.add(2).add(d), select(live, num, f32(0)));
+      }, "d");
+      return;
+    }
     const oRow = at(os4, h, t);
     for_(lane, Dv, lanes, (d) => {
       const num = var_(f32(0), "num");
       for_(u32(0), lanes, 1, (i) => num.set(num.add(sacc.at(i.mul(Dv).add(d)).mul(exp(sm.at(i).sub(M))))), "i");
       // A query with no visible key gets zeros (the graph's softmax over nothing would be NaN).
       const o = let_(select(den.gt(0), num.div(den), f32(0)), "o");
-      storeAs(b, out, outDtype, oRow.add(d.mul(os4[3])), o);
+      storeAs(b, out!, outDtype, oRow.add(d.mul(os4[3])), o);
     }, "d");
   });
-  return { kernel: k, grid: grid2d(Bn * H * Tq, caps), lanes };
+  if (splits === 1) return { kernel: k, grid: grid2d(rows, caps), lanes };
+  const combine = combineKernel(`${req.name}_combine`, { rows, splits, Tq, H, Dv, os4, outDtype }, caps);
+  return { kernel: k, grid: grid2d(rows * splits, caps), lanes, split: { combine, partElements: rows * splits * (Dv + 2) } };
+}
+
+interface CombineShape {
+  readonly rows: number;
+  readonly splits: number;
+  readonly Tq: number;
+  readonly H: number;
+  readonly Dv: number;
+  readonly os4: Strides4;
+  readonly outDtype: StorageDType;
+}
+
+/** The flash-decode combine: one workgroup per row merges its splits' partials (f32) and writes `out`. */
+function combineKernel(name: string, c: CombineShape, caps: SynthCaps): SynthKernel {
+  const { rows, splits, Tq, H, Dv, os4, outDtype } = c;
+  let wg = 1;
+  while (wg * 2 <= Math.min(caps.maxWorkgroup, 128) && wg < Dv) wg *= 2;
+  const k = kernel(name, { workgroupSize: [wg, 1, 1] }, (b) => {
+    const { let_, var_, for_, if_, wid, nwg, lid, f32, u32, exp, max, select, return_ } = b;
+    const part = b.buffer("part", "f32", "read") as Arr<"f32">;
+    const out = b.buffer("out", elemOf(outDtype), "write");
+    const row = let_(wid.y.mul(nwg.x).add(wid.x), "row");
+    if_(row.ge(rows), () => return_());
+    const t = let_(row.rem(Tq), "t");
+    const h = let_(row.div(Tq).rem(H), "h");
+    const bb = let_(row.div(Tq * H), "bb");
+    const base = let_(row.mul(splits * (Dv + 2)), "base");
+    const M = var_(f32(-Infinity), "M");
+    for_(u32(0), splits, 1, (i) => M.set(max(M, part.at(base.add(i.mul(Dv + 2))))), "i");
+    // An empty split (max -inf) weighs 0; exp(-inf - -inf) never reaches a sum.
+    const weight = (i: Val<"u32">): Val<"f32"> => {
+      const mi = let_(part.at(base.add(i.mul(Dv + 2))), "mi");
+      return let_(select(mi.gt(-Infinity), exp(mi.sub(M)), f32(0)), "w");
+    };
+    const den = var_(f32(0), "den");
+    for_(u32(0), splits, 1, (i) => den.set(den.add(part.at(base.add(i.mul(Dv + 2)).add(1)).mul(weight(i)))), "i");
+    const oRow = let_(bb.mul(os4[0]).add(h.mul(os4[1])).add(t.mul(os4[2])), "o_row");
+    for_(lid.x, Dv, wg, (d) => {
+      const num = var_(f32(0), "num");
+      for_(u32(0), splits, 1, (i) => num.set(num.add(part.at(base.add(i.mul(Dv + 2)).add(2).add(d)).mul(weight(i)))), "i");
+      storeAs(b, out, outDtype, oRow.add(d.mul(os4[3])), let_(select(den.gt(0), num.div(den), f32(0)), "o"));
+    }, "d");
+  });
+  return { kernel: k, grid: grid2d(rows, caps) };
 }

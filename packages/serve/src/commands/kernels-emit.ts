@@ -68,7 +68,8 @@ export function compileFor(graph: Graph, target: TargetName, mode: "decode" | "p
 export function emitKernels(program: Program, target: TargetName, file: string): EmittedKernel[] {
   const t = program.target;
   invariant(t.kind !== "aie", "poot kernels plans for GPU-like targets only");
-  const synth = synthCapsFrom(t.caps);
+  // As the CUDA executor plans them: attention may split over the KV length, with a combine dispatch (decision 0804).
+  const synth = { ...synthCapsFrom(t.caps), ...(target === "ptx" ? { splitAttention: true } : {}) };
   const caps = codegenCaps(target, t.caps);
   const byName = new Map<string, EmittedKernel>();
   const byIr = new Map<string, EmittedKernel>();
@@ -79,13 +80,18 @@ export function emitKernels(program: Program, target: TargetName, file: string):
     try {
       const k = planKernel(src, synth, synthName);
       const name = src.provenance === "imported" && k.fallback === undefined ? src.name : synthName;
-      // Plans of repeated layers get the same kernel under another name: keep the first, list the plans.
-      const key = JSON.stringify({ ...k.kernel, name: "" });
-      const seen = byName.get(name) ?? byIr.get(key);
-      if (seen !== undefined) return void seen.plans.push(i);
-      const e: EmittedKernel = { name, plans: [i], code: TARGETS[target].lower(k.kernel, caps) };
-      byName.set(name, e);
-      byIr.set(key, e);
+      for (const [stem, kernel] of [[name, k.kernel], ...(k.then === undefined ? [] : [[`${name}_combine`, k.then.kernel] as const])] as const) {
+        // Plans of repeated layers get the same kernel under another name: keep the first, list the plans.
+        const key = JSON.stringify({ ...kernel, name: "" });
+        const seen = byName.get(stem) ?? byIr.get(key);
+        if (seen !== undefined) {
+          seen.plans.push(i);
+          continue;
+        }
+        const e: EmittedKernel = { name: stem, plans: [i], code: TARGETS[target].lower(kernel, caps) };
+        byName.set(stem, e);
+        byIr.set(key, e);
+      }
     } catch (err) {
       if (err instanceof KernelgenError || err instanceof CodegenError) {
         throw new CliError("command-failed", `plan ${i} (${plan.op}, eqn ${plan.eqn}) for ${target}: ${err.message}`, { command: "kernels", file });
