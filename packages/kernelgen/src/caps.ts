@@ -61,13 +61,38 @@ export function pow2Workgroup(want: number, limit: number): number {
   return wg;
 }
 
-/** Splits `workgroups` over grid x (≤ maxGridDim) and y, for kernels that linearize (wid.y · nwg.x + wid.x). */
-export function grid2d(workgroups: number, caps: SynthCaps): [number, number, number] {
-  const maxX = caps.maxGridDim ?? 65535;
+/** Most workgroups along grid y and z: the caps' per-axis limit, and never above 65535 (CUDA's y/z limit, WebGPU's default). */
+const MAX_GRID_YZ = 65535;
+
+/** Per-axis workgroup limits [x, y, z] of `caps`: x ≤ maxGridDim (default 65535), y and z ≤ min(maxGridDim, 65535). */
+export function gridLimits(caps: Pick<SynthCaps, "maxGridDim">): [number, number, number] {
+  const x = caps.maxGridDim ?? 65535;
+  const yz = Math.min(x, MAX_GRID_YZ);
+  return [x, yz, yz];
+}
+
+/**
+ * Splits `workgroups` over grid x (≤ maxGridDim) and y, for kernels that linearize (wid.y · nwg.x + wid.x); the
+ * grid may hold up to x·y − workgroups extra workgroups, which such kernels must bounds-check.
+ * Throws `exceeds_caps` when even the split needs more than the y limit.
+ */
+export function grid2d(workgroups: number, caps: Pick<SynthCaps, "maxGridDim">): [number, number, number] {
+  const [maxX, maxY] = gridLimits(caps);
   const n = Math.max(1, workgroups);
   if (n <= maxX) return [n, 1, 1];
   const y = Math.ceil(n / maxX);
+  if (y > maxY) throw new KernelgenError("exceeds_caps", `${n} workgroups exceed the grid limit ${maxX}·${maxY}`, { synth: "grid2d", param: "workgroups", value: n });
   return [Math.ceil(n / y), y, 1];
+}
+
+/** Throws `exceeds_caps` naming `synth` unless every axis of `grid` is an integer within the caps' per-axis limits. */
+export function checkGrid(synth: string, grid: readonly [number, number, number], caps: Pick<SynthCaps, "maxGridDim">): void {
+  const lim = gridLimits(caps);
+  grid.forEach((g, i) => {
+    if (!Number.isInteger(g) || g < 0 || g > lim[i]!) {
+      throw new KernelgenError("exceeds_caps", `grid [${grid.join(", ")}]: axis ${"xyz"[i]} must be an integer in [0, ${lim[i]}]`, { synth, param: "grid", value: grid });
+    }
+  });
 }
 
 /** Throws `bad_shape` unless every dim is a positive integer. */

@@ -2,6 +2,8 @@
 // which uniforms the metadata fills and how many workgroups to launch, per library kernel.
 
 import type { Kernel } from "@poot/kernel-dsl";
+import { checkGrid, grid2d } from "./caps.js";
+import type { SynthCaps } from "./caps.js";
 import { KernelgenError } from "./errors.js";
 import { IMPORTED_KERNELS, importedKernel } from "./library.js";
 import type { ImportedKernelName } from "./library.js";
@@ -19,18 +21,24 @@ export interface ImportedLaunch {
 }
 
 const ceil = (a: number, b: number): number => Math.max(1, Math.ceil(a / b));
-/** 1-D launches of linearized kernels (wid.y · nwg.x + wid.x) split over y past 65535 workgroups. */
-const linear = (wgs: number): [number, number, number] => (wgs <= 65535 ? [wgs, 1, 1] : [ceil(wgs, ceil(wgs, 65535)), ceil(wgs, 65535), 1]);
 
-type Layout = { readonly arity: number; readonly bind?: Readonly<Record<string, number | "out">>; readonly launch: (m: readonly number[]) => { uniforms: Record<string, number>; grid: [number, number, number] } };
+/** Grid limits an imported launch must respect (the device's per-axis workgroup limit; default 65535). */
+export type LaunchCaps = Pick<SynthCaps, "maxGridDim">;
+
+type Layout = {
+  readonly arity: number;
+  readonly bind?: Readonly<Record<string, number | "out">>;
+  /** `linear`: 1-D launches of linearized kernels (wid.y · nwg.x + wid.x), split over x/y past the x limit. */
+  readonly launch: (m: readonly number[], linear: (wgs: number) => [number, number, number]) => { uniforms: Record<string, number>; grid: [number, number, number] };
+};
 
 const gemv = (layout: "kn" | "nk"): Layout => ({
   arity: 3,
   bind: { x: 0, W: 1, y: "out" },
   // [K, N, rows(, tileN)] — the tile is graph-plan's schedule hint; these kernels size their own tiles.
-  launch: ([K, N, rows]) => {
+  launch: ([K, N, rows], linear) => {
     if ((rows as number) > 8) throw new KernelgenError("bad_param", `imported GEMV serves at most 8 rows, got ${rows}`, { synth: "importedLaunch", param: "rows", value: rows });
-    return { uniforms: { K: K as number, N: N as number, B: rows as number }, grid: [layout === "kn" ? ceil(N as number, 32) : (N as number), 1, 1] };
+    return { uniforms: { K: K as number, N: N as number, B: rows as number }, grid: linear(layout === "kn" ? ceil(N as number, 32) : (N as number)) };
   },
 });
 
@@ -48,33 +56,37 @@ const LAYOUTS: Record<ImportedKernelName, Layout> = {
   // [V, nChunks, rows]
   argmax_combine: { arity: 3, bind: { x: 0, candidates: 1, out: "out" }, launch: ([V, n, rows]) => ({ uniforms: { V: V!, nChunks: n! }, grid: [rows!, 1, 1] }) },
   // [n, key0, key1, c1, c2, c3]
-  philox_bits: { arity: 6, launch: ([n, k0, k1, c1, c2, c3]) => ({ uniforms: { n: n!, key0: k0!, key1: k1!, c1: c1!, c2: c2!, c3: c3! }, grid: linear(ceil(ceil(n!, 4), 64)) }) },
-  philox_uniform: { arity: 6, launch: ([n, k0, k1, c1, c2, c3]) => ({ uniforms: { n: n!, key0: k0!, key1: k1!, c1: c1!, c2: c2!, c3: c3! }, grid: linear(ceil(ceil(n!, 4), 64)) }) },
+  philox_bits: { arity: 6, launch: ([n, k0, k1, c1, c2, c3], linear) => ({ uniforms: { n: n!, key0: k0!, key1: k1!, c1: c1!, c2: c2!, c3: c3! }, grid: linear(ceil(ceil(n!, 4), 64)) }) },
+  philox_uniform: { arity: 6, launch: ([n, k0, k1, c1, c2, c3], linear) => ({ uniforms: { n: n!, key0: k0!, key1: k1!, c1: c1!, c2: c2!, c3: c3! }, grid: linear(ceil(ceil(n!, 4), 64)) }) },
   // [V, rows]
   sample_gumbel: { arity: 2, launch: ([V, rows]) => ({ uniforms: { V: V! }, grid: [rows!, 1, 1] }) },
   sample_top_k_top_p: { arity: 2, launch: ([V, rows]) => ({ uniforms: { V: V! }, grid: [rows!, 1, 1] }) },
   // [R, V, rowBytes]
-  gather_rows_packed: { arity: 3, launch: ([R, V, rb]) => ({ uniforms: { R: R!, V: V!, rowBytes: rb! }, grid: linear(ceil(ceil(R! * rb!, 4), 64)) }) },
+  gather_rows_packed: { arity: 3, launch: ([R, V, rb], linear) => ({ uniforms: { R: R!, V: V!, rowBytes: rb! }, grid: linear(ceil(ceil(R! * rb!, 4), 64)) }) },
   // [R, V, D]
-  gather_rows_bf16_f32: { arity: 3, launch: ([R, V, D]) => ({ uniforms: { R: R!, V: V!, D: D! }, grid: linear(ceil(R! * D!, 64)) }) },
-  gather_rows_q8_0_f32: { arity: 3, launch: ([R, V, D]) => ({ uniforms: { R: R!, V: V!, D: D! }, grid: linear(ceil(R! * D!, 64)) }) },
+  gather_rows_bf16_f32: { arity: 3, launch: ([R, V, D], linear) => ({ uniforms: { R: R!, V: V!, D: D! }, grid: linear(ceil(R! * D!, 64)) }) },
+  gather_rows_q8_0_f32: { arity: 3, launch: ([R, V, D], linear) => ({ uniforms: { R: R!, V: V!, D: D! }, grid: linear(ceil(R! * D!, 64)) }) },
   // [n]
-  convert_bf16x2_f32: { arity: 1, launch: ([n]) => ({ uniforms: { n: n! }, grid: linear(ceil(ceil(n!, 2), 64)) }) },
+  convert_bf16x2_f32: { arity: 1, launch: ([n], linear) => ({ uniforms: { n: n! }, grid: linear(ceil(ceil(n!, 2), 64)) }) },
 };
 
 /**
  * The launch of imported kernel `name` for `metadata` (graph-plan's KernelSource `{ name, metadata }` for the
  * kernels its planner imports: gemv_<dtype>_<kn|nk> [K, N, rows, tileN], gemm_tiled_<dtype> [M, N, K, transposeB],
  * argmax_chunk [V, chunk, rows], argmax_combine [V, nChunks, rows]; see the README for the others).
- * Throws `unknown_kernel` for a name outside the library and `bad_param` for short metadata.
+ * The grid respects `caps.maxGridDim` (default 65535) on x and min(that, 65535) on y and z: kernels that linearize
+ * their workgroup id (GEMV, philox, gathers, convert) are split over x and y.
+ * Throws `unknown_kernel` for a name outside the library, `bad_param` for short metadata and `exceeds_caps` for a
+ * launch whose grid cannot fit the limits (then a caller may synthesize instead).
  */
-export function importedLaunch(name: string, metadata: readonly number[]): ImportedLaunch {
+export function importedLaunch(name: string, metadata: readonly number[], caps: LaunchCaps = {}): ImportedLaunch {
   if (!(IMPORTED_KERNELS as readonly string[]).includes(name)) throw new KernelgenError("unknown_kernel", `no imported kernel named ${JSON.stringify(name)}`, { synth: "importedLaunch", value: name });
   const layout = LAYOUTS[name as ImportedKernelName];
   if (metadata.length < layout.arity || metadata.some((m) => !Number.isInteger(m) || m < 0)) {
     throw new KernelgenError("bad_param", `${name} needs ${layout.arity} non-negative integer metadata values, got [${metadata.join(", ")}]`, { synth: "importedLaunch", param: "metadata", value: metadata });
   }
-  const { uniforms, grid } = layout.launch(metadata);
+  const { uniforms, grid } = layout.launch(metadata, (wgs) => grid2d(wgs, caps));
+  checkGrid(`importedLaunch(${name})`, grid, caps);
   const kernel = importedKernel(name as ImportedKernelName);
   const bind = layout.bind;
   if (bind === undefined) return { kernel, uniforms, grid };

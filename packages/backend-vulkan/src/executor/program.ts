@@ -22,9 +22,10 @@ import type { VulkanExecutor } from "./executor.js";
 function kernelFor(src: Exclude<KernelSource, { provenance: "none" }>, caps: SynthCaps, name: string, fallbacks: string[]): RequestKernel {
   if (src.provenance === "imported") {
     try {
-      return importedLaunch(src.name, src.metadata) as RequestKernel;
+      return importedLaunch(src.name, src.metadata, caps) as RequestKernel;
     } catch (e) {
-      if (!(e instanceof KernelgenError && e.code === "unknown_kernel")) throw e;
+      // An unknown name, or a launch too wide for the device's grid: synthesize instead.
+      if (!(e instanceof KernelgenError && (e.code === "unknown_kernel" || e.code === "exceeds_caps"))) throw e;
     }
   }
   try {

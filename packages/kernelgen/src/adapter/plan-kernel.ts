@@ -73,7 +73,7 @@ export function planKernel(src: Exclude<KernelSource, { provenance: "none" }>, c
   let fallback: string | undefined;
   if (src.provenance === "imported") {
     try {
-      const l = importedLaunch(src.name, src.metadata);
+      const l = importedLaunch(src.name, src.metadata, caps);
       if (l.bindings !== undefined) return { kernel: l.kernel, grid: l.grid, uniforms: l.uniforms, bindings: l.bindings };
       fallback = `imported ${src.name} has no bindings`;
     } catch (e) {

@@ -5,6 +5,7 @@ import type { Val } from "@poot/kernel-dsl";
 import { isPacked, numel } from "@poot/graph-ir";
 import type { ScalarDType } from "@poot/graph-ir";
 import type { Access, DeviceCaps, KernelRequest, Region, RegionNode } from "@poot/graph-plan";
+import { checkGrid } from "../caps.js";
 import type { SynthCaps, SynthKernel } from "../caps.js";
 import { KernelgenError } from "../errors.js";
 import { attentionLanes, attentionSplits, synthesizeAttention } from "../synth/attention.js";
@@ -132,10 +133,18 @@ function strides4(a: Access, what: string): Strides4 {
 /**
  * Synthesizes the kernel a graph-plan request asks for. Throws `KernelgenError` for requests no synthesizer serves
  * (imported-only ops such as ArgMaxChunk, bool/additive attention masks, epilogues with Rope or reductions,
- * non-dense operands of fixed-layout kernels).
+ * non-dense operands of fixed-layout kernels), and `exceeds_caps` when the kernel's grid exceeds the device's
+ * per-axis workgroup limits (`maxGridDim` on x, min(maxGridDim, 65535) on y and z).
  */
 export function synthesizeRequest(req: KernelRequest, deviceCaps: DeviceCaps | SynthCaps, name = `k_${req.op.toLowerCase()}`): RequestKernel {
   const caps = "maxWorkgroupSize" in deviceCaps ? synthCapsFrom(deviceCaps) : deviceCaps;
+  const k = synthesize(req, caps, name);
+  checkGrid(name, k.grid, caps);
+  return k;
+}
+
+/** synthesizeRequest without the grid check. */
+function synthesize(req: KernelRequest, caps: SynthCaps, name: string): RequestKernel {
   const { inputs, output } = req;
   const p = req.params as Record<string, unknown>;
   switch (req.kind) {
