@@ -198,7 +198,7 @@ export function blockContraction(name: string, inputs: readonly Access[], heads:
       });
       const totals = accs.map((acc) => laneGroupSum(b, acc as Val<"f32">, lanes, useSg, scratch, tid, lane));
       if_(live.and(lane.eq(0)), () => totals.forEach((t, h) => accMem.set(o.add(h * Bk), round(t))));
-    }, "pass");
+    }, "step");
     b.barrier();
 
     // Phase 2: the epilogue per element of the block, reading accumulators from workgroup memory.
