@@ -103,7 +103,8 @@ export function epilogueBlocking(region: Region, heads: number, accShape: readon
 
 /**
  * The cooperative block GEMV for a contraction with a neighbour-reading epilogue, or null where it does not apply
- * (packed or strided operands, unbounded epilogue reads, a block that does not fit workgroup memory). Buffers in0 (A),
+ * (more than 8 rows of A, packed or strided operands, unbounded epilogue reads, a block that does not fit workgroup
+ * memory). Buffers in0 (A),
  * in1.. (the B operands), the extras as in<request input index> (an extra aliasing the output is read through
  * `out`), then out.
  */
@@ -122,6 +123,8 @@ export function blockContraction(name: string, inputs: readonly Access[], heads:
   if (B.shape[transposeB ? 1 : 0] !== K) return null;
   const accShape = [...A.shape.slice(0, -1), N];
   const total = numel(accShape);
+  // A GEMV (at most 8 rows of A): each output re-reads its weight row, so many rows belong to a tiled GEMM.
+  if (total / N > 8) return null;
   const blocking = epilogueBlocking(epilogue, heads, accShape, extras, output);
   if (blocking === null || total % blocking.granule !== 0) return null;
 
