@@ -112,7 +112,7 @@ export function interpretProgram(prog: Program, bindings: EvalBindings, options:
       const roots = k.bindings.map(({ source }) => (source.kind === "output" ? req.output.root : (req.inputs[source.index] as { root: number }).root));
       // A written buffer is bound once (WebGPU rejects a writable binding that aliases another one).
       invariant(roots.filter((r) => r === req.output.root).length === (k === rk && rk.then !== undefined ? 0 : 1), `plan ${i} (${plan.op}) binds its output buffer ${k === rk && rk.then !== undefined ? "before its last dispatch" : "twice"}`);
-      k.bindings.forEach(({ buffer: name }, j) => (buffers[name] = buffer(roots[j] as number)));
+      k.bindings.forEach(({ buffer: name }, j) => (buffers[name] = wordView(buffer(roots[j] as number), k.kernel.buffers.find((p) => p.name === name)?.elem)));
       const uniforms = Object.keys(k.uniforms).length > 0 ? { uniforms: k.uniforms } : {};
       interpret(k.kernel, { grid: [...k.grid], buffers, ...uniforms, ...(k.subgroupSize === undefined ? {} : { subgroupSize: k.subgroupSize }) });
       dispatches++;
@@ -152,4 +152,10 @@ function materialize(g: Graph, id: number, rootOf: (id: number) => number, buffe
   const data = toTensorData(sv.dtype, materialize(g, src, rootOf, buffer));
   const out = (PLAN_OPS[e.op] as NonNullable<(typeof PLAN_OPS)[string]>).evaluate([{ dtype: sv.dtype, shape: sv.shape, data }], e.params, v, opContext(e.op, [src, id], k));
   return toStorage(v.dtype, out as HostData);
+}
+
+/** A 16-bit storage array bound as 32-bit words (16-byte vector loads of bf16/f16 weights read u32 words): a view, not a copy. */
+function wordView(b: KernelBuffer, elem: string | undefined): KernelBuffer {
+  if (elem?.endsWith("<u32>") !== true || !(b instanceof Uint16Array) || b.byteOffset % 4 !== 0 || b.length % 2 !== 0) return b;
+  return new Uint32Array(b.buffer, b.byteOffset, b.length / 2);
 }

@@ -16,8 +16,10 @@ const DTYPES = ["f32", "f16", "bf16", "i32", "u32", "u8", "bool"] as const;
 /** Options of {@link createCudaExecutor}. */
 export interface CudaExecutorOptions extends CudaContextOptions {
   /**
-   * graph-plan options every staged graph is compiled with. Defaults to `contractionEpilogues: "own-element"`
-   * (decision record 0803): contractions keep only epilogues the fast GEMV/GEMM kernels apply per element.
+   * graph-plan options every staged graph is compiled with. Without `contractionEpilogues`, a graph of at most 8
+   * tokens a step (decode: GEMV contractions) compiles with `"any"` — kernelgen runs RoPE and KV-write epilogues as
+   * block GEMVs (decision record 0454) — and a larger one with `"own-element"` (decision record 0803): the tiled
+   * GEMM applies epilogues only at the accumulator's own element.
    */
   readonly compile?: CompileOptions;
 }
@@ -40,7 +42,7 @@ export class CudaExecutor implements Executor {
 
   constructor(ctx: CudaContext, options: CudaExecutorOptions = {}) {
     this.ctx = ctx;
-    this.#compile = { contractionEpilogues: "own-element", ...options.compile };
+    this.#compile = { ...options.compile };
     this.caps = { kind: "cuda", device: `${ctx.device.info.name} (${ctx.device.info.arch})`, dtypes: DTYPES, capture: true, deviceMemoryBytes: ctx.device.info.totalMemoryBytes };
     const self = this;
     this.#host = {
@@ -92,7 +94,8 @@ export class CudaExecutor implements Executor {
     for (const s of [...schema.slots.values(), ...schema.states.values(), ...schema.outputs.values()]) {
       if (!(DTYPES as readonly string[]).includes(s.dtype)) throw new ExecutorError("unsupported-dtype", `dtype ${dtypeName(s.dtype)} is not held by the cuda executor`, { program: name, key: "key" in s ? s.key : s.name });
     }
-    const p = CudaProgram.stage(this.#host, graph, schema, name, this.#compile);
+    const compile: CompileOptions = this.#compile.contractionEpilogues !== undefined ? this.#compile : { ...this.#compile, contractionEpilogues: (stepTokens(graph) ?? Infinity) <= 8 ? "any" : "own-element" };
+    const p = CudaProgram.stage(this.#host, graph, schema, name, compile);
     this.#programs.add(p);
     return p;
   }
@@ -131,4 +134,10 @@ export class CudaExecutor implements Executor {
 /** Opens the GPU and returns its executor; disposing the executor releases the device. Throws CudaError("no-driver") without one. */
 export function createCudaExecutor(options: CudaExecutorOptions = {}): CudaExecutor {
   return new CudaExecutor(createCudaContext(options), options);
+}
+
+/** Tokens a graph takes a step (the elements of its Token slots), or undefined when it has none. */
+export function stepTokens(graph: Graph): number | undefined {
+  const slots = graph.values.filter((v) => v.storage.kind === "slot" && v.storage.slot === "Token");
+  return slots.length === 0 ? undefined : Math.max(...slots.map((v) => numel(v.shape)));
 }

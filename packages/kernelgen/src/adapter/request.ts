@@ -24,6 +24,7 @@ import { delinearize, elemForDType, isDense, loadAccess, requireDense } from "./
 import { RegionEmitter, exprTypeOf } from "./region-emit.js";
 import { routedIndexedMatMul } from "./routed.js";
 import type { RoutedParams } from "./routed.js";
+import { blockContraction } from "./block-contraction.js";
 import { inlineContraction, packedDecode, regionElementwise, regionRow, singleNodeRegion } from "./region-kernels.js";
 
 /** What a kernel buffer binds: request input `index`, or the request's output. */
@@ -209,6 +210,11 @@ function contraction(req: KernelRequest, name: string, caps: SynthCaps): Request
     if (!(e instanceof AccumulatorElsewhere)) throw e;
     // The epilogue needs accumulators of other elements: every thread computes the dot products it reads.
     const p = req.params as Record<string, unknown>;
+    const heads = (p.heads ?? 1) as number;
+    const epi = (p.epilogue ?? null) as Region | null;
+    // A bounded neighbourhood (a head for RoPE, a KV-cache window): a cooperative GEMV per block, epilogue from workgroup memory.
+    const blocked = epi === null ? null : blockContraction(name, req.inputs, heads, epi, (p.accDtype ?? "f32") as ScalarDType, p.transposeB === true, req.output, caps);
+    if (blocked !== null) return bind(blocked);
     return bind(inlineContraction(name, req.inputs, (p.heads ?? 1) as number, (p.epilogue ?? null) as Region | null, (p.accDtype ?? "f32") as ScalarDType, p.transposeB === true, req.output, caps));
   }
 }

@@ -1,0 +1,238 @@
+// A contraction whose epilogue reads the accumulator at other output elements of a bounded block (RoPE's
+// rotate-half partner within a head, head transposes, in-place KV-cache writes), as a cooperative GEMV: one
+// workgroup per block of outputs, each output's dot product computed by a group of lanes over K (subgroup or
+// shared-memory sum; 16-byte loads when the caps allow), stored in workgroup memory, a barrier, then the epilogue
+// per element reading workgroup memory. The block is derived from the epilogue's index expressions.
+
+import { kernel } from "@poot/kernel-dsl";
+import type { Arr, Val, Var } from "@poot/kernel-dsl";
+import { isPacked, numel } from "@poot/graph-ir";
+import type { ScalarDType } from "@poot/graph-ir";
+import type { Access, Region, RegionArg, RegionNode } from "@poot/graph-plan";
+import { grid2d, pow2Workgroup } from "../caps.js";
+import type { SynthCaps, SynthKernel } from "../caps.js";
+import { laneGroupSum } from "../synth/gemv.js";
+import { delinearize, elemForDType, isDense, loadAccess, storeAccess } from "./access.js";
+import { RegionEmitter } from "./region-emit.js";
+import type { Coords } from "./region-emit.js";
+
+const SYNTH = "blockContraction";
+
+/** Region ops evaluated at the same coordinates in every operand (operands of the node's shape keep positions). */
+const POINTWISE = new Set([
+  "Add", "Sub", "Mul", "Div", "Max", "Min", "Pow", "And", "Or", "Xor", "Shl", "Shr",
+  "Eq", "Ne", "Lt", "Le", "Gt", "Ge", "Neg", "Exp", "Log", "Sqrt", "Recip", "Tanh", "Erf", "Sin", "Cos", "Abs", "Not",
+  "Select", "Cast",
+]);
+
+const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
+const lcm = (a: number, b: number): number => (a / gcd(a, b)) * b;
+
+/** How the epilogue maps onto the accumulator: the iteration space and the block granule. */
+export interface EpilogueBlocking {
+  /** Shape iterated per output element (the output, or the update window of an in-place cache write). */
+  readonly space: readonly number[];
+  /** The in-place DynamicUpdateSlice result node, when the region writes only a window of the output. */
+  readonly update?: RegionNode;
+  /**
+   * Element i of `space` (row-major) reads the accumulators only at linear indices of the same aligned run of
+   * `granule` elements as i (e.g. a head of D for RoPE, 1 for a pure layout change).
+   */
+  readonly granule: number;
+}
+
+/**
+ * Derives the blocking of a contraction epilogue from its index expressions: every node on a path from an
+ * accumulator to the result must keep the row-major element order (reshapes, transposes that permute only size-1
+ * axes, pointwise ops over operands of their own shape, an in-place update window) or read within an aligned run
+ * (RoPE: its last axis). Null when the reads are not bounded that way (slices, gathers, concats, reductions,
+ * broadcasts of the accumulator): the caller keeps the inline form.
+ */
+export function epilogueBlocking(region: Region, heads: number, accShape: readonly number[], extras: readonly Access[], output: Access): EpilogueBlocking | null {
+  const nodes = region.nodes;
+  const dep = nodes.map(() => false);
+  const argDep = (a: RegionArg): boolean => ("in" in a ? a.in < heads : "node" in a ? (dep[a.node] as boolean) : false);
+  nodes.forEach((n, i) => { dep[i] = n.args.some(argDep); });
+  const shapeOf = (a: RegionArg): readonly number[] => ("in" in a ? (a.in < heads ? accShape : ((extras[a.in - heads] as Access | undefined)?.shape ?? [])) : "node" in a ? (nodes[a.node] as RegionNode).shape : []);
+  const same = (x: readonly number[], y: readonly number[]) => x.length === y.length && x.every((d, i) => d === y[i]);
+  const walk = (a: RegionArg): number | null => {
+    if (!("node" in a) || !argDep(a)) return 1;
+    const n = nodes[a.node] as RegionNode;
+    const args = n.args as readonly RegionArg[];
+    switch (n.op) {
+      case "Reshape": return walk(args[0] as RegionArg);
+      case "Transpose": {
+        const inShape = shapeOf(args[0] as RegionArg);
+        const kept = (n.params as { perm: number[] }).perm.filter((s) => (inShape[s] as number) > 1);
+        return kept.every((s, i) => i === 0 || s > (kept[i - 1] as number)) ? walk(args[0] as RegionArg) : null;
+      }
+      case "Rope": {
+        if ((n.params as { style?: string }).style !== "half" || args.slice(1).some(argDep) || !same(shapeOf(args[0] as RegionArg), n.shape)) return null;
+        const g = walk(args[0] as RegionArg);
+        return g === null ? null : lcm(g, n.shape[n.shape.length - 1] as number);
+      }
+      default: {
+        if (!POINTWISE.has(n.op)) return null;
+        let g = 1;
+        for (const x of args) {
+          if (!argDep(x)) continue;
+          if (!same(shapeOf(x), n.shape)) return null;
+          const gx = walk(x);
+          if (gx === null) return null;
+          g = lcm(g, gx);
+        }
+        return g;
+      }
+    }
+  };
+  const total = numel(accShape);
+  const res = nodes[region.result] as RegionNode;
+  const x = res.args[0] as RegionArg | undefined;
+  const target = x !== undefined && "in" in x && x.in >= heads ? extras[x.in - heads] : undefined;
+  const inPlace = res.op === "DynamicUpdateSlice" && target !== undefined && target.root === output.root && target.offset === output.offset && target.strides.every((s, d) => s === output.strides[d]);
+  if (inPlace) {
+    const upd = res.args[1] as RegionArg;
+    if (res.args.some((a, i) => i !== 1 && argDep(a)) || numel(shapeOf(upd)) !== total) return null;
+    const g = walk(upd);
+    return g === null ? null : { space: shapeOf(upd), update: res, granule: g };
+  }
+  if (numel(res.shape) !== total || !same(res.shape, output.shape)) return null;
+  const g = walk({ node: region.result });
+  return g === null ? null : { space: output.shape, granule: g };
+}
+
+/**
+ * The cooperative block GEMV for a contraction with a neighbour-reading epilogue, or null where it does not apply
+ * (more than 8 rows of A, packed or strided operands, unbounded epilogue reads, a block that does not fit workgroup
+ * memory). Buffers in0 (A),
+ * in1.. (the B operands), the extras as in<request input index> (an extra aliasing the output is read through
+ * `out`), then out.
+ */
+export function blockContraction(name: string, inputs: readonly Access[], heads: number, epilogue: Region, accDtype: ScalarDType, transposeB: boolean, output: Access, caps: SynthCaps): SynthKernel | null {
+  const A = inputs[0] as Access;
+  const Bs = inputs.slice(1, 1 + heads);
+  const extras = inputs.slice(1 + heads);
+  const B = Bs[0] as Access;
+  if (caps.serialThreads === true || epilogue.nodes.some((n) => n.op === "Reduce")) return null;
+  if (B.shape.length !== 2 || ![A, ...Bs].every(isDense) || [A, ...Bs].some((a) => isPacked(a.dtype))) return null;
+  const wDtype = B.dtype as ScalarDType;
+  const xDtype = A.dtype as ScalarDType;
+  if (Bs.some((b) => b.dtype !== wDtype) || ![wDtype, xDtype].every((d) => d === "f32" || d === "bf16" || d === "f16")) return null;
+  const K = A.shape[A.shape.length - 1] as number;
+  const N = B.shape[transposeB ? 0 : 1] as number;
+  if (B.shape[transposeB ? 1 : 0] !== K) return null;
+  const accShape = [...A.shape.slice(0, -1), N];
+  const total = numel(accShape);
+  // A GEMV (at most 8 rows of A): each output re-reads its weight row, so many rows belong to a tiled GEMM.
+  if (total / N > 8) return null;
+  const blocking = epilogueBlocking(epilogue, heads, accShape, extras, output);
+  if (blocking === null || total % blocking.granule !== 0) return null;
+
+  // Lanes per output as in the plain GEMV; outputs per block: a multiple of the granule, about 256 threads' worth.
+  const sg = caps.subgroupSize;
+  const lanesWant = pow2Workgroup(K, 32);
+  const useSg = sg !== undefined && sg > 1 && sg <= caps.maxWorkgroup && lanesWant >= sg;
+  const lanes = useSg ? (sg as number) : lanesWant;
+  const g = blocking.granule;
+  const perWg = Math.max(1, Math.floor(Math.min(256, caps.maxWorkgroup) / lanes));
+  const Bk = Math.min(total, g * Math.ceil(perWg / g));
+  let wg = Math.max(lanes, pow2Workgroup(Bk * lanes, Math.min(caps.maxWorkgroup, 1024)));
+  const bytes = (w: number) => (Bk * heads + (useSg ? 0 : w)) * 4;
+  while (wg > lanes && bytes(wg) > caps.sharedBytes) wg >>= 1;
+  if (wg > caps.maxWorkgroup || bytes(wg) > caps.sharedBytes) return null;
+  const warps = wg / lanes;
+  const passes = Math.ceil(Bk / warps);
+  const blocks = Math.ceil(total / Bk);
+  const vec = useSg && caps.vectorLoads === true && transposeB && xDtype === "f32" && (wDtype === "bf16" || wDtype === "f16") && K % (8 * lanes) === 0;
+  const accSt = accShape.map((_, d) => numel(accShape.slice(d + 1)));
+
+  const k = kernel(name, { workgroupSize: [wg, 1, 1] }, (b) => {
+    const { let_, var_, for_, if_, u32, f32 } = b;
+    const x = b.buffer("in0", vec ? "vec4<f32>" : elemForDType(xDtype), "read");
+    const Ws = Bs.map((_, h) => b.buffer(`in${1 + h}`, vec ? "vec4<u32>" : elemForDType(wDtype), "read"));
+    const aliased = extras.map((a) => a.root === output.root);
+    const own = extras.map((a, i) => (aliased[i] ? undefined : b.buffer(`in${1 + heads + i}`, elemForDType(a.dtype), "read")));
+    const out = b.buffer("out", elemForDType(output.dtype), aliased.some((v) => v) ? "read_write" : "write");
+    const ebufs = own.map((v) => v ?? out);
+    const accMem = b.shared("acc", "f32", Bk * heads);
+    const scratch = useSg || lanes === 1 ? undefined : b.shared("scratch", "f32", wg);
+    const blk = let_(b.wid.y.mul(b.nwg.x).add(b.wid.x), "blk");
+    b.if_(blk.ge(blocks), () => b.return_());
+    const base = let_(blk.mul(Bk), "base");
+    const tid = let_(b.lid.x, "tid");
+    const lane = let_(tid.rem(lanes), "lane");
+    const warp = let_(tid.div(lanes), "warp");
+    const round = (v: Val<"f32">): Val<"f32"> => (accDtype === "f32" ? v : b.unpack(accDtype as "bf16", b.pack(accDtype as "bf16", v)));
+
+    // Phase 1: the block's dot products, a group of lanes per output, `passes` rounds (uniform: group sums need every lane).
+    for_(u32(0), passes, 1, (pass) => {
+      const o = let_(pass.mul(warps).add(warp), "o");
+      const li = let_(base.add(o), "li");
+      const live = let_(o.lt(Bk).and(li.lt(total)), "live");
+      const row = let_(li.div(N), "row");
+      const n = let_(li.rem(N), "n");
+      const accs = Ws.map((_, h) => var_(f32(0), `dot${h}`));
+      if_(live, () => {
+        if (vec) {
+          const K8 = K / 8, K4 = K / 4;
+          const fmt = wDtype === "bf16" ? "bf16x2" : "f16x2";
+          for_(lane, K8, lanes, (c) => {
+            const xa = let_((x as Arr<"vec4<f32>">).at(row.mul(K4).add(c.mul(2))), "xa");
+            const xb = let_((x as Arr<"vec4<f32>">).at(row.mul(K4).add(c.mul(2)).add(1)), "xb");
+            Ws.forEach((W, h) => {
+              const w = let_((W as Arr<"vec4<u32>">).at(n.mul(K8).add(c)), `w${h}`);
+              const [p0, p1, p2, p3] = [w.x, w.y, w.z, w.w].map((word, q) => let_(b.unpack(fmt, word), `p${h}_${q}`));
+              let a: Val<"f32"> = accs[h] as Val<"f32">;
+              a = b.fma(p0!.x, xa.x, a); a = b.fma(p0!.y, xa.y, a); a = b.fma(p1!.x, xa.z, a); a = b.fma(p1!.y, xa.w, a);
+              a = b.fma(p2!.x, xb.x, a); a = b.fma(p2!.y, xb.y, a); a = b.fma(p3!.x, xb.z, a); a = b.fma(p3!.y, xb.w, a);
+              (accs[h] as Var<"f32">).set(a);
+            });
+          }, "c");
+        } else {
+          for_(lane, K, lanes, (kk) => {
+            const xv = let_((x as Arr<"f32">).at(row.mul(K).add(kk)), "xv");
+            Ws.forEach((W, h) => {
+              const w = let_((W as Arr<"f32">).at(transposeB ? n.mul(K).add(kk) : kk.mul(N).add(n)), `w${h}`);
+              const acc = accs[h] as Var<"f32">;
+              acc.set(acc.add(xv.mul(w)));
+            });
+          }, "k");
+        }
+      });
+      const totals = accs.map((acc) => laneGroupSum(b, acc as Val<"f32">, lanes, useSg, scratch, tid, lane));
+      if_(live.and(lane.eq(0)), () => totals.forEach((t, h) => accMem.set(o.add(h * Bk), round(t))));
+    }, "step");
+    b.barrier();
+
+    // Phase 2: the epilogue per element of the block, reading accumulators from workgroup memory.
+    const reader = (i: number, c: Coords) => {
+      if (i >= heads) return loadAccess(b, ebufs[i - heads] as Arr, extras[i - heads] as Access, c);
+      let lin: Val<"u32"> = u32(0);
+      c.forEach((v, d) => { if ((accShape[d] as number) > 1) lin = lin.add((accSt[d] as number) === 1 ? v : v.mul(accSt[d] as number)); });
+      return accMem.at(lin.sub(base).add(i * Bk));
+    };
+    const shapes = [...Bs.map(() => accShape), ...extras.map((a) => a.shape)];
+    const dtypes = [...Bs.map(() => accDtype), ...extras.map((a) => (isPacked(a.dtype) ? "u32" : a.dtype) as ScalarDType)];
+    const em = new RegionEmitter(b, epilogue, shapes, reader, SYNTH, dtypes);
+    const { space, update } = blocking;
+    for_(tid, Bk, wg, (j) => {
+      em.scoped(() => {
+        const e = let_(base.add(j), "e");
+        if_(e.lt(total), () => em.scoped(() => {
+          const c = delinearize(b, e, space);
+          if (update === undefined) {
+            storeAccess(b, out, output, c, em.at(epilogue.result, c));
+            return;
+          }
+          // Window write: out[start + c] = update[c]; the rest of the (aliased) output already holds the cache.
+          const starts = c.map((_, d) => {
+            const v = em.arg(update.args[d + 2] as RegionArg, []) as Val<"i32">;
+            return let_(b.min(b.max(v, b.i32(0)), b.i32(Math.max(0, (output.shape[d] as number) - (space[d] as number)))).u32(), "start");
+          });
+          storeAccess(b, out, output, c.map((v, d) => v.add(starts[d] as Val<"u32">)), em.arg(update.args[1] as RegionArg, c));
+        }));
+      });
+    }, "j");
+  });
+  return { kernel: k, grid: grid2d(blocks, caps), ...(useSg ? { subgroupSize: lanes } : {}) };
+}
