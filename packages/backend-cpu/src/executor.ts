@@ -2,8 +2,8 @@
 // Weights are copied (packed blocks as bytes) into the memory once per executor and shared by every staged program.
 
 import * as os from "node:os";
-import { ExecutorError, schemaOf, stageParts, type DeviceBytes, type Executor, type ExecutorCaps, type ProgramSchema, type StageInput, type StageOptions, type StateSet, type WeightSource } from "@poot/executor";
-import { dtypeName, isPacked, numel, storageBytes, validateGraph, type Value } from "@poot/graph-ir";
+import { ExecutorError, readWeight, schemaOf, stageParts, type DeviceBytes, type Executor, type ExecutorCaps, type ProgramSchema, type StageInput, type StageOptions, type StateSet, type WeightSource } from "@poot/executor";
+import { dtypeName, numel, storageBytes, validateGraph, type Value } from "@poot/graph-ir";
 import { PlanError, compile, defaultTarget, type CompileOptions, type DeviceCaps as PlanCaps } from "@poot/graph-plan";
 import { synthCapsFrom } from "@poot/kernelgen";
 import { loadKernels } from "./kernels.js";
@@ -108,14 +108,8 @@ export class CpuExecutor implements Executor {
   #weight(key: string, value: Value, program: string): number {
     const have = this.#weights.get(key);
     if (have !== undefined) return have;
-    const source = this.#source;
-    if (source === null) throw new ExecutorError("unbound-weights", "the program reads weights: call bindWeights first", { program, key });
     const n = numel(value.shape);
-    const data = source(key, { dtype: value.dtype, shape: value.shape });
-    const want = isPacked(value.dtype) ? storageBytes(value.dtype, n) : n;
-    if (data.length !== want || (isPacked(value.dtype) && !(data instanceof Uint8Array))) {
-      throw new ExecutorError("weight-mismatch", `weight source returned ${data.length} elements, expected ${want}${isPacked(value.dtype) ? " bytes (Uint8Array)" : ""}`, { program, key, expected: want, actual: data.length });
-    }
+    const data = readWeight(this.#source, key, { dtype: value.dtype, shape: value.shape }, program);
     const bytes = storageBytes(value.dtype, n);
     const at = this.memory.alloc(bytes);
     writeHost(this.memory, value, at, data);

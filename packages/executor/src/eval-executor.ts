@@ -1,12 +1,12 @@
 // The reference executor (backend kind "eval"): graph-ir's op semantics (the float64 oracle) over host buffers,
 // weight-only equations folded once or `evaluate` every step; the runtime's tests and other backends use it.
-import { evaluate, isPacked, numel, storageBytes, validateGraph, type Graph, type HostData, type OpTable, type Tensor, type ValueType } from "@poot/graph-ir";
+import { evaluate, numel, storageBytes, validateGraph, type Graph, type HostData, type OpTable, type Tensor, type ValueType } from "@poot/graph-ir";
 import { stageParts, type DeviceBytes, type Executor, type ExecutorCaps, type OutputData, type StageInput, type StageOptions, type StagedProgram, type StateSet, type WeightSource } from "./contract.js";
 import { ExecutorError } from "./errors.js";
 import { FoldCache, FoldedSchedule } from "./folded.js";
 import { EvalStateSet } from "./eval-state.js";
 import { allocHostBuffer, loadHost, storeHost, type HostBuffer } from "./host-state.js";
-import { checkSlotData, elementBytes, schemaOf, type ProgramSchema } from "./schema.js";
+import { checkSlotData, elementBytes, readWeight, schemaOf, type ProgramSchema } from "./schema.js";
 
 /** Capabilities of the eval executor. */
 export const EVAL_CAPS: ExecutorCaps = {
@@ -57,15 +57,9 @@ class EvalExecutor implements Executor {
   weight(key: string, type: ValueType, program: string): HostData {
     let d = this.weights.get(key);
     if (d !== undefined) return d;
-    if (this.source === null) throw new ExecutorError("unbound-weights", "the program reads weights: call bindWeights first", { program, key });
-    d = this.source(key, type);
-    const n = numel(type.shape);
-    const want = isPacked(type.dtype) ? storageBytes(type.dtype, n) : n;
-    if (d.length !== want || (isPacked(type.dtype) && !(d instanceof Uint8Array))) {
-      throw new ExecutorError("weight-mismatch", `weight source returned ${d.length} elements, expected ${want}${isPacked(type.dtype) ? " bytes (Uint8Array)" : ""}`, { program, key, expected: want, actual: d.length });
-    }
+    d = readWeight(this.source, key, type, program);
     this.weights.set(key, d);
-    this.weightBytes += storageBytes(type.dtype, n);
+    this.weightBytes += storageBytes(type.dtype, numel(type.shape));
     return d;
   }
 

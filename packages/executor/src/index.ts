@@ -8,7 +8,7 @@ export type { CompiledGraph, DeviceBytes, Executor, ExecutorCaps, OutputData, St
 export { stageParts } from "./contract.js";
 export { ExecutorError } from "./errors.js";
 export type { ExecutorErrorCode, ExecutorErrorContext } from "./errors.js";
-export { checkSlotData, elementBytes, sameLaneLayout, schemaOf } from "./schema.js";
+export { checkSlotData, elementBytes, readWeight, sameLaneLayout, schemaOf } from "./schema.js";
 export { viewLayout, viewRuns } from "./views.js";
 export type { ViewLayout } from "./views.js";
 export type { ConstSpec, OutputSpec, ProgramSchema, SlotSpec, StateSpec } from "./schema.js";

@@ -1,12 +1,12 @@
 // The interpreter executor (backend kind "interp"): each staged graph is compiled by graph-plan for a target and
 // every plan's kernel (synthesized or imported) runs in the kernel-dsl interpreter through kernelgen's `interpretProgram`.
-import { isPacked, numel, storageBytes, validateGraph, type HostData, type ValueType } from "@poot/graph-ir";
+import { numel, storageBytes, validateGraph, type HostData, type ValueType } from "@poot/graph-ir";
 import { PlanError, compile, defaultTarget, makeTarget, type CompileOptions, type DeviceCaps, type Program } from "@poot/graph-plan";
 import { KernelgenError, interpretProgram } from "@poot/kernelgen";
 import { stageParts, type DeviceBytes, type Executor, type ExecutorCaps, type OutputData, type StageInput, type StageOptions, type StagedProgram, type StateSet, type WeightSource } from "./contract.js";
 import { ExecutorError } from "./errors.js";
 import { HostStateSet, allocHostBuffer, loadHost, storeHost, type HostBuffer } from "./host-state.js";
-import { checkSlotData, elementBytes, schemaOf, type ProgramSchema } from "./schema.js";
+import { checkSlotData, elementBytes, readWeight, schemaOf, type ProgramSchema } from "./schema.js";
 
 /** Options of {@link createInterpExecutor}. */
 export interface InterpExecutorOptions {
@@ -51,15 +51,9 @@ class InterpExecutor implements Executor {
   weight(key: string, type: ValueType, program: string): HostData {
     let d = this.weights.get(key);
     if (d !== undefined) return d;
-    if (this.source === null) throw new ExecutorError("unbound-weights", "the program reads weights: call bindWeights first", { program, key });
-    d = this.source(key, type);
-    const n = numel(type.shape);
-    const want = isPacked(type.dtype) ? storageBytes(type.dtype, n) : n;
-    if (d.length !== want || (isPacked(type.dtype) && !(d instanceof Uint8Array))) {
-      throw new ExecutorError("weight-mismatch", `weight source returned ${d.length} elements, expected ${want}${isPacked(type.dtype) ? " bytes (Uint8Array)" : ""}`, { program, key, expected: want, actual: d.length });
-    }
+    d = readWeight(this.source, key, type, program);
     this.weights.set(key, d);
-    this.weightBytes += storageBytes(type.dtype, n);
+    this.weightBytes += storageBytes(type.dtype, numel(type.shape));
     return d;
   }
 

@@ -1,6 +1,6 @@
 // The buffer, slot and state schema of a graph that every backend shares: what the host writes per step,
 // which State pairs persist, what comes out, and the checks a slot or state write must pass.
-import { dtypeName, isPacked, numel, storageBytes, type DType, type Graph, type ScalarDType, type SlotKind } from "@poot/graph-ir";
+import { dtypeName, isPacked, numel, storageBytes, type ConstSource, type DType, type Graph, type HostData, type ScalarDType, type SlotKind, type ValueType } from "@poot/graph-ir";
 import { ExecutorError } from "./errors.js";
 
 /** A per-step host input. */
@@ -105,6 +105,21 @@ export function checkSlotData(spec: SlotSpec, data: ArrayLike<number>, program: 
       throw new ExecutorError("slot-mismatch", `element ${i} is ${x}, not a ${spec.dtype} value`, { program, key: spec.key, actual: x });
     }
   }
+}
+
+/**
+ * Reads one Const from a bound weight source and checks what came back: `unbound-weights` when nothing is bound,
+ * `weight-mismatch` unless it holds numel(shape) elements, or, for a packed dtype, its storage bytes as a Uint8Array.
+ */
+export function readWeight(source: ConstSource | null, key: string, type: ValueType, program: string): HostData {
+  if (source === null) throw new ExecutorError("unbound-weights", "the program reads weights: call bindWeights first", { program, key });
+  const data = source(key, type);
+  const packed = isPacked(type.dtype);
+  const want = packed ? storageBytes(type.dtype, numel(type.shape)) : numel(type.shape);
+  if (data.length !== want || (packed && !(data instanceof Uint8Array))) {
+    throw new ExecutorError("weight-mismatch", `weight source returned ${data.length} elements, expected ${want}${packed ? " bytes (Uint8Array)" : ""}`, { program, key, expected: want, actual: data.length });
+  }
+  return data;
 }
 
 const INT_RANGE: Partial<Record<ScalarDType, readonly [number, number]>> = {

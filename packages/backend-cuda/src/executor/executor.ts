@@ -1,8 +1,8 @@
 // The CUDA executor: `@poot/executor`'s contract on one NVIDIA GPU. Weights are uploaded lazily, once per
 // executor, and shared by every staged program; steps run on one stream or replay as CUDA graphs.
 
-import { ExecutorError, schemaOf, type DeviceBytes, type Executor, type ExecutorCaps, type ProgramSchema, type StageOptions, type StateSet, type WeightSource } from "@poot/executor";
-import { dtypeName, isPacked, numel, storageBytes, validateGraph, type Graph, type Value } from "@poot/graph-ir";
+import { ExecutorError, readWeight, schemaOf, type DeviceBytes, type Executor, type ExecutorCaps, type ProgramSchema, type StageOptions, type StateSet, type WeightSource } from "@poot/executor";
+import { dtypeName, numel, storageBytes, validateGraph, type Graph, type Value } from "@poot/graph-ir";
 import type { CompileOptions } from "@poot/graph-plan";
 import { createCudaContext, type CudaContext, type CudaContextOptions } from "../context.js";
 import type { DeviceBuffer } from "../memory.js";
@@ -71,14 +71,8 @@ export class CudaExecutor implements Executor {
   #weight(key: string, value: Value, program: string): DeviceBuffer {
     const have = this.#weights.get(key);
     if (have !== undefined) return have;
-    const source = this.#source;
-    if (source === null) throw new ExecutorError("unbound-weights", "the program reads weights: call bindWeights first", { program, key });
     const n = numel(value.shape);
-    const data = source(key, { dtype: value.dtype, shape: value.shape });
-    const want = isPacked(value.dtype) ? storageBytes(value.dtype, n) : n;
-    if (data.length !== want || (isPacked(value.dtype) && !(data instanceof Uint8Array))) {
-      throw new ExecutorError("weight-mismatch", `weight source returned ${data.length} elements, expected ${want}${isPacked(value.dtype) ? " bytes (Uint8Array)" : ""}`, { program, key, expected: want, actual: data.length });
-    }
+    const data = readWeight(this.#source, key, { dtype: value.dtype, shape: value.shape }, program);
     const w = this.ctx.upload(storageOf(value.dtype, n, data));
     this.#weights.set(key, w);
     this.#weightBytes += storageBytes(value.dtype, n);

@@ -1,8 +1,8 @@
 // The WebGPU executor: `@poot/executor`'s contract with promises where WebGPU is asynchronous (staging,
 // running, reading back). Weights are bound lazily, once per executor, and shared by every staged program.
 
-import { ExecutorError, schemaOf, type DeviceBytes, type ExecutorCaps, type ProgramSchema, type StageOptions, type WeightSource } from "@poot/executor";
-import { dtypeName, isPacked, numel, storageBytes, validateGraph, type Graph, type Value } from "@poot/graph-ir";
+import { ExecutorError, readWeight, schemaOf, type DeviceBytes, type ExecutorCaps, type ProgramSchema, type StageOptions, type WeightSource } from "@poot/executor";
+import { dtypeName, numel, storageBytes, validateGraph, type Graph, type Value } from "@poot/graph-ir";
 import type { WgpuBuffer } from "../buffers.js";
 import type { CompileOptions } from "@poot/graph-plan";
 import type { WgpuContext } from "../context.js";
@@ -66,14 +66,8 @@ export class WgpuExecutor {
   #weight(key: string, value: Value, program: string): Promise<WgpuBuffer> {
     let w = this.#weights.get(key);
     if (w !== undefined) return w;
-    const source = this.#source;
-    if (source === null) throw new ExecutorError("unbound-weights", "the program reads weights: call bindWeights first", { program, key });
     const n = numel(value.shape);
-    const data = source(key, { dtype: value.dtype, shape: value.shape });
-    const want = isPacked(value.dtype) ? storageBytes(value.dtype, n) : n;
-    if (data.length !== want || (isPacked(value.dtype) && !(data instanceof Uint8Array))) {
-      throw new ExecutorError("weight-mismatch", `weight source returned ${data.length} elements, expected ${want}${isPacked(value.dtype) ? " bytes (Uint8Array)" : ""}`, { program, key, expected: want, actual: data.length });
-    }
+    const data = readWeight(this.#source, key, { dtype: value.dtype, shape: value.shape }, program);
     w = this.ctx.buffers.upload("weight", storageOf(value.dtype, n, data), `weight ${key}`);
     this.#weights.set(key, w);
     this.#weightBytes += storageBytes(value.dtype, n);
