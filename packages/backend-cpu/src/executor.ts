@@ -159,6 +159,11 @@ export class CpuExecutor implements Executor {
     return { steps: this.#steps, dispatches: this.#dispatches, regions: this.pool.regions };
   }
 
+  /** Kernel dispatches run so far (the contract's counter; `stats().dispatches`). */
+  dispatchesSubmitted(): number {
+    return this.#dispatches;
+  }
+
   /** Device bytes held now. */
   deviceBytes(): DeviceBytes {
     let state = 0, io = 0;

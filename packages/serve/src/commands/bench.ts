@@ -111,8 +111,7 @@ export const bench: CommandModule = {
           const pre: number[] = [], dec: number[] = [], ms: number[] = [], cpuPre: number[] = [], cpuDec: number[] = [], ttft: number[] = [], perToken: number[] = [], regs: number[] = [];
           let stateBytes = 0;
           const cpu = executor instanceof CpuExecutor ? executor : null;
-          // Kernel launches per step: counted by the GPU executors that submit them, by the CPU executor's own stats.
-          const dispatches = (): number | null => cpu?.stats().dispatches ?? executor.dispatchesSubmitted?.() ?? null;
+          const dispatches = (): number | null => executor.dispatchesSubmitted?.() ?? null;
           const cpuMs = () => {
             const u = process.cpuUsage();
             return (u.user + u.system) / 1000;
