@@ -199,6 +199,9 @@ function rowAligned(region: Region, r: number): boolean {
 export function packedDecode(name: string, table: Access, ids: Access | undefined, output: Access, caps: SynthCaps): SynthKernel {
   if (!isPacked(table.dtype)) throw new KernelgenError("bad_dtype", "the table must be packed", { synth: "packedDecode", param: "table" });
   const f: PackedFormat = table.dtype.packed;
+  const last = table.shape[table.shape.length - 1] ?? 0;
+  // Rows of part of a block would make the decode read across rows: refuse them as graph-ir does.
+  if (last % f.blockSize !== 0) throw new KernelgenError("bad_shape", `packed table [${table.shape.join(", ")}]: rows must be whole ${f.name} blocks of ${f.blockSize}`, { synth: "packedDecode", param: "table", value: table.shape });
   const total = numel(output.shape);
   const rowElems = numel(table.shape.slice(1));
   const rowsInTable = table.shape[0] as number;
