@@ -1,7 +1,8 @@
 // The attention generator (decode, prefill and chunked prefill; GQA; causal and sliding-window masks; soft-cap;
-// token- and head-major layouts; batches; bf16 caches) in the interpreter against graph-ir primitives in float64.
+// token- and head-major layouts; batches; bf16/f16 queries, caches and outputs) in the interpreter against graph-ir
+// primitives in float64.
 
-import { Builder, evaluate } from "@poot/graph-ir";
+import { Builder, bf16BitsToF32, evaluate, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from "@poot/graph-ir";
 import { describe, expect, it } from "vitest";
 import { attentionLanes, attentionSplits, synthesizeAttention } from "@poot/kernelgen";
 import type { AttentionRequest, SynthCaps } from "@poot/kernelgen";
@@ -22,10 +23,10 @@ function reference(c: Case, q: ArrayLike<number>, k: ArrayLike<number>, v: Array
   const { queries: Tq, heads: H, kvHeads: Hkv, headDim: D, keys: S } = c;
   const B = c.batch ?? 1;
   const Dv = c.valueDim ?? D;
-  const kvDt = c.kvDtype === "bf16" ? "bf16" : "f32";
+  const kvDt = c.kvDtype ?? "f32";
   const g = new Builder();
   const headMajorQ = c.strides?.q !== undefined;
-  const qh = headMajorQ ? g.const("q", "f32", [B, H, Tq, D]) : g.transpose(g.const("q", "f32", [B, Tq, H, D]), [0, 2, 1, 3]);
+  const qh = g.f32(headMajorQ ? g.const("q", c.qDtype ?? "f32", [B, H, Tq, D]) : g.transpose(g.const("q", c.qDtype ?? "f32", [B, Tq, H, D]), [0, 2, 1, 3]));
   const cache = (key: string, w: number) => {
     const raw = g.f32(g.const(key, kvDt, c.kvLayout === "hsd" ? [B, Hkv, S, w] : [B, S, Hkv, w]));
     const hsd = c.kvLayout === "hsd" ? raw : g.transpose(raw, [0, 2, 1, 3]);
@@ -43,7 +44,8 @@ function reference(c: Case, q: ArrayLike<number>, k: ArrayLike<number>, v: Array
   }
   const masked = g.select(g.broadcast(g.cast(g.reshape(g.const("mask", "u8", [B * Tq, S]), [B, 1, Tq, S]), "bool"), [B, H, Tq, S]), s, -Infinity);
   const o = g.matmul(g.softmax(masked), vh); // [B, H, Tq, Dv]
-  g.output("o", headMajorQ ? o : g.transpose(o, [0, 2, 1, 3]));
+  const stored = c.outDtype === undefined || c.outDtype === "f32" ? o : g.f32(g.cast(o, c.outDtype));
+  g.output("o", headMajorQ ? stored : g.transpose(stored, [0, 2, 1, 3]));
   return evaluate(g.build(), { consts: { q, k, v, mask } }).outputs.o!.data;
 }
 
@@ -52,10 +54,10 @@ function check(c: Case, caps: SynthCaps, seed: number) {
   const B = c.batch ?? 1;
   const Dv = c.valueDim ?? c.headDim;
   const scale = 1 / Math.sqrt(c.headDim);
-  const q = randF32(r, B * c.queries * c.heads * c.headDim, 2);
+  const q = stored(randF32(r, B * c.queries * c.heads * c.headDim, 2), c.qDtype);
   const nk = B * c.keys * c.kvHeads;
-  const k = c.kvDtype === "bf16" ? randBf16(r, nk * c.headDim) : randF32(r, nk * c.headDim);
-  const v = c.kvDtype === "bf16" ? randBf16(r, nk * Dv) : randF32(r, nk * Dv);
+  const k = c.kvDtype === "bf16" ? randBf16(r, nk * c.headDim) : stored(randF32(r, nk * c.headDim), c.kvDtype);
+  const v = c.kvDtype === "bf16" ? randBf16(r, nk * Dv) : stored(randF32(r, nk * Dv), c.kvDtype);
   const s = synthesizeAttention({ ...c, name: "attn", scale }, caps);
   const limit = Int32Array.from({ length: B * c.queries }, (_, i) => c.pos0 + (i % c.queries) + (c.ragged?.[Math.floor(i / c.queries)] ?? 0));
   const inputs = { q, k, v, ...(c.mask === "none" ? {} : { limit }) };
@@ -71,9 +73,18 @@ function check(c: Case, caps: SynthCaps, seed: number) {
     run(s.split.combine.kernel, { grid: [...s.split.combine.grid], buffers: { part, out } });
   }
   const want = reference(c, q, k, v, scale);
-  // Outputs are convex combinations of values in [-1, 1]: accumulation-order noise is bounded by ~1e-5 absolute.
-  expectClose(out as Float32Array, want, 1, 1e-5);
+  // Outputs are convex combinations of values in [-1, 1]: accumulation-order noise is bounded by ~1e-5 absolute,
+  // plus one ulp of a 16-bit output type (f32 noise may cross its rounding boundary).
+  const od = c.outDtype ?? "f32";
+  const got = Array.from(out as ArrayLike<number>, (x) => (od === "bf16" ? bf16BitsToF32(x) : od === "f16" ? f16BitsToF32(x) : x));
+  const ulp = od === "bf16" ? 2 ** -7 : od === "f16" ? 2 ** -10 : 0;
+  expectClose(got, want, Array.from(want, (w) => 1 + (ulp * Math.abs(w)) / 1e-5), 1e-5);
   return s;
+}
+
+/** f32 values stored as `dt` (16-bit types as bits). */
+function stored(v: Float32Array, dt: "f32" | "bf16" | "f16" | undefined): Float32Array | Uint16Array {
+  return dt === undefined || dt === "f32" ? v : Uint16Array.from(v, dt === "bf16" ? f32ToBf16Bits : f32ToF16Bits);
 }
 
 const CAPS: SynthCaps = { maxWorkgroup: 64, sharedBytes: 16384 };
@@ -122,6 +133,11 @@ describe("synthesized attention", () => {
       batch: B, queries: Tq, heads: H, kvHeads: Hkv, headDim: D, keys: S, mask: "causal", kvLayout: "hsd", pos0: 2,
       strides: { q: [H * Tq * D, Tq * D, D, 1], out: [H * Tq * D, Tq * D, D, 1], k: [Hkv * S * D, S * D, D, 1], v: [Hkv * S * D, S * D, D, 1] },
     }, CAPS, 6);
+  });
+
+  it("decode and prefill with 16-bit queries, caches and outputs (bf16 q / f16 cache / bf16 out; f16 everywhere)", () => {
+    check({ queries: 1, heads: 4, kvHeads: 2, headDim: 8, keys: 13, mask: "causal", pos0: 12, qDtype: "bf16", kvDtype: "f16", outDtype: "bf16" }, CAPS, 7);
+    check({ queries: 5, heads: 2, kvHeads: 1, headDim: 6, keys: 9, mask: "sliding", window: 3, kvLayout: "hsd", pos0: 4, qDtype: "f16", kvDtype: "f16", outDtype: "f16" }, CAPS, 8);
   });
 
   it("unmasked attention, one key, and fewer lanes when workgroup memory is small", () => {
