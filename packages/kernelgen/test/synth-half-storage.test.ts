@@ -1,11 +1,12 @@
-// The half-precision storage cells the other synthesizer tests leave out: GEMV and tiled GEMM with bf16/f16
-// activations and f16/bf16 outputs, and a row reduction (RMSNorm) reading and writing f16, on tree, subgroup and CPU
-// caps, in the interpreter against graph-ir's float64 evaluation of the primitive chain (rounded where it rounds).
+// The storage cells the other synthesizer tests leave out: GEMV and tiled GEMM with bf16/f16 activations and f16/bf16
+// outputs, a row reduction (RMSNorm) reading and writing f16, RoPE with 16-bit x/tables and f16 steps, and segmented
+// IndexedMatMul with f32/f16 experts and 16-bit x/out, on tree, subgroup and CPU caps, in the interpreter against
+// graph-ir's float64 evaluation of the primitive chain (rounded where it rounds).
 
 import { Builder, bf16BitsToF32, evaluate, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from "@poot/graph-ir";
 import type { Ref } from "@poot/graph-ir";
 import { describe, it } from "vitest";
-import { cpuSynthCaps, synthesizeGemm, synthesizeGemv, synthesizeReductionRow } from "@poot/kernelgen";
+import { cpuSynthCaps, synthesizeGemm, synthesizeGemv, synthesizeIndexedMatMul, synthesizeReductionRow, synthesizeRope } from "@poot/kernelgen";
 import type { SynthCaps } from "@poot/kernelgen";
 import { expectClose, poisoned, randF32, rng, run } from "./helpers.js";
 
@@ -97,6 +98,51 @@ describe("row reduction reading and writing f16", () => {
       const want = evaluate(g.build(), { consts: { x, w } }).outputs.y!.data;
       // One f16 ulp (a boundary crossed by f32 noise in the sum of squares) plus f16's smallest subnormal.
       expectClose(widen(y as Uint16Array, "f16"), want, Array.from(want, (v) => Math.abs(v) * 2 ** -10 + 2 ** -24), 1);
+    });
+  }
+});
+
+describe("RoPE with 16-bit x and tables, f16 steps", () => {
+  for (const [x16, t16, step, T, H, D] of [["bf16", "f16", "f16", 3, 2, 8], ["f16", "bf16", "f32", 1, 1, 2], ["f16", "f16", "bf16", 2, 3, 6]] as const) {
+    it(`rotate-half, x ${x16}, cos/sin ${t16}, ${step} steps, x [${T}, ${H}, ${D}]`, () => {
+      const r = rng(T * 100 + H * 10 + D);
+      const x = store(randF32(r, T * H * D), x16), cos = store(randF32(r, T * D), t16), sin = store(randF32(r, T * D), t16);
+      const s = synthesizeRope({ name: "rope_h", shape: [T, H, D], style: "half", xDtype: x16, dtype: step, cos: { dtype: t16, shape: [T, 1, D] }, sin: { dtype: t16, shape: [T, 1, D] } }, CAPS.tree!);
+      const out = poisoned(s.kernel, "out", T * H * D);
+      run(s.kernel, { grid: [...s.grid], buffers: { x, cos, sin, out } });
+      const g = new Builder();
+      const xr = g.f32(g.const("x", x16, [T, H, D]));
+      const c = g.f32(g.const("cos", t16, [T, 1, D])), sn = g.f32(g.const("sin", t16, [T, 1, D]));
+      const rot = g.concat([g.neg(g.slice(xr, [0, 0, D / 2], [T, H, D])), g.slice(xr, [0, 0, 0], [T, H, D / 2])], 2);
+      const round = (v: Ref): Ref => (step === "f32" ? v : g.f32(g.cast(v, step)));
+      g.output("y", round(g.add(round(g.mul(xr, c)), round(g.mul(rot, sn)))));
+      const want = evaluate(g.build(), { consts: { x, cos, sin } }).outputs.y!.data;
+      // Each step rounds exactly where the chain rounds: the same values.
+      expectClose(widen(out as ArrayLike<number>, step), want, Array.from(want, () => 0), 1);
+    });
+  }
+});
+
+describe("segmented IndexedMatMul with f32/f16 experts and 16-bit x and out", () => {
+  for (const [xDt, wDt, outDt, caps] of [["f32", "f32", "f32", "subgroups"], ["bf16", "f16", "f16", "tree"], ["f16", "f32", "bf16", "cpu"]] as const) {
+    it(`T=3 S=2 K=20 N=9 E=4: x ${xDt}, experts ${wDt}, out ${outDt} (${caps})`, () => {
+      const [T, S, K, N, E] = [3, 2, 20, 9, 4];
+      const r = rng(K * 3 + N + xDt.length + wDt.length * 7 + outDt.length * 13);
+      const x = store(randF32(r, T * K), xDt), w = store(randF32(r, E * N * K), wDt);
+      const ids = Int32Array.from({ length: T * S }, () => Math.floor(r() * E));
+      const s = synthesizeIndexedMatMul({ name: "imm_h", T, S, K, N, experts: E, xDtype: xDt, wDtype: wDt, outDtype: outDt }, CAPS[caps]!);
+      const out = poisoned(s.kernel, "out", T * S * N);
+      run(s.kernel, { grid: [...s.grid], buffers: { x, w, ids, out }, ...(s.subgroupSize === undefined ? {} : { subgroupSize: s.subgroupSize }) });
+      const g = new Builder();
+      const tok = Int32Array.from({ length: T * S }, (_, i) => Math.floor(i / S));
+      const xs = g.reshape(g.gather(g.f32(g.const("x", xDt, [T, K])), g.const("tok", "i32", [T * S]), 0), [T * S, 1, K]);
+      const ws = g.transpose(g.f32(g.gather(g.const("w", wDt, [E, N, K]), g.const("ids", "i32", [T * S]), 0)), [0, 2, 1]);
+      const y = g.reshape(g.matmul(xs, ws), [T, S, N]);
+      g.output("y", outDt === "f32" ? y : g.f32(g.cast(y, outDt)));
+      g.output("s", g.reshape(g.matmul(g.unary("Abs", xs), g.unary("Abs", ws)), [T, S, N]));
+      const o = evaluate(g.build(), { consts: { x, w, ids, tok } }).outputs;
+      const want = o.y!.data;
+      expectClose(widen(out as ArrayLike<number>, outDt), want, Array.from(o.s!.data, (sv, i) => sv + (ulp(outDt) * Math.abs(want[i]!)) / 1e-5 + (outDt === "f16" ? 2 ** -24 / 1e-5 : 0)), 1e-5);
     });
   }
 });
