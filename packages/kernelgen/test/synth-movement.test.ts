@@ -1,7 +1,7 @@
 // The one movement generator for every movement op, in the interpreter, against graph-ir's movement primitives
-// evaluated by the oracle: dense dtypes (f32, bf16, i32, bool) and packed rows (Q4_0, Q8_0) moved as bytes.
+// evaluated by the oracle: dense dtypes (f32, bf16, f16, i32, u32, u8, bool) and packed rows (Q4_0, Q8_0) moved as bytes.
 
-import { Builder, evaluate } from "@poot/graph-ir";
+import { Builder, evaluate, f32ToF16Bits } from "@poot/graph-ir";
 import type { DType, Ref } from "@poot/graph-ir";
 import { describe, expect, it } from "vitest";
 import { synthesizeMovement } from "@poot/kernelgen";
@@ -11,13 +11,16 @@ import { expectExact, poisoned, randBf16, randF32, rng, run } from "./helpers.js
 
 const CAPS: SynthCaps = { maxWorkgroup: 64, sharedBytes: 0 };
 
-type Dense = "f32" | "bf16" | "i32" | "bool";
+type Dense = "f32" | "bf16" | "f16" | "i32" | "u32" | "u8" | "bool";
 
-function denseData(r: () => number, dt: Dense, n: number): Float32Array | Uint16Array | Int32Array | Uint8Array {
+function denseData(r: () => number, dt: Dense, n: number): Float32Array | Uint16Array | Int32Array | Uint32Array | Uint8Array {
   switch (dt) {
     case "f32": return randF32(r, n);
     case "bf16": return randBf16(r, n);
+    case "f16": return Uint16Array.from({ length: n }, () => f32ToF16Bits(r() * 2 - 1));
     case "i32": return Int32Array.from({ length: n }, () => Math.floor(r() * 2000) - 1000);
+    case "u32": return Uint32Array.from({ length: n }, () => Math.floor(r() * 2 ** 32));
+    case "u8": return Uint8Array.from({ length: n }, () => Math.floor(r() * 256));
     case "bool": return Uint8Array.from({ length: n }, () => (r() < 0.5 ? 1 : 0));
   }
 }
@@ -42,12 +45,12 @@ function check(dt: Dense, shape: number[], op: MovementOp, graphOp: (g: Builder,
   const buffers: Record<string, ArrayLike<number>> = { ...extra, out };
   names.forEach((nm, i) => (buffers[nm] = data[i]!));
   run(s.kernel, { grid: [...s.grid], buffers: buffers as never });
-  const expected = dt === "bf16" ? Array.from(want.data, (v) => new Uint32Array(new Float32Array([v]).buffer)[0]! >>> 16) : Array.from(want.data);
+  const expected = dt === "bf16" ? Array.from(want.data, (v) => new Uint32Array(new Float32Array([v]).buffer)[0]! >>> 16) : dt === "f16" ? Array.from(want.data, f32ToF16Bits) : Array.from(want.data);
   expectExact(Array.from(out as ArrayLike<number>), expected);
 }
 
 describe("synthesized movement (dense)", () => {
-  for (const dt of ["f32", "bf16", "i32", "bool"] as const) {
+  for (const dt of ["f32", "bf16", "f16", "i32", "u32", "u8", "bool"] as const) {
     it(`${dt}: reshape, slice with steps, broadcast, transpose`, () => {
       check(dt, [2, 3, 4], { op: "reshape", shape: [4, 6] }, (g, [x]) => g.reshape(x!, [4, 6]));
       check(dt, [5, 7], { op: "slice", start: [1, 0], end: [5, 7], step: [2, 3] }, (g, [x]) => g.slice(x!, [1, 0], [5, 7], [2, 3]));
