@@ -83,7 +83,8 @@ function check(c: Case, caps: SynthCaps, seed: number) {
 }
 
 /** f32 values stored as `dt` (16-bit types as bits). */
-function stored(v: Float32Array, dt: "f32" | "bf16" | "f16" | undefined): Float32Array | Uint16Array {
+function stored(v: Float32Array, dt: AttentionRequest["qDtype"]): Float32Array | Uint16Array {
+  if (dt !== undefined && dt !== "f32" && dt !== "bf16" && dt !== "f16") throw new Error(`attention storage ${dt}`);
   return dt === undefined || dt === "f32" ? v : Uint16Array.from(v, dt === "bf16" ? f32ToBf16Bits : f32ToF16Bits);
 }
 
