@@ -10,7 +10,7 @@ import { cpuSynthCaps, importedKernel, importedLaunch, synthCapsFrom, synthesize
 import type { SynthCaps } from "@poot/kernelgen";
 import type { GGMLTypeName } from "@poot/models";
 import { describe, expect, it } from "vitest";
-import { TYPES, decodeIndependently, descriptor, expectClose, expectExact, poisoned, randF32, randomBlocks, rng, run, toWords } from "./packed-formats.js";
+import { FIXTURES, TYPES, decodeIndependently, descriptor, expectClose, expectExact, fixtureRows, poisoned, randF32, randomBlocks, rng, run, toWords } from "./packed-formats.js";
 
 const CAPS: Record<string, SynthCaps> = {
   tree: { maxWorkgroup: 64, sharedBytes: 4096 },
@@ -63,6 +63,23 @@ describe("packed row gather and whole-table decode (synthesized) against models'
       }
     }
   }
+
+  // Rows written by ggml's own quantizers (the GGUF fixtures), gathered out of order and decoded.
+  describe.skipIf(FIXTURES === undefined)("ggml-encoded rows from ../shared/fixtures/gguf (skipped when absent)", () => {
+    for (const t of ["Q4_K", "Q6_K", "Q5_0", "Q5_1", "Q8_0"] as const) {
+      for (const caps of ["cuda", "cpu"]) {
+        it(`${t} on ${caps} caps: PackedRowGather of fixture rows [3, 0, 3]`, () => {
+          const rows = fixtureRows(t, 4);
+          expect(rows, `a 2-D ${t} tensor in the fixtures`).toBeDefined();
+          const { K: D, bytes } = rows!;
+          const ids = Int32Array.from([3, 0, 3]);
+          const got = launch({ kind: "movement", op: "PackedRowGather", region: null, emulated16: false, params: {} as never, inputs: [access(packed(t), [4, D]), access("i32", [3])], output: access("f32", [3, D]) }, CAPS[caps]!, [toWords(bytes), ids], 3 * D);
+          const table = decodeIndependently(t, bytes);
+          expectExact(got, [...ids].flatMap((id) => Array.from(table.subarray(id * D, (id + 1) * D))));
+        });
+      }
+    }
+  });
 
   it("a table whose rows are not whole blocks is a typed bad_shape error, for every format", () => {
     for (const t of TYPES) {
