@@ -1,10 +1,10 @@
-// The thread pool of a CPU executor: `threads - 1` worker_threads plus the host thread, all over one shared memory.
-// A region publishes its phases one Atomics.store at a time; every thread claims chunks of workgroups until it completes.
+// The thread pool of a CPU executor: `threads - 1` worker threads (the transport starts them) plus the host thread,
+// all over one shared memory. A region publishes its phases one Atomics.store at a time; every thread claims chunks.
 
-import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from "node:worker_threads";
 import { CpuError } from "./errors.js";
 import { WA, type CpuMemory } from "./memory.js";
-import { CTL, HOST_CORE_SOURCE, ROW, WORKER_SOURCE } from "./worker-source.js";
+import type { ThreadHandle, ThreadTransport } from "./transport.js";
+import { CTL, HOST_CORE_SOURCE, ROW } from "./worker-source.js";
 
 /** One compiled kernel to load on every thread. */
 export interface PoolKernel {
@@ -38,8 +38,7 @@ export class ThreadPool {
   readonly threads: number;
   readonly #mem: CpuMemory;
   readonly #ctl: number;
-  readonly #workers: Worker[] = [];
-  readonly #ports: MessagePort[] = [];
+  readonly #workers: ThreadHandle[] = [];
   readonly #core: Core;
   readonly #host: HostState;
   #hostError = "";
@@ -48,7 +47,7 @@ export class ThreadPool {
   #regions = 0;
   #disposed = false;
 
-  constructor(mem: CpuMemory, threads: number) {
+  constructor(mem: CpuMemory, threads: number, transport: ThreadTransport) {
     this.threads = threads;
     this.#mem = mem;
     this.#ctl = mem.alloc(CTL.WORDS * 4) >> 2;
@@ -64,15 +63,7 @@ export class ThreadPool {
       host.u8 = mem.u8;
       Atomics.add(mem.i32, this.#ctl + CTL.GROWN, 1);
     };
-    for (let t = 1; t < threads; t++) {
-      const { port1, port2 } = new MessageChannel();
-      const w = new Worker(WORKER_SOURCE, { eval: true, workerData: { memory: mem.memory, ctl: this.#ctl, thread: t, port: port2 }, transferList: [port2] });
-      // Workers never keep the process alive: dispose() stops them, and an idle process may exit.
-      w.unref();
-      port1.unref();
-      this.#workers.push(w);
-      this.#ports.push(port1);
-    }
+    for (let t = 1; t < threads; t++) this.#workers.push(transport.start({ memory: mem.memory, ctl: this.#ctl, thread: t }));
     this.#awaitAck(threads - 1, "start");
   }
 
@@ -95,7 +86,7 @@ export class ThreadPool {
       this.#host.fns[ids[i]!] = inst.exports[k.entry] as (...a: number[]) => void;
     });
     if (this.threads > 1) {
-      for (const p of this.#ports) p.postMessage(msg);
+      for (const w of this.#workers) w.post(msg);
       this.#command(1);
       this.#awaitAck(this.threads - 1, "load kernels");
     }
@@ -135,7 +126,7 @@ export class ThreadPool {
     const bad = Atomics.exchange(i32, c + CTL.VIOLATION, 0);
     if (err !== 0) {
       let text = this.#hostError;
-      for (const p of this.#ports) text ||= (receiveMessageOnPort(p)?.message as string | undefined) ?? "";
+      for (const w of this.#workers) text ||= w.receive() ?? "";
       this.#hostError = "";
       throw new CpuError("kernel-trap", `phase ${err - 1} trapped: ${text || "(no message)"}`, { phase: err - 1 });
     }
@@ -147,8 +138,7 @@ export class ThreadPool {
     if (this.#disposed) return;
     this.#disposed = true;
     if (this.threads > 1) this.#command(2);
-    for (const w of this.#workers) void w.terminate();
-    for (const p of this.#ports) p.close();
+    for (const w of this.#workers) w.terminate();
   }
 
   #command(kind: 1 | 2): void {
