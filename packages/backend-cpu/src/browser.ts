@@ -10,7 +10,17 @@ import { browserPlatform } from "./transport-browser.js";
 export * from "./api.js";
 export { browserPlatform, browserThreads } from "./transport-browser.js";
 
-/** Creates the CPU executor in a browser Worker: `threads` threads (default `navigator.hardwareConcurrency`) as Web Workers. */
-export function createCpuExecutor(options: CpuExecutorOptions = {}): CpuExecutor {
-  return new CpuExecutor(options, browserPlatform());
+/**
+ * Creates the CPU executor in a browser Worker: `threads` threads (default `navigator.hardwareConcurrency`) as Web
+ * Workers. Async: a Web Worker starts only once its creator yields to the event loop.
+ */
+export async function createCpuExecutor(options: CpuExecutorOptions = {}): Promise<CpuExecutor> {
+  const executor = new CpuExecutor(options, browserPlatform());
+  try {
+    await executor.pool.started();
+  } catch (e) {
+    executor.dispose();
+    throw e;
+  }
+  return executor;
 }

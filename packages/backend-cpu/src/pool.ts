@@ -46,6 +46,7 @@ export class ThreadPool {
   #kernels = 0;
   #regions = 0;
   #disposed = false;
+  #starting = false;
 
   constructor(mem: CpuMemory, threads: number, transport: ThreadTransport) {
     this.threads = threads;
@@ -64,7 +65,21 @@ export class ThreadPool {
       Atomics.add(mem.i32, this.#ctl + CTL.GROWN, 1);
     };
     for (let t = 1; t < threads; t++) this.#workers.push(transport.start({ memory: mem.memory, ctl: this.#ctl, thread: t }));
-    this.#awaitAck(threads - 1, "start");
+    if (transport.startsWhileBlocked) this.#awaitAck(threads - 1, "start");
+    else this.#starting = true;
+  }
+
+  /** Resolves once every worker thread has started (at once where the transport starts them while blocked). */
+  async started(): Promise<void> {
+    if (!this.#starting) return;
+    const i32 = this.#mem.i32, at = this.#ctl + CTL.ACK, want = this.threads - 1;
+    const deadline = Date.now() + 60_000;
+    while (Atomics.load(i32, at) < want) {
+      if (Date.now() > deadline) throw new CpuError("worker-failed", `${want - Atomics.load(i32, at)} of ${want} worker thread(s) did not start within 60 s`);
+      await new Promise((ok) => setTimeout(ok, 5));
+    }
+    Atomics.store(i32, at, 0);
+    this.#starting = false;
   }
 
   /** Regions run so far. */
@@ -79,6 +94,7 @@ export class ThreadPool {
 
   /** Instantiates kernels on every thread; returns their ids (in order). */
   load(kernels: readonly PoolKernel[]): number[] {
+    if (this.#starting) throw new CpuError("worker-failed", "the worker threads have not started yet: await the pool's started() (the browser's createCpuExecutor does)");
     const ids = kernels.map(() => this.#kernels++);
     const msg = kernels.map((k, i) => [ids[i]!, k.module, k.entry] as const);
     kernels.forEach((k, i) => {

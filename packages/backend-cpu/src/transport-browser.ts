@@ -26,6 +26,7 @@ let sourceUrl: string | undefined;
 /** Web Workers; the first message starts the thread, later ones are loads. Their error text arrives asynchronously. */
 export const browserThreads: ThreadTransport = {
   name: "Web Workers",
+  startsWhileBlocked: false,
   start(init: ThreadInit): ThreadHandle {
     if (G.Worker === undefined) throw new CpuError("unsupported-platform", "this context has no Worker constructor: run the executor with threads: 1");
     sourceUrl ??= G.URL.createObjectURL(new G.Blob([BROWSER_WORKER_SOURCE], { type: "text/javascript" }));

@@ -9,6 +9,7 @@ import { NODE_WORKER_SOURCE } from "./worker-source.js";
 /** worker_threads, each with a MessagePort the host reads synchronously. */
 export const nodeThreads: ThreadTransport = {
   name: "worker_threads",
+  startsWhileBlocked: true,
   start(init: ThreadInit): ThreadHandle {
     const { port1, port2 } = new MessageChannel();
     const w = new Worker(NODE_WORKER_SOURCE, { eval: true, workerData: { ...init, port: port2 }, transferList: [port2] });

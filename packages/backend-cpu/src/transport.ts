@@ -27,6 +27,11 @@ export interface ThreadHandle {
 export interface ThreadTransport {
   /** What the threads are, for the device description (`worker_threads`, `Web Workers`). */
   readonly name: string;
+  /**
+   * Whether a started thread comes up while the starting thread blocks (node: yes). A browser worker's script loads
+   * only once its creator returns to the event loop: the pool is then awaited with `ThreadPool.started()`.
+   */
+  readonly startsWhileBlocked: boolean;
   /** Starts one worker thread running the pool's thread source. */
   start(init: ThreadInit): ThreadHandle;
 }
