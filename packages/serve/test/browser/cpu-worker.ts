@@ -22,7 +22,7 @@ async function run(threads: number): Promise<PageRun> {
     rows.push({ position: T - 1, logits: pre.step(fx.promptIds) });
     pre.release();
     const s = engine.openSession();
-    let logits = new Float32Array(0);
+    let logits: Float32Array = new Float32Array(0);
     for (let t = 0; t < T; t++) rows.push({ position: t, logits: (logits = s.step([fx.promptIds[t]!])) });
     const ids: number[] = [];
     for (let g = 0; g < fx.greedyIds.length; g++) {
