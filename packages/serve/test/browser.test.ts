@@ -29,6 +29,8 @@ interface Row {
 interface PageResult {
   readonly webgpu: { available: boolean; code?: string; message?: string; adapter?: string };
   readonly isolated: boolean;
+  /** What `createCpuExecutor` of @poot/backend-cpu/browser did on the page's main thread. */
+  readonly mainThread: "accepted" | { name: string; code?: string; message: string };
   readonly run: { ok: { backend: "cpu" | "wgpu"; device: string; rows: Row[]; ids: number[] } } | { error: { name: string; code?: string; message: string; stack?: string } };
 }
 
@@ -110,6 +112,7 @@ describe("the fixture model (hf llama3) in headless Chromium", () => {
     const { result: r, errors } = await loadPage([]);
     expect(errors).toEqual([]);
     expect(r.isolated, "the page is cross-origin isolated (COOP/COEP)").toBe(true);
+    expect(r.mainThread).toMatchObject({ name: "CpuError", code: "unsupported-platform" });
     // Headless Chromium with --disable-gpu offers no adapter: the page got backend-wgpu's typed error and fell back.
     expect(r.webgpu.available).toBe(false);
     expect(["no-webgpu", "no-adapter"]).toContain(r.webgpu.code);

@@ -2,6 +2,7 @@
 // why and runs the same model on the CPU backend's Wasm kernels (a Worker, see cpu-worker.ts). `?backend=cpu` forces
 // the CPU path. The result lands in `window.result` for the test, which compares it with the fixture's reference.
 
+import { createCpuExecutor } from "@poot/backend-cpu/browser";
 import { WgpuError, openWgpu } from "@poot/backend-wgpu";
 import { createWgpuExecutor } from "@poot/backend-wgpu/executor";
 import { checkpointConsts } from "@poot/models";
@@ -69,17 +70,19 @@ async function main(): Promise<unknown> {
     webgpu = { available: false, code: e.code, message: e.message };
   }
   const isolated = page.crossOriginIsolated;
+  // The CPU executor refuses a page's main thread (it would block it): the error the page gets instead of a hang.
+  const mainThread = await createCpuExecutor({ threads: 1 }).then((e) => (e.dispose(), "accepted"), (e: unknown) => failure(e));
   if (ctx !== undefined && force !== "cpu") {
     try {
-      return { webgpu, isolated, run: plain({ ok: await runWgpu(ctx) }) };
+      return { webgpu, isolated, mainThread, run: plain({ ok: await runWgpu(ctx) }) };
     } catch (e) {
-      return { webgpu, isolated, run: { error: failure(e) } };
+      return { webgpu, isolated, mainThread, run: { error: failure(e) } };
     } finally {
       ctx.dispose();
     }
   }
   ctx?.dispose();
-  return { webgpu, isolated, run: plain(await runCpu(2)) };
+  return { webgpu, isolated, mainThread, run: plain(await runCpu(2)) };
 }
 
 main().then(
