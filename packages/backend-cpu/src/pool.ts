@@ -66,7 +66,7 @@ export class ThreadPool {
     };
     for (let t = 1; t < threads; t++) this.#workers.push(transport.start({ memory: mem.memory, ctl: this.#ctl, thread: t }));
     if (transport.startsWhileBlocked) this.#awaitAck(threads - 1, "start");
-    else this.#starting = true;
+    else this.#starting = threads > 1;
   }
 
   /** Resolves once every worker thread has started (at once where the transport starts them while blocked). */
