@@ -12,7 +12,9 @@ export type CpuErrorCode =
   /** A plan has no kernel the Wasm target can run (the message names the plan). */
   | "unsupported-kernel"
   /** A worker thread could not start or load kernels. */
-  | "worker-failed";
+  | "worker-failed"
+  /** The platform cannot run the executor here (a browser page's main thread, no cross-origin isolation, no Worker). */
+  | "unsupported-platform";
 
 /** What a {@link CpuError} concerns. */
 export interface CpuErrorContext {

@@ -1,7 +1,6 @@
-// The CPU executor: `@poot/executor`'s contract over one shared WebAssembly.Memory and a pool of worker_threads.
-// Weights are copied (packed blocks as bytes) into the memory once per executor and shared by every staged program.
+// The CPU executor: `@poot/executor`'s contract over one shared WebAssembly.Memory and a pool of worker threads
+// (the platform's transport starts them). Weights are copied into the memory once and shared by every staged program.
 
-import * as os from "node:os";
 import { ExecutorError, readWeight, schemaOf, stageParts, type DeviceBytes, type Executor, type ExecutorCaps, type ProgramSchema, type StageInput, type StageOptions, type StateSet, type WeightSource } from "@poot/executor";
 import { dtypeName, numel, storageBytes, validateGraph, type Value } from "@poot/graph-ir";
 import { PlanError, compile, defaultTarget, type CompileOptions, type DeviceCaps as PlanCaps } from "@poot/graph-plan";
@@ -12,13 +11,14 @@ import { ThreadPool } from "./pool.js";
 import { CpuProgram, writeHost, type ProgramHost, type RunMode } from "./program.js";
 import { threadAreas } from "./schedule.js";
 import { CpuStateSet } from "./state.js";
+import type { CpuPlatform } from "./transport.js";
 
 /** Scalar dtypes the CPU executor holds in Const, Slot and State buffers. */
 const DTYPES = ["f32", "f16", "bf16", "i32", "u32", "u8", "bool"] as const;
 
 /** Options of {@link createCpuExecutor}. */
 export interface CpuExecutorOptions {
-  /** Threads that run kernels, the calling thread included (default `os.availableParallelism()`). */
+  /** Threads that run kernels, the calling thread included (default: the platform's core count). */
   readonly threads?: number;
   /** graph-plan options every staged graph is compiled with. */
   readonly compile?: CompileOptions;
@@ -67,14 +67,14 @@ export class CpuExecutor implements Executor {
   #steps = 0;
   #dispatches = 0;
 
-  constructor(options: CpuExecutorOptions = {}) {
-    const threads = options.threads ?? os.availableParallelism();
+  /** An executor on `platform` (node: `createCpuExecutor` of `@poot/backend-cpu`; browsers: of `@poot/backend-cpu/browser`). */
+  constructor(options: CpuExecutorOptions, platform: CpuPlatform) {
+    const threads = options.threads ?? platform.defaultThreads;
     if (!Number.isInteger(threads) || threads < 1) throw new ExecutorError("unsupported-program", `threads must be a positive integer, got ${threads}`);
     this.#options = options;
     this.memory = new CpuMemory();
-    this.pool = new ThreadPool(this.memory, threads);
-    const cpu = os.cpus()[0]?.model.trim() ?? "CPU";
-    this.caps = { kind: "cpu", device: `${cpu}, ${threads} thread(s), Wasm SIMD128 over one shared memory`, dtypes: DTYPES, capture: true, deviceMemoryBytes: MAX_PAGES * PAGE };
+    this.pool = new ThreadPool(this.memory, threads, platform.transport);
+    this.caps = { kind: "cpu", device: `${platform.cpu}, ${threads} thread(s) (${platform.transport.name}), Wasm SIMD128 over one shared memory`, dtypes: DTYPES, capture: true, deviceMemoryBytes: MAX_PAGES * PAGE };
     const mode: RunMode = { fused: options.fused ?? true, ...(options.checkPhaseOrder === true ? { checkPhaseOrder: true } : {}), ...(options.plantEarlyPublish === true ? { plantEarlyPublish: true } : {}), ...(options.plantAllocation === true ? { plantAllocation: true } : {}) };
     const self = this;
     this.#host = {
@@ -186,9 +186,4 @@ export class CpuExecutor implements Executor {
   #alive(): void {
     if (this.#disposed) throw new ExecutorError("disposed", "executor used after dispose", {});
   }
-}
-
-/** Creates the CPU executor (backend kind `"cpu"`): `threads` threads (default: the core count) over one shared memory. */
-export function createCpuExecutor(options: CpuExecutorOptions = {}): CpuExecutor {
-  return new CpuExecutor(options);
 }

@@ -1,10 +1,10 @@
-// The thread pool of a CPU executor: `threads - 1` worker_threads plus the host thread, all over one shared memory.
-// A region publishes its phases one Atomics.store at a time; every thread claims chunks of workgroups until it completes.
+// The thread pool of a CPU executor: `threads - 1` worker threads (the transport starts them) plus the host thread,
+// all over one shared memory. A region publishes its phases one Atomics.store at a time; every thread claims chunks.
 
-import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from "node:worker_threads";
 import { CpuError } from "./errors.js";
 import { WA, type CpuMemory } from "./memory.js";
-import { CTL, HOST_CORE_SOURCE, ROW, WORKER_SOURCE } from "./worker-source.js";
+import type { ThreadHandle, ThreadTransport } from "./transport.js";
+import { CTL, HOST_CORE_SOURCE, ROW } from "./worker-source.js";
 
 /** One compiled kernel to load on every thread. */
 export interface PoolKernel {
@@ -38,8 +38,7 @@ export class ThreadPool {
   readonly threads: number;
   readonly #mem: CpuMemory;
   readonly #ctl: number;
-  readonly #workers: Worker[] = [];
-  readonly #ports: MessagePort[] = [];
+  readonly #workers: ThreadHandle[] = [];
   readonly #core: Core;
   readonly #host: HostState;
   #hostError = "";
@@ -47,8 +46,9 @@ export class ThreadPool {
   #kernels = 0;
   #regions = 0;
   #disposed = false;
+  #starting = false;
 
-  constructor(mem: CpuMemory, threads: number) {
+  constructor(mem: CpuMemory, threads: number, transport: ThreadTransport) {
     this.threads = threads;
     this.#mem = mem;
     this.#ctl = mem.alloc(CTL.WORDS * 4) >> 2;
@@ -64,16 +64,22 @@ export class ThreadPool {
       host.u8 = mem.u8;
       Atomics.add(mem.i32, this.#ctl + CTL.GROWN, 1);
     };
-    for (let t = 1; t < threads; t++) {
-      const { port1, port2 } = new MessageChannel();
-      const w = new Worker(WORKER_SOURCE, { eval: true, workerData: { memory: mem.memory, ctl: this.#ctl, thread: t, port: port2 }, transferList: [port2] });
-      // Workers never keep the process alive: dispose() stops them, and an idle process may exit.
-      w.unref();
-      port1.unref();
-      this.#workers.push(w);
-      this.#ports.push(port1);
+    for (let t = 1; t < threads; t++) this.#workers.push(transport.start({ memory: mem.memory, ctl: this.#ctl, thread: t }));
+    if (transport.startsWhileBlocked) this.#awaitAck(threads - 1, "start");
+    else this.#starting = threads > 1;
+  }
+
+  /** Resolves once every worker thread has started (at once where the transport starts them while blocked). */
+  async started(): Promise<void> {
+    if (!this.#starting) return;
+    const i32 = this.#mem.i32, at = this.#ctl + CTL.ACK, want = this.threads - 1;
+    const deadline = Date.now() + 60_000;
+    while (Atomics.load(i32, at) < want) {
+      if (Date.now() > deadline) throw new CpuError("worker-failed", `${want - Atomics.load(i32, at)} of ${want} worker thread(s) did not start within 60 s`);
+      await new Promise((ok) => setTimeout(ok, 5));
     }
-    this.#awaitAck(threads - 1, "start");
+    Atomics.store(i32, at, 0);
+    this.#starting = false;
   }
 
   /** Regions run so far. */
@@ -88,6 +94,7 @@ export class ThreadPool {
 
   /** Instantiates kernels on every thread; returns their ids (in order). */
   load(kernels: readonly PoolKernel[]): number[] {
+    if (this.#starting) throw new CpuError("worker-failed", "the worker threads have not started yet: await the pool's started() (the browser's createCpuExecutor does)");
     const ids = kernels.map(() => this.#kernels++);
     const msg = kernels.map((k, i) => [ids[i]!, k.module, k.entry] as const);
     kernels.forEach((k, i) => {
@@ -95,7 +102,7 @@ export class ThreadPool {
       this.#host.fns[ids[i]!] = inst.exports[k.entry] as (...a: number[]) => void;
     });
     if (this.threads > 1) {
-      for (const p of this.#ports) p.postMessage(msg);
+      for (const w of this.#workers) w.post(msg);
       this.#command(1);
       this.#awaitAck(this.threads - 1, "load kernels");
     }
@@ -135,7 +142,7 @@ export class ThreadPool {
     const bad = Atomics.exchange(i32, c + CTL.VIOLATION, 0);
     if (err !== 0) {
       let text = this.#hostError;
-      for (const p of this.#ports) text ||= (receiveMessageOnPort(p)?.message as string | undefined) ?? "";
+      for (const w of this.#workers) text ||= w.receive() ?? "";
       this.#hostError = "";
       throw new CpuError("kernel-trap", `phase ${err - 1} trapped: ${text || "(no message)"}`, { phase: err - 1 });
     }
@@ -147,8 +154,7 @@ export class ThreadPool {
     if (this.#disposed) return;
     this.#disposed = true;
     if (this.threads > 1) this.#command(2);
-    for (const w of this.#workers) void w.terminate();
-    for (const p of this.#ports) p.close();
+    for (const w of this.#workers) w.terminate();
   }
 
   #command(kind: 1 | 2): void {

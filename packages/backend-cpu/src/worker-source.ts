@@ -1,5 +1,5 @@
 // The phase loop every thread of the pool runs (the host thread too), and the worker's main, as JavaScript source:
-// workers start from this text (`eval: true`), so the backend ships no separate file and runs from src and dist alike.
+// node workers start from this text (`eval: true`), browser workers from a Blob of it; no separate file ships.
 
 /** Words of the control block (an Int32Array window of the shared memory, at `ctl`). */
 export const CTL = {
@@ -170,34 +170,60 @@ function participate(st) {
 /** The host's copy of the loop: `participate(st)` and the Wasm math imports, built from the same source as the workers'. */
 export const HOST_CORE_SOURCE = `${CORE}\nreturn { participate, wasmMath };`;
 
-/** The worker's main: instantiate kernels on load commands, join every region, exit on command. */
-export const WORKER_SOURCE = `"use strict";
+// A worker thread's main over the core, the same on every platform. `recv()` returns the next load message, or
+// undefined when none has arrived yet (a browser worker reads messages only between turns of its event loop): the
+// returned `loop` then returns false and is called again once the message is in. `loop` returns true on exit.
+const THREAD_MAIN = String.raw`
+function threadMain(memory, ctl, thread, recv, report) {
+  const st = { i32: new Int32Array(memory.buffer), u8: new Uint8Array(memory.buffer), ctl, fns: [], thread, port: { postMessage: report }, grown: 0, refresh: null };
+  st.refresh = () => {
+    st.grown = Atomics.load(st.i32, ctl + C.GROWN);
+    st.i32 = new Int32Array(memory.buffer);
+    st.u8 = new Uint8Array(memory.buffer);
+  };
+  let seen = Atomics.load(st.i32, ctl + C.SEQ);
+  Atomics.add(st.i32, ctl + C.ACK, 1);
+  Atomics.notify(st.i32, ctl + C.ACK);
+  return function loop() {
+    for (;;) {
+      while (Atomics.load(st.i32, ctl + C.SEQ) === seen) Atomics.wait(st.i32, ctl + C.SEQ, seen);
+      if (Atomics.load(st.i32, ctl + C.GROWN) !== st.grown) st.refresh();
+      const kind = Atomics.load(st.i32, ctl + C.KIND);
+      if (kind === 2) return true;
+      if (kind === 1) {
+        const m = recv();
+        if (m === undefined) return false;
+        for (const [id, mod, entry] of m) st.fns[id] = new WebAssembly.Instance(mod, { env: { memory }, math: wasmMath }).exports[entry];
+        seen = Atomics.load(st.i32, ctl + C.SEQ);
+        Atomics.add(st.i32, ctl + C.ACK, 1);
+        Atomics.notify(st.i32, ctl + C.ACK);
+        continue;
+      }
+      seen = participate(st);
+    }
+  };
+}
+`;
+
+/** A node worker_threads worker's source (`eval: true`): `workerData` = { memory, ctl, thread, port }. */
+export const NODE_WORKER_SOURCE = `"use strict";
 const { workerData, receiveMessageOnPort } = require("node:worker_threads");
 ${CORE}
+${THREAD_MAIN}
 const { memory, ctl, thread, port } = workerData;
-const st = { i32: new Int32Array(memory.buffer), u8: new Uint8Array(memory.buffer), ctl, fns: [], thread, port, grown: 0, refresh: null };
-st.refresh = () => {
-  st.grown = Atomics.load(st.i32, ctl + C.GROWN);
-  st.i32 = new Int32Array(memory.buffer);
-  st.u8 = new Uint8Array(memory.buffer);
-};
-let seen = Atomics.load(st.i32, ctl + C.SEQ);
-Atomics.add(st.i32, ctl + C.ACK, 1);
-Atomics.notify(st.i32, ctl + C.ACK);
-for (;;) {
-  while (Atomics.load(st.i32, ctl + C.SEQ) === seen) Atomics.wait(st.i32, ctl + C.SEQ, seen);
-  if (Atomics.load(st.i32, ctl + C.GROWN) !== st.grown) st.refresh();
-  const kind = Atomics.load(st.i32, ctl + C.KIND);
-  if (kind === 2) break;
-  if (kind === 1) {
-    const m = receiveMessageOnPort(port);
-    if (m) for (const [id, mod, entry] of m.message) st.fns[id] = new WebAssembly.Instance(mod, { env: { memory }, math: wasmMath }).exports[entry];
-    seen = Atomics.load(st.i32, ctl + C.SEQ);
-    Atomics.add(st.i32, ctl + C.ACK, 1);
-    Atomics.notify(st.i32, ctl + C.ACK);
-    continue;
-  }
-  seen = participate(st);
-}
+threadMain(memory, ctl, thread, () => receiveMessageOnPort(port)?.message ?? [], (text) => port.postMessage(text))();
 port.close();
+`;
+
+/** A browser Web Worker's source (a classic worker from a Blob URL): the first message is { memory, ctl, thread }, later ones are loads. */
+export const BROWSER_WORKER_SOURCE = `"use strict";
+${CORE}
+${THREAD_MAIN}
+const inbox = [];
+let loop = null;
+self.onmessage = (e) => {
+  if (loop === null) loop = threadMain(e.data.memory, e.data.ctl, e.data.thread, () => inbox.shift(), (text) => self.postMessage(text));
+  else inbox.push(e.data);
+  if (loop()) self.close();
+};
 `;

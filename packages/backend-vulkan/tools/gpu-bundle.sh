@@ -2,7 +2,7 @@
 # Builds the bundle that runs the Vulkan and WebGPU backends' checks on the GPU machine (NVIDIA driver, but neither
 # Node nor libvulkan there): packages/serve/bench/gpu-apis-h200.gpu.ts and the wgpu device worker bundled with
 # esbuild, Node, koffi and Dawn's dawn.node (xz), kernelgen's kernel assets, the ../shared/fixtures/hf families,
-# and (in DEST/../.gl) the Vulkan loader .deb.
+# and (in DEST/../.gl) the Vulkan loader and glvnd .debs.
 #   usage: packages/backend-vulkan/tools/gpu-bundle.sh [DEST]      (default DEST: <repo root>/.gpu-vk)
 # DEST and DEST/../.gl must be git-ignored in the checkout that travels (.git/info/exclude). The layout:
 #   DEST/bin/{gpu-apis-h200.js,sync-worker.js}  DEST/assets (= bin/../assets, where kernelgen looks)
@@ -10,7 +10,10 @@
 # On the GPU machine, from the checkout's root (carry .gpu-vk and .gl):
 #   for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig; cp -r .gpu-vk /tmp/g
 #   xz -d /tmp/g/node.xz /tmp/g/node_modules/webgpu/dist/linux-x64/dawn.node.xz; chmod +x /tmp/g/node
-#   /tmp/g/node /tmp/g/bin/gpu-apis-h200.js /tmp/g/fixtures/hf models/demo "$OUT"
+#   export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+#   export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+#   BACKEND=vulkan /tmp/g/node /tmp/g/bin/gpu-apis-h200.js /tmp/g/fixtures/hf models/demo "$OUT"   (then BACKEND=wgpu)
+# The Llama-3.2-1B-shaped bf16 bench on both backends in one call: bash packages/backend-vulkan/tools/gpu-bench-1b.sh
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
@@ -60,9 +63,16 @@ for fam in llama3 qwen3 gemma3 olmoe qwen35; do
   done
 done
 
-# The Vulkan loader (libvulkan1, amd64) as a .deb, unpacked with dpkg -x there (device README).
+# The Vulkan loader and glvnd (amd64) as .debs, unpacked with dpkg -x there (device README): with libvulkan1 alone
+# the NVIDIA ICD (libGLX_nvidia, which needs libGLdispatch) fails with VK_ERROR_INCOMPATIBLE_DRIVER.
 mkdir -p "$gl" /tmp/amd64/partial
 o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
-# shellcheck disable=SC2086
-[ -n "$(ls "$gl"/libvulkan1_*.deb 2>/dev/null)" ] || { apt-get $o -q update >/dev/null; (cd "$gl" && apt-get $o -q download libvulkan1 >/dev/null); }
+updated=0
+for pkg in libvulkan1 libglvnd0 libegl1 libglx0; do
+  [ -n "$(ls "$gl/${pkg}"_*.deb 2>/dev/null)" ] && continue
+  # shellcheck disable=SC2086
+  [ $updated = 1 ] || { apt-get $o -q update >/dev/null; updated=1; }
+  # shellcheck disable=SC2086
+  (cd "$gl" && apt-get $o -q download "$pkg" >/dev/null)
+done
 du -sh "$dest" "$gl"

@@ -27,7 +27,7 @@ export { decodePacked, packedByteLength } from "./quant/format.js";
 export { QK_K } from "./quant/kquants.js";
 export { QUANT_FORMATS, formatById, ggmlTypeName } from "./quant/registry.js";
 export type { OpenSafetensorsOptions, SafetensorsDType, SafetensorsHeader } from "./safetensors.js";
-export { SAFETENSORS_DTYPE_BYTES, SafetensorsCheckpoint, openSafetensors, parseSafetensorsHeader } from "./safetensors.js";
+export { SAFETENSORS_DTYPE_BYTES, SafetensorsCheckpoint, openSafetensors, parseSafetensorsHeader, safetensorsFromBytes } from "./safetensors.js";
 export type { ByteSource } from "./source.js";
 export { FileSource, MemorySource } from "./source.js";
 export type { Architecture, LayerKind, LinearAttentionConfig, ModelConfig, MoeConfig, RopeConfig, RopeScaling } from "./config.js";

@@ -5,7 +5,7 @@ import * as path from "node:path";
 import { numel, type Checkpoint, type TensorInfo } from "./checkpoint.js";
 import { CheckpointFormatError, MissingTensorError, ModelError, UnsupportedTensorTypeError } from "./errors.js";
 import { copyF32, widenBF16, widenF16 } from "./halfs.js";
-import { FileSource, type ByteSource } from "./source.js";
+import { FileSource, MemorySource, type ByteSource } from "./source.js";
 
 /** safetensors dtypes this reader accepts, with their element sizes in bytes. */
 export const SAFETENSORS_DTYPE_BYTES = {
@@ -183,6 +183,13 @@ function readIndex(indexPath: string): Record<string, string> {
     throw new CheckpointFormatError("bad-json", "weight_map must map tensor names to shard file names", { file: indexPath, key: "weight_map" });
   }
   return map as Record<string, string>;
+}
+
+/** A safetensors checkpoint over the bytes of one file held in memory (a browser's fetch, a test's buffer). */
+export function safetensorsFromBytes(bytes: Uint8Array, label = "<memory>"): SafetensorsCheckpoint {
+  const src = new MemorySource(bytes, label);
+  const header = parseSafetensorsHeader(src);
+  return new SafetensorsCheckpoint(label, new Map([[label, src]]), header.metadata, [header]);
 }
 
 /**

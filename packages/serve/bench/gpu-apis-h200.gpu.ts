@@ -3,8 +3,9 @@
 //   1. @poot/executor's conformance suite, unchanged (vitest's describe/it/expect come from a small shim);
 //   2. every ../shared/fixtures/hf family (copied into the bundle): prefill and per-position decode logits against
 //      transformers' float64 logits (max |Δ| / max |ref|) and the greedy ids;
-//   3. `poot bench` on models/demo (decode tok/s), with dispatches per decode token against `poot compile`'s prediction.
-// usage: [BACKEND=vulkan|wgpu] node gpu-apis-h200.js FIXTURES_HF_DIR DEMO_DIR [OUT_DIR]. Writes
+//   3. `poot bench` on BENCH_MODEL (models/demo, or the Llama-3.2-1B-shaped bf16 folder tools/random-model/make-hf.mjs
+//      writes) for decode tok/s, with dispatches per decode token against `poot compile`'s prediction.
+// usage: [BACKEND=vulkan|wgpu] node gpu-apis-h200.js FIXTURES_HF_DIR BENCH_MODEL [OUT_DIR]. Writes
 // gpu-apis-h200-<backends>.json to OUT_DIR. Run one process per backend: Dawn and the Vulkan executor each load
 // the Vulkan driver, and in one process (on lavapipe) that ended in a segfault.
 // SKIP_CONFORMANCE=1 / SKIP_FIXTURES=1 leave a phase out (smoke runs on lavapipe).
@@ -24,7 +25,7 @@ import { runRegistered } from "vitest";
 
 const [fixtures, demo, outArg] = process.argv.slice(2);
 if (fixtures === undefined || demo === undefined) {
-  console.error("usage: node gpu-apis-h200.js FIXTURES_HF_DIR DEMO_DIR [OUT_DIR]");
+  console.error("usage: node gpu-apis-h200.js FIXTURES_HF_DIR BENCH_MODEL [OUT_DIR]");
   process.exit(2);
 }
 const outDir = outArg ?? process.env.OUT ?? "/tmp/gpu-apis-out";
@@ -126,7 +127,7 @@ for (const b of process.env.SKIP_FIXTURES === "1" ? [] : BACKENDS) {
   }
 }
 
-// 3. poot bench on models/demo, and the dispatch count poot compile predicts for the same context.
+// 3. poot bench on BENCH_MODEL, and the dispatch count poot compile predicts for the same context and KV layout.
 async function poot(argv: string[]): Promise<unknown> {
   const io = bufferIo();
   const code = await runCli(argv, { io });
@@ -139,8 +140,9 @@ const benches: Record<string, unknown> = {};
 report.bench = benches;
 for (const b of BACKENDS) {
   try {
-    const predicted = (await poot(["compile", demo, "--target", b, "--mode", "decode", "--context", String(P + G), "--json"])) as { fusedDispatches: number };
-    const r = (await poot(["bench", demo, "--backend", b, "--prompt-tokens", String(P), "--gen-tokens", String(G), "--runs", RUNS, "--json"])) as { decodeTokS: number; prefillTokS: number; decodeDispatchesPerToken: number | null };
+    const r = (await poot(["bench", demo, "--backend", b, "--prompt-tokens", String(P), "--gen-tokens", String(G), "--runs", RUNS, "--json"])) as { decodeTokS: number; prefillTokS: number; decodeDispatchesPerToken: number | null; kvLayout: { pageSize: number; pages: number } };
+    // The prediction for the graph bench ran: the runtime's paged layout (decision 0704).
+    const predicted = (await poot(["compile", demo, "--target", b, "--mode", "decode", "--context", String(P + G), "--page-size", String(r.kvLayout.pageSize), "--pages", String(r.kvLayout.pages), "--json"])) as { fusedDispatches: number };
     const ok = r.decodeDispatchesPerToken === predicted.fusedDispatches;
     if (!ok) failures++;
     benches[b] = { ...r, predictedDispatchesPerToken: predicted.fusedDispatches, dispatchesMatch: ok };

@@ -1,7 +1,9 @@
 // Dispatches per decode token that `poot bench --backend wgpu|vulkan` counts on the device equal what
 // `poot compile --target wgpu|vulkan` predicts for the same model and context (lavapipe in CI). olmoe has
 // bind-phase plans (computed once from weights), which must not be launched again per token; qwen35's conv
-// state_out is a strided view, which must be stored by copies, not by an extra kernel.
+// state_out is a strided view, which must be stored by copies, not by an extra kernel. bench runs the runtime's
+// paged decode graph (qwen35's recurrent states in lane pools: a gather and an update per state), so the
+// prediction is compiled for the layout bench reports (decision 0704).
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -49,13 +51,13 @@ const P = 3, G = 3;
 export async function dispatchSuite(backend: "wgpu" | "vulkan"): Promise<void> {
   const skip = await skipReason(backend);
   describe.skipIf(skip !== undefined)(`dispatches per decode token on ${backend}${skip !== undefined ? ` (skipped: ${skip})` : ""}`, () => {
-    // qwen35 is left out until the paged KV lane pool's state copies are predicted by poot compile (bench 62 vs 58; issue 8).
-    for (const fam of ["llama3", "olmoe"]) {
+    for (const fam of ["llama3", "olmoe", "qwen35"]) {
       test(`${fam}: poot bench counts what poot compile --explain predicts`, async () => {
         const dir = path.join(FIX, fam);
-        // bench's Engine is opened with context = prompt + generated tokens; compile the decode graph for the same.
-        const predicted = (await poot("compile", dir, "--target", backend, "--mode", "decode", "--context", String(P + G), "--json")) as { fusedDispatches: number; unfusedDispatches: number };
-        const bench = (await poot("bench", dir, "--backend", backend, "--prompt-tokens", String(P), "--gen-tokens", String(G), "--runs", "1", "--json")) as { decodeDispatchesPerToken: number | null };
+        const bench = (await poot("bench", dir, "--backend", backend, "--prompt-tokens", String(P), "--gen-tokens", String(G), "--runs", "1", "--json")) as { decodeDispatchesPerToken: number | null; kvLayout: { pageSize: number; pages: number; lanes: number } };
+        // bench's Engine runs one sequence (lanes 1 = --batch 1) with context = prompt + generated tokens, paged.
+        expect(bench.kvLayout.lanes).toBe(1);
+        const predicted = (await poot("compile", dir, "--target", backend, "--mode", "decode", "--context", String(P + G), "--page-size", String(bench.kvLayout.pageSize), "--pages", String(bench.kvLayout.pages), "--json")) as { fusedDispatches: number; unfusedDispatches: number };
         expect(bench.decodeDispatchesPerToken).toBe(predicted.fusedDispatches);
         // The fused program really is what runs (fusion removed launches on these models).
         expect(predicted.fusedDispatches).toBeLessThan(predicted.unfusedDispatches);

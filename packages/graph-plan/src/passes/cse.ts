@@ -1,7 +1,6 @@
 // cse: equal equations over equal operands compute equal values (every op is pure), and equal
 // Computed constants are one constant: each RoPE table exists once and is gathered once per step.
 
-import { createHash } from "node:crypto";
 import { dtypeName, isLiteral, type Eqn, type Operand, type ValueId } from "@poot/graph-ir";
 import type { Draft } from "../draft.js";
 import type { Pass, Rule } from "../rules.js";
@@ -10,18 +9,32 @@ function operandKey(o: Operand): string {
   return isLiteral(o) ? `${o.dtype}:${Object.is(o.lit, -0) ? "-0" : String(o.lit)}` : `%${o}`;
 }
 
-/** Canonical id of each Computed value: the first one with the same dtype, shape and bytes. */
+/** FNV-1a over bytes: a bucket key only (equal bytes are then compared), so it needs no cryptographic strength. */
+function fnv1a(b: Uint8Array): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < b.length; i++) h = Math.imul(h ^ b[i]!, 0x01000193);
+  return h >>> 0;
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** Canonical id of each Computed value: the first one with the same dtype, shape and bytes (portable: no node:crypto). */
 function computedCanon(d: Draft): Map<ValueId, ValueId> {
-  const byKey = new Map<string, ValueId>();
+  const buckets = new Map<string, { id: ValueId; bytes: Uint8Array }[]>();
   const canon = new Map<ValueId, ValueId>();
   for (const v of d.values) {
     if (v.storage.kind !== "computed") continue;
     const data = v.storage.data;
-    const h = createHash("sha256").update(new Uint8Array(data.buffer, data.byteOffset, data.byteLength)).digest("hex");
-    const key = `${dtypeName(v.dtype)}[${v.shape.join(",")}]${data.constructor.name}:${h}`;
-    const first = byKey.get(key);
-    if (first === undefined) byKey.set(key, v.id);
-    else canon.set(v.id, first);
+    const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    const key = `${dtypeName(v.dtype)}[${v.shape.join(",")}]${data.constructor.name}:${fnv1a(bytes)}`;
+    const bucket = buckets.get(key) ?? [];
+    const first = bucket.find((c) => sameBytes(c.bytes, bytes));
+    if (first === undefined) buckets.set(key, [...bucket, { id: v.id, bytes }]);
+    else canon.set(v.id, first.id);
   }
   return canon;
 }

@@ -39,6 +39,19 @@ describe("single passes", () => {
     expect(graph.eqns[1]!.inputs[0]).toBe(graph.eqns[1]!.inputs[1]);
   });
 
+  test("CSE makes Computed values with equal bytes one value and keeps different bytes apart", () => {
+    const b = new Builder();
+    const x = b.const("x", "f32", [2, 3]);
+    const table = (k: number) => b.mul(b.cast(b.iota([2, 3], 1, "i32"), "f32"), k);
+    b.output("y", b.add(b.add(b.mul(x, table(0.5)), b.mul(x, table(0.5))), b.mul(x, table(0.25))));
+    const g = b.build();
+    const { graph } = apply(g, [iotaFolding, cse, dce]);
+    const used = new Set(graph.eqns.flatMap((e) => e.inputs).filter((o): o is number => typeof o === "number" && graph.values[o]!.storage.kind === "computed"));
+    expect(used.size).toBe(2);
+    const xs = [1, 2, 3, 4, 5, 6];
+    expect(evaluate(graph, { consts: { x: xs } }).outputs.y!.data).toEqual(evaluate(g, { consts: { x: xs } }).outputs.y!.data);
+  });
+
   test("iota and all-constant equations fold into Computed values with eval's results", () => {
     const b = new Builder();
     const t = b.mul(b.cast(b.iota([2, 3], 1, "i32"), "f32"), 0.5);

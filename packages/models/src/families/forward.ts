@@ -58,6 +58,11 @@ export class LoadedModel {
     this.consts = checkpointConsts(checkpoint);
   }
 
+  /** A model over an opened checkpoint and its parsed config (no file system: a browser's fetched bytes, say). */
+  static fromCheckpoint(config: ModelConfig, checkpoint: Checkpoint): LoadedModel {
+    return new LoadedModel(config, checkpoint, ModelWeights.of(checkpoint));
+  }
+
   /** Opens an HF model folder (config.json + safetensors) or a GGUF file (recognized by its magic). */
   static open(modelPath: string, options: OpenModelOptions = {}): LoadedModel {
     if (isGGUF(modelPath)) {

@@ -2,7 +2,7 @@
 // backend (median of several runs, seeded random prompt ids) and prints a table or JSON.
 import * as os from "node:os";
 import { Engine, Rng, RuntimeError, argmax } from "@poot/runtime";
-import { LoadedModel, ModelError } from "@poot/models";
+import { LoadedModel, ModelError, type PagedLayout } from "@poot/models";
 import { CpuExecutor } from "@poot/backend-cpu";
 import { measureBandwidth } from "./bandwidth.js";
 import { CliError } from "../errors.js";
@@ -34,9 +34,12 @@ export interface BenchReport {
   readonly loadAverage: number;
   /**
    * Kernel dispatches submitted per decode token, counted by the executor around the timed decode steps (equal in
-   * every run, else an error); null when the backend does not count launches. `poot compile --explain` predicts it.
+   * every run, else an error); null when the backend does not count launches. `poot compile --explain` predicts it
+   * for the graph that ran: `--mode decode --context P+G --page-size kvLayout.pageSize --pages kvLayout.pages`.
    */
   readonly decodeDispatchesPerToken: number | null;
+  /** The paged KV layout the runtime traced the decode graph with (one sequence: `lanes` is 1, `--batch 1`). */
+  readonly kvLayout: PagedLayout;
   /** Device bytes after the runs (weights, state, io). */
   readonly deviceBytes: { readonly weights: number; readonly state: number; readonly io: number; readonly total: number };
   /** Median milliseconds from the prompt to the first token's logits (the whole prefill). */
@@ -153,7 +156,7 @@ export const bench: CommandModule = {
           const report: BenchReport = {
             model, backend: o.backend, promptTokens: P, genTokens: G, runs,
             prefillTokS: median(pre), decodeTokS: median(dec), decodeMsPerToken, prefillTokPerCpuS: median(cpuPre), decodeTokPerCpuS: median(cpuDec), stageMs: e.stats.stageMs,
-            decodeDispatchesPerToken: perToken[0] ?? null, regionsPerToken: regs.length > 0 ? median(regs) : null, loadAverage: os.loadavg()[0]!, deviceBytes,
+            decodeDispatchesPerToken: perToken[0] ?? null, kvLayout: e.paged, regionsPerToken: regs.length > 0 ? median(regs) : null, loadAverage: os.loadavg()[0]!, deviceBytes,
             timeToFirstTokenMs: median(ttft), bytesPerToken, floor: copyGBps === null ? null : bandwidthFloor(copyGBps, bytesPerToken, decodeMsPerToken),
           };
           if (o.json === true) io.out(`${JSON.stringify(report, null, 2)}\n`);

@@ -1,0 +1,12 @@
+// The platform-neutral public API of @poot/backend-cpu, shared by the node entry (index.ts) and the browser entry
+// (browser.ts); each entry adds its own `createCpuExecutor` over its platform's threads.
+
+export { CpuExecutor, cpuPlanCaps } from "./executor.js";
+export type { CpuExecutorOptions, CpuStats } from "./executor.js";
+export { CpuProgram } from "./program.js";
+export { CpuStateSet } from "./state.js";
+export { CpuError } from "./errors.js";
+export type { CpuErrorCode, CpuErrorContext } from "./errors.js";
+export type { CpuCounters } from "./memory.js";
+export type { CpuPlatform, ThreadHandle, ThreadInit, ThreadTransport } from "./transport.js";
+export { WASM_CODEGEN_CAPS } from "./kernels.js";

@@ -1,0 +1,11 @@
+// The node entry's factory: the CPU executor on worker_threads.
+
+import { CpuExecutor, type CpuExecutorOptions } from "./executor.js";
+import { nodePlatform } from "./transport-node.js";
+
+export { nodePlatform, nodeThreads } from "./transport-node.js";
+
+/** Creates the CPU executor (backend kind `"cpu"`): `threads` threads (default: the core count) over one shared memory. */
+export function createCpuExecutor(options: CpuExecutorOptions = {}): CpuExecutor {
+  return new CpuExecutor(options, nodePlatform());
+}

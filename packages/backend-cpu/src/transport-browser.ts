@@ -1,0 +1,49 @@
+// The browser platform: Web Workers started from a Blob of the thread source, over a shared WebAssembly.Memory
+// (needs cross-origin isolation). The executor itself must run in a Worker: a page's main thread may not block.
+
+import { CpuError } from "./errors.js";
+import type { CpuPlatform, ThreadHandle, ThreadInit, ThreadTransport } from "./transport.js";
+import { BROWSER_WORKER_SOURCE } from "./worker-source.js";
+
+interface BrowserWorker {
+  postMessage(m: unknown): void;
+  terminate(): void;
+  onmessage: ((e: { data: unknown }) => void) | null;
+}
+
+interface BrowserGlobals {
+  readonly Worker?: new (url: string) => BrowserWorker;
+  readonly Blob: new (parts: string[], options: { type: string }) => object;
+  readonly URL: { createObjectURL(b: object): string };
+  readonly crossOriginIsolated?: boolean;
+  readonly document?: unknown;
+  readonly navigator?: { hardwareConcurrency?: number; userAgent?: string };
+}
+
+const G = globalThis as unknown as BrowserGlobals;
+let sourceUrl: string | undefined;
+
+/** Web Workers; the first message starts the thread, later ones are loads. Their error text arrives asynchronously. */
+export const browserThreads: ThreadTransport = {
+  name: "Web Workers",
+  startsWhileBlocked: false,
+  start(init: ThreadInit): ThreadHandle {
+    if (G.Worker === undefined) throw new CpuError("unsupported-platform", "this context has no Worker constructor: run the executor with threads: 1");
+    sourceUrl ??= G.URL.createObjectURL(new G.Blob([BROWSER_WORKER_SOURCE], { type: "text/javascript" }));
+    const w = new G.Worker(sourceUrl);
+    const inbox: string[] = [];
+    w.onmessage = (e) => void inbox.push(String(e.data));
+    w.postMessage(init);
+    return { post: (m) => w.postMessage(m), receive: () => inbox.shift(), terminate: () => w.terminate() };
+  },
+};
+
+/**
+ * The browser platform. Throws `unsupported-platform` on a page's main thread (it may not `Atomics.wait` nor compile
+ * kernel modules synchronously) and without cross-origin isolation (no shared memory: send COOP/COEP headers).
+ */
+export function browserPlatform(): CpuPlatform {
+  if (G.document !== undefined) throw new CpuError("unsupported-platform", "the CPU executor runs in a Worker, not on a page's main thread (which may not block or compile modules synchronously)");
+  if (G.crossOriginIsolated === false) throw new CpuError("unsupported-platform", "shared WebAssembly memory needs cross-origin isolation: serve the page with Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp");
+  return { transport: browserThreads, defaultThreads: G.navigator?.hardwareConcurrency ?? 1, cpu: G.navigator?.userAgent ?? "browser" };
+}

@@ -1,0 +1,46 @@
+// How a thread pool starts its worker threads: the one platform-specific part of the backend. The node transport
+// uses worker_threads, the browser one Web Workers; both run the same thread source over the same shared memory.
+
+import type { SharedMemory } from "./memory.js";
+
+/** What a worker thread is started with. */
+export interface ThreadInit {
+  /** The executor's shared memory. */
+  readonly memory: SharedMemory;
+  /** Word index of the control block. */
+  readonly ctl: number;
+  /** The thread's index (1 and up; the host is thread 0). */
+  readonly thread: number;
+}
+
+/** A started worker thread, as the pool drives it. */
+export interface ThreadHandle {
+  /** Posts a load message (kernel modules), read by the worker at the next load command. */
+  post(message: unknown): void;
+  /** Error text the worker posted, when it can be read synchronously here (node), else undefined. */
+  receive(): string | undefined;
+  /** Stops the worker. */
+  terminate(): void;
+}
+
+/** Starts the worker threads of a pool. */
+export interface ThreadTransport {
+  /** What the threads are, for the device description (`worker_threads`, `Web Workers`). */
+  readonly name: string;
+  /**
+   * Whether a started thread comes up while the starting thread blocks (node: yes). A browser worker's script loads
+   * only once its creator returns to the event loop: the pool is then awaited with `ThreadPool.started()`.
+   */
+  readonly startsWhileBlocked: boolean;
+  /** Starts one worker thread running the pool's thread source. */
+  start(init: ThreadInit): ThreadHandle;
+}
+
+/** Where an executor runs: how it starts threads, how many by default, and the CPU's name. */
+export interface CpuPlatform {
+  readonly transport: ThreadTransport;
+  /** Threads when the options name none. */
+  readonly defaultThreads: number;
+  /** The CPU, for `caps.device`. */
+  readonly cpu: string;
+}
