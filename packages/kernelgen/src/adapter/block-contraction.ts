@@ -11,7 +11,7 @@ import type { ScalarDType } from "@poot/graph-ir";
 import type { Access, Region, RegionArg, RegionNode } from "@poot/graph-plan";
 import { grid2d, pow2Workgroup } from "../caps.js";
 import type { SynthCaps, SynthKernel } from "../caps.js";
-import { laneGroupSum } from "../synth/gemv.js";
+import { laneGroupSum, vecUnroll, vecWordLoop } from "../synth/gemv.js";
 import { delinearize, elemForDType, isDense, loadAccess, storeAccess } from "./access.js";
 import { RegionEmitter } from "./region-emit.js";
 import type { Coords } from "./region-emit.js";
@@ -174,20 +174,8 @@ export function blockContraction(name: string, inputs: readonly Access[], heads:
       const accs = Ws.map((_, h) => var_(f32(0), `dot${h}`));
       if_(live, () => {
         if (vec) {
-          const K8 = K / 8, K4 = K / 4;
-          const fmt = wDtype === "bf16" ? "bf16x2" : "f16x2";
-          for_(lane, K8, lanes, (c) => {
-            const xa = let_((x as Arr<"vec4<f32>">).at(row.mul(K4).add(c.mul(2))), "xa");
-            const xb = let_((x as Arr<"vec4<f32>">).at(row.mul(K4).add(c.mul(2)).add(1)), "xb");
-            Ws.forEach((W, h) => {
-              const w = let_((W as Arr<"vec4<u32>">).at(n.mul(K8).add(c)), `w${h}`);
-              const [p0, p1, p2, p3] = [w.x, w.y, w.z, w.w].map((word, q) => let_(b.unpack(fmt, word), `p${h}_${q}`));
-              let a: Val<"f32"> = accs[h] as Val<"f32">;
-              a = b.fma(p0!.x, xa.x, a); a = b.fma(p0!.y, xa.y, a); a = b.fma(p1!.x, xa.z, a); a = b.fma(p1!.y, xa.w, a);
-              a = b.fma(p2!.x, xb.x, a); a = b.fma(p2!.y, xb.y, a); a = b.fma(p3!.x, xb.z, a); a = b.fma(p3!.y, xb.w, a);
-              (accs[h] as Var<"f32">).set(a);
-            });
-          }, "c");
+          const K8 = K / 8;
+          vecWordLoop(b, Ws as Arr<"vec4<u32>">[], x as Arr<"vec4<f32>">, let_(n.mul(K8), "rw"), [let_(row.mul(K / 4), "xr")], [accs], lane, { K8, lanes, unroll: vecUnroll(K8, lanes, heads), fmt: wDtype === "bf16" ? "bf16x2" : "f16x2" });
         } else {
           for_(lane, K, lanes, (kk) => {
             const xv = let_((x as Arr<"f32">).at(row.mul(K).add(kk)), "xv");
