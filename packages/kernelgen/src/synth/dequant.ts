@@ -58,7 +58,9 @@ export function synthesizeDequantGemvWith(req: DequantGemvRequest, caps: SynthCa
   const sg = caps.subgroupSize;
   // Serial threads (CPU): a thread per output row walks all its blocks (no reduction, no barrier).
   const serial = caps.serialThreads === true;
-  const lanesWant = serial ? 1 : pow2Workgroup(nb, 32);
+  // With caps.vectorLoads (the CUDA target) and subgroups, a block is split over lanes taking 8 elements each.
+  const split = !serial && caps.vectorLoads === true && sg !== undefined && sg > 1 && f.blockSize % 8 === 0 ? f.blockSize / 8 : 1;
+  const lanesWant = serial ? 1 : pow2Workgroup(nb * split, 32);
   const useSg = !serial && sg !== undefined && sg > 1 && sg <= caps.maxWorkgroup && lanesWant >= sg;
   const lanes = useSg ? (sg as number) : lanesWant;
   let wg = serial ? pow2Workgroup(Math.min(N, 8), caps.maxWorkgroup) : Math.max(lanes, pow2Workgroup(Math.min(N * lanes, 128), caps.maxWorkgroup));
@@ -103,6 +105,31 @@ export function synthesizeDequantGemvWith(req: DequantGemvRequest, caps: SynthCa
         }, "blk");
         // Partial sums combine pairwise into acc: (p0 + p1) + (p2 + p3).
         if (U > 1) parts.forEach((row) => row.forEach((ps) => ps[0]!.set(ps[0]!.add(ps[1]!).add(ps[2]!.add(ps[3]!)))));
+      });
+    } else if (split > 1) {
+      // A warp per row, each lane decoding 8 consecutive elements of a block per task (decision 0806): a block's
+      // bytes are read by neighbouring lanes together, every lane has work even when the row has fewer blocks than
+      // lanes (a 2048-wide Q4_K row has 8), and U tasks a trip are emitted in one straight block so their loads overlap.
+      const tasks = nb * split;
+      const U = [4, 2].find((u) => tasks % (u * lanes) === 0) ?? 1;
+      if_(live, () => {
+        for_(lane, tasks, lanes * U, (t0) => {
+          for (let u = 0; u < U; u++) {
+            const t = u === 0 ? t0 : let_(t0.add(u * lanes), "t");
+            const blk = let_(t.div(split), "blk");
+            const i0 = let_(t.rem(split).mul(8), "i0");
+            const base = let_(n.mul(nb).add(blk).mul(f.bytesPerBlock), "base");
+            for (const dec of decs) dec.block(base);
+            const k0 = let_(blk.mul(f.blockSize).add(i0), "k0");
+            for (let e = 0; e < 8; e++) {
+              const ws = decs.map((dec) => let_(dec.element(e === 0 ? i0 : i0.add(e)), "w"));
+              accs.forEach((row, j) => {
+                const xv = let_(x.at(k0.add(e).add(xRow[j] as Val<"u32">)), "xv");
+                row.forEach((acc, h) => acc.set(acc.add(xv.mul(ws[h] as Val<"f32">))));
+              });
+            }
+          }
+        }, "t");
       });
     } else if_(live, () => {
       for_(lane, nb, lanes, (blk) => {
