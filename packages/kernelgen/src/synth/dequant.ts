@@ -2,7 +2,7 @@
 // with the decode generated from the format's descriptor; each lane decodes exactly the weights it multiplies.
 
 import { kernel } from "@poot/kernel-dsl";
-import type { Arr, Val } from "@poot/kernel-dsl";
+import type { Arr, Builder, Val, Var } from "@poot/kernel-dsl";
 import type { PackedFormat } from "@poot/graph-ir";
 import { checkCaps, grid2d, pow2Workgroup } from "../caps.js";
 import type { SynthCaps, SynthKernel } from "../caps.js";
@@ -32,6 +32,30 @@ export interface DequantGemvRequest {
 }
 
 const SYNTH = "dequantGemv";
+
+/**
+ * @internal The K loop of one packed [N, K] row on a GPU (decision 0806): a warp per row, each lane decoding 8
+ * consecutive elements of a block per task, so a block's bytes are read by neighbouring lanes together and every
+ * lane has work even when the row has fewer blocks than lanes (a 2048-wide Q4_K row has 8). `xRows[j]` is the first
+ * element of x row j; `accs[j][h]` accumulate row j with weight h. Needs blockSize % 8 = 0.
+ */
+export function packedSplitLoop(b: Builder, decs: readonly BlockDecoder[], f: PackedFormat, K: number, x: Arr<"f32">, n: Val<"u32">, lane: Val<"u32">, lanes: number, xRows: readonly Val<"u32">[], accs: readonly (readonly Var<"f32">[])[]): void {
+  const { let_, for_ } = b;
+  const split = f.blockSize / 8, nb = K / f.blockSize;
+  for_(lane, nb * split, lanes, (t) => {
+    const blk = let_(t.div(split), "blk");
+    const i0 = let_(t.rem(split).mul(8), "i0");
+    for (const dec of decs) dec.block(let_(n.mul(nb).add(blk).mul(f.bytesPerBlock), "base"));
+    const k0 = let_(blk.mul(f.blockSize).add(i0), "k0");
+    for (let e = 0; e < 8; e++) {
+      const ws = decs.map((dec) => let_(dec.element(e === 0 ? i0 : i0.add(e)), "w"));
+      accs.forEach((row, j) => {
+        const xv = let_(x.at(k0.add(e).add(xRows[j] as Val<"u32">)), "xv");
+        row.forEach((acc, h) => acc.set(acc.add(xv.mul(ws[h] as Val<"f32">))));
+      });
+    }
+  }, "t");
+}
 
 /**
  * Generates the kernel. Buffers: x, W (u32 words; block (n, j) at byte (n·K/blockSize + j)·bytesPerBlock), epilogue
@@ -107,30 +131,7 @@ export function synthesizeDequantGemvWith(req: DequantGemvRequest, caps: SynthCa
         if (U > 1) parts.forEach((row) => row.forEach((ps) => ps[0]!.set(ps[0]!.add(ps[1]!).add(ps[2]!.add(ps[3]!)))));
       });
     } else if (split > 1) {
-      // A warp per row, each lane decoding 8 consecutive elements of a block per task (decision 0806): a block's
-      // bytes are read by neighbouring lanes together, every lane has work even when the row has fewer blocks than
-      // lanes (a 2048-wide Q4_K row has 8), and U tasks a trip are emitted in one straight block so their loads overlap.
-      const tasks = nb * split;
-      const U = [4, 2].find((u) => tasks % (u * lanes) === 0) ?? 1;
-      if_(live, () => {
-        for_(lane, tasks, lanes * U, (t0) => {
-          for (let u = 0; u < U; u++) {
-            const t = u === 0 ? t0 : let_(t0.add(u * lanes), "t");
-            const blk = let_(t.div(split), "blk");
-            const i0 = let_(t.rem(split).mul(8), "i0");
-            const base = let_(n.mul(nb).add(blk).mul(f.bytesPerBlock), "base");
-            for (const dec of decs) dec.block(base);
-            const k0 = let_(blk.mul(f.blockSize).add(i0), "k0");
-            for (let e = 0; e < 8; e++) {
-              const ws = decs.map((dec) => let_(dec.element(e === 0 ? i0 : i0.add(e)), "w"));
-              accs.forEach((row, j) => {
-                const xv = let_(x.at(k0.add(e).add(xRow[j] as Val<"u32">)), "xv");
-                row.forEach((acc, h) => acc.set(acc.add(xv.mul(ws[h] as Val<"f32">))));
-              });
-            }
-          }
-        }, "t");
-      });
+      if_(live, () => packedSplitLoop(b, decs, f, K, x, n, lane, lanes, xRow, accs));
     } else if_(live, () => {
       for_(lane, nb, lanes, (blk) => {
         const base = let_(n.mul(nb).add(blk).mul(f.bytesPerBlock), "base");
