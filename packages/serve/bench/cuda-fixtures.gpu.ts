@@ -5,7 +5,8 @@
 //      greedy ids equal;
 //   2. every fixtures/gguf file, weights kept packed: prompt logits in prefill chunks of 8 (positions 7, 15) and the
 //      last four prompt positions decoded one token at a time, within 1e-3 of the f64 forward of the stored weights.
-// usage: node .gpu/cuda-fixtures.gpu.mjs FIXTURES_DIR (holding hf/ and gguf/)   -> stdout and $OUT/cuda-fixtures.json
+// usage: [FIXTURES_WEIGHTS=f32|bf16] node .gpu/cuda-fixtures.gpu.mjs FIXTURES_DIR (holding hf/ and gguf/)
+//   -> stdout and $OUT/cuda-fixtures.json
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { createCudaExecutor } from "@poot/backend-cuda";
@@ -108,7 +109,9 @@ function check(name: string, f: () => Record<string, unknown>): void {
   results[name] = r;
   console.log(`${name}: ${JSON.stringify(r)}`);
 }
-for (const fam of ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"]) for (const w of ["f32", "bf16"] as const) check(`hf ${fam} ${w}`, () => hfFamily(fam, w));
+// FIXTURES_WEIGHTS=bf16 (or f32) checks the hf families with one weight dtype only (a shorter device call).
+const hfWeights = (["f32", "bf16"] as const).filter((w) => process.env.FIXTURES_WEIGHTS === undefined || process.env.FIXTURES_WEIGHTS === w);
+for (const fam of ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"]) for (const w of hfWeights) check(`hf ${fam} ${w}`, () => hfFamily(fam, w));
 const ggufDir = path.join(fixtures, "gguf");
 for (const fam of fs.readdirSync(ggufDir).filter((f) => fs.statSync(path.join(ggufDir, f)).isDirectory())) {
   // Files left out of a size-limited bundle are reported, not failed.
