@@ -148,6 +148,11 @@ export function openCudaDevice(options: OpenCudaOptions = {}): CudaDevice {
   };
 }
 
+/** The tensor-core shapes kernels may issue: mma.sync m16n8k16 with bf16/f16 inputs from sm_80 (decision 0805). */
+export function cudaMatrixShapes(info: Pick<CudaDeviceInfo, "computeCapability">): { m: number; n: number; k: number; input: "bf16" | "f16" }[] {
+  return info.computeCapability[0] >= 8 ? [{ m: 16, n: 8, k: 16, input: "bf16" }, { m: 16, n: 8, k: 16, input: "f16" }] : [];
+}
+
 /**
  * The codegen caps of a device (CONVENTIONS 4: capabilities as data). Shared memory is the static
  * 48 KiB per block that PTX `.shared` declarations may use without the opt-in attribute.
@@ -162,5 +167,6 @@ export function cudaCaps(info: CudaDeviceInfo): DeviceCaps {
     dtypes: ["f32", "i32", "u32", "f16", "bf16", "u8", "i8"],
     f16: true,
     bf16,
+    matrixShapes: cudaMatrixShapes(info),
   };
 }

@@ -7,7 +7,7 @@ export { CudaError, invariant } from "./errors.js";
 export type { CudaErrorCode, CudaErrorContext } from "./errors.js";
 export { loadDriver, DEFAULT_CUDA_LIBRARY } from "./ffi.js";
 export type { DriverApi, DriverFn, Handle } from "./ffi.js";
-export { openCudaDevice, cudaCaps } from "./device.js";
+export { openCudaDevice, cudaCaps, cudaMatrixShapes } from "./device.js";
 export type { CudaDevice, CudaDeviceInfo, OpenCudaOptions } from "./device.js";
 export { MemoryPool, DeviceBuffer, PinnedBuffer, blockSize } from "./memory.js";
 export type { PoolStats } from "./memory.js";

@@ -6,7 +6,9 @@
 #   && /tmp/node .gpu/cuda-demo-model.gpu.mjs   (from the repo root: it reads models/demo)
 #   Llama-3.2-1B-shaped: /tmp/node .gpu/make-hf.mjs --out /tmp/l1b && /tmp/node .gpu/cli/poot.mjs bench /tmp/l1b
 #   --backend cuda --weights bf16 --prompt-tokens 16 --gen-tokens 128; .gpu/cuda-profile.gpu.mjs /tmp/l1b (per kernel);
-#   .gpu/cuda-decode-alloc.gpu.mjs (a decode step allocates no device memory)
+#   .gpu/cuda-decode-alloc.gpu.mjs (a decode step allocates no device memory); .gpu/cuda-fixtures.gpu.mjs FIXTURES (the
+#   ../shared/fixtures hf families and gguf files against their own reference logits);
+#   packed GGUFs of the same shape: /tmp/node .gpu/make-random-model.mjs --type Q8_0|Q4_K_M|F16 --out-dir /tmp/gguf
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
@@ -19,7 +21,7 @@ rm -f "${TMPDIR:-/tmp}/gpu-pack.$$"
 esb="$(find node_modules/.pnpm -maxdepth 5 -path '*node_modules/esbuild/bin/esbuild' | head -1)"
 # vitest is replaced by a small shim so the executor conformance suite runs without vitest.
 for src in packages/backend-cuda/tools/gpu-check.ts packages/backend-cuda/tools/gpu-executor.ts packages/serve/bench/cuda-demo-model.gpu.ts \
-  packages/serve/bench/poot-cli.gpu.ts packages/serve/bench/cuda-profile.gpu.ts packages/serve/bench/cuda-decode-alloc.gpu.ts packages/serve/bench/cuda-vs-eval.gpu.ts; do
+  packages/serve/bench/poot-cli.gpu.ts packages/serve/bench/cuda-profile.gpu.ts packages/serve/bench/cuda-decode-alloc.gpu.ts packages/serve/bench/cuda-vs-eval.gpu.ts packages/serve/bench/cuda-fixtures.gpu.ts; do
   entry=$(basename "${src%.ts}")
   "$esb" "$src" --bundle --platform=node --format=esm --target=node20 --conditions=source \
     --external:koffi --external:webgpu --alias:vitest=./packages/backend-cuda/tools/vitest-shim.ts \
@@ -32,3 +34,10 @@ mkdir -p .gpu/cli && mv .gpu/poot-cli.gpu.mjs .gpu/cli/poot.mjs
 node -e 'const v = require("./packages/serve/package.json").version; require("fs").writeFileSync(".gpu/package.json", JSON.stringify({ name: "poot-gpu-bundle", private: true, version: v, type: "module" }) + "\n")'
 # The random Llama-3.2-1B-shaped model is written on the GPU machine's disk by a dependency-free script.
 cp tools/random-model/make-hf.mjs .gpu/make-hf.mjs
+# The random GGUF writer imports @poot/models' dist at run time: bundle a copy importing it from source instead.
+tmp=packages/serve/bench/.make-random-model.$$.mjs
+sed -e '/^const modelsDist = /,/^const { QUANT_FORMATS, encodeGGUFHeader } = await import/d' \
+  -e '1i import { QUANT_FORMATS, encodeGGUFHeader } from "@poot/models";' tools/random-model/make-random-model.mjs > "$tmp"
+"$esb" "$tmp" --bundle --platform=node --format=esm --target=node20 --conditions=source --outfile=.gpu/make-random-model.mjs --log-level=warning
+rm -f "$tmp"
+echo "bundled .gpu/make-random-model.mjs"

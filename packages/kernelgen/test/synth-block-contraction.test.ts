@@ -11,6 +11,7 @@ import type { SynthCaps } from "@poot/kernelgen";
 import { epilogueBlocking } from "../src/adapter/block-contraction.js";
 import { BASE, bindings, decoder } from "./decoder.js";
 import type { Dims } from "./decoder.js";
+import { Q4_0, Q8_0 } from "./formats.js";
 import { expectClose, expectExact } from "./helpers.js";
 
 type Kind = "cuda" | "wgpu" | "vulkan";
@@ -19,7 +20,7 @@ type Kind = "cuda" | "wgpu" | "vulkan";
 function neighbourPlans(prog: ReturnType<typeof compile>, caps: SynthCaps) {
   return prog.plans().flatMap((plan, i) => {
     const src = plan.kernel;
-    if (src.provenance !== "synthesized" || (src.request.kind !== "gemv" && src.request.kind !== "gemm")) return [];
+    if (src.provenance !== "synthesized" || !["gemv", "gemm", "dequant-gemv", "dequant-gemm"].includes(src.request.kind)) return [];
     const epi = (src.request.params as { epilogue?: Region | null }).epilogue ?? null;
     if (epi === null || !epi.nodes.some((n) => n.op === "Rope" || n.op === "DynamicUpdateSlice")) return [];
     return [{ i, epi, k: planKernel(src, caps, `p${i}`) }];
@@ -32,6 +33,8 @@ describe("block GEMV for neighbour-reading epilogues, end to end against eval", 
     ["wgpu caps, bf16 weights, ragged K (hidden 40) and 3 heads of 6", { ...BASE, hidden: 40, heads: 3, kvHeads: 1, headDim: 6 }, 7, "wgpu", {}],
     ["vulkan caps, bf16 weights", { ...BASE, wDtype: "bf16" }, 11, "vulkan", {}],
     ["cuda caps with 16-byte loads, bf16 weights, K = 256", { ...BASE, hidden: 256, wDtype: "bf16" }, 3, "cuda", { vectorLoads: true }],
+    ["cuda caps, Q8_0 weights kept packed (lanes split each block)", { ...BASE, hidden: 64, ffn: 64, wDtype: Q8_0 }, 4, "cuda", { vectorLoads: true }],
+    ["cuda caps, Q4_0 weights kept packed, 3 blocks a row", { ...BASE, hidden: 96, ffn: 64, wDtype: Q4_0 }, 6, "cuda", { vectorLoads: true }],
     ["no subgroups (shared-memory lane sums), ragged K", { ...BASE, hidden: 36, headDim: 10, heads: 2, kvHeads: 2 }, 2, "wgpu", { subgroupSize: undefined }],
   ];
   for (const [label, d, pos, kind, extra] of cases) {
@@ -51,7 +54,7 @@ describe("block GEMV for neighbour-reading epilogues, end to end against eval", 
         const acc = k.kernel.shared.find((s) => s.name === "acc")!;
         // A block holds whole heads when RoPE reads the partner.
         if (rope !== undefined) expect((acc.length as number) % (rope.shape[rope.shape.length - 1] as number)).toBe(0);
-        if (extra.vectorLoads === true) expect(k.kernel.buffers.find((b) => b.name === "in1")?.elem).toBe("vec4<u32>");
+        if (extra.vectorLoads === true) expect(k.kernel.buffers.find((b) => b.name === "in1")?.elem).toBe(typeof d.wDtype === "object" ? "u32" : "vec4<u32>");
       }
       const bind = bindings(g, d, pos, 29);
       const run = interpretProgram(prog, bind, { caps }); // device buffers start poisoned (NaN)

@@ -12,6 +12,8 @@ import { expectClose, poisoned, randF32, rng, run } from "./helpers.js";
 const SG: SynthCaps = { maxWorkgroup: 128, sharedBytes: 16384, subgroupSize: 8 };
 const TREE: SynthCaps = { maxWorkgroup: 64, sharedBytes: 4096 };
 const CPU: SynthCaps = cpuSynthCaps();
+// The CUDA caps: a block split over lanes of 8 elements, 1, 2 or 4 tasks a trip (decision 0806).
+const VEC: SynthCaps = { maxWorkgroup: 128, sharedBytes: 16384, subgroupSize: 32, vectorLoads: true };
 
 function check(f: PackedFormat, B: number, blocksPerRow: number, N: number, caps: SynthCaps, seed: number) {
   const r = rng(seed);
@@ -36,8 +38,8 @@ function check(f: PackedFormat, B: number, blocksPerRow: number, N: number, caps
 describe("dequant GEMV from format descriptors", () => {
   const formats = [Q8_0, Q4_0, Q4_1, Q5_0, TEST_MIX];
   for (const f of formats) {
-    for (const [B, nb, N, caps] of [[1, 1, 1, TREE], [1, 3, 7, SG], [3, 5, 33, TREE], [2, 9, 4, SG], [11, 2, 5, SG], [1, 3, 9, CPU], [3, 2, 17, CPU], [10, 1, 3, CPU]] as const) {
-      it(`${f.name}: ${B > 8 ? "GEMM, " : ""}batch ${B}, ${nb} blocks per row, N=${N} (${caps === CPU ? "cpu: serial threads" : caps.subgroupSize === undefined ? "tree" : "subgroups"})`, () => {
+    for (const [B, nb, N, caps] of [[1, 1, 1, TREE], [1, 3, 7, SG], [3, 5, 33, TREE], [2, 9, 4, SG], [11, 2, 5, SG], [1, 3, 9, CPU], [3, 2, 17, CPU], [10, 1, 3, CPU], [1, 3, 7, VEC], [2, 9, 4, VEC], [1, 16, 5, VEC], [3, 32, 3, VEC], [10, 8, 2, VEC]] as const) {
+      it(`${f.name}: ${B > 8 ? "GEMM, " : ""}batch ${B}, ${nb} blocks per row, N=${N} (${caps === CPU ? "cpu: serial threads" : caps === VEC ? "cuda: lanes split blocks" : caps.subgroupSize === undefined ? "tree" : "subgroups"})`, () => {
         check(f, B, nb, N, caps, nb * 131 + N * 7 + B + f.bytesPerBlock);
       });
     }

@@ -79,8 +79,9 @@ describe("synthesized GEMV", () => {
 
   // caps.vectorLoads (CUDA): [N, K] half-precision weights read as vec4<u32> words, x as vec4<f32>.
   const CAPS_VEC: SynthCaps = { ...CAPS_SG, vectorLoads: true };
-  for (const [B, K, N, dt, heads] of [[1, 512, 19, "bf16", 1], [3, 256, 9, "f16", 1], [2, 512, 7, "bf16", 2]] as const) {
-    it(`16-byte loads: B=${B} K=${K} N=${N} ${dt} heads=${heads} (unroll ${K % 512 === 0 ? 2 : 1})`, () => {
+  // Words in flight per lane (decision 0805): K/8 words over 32 lanes, at most 8 over all heads.
+  for (const [B, K, N, dt, heads, unroll] of [[1, 512, 19, "bf16", 1, 2], [3, 256, 9, "f16", 1, 1], [2, 512, 7, "bf16", 2, 2], [1, 2048, 5, "bf16", 1, 8], [2, 1024, 6, "bf16", 2, 4], [1, 4096, 3, "f16", 1, 8]] as const) {
+    it(`16-byte loads: B=${B} K=${K} N=${N} ${dt} heads=${heads} (unroll ${unroll})`, () => {
       const r = rng(B * 7 + K + N + heads);
       const x = randF32(r, B * K);
       const ws = Array.from({ length: heads }, () => randW(r, N * K, dt) as Uint16Array);

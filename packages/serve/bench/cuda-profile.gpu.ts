@@ -38,11 +38,11 @@ const firstMs = performance.now() - t0;
 for (let i = 0; i < 8; i++) logits = s.step([argmax(logits)]);
 const prog = engine.decodeProgram(1);
 if (!(prog instanceof CudaProgram)) throw new Error("not a CUDA program");
-prog.writeSlot("ids", [argmax(logits)]);
-prog.writeSlot("pos", [s.length]);
-const decode = summarize(prog.profile(s.state));
+// The slots hold the last step's ids, position and page table: the profile and the replays repeat that step
+// against the engine's shared StateSet (the paged KV pool, decision 0603).
+const decode = summarize(prog.profile(engine.state()));
 // The bare replay (no logits download) and the runtime's step (replay + logits download + argmax).
-prog.capture(s.state);
+prog.capture(engine.state());
 const reps = 50;
 let w = performance.now();
 for (let i = 0; i < reps; i++) prog.replay();

@@ -17,7 +17,10 @@ describe("planCapsOf", () => {
   it("passes graph-plan's target validation with the device's limits", () => {
     const caps = planCapsOf(ctxOf(H200));
     expect(() => makeTarget({ kind: "cuda", caps })).not.toThrow();
-    expect([caps.sharedBytes, caps.subgroupSize, caps.computeUnits, caps.matrixShapes.length]).toEqual([49152, 32, 132, 0]);
-    expect(planCapsOf(ctxOf({ ...H200, computeCapability: [7, 5] })).dtypes.bf16).toBe(false);
+    expect([caps.sharedBytes, caps.subgroupSize, caps.computeUnits]).toEqual([49152, 32, 132]);
+    // Tensor cores (mma.sync m16n8k16) from sm_80; none before.
+    expect(caps.matrixShapes.map((s) => `${s.m}x${s.n}x${s.k} ${s.input}`)).toEqual(["16x8x16 bf16", "16x8x16 f16"]);
+    const turing = planCapsOf(ctxOf({ ...H200, computeCapability: [7, 5] }));
+    expect([turing.dtypes.bf16, turing.matrixShapes.length]).toEqual([false, 0]);
   });
 });

@@ -5,6 +5,7 @@ import { ExecutorError, checkSlotData, elementBytes, type OutputData, type Progr
 import { numel, storageBytes, type Graph, type Value } from "@poot/graph-ir";
 import { compile, makeTarget, type CompileOptions, type DeviceCaps as PlanCaps, type Plan, type Program } from "@poot/graph-plan";
 import { KernelgenError, planKernel, synthCapsFrom, type BindingSource } from "@poot/kernelgen";
+import { cudaMatrixShapes } from "../device.js";
 import type { CompiledKernel, CudaContext } from "../context.js";
 import { CudaError } from "../errors.js";
 import type { CudaGraph } from "../graph.js";
@@ -56,8 +57,8 @@ export function planCapsOf(ctx: CudaContext): PlanCaps {
     maxBindingBytes: Math.min(i.totalMemoryBytes, 2 ** 48),
     bindingAlignment: 16,
     dtypes: { f16: true, bf16: i.computeCapability[0] >= 8 },
-    // The kernel DSL has no matrix-unit operations yet, so none are offered to the planner.
-    matrixShapes: [],
+    // sm_80+: PTX mma.sync m16n8k16 for bf16 and f16 (kernelgen's tensor-core GEMM, decisions 0452 and 0805).
+    matrixShapes: cudaMatrixShapes(i),
     computeUnits: i.multiprocessors,
   };
 }

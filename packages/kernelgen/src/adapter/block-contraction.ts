@@ -7,11 +7,13 @@
 import { kernel } from "@poot/kernel-dsl";
 import type { Arr, Val, Var } from "@poot/kernel-dsl";
 import { isPacked, numel } from "@poot/graph-ir";
-import type { ScalarDType } from "@poot/graph-ir";
+import type { PackedFormat, ScalarDType } from "@poot/graph-ir";
 import type { Access, Region, RegionArg, RegionNode } from "@poot/graph-plan";
 import { grid2d, pow2Workgroup } from "../caps.js";
 import type { SynthCaps, SynthKernel } from "../caps.js";
-import { laneGroupSum } from "../synth/gemv.js";
+import { blockDecoder } from "../synth/decode.js";
+import { packedSplitLoop } from "../synth/dequant.js";
+import { laneGroupSum, vecUnroll, vecWordLoop } from "../synth/gemv.js";
 import { delinearize, elemForDType, isDense, loadAccess, storeAccess } from "./access.js";
 import { RegionEmitter } from "./region-emit.js";
 import type { Coords } from "./region-emit.js";
@@ -102,8 +104,20 @@ export function epilogueBlocking(region: Region, heads: number, accShape: readon
 }
 
 /**
+ * The packed format every B shares when this kernel can read them packed (CUDA caps, f32 A, blocks of a multiple
+ * of 8 elements), undefined when B is dense, null when B is packed in a way it cannot serve.
+ */
+function packedWeights(Bs: readonly Access[], A: Access, caps: SynthCaps): PackedFormat | undefined | null {
+  const B = Bs[0] as Access;
+  if (!isPacked(B.dtype)) return Bs.some((x) => isPacked(x.dtype)) ? null : undefined;
+  const f = B.dtype.packed;
+  const same = Bs.every((x) => isPacked(x.dtype) && x.dtype.packed.name === f.name);
+  return same && caps.vectorLoads === true && caps.subgroupSize !== undefined && A.dtype === "f32" && f.blockSize % 8 === 0 ? f : null;
+}
+
+/**
  * The cooperative block GEMV for a contraction with a neighbour-reading epilogue, or null where it does not apply
- * (more than 8 rows of A, packed or strided operands, unbounded epilogue reads, a block that does not fit workgroup
+ * (more than 8 rows of A, packed operands off the CUDA caps, strided operands, unbounded epilogue reads, a block that does not fit workgroup
  * memory). Buffers in0 (A),
  * in1.. (the B operands), the extras as in<request input index> (an extra aliasing the output is read through
  * `out`), then out.
@@ -114,13 +128,16 @@ export function blockContraction(name: string, inputs: readonly Access[], heads:
   const extras = inputs.slice(1 + heads);
   const B = Bs[0] as Access;
   if (caps.serialThreads === true || epilogue.nodes.some((n) => n.op === "Reduce")) return null;
-  if (B.shape.length !== 2 || ![A, ...Bs].every(isDense) || [A, ...Bs].some((a) => isPacked(a.dtype))) return null;
+  if (B.shape.length !== 2 || ![A, ...Bs].every(isDense) || isPacked(A.dtype)) return null;
+  // Packed weights ([N, K] rows of blocks) on the CUDA caps: lanes split each block, 8 elements a lane (decision 0806).
+  const packed = packedWeights(Bs, A, caps);
+  if (packed === null) return null;
   const wDtype = B.dtype as ScalarDType;
   const xDtype = A.dtype as ScalarDType;
-  if (Bs.some((b) => b.dtype !== wDtype) || ![wDtype, xDtype].every((d) => d === "f32" || d === "bf16" || d === "f16")) return null;
+  if (packed === undefined && (Bs.some((b) => b.dtype !== wDtype) || ![wDtype, xDtype].every((d) => d === "f32" || d === "bf16" || d === "f16"))) return null;
   const K = A.shape[A.shape.length - 1] as number;
-  const N = B.shape[transposeB ? 0 : 1] as number;
-  if (B.shape[transposeB ? 1 : 0] !== K) return null;
+  const N = B.shape[transposeB || packed !== undefined ? 0 : 1] as number;
+  if (B.shape[transposeB || packed !== undefined ? 1 : 0] !== K || (packed !== undefined && K % packed.blockSize !== 0)) return null;
   const accShape = [...A.shape.slice(0, -1), N];
   const total = numel(accShape);
   // A GEMV (at most 8 rows of A): each output re-reads its weight row, so many rows belong to a tiled GEMM.
@@ -149,7 +166,8 @@ export function blockContraction(name: string, inputs: readonly Access[], heads:
   const k = kernel(name, { workgroupSize: [wg, 1, 1] }, (b) => {
     const { let_, var_, for_, if_, u32, f32 } = b;
     const x = b.buffer("in0", vec ? "vec4<f32>" : elemForDType(xDtype), "read");
-    const Ws = Bs.map((_, h) => b.buffer(`in${1 + h}`, vec ? "vec4<u32>" : elemForDType(wDtype), "read"));
+    const Ws = Bs.map((_, h) => b.buffer(`in${1 + h}`, vec ? "vec4<u32>" : packed !== undefined ? "u32" : elemForDType(wDtype), "read"));
+    const decs = packed === undefined ? [] : Ws.map((W) => blockDecoder(b, packed, W as Arr<"u32">));
     const aliased = extras.map((a) => a.root === output.root);
     const own = extras.map((a, i) => (aliased[i] ? undefined : b.buffer(`in${1 + heads + i}`, elemForDType(a.dtype), "read")));
     const out = b.buffer("out", elemForDType(output.dtype), aliased.some((v) => v) ? "read_write" : "write");
@@ -173,21 +191,11 @@ export function blockContraction(name: string, inputs: readonly Access[], heads:
       const n = let_(li.rem(N), "n");
       const accs = Ws.map((_, h) => var_(f32(0), `dot${h}`));
       if_(live, () => {
-        if (vec) {
-          const K8 = K / 8, K4 = K / 4;
-          const fmt = wDtype === "bf16" ? "bf16x2" : "f16x2";
-          for_(lane, K8, lanes, (c) => {
-            const xa = let_((x as Arr<"vec4<f32>">).at(row.mul(K4).add(c.mul(2))), "xa");
-            const xb = let_((x as Arr<"vec4<f32>">).at(row.mul(K4).add(c.mul(2)).add(1)), "xb");
-            Ws.forEach((W, h) => {
-              const w = let_((W as Arr<"vec4<u32>">).at(n.mul(K8).add(c)), `w${h}`);
-              const [p0, p1, p2, p3] = [w.x, w.y, w.z, w.w].map((word, q) => let_(b.unpack(fmt, word), `p${h}_${q}`));
-              let a: Val<"f32"> = accs[h] as Val<"f32">;
-              a = b.fma(p0!.x, xa.x, a); a = b.fma(p0!.y, xa.y, a); a = b.fma(p1!.x, xa.z, a); a = b.fma(p1!.y, xa.w, a);
-              a = b.fma(p2!.x, xb.x, a); a = b.fma(p2!.y, xb.y, a); a = b.fma(p3!.x, xb.z, a); a = b.fma(p3!.y, xb.w, a);
-              (accs[h] as Var<"f32">).set(a);
-            });
-          }, "c");
+        if (packed !== undefined) {
+          packedSplitLoop(b, decs, packed, K, x as Arr<"f32">, n, lane, lanes, [let_(row.mul(K), "xr")], [accs]);
+        } else if (vec) {
+          const K8 = K / 8;
+          vecWordLoop(b, Ws as Arr<"vec4<u32>">[], x as Arr<"vec4<f32>">, let_(n.mul(K8), "rw"), [let_(row.mul(K / 4), "xr")], [accs], lane, { K8, lanes, unroll: vecUnroll(K8, lanes, heads), fmt: wDtype === "bf16" ? "bf16x2" : "f16x2" });
         } else {
           for_(lane, K, lanes, (kk) => {
             const xv = let_((x as Arr<"f32">).at(row.mul(K).add(kk)), "xv");

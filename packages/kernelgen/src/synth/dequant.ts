@@ -2,7 +2,7 @@
 // with the decode generated from the format's descriptor; each lane decodes exactly the weights it multiplies.
 
 import { kernel } from "@poot/kernel-dsl";
-import type { Arr, Val } from "@poot/kernel-dsl";
+import type { Arr, Builder, Val, Var } from "@poot/kernel-dsl";
 import type { PackedFormat } from "@poot/graph-ir";
 import { checkCaps, grid2d, pow2Workgroup } from "../caps.js";
 import type { SynthCaps, SynthKernel } from "../caps.js";
@@ -34,6 +34,30 @@ export interface DequantGemvRequest {
 const SYNTH = "dequantGemv";
 
 /**
+ * @internal The K loop of one packed [N, K] row on a GPU (decision 0806): a warp per row, each lane decoding 8
+ * consecutive elements of a block per task, so a block's bytes are read by neighbouring lanes together and every
+ * lane has work even when the row has fewer blocks than lanes (a 2048-wide Q4_K row has 8). `xRows[j]` is the first
+ * element of x row j; `accs[j][h]` accumulate row j with weight h. Needs blockSize % 8 = 0.
+ */
+export function packedSplitLoop(b: Builder, decs: readonly BlockDecoder[], f: PackedFormat, K: number, x: Arr<"f32">, n: Val<"u32">, lane: Val<"u32">, lanes: number, xRows: readonly Val<"u32">[], accs: readonly (readonly Var<"f32">[])[]): void {
+  const { let_, for_ } = b;
+  const split = f.blockSize / 8, nb = K / f.blockSize;
+  for_(lane, nb * split, lanes, (t) => {
+    const blk = let_(t.div(split), "blk");
+    const i0 = let_(t.rem(split).mul(8), "i0");
+    for (const dec of decs) dec.block(let_(n.mul(nb).add(blk).mul(f.bytesPerBlock), "base"));
+    const k0 = let_(blk.mul(f.blockSize).add(i0), "k0");
+    for (let e = 0; e < 8; e++) {
+      const ws = decs.map((dec) => let_(dec.element(e === 0 ? i0 : i0.add(e)), "w"));
+      accs.forEach((row, j) => {
+        const xv = let_(x.at(k0.add(e).add(xRows[j] as Val<"u32">)), "xv");
+        row.forEach((acc, h) => acc.set(acc.add(xv.mul(ws[h] as Val<"f32">))));
+      });
+    }
+  }, "t");
+}
+
+/**
  * Generates the kernel. Buffers: x, W (u32 words; block (n, j) at byte (n·K/blockSize + j)·bytesPerBlock), epilogue
  * inputs, y. A lane group per output row strides over the row's blocks; subgroup reduce when the caps have it.
  */
@@ -58,7 +82,9 @@ export function synthesizeDequantGemvWith(req: DequantGemvRequest, caps: SynthCa
   const sg = caps.subgroupSize;
   // Serial threads (CPU): a thread per output row walks all its blocks (no reduction, no barrier).
   const serial = caps.serialThreads === true;
-  const lanesWant = serial ? 1 : pow2Workgroup(nb, 32);
+  // With caps.vectorLoads (the CUDA target) and subgroups, a block is split over lanes taking 8 elements each.
+  const split = !serial && caps.vectorLoads === true && sg !== undefined && sg > 1 && f.blockSize % 8 === 0 ? f.blockSize / 8 : 1;
+  const lanesWant = serial ? 1 : pow2Workgroup(nb * split, 32);
   const useSg = !serial && sg !== undefined && sg > 1 && sg <= caps.maxWorkgroup && lanesWant >= sg;
   const lanes = useSg ? (sg as number) : lanesWant;
   let wg = serial ? pow2Workgroup(Math.min(N, 8), caps.maxWorkgroup) : Math.max(lanes, pow2Workgroup(Math.min(N * lanes, 128), caps.maxWorkgroup));
@@ -104,6 +130,8 @@ export function synthesizeDequantGemvWith(req: DequantGemvRequest, caps: SynthCa
         // Partial sums combine pairwise into acc: (p0 + p1) + (p2 + p3).
         if (U > 1) parts.forEach((row) => row.forEach((ps) => ps[0]!.set(ps[0]!.add(ps[1]!).add(ps[2]!.add(ps[3]!)))));
       });
+    } else if (split > 1) {
+      if_(live, () => packedSplitLoop(b, decs, f, K, x, n, lane, lanes, xRow, accs));
     } else if_(live, () => {
       for_(lane, nb, lanes, (blk) => {
         const base = let_(n.mul(nb).add(blk).mul(f.bytesPerBlock), "base");

@@ -2,7 +2,7 @@
 // layout: [N, K] rows get a lane group per output (subgroup reduce when the caps have it), [K, N] gets columns per lane.
 
 import { kernel } from "@poot/kernel-dsl";
-import type { Arr, Builder, Val } from "@poot/kernel-dsl";
+import type { Arr, Builder, Val, Var } from "@poot/kernel-dsl";
 import { checkCaps, grid2d, pow2Workgroup } from "../caps.js";
 import type { SynthCaps, SynthKernel } from "../caps.js";
 import { KernelgenError } from "../errors.js";
@@ -116,17 +116,57 @@ export function synthesizeGemvWith(req: GemvRequest, caps: SynthCaps, ep: Prepar
 }
 
 /**
+ * Words of 16 bytes each lane loads before its arithmetic (8, 4, 2 or 1): as many as K allows while every lane
+ * takes the same number of loop trips, at most 8 words (32 registers) over all heads. Enough bytes in flight per SM
+ * is what brings a GEMV to the memory bandwidth (decision 0805).
+ */
+export function vecUnroll(K8: number, lanes: number, heads: number): number {
+  for (const u of [8, 4, 2]) if (u * heads <= 8 && K8 % (u * lanes) === 0) return u;
+  return 1;
+}
+
+/**
+ * @internal The K loop of a 16-byte-load GEMV row: lane `lane` takes words lane, lane + lanes, ... of the row
+ * (K8 = K / 8 words of 8 bf16/f16), `unroll` words per head per trip all loaded before any fma. `rowWord` is the
+ * row's first word in every W; `xs[j]` the first vec4<f32> of x row j; `accs[j][h]` accumulate row j, head h.
+ */
+export function vecWordLoop(b: Builder, Ws: readonly Arr<"vec4<u32>">[], x: Arr<"vec4<f32>">, rowWord: Val<"u32">, xs: readonly Val<"u32">[], accs: readonly (readonly Var<"f32">[])[], lane: Val<"u32">, o: { readonly K8: number; readonly lanes: number; readonly unroll: number; readonly fmt: "bf16x2" | "f16x2" }): void {
+  const { let_, for_, unpack, fma } = b;
+  for_(lane, o.K8, o.lanes * o.unroll, (c0) => {
+    const cs = Array.from({ length: o.unroll }, (_, u) => (u === 0 ? c0 : let_(c0.add(u * o.lanes), `c${u}`)));
+    // Every weight word of the trip is loaded before any arithmetic (more bytes in flight).
+    const ws = cs.map((c, u) => Ws.map((W, h) => let_(W.at(rowWord.add(c)), `w${u}_${h}`)));
+    cs.forEach((c, u) => {
+      const halves = ws[u]!.map((w, h) => [w.x, w.y, w.z, w.w].map((word, q) => let_(unpack(o.fmt, word), `p${u}_${h}_${q}`)));
+      accs.forEach((row, j) => {
+        const xi = let_((xs[j] as Val<"u32">).add(c.mul(2)), `xi${u}_${j}`);
+        const xa = let_(x.at(xi), `xa${u}_${j}`);
+        const xb = let_(x.at(xi.add(1)), `xb${u}_${j}`);
+        row.forEach((acc, h) => {
+          const [p0, p1, p2, p3] = halves[h]!;
+          let a: Val<"f32"> = acc;
+          a = fma(p0!.x, xa.x, a); a = fma(p0!.y, xa.y, a); a = fma(p1!.x, xa.z, a); a = fma(p1!.y, xa.w, a);
+          a = fma(p2!.x, xb.x, a); a = fma(p2!.y, xb.y, a); a = fma(p3!.x, xb.z, a); a = fma(p3!.y, xb.w, a);
+          acc.set(a);
+        });
+      });
+    });
+  }, "c");
+}
+
+/**
  * [N, K] bf16/f16 weights read 16 bytes (8 elements) per lane per load, x f32 read as vec4<f32>: a subgroup per
- * output row, two words per lane in flight when K allows. Needs `caps.vectorLoads`, subgroups and K % (8 · lanes) = 0.
+ * output row, up to 8 words per lane in flight ({@link vecUnroll}). Needs `caps.vectorLoads`, subgroups and
+ * K % (8 · lanes) = 0.
  */
 function gemvNKVec(req: GemvRequest, caps: SynthCaps, B: number, H: number, wDtype: "bf16" | "f16", outDtype: StorageDType, ep: PreparedEpilogue, lanes: number, wg: number): SynthKernel {
   const { K, N } = req;
   const K8 = K / 8, K4 = K / 4;
-  const unroll = K8 % (2 * lanes) === 0 ? 2 : 1;
-  const rowsPerWg = wg / lanes;
-  const fmt = wDtype === "bf16" ? "bf16x2" : "f16x2";
-  const k = kernel(req.name, { workgroupSize: [wg, 1, 1] }, (b) => {
-    const { let_, var_, for_, if_, wid, nwg, lid, f32, u32, unpack, fma } = b;
+  const unroll = vecUnroll(K8, lanes, H);
+  // Four rows per workgroup: twice the workgroups of eight, so 2048-row GEMVs spread evenly over 132 SMs.
+  const rowsPerWg = Math.max(1, Math.min(wg / lanes, 4));
+  const k = kernel(req.name, { workgroupSize: [rowsPerWg * lanes, 1, 1] }, (b) => {
+    const { let_, var_, if_, wid, nwg, lid, f32, u32 } = b;
     const x = b.buffer("x", "vec4<f32>", "read");
     const Ws = Array.from({ length: H }, (_, h) => b.buffer(h === 0 ? "W" : `W${h}`, "vec4<u32>", "read"));
     ep.declare(b);
@@ -137,25 +177,7 @@ function gemvNKVec(req: GemvRequest, caps: SynthCaps, B: number, H: number, wDty
     const live = let_(n.lt(N), "live");
     const accs = Array.from({ length: B }, (_, j) => Ws.map((_, h) => var_(f32(0), `acc${j}_${h}`)));
     if_(live, () => {
-      for_(lane, K8, lanes * unroll, (c0) => {
-        const cs = Array.from({ length: unroll }, (_, u) => let_(c0.add(u * lanes), `c${u}`));
-        // Every weight word of the iteration is loaded before any arithmetic (more bytes in flight).
-        const ws = cs.map((c, u) => Ws.map((W, h) => let_(W.at(n.mul(K8).add(c)), `w${u}_${h}`)));
-        cs.forEach((c, u) => {
-          const halves = ws[u]!.map((w, h) => [w.x, w.y, w.z, w.w].map((word, q) => let_(unpack(fmt, word), `p${u}_${h}_${q}`)));
-          accs.forEach((row, j) => {
-            const xa = let_(x.at(u32(j * K4).add(c.mul(2))), `xa${u}_${j}`);
-            const xb = let_(x.at(u32(j * K4).add(c.mul(2)).add(1)), `xb${u}_${j}`);
-            row.forEach((acc, h) => {
-              const [p0, p1, p2, p3] = halves[h]!;
-              let a: Val<"f32"> = acc;
-              a = fma(p0!.x, xa.x, a); a = fma(p0!.y, xa.y, a); a = fma(p1!.x, xa.z, a); a = fma(p1!.y, xa.w, a);
-              a = fma(p2!.x, xb.x, a); a = fma(p2!.y, xb.y, a); a = fma(p3!.x, xb.z, a); a = fma(p3!.y, xb.w, a);
-              acc.set(a);
-            });
-          });
-        });
-      }, "c");
+      vecWordLoop(b, Ws, x, let_(n.mul(K8), "rw"), accs.map((_, j) => u32(j * K4)), accs, lane, { K8, lanes, unroll, fmt: wDtype === "bf16" ? "bf16x2" : "f16x2" });
     });
     accs.forEach((row, j) => {
       const totals = row.map((acc) => b.subgroupAdd(acc));

@@ -1,0 +1,52 @@
+// Packed GGUF decode on the CUDA executor's caps, checked here without a GPU: every contraction of a one-token
+// decode step with packed weights (Q8_0; Q4_K and Q6_K in the Q4_K_M file) is planned to a warp-per-row kernel that
+// reads the blocks packed (decision 0806). The q/k/v projections carry RoPE and KV-cache-write epilogues; before
+// 0806 they fell back to one thread per output with the dot product inline (Q8_0 decode of a Llama-3.2-1B shape:
+// 73 ms a token on the H200). Numerics are checked on the device (bench/cuda-fixtures.gpu.ts).
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+import { planCapsOf } from "@poot/backend-cuda";
+import type { CudaContext } from "@poot/backend-cuda";
+import { isPacked } from "@poot/graph-ir";
+import { compile, makeTarget, type Region } from "@poot/graph-plan";
+import { planKernel, synthCapsFrom } from "@poot/kernelgen";
+import { LoadedModel } from "@poot/models";
+import { describe, expect, test } from "vitest";
+
+const dir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../../shared/fixtures/gguf/llama3-w256");
+const skip = fs.existsSync(dir) ? "" : ` (skipped: ${dir} is absent)`;
+const info = { computeCapability: [9, 0], maxThreadsPerBlock: 1024, warpSize: 32, sharedBytesPerBlock: 49152, multiprocessors: 132, totalMemoryBytes: 2 ** 37 };
+const caps = planCapsOf({ device: { info } } as unknown as CudaContext);
+// As CudaProgram.stage sets them.
+const synth = { ...synthCapsFrom(caps), vectorLoads: true, splitAttention: true };
+
+describe.skipIf(skip !== "")(`packed decode contractions on the CUDA caps${skip}`, () => {
+  for (const type of ["Q8_0", "Q4_K_M"]) {
+    test(`${type}: every packed contraction is a warp-per-row kernel; RoPE / KV-write epilogues stage a block in workgroup memory`, () => {
+      const m = LoadedModel.open(path.join(dir, `model-${type}.gguf`));
+      const g = m.graph({ kind: "decode", context: 32, tokens: 1, paged: { pageSize: 16, pages: 4, lanes: 1 } });
+      // A step of at most 8 tokens compiles with contraction epilogues of any shape (CudaExecutor's default).
+      const prog = compile(g, makeTarget({ kind: "cuda", caps }), { mode: "decode", contractionEpilogues: "any" });
+      const formats = new Set<string>();
+      let blocked = 0;
+      prog.plans().forEach((p, i) => {
+        const src = p.kernel;
+        if (src.provenance !== "synthesized" || !["gemv", "dequant-gemv"].includes(src.request.kind)) return;
+        const B = src.request.inputs[1]!;
+        if (!isPacked(B.dtype)) return;
+        formats.add(B.dtype.packed.name);
+        const k = planKernel(src, synth, `p${i}`);
+        expect(k.subgroupSize, `plan ${i} (${p.op}) is a warp-per-row kernel`).toBe(32);
+        const epi = (src.request.params as { epilogue?: Region | null }).epilogue ?? null;
+        if (epi !== null && epi.nodes.some((n) => n.op === "Rope" || n.op === "DynamicUpdateSlice")) {
+          expect(k.kernel.shared.map((s) => s.name), `plan ${i} stages its block`).toContain("acc");
+          blocked++;
+        }
+      });
+      // q (RoPE), k (RoPE + cache write), v (cache write) in each of the fixture's layers.
+      expect(blocked).toBeGreaterThanOrEqual(3);
+      if (type === "Q4_K_M") expect([...formats].sort()).toEqual(expect.arrayContaining(["q4_k", "q6_k"]));
+    });
+  }
+});
