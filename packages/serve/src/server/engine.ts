@@ -47,6 +47,8 @@ export type SequenceEvent =
 export interface EngineSequence {
   /** Tokens in the cache plus tokens queued for the next step. */
   readonly length: number;
+  /** Tokens whose keys and values are in the cache (what its KV pages hold; `length` less the queued ones). */
+  readonly cached: number;
   /** Tokens generated so far (EOS excluded). */
   readonly generated: number;
   /** Why it ended (EOS, a stop string, max tokens or the context's end), or null while running. */

@@ -20,6 +20,10 @@ class RuntimeSequence implements EngineSequence {
     return s.length + s.queued.length;
   }
 
+  get cached(): number {
+    return this.decoding.session.length;
+  }
+
   get generated(): number {
     return this.decoding.ids.length;
   }

@@ -113,9 +113,9 @@ export class Scheduler {
     return this.active.length;
   }
 
-  /** Tokens held in the active sequences' KV caches. */
+  /** Tokens held in the active sequences' KV caches (a sampled token not yet run is not held). */
   get kvTokens(): number {
-    return this.active.reduce((n, j) => n + (j.seq?.length ?? 0), 0);
+    return this.active.reduce((n, j) => n + (j.seq?.cached ?? 0), 0);
   }
 
   /** Engine steps run so far. */
