@@ -37,6 +37,14 @@ export interface CompileOptions {
    * dot product it reads recomputed), which is far slower than a separate small kernel (CUDA).
    */
   readonly contractionEpilogues?: "any" | "own-element";
+  /**
+   * Horizontal fusion of contractions sharing A. "shared-epilogue" (default): only contractions one epilogue reads
+   * together join (SwiGLU gate/up, several B operands of one ContractionEpilogue). "grouped": GEMVs reading one A
+   * the same way that keep their own epilogues and outputs (q/k/v: RoPE, in-place KV writes) are also proved
+   * joinable and placed side by side with `params.group`; the planner does not yet serve a group as one dispatch
+   * (decision 0402), so this changes no dispatch count today.
+   */
+  readonly horizontalFusion?: "shared-epilogue" | "grouped";
 }
 
 /** Options with every default filled in. */
@@ -56,7 +64,9 @@ export function resolveOptions(o: CompileOptions = {}): ResolvedOptions {
     maxFoldElements: o.maxFoldElements ?? 1 << 20,
     checkPasses: o.checkPasses ?? false,
     contractionEpilogues: o.contractionEpilogues ?? "any",
+    horizontalFusion: o.horizontalFusion ?? "shared-epilogue",
   };
+  if (r.horizontalFusion !== "shared-epilogue" && r.horizontalFusion !== "grouped") throw new PlanError("bad-option", `horizontalFusion must be "shared-epilogue" or "grouped", got ${JSON.stringify(r.horizontalFusion)}`, { key: "horizontalFusion" });
   if (r.contractionEpilogues !== "any" && r.contractionEpilogues !== "own-element") throw new PlanError("bad-option", `contractionEpilogues must be "any" or "own-element", got ${JSON.stringify(r.contractionEpilogues)}`, { key: "contractionEpilogues" });
   if (r.mode !== "decode" && r.mode !== "prefill") throw new PlanError("bad-option", `mode must be decode or prefill, got ${JSON.stringify(r.mode)}`, { key: "mode" });
   for (const k of ["argmaxSplitAbove", "argmaxChunk", "maxRegionNodes", "maxFoldElements"] as const) {
