@@ -117,6 +117,7 @@ function groupOf(cx: RuleContext, e: Eqn): number[] {
     if (differs !== undefined) { cx.numericalDecline("group", c.out, "read-differs", differs); continue; }
     if (numel(d.values[c.inputs[0] as ValueId]!.shape.slice(0, -1)) > GEMV_ROWS) { refuse(c, "gemv", `A has more than ${GEMV_ROWS} rows`); continue; }
     if ((c.params.heads ?? 1) !== 1) { refuse(c, "shared-heads", "it already joins several B operands under one epilogue"); continue; }
+    if (((c.params.epilogue ?? null) as Region | null)?.nodes.some((n) => n.op === "Reduce") === true) { refuse(c, "row-epilogue", "its epilogue reduces rows (a per-head norm); grouped kernels do not serve row epilogues yet"); continue; }
     if (dependsOn(d, c, outs, first)) { refuse(c, "dependent", "it reads another contraction of the group"); continue; }
     const next = [...group, k];
     if (bindings(next.map((i) => d.eqns[i]!)) > planLimits(cx.target).maxStorageBuffers) { refuse(c, "bindings", "one dispatch would bind more buffers than the target allows"); continue; }
