@@ -38,11 +38,10 @@ export interface CompileOptions {
    */
   readonly contractionEpilogues?: "any" | "own-element";
   /**
-   * Horizontal fusion of contractions sharing A. "shared-epilogue" (default): only contractions one epilogue reads
-   * together join (SwiGLU gate/up, several B operands of one ContractionEpilogue). "grouped": GEMVs reading one A
-   * the same way that keep their own epilogues and outputs (q/k/v: RoPE, in-place KV writes) are also proved
-   * joinable and placed side by side with `params.group`; the planner does not yet serve a group as one dispatch
-   * (decision 0402), so this changes no dispatch count today.
+   * Horizontal fusion of contractions sharing A. Both settings join contractions one epilogue reads together
+   * (SwiGLU gate/up: several B operands of one ContractionEpilogue). "grouped" (default) also joins GEMVs that read
+   * one A the same way but keep their own epilogues and outputs (q/k/v: RoPE, in-place KV-cache writes) into one
+   * dispatch whose workgroups cover every member's output (decision 0402); "shared-epilogue" launches them apart.
    */
   readonly horizontalFusion?: "shared-epilogue" | "grouped";
 }
@@ -64,7 +63,7 @@ export function resolveOptions(o: CompileOptions = {}): ResolvedOptions {
     maxFoldElements: o.maxFoldElements ?? 1 << 20,
     checkPasses: o.checkPasses ?? false,
     contractionEpilogues: o.contractionEpilogues ?? "any",
-    horizontalFusion: o.horizontalFusion ?? "shared-epilogue",
+    horizontalFusion: o.horizontalFusion ?? "grouped",
   };
   if (r.horizontalFusion !== "shared-epilogue" && r.horizontalFusion !== "grouped") throw new PlanError("bad-option", `horizontalFusion must be "shared-epilogue" or "grouped", got ${JSON.stringify(r.horizontalFusion)}`, { key: "horizontalFusion" });
   if (r.contractionEpilogues !== "any" && r.contractionEpilogues !== "own-element") throw new PlanError("bad-option", `contractionEpilogues must be "any" or "own-element", got ${JSON.stringify(r.contractionEpilogues)}`, { key: "contractionEpilogues" });

@@ -1,5 +1,5 @@
-// horizontal-groups (option horizontalFusion: "grouped", off by default): GEMV contractions that read one A the
-// same way and keep their own epilogues and outputs (q/k/v) are proved joinable and placed side by side.
+// horizontal-groups (option horizontalFusion "grouped", the default): GEMV contractions that read one A the same
+// way and keep their own epilogues and outputs (q/k/v) are proved joinable and placed side by side for one dispatch.
 
 import { isLiteral, numel, shapeEquals, type Eqn, type Params, type ValueId } from "@poot/graph-ir";
 import type { Region } from "../region.js";

@@ -21,8 +21,8 @@ function apply(g: Graph, passes: Pass[], target = defaultTarget("cuda")): { grap
   return { graph: draft.toGraph().graph, rewrites };
 }
 
-test("the pipeline runs in DESIGN.md's fixed order (plus routed experts, decision 0401) and every pass declares its numerics", () => {
-  expect(PIPELINE.map((p) => p.name)).toEqual(["canonicalize", "cse", "iota-folding", "rope-attention", "dce", "packed", "legalize", "dense-bf16", "routed-experts", "reduction-prep", "fusion", "tiling", "flash-regions"]);
+test("the pipeline runs in DESIGN.md's fixed order (plus routed experts, decision 0401, and horizontal groups, 0402) and every pass declares its numerics", () => {
+  expect(PIPELINE.map((p) => p.name)).toEqual(["canonicalize", "cse", "iota-folding", "rope-attention", "dce", "packed", "legalize", "dense-bf16", "routed-experts", "reduction-prep", "fusion", "tiling", "flash-regions", "horizontal-groups"]);
   for (const p of PIPELINE) expect(["exact", "declined-unless-proved"]).toContain(p.numerics);
 });
 
