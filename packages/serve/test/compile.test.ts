@@ -1,5 +1,6 @@
 // `poot compile` and the compiler end to end on real traced graphs: for every fixture family and every
-// target kind, the optimized graph's logits equal the primitive graph's under eval (max|Δ|/max|ref| <= 1e-6);
+// target kind, the optimized graph's logits equal the primitive graph's under eval (max|Δ|/max|ref| <= 1e-6), q/k/v
+// groups (decision 0402) included;
 // Llama-3.2-1B decode from its released config.json fits 10 dispatches per layer + 4.
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -63,6 +64,8 @@ describe.skipIf(!HAVE)("compiled graphs of the fixture families (skipped when ..
             const got = evaluate(p.graph, binds, { ops: PLAN_OPS });
             expect(rel(got.outputs.logits!, ref.outputs.logits!), `${fam} ${kind}`).toBeLessThanOrEqual(1e-6);
             for (const k of Object.keys(ref.state)) expect(rel(got.state[k]!, ref.state[k]!)).toBeLessThanOrEqual(1e-6);
+            // Decode: llama3's q/k/v join one dispatch per layer (decision 0402) wherever the target binds them.
+            if (fam === "llama3" && g !== prefill && kind !== "aie") expect(p.horizontalGroups().length, `${fam} ${kind}`).toBe(m.config.layerTypes.length);
             // Every full-attention layer's chain was recognized.
             expect(p.graph.eqns.filter((e) => e.op === "Attention").length).toBe(m.config.layerTypes.filter((t) => t !== "linear").length);
             // KV caches are written in place: every attention cache's state_out aliases its state_in.
