@@ -128,7 +128,7 @@ describe("planner refusals name the equation and the capability", () => {
 describe("targets", () => {
   test("offline defaults exist and validate for every kind", () => {
     for (const k of ["cpu", "wgpu", "vulkan", "cuda", "rocm", "aie"] as const) expect(makeTarget(defaultTarget(k)).kind).toBe(k);
-    expect(defaultTarget("wgpu").caps).toMatchObject({ maxWorkgroupSize: 256, sharedBytes: 16384, maxStorageBuffers: 8 });
+    expect(defaultTarget("wgpu").caps).toMatchObject({ maxWorkgroupSize: 256, sharedBytes: 16384, maxStorageBuffers: 16 });
   });
 
   test("bad caps are typed errors", () => {

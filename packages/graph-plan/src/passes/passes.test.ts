@@ -66,7 +66,7 @@ describe("single passes", () => {
     const xs = Array.from({ length: 12 }, (_, i) => b.const(`x${i}`, "f32", [2, 1]));
     b.output("y", b.concat(xs, 1));
     const g = b.build();
-    const { graph } = apply(g, [legalize], defaultTarget("wgpu"));
+    const { graph } = apply(g, [legalize], defaultTarget("wgpu", { maxStorageBuffers: 8 }));
     for (const e of graph.eqns) expect(e.inputs.length + 1).toBeLessThanOrEqual(8);
     const consts = Object.fromEntries(xs.map((_, i) => [`x${i}`, [i, -i]]));
     expect(evaluate(graph, { consts }).outputs.y!.data).toEqual(evaluate(g, { consts }).outputs.y!.data);
