@@ -131,9 +131,10 @@ export interface BlockGemv {
 /**
  * The sizes of the block GEMV for a contraction with a neighbour-reading epilogue, or null where it does not apply
  * (more than 8 rows of A, packed or strided operands, unbounded epilogue reads, a block that does not fit workgroup
- * memory).
+ * memory). `workgroup` fixes the workgroup size (a member of a group): the block then holds about one output per
+ * lane group of it.
  */
-export function blockGemv(inputs: readonly Access[], heads: number, epilogue: Region, accDtype: ScalarDType, transposeB: boolean, output: Access, caps: SynthCaps): BlockGemv | null {
+export function blockGemv(inputs: readonly Access[], heads: number, epilogue: Region, accDtype: ScalarDType, transposeB: boolean, output: Access, caps: SynthCaps, workgroup?: number): BlockGemv | null {
   const A = inputs[0] as Access;
   const Bs = inputs.slice(1, 1 + heads);
   const extras = inputs.slice(1 + heads);
@@ -159,10 +160,10 @@ export function blockGemv(inputs: readonly Access[], heads: number, epilogue: Re
   const useSg = sg !== undefined && sg > 1 && sg <= caps.maxWorkgroup && lanesWant >= sg;
   const lanes = useSg ? (sg as number) : lanesWant;
   const g = blocking.granule;
-  const perWg = Math.max(1, Math.floor(Math.min(256, caps.maxWorkgroup) / lanes));
+  const perWg = Math.max(1, Math.floor((workgroup ?? Math.min(256, caps.maxWorkgroup)) / lanes));
   const Bk = Math.min(total, g * Math.ceil(perWg / g));
-  let wg = Math.max(lanes, pow2Workgroup(Bk * lanes, Math.min(caps.maxWorkgroup, 1024)));
-  while (wg > lanes && blockSharedBytes(Bk * heads, useSg, wg) > caps.sharedBytes) wg >>= 1;
+  let wg = workgroup ?? Math.max(lanes, pow2Workgroup(Bk * lanes, Math.min(caps.maxWorkgroup, 1024)));
+  while (workgroup === undefined && wg > lanes && blockSharedBytes(Bk * heads, useSg, wg) > caps.sharedBytes) wg >>= 1;
   if (wg > caps.maxWorkgroup || blockSharedBytes(Bk * heads, useSg, wg) > caps.sharedBytes) return null;
   const vec = useSg && caps.vectorLoads === true && transposeB && xDtype === "f32" && (wDtype === "bf16" || wDtype === "f16") && K % (8 * lanes) === 0;
   return { inputs, heads, epilogue, accDtype, transposeB, output, xDtype, wDtype, K, N, accShape, total, blocking, lanes, useSg, Bk, wg, blocks: Math.ceil(total / Bk), vec };

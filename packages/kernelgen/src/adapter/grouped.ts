@@ -71,14 +71,22 @@ function flags(m: KernelRequest): { accDtype: ScalarDType; transposeB: boolean; 
 
 /** The group as block GEMVs sharing one workgroup size, or null when a member has no block form or they do not fit. */
 function blocked(req: KernelRequest, members: readonly KernelRequest[], name: string, caps: SynthCaps): SynthKernel | null {
-  const gs: BlockGemv[] = [];
-  for (const m of members) {
-    const f = flags(m);
-    const g = blockGemv(m.inputs, 1, f.region, f.accDtype, f.transposeB, m.output, caps);
-    if (g === null) return null;
-    gs.push(g);
-  }
-  const wg = Math.max(...gs.map((g) => g.wg));
+  const plan = (workgroup?: number): BlockGemv[] | null => {
+    const gs: BlockGemv[] = [];
+    for (const m of members) {
+      const f = flags(m);
+      const g = blockGemv(m.inputs, 1, f.region, f.accDtype, f.transposeB, m.output, caps, workgroup);
+      if (g === null) return null;
+      gs.push(g);
+    }
+    return gs;
+  };
+  const own = plan();
+  if (own === null) return null;
+  // The widest member's workgroup for all; the others re-block to keep every lane group busy.
+  const wg = Math.max(...own.map((g) => g.wg));
+  const gs = plan(wg);
+  if (gs === null) return null;
   const accs = Math.max(...gs.map((g) => g.Bk));
   const g0 = gs[0] as BlockGemv;
   if (gs.some((g) => g.lanes !== g0.lanes || g.useSg !== g0.useSg) || blockSharedBytes(accs, g0.useSg, wg) > caps.sharedBytes) return null;
