@@ -103,7 +103,9 @@ export function epilogueBlocking(region: Region, heads: number, accShape: readon
 
 /** The sizes of one cooperative block GEMV (members of a horizontal group share the workgroup size). */
 export interface BlockGemv {
+  /** A, the B operands, then the epilogue's extras. */
   readonly inputs: readonly Access[];
+  /** B operands sharing A. */
   readonly heads: number;
   readonly epilogue: Region;
   readonly accDtype: ScalarDType;
@@ -111,8 +113,10 @@ export interface BlockGemv {
   readonly output: Access;
   readonly xDtype: ScalarDType;
   readonly wDtype: ScalarDType;
+  /** Contraction depth and output columns. */
   readonly K: number;
   readonly N: number;
+  /** [...rows, N] and its element count. */
   readonly accShape: readonly number[];
   readonly total: number;
   readonly blocking: EpilogueBlocking;

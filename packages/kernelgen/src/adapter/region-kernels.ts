@@ -68,8 +68,11 @@ function inPlaceUpdate(region: Region, src: RegionSource, output: Access): Regio
 
 /** The iteration of a region kernel: the output, or the update window of an in-place cache write. */
 export interface RegionSpace {
+  /** The in-place DynamicUpdateSlice result node, when only its window is written. */
   readonly dus: RegionNode | undefined;
+  /** Shape iterated, one thread per element. */
   readonly space: readonly number[];
+  /** Elements of `space` (at least 1). */
   readonly total: number;
 }
 
@@ -255,7 +258,8 @@ export function singleNodeRegion(op: string, inputs: readonly Access[], params: 
 /**
  * The region inputs of a contraction computed inline: inputs 0..heads-1 are the accumulators A·B_h (each value a
  * K-loop, rounded to accDtype; packed B decoded per element), then the extra operands. Buffers in0 (A), in1..
- * (the B operands), then the extras, named in<request input index>.
+ * (the B operands), then the extras, named in<request input index>; `buffers` supplies arrays declared elsewhere
+ * instead (one per input, then out: a horizontal group declares its buffers once for every member).
  */
 export function contractionSource(inputs: readonly Access[], heads: number, accDtype: ScalarDType, transposeB: boolean, buffers: (b: Builder, output: Access) => { bufs: Arr[]; out: Arr } = (b, output) => declareBuffers(b, inputs, output)): RegionSource & { readonly accShape: readonly number[] } {
   const A = inputs[0] as Access;
