@@ -2,7 +2,7 @@
 // (q/k/v) are proved joinable, placed side by side and planned as one dispatch; the gate refuses other reads of A.
 
 import { describe, expect, test } from "vitest";
-import { BACKEND_KINDS, PLAN_OPS, compile, defaultTarget, type Program } from "@poot/graph-plan";
+import { BACKEND_KINDS, PLAN_OPS, compile, defaultTarget, planLimits, type Program } from "@poot/graph-plan";
 import { Builder } from "@poot/graph-ir";
 import { buildLlama, TINY } from "./llama.js";
 import { bindingsFor, compareEval } from "./util.js";
@@ -17,7 +17,7 @@ describe('horizontalFusion "grouped" on the tiny Llama', () => {
       const plain = compile(g, defaultTarget(kind), { horizontalFusion: "shared-epilogue" });
       const p = compile(g, defaultTarget(kind));
       expect(plain.horizontalGroups()).toEqual([]);
-      const wide = defaultTarget(kind).caps.maxStorageBuffers > 8;
+      const wide = planLimits(defaultTarget(kind)).maxStorageBuffers > 8;
       const want = wide ? Array.from({ length: shape.layers }, (_, l) => [`layers.${l}.q`, `layers.${l}.k_cache_out`, `layers.${l}.v_cache_out`]) : [];
       expect(groupNames(p)).toEqual(want);
       for (const grp of p.horizontalGroups()) {
