@@ -11,11 +11,12 @@ import { Q8_0 } from "./formats.js";
 import { expectClose, expectExact } from "./helpers.js";
 
 describe("a q/k/v group runs as one dispatch and equals eval", () => {
-  for (const [label, d, pos, kind, serial, block] of [
-    ["f32 weights, cuda caps (block GEMVs on subgroups)", BASE, 5, "cuda", false, true],
-    ["bf16 weights, wgpu caps (block GEMVs)", { ...BASE, wDtype: "bf16" }, 11, "wgpu", false, true],
-    ["f32 weights, serial threads (the CPU backend: inline accumulators)", BASE, 7, "cpu", true, false],
-    ["Q8_0 weights (packed: inline accumulators)", { ...BASE, ffn: 64, wDtype: Q8_0 }, 3, "rocm", false, false],
+  for (const [label, d, pos, kind, serial, block, vectorLoads] of [
+    ["f32 weights, cuda caps (block GEMVs on subgroups)", BASE, 5, "cuda", false, true, false],
+    ["bf16 weights, K = 256, cuda caps with 16-byte loads (the CUDA executor's)", { ...BASE, hidden: 256, wDtype: "bf16" }, 9, "cuda", false, true, true],
+    ["bf16 weights, wgpu caps (block GEMVs)", { ...BASE, wDtype: "bf16" }, 11, "wgpu", false, true, false],
+    ["f32 weights, serial threads (the CPU backend: inline accumulators)", BASE, 7, "cpu", true, false, false],
+    ["Q8_0 weights (packed: inline accumulators)", { ...BASE, ffn: 64, wDtype: Q8_0 }, 3, "rocm", false, false, false],
   ] as const) {
     it(label, () => {
       const g = decoder(d);
@@ -28,9 +29,12 @@ describe("a q/k/v group runs as one dispatch and equals eval", () => {
       expect(prog.dispatchCount()).toBe(plain.dispatchCount() - 2);
       const bind = bindings(g, d, pos, 23);
       const base = synthCapsFrom(target.caps as never);
-      const caps: SynthCaps = serial ? { ...base, serialThreads: true } : base;
+      const caps: SynthCaps = { ...base, ...(serial ? { serialThreads: true } : {}), ...(vectorLoads ? { vectorLoads: true } : {}) };
       // The form the label names: block GEMVs keep their accumulators in workgroup memory.
-      expect(planKernel(grouped[0]!, caps, "g").kernel.shared.some((a) => a.name === "acc")).toBe(block);
+      const gk = planKernel(grouped[0]!, caps, "g").kernel;
+      expect(gk.shared.some((a) => a.name === "acc")).toBe(block);
+      // 16-byte loads: every member's weight is read as vec4<u32> words.
+      if (vectorLoads) expect(gk.buffers.filter((b) => b.elem === "vec4<u32>").length).toBe(3);
       const run = interpretProgram(prog, bind, { caps });
       expect(run.dispatches).toBe(interpretProgram(plain, bind, { caps }).dispatches - 2);
       const ref = evaluate(g, bind);
