@@ -32,8 +32,8 @@ class GroupBuffers {
   private arrays = new Map<number, Arr>();
   constructor(private readonly req: KernelRequest) {}
 
-  /** Records that `a` is read (or written) as `elem`. */
-  use(a: Access, elem: Elem, written: boolean): void {
+  /** Records that `a` is read (or written) as `elem`; false when its root is already declared as another type. */
+  use(a: Access, elem: Elem, written: boolean): boolean {
     let g = this.byRoot.get(a.root);
     if (g === undefined) {
       const i = this.req.inputs.findIndex((x) => x.root === a.root);
@@ -42,9 +42,10 @@ class GroupBuffers {
       g = { name, elem, read: false, written: false };
       this.byRoot.set(a.root, g);
     }
-    if (g.elem !== elem) throw new KernelgenError("bad_dtype", `buffer ${g.name} is read as ${String(g.elem)} and ${String(elem)} by members of one group`, { synth: SYNTH, param: g.name });
+    if (g.elem !== elem) return false;
     if (written) g.written = true;
     else g.read = true;
+    return true;
   }
 
   /** Declares every buffer (once). */
@@ -91,12 +92,14 @@ function blocked(req: KernelRequest, members: readonly KernelRequest[], name: st
   const g0 = gs[0] as BlockGemv;
   if (gs.some((g) => g.lanes !== g0.lanes || g.useSg !== g0.useSg) || blockSharedBytes(accs, g0.useSg, wg) > caps.sharedBytes) return null;
   const bufs = new GroupBuffers(req);
-  for (const g of gs) {
-    bufs.use(g.inputs[0] as Access, blockElem(g, "x", g.inputs[0] as Access), false);
-    bufs.use(g.inputs[1] as Access, blockElem(g, "w", g.inputs[1] as Access), false);
-    for (const a of g.inputs.slice(2)) bufs.use(a, blockElem(g, "extra", a), false);
-    bufs.use(g.output, blockElem(g, "out", g.output), true);
-  }
+  const typed = gs.every((g) => [
+    bufs.use(g.inputs[0] as Access, blockElem(g, "x", g.inputs[0] as Access), false),
+    bufs.use(g.inputs[1] as Access, blockElem(g, "w", g.inputs[1] as Access), false),
+    ...g.inputs.slice(2).map((a) => bufs.use(a, blockElem(g, "extra", a), false)),
+    bufs.use(g.output, blockElem(g, "out", g.output), true),
+  ].every((ok) => ok));
+  // A buffer two members read as different types (16-byte words vs scalars) keeps the inline form.
+  if (!typed) return null;
   const starts = gs.map((_, i) => gs.slice(0, i).reduce((a, g) => a + g.blocks, 0));
   const blocks = gs.reduce((a, g) => a + g.blocks, 0);
   const k = kernel(name, { workgroupSize: [wg, 1, 1] }, (b) => {
@@ -122,8 +125,8 @@ function inline(req: KernelRequest, members: readonly KernelRequest[], name: str
   const bufs = new GroupBuffers(req);
   const parts = members.map((m) => {
     const f = flags(m);
-    for (const a of m.inputs) bufs.use(a, elemForDType(a.dtype), false);
-    bufs.use(m.output, elemForDType(m.output.dtype), true);
+    const typed = [...m.inputs.map((a) => bufs.use(a, elemForDType(a.dtype), false)), bufs.use(m.output, elemForDType(m.output.dtype), true)];
+    if (!typed.every((ok) => ok)) throw new KernelgenError("bad_dtype", "members of one group read a buffer as different types", { synth: SYNTH, param: "group" });
     const src = contractionSource(m.inputs, 1, f.accDtype, f.transposeB, () => ({ bufs: m.inputs.map((a) => bufs.at(a)), out: bufs.at(m.output) }));
     return { m, region: f.region, src, it: regionSpace(f.region, src, m.output) };
   });
