@@ -20,7 +20,7 @@ const DTYPES = ["f32", "f16", "bf16", "i32", "u32", "u8", "bool"] as const;
 export interface CpuExecutorOptions {
   /** Threads that run kernels, the calling thread included (default: the platform's core count). */
   readonly threads?: number;
-  /** graph-plan options every staged graph is compiled with. */
+  /** graph-plan options every staged graph is compiled with (default here: `horizontalFusion: "shared-epilogue"`). */
   readonly compile?: CompileOptions;
   /** Run a step as one region (default true) or one region per dispatch (for comparison and debugging). */
   readonly fused?: boolean;
@@ -131,7 +131,8 @@ export class CpuExecutor implements Executor {
     const caps = cpuPlanCaps(this.pool.threads);
     let program;
     try {
-      program = compile(graph, { kind: "cpu", caps }, this.#options.compile ?? {});
+      // q/k/v stay separate launches unless asked: grouped, they measured slower here (BENCHMARKS.md, decision 0402).
+      program = compile(graph, { kind: "cpu", caps }, { horizontalFusion: "shared-epilogue", ...this.#options.compile });
     } catch (e) {
       if (e instanceof PlanError) throw new ExecutorError("unsupported-program", `graph-plan cannot compile ${name}: ${e.message}`, { program: name });
       throw e;

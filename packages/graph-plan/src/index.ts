@@ -26,6 +26,7 @@ export { REGION_OPS } from "./composite/rope.js";
 export type { RopeParams } from "./composite/rope.js";
 export type { AttentionMaskKind, AttentionParams } from "./composite/attention.js";
 export type { ContractionParams } from "./composite/contraction.js";
+export type { HorizontalGroup } from "./passes/horizontal.js";
 export type { FusedParams } from "./composite/fused.js";
 export type { ExpertRouting, IndexedMatMulParams } from "./composite/indexed.js";
 export type { ArgMaxChunkParams } from "./composite/argmax.js";

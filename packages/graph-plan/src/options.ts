@@ -37,6 +37,13 @@ export interface CompileOptions {
    * dot product it reads recomputed), which is far slower than a separate small kernel (CUDA).
    */
   readonly contractionEpilogues?: "any" | "own-element";
+  /**
+   * Horizontal fusion of contractions sharing A. Both settings join contractions one epilogue reads together
+   * (SwiGLU gate/up: several B operands of one ContractionEpilogue). "grouped" (default) also joins GEMVs that read
+   * one A the same way but keep their own epilogues and outputs (q/k/v: RoPE, in-place KV-cache writes) into one
+   * dispatch whose workgroups cover every member's output (decision 0402); "shared-epilogue" launches them apart.
+   */
+  readonly horizontalFusion?: "shared-epilogue" | "grouped";
 }
 
 /** Options with every default filled in. */
@@ -56,7 +63,9 @@ export function resolveOptions(o: CompileOptions = {}): ResolvedOptions {
     maxFoldElements: o.maxFoldElements ?? 1 << 20,
     checkPasses: o.checkPasses ?? false,
     contractionEpilogues: o.contractionEpilogues ?? "any",
+    horizontalFusion: o.horizontalFusion ?? "grouped",
   };
+  if (r.horizontalFusion !== "shared-epilogue" && r.horizontalFusion !== "grouped") throw new PlanError("bad-option", `horizontalFusion must be "shared-epilogue" or "grouped", got ${JSON.stringify(r.horizontalFusion)}`, { key: "horizontalFusion" });
   if (r.contractionEpilogues !== "any" && r.contractionEpilogues !== "own-element") throw new PlanError("bad-option", `contractionEpilogues must be "any" or "own-element", got ${JSON.stringify(r.contractionEpilogues)}`, { key: "contractionEpilogues" });
   if (r.mode !== "decode" && r.mode !== "prefill") throw new PlanError("bad-option", `mode must be decode or prefill, got ${JSON.stringify(r.mode)}`, { key: "mode" });
   for (const k of ["argmaxSplitAbove", "argmaxChunk", "maxRegionNodes", "maxFoldElements"] as const) {

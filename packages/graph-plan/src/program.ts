@@ -76,6 +76,21 @@ export class Program {
     return this.numerical;
   }
 
+  /**
+   * Horizontal groups proved by option horizontalFusion "grouped": each an ordered list of consecutive equation
+   * indices of `graph` (contractions sharing A, each with its own epilogue and output). Empty when the option is off.
+   */
+  horizontalGroups(): readonly (readonly number[])[] {
+    const groups: number[][] = [];
+    this.graph.eqns.forEach((e, k) => {
+      const g = e.params.group as { index: number; size: number } | undefined;
+      if (g === undefined) return;
+      if (g.index === 0) groups.push([]);
+      groups[groups.length - 1]!.push(k);
+    });
+    return groups;
+  }
+
   /** One plan per equation of `graph`. */
   plans(): readonly Plan[] {
     return this.planList;

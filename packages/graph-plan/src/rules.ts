@@ -12,7 +12,7 @@ export type PassNumerics = "exact" | "declined-unless-proved";
 /** A chain that nearly matched a recognizer, with the first check it failed. */
 export interface Decline {
   /** Which recognizer. */
-  readonly pattern: "rope" | "attention" | "experts";
+  readonly pattern: "rope" | "attention" | "experts" | "horizontal";
   /** The root value of the chain (a source-graph value id). */
   readonly value: ValueId;
   /** Its debug name, when it has one. */
@@ -32,7 +32,9 @@ export type NumericalReason =
   /** A narrowing cast (f32 -> f16/bf16) rounds; it cannot be folded away. */
   | "narrowing-cast"
   /** A recognized chain computes in a narrow dtype that the composite does not replay. */
-  | "narrow-compute";
+  | "narrow-compute"
+  /** Contractions joined in one dispatch would read A or their weights differently, or round their accumulators differently. */
+  | "read-differs";
 
 /** A rewrite declined because it could change rounding or arithmetic order. */
 export interface NumericalDecline {
@@ -51,7 +53,7 @@ export interface NumericalDecline {
 /** Names of the passes, in their fixed order. */
 export type PassName =
   | "canonicalize" | "cse" | "iota-folding" | "rope-attention" | "dce" | "packed" | "legalize"
-  | "dense-bf16" | "routed-experts" | "reduction-prep" | "fusion" | "tiling" | "flash-regions";
+  | "dense-bf16" | "routed-experts" | "reduction-prep" | "fusion" | "tiling" | "flash-regions" | "horizontal-groups";
 
 /** What a rule asks the driver to do to the equation it matched. */
 export type Rewrite =

@@ -91,8 +91,9 @@ const TC_16: readonly MatrixShape[] = [
 const GPU_DEFAULTS: { readonly [K in Exclude<BackendKind, "aie">]: DeviceCaps } = {
   // The CPU executor runs "workgroups" as host tasks over SIMD lanes; L2-sized scratch stands in for shared memory.
   cpu: { maxWorkgroupSize: 1024, maxWorkgroupDims: [1024, 1024, 64], maxGrid: [2 ** 31 - 1, 65535, 65535], sharedBytes: 1 << 20, subgroupSize: 8, maxStorageBuffers: 4096, maxBindingBytes: 2 ** 48, bindingAlignment: 64, dtypes: { f16: true, bf16: true }, matrixShapes: [], computeUnits: 2 },
-  // WebGPU spec defaults, except the binding size a desktop Dawn adapter grants when the executor requests its limits.
-  wgpu: { maxWorkgroupSize: 256, maxWorkgroupDims: [256, 256, 64], maxGrid: [65535, 65535, 65535], sharedBytes: 16384, subgroupSize: 32, maxStorageBuffers: 8, maxBindingBytes: 2 ** 30, bindingAlignment: 256, dtypes: { f16: true, bf16: false }, matrixShapes: [], computeUnits: 32 },
+  // WebGPU spec defaults, except what a desktop Dawn adapter grants when the executor requests its limits: the binding
+  // size, and 16 storage buffers per stage (lavapipe, CI's device; decision 0402: a q/k/v group binds 11).
+  wgpu: { maxWorkgroupSize: 256, maxWorkgroupDims: [256, 256, 64], maxGrid: [65535, 65535, 65535], sharedBytes: 16384, subgroupSize: 32, maxStorageBuffers: 16, maxBindingBytes: 2 ** 30, bindingAlignment: 256, dtypes: { f16: true, bf16: false }, matrixShapes: [], computeUnits: 32 },
   vulkan: { maxWorkgroupSize: 1024, maxWorkgroupDims: [1024, 1024, 64], maxGrid: [2 ** 31 - 1, 65535, 65535], sharedBytes: 49152, subgroupSize: 32, maxStorageBuffers: 1024, maxBindingBytes: 2 ** 32 - 1, bindingAlignment: 64, dtypes: { f16: true, bf16: false }, matrixShapes: [{ m: 16, n: 16, k: 16, input: "f16" }], computeUnits: 64 },
   // An H100/H200-class part: 227 KiB opt-in shared memory, 132 SMs, mma.sync m16n8k16.
   cuda: { maxWorkgroupSize: 1024, maxWorkgroupDims: [1024, 1024, 64], maxGrid: [2 ** 31 - 1, 65535, 65535], sharedBytes: 232448, subgroupSize: 32, maxStorageBuffers: 512, maxBindingBytes: 2 ** 48, bindingAlignment: 16, dtypes: { f16: true, bf16: true }, matrixShapes: TC_16, computeUnits: 132 },

@@ -25,9 +25,12 @@ describe("plans", () => {
     }
     const kinds = new Set(p.plans().flatMap((pl) => (pl.kernel.provenance === "none" ? [] : [pl.kernel.request.kind])));
     expect([...kinds].sort()).toEqual(["attention", "elementwise", "gemv", "reduction-row"]);
-    // Contractions without an epilogue use the imported GEMV; those with one are synthesized with their region.
+    // Contractions without an epilogue use the imported GEMV; those with one are synthesized with their region; k and v
+    // are written by their q/k/v group's one dispatch (decision 0402).
     const gemvs = p.plans().filter((pl) => pl.op === "ContractionEpilogue");
+    expect(gemvs.filter((pl) => pl.kernel.provenance === "none" && pl.kernel.reason === "grouped").length).toBe(2 * TINY.layers);
     for (const pl of gemvs) {
+      if (pl.kernel.provenance === "none") continue;
       const ep = p.graph.eqns[pl.eqn]!.params.epilogue;
       expect(pl.kernel.provenance).toBe(ep === null ? "imported" : "synthesized");
       if (pl.kernel.provenance === "imported") expect(pl.kernel.metadata.every((x) => Number.isInteger(x) && x >= 0 && x < 2 ** 32)).toBe(true);
@@ -125,7 +128,7 @@ describe("planner refusals name the equation and the capability", () => {
 describe("targets", () => {
   test("offline defaults exist and validate for every kind", () => {
     for (const k of ["cpu", "wgpu", "vulkan", "cuda", "rocm", "aie"] as const) expect(makeTarget(defaultTarget(k)).kind).toBe(k);
-    expect(defaultTarget("wgpu").caps).toMatchObject({ maxWorkgroupSize: 256, sharedBytes: 16384, maxStorageBuffers: 8 });
+    expect(defaultTarget("wgpu").caps).toMatchObject({ maxWorkgroupSize: 256, sharedBytes: 16384, maxStorageBuffers: 16 });
   });
 
   test("bad caps are typed errors", () => {

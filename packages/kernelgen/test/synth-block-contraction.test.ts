@@ -44,7 +44,8 @@ describe("block GEMV for neighbour-reading epilogues, end to end against eval", 
       const base = synthCapsFrom(target.caps as never);
       const caps: SynthCaps = { ...base, ...extra };
       if ("subgroupSize" in extra && extra.subgroupSize === undefined) delete (caps as { subgroupSize?: number }).subgroupSize;
-      const prog = compile(g, target, { mode: "decode", preferImported: false });
+      // One block GEMV per contraction (the q/k/v group of decision 0402 has its own test, synth-grouped).
+      const prog = compile(g, target, { mode: "decode", preferImported: false, horizontalFusion: "shared-epilogue" });
       // q (RoPE), k (RoPE + cache write), v (cache write): each is a block kernel staging accumulators in workgroup memory.
       const plans = neighbourPlans(prog, caps);
       expect(plans.length).toBeGreaterThanOrEqual(2);

@@ -2,6 +2,7 @@
 // several B operands sharing A, and a fused epilogue region) and PackedContraction (packed B decoded on read).
 
 import { decodePacked, dtypeName, roundInPlace, isPacked, numel, shapeEquals, type OpContext, type OpDef, type Tensor, type TensorData, type ValueType } from "@poot/graph-ir";
+import type { HorizontalGroup } from "../passes/horizontal.js";
 import { evalRegion, regionParam, typeRegion, type Region } from "../region.js";
 import { REGION_OPS } from "./rope.js";
 import { broadcastMap, mustBroadcast, requireFloat } from "./util.js";
@@ -21,6 +22,8 @@ export type ContractionParams = {
   readonly epilogue: Region | null;
   /** Schedule chosen by tiling (not part of the semantics). */
   readonly schedule?: { readonly [k: string]: number | string };
+  /** Membership in a horizontal group (option horizontalFusion "grouped"; schedule only, not part of the semantics). */
+  readonly group?: HorizontalGroup;
 };
 
 const headsOf = (p: ContractionParams): number => p.heads ?? 1;

@@ -21,8 +21,8 @@ function apply(g: Graph, passes: Pass[], target = defaultTarget("cuda")): { grap
   return { graph: draft.toGraph().graph, rewrites };
 }
 
-test("the pipeline runs in DESIGN.md's fixed order (plus routed experts, decision 0401) and every pass declares its numerics", () => {
-  expect(PIPELINE.map((p) => p.name)).toEqual(["canonicalize", "cse", "iota-folding", "rope-attention", "dce", "packed", "legalize", "dense-bf16", "routed-experts", "reduction-prep", "fusion", "tiling", "flash-regions"]);
+test("the pipeline runs in DESIGN.md's fixed order (plus routed experts, decision 0401, and horizontal groups, 0402) and every pass declares its numerics", () => {
+  expect(PIPELINE.map((p) => p.name)).toEqual(["canonicalize", "cse", "iota-folding", "rope-attention", "dce", "packed", "legalize", "dense-bf16", "routed-experts", "reduction-prep", "fusion", "tiling", "flash-regions", "horizontal-groups"]);
   for (const p of PIPELINE) expect(["exact", "declined-unless-proved"]).toContain(p.numerics);
 });
 
@@ -79,7 +79,7 @@ describe("single passes", () => {
     const xs = Array.from({ length: 12 }, (_, i) => b.const(`x${i}`, "f32", [2, 1]));
     b.output("y", b.concat(xs, 1));
     const g = b.build();
-    const { graph } = apply(g, [legalize], defaultTarget("wgpu"));
+    const { graph } = apply(g, [legalize], defaultTarget("wgpu", { maxStorageBuffers: 8 }));
     for (const e of graph.eqns) expect(e.inputs.length + 1).toBeLessThanOrEqual(8);
     const consts = Object.fromEntries(xs.map((_, i) => [`x${i}`, [i, -i]]));
     expect(evaluate(graph, { consts }).outputs.y!.data).toEqual(evaluate(g, { consts }).outputs.y!.data);

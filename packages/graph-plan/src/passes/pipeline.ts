@@ -9,6 +9,7 @@ import { cse } from "./cse.js";
 import { dce, deadEquation } from "./dce.js";
 import { routedExperts } from "./experts.js";
 import { fusion } from "./fusion.js";
+import { horizontalGroups } from "./horizontal.js";
 import { iotaFolding } from "./iota.js";
 import { denseBf16, legalize, packed, reductionPrep } from "./lowering.js";
 import { ropeRule } from "./rope.js";
@@ -18,7 +19,7 @@ import { flashRegions, tiling } from "./schedule.js";
 export const ropeAttention: Pass = { name: "rope-attention", numerics: "exact", doc: "rotate-half chains become Rope; softmax(QK^T)V chains become Attention (gated)", rules: [ropeRule, attentionRule] };
 
 /** Every pass in its fixed order. */
-export const PIPELINE: readonly Pass[] = [canonicalize, cse, iotaFolding, ropeAttention, dce, packed, legalize, denseBf16, routedExperts, reductionPrep, fusion, tiling, flashRegions];
+export const PIPELINE: readonly Pass[] = [canonicalize, cse, iotaFolding, ropeAttention, dce, packed, legalize, denseBf16, routedExperts, reductionPrep, fusion, tiling, flashRegions, horizontalGroups];
 
 /** What a pass is, for reports and docs: its name, numerics declaration and one-line description. */
 export interface PassInfo {
@@ -35,7 +36,16 @@ export const PASS_ORDER: readonly PassInfo[] = PIPELINE.map((p) => ({ name: p.na
 
 /** The passes options enable, in the fixed order. */
 export function enabledPasses(o: ResolvedOptions): Pass[] {
-  return PIPELINE.filter((p) => (p.name === "rope-attention" ? o.recognize : p.name === "routed-experts" ? o.recognize && o.routedExperts : p.name === "fusion" || p.name === "flash-regions" ? o.fusion && (p.name === "fusion" || o.recognize) : true));
+  return PIPELINE.filter((p) => {
+    switch (p.name) {
+      case "rope-attention": return o.recognize;
+      case "routed-experts": return o.recognize && o.routedExperts;
+      case "fusion": return o.fusion;
+      case "flash-regions": return o.fusion && o.recognize;
+      case "horizontal-groups": return o.fusion && o.horizontalFusion === "grouped";
+      default: return true;
+    }
+  });
 }
 
 export { deadEquation };

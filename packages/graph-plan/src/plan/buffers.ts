@@ -11,9 +11,13 @@ export function planBuffers(g: Graph, plans: readonly Plan[], roots: ReadonlyMap
   const end = plans.length;
   const defAt = new Map<ValueId, number>();
   const last = new Map<ValueId, number>();
+  // A horizontal group's dispatch (on its first member's plan) writes every member's value.
+  let groupAt = -1;
   plans.forEach((p, i) => {
     const root = roots.get(p.out) ?? p.out;
-    if (root === p.out && p.dispatches.length > 0 && p.phase === "step" && g.values[p.out]!.storage.kind === "device") defAt.set(p.out, i);
+    if (p.kernel.provenance !== "none" && p.kernel.request.group !== undefined) groupAt = i;
+    const grouped = p.kernel.provenance === "none" && p.kernel.reason === "grouped";
+    if (root === p.out && (p.dispatches.length > 0 || grouped) && p.phase === "step" && g.values[p.out]!.storage.kind === "device") defAt.set(p.out, grouped ? groupAt : i);
     for (const o of g.eqns[p.eqn]!.inputs) {
       if (typeof o !== "number") continue;
       const r = roots.get(o) ?? o;

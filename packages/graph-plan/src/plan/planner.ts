@@ -6,6 +6,7 @@ import { PlanError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
 import type { Region } from "../region.js";
 import { planLimits, type PlanLimits, type Target } from "../target.js";
+import { groupPlans } from "./groups.js";
 import { layouts } from "./layout.js";
 import type { Access, Dispatch, KernelKind, KernelRequest, KernelSource, Plan } from "./types.js";
 
@@ -164,6 +165,10 @@ function literalRegion(g: Graph, e: Eqn): Region | null {
 /** Plans every equation; throws PlanError when the target lacks what an equation needs. */
 export function planGraph(g: Graph, target: Target, options: ResolvedOptions, ops: OpTable): Plan[] {
   const L = planLimits(target);
+  return groupPlans(g, planEach(g, target, options, ops, L), L);
+}
+
+function planEach(g: Graph, target: Target, options: ResolvedOptions, ops: OpTable, L: PlanLimits): Plan[] {
   const readers = readersOf(g);
   const lay = layouts(g, readers);
   const caps16 = target.caps.dtypes;

@@ -39,6 +39,12 @@ export interface KernelRequest {
   readonly region: Region | null;
   /** True when 16-bit storage must be unpacked from u32 words (the device lacks native 16-bit storage). */
   readonly emulated16: boolean;
+  /**
+   * A horizontal group served by this one dispatch (decision 0402): the member contractions' own requests, this
+   * plan's first. `inputs` then lists every member's inputs and the other members' outputs (each value once), so a
+   * kernel buffer binds a request input or `output` as usual; the other members' plans have no kernel.
+   */
+  readonly group?: readonly KernelRequest[];
 }
 
 /** Where a plan's kernel comes from. */
@@ -47,8 +53,8 @@ export type KernelSource =
   | { readonly provenance: "synthesized"; readonly request: KernelRequest }
   /** A library kernel by name, launched with a u32 metadata buffer. */
   | { readonly provenance: "imported"; readonly name: string; readonly metadata: readonly number[]; readonly request: KernelRequest }
-  /** No kernel: a view/alias of another buffer. */
-  | { readonly provenance: "none"; readonly reason: "view" | "alias" };
+  /** No kernel: a view/alias of another buffer, or a member written by its horizontal group's dispatch. */
+  | { readonly provenance: "none"; readonly reason: "view" | "alias" | "grouped" };
 
 /** One launch. */
 export interface Dispatch {

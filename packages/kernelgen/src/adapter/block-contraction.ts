@@ -5,7 +5,7 @@
 // per element reading workgroup memory. The block is derived from the epilogue's index expressions.
 
 import { kernel } from "@poot/kernel-dsl";
-import type { Arr, Val, Var } from "@poot/kernel-dsl";
+import type { Arr, Builder, Val, Var } from "@poot/kernel-dsl";
 import { isPacked, numel } from "@poot/graph-ir";
 import type { PackedFormat, ScalarDType } from "@poot/graph-ir";
 import type { Access, Region, RegionArg, RegionNode } from "@poot/graph-plan";
@@ -103,6 +103,39 @@ export function epilogueBlocking(region: Region, heads: number, accShape: readon
   return g === null ? null : { space: output.shape, granule: g };
 }
 
+/** The sizes of one cooperative block GEMV (members of a horizontal group share the workgroup size). */
+export interface BlockGemv {
+  /** A, the B operands, then the epilogue's extras. */
+  readonly inputs: readonly Access[];
+  /** B operands sharing A. */
+  readonly heads: number;
+  readonly epilogue: Region;
+  readonly accDtype: ScalarDType;
+  readonly transposeB: boolean;
+  readonly output: Access;
+  readonly xDtype: ScalarDType;
+  readonly wDtype: ScalarDType;
+  /** Contraction depth and output columns. */
+  readonly K: number;
+  readonly N: number;
+  /** [...rows, N] and its element count. */
+  readonly accShape: readonly number[];
+  readonly total: number;
+  readonly blocking: EpilogueBlocking;
+  /** Lanes per output's dot product (a subgroup when `useSg`). */
+  readonly lanes: number;
+  readonly useSg: boolean;
+  /** Outputs per block. */
+  readonly Bk: number;
+  /** Its own workgroup size. */
+  readonly wg: number;
+  readonly blocks: number;
+  /** 16-byte weight loads. */
+  readonly vec: boolean;
+  /** The B operands' packed format when they are read packed (lanes split each block, decision 0806). */
+  readonly packed?: PackedFormat;
+}
+
 /**
  * The packed format every B shares when this kernel can read them packed (CUDA caps, f32 A, blocks of a multiple
  * of 8 elements), undefined when B is dense, null when B is packed in a way it cannot serve.
@@ -116,13 +149,12 @@ function packedWeights(Bs: readonly Access[], A: Access, caps: SynthCaps): Packe
 }
 
 /**
- * The cooperative block GEMV for a contraction with a neighbour-reading epilogue, or null where it does not apply
- * (more than 8 rows of A, packed operands off the CUDA caps, strided operands, unbounded epilogue reads, a block that does not fit workgroup
- * memory). Buffers in0 (A),
- * in1.. (the B operands), the extras as in<request input index> (an extra aliasing the output is read through
- * `out`), then out.
+ * The sizes of the block GEMV for a contraction with a neighbour-reading epilogue, or null where it does not apply
+ * (more than 8 rows of A, packed operands off the CUDA caps, strided operands, unbounded epilogue reads, a block that
+ * does not fit workgroup memory). `workgroup` fixes the workgroup size (a member of a group): the block then holds about one output per
+ * lane group of it.
  */
-export function blockContraction(name: string, inputs: readonly Access[], heads: number, epilogue: Region, accDtype: ScalarDType, transposeB: boolean, output: Access, caps: SynthCaps): SynthKernel | null {
+export function blockGemv(inputs: readonly Access[], heads: number, epilogue: Region, accDtype: ScalarDType, transposeB: boolean, output: Access, caps: SynthCaps, workgroup?: number): BlockGemv | null {
   const A = inputs[0] as Access;
   const Bs = inputs.slice(1, 1 + heads);
   const extras = inputs.slice(1 + heads);
@@ -151,96 +183,137 @@ export function blockContraction(name: string, inputs: readonly Access[], heads:
   const useSg = sg !== undefined && sg > 1 && sg <= caps.maxWorkgroup && lanesWant >= sg;
   const lanes = useSg ? (sg as number) : lanesWant;
   const g = blocking.granule;
-  const perWg = Math.max(1, Math.floor(Math.min(256, caps.maxWorkgroup) / lanes));
+  const perWg = Math.max(1, Math.floor((workgroup ?? Math.min(256, caps.maxWorkgroup)) / lanes));
   const Bk = Math.min(total, g * Math.ceil(perWg / g));
-  let wg = Math.max(lanes, pow2Workgroup(Bk * lanes, Math.min(caps.maxWorkgroup, 1024)));
-  const bytes = (w: number) => (Bk * heads + (useSg ? 0 : w)) * 4;
-  while (wg > lanes && bytes(wg) > caps.sharedBytes) wg >>= 1;
-  if (wg > caps.maxWorkgroup || bytes(wg) > caps.sharedBytes) return null;
+  let wg = workgroup ?? Math.max(lanes, pow2Workgroup(Bk * lanes, Math.min(caps.maxWorkgroup, 1024)));
+  while (workgroup === undefined && wg > lanes && blockSharedBytes(Bk * heads, useSg, wg) > caps.sharedBytes) wg >>= 1;
+  if (wg > caps.maxWorkgroup || blockSharedBytes(Bk * heads, useSg, wg) > caps.sharedBytes) return null;
+  const vec = useSg && caps.vectorLoads === true && transposeB && xDtype === "f32" && (wDtype === "bf16" || wDtype === "f16") && K % (8 * lanes) === 0;
+  return { inputs, heads, epilogue, accDtype, transposeB, output, xDtype, wDtype, K, N, accShape, total, blocking, lanes, useSg, Bk, wg, blocks: Math.ceil(total / Bk), vec, ...(packed !== undefined ? { packed } : {}) };
+}
+
+/** Workgroup memory of a block GEMV: the block's accumulators, and a lane-sum scratch without subgroups. */
+export function blockSharedBytes(accs: number, useSg: boolean, wg: number): number {
+  return (accs + (useSg ? 0 : wg)) * 4;
+}
+
+/** The buffers one block GEMV reads and writes (an extra aliasing the output is the output's array). */
+export interface BlockBuffers {
+  readonly x: Arr;
+  readonly Ws: readonly Arr[];
+  readonly extras: readonly Arr[];
+  readonly out: Arr;
+}
+
+/** Element type a block GEMV declares buffer `role` with (16-byte words for vector loads). */
+export function blockElem(g: BlockGemv, role: "x" | "w" | "extra" | "out", a: Access): Parameters<Builder["buffer"]>[1] {
+  if (role === "x" && g.vec) return "vec4<f32>";
+  if (role === "w" && g.vec) return "vec4<u32>";
+  if (role === "w" && g.packed !== undefined) return "u32";
+  return elemForDType(a.dtype);
+}
+
+/**
+ * Emits the block GEMV's two phases for block `blk` (< g.blocks) in a workgroup of `wg` threads: the block's dot
+ * products into `accMem` (at least Bk·heads floats; `scratch` holds wg floats when there are no subgroups), a
+ * barrier, then the epilogue per element reading workgroup memory. `blk` must be uniform across the workgroup.
+ */
+export function emitBlockGemv(b: Builder, g: BlockGemv, bufs: BlockBuffers, blk: Val<"u32">, wg: number, accMem: Arr<"f32">, scratch: Arr<"f32"> | undefined): void {
+  const { let_, var_, for_, if_, u32, f32 } = b;
+  const { heads, K, N, lanes, useSg, Bk, total, vec, packed, accShape, accDtype, transposeB, epilogue, output, wDtype } = g;
+  const extras = g.inputs.slice(1 + heads);
+  const { x, Ws, out } = bufs;
   const warps = wg / lanes;
   const passes = Math.ceil(Bk / warps);
-  const blocks = Math.ceil(total / Bk);
-  const vec = useSg && caps.vectorLoads === true && transposeB && xDtype === "f32" && (wDtype === "bf16" || wDtype === "f16") && K % (8 * lanes) === 0;
   const accSt = accShape.map((_, d) => numel(accShape.slice(d + 1)));
+  const base = let_(blk.mul(Bk), "base");
+  const tid = let_(b.lid.x, "tid");
+  const lane = let_(tid.rem(lanes), "lane");
+  const warp = let_(tid.div(lanes), "warp");
+  const round = (v: Val<"f32">): Val<"f32"> => (accDtype === "f32" ? v : b.unpack(accDtype as "bf16", b.pack(accDtype as "bf16", v)));
+  const decs = packed === undefined ? [] : Ws.map((W) => blockDecoder(b, packed, W as Arr<"u32">));
 
-  const k = kernel(name, { workgroupSize: [wg, 1, 1] }, (b) => {
-    const { let_, var_, for_, if_, u32, f32 } = b;
-    const x = b.buffer("in0", vec ? "vec4<f32>" : elemForDType(xDtype), "read");
-    const Ws = Bs.map((_, h) => b.buffer(`in${1 + h}`, vec ? "vec4<u32>" : packed !== undefined ? "u32" : elemForDType(wDtype), "read"));
-    const decs = packed === undefined ? [] : Ws.map((W) => blockDecoder(b, packed, W as Arr<"u32">));
-    const aliased = extras.map((a) => a.root === output.root);
-    const own = extras.map((a, i) => (aliased[i] ? undefined : b.buffer(`in${1 + heads + i}`, elemForDType(a.dtype), "read")));
-    const out = b.buffer("out", elemForDType(output.dtype), aliased.some((v) => v) ? "read_write" : "write");
-    const ebufs = own.map((v) => v ?? out);
-    const accMem = b.shared("acc", "f32", Bk * heads);
-    const scratch = useSg || lanes === 1 ? undefined : b.shared("scratch", "f32", wg);
-    const blk = let_(b.wid.y.mul(b.nwg.x).add(b.wid.x), "blk");
-    b.if_(blk.ge(blocks), () => b.return_());
-    const base = let_(blk.mul(Bk), "base");
-    const tid = let_(b.lid.x, "tid");
-    const lane = let_(tid.rem(lanes), "lane");
-    const warp = let_(tid.div(lanes), "warp");
-    const round = (v: Val<"f32">): Val<"f32"> => (accDtype === "f32" ? v : b.unpack(accDtype as "bf16", b.pack(accDtype as "bf16", v)));
-
-    // Phase 1: the block's dot products, a group of lanes per output, `passes` rounds (uniform: group sums need every lane).
-    for_(u32(0), passes, 1, (pass) => {
-      const o = let_(pass.mul(warps).add(warp), "o");
-      const li = let_(base.add(o), "li");
-      const live = let_(o.lt(Bk).and(li.lt(total)), "live");
-      const row = let_(li.div(N), "row");
-      const n = let_(li.rem(N), "n");
-      const accs = Ws.map((_, h) => var_(f32(0), `dot${h}`));
-      if_(live, () => {
-        if (packed !== undefined) {
-          packedSplitLoop(b, decs, packed, K, x as Arr<"f32">, n, lane, lanes, [let_(row.mul(K), "xr")], [accs]);
-        } else if (vec) {
-          const K8 = K / 8;
-          vecWordLoop(b, Ws as Arr<"vec4<u32>">[], x as Arr<"vec4<f32>">, let_(n.mul(K8), "rw"), [let_(row.mul(K / 4), "xr")], [accs], lane, { K8, lanes, unroll: vecUnroll(K8, lanes, heads), fmt: wDtype === "bf16" ? "bf16x2" : "f16x2" });
-        } else {
-          for_(lane, K, lanes, (kk) => {
-            const xv = let_((x as Arr<"f32">).at(row.mul(K).add(kk)), "xv");
-            Ws.forEach((W, h) => {
-              const w = let_((W as Arr<"f32">).at(transposeB ? n.mul(K).add(kk) : kk.mul(N).add(n)), `w${h}`);
-              const acc = accs[h] as Var<"f32">;
-              acc.set(acc.add(xv.mul(w)));
-            });
-          }, "k");
-        }
-      });
-      const totals = accs.map((acc) => laneGroupSum(b, acc as Val<"f32">, lanes, useSg, scratch, tid, lane));
-      if_(live.and(lane.eq(0)), () => totals.forEach((t, h) => accMem.set(o.add(h * Bk), round(t))));
-    }, "step");
-    b.barrier();
-
-    // Phase 2: the epilogue per element of the block, reading accumulators from workgroup memory.
-    const reader = (i: number, c: Coords) => {
-      if (i >= heads) return loadAccess(b, ebufs[i - heads] as Arr, extras[i - heads] as Access, c);
-      let lin: Val<"u32"> = u32(0);
-      c.forEach((v, d) => { if ((accShape[d] as number) > 1) lin = lin.add((accSt[d] as number) === 1 ? v : v.mul(accSt[d] as number)); });
-      return accMem.at(lin.sub(base).add(i * Bk));
-    };
-    const shapes = [...Bs.map(() => accShape), ...extras.map((a) => a.shape)];
-    const dtypes = [...Bs.map(() => accDtype), ...extras.map((a) => (isPacked(a.dtype) ? "u32" : a.dtype) as ScalarDType)];
-    const em = new RegionEmitter(b, epilogue, shapes, reader, SYNTH, dtypes);
-    const { space, update } = blocking;
-    for_(tid, Bk, wg, (j) => {
-      em.scoped(() => {
-        const e = let_(base.add(j), "e");
-        if_(e.lt(total), () => em.scoped(() => {
-          const c = delinearize(b, e, space);
-          if (update === undefined) {
-            storeAccess(b, out, output, c, em.at(epilogue.result, c));
-            return;
-          }
-          // Window write: out[start + c] = update[c]; the rest of the (aliased) output already holds the cache.
-          const starts = c.map((_, d) => {
-            const v = em.arg(update.args[d + 2] as RegionArg, []) as Val<"i32">;
-            return let_(b.min(b.max(v, b.i32(0)), b.i32(Math.max(0, (output.shape[d] as number) - (space[d] as number)))).u32(), "start");
+  // Phase 1: the block's dot products, a group of lanes per output, `passes` rounds (uniform: group sums need every lane).
+  for_(u32(0), passes, 1, (pass) => {
+    const o = let_(pass.mul(warps).add(warp), "o");
+    const li = let_(base.add(o), "li");
+    const live = let_(o.lt(Bk).and(li.lt(total)), "live");
+    const row = let_(li.div(N), "row");
+    const n = let_(li.rem(N), "n");
+    const accs = Ws.map((_, h) => var_(f32(0), `dot${h}`));
+    if_(live, () => {
+      if (packed !== undefined) {
+        packedSplitLoop(b, decs, packed, K, x as Arr<"f32">, n, lane, lanes, [let_(row.mul(K), "xr")], [accs]);
+      } else if (vec) {
+        const K8 = K / 8;
+        vecWordLoop(b, Ws as Arr<"vec4<u32>">[], x as Arr<"vec4<f32>">, let_(n.mul(K8), "rw"), [let_(row.mul(K / 4), "xr")], [accs], lane, { K8, lanes, unroll: vecUnroll(K8, lanes, heads), fmt: wDtype === "bf16" ? "bf16x2" : "f16x2" });
+      } else {
+        for_(lane, K, lanes, (kk) => {
+          const xv = let_((x as Arr<"f32">).at(row.mul(K).add(kk)), "xv");
+          Ws.forEach((W, h) => {
+            const w = let_((W as Arr<"f32">).at(transposeB ? n.mul(K).add(kk) : kk.mul(N).add(n)), `w${h}`);
+            const acc = accs[h] as Var<"f32">;
+            acc.set(acc.add(xv.mul(w)));
           });
-          storeAccess(b, out, output, c.map((v, d) => v.add(starts[d] as Val<"u32">)), em.arg(update.args[1] as RegionArg, c));
-        }));
-      });
-    }, "j");
+        }, "k");
+      }
+    });
+    const totals = accs.map((acc) => laneGroupSum(b, acc as Val<"f32">, lanes, useSg, scratch, tid, lane));
+    if_(live.and(lane.eq(0)), () => totals.forEach((t, h) => accMem.set(o.add(h * Bk), round(t))));
+  }, "step");
+  b.barrier();
+
+  // Phase 2: the epilogue per element of the block, reading accumulators from workgroup memory.
+  const reader = (i: number, c: Coords) => {
+    if (i >= heads) return loadAccess(b, bufs.extras[i - heads] as Arr, extras[i - heads] as Access, c);
+    let lin: Val<"u32"> = u32(0);
+    c.forEach((v, d) => { if ((accShape[d] as number) > 1) lin = lin.add((accSt[d] as number) === 1 ? v : v.mul(accSt[d] as number)); });
+    return accMem.at(lin.sub(base).add(i * Bk));
+  };
+  const shapes = [...Ws.map(() => accShape), ...extras.map((a) => a.shape)];
+  const dtypes = [...Ws.map(() => accDtype), ...extras.map((a) => (isPacked(a.dtype) ? "u32" : a.dtype) as ScalarDType)];
+  const em = new RegionEmitter(b, epilogue, shapes, reader, SYNTH, dtypes);
+  const { space, update } = g.blocking;
+  for_(tid, Bk, wg, (j) => {
+    em.scoped(() => {
+      const e = let_(base.add(j), "e");
+      if_(e.lt(total), () => em.scoped(() => {
+        const c = delinearize(b, e, space);
+        if (update === undefined) {
+          storeAccess(b, out, output, c, em.at(epilogue.result, c));
+          return;
+        }
+        // Window write: out[start + c] = update[c]; the rest of the (aliased) output already holds the cache.
+        const starts = c.map((_, d) => {
+          const v = em.arg(update.args[d + 2] as RegionArg, []) as Val<"i32">;
+          return let_(b.min(b.max(v, b.i32(0)), b.i32(Math.max(0, (output.shape[d] as number) - (space[d] as number)))).u32(), "start");
+        });
+        storeAccess(b, out, output, c.map((v, d) => v.add(starts[d] as Val<"u32">)), em.arg(update.args[1] as RegionArg, c));
+      }));
+    });
+  }, "j");
+}
+
+/**
+ * The cooperative block GEMV for a contraction with a neighbour-reading epilogue, or null where it does not apply
+ * (see `blockGemv`). Buffers in0 (A), in1.. (the B operands), the extras as in<request input index> (an extra
+ * aliasing the output is read through `out`), then out.
+ */
+export function blockContraction(name: string, inputs: readonly Access[], heads: number, epilogue: Region, accDtype: ScalarDType, transposeB: boolean, output: Access, caps: SynthCaps): SynthKernel | null {
+  const g = blockGemv(inputs, heads, epilogue, accDtype, transposeB, output, caps);
+  if (g === null) return null;
+  const k = kernel(name, { workgroupSize: [g.wg, 1, 1] }, (b) => {
+    const extras = inputs.slice(1 + heads);
+    const x = b.buffer("in0", blockElem(g, "x", inputs[0] as Access), "read");
+    const Ws = inputs.slice(1, 1 + heads).map((B, h) => b.buffer(`in${1 + h}`, blockElem(g, "w", B), "read"));
+    const aliased = extras.map((a) => a.root === output.root);
+    const own = extras.map((a, i) => (aliased[i] ? undefined : b.buffer(`in${1 + heads + i}`, blockElem(g, "extra", a), "read")));
+    const out = b.buffer("out", blockElem(g, "out", output), aliased.some((v) => v) ? "read_write" : "write");
+    const accMem = b.shared("acc", "f32", g.Bk * heads);
+    const scratch = g.useSg || g.lanes === 1 ? undefined : b.shared("scratch", "f32", g.wg);
+    const blk = b.let_(b.wid.y.mul(b.nwg.x).add(b.wid.x), "blk");
+    b.if_(blk.ge(g.blocks), () => b.return_());
+    emitBlockGemv(b, g, { x, Ws, extras: own.map((v) => v ?? out), out }, blk, g.wg, accMem, scratch);
   });
-  return { kernel: k, grid: grid2d(blocks, caps), ...(useSg ? { subgroupSize: lanes } : {}) };
+  return { kernel: k, grid: grid2d(g.blocks, caps), ...(g.useSg ? { subgroupSize: g.lanes } : {}) };
 }

@@ -20,7 +20,7 @@ import type { Coords, InputReader } from "./region-emit.js";
 const SYNTH = "region";
 
 /** Where a region's inputs come from: their shapes, a reader declared inside the kernel, and their accesses if any. */
-interface RegionSource {
+export interface RegionSource {
   readonly shapes: readonly (readonly number[])[];
   /** Dtypes of the region inputs. */
   readonly dtypes: readonly ScalarDType[];
@@ -66,33 +66,52 @@ function inPlaceUpdate(region: Region, src: RegionSource, output: Access): Regio
   return same ? r : undefined;
 }
 
-/** One thread per output element (or per update element for an in-place cache write). Buffers: the source's, then out. */
-function regionKernel(name: string, region: Region, src: RegionSource, output: Access, caps: SynthCaps): SynthKernel {
+/** The iteration of a region kernel: the output, or the update window of an in-place cache write. */
+export interface RegionSpace {
+  /** The in-place DynamicUpdateSlice result node, when only its window is written. */
+  readonly dus: RegionNode | undefined;
+  /** Shape iterated, one thread per element. */
+  readonly space: readonly number[];
+  /** Elements of `space` (at least 1). */
+  readonly total: number;
+}
+
+/** The elements a region kernel iterates (one thread each). */
+export function regionSpace(region: Region, src: RegionSource, output: Access): RegionSpace {
   const dus = inPlaceUpdate(region, src, output);
   const upd = dus === undefined ? undefined : (dus.args[1] as RegionArg);
   const argShape = (a: RegionArg): readonly number[] => ("in" in a ? (src.shapes[a.in] as readonly number[]) : "node" in a ? (region.nodes[a.node] as RegionNode).shape : []);
   const space = upd === undefined ? output.shape : argShape(upd);
-  const total = Math.max(1, numel(space));
-  const wg = pow2Workgroup(total, Math.min(caps.maxWorkgroup, 256));
+  return { dus, space, total: Math.max(1, numel(space)) };
+}
+
+/** Emits element `e` (< total) of a region kernel: the output element, or the update element written in place. */
+export function emitRegionElement(b: Builder, region: Region, src: RegionSource, reader: InputReader, out: Arr, output: Access, it: RegionSpace, e: Val<"u32">): void {
+  const { dus, space } = it;
+  const em = new RegionEmitter(b, region, src.shapes, reader, SYNTH, src.dtypes);
+  const c = delinearize(b, e, space);
+  if (dus === undefined) {
+    storeAccess(b, out, output, c, em.at(region.result, c));
+    return;
+  }
+  // Window write: out[start + c] = update[c]; everything else already holds x (same buffer).
+  const starts = c.map((_, d) => {
+    const v = em.arg(dus.args[d + 2] as RegionArg, []) as Val<"i32">;
+    return b.let_(b.min(b.max(v, b.i32(0)), b.i32(Math.max(0, (output.shape[d] as number) - (space[d] as number)))).u32(), "start");
+  });
+  storeAccess(b, out, output, c.map((x, d) => x.add(starts[d] as Val<"u32">)), em.arg(dus.args[1] as RegionArg, c));
+}
+
+/** One thread per output element (or per update element for an in-place cache write). Buffers: the source's, then out. */
+function regionKernel(name: string, region: Region, src: RegionSource, output: Access, caps: SynthCaps): SynthKernel {
+  const it = regionSpace(region, src, output);
+  const wg = pow2Workgroup(it.total, Math.min(caps.maxWorkgroup, 256));
   const k = kernel(name, { workgroupSize: [wg, 1, 1] }, (b) => {
     const { reader, out } = src.declare(b, output);
-    const em = new RegionEmitter(b, region, src.shapes, reader, SYNTH, src.dtypes);
     const e = linearThread(b, wg);
-    b.if_(e.lt(total), () => {
-      const c = delinearize(b, e, space);
-      if (dus === undefined) {
-        storeAccess(b, out, output, c, em.at(region.result, c));
-        return;
-      }
-      // Window write: out[start + c] = update[c]; everything else already holds x (same buffer).
-      const starts = c.map((_, d) => {
-        const v = em.arg(dus.args[d + 2] as RegionArg, []) as Val<"i32">;
-        return b.let_(b.min(b.max(v, b.i32(0)), b.i32(Math.max(0, (output.shape[d] as number) - (space[d] as number)))).u32(), "start");
-      });
-      storeAccess(b, out, output, c.map((x, d) => x.add(starts[d] as Val<"u32">)), em.arg(upd as RegionArg, c));
-    });
+    b.if_(e.lt(it.total), () => emitRegionElement(b, region, src, reader, out, output, it, e));
   });
-  return { kernel: k, grid: grid2d(Math.ceil(total / wg), caps) };
+  return { kernel: k, grid: grid2d(Math.ceil(it.total / wg), caps) };
 }
 
 /** One thread per output element (or per update element for an in-place cache write). Buffers in0.., out. */
@@ -242,9 +261,10 @@ export function singleNodeRegion(op: string, inputs: readonly Access[], params: 
 /**
  * The region inputs of a contraction computed inline: inputs 0..heads-1 are the accumulators A·B_h (each value a
  * K-loop, rounded to accDtype; packed B decoded per element), then the extra operands. Buffers in0 (A), in1..
- * (the B operands), then the extras, named in<request input index>.
+ * (the B operands), then the extras, named in<request input index>; `buffers` supplies arrays declared elsewhere
+ * instead (one per input, then out: a horizontal group declares its buffers once for every member).
  */
-export function contractionSource(inputs: readonly Access[], heads: number, accDtype: ScalarDType, transposeB: boolean): RegionSource & { readonly accShape: readonly number[] } {
+export function contractionSource(inputs: readonly Access[], heads: number, accDtype: ScalarDType, transposeB: boolean, buffers: (b: Builder, output: Access) => { bufs: Arr[]; out: Arr } = (b, output) => declareBuffers(b, inputs, output)): RegionSource & { readonly accShape: readonly number[] } {
   const A = inputs[0] as Access;
   const Bs = inputs.slice(1, 1 + heads);
   const extras = inputs.slice(1 + heads);
@@ -261,7 +281,7 @@ export function contractionSource(inputs: readonly Access[], heads: number, accD
     dtypes: [...Bs.map(() => accDtype), ...extras.map((a) => a.dtype as ScalarDType)],
     access: (i) => (i < heads ? undefined : extras[i - heads]),
     declare: (b, output) => {
-      const { bufs, out } = declareBuffers(b, inputs, output);
+      const { bufs, out } = buffers(b, output);
       const decs = Bs.map((B, h) => (isPacked(B.dtype) ? blockDecoder(b, B.dtype.packed, bufs[1 + h] as Arr<"u32">) : undefined));
       const dot = (h: number, c: Coords): Val<"f32"> => {
         const B = Bs[h] as Access;

@@ -25,6 +25,7 @@ import { RegionEmitter, exprTypeOf } from "./region-emit.js";
 import { routedIndexedMatMul } from "./routed.js";
 import type { RoutedParams } from "./routed.js";
 import { blockContraction } from "./block-contraction.js";
+import { groupedContraction } from "./grouped.js";
 import { inlineContraction, packedDecode, regionElementwise, regionRow, singleNodeRegion } from "./region-kernels.js";
 
 /** What a kernel buffer binds: request input `index`, or the request's output. */
@@ -172,7 +173,7 @@ function synthesize(req: KernelRequest, caps: SynthCaps, name: string): RequestK
       return bind(regionElementwise(name, req.region ?? singleNodeRegion(req.op, inputs, p, output), inputs, output, caps));
     }
     case "gemv": case "gemm": case "dequant-gemv": case "dequant-gemm":
-      return contraction(req, name, caps);
+      return req.group === undefined ? contraction(req, name, caps) : bind(groupedContraction(req, name, caps));
     case "attention":
       return attention(req, name, caps);
     case "rope": {

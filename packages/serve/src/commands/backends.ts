@@ -9,34 +9,38 @@ import { createCpuExecutor } from "@poot/backend-cpu";
 import { createVulkanExecutor } from "@poot/backend-vulkan";
 import { createSyncWgpuExecutor } from "@poot/backend-wgpu/node";
 import { createEvalExecutor, createInterpExecutor, type Executor } from "@poot/executor";
+import type { CompileOptions } from "@poot/graph-plan";
 import { CliError } from "../errors.js";
 
-/** Executor factories by backend name; the CPU and GPU backends join this table as they land. */
-export const EXECUTORS: Readonly<Record<string, () => Executor>> = {
+/**
+ * Executor factories by backend name, given the compile options of executors that compile (the eval backends
+ * ignore them); the CPU and GPU backends join this table as they land.
+ */
+export const EXECUTORS: Readonly<Record<string, (compile: CompileOptions) => Executor>> = {
   // codegen's Wasm SIMD kernels on worker_threads (one per core) over one shared memory; a step is one fused region.
-  cpu: () => createCpuExecutor(),
+  cpu: (compile) => createCpuExecutor({ compile }),
   eval: () => createEvalExecutor(),
   // The literal oracle: graph-ir's `evaluate` every step, nothing folded (slow; for checking and baselines).
   "eval-reference": () => createEvalExecutor({ foldWeights: false }),
   // Every graph compiled by graph-plan for the cpu target and each plan's kernel run in the kernel-dsl interpreter
   // (very slow; checks the whole Program: plans, buffers, synthesized and imported kernels).
-  interp: () => createInterpExecutor(),
+  interp: (compile) => createInterpExecutor({ compile }),
   // Vulkan through libvulkan.so.1; the loader picks the driver (VK_DRIVER_FILES selects one, e.g. lavapipe).
-  vulkan: () => createVulkanExecutor(),
+  vulkan: (compile) => createVulkanExecutor({ compile }),
   // WebGPU through Dawn (the Vulkan loader finds drivers through VK_DRIVER_FILES, e.g. lavapipe): the fused
   // Program graph-plan compiles for the device's wgpu target (decision 0702).
-  wgpu: () => createSyncWgpuExecutor(),
+  wgpu: (compile) => createSyncWgpuExecutor({ executor: { compile } }),
   // NVIDIA GPUs through the CUDA driver (libcuda.so.1 via koffi; no toolkit needed). Decode steps replay as CUDA
   // graphs; JIT-compiled kernels are cached on disk under the OS temp folder.
-  cuda: () => createCudaExecutor({ cacheDir: path.join(os.tmpdir(), "poot-cuda-cache") }),
+  cuda: (compile) => createCudaExecutor({ cacheDir: path.join(os.tmpdir(), "poot-cuda-cache"), compile }),
 };
 
-/** A fresh executor for `--backend name`, or a CliError listing the available ones. */
-export function createExecutor(name: string, command: string): Executor {
+/** A fresh executor for `--backend name` (compiling with `compile`), or a CliError listing the available ones. */
+export function createExecutor(name: string, command: string, compile: CompileOptions = {}): Executor {
   const make = EXECUTORS[name];
   if (make === undefined) throw new CliError("bad-input", `unknown backend "${name}" (available: ${Object.keys(EXECUTORS).join(", ")})`, { command });
   try {
-    return make();
+    return make(compile);
   } catch (err) {
     if (err instanceof CudaError && err.code === "no-driver") throw new CliError("command-failed", `--backend ${name} needs an NVIDIA GPU and its driver (libcuda.so.1): ${err.message}`, { command });
     throw err;
@@ -61,4 +65,11 @@ export function findDemoModel(from: string = path.dirname(fileURLToPath(import.m
     if (up === dir) return null;
     dir = up;
   }
+}
+
+/** The `--horizontal-fusion` flag as a compile option (decision 0402), or a CliError naming the choices. */
+export function horizontalFusion(text: string | undefined, command: string): CompileOptions {
+  if (text === undefined) return {};
+  if (text !== "grouped" && text !== "shared-epilogue") throw new CliError("bad-input", `--horizontal-fusion must be grouped or shared-epilogue, got "${text}"`, { command });
+  return { horizontalFusion: text };
 }

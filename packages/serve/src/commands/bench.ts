@@ -6,7 +6,7 @@ import { LoadedModel, ModelError, type PagedLayout } from "@poot/models";
 import { CpuExecutor } from "@poot/backend-cpu";
 import { measureBandwidth } from "./bandwidth.js";
 import { CliError } from "../errors.js";
-import { createExecutor, measureFloorBandwidth } from "./backends.js";
+import { createExecutor, horizontalFusion, measureFloorBandwidth } from "./backends.js";
 import type { CommandModule } from "./index.js";
 import { parseNumber } from "./numbers.js";
 import { progressBar } from "./progress.js";
@@ -93,8 +93,9 @@ export const bench: CommandModule = {
       .option("--runs <n>", "timed runs after one warm-up", "3")
       .option("--weights <kind>", "HF folders: f32 or bf16", "f32")
       .option("--prefill-chunk <n>", "largest prefill step in tokens (a power of two)", "64")
+      .option("--horizontal-fusion <mode>", "grouped (default: q/k/v as one dispatch) | shared-epilogue (a baseline)")
       .option("--json", "print JSON instead of a table")
-      .action(async (model: string, o: { backend: string; promptTokens: string; genTokens: string; runs: string; weights: string; prefillChunk: string; json?: boolean }) => {
+      .action(async (model: string, o: { backend: string; promptTokens: string; genTokens: string; runs: string; weights: string; prefillChunk: string; horizontalFusion?: string; json?: boolean }) => {
         const P = parseNumber("--prompt-tokens", o.promptTokens, "int", "bench");
         const G = parseNumber("--gen-tokens", o.genTokens, "int", "bench");
         const runs = parseNumber("--runs", o.runs, "int", "bench");
@@ -102,7 +103,7 @@ export const bench: CommandModule = {
         if (P < 1 || G < 2 || runs < 1) throw new CliError("bad-input", "--prompt-tokens >= 1, --gen-tokens >= 2 and --runs >= 1 are required", { command: "bench" });
         if (o.weights !== "f32" && o.weights !== "bf16") throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command: "bench" });
         const weights: "f32" | "bf16" = o.weights;
-        const executor = createExecutor(o.backend, "bench");
+        const executor = createExecutor(o.backend, "bench", horizontalFusion(o.horizontalFusion, "bench"));
         let engine: Engine | null = null;
         try {
           const m = LoadedModel.open(model, { weights });

@@ -5,11 +5,12 @@ import { peakTransientBytes, type Graph } from "@poot/graph-ir";
 import { BACKEND_KINDS, PlanError, compile, defaultTarget, type BackendKind, type Program } from "@poot/graph-plan";
 import { LoadedModel, parseHFConfig, traceModel, type GraphKind, type PagedLayout } from "@poot/models";
 import { CliError } from "../errors.js";
+import { horizontalFusion } from "./backends.js";
 import { configWeights } from "./config-weights.js";
 import type { CommandModule } from "./index.js";
 import { withModelErrors } from "./model-args.js";
 
-interface CompileFlags { target: string; mode: string; tokens?: string; batch: string; context: string; pageSize?: string; pages?: string; explain?: boolean; json?: boolean }
+interface CompileFlags { target: string; mode: string; tokens?: string; batch: string; context: string; pageSize?: string; pages?: string; horizontalFusion?: string; explain?: boolean; json?: boolean }
 
 function positive(text: string, flag: string): number {
   const n = Number(text);
@@ -70,6 +71,7 @@ export function compileReport(source: Graph, p: Program): Record<string, unknown
       eqn: x.eqn, op: x.op, layer: x.layer, launches: x.dispatches.length, provenance: x.kernel.provenance,
       kernel: x.kernel.provenance === "imported" ? x.kernel.name : x.kernel.provenance === "synthesized" ? x.kernel.request.kind : null,
     })),
+    horizontalGroups: p.horizontalGroups().length,
     declines: p.declines(),
     numericalDeclines: p.numericalDeclines(),
     peakTransientBytes: { unfused: peakTransientBytes(source), fused: p.peakTransientBytes() },
@@ -82,9 +84,10 @@ function explain(r: Record<string, unknown>): string {
   const passes = r.passes as { name: string; numerics: string; eqnsBefore: number; eqnsAfter: number; rewrites: Record<string, number>; ms: number }[];
   lines.push(`target ${String(r.target)}: ${String(r.eqnsBefore)} -> ${String(r.eqnsAfter)} equations, ${String(r.unfusedDispatches)} -> ${String(r.fusedDispatches)} dispatches, compiled in ${String(r.compileMs)} ms`);
   lines.push("passes that changed the graph:");
-  for (const p of passes) lines.push(`  ${p.name.padEnd(15)} ${p.eqnsBefore} -> ${p.eqnsAfter}  (${p.numerics}, ${p.ms} ms)  ${Object.entries(p.rewrites).map(([k, v]) => `${k} x${v}`).join(", ")}`);
+  for (const p of passes) lines.push(`  ${p.name.padEnd(17)} ${p.eqnsBefore} -> ${p.eqnsAfter}  (${p.numerics}, ${p.ms} ms)  ${Object.entries(p.rewrites).map(([k, v]) => `${k} x${v}`).join(", ")}`);
   const per = r.dispatchesPerLayer as Record<string, number>;
   lines.push(`dispatches per layer: ${Object.entries(per).map(([l, n]) => `${l}:${n}`).join(" ")}; outside layers: ${String(r.dispatchesOutsideLayers)}`);
+  lines.push(`horizontal groups (one dispatch each, decision 0402): ${String(r.horizontalGroups)}`);
   lines.push("dispatches (eqn op layer launches kernel provenance):");
   for (const d of r.dispatches as { eqn: number; op: string; layer: number | null; launches: number; provenance: string; kernel: string }[]) {
     lines.push(`  #${d.eqn} ${d.op} ${d.layer ?? "-"} x${d.launches} ${d.kernel} ${d.provenance}`);
@@ -117,6 +120,7 @@ export const compileCommand: CommandModule = {
       .option("--context <n>", "KV cache capacity in tokens", "2048")
       .option("--page-size <n>", "trace the paged KV layout with pages of this many tokens (a power of two)")
       .option("--pages <n>", "pages in the paged KV pool (default: --batch sequences of --context tokens)")
+      .option("--horizontal-fusion <mode>", "grouped (default: q/k/v as one dispatch) | shared-epilogue")
       .option("--explain", "print passes, dispatches with their kernels, declines and memory")
       .option("--json", "print the report as one JSON object")
       .action((model: string, o: CompileFlags) => {
@@ -124,7 +128,7 @@ export const compileCommand: CommandModule = {
         const g = trace(model, graphKind(o));
         let p: Program;
         try {
-          p = compile(g, defaultTarget(o.target as BackendKind), { mode: o.mode === "prefill" ? "prefill" : "decode" });
+          p = compile(g, defaultTarget(o.target as BackendKind), { mode: o.mode === "prefill" ? "prefill" : "decode", ...horizontalFusion(o.horizontalFusion, "compile") });
         } catch (err) {
           if (err instanceof PlanError) throw new CliError("command-failed", err.message, { command: "compile", file: model });
           throw err;
