@@ -33,15 +33,19 @@ describe.skipIf(skip !== "")(`packed decode contractions on the CUDA caps${skip}
       prog.plans().forEach((p, i) => {
         const src = p.kernel;
         if (src.provenance !== "synthesized" || !["gemv", "dequant-gemv"].includes(src.request.kind)) return;
-        const B = src.request.inputs[1]!;
-        if (!isPacked(B.dtype)) return;
-        formats.add(B.dtype.packed.name);
+        // A horizontal q/k/v group (decision 0402) is one kernel serving its members' requests.
+        const members = (src.request.group ?? [src.request]).filter((r) => isPacked(r.inputs[1]!.dtype));
+        if (members.length === 0) return;
         const k = planKernel(src, synth, `p${i}`);
         expect(k.subgroupSize, `plan ${i} (${p.op}) is a warp-per-row kernel`).toBe(32);
-        const epi = (src.request.params as { epilogue?: Region | null }).epilogue ?? null;
-        if (epi !== null && epi.nodes.some((n) => n.op === "Rope" || n.op === "DynamicUpdateSlice")) {
-          expect(k.kernel.shared.map((s) => s.name), `plan ${i} stages its block`).toContain("acc");
-          blocked++;
+        for (const r of members) {
+          const B = r.inputs[1]!;
+          if (isPacked(B.dtype)) formats.add(B.dtype.packed.name);
+          const epi = (r.params as { epilogue?: Region | null }).epilogue ?? null;
+          if (epi !== null && epi.nodes.some((n) => n.op === "Rope" || n.op === "DynamicUpdateSlice")) {
+            expect(k.kernel.shared.map((s) => s.name), `plan ${i} stages its block`).toContain("acc");
+            blocked++;
+          }
         }
       });
       // q (RoPE), k (RoPE + cache write), v (cache write) in each of the fixture's layers.
