@@ -19,7 +19,8 @@ export interface CudaExecutorOptions extends CudaContextOptions {
    * graph-plan options every staged graph is compiled with. Without `contractionEpilogues`, a graph of at most 8
    * tokens a step (decode: GEMV contractions) compiles with `"any"` — kernelgen runs RoPE and KV-write epilogues as
    * block GEMVs (decision record 0454) — and a larger one with `"own-element"` (decision record 0803): the tiled
-   * GEMM applies epilogues only at the accumulator's own element.
+   * GEMM applies epilogues only at the accumulator's own element. Without `horizontalFusion`, q/k/v are not grouped
+   * (`"shared-epilogue"`): grouped, they measured no faster on the H200 (decision record 0402).
    */
   readonly compile?: CompileOptions;
 }
@@ -88,7 +89,9 @@ export class CudaExecutor implements Executor {
     for (const s of [...schema.slots.values(), ...schema.states.values(), ...schema.outputs.values()]) {
       if (!(DTYPES as readonly string[]).includes(s.dtype)) throw new ExecutorError("unsupported-dtype", `dtype ${dtypeName(s.dtype)} is not held by the cuda executor`, { program: name, key: "key" in s ? s.key : s.name });
     }
-    const compile: CompileOptions = this.#compile.contractionEpilogues !== undefined ? this.#compile : { ...this.#compile, contractionEpilogues: (stepTokens(graph) ?? Infinity) <= 8 ? "any" : "own-element" };
+    // q/k/v stay separate launches unless asked: grouped, Llama-3.2-1B decode measured 0.98x on the H200 (decision 0402 §7).
+    const epilogues = (stepTokens(graph) ?? Infinity) <= 8 ? "any" : "own-element";
+    const compile: CompileOptions = { horizontalFusion: "shared-epilogue", contractionEpilogues: epilogues, ...this.#compile };
     const p = CudaProgram.stage(this.#host, graph, schema, name, compile);
     this.#programs.add(p);
     return p;
