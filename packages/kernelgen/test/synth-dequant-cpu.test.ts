@@ -4,6 +4,7 @@
 
 import { Builder, evaluate, f32ToF16Bits } from "@poot/graph-ir";
 import type { DecodeExpr, PackedFormat } from "@poot/graph-ir";
+import type { Epilogue } from "@poot/kernelgen";
 import { describe, expect, it } from "vitest";
 import { cpuSynthCaps, synthesizeDequantGemv } from "@poot/kernelgen";
 import { Q4_0, Q4_1, Q5_0, Q8_0, TEST_MIX, randomMixBlocks } from "./formats.js";
@@ -108,6 +109,25 @@ describe("CPU dequant GEMV with SIMD loads", () => {
       const mixed = vecs.filter((v) => new Set(v.elems.map((e) => JSON.stringify(e))).size > 1);
       expect(mixed, f.name).toEqual([]);
       expect(JSON.stringify(body).match(/"k":"load4"/g)!.length, f.name).toBeGreaterThanOrEqual(f.blockSize / 4);
+    }
+  });
+
+  it("two packed weights sharing x (gate and up: heads 2, epilogue acc · acc1), Q4_K and Q6_K", () => {
+    const mul: Epilogue = { inputs: [], nodes: [{ op: "leaf", name: "acc" }, { op: "leaf", name: "acc1" }, { op: "binary", fn: "mul", a: 0, b: 1 }], node: 2 };
+    for (const f of [Q4_K, Q6_K]) {
+      const [B, K, N] = [2, 2 * f.blockSize, 5];
+      const r = rng(77 + f.bytesPerBlock);
+      const [w0, w1] = [blocks(r, f, N * 2), blocks(r, f, N * 2)];
+      const x = randF32(r, B * K);
+      const s = synthesizeDequantGemv({ name: "dq2", K, N, batch: B, heads: 2, format: f, epilogue: mul }, CPU);
+      const y = poisoned(s.kernel, "y", B * N);
+      run(s.kernel, { grid: [...s.grid], buffers: { x, W: w0, W1: w1, y } });
+      const g = new Builder();
+      const xr = g.const("x", "f32", [B, K]);
+      const acc = (name: string) => g.matmul(xr, g.transpose(g.decodePacked(g.const(name, { packed: f }, [N, K])), [1, 0]));
+      g.output("y", g.mul(acc("w0"), acc("w1")));
+      const want = evaluate(g.build(), { consts: { x, w0, w1 } }).outputs.y!.data;
+      expectClose(y as Float32Array, want, Array.from(want, (v) => Math.abs(v)), 1e-4, 1e-6);
     }
   });
 });
