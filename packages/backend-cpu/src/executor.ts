@@ -137,8 +137,9 @@ export class CpuExecutor implements Executor {
       if (e instanceof PlanError) throw new ExecutorError("unsupported-program", `graph-plan cannot compile ${name}: ${e.message}`, { program: name });
       throw e;
     }
-    // Threads of a workgroup run one after another on one core: kernelgen's CPU shapes (decision 0451).
-    const kernels = loadKernels(program, { ...synthCapsFrom(caps), serialThreads: true }, this.pool, name);
+    // Threads of a workgroup run one after another on one core: kernelgen's CPU shapes (decision 0451); codegen's
+    // Wasm target lowers load4, so GEMVs decode and multiply four weights per SIMD op (decision 0951).
+    const kernels = loadKernels(program, { ...synthCapsFrom(caps), serialThreads: true, simdLoads: true }, this.pool, name);
     const p = new CpuProgram(this.#host, name, schema, program, kernels, threadAreas(this.memory, kernels, this.pool.threads));
     this.#programs.add(p);
     return p;

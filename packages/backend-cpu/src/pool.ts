@@ -51,7 +51,7 @@ export class ThreadPool {
   constructor(mem: CpuMemory, threads: number, transport: ThreadTransport) {
     this.threads = threads;
     this.#mem = mem;
-    this.#ctl = mem.alloc(CTL.WORDS * 4) >> 2;
+    this.#ctl = mem.alloc(CTL.WORDS * 4) >>> 2;
     this.#core = new Function(HOST_CORE_SOURCE)() as Core;
     const host: HostState = {
       i32: mem.i32, u8: mem.u8, ctl: this.#ctl, fns: [], thread: 0, grown: 0, port: { postMessage: (m: string) => void (this.#hostError = m) },

@@ -50,7 +50,7 @@ export function threadAreas(mem: CpuMemory, kernels: readonly CpuKernel[], threa
  */
 export function writeSchedule(mem: CpuMemory, phases: readonly Phase[], threads: number, areas: ThreadAreas): Schedule {
   const rowsAt = mem.alloc(phases.length * ROW.WORDS * 4);
-  const rows = rowsAt >> 2;
+  const rows = rowsAt >>> 2;
   const blocks: number[] = [];
   let dispatches = 0;
   phases.forEach((p, i) => {
@@ -80,7 +80,7 @@ export function writeSchedule(mem: CpuMemory, phases: readonly Phase[], threads:
     const args = mem.alloc(stride * threads);
     blocks.push(args);
     for (let t = 0; t < threads; t++) {
-      const a = (args + t * stride) >> 2;
+      const a = (args + t * stride) >>> 2;
       let j = 0;
       for (const addr of p.addrs) mem.i32[a + j++] = addr;
       for (const u of k.uniformBits) mem.i32[a + j++] = u;

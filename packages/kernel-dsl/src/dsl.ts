@@ -2,7 +2,7 @@
 // Statements are appended in call order to the current block; the result is validated before it is returned.
 
 import { KernelDslError } from "./errors.js";
-import { widenedType } from "./ir.js";
+import { load4Types, widenedType } from "./ir.js";
 import type { AddressSpace, AtomicOp, AxisBuiltin, ElemType, Expr, Kernel, MathFn, MmaInput, PackFormat, Size, Stmt, SubgroupOp, ValueType, VecType } from "./ir.js";
 import { Val, Var, literal } from "./dsl-val.js";
 import type { IndexType, ValOwner } from "./dsl-val.js";
@@ -35,6 +35,16 @@ export class Arr<E extends ElemType = ElemType> {
   at(i: Index): Val<Widened<E>> {
     const type = widenedType(this.elem);
     return this.b.bind({ k: "load", type, space: this.space, array: this.name, index: this.b.idx(i) }, `${this.name}_v`) as unknown as Val<Widened<E>>;
+  }
+  /**
+   * Loads elements `i` … `i + 3` of a global buffer of scalar elements as one vec4 now (`load4`, a SIMD load),
+   * widened like `at`; for u8/i8 buffers `type` picks zero (`vec4<u32>`) or sign (`vec4<i32>`) extension.
+   */
+  at4<T extends "vec4<f32>" | "vec4<i32>" | "vec4<u32>">(i: Index, type?: T): Val<T> {
+    if (this.space !== "global") throw new KernelDslError(this.b.kernelName, `load4 of ${this.space} array ${this.name}: only global buffers`);
+    const t = type ?? (load4Types(this.elem)[0] as T | undefined);
+    if (t === undefined) throw new KernelDslError(this.b.kernelName, `load4 of ${this.name}: its elements (${this.elem}) are not scalars`);
+    return this.b.bind({ k: "load4", type: t, array: this.name, index: this.b.idx(i) }, `${this.name}_v4`) as unknown as Val<T>;
   }
   /** Stores `v` to element `i` (narrowed for storage-only element types). */
   set(i: Index, v: Val<Widened<E>> | number): void {

@@ -33,7 +33,7 @@ export type {
   StmtKind,
   ExprKind,
 } from "./ir.js";
-export { isVecType, elemOf, lanesOf, widenedType, elemBytes } from "./ir.js";
+export { isVecType, elemOf, lanesOf, widenedType, elemBytes, load4Types } from "./ir.js";
 export type {
   KernelValidationCode,
   KernelValidationIssue,

@@ -3,7 +3,7 @@
 
 import { invariant } from "./errors.js";
 import { elemOf, isVecType, lanesOf } from "./ir.js";
-import type { Expr, MmaInput, ScalarType, Size, Stmt, SubgroupOp, ValueType } from "./ir.js";
+import type { ElemType, Expr, MmaInput, ScalarType, Size, Stmt, SubgroupOp, ValueType } from "./ir.js";
 
 /** A synchronization point a thread yields at: its index in `CompiledKernel.syncs` is the yielded value. */
 export type SyncPoint =
@@ -93,7 +93,7 @@ function lanewise(t: ValueType, operands: string[], f: (xs: string[]) => string)
 }
 
 /** Generates the thread generator's source for `body` with spec constants resolved by `spec`. */
-export function compileKernelSource(body: readonly Stmt[], spec: (s: Size) => number): CompiledSource {
+export function compileKernelSource(body: readonly Stmt[], spec: (s: Size) => number, bufferElem: (array: string) => ElemType | undefined = () => undefined): CompiledSource {
   const syncs: SyncPoint[] = [];
 
   const ex = (e: Expr): string => {
@@ -110,6 +110,12 @@ export function compileKernelSource(body: readonly Stmt[], spec: (s: Size) => nu
         return "axis" in e ? `T.${AXIS_FIELD[e.name] ?? "?"}${e.axis}` : `T.${SCALAR_FIELD[e.name] ?? "?"}`;
       case "load":
         return `L_${e.array}(${ex(e.index)}, T)`;
+      case "load4": {
+        // 8-bit storage takes the extension `type` names; other elements load as `load` widens them.
+        const byte = bufferElem(e.array) === "u8" || bufferElem(e.array) === "i8";
+        const ext = !byte ? "" : e.type === "vec4<i32>" ? " << 24 >> 24" : " & 255";
+        return `((i) => [0, 1, 2, 3].map((j) => L_${e.array}(i + j, T)${ext}))(${ex(e.index)})`;
+      }
       case "unary": {
         const el = elemOf(e.type);
         return lanewise(e.type, [ex(e.a)], ([a]) =>

@@ -60,7 +60,8 @@ function compile(kernel: Kernel, spec: (s: Size) => number, key: string): { fn: 
   if (perKernel === undefined) compiled.set(kernel, (perKernel = new Map()));
   const hit = perKernel.get(key);
   if (hit !== undefined) return hit;
-  const { source, syncs } = compileKernelSource(kernel.body, spec);
+  const elems = new Map(kernel.buffers.map((b) => [b.name, b.elem] as const));
+  const { source, syncs } = compileKernelSource(kernel.body, spec, (array) => elems.get(array));
   const arrays = [...kernel.buffers.map((b) => b.name), ...kernel.shared.map((s) => s.name)];
   const hoist = arrays.map((n) => `const L_${n} = E.L.${n}.load, S_${n} = E.L.${n}.store, A_${n} = E.L.${n}.atomic;`).join("\n");
   const factory = new Function("H", "fr", `"use strict";\nreturn function* thread(E, T) {\n${hoist}\n${source}\n};`) as (h: unknown, fr: unknown) => ThreadFn;

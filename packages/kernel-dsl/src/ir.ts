@@ -164,7 +164,15 @@ export type Expr =
   /** Build a vector from scalars of its element type (2 or 4 of them). */
   | { readonly k: "vec"; readonly type: VecType; readonly elems: readonly Expr[] }
   /** Component `lane` (a literal 0..3) of a vector. */
-  | { readonly k: "extract"; readonly type: VecElem; readonly a: Expr; readonly lane: number };
+  | { readonly k: "extract"; readonly type: VecElem; readonly a: Expr; readonly lane: number }
+  /**
+   * Elements `index` … `index + 3` (u32, in elements) of a global buffer of a scalar element type, each widened as
+   * `load` widens it, as one `vec4` (a SIMD load; docs/decisions/0302). `type` is `vec4<widened>`, except that 8-bit
+   * storage (u8/i8) picks its extension by `type`: `vec4<u32>` zero-extends, `vec4<i32>` sign-extends the bytes.
+   * Every element must be in bounds. Only targets that report SIMD loads lower it (Wasm); the others refuse the
+   * kernel with codegen's `missing-capability`.
+   */
+  | { readonly k: "load4"; readonly type: "vec4<f32>" | "vec4<i32>" | "vec4<u32>"; readonly array: string; readonly index: Expr };
 
 // ── statements ──
 
@@ -279,6 +287,13 @@ export function elemOf(t: ValueType): ScalarType {
 /** Number of lanes: 2 or 4 for vectors, 1 for scalars. */
 export function lanesOf(t: ElemType | ValueType): 1 | 2 | 4 {
   return isVecType(t) ? (t[3] === "2" ? 2 : 4) : 1;
+}
+
+/** The types a `load4` of a buffer of scalar element `elem` may produce (8-bit storage: either extension). */
+export function load4Types(elem: ElemType): readonly VecType[] {
+  if (isVecType(elem)) return [];
+  if (elem === "u8" || elem === "i8") return ["vec4<u32>", "vec4<i32>"];
+  return [`vec4<${widenedType(elem) as VecElem}>`];
 }
 
 /** The value type a load of `elem` produces (storage-only types widen). */

@@ -27,6 +27,8 @@ export function printExpr(e: Expr): string {
       return "axis" in e ? `${e.name}.${AXES[e.axis]}` : e.name;
     case "load":
       return `${e.array}[${printExpr(e.index)}]`;
+    case "load4":
+      return `${e.array}[${printExpr(e.index)} +0..3 as ${e.type}]`;
     case "unary":
       return `${e.op === "neg" ? "-" : e.type === "bool" ? "!" : "~"}${printExpr(e.a)}`;
     case "binary":

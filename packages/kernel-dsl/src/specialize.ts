@@ -23,7 +23,7 @@ export function specialize(kernel: Kernel, values: Readonly<Record<string, numbe
     switch (e.k) {
       case "spec": return { k: "const", type: "u32", value: resolved.get(e.name) as number };
       case "const": case "local": case "param": case "builtin": return e;
-      case "load": return { ...e, index: ex(e.index) };
+      case "load": case "load4": return { ...e, index: ex(e.index) };
       case "unary": case "cast": case "bitcast": case "pack": case "unpack": case "extract": return { ...e, a: ex(e.a) } as Expr;
       case "binary": case "cmp": return { ...e, a: ex(e.a), b: ex(e.b) } as Expr;
       case "select": return { ...e, cond: ex(e.cond), a: ex(e.a), b: ex(e.b) };

@@ -2,7 +2,7 @@
 // Used by validate.ts; reports issues through a callback instead of throwing so all problems are listed.
 
 import type { KernelValidationCode } from "./errors.js";
-import { elemOf, isVecType, lanesOf, widenedType } from "./ir.js";
+import { elemOf, isVecType, lanesOf, load4Types, widenedType } from "./ir.js";
 import type { ElemType, Expr, ValueType } from "./ir.js";
 
 /** What a name denotes in the validator's scope. */
@@ -88,6 +88,21 @@ export function checkExpr(e: Expr, path: string, cx: ExprContext): ValueType {
       if (b.atomic) cx.report("atomic_misuse", path, `${e.array} is atomic; read it with an atomic load`);
       if (!b.readable) cx.report("access_violation", path, `${e.array} is write-only`);
       if (widenedType(b.elem) !== e.type) mismatch("type", widenedType(b.elem), e.type);
+      return e.type;
+    }
+    case "load4": {
+      const it = sub(e.index, "index");
+      if (it !== "u32") mismatch("index", "u32", it);
+      const b = cx.lookup(e.array);
+      if (b?.kind !== "array" || b.space !== "global") {
+        cx.report("unknown_name", path, `no global buffer named ${e.array}`);
+        return e.type;
+      }
+      if (b.atomic) cx.report("atomic_misuse", path, `${e.array} is atomic; read it with an atomic load`);
+      if (!b.readable) cx.report("access_violation", path, `${e.array} is write-only`);
+      const types = load4Types(b.elem);
+      if (types.length === 0) cx.report("bad_vector", path, `load4 needs a buffer of scalar elements, ${e.array} holds ${b.elem}`);
+      else if (!types.includes(e.type as never)) mismatch("type", types.join(" or "), e.type);
       return e.type;
     }
     case "unary": {

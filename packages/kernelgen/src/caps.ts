@@ -26,6 +26,11 @@ export interface SynthCaps {
    */
   readonly serialThreads?: boolean;
   /**
+   * The target lowers kernel-dsl's `load4` (four consecutive buffer elements, widened, as one vec4: a SIMD load;
+   * codegen's Wasm target). CPU synthesizers then decode and multiply four weights at once (decision 0951).
+   */
+  readonly simdLoads?: boolean;
+  /**
    * Matrix-unit (tensor core) shapes, as graph-plan's `MatrixShape` (`{ m: 16, n: 8, k: 16, input: "bf16" }` =
    * PTX mma.sync m16n8k16). Absent or empty = none; the tensor-core GEMM is synthesized only when listed.
    */
@@ -41,7 +46,7 @@ export interface SynthCaps {
 
 /** The caps kernelgen sizes kernels from for the CPU (Wasm SIMD128) target. */
 export function cpuSynthCaps(): SynthCaps {
-  return { maxWorkgroup: 256, sharedBytes: 1 << 16, maxGridDim: 2 ** 31 - 1, serialThreads: true };
+  return { maxWorkgroup: 256, sharedBytes: 1 << 16, maxGridDim: 2 ** 31 - 1, serialThreads: true, simdLoads: true };
 }
 
 /** A generated kernel and how to launch it. */

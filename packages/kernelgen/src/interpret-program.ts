@@ -154,8 +154,10 @@ function materialize(g: Graph, id: number, rootOf: (id: number) => number, buffe
   return toStorage(v.dtype, out as HostData);
 }
 
-/** A 16-bit storage array bound as 32-bit words (16-byte vector loads of bf16/f16 weights read u32 words): a view, not a copy. */
+/** A 16-bit storage array bound as 32-bit words (16-byte vector loads of bf16/f16 weights read u32 words), or packed words as bytes: a view, not a copy. */
 function wordView(b: KernelBuffer, elem: string | undefined): KernelBuffer {
+  // Packed data (u32 words) bound as bytes (the CPU kernels' u8 view of packed weights): a view, not a copy.
+  if (elem === "u8" && b instanceof Uint32Array) return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
   if (elem?.endsWith("<u32>") !== true || !(b instanceof Uint16Array) || b.byteOffset % 4 !== 0 || b.length % 2 !== 0) return b;
   return new Uint32Array(b.buffer, b.byteOffset, b.length / 2);
 }

@@ -4,7 +4,7 @@
 
 import { Builder, bf16BitsToF32, evaluate, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from "@poot/graph-ir";
 import { describe, expect, it } from "vitest";
-import { attentionLanes, attentionSplits, synthesizeAttention } from "@poot/kernelgen";
+import { attentionLanes, attentionSplits, cpuSynthCaps, synthesizeAttention } from "@poot/kernelgen";
 import type { AttentionRequest, SynthCaps } from "@poot/kernelgen";
 import { expectClose, poisoned, randBf16, randF32, rng, run } from "./helpers.js";
 
@@ -118,6 +118,13 @@ describe("synthesized attention", () => {
 
   it("decode: one query at position 22 of a 40-key cache, GQA 4:2, token-major", () => {
     check({ queries: 1, heads: 4, kvHeads: 2, headDim: 8, keys: 40, mask: "causal", pos0: 22 }, CAPS, 1);
+  });
+
+  it("cpu caps (serial threads): one lane per (query, head) walks every key; decode and sliding prefill", () => {
+    const cpu = cpuSynthCaps();
+    expect(synthesizeAttention({ name: "a", queries: 1, heads: 4, kvHeads: 2, headDim: 8, keys: 40, scale: 1, mask: "causal" }, cpu).lanes).toBe(1);
+    check({ queries: 1, heads: 4, kvHeads: 2, headDim: 8, keys: 40, mask: "causal", pos0: 22 }, cpu, 7);
+    check({ queries: 3, heads: 2, kvHeads: 2, headDim: 6, valueDim: 5, keys: 16, mask: "sliding", window: 4, softCap: 0.7, pos0: 7 }, cpu, 8);
   });
 
   it("prefill: causal over 9 tokens, MQA (8 heads, 1 kv head), head-major bf16 cache", () => {

@@ -60,9 +60,11 @@ describe("synthesized GEMV", () => {
   const cases: [number, number, number, WDtype, "nk" | "kn", SynthCaps][] = [
     [1, 1, 1, "f32", "nk", CAPS_TREE], [1, 70, 33, "bf16", "nk", CAPS_SG], [3, 129, 40, "f16", "nk", CAPS_TREE], [8, 16, 5, "f32", "nk", CAPS_SG],
     [1, 1, 1, "f32", "kn", CAPS_TREE], [1, 300, 65, "bf16", "kn", CAPS_SG], [4, 33, 7, "f16", "kn", CAPS_TREE],
-    // CPU: a thread per row, 4 partial sums when K % 4 = 0 (ragged K and N included).
+    // CPU: a thread per row, four vec4 sums over load4 reads (ragged K and N included).
     [1, 1, 1, "f32", "nk", CAPS_CPU], [1, 72, 33, "bf16", "nk", CAPS_CPU], [3, 129, 40, "f16", "nk", CAPS_CPU], [8, 16, 9, "f32", "nk", CAPS_CPU],
     [2, 256, 17, "f16", "nk", CAPS_CPU], [1, 40, 5, "f32", "kn", CAPS_CPU],
+    // CPU SIMD loads: K = 75 runs the 16-wide loop, the 4-wide loop and a 3-element tail; K = 3 only the tail.
+    [1, 75, 6, "f16", "nk", CAPS_CPU], [2, 75, 1, "bf16", "nk", CAPS_CPU], [1, 3, 5, "f32", "nk", CAPS_CPU],
   ];
   for (const [B, K, N, dt, layout, caps] of cases) {
     it(`B=${B} K=${K} N=${N} ${dt} ${layout} (${capsLabel(caps)})`, () => {

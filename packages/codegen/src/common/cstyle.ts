@@ -92,6 +92,8 @@ export class CStylePrinter {
       case "unpack": return d.unpack(e.fmt, this.expr(e.a));
       case "vec": return d.vec(e.type, e.elems.map((a) => this.expr(a)));
       case "extract": return `${this.expr(e.a)}[${e.lane}]`;
+      // prepare() refuses load4 for every C-style target; kept as a typed error should a caller skip it.
+      case "load4": throw new CodegenError("missing-capability", "this target has no SIMD load4", { construct: "load4" });
       default:
         e satisfies never;
         throw new Error("unreachable");

@@ -57,7 +57,7 @@ export function walkStmts(body: readonly Stmt[], f: (s: Stmt) => void): void {
 export function walkExpr(e: Expr, f: (e: Expr) => void): void {
   f(e);
   switch (e.k) {
-    case "load": return walkExpr(e.index, f);
+    case "load": case "load4": return walkExpr(e.index, f);
     case "unary": case "cast": case "bitcast": case "pack": case "unpack": case "extract": return walkExpr(e.a, f);
     case "binary": case "cmp": walkExpr(e.a, f); return walkExpr(e.b, f);
     case "select": walkExpr(e.cond, f); walkExpr(e.a, f); return walkExpr(e.b, f);
@@ -116,6 +116,7 @@ export function prepare(kernel: Kernel, caps: DeviceCaps, target: TargetName, op
     }
   });
   checkMma(kernel, caps, target);
+  checkLoad4(kernel, target);
   if (usesSubgroups && caps.subgroupSize === undefined) {
     throw new CodegenError("missing-capability", "kernel uses subgroup operations but the device has none", { kernel: kernel.name, target, construct: "subgroup" });
   }
@@ -131,6 +132,21 @@ export function prepare(kernel: Kernel, caps: DeviceCaps, target: TargetName, op
     usesSubgroups,
     subgroupSize: caps.subgroupSize ?? 1,
   };
+}
+
+/** Targets that lower the `load4` expression (a SIMD load of four widened elements; decision 0302). */
+const LOAD4_TARGETS: ReadonlySet<TargetName> = new Set(["wasm"]);
+
+/** Refuses a kernel with `load4` unless the target lowers it (kernelgen emits it only for caps with `simdLoads`). */
+function checkLoad4(kernel: Kernel, target: TargetName): void {
+  if (LOAD4_TARGETS.has(target)) return;
+  walkStmts(kernel.body, (s) => {
+    for (const e of stmtExprs(s)) {
+      walkExpr(e, (x) => {
+        if (x.k === "load4") throw new CodegenError("missing-capability", `the ${target} target has no SIMD load4 (of ${x.array} as ${x.type})`, { kernel: kernel.name, target, construct: "load4" });
+      });
+    }
+  });
 }
 
 /** Targets that lower the `mma` statement (to their own matrix instructions). */

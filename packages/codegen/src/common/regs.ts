@@ -26,6 +26,8 @@ export interface RegTarget<V> {
   unpack(fmt: PackFormat, type: ValueType, a: V): V;
   vec(type: ValueType, elems: readonly V[]): V;
   extract(vecType: ValueType, lane: number, a: V): V;
+  /** Four consecutive elements of a global buffer as one vec4 (`load4`; only SIMD targets implement it). */
+  load4?(array: string, elem: ElemType, index: V, type: ValueType): V;
   subgroup(op: SubgroupOp, type: ValueType, value: V, lane: V | undefined): V;
   /** Warp-scope m16n8k16 matrix multiply-accumulate (only targets with matrix units implement it). */
   mma?(input: MmaInput, a: V, b: V, c: V): V;
@@ -123,6 +125,9 @@ export function makeDriver<V>(p: PreparedKernel, t: RegTarget<V>, options: Drive
       case "unpack": return t.unpack(e.fmt, e.type, expr(e.a));
       case "vec": return t.vec(e.type, e.elems.map(expr));
       case "extract": return t.extract(e.a.type, e.lane, expr(e.a));
+      case "load4":
+        if (t.load4 === undefined) throw new CodegenError("missing-capability", `the ${p.target} target cannot lower load4`, { kernel, target: p.target, construct: "load4" });
+        return t.load4(e.array, elemOfArray("global", e.array), expr(e.index), e.type);
       default:
         e satisfies never;
         throw new Error("unreachable");

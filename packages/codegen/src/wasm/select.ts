@@ -13,6 +13,9 @@ export const MATH_IMPORTS = ["exp", "log", "tanh", "erf", "sin", "cos", "f16_to_
 
 /** Wasm instruction selection for the shared register-machine driver. */
 export class WasmEmitter extends WasmBase implements RegTarget<number> {
+  /** Vector locals made by splatting one scalar local (shift counts use the scalar). */
+  private readonly splats = new Map<number, number>();
+
   constant(type: ValueType, value: number | boolean): number {
     if (isF(type)) this.c.f32(Number(value));
     else this.c.i32(typeof value === "boolean" ? (value ? 1 : 0) : Number(value) | 0);
@@ -76,6 +79,39 @@ export class WasmEmitter extends WasmBase implements RegTarget<number> {
     return this.put(type);
   }
 
+  /**
+   * `load4`: one SIMD load of four elements, widened in-register. Bytes: `v128.load32_zero` then two extends
+   * (signed for vec4<i32>); 16-bit floats: `v128.load64_zero`, zero-extend to i32x4, then the bf16 shift or the
+   * exact f16 widening; 32-bit elements: `v128.load`.
+   */
+  load4(array: string, elem: ElemType, index: number, type: ValueType): number {
+    this.address("global", array, elem, index);
+    const signed = type === "vec4<i32>";
+    switch (elem) {
+      case "u8": case "i8":
+        this.c.simdMem(Simd.v128_load32_zero, 0);
+        this.c.simd(signed ? Simd.i16x8_extend_low_i8x16_s : Simd.i16x8_extend_low_i8x16_u);
+        this.c.simd(signed ? Simd.i32x4_extend_low_i16x8_s : Simd.i32x4_extend_low_i16x8_u);
+        break;
+      case "bf16": this.c.simdMem(Simd.v128_load64_zero, 1).simd(Simd.i32x4_extend_low_i16x8_u).i32(16).simd(Simd.i32x4_shl); break;
+      case "f16": this.c.simdMem(Simd.v128_load64_zero, 1).simd(Simd.i32x4_extend_low_i16x8_u); this.f16Widen4(); break;
+      default: this.c.simdMem(Simd.v128_load, 2);
+    }
+    return this.put(type);
+  }
+
+  /** {@link f16Widen} on the four i32 lanes on the stack (f16 bits, zero-extended), with a lane mask for inf/NaN. */
+  private f16Widen4(): void {
+    const h = this.c.local(ValType.v128);
+    const em = this.c.local(ValType.v128);
+    const splat = (v: number): void => void this.c.i32(v).simd(Simd.i32x4_splat);
+    this.c.opU(W.local_tee, h); splat(0x7fff); this.c.simd(Simd.v128_and).opU(W.local_set, em);
+    this.get(em).c.i32(13).simd(Simd.i32x4_shl); splat(0x7f800000); this.c.simd(Simd.v128_or);
+    this.get(em).c.i32(13).simd(Simd.i32x4_shl); this.c.f32(2 ** 112).simd(Simd.f32x4_splat).simd(Simd.f32x4_mul);
+    this.get(em); splat(0x7c00); this.c.simd(Simd.i32x4_ge_s).simd(Simd.v128_bitselect);
+    this.get(h); splat(0x8000); this.c.simd(Simd.v128_and).i32(16).simd(Simd.i32x4_shl).simd(Simd.v128_or);
+  }
+
   store(space: string, array: string, elem: ElemType, index: number, value: number): void {
     this.address(space, array, elem, index);
     switch (elem) {
@@ -122,7 +158,7 @@ export class WasmEmitter extends WasmBase implements RegTarget<number> {
       else if (isF(type)) this.get(a).c.op(W.f32_neg);
       else this.c.i32(0), this.get(a).c.op(W.i32_sub);
     } else if (type === "bool") this.get(a).c.op(W.i32_eqz);
-    else if (n) this.unsupported("vector not");
+    else if (n) this.get(a).c.simd(0x4d /* v128.not */);
     else this.get(a).c.i32(-1).op(W.i32_xor);
     return this.put(type);
   }
@@ -130,9 +166,10 @@ export class WasmEmitter extends WasmBase implements RegTarget<number> {
   binary(op: string, type: ValueType, a: number, b: number): number {
     const e = elemOf(type);
     if (lanesOf(type) > 1) {
+      if (op === "shl" || op === "shr") return this.vectorShift(op, type, a, b);
       const table: Record<string, number | undefined> = isF(type)
         ? { add: Simd.f32x4_add, sub: Simd.f32x4_sub, mul: Simd.f32x4_mul, div: Simd.f32x4_div }
-        : { add: Simd.i32x4_add, sub: Simd.i32x4_sub, mul: Simd.i32x4_mul };
+        : { add: Simd.i32x4_add, sub: Simd.i32x4_sub, mul: Simd.i32x4_mul, and: Simd.v128_and, or: Simd.v128_or, xor: Simd.v128_xor };
       const code = table[op];
       if (code === undefined) return this.unsupported(`vector ${op} on ${type}`);
       this.get(a).get(b).c.simd(code);
@@ -154,6 +191,21 @@ export class WasmEmitter extends WasmBase implements RegTarget<number> {
     if (code === undefined) return this.unsupported(`${op} on ${type}`);
     this.get(a).get(b).c.op(code);
     return this.put(type);
+  }
+
+  /**
+   * Lane-wise shift of an i32x4/u32x4. Wasm shifts every lane by one scalar count, so a count made by splatting
+   * one value (see {@link vec}) shifts in one instruction; other counts shift lane by lane.
+   */
+  private vectorShift(op: "shl" | "shr", type: ValueType, a: number, b: number): number {
+    const code = op === "shl" ? Simd.i32x4_shl : elemOf(type) === "i32" ? Simd.i32x4_shr_s : Simd.i32x4_shr_u;
+    const count = this.splats.get(b);
+    if (count !== undefined) {
+      this.get(a).get(count).c.simd(code);
+      return this.put(type);
+    }
+    const lanes = [0, 1, 2, 3].map((l) => this.binary(op, elemOf(type), this.extract(type, l, a), this.extract(type, l, b)));
+    return this.vec(type, lanes);
   }
 
   cmp(op: string, operand: ValueType, a: number, b: number): number {
@@ -208,7 +260,7 @@ export class WasmEmitter extends WasmBase implements RegTarget<number> {
   }
 
   cast(from: ValueType, to: ValueType, a: number): number {
-    if (lanesOf(to) > 1) return this.unsupported("vector cast");
+    if (lanesOf(to) > 1) return this.vectorCast(from, to, a);
     const fe = elemOf(from);
     const te = elemOf(to);
     this.get(a);
@@ -217,6 +269,16 @@ export class WasmEmitter extends WasmBase implements RegTarget<number> {
       else if (fe !== "bool") this.c.i32(0).op(W.i32_ne);
     } else if (fe === "f32" && te !== "f32") this.c.misc(te === "i32" ? Misc.i32_trunc_sat_f32_s : Misc.i32_trunc_sat_f32_u);
     else if (te === "f32" && fe !== "f32") this.c.op(fe === "i32" ? W.f32_convert_i32_s : W.f32_convert_i32_u);
+    return this.put(to);
+  }
+
+  /** Lane-wise cast between vec4 of f32/i32/u32 (i32 <-> u32 keeps the bits). */
+  private vectorCast(from: ValueType, to: ValueType, a: number): number {
+    const fe = elemOf(from), te = elemOf(to);
+    this.get(a);
+    if (te === "f32" && fe !== "f32") this.c.simd(fe === "i32" ? Simd.f32x4_convert_i32x4_s : Simd.f32x4_convert_i32x4_u);
+    else if (fe === "f32" && te !== "f32") this.c.simd(te === "i32" ? Simd.i32x4_trunc_sat_f32x4_s : Simd.i32x4_trunc_sat_f32x4_u);
+    if (lanesOf(to) !== 4) return this.unsupported(`cast ${from} -> ${to}`);
     return this.put(to);
   }
 
@@ -250,11 +312,17 @@ export class WasmEmitter extends WasmBase implements RegTarget<number> {
 
   vec(type: ValueType, elems: readonly number[]): number {
     const f = isF(type);
-    this.get(elems[0]!).c.simd(f ? Simd.f32x4_splat : Simd.i32x4_splat);
-    elems.forEach((x, i) => {
-      if (i > 0) this.get(x).c.simdLane(f ? Simd.f32x4_replace_lane : Simd.i32x4_replace_lane, i);
-    });
-    return this.put(type);
+    const first = elems[0]!;
+    const splat = lanesOf(type) === 4 && elems.every((x) => x === first);
+    this.get(first).c.simd(f ? Simd.f32x4_splat : Simd.i32x4_splat);
+    if (!splat) {
+      elems.forEach((x, i) => {
+        if (i > 0) this.get(x).c.simdLane(f ? Simd.f32x4_replace_lane : Simd.i32x4_replace_lane, i);
+      });
+    }
+    const v = this.put(type);
+    if (splat) this.splats.set(v, first);
+    return v;
   }
 
   extract(vecType: ValueType, lane: number, a: number): number {

@@ -127,7 +127,7 @@ function inline(req: KernelRequest, members: readonly KernelRequest[], name: str
     const f = flags(m);
     const typed = [...m.inputs.map((a) => bufs.use(a, elemForDType(a.dtype), false)), bufs.use(m.output, elemForDType(m.output.dtype), true)];
     if (!typed.every((ok) => ok)) throw new KernelgenError("bad_dtype", "members of one group read a buffer as different types", { synth: SYNTH, param: "group" });
-    const src = contractionSource(m.inputs, 1, f.accDtype, f.transposeB, () => ({ bufs: m.inputs.map((a) => bufs.at(a)), out: bufs.at(m.output) }));
+    const src = contractionSource(m.inputs, 1, f.accDtype, f.transposeB, { buffers: () => ({ bufs: m.inputs.map((a) => bufs.at(a)), out: bufs.at(m.output) }), cpuSimd: caps.serialThreads === true && caps.simdLoads === true });
     return { m, region: f.region, src, it: regionSpace(f.region, src, m.output) };
   });
   const total = parts.reduce((a, p) => a + p.it.total, 0);

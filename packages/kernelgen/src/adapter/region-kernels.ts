@@ -2,7 +2,7 @@
 // or per update element for in-place cache writes), row regions (reductions then epilogue), and packed decodes.
 
 import { kernel } from "@poot/kernel-dsl";
-import type { Arr, Builder, Val } from "@poot/kernel-dsl";
+import type { Arr, Builder, ElemType, Val } from "@poot/kernel-dsl";
 import { isPacked, numel } from "@poot/graph-ir";
 import type { PackedFormat, ScalarDType } from "@poot/graph-ir";
 import { PLAN_OPS } from "@poot/graph-plan";
@@ -14,6 +14,7 @@ import { blockDecoder } from "../synth/decode.js";
 import { argmaxBeats, combine, workgroupArgmax, workgroupReduce } from "../synth/reduction.js";
 import { linearThread } from "../synth/index-math.js";
 import { delinearize, elemForDType, loadAccess, storeAccess } from "./access.js";
+import { simdDot, simdDotApplies } from "./contraction-cpu.js";
 import { RegionEmitter } from "./region-emit.js";
 import type { Coords, InputReader } from "./region-emit.js";
 
@@ -47,9 +48,9 @@ function accessSource(inputs: readonly Access[]): RegionSource {
 }
 
 /** Declares `in<i>` for each input not aliasing the output's root, then `out`; aliasing inputs map to `out`. */
-function declareBuffers(b: Builder, inputs: readonly Access[], output: Access): { bufs: Arr[]; out: Arr } {
+function declareBuffers(b: Builder, inputs: readonly Access[], output: Access, elemFor: (i: number) => ElemType | undefined = () => undefined): { bufs: Arr[]; out: Arr } {
   const aliased = inputs.map((a) => a.root === output.root);
-  const own = inputs.map((a, i) => (aliased[i] ? undefined : b.buffer(`in${i}`, elemForDType(a.dtype), "read")));
+  const own = inputs.map((a, i) => (aliased[i] ? undefined : b.buffer(`in${i}`, elemFor(i) ?? elemForDType(a.dtype), "read")));
   const out = b.buffer("out", elemForDType(output.dtype), aliased.some((x) => x) ? "read_write" : "write");
   return { bufs: own.map((x) => x ?? out), out };
 }
@@ -258,13 +259,20 @@ export function singleNodeRegion(op: string, inputs: readonly Access[], params: 
   return { nodes: [{ op, args: inputs.map((_, i) => ({ in: i })), params: params as never, dtype: output.dtype as ScalarDType, shape: output.shape }], result: 0 };
 }
 
+/** Options of {@link contractionSource}. */
+export interface ContractionSourceOptions {
+  /** Arrays declared elsewhere (one per input, then out): a horizontal group declares its buffers once for every member. */
+  readonly buffers?: (b: Builder, output: Access) => { bufs: Arr[]; out: Arr };
+  /** Serial-thread caps with SIMD loads (the CPU backend): dot products through `load4`. */
+  readonly cpuSimd?: boolean;
+}
+
 /**
  * The region inputs of a contraction computed inline: inputs 0..heads-1 are the accumulators A·B_h (each value a
  * K-loop, rounded to accDtype; packed B decoded per element), then the extra operands. Buffers in0 (A), in1..
- * (the B operands), then the extras, named in<request input index>; `buffers` supplies arrays declared elsewhere
- * instead (one per input, then out: a horizontal group declares its buffers once for every member).
+ * (the B operands), then the extras, named in<request input index>, unless `options.buffers` supplies them.
  */
-export function contractionSource(inputs: readonly Access[], heads: number, accDtype: ScalarDType, transposeB: boolean, buffers: (b: Builder, output: Access) => { bufs: Arr[]; out: Arr } = (b, output) => declareBuffers(b, inputs, output)): RegionSource & { readonly accShape: readonly number[] } {
+export function contractionSource(inputs: readonly Access[], heads: number, accDtype: ScalarDType, transposeB: boolean, options: ContractionSourceOptions = {}): RegionSource & { readonly accShape: readonly number[] } {
   const A = inputs[0] as Access;
   const Bs = inputs.slice(1, 1 + heads);
   const extras = inputs.slice(1 + heads);
@@ -281,11 +289,20 @@ export function contractionSource(inputs: readonly Access[], heads: number, accD
     dtypes: [...Bs.map(() => accDtype), ...extras.map((a) => a.dtype as ScalarDType)],
     access: (i) => (i < heads ? undefined : extras[i - heads]),
     declare: (b, output) => {
-      const { bufs, out } = buffers(b, output);
-      const decs = Bs.map((B, h) => (isPacked(B.dtype) ? blockDecoder(b, B.dtype.packed, bufs[1 + h] as Arr<"u32">) : undefined));
+      // CPU SIMD (serial threads + load4): B operands are read by simdDot, packed ones as bytes — only where this
+      // source declares its own buffers (a horizontal group declares packed weights as words for every member).
+      const { buffers, cpuSimd = false } = options;
+      const simd = Bs.map((B) => cpuSimd && simdDotApplies(A, B, transposeB) && (buffers === undefined || !isPacked(B.dtype)));
+      const u8 = (i: number) => (i >= 1 && i <= heads && simd[i - 1] && isPacked((Bs[i - 1] as Access).dtype) ? "u8" : undefined);
+      const { bufs, out } = buffers === undefined ? declareBuffers(b, inputs, output, u8) : buffers(b, output);
+      const decs = Bs.map((B, h) => (isPacked(B.dtype) && !simd[h] ? blockDecoder(b, B.dtype.packed, bufs[1 + h] as Arr<"u32">) : undefined));
       const dot = (h: number, c: Coords): Val<"f32"> => {
         const B = Bs[h] as Access;
         const dec = decs[h];
+        if (simd[h]) {
+          const acc = simdDot(b, A, bufs[0] as Arr, B, bufs[1 + h] as Arr, c.slice(ar - A.shape.length, ar).map((x, d) => ((A.shape[d] as number) === 1 ? b.u32(0) : x)), c[ar - 1] as Val<"u32">);
+          return b.let_(accDtype === "f32" ? acc : b.unpack(accDtype as "bf16", b.pack(accDtype as "bf16", acc)), "acc");
+        }
         const acc = b.var_(b.f32(0), "dot");
         const n = c[ar - 1] as Val<"u32">;
         b.for_(b.u32(0), K, 1, (kk) => {
@@ -319,7 +336,7 @@ export function contractionSource(inputs: readonly Access[], heads: number, accD
  * GEMV/GEMM synthesizers; used only when the epilogue needs it.
  */
 export function inlineContraction(name: string, inputs: readonly Access[], heads: number, epilogue: Region | null, accDtype: ScalarDType, transposeB: boolean, output: Access, caps: SynthCaps): SynthKernel {
-  const src = contractionSource(inputs, heads, accDtype, transposeB);
+  const src = contractionSource(inputs, heads, accDtype, transposeB, { cpuSimd: caps.serialThreads === true && caps.simdLoads === true });
   const region: Region = epilogue ?? { nodes: [{ op: "Cast", args: [{ in: 0 }], params: { to: accDtype } as never, dtype: accDtype, shape: src.accShape }], result: 0 };
   return region.nodes.some((n) => n.op === "Reduce") ? regionRow(name, region, src, output, caps) : regionKernel(name, region, src, output, caps);
 }

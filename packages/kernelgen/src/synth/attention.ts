@@ -73,9 +73,11 @@ const SYNTH = "attention";
 
 /** Lanes per workgroup: the largest power of two ≤ maxWorkgroup (and ≤ 128) whose partials fit workgroup memory. */
 export function attentionLanes(headDim: number, valueDim: number, caps: SynthCaps): number {
+  // Serial threads (CPU): a workgroup's lanes run one after another on one core, so more lanes add only the merge
+  // through workgroup memory; one lane walks every key of its (query, head) (decision 0951).
   const fits = (l: number): boolean => (l * (valueDim + 2) + headDim) * 4 <= caps.sharedBytes;
   let lanes = 1;
-  while (lanes * 2 <= Math.min(caps.maxWorkgroup, 128) && fits(lanes * 2)) lanes *= 2;
+  while (caps.serialThreads !== true && lanes * 2 <= Math.min(caps.maxWorkgroup, 128) && fits(lanes * 2)) lanes *= 2;
   if (!fits(lanes)) throw new KernelgenError("exceeds_caps", `one lane needs ${(valueDim + 2 + headDim) * 4} bytes of workgroup memory`, { synth: SYNTH, param: "caps.sharedBytes", value: caps.sharedBytes });
   return lanes;
 }

@@ -9,7 +9,7 @@ import type { SynthCaps, SynthKernel } from "../caps.js";
 import { KernelgenError } from "../errors.js";
 import { blockDecoder, checkFormat } from "./decode.js";
 import type { BlockDecoder } from "./decode.js";
-import { unrolledDecoder } from "./decode-unrolled.js";
+import { serialDequantLoop } from "./dequant-cpu.js";
 import { prepareEpilogue } from "./epilogue.js";
 import type { Epilogue, PreparedEpilogue } from "./epilogue.js";
 import { laneGroupSum } from "./gemv.js";
@@ -109,27 +109,8 @@ export function synthesizeDequantGemvWith(req: DequantGemvRequest, caps: SynthCa
     const xRow = accs.map((_, j) => let_(b.min(r0.add(j), u32(B - 1)).mul(K), `xr${j}`));
     const decs = Ws.map((W) => blockDecoder(b, f, W as Arr<"u32">));
     if (serial) {
-      // The block is unrolled: index math folds, each byte is loaded once, U partial sums per row and weight.
-      const U = f.blockSize % 4 === 0 ? 4 : 1;
-      const unrolled = Ws.map((W, h) => unrolledDecoder(b, f, W as Arr<"u32">, (decs[h] as BlockDecoder).binary));
-      const parts = accs.map((row, j) => row.map((acc, h) => Array.from({ length: U }, (_, q) => (q === 0 ? acc : var_(f32(0), `part${j}_${h}_${q}`)))));
-      if_(live, () => {
-        for_(u32(0), nb, 1, (blk) => {
-          const base = let_(n.mul(nb).add(blk).mul(f.bytesPerBlock), "base");
-          for (const dec of unrolled) dec.block(base);
-          const k0 = let_(blk.mul(f.blockSize), "k0");
-          const xk = xRow.map((xr) => let_(k0.add(xr), "xk"));
-          for (let i = 0; i < f.blockSize; i++) {
-            const ws = unrolled.map((dec) => dec.element(i));
-            parts.forEach((row, j) => {
-              const xv = let_(x.at((xk[j] as Val<"u32">).add(i)), "xv");
-              row.forEach((ps, h) => ps[i % U]!.set(ps[i % U]!.add(xv.mul(ws[h] as Val<"f32">))));
-            });
-          }
-        }, "blk");
-        // Partial sums combine pairwise into acc: (p0 + p1) + (p2 + p3).
-        if (U > 1) parts.forEach((row) => row.forEach((ps) => ps[0]!.set(ps[0]!.add(ps[1]!).add(ps[2]!.add(ps[3]!)))));
-      });
+      // The block is unrolled; with SIMD loads four weights decode and multiply at once (dequant-cpu.ts).
+      if_(live, () => serialDequantLoop(b, { f, Ws: Ws as Arr<"u32">[], decs, x, xRow, accs, n, nb, simd: caps.simdLoads === true }));
     } else if (split > 1) {
       if_(live, () => packedSplitLoop(b, decs, f, K, x, n, lane, lanes, xRow, accs));
     } else if_(live, () => {

@@ -7,6 +7,7 @@ import { checkCaps, grid2d, pow2Workgroup } from "../caps.js";
 import type { SynthCaps, SynthKernel } from "../caps.js";
 import { KernelgenError } from "../errors.js";
 import { prepareEpilogue } from "./epilogue.js";
+import { gemvNKSimd } from "./gemv-cpu.js";
 import type { Epilogue, PreparedEpilogue } from "./epilogue.js";
 import { checkDType, elemOf, storeAs } from "./storage.js";
 import type { StorageDType } from "./storage.js";
@@ -63,6 +64,7 @@ export function synthesizeGemvWith(req: GemvRequest, caps: SynthCaps, ep: Prepar
   const H = req.heads ?? 1;
   if (!Number.isInteger(H) || H < 1 || H > 4) throw new KernelgenError("bad_param", `heads ${H} must be 1..4`, { synth: SYNTH, param: "heads", value: H });
   if (req.weight.layout === "kn") return gemvKN(req, caps, B, H, xDtype, wDtype, outDtype, ep);
+  if (caps.serialThreads === true && caps.simdLoads === true) return gemvNKSimd(req, caps, B, H, xDtype, wDtype, outDtype, ep);
   // [N, K]: a group of `lanes` threads per output row, striding over K (coalesced); rowsPerWg rows per workgroup.
   // Serial threads (CPU): a thread per output row, U independent partial sums (no reduction, no barrier).
   const serial = caps.serialThreads === true;

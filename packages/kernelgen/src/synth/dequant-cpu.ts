@@ -1,0 +1,65 @@
+// The CPU (serial-thread) body of the dequant GEMV: one thread per output row walks its blocks, each block unrolled
+// (decode-unrolled.ts). With SIMD loads (caps.simdLoads) four consecutive weights decode as one vec4<f32> and
+// multiply four x values at once into four independent vec4 sums (docs/decisions/0951); without, scalar partial sums.
+
+import type { Arr, Builder, Val, Var } from "@poot/kernel-dsl";
+import type { PackedFormat } from "@poot/graph-ir";
+import type { BlockDecoder } from "./decode.js";
+import { unrolledDecoder } from "./decode-unrolled.js";
+
+/** What the serial loop needs from the dequant GEMV kernel being built. */
+export interface SerialDequantParts {
+  readonly f: PackedFormat;
+  readonly Ws: readonly Arr<"u32">[];
+  readonly decs: readonly BlockDecoder[];
+  readonly x: Arr<"f32">;
+  /** Per x row: the element offset of the row in x. */
+  readonly xRow: readonly Val<"u32">[];
+  /** Per x row and weight: the sum this thread leaves for the epilogue. */
+  readonly accs: readonly (readonly Var<"f32">[])[];
+  readonly n: Val<"u32">;
+  readonly nb: number;
+  /** Vectorize (the caps have SIMD loads). */
+  readonly simd: boolean;
+}
+
+/** Four f32 lanes of zero. */
+const zero4 = (b: Builder): Val<"vec4<f32>"> => b.vec("vec4<f32>", b.f32(0), b.f32(0), b.f32(0), b.f32(0));
+
+/** Horizontal sum of four vec4 partial sums: pairwise ((a0 + a1) + (a2 + a3)), then lanes (x + y) + (z + w). */
+export function sum4x4(b: Builder, ps: readonly Val<"vec4<f32>">[]): Val<"f32"> {
+  const v = b.let_(ps[0]!.add(ps[1]!).add(ps[2]!.add(ps[3]!)), "hsum");
+  return v.x.add(v.y).add(v.z.add(v.w));
+}
+
+/** Emits the row loop into the current block (inside `if (live)`); leaves each row's sums in `accs`. */
+export function serialDequantLoop(b: Builder, p: SerialDequantParts): void {
+  const { let_, var_, for_, u32, f32 } = b;
+  const { f, n, nb, x, xRow, accs } = p;
+  const unrolled = p.Ws.map((W, h) => unrolledDecoder(b, f, W, (p.decs[h] as BlockDecoder).binary));
+  const simd = p.simd && f.blockSize % 4 === 0;
+  // U partial sums per row and weight (vec4 when SIMD), used round-robin over the block's elements.
+  const U = simd || f.blockSize % 4 === 0 ? 4 : 1;
+  // (Typed as f32 sums: the vec4 and f32 forms take the same add/mul calls.)
+  const parts = accs.map((row, j) => row.map((acc, h) => Array.from({ length: U }, (_, q) => (simd ? (var_(zero4(b), `vacc${j}_${h}_${q}`) as unknown as Var<"f32">) : q === 0 ? acc : var_(f32(0), `part${j}_${h}_${q}`)))));
+  for_(u32(0), nb, 1, (blk) => {
+    const base = let_(n.mul(nb).add(blk).mul(f.bytesPerBlock), "base");
+    for (const dec of unrolled) dec.block(base);
+    const k0 = let_(blk.mul(f.blockSize), "k0");
+    const xk = xRow.map((xr) => let_(k0.add(xr), "xk"));
+    const step = simd ? 4 : 1;
+    for (let i = 0; i < f.blockSize; i += step) {
+      const q = (i / step) % U;
+      const ws = unrolled.map((dec) => (simd ? (dec.element4(i) as unknown as Val<"f32">) : dec.element(i)));
+      parts.forEach((row, j) => {
+        const xv = simd ? (x.at4((xk[j] as Val<"u32">).add(i)) as unknown as Val<"f32">) : let_(x.at((xk[j] as Val<"u32">).add(i)), "xv");
+        row.forEach((ps, h) => ps[q]!.set(ps[q]!.add(xv.mul(ws[h]!))));
+      });
+    }
+  }, "blk");
+  parts.forEach((row, j) => row.forEach((ps, h) => {
+    const acc = accs[j]![h]!;
+    if (simd) acc.set(sum4x4(b, ps as unknown as Val<"vec4<f32>">[]));
+    else if (U > 1) acc.set(acc.add(ps[1]!).add(ps[2]!.add(ps[3]!)));
+  }));
+}
