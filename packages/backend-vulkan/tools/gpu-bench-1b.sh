@@ -25,12 +25,18 @@ export __EGL_VENDOR_LIBRARY_FILENAMES=${__EGL_VENDOR_LIBRARY_FILENAMES:-/usr/loc
 "$bundle/node" tools/random-model/make-hf.mjs --out "$model" --shape "${SHAPE:-llama-3.2-1b}" || exit 1
 echo "unpacked and model written in $(( $(date +%s) - t0 )) s"
 rc=0
-for b in vulkan wgpu; do
-  BACKEND=$b SKIP_CONFORMANCE=1 SKIP_FIXTURES=1 BENCH_P=${BENCH_P:-128} BENCH_G=${BENCH_G:-64} BENCH_RUNS=${BENCH_RUNS:-3} \
-    timeout "${STEP_TIMEOUT:-240}" "$bundle/node" "$bundle/bin/gpu-apis-h200.js" "$bundle/fixtures/hf" "$model" "$out" > "$out/bench-$b.log" 2>&1
-  r=$?
-  [ $r = 0 ] || rc=$r
-  echo "== $b: exit $r after $(( $(date +%s) - t0 )) s"
-  grep -E '^(vulkan probe|bench|[0-9]+ failure)' "$out/bench-$b.log" | cut -c1-1500
+# HFUSION_MODES="grouped shared-epilogue": one bench per --horizontal-fusion mode (decision 0402), each mode's
+# reports in "$out/<mode>".
+for mode in ${HFUSION_MODES:-default}; do
+  o=$out; hf=()
+  [ "$mode" = default ] || { o=$out/$mode; hf=(BENCH_HFUSION="$mode"); mkdir -p "$o"; }
+  for b in vulkan wgpu; do
+    env "${hf[@]}" BACKEND=$b SKIP_CONFORMANCE=1 SKIP_FIXTURES=1 BENCH_P=${BENCH_P:-128} BENCH_G=${BENCH_G:-64} BENCH_RUNS=${BENCH_RUNS:-3} \
+      timeout "${STEP_TIMEOUT:-240}" "$bundle/node" "$bundle/bin/gpu-apis-h200.js" "$bundle/fixtures/hf" "$model" "$o" > "$o/bench-$b.log" 2>&1
+    r=$?
+    [ $r = 0 ] || rc=$r
+    echo "== $b ($mode): exit $r after $(( $(date +%s) - t0 )) s"
+    grep -E '^(bench|[0-9]+ failure)' "$o/bench-$b.log" | cut -c1-1500
+  done
 done
 exit $rc

@@ -136,13 +136,15 @@ async function poot(argv: string[]): Promise<unknown> {
 }
 // BENCH_P / BENCH_G / BENCH_RUNS shorten a smoke run of the bundle on lavapipe; the defaults are what is recorded.
 const P = Number(process.env.BENCH_P ?? 128), G = Number(process.env.BENCH_G ?? 64), RUNS = process.env.BENCH_RUNS ?? "3";
+// BENCH_HFUSION=grouped|shared-epilogue: bench and prediction with that --horizontal-fusion (decision 0402).
+const HF = process.env.BENCH_HFUSION === undefined ? [] : ["--horizontal-fusion", process.env.BENCH_HFUSION];
 const benches: Record<string, unknown> = {};
 report.bench = benches;
 for (const b of BACKENDS) {
   try {
-    const r = (await poot(["bench", demo, "--backend", b, "--prompt-tokens", String(P), "--gen-tokens", String(G), "--runs", RUNS, "--json"])) as { decodeTokS: number; prefillTokS: number; decodeDispatchesPerToken: number | null; kvLayout: { pageSize: number; pages: number } };
+    const r = (await poot(["bench", demo, "--backend", b, "--prompt-tokens", String(P), "--gen-tokens", String(G), "--runs", RUNS, ...HF, "--json"])) as { decodeTokS: number; prefillTokS: number; decodeDispatchesPerToken: number | null; kvLayout: { pageSize: number; pages: number } };
     // The prediction for the graph bench ran: the runtime's paged layout (decision 0704).
-    const predicted = (await poot(["compile", demo, "--target", b, "--mode", "decode", "--context", String(P + G), "--page-size", String(r.kvLayout.pageSize), "--pages", String(r.kvLayout.pages), "--json"])) as { fusedDispatches: number };
+    const predicted = (await poot(["compile", demo, "--target", b, "--mode", "decode", "--context", String(P + G), "--page-size", String(r.kvLayout.pageSize), "--pages", String(r.kvLayout.pages), ...HF, "--json"])) as { fusedDispatches: number };
     const ok = r.decodeDispatchesPerToken === predicted.fusedDispatches;
     if (!ok) failures++;
     benches[b] = { ...r, predictedDispatchesPerToken: predicted.fusedDispatches, dispatchesMatch: ok };
