@@ -30,7 +30,13 @@ function launch(req: KernelRequest, caps: SynthCaps, inputs: readonly ArrayLike<
   const k = synthesizeRequest(req, caps, "k");
   const out = poisoned(k.kernel, "out", n);
   const buffers: Record<string, ArrayLike<number>> = { out };
-  for (const b of k.bindings) if (b.source.kind === "input") buffers[b.buffer] = inputs[b.source.index]!;
+  for (const b of k.bindings) {
+    if (b.source.kind !== "input") continue;
+    const a = inputs[b.source.index]!;
+    // The CPU SIMD kernels read packed weights as bytes (u8 buffers): the same little-endian words, viewed as bytes.
+    const bytes = k.kernel.buffers.find((p) => p.name === b.buffer)?.elem === "u8" && a instanceof Uint32Array;
+    buffers[b.buffer] = bytes ? new Uint8Array(a.buffer, a.byteOffset, a.byteLength) : a;
+  }
   run(k.kernel, { grid: [...k.grid], buffers: buffers as never, ...(k.subgroupSize === undefined ? {} : { subgroupSize: k.subgroupSize }) });
   return out as ArrayLike<number>;
 }
