@@ -7,6 +7,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const modelsDist = path.resolve(here, "../../packages/models/dist/index.js");
@@ -23,16 +24,21 @@ export const SHAPE = {
   bos: 128000, eos: 128009, eot: 128009, endOfText: 128001,
 };
 
-const arg = (name, dflt) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : dflt;
-};
+const USAGE = "usage: node tools/random-model/make-random-model.mjs [--type F16|Q8_0|Q4_K_M|all] [--out-dir DIR] [--seed N]";
+let flags;
+try {
+  flags = parseArgs({ options: { type: { type: "string", default: "all" }, "out-dir": { type: "string" }, seed: { type: "string", default: "1" }, help: { type: "boolean" } } }).values;
+} catch (e) {
+  console.error(`${e.message}\n${USAGE}`);
+  process.exit(2);
+}
+if (flags.help) { console.log(USAGE); process.exit(0); }
 const TYPES = ["F16", "Q8_0", "Q4_K_M"];
-const typeArg = arg("type", "all");
-const types = typeArg === "all" ? TYPES : [typeArg];
+const types = flags.type === "all" ? TYPES : [flags.type];
 for (const t of types) if (!TYPES.includes(t)) { console.error(`--type must be one of ${TYPES.join(", ")} or all, not ${t}`); process.exit(2); }
-const outDir = path.resolve(arg("out-dir", path.join(os.tmpdir(), "poot-random-model")));
-const seed = Number(arg("seed", "1")) >>> 0;
+const outDir = path.resolve(flags["out-dir"] ?? path.join(os.tmpdir(), "poot-random-model"));
+if (!/^\d+$/.test(flags.seed)) { console.error(`--seed must be a non-negative integer, not ${flags.seed}`); process.exit(2); }
+const seed = Number(flags.seed) >>> 0;
 
 /** A seeded 32-bit generator (xorshift128), so every run writes the same bytes. */
 function rng(s) {
