@@ -10,8 +10,8 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { createCudaExecutor } from "@poot/backend-cuda";
-import { LoadedModel, openSafetensors } from "@poot/models";
-import { Engine, argmax } from "@poot/runtime";
+import { Engine } from "@poot/runtime";
+import { checkHfFamily, relErr } from "./hf-family.js";
 
 const [fixtures] = process.argv.slice(2);
 if (fixtures === undefined) throw new Error("usage: cuda-fixtures.gpu.mjs FIXTURES_DIR");
@@ -20,54 +20,14 @@ const outDir = process.env.OUT ?? ".gpu/out";
 fs.mkdirSync(outDir, { recursive: true });
 const newExecutor = () => createCudaExecutor({ cacheDir: "/tmp/poot-cuda-cache" });
 
-/** max |a - ref| / max |ref| (the fixtures README's agreement measure); NaN counts as a failure. */
-function relErr(a: Float32Array, ref: Float32Array): number {
-  let d = 0, m = 0;
-  for (let i = 0; i < ref.length; i++) {
-    d = Math.max(d, Math.abs(a[i]! - ref[i]!));
-    m = Math.max(m, Math.abs(ref[i]!));
-  }
-  return Number.isNaN(d) ? Infinity : d / m;
-}
-
 function readF32(file: string): Float32Array {
   const b = fs.readFileSync(file);
   return new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
 }
 
 function hfFamily(fam: string, weights: "f32" | "bf16"): Record<string, unknown> {
-  const dir = path.join(fixtures!, "hf", fam);
-  const ref = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as { prompt_ids: number[]; greedy_ids: number[] };
-  const full = openSafetensors(path.join(dir, "reference.safetensors")).readF32Sync("full_logits");
-  const executor = newExecutor();
-  const engine = new Engine(LoadedModel.open(dir, { weights }), { executor, context: 64, tokenizer: null });
-  try {
-    const V = engine.config.vocabSize, T = ref.prompt_ids.length;
-    const row = (r: number): Float32Array => full.subarray(r * V, (r + 1) * V);
-    const pre = engine.openSession();
-    const prefill = relErr(pre.step(ref.prompt_ids), row(T - 1));
-    pre.release();
-    const s = engine.openSession();
-    let decode = 0;
-    let logits = new Float32Array(0);
-    for (let t = 0; t < T; t++) {
-      logits = s.step([ref.prompt_ids[t]!]);
-      decode = Math.max(decode, relErr(logits, row(t)));
-    }
-    const ids: number[] = [];
-    for (let g = 0; g < ref.greedy_ids.length; g++) {
-      ids.push(argmax(logits));
-      if (g + 1 === ref.greedy_ids.length) break;
-      logits = s.step([ref.greedy_ids[g]!]);
-      decode = Math.max(decode, relErr(logits, row(T + g)));
-    }
-    s.release();
-    const idsEqual = ids.length === ref.greedy_ids.length && ids.every((x, i) => x === ref.greedy_ids[i]);
-    return { ok: prefill <= TOL && decode <= TOL && idsEqual, prefillRelErr: prefill, decodeRelErr: decode, idsEqual };
-  } finally {
-    engine.close();
-    executor.dispose();
-  }
+  const { ids: _, ...r } = checkHfFamily(path.join(fixtures!, "hf", fam), newExecutor(), weights, TOL);
+  return r;
 }
 
 function ggufFile(fam: string, type: string): Record<string, unknown> {

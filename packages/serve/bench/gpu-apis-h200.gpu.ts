@@ -14,11 +14,10 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe } from "vitest";
 import { runConformance } from "@poot/executor/conformance";
-import { LoadedModel, openSafetensors } from "@poot/models";
-import { Engine } from "@poot/runtime";
 import { probeVulkan } from "@poot/backend-vulkan";
 import { bufferIo, runCli } from "@poot/serve";
 import { createExecutor } from "../src/commands/backends.js";
+import { checkHfFamily } from "./hf-family.js";
 
 // The shim's registry runner (vitest itself has none): the bundle aliases "vitest" to the shim module.
 import { runRegistered } from "vitest";
@@ -60,51 +59,11 @@ if (process.env.SKIP_CONFORMANCE !== "1") {
   save();
 }
 
-/** max |a - ref| / max |ref|. */
-function relErr(a: Float32Array, ref: Float32Array): number {
-  let d = 0, m = 0;
-  for (let i = 0; i < ref.length; i++) {
-    d = Math.max(d, Math.abs(a[i]! - ref[i]!));
-    m = Math.max(m, Math.abs(ref[i]!));
-  }
-  return Number.isNaN(d) ? Infinity : d / m;
-}
-const argmax = (a: Float32Array): number => a.reduce((b, x, i) => (x > a[b]! ? i : b), 0);
-
 // 2. The fixture families, prefill and decode, as packages/serve/test/gpu-fixtures.ts checks them on lavapipe.
 function family(backend: string, fam: string): Record<string, unknown> {
-  const dir = path.join(fixtures!, fam);
-  const ref = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as { prompt_ids: number[]; greedy_ids: number[] };
-  const full = openSafetensors(path.join(dir, "reference.safetensors")).readF32Sync("full_logits");
   const executor = createExecutor(backend, "gpu-apis-h200");
-  const engine = new Engine(LoadedModel.open(dir, { weights: "f32" }), { executor, context: 64, tokenizer: null });
-  try {
-    const V = engine.config.vocabSize, T = ref.prompt_ids.length;
-    const row = (r: number): Float32Array => full.subarray(r * V, (r + 1) * V);
-    const pre = engine.openSession();
-    const prefill = relErr(pre.step(ref.prompt_ids), row(T - 1));
-    pre.release();
-    const s = engine.openSession();
-    let decode = 0;
-    let logits = new Float32Array(0);
-    for (let t = 0; t < T; t++) {
-      logits = s.step([ref.prompt_ids[t]!]);
-      decode = Math.max(decode, relErr(logits, row(t)));
-    }
-    const ids: number[] = [];
-    for (let g = 0; g < ref.greedy_ids.length; g++) {
-      ids.push(argmax(logits));
-      if (g + 1 === ref.greedy_ids.length) break;
-      logits = s.step([ref.greedy_ids[g]!]);
-      decode = Math.max(decode, relErr(logits, row(T + g)));
-    }
-    s.release();
-    const idsEqual = ids.length === ref.greedy_ids.length && ids.every((x, i) => x === ref.greedy_ids[i]);
-    return { ok: prefill <= 1e-3 && decode <= 1e-3 && idsEqual, prefillRelErr: prefill, decodeRelErr: decode, idsEqual, ids, device: executor.caps.device };
-  } finally {
-    engine.close();
-    executor.dispose();
-  }
+  const device = executor.caps.device;
+  return { ...checkHfFamily(path.join(fixtures!, fam), executor, "f32", 1e-3), device };
 }
 
 const fams: Record<string, Record<string, unknown>> = {};
