@@ -22,7 +22,8 @@ export type { CudaContext, CudaContextOptions, CompiledKernel, KernelBindings } 
 export { gemvRowsBf16, gemvRowsBf16x2, gemvRowsF32, gemvRowsGrid, GEMV_ROWS_WG } from "./kernels.js";
 export { CudaExecutor, createCudaExecutor } from "./executor/executor.js";
 export type { CudaExecutorOptions } from "./executor/executor.js";
-export { CudaProgram, planCapsOf } from "./executor/program.js";
+export { CudaProgram } from "./executor/program.js";
+export { planCapsOf } from "./executor/plan-caps.js";
 export type { KernelTiming, ProgramHost } from "./executor/program.js";
 export { CudaStateSet } from "./executor/state.js";
 export { measureCopyBandwidth } from "./bandwidth.js";

@@ -5,7 +5,7 @@ import { lowerPtx, validatePtx } from "@poot/codegen";
 import { mmaGemmApplies, synthCapsFrom, synthesizeMmaGemm } from "@poot/kernelgen";
 import { describe, expect, it } from "vitest";
 import { cudaCaps, type CudaDeviceInfo } from "./device.js";
-import { planCapsOf } from "./executor/program.js";
+import { planCapsOf } from "./executor/plan-caps.js";
 import type { CudaContext } from "./context.js";
 
 const info = { computeCapability: [9, 0], maxThreadsPerBlock: 1024, warpSize: 32, sharedBytesPerBlock: 49152, multiprocessors: 132, totalMemoryBytes: 2 ** 37 } as unknown as CudaDeviceInfo;

@@ -4,7 +4,7 @@ import { makeTarget } from "@poot/graph-plan";
 import { describe, expect, it } from "vitest";
 import type { CudaContext } from "../context.js";
 import type { CudaDeviceInfo } from "../device.js";
-import { planCapsOf } from "./program.js";
+import { planCapsOf } from "./plan-caps.js";
 
 const H200 = {
   name: "NVIDIA H200", ordinal: 0, computeCapability: [9, 0], arch: "sm_90", driverVersion: 13000, multiprocessors: 132,

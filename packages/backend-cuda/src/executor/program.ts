@@ -3,15 +3,15 @@
 
 import { ExecutorError, checkSlotData, elementBytes, type OutputData, type ProgramSchema, type StagedProgram, type StateSet } from "@poot/executor";
 import { numel, storageBytes, type Graph, type Value } from "@poot/graph-ir";
-import { compile, makeTarget, type CompileOptions, type DeviceCaps as PlanCaps, type Plan, type Program } from "@poot/graph-plan";
+import { compile, makeTarget, type CompileOptions, type Plan, type Program } from "@poot/graph-plan";
 import { KernelgenError, planKernel, synthCapsFrom, type BindingSource } from "@poot/kernelgen";
-import { cudaMatrixShapes } from "../device.js";
 import type { CompiledKernel, CudaContext } from "../context.js";
 import { CudaError } from "../errors.js";
 import type { CudaGraph } from "../graph.js";
 import type { Dim3, LaunchParams } from "../launch.js";
 import type { DeviceBuffer, PinnedBuffer } from "../memory.js";
 import { outputOf, storageOf } from "./host.js";
+import { planCapsOf } from "./plan-caps.js";
 import { stateCopies, viewRegions, type ByteRegion } from "./regions.js";
 import { CudaStateSet } from "./state.js";
 
@@ -42,25 +42,6 @@ export interface ProgramHost {
   ownsState(s: StateSet): boolean;
   /** Throws `disposed` after the executor's dispose. */
   alive(): void;
-}
-
-/** The graph-plan caps of a CUDA device: static shared memory only (codegen declares `.shared` arrays). */
-export function planCapsOf(ctx: CudaContext): PlanCaps {
-  const i = ctx.device.info;
-  return {
-    maxWorkgroupSize: i.maxThreadsPerBlock,
-    maxWorkgroupDims: [1024, 1024, 64],
-    maxGrid: [2 ** 31 - 1, 65535, 65535],
-    sharedBytes: i.sharedBytesPerBlock,
-    subgroupSize: i.warpSize,
-    maxStorageBuffers: 512,
-    maxBindingBytes: Math.min(i.totalMemoryBytes, 2 ** 48),
-    bindingAlignment: 16,
-    dtypes: { f16: true, bf16: i.computeCapability[0] >= 8 },
-    // sm_80+: PTX mma.sync m16n8k16 for bf16 and f16 (kernelgen's tensor-core GEMM, decisions 0452 and 0805).
-    matrixShapes: cudaMatrixShapes(i),
-    computeUnits: i.multiprocessors,
-  };
 }
 
 interface Lowered {

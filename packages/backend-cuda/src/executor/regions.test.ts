@@ -5,7 +5,7 @@ import { compile, makeTarget } from "@poot/graph-plan";
 import { describe, expect, it } from "vitest";
 import type { CudaContext } from "../context.js";
 import type { CudaDeviceInfo } from "../device.js";
-import { planCapsOf } from "./program.js";
+import { planCapsOf } from "./plan-caps.js";
 import { stateCopies, viewRegions, type ByteRegion } from "./regions.js";
 
 const H200 = {
