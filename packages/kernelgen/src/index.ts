@@ -25,7 +25,7 @@ export { synthesizeDequantGemv } from "./synth/dequant.js";
 export type { DequantGemvRequest } from "./synth/dequant.js";
 export { synthesizeMovement } from "./synth/movement.js";
 export type { MovementOp, MovementRequest } from "./synth/movement.js";
-export { synthesizeAttention, attentionLanes, attentionSplits } from "./synth/attention.js";
+export { synthesizeAttention, attentionLanes, attentionMinSplitKeys, attentionSplits } from "./synth/attention.js";
 export type { AttentionRequest, SplitAttention, Strides4 } from "./synth/attention.js";
 export { synthesizeRope } from "./synth/rope.js";
 export type { RopeRequest } from "./synth/rope.js";

@@ -4,7 +4,7 @@
 
 import { Builder, bf16BitsToF32, evaluate, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from "@poot/graph-ir";
 import { describe, expect, it } from "vitest";
-import { attentionLanes, attentionSplits, cpuSynthCaps, synthesizeAttention } from "@poot/kernelgen";
+import { attentionLanes, attentionMinSplitKeys, attentionSplits, cpuSynthCaps, synthesizeAttention } from "@poot/kernelgen";
 import type { AttentionRequest, SynthCaps } from "@poot/kernelgen";
 import { expectClose, poisoned, randBf16, randF32, rng, run } from "./helpers.js";
 
@@ -217,6 +217,34 @@ describe("synthesized attention", () => {
 
     it("refuses a bad split count", () => {
       expect(() => synthesizeAttention({ name: "a", queries: 1, heads: 1, kvHeads: 1, headDim: 4, keys: 4, mask: "causal", scale: 1, splits: 0 }, CAPS)).toThrow(expect.objectContaining({ code: "bad_param" }));
+    });
+  });
+
+  describe("warp per key (32-wide subgroups with splitAttention: the CUDA executor's caps)", () => {
+    const WARP_CAPS: SynthCaps = { maxWorkgroup: 1024, subgroupSize: 32, sharedBytes: 49152, computeUnits: 132, splitAttention: true };
+    it("decode at Llama-3.2-1B head dims (64), GQA 4:1, token-major f32 cache, live lengths across the warps' trips", () => {
+      for (const pos0 of [0, 5, 16, 37]) {
+        const s = check({ queries: 1, heads: 4, kvHeads: 1, headDim: 64, keys: 40, mask: "causal", pos0 }, WARP_CAPS, 300 + pos0);
+        expect(s.lanes).toBe(128);
+        expect(s.kernel.shared.map((x) => x.name)).not.toContain("qs");
+      }
+    });
+
+    it("head and value dims that are not multiples of 32 (lanes past the row), sliding window, soft-cap, chunked prefill", () => {
+      check({ queries: 3, heads: 4, kvHeads: 2, headDim: 40, valueDim: 20, keys: 48, mask: "sliding", window: 11, softCap: 0.7, pos0: 30 }, WARP_CAPS, 310);
+    });
+
+    it("flash-decode splits of 16 keys (4 warps x 4 keys), live lengths 1, 16, 17, 40; ragged bf16 batch", () => {
+      expect(attentionMinSplitKeys(64, 64, WARP_CAPS)).toBe(16);
+      expect(attentionMinSplitKeys(64, 64, WARP_CAPS, true)).toBe(128); // a mask tensor keeps the lane-per-key kernel
+      for (const len of [1, 16, 17, 40]) check({ queries: 1, heads: 8, kvHeads: 2, headDim: 32, keys: 40, mask: "causal", pos0: len - 1, splits: 3 }, WARP_CAPS, 320 + len);
+      check({ batch: 3, queries: 1, heads: 4, kvHeads: 1, headDim: 32, keys: 40, mask: "causal", kvLayout: "hsd", kvDtype: "bf16", qDtype: "bf16", outDtype: "bf16", pos0: 3, ragged: [0, 9, 30], splits: 5, minSplitKeys: 3 }, WARP_CAPS, 330);
+    });
+
+    it("unmasked attention with f16 caches; a bool mask tensor takes the lane-per-key kernel", () => {
+      check({ queries: 2, heads: 2, kvHeads: 2, headDim: 32, keys: 9, mask: "none", kvDtype: "f16", pos0: 0 }, WARP_CAPS, 340);
+      const s = synthesizeAttention({ name: "a", queries: 1, heads: 2, kvHeads: 2, headDim: 32, keys: 9, scale: 1, mask: "bool", maskTensor: { dtype: "bool", strides: [0, 0, 9, 1] } }, WARP_CAPS);
+      expect(s.kernel.shared.map((x) => x.name)).toContain("qs"); // the lane-per-key kernel's query in shared memory
     });
   });
 });

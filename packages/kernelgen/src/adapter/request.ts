@@ -8,7 +8,7 @@ import type { Access, DeviceCaps, KernelRequest, Region, RegionNode } from "@poo
 import { checkGrid } from "../caps.js";
 import type { SynthCaps, SynthKernel } from "../caps.js";
 import { KernelgenError } from "../errors.js";
-import { attentionLanes, attentionSplits, synthesizeAttention } from "../synth/attention.js";
+import { attentionMinSplitKeys, attentionSplits, synthesizeAttention } from "../synth/attention.js";
 import type { Strides4 } from "../synth/attention.js";
 import { synthesizeDequantGemvWith } from "../synth/dequant.js";
 import type { PreparedEpilogue } from "../synth/epilogue.js";
@@ -301,7 +301,7 @@ function attention(req: KernelRequest, name: string, caps: SynthCaps): RequestKe
     const bs = ls.slice(0, r - 3).filter((_, i) => (q.shape[i] as number) > 1);
     limitStrides = [bs[bs.length - 1] ?? 0, ls[r - 3] as number, ls[r - 2] as number];
   }
-  const splits = caps.splitAttention === true && caps.computeUnits !== undefined ? attentionSplits(batch * H * Tq, Tk, caps.computeUnits, attentionLanes(D, Dv, caps)) : 1;
+  const splits = caps.splitAttention === true && caps.computeUnits !== undefined ? attentionSplits(batch * H * Tq, Tk, caps.computeUnits, attentionMinSplitKeys(D, Dv, caps, tensorMask)) : 1;
   const kk = synthesizeAttention({
     name, splits, batch, queries: Tq, heads: H, kvHeads: Hkv, headDim: D, valueDim: Dv, keys: Tk,
     scale: (p.scale ?? 1) as number, ...(p.softCap === null || p.softCap === undefined ? {} : { softCap: p.softCap as number }),

@@ -1,17 +1,21 @@
 // The attention synthesizer: one online-softmax generator for decode and prefill. A workgroup per (query, head)
 // spreads the visible keys over its lanes (each keeps a running max, sum and output row), then merges the lanes'
-// partial softmaxes through workgroup memory; the lane count is what the device's workgroup memory can hold.
+// partial softmaxes through workgroup memory; the lane count is what the device's workgroup memory can hold. On
+// devices with 32-wide subgroups (CUDA) a warp takes each key instead, its lanes splitting the head dim
+// (attention-warp.ts, decision 0807).
 
 import { kernel } from "@poot/kernel-dsl";
-import type { Arr, Val } from "@poot/kernel-dsl";
+import type { Arr, Kernel, Val } from "@poot/kernel-dsl";
 import { checkCaps, grid2d } from "../caps.js";
 import type { SynthCaps, SynthKernel } from "../caps.js";
 import { KernelgenError } from "../errors.js";
+import { attentionRow, declareAttentionIo, writeAttention } from "./attention-common.js";
+import type { AttentionLayout, Strides4 } from "./attention-common.js";
+import { ATTENTION_KEYS_PER_TRIP, ATTENTION_WARPS, warpAttentionFits, warpAttentionKernel } from "./attention-warp.js";
 import { checkDType, elemOf, storeAs } from "./storage.js";
 import type { StorageDType } from "./storage.js";
 
-/** Element strides of a 4-D view [batch, head, token, dim]. */
-export type Strides4 = readonly [number, number, number, number];
+export type { Strides4 } from "./attention-common.js";
 
 /**
  * Attention: out[b, h, t, :] = softmax_j(mask(softcap(scale · q[b, h, t]·k[b, h / groups, j]))) · v[b, h / groups, j].
@@ -99,6 +103,25 @@ export function attentionSplits(rows: number, keys: number, computeUnits: number
  * `part` when split. Grid: one workgroup per (batch, head, query[, split]).
  */
 export function synthesizeAttention(req: AttentionRequest, caps: SynthCaps): SynthKernel & { readonly lanes: number; readonly split?: SplitAttention } {
+  const L = attentionLayout(req, caps);
+  const warp = warpAttentionFits(caps, L.maskTensor !== undefined, L.Dv);
+  const lanes = warp ? 32 * ATTENTION_WARPS : attentionLanes(L.D, L.Dv, caps);
+  const k = warp ? warpAttentionKernel(L) : laneAttentionKernel(L, lanes);
+  if (L.splits === 1) return { kernel: k, grid: grid2d(L.rows, caps), lanes };
+  const combine = combineKernel(`${req.name}_combine`, { rows: L.rows, splits: L.splits, Tq: L.Tq, H: L.H, Dv: L.Dv, os4: L.os4, outDtype: L.outDtype }, caps);
+  return { kernel: k, grid: grid2d(L.rows * L.splits, caps), lanes, split: { combine, partElements: L.rows * L.splits * (L.Dv + 2) } };
+}
+
+/**
+ * Fewest keys a flash-decode split should cover: the lane count of the lane-per-key kernel (below one key per lane
+ * a split only adds the combine), or one trip of every warp of the warp-per-key kernel.
+ */
+export function attentionMinSplitKeys(headDim: number, valueDim: number, caps: SynthCaps, tensorMask = false): number {
+  return warpAttentionFits(caps, tensorMask, valueDim) ? ATTENTION_WARPS * ATTENTION_KEYS_PER_TRIP : attentionLanes(headDim, valueDim, caps);
+}
+
+/** Checks the request and resolves its defaults (strides by layout, dtypes, splits). */
+function attentionLayout(req: AttentionRequest, caps: SynthCaps): AttentionLayout {
   checkCaps(SYNTH, caps);
   const { queries: Tq, heads: H, kvHeads: Hkv, headDim: D, keys: S } = req;
   const Bn = req.batch ?? 1;
@@ -110,85 +133,55 @@ export function synthesizeAttention(req: AttentionRequest, caps: SynthCaps): Syn
   const qDtype = checkDType(SYNTH, "q", req.qDtype ?? "f32", ["f32", "bf16", "f16"]);
   const kvDtype = checkDType(SYNTH, "kv", req.kvDtype ?? "f32", ["f32", "bf16", "f16"]);
   const outDtype = checkDType(SYNTH, "out", req.outDtype ?? "f32", ["f32", "bf16", "f16"]);
-  const group = H / Hkv;
   const kvDefault = (w: number): Strides4 => (req.kvLayout === "hsd" ? [Hkv * S * w, S * w, w, 1] : [S * Hkv * w, w, Hkv * w, 1]);
-  const qs4 = req.strides?.q ?? [Tq * H * D, D, H * D, 1];
-  const ks4 = req.strides?.k ?? kvDefault(D);
-  const vs4 = req.strides?.v ?? kvDefault(Dv);
-  const os4 = req.strides?.out ?? [Tq * H * Dv, Dv, H * Dv, 1];
-  const ls3 = req.strides?.limit ?? [Tq, 0, 1];
-  const masked = req.mask === "causal" || req.mask === "sliding";
   const ps = req.paged?.pageSize;
   if (ps !== undefined && !(Number.isInteger(ps) && ps >= 1 && S % ps === 0)) throw new KernelgenError("bad_param", `pageSize ${ps} does not divide ${S} keys`, { synth: SYNTH, param: "paged.pageSize", value: ps });
   const tensorMask = req.mask === "bool" || req.mask === "additive" ? req.maskTensor : undefined;
   if ((req.mask === "bool" || req.mask === "additive") && tensorMask === undefined) throw new KernelgenError("bad_param", `a ${req.mask} mask needs maskTensor`, { synth: SYNTH, param: "maskTensor" });
   const splits = req.splits ?? 1;
-  const lanes = attentionLanes(D, Dv, caps);
-  const minSplit = req.minSplitKeys ?? lanes;
+  const minSplit = req.minSplitKeys ?? attentionMinSplitKeys(D, Dv, caps, tensorMask !== undefined);
   if (!(Number.isInteger(splits) && splits >= 1 && splits <= 1024)) throw new KernelgenError("bad_param", `splits ${splits}`, { synth: SYNTH, param: "splits", value: splits });
   if (!(Number.isInteger(minSplit) && minSplit >= 1)) throw new KernelgenError("bad_param", `minSplitKeys ${minSplit}`, { synth: SYNTH, param: "minSplitKeys", value: minSplit });
-  const rows = Bn * H * Tq;
-  const k = kernel(req.name, { workgroupSize: [lanes, 1, 1] }, (b) => {
-    const { let_, var_, for_, if_, wid, nwg, lid, f32, i32, u32, barrier, exp, tanh, max, min, select, privateArray, return_ } = b;
-    const q = b.buffer("q", elemOf(qDtype), "read") as Arr<"f32">;
-    const K = b.buffer("k", elemOf(kvDtype), "read") as Arr<"f32">;
-    const Vb = b.buffer("v", elemOf(kvDtype), "read") as Arr<"f32">;
-    const limitBuf = masked ? b.buffer("limit", "i32", "read") : undefined;
-    const maskBuf = tensorMask === undefined ? undefined : (b.buffer("mask", elemOf(tensorMask.dtype), "read") as Arr<"f32">);
-    const pagesBuf = ps === undefined ? undefined : b.buffer("pages", "i32", "read");
-    const out = splits === 1 ? b.buffer("out", elemOf(outDtype), "write") : undefined;
-    const part = splits === 1 ? undefined : (b.buffer("part", "f32", "write") as Arr<"f32">);
+  return {
+    name: req.name, batch: Bn, Tq, H, Hkv, D, Dv, S,
+    qs4: req.strides?.q ?? [Tq * H * D, D, H * D, 1], ks4: req.strides?.k ?? kvDefault(D), vs4: req.strides?.v ?? kvDefault(Dv),
+    os4: req.strides?.out ?? [Tq * H * Dv, Dv, H * Dv, 1], ls3: req.strides?.limit ?? [Tq, 0, 1],
+    mask: req.mask, ...(req.window === undefined ? {} : { window: req.window }), scale: req.scale, ...(req.softCap === undefined ? {} : { softCap: req.softCap }),
+    ...(tensorMask === undefined ? {} : { maskTensor: tensorMask }), ...(ps === undefined ? {} : { pageSize: ps }),
+    splits, minSplit, rows: Bn * H * Tq, qDtype, kvDtype, outDtype,
+  };
+}
+
+/** The lane-per-key kernel: each lane walks keys lane, lane + lanes, ...; lanes merge through workgroup memory. */
+function laneAttentionKernel(L: AttentionLayout, lanes: number): Kernel {
+  const { D, Dv } = L;
+  return kernel(L.name, { workgroupSize: [lanes, 1, 1] }, (b) => {
+    const { let_, var_, for_, if_, lid, f32, u32, barrier, exp, tanh, max, privateArray } = b;
+    const io = declareAttentionIo(b, L);
     const qsh = b.shared("qs", "f32", D);
     const sm = b.shared("sm", "f32", lanes);
     const sl = b.shared("sl", "f32", lanes);
     const sacc = b.shared("sacc", "f32", lanes * Dv);
-    const wgId = let_(wid.y.mul(nwg.x).add(wid.x), "wg");
-    if_(wgId.ge(rows * splits), () => return_());
-    const rowId = splits === 1 ? wgId : let_(wgId.div(splits), "row_id");
-    const t = let_(rowId.rem(Tq), "t");
-    const h = let_(rowId.div(Tq).rem(H), "h");
-    const bb = let_(rowId.div(Tq * H), "bb");
-    const kvh = let_(h.div(group), "kvh");
+    const r = attentionRow(b, L, io);
     const lane = let_(lid.x, "lane");
-    const at = (s4: Strides4, head: Val<"u32">, tok: Val<"u32">): Val<"u32"> => let_(bb.mul(s4[0]).add(head.mul(s4[1])).add(tok.mul(s4[2])), "row");
-    // Visible keys form one contiguous range [lo, hi): no per-key mask test in the loop.
-    let lo: Val<"u32"> = u32(0);
-    let hi: Val<"u32"> = u32(S);
-    if (limitBuf !== undefined) {
-      const lim = let_(limitBuf.at(bb.mul(ls3[0]).add(h.mul(ls3[1])).add(t.mul(ls3[2]))), "limit");
-      hi = let_(max(min(lim.add(1), i32(S)), i32(0)).u32(), "hi");
-      if (req.mask === "sliding") lo = let_(max(lim.sub((req.window as number) - 1), i32(0)).u32(), "lo");
-    }
-    if (splits > 1) {
-      // This workgroup's slice of the live range: ceil(len / splits) keys, at least minSplit; trailing splits of a
-      // short range are empty (they write an empty partial).
-      const sp = let_(wgId.rem(splits), "split");
-      const hiC = let_(max(hi, lo), "hi_c");
-      const chunk = let_(max(hiC.sub(lo).add(splits - 1).div(splits), u32(minSplit)), "chunk");
-      const sLo = let_(min(lo.add(sp.mul(chunk)), hiC), "s_lo");
-      hi = let_(min(sLo.add(chunk), hiC), "s_hi");
-      lo = sLo;
-    }
-    const qRow = at(qs4, h, t);
-    for_(lane, D, lanes, (d) => qsh.set(d, q.at(qRow.add(d.mul(qs4[3])))), "d");
+    const qRow = r.at(L.qs4, r.h, r.t);
+    for_(lane, D, lanes, (d) => qsh.set(d, io.q.at(qRow.add(d.mul(L.qs4[3])))), "d");
     barrier();
     const m = var_(f32(-Infinity), "m");
     const l = var_(f32(0), "l");
     const acc = privateArray("acc", "f32", Dv);
-    // Paged: key j lives in pool row pages[b, j / pageSize] · pageSize + j % pageSize.
-    const tokenRow = (j: Val<"u32">): Val<"u32"> => (pagesBuf === undefined || ps === undefined ? j : let_(pagesBuf.at(bb.mul(S / ps).add(j.div(ps))).u32().mul(ps).add(j.rem(ps)), "prow"));
-    for_(lo.add(lane), hi, lanes, (jj) => {
-      const j = tokenRow(jj);
-      const kr = at(ks4, kvh, j);
+    for_(r.lo.add(lane), r.hi, lanes, (jj) => {
+      const j = r.tokenRow(jj);
+      const kr = r.at(L.ks4, r.kvh, j);
       const dot = var_(f32(0), "dot");
-      for_(u32(0), D, 1, (d) => dot.set(dot.add(qsh.at(d).mul(K.at(kr.add(d.mul(ks4[3])))))), "dd");
-      let s = let_(dot.mul(req.scale), "s");
-      if (req.softCap !== undefined) s = let_(tanh(s.div(req.softCap)).mul(req.softCap), "s_cap");
+      for_(u32(0), D, 1, (d) => dot.set(dot.add(qsh.at(d).mul(io.K.at(kr.add(d.mul(L.ks4[3])))))), "dd");
+      let s = let_(dot.mul(L.scale), "s");
+      if (L.softCap !== undefined) s = let_(tanh(s.div(L.softCap)).mul(L.softCap), "s_cap");
       let keep: Val<"bool"> = b.bool(true);
-      if (maskBuf !== undefined && tensorMask !== undefined) {
-        const ms = tensorMask.strides;
-        const mv = maskBuf.at(bb.mul(ms[0]).add(h.mul(ms[1])).add(t.mul(ms[2])).add(jj.mul(ms[3]))) as Val<"f32">;
-        if (req.mask === "bool") keep = let_((mv as unknown as Val<"u32">).ne(0), "keep");
+      if (io.mask !== undefined && L.maskTensor !== undefined) {
+        const ms = L.maskTensor.strides;
+        const mv = io.mask.at(r.bb.mul(ms[0]).add(r.h.mul(ms[1])).add(r.t.mul(ms[2])).add(jj.mul(ms[3]))) as Val<"f32">;
+        if (L.mask === "bool") keep = let_((mv as unknown as Val<"u32">).ne(0), "keep");
         else s = let_(s.add(mv), "s_mask");
       }
       // A dropped key (or one whose score is -inf) changes nothing: skip it so exp(-inf - -inf) never appears.
@@ -198,8 +191,8 @@ export function synthesizeAttention(req: AttentionRequest, caps: SynthCaps): Syn
         const corr = let_(exp(m.sub(mNew)), "corr");
         const pj = let_(exp(s.sub(mNew)), "pj");
         l.set(l.mul(corr).add(pj));
-        const vr = at(vs4, kvh, j);
-        for_(u32(0), Dv, 1, (d) => acc.set(d, acc.at(d).mul(corr).add(pj.mul(Vb.at(vr.add(d.mul(vs4[3])))))), "dv");
+        const vr = r.at(L.vs4, r.kvh, j);
+        for_(u32(0), Dv, 1, (d) => acc.set(d, acc.at(d).mul(corr).add(pj.mul(io.V.at(vr.add(d.mul(L.vs4[3])))))), "dv");
         m.set(mNew);
       });
     }, "j");
@@ -211,33 +204,12 @@ export function synthesizeAttention(req: AttentionRequest, caps: SynthCaps): Syn
     for_(u32(0), lanes, 1, (i) => M.set(max(M, sm.at(i))), "i");
     const den = var_(f32(0), "den");
     for_(u32(0), lanes, 1, (i) => den.set(den.add(sl.at(i).mul(exp(sm.at(i).sub(M))))), "i");
-    if (part !== undefined) {
-      // Unnormalized partial at [row, split, ·] = wgId · (Dv + 2): max, sum, acc. An empty slice writes (-inf, 0, 0).
-      const live = let_(M.gt(-Infinity), "live");
-      const pRow = let_(wgId.mul(Dv + 2), "p_row");
-      if_(lane.eq(0), () => {
-        part.set(pRow, M);
-        part.set(pRow.add(1), select(live, den, f32(0)));
-      });
-      for_(lane, Dv, lanes, (d) => {
-        const num = var_(f32(0), "num");
-        for_(u32(0), lanes, 1, (i) => num.set(num.add(sacc.at(i.mul(Dv).add(d)).mul(exp(sm.at(i).sub(M))))), "i");
-        part.set(pRow.add(2).add(d), select(live, num, f32(0)));
-      }, "d");
-      return;
-    }
-    const oRow = at(os4, h, t);
-    for_(lane, Dv, lanes, (d) => {
+    writeAttention(b, L, io, r, M, den, lane, lanes, (d) => {
       const num = var_(f32(0), "num");
       for_(u32(0), lanes, 1, (i) => num.set(num.add(sacc.at(i.mul(Dv).add(d)).mul(exp(sm.at(i).sub(M))))), "i");
-      // A query with no visible key gets zeros (the graph's softmax over nothing would be NaN).
-      const o = let_(select(den.gt(0), num.div(den), f32(0)), "o");
-      storeAs(b, out!, outDtype, oRow.add(d.mul(os4[3])), o);
-    }, "d");
+      return num;
+    });
   });
-  if (splits === 1) return { kernel: k, grid: grid2d(rows, caps), lanes };
-  const combine = combineKernel(`${req.name}_combine`, { rows, splits, Tq, H, Dv, os4, outDtype }, caps);
-  return { kernel: k, grid: grid2d(rows * splits, caps), lanes, split: { combine, partElements: rows * splits * (Dv + 2) } };
 }
 
 interface CombineShape {
