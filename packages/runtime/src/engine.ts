@@ -279,7 +279,9 @@ export class Engine {
       if (c === 1) this.decodeStep(p, state);
       else p.run(state);
       const logits = p.readOutput("logits") as Float32Array;
-      last = logits.slice((c - 1) * V, c * V);
+      // readOutput without `into` returns a fresh copy: a one-token step's logits are the row itself (a 0.5 MB
+      // slice a token was measurable on the CUDA backend, decision 0807).
+      last = logits.length === V ? logits : logits.slice((c - 1) * V, c * V);
       const ms = performance.now() - t0;
       if (c > 1) {
         this.stats.prefillTokens += c;
