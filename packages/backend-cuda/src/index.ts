@@ -23,7 +23,7 @@ export { gemvRowsBf16, gemvRowsBf16x2, gemvRowsF32, gemvRowsGrid, GEMV_ROWS_WG }
 export { CudaExecutor, createCudaExecutor } from "./executor/executor.js";
 export type { CudaExecutorOptions } from "./executor/executor.js";
 export { CudaProgram } from "./executor/program.js";
-export { planCapsOf } from "./executor/plan-caps.js";
+export { planCapsOf, synthCapsOf } from "./executor/plan-caps.js";
 export type { KernelTiming, ProgramHost } from "./executor/program.js";
 export { CudaStateSet } from "./executor/state.js";
 export { measureCopyBandwidth } from "./bandwidth.js";

@@ -42,6 +42,12 @@ export interface SynthCaps {
    * attention may split over the KV length (flash-decode). Default false; the CUDA backend sets it.
    */
   readonly splitAttention?: boolean;
+  /**
+   * With `then` / `transient` support as for splitAttention: a block GEMV (RoPE / KV-write epilogue) whose blocks
+   * would occupy fewer workgroups than `computeUnits` runs as a GEMV over every output into the transient, then the
+   * epilogue per block (decision 0807). Default false; the CUDA backend sets it.
+   */
+  readonly splitBlockGemv?: boolean;
 }
 
 /** The caps kernelgen sizes kernels from for the CPU (Wasm SIMD128) target. */

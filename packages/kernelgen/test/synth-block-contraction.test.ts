@@ -36,6 +36,10 @@ describe("block GEMV for neighbour-reading epilogues, end to end against eval", 
     ["cuda caps, Q8_0 weights kept packed (lanes split each block)", { ...BASE, hidden: 64, ffn: 64, wDtype: Q8_0 }, 4, "cuda", { vectorLoads: true }],
     ["cuda caps, Q4_0 weights kept packed, 3 blocks a row", { ...BASE, hidden: 96, ffn: 64, wDtype: Q4_0 }, 6, "cuda", { vectorLoads: true }],
     ["no subgroups (shared-memory lane sums), ragged K", { ...BASE, hidden: 36, headDim: 10, heads: 2, kvHeads: 2 }, 2, "wgpu", { subgroupSize: undefined }],
+    // Split (decision 0807): blocks fewer than compute units -> a GEMV into the transient, then the epilogue per block.
+    ["cuda caps split in two dispatches, f32 weights", BASE, 5, "cuda", { splitBlockGemv: true, computeUnits: 132 }],
+    ["cuda caps split, 16-byte loads, bf16 weights, K = 256", { ...BASE, hidden: 256, wDtype: "bf16" }, 3, "cuda", { vectorLoads: true, splitBlockGemv: true, computeUnits: 132 }],
+    ["cuda caps split, Q8_0 weights kept packed", { ...BASE, hidden: 64, ffn: 64, wDtype: Q8_0 }, 4, "cuda", { vectorLoads: true, splitBlockGemv: true, computeUnits: 132 }],
   ];
   for (const [label, d, pos, kind, extra] of cases) {
     it(label, () => {
@@ -50,9 +54,13 @@ describe("block GEMV for neighbour-reading epilogues, end to end against eval", 
       const plans = neighbourPlans(prog, caps);
       expect(plans.length).toBeGreaterThanOrEqual(2);
       for (const { k, epi } of plans) {
-        expect(k.kernel.shared.map((s) => s.name)).toContain("acc");
+        // Split: the first dispatch only computes dot products; the `then` dispatch stages them per block.
+        expect(k.then !== undefined).toBe(extra.splitBlockGemv === true);
+        const staging = k.then ?? k;
+        if (k.then !== undefined) expect(k.kernel.shared.map((s) => s.name)).not.toContain("acc");
+        expect(staging.kernel.shared.map((s) => s.name)).toContain("acc");
         const rope = epi.nodes.find((n) => n.op === "Rope");
-        const acc = k.kernel.shared.find((s) => s.name === "acc")!;
+        const acc = staging.kernel.shared.find((s) => s.name === "acc")!;
         // A block holds whole heads when RoPE reads the partner.
         if (rope !== undefined) expect((acc.length as number) % (rope.shape[rope.shape.length - 1] as number)).toBe(0);
         if (extra.vectorLoads === true) expect(k.kernel.buffers.find((b) => b.name === "in1")?.elem).toBe(typeof d.wDtype === "object" ? "u32" : "vec4<u32>");

@@ -1,6 +1,7 @@
 // What graph-plan may assume of a CUDA device, read from the device's attributes.
 
 import type { DeviceCaps as PlanCaps } from "@poot/graph-plan";
+import { synthCapsFrom, type SynthCaps } from "@poot/kernelgen";
 import type { CudaContext } from "../context.js";
 import { cudaMatrixShapes } from "../device.js";
 
@@ -21,4 +22,13 @@ export function planCapsOf(ctx: CudaContext): PlanCaps {
     matrixShapes: cudaMatrixShapes(i),
     computeUnits: i.multiprocessors,
   };
+}
+
+/**
+ * kernelgen's caps for plans on a CUDA device: buffers are raw device pointers (bf16/f16 GEMVs read 16-byte words),
+ * and a plan may launch a second kernel over a program-owned transient (flash-decode attention split over the KV
+ * length, decision 0804; block GEMVs split into a GEMV and a per-block epilogue, decision 0807).
+ */
+export function synthCapsOf(caps: PlanCaps): SynthCaps {
+  return { ...synthCapsFrom(caps), vectorLoads: true, splitAttention: true, splitBlockGemv: true };
 }

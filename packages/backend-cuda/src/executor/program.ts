@@ -4,14 +4,14 @@
 import { ExecutorError, checkSlotData, elementBytes, type OutputData, type ProgramSchema, type StagedProgram, type StateSet } from "@poot/executor";
 import { numel, storageBytes, type Graph, type Value } from "@poot/graph-ir";
 import { compile, makeTarget, type CompileOptions, type Plan, type Program } from "@poot/graph-plan";
-import { KernelgenError, planKernel, synthCapsFrom, type BindingSource } from "@poot/kernelgen";
+import { KernelgenError, planKernel, type BindingSource } from "@poot/kernelgen";
 import type { CompiledKernel, CudaContext } from "../context.js";
 import { CudaError } from "../errors.js";
 import type { CudaGraph } from "../graph.js";
 import type { Dim3, LaunchParams } from "../launch.js";
 import type { DeviceBuffer, PinnedBuffer } from "../memory.js";
 import { outputOf, storageOf } from "./host.js";
-import { planCapsOf } from "./plan-caps.js";
+import { planCapsOf, synthCapsOf } from "./plan-caps.js";
 import { stateCopies, viewRegions, type ByteRegion } from "./regions.js";
 import { CudaStateSet } from "./state.js";
 
@@ -101,9 +101,7 @@ export class CudaProgram implements StagedProgram {
     const ctx = host.ctx;
     const caps = planCapsOf(ctx);
     const program = compile(graph, makeTarget({ kind: "cuda", caps }), options);
-    // Buffers are raw device pointers: GEMVs may read bf16/f16 weights as 16-byte words; a plan may launch a second
-    // kernel over a transient buffer (flash-decode attention split over the KV length, decision 0804).
-    const synth = { ...synthCapsFrom(caps), vectorLoads: true, splitAttention: true };
+    const synth = synthCapsOf(caps);
     // Kernel names become PTX entry points: identifiers only.
     const ident = name.replace(/[^A-Za-z0-9_]/g, "_").replace(/^(?=[0-9])/, "k");
     const lowered: Lowered[] = [];

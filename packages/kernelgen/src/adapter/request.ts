@@ -25,6 +25,7 @@ import { RegionEmitter, exprTypeOf } from "./region-emit.js";
 import { routedIndexedMatMul } from "./routed.js";
 import type { RoutedParams } from "./routed.js";
 import { blockContraction } from "./block-contraction.js";
+import { splitBlockContraction } from "./block-split.js";
 import { groupedContraction } from "./grouped.js";
 import { inlineContraction, packedDecode, regionElementwise, regionRow, singleNodeRegion } from "./region-kernels.js";
 
@@ -36,7 +37,7 @@ export interface RequestKernel extends SynthKernel {
   readonly bindings: readonly { readonly buffer: string; readonly source: BindingSource }[];
   /**
    * A scratch f32 buffer of `elements` that is no request access: the backend allocates it (contents undefined),
-   * binds it as kernel buffer `buffer` here and in `then`. Only with caps.splitAttention.
+   * binds it as kernel buffer `buffer` here and in `then`. Only with caps.splitAttention or caps.splitBlockGemv.
    */
   readonly transient?: { readonly buffer: string; readonly elements: number };
   /** A second dispatch launched right after this one (flash-decode's combine); it also binds `transient`. */
@@ -214,6 +215,9 @@ function contraction(req: KernelRequest, name: string, caps: SynthCaps): Request
     const heads = (p.heads ?? 1) as number;
     const epi = (p.epilogue ?? null) as Region | null;
     // A bounded neighbourhood (a head for RoPE, a KV-cache window): a cooperative GEMV per block, epilogue from workgroup memory.
+    // Blocks too few for the device (8 heads of k): every output's GEMV, then the epilogue per block (decision 0807).
+    const split = epi === null ? null : splitBlockContraction(name, req.inputs, heads, epi, (p.accDtype ?? "f32") as ScalarDType, p.transposeB === true, req.output, caps);
+    if (split !== null) return { ...bind(split.dots, {}, "part"), transient: { buffer: "part", elements: split.partElements }, then: bind(split.epilogue, {}, "part") };
     const blocked = epi === null ? null : blockContraction(name, req.inputs, heads, epi, (p.accDtype ?? "f32") as ScalarDType, p.transposeB === true, req.output, caps);
     if (blocked !== null) return bind(blocked);
     return bind(inlineContraction(name, req.inputs, (p.heads ?? 1) as number, (p.epilogue ?? null) as Region | null, (p.accDtype ?? "f32") as ScalarDType, p.transposeB === true, req.output, caps));

@@ -69,7 +69,7 @@ export function emitKernels(program: Program, target: TargetName, file: string):
   const t = program.target;
   invariant(t.kind !== "aie", "poot kernels plans for GPU-like targets only");
   // As the CUDA executor plans them: attention may split over the KV length, with a combine dispatch (decision 0804).
-  const synth = { ...synthCapsFrom(t.caps), ...(target === "ptx" ? { splitAttention: true } : {}) };
+  const synth = { ...synthCapsFrom(t.caps), ...(target === "ptx" ? { splitAttention: true, splitBlockGemv: true } : {}) };
   const caps = codegenCaps(target, t.caps);
   const byName = new Map<string, EmittedKernel>();
   const byIr = new Map<string, EmittedKernel>();
