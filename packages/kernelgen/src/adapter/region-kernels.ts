@@ -140,7 +140,7 @@ export function regionRow(name: string, region: Region, inputs: readonly Access[
   const reduces = region.nodes.map((n, i) => ({ n, i })).filter(({ n }) => n.op === "Reduce");
   const widest = Math.max(cols, ...reduces.map(({ n }) => { const a = n.args[0] as RegionArg; const s = regionShape(region, inputs, a); return s[s.length - 1] ?? 1; }));
   const sg = caps.subgroupSize;
-  let wg = pow2Workgroup(widest, Math.min(caps.maxWorkgroup, 256));
+  let wg = pow2Workgroup(widest, Math.min(caps.maxWorkgroup, rowWorkgroupLimit(rows, caps)));
   const useSg = sg !== undefined && sg > 1 && wg >= sg;
   while (!useSg && wg > 1 && wg * 4 > caps.sharedBytes) wg >>= 1;
   const scratchLen = useSg ? Math.max(1, wg / (sg as number)) : wg;
@@ -195,6 +195,16 @@ export function regionRow(name: string, region: Region, inputs: readonly Access[
     }, "c");
   });
   return { kernel: k, grid: grid2d(rows, caps), ...(useSg ? { subgroupSize: sg } : {}) };
+}
+
+/**
+ * Threads a row workgroup may take: 256, or 1024 when the rows leave most compute units idle (a decode step's
+ * RMSNorm is one row of 2048 on 132 SMs) and 32-wide subgroups keep the partials to fold at 32 or fewer. Each
+ * thread then walks 2 columns of the row instead of 8 (its loads are a serial latency chain, decision 0807).
+ */
+export function rowWorkgroupLimit(rows: number, caps: SynthCaps): number {
+  const few = caps.computeUnits !== undefined && rows < caps.computeUnits;
+  return caps.serialThreads !== true && few && (caps.subgroupSize ?? 1) >= 32 ? 1024 : 256;
 }
 
 /** Ops that move elements between positions: past one, an output row no longer names the same reduction row. */
