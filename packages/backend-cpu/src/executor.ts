@@ -30,6 +30,20 @@ export interface CpuExecutorOptions {
   readonly plantEarlyPublish?: boolean;
   /** Planted fault for tests: every step allocates one typed array (the counters must see it). */
   readonly plantAllocation?: boolean;
+  /** Debug: time every phase on every thread (read with {@link CpuExecutor.takeProfile}); costs a clock read per chunk. */
+  readonly profile?: boolean;
+}
+
+/** One phase of the step profile: what ran, and its times summed over the steps profiled (ms). */
+export interface CpuPhaseProfile {
+  /** `op/kind gx×gy×gz` of the kernel, or `copy`. */
+  readonly label: string;
+  /** From the phase's publication to the next phase's. */
+  readonly wall: number;
+  /** Per thread: running the phase's chunks. */
+  readonly busy: readonly number[];
+  /** Per thread: spinning or sleeping while the phase had no chunk left. */
+  readonly wait: readonly number[];
 }
 
 /** The graph-plan caps of the CPU: kernelgen's cpu defaults with one-lane subgroups (the Wasm target's). */
@@ -66,6 +80,7 @@ export class CpuExecutor implements Executor {
   #disposed = false;
   #steps = 0;
   #dispatches = 0;
+  #lastLabels: readonly string[] = [];
 
   /** An executor on `platform` (node: `createCpuExecutor` of `@poot/backend-cpu`; browsers: of `@poot/backend-cpu/browser`). */
   constructor(options: CpuExecutorOptions, platform: CpuPlatform) {
@@ -88,11 +103,13 @@ export class CpuExecutor implements Executor {
       createState: (schema, program) => this.#createState(schema, program),
       ownsState: (s) => s instanceof CpuStateSet && this.#states.has(s),
       alive: () => this.#alive(),
-      ran: (d) => {
+      ran: (s) => {
         this.#steps++;
-        this.#dispatches += d;
+        this.#dispatches += s.dispatches;
+        this.#lastLabels = s.labels;
       },
     };
+    if (options.profile === true) this.pool.enableProfile();
   }
 
   /** Sets the weight source; each Const is copied into the memory the first time a staged program needs it, then kept. */
@@ -159,6 +176,16 @@ export class CpuExecutor implements Executor {
   /** Steps run, kernel dispatches in them and host regions (threads joined) so far, cumulative. */
   stats(): CpuStats {
     return { steps: this.#steps, dispatches: this.#dispatches, regions: this.pool.regions };
+  }
+
+  /**
+   * The step profile (option `profile`) of the phases of the last step's schedule, summed over the steps since the last
+   * call (then reset); null when the profile is off. Steps of other schedules in between add to the same rows.
+   */
+  takeProfile(): CpuPhaseProfile[] | null {
+    const p = this.pool.takeProfile();
+    if (p === null) return null;
+    return this.#lastLabels.slice(0, p.wall.length).map((label, i) => ({ label, wall: p.wall[i]!, busy: p.busy.map((b) => b[i]!), wait: p.wait.map((w) => w[i]!) }));
   }
 
   /** Kernel dispatches run so far (the contract's counter; `stats().dispatches`). */

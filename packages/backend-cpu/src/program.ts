@@ -32,8 +32,8 @@ export interface ProgramHost {
   createState(schema: ProgramSchema, program: string): CpuStateSet;
   ownsState(s: StateSet): boolean;
   alive(): void;
-  /** Counts a step of `dispatches` kernel dispatches. */
-  ran(dispatches: number): void;
+  /** Counts a step (its schedule's kernel dispatches; the profile labels its rows). */
+  ran(schedule: Schedule): void;
 }
 
 interface Bound {
@@ -160,7 +160,7 @@ export class CpuProgram implements StagedProgram {
       this.#host.mem.countArray();
       void new Float32Array(1);
     }
-    this.#host.ran(s.dispatches);
+    this.#host.ran(s);
     if (mode.fused) pool.run(s.rows, s.n, mode);
     else for (let i = 0; i < s.n; i++) pool.run(s.rows + i * ROW.WORDS, 1, mode);
   }

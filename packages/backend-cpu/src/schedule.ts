@@ -20,6 +20,8 @@ export interface Schedule {
   readonly n: number;
   /** Kernel dispatches among the rows. */
   readonly dispatches: number;
+  /** What each row runs (`op/kind gx×gy×gz` or `copy`): the step profile's labels. */
+  readonly labels: readonly string[];
   /** Blocks to free with the schedule (argument blocks; the rows themselves are never reused, see decision 0950). */
   readonly blocks: readonly number[];
 }
@@ -52,6 +54,7 @@ export function writeSchedule(mem: CpuMemory, phases: readonly Phase[], threads:
   const rowsAt = mem.alloc(phases.length * ROW.WORDS * 4);
   const rows = rowsAt >>> 2;
   const blocks: number[] = [];
+  const labels: string[] = [];
   let dispatches = 0;
   phases.forEach((p, i) => {
     const r = rows + i * ROW.WORDS;
@@ -60,6 +63,7 @@ export function writeSchedule(mem: CpuMemory, phases: readonly Phase[], threads:
     w(ROW.DONE, 0);
     w(ROW.CHAINED, i > 0 ? 1 : 0);
     if (p.kind === "copy") {
+      labels.push("copy");
       w(ROW.KERNEL, -1);
       w(ROW.ARGS, p.src);
       w(ROW.STRIDE, p.dst);
@@ -73,6 +77,7 @@ export function writeSchedule(mem: CpuMemory, phases: readonly Phase[], threads:
     const k = p.kernel;
     const [gx, gy, gz] = k.grid;
     const groups = gx * gy * gz;
+    labels.push(`${k.plan.op}/${k.plan.kernel.provenance === "none" ? "none" : k.plan.kernel.request.kind} ${gx}x${gy}x${gz}`);
     // About four claims per thread: small enough to balance, large enough that claiming costs little.
     const chunk = Math.max(1, Math.ceil(groups / (threads * 4)));
     const words = k.code.abi!["argWords"]!;
@@ -101,7 +106,7 @@ export function writeSchedule(mem: CpuMemory, phases: readonly Phase[], threads:
     w(ROW.CHUNKS, Math.ceil(groups / chunk));
     w(ROW.THREADS, k.threads);
   });
-  return { rows, n: phases.length, dispatches, blocks };
+  return { rows, n: phases.length, dispatches, labels, blocks };
 }
 
 /** Byte copies that gather value `v` (a view of root buffer `rootAt`) densely into `dst`. */
