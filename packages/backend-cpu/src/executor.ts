@@ -9,7 +9,7 @@ import { loadKernels } from "./kernels.js";
 import { CpuMemory, MAX_PAGES, PAGE, type CpuCounters } from "./memory.js";
 import { ThreadPool } from "./pool.js";
 import { CpuProgram, writeHost, type ProgramHost, type RunMode } from "./program.js";
-import { threadAreas } from "./schedule.js";
+import { DEFAULT_CLAIMS, threadAreas } from "./schedule.js";
 import { CpuStateSet } from "./state.js";
 import type { CpuPlatform } from "./transport.js";
 
@@ -30,6 +30,8 @@ export interface CpuExecutorOptions {
   readonly plantEarlyPublish?: boolean;
   /** Planted fault for tests: every step allocates one typed array (the counters must see it). */
   readonly plantAllocation?: boolean;
+  /** Chunks each thread may claim per phase, about (default {@link DEFAULT_CLAIMS}): more balance the phase's end better, each claim costs an atomic. */
+  readonly claimsPerThread?: number;
   /** Debug: time every phase on every thread (read with {@link CpuExecutor.takeProfile}); costs a clock read per chunk. */
   readonly profile?: boolean;
 }
@@ -86,11 +88,13 @@ export class CpuExecutor implements Executor {
   constructor(options: CpuExecutorOptions, platform: CpuPlatform) {
     const threads = options.threads ?? platform.defaultThreads;
     if (!Number.isInteger(threads) || threads < 1) throw new ExecutorError("unsupported-program", `threads must be a positive integer, got ${threads}`);
+    const claims = options.claimsPerThread ?? DEFAULT_CLAIMS;
+    if (!Number.isInteger(claims) || claims < 1) throw new ExecutorError("unsupported-program", `claimsPerThread must be a positive integer, got ${claims}`);
     this.#options = options;
     this.memory = new CpuMemory();
     this.pool = new ThreadPool(this.memory, threads, platform.transport);
     this.caps = { kind: "cpu", device: `${platform.cpu}, ${threads} thread(s) (${platform.transport.name}), Wasm SIMD128 over one shared memory`, dtypes: DTYPES, capture: true, deviceMemoryBytes: MAX_PAGES * PAGE };
-    const mode: RunMode = { fused: options.fused ?? true, ...(options.checkPhaseOrder === true ? { checkPhaseOrder: true } : {}), ...(options.plantEarlyPublish === true ? { plantEarlyPublish: true } : {}), ...(options.plantAllocation === true ? { plantAllocation: true } : {}) };
+    const mode: RunMode = { fused: options.fused ?? true, claimsPerThread: claims, ...(options.checkPhaseOrder === true ? { checkPhaseOrder: true } : {}), ...(options.plantEarlyPublish === true ? { plantEarlyPublish: true } : {}), ...(options.plantAllocation === true ? { plantAllocation: true } : {}) };
     const self = this;
     this.#host = {
       mem: this.memory,

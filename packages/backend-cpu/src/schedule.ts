@@ -26,6 +26,9 @@ export interface Schedule {
   readonly blocks: readonly number[];
 }
 
+/** Claims per thread and phase a schedule aims at (the executor option `claimsPerThread`; decision 0953). */
+export const DEFAULT_CLAIMS = 4;
+
 /** Per-thread work areas: each thread's workgroup shared memory and its frames of thread-private values. */
 export interface ThreadAreas {
   /** Byte address of thread t's shared area is `base + t * stride`; its scratch follows at `+ sharedBytes`. */
@@ -50,7 +53,7 @@ export function threadAreas(mem: CpuMemory, kernels: readonly CpuKernel[], threa
  * Writes `phases` as schedule rows: chunk sizes give each thread several claims per phase (a delayed thread then
  * delays only a chunk it claimed), and each kernel phase gets one argument block per thread.
  */
-export function writeSchedule(mem: CpuMemory, phases: readonly Phase[], threads: number, areas: ThreadAreas): Schedule {
+export function writeSchedule(mem: CpuMemory, phases: readonly Phase[], threads: number, areas: ThreadAreas, claims = DEFAULT_CLAIMS): Schedule {
   const rowsAt = mem.alloc(phases.length * ROW.WORDS * 4);
   const rows = rowsAt >>> 2;
   const blocks: number[] = [];
@@ -78,8 +81,8 @@ export function writeSchedule(mem: CpuMemory, phases: readonly Phase[], threads:
     const [gx, gy, gz] = k.grid;
     const groups = gx * gy * gz;
     labels.push(`${k.plan.op}/${k.plan.kernel.provenance === "none" ? "none" : k.plan.kernel.request.kind} ${gx}x${gy}x${gz}`);
-    // About four claims per thread: small enough to balance, large enough that claiming costs little.
-    const chunk = Math.max(1, Math.ceil(groups / (threads * 4)));
+    // About `claims` claims per thread: small enough to balance, large enough that claiming costs little.
+    const chunk = Math.max(1, Math.ceil(groups / (threads * claims)));
     const words = k.code.abi!["argWords"]!;
     const stride = Math.ceil((words * 4) / 16) * 16;
     const args = mem.alloc(stride * threads);

@@ -1,17 +1,17 @@
 // Profile of CPU decode steps: per phase kind, wall time, each thread's busy and wait time, and the time a step spends
-// outside its region (runtime, sampling, slot writes). Usage: node bench/cpu-step-profile.mjs MODEL.gguf [threads] [steps]
+// outside its region (runtime, sampling, slot writes). Usage: node bench/cpu-step-profile.mjs MODEL.gguf [threads] [steps] [claims]
 import os from "node:os";
 import { createCpuExecutor } from "@poot/backend-cpu";
 import { LoadedModel } from "@poot/models";
 import { Engine, argmax } from "@poot/runtime";
 
-const [model, threadsArg = "2", stepsArg = "32"] = process.argv.slice(2);
+const [model, threadsArg = "2", stepsArg = "32", claimsArg] = process.argv.slice(2);
 if (model === undefined) {
-  console.error("usage: node bench/cpu-step-profile.mjs MODEL.gguf [threads] [steps]");
+  console.error("usage: node bench/cpu-step-profile.mjs MODEL.gguf [threads] [steps] [claims per thread]");
   process.exit(1);
 }
 const threads = Number(threadsArg), steps = Number(stepsArg), prompt = 16;
-const executor = createCpuExecutor({ threads, profile: true, compile: { horizontalFusion: "shared-epilogue" } });
+const executor = createCpuExecutor({ threads, profile: true, ...(claimsArg !== undefined ? { claimsPerThread: Number(claimsArg) } : {}), compile: { horizontalFusion: "shared-epilogue" } });
 const engine = new Engine(LoadedModel.open(model, {}), { executor, context: prompt + steps + 8, tokenizer: null, prefillChunk: 16, maxSequences: 1 });
 const s = engine.openSession();
 let logits = s.step(Array.from({ length: prompt }, (_, i) => (i * 7919) % 1000));
@@ -37,7 +37,7 @@ for (const p of phases) {
 }
 const wall = phases.reduce((a, p) => a + p.wall, 0) / steps;
 const busy = phases.reduce((a, p) => a + p.busy.reduce((x, y) => x + y, 0), 0) / steps;
-console.log(`${model}: ${threads} threads, ${steps} decode steps, load ${os.loadavg()[0].toFixed(2)}`);
+console.log(`${model}: ${threads} threads, ${steps} decode steps, claims/thread ${claimsArg ?? "default"}, load ${os.loadavg()[0].toFixed(2)}`);
 console.log(`step ${stepMs.toFixed(2)} ms: region ${wall.toFixed(2)} ms (${phases.length} phases), outside ${(stepMs - wall).toFixed(2)} ms; threads busy ${((100 * busy) / (threads * wall)).toFixed(1)}% of region`);
 console.log("phases/step  wall ms  busy ms/thread  wait ms/thread  idle%  label");
 for (const [label, g] of [...groups].sort((a, b) => b[1].wall - a[1].wall)) {
