@@ -17,9 +17,14 @@ const s = engine.openSession();
 let logits = s.step(Array.from({ length: prompt }, (_, i) => (i * 7919) % 1000));
 for (let k = 0; k < 4; k++) logits = s.step([argmax(logits)]);
 executor.takeProfile();
-const t0 = performance.now();
-for (let k = 0; k < steps; k++) logits = s.step([argmax(logits)]);
-const stepMs = (performance.now() - t0) / steps;
+const times = [];
+for (let k = 0; k < steps; k++) {
+  const t = performance.now();
+  logits = s.step([argmax(logits)]);
+  times.push(performance.now() - t);
+}
+const stepMs = times.reduce((a, x) => a + x, 0) / steps;
+times.sort((a, b) => a - b);
 const phases = executor.takeProfile();
 s.release();
 engine.close();
@@ -38,7 +43,7 @@ for (const p of phases) {
 const wall = phases.reduce((a, p) => a + p.wall, 0) / steps;
 const busy = phases.reduce((a, p) => a + p.busy.reduce((x, y) => x + y, 0), 0) / steps;
 console.log(`${model}: ${threads} threads, ${steps} decode steps, claims/thread ${claimsArg ?? "default"}, load ${os.loadavg()[0].toFixed(2)}`);
-console.log(`step ${stepMs.toFixed(2)} ms: region ${wall.toFixed(2)} ms (${phases.length} phases), outside ${(stepMs - wall).toFixed(2)} ms; threads busy ${((100 * busy) / (threads * wall)).toFixed(1)}% of region`);
+console.log(`step min ${times[0].toFixed(2)} ms, median ${times[steps >> 1].toFixed(2)} ms, mean ${stepMs.toFixed(2)} ms: region ${wall.toFixed(2)} ms (${phases.length} phases), outside ${(stepMs - wall).toFixed(2)} ms; threads busy ${((100 * busy) / (threads * wall)).toFixed(1)}% of region`);
 console.log("phases/step  wall ms  busy ms/thread  wait ms/thread  idle%  label");
 for (const [label, g] of [...groups].sort((a, b) => b[1].wall - a[1].wall)) {
   const b = g.busy.reduce((x, y) => x + y, 0);
