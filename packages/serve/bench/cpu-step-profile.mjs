@@ -1,18 +1,18 @@
 // Profile of CPU decode steps: per phase kind, wall time, each thread's busy and wait time, and the time a step spends
-// outside its region (runtime, sampling, slot writes). Usage: node bench/cpu-step-profile.mjs MODEL.gguf [threads] [steps] [claims]
+// outside its region (runtime, sampling, slot writes). Usage: node bench/cpu-step-profile.mjs MODEL.gguf [threads] [steps] [claims] [prompt]
 import os from "node:os";
 import { createCpuExecutor } from "@poot/backend-cpu";
 import { LoadedModel } from "@poot/models";
 import { Engine, argmax } from "@poot/runtime";
 
-const [model, threadsArg = "2", stepsArg = "32", claimsArg] = process.argv.slice(2);
+const [model, threadsArg = "2", stepsArg = "32", claimsArg, promptArg = "16"] = process.argv.slice(2);
 if (model === undefined) {
-  console.error("usage: node bench/cpu-step-profile.mjs MODEL.gguf [threads] [steps] [claims per thread]");
+  console.error("usage: node bench/cpu-step-profile.mjs MODEL.gguf [threads] [steps] [claims per thread] [prompt tokens]");
   process.exit(1);
 }
-const threads = Number(threadsArg), steps = Number(stepsArg), prompt = 16;
-const executor = createCpuExecutor({ threads, profile: true, ...(claimsArg !== undefined ? { claimsPerThread: Number(claimsArg) } : {}), compile: { horizontalFusion: "shared-epilogue" } });
-const engine = new Engine(LoadedModel.open(model, {}), { executor, context: prompt + steps + 8, tokenizer: null, prefillChunk: 16, maxSequences: 1 });
+const threads = Number(threadsArg), steps = Number(stepsArg), prompt = Number(promptArg);
+const executor = createCpuExecutor({ threads, profile: true, ...(claimsArg !== undefined && claimsArg !== "-" ? { claimsPerThread: Number(claimsArg) } : {}), compile: { horizontalFusion: "shared-epilogue" } });
+const engine = new Engine(LoadedModel.open(model, {}), { executor, context: prompt + steps + 8, tokenizer: null, prefillChunk: 64, maxSequences: 1 });
 const s = engine.openSession();
 let logits = s.step(Array.from({ length: prompt }, (_, i) => (i * 7919) % 1000));
 for (let k = 0; k < 4; k++) logits = s.step([argmax(logits)]);
