@@ -30,7 +30,7 @@ export interface CpuExecutorOptions {
   readonly plantEarlyPublish?: boolean;
   /** Planted fault for tests: every step allocates one typed array (the counters must see it). */
   readonly plantAllocation?: boolean;
-  /** Chunks each thread may claim per phase, about (default {@link DEFAULT_CLAIMS}): more balance the phase's end better, each claim costs an atomic. */
+  /** Chunks each thread may claim per phase, about (default 16): more balance the phase's end better, each claim costs an atomic. */
   readonly claimsPerThread?: number;
   /** Debug: time every phase on every thread (read with {@link CpuExecutor.takeProfile}); costs a clock read per chunk. */
   readonly profile?: boolean;
