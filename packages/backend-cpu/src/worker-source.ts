@@ -161,7 +161,9 @@ function runChunk(st, row, k) {
 // Runs claimed chunks of the current region until it is complete; returns the final sequence number.
 function participate(st) {
   const ctl = st.ctl;
-  let pf = null, at = 0;
+  // The profile switch is read once per region; its view is made on the first claim (the memory may have grown).
+  const at = Atomics.load(st.i32, ctl + C.PROF);
+  let pf = null;
   for (;;) {
     // The memory may have grown since this thread's views were made (staging between two regions).
     if (Atomics.load(st.i32, ctl + C.GROWN) !== st.grown) st.refresh();
@@ -169,7 +171,7 @@ function participate(st) {
     const seq = Atomics.load(i32, ctl + C.SEQ);
     const base = Atomics.load(i32, ctl + C.BASE), n = Atomics.load(i32, ctl + C.NPH), idx = seq - base;
     if (idx < 0 || idx >= n) return seq;
-    if (pf === null && (at = Atomics.load(i32, ctl + C.PROF)) !== 0) pf = new Float64Array(i32.buffer);
+    if (at !== 0 && pf === null) pf = new Float64Array(i32.buffer);
     const mine = pf !== null && idx < PR ? at + (2 + 2 * st.thread) * PR + idx : -1;
     const row = Atomics.load(i32, ctl + C.ROWS) + idx * R.WORDS;
     const chunks = i32[row + R.CHUNKS];
