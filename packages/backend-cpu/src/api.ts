@@ -2,7 +2,7 @@
 // (browser.ts); each entry adds its own `createCpuExecutor` over its platform's threads.
 
 export { CpuExecutor, cpuPlanCaps } from "./executor.js";
-export type { CpuExecutorOptions, CpuStats } from "./executor.js";
+export type { CpuExecutorOptions, CpuPhaseProfile, CpuStats } from "./executor.js";
 export { CpuProgram } from "./program.js";
 export { CpuStateSet } from "./state.js";
 export { CpuError } from "./errors.js";

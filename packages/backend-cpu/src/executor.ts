@@ -9,7 +9,7 @@ import { loadKernels } from "./kernels.js";
 import { CpuMemory, MAX_PAGES, PAGE, type CpuCounters } from "./memory.js";
 import { ThreadPool } from "./pool.js";
 import { CpuProgram, writeHost, type ProgramHost, type RunMode } from "./program.js";
-import { threadAreas } from "./schedule.js";
+import { DEFAULT_CLAIMS, threadAreas } from "./schedule.js";
 import { CpuStateSet } from "./state.js";
 import type { CpuPlatform } from "./transport.js";
 
@@ -30,6 +30,22 @@ export interface CpuExecutorOptions {
   readonly plantEarlyPublish?: boolean;
   /** Planted fault for tests: every step allocates one typed array (the counters must see it). */
   readonly plantAllocation?: boolean;
+  /** Chunks each thread may claim per phase, about (default 16): more balance the phase's end better, each claim costs an atomic. */
+  readonly claimsPerThread?: number;
+  /** Debug: time every phase on every thread (read with {@link CpuExecutor.takeProfile}); costs a clock read per chunk. */
+  readonly profile?: boolean;
+}
+
+/** One phase of the step profile: what ran, and its times summed over the steps profiled (ms). */
+export interface CpuPhaseProfile {
+  /** `op/kind gx×gy×gz` of the kernel, or `copy`. */
+  readonly label: string;
+  /** From the phase's publication to the next phase's. */
+  readonly wall: number;
+  /** Per thread: running the phase's chunks. */
+  readonly busy: readonly number[];
+  /** Per thread: spinning or sleeping while the phase had no chunk left. */
+  readonly wait: readonly number[];
 }
 
 /** The graph-plan caps of the CPU: kernelgen's cpu defaults with one-lane subgroups (the Wasm target's). */
@@ -66,16 +82,19 @@ export class CpuExecutor implements Executor {
   #disposed = false;
   #steps = 0;
   #dispatches = 0;
+  #lastLabels: readonly string[] = [];
 
   /** An executor on `platform` (node: `createCpuExecutor` of `@poot/backend-cpu`; browsers: of `@poot/backend-cpu/browser`). */
   constructor(options: CpuExecutorOptions, platform: CpuPlatform) {
     const threads = options.threads ?? platform.defaultThreads;
     if (!Number.isInteger(threads) || threads < 1) throw new ExecutorError("unsupported-program", `threads must be a positive integer, got ${threads}`);
+    const claims = options.claimsPerThread ?? DEFAULT_CLAIMS;
+    if (!Number.isInteger(claims) || claims < 1) throw new ExecutorError("unsupported-program", `claimsPerThread must be a positive integer, got ${claims}`);
     this.#options = options;
     this.memory = new CpuMemory();
     this.pool = new ThreadPool(this.memory, threads, platform.transport);
     this.caps = { kind: "cpu", device: `${platform.cpu}, ${threads} thread(s) (${platform.transport.name}), Wasm SIMD128 over one shared memory`, dtypes: DTYPES, capture: true, deviceMemoryBytes: MAX_PAGES * PAGE };
-    const mode: RunMode = { fused: options.fused ?? true, ...(options.checkPhaseOrder === true ? { checkPhaseOrder: true } : {}), ...(options.plantEarlyPublish === true ? { plantEarlyPublish: true } : {}), ...(options.plantAllocation === true ? { plantAllocation: true } : {}) };
+    const mode: RunMode = { fused: options.fused ?? true, claimsPerThread: claims, ...(options.checkPhaseOrder === true ? { checkPhaseOrder: true } : {}), ...(options.plantEarlyPublish === true ? { plantEarlyPublish: true } : {}), ...(options.plantAllocation === true ? { plantAllocation: true } : {}) };
     const self = this;
     this.#host = {
       mem: this.memory,
@@ -88,11 +107,13 @@ export class CpuExecutor implements Executor {
       createState: (schema, program) => this.#createState(schema, program),
       ownsState: (s) => s instanceof CpuStateSet && this.#states.has(s),
       alive: () => this.#alive(),
-      ran: (d) => {
+      ran: (s) => {
         this.#steps++;
-        this.#dispatches += d;
+        this.#dispatches += s.dispatches;
+        this.#lastLabels = s.labels;
       },
     };
+    if (options.profile === true) this.pool.enableProfile();
   }
 
   /** Sets the weight source; each Const is copied into the memory the first time a staged program needs it, then kept. */
@@ -159,6 +180,16 @@ export class CpuExecutor implements Executor {
   /** Steps run, kernel dispatches in them and host regions (threads joined) so far, cumulative. */
   stats(): CpuStats {
     return { steps: this.#steps, dispatches: this.#dispatches, regions: this.pool.regions };
+  }
+
+  /**
+   * The step profile (option `profile`) of the phases of the last step's schedule, summed over the steps since the last
+   * call (then reset); null when the profile is off. Steps of other schedules in between add to the same rows.
+   */
+  takeProfile(): CpuPhaseProfile[] | null {
+    const p = this.pool.takeProfile();
+    if (p === null) return null;
+    return this.#lastLabels.slice(0, p.wall.length).map((label, i) => ({ label, wall: p.wall[i]!, busy: p.busy.map((b) => b[i]!), wait: p.wait.map((w) => w[i]!) }));
   }
 
   /** Kernel dispatches run so far (the contract's counter; `stats().dispatches`). */

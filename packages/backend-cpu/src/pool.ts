@@ -4,7 +4,7 @@
 import { CpuError } from "./errors.js";
 import { WA, type CpuMemory } from "./memory.js";
 import type { ThreadHandle, ThreadTransport } from "./transport.js";
-import { CTL, HOST_CORE_SOURCE, ROW } from "./worker-source.js";
+import { CTL, HOST_CORE_SOURCE, PROFILE_ROWS, ROW } from "./worker-source.js";
 
 /** One compiled kernel to load on every thread. */
 export interface PoolKernel {
@@ -23,7 +23,17 @@ interface HostState {
   readonly port: { postMessage(m: string): void };
 }
 
-type Core = { participate(st: HostState): number; wasmMath: Record<string, (x: number) => number> };
+type Core = { participate(st: HostState): number; wasmMath: Record<string, (x: number) => number>; now(): number };
+
+/** What the step profile recorded per region row (phase index), summed over the regions since the last read, in ms. */
+export interface PoolProfile {
+  /** Wall time of each row: from its publication to the next row's. */
+  readonly wall: Float64Array;
+  /** Per thread: time spent running the row's chunks. */
+  readonly busy: readonly Float64Array[];
+  /** Per thread: time spent spinning or sleeping while the row had no chunk left to claim. */
+  readonly wait: readonly Float64Array[];
+}
 
 /** Debug switches of a region (tests plant faults and check the protocol with them). */
 export interface RegionDebug {
@@ -47,6 +57,7 @@ export class ThreadPool {
   #regions = 0;
   #disposed = false;
   #starting = false;
+  #profileAt = 0;
 
   constructor(mem: CpuMemory, threads: number, transport: ThreadTransport) {
     this.threads = threads;
@@ -118,6 +129,7 @@ export class ThreadPool {
     if (debug.checkPhaseOrder === true) Atomics.store(i32, c + CTL.CHECK, 1);
     if (debug.plantEarlyPublish === true) Atomics.store(i32, c + CTL.PLANT_EARLY, 1);
     const base = this.#seq + 1;
+    if (this.#profileAt !== 0) new Float64Array(i32.buffer)[(this.#profileAt >>> 3) + PROFILE_ROWS] = this.#core.now();
     Atomics.store(i32, rows + ROW.DONE, 0);
     Atomics.store(i32, rows + ROW.CLAIM, 0);
     Atomics.store(i32, c + CTL.KIND, 0);
@@ -134,6 +146,30 @@ export class ThreadPool {
       Atomics.store(i32, c + CTL.PLANT_EARLY, 0);
     }
     this.#raise(i32);
+  }
+
+  /** Turns the step profile on (debug: every thread times its chunks and waits; costs a clock read per chunk). */
+  enableProfile(): void {
+    if (this.#profileAt !== 0) return;
+    const bytes = PROFILE_ROWS * (2 + 2 * this.threads) * 8;
+    this.#profileAt = this.#mem.alloc(bytes);
+    this.#mem.u8.fill(0, this.#profileAt, this.#profileAt + bytes);
+    Atomics.store(this.#mem.i32, this.#ctl + CTL.PROF, this.#profileAt >>> 3);
+  }
+
+  /** The profile summed since the last call (then zeroed); null when the profile is off. */
+  takeProfile(): PoolProfile | null {
+    if (this.#profileAt === 0) return null;
+    const f = new Float64Array(this.#mem.memory.buffer, this.#profileAt, PROFILE_ROWS * (2 + 2 * this.threads));
+    const col = (c: number): Float64Array => f.slice(c * PROFILE_ROWS, (c + 1) * PROFILE_ROWS);
+    const out = { wall: col(0), busy: [] as Float64Array[], wait: [] as Float64Array[] };
+    for (let t = 0; t < this.threads; t++) {
+      out.busy.push(col(2 + 2 * t));
+      out.wait.push(col(3 + 2 * t));
+    }
+    f.fill(0, 0, PROFILE_ROWS);
+    f.fill(0, 2 * PROFILE_ROWS);
+    return out;
   }
 
   #raise(i32: Int32Array): void {

@@ -18,6 +18,8 @@ export interface RunMode extends RegionDebug {
   readonly fused: boolean;
   /** Planted fault for tests: every step allocates a typed array (the allocation counters must see it). */
   readonly plantAllocation?: boolean;
+  /** Chunks each thread may claim per phase, about (a phase of fewer workgroups has one each). */
+  readonly claimsPerThread?: number;
 }
 
 /** What a program needs from its executor. */
@@ -32,8 +34,8 @@ export interface ProgramHost {
   createState(schema: ProgramSchema, program: string): CpuStateSet;
   ownsState(s: StateSet): boolean;
   alive(): void;
-  /** Counts a step of `dispatches` kernel dispatches. */
-  ran(dispatches: number): void;
+  /** Counts a step (its schedule's kernel dispatches; the profile labels its rows). */
+  ran(schedule: Schedule): void;
 }
 
 interface Bound {
@@ -133,7 +135,7 @@ export class CpuProgram implements StagedProgram {
     if (this.#prepared !== epoch) {
       const bind = this.#phases("bind", null);
       if (bind.length > 0) {
-        const s = writeSchedule(host.mem, bind, host.pool.threads, this.#areas);
+        const s = writeSchedule(host.mem, bind, host.pool.threads, this.#areas, host.mode.claimsPerThread);
         host.pool.run(s.rows, s.n);
         for (const b of s.blocks) host.mem.free(b);
       }
@@ -149,7 +151,7 @@ export class CpuProgram implements StagedProgram {
       const from = this.#root(s.output), to = this.#root(s.input);
       if (from !== to) phases.push(...gatherCopies(g, s.output, from, this.#addr(from, state), this.#addr(to, state)));
     }
-    const schedule = writeSchedule(host.mem, phases, host.pool.threads, this.#areas);
+    const schedule = writeSchedule(host.mem, phases, host.pool.threads, this.#areas, host.mode.claimsPerThread);
     this.#steps.set(state, { schedule, epoch });
     return schedule;
   }
@@ -160,7 +162,7 @@ export class CpuProgram implements StagedProgram {
       this.#host.mem.countArray();
       void new Float32Array(1);
     }
-    this.#host.ran(s.dispatches);
+    this.#host.ran(s);
     if (mode.fused) pool.run(s.rows, s.n, mode);
     else for (let i = 0; i < s.n; i++) pool.run(s.rows + i * ROW.WORDS, 1, mode);
   }

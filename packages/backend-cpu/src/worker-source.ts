@@ -25,6 +25,8 @@ export const CTL = {
   ERROR: 9,
   /** Bumped when the memory grows, so threads refresh their views. */
   GROWN: 10,
+  /** Step profile on: the f64 index of the profile area (see {@link PROFILE_ROWS}); 0 when off. */
+  PROF: 11,
   /** Words in the block. */
   WORDS: 16,
 } as const;
@@ -59,13 +61,20 @@ export const ROW = {
   WORDS: 12,
 } as const;
 
+/**
+ * Rows of a region the step profile records (later rows are not timed). The profile area holds f64 columns of this
+ * many entries: wall time per row (summed by the thread that publishes the next row), the row's last publish time,
+ * then per thread its busy time (running chunks) and its wait time (spinning or sleeping on the row), in ms.
+ */
+export const PROFILE_ROWS = 1024;
+
 /** A claim counter value that no row can hand out: rows start exhausted until they are published. */
 export const EXHAUSTED = 0x3fffffff;
 
 // The shared loop. `st` = { i32: Int32Array over the whole memory, ctl: word index of the control block,
 // fns: kernel exports by id, u8: Uint8Array over the memory, thread: this thread's index, port: for errors }.
 const CORE = String.raw`
-const C = ${JSON.stringify(CTL)}, R = ${JSON.stringify(ROW)};
+const C = ${JSON.stringify(CTL)}, R = ${JSON.stringify(ROW)}, PR = ${PROFILE_ROWS};
 const SPIN = 4000;
 const F32 = new Float32Array(1), U32 = new Uint32Array(F32.buffer);
 function f32_to_f16(x) {
@@ -110,7 +119,20 @@ function waitChange(i32, at, seen) {
   Atomics.wait(i32, at, seen, 50);
 }
 
-function publish(i32, ctl, rows, next, n, idx) {
+// Profile clock: comparable across threads (each thread's performance.now() has its own origin).
+function now() {
+  return performance.timeOrigin + performance.now();
+}
+
+function profilePublish(pf, at, idx) {
+  if (idx >= PR) return;
+  const t = now();
+  pf[at + idx] += t - pf[at + PR + idx];
+  if (idx + 1 < PR) pf[at + PR + idx + 1] = t;
+}
+
+function publish(i32, ctl, rows, next, n, idx, pf, at) {
+  if (pf !== null) profilePublish(pf, at, idx);
   if (idx + 1 < n) {
     const r = rows + (idx + 1) * R.WORDS;
     Atomics.store(i32, r + R.DONE, 0);
@@ -139,6 +161,9 @@ function runChunk(st, row, k) {
 // Runs claimed chunks of the current region until it is complete; returns the final sequence number.
 function participate(st) {
   const ctl = st.ctl;
+  // The profile switch is read once per region; its view is made on the first claim (the memory may have grown).
+  const at = Atomics.load(st.i32, ctl + C.PROF);
+  let pf = null;
   for (;;) {
     // The memory may have grown since this thread's views were made (staging between two regions).
     if (Atomics.load(st.i32, ctl + C.GROWN) !== st.grown) st.refresh();
@@ -146,29 +171,38 @@ function participate(st) {
     const seq = Atomics.load(i32, ctl + C.SEQ);
     const base = Atomics.load(i32, ctl + C.BASE), n = Atomics.load(i32, ctl + C.NPH), idx = seq - base;
     if (idx < 0 || idx >= n) return seq;
+    if (at !== 0 && pf === null) pf = new Float64Array(i32.buffer);
+    const mine = pf !== null && idx < PR ? at + (2 + 2 * st.thread) * PR + idx : -1;
     const row = Atomics.load(i32, ctl + C.ROWS) + idx * R.WORDS;
     const chunks = i32[row + R.CHUNKS];
     const k = Atomics.add(i32, row + R.CLAIM, 1);
-    if (k >= chunks) { waitChange(i32, ctl + C.SEQ, seq); continue; }
+    if (k >= chunks) {
+      const t0 = mine >= 0 ? now() : 0;
+      waitChange(i32, ctl + C.SEQ, seq);
+      if (mine >= 0) pf[mine + PR] += now() - t0;
+      continue;
+    }
     const plant = Atomics.load(i32, ctl + C.PLANT_EARLY) === 1;
-    if (plant && k === 0) publish(i32, ctl, Atomics.load(i32, ctl + C.ROWS), seq + 1, n, idx);
+    if (plant && k === 0) publish(i32, ctl, Atomics.load(i32, ctl + C.ROWS), seq + 1, n, idx, pf, at);
     if (Atomics.load(i32, ctl + C.CHECK) === 1 && i32[row + R.CHAINED] === 1) {
       const prev = row - R.WORDS;
       if (Atomics.load(i32, prev + R.DONE) !== i32[prev + R.CHUNKS]) Atomics.compareExchange(i32, ctl + C.VIOLATION, 0, idx + 1);
     }
+    const t0 = mine >= 0 ? now() : 0;
     try {
       runChunk(st, row, k);
     } catch (e) {
       if (Atomics.compareExchange(i32, ctl + C.ERROR, 0, idx + 1) === 0 && st.port) st.port.postMessage(String(e && e.stack || e));
     }
+    if (mine >= 0) pf[mine] += now() - t0;
     const d = Atomics.add(i32, row + R.DONE, 1) + 1;
-    if (d === chunks && !plant) publish(i32, ctl, Atomics.load(i32, ctl + C.ROWS), seq + 1, n, idx);
+    if (d === chunks && !plant) publish(i32, ctl, Atomics.load(i32, ctl + C.ROWS), seq + 1, n, idx, pf, at);
   }
 }
 `;
 
 /** The host's copy of the loop: `participate(st)` and the Wasm math imports, built from the same source as the workers'. */
-export const HOST_CORE_SOURCE = `${CORE}\nreturn { participate, wasmMath };`;
+export const HOST_CORE_SOURCE = `${CORE}\nreturn { participate, wasmMath, now };`;
 
 // A worker thread's main over the core, the same on every platform. `recv()` returns the next load message, or
 // undefined when none has arrived yet (a browser worker reads messages only between turns of its event loop): the

@@ -1,6 +1,7 @@
 // The fused step protocol on a miniature decode graph, against graph-ir's evaluate: a fused region gives the same
 // logits bits as one region per dispatch; decode allocates nothing after warm-up (a planted allocation is seen);
-// the phase-order check passes on the real protocol and catches a planted early publish.
+// the phase-order check passes on the real protocol and catches a planted early publish; the step profile labels and
+// times every phase.
 import { CpuError, createCpuExecutor, type CpuExecutor } from "@poot/backend-cpu";
 import { relativeError } from "@poot/executor/conformance";
 import { evaluate } from "@poot/graph-ir";
@@ -121,5 +122,50 @@ describe("decode allocates nothing after warm-up", () => {
   test("a planted per-step allocation shows up in the counters", () => {
     const r = hundredSteps(true);
     expect(r.arrays).toBe(100);
+  });
+});
+
+describe("the step profile (option profile) and the claims per thread", () => {
+  test("labels every phase of the step; each thread's busy time fits in the phase's wall time; results unchanged", () => {
+    const exec = createCpuExecutor({ threads: 2, profile: true, claimsPerThread: 3 });
+    const holder: { plans: number; phases: ReturnType<CpuExecutor["takeProfile"]> } = { plans: 0, phases: null };
+    try {
+      exec.bindWeights((key) => weights[key]!);
+      const p = exec.stage(graph, { name: "decode" });
+      const st = p.createState();
+      const ref = reference(3);
+      for (let t = 0; t < 3; t++) {
+        const s = stepSlots(t);
+        p.writeSlot("token", s.token);
+        p.writeSlot("pos", s.pos);
+        p.writeSlot("mask", s.mask);
+        p.run(st);
+        expect(relativeError(p.readOutput("logits") as Float32Array, ref[t]!)).toBeLessThanOrEqual(1e-5);
+      }
+      holder.phases = exec.takeProfile();
+      holder.plans = p.dispatchesPerStep();
+    } finally {
+      exec.dispose();
+    }
+    const phases = holder.phases!;
+    expect(phases.filter((x) => x.label !== "copy").length).toBe(holder.plans);
+    for (const x of phases) {
+      expect(x.label).toMatch(/^(copy|\w+\/[\w-]+ \d+x\d+x\d+)$/);
+      expect(x.busy.length).toBe(2);
+      // Both clocks are absolute (timeOrigin + now); 0.05 ms of slack for their rounding.
+      for (const b of x.busy) expect(b).toBeLessThanOrEqual(x.wall + 0.05);
+    }
+    expect(phases.every((x) => x.wall > 0)).toBe(true);
+    expect(phases.reduce((a, x) => a + x.busy[0]! + x.busy[1]!, 0)).toBeGreaterThan(0);
+  });
+
+  test("without the option there is no profile; a bad claimsPerThread is a typed error", () => {
+    const exec = createCpuExecutor({ threads: 1 });
+    try {
+      expect(exec.takeProfile()).toBeNull();
+    } finally {
+      exec.dispose();
+    }
+    for (const claimsPerThread of [0, 1.5]) expect(() => createCpuExecutor({ threads: 1, claimsPerThread })).toThrow(/claimsPerThread must be a positive integer/);
   });
 });

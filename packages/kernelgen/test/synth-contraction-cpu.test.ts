@@ -1,7 +1,8 @@
 // Contractions with neighbour-reading epilogues (q/k with RoPE, k/v with the in-place KV-cache write) on the CPU caps
 // (serial threads + SIMD loads): each dot product is a load4 loop (adapter/contraction-cpu.ts), packed weights decoded
 // four at a time. A decoder compiled by graph-plan for the cpu target runs in the interpreter with poisoned fresh
-// buffers and is compared with graph-ir's float64 eval.
+// buffers and is compared with graph-ir's float64 eval. They take the block form (one dot product per output into
+// workgroup memory, then the epilogue), so RoPE reads each weight row once.
 
 import { evaluate } from "@poot/graph-ir";
 import type { Region } from "@poot/graph-plan";
@@ -34,6 +35,9 @@ describe("CPU SIMD dot products in neighbour-reading contractions, end to end ag
       });
       expect(neighbour.length).toBeGreaterThan(0);
       for (const k of neighbour) expect(JSON.stringify(k.kernel.body)).toContain('"k":"load4"');
+      // The serial block form: each output's dot product once into workgroup memory, then the epilogue reads it there
+      // (RoPE's partner no longer recomputed; docs/decisions/0953).
+      for (const k of neighbour) expect(k.kernel.shared.map((s) => s.name)).toContain("acc");
       const bind = bindings(g, d, pos, 17);
       const run = interpretProgram(prog, bind, { caps });
       const ref = evaluate(g, bind);

@@ -23,6 +23,18 @@ const hasBarrier = (body: readonly Stmt[]): boolean => {
   return found;
 };
 
+/** `body` without its barriers: in a workgroup of one thread a barrier orders nothing. */
+function withoutBarriers(body: readonly Stmt[]): Stmt[] {
+  return body.flatMap((s): Stmt[] => {
+    switch (s.s) {
+      case "barrier": return [];
+      case "for": case "while": return [{ ...s, body: withoutBarriers(s.body) }];
+      case "if": return [{ ...s, then: withoutBarriers(s.then), else: withoutBarriers(s.else) }];
+      default: return [s];
+    }
+  });
+}
+
 /**
  * Lowers a kernel to a Wasm module (see docs/decisions/0351 for the calling convention):
  * `export <kernel>(args, wg_x, wg_y, wg_z, first, last)` runs threads `first..last-1` (local_index) of
@@ -30,8 +42,13 @@ const hasBarrier = (body: readonly Stmt[]): boolean => {
  * num_workgroups x/y/z, the workgroup's shared-memory address, then the scratch address holding one
  * `frameBytes` frame per thread of the range. Kernels with barriers must be called with the whole workgroup.
  */
-export function lowerWasm(kernel: Kernel, caps: DeviceCaps, options: WasmOptions = {}): TargetCode {
-  const p = prepare(kernel, caps, "wasm", options);
+export function lowerWasm(source: Kernel, caps: DeviceCaps, options: WasmOptions = {}): TargetCode {
+  const p0 = prepare(source, caps, "wasm", options);
+  // One thread per workgroup (CPU kernels shaped for serial threads): dropping the barriers lets every name live in a
+  // Wasm local instead of the thread's frame in memory (a kernel with barriers keeps names in frames across regions).
+  const one = p0.workgroupSize[0] * p0.workgroupSize[1] * p0.workgroupSize[2] === 1 && hasBarrier(p0.kernel.body);
+  const kernel = one ? { ...source, body: withoutBarriers(source.body) } : source;
+  const p = one ? { ...p0, kernel: { ...p0.kernel, body: withoutBarriers(p0.kernel.body) } } : p0;
   if (p.usesSubgroups && p.subgroupSize !== 1) {
     throw new CodegenError("missing-capability", `the Wasm target runs subgroups of one lane; caps ask for ${p.subgroupSize}`, { kernel: kernel.name, target: "wasm", construct: "subgroupSize" });
   }

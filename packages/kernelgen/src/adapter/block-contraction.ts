@@ -12,6 +12,7 @@ import type { Access, Region, RegionArg, RegionNode } from "@poot/graph-plan";
 import { grid2d, pow2Workgroup } from "../caps.js";
 import type { SynthCaps, SynthKernel } from "../caps.js";
 import { blockDecoder } from "../synth/decode.js";
+import { simdDot, simdDotApplies } from "./contraction-cpu.js";
 import { packedSplitLoop } from "../synth/dequant.js";
 import { laneGroupSum, vecUnroll, vecWordLoop } from "../synth/gemv.js";
 import { delinearize, elemForDType, isDense, loadAccess, storeAccess } from "./access.js";
@@ -134,7 +135,12 @@ export interface BlockGemv {
   readonly vec: boolean;
   /** The B operands' packed format when they are read packed (lanes split each block, decision 0806). */
   readonly packed?: PackedFormat;
+  /** Serial threads with SIMD loads (the CPU): one thread per output, each dot product a load4 loop (`simdDot`). */
+  readonly serial?: boolean;
 }
+
+/** Outputs per block on serial threads (one thread each): about one head of RoPE, several blocks per thread to claim. */
+const SERIAL_BLOCK = 64;
 
 /**
  * The packed format every B shares when this kernel can read them packed (CUDA caps, f32 A, blocks of a multiple
@@ -159,17 +165,21 @@ export function blockGemv(inputs: readonly Access[], heads: number, epilogue: Re
   const Bs = inputs.slice(1, 1 + heads);
   const extras = inputs.slice(1 + heads);
   const B = Bs[0] as Access;
-  if (caps.serialThreads === true || epilogue.nodes.some((n) => n.op === "Reduce")) return null;
+  // Serial threads (the CPU): only where every dot product is a SIMD load4 loop (packed B read as bytes).
+  const serial = caps.serialThreads === true;
+  if (serial && (workgroup !== undefined || caps.simdLoads !== true || isPacked(A.dtype) || !Bs.every((x) => simdDotApplies(A, x, transposeB)))) return null;
+  if (epilogue.nodes.some((n) => n.op === "Reduce")) return null;
   if (B.shape.length !== 2 || ![A, ...Bs].every(isDense) || isPacked(A.dtype)) return null;
   // Packed weights ([N, K] rows of blocks) on the CUDA caps: lanes split each block, 8 elements a lane (decision 0806).
-  const packed = packedWeights(Bs, A, caps);
+  const packed = serial ? undefined : packedWeights(Bs, A, caps);
   if (packed === null) return null;
   const wDtype = B.dtype as ScalarDType;
   const xDtype = A.dtype as ScalarDType;
-  if (packed === undefined && (Bs.some((b) => b.dtype !== wDtype) || ![wDtype, xDtype].every((d) => d === "f32" || d === "bf16" || d === "f16"))) return null;
+  if (!serial && packed === undefined && (Bs.some((b) => b.dtype !== wDtype) || ![wDtype, xDtype].every((d) => d === "f32" || d === "bf16" || d === "f16"))) return null;
   const K = A.shape[A.shape.length - 1] as number;
-  const N = B.shape[transposeB || packed !== undefined ? 0 : 1] as number;
-  if (B.shape[transposeB || packed !== undefined ? 1 : 0] !== K || (packed !== undefined && K % packed.blockSize !== 0)) return null;
+  const nk = transposeB || packed !== undefined || isPacked(B.dtype);
+  const N = B.shape[nk ? 0 : 1] as number;
+  if (B.shape[nk ? 1 : 0] !== K || (packed !== undefined && K % packed.blockSize !== 0)) return null;
   const accShape = [...A.shape.slice(0, -1), N];
   const total = numel(accShape);
   // A GEMV (at most 8 rows of A): each output re-reads its weight row, so many rows belong to a tiled GEMM.
@@ -177,19 +187,22 @@ export function blockGemv(inputs: readonly Access[], heads: number, epilogue: Re
   const blocking = epilogueBlocking(epilogue, heads, accShape, extras, output);
   if (blocking === null || total % blocking.granule !== 0) return null;
 
-  // Lanes per output as in the plain GEMV; outputs per block: a multiple of the granule, about 256 threads' worth.
+  // Lanes per output as in the plain GEMV (one on serial threads); outputs per block: a multiple of the granule,
+  // about 256 threads' worth (serial: SERIAL_BLOCK outputs, so a phase has several blocks per thread to claim).
   const sg = caps.subgroupSize;
-  const lanesWant = pow2Workgroup(K, 32);
-  const useSg = sg !== undefined && sg > 1 && sg <= caps.maxWorkgroup && lanesWant >= sg;
+  const lanesWant = serial ? 1 : pow2Workgroup(K, 32);
+  const useSg = !serial && sg !== undefined && sg > 1 && sg <= caps.maxWorkgroup && lanesWant >= sg;
   const lanes = useSg ? (sg as number) : lanesWant;
   const g = blocking.granule;
-  const perWg = Math.max(1, Math.floor((workgroup ?? Math.min(256, caps.maxWorkgroup)) / lanes));
+  const perWg = Math.max(1, Math.floor((workgroup ?? Math.min(serial ? SERIAL_BLOCK : 256, caps.maxWorkgroup)) / lanes));
   const Bk = Math.min(total, g * Math.ceil(perWg / g));
-  let wg = workgroup ?? Math.max(lanes, pow2Workgroup(Bk * lanes, Math.min(caps.maxWorkgroup, 1024)));
+  // Serial threads: one thread per block computes its dot products, then its epilogue — no barrier, so the Wasm
+  // target keeps every value in registers (a barrier puts each name in a memory frame).
+  let wg = serial ? 1 : (workgroup ?? Math.max(lanes, pow2Workgroup(Bk * lanes, Math.min(caps.maxWorkgroup, 1024))));
   while (workgroup === undefined && wg > lanes && blockSharedBytes(Bk * heads, useSg, wg) > caps.sharedBytes) wg >>= 1;
   if (wg > caps.maxWorkgroup || blockSharedBytes(Bk * heads, useSg, wg) > caps.sharedBytes) return null;
   const vec = useSg && caps.vectorLoads === true && transposeB && xDtype === "f32" && (wDtype === "bf16" || wDtype === "f16") && K % (8 * lanes) === 0;
-  return { inputs, heads, epilogue, accDtype, transposeB, output, xDtype, wDtype, K, N, accShape, total, blocking, lanes, useSg, Bk, wg, blocks: Math.ceil(total / Bk), vec, ...(packed !== undefined ? { packed } : {}) };
+  return { inputs, heads, epilogue, accDtype, transposeB, output, xDtype, wDtype, K, N, accShape, total, blocking, lanes, useSg, Bk, wg, blocks: Math.ceil(total / Bk), vec, ...(packed !== undefined ? { packed } : {}), ...(serial ? { serial } : {}) };
 }
 
 /** Workgroup memory of a block GEMV: the block's accumulators, and a lane-sum scratch without subgroups. */
@@ -210,6 +223,8 @@ export function blockElem(g: BlockGemv, role: "x" | "w" | "extra" | "out", a: Ac
   if (role === "x" && g.vec) return "vec4<f32>";
   if (role === "w" && g.vec) return "vec4<u32>";
   if (role === "w" && g.packed !== undefined) return "u32";
+  // simdDot reads packed weights as bytes (decode-unrolled.ts).
+  if (role === "w" && g.serial === true && isPacked(a.dtype)) return "u8";
   return elemForDType(a.dtype);
 }
 
@@ -236,7 +251,8 @@ export function emitBlockGemv(b: Builder, g: BlockGemv, bufs: BlockBuffers, blk:
     const totals = blockDots(b, g, bufs, decs, li, live, tid, lane, scratch);
     if_(live.and(lane.eq(0)), () => totals.forEach((t, h) => accMem.set(o.add(h * Bk), t)));
   }, "step");
-  b.barrier();
+  // One thread per workgroup (serial threads) needs no barrier: it wrote every accumulator it reads.
+  if (wg > 1) b.barrier();
   emitBlockEpilogue(b, g, bufs, base, tid, wg, accMem);
 }
 
@@ -273,7 +289,11 @@ export function blockDots(b: Builder, g: BlockGemv, bufs: Pick<BlockBuffers, "x"
   const n = let_(li.rem(N), "n");
   const accs = Ws.map((_, h) => var_(f32(0), `dot${h}`));
   if_(live, () => {
-    if (packed !== undefined) {
+    if (g.serial === true) {
+      const A = g.inputs[0] as Access;
+      const aCoords = [...delinearize(b, row, A.shape.slice(0, -1)), b.u32(0)];
+      Ws.forEach((W, h) => (accs[h] as Var<"f32">).set(simdDot(b, A, x, g.inputs[1 + h] as Access, W, aCoords, n)));
+    } else if (packed !== undefined) {
       packedSplitLoop(b, decs, packed, K, x as Arr<"f32">, n, lane, lanes, [let_(row.mul(K), "xr")], [accs]);
     } else if (vec) {
       const K8 = K / 8;
