@@ -36,8 +36,8 @@ export interface ThreadAreas {
 export function threadAreas(mem: CpuMemory, kernels: readonly CpuKernel[], threads: number): ThreadAreas {
   let shared = 16, scratch = 16;
   for (const k of kernels) {
-    shared = Math.max(shared, k.code.abi!["sharedBytes"]!);
-    scratch = Math.max(scratch, k.code.abi!["frameBytes"]! * k.threads);
+    shared = Math.max(shared, k.abi.sharedBytes);
+    scratch = Math.max(scratch, k.abi.frameBytes * k.threads);
   }
   const sharedBytes = Math.ceil(shared / 64) * 64;
   const stride = sharedBytes + Math.ceil(scratch / 64) * 64;
@@ -75,7 +75,7 @@ export function writeSchedule(mem: CpuMemory, phases: readonly Phase[], threads:
     const groups = gx * gy * gz;
     // About four claims per thread: small enough to balance, large enough that claiming costs little.
     const chunk = Math.max(1, Math.ceil(groups / (threads * 4)));
-    const words = k.code.abi!["argWords"]!;
+    const words = k.abi.argWords;
     const stride = Math.ceil((words * 4) / 16) * 16;
     const args = mem.alloc(stride * threads);
     blocks.push(args);
