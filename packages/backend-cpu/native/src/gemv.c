@@ -230,18 +230,47 @@ INLINE float dot_decoded(const float *w, const float *x, uint32_t K) {
   return vsum(vadd(a0, a1)) + tail;
 }
 
-/* M > 1: a row is decoded once into `buf`, then dotted with each of the M rows of x. */
+/* Four decoded rows dotted with one x row: each x vector loaded once for the four sums; tails element by element. */
+INLINE void dot4_decoded(const float *w, uint32_t K, const float *x, float out[4]) {
+  vf a0 = vzero(), a1 = vzero(), a2 = vzero(), a3 = vzero();
+  uint32_t k = 0;
+  for (; k + VW <= K; k += VW) {
+    const vf xv = vload(x + k);
+    a0 = vadd(a0, vmul(vload(w + k), xv));
+    a1 = vadd(a1, vmul(vload(w + K + k), xv));
+    a2 = vadd(a2, vmul(vload(w + 2 * (uint64_t)K + k), xv));
+    a3 = vadd(a3, vmul(vload(w + 3 * (uint64_t)K + k), xv));
+  }
+  float t[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+  for (; k < K; k++)
+    for (int i = 0; i < 4; i++) t[i] += w[i * (uint64_t)K + k] * x[k];
+  out[0] = vsum(a0) + t[0];
+  out[1] = vsum(a1) + t[1];
+  out[2] = vsum(a2) + t[2];
+  out[3] = vsum(a3) + t[3];
+}
+
+/* M > 1 (prefill): four rows decoded once into `buf`, then dotted with each of the M rows of x. */
 static void gemv_rows(const uint8_t *w, uint32_t fmt, const float *x, float *y, const float *r, uint32_t M, uint32_t N, uint32_t K, uint32_t n0, uint32_t n1) {
-  float *buf = (float *)aligned_alloc(64, ((size_t)K * 4 + 63) / 64 * 64);
+  float *buf = (float *)aligned_alloc(64, ((size_t)K * 16 + 63) / 64 * 64);
   if (!buf) __builtin_trap();
   const uint64_t rb = row_bytes(fmt, K);
-  for (uint32_t n = n0; n < n1; n++) {
-    sink s = { { vzero(), vzero(), vzero(), vzero() }, 0, buf, 1 };
-    row(&s, fmt, w + n * rb, K);
+  for (uint32_t n = n0; n < n1; n += 4) {
+    const uint32_t rows = n1 - n < 4 ? n1 - n : 4;
+    for (uint32_t i = 0; i < rows; i++) {
+      sink s = { { vzero(), vzero(), vzero(), vzero() }, 0, buf + (uint64_t)i * K, 1 };
+      row(&s, fmt, w + (n + i) * rb, K);
+    }
     for (uint32_t m = 0; m < M; m++) {
-      const float acc = dot_decoded(buf, x + (uint64_t)m * K, K);
-      const uint64_t o = (uint64_t)m * N + n;
-      y[o] = r ? acc + r[o] : acc;
+      const float *xm = x + (uint64_t)m * K;
+      float acc[4];
+      if (rows == 4) dot4_decoded(buf, K, xm, acc);
+      else
+        for (uint32_t i = 0; i < rows; i++) acc[i] = dot_decoded(buf + (uint64_t)i * K, xm, K);
+      for (uint32_t i = 0; i < rows; i++) {
+        const uint64_t o = (uint64_t)m * N + n + i;
+        y[o] = r ? acc[i] + r[o] : acc[i];
+      }
     }
   }
   free(buf);
