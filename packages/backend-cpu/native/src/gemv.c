@@ -98,7 +98,8 @@ INLINE void row_q8_0(sink *s, const uint8_t *w, uint32_t K) {
   for (uint32_t b = 0; b < K / 32; b++) {
     const uint8_t *blk = w + 34u * b;
     const vf d = vset(f16s(blk));
-    for (int j = 0; j < 32; j += VW) emit(s, vmul(d, vcvt(i8x(blk + 2 + j))), 32 * b + j, (int)(b * (32 / VW)) + j / VW);
+    /* Sum slots fixed per j (a slot that varies with b would keep the sums in memory). */
+    for (int j = 0; j < 32; j += VW) emit(s, vmul(d, vcvt(i8x(blk + 2 + j))), 32 * b + j, j / VW);
   }
 }
 
