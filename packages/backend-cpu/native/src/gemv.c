@@ -127,7 +127,8 @@ INLINE void row_q4_k(sink *s, const uint8_t *w, uint32_t K) {
       const vf t1 = vsub(vmul(vset(d1), iota), vset(mm1)), t2 = vsub(vmul(vset(d2), iota), vset(mm2));
       for (int l = 0; l < 32; l += 16) {
         const vi by = u8x(q + l);
-        emit(s, _mm512_permutexvar_ps(iand(by, 15), t1), k + l, l / 16);
+        /* vpermps reads only an index's low 4 bits: the low nibble needs no mask. */
+        emit(s, _mm512_permutexvar_ps(by, t1), k + l, l / 16);
         emit(s, _mm512_permutexvar_ps(ISRL(by, 4), t2), k + 32 + l, 2 + l / 16);
       }
 #else
@@ -142,8 +143,10 @@ INLINE void row_q4_k(sink *s, const uint8_t *w, uint32_t K) {
   }
 }
 
-/* Q6_K {u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d}: w = (d*sc)*(q6 - 32), the product rounded once. */
+/* Q6_K {u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d}: w = (d*sc)*(q6 - 32), the product rounded once. The 6-bit
+ * values of 32 elements are assembled as bytes (q6 - 32 fits an i8), then widened VW at a time. */
 INLINE void row_q6_k(sink *s, const uint8_t *w, uint32_t K) {
+  const __m256i lo4 = _mm256_set1_epi8(0x0f), b2 = _mm256_set1_epi8(0x03), b32 = _mm256_set1_epi8(32);
   for (uint32_t b = 0; b < K / 256; b++) {
     const uint8_t *blk = w + 210u * b;
     const float d = f16s(blk + 208);
@@ -152,17 +155,27 @@ INLINE void row_q6_k(sink *s, const uint8_t *w, uint32_t K) {
       const uint8_t *ql = blk + 64 * n, *qh = blk + 128 + 32 * n;
       const int8_t *scn = sc + 8 * n;
       const uint32_t k = 256 * b + 128 * n;
-      for (int l = 0; l < 32; l += VW) {
-        const int is = l / 16;
-        const vi a = u8x(ql + l), c = u8x(ql + 32 + l), h = u8x(qh + l);
-        const vi q1 = isub(ior(iand(a, 15), ISLL(iand(h, 3), 4)), 32);
-        const vi q2 = isub(ior(iand(c, 15), ISLL(iand(ISRL(h, 2), 3), 4)), 32);
-        const vi q3 = isub(ior(ISRL(a, 4), ISLL(iand(ISRL(h, 4), 3), 4)), 32);
-        const vi q4 = isub(ior(ISRL(c, 4), ISLL(ISRL(h, 6), 4)), 32);
-        emit(s, vmul(vset(d * (float)scn[is]), vcvt(q1)), k + l, 0);
-        emit(s, vmul(vset(d * (float)scn[is + 2]), vcvt(q2)), k + 32 + l, 1);
-        emit(s, vmul(vset(d * (float)scn[is + 4]), vcvt(q3)), k + 64 + l, 2);
-        emit(s, vmul(vset(d * (float)scn[is + 6]), vcvt(q4)), k + 96 + l, 3);
+      const __m256i a = _mm256_loadu_si256((const __m256i *)ql), c = _mm256_loadu_si256((const __m256i *)(ql + 32));
+      const __m256i h = _mm256_loadu_si256((const __m256i *)qh);
+      /* Byte shifts as 16-bit shifts, masked so no bit crosses into the neighbouring byte. */
+      __m256i q[4];
+      q[0] = _mm256_or_si256(_mm256_and_si256(a, lo4), _mm256_slli_epi16(_mm256_and_si256(h, b2), 4));
+      q[1] = _mm256_or_si256(_mm256_and_si256(c, lo4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), b2), 4));
+      q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), lo4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), b2), 4));
+      q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(c, 4), lo4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), b2), 4));
+      for (int g = 0; g < 4; g++) {
+        const __m256i v = _mm256_sub_epi8(q[g], b32);
+        const __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
+        const vf s0 = vset(d * (float)scn[2 * g]), s1 = vset(d * (float)scn[1 + 2 * g]);
+#if VW == 16
+        emit(s, vmul(s0, vcvt(_mm512_cvtepi8_epi32(lo))), k + 32 * g, g);
+        emit(s, vmul(s1, vcvt(_mm512_cvtepi8_epi32(hi))), k + 32 * g + 16, g);
+#else
+        emit(s, vmul(s0, vcvt(_mm256_cvtepi8_epi32(lo))), k + 32 * g, g);
+        emit(s, vmul(s0, vcvt(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)))), k + 32 * g + 8, g);
+        emit(s, vmul(s1, vcvt(_mm256_cvtepi8_epi32(hi))), k + 32 * g + 16, g);
+        emit(s, vmul(s1, vcvt(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)))), k + 32 * g + 24, g);
+#endif
       }
     }
   }
