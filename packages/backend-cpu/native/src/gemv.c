@@ -103,22 +103,35 @@ INLINE void row_q8_0(sink *s, const uint8_t *w, uint32_t K) {
   }
 }
 
-/* Q4_K's 6-bit scale and min of sub-block j (ggml get_scale_min_k4). */
-INLINE void scale_min_k4(const uint8_t *q, int j, int *sc, int *m) {
-  if (j < 4) { *sc = q[j] & 63; *m = q[j + 4] & 63; }
-  else { *sc = (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4); *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4); }
+/* out[i] = d * (float)q[i] for 8 unsigned (or, with `sign`, signed) bytes: each product one f32 multiply, as scalar. */
+INLINE void scaled8(const uint8_t *q, int sign, float d, float *out) {
+  const __m128i b = _mm_loadl_epi64((const __m128i *)q);
+  const __m256i i = sign ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+  _mm256_storeu_ps(out, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(i)));
+}
+
+/* Q4_K's eight 6-bit scales then eight mins as bytes (ggml get_scale_min_k4 for j = 0..7, word-parallel). */
+INLINE void scales_mins_k4(const uint8_t *q, uint8_t out[16]) {
+  uint32_t u[3], o[4];
+  __builtin_memcpy(u, q, 12);
+  o[0] = u[0] & 0x3f3f3f3f;
+  o[1] = (u[2] & 0x0f0f0f0f) | (((u[0] >> 6) & 0x03030303) << 4);
+  o[2] = u[1] & 0x3f3f3f3f;
+  o[3] = ((u[2] >> 4) & 0x0f0f0f0f) | (((u[1] >> 6) & 0x03030303) << 4);
+  __builtin_memcpy(out, o, 16);
 }
 
 /* Q4_K {f16 d, dmin; u8 scales[12]; u8 qs[128]}: w = (d*sc)*q - dmin*m, each product and the difference rounded. */
 INLINE void row_q4_k(sink *s, const uint8_t *w, uint32_t K) {
   for (uint32_t b = 0; b < K / 256; b++) {
     const uint8_t *blk = w + 144u * b;
-    const float d = f16s(blk), dmin = f16s(blk + 2);
+    uint8_t sm[16];
+    float ds[8], ms[8];
+    scales_mins_k4(blk + 4, sm);
+    scaled8(sm, 0, f16s(blk), ds);
+    scaled8(sm + 8, 0, f16s(blk + 2), ms);
     for (int j = 0; j < 4; j++) {
-      int sc1, m1, sc2, m2;
-      scale_min_k4(blk + 4, 2 * j, &sc1, &m1);
-      scale_min_k4(blk + 4, 2 * j + 1, &sc2, &m2);
-      const float d1 = d * (float)sc1, mm1 = dmin * (float)m1, d2 = d * (float)sc2, mm2 = dmin * (float)m2;
+      const float d1 = ds[2 * j], mm1 = ms[2 * j], d2 = ds[2 * j + 1], mm2 = ms[2 * j + 1];
       const uint8_t *q = blk + 16 + 32 * j;
       const uint32_t k = 256 * b + 64 * j;
 #if VW == 16
@@ -150,10 +163,12 @@ INLINE void row_q6_k(sink *s, const uint8_t *w, uint32_t K) {
   for (uint32_t b = 0; b < K / 256; b++) {
     const uint8_t *blk = w + 210u * b;
     const float d = f16s(blk + 208);
-    const int8_t *sc = (const int8_t *)(blk + 192);
+    float sc[16];
+    scaled8(blk + 192, 1, d, sc);
+    scaled8(blk + 200, 1, d, sc + 8);
     for (int n = 0; n < 2; n++) {
       const uint8_t *ql = blk + 64 * n, *qh = blk + 128 + 32 * n;
-      const int8_t *scn = sc + 8 * n;
+      const float *scn = sc + 8 * n;
       const uint32_t k = 256 * b + 128 * n;
       const __m256i a = _mm256_loadu_si256((const __m256i *)ql), c = _mm256_loadu_si256((const __m256i *)(ql + 32));
       const __m256i h = _mm256_loadu_si256((const __m256i *)qh);
@@ -166,7 +181,7 @@ INLINE void row_q6_k(sink *s, const uint8_t *w, uint32_t K) {
       for (int g = 0; g < 4; g++) {
         const __m256i v = _mm256_sub_epi8(q[g], b32);
         const __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
-        const vf s0 = vset(d * (float)scn[2 * g]), s1 = vset(d * (float)scn[1 + 2 * g]);
+        const vf s0 = vset(scn[2 * g]), s1 = vset(scn[1 + 2 * g]);
 #if VW == 16
         emit(s, vmul(s0, vcvt(_mm512_cvtepi8_epi32(lo))), k + 32 * g, g);
         emit(s, vmul(s1, vcvt(_mm512_cvtepi8_epi32(hi))), k + 32 * g + 16, g);
