@@ -10,3 +10,5 @@ export type { CpuErrorCode, CpuErrorContext } from "./errors.js";
 export type { CpuCounters } from "./memory.js";
 export type { CpuPlatform, ThreadHandle, ThreadInit, ThreadTransport } from "./transport.js";
 export { WASM_CODEGEN_CAPS } from "./kernels.js";
+export type { NativeLibrary, NativeLoader } from "./native/library.js";
+export type { NativeRef } from "./native/thread-source.js";

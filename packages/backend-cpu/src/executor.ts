@@ -6,6 +6,7 @@ import { dtypeName, numel, storageBytes, validateGraph, type Value } from "@poot
 import { PlanError, compile, defaultTarget, type CompileOptions, type DeviceCaps as PlanCaps } from "@poot/graph-plan";
 import { synthCapsFrom } from "@poot/kernelgen";
 import { loadKernels } from "./kernels.js";
+import type { NativeLibrary } from "./native/library.js";
 import { CpuMemory, MAX_PAGES, PAGE, type CpuCounters } from "./memory.js";
 import { ThreadPool } from "./pool.js";
 import { CpuProgram, writeHost, type ProgramHost, type RunMode } from "./program.js";
@@ -22,6 +23,11 @@ export interface CpuExecutorOptions {
   readonly threads?: number;
   /** graph-plan options every staged graph is compiled with (default here: `horizontalFusion: "shared-epilogue"`). */
   readonly compile?: CompileOptions;
+  /**
+   * Native GEMVs (decision 0952): the prebuilt kernels serve the contractions they can where the platform ships
+   * them (node on linux-x64 with AVX2+F16C); false runs every plan's Wasm kernel. Default true.
+   */
+  readonly native?: boolean;
   /** Run a step as one region (default true) or one region per dispatch (for comparison and debugging). */
   readonly fused?: boolean;
   /** Debug: every chunk checks that the previous phase completed; a violation throws `CpuError("phase-order")`. */
@@ -61,6 +67,8 @@ export interface CpuStats {
   readonly dispatches: number;
   /** Regions run: one per fused step, one per dispatch or copy unfused, plus bind-time regions. */
   readonly regions: number;
+  /** Of the dispatches, those a native GEMV ran (decision 0952). */
+  readonly nativeDispatches: number;
 }
 
 /** The CPU executor. */
@@ -71,6 +79,8 @@ export class CpuExecutor implements Executor {
   readonly memory: CpuMemory;
   /** The threads (the calling thread is thread 0). */
   readonly pool: ThreadPool;
+  /** The native GEMV kernels in use, or null (Wasm kernels only: none ship here, or `native: false`). */
+  readonly native: NativeLibrary | null;
   readonly #weights = new Map<string, number>();
   readonly #programs = new Set<CpuProgram>();
   readonly #states = new Set<CpuStateSet>();
@@ -83,6 +93,7 @@ export class CpuExecutor implements Executor {
   #steps = 0;
   #dispatches = 0;
   #lastLabels: readonly string[] = [];
+  #nativeDispatches = 0;
 
   /** An executor on `platform` (node: `createCpuExecutor` of `@poot/backend-cpu`; browsers: of `@poot/backend-cpu/browser`). */
   constructor(options: CpuExecutorOptions, platform: CpuPlatform) {
@@ -92,8 +103,10 @@ export class CpuExecutor implements Executor {
     if (!Number.isInteger(claims) || claims < 1) throw new ExecutorError("unsupported-program", `claimsPerThread must be a positive integer, got ${claims}`);
     this.#options = options;
     this.memory = new CpuMemory();
-    this.pool = new ThreadPool(this.memory, threads, platform.transport);
-    this.caps = { kind: "cpu", device: `${platform.cpu}, ${threads} thread(s) (${platform.transport.name}), Wasm SIMD128 over one shared memory`, dtypes: DTYPES, capture: true, deviceMemoryBytes: MAX_PAGES * PAGE };
+    this.native = options.native === false ? null : (platform.native?.() ?? null);
+    this.pool = new ThreadPool(this.memory, threads, platform.transport, this.native);
+    const kernels = this.native === null ? "Wasm SIMD128" : `native ${this.native.isa} GEMVs + Wasm SIMD128`;
+    this.caps = { kind: "cpu", device: `${platform.cpu}, ${threads} thread(s) (${platform.transport.name}), ${kernels} over one shared memory`, dtypes: DTYPES, capture: true, deviceMemoryBytes: MAX_PAGES * PAGE };
     const mode: RunMode = { fused: options.fused ?? true, claimsPerThread: claims, ...(options.checkPhaseOrder === true ? { checkPhaseOrder: true } : {}), ...(options.plantEarlyPublish === true ? { plantEarlyPublish: true } : {}), ...(options.plantAllocation === true ? { plantAllocation: true } : {}) };
     const self = this;
     this.#host = {
@@ -107,9 +120,10 @@ export class CpuExecutor implements Executor {
       createState: (schema, program) => this.#createState(schema, program),
       ownsState: (s) => s instanceof CpuStateSet && this.#states.has(s),
       alive: () => this.#alive(),
-      ran: (s) => {
+      ran: (s, native) => {
         this.#steps++;
         this.#dispatches += s.dispatches;
+        this.#nativeDispatches += native;
         this.#lastLabels = s.labels;
       },
     };
@@ -160,7 +174,9 @@ export class CpuExecutor implements Executor {
     }
     // Threads of a workgroup run one after another on one core: kernelgen's CPU shapes (decision 0451); codegen's
     // Wasm target lowers load4, so GEMVs decode and multiply four weights per SIMD op (decision 0951).
-    const kernels = loadKernels(program, { ...synthCapsFrom(caps), serialThreads: true, simdLoads: true }, this.pool, name);
+    const synth = { ...synthCapsFrom(caps), serialThreads: true, simdLoads: true };
+    // Native GEMVs read and write the shared memory at its base address, which never moves (decision 0952).
+    const kernels = loadKernels(program, { synth, native: this.native, base: this.native === null ? 0 : this.native.address(this.memory.u8) }, this.pool, name);
     const p = new CpuProgram(this.#host, name, schema, program, kernels, threadAreas(this.memory, kernels, this.pool.threads));
     this.#programs.add(p);
     return p;
@@ -179,7 +195,7 @@ export class CpuExecutor implements Executor {
 
   /** Steps run, kernel dispatches in them and host regions (threads joined) so far, cumulative. */
   stats(): CpuStats {
-    return { steps: this.#steps, dispatches: this.#dispatches, regions: this.pool.regions };
+    return { steps: this.#steps, dispatches: this.#dispatches, regions: this.pool.regions, nativeDispatches: this.#nativeDispatches };
   }
 
   /**

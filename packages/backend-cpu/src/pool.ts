@@ -3,14 +3,13 @@
 
 import { CpuError } from "./errors.js";
 import { WA, type CpuMemory } from "./memory.js";
+import type { NativeLibrary } from "./native/library.js";
+import type { NativeRef } from "./native/thread-source.js";
 import type { ThreadHandle, ThreadTransport } from "./transport.js";
 import { CTL, HOST_CORE_SOURCE, PROFILE_ROWS, ROW } from "./worker-source.js";
 
-/** One compiled kernel to load on every thread. */
-export interface PoolKernel {
-  readonly module: object;
-  readonly entry: string;
-}
+/** One compiled kernel to load on every thread: a Wasm module's export, or a native kernel (decision 0952). */
+export type PoolKernel = { readonly module: object; readonly entry: string } | { readonly native: NativeRef };
 
 interface HostState {
   i32: Int32Array;
@@ -51,6 +50,7 @@ export class ThreadPool {
   readonly #workers: ThreadHandle[] = [];
   readonly #core: Core;
   readonly #host: HostState;
+  readonly #native: NativeLibrary | null;
   #hostError = "";
   #seq = 0;
   #kernels = 0;
@@ -59,8 +59,9 @@ export class ThreadPool {
   #starting = false;
   #profileAt = 0;
 
-  constructor(mem: CpuMemory, threads: number, transport: ThreadTransport) {
+  constructor(mem: CpuMemory, threads: number, transport: ThreadTransport, native: NativeLibrary | null = null) {
     this.threads = threads;
+    this.#native = native;
     this.#mem = mem;
     this.#ctl = mem.alloc(CTL.WORDS * 4) >>> 2;
     this.#core = new Function(HOST_CORE_SOURCE)() as Core;
@@ -107,8 +108,13 @@ export class ThreadPool {
   load(kernels: readonly PoolKernel[]): number[] {
     if (this.#starting) throw new CpuError("worker-failed", "the worker threads have not started yet: await the pool's started() (the browser's createCpuExecutor does)");
     const ids = kernels.map(() => this.#kernels++);
-    const msg = kernels.map((k, i) => [ids[i]!, k.module, k.entry] as const);
+    const msg = kernels.map((k, i): readonly [number, object, string] => ("native" in k ? [ids[i]!, k.native, ""] : [ids[i]!, k.module, k.entry]));
     kernels.forEach((k, i) => {
+      if ("native" in k) {
+        if (this.#native === null) throw new CpuError("unsupported-platform", "a native kernel was loaded on a pool without native kernels");
+        this.#host.fns[ids[i]!] = this.#native.hostKernel(k.native);
+        return;
+      }
       const inst = new WA.Instance(k.module, { env: { memory: this.#mem.memory }, math: this.#core.wasmMath });
       this.#host.fns[ids[i]!] = inst.exports[k.entry] as (...a: number[]) => void;
     });

@@ -34,8 +34,8 @@ export interface ProgramHost {
   createState(schema: ProgramSchema, program: string): CpuStateSet;
   ownsState(s: StateSet): boolean;
   alive(): void;
-  /** Counts a step (its schedule's kernel dispatches; the profile labels its rows). */
-  ran(schedule: Schedule): void;
+  /** Counts a step (its schedule's kernel dispatches, `native` of them native GEMVs; the profile labels its rows). */
+  ran(schedule: Schedule, native: number): void;
 }
 
 interface Bound {
@@ -52,8 +52,11 @@ export class CpuProgram implements StagedProgram {
   readonly #written = new Set<string>();
   readonly #owned = new Map<ValueId, number>();
   readonly #arena: number;
+  /** Accumulators a native GEMV leaves for its epilogue phase (shared by the plans: phases run in order). */
+  readonly #scratch: number;
   readonly #steps = new Map<StateSet | null, Bound>();
   readonly #outputs = new Map<string, { rootAt: number; view: HostBuffer; gather: Phase[] | null }>();
+  readonly #nativePerStep: number;
   #prepared = -1;
   #last: CpuStateSet | null = null;
   #captured: CpuStateSet | null | undefined = undefined;
@@ -71,6 +74,9 @@ export class CpuProgram implements StagedProgram {
     const bp = program.buffers();
     this.#arena = mem.alloc(Math.max(64, bp.arenaBytes));
     for (const t of bp.transients) this.#owned.set(t.value, this.#arena + t.offset);
+    this.#nativePerStep = kernels.filter((k) => k.plan.phase === "step" && k.native !== undefined).length;
+    const scratch = kernels.reduce((m, k) => Math.max(m, k.scratchBytes), 0);
+    this.#scratch = scratch > 0 ? mem.alloc(scratch) : 0;
   }
 
   #root(id: ValueId): ValueId {
@@ -112,6 +118,7 @@ export class CpuProgram implements StagedProgram {
       const req = k.plan.kernel.request;
       const outRoot = this.#root(req.output.root);
       const addrs = k.buffers.map((src) => {
+        if (src.kind === "scratch") return this.#scratch + src.offset;
         const root = src.kind === "output" ? outRoot : this.#root(req.inputs[src.index]!.root);
         const at = this.#addr(root, state);
         if (src.kind === "output" || root !== outRoot) return at;
@@ -162,7 +169,7 @@ export class CpuProgram implements StagedProgram {
       this.#host.mem.countArray();
       void new Float32Array(1);
     }
-    this.#host.ran(s);
+    this.#host.ran(s, this.#nativePerStep);
     if (mode.fused) pool.run(s.rows, s.n, mode);
     else for (let i = 0; i < s.n; i++) pool.run(s.rows + i * ROW.WORDS, 1, mode);
   }
@@ -253,6 +260,11 @@ export class CpuProgram implements StagedProgram {
     return this.#kernels.filter((k) => k.plan.phase === "step").length;
   }
 
+  /** Of those, the native GEMVs (decision 0952); the rest run Wasm kernels. */
+  nativeDispatchesPerStep(): number {
+    return this.#nativePerStep;
+  }
+
   /** Bytes of slots, the transient arena and program-owned buffers (snapshots, computed tables, prepared values). */
   ioBytes(): number {
     if (this.#disposed) return 0;
@@ -270,6 +282,7 @@ export class CpuProgram implements StagedProgram {
     const mem = this.#host.mem;
     for (const s of this.#slots.values()) mem.free(s.at);
     mem.free(this.#arena);
+    if (this.#scratch !== 0) mem.free(this.#scratch);
     for (const b of this.#steps.values()) for (const x of b.schedule.blocks) mem.free(x);
     for (const at of this.#owned.values()) if (at < this.#arena || at >= this.#arena + this.program.buffers().arenaBytes) mem.free(at);
     for (const o of this.#outputs.values()) if (o.gather !== null) mem.free((o.gather[0] as { dst: number }).dst);

@@ -41,8 +41,8 @@ export interface ThreadAreas {
 export function threadAreas(mem: CpuMemory, kernels: readonly CpuKernel[], threads: number): ThreadAreas {
   let shared = 16, scratch = 16;
   for (const k of kernels) {
-    shared = Math.max(shared, k.code.abi!["sharedBytes"]!);
-    scratch = Math.max(scratch, k.code.abi!["frameBytes"]! * k.threads);
+    shared = Math.max(shared, k.abi.sharedBytes);
+    scratch = Math.max(scratch, k.abi.frameBytes * k.threads);
   }
   const sharedBytes = Math.ceil(shared / 64) * 64;
   const stride = sharedBytes + Math.ceil(scratch / 64) * 64;
@@ -80,10 +80,10 @@ export function writeSchedule(mem: CpuMemory, phases: readonly Phase[], threads:
     const k = p.kernel;
     const [gx, gy, gz] = k.grid;
     const groups = gx * gy * gz;
-    labels.push(`${k.plan.op}/${k.plan.kernel.provenance === "none" ? "none" : k.plan.kernel.request.kind} ${gx}x${gy}x${gz}`);
+    labels.push(`${k.plan.op}/${k.plan.kernel.provenance === "none" ? "none" : k.plan.kernel.request.kind}${k.native !== undefined ? " native" : ""} ${gx}x${gy}x${gz}`);
     // About `claims` claims per thread: small enough to balance, large enough that claiming costs little.
     const chunk = Math.max(1, Math.ceil(groups / (threads * claims)));
-    const words = k.code.abi!["argWords"]!;
+    const words = k.abi.argWords;
     const stride = Math.ceil((words * 4) / 16) * 16;
     const args = mem.alloc(stride * threads);
     blocks.push(args);

@@ -3,6 +3,7 @@
 
 import * as os from "node:os";
 import { MessageChannel, Worker, receiveMessageOnPort } from "node:worker_threads";
+import { loadNodeNative } from "./native/node-library.js";
 import type { CpuPlatform, ThreadHandle, ThreadInit, ThreadTransport } from "./transport.js";
 import { NODE_WORKER_SOURCE } from "./worker-source.js";
 
@@ -26,7 +27,7 @@ export const nodeThreads: ThreadTransport = {
   },
 };
 
-/** The node platform: worker_threads, `os.availableParallelism()` threads by default. */
+/** The node platform: worker_threads, `os.availableParallelism()` threads by default, the prebuilt native GEMVs. */
 export function nodePlatform(): CpuPlatform {
-  return { transport: nodeThreads, defaultThreads: os.availableParallelism(), cpu: os.cpus()[0]?.model.trim() ?? "CPU" };
+  return { transport: nodeThreads, defaultThreads: os.availableParallelism(), cpu: os.cpus()[0]?.model.trim() ?? "CPU", native: loadNodeNative };
 }

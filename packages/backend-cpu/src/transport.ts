@@ -2,6 +2,7 @@
 // uses worker_threads, the browser one Web Workers; both run the same thread source over the same shared memory.
 
 import type { SharedMemory } from "./memory.js";
+import type { NativeLoader } from "./native/library.js";
 
 /** What a worker thread is started with. */
 export interface ThreadInit {
@@ -43,4 +44,6 @@ export interface CpuPlatform {
   readonly defaultThreads: number;
   /** The CPU, for `caps.device`. */
   readonly cpu: string;
+  /** Loads the platform's prebuilt native GEMV kernels (decision 0952); absent where none ship (browsers). */
+  readonly native?: NativeLoader;
 }

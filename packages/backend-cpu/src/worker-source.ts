@@ -1,6 +1,8 @@
 // The phase loop every thread of the pool runs (the host thread too), and the worker's main, as JavaScript source:
 // node workers start from this text (`eval: true`), browser workers from a Blob of it; no separate file ships.
 
+import { NATIVE_THREAD_SOURCE } from "./native/thread-source.js";
+
 /** Words of the control block (an Int32Array window of the shared memory, at `ctl`). */
 export const CTL = {
   /** The published phase sequence number: phase `SEQ - BASE` of the current region runs. */
@@ -227,7 +229,7 @@ function threadMain(memory, ctl, thread, recv, report) {
       if (kind === 1) {
         const m = recv();
         if (m === undefined) return false;
-        for (const [id, mod, entry] of m) st.fns[id] = new WebAssembly.Instance(mod, { env: { memory }, math: wasmMath }).exports[entry];
+        for (const [id, mod, entry] of m) st.fns[id] = mod instanceof WebAssembly.Module ? new WebAssembly.Instance(mod, { env: { memory }, math: wasmMath }).exports[entry] : nativeKernel(mod);
         seen = Atomics.load(st.i32, ctl + C.SEQ);
         Atomics.add(st.i32, ctl + C.ACK, 1);
         Atomics.notify(st.i32, ctl + C.ACK);
@@ -243,6 +245,7 @@ function threadMain(memory, ctl, thread, recv, report) {
 export const NODE_WORKER_SOURCE = `"use strict";
 const { workerData, receiveMessageOnPort } = require("node:worker_threads");
 ${CORE}
+${NATIVE_THREAD_SOURCE}
 ${THREAD_MAIN}
 const { memory, ctl, thread, port } = workerData;
 threadMain(memory, ctl, thread, () => receiveMessageOnPort(port)?.message ?? [], (text) => port.postMessage(text))();
@@ -252,6 +255,7 @@ port.close();
 /** A browser Web Worker's source (a classic worker from a Blob URL): the first message is { memory, ctl, thread }, later ones are loads. */
 export const BROWSER_WORKER_SOURCE = `"use strict";
 ${CORE}
+function nativeKernel() { throw new Error("native kernels do not run in a browser"); }
 ${THREAD_MAIN}
 const inbox = [];
 let loop = null;

@@ -150,7 +150,7 @@ describe("the step profile (option profile) and the claims per thread", () => {
     const phases = holder.phases!;
     expect(phases.filter((x) => x.label !== "copy").length).toBe(holder.plans);
     for (const x of phases) {
-      expect(x.label).toMatch(/^(copy|\w+\/[\w-]+ \d+x\d+x\d+)$/);
+      expect(x.label).toMatch(/^(copy|\w+\/[\w-]+( native)? \d+x\d+x\d+)$/);
       expect(x.busy.length).toBe(2);
       // Both clocks are absolute (timeOrigin + now); 0.05 ms of slack for their rounding.
       for (const b of x.busy) expect(b).toBeLessThanOrEqual(x.wall + 0.05);

@@ -12,6 +12,12 @@ import { parseNumber } from "./numbers.js";
 import { progressBar } from "./progress.js";
 
 /** What `poot bench` measures. */
+/** Which kernels ran a CPU bench's decode: the native GEMVs (decision 0952) and their dispatches per token, or Wasm only. */
+function cpuKernels(cpu: CpuExecutor, nativePerToken: readonly number[]): string {
+  if (cpu.native === null) return "Wasm SIMD128 only (no native kernels here, or POOT_CPU_NATIVE=0)";
+  return `native ${cpu.native.isa} GEMVs (${nativePerToken.length > 0 ? median([...nativePerToken]) : 0} dispatches/token, ${cpu.native.path}) + Wasm SIMD128`;
+}
+
 export interface BenchReport {
   readonly model: string;
   readonly backend: string;
@@ -53,6 +59,8 @@ export interface BenchReport {
   readonly floor: BandwidthFloor | null;
   /** Host regions (thread joins) per decode token on the cpu backend, else null. */
   readonly regionsPerToken: number | null;
+  /** CPU backend: which kernels ran decode (native GEMVs with their share of the dispatches, and Wasm); null elsewhere. */
+  readonly cpuKernels: string | null;
 }
 
 /** A decode rate against the device's own copy bandwidth. */
@@ -112,7 +120,7 @@ export const bench: CommandModule = {
           const rng = new Rng(1);
           const prompt = Array.from({ length: P }, () => Math.floor(rng.next() * e.config.vocabSize));
           const bar = progressBar("bench  ", runs + 1);
-          const pre: number[] = [], dec: number[] = [], ms: number[] = [], cpuPre: number[] = [], cpuDec: number[] = [], ttft: number[] = [], perToken: number[] = [], regs: number[] = [];
+          const pre: number[] = [], dec: number[] = [], ms: number[] = [], cpuPre: number[] = [], cpuDec: number[] = [], ttft: number[] = [], perToken: number[] = [], regs: number[] = [], natives: number[] = [];
           let stateBytes = 0;
           const cpu = executor instanceof CpuExecutor ? executor : null;
           const dispatches = (): number | null => executor.dispatchesSubmitted?.() ?? null;
@@ -126,11 +134,11 @@ export const bench: CommandModule = {
             let logits = s.step(prompt);
             const w1p = performance.now(), c1p = cpuMs();
             // Counter reads sit outside both timed intervals (on wgpu each is a worker round trip).
-            const d1 = dispatches(), r1 = cpu?.stats().regions;
+            const d1 = dispatches(), r1 = cpu?.stats().regions, n1 = cpu?.stats().nativeDispatches;
             const w1 = performance.now(), c1 = cpuMs();
             for (let k = 1; k < G; k++) logits = s.step([argmax(logits)]);
             const w2 = performance.now(), c2 = cpuMs();
-            const d2 = dispatches(), r2 = cpu?.stats().regions;
+            const d2 = dispatches(), r2 = cpu?.stats().regions, n2 = cpu?.stats().nativeDispatches;
             stateBytes = executor.deviceBytes().state;
             s.release();
             bar?.update(r + 1);
@@ -138,6 +146,7 @@ export const bench: CommandModule = {
             if (r === 0) continue;
             if (d1 !== null && d2 !== null) perToken.push((d2 - d1) / (G - 1));
             if (r1 !== undefined && r2 !== undefined) regs.push((r2 - r1) / (G - 1));
+            if (n1 !== undefined && n2 !== undefined) natives.push((n2 - n1) / (G - 1));
             pre.push((P / (w1p - w0)) * 1000);
             dec.push(((G - 1) / (w2 - w1)) * 1000);
             ms.push((w2 - w1) / (G - 1));
@@ -157,7 +166,7 @@ export const bench: CommandModule = {
           const report: BenchReport = {
             model, backend: o.backend, promptTokens: P, genTokens: G, runs,
             prefillTokS: median(pre), decodeTokS: median(dec), decodeMsPerToken, prefillTokPerCpuS: median(cpuPre), decodeTokPerCpuS: median(cpuDec), stageMs: e.stats.stageMs,
-            decodeDispatchesPerToken: perToken[0] ?? null, kvLayout: e.paged, regionsPerToken: regs.length > 0 ? median(regs) : null, loadAverage: os.loadavg()[0]!, deviceBytes,
+            decodeDispatchesPerToken: perToken[0] ?? null, kvLayout: e.paged, regionsPerToken: regs.length > 0 ? median(regs) : null, cpuKernels: cpu === null ? null : cpuKernels(cpu, natives), loadAverage: os.loadavg()[0]!, deviceBytes,
             timeToFirstTokenMs: median(ttft), bytesPerToken, floor: copyGBps === null ? null : bandwidthFloor(copyGBps, bytesPerToken, decodeMsPerToken),
           };
           if (o.json === true) io.out(`${JSON.stringify(report, null, 2)}\n`);
@@ -166,6 +175,7 @@ export const bench: CommandModule = {
             io.out(`  prefill ${report.prefillTokS.toFixed(2)} tok/s (${report.prefillTokPerCpuS.toFixed(2)} per CPU-second)\n`);
             io.out(`  time to first token ${report.timeToFirstTokenMs.toFixed(2)} ms\n`);
             io.out(`  decode  ${report.decodeTokS.toFixed(2)} tok/s (${report.decodeMsPerToken.toFixed(3)} ms/token; ${report.decodeTokPerCpuS.toFixed(2)} per CPU-second)${report.decodeDispatchesPerToken !== null ? `, ${report.decodeDispatchesPerToken} dispatches/token${report.regionsPerToken !== null ? ` in ${report.regionsPerToken} region(s)` : ""}` : ""}\n`);
+            if (report.cpuKernels !== null) io.out(`  kernels ${report.cpuKernels}\n`);
             io.out(`  bytes/token ${(report.bytesPerToken / 1e6).toFixed(1)} MB (weights + live KV)\n`);
             const f = report.floor;
             if (f !== null) io.out(`  floor: copy ${f.copyGBps.toFixed(0)} GB/s -> ${f.floorMsPerToken.toFixed(3)} ms/token; decode reads ${f.decodeGBps.toFixed(f.decodeGBps < 10 ? 2 : 0)} GB/s = ${(100 * f.fractionOfFloor).toFixed(1)}% of the floor\n`);

@@ -1,0 +1,25 @@
+// The native kernels as the executor sees them, platform-neutral: what a platform offers (node: the prebuilt object
+// through koffi; browsers: nothing) and the description `caps.device` and `poot bench` print (decision 0952).
+
+import type { NativeRef } from "./thread-source.js";
+
+/** A loaded native kernel library. */
+export interface NativeLibrary {
+  /** Absolute path of the shared object. */
+  readonly path: string;
+  /** Absolute path of koffi's CommonJS entry, for the worker threads. */
+  readonly koffi: string;
+  /** The kernel set cpuid chose: "avx512" or "avx2". */
+  readonly isa: string;
+  /** The sha256 of the C sources the object was built from. */
+  readonly sourceHash: string;
+  /** Byte address of a view's first byte (the shared memory's base). */
+  address(view: Uint8Array): number;
+  /** Tests: runs the "avx2" or "avx512" kernel set from now on, process-wide; false when this CPU cannot. */
+  force(isa: "avx2" | "avx512"): boolean;
+  /** The host thread's function for a kernel (workers build theirs from the same source). */
+  hostKernel(ref: NativeRef): (args: number, x: number) => void;
+}
+
+/** How a platform loads its native kernels: null where none ship or the CPU cannot run them. */
+export type NativeLoader = () => NativeLibrary | null;

@@ -1,0 +1,116 @@
+// Which plans a native GEMV serves (decision 0952): a synthesized [M, K] x [N, K]^T contraction of f32 activations
+// over a weight format the kernels decode, with no epilogue, a residual add, or any elementwise epilogue that then
+// runs as its own Wasm phase over the accumulators (RoPE, KV-cache writes, SiLU-gating of two heads).
+
+import { isPacked, numel, type DType } from "@poot/graph-ir";
+import type { Access, KernelRequest, Plan, Region, RegionNode } from "@poot/graph-plan";
+
+/** Weight formats of the native kernels (the C enum in native/src/poot_cpu.h). */
+export const NATIVE_FORMATS: Readonly<Record<string, number>> = { f32: 1, f16: 2, bf16: 3, q8_0: 8, q4_k: 12, q6_k: 14 };
+
+/** Epilogues the C kernel applies itself. */
+export const EPI = { NONE: 0, ADD: 1, HEADS2: 2 } as const;
+
+/** Where a native kernel's buffer word points: a request access, the output, or the program's accumulator scratch. */
+export type NativeBinding =
+  | { readonly kind: "input"; readonly index: number }
+  | { readonly kind: "output" }
+  | { readonly kind: "scratch"; readonly offset: number };
+
+/** A plan served natively: the GEMV's argument words, and the epilogue phase that follows it, if any. */
+export interface NativeRoute {
+  /** Buffer words in the C kernel's order ([x, W, y], [x, W, r, y] or [x, W0, W1, y]). */
+  readonly buffers: readonly NativeBinding[];
+  /** The words after them: fmt, epi, M, N, K, rows per workgroup. */
+  readonly uniforms: readonly number[];
+  readonly grid: readonly [number, number, number];
+  /** Bytes of accumulator scratch the GEMV writes and the epilogue reads (0 without an epilogue phase). */
+  readonly scratchBytes: number;
+  /**
+   * The epilogue as an elementwise request over [accumulators..., extras...] (accumulators are scratch, roots < 0),
+   * with how its inputs map back to the plan's; null when the GEMV writes the output itself.
+   */
+  readonly epilogue: { readonly request: KernelRequest; readonly binding: (input: number) => NativeBinding } | null;
+}
+
+const CONTRACTIONS = new Set(["gemv", "gemm", "dequant-gemv", "dequant-gemm"]);
+
+/** Row-major strides of `shape`. */
+function dense(shape: readonly number[]): number[] {
+  const s = new Array<number>(shape.length);
+  for (let i = shape.length - 1, acc = 1; i >= 0; i--) {
+    s[i] = acc;
+    acc *= shape[i]!;
+  }
+  return s;
+}
+
+/** True when `a` is a dense row-major buffer from its root's start (size-1 axes may have any stride). */
+function isDenseAt0(a: Access): boolean {
+  const c = dense(a.shape);
+  return a.offset === 0 && a.strides.every((s, d) => s === c[d] || a.shape[d] === 1);
+}
+
+function formatOf(d: DType): number | undefined {
+  return NATIVE_FORMATS[isPacked(d) ? d.packed.name : (d as string)];
+}
+
+/** The region is `in0 + in1` (either order) in f32: the residual add the C kernel fuses exactly. */
+function isResidualAdd(r: Region | null): boolean {
+  if (r === null || r.nodes.length !== 1) return false;
+  const n = r.nodes[0] as RegionNode;
+  const ins = n.args.map((a) => ("in" in a ? a.in : -1)).sort();
+  return n.op === "Add" && n.dtype === "f32" && ins.length === 2 && ins[0] === 0 && ins[1] === 1;
+}
+
+/** Rows per workgroup: about 16 workgroups per thread per phase (so chunks balance), at most 65535 workgroups. */
+export function rowsPerGroup(N: number, threads: number): number {
+  return Math.max(1, Math.ceil(N / (threads * 16)), Math.ceil(N / 65535));
+}
+
+/** The native route of `plan`, or null when the Wasm kernel keeps it. */
+export function routeNative(plan: Plan, threads: number): NativeRoute | null {
+  const src = plan.kernel;
+  // An imported library GEMV computes the same contraction: its request describes it as well.
+  if (src.provenance === "none") return null;
+  const req = src.request;
+  const p = req.params as Record<string, unknown>;
+  const heads = (p.heads ?? 1) as number;
+  if (!CONTRACTIONS.has(req.kind) || req.group !== undefined || p.transposeB !== true || (p.accDtype ?? "f32") !== "f32" || (heads !== 1 && heads !== 2)) return null;
+  const A = req.inputs[0] as Access;
+  const Bs = req.inputs.slice(1, 1 + heads);
+  const extras = req.inputs.slice(1 + heads);
+  const K = A.shape[A.shape.length - 1] as number;
+  const B = Bs[0] as Access;
+  const fmt = formatOf(B.dtype);
+  if (fmt === undefined || A.dtype !== "f32" || !isDenseAt0(A)) return null;
+  if (Bs.some((b) => b.shape.length !== 2 || b.shape[1] !== K || !isDenseAt0(b) || formatOf(b.dtype) !== fmt || b.shape[0] !== B.shape[0])) return null;
+  if (isPacked(B.dtype) && K % B.dtype.packed.blockSize !== 0) return null;
+  const N = B.shape[0] as number, M = numel(A.shape.slice(0, -1));
+  const R = rowsPerGroup(N, threads);
+  const grid = [Math.ceil(N / R), 1, 1] as const;
+  const out = req.output;
+  const epi = (p.epilogue ?? null) as Region | null;
+  const x = { kind: "input", index: 0 } as const, y = { kind: "output" } as const;
+  const weights = Bs.map((_, h) => ({ kind: "input", index: 1 + h }) as const);
+  const plain = out.dtype === "f32" && isDenseAt0(out) && numel(out.shape) === M * N;
+  const uniforms = (e: number): number[] => [fmt, e, M, N, K, R];
+  if (heads === 1 && epi === null && plain) return { buffers: [x, weights[0]!, y], uniforms: uniforms(EPI.NONE), grid, scratchBytes: 0, epilogue: null };
+  const r = extras[0];
+  if (heads === 1 && plain && isResidualAdd(epi) && r !== undefined && extras.length === 1 && r.dtype === "f32" && isDenseAt0(r) && numel(r.shape) === M * N) {
+    return { buffers: [x, weights[0]!, { kind: "input", index: 1 + heads }, y], uniforms: uniforms(EPI.ADD), grid, scratchBytes: 0, epilogue: null };
+  }
+  // Any other elementwise epilogue: accumulators to scratch, then the region as an elementwise Wasm phase.
+  if (epi === null || epi.nodes.some((n) => n.op === "Reduce")) return null;
+  const accShape = [...A.shape.slice(0, -1), N];
+  const acc = (h: number): Access => ({ value: -1 - h, root: -1 - h, dtype: "f32", shape: accShape, strides: dense(accShape), offset: 0 });
+  const request: KernelRequest = { kind: "elementwise", op: "Fused", inputs: [...Bs.map((_, h) => acc(h)), ...extras], output: out, params: {}, region: epi, emulated16: req.emulated16 };
+  const scratch = Array.from({ length: heads }, (_, h) => ({ kind: "scratch", offset: h * M * N * 4 }) as const);
+  return {
+    buffers: heads === 2 ? [x, weights[0]!, weights[1]!, scratch[0]!] : [x, weights[0]!, scratch[0]!],
+    uniforms: uniforms(heads === 2 ? EPI.HEADS2 : EPI.NONE),
+    grid,
+    scratchBytes: heads * M * N * 4,
+    epilogue: { request, binding: (i) => (i < heads ? scratch[i]! : { kind: "input", index: 1 + heads + (i - heads) }) },
+  };
+}
