@@ -4,6 +4,7 @@
 
 import { Builder, bf16BitsToF32, evaluate, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from "@poot/graph-ir";
 import { describe, expect, it } from "vitest";
+import { printKernel } from "@poot/kernel-dsl";
 import { attentionLanes, attentionMinSplitKeys, attentionSplits, cpuSynthCaps, synthesizeAttention } from "@poot/kernelgen";
 import type { AttentionRequest, SynthCaps } from "@poot/kernelgen";
 import { expectClose, poisoned, randBf16, randF32, rng, run } from "./helpers.js";
@@ -125,6 +126,31 @@ describe("synthesized attention", () => {
     expect(synthesizeAttention({ name: "a", queries: 1, heads: 4, kvHeads: 2, headDim: 8, keys: 40, scale: 1, mask: "causal" }, cpu).lanes).toBe(1);
     check({ queries: 1, heads: 4, kvHeads: 2, headDim: 8, keys: 40, mask: "causal", pos0: 22 }, cpu, 7);
     check({ queries: 3, heads: 2, kvHeads: 2, headDim: 6, valueDim: 5, keys: 16, mask: "sliding", window: 4, softCap: 0.7, pos0: 7 }, cpu, 8);
+  });
+
+  describe("cpu caps with SIMD loads: vec4 q·k and p·v over load4 (decision 0954)", () => {
+    const cpu = cpuSynthCaps();
+    const usesLoad4 = (c: Omit<Case, "pos0">, caps: SynthCaps): boolean => printKernel(synthesizeAttention({ ...c, name: "a", scale: 1 }, caps).kernel).includes("+0..3 as vec4<f32>");
+    it("decode at Llama-3.2-1B head dims (64), GQA 4:1, f32 / bf16 / f16 caches, live lengths 1, 17, 40", () => {
+      const c = { queries: 1, heads: 4, kvHeads: 1, headDim: 64, keys: 40, mask: "causal" } as const;
+      expect(usesLoad4(c, cpu)).toBe(true);
+      [0, 16, 39].forEach((pos0, i) => check({ ...c, pos0 }, cpu, 30 + i));
+      check({ ...c, pos0: 25, kvDtype: "bf16", qDtype: "bf16" }, cpu, 33);
+      check({ ...c, pos0: 25, kvDtype: "f16", kvLayout: "hsd", outDtype: "f16" }, cpu, 34);
+    });
+    it("head dims of 4 and 12 (fewer quads than partial sums), value dim ≠ head dim, sliding prefill with soft-cap", () => {
+      check({ queries: 3, heads: 2, kvHeads: 1, headDim: 12, valueDim: 4, keys: 16, mask: "sliding", window: 5, softCap: 0.7, pos0: 9 }, cpu, 35);
+      check({ queries: 2, heads: 1, kvHeads: 1, headDim: 4, keys: 3, mask: "none", pos0: 0 }, cpu, 36);
+    });
+    it("flash-decode splits and batch-major strides keep the SIMD row; dims or strides off 4 keep the scalar loop", () => {
+      check({ queries: 1, heads: 4, kvHeads: 2, headDim: 16, keys: 40, mask: "causal", pos0: 30, splits: 3 }, cpu, 37);
+      check({ batch: 2, queries: 2, heads: 2, kvHeads: 2, headDim: 8, keys: 9, mask: "causal", kvLayout: "hsd", pos0: 5, ragged: [0, 2] }, cpu, 38);
+      expect(usesLoad4({ queries: 1, heads: 2, kvHeads: 2, headDim: 6, keys: 8, mask: "causal" }, cpu)).toBe(false);
+      expect(usesLoad4({ queries: 1, heads: 2, kvHeads: 2, headDim: 8, valueDim: 6, keys: 8, mask: "causal" }, cpu)).toBe(false);
+      expect(usesLoad4({ queries: 1, heads: 2, kvHeads: 2, headDim: 8, keys: 8, mask: "causal", strides: { k: [0, 1, 16, 2] } }, cpu)).toBe(false);
+      expect(usesLoad4({ queries: 1, heads: 2, kvHeads: 2, headDim: 8, keys: 8, mask: "causal" }, { ...cpu, simdLoads: false })).toBe(false);
+      check({ queries: 1, heads: 2, kvHeads: 2, headDim: 8, valueDim: 6, keys: 8, mask: "causal", pos0: 6 }, cpu, 39);
+    });
   });
 
   it("prefill: causal over 9 tokens, MQA (8 heads, 1 kv head), head-major bf16 cache", () => {

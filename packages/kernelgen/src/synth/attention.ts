@@ -5,12 +5,14 @@
 // (attention-warp.ts, decision 0807).
 
 import { kernel } from "@poot/kernel-dsl";
-import type { Arr, Kernel, Val } from "@poot/kernel-dsl";
+import type { Arr, Builder, Kernel, Val } from "@poot/kernel-dsl";
 import { checkCaps, grid2d } from "../caps.js";
 import type { SynthCaps, SynthKernel } from "../caps.js";
 import { KernelgenError } from "../errors.js";
 import { attentionRow, declareAttentionIo, writeAttention } from "./attention-common.js";
-import type { AttentionLayout, Strides4 } from "./attention-common.js";
+import type { AttentionIo, AttentionLayout, AttentionRow, Strides4 } from "./attention-common.js";
+import { simdAttentionApplies, simdRowOps } from "./attention-cpu.js";
+import type { LaneRow } from "./attention-cpu.js";
 import { ATTENTION_KEYS_PER_TRIP, ATTENTION_WARPS, warpAttentionFits, warpAttentionKernel } from "./attention-warp.js";
 import { checkDType, elemOf, storeAs } from "./storage.js";
 import type { StorageDType } from "./storage.js";
@@ -106,7 +108,7 @@ export function synthesizeAttention(req: AttentionRequest, caps: SynthCaps): Syn
   const L = attentionLayout(req, caps);
   const warp = warpAttentionFits(caps, L.maskTensor !== undefined, L.Dv);
   const lanes = warp ? 32 * ATTENTION_WARPS : attentionLanes(L.D, L.Dv, caps);
-  const k = warp ? warpAttentionKernel(L) : laneAttentionKernel(L, lanes);
+  const k = warp ? warpAttentionKernel(L) : laneAttentionKernel(L, lanes, caps);
   if (L.splits === 1) return { kernel: k, grid: grid2d(L.rows, caps), lanes };
   const combine = combineKernel(`${req.name}_combine`, { rows: L.rows, splits: L.splits, Tq: L.Tq, H: L.H, Dv: L.Dv, os4: L.os4, outDtype: L.outDtype }, caps);
   return { kernel: k, grid: grid2d(L.rows * L.splits, caps), lanes, split: { combine, partElements: L.rows * L.splits * (L.Dv + 2) } };
@@ -152,30 +154,30 @@ function attentionLayout(req: AttentionRequest, caps: SynthCaps): AttentionLayou
   };
 }
 
-/** The lane-per-key kernel: each lane walks keys lane, lane + lanes, ...; lanes merge through workgroup memory. */
-function laneAttentionKernel(L: AttentionLayout, lanes: number): Kernel {
+/**
+ * The lane-per-key kernel: each lane walks keys lane, lane + lanes, ...; lanes merge through workgroup memory. On
+ * serial-thread caps with SIMD loads the lone lane's dot and value accumulation run on vec4s (attention-cpu.ts).
+ */
+function laneAttentionKernel(L: AttentionLayout, lanes: number, caps: SynthCaps): Kernel {
   const { D, Dv } = L;
+  const simd = simdAttentionApplies(L, caps, lanes);
   return kernel(L.name, { workgroupSize: [lanes, 1, 1] }, (b) => {
-    const { let_, var_, for_, if_, lid, f32, u32, barrier, exp, tanh, max, privateArray } = b;
+    const { let_, var_, for_, if_, lid, f32, u32, barrier, exp, tanh, max } = b;
     const io = declareAttentionIo(b, L);
-    const qsh = b.shared("qs", "f32", D);
+    const qsh = simd ? undefined : b.shared("qs", "f32", D);
     const sm = b.shared("sm", "f32", lanes);
     const sl = b.shared("sl", "f32", lanes);
     const sacc = b.shared("sacc", "f32", lanes * Dv);
     const r = attentionRow(b, L, io);
     const lane = let_(lid.x, "lane");
-    const qRow = r.at(L.qs4, r.h, r.t);
-    for_(lane, D, lanes, (d) => qsh.set(d, io.q.at(qRow.add(d.mul(L.qs4[3])))), "d");
-    barrier();
+    const row = qsh === undefined ? simdRowOps(b, L, io, r) : scalarRowOps(b, L, io, r, qsh, lane, lanes);
     const m = var_(f32(-Infinity), "m");
     const l = var_(f32(0), "l");
-    const acc = privateArray("acc", "f32", Dv);
+    const acc = row.acc();
     for_(r.lo.add(lane), r.hi, lanes, (jj) => {
       const j = r.tokenRow(jj);
       const kr = r.at(L.ks4, r.kvh, j);
-      const dot = var_(f32(0), "dot");
-      for_(u32(0), D, 1, (d) => dot.set(dot.add(qsh.at(d).mul(io.K.at(kr.add(d.mul(L.ks4[3])))))), "dd");
-      let s = let_(dot.mul(L.scale), "s");
+      let s = let_(acc.dot(kr).mul(L.scale), "s");
       if (L.softCap !== undefined) s = let_(tanh(s.div(L.softCap)).mul(L.softCap), "s_cap");
       let keep: Val<"bool"> = b.bool(true);
       if (io.mask !== undefined && L.maskTensor !== undefined) {
@@ -191,14 +193,13 @@ function laneAttentionKernel(L: AttentionLayout, lanes: number): Kernel {
         const corr = let_(exp(m.sub(mNew)), "corr");
         const pj = let_(exp(s.sub(mNew)), "pj");
         l.set(l.mul(corr).add(pj));
-        const vr = r.at(L.vs4, r.kvh, j);
-        for_(u32(0), Dv, 1, (d) => acc.set(d, acc.at(d).mul(corr).add(pj.mul(io.V.at(vr.add(d.mul(L.vs4[3])))))), "dv");
+        acc.accumulate(r.at(L.vs4, r.kvh, j), corr, pj);
         m.set(mNew);
       });
     }, "j");
     sm.set(lane, m);
     sl.set(lane, l);
-    for_(u32(0), Dv, 1, (d) => sacc.set(lane.mul(Dv).add(d), acc.at(d)), "d");
+    acc.flush(sacc, lane);
     barrier();
     const M = var_(f32(-Infinity), "M");
     for_(u32(0), lanes, 1, (i) => M.set(max(M, sm.at(i))), "i");
@@ -210,6 +211,32 @@ function laneAttentionKernel(L: AttentionLayout, lanes: number): Kernel {
       return num;
     });
   });
+}
+
+/**
+ * The scalar row ops: the lanes stage q in workgroup memory; acc (a private array, declared by `acc()` after the
+ * running max and sum) takes one element per step.
+ */
+function scalarRowOps(b: Builder, L: AttentionLayout, io: AttentionIo, r: AttentionRow, qsh: Arr<"f32">, lane: Val<"u32">, lanes: number): LaneRow {
+  const { let_, var_, for_, u32, f32, barrier, privateArray } = b;
+  const { D, Dv } = L;
+  const qRow = r.at(L.qs4, r.h, r.t);
+  for_(lane, D, lanes, (d) => qsh.set(d, io.q.at(qRow.add(d.mul(L.qs4[3])))), "d");
+  barrier();
+  return {
+    acc: () => {
+      const acc = privateArray("acc", "f32", Dv);
+      return {
+        dot: (kr) => {
+          const dot = var_(f32(0), "dot");
+          for_(u32(0), D, 1, (d) => dot.set(dot.add(qsh.at(d).mul(io.K.at(kr.add(d.mul(L.ks4[3])))))), "dd");
+          return dot;
+        },
+        accumulate: (vr, corr, pj) => for_(u32(0), Dv, 1, (d) => acc.set(d, acc.at(d).mul(corr).add(pj.mul(io.V.at(vr.add(d.mul(L.vs4[3])))))), "dv"),
+        flush: (sacc, ln) => for_(u32(0), Dv, 1, (d) => sacc.set(ln.mul(Dv).add(d), acc.at(d)), "d"),
+      };
+    },
+  };
 }
 
 interface CombineShape {
