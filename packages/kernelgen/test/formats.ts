@@ -1,8 +1,10 @@
 // Packed formats as data for the tests (GGUF Q8_0 and Q4_0, as graph-ir's tests define them), and helpers that
 // make random blocks and hand packed bytes to kernels as little-endian u32 words.
 
-import { f32ToF16Bits } from "@poot/graph-ir";
+import { Builder, evaluate, f32ToF16Bits } from "@poot/graph-ir";
 import type { DecodeExpr, PackedFormat } from "@poot/graph-ir";
+import type { SynthKernel } from "@poot/kernelgen";
+import { expectClose, poisoned, run } from "./helpers.js";
 
 const c = (value: number): DecodeExpr => ({ op: "const", value });
 const i: DecodeExpr = { op: "i" };
@@ -46,6 +48,24 @@ export function toWords(bytes: Uint8Array): Uint32Array {
   const padded = new Uint8Array(Math.ceil(bytes.length / 4) * 4);
   padded.set(bytes);
   return new Uint32Array(padded.buffer);
+}
+
+/**
+ * Runs the dequant GEMV `s` (y = x · decode(W)ᵀ over `batch` rows of x) on `bytes` — bound as bytes where the kernel
+ * declares W as u8 (the CPU kernels), else as u32 words — and checks y against graph-ir's DecodePacked + MatMul in
+ * float64, each element within the error its |x|·|w| sum allows.
+ */
+export function expectDequantGemv(s: SynthKernel, f: PackedFormat, batch: number, K: number, N: number, bytes: Uint8Array, x: Float32Array): void {
+  const y = poisoned(s.kernel, "y", batch * N);
+  const W = s.kernel.buffers.find((p) => p.name === "W")?.elem === "u8" ? bytes : toWords(bytes);
+  run(s.kernel, { grid: [...s.grid], buffers: { x, W, y }, ...(s.subgroupSize === undefined ? {} : { subgroupSize: s.subgroupSize }) });
+  const g = new Builder();
+  const xr = g.const("x", "f32", [batch, K]);
+  const wt = g.transpose(g.decodePacked(g.const("w", { packed: f }, [N, K])), [1, 0]);
+  g.output("y", g.matmul(xr, wt));
+  g.output("s", g.matmul(g.unary("Abs", xr), g.unary("Abs", wt)));
+  const o = evaluate(g.build(), { consts: { x, w: bytes } }).outputs;
+  expectClose(y as Float32Array, o.y!.data, o.s!.data);
 }
 
 /** The first `n` bytes of little-endian u32 words. */

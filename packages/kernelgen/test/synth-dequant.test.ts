@@ -1,13 +1,12 @@
 // Dequant GEMV generated from packed-format descriptors (Q8_0, Q4_0, Q4_1, Q5_0 and a made-up format using the
 // whole recipe language) in the interpreter, against graph-ir's DecodePacked + MatMul evaluated in float64.
 
-import { Builder, evaluate } from "@poot/graph-ir";
 import type { PackedFormat } from "@poot/graph-ir";
 import { describe, expect, it } from "vitest";
 import { cpuSynthCaps, synthesizeDequantGemv } from "@poot/kernelgen";
 import type { SynthCaps } from "@poot/kernelgen";
-import { Q4_0, Q4_1, Q5_0, Q8_0, TEST_MIX, randomBlocks, randomMixBlocks, toWords } from "./formats.js";
-import { expectClose, poisoned, randF32, rng, run } from "./helpers.js";
+import { Q4_0, Q4_1, Q5_0, Q8_0, TEST_MIX, expectDequantGemv, randomBlocks, randomMixBlocks } from "./formats.js";
+import { randF32, rng } from "./helpers.js";
 
 const SG: SynthCaps = { maxWorkgroup: 128, sharedBytes: 16384, subgroupSize: 8 };
 const TREE: SynthCaps = { maxWorkgroup: 64, sharedBytes: 4096 };
@@ -21,17 +20,7 @@ function check(f: PackedFormat, B: number, blocksPerRow: number, N: number, caps
   const bytes = f === TEST_MIX ? randomMixBlocks(r, N * blocksPerRow) : randomBlocks(r, f, N * blocksPerRow);
   const x = randF32(r, B * K);
   const s = synthesizeDequantGemv({ name: `dq_${f.name}`, K, N, batch: B, format: f }, caps);
-  const y = poisoned(s.kernel, "y", B * N);
-  // CPU kernels bind the packed bytes as a u8 buffer, other targets as u32 words.
-  const W = s.kernel.buffers.find((p) => p.name === "W")?.elem === "u8" ? bytes : toWords(bytes);
-  run(s.kernel, { grid: [...s.grid], buffers: { x, W, y }, ...(s.subgroupSize === undefined ? {} : { subgroupSize: s.subgroupSize }) });
-  const g = new Builder();
-  const xr = g.const("x", "f32", [B, K]);
-  const wt = g.transpose(g.decodePacked(g.const("w", { packed: f }, [N, K])), [1, 0]);
-  g.output("y", g.matmul(xr, wt));
-  g.output("s", g.matmul(g.unary("Abs", xr), g.unary("Abs", wt)));
-  const o = evaluate(g.build(), { consts: { x, w: bytes } }).outputs;
-  expectClose(y as Float32Array, o.y!.data, o.s!.data);
+  expectDequantGemv(s, f, B, K, N, bytes, x);
   return s;
 }
 
