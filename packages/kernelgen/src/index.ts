@@ -36,6 +36,7 @@ export type { RequestKernel, BindingSource } from "./adapter/request.js";
 export { importedLaunch } from "./launch.js";
 export { planKernel, reduceAsRows, squeezeWeightBatch } from "./adapter/plan-kernel.js";
 export type { PlanKernel } from "./adapter/plan-kernel.js";
+export { isDense } from "./adapter/access.js";
 export type { ImportedLaunch, LaunchCaps } from "./launch.js";
 export { interpretProgram, bytesToWords } from "./interpret-program.js";
 export type { InterpretProgramOptions, ProgramRun } from "./interpret-program.js";

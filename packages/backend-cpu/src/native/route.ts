@@ -2,7 +2,8 @@
 // over a weight format the kernels decode, with no epilogue, a residual add, or any elementwise epilogue that then
 // runs as its own Wasm phase over the accumulators (RoPE, KV-cache writes, SiLU-gating of two heads).
 
-import { isPacked, numel, type DType } from "@poot/graph-ir";
+import { isPacked, numel, stridesOf, type DType } from "@poot/graph-ir";
+import { isDense } from "@poot/kernelgen";
 import type { Access, KernelRequest, Plan, Region, RegionNode } from "@poot/graph-plan";
 
 /** Weight formats of the native kernels (the C enum in native/src/poot_cpu.h). */
@@ -34,22 +35,6 @@ export interface NativeRoute {
 }
 
 const CONTRACTIONS = new Set(["gemv", "gemm", "dequant-gemv", "dequant-gemm"]);
-
-/** Row-major strides of `shape`. */
-function dense(shape: readonly number[]): number[] {
-  const s = new Array<number>(shape.length);
-  for (let i = shape.length - 1, acc = 1; i >= 0; i--) {
-    s[i] = acc;
-    acc *= shape[i]!;
-  }
-  return s;
-}
-
-/** True when `a` is a dense row-major buffer from its root's start (size-1 axes may have any stride). */
-function isDenseAt0(a: Access): boolean {
-  const c = dense(a.shape);
-  return a.offset === 0 && a.strides.every((s, d) => s === c[d] || a.shape[d] === 1);
-}
 
 function formatOf(d: DType): number | undefined {
   return NATIVE_FORMATS[isPacked(d) ? d.packed.name : (d as string)];
@@ -83,8 +68,8 @@ export function routeNative(plan: Plan, threads: number): NativeRoute | null {
   const K = A.shape[A.shape.length - 1] as number;
   const B = Bs[0] as Access;
   const fmt = formatOf(B.dtype);
-  if (fmt === undefined || A.dtype !== "f32" || !isDenseAt0(A)) return null;
-  if (Bs.some((b) => b.shape.length !== 2 || b.shape[1] !== K || !isDenseAt0(b) || formatOf(b.dtype) !== fmt || b.shape[0] !== B.shape[0])) return null;
+  if (fmt === undefined || A.dtype !== "f32" || !isDense(A)) return null;
+  if (Bs.some((b) => b.shape.length !== 2 || b.shape[1] !== K || !isDense(b) || formatOf(b.dtype) !== fmt || b.shape[0] !== B.shape[0])) return null;
   if (isPacked(B.dtype) && K % B.dtype.packed.blockSize !== 0) return null;
   const N = B.shape[0] as number, M = numel(A.shape.slice(0, -1));
   const R = rowsPerGroup(N, threads);
@@ -93,17 +78,17 @@ export function routeNative(plan: Plan, threads: number): NativeRoute | null {
   const epi = (p.epilogue ?? null) as Region | null;
   const x = { kind: "input", index: 0 } as const, y = { kind: "output" } as const;
   const weights = Bs.map((_, h) => ({ kind: "input", index: 1 + h }) as const);
-  const plain = out.dtype === "f32" && isDenseAt0(out) && numel(out.shape) === M * N;
+  const plain = out.dtype === "f32" && isDense(out) && numel(out.shape) === M * N;
   const uniforms = (e: number): number[] => [fmt, e, M, N, K, R];
   if (heads === 1 && epi === null && plain) return { buffers: [x, weights[0]!, y], uniforms: uniforms(EPI.NONE), grid, scratchBytes: 0, epilogue: null };
   const r = extras[0];
-  if (heads === 1 && plain && isResidualAdd(epi) && r !== undefined && extras.length === 1 && r.dtype === "f32" && isDenseAt0(r) && numel(r.shape) === M * N) {
+  if (heads === 1 && plain && isResidualAdd(epi) && r !== undefined && extras.length === 1 && r.dtype === "f32" && isDense(r) && numel(r.shape) === M * N) {
     return { buffers: [x, weights[0]!, { kind: "input", index: 1 + heads }, y], uniforms: uniforms(EPI.ADD), grid, scratchBytes: 0, epilogue: null };
   }
   // Any other elementwise epilogue: accumulators to scratch, then the region as an elementwise Wasm phase.
   if (epi === null || epi.nodes.some((n) => n.op === "Reduce")) return null;
   const accShape = [...A.shape.slice(0, -1), N];
-  const acc = (h: number): Access => ({ value: -1 - h, root: -1 - h, dtype: "f32", shape: accShape, strides: dense(accShape), offset: 0 });
+  const acc = (h: number): Access => ({ value: -1 - h, root: -1 - h, dtype: "f32", shape: accShape, strides: stridesOf(accShape), offset: 0 });
   const request: KernelRequest = { kind: "elementwise", op: "Fused", inputs: [...Bs.map((_, h) => acc(h)), ...extras], output: out, params: {}, region: epi, emulated16: req.emulated16 };
   const scratch = Array.from({ length: heads }, (_, h) => ({ kind: "scratch", offset: h * M * N * 4 }) as const);
   return {
