@@ -2,7 +2,7 @@
 # vocab 512, the layout of the other fixtures/hf folders) and their reference logits and greedy ids computed by
 # transformers in float64 on the CPU with eager attention.
 #
-# Runs on the GPU machine (PyTorch + transformers there): OUT=dir python3 tools/make-fixtures/make_families.py
+# Runs on the GPU machine (PyTorch + transformers there): OUT=dir [ONLY=a,b] python3 tools/make-fixtures/make_families.py
 # It writes $OUT/families.tar.gz (one folder per family, plus LOG.txt and the transformers modeling sources it ran,
 # under _src/, for reading). Unpack it and copy tokenizer.json from fixtures/hf/llama3 (the same 512-token
 # byte-level BPE the vocab size matches) into each family folder.
@@ -43,12 +43,12 @@ def no_head_dim(**over):
 FAMILIES = [
     # Granite: every multiplier away from its neutral value (attention 0.1 instead of 1/sqrt(16)).
     ("granite", "GraniteConfig", "GraniteForCausalLM", lambda: dict(
-        **COMMON, rope_theta=10000.0, tie_word_embeddings=True, embedding_multiplier=12.0,
-        residual_multiplier=0.22, attention_multiplier=0.1, logits_scaling=8.0)),
+        **COMMON, rope_theta=10000.0, tie_word_embeddings=True, embedding_multiplier=2.0,
+        residual_multiplier=0.5, attention_multiplier=0.1, logits_scaling=4.0)),
     # SmolLM3: layer 1 is a NoPE layer (no_rope_layers[i] == 0).
     ("smollm3", "SmolLM3Config", "SmolLM3ForCausalLM", lambda: dict(
         **COMMON, rope_theta=2000000.0, tie_word_embeddings=True, no_rope_layers=[1, 0],
-        use_sliding_window=False)),
+        use_sliding_window=False, pad_token_id=0, bos_token_id=1, eos_token_id=2)),
     # Phi-4-mini shape (Phi3ForCausalLM): fused qkv / gate_up, GQA, partial RoPE 0.75, tied embeddings.
     ("phi4", "Phi3Config", "Phi3ForCausalLM", lambda: dict(
         **COMMON, rope_theta=10000.0, partial_rotary_factor=0.75, tie_word_embeddings=True, sliding_window=None,
@@ -84,7 +84,10 @@ def make_config(cfg_cls, kw):
 
 prompt = torch.randint(3, 500, (1, 20), generator=torch.Generator().manual_seed(99))  # same prompt as fixtures/hf
 
+ONLY = set(filter(None, os.environ.get("ONLY", "").split(",")))  # e.g. ONLY=granite,smollm3 (default: all)
 for name, cfg_cls, cls, kwargs in FAMILIES:
+    if ONLY and name not in ONLY:
+        continue
     try:
         torch.manual_seed(sum(map(ord, name)))
         if not hasattr(T, cls):
