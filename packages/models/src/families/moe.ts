@@ -92,9 +92,10 @@ export function routedExperts(ctx: TraceContext, x: Ref, layer: number): Ref {
   const hf = hfLayout(cfg.architecture);
   const router = w.naming === "hf" ? `model.layers.${layer}.${hf.router}` : w.layerName(layer, "router");
   const routerBias = w.naming === "hf" && cfg.architecture === "gptoss" ? `model.layers.${layer}.mlp.router.bias` : undefined;
-  let gates = topKGates(ctx, linear(ctx, x, router, routerBias), moe.topK, moe.normTopKProb, moe.routing);
-  if (moe.routedScale !== 1) gates = b.mul(gates, moe.routedScale);
+  const gates = topKGates(ctx, linear(ctx, x, router, routerBias), moe.topK, moe.normTopKProb, moe.routing);
   let y = moe.clampedSwiglu !== null ? clampedSwigluExperts(ctx, x, layer, gates) : expertSum(ctx, x, layer, gates, hf);
+  // Scaling the weighted sum rather than the gates keeps the gate a plain top-k Select, which compile fuses.
+  if (moe.routedScale !== 1) y = b.mul(y, moe.routedScale);
   if (moe.sharedIntermediateSize > 0) {
     const p = `model.layers.${layer}.mlp.shared_experts`;
     const shared = linear(ctx, b.mul(activation(ctx, linear(ctx, x, `${p}.gate_proj.weight`)), linear(ctx, x, `${p}.up_proj.weight`)), `${p}.down_proj.weight`);
