@@ -88,7 +88,7 @@ export async function startServe(model: string, o: ServeCliOptions, io: CliIo): 
     executor.dispose();
     throw new CliError("bad-input", `${model} has no tokenizer (tokenizer.json): the server needs one`, { command, file: model });
   }
-  const serveEngine = new RuntimeServeEngine(engine, chatTemplate === undefined ? {} : { chatTemplate });
+  const serveEngine = new RuntimeServeEngine(engine, { tokenizerSource: model, ...(chatTemplate === undefined ? {} : { chatTemplate }) });
   if (o.prepare) {
     const t0 = performance.now();
     engine.prepare();

@@ -101,13 +101,13 @@ export function createServer(options: ServerOptions): PootServer {
   });
   app.post<{ Body: CompletionBody }>("/v1/completions", { schema: { body: completionBody } }, async (req, reply) => {
     checkModel(req.body.model, modelId);
-    const plan = planCompletion(engine, req.body);
+    const plan = await planCompletion(engine, req.body);
     const header = { id: `cmpl-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: modelId };
     await respond(sched, plan, completionRenderer(engine, header, req.body.logprobs ?? null, plan.echo), reply);
   });
   app.post<{ Body: ChatBody }>("/v1/chat/completions", { schema: { body: chatBody } }, async (req, reply) => {
     checkModel(req.body.model, modelId);
-    const plan = planChat(engine, req.body);
+    const plan = await planChat(engine, req.body);
     const header = { id: `chatcmpl-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: modelId };
     await respond(sched, plan, chatRenderer(engine, header, plan.generations[0]!.logprobs), reply);
   });
