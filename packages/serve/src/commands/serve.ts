@@ -27,6 +27,7 @@ export interface ServeCliOptions {
   readonly modelName?: string;
   readonly prepare: boolean;
   readonly drainSeconds?: string;
+  readonly queueTimeout?: string;
 }
 
 /** A started server: its URL and how to stop it (also frees the engine and executor). */
@@ -57,6 +58,8 @@ export async function startServe(model: string, o: ServeCliOptions, io: CliIo, c
   const pageSize = o.pageSize === undefined ? undefined : positive("--page-size", o.pageSize, 1);
   if (pageSize !== undefined && (pageSize & (pageSize - 1)) !== 0) throw new CliError("bad-input", `--page-size must be a power of two, got ${pageSize}`, { command });
   const kvPages = o.kvPages === undefined ? undefined : positive("--kv-pages", o.kvPages, 1);
+  const queueTimeout = parseNumber("--queue-timeout", o.queueTimeout ?? "60", "float", command);
+  if (!(queueTimeout >= 0)) throw new CliError("bad-input", `--queue-timeout must be >= 0 seconds, got ${o.queueTimeout}`, { command });
   if (o.weights !== "f32" && o.weights !== "bf16") throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command });
   let chatTemplate: string | undefined;
   if (o.chatTemplate !== undefined) {
@@ -87,14 +90,14 @@ export async function startServe(model: string, o: ServeCliOptions, io: CliIo, c
     executor.dispose();
     throw new CliError("bad-input", `${model} has no tokenizer (tokenizer.json): the server needs one`, { command, file: model });
   }
-  const serveEngine = new RuntimeServeEngine(engine, chatTemplate === undefined ? {} : { chatTemplate });
+  const serveEngine = new RuntimeServeEngine(engine, { tokenizerSource: model, ...(chatTemplate === undefined ? {} : { chatTemplate }) });
   if (o.prepare) {
     const t0 = performance.now();
     engine.prepare();
     io.err(`poot serve: compiled ${engine.stats.programsStaged} programs in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
   }
   const modelId = o.modelName ?? path.basename(path.resolve(model));
-  const server = createServer({ engine: serveEngine, modelId, apiKey: o.apiKey ?? null, metricsAuth: o.metricsAuth === true, maxBatch, maxQueue });
+  const server = createServer({ engine: serveEngine, modelId, apiKey: o.apiKey ?? null, metricsAuth: o.metricsAuth === true, maxBatch, maxQueue, queueTimeoutMs: queueTimeout * 1000 });
   let url: string;
   try {
     url = await server.listen({ host: o.host, port });
@@ -130,6 +133,7 @@ export const serveCommand = (createExecutor: ExecutorFactory): CommandModule => 
       .option("--metrics-auth", "/metrics needs the API key too")
       .option("--max-batch <n>", "most sequences in one decode step", "8")
       .option("--max-queue <n>", "most requests waiting for a batch slot; more get 429", "256")
+      .option("--queue-timeout <s>", "a request waiting longer than S seconds for a slot gets 503 (0 = no limit)", "60")
       .option("--ctx <n>", "KV capacity per sequence in tokens (default: the model's, at most 2048)")
       .option("--page-size <n>", "tokens per KV cache page, a power of two", "16")
       .option("--kv-pages <n>", "pages in the shared KV cache (default: --max-batch full contexts); a request waits until its pages are free")
