@@ -16,7 +16,7 @@ function repoRoot(): string {
 }
 const FIX = path.resolve(repoRoot(), "../shared/fixtures");
 const HAVE = fs.existsSync(FIX);
-const SUMMARY = /^prompt (\d+) tokens, generated (\d+) tokens \((eos|stop|length)\), prefill [\d.]+ tok\/s, decode [\d.]+ tok\/s \[eval\]\n$/;
+const SUMMARY = /^prompt (\d+) tokens, generated (\d+) tokens \((eos|stop|length)\), prefill [\d.]+ tok\/s, decode [\d.]+ tok\/s \[(auto: (cuda|vulkan|wgpu|cpu)|eval)\]\n$/;
 
 async function poot(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
   const io = bufferIo();

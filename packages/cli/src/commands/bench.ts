@@ -6,7 +6,7 @@ import { LoadedModel, ModelError, type PagedLayout } from "@poot/models";
 import { CpuExecutor } from "@poot/backend-cpu";
 import { measureBandwidth } from "./bandwidth.js";
 import { CliError } from "../errors.js";
-import { createExecutor, horizontalFusion, measureFloorBandwidth } from "./backends.js";
+import { BACKEND_NAMES, createExecutor, horizontalFusion, measureFloorBandwidth } from "./backends.js";
 import type { CommandModule } from "./index.js";
 import { parseNumber } from "./numbers.js";
 import { progressBar } from "./progress.js";
@@ -95,7 +95,7 @@ export const bench: CommandModule = {
       .command("bench")
       .description("time prefill and decode on a backend (median of several runs)")
       .argument("<model>", "a Hugging Face model folder or a .gguf file")
-      .option("--backend <name>", "where to run", "eval")
+      .option("--backend <name>", `where to run: ${BACKEND_NAMES.join(" | ")}`, "auto")
       .option("--prompt-tokens <n>", "prompt length (random ids, seeded)", "128")
       .option("--gen-tokens <n>", "tokens to generate (greedy, EOS ignored; decode rates count the steps after the first)", "64")
       .option("--runs <n>", "timed runs after one warm-up", "3")

@@ -2,6 +2,7 @@
 // Later work adds more commands as their packages land.
 import { serveCommand } from "@poot/serve";
 import type { Command } from "commander";
+import { backendsCommand } from "./backends-command.js";
 import { bench } from "./bench.js";
 import { chatTemplate } from "./chat-template.js";
 import { compileCommand } from "./compile.js";
@@ -36,4 +37,4 @@ export interface CommandModule {
  * The built-in subcommands, in the order `poot --help` lists them. Add a command by writing
  * `src/commands/<name>.ts` that exports a {@link CommandModule} and listing it here.
  */
-export const commands: readonly CommandModule[] = [run, serveCommand(createExecutor), bench, ir, logits, generate, tokenize, chatTemplate, trace, compileCommand, kernelsCommand];
+export const commands: readonly CommandModule[] = [run, serveCommand(createExecutor), bench, ir, logits, generate, tokenize, chatTemplate, trace, compileCommand, kernelsCommand, backendsCommand];

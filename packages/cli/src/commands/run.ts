@@ -5,7 +5,7 @@ import type { Graph } from "@poot/graph-ir";
 import { BACKEND_KINDS, PlanError, compile, defaultTarget, type BackendKind } from "@poot/graph-plan";
 import { LoadedModel, ModelError, loadTokenizer } from "@poot/models";
 import { CliError } from "../errors.js";
-import { createExecutor, findDemoModel } from "./backends.js";
+import { BACKEND_NAMES, createExecutor, findDemoModel } from "./backends.js";
 import type { CommandModule } from "./index.js";
 import { progressBar } from "./progress.js";
 import { parseNumber } from "./numbers.js";
@@ -28,6 +28,8 @@ interface RunOptions {
   ignoreEos?: boolean;
   compiled?: boolean;
   target: string;
+  /** Set when --backend auto chose `backend`. */
+  autoBackend?: boolean;
 }
 
 /** The sampling and limit options of a run, checked. */
@@ -77,7 +79,7 @@ export const run: CommandModule = {
       .argument("[model]", "a Hugging Face model folder or a .gguf file (default: the bundled demo model)")
       .requiredOption("--prompt <text>", "the prompt")
       .option("--chat", "wrap the prompt as one user turn with the model's chat template")
-      .option("--backend <name>", "where to run", "eval")
+      .option("--backend <name>", `where to run: ${BACKEND_NAMES.join(" | ")} (\`poot backends\` lists them)`, "auto")
       .option("--max-tokens <n>", "most tokens to generate", "128")
       .option("--temperature <t>", "0 = greedy", "0.8")
       .option("--top-p <p>", "nucleus sampling mass (1 = off)", "0.95")
@@ -140,7 +142,7 @@ export const run: CommandModule = {
           const generated = res.ids.length;
           const prefillTps = (res.promptTokens / res.prefillMs) * 1000;
           const decodeTps = res.decodeSteps > 0 ? (res.decodeSteps / res.decodeMs) * 1000 : 0;
-          io.err(`prompt ${res.promptTokens} tokens, generated ${generated} tokens (${res.finishReason}), prefill ${prefillTps.toFixed(1)} tok/s, decode ${decodeTps.toFixed(1)} tok/s [${o.backend}]\n`);
+          io.err(`prompt ${res.promptTokens} tokens, generated ${generated} tokens (${res.finishReason}), prefill ${prefillTps.toFixed(1)} tok/s, decode ${decodeTps.toFixed(1)} tok/s [${o.autoBackend === true ? "auto: " : ""}${o.backend}]\n`);
         } finally {
           load?.stop();
           if (engine !== null) engine.close();

@@ -126,7 +126,7 @@ export const serveCommand = (createExecutor: ExecutorFactory): CommandModule => 
       .command("serve")
       .description("serve MODEL over an OpenAI-compatible HTTP API with Prometheus /metrics")
       .argument("<model>", "a Hugging Face model folder or a .gguf file")
-      .option("--backend <name>", "where to run", "eval")
+      .option("--backend <name>", "where to run (`poot backends` lists them; auto: the first GPU, else cpu)", "auto")
       .option("--host <host>", "address to bind (use 0.0.0.0 to accept other machines)", "127.0.0.1")
       .option("--port <n>", "port (0 = any free port)", "8080")
       .option("--api-key <key>", "require Authorization: Bearer KEY on every route but /health and /metrics (default: $POOT_API_KEY, else none)")
