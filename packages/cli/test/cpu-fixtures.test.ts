@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import { createCpuExecutor } from "@poot/backend-cpu";
 import { LoadedModel, openSafetensors } from "@poot/models";
 import { Engine } from "@poot/runtime";
+import { fixture } from "@poot/testkit";
 import { describe, expect, test } from "vitest";
 
 function repoRoot(): string {
@@ -40,7 +41,7 @@ function readF32(file: string): Float32Array {
 const REPO_FAMILIES = ["granite", "smollm3", "phi4", "gptoss", "deepseek2"];
 const FAMILY_DIRS: [string, string][] = [
   ...(HAVE ? ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"].map((f): [string, string] => [f, path.join(FIX, "hf", f)]) : []),
-  ...REPO_FAMILIES.map((f): [string, string] => [f, path.join(repoRoot(), "fixtures", "hf", f)]),
+  ...REPO_FAMILIES.map((f): [string, string] => [f, fixture("hf", f)]),
 ];
 
 describe(`--backend cpu on the hf fixture families${SKIP}`, () => {

@@ -10,6 +10,7 @@ import { probeVulkan } from "@poot/backend-vulkan";
 import { nodeGpu } from "@poot/backend-wgpu/node";
 import { LoadedModel, openSafetensors } from "@poot/models";
 import { Engine } from "@poot/runtime";
+import { fixture } from "@poot/testkit";
 import { describe, expect, test } from "vitest";
 import { createExecutor } from "../src/commands/backends.js";
 
@@ -57,7 +58,7 @@ export async function fixtureSuite(backend: "wgpu" | "vulkan"): Promise<void> {
   const families: [string, string][] = [
     ...(fs.existsSync(FIX) ? ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"].map((f): [string, string] => [f, path.join(FIX, f)]) : []),
     // The issue #26 families: fixtures in the repository (fixtures/hf, see its README).
-    ...["granite", "smollm3", "phi4", "gptoss", "deepseek2"].map((f): [string, string] => [f, path.join(repoRoot(), "fixtures", "hf", f)]),
+    ...["granite", "smollm3", "phi4", "gptoss", "deepseek2"].map((f): [string, string] => [f, fixture("hf", f)]),
   ];
   describe.skipIf(skip !== undefined)(`poot --backend ${backend} on the fixture families${skip !== undefined ? ` (skipped: ${skip})` : ""}`, () => {
     for (const [fam, dir] of families) {
