@@ -7,8 +7,7 @@ import { Engine, RuntimeError } from "@poot/runtime";
 import { CliError } from "../errors.js";
 import { RuntimeServeEngine } from "../server/runtime-engine.js";
 import { createServer, type PootServer } from "../server/server.js";
-import { createExecutor } from "./backends.js";
-import type { CliIo, CommandModule } from "./index.js";
+import type { CliIo, CommandModule, ExecutorFactory } from "../command.js";
 import { parseNumber } from "./numbers.js";
 
 /** `poot serve` options as commander parses them (all strings). */
@@ -50,7 +49,7 @@ function positive(flag: string, value: string, min: number): number {
 }
 
 /** Loads MODEL, builds the engine and server from `poot serve`'s options, and starts listening. */
-export async function startServe(model: string, o: ServeCliOptions, io: CliIo): Promise<StartedServer> {
+export async function startServe(model: string, o: ServeCliOptions, io: CliIo, createExecutor: ExecutorFactory): Promise<StartedServer> {
   const port = parseNumber("--port", o.port, "int", command);
   if (port < 0 || port > 65535) throw new CliError("bad-input", `--port must be in [0, 65535], got ${port}`, { command });
   const maxBatch = positive("--max-batch", o.maxBatch, 1);
@@ -119,8 +118,8 @@ export async function startServe(model: string, o: ServeCliOptions, io: CliIo): 
   };
 }
 
-/** The `serve` subcommand. */
-export const serve: CommandModule = {
+/** The `serve` subcommand, running on the executors `createExecutor` makes (the CLI passes its backend table). */
+export const serveCommand = (createExecutor: ExecutorFactory): CommandModule => ({
   name: "serve",
   register: (program, io) => {
     program
@@ -148,7 +147,7 @@ export const serve: CommandModule = {
         const apiKey = o.apiKey ?? process.env.POOT_API_KEY;
         const drainMs = parseNumber("--drain-seconds", o.drainSeconds ?? "30", "float", command) * 1000;
         if (!(drainMs >= 0)) throw new CliError("bad-input", `--drain-seconds must be >= 0, got ${o.drainSeconds}`, { command });
-        const started = await startServe(model, { ...o, ...(apiKey === undefined || apiKey === "" ? {} : { apiKey }) }, io);
+        const started = await startServe(model, { ...o, ...(apiKey === undefined || apiKey === "" ? {} : { apiKey }) }, io, createExecutor);
         const signal = (): Promise<void> => new Promise<void>((resolve) => {
           const stop = (): void => {
             process.off("SIGINT", stop);
@@ -164,4 +163,4 @@ export const serve: CommandModule = {
         await started.close();
       });
   },
-};
+});
