@@ -20,7 +20,7 @@ const LLAMA3 = path.resolve(root, "../shared/fixtures/hf/llama3");
 const request = (prompt: number[], maxTokens: number): GenerationRequest => ({
   prompt,
   maxTokens,
-  sampling: { temperature: 0, topP: 1, frequencyPenalty: 0, presencePenalty: 0 },
+  sampling: { temperature: 0, topP: 1, frequencyPenalty: 0, presencePenalty: 0, topK: 0, minP: 0, repetitionPenalty: 1, logitBias: new Map() },
   stop: [],
   logprobs: null,
   ignoreEos: true,
