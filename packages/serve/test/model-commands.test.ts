@@ -1,21 +1,17 @@
-// `poot logits | generate | tokenize | chat-template` run in-process against the shared fixtures: logits
+// `poot logits | generate | tokenize | chat-template` run in-process against the fixtures: logits
 // files against transformers' float64 logits, generated ids against the reference greedy ids, token ids
 // against the HF tokenizers' reference, and a chat template against hand-written expected text.
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { openSafetensors } from "@poot/models";
 import { bufferIo, runCli } from "@poot/serve";
 import { afterAll, describe, expect, test } from "vitest";
+import { fixture, needFixture } from "@poot/testkit";
 
-function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
-  return dir;
-}
-const FIX = path.resolve(repoRoot(), "../shared/fixtures");
-const HAVE = fs.existsSync(FIX);
+const NO_FIXTURES = needFixture("hf", "gguf");
+const FIX = fixture();
+const HAVE = NO_FIXTURES === undefined;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "poot-model-cmd-"));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
@@ -35,7 +31,7 @@ function relErr(a: Float32Array, ref: Float32Array): number {
   return d / m;
 }
 
-describe.skipIf(!HAVE)("model commands on ../shared/fixtures (skipped when absent)", () => {
+describe.skipIf(!HAVE)(`model commands on fixtures/${HAVE ? "" : ` (skipped: ${NO_FIXTURES})`}`, () => {
   for (const fam of ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"]) {
     const dir = path.join(FIX, "hf", fam);
     test(`${fam}: poot logits (f32 and bf16) and poot generate --greedy match the references`, async () => {
