@@ -59,6 +59,27 @@ describe.skipIf(!HAVE)(`model commands on fixtures/${HAVE ? "" : ` (skipped: ${N
     expect(JSON.parse(g.out)).toEqual(ref.reference_greedy_ids);
   });
 
+  // `generate --compiled --target T`: the graph-plan Programs of each target, staged on the eval executor (every
+  // composite op by its reference semantics), give the ids of the primitive graph on eval and of transformers.
+  test.each([
+    ["hf/llama3", "cuda"],
+    ["hf/qwen3", "wgpu"],
+    ["hf/gemma3", "cpu"],
+    ["gguf/llama3-w256/model-F32.gguf", "cuda"],
+  ])("poot generate --compiled: %s compiled for %s gives the eval reference's greedy ids", async (rel, target) => {
+    const model = fixture(rel);
+    const gguf = rel.endsWith(".gguf");
+    const ref = JSON.parse(fs.readFileSync(gguf ? path.join(path.dirname(model), "reference-F32.json") : path.join(model, "reference.json"), "utf8")) as { prompt_ids: number[]; greedy_ids?: number[]; reference_greedy_ids?: number[] };
+    const args = ["generate", model, "--ids", ref.prompt_ids.join(","), "--max-tokens", "16", "--greedy", "--ignore-eos"];
+    const primitive = await poot(...args);
+    expect(primitive.code, primitive.err).toBe(0);
+    const compiled = await poot(...args, "--compiled", "--target", target);
+    expect(compiled.code, compiled.err).toBe(0);
+    expect(JSON.parse(compiled.out)).toEqual(JSON.parse(primitive.out));
+    // transformers' greedy ids for the HF families; the float64 numpy forward's for the 256-wide GGUF.
+    expect(JSON.parse(compiled.out)).toEqual(gguf ? ref.reference_greedy_ids : ref.greedy_ids);
+  });
+
   test("poot tokenize reproduces the HF tokenizers reference ids (byte-level BPE)", async () => {
     const dir = path.join(FIX, "hf", "tokenizer-bytelevel");
     const cases = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as { text: string; ids: number[] }[];
@@ -109,6 +130,7 @@ describe.skipIf(!HAVE)(`model commands on fixtures/${HAVE ? "" : ` (skipped: ${N
       [["logits", path.join(tmp, "nope"), "--ids", "1"], /nope/],
       [["logits", dir, "--ids", "1", "--backend", "tpu"], /unknown backend "tpu" \(available: .*cuda/],
       [["generate", dir, "--ids", "1", "--max-tokens", "2"], /--greedy/],
+      [["generate", dir, "--ids", "1", "--greedy", "--compiled", "--target", "tpu"], /--target must be one of .*cuda.*, got "tpu"/],
     ];
     for (const [argv, msg] of cases) {
       const r = await poot(...argv);
