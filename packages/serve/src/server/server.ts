@@ -1,15 +1,17 @@
 // The OpenAI-compatible HTTP server on fastify: /v1/models, /v1/completions, /v1/chat/completions,
 // /health and /metrics, with API-key checks, OpenAI-shaped errors and a continuous-batching scheduler.
-import { randomUUID, timingSafeEqual } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
 import { ApiError } from "../errors.js";
+import { checkAuth, type AuthPolicy } from "./auth.js";
 import type { ServeEngine } from "./engine.js";
 import { createMetrics, type ServerMetrics } from "./metrics.js";
-import { checkModel, planChat, planCompletion } from "./requests.js";
+import { checkModel, planChat, planCompletion, type PlannedRequest } from "./requests.js";
 import { respond } from "./respond.js";
 import { chatRenderer, completionRenderer } from "./responses.js";
 import { Scheduler } from "./scheduler.js";
 import { chatBody, completionBody, type ChatBody, type CompletionBody } from "./schemas.js";
+import { normalizeTarget } from "./url.js";
 import { toApiError } from "./validation.js";
 
 /** Options of {@link createServer}. */
@@ -18,12 +20,16 @@ export interface ServerOptions {
   readonly engine: ServeEngine;
   /** The model id clients name in requests and /v1/models lists. */
   readonly modelId: string;
-  /** When set, /v1/* requests need `Authorization: Bearer <apiKey>`. */
+  /** When set, every route but `/health` (and `/metrics`, unless `metricsAuth`) needs `Authorization: Bearer <apiKey>`. */
   readonly apiKey?: string | null;
+  /** `/metrics` needs the API key too (default false: scrapers usually send none). */
+  readonly metricsAuth?: boolean;
   /** Most sequences in one decode step (default 8). */
   readonly maxBatch?: number;
   /** Most requests waiting for a batch slot before new ones get 429 (default 256). */
   readonly maxQueue?: number;
+  /** Most milliseconds a request may wait in the queue before it gets a 503 (default 60 000; 0 = no limit). */
+  readonly queueTimeoutMs?: number;
   /** Largest request body in bytes (default 1 MiB). */
   readonly bodyLimit?: number;
   /** Log requests to stdout through fastify's logger (default false). */
@@ -49,37 +55,42 @@ export interface PootServer {
 
 const ENDPOINTS = new Set(["/v1/models", "/v1/completions", "/v1/chat/completions", "/health", "/metrics"]);
 
-/** Constant-time comparison, so response timing does not reveal how much of a key was right. */
-function sameSecret(given: string, expected: string): boolean {
-  const a = Buffer.from(given), b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
-}
-
 /** Builds the server (routes, hooks, scheduler, metrics) over an engine. */
 export function createServer(options: ServerOptions): PootServer {
   const { engine, modelId } = options;
   let scheduler: Scheduler | null = null;
   const metrics = createMetrics(engine, () => scheduler!);
-  scheduler = new Scheduler(engine, { maxBatch: options.maxBatch ?? 8, maxQueue: options.maxQueue ?? 256, observer: metrics.observer });
+  const queueTimeoutMs = options.queueTimeoutMs ?? 60_000;
+  const maxQueue = options.maxQueue ?? 256;
+  scheduler = new Scheduler(engine, {
+    maxBatch: options.maxBatch ?? 8, maxQueue, observer: metrics.observer, ...(queueTimeoutMs > 0 ? { queueTimeoutMs } : {}),
+  });
   const sched = scheduler;
   const app = Fastify({
     logger: options.logger ?? false,
     bodyLimit: options.bodyLimit ?? 1 << 20,
+    // Targets route as they read once normalized; auth checks the matched route, whatever the spelling.
+    rewriteUrl: (req) => normalizeTarget(req.url ?? "/"),
+    routerOptions: { ignoreDuplicateSlashes: true, caseSensitive: false },
     // close() has already ended every generation: drop keep-alive sockets rather than wait them out.
     forceCloseConnections: true,
     // Wrong types are errors, not coerced ("0.5" is not a temperature); defaults stay out of the body.
     ajv: { customOptions: { coerceTypes: false, useDefaults: false, removeAdditional: false, allErrors: false } },
   });
   const created = Math.floor(Date.now() / 1000);
+  /** A request with more generations than the queue holds can never run: a 400 naming n (or prompt), not a 429. */
+  const fitsQueue = (plan: PlannedRequest, n: number | null | undefined): void => {
+    const g = plan.generations.length;
+    if (g <= maxQueue) return;
+    const param = (n ?? 1) > 1 ? "n" : "prompt";
+    throw new ApiError(400, "too_many_generations", `the request asks for ${g} generations (prompts x n) but this server queues at most ${maxQueue} at once; send fewer prompts or a smaller n`, param);
+  };
   // JSON only: a text/plain body is a 415, not a string that fails the schema.
   app.removeContentTypeParser("text/plain");
 
-  app.addHook("onRequest", async (req) => {
-    if (options.apiKey === undefined || options.apiKey === null || !req.url.startsWith("/v1/")) return;
-    const auth = req.headers.authorization;
-    if (auth === undefined) throw new ApiError(401, "invalid_api_key", "Missing API key: send Authorization: Bearer <key>");
-    if (!sameSecret(auth, `Bearer ${options.apiKey}`)) throw new ApiError(401, "invalid_api_key", "Incorrect API key provided");
-  });
+  const auth: AuthPolicy = { apiKey: options.apiKey ?? null, open: new Set(options.metricsAuth === true ? ["/health"] : ["/health", "/metrics"]) };
+  // onRequest runs after routing: checkAuth reads the matched route, so no spelling of a path skips it.
+  app.addHook("onRequest", async (req) => checkAuth(req, auth));
   app.addHook("onResponse", async (req, reply) => {
     const url = req.routeOptions.url;
     metrics.request(url !== undefined && ENDPOINTS.has(url) ? url : "other", reply.statusCode);
@@ -87,14 +98,18 @@ export function createServer(options: ServerOptions): PootServer {
   app.setErrorHandler(async (err: FastifyError | ApiError | Error, req, reply) => {
     const api = toApiError(err);
     if (api.status >= 500) req.log.error(err);
-    return reply.status(api.status).send(api.body());
+    return reply.status(api.status).headers(api.headers).send(api.body());
   });
   app.setNotFoundHandler(async (req, reply) => {
     const api = new ApiError(404, "not_found", `no route ${req.method} ${req.url.split("?")[0]}`);
     return reply.status(404).send(api.body());
   });
 
-  app.get("/health", async () => ({ status: "ok", model: modelId, active_sequences: sched.activeSequences, queue_depth: sched.queueDepth }));
+  // A load balancer stops sending work when /health fails: so it fails (503) as soon as the server drains.
+  app.get("/health", async (_req, reply) => {
+    const body = { status: sched.draining ? "draining" : "ok", model: modelId, active_sequences: sched.activeSequences, queue_depth: sched.queueDepth };
+    return reply.status(sched.draining ? 503 : 200).send(body);
+  });
   app.get("/metrics", async (_req, reply) => reply.header("content-type", metrics.registry.contentType).send(await metrics.registry.metrics()));
   app.get("/v1/models", async () => ({ object: "list", data: [{ id: modelId, object: "model", created, owned_by: "poot", max_model_len: engine.context }] }));
   app.get<{ Params: { id: string } }>("/v1/models/:id", async (req) => {
@@ -103,13 +118,15 @@ export function createServer(options: ServerOptions): PootServer {
   });
   app.post<{ Body: CompletionBody }>("/v1/completions", { schema: { body: completionBody } }, async (req, reply) => {
     checkModel(req.body.model, modelId);
-    const plan = planCompletion(engine, req.body);
+    const plan = await planCompletion(engine, req.body);
+    fitsQueue(plan, req.body.n);
     const header = { id: `cmpl-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: modelId };
     await respond(sched, plan, completionRenderer(engine, header, req.body.logprobs ?? null, plan.echo), reply);
   });
   app.post<{ Body: ChatBody }>("/v1/chat/completions", { schema: { body: chatBody } }, async (req, reply) => {
     checkModel(req.body.model, modelId);
-    const plan = planChat(engine, req.body);
+    const plan = await planChat(engine, req.body);
+    fitsQueue(plan, req.body.n);
     const header = { id: `chatcmpl-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: modelId };
     await respond(sched, plan, chatRenderer(engine, header, plan.generations[0]!.logprobs), reply);
   });
