@@ -1,7 +1,7 @@
-// Tests of the decision-record check: the real docs/decisions passes; planted records without a status, with an
-// unknown status or missing from the index fail, naming the file.
+// Tests of the decision-record check: the real docs/decisions passes; planted records without a status or with an
+// unknown status fail naming the file, a stale index fails, and --write makes the index that then passes.
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -14,8 +14,8 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function check(root: string): { status: number | null; out: string } {
-  const r = spawnSync(process.execPath, [script, "--root", root], { encoding: "utf8" });
+function check(root: string, ...args: string[]): { status: number | null; out: string } {
+  const r = spawnSync(process.execPath, [script, "--root", root, ...args], { encoding: "utf8" });
   return { status: r.status, out: `${r.stdout}${r.stderr}` };
 }
 
@@ -27,7 +27,8 @@ function plant(files: Record<string, string>): string {
   return root;
 }
 
-const INDEX = "| [0001](0001-a.md) | a | accepted |\n| [0002](0002-b.md) | b | superseded by 0001 |\n";
+const A = "# 0001 — a\n\nStatus: accepted\n";
+const B = "# 0002 — b\n\nStatus: superseded by [0001](0001-a.md) — b was wrong\n";
 
 describe("check-decisions", () => {
   test("the real tree passes", () => {
@@ -36,20 +37,28 @@ describe("check-decisions", () => {
     expect(r.status).toBe(0);
   });
 
-  test("records with statuses and index rows pass", () => {
-    expect(check(plant({ "README.md": INDEX, "0001-a.md": "# 0001 — a\n\nStatus: accepted\n", "0002-b.md": "# 0002 — b\n\nStatus: superseded by [0001](0001-a.md)\n" })).status).toBe(0);
+  test("--write makes the index from titles and statuses; then the check passes", () => {
+    const root = plant({ "0001-a.md": A, "0002-b.md": B });
+    expect(check(root).status).toBe(1);
+    expect(check(root, "--write").status).toBe(0);
+    const index = readFileSync(join(root, "docs/decisions/README.md"), "utf8");
+    expect(index).toContain("| [0001](0001-a.md) | a | accepted |\n| [0002](0002-b.md) | b | superseded by 0001 |\n");
+    expect(check(root).status).toBe(0);
   });
 
   test("a record without a status fails, naming it", () => {
-    const r = check(plant({ "README.md": INDEX, "0001-a.md": "# 0001 — a\n\nStatus: accepted\n", "0002-b.md": "# 0002 — b\n\n## Context\n" }));
+    const r = check(plant({ "0001-a.md": A, "0002-b.md": "# 0002 — b\n\n## Context\n" }), "--write");
     expect(r.status).toBe(1);
     expect(r.out).toContain('docs/decisions/0002-b.md: no "Status: accepted"');
   });
 
-  test("an unknown status and a record missing from the index fail", () => {
-    const r = check(plant({ "README.md": INDEX, "0001-a.md": "# 0001 — a\n\nStatus: maybe\n", "0002-b.md": "# 0002 — b\n\nStatus: accepted\n", "0003-c.md": "# 0003 — c\n\nStatus: accepted\n" }));
+  test("an unknown status and a stale index fail", () => {
+    const root = plant({ "0001-a.md": A, "0002-b.md": B });
+    check(root, "--write");
+    writeFileSync(join(root, "docs/decisions/0003-c.md"), "# 0003 — c\n\nStatus: maybe\n");
+    const r = check(root);
     expect(r.status).toBe(1);
-    expect(r.out).toContain('0001-a.md: status "maybe" is neither accepted nor superseded by NNNN');
-    expect(r.out).toContain("docs/decisions/README.md: no row for 0003-c.md");
+    expect(r.out).toContain('0003-c.md: status "maybe" is neither accepted nor superseded by NNNN');
+    expect(r.out).toContain("docs/decisions/README.md: the index is not the one the records give; run `pnpm decisions`");
   });
 });
