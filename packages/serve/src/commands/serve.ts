@@ -28,6 +28,9 @@ export interface ServeCliOptions {
   readonly prepare: boolean;
   readonly drainSeconds?: string;
   readonly queueTimeout?: string;
+  readonly allowedHosts?: string;
+  readonly cors?: string;
+  readonly maxConnections?: string;
 }
 
 /** A started server: its URL and how to stop it (also frees the engine and executor). */
@@ -60,6 +63,9 @@ export async function startServe(model: string, o: ServeCliOptions, io: CliIo, c
   const kvPages = o.kvPages === undefined ? undefined : positive("--kv-pages", o.kvPages, 1);
   const queueTimeout = parseNumber("--queue-timeout", o.queueTimeout ?? "60", "float", command);
   if (!(queueTimeout >= 0)) throw new CliError("bad-input", `--queue-timeout must be >= 0 seconds, got ${o.queueTimeout}`, { command });
+  const maxConnections = o.maxConnections === undefined ? undefined : positive("--max-connections", o.maxConnections, 1);
+  // "*" lifts the Host check; a list replaces the loopback default.
+  const allowedHosts = o.allowedHosts === undefined ? undefined : o.allowedHosts.trim() === "*" ? null : o.allowedHosts.split(",").map((h) => h.trim()).filter((h) => h !== "");
   if (o.weights !== "f32" && o.weights !== "bf16") throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command });
   let chatTemplate: string | undefined;
   if (o.chatTemplate !== undefined) {
@@ -97,7 +103,10 @@ export async function startServe(model: string, o: ServeCliOptions, io: CliIo, c
     io.err(`poot serve: compiled ${engine.stats.programsStaged} programs in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
   }
   const modelId = o.modelName ?? path.basename(path.resolve(model));
-  const server = createServer({ engine: serveEngine, modelId, apiKey: o.apiKey ?? null, metricsAuth: o.metricsAuth === true, maxBatch, maxQueue, queueTimeoutMs: queueTimeout * 1000 });
+  const server = createServer({ engine: serveEngine, modelId, apiKey: o.apiKey ?? null, metricsAuth: o.metricsAuth === true, maxBatch, maxQueue, queueTimeoutMs: queueTimeout * 1000,
+    ...(allowedHosts === undefined ? {} : { allowedHosts }), ...(o.cors === undefined ? {} : { cors: o.cors }),
+    ...(maxConnections === undefined ? {} : { limits: { maxConnections } }),
+  });
   let url: string;
   try {
     url = await server.listen({ host: o.host, port });
@@ -131,6 +140,9 @@ export const serveCommand = (createExecutor: ExecutorFactory): CommandModule => 
       .option("--port <n>", "port (0 = any free port)", "8080")
       .option("--api-key <key>", "require Authorization: Bearer KEY on every route but /health and /metrics (default: $POOT_API_KEY, else none)")
       .option("--metrics-auth", "/metrics needs the API key too")
+      .option("--allowed-hosts <names>", "comma-separated Host names to answer (421 otherwise; * = any); default: loopback names when bound to loopback")
+      .option("--cors <origin>", "let browsers on ORIGIN (or *) call the API")
+      .option("--max-connections <n>", "most open client sockets", "1024")
       .option("--max-batch <n>", "most sequences in one decode step", "8")
       .option("--max-queue <n>", "most requests waiting for a batch slot; more get 429", "256")
       .option("--queue-timeout <s>", "a request waiting longer than S seconds for a slot gets 503 (0 = no limit)", "60")
