@@ -38,11 +38,17 @@ function readF32(file: string): Float32Array {
   return new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4);
 }
 
-describe.skipIf(!HAVE)(`--backend cpu on the hf fixture families${SKIP}`, () => {
-  for (const fam of ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"]) {
+/** The issue #26 families, whose fixtures live in the repository (fixtures/hf, see its README). */
+const REPO_FAMILIES = ["granite", "smollm3", "phi4", "gptoss", "deepseek2"];
+const FAMILY_DIRS: [string, string][] = [
+  ...(HAVE ? ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"].map((f): [string, string] => [f, path.join(FIX, "hf", f)]) : []),
+  ...REPO_FAMILIES.map((f): [string, string] => [f, fixture("hf", f)]),
+];
+
+describe(`--backend cpu on the hf fixture families${SKIP}`, () => {
+  for (const [fam, dir] of FAMILY_DIRS) {
     for (const weights of ["f32", "bf16"] as const) {
       test(`${fam} ${weights}: prefill and every decode row within 1e-4 of transformers, greedy ids equal`, () => {
-        const dir = path.join(FIX, "hf", fam);
         const ref = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as { prompt_ids: number[]; greedy_ids: number[] };
         const full = openSafetensors(path.join(dir, "reference.safetensors")).readF32Sync("full_logits");
         const executor = createCpuExecutor({ threads: 2 });

@@ -57,10 +57,14 @@ const argmax = (a: Float32Array): number => a.reduce((b, x, i) => (x > a[b]! ? i
 /** Registers the fixture checks of one backend. */
 export async function fixtureSuite(backend: "wgpu" | "vulkan"): Promise<void> {
   const skip = await skipReason(backend);
+  const families: [string, string][] = [
+    ...(fs.existsSync(FIX) ? ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"].map((f): [string, string] => [f, path.join(FIX, f)]) : []),
+    // The issue #26 families: fixtures in the repository (fixtures/hf, see its README).
+    ...["granite", "smollm3", "phi4", "gptoss", "deepseek2"].map((f): [string, string] => [f, fixture("hf", f)]),
+  ];
   describe.skipIf(skip !== undefined)(`poot --backend ${backend} on the fixture families${skip !== undefined ? ` (skipped: ${skip})` : ""}`, () => {
-    for (const fam of ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"]) {
+    for (const [fam, dir] of families) {
       test(`${fam}: prefill and decode logits within 1e-4 of transformers, greedy ids equal`, () => {
-        const dir = path.join(FIX, fam);
         const ref = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as { prompt_ids: number[]; greedy_ids: number[] };
         const full = openSafetensors(path.join(dir, "reference.safetensors")).readF32Sync("full_logits");
         const executor = createExecutor(backend, "test");
