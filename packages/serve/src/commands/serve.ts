@@ -16,6 +16,7 @@ export interface ServeCliOptions {
   readonly host: string;
   readonly port: string;
   readonly apiKey?: string;
+  readonly metricsAuth?: boolean;
   readonly maxBatch: string;
   readonly maxQueue: string;
   readonly ctx?: string;
@@ -93,7 +94,7 @@ export async function startServe(model: string, o: ServeCliOptions, io: CliIo, c
     io.err(`poot serve: compiled ${engine.stats.programsStaged} programs in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
   }
   const modelId = o.modelName ?? path.basename(path.resolve(model));
-  const server = createServer({ engine: serveEngine, modelId, apiKey: o.apiKey ?? null, maxBatch, maxQueue });
+  const server = createServer({ engine: serveEngine, modelId, apiKey: o.apiKey ?? null, metricsAuth: o.metricsAuth === true, maxBatch, maxQueue });
   let url: string;
   try {
     url = await server.listen({ host: o.host, port });
@@ -125,7 +126,8 @@ export const serveCommand = (createExecutor: ExecutorFactory): CommandModule => 
       .option("--backend <name>", "where to run (`poot backends` lists them; auto: the first GPU, else cpu)", "auto")
       .option("--host <host>", "address to bind (use 0.0.0.0 to accept other machines)", "127.0.0.1")
       .option("--port <n>", "port (0 = any free port)", "8080")
-      .option("--api-key <key>", "require Authorization: Bearer KEY on /v1/* (default: $POOT_API_KEY, else none)")
+      .option("--api-key <key>", "require Authorization: Bearer KEY on every route but /health and /metrics (default: $POOT_API_KEY, else none)")
+      .option("--metrics-auth", "/metrics needs the API key too")
       .option("--max-batch <n>", "most sequences in one decode step", "8")
       .option("--max-queue <n>", "most requests waiting for a batch slot; more get 429", "256")
       .option("--ctx <n>", "KV capacity per sequence in tokens (default: the model's, at most 2048)")
