@@ -22,7 +22,10 @@ const DIRECT = {
   "packages/executor": ["graph-plan", "kernelgen", "codegen"],
   ...Object.fromEntries(BACKENDS.map((b) => [`packages/${b}`, ["executor"]])),
   "packages/runtime": ["models", "executor"],
+  // The HTTP server library: its sources import only the runtime; its tests run on the CPU and GPU backends.
   "packages/serve": ["runtime", ...BACKENDS],
+  // The `poot` program: the serve command, the runtime and every backend (the GPU ones optional at run time).
+  "packages/cli": ["serve", "runtime", ...BACKENDS],
   "apps/docs": ["*"],
 };
 

@@ -1,9 +1,9 @@
 // The one place the docs site reads the `poot` CLI from: its commander program, the compile report and the kernel
 // emitter. When the CLI moves to another package, re-point these imports and nothing else in the site changes.
-import * as cli from "@poot/serve";
+import * as cli from "@poot/cli";
 
 /** The npm package that owns the `poot` command definitions. */
-export const CLI_PACKAGE = "@poot/serve";
+export const CLI_PACKAGE = "@poot/cli";
 /** The `poot` program as commander builds it (the same object `poot --help` prints). */
 export const createProgram = cli.createProgram;
 /** Runs `poot ARGV...` in-process and returns the exit code (output goes to `io`). */

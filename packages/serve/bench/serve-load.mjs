@@ -23,9 +23,9 @@ const { values: o } = parseArgs({
   },
 });
 const CLIENTS = Number(o.clients), MAX_TOKENS = Number(o["max-tokens"]), RUNS = Number(o.runs), SEQ = Number(o.sequential);
-const bin = fileURLToPath(new URL("../bin/poot.mjs", import.meta.url));
-if (!existsSync(new URL("../dist/index.js", import.meta.url))) {
-  console.error("bench: @poot/serve is not built; run `pnpm build` first");
+const bin = fileURLToPath(new URL("../../cli/bin/poot.mjs", import.meta.url));
+if (!existsSync(new URL("../../cli/dist/index.js", import.meta.url))) {
+  console.error("bench: @poot/cli is not built; run `pnpm build` first");
   process.exit(1);
 }
 

@@ -3,8 +3,8 @@
 // executor blocks and compiles modules synchronously, which only a worker may do.
 
 import { createCpuExecutor } from "@poot/backend-cpu/browser";
-import { LoadedModel, Tokenizer, parseHFConfig, safetensorsFromBytes } from "@poot/models";
 import { Engine, generate } from "@poot/runtime";
+import { loadDemo, type DemoModel } from "./model.js";
 import type { GenerateRequest, WorkerEvent } from "./protocol.js";
 
 interface WorkerScope {
@@ -14,21 +14,10 @@ interface WorkerScope {
 const scope = globalThis as unknown as WorkerScope;
 const post = (e: WorkerEvent): void => scope.postMessage(e);
 
-async function get(name: string): Promise<Response> {
-  const r = await fetch(new URL(`../demo/${name}`, import.meta.url));
-  if (!r.ok) throw new Error(`GET demo/${name}: HTTP ${r.status}`);
-  return r;
-}
-
-let loaded: Promise<{ model: LoadedModel; tokenizer: Tokenizer }> | undefined;
-function load(): Promise<{ model: LoadedModel; tokenizer: Tokenizer }> {
-  loaded ??= (async () => {
-    post({ kind: "status", text: "downloading the demo model (15 MB)…" });
-    const config = parseHFConfig(await (await get("config.json")).json(), "config.json");
-    const bytes = new Uint8Array(await (await get("model.safetensors")).arrayBuffer());
-    const tokenizer = new Tokenizer(await (await get("tokenizer.json")).json(), (await (await get("tokenizer_config.json")).json()) as Record<string, unknown>);
-    return { model: LoadedModel.fromCheckpoint(config, safetensorsFromBytes(bytes, "model.safetensors")), tokenizer };
-  })();
+let loaded: Promise<DemoModel> | undefined;
+function load(): Promise<DemoModel> {
+  post({ kind: "status", text: "downloading the demo model (15 MB)…" });
+  loaded ??= loadDemo(new URL("../demo/", import.meta.url));
   return loaded;
 }
 
@@ -48,7 +37,7 @@ async function run(req: GenerateRequest): Promise<void> {
       const r = it.next();
       if (r.done === true) {
         const v = r.value;
-        post({ kind: "done", ids: [...v.ids], text: v.text, promptIds, device: executor.caps.device, finish: v.finishReason ?? "", prefillTps: (v.promptTokens / v.prefillMs) * 1000, decodeTps: v.decodeSteps > 0 ? (v.decodeSteps / v.decodeMs) * 1000 : 0 });
+        post({ kind: "done", ids: [...v.ids], text: v.text, promptIds, device: `cpu (${executor.caps.device})`, finish: v.finishReason ?? "", prefillTps: (v.promptTokens / v.prefillMs) * 1000, decodeTps: v.decodeSteps > 0 ? (v.decodeSteps / v.decodeMs) * 1000 : 0 });
         return;
       }
       if (r.value.text !== "") post({ kind: "text", text: r.value.text });

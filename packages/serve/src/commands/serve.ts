@@ -7,8 +7,7 @@ import { Engine, RuntimeError } from "@poot/runtime";
 import { CliError } from "../errors.js";
 import { RuntimeServeEngine } from "../server/runtime-engine.js";
 import { createServer, type PootServer } from "../server/server.js";
-import { createExecutor } from "./backends.js";
-import type { CliIo, CommandModule } from "./index.js";
+import type { CliIo, CommandModule, ExecutorFactory } from "../command.js";
 import { parseNumber } from "./numbers.js";
 
 /** `poot serve` options as commander parses them (all strings). */
@@ -17,6 +16,7 @@ export interface ServeCliOptions {
   readonly host: string;
   readonly port: string;
   readonly apiKey?: string;
+  readonly metricsAuth?: boolean;
   readonly maxBatch: string;
   readonly maxQueue: string;
   readonly ctx?: string;
@@ -48,7 +48,7 @@ function positive(flag: string, value: string, min: number): number {
 }
 
 /** Loads MODEL, builds the engine and server from `poot serve`'s options, and starts listening. */
-export async function startServe(model: string, o: ServeCliOptions, io: CliIo): Promise<StartedServer> {
+export async function startServe(model: string, o: ServeCliOptions, io: CliIo, createExecutor: ExecutorFactory): Promise<StartedServer> {
   const port = parseNumber("--port", o.port, "int", command);
   if (port < 0 || port > 65535) throw new CliError("bad-input", `--port must be in [0, 65535], got ${port}`, { command });
   const maxBatch = positive("--max-batch", o.maxBatch, 1);
@@ -94,7 +94,7 @@ export async function startServe(model: string, o: ServeCliOptions, io: CliIo): 
     io.err(`poot serve: compiled ${engine.stats.programsStaged} programs in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
   }
   const modelId = o.modelName ?? path.basename(path.resolve(model));
-  const server = createServer({ engine: serveEngine, modelId, apiKey: o.apiKey ?? null, maxBatch, maxQueue });
+  const server = createServer({ engine: serveEngine, modelId, apiKey: o.apiKey ?? null, metricsAuth: o.metricsAuth === true, maxBatch, maxQueue });
   let url: string;
   try {
     url = await server.listen({ host: o.host, port });
@@ -115,8 +115,8 @@ export async function startServe(model: string, o: ServeCliOptions, io: CliIo): 
   };
 }
 
-/** The `serve` subcommand. */
-export const serve: CommandModule = {
+/** The `serve` subcommand, running on the executors `createExecutor` makes (the CLI passes its backend table). */
+export const serveCommand = (createExecutor: ExecutorFactory): CommandModule => ({
   name: "serve",
   register: (program, io) => {
     program
@@ -126,7 +126,8 @@ export const serve: CommandModule = {
       .option("--backend <name>", "where to run", "eval")
       .option("--host <host>", "address to bind (use 0.0.0.0 to accept other machines)", "127.0.0.1")
       .option("--port <n>", "port (0 = any free port)", "8080")
-      .option("--api-key <key>", "require Authorization: Bearer KEY on /v1/* (default: $POOT_API_KEY, else none)")
+      .option("--api-key <key>", "require Authorization: Bearer KEY on every route but /health and /metrics (default: $POOT_API_KEY, else none)")
+      .option("--metrics-auth", "/metrics needs the API key too")
       .option("--max-batch <n>", "most sequences in one decode step", "8")
       .option("--max-queue <n>", "most requests waiting for a batch slot; more get 429", "256")
       .option("--ctx <n>", "KV capacity per sequence in tokens (default: the model's, at most 2048)")
@@ -142,7 +143,7 @@ export const serve: CommandModule = {
         const apiKey = o.apiKey ?? process.env.POOT_API_KEY;
         const drainMs = parseNumber("--drain-seconds", o.drainSeconds ?? "30", "float", command) * 1000;
         if (!(drainMs >= 0)) throw new CliError("bad-input", `--drain-seconds must be >= 0, got ${o.drainSeconds}`, { command });
-        const started = await startServe(model, { ...o, ...(apiKey === undefined || apiKey === "" ? {} : { apiKey }) }, io);
+        const started = await startServe(model, { ...o, ...(apiKey === undefined || apiKey === "" ? {} : { apiKey }) }, io, createExecutor);
         const signal = (): Promise<void> => new Promise<void>((resolve) => {
           const stop = (): void => {
             process.off("SIGINT", stop);
@@ -158,4 +159,4 @@ export const serve: CommandModule = {
         await started.close();
       });
   },
-};
+});

@@ -1,8 +1,9 @@
 // The OpenAI-compatible HTTP server on fastify: /v1/models, /v1/completions, /v1/chat/completions,
 // /health and /metrics, with API-key checks, OpenAI-shaped errors and a continuous-batching scheduler.
-import { randomUUID, timingSafeEqual } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
 import { ApiError } from "../errors.js";
+import { checkAuth, type AuthPolicy } from "./auth.js";
 import type { ServeEngine } from "./engine.js";
 import { createMetrics, type ServerMetrics } from "./metrics.js";
 import { checkModel, planChat, planCompletion } from "./requests.js";
@@ -10,6 +11,7 @@ import { respond } from "./respond.js";
 import { chatRenderer, completionRenderer } from "./responses.js";
 import { Scheduler } from "./scheduler.js";
 import { chatBody, completionBody, type ChatBody, type CompletionBody } from "./schemas.js";
+import { normalizeTarget } from "./url.js";
 import { toApiError } from "./validation.js";
 
 /** Options of {@link createServer}. */
@@ -18,8 +20,10 @@ export interface ServerOptions {
   readonly engine: ServeEngine;
   /** The model id clients name in requests and /v1/models lists. */
   readonly modelId: string;
-  /** When set, /v1/* requests need `Authorization: Bearer <apiKey>`. */
+  /** When set, every route but `/health` (and `/metrics`, unless `metricsAuth`) needs `Authorization: Bearer <apiKey>`. */
   readonly apiKey?: string | null;
+  /** `/metrics` needs the API key too (default false: scrapers usually send none). */
+  readonly metricsAuth?: boolean;
   /** Most sequences in one decode step (default 8). */
   readonly maxBatch?: number;
   /** Most requests waiting for a batch slot before new ones get 429 (default 256). */
@@ -49,12 +53,6 @@ export interface PootServer {
 
 const ENDPOINTS = new Set(["/v1/models", "/v1/completions", "/v1/chat/completions", "/health", "/metrics"]);
 
-/** Constant-time comparison, so response timing does not reveal how much of a key was right. */
-function sameSecret(given: string, expected: string): boolean {
-  const a = Buffer.from(given), b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
-}
-
 /** Builds the server (routes, hooks, scheduler, metrics) over an engine. */
 export function createServer(options: ServerOptions): PootServer {
   const { engine, modelId } = options;
@@ -65,6 +63,9 @@ export function createServer(options: ServerOptions): PootServer {
   const app = Fastify({
     logger: options.logger ?? false,
     bodyLimit: options.bodyLimit ?? 1 << 20,
+    // Targets route as they read once normalized; auth checks the matched route, whatever the spelling.
+    rewriteUrl: (req) => normalizeTarget(req.url ?? "/"),
+    routerOptions: { ignoreDuplicateSlashes: true, caseSensitive: false },
     // close() has already ended every generation: drop keep-alive sockets rather than wait them out.
     forceCloseConnections: true,
     // Wrong types are errors, not coerced ("0.5" is not a temperature); defaults stay out of the body.
@@ -74,12 +75,9 @@ export function createServer(options: ServerOptions): PootServer {
   // JSON only: a text/plain body is a 415, not a string that fails the schema.
   app.removeContentTypeParser("text/plain");
 
-  app.addHook("onRequest", async (req) => {
-    if (options.apiKey === undefined || options.apiKey === null || !req.url.startsWith("/v1/")) return;
-    const auth = req.headers.authorization;
-    if (auth === undefined) throw new ApiError(401, "invalid_api_key", "Missing API key: send Authorization: Bearer <key>");
-    if (!sameSecret(auth, `Bearer ${options.apiKey}`)) throw new ApiError(401, "invalid_api_key", "Incorrect API key provided");
-  });
+  const auth: AuthPolicy = { apiKey: options.apiKey ?? null, open: new Set(options.metricsAuth === true ? ["/health"] : ["/health", "/metrics"]) };
+  // onRequest runs after routing: checkAuth reads the matched route, so no spelling of a path skips it.
+  app.addHook("onRequest", async (req) => checkAuth(req, auth));
   app.addHook("onResponse", async (req, reply) => {
     const url = req.routeOptions.url;
     metrics.request(url !== undefined && ENDPOINTS.has(url) ? url : "other", reply.statusCode);

@@ -10,7 +10,7 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { probeVulkan } from "@poot/backend-vulkan";
 import { nodeGpu } from "@poot/backend-wgpu/node";
-import { bufferIo, runCli } from "@poot/serve";
+import { bufferIo, runCli } from "@poot/cli";
 import { describe, expect, test } from "vitest";
 
 function repoRoot(): string {

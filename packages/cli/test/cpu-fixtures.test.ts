@@ -117,7 +117,7 @@ describe.skipIf(!HAVE)(`--backend cpu on the gguf fixture files, weights packed$
 describe("poot run | generate | logits --backend cpu on models/demo (the repository's own model)", () => {
   const demo = path.join(repoRoot(), "models", "demo");
   test("greedy ids and text equal transformers' reference; prompt logits within 1e-4 of graph-ir's evaluate", async () => {
-    const { bufferIo, runCli } = await import("@poot/serve");
+    const { bufferIo, runCli } = await import("@poot/cli");
     const ref = JSON.parse(fs.readFileSync(path.join(demo, "reference.json"), "utf8")) as { prompt: string; prompt_ids: number[]; greedy_ids: number[]; greedy_text: string };
     const poot = async (...argv: string[]): Promise<{ code: number; out: string; err: string }> => {
       const io = bufferIo();

@@ -1,5 +1,5 @@
 // GPU entry point: the shared fixtures on the CUDA executor against their own references (not against another
-// executor), as packages/serve/test/cpu-fixtures.test.ts checks the CPU backend:
+// executor), as packages/cli/test/cpu-fixtures.test.ts checks the CPU backend:
 //   1. every fixtures/hf family, f32 and bf16 weights: prefill logits and every decode row (one token at a time,
 //      prompt then the reference continuation) within 1e-3 of transformers' float64 logits (max |Δ| / max |ref|),
 //      greedy ids equal;

@@ -10,7 +10,7 @@ import {
   assembleAmdgpu, assembleAmdgpuMany, openDawnDevice, validatePtx, validateSpirv, validateTargetCode,
   type DawnDevice, type TargetName, type TargetValidation, type ValidateOptions,
 } from "@poot/codegen";
-import { bufferIo, runCli } from "@poot/serve";
+import { bufferIo, runCli } from "@poot/cli";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 
 function repoRoot(): string {

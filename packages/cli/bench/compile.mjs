@@ -6,7 +6,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 if (!existsSync(new URL("../dist/index.js", import.meta.url))) {
-  console.error("bench: @poot/serve is not built; run `pnpm build` (or `pnpm bench`, which builds first)");
+  console.error("bench: @poot/cli is not built; run `pnpm build` (or `pnpm bench`, which builds first)");
   process.exit(1);
 }
 const { bufferIo, runCli } = await import("../dist/index.js");

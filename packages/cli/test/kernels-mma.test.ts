@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { CodegenError, lowerPtx, lowerSpirv, validatePtx } from "@poot/codegen";
 import { defaultTarget, type DeviceCaps } from "@poot/graph-plan";
 import { synthCapsFrom, synthesizeMmaGemm } from "@poot/kernelgen";
-import { bufferIo, runCli } from "@poot/serve";
+import { bufferIo, runCli } from "@poot/cli";
 import { describe, expect, test } from "vitest";
 import { codegenCaps } from "../src/commands/kernels-emit.js";
 

@@ -2,11 +2,15 @@
 // (its own chat template) answering a greedy chat equal to @poot/models' reference loop, the default
 // loopback binding, and typed CLI errors for bad options.
 import * as path from "node:path";
+import { fileURLToPath } from "node:url";
 import { LoadedModel, loadTokenizer } from "@poot/models";
-import { CliError, bufferIo, runCli, startServe, type ServeCliOptions } from "@poot/serve";
+import { bufferIo, runCli } from "@poot/cli";
+import { CliError, startServe, type ServeCliOptions } from "@poot/serve";
 import OpenAI from "openai";
 import { describe, expect, test } from "vitest";
-import { DEMO } from "./server-helpers.js";
+import { createExecutor } from "../src/commands/backends.js";
+
+const DEMO = fileURLToPath(new URL("../../../models/demo", import.meta.url));
 
 const defaults: ServeCliOptions = { backend: "eval", host: "127.0.0.1", port: "0", maxBatch: "4", maxQueue: "16", weights: "f32", prepare: false, ctx: "64" };
 
@@ -20,16 +24,16 @@ describe("poot serve", () => {
 
   test("bad options are CliErrors before anything loads", async () => {
     const io = bufferIo();
-    await expect(startServe(DEMO, { ...defaults, port: "99999" }, io)).rejects.toMatchObject({ code: "bad-input" });
-    await expect(startServe(DEMO, { ...defaults, maxBatch: "0" }, io)).rejects.toBeInstanceOf(CliError);
-    await expect(startServe(DEMO, { ...defaults, backend: "tpu" }, io)).rejects.toMatchObject({ code: "bad-input" });
-    await expect(startServe(path.join(DEMO, "nope"), defaults, io)).rejects.toBeInstanceOf(CliError);
-    await expect(startServe(DEMO, { ...defaults, chatTemplate: "/nonexistent/t.jinja" }, io)).rejects.toMatchObject({ code: "file-unreadable" });
+    await expect(startServe(DEMO, { ...defaults, port: "99999" }, io, createExecutor)).rejects.toMatchObject({ code: "bad-input" });
+    await expect(startServe(DEMO, { ...defaults, maxBatch: "0" }, io, createExecutor)).rejects.toBeInstanceOf(CliError);
+    await expect(startServe(DEMO, { ...defaults, backend: "tpu" }, io, createExecutor)).rejects.toMatchObject({ code: "bad-input" });
+    await expect(startServe(path.join(DEMO, "nope"), defaults, io, createExecutor)).rejects.toBeInstanceOf(CliError);
+    await expect(startServe(DEMO, { ...defaults, chatTemplate: "/nonexistent/t.jinja" }, io, createExecutor)).rejects.toMatchObject({ code: "file-unreadable" });
   });
 
   test("the demo model: binds 127.0.0.1, applies its chat template, greedy chat equals the reference loop", { timeout: 300_000 }, async () => {
     const io = bufferIo();
-    const started = await startServe(DEMO, defaults, io);
+    const started = await startServe(DEMO, defaults, io, createExecutor);
     try {
       expect(started.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       expect(io.stderr()).toContain("poot serve: demo (context 64");

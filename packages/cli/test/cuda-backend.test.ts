@@ -4,7 +4,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { CudaError, loadDriver } from "@poot/backend-cuda";
-import { bandwidthFloor, bufferIo, runCli } from "@poot/serve";
+import { bandwidthFloor, bufferIo, runCli } from "@poot/cli";
 import { describe, expect, test } from "vitest";
 
 function repoRoot(): string {

@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { evaluate, type Graph, type Tensor } from "@poot/graph-ir";
 import { BACKEND_KINDS, PLAN_OPS, compile, defaultTarget } from "@poot/graph-plan";
 import { LoadedModel, checkpointConsts, openCheckpoint, openSafetensors } from "@poot/models";
-import { bufferIo, runCli } from "@poot/serve";
+import { bufferIo, runCli } from "@poot/cli";
 import { describe, expect, test } from "vitest";
 
 function repoRoot(): string {

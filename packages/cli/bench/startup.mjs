@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 const RUNS = 15;
 const bin = fileURLToPath(new URL("../bin/poot.mjs", import.meta.url));
 if (!existsSync(new URL("../dist/index.js", import.meta.url))) {
-  console.error("bench: @poot/serve is not built; run `pnpm build` (or `pnpm bench`, which builds first)");
+  console.error("bench: @poot/cli is not built; run `pnpm build` (or `pnpm bench`, which builds first)");
   process.exit(1);
 }
 
@@ -40,6 +40,6 @@ const mb = median(base);
 const mp = median(poot);
 console.log(`machine:  ${os.cpus()[0]?.model ?? "unknown cpu"} x${os.cpus().length}, ${os.platform()} ${os.release()}, node ${process.version}`);
 console.log(`date:     ${new Date().toISOString()}`);
-console.log(`command:  node packages/serve/bin/poot.mjs --version   (median of ${RUNS} runs)`);
+console.log(`command:  node packages/cli/bin/poot.mjs --version   (median of ${RUNS} runs)`);
 console.log(`baseline: node -e 0   (median of ${RUNS} runs, same run, interleaved)`);
 console.log(`poot --version  ${mp.toFixed(1)} ms   baseline ${mb.toFixed(1)} ms   ratio ${(mp / mb).toFixed(2)}x`);

@@ -17,11 +17,11 @@ export interface CliOptions {
 /** Exit code for usage errors (unknown command or option, missing argument), as most CLIs use. */
 export const EXIT_USAGE = 2;
 
-/** The version of @poot/serve, read from its package.json (one level above both src/ and dist/). */
+/** The version of @poot/cli, read from its package.json (one level above both src/ and dist/). */
 export function cliVersion(): string {
   const pkg: unknown = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
   const version = (pkg as { version?: unknown }).version;
-  invariant(typeof version === "string", "@poot/serve package.json has no version");
+  invariant(typeof version === "string", "@poot/cli package.json has no version");
   return version;
 }
 

@@ -15,7 +15,7 @@ import * as path from "node:path";
 import { describe } from "vitest";
 import { runConformance } from "@poot/executor/conformance";
 import { probeVulkan } from "@poot/backend-vulkan";
-import { bufferIo, runCli } from "@poot/serve";
+import { bufferIo, runCli } from "@poot/cli";
 import { createExecutor } from "../src/commands/backends.js";
 import { checkHfFamily } from "./hf-family.js";
 
@@ -59,7 +59,7 @@ if (process.env.SKIP_CONFORMANCE !== "1") {
   save();
 }
 
-// 2. The fixture families, prefill and decode, as packages/serve/test/gpu-fixtures.ts checks them on lavapipe.
+// 2. The fixture families, prefill and decode, as packages/cli/test/gpu-fixtures.ts checks them on lavapipe.
 function family(backend: string, fam: string): Record<string, unknown> {
   const executor = createExecutor(backend, "gpu-apis-h200");
   const device = executor.caps.device;

@@ -1,5 +1,6 @@
 // The table of `poot` subcommands: each lives in its own module in this folder and is listed here.
 // Later work adds more commands as their packages land.
+import { serveCommand } from "@poot/serve";
 import type { Command } from "commander";
 import { bench } from "./bench.js";
 import { chatTemplate } from "./chat-template.js";
@@ -8,10 +9,12 @@ import { generate } from "./generate.js";
 import { ir } from "./ir.js";
 import { kernelsCommand } from "./kernels.js";
 import { logits } from "./logits.js";
+import { createExecutor } from "./backends.js";
 import { run } from "./run.js";
-import { serve } from "./serve.js";
 import { tokenize } from "./tokenize.js";
 import { trace } from "./trace.js";
+
+// These two shapes equal @poot/serve's (CliIo, CommandModule), whose `serve` command the table registers.
 
 /** Where a command writes: stdout and stderr in the real CLI, buffers in tests. */
 export interface CliIo {
@@ -33,4 +36,4 @@ export interface CommandModule {
  * The built-in subcommands, in the order `poot --help` lists them. Add a command by writing
  * `src/commands/<name>.ts` that exports a {@link CommandModule} and listing it here.
  */
-export const commands: readonly CommandModule[] = [run, serve, bench, ir, logits, generate, tokenize, chatTemplate, trace, compileCommand, kernelsCommand];
+export const commands: readonly CommandModule[] = [run, serveCommand(createExecutor), bench, ir, logits, generate, tokenize, chatTemplate, trace, compileCommand, kernelsCommand];
