@@ -3,6 +3,7 @@
 import { execFileSync } from "node:child_process";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
+import { generateArchitecture } from "./gen/architecture.mjs";
 import { generateBenchmarks } from "./gen/bench.mjs";
 import { generateCli } from "./gen/cli.mjs";
 import { generateDecisions } from "./gen/decisions.mjs";
@@ -21,6 +22,7 @@ rmSync(GEN_DATA, { recursive: true, force: true });
 rmSync(GEN_PUBLIC, { recursive: true, force: true });
 await step("CLI reference", generateCli);
 await step("decision records", generateDecisions);
+await step("architecture document", generateArchitecture);
 await step("benchmarks JSON", generateBenchmarks);
 await step("fusion explorer", generateExplorer);
 await step("playground", generatePlayground);

@@ -17,7 +17,7 @@ export function parseDecision(file, text) {
 }
 
 /** Rewrites links between records to the site's pages; other repository-relative links point nowhere on the site. */
-function links(body) {
+export function links(body) {
   return body
     .replace(/\]\(((\d{4})-[^)#]+)\.md(#[^)]*)?\)/g, (_m, slug, _n, hash) => `](/decisions/${slug}/${hash ?? ""})`)
     // Other relative links (source files, READMEs) have no page on the site: keep their text, name the path.
