@@ -16,7 +16,8 @@ function repoRoot(): string {
 
 /** Absolute path of ../shared/fixtures, or undefined when absent. */
 export const FIXTURES: string | undefined = (() => {
-  const p = path.resolve(repoRoot(), "../shared/fixtures");
+  // POOT_FIXTURES points elsewhere (a worktree whose parent has no shared/ folder).
+  const p = process.env["POOT_FIXTURES"] ?? path.resolve(repoRoot(), "../shared/fixtures");
   return fs.existsSync(p) ? p : undefined;
 })();
 
