@@ -69,7 +69,8 @@ export async function runCli(argv: readonly string[], options: CliOptions = {}):
     return EXIT_USAGE;
   }
   try {
-    await program.parseAsync([...argv], { from: "user" });
+    // llama.cpp's -ngl (commander's short flags are one letter): the same as --gpu-layers.
+    await program.parseAsync(argv.map((a) => (a === "-ngl" ? "--gpu-layers" : a)), { from: "user" });
     return 0;
   } catch (err) {
     if (err instanceof CommanderError) {

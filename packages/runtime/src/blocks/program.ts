@@ -98,10 +98,14 @@ export class PipelineProgram implements StagedProgram {
     return parts[parts.length - 1]!.prog.readOutput(name, into);
   }
 
-  /** Records the units' next step; units whose device cannot capture run plainly in `replay`. Always true. */
+  /**
+   * Asks for the units' steps to be recorded: each unit is captured in `replay`, after its `residual` slot is
+   * written (a unit cannot be recorded before its input exists); units whose device cannot capture run plainly.
+   * Always true.
+   */
   capture(state?: StateSet): boolean {
     this.checkState(state);
-    for (const p of this.current()) this.captureUnit(p);
+    this.current();
     return true;
   }
 

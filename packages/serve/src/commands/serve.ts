@@ -7,12 +7,12 @@ import { Engine, RuntimeError } from "@poot/runtime";
 import { CliError } from "../errors.js";
 import { RuntimeServeEngine } from "../server/runtime-engine.js";
 import { createServer, type PootServer } from "../server/server.js";
-import { createExecutor } from "./backends.js";
+import { createDevices, describePlacement, engineDevices, placementOptions, planPlacement, type PlacementFlags } from "./placement.js";
 import type { CliIo, CommandModule } from "./index.js";
 import { parseNumber } from "./numbers.js";
 
 /** `poot serve` options as commander parses them (all strings). */
-export interface ServeCliOptions {
+export interface ServeCliOptions extends PlacementFlags {
   readonly backend: string;
   readonly host: string;
   readonly port: string;
@@ -66,14 +66,16 @@ export async function startServe(model: string, o: ServeCliOptions, io: CliIo): 
       throw new CliError("file-unreadable", `cannot read ${o.chatTemplate}: ${(err as Error).message}`, { command, file: o.chatTemplate });
     }
   }
-  const executor = createExecutor(o.backend, command);
+  const plan = planPlacement(o, o.backend, model, o.weights, command);
+  const placed = createDevices(plan, o.backend, command);
+  const executor = { dispose: () => placed.dispose() };
   let engine: Engine;
   try {
     // Prefill chunks stay within the context (the runtime stages one program per power-of-two chunk).
     const prefillChunk = context === undefined ? undefined : 2 ** Math.min(6, Math.floor(Math.log2(context)));
     // The KV pool holds --max-batch full contexts unless --kv-pages says otherwise; requests beyond it wait.
     engine = Engine.load(model, {
-      executor, weights: o.weights, maxSequences: maxBatch, ...(context === undefined ? {} : { context, prefillChunk }),
+      executor: placed.executor, ...engineDevices(plan, placed), weights: o.weights, maxSequences: maxBatch, ...(context === undefined ? {} : { context, prefillChunk }),
       ...(pageSize === undefined ? {} : { pageSize }), ...(kvPages === undefined ? {} : { kvPages }),
     });
   } catch (err) {
@@ -103,6 +105,8 @@ export async function startServe(model: string, o: ServeCliOptions, io: CliIo): 
     executor.dispose();
     throw new CliError("command-failed", `cannot listen on ${o.host}:${port}: ${(err as Error).message}`, { command });
   }
+  const report = engine.placementReport();
+  if (report !== null) io.err(`${describePlacement(report).map((l) => `poot serve: ${l}`).join("\n")}\n`);
   io.err(`poot serve: ${modelId} (context ${engine.context}, max batch ${maxBatch}, backend ${o.backend}) on ${url}${o.apiKey === undefined ? "" : " (API key required)"}\n`);
   return {
     url,
@@ -119,8 +123,8 @@ export async function startServe(model: string, o: ServeCliOptions, io: CliIo): 
 export const serve: CommandModule = {
   name: "serve",
   register: (program, io) => {
-    program
-      .command("serve")
+    placementOptions(program
+      .command("serve"))
       .description("serve MODEL over an OpenAI-compatible HTTP API with Prometheus /metrics")
       .argument("<model>", "a Hugging Face model folder or a .gguf file")
       .option("--backend <name>", "where to run", "eval")
