@@ -8,6 +8,7 @@ import type { Graph } from "@poot/graph-ir";
 import { checkpointConsts, isGGUF, loadTokenizer, LoadedModel, type ModelConfig, type OpenModelOptions, type PagedLayout, type Tokenizer } from "@poot/models";
 import { RuntimeError, invariant } from "./errors.js";
 import { BlockPipeline, type BlockDevice, type PipelineStats, type PlacementReport } from "./blocks/pipeline.js";
+import type { PagerStats } from "./blocks/pager.js";
 import type { Placement } from "./blocks/placement.js";
 import { KvPool, type KvPoolStats } from "./kv-pool.js";
 import { Session } from "./session.js";
@@ -43,6 +44,14 @@ export interface EngineOptions {
   readonly placement?: Placement;
   /** The devices a placement may name (their executors get the model's weights bound). */
   readonly devices?: readonly BlockDevice[];
+  /**
+   * Weight budgets in bytes by device name (decision 1704): a device whose placed weights exceed its budget
+   * pages its blocks in and out (least recently used out first), each paged-in block on a fresh executor from
+   * `deviceFactories`. Needs a placement.
+   */
+  readonly budgets?: Readonly<Record<string, number>>;
+  /** Fresh executors of the devices that may page. */
+  readonly deviceFactories?: Readonly<Record<string, () => Executor>>;
 }
 
 /** Counters of the work an engine has done. */
@@ -138,7 +147,8 @@ export class Engine {
     else {
       const devices = options.devices ?? [];
       const compile = options.compileGraph;
-      this.pipeline = new BlockPipeline(devices, options.placement, compile, () => this.model.graph({ kind: "decode", context: this.context, tokens: 1, paged: this.paged }));
+      const paging = options.budgets === undefined ? undefined : { budgets: options.budgets, factories: options.deviceFactories ?? {}, weights };
+      this.pipeline = new BlockPipeline(devices, options.placement, compile, () => this.model.graph({ kind: "decode", context: this.context, tokens: 1, paged: this.paged }), paging);
       for (const ex of new Set(devices.map((d) => d.executor))) ex.bindWeights(weights);
     }
   }
@@ -155,6 +165,11 @@ export class Engine {
   /** The placement, units and hand-offs per token, and weight bytes per device; null without a placement. */
   placementReport(): PlacementReport | null {
     return this.pipeline?.report() ?? null;
+  }
+
+  /** The pager's counters (page-ins, bytes, stall time); null without budgets. */
+  get pagerStats(): PagerStats | null {
+    return this.pipeline?.pagerStats ?? null;
   }
 
   /** The pipeline's counters (hand-offs, relocations); null without a placement. */

@@ -4,7 +4,9 @@
 // wrote. Each gate is shown failing on a planted violation.
 import * as fs from "node:fs";
 import { createEvalExecutor, type Executor, type WeightSource } from "@poot/executor";
-import { Engine, gpuLayers, parsePlacement, placeAll, type BlockDevice, type PipelineProgram, type Placement } from "@poot/runtime";
+import type { Graph } from "@poot/graph-ir";
+import { LoadedModel } from "@poot/models";
+import { Engine, findBlocks, gpuLayers, parsePlacement, placeAll, type BlockDevice, type PipelineProgram, type Placement } from "@poot/runtime";
 import { describe, expect, test } from "vitest";
 import { assertSameAnswer, greedyRun } from "./blocks-helpers.js";
 import { FIXTURES, NO_FIXTURES, fixture } from "./fixtures.js";
@@ -123,6 +125,16 @@ describe.skipIf(FIXTURES === undefined)(`blocks: same answer anywhere (${FIXTURE
   });
 });
 
+/** The single-token decode graph of a model (its block cut). */
+function probeGraph(dir: string): Graph {
+  const m = LoadedModel.open(dir);
+  try {
+    return m.graph({ kind: "decode", context: 4, tokens: 1 });
+  } finally {
+    m.close();
+  }
+}
+
 /** An executor whose weight source scales the tensors `pick` selects by 1 + 1e-4. */
 function perturbing(inner: Executor, pick: (key: string) => boolean): Executor {
   return new Proxy(inner, {
@@ -139,3 +151,64 @@ function perturbing(inner: Executor, pick: (key: string) => boolean): Executor {
     },
   });
 }
+
+describe.skipIf(FIXTURES === undefined)(`blocks: the weight pager (${FIXTURES === undefined ? NO_FIXTURES : "present"})`, () => {
+  for (const c of [{ name: "hf/llama3", dir: () => fixture("hf", "llama3") }, { name: "hf/qwen35", dir: () => fixture("hf", "qwen35") }, { name: "gguf/llama3-w256 Q8_0", dir: () => fixture("gguf", "llama3-w256", "model-Q8_0.gguf") }]) {
+    test(`${c.name}: a budget of one third of the weights pages blocks (LRU) and gives the same answer`, () => {
+      const prompt = c.name.startsWith("hf/") ? hfCase(c.name.slice(3)).prompt : ggufCase("llama3-w256", "Q8_0").prompt;
+      const single = Engine.load(c.dir(), { executor: createEvalExecutor(), context: prompt.length + N, prefillChunk: 8 });
+      const ref = greedyRun(single, prompt, N);
+      const L = single.config.numLayers;
+      single.close();
+      const probe = Engine.load(c.dir(), { executor: createEvalExecutor(), devices: devices(), placement: placeAll(L, "a"), context: 4 });
+      const report = probe.placementReport()!;
+      probe.close();
+      const total = report.weightBytesByDevice["a"]!;
+      // One third of the weights, or the largest block where that is more (the fixtures have 2 layers and a large
+      // embedding: a third of them holds no block).
+      const cut = findBlocks(probeGraph(c.dir()));
+      const budget = Math.max(Math.floor(total / 3), ...cut.blocks.map((b) => b.weightBytes));
+      expect(budget).toBeLessThan(total / 2);
+      const devs = devices();
+      const engine = Engine.load(c.dir(), {
+        executor: devs[0]!.executor, devices: devs, placement: placeAll(L, "a"), budgets: { a: budget }, deviceFactories: { a: () => createEvalExecutor() },
+        context: prompt.length + N, prefillChunk: 8,
+      });
+      try {
+        const r = engine.placementReport()!;
+        expect(r.pagedDevices).toEqual({ a: budget });
+        expect(r.unitsPerToken).toBe(L + 2);
+        assertSameAnswer(greedyRun(engine, prompt, N), ref, "paged");
+        const st = engine.pagerStats!;
+        // Every step pages blocks in: more than one block per step never fits, so each step reads weights.
+        expect(st.pageIns).toBeGreaterThan(N);
+        expect(st.pageOuts).toBeGreaterThan(0);
+        expect(st.pageInBytes).toBeGreaterThan(total);
+        expect(st.stallMs).toBeGreaterThan(0);
+        for (const [, bytes] of Object.entries(engine.pipeline!.pager!.residentBytes())) expect(bytes).toBeLessThanOrEqual(budget);
+      } finally {
+        engine.close();
+      }
+    });
+  }
+
+  test("planted: a pager that forgets a block's State on page-out fails the gate", () => {
+    const c = hfCase("llama3");
+    const single = Engine.load(c.model, { executor: createEvalExecutor(), context: 40 });
+    const ref = greedyRun(single, c.prompt, 8);
+    single.close();
+    const devs = devices();
+    const engine = Engine.load(c.model, { executor: devs[0]!.executor, devices: devs, placement: placeAll(2, "a"), budgets: { a: 200_000 }, deviceFactories: { a: () => createEvalExecutor() }, context: 40 });
+    try {
+      const pager = engine.pipeline!.pager!;
+      const pageOut = pager.pageOut.bind(pager);
+      pager.pageOut = (u) => {
+        pageOut(u);
+        u.saved = null;
+      };
+      expect(() => assertSameAnswer(greedyRun(engine, c.prompt, 8), ref, "planted")).toThrow(/planted: (logits|greedy ids) differ/);
+    } finally {
+      engine.close();
+    }
+  });
+});

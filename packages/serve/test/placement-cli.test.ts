@@ -70,4 +70,15 @@ describe.skipIf(!HAVE)("placement flags through the CLI (llama3 fixture: 2 layer
     expect(c.out).toMatch(/placement 0:cpu,1:cuda: 2 unit\(s\) per token, 1 hand-off\(s\) per token \(256 bytes each\)/);
     expect(c.out).toMatch(/cpu +embed, layer 0\n +cuda +layer 1, head\n +weights per device: cpu [\d.]+ MB, cuda [\d.]+ MB/);
   });
+
+  test("--device-memory below the weights pages blocks: same greedy ids; bench reports page-ins", async () => {
+    const n = 6;
+    const g = await poot("generate", dir, "--ids", ref.prompt_ids.join(","), "--max-tokens", String(n), "--greedy", "--ignore-eos", "--backend", "eval", "--device-memory", "200000");
+    expect(g.err).toBe("");
+    expect(JSON.parse(g.out)).toEqual(ref.greedy_ids.slice(0, n));
+    const b = await poot("bench", dir, "--backend", "eval", "--device-memory", "200000", "--prompt-tokens", "4", "--gen-tokens", "3", "--runs", "1");
+    expect(b.code).toBe(0);
+    expect(b.out).toMatch(/paged \(weights above the budget, LRU\): eval budget 0\.2 MB/);
+    expect(b.out).toMatch(/paging: \d+ page-ins \([\d.]+ MB read\), \d+ page-outs, \d+ ms stalled on page-ins/);
+  });
 });

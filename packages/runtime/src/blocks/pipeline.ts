@@ -3,12 +3,13 @@
 // boundary the residual stream is read into a host buffer allocated once per program and written into the next
 // unit's `residual` slot (the hand-off). Every executor call the block layer makes is in this file and
 // ./unit.ts, so moving to another device API changes these two files only.
-import { schemaOf, type Executor, type ProgramSchema, type StageInput, type StagedProgram, type StateSet } from "@poot/executor";
+import { schemaOf, type Executor, type ProgramSchema, type StageInput, type StagedProgram, type StateSet, type WeightSource } from "@poot/executor";
 import type { Graph } from "@poot/graph-ir";
 import { RuntimeError, invariant } from "../errors.js";
 import { findBlocks, type BlockCut } from "./cut.js";
 import { unitSpans, type Placement, type UnitSpan } from "./placement.js";
 import { PipelineProgram, PipelineState } from "./program.js";
+import { Pager, type PagerStats } from "./pager.js";
 import { Unit } from "./unit.js";
 
 /** A device the pipeline can place blocks on: a name and the executor that runs there. */
@@ -21,6 +22,16 @@ export interface BlockDevice {
 
 /** Compiles a unit's graph for its device (e.g. graph-plan's `compile` for the device's target). */
 export type UnitCompiler = (graph: Graph, mode: "decode" | "prefill", device: string) => StageInput;
+
+/** Weight budgets: devices whose placed weights exceed theirs page blocks in and out (decision 1704). */
+export interface PagingOptions {
+  /** Weight bytes each device may hold, by device name. */
+  readonly budgets: Readonly<Record<string, number>>;
+  /** A fresh executor of each device that may page (one per paged-in block). */
+  readonly factories: Readonly<Record<string, () => Executor>>;
+  /** The checkpoint's weights (read per tensor when a block is paged in). */
+  readonly weights: WeightSource;
+}
 
 /** Counters of the pipeline's work. */
 export interface PipelineStats {
@@ -54,6 +65,8 @@ export interface PlacementReport {
   readonly weightBytesByDevice: Readonly<Record<string, number>>;
   /** The units: device and block range, with their blocks' names. */
   readonly units: readonly { readonly device: string; readonly first: number; readonly last: number; readonly blocks: string }[];
+  /** Devices that page their blocks, with their budgets (bytes); empty when everything fits. */
+  readonly pagedDevices?: Readonly<Record<string, number>>;
 }
 
 /** A model's blocks on their devices. */
@@ -71,6 +84,9 @@ export class BlockPipeline {
   generation = 0;
   /** The pipeline's StateSet (made on first use; survives relocations, its per-unit sets move). */
   private stateSet: PipelineState | null = null;
+  /** The pager, when budgets were given. */
+  readonly pager: Pager | null = null;
+  private readonly budgets: ReadonlyMap<string, number>;
 
   /**
    * @param devices - every device the placement may name.
@@ -83,11 +99,54 @@ export class BlockPipeline {
     placement: Placement,
     private readonly compile: UnitCompiler | undefined,
     private readonly baseGraph: () => Graph,
+    paging?: PagingOptions,
   ) {
     for (const d of devices) this.devices.set(d.name, d);
+    this.budgets = new Map(Object.entries(paging?.budgets ?? {}));
+    if (paging !== undefined) this.pager = new Pager(this.budgets, new Map(Object.entries(paging.factories)), paging.weights, this);
     this.checkPlacement(placement);
     this.placementNow = placement;
-    this.current = unitSpans(placement).map((s) => new Unit(s, this.deviceOf(s.device)));
+    this.current = this.unitsFor(placement, []);
+  }
+
+  /** The units of a placement: runs of blocks per device, single blocks on a paged device; `keep` are reused. */
+  private unitsFor(p: Placement, keep: readonly Unit[]): Unit[] {
+    const cut = this.cut(this.baseGraph());
+    const paged = new Set<string>();
+    for (const [d, budget] of this.budgets) {
+      const seen = new Set<string>();
+      let bytes = 0;
+      p.devices.forEach((dev, b) => {
+        if (dev === d) for (const c of cut.blocks[b]!.consts) if (!seen.has(c)) (seen.add(c), (bytes += cut.constBytes.get(c)!));
+      });
+      if (bytes > budget) paged.add(d);
+    }
+    const spans = unitSpans(p).flatMap((s) => (paged.has(s.device) ? Array.from({ length: s.last - s.first + 1 }, (_, i) => ({ device: s.device, first: s.first + i, last: s.first + i })) : [s]));
+    return spans.map((s) => keep.find((u) => u.key === Unit.keyOf(s) && u.paged === paged.has(s.device)) ?? new Unit(s, this.deviceOf(s.device), paged.has(s.device)));
+  }
+
+  /** @internal Weight bytes of a unit's blocks. */
+  unitWeightBytes(unit: Unit): number {
+    const cut = this.cut(this.baseGraph());
+    const seen = new Set<string>();
+    let bytes = 0;
+    for (let b = unit.span.first; b <= unit.span.last; b++) for (const c of cut.blocks[b]!.consts) if (!seen.has(c)) (seen.add(c), (bytes += cut.constBytes.get(c)!));
+    return bytes;
+  }
+
+  /** @internal Frees the staged programs of a unit (before its executor goes). */
+  dropStaged(unit: Unit): void {
+    for (const [k, p] of this.staged) {
+      if (k.startsWith(`${unit.key}:`)) {
+        p.dispose();
+        this.staged.delete(k);
+      }
+    }
+  }
+
+  /** The pager's counters; null without budgets. */
+  get pagerStats(): PagerStats | null {
+    return this.pager?.stats ?? null;
   }
 
   /** The placement now. */
@@ -138,7 +197,8 @@ export class BlockPipeline {
     let p = this.staged.get(key);
     if (p === undefined) {
       const g = unit.graphOf(this.cut(graph));
-      p = unit.device.executor.stage(this.compile === undefined ? g : this.compile(g, mode, unit.device.name), { name: `${name}@${unit.key}` });
+      invariant(unit.executor !== null, `unit ${unit.key} is staged while paged out`);
+      p = unit.executor.stage(this.compile === undefined ? g : this.compile(g, mode, unit.device.name), { name: `${name}@${unit.key}` });
       this.staged.set(key, p);
     }
     return p;
@@ -157,6 +217,7 @@ export class BlockPipeline {
 
   /** @internal The StateSet of a unit (created on first use from its single-token decode program). */
   unitState(unit: Unit): StateSet | null {
+    if (unit.paged) this.pager!.pageIn(unit);
     if (unit.state === undefined) {
       const p = this.stageUnit(unit, "decode-1", "decode", this.baseGraph());
       unit.state = p.schema.states.size === 0 ? null : p.createState();
@@ -172,22 +233,29 @@ export class BlockPipeline {
   relocate(placement: Placement): void {
     this.checkPlacement(placement);
     const old = this.current;
-    const next = unitSpans(placement).map((s) => old.find((u) => u.key === Unit.keyOf(s)) ?? new Unit(s, this.deviceOf(s.device)));
+    const next = this.unitsFor(placement, old);
     if (this.stateSet !== null) {
+      const cut = this.cut(this.baseGraph());
       for (const u of next) {
         if (old.includes(u)) continue;
+        const keys = cut.blocks.slice(u.span.first, u.span.last + 1).flatMap((b) => b.states);
+        if (keys.length === 0) continue;
         const to = this.unitState(u);
-        if (to === null) continue;
-        for (const key of to.schema.states.keys()) {
-          const from = old.find((o) => o.state !== undefined && o.state !== null && o.state.schema.states.has(key));
-          invariant(from !== undefined, `state ${key} has no unit to move from`);
-          const data = from.state!.read(key);
+        for (const key of keys) {
+          const from = old.find((o) => (o.state?.schema.states.has(key) ?? false) || (o.saved?.has(key) ?? false));
+          invariant(from !== undefined && to !== null, `state ${key} has no unit to move from`);
+          const data = from.state?.schema.states.has(key) === true ? from.state.read(key) : from.saved!.get(key)!;
           to.write(key, data);
           this.stats.relocatedStateBytes += data.byteLength;
         }
       }
     }
-    for (const u of old) if (!next.includes(u)) u.dropState();
+    for (const u of old) {
+      if (next.includes(u)) continue;
+      if (u.paged) this.pager!.pageOut(u);
+      u.dropState();
+      u.saved = null;
+    }
     this.current = next;
     this.placementNow = placement;
     this.generation++;
@@ -218,12 +286,16 @@ export class BlockPipeline {
       handoffBytesPerToken: cut.residualElements * 4,
       weightBytesByDevice,
       units: this.current.map((u) => ({ device: u.device.name, first: u.span.first, last: u.span.last, blocks: u.describe(cut) })),
+      pagedDevices: Object.fromEntries([...new Set(this.current.filter((u) => u.paged).map((u) => u.device.name))].map((d) => [d, this.budgets.get(d)!])),
     };
   }
 
   /** Frees every staged program and StateSet (the executors stay the caller's). */
   dispose(): void {
-    for (const u of this.current) u.dropState();
+    for (const u of this.current) {
+      if (u.paged) this.pager!.pageOut(u);
+      u.dropState();
+    }
     for (const p of this.staged.values()) p.dispose();
     this.staged.clear();
     this.programs.clear();

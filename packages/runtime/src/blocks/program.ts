@@ -10,7 +10,8 @@ import type { Unit } from "./unit.js";
 
 interface Part {
   readonly unit: Unit;
-  readonly prog: StagedProgram;
+  /** Its staged program (null for a paged unit: staged afresh each time it is paged in). */
+  readonly prog: StagedProgram | null;
   /** The host buffer the previous unit's residual stream is read into (null for the first unit). */
   readonly handoff: Float32Array | null;
 }
@@ -42,10 +43,10 @@ export class PipelineProgram implements StagedProgram {
     if (this.generation !== this.pipeline.generation) {
       const units = this.pipeline.units;
       this.parts = units.map((unit, i) => {
-        const prog = this.pipeline.stageUnit(unit, this.name, this.mode, this.graph);
+        const prog = unit.paged ? null : this.pipeline.stageUnit(unit, this.name, this.mode, this.graph);
         let handoff: Float32Array | null = null;
         if (i > 0) {
-          const size = prog.schema.slots.get(RESIDUAL)!.size;
+          const size = this.pipeline.cut(this.graph).residualElements;
           if (this.buffers[i]?.length !== size) {
             this.buffers[i] = new Float32Array(size);
             this.pipeline.stats.handoffAllocations++;
@@ -65,7 +66,22 @@ export class PipelineProgram implements StagedProgram {
 
   writeSlot(key: string, data: ArrayLike<number>): void {
     if (!this.schema.slots.has(key)) throw new RuntimeError("bad-config", `program ${this.name} has no slot "${key}"`, { param: key });
-    for (const p of this.current()) if (p.prog.schema.slots.has(key)) p.prog.writeSlot(key, data);
+    for (const p of this.current()) {
+      if (p.prog === null) (this.pending ??= new Map()).set(key, data);
+      else if (p.prog.schema.slots.has(key)) p.prog.writeSlot(key, data);
+    }
+  }
+
+  /** Slots written this step, for paged units (their programs exist only once they are paged in). */
+  private pending: Map<string, ArrayLike<number>> | null = null;
+
+  /** The program of part `p`, paging its unit in (and writing the step's slots) when it is paged. */
+  private programOf(p: Part): StagedProgram {
+    if (p.prog !== null) return p.prog;
+    this.pipeline.unitState(p.unit);
+    const prog = this.pipeline.stageUnit(p.unit, this.name, this.mode, this.graph);
+    if (this.pending !== null) for (const [k, v] of this.pending) if (prog.schema.slots.has(k)) prog.writeSlot(k, v);
+    return prog;
   }
 
   /** Copies unit `i - 1`'s residual stream into unit `i`'s `residual` slot. */
@@ -76,8 +92,8 @@ export class PipelineProgram implements StagedProgram {
       buf = new Float32Array(buf.length);
       this.pipeline.stats.handoffAllocations++;
     }
-    const got = parts[i - 1]!.prog.readOutput(RESIDUAL, buf);
-    to.prog.writeSlot(RESIDUAL, got);
+    const got = this.programOf(parts[i - 1]!).readOutput(RESIDUAL, buf);
+    this.programOf(to).writeSlot(RESIDUAL, got);
     this.pipeline.stats.handoffs++;
     this.pipeline.stats.handoffBytes += buf.byteLength;
   }
@@ -87,15 +103,16 @@ export class PipelineProgram implements StagedProgram {
     const parts = this.current();
     for (let i = 0; i < parts.length; i++) {
       if (i > 0) this.handoff(parts, i);
+      const prog = this.programOf(parts[i]!);
       const s = this.pipeline.unitState(parts[i]!.unit);
-      parts[i]!.prog.run(s ?? undefined);
+      prog.run(s ?? undefined);
     }
     this.pipeline.stats.steps++;
   }
 
   readOutput(name: string, into?: OutputData): OutputData {
     const parts = this.current();
-    return parts[parts.length - 1]!.prog.readOutput(name, into);
+    return this.programOf(parts[parts.length - 1]!).readOutput(name, into);
   }
 
   /**
@@ -110,6 +127,8 @@ export class PipelineProgram implements StagedProgram {
   }
 
   private captureUnit(p: Part): void {
+    // A paged unit's programs live only while it is paged in: it runs plainly.
+    if (p.prog === null) return;
     const s = this.pipeline.unitState(p.unit);
     if (p.unit.device.executor.caps.capture && p.prog.capture(s ?? undefined)) {
       this.capturedWith.set(p.prog, s);
@@ -123,10 +142,11 @@ export class PipelineProgram implements StagedProgram {
     for (let i = 0; i < parts.length; i++) {
       if (i > 0) this.handoff(parts, i);
       const p = parts[i]!;
+      const prog = this.programOf(p);
       const s = this.pipeline.unitState(p.unit);
-      if (this.capturedWith.get(p.prog) !== s) this.captureUnit(p);
-      if (this.capturedWith.has(p.prog)) p.prog.replay();
-      else p.prog.run(s ?? undefined);
+      if (p.prog !== null && this.capturedWith.get(p.prog) !== s) this.captureUnit(p);
+      if (this.capturedWith.has(prog)) prog.replay();
+      else prog.run(s ?? undefined);
     }
     this.pipeline.stats.steps++;
   }

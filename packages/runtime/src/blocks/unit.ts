@@ -1,6 +1,6 @@
 // One unit: a run of consecutive blocks on one device, run as one staged program with one StateSet (bridging,
 // decision 1702). Its graph is cut from each traced graph kind once.
-import type { StateSet } from "@poot/executor";
+import type { Executor, OutputData, StateSet } from "@poot/executor";
 import type { Graph } from "@poot/graph-ir";
 import { unitGraph, type BlockCut } from "./cut.js";
 import type { BlockDevice } from "./pipeline.js";
@@ -12,11 +12,24 @@ export class Unit {
   readonly key: string;
   /** Its StateSet: undefined until first use, null when its blocks hold no State (embedding, head). */
   state: StateSet | null | undefined = undefined;
+  /** The executor it runs on: its device's, or its own while paged in (a paged unit's executor holds only its weights). */
+  executor: Executor | null;
+  /** Whether the unit is paged (its device's budget is below the weights placed there, decision 1704). */
+  readonly paged: boolean;
+  /** Paged units: the State kept on the host while paged out (one array per key, allocated once). */
+  saved: Map<string, OutputData> | null = null;
   private readonly graphs = new WeakMap<BlockCut, Graph>();
 
   /** @param span - its blocks and device name; @param device - the device it runs on. */
-  constructor(readonly span: UnitSpan, readonly device: BlockDevice) {
+  constructor(readonly span: UnitSpan, readonly device: BlockDevice, paged = false) {
     this.key = Unit.keyOf(span);
+    this.paged = paged;
+    this.executor = paged ? null : device.executor;
+  }
+
+  /** Whether its weights are on its device now (always, unless paged out). */
+  get resident(): boolean {
+    return this.executor !== null;
   }
 
   /** The cache key of a span. */

@@ -1,7 +1,7 @@
 // `poot bench MODEL --prompt-tokens P --gen-tokens G`: times prefill and decode through the runtime on a
 // backend (median of several runs, seeded random prompt ids) and prints a table or JSON.
 import * as os from "node:os";
-import { Engine, Rng, RuntimeError, argmax, type PlacementReport } from "@poot/runtime";
+import { Engine, Rng, RuntimeError, argmax, type PagerStats, type PlacementReport } from "@poot/runtime";
 import { LoadedModel, ModelError, type PagedLayout } from "@poot/models";
 import { CpuExecutor } from "@poot/backend-cpu";
 import { measureBandwidth } from "./bandwidth.js";
@@ -67,6 +67,8 @@ export interface BenchReport {
    * hand-offs counted per decode token; null when the model ran as one program on --backend.
    */
   readonly placement: (PlacementReport & { readonly measuredHandoffsPerToken: number }) | null;
+  /** With a budget below the weights: the pager's counters over the whole bench (warm-up included); else null. */
+  readonly paging: PagerStats | null;
 }
 
 /** A decode rate against the device's own copy bandwidth. */
@@ -123,7 +125,7 @@ export const bench: CommandModule = {
         let engine: Engine | null = null;
         try {
           const m = LoadedModel.open(model, { weights });
-          engine = new Engine(m, { executor, context: P + G, tokenizer: null, prefillChunk, maxSequences: 1, ...engineDevices(plan, placed) });
+          engine = new Engine(m, { executor, context: P + G, tokenizer: null, prefillChunk, maxSequences: 1, ...engineDevices(plan, placed, horizontalFusion(o.horizontalFusion, "bench")) });
           const e = engine;
           const rng = new Rng(1);
           const prompt = Array.from({ length: P }, () => Math.floor(rng.next() * e.config.vocabSize));
@@ -179,7 +181,8 @@ export const bench: CommandModule = {
             prefillTokS: median(pre), decodeTokS: median(dec), decodeMsPerToken, prefillTokPerCpuS: median(cpuPre), decodeTokPerCpuS: median(cpuDec), stageMs: e.stats.stageMs,
             decodeDispatchesPerToken: perToken[0] ?? null, kvLayout: e.paged, regionsPerToken: regs.length > 0 ? median(regs) : null, cpuKernels: cpu === null ? null : cpuKernels(cpu, natives), loadAverage: os.loadavg()[0]!, deviceBytes,
             timeToFirstTokenMs: median(ttft), bytesPerToken,
-            placement: plan === null ? null : { ...e.placementReport()!, measuredHandoffsPerToken: median(handoffs) }, floor: copyGBps === null ? null : bandwidthFloor(copyGBps, bytesPerToken, decodeMsPerToken),
+            placement: plan === null ? null : { ...e.placementReport()!, measuredHandoffsPerToken: median(handoffs) },
+            paging: e.pagerStats === null || e.pagerStats.pageIns === 0 ? null : { ...e.pagerStats }, floor: copyGBps === null ? null : bandwidthFloor(copyGBps, bytesPerToken, decodeMsPerToken),
           };
           if (o.json === true) io.out(`${JSON.stringify(report, null, 2)}\n`);
           else {
@@ -189,6 +192,8 @@ export const bench: CommandModule = {
             io.out(`  decode  ${report.decodeTokS.toFixed(2)} tok/s (${report.decodeMsPerToken.toFixed(3)} ms/token; ${report.decodeTokPerCpuS.toFixed(2)} per CPU-second)${report.decodeDispatchesPerToken !== null ? `, ${report.decodeDispatchesPerToken} dispatches/token${report.regionsPerToken !== null ? ` in ${report.regionsPerToken} region(s)` : ""}` : ""}\n`);
             if (report.cpuKernels !== null) io.out(`  kernels ${report.cpuKernels}\n`);
             if (report.placement !== null) io.out(`${describePlacement(report.placement).map((l) => `  ${l}`).join("\n")}\n  hand-offs counted: ${report.placement.measuredHandoffsPerToken} per decode token\n`);
+            const pg = report.paging;
+            if (pg !== null) io.out(`  paging: ${pg.pageIns} page-ins (${(pg.pageInBytes / 1e6).toFixed(1)} MB read), ${pg.pageOuts} page-outs, ${pg.stallMs.toFixed(0)} ms stalled on page-ins\n`);
             io.out(`  bytes/token ${(report.bytesPerToken / 1e6).toFixed(1)} MB (weights + live KV)\n`);
             const f = report.floor;
             if (f !== null) io.out(`  floor: copy ${f.copyGBps.toFixed(0)} GB/s -> ${f.floorMsPerToken.toFixed(3)} ms/token; decode reads ${f.decodeGBps.toFixed(f.decodeGBps < 10 ? 2 : 0)} GB/s = ${(100 * f.fractionOfFloor).toFixed(1)}% of the floor\n`);

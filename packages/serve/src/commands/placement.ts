@@ -139,9 +139,17 @@ export function createDevices(plan: PlacementPlan | null, backend: string, comma
   };
 }
 
-/** The engine options of a plan: the placement and its devices, or nothing (the single-program default). */
-export function engineDevices(plan: PlacementPlan | null, placed: PlacedDevices): { readonly placement?: Placement; readonly devices?: readonly BlockDevice[] } {
-  return plan === null ? {} : { placement: plan.placement, devices: placed.devices.filter((d) => plan.devices.includes(d.name)) };
+/**
+ * The engine options of a plan: the placement and its devices, with the budgets and executor factories of the
+ * devices that have a budget (they page when their weights do not fit), or nothing (the single-program default).
+ */
+export function engineDevices(plan: PlacementPlan | null, placed: PlacedDevices, compile: CompileOptions = {}): { readonly placement?: Placement; readonly devices?: readonly BlockDevice[]; readonly budgets?: Readonly<Record<string, number>>; readonly deviceFactories?: Readonly<Record<string, () => Executor>> } {
+  if (plan === null) return {};
+  const budgets = Object.keys(plan.budgets).length === 0 ? {} : {
+    budgets: plan.budgets,
+    deviceFactories: Object.fromEntries(Object.keys(plan.budgets).map((d) => [d, () => createExecutor(d, "paging", compile)])),
+  };
+  return { placement: plan.placement, devices: placed.devices.filter((d) => plan.devices.includes(d.name)), ...budgets };
 }
 
 /** Megabytes with one decimal. */
@@ -149,12 +157,14 @@ function mb(n: number): string {
   return `${(n / 1e6).toFixed(1)} MB`;
 }
 
-/** The placement in lines: the spec, each unit, weight bytes per device, hand-offs per token. */
+/** The placement in lines: the spec, each unit, weight bytes per device, hand-offs per token, paged devices. */
 export function describePlacement(r: PlacementReport): string[] {
+  const paged = Object.entries(r.pagedDevices ?? {});
   return [
     `placement ${formatPlacement(r.placement)}: ${r.unitsPerToken} unit(s) per token, ${r.handoffsPerToken} hand-off(s) per token (${r.handoffBytesPerToken} bytes each)`,
     ...r.units.map((u) => `  ${u.device.padEnd(7)} ${u.blocks}`),
     `  weights per device: ${Object.entries(r.weightBytesByDevice).map(([d, b]) => `${d} ${mb(b)}`).join(", ")}`,
+    ...(paged.length === 0 ? [] : [`  paged (weights above the budget, LRU): ${paged.map(([d, b]) => `${d} budget ${mb(b)}`).join(", ")}`]),
   ];
 }
 
