@@ -21,7 +21,7 @@ rm -f "${TMPDIR:-/tmp}/gpu-pack.$$"
 esb="$(find node_modules/.pnpm -maxdepth 5 -path '*node_modules/esbuild/bin/esbuild' | head -1)"
 # vitest is replaced by a small shim so the executor conformance suite runs without vitest.
 for src in packages/backend-cuda/tools/gpu-check.ts packages/backend-cuda/tools/gpu-executor.ts packages/serve/bench/cuda-demo-model.gpu.ts \
-  packages/serve/bench/poot-cli.gpu.ts packages/serve/bench/cuda-profile.gpu.ts packages/serve/bench/cuda-decode-alloc.gpu.ts packages/serve/bench/cuda-vs-eval.gpu.ts packages/serve/bench/cuda-fixtures.gpu.ts; do
+  packages/cli/bench/poot-cli.gpu.ts packages/serve/bench/cuda-profile.gpu.ts packages/cli/bench/cuda-decode-alloc.gpu.ts packages/serve/bench/cuda-vs-eval.gpu.ts packages/cli/bench/cuda-fixtures.gpu.ts; do
   entry=$(basename "${src%.ts}")
   "$esb" "$src" --bundle --platform=node --format=esm --target=node20 --conditions=source \
     --external:koffi --external:webgpu --alias:vitest=./packages/backend-cuda/tools/vitest-shim.ts \
@@ -31,7 +31,7 @@ for src in packages/backend-cuda/tools/gpu-check.ts packages/backend-cuda/tools/
 done
 # The CLI reads its version from ../package.json next to its module: it lives in .gpu/cli/ beside a stub.
 mkdir -p .gpu/cli && mv .gpu/poot-cli.gpu.mjs .gpu/cli/poot.mjs
-node -e 'const v = require("./packages/serve/package.json").version; require("fs").writeFileSync(".gpu/package.json", JSON.stringify({ name: "poot-gpu-bundle", private: true, version: v, type: "module" }) + "\n")'
+node -e 'const v = require("./packages/cli/package.json").version; require("fs").writeFileSync(".gpu/package.json", JSON.stringify({ name: "poot-gpu-bundle", private: true, version: v, type: "module" }) + "\n")'
 # The random Llama-3.2-1B-shaped model is written on the GPU machine's disk by a dependency-free script.
 cp tools/random-model/make-hf.mjs .gpu/make-hf.mjs
 # The random GGUF writer imports @poot/models' dist at run time: bundle a copy importing it from source instead.

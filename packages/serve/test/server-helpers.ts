@@ -54,7 +54,8 @@ export async function startTestServer(model: string, options: { context: number;
     executor, context: options.context, maxSequences: options.maxBatch ?? 8,
     ...(options.kvPages === undefined ? {} : { kvPages: options.kvPages }), ...(options.pageSize === undefined ? {} : { pageSize: options.pageSize }),
   });
-  const serveEngine = new RuntimeServeEngine(engine, options.chatTemplate === undefined ? {} : { chatTemplate: options.chatTemplate });
+  // Tokenizing in the worker thread, as `poot serve` does.
+  const serveEngine = new RuntimeServeEngine(engine, { tokenizerSource: model, ...(options.chatTemplate === undefined ? {} : { chatTemplate: options.chatTemplate }) });
   const server = createServer({ modelId: path.basename(model), ...options, engine: serveEngine });
   const url = await server.listen({ port: 0 });
   const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: options.apiKey ?? "unused", maxRetries: 0, timeout: 300_000 });

@@ -80,14 +80,21 @@ export type Admission = "now" | "wait" | "never";
 export interface ServeEngine {
   /** KV capacity of a sequence in tokens: prompt plus generated tokens must fit. */
   readonly context: number;
+  /** Tokens the whole KV cache holds: prompt plus generated tokens of one sequence never exceed it. */
+  readonly kvTokens: number;
   /** Vocabulary size: valid token ids are [0, vocabSize). */
   readonly vocabSize: number;
   /** End-of-sequence token ids. */
   readonly eosTokenIds: readonly number[];
-  /** Tokens of `text` (with the tokenizer's special tokens, e.g. BOS, when `special`). */
-  encode(text: string, special: boolean): number[];
-  /** The prompt text of a chat, or null when the model has no chat template. */
-  renderChat(messages: readonly ChatMessage[]): string | null;
+  /** Most UTF-8 bytes of input text one token can stand for: a text of B bytes has at least B / maxTokenBytes tokens. */
+  readonly maxTokenBytes: number;
+  /** Tokens of `text` (with the tokenizer's special tokens, e.g. BOS, when `special`), computed off the event loop. */
+  encode(text: string, special: boolean): Promise<number[]>;
+  /**
+   * Tokens of a chat rendered by the chat template with the generation prompt, computed off the event loop; null
+   * when the model has no chat template. Rejects with the template's message when it refuses the conversation.
+   */
+  encodeChat(messages: readonly ChatMessage[]): Promise<number[] | null>;
   /** The text of token ids (special tokens kept). */
   textOf(ids: readonly number[]): string;
   /** The text of one token alone, for logprobs. */

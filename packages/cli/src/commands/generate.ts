@@ -1,0 +1,50 @@
+// `poot generate MODEL --ids … --max-tokens N --greedy`: greedy decoding token by token through the decode
+// graph's KV cache; prints the generated ids as a JSON array on stdout.
+import { CliError } from "../errors.js";
+import { createDevices, engineDevices, placementOptions, planPlacement, type PlacementFlags } from "@poot/serve";
+import { BACKEND_NAMES, createExecutor } from "./backends.js";
+import { executorGreedy } from "./executor-forward.js";
+import type { CommandModule } from "./index.js";
+import { openForForward, parseIds, withModelErrors, type ForwardOptions } from "./model-args.js";
+
+/** The `generate` subcommand. */
+export const generate: CommandModule = {
+  name: "generate",
+  register: (program, io) => {
+    placementOptions(program
+      .command("generate"))
+      .description("generate tokens after a prompt with the KV cache; prints the new ids as JSON")
+      .argument("<model>", "a Hugging Face model folder or a .gguf file")
+      .requiredOption("--ids <ids>", "comma-separated prompt token ids")
+      .option("--max-tokens <n>", "tokens to generate", "16")
+      .option("--greedy", "greedy decoding (argmax); the only sampler so far")
+      .option("--ignore-eos", "keep generating past an end-of-sequence token")
+      .option("--backend <name>", "where to run", "eval")
+      .option("--weights <kind>", "HF folders: f32 (model.safetensors) or bf16 (model.bf16.safetensors)", "f32")
+      .action((model: string, options: ForwardOptions & PlacementFlags & { ids: string; maxTokens: string; greedy?: boolean; ignoreEos?: boolean }) => {
+        const ids = parseIds(options.ids, "generate");
+        const n = Number(options.maxTokens);
+        if (!Number.isSafeInteger(n) || n < 1) throw new CliError("bad-input", `--max-tokens must be a positive integer, got "${options.maxTokens}"`, { command: "generate" });
+        if (options.greedy !== true) throw new CliError("bad-input", "only greedy decoding is available: pass --greedy", { command: "generate" });
+        const make = (n: string, c: string) => createExecutor(n, c);
+        const plan = planPlacement(options, options.backend, model, options.weights === "bf16" ? "bf16" : "f32", "generate", BACKEND_NAMES);
+        // The eval backend without a placement runs the reference forward (LoadedModel.generate) directly.
+        const placed = options.backend === "eval" && plan === null ? null : createDevices(plan, options.backend, "generate", make);
+        let m: ReturnType<typeof openForForward>;
+        try {
+          m = openForForward("generate", model, options);
+        } catch (err) {
+          placed?.dispose();
+          throw err;
+        }
+        try {
+          const stop = options.ignoreEos === true ? [] : m.config.eosTokenIds;
+          const gen = withModelErrors("generate", model, () => (placed === null ? m.generate(ids, n, stop).ids : executorGreedy(m, placed.executor, ids, n, stop, engineDevices(plan, placed, make))));
+          io.out(`${JSON.stringify(gen)}\n`);
+        } finally {
+          if (placed === null) m.close();
+          else placed.dispose();
+        }
+      });
+  },
+};
