@@ -9,7 +9,7 @@ import { probeVulkan } from "@poot/backend-vulkan";
 import { nodeGpu } from "@poot/backend-wgpu/node";
 import { Engine, parsePlacement, type BlockDevice, type Placement } from "@poot/runtime";
 import { describe, expect, test } from "vitest";
-import { createExecutor } from "../src/commands/backends.js";
+import { createExecutor, loadBackend } from "../src/commands/backends.js";
 
 function repoRoot(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
@@ -25,6 +25,7 @@ export async function skipReason(backend: "wgpu" | "vulkan"): Promise<string | u
   if (!fs.existsSync(FIXTURES)) return "the fixtures are absent";
   const icd = process.env["VK_DRIVER_FILES"] ?? path.join(os.homedir(), ".cache", "lavapipe25", "lvp_icd.json");
   if (process.env["VK_DRIVER_FILES"] === undefined && fs.existsSync(icd)) process.env["VK_DRIVER_FILES"] = icd;
+  await loadBackend(backend, "test");
   if (backend === "vulkan") {
     const p = probeVulkan();
     return p.ok ? undefined : `no Vulkan device: ${p.reason}`;
