@@ -2,7 +2,8 @@
 // through the decode graph's KV cache; prints the generated ids as a JSON array on stdout.
 import { BACKEND_KINDS, PlanError, compile, defaultTarget, type BackendKind } from "@poot/graph-plan";
 import { CliError } from "../errors.js";
-import { createExecutor } from "./backends.js";
+import { createDevices, engineDevices, placementOptions, planPlacement, type PlacementFlags } from "@poot/serve";
+import { BACKEND_NAMES, createExecutor } from "./backends.js";
 import { executorGreedy, type CompileGraph } from "./executor-forward.js";
 import type { CommandModule } from "./index.js";
 import { openForForward, parseIds, withModelErrors, type ForwardOptions } from "./model-args.js";
@@ -11,8 +12,8 @@ import { openForForward, parseIds, withModelErrors, type ForwardOptions } from "
 export const generate: CommandModule = {
   name: "generate",
   register: (program, io) => {
-    program
-      .command("generate")
+    placementOptions(program
+      .command("generate"))
       .description("generate tokens after a prompt with the KV cache; prints the new ids as JSON")
       .argument("<model>", "a Hugging Face model folder or a .gguf file")
       .requiredOption("--ids <ids>", "comma-separated prompt token ids")
@@ -29,23 +30,34 @@ export const generate: CommandModule = {
         if (!Number.isSafeInteger(n) || n < 1) throw new CliError("bad-input", `--max-tokens must be a positive integer, got "${options.maxTokens}"`, { command: "generate" });
         if (options.greedy !== true) throw new CliError("bad-input", "only greedy decoding is available: pass --greedy", { command: "generate" });
         const compileGraph = options.compiled === true ? compiler(options.target, model) : undefined;
-        const m = openForForward("generate", model, options);
-        // The eval backend runs the model's own forward, unless compiled programs are asked for: those are
-        // staged on an executor (eval's evaluates each composite op by its reference semantics).
-        const executor = options.backend === "eval" && compileGraph === undefined ? null : createExecutor(options.backend, "generate");
+        const make = (n: string, c: string) => createExecutor(n, c);
+        const plan = planPlacement(options, options.backend, model, options.weights === "bf16" ? "bf16" : "f32", "generate", BACKEND_NAMES);
+        // The eval backend without a placement runs the reference forward (LoadedModel.generate) directly, unless
+        // compiled programs are asked for: those are staged on an executor (eval's evaluates each composite op by
+        // its reference semantics).
+        const direct = options.backend === "eval" && plan === null && compileGraph === undefined;
+        const placed = direct ? null : createDevices(plan, options.backend, "generate", make);
+        let m: ReturnType<typeof openForForward>;
+        try {
+          m = openForForward("generate", model, options);
+        } catch (err) {
+          placed?.dispose();
+          throw err;
+        }
         try {
           const stop = options.ignoreEos === true ? [] : m.config.eosTokenIds;
-          const gen = withModelErrors("generate", model, () => (executor === null ? m.generate(ids, n, stop).ids : executorGreedy(m, executor, ids, n, stop, compileGraph)));
+          const on = () => ({ ...engineDevices(plan, placed!, make), ...(compileGraph === undefined ? {} : { compileGraph }) });
+          const gen = withModelErrors("generate", model, () => (placed === null ? m.generate(ids, n, stop).ids : executorGreedy(m, placed.executor, ids, n, stop, on())));
           io.out(`${JSON.stringify(gen)}\n`);
         } finally {
-          if (executor === null) m.close();
-          else executor.dispose();
+          if (placed === null) m.close();
+          else placed.dispose();
         }
       });
   },
 };
 
-type GenerateOptions = ForwardOptions & { ids: string; maxTokens: string; greedy?: boolean; ignoreEos?: boolean; compiled?: boolean; target: string };
+type GenerateOptions = ForwardOptions & PlacementFlags & { ids: string; maxTokens: string; greedy?: boolean; ignoreEos?: boolean; compiled?: boolean; target: string };
 
 /** graph-plan's compile for `--target`, with planner refusals as one-line CLI errors naming the model. */
 function compiler(target: string, model: string): CompileGraph {
