@@ -5,6 +5,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createCpuExecutor } from "@poot/backend-cpu";
+import { demoModelDir } from "@poot/demo-model";
 import { createEvalExecutor, createInterpExecutor, type Executor } from "@poot/executor";
 import type { CompileOptions } from "@poot/graph-plan";
 import { CliError } from "../errors.js";
@@ -103,8 +104,12 @@ export function measureFloorBandwidth(executor: Executor): number | null {
   return cuda !== undefined && executor instanceof cuda.CudaExecutor ? cuda.measureCopyBandwidth(executor.ctx).readWriteGBps : null;
 }
 
-/** The repository's `models/demo`, found by walking up from this module's file; null when absent. */
+/**
+ * The demo model: `@poot/demo-model`'s folder when that package is installed with its files, else the repository's
+ * `models/demo`, found by walking up from `from` (this module's folder); null when neither is there.
+ */
 export function findDemoModel(from: string = path.dirname(fileURLToPath(import.meta.url))): string | null {
+  if (from === path.dirname(fileURLToPath(import.meta.url)) && demoModelDir !== null) return demoModelDir;
   let dir = from;
   for (;;) {
     const candidate = path.join(dir, "models", "demo");
