@@ -11,6 +11,9 @@ import type { CompileOptions } from "@poot/graph-plan";
 import { CliError } from "../errors.js";
 import { gpuModule, isGpuBackend, loadGpuModule, loadedGpuModule } from "./gpu-modules.js";
 
+/** Settings the CLI's flags give the executors it makes (`-t, --threads` for the CPU backend). */
+export const executorSettings: { threads?: number } = {};
+
 /**
  * Executor factories by backend name, given the compile options of executors that compile (the eval backends
  * ignore them). The GPU backends are optional packages: their modules are imported by {@link loadBackend} first.
@@ -18,7 +21,7 @@ import { gpuModule, isGpuBackend, loadGpuModule, loadedGpuModule } from "./gpu-m
 export const EXECUTORS: Readonly<Record<string, (compile: CompileOptions) => Executor>> = {
   // codegen's Wasm SIMD kernels on worker_threads (one per core) over one shared memory; a step is one fused region.
   // Native GEMVs (prebuilt, decision 0952) serve the contractions they can; POOT_CPU_NATIVE=0 runs Wasm only.
-  cpu: (compile) => createCpuExecutor({ compile, native: process.env["POOT_CPU_NATIVE"] !== "0" }),
+  cpu: (compile) => createCpuExecutor({ compile, native: process.env["POOT_CPU_NATIVE"] !== "0", ...(executorSettings.threads === undefined ? {} : { threads: executorSettings.threads }) }),
   eval: () => createEvalExecutor(),
   // The literal oracle: graph-ir's `evaluate` every step, nothing folded (slow; for checking and baselines).
   "eval-reference": () => createEvalExecutor({ foldWeights: false }),
