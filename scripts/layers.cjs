@@ -22,10 +22,12 @@ const DIRECT = {
   "packages/executor": ["graph-plan", "kernelgen", "codegen"],
   ...Object.fromEntries(BACKENDS.map((b) => [`packages/${b}`, ["executor"]])),
   "packages/runtime": ["models", "executor"],
+  // Data only: the demo model's files and where they are.
+  "packages/demo-model": [],
   // The HTTP server library: its sources import only the runtime; its tests run on the CPU and GPU backends.
   "packages/serve": ["runtime", ...BACKENDS],
   // The `poot` program: the serve command, the runtime and every backend (the GPU ones optional at run time).
-  "packages/cli": ["serve", "runtime", ...BACKENDS],
+  "packages/cli": ["serve", "runtime", "demo-model", ...BACKENDS],
   "apps/docs": ["*"],
   // Test-only (see TEST_ONLY): imports no workspace package.
   "packages/testkit": [],

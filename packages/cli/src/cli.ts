@@ -6,6 +6,7 @@ import { type CliIo, type CommandModule, commands as builtinCommands } from "./c
 import { CliError, invariant } from "./errors.js";
 import { BACKEND_ROLES, resolveAuto } from "./commands/backend-probe.js";
 import { backendFailure, loadBackend } from "./commands/backends.js";
+import { resolveModelArg } from "./commands/prompt-input.js";
 import { processIo } from "./io.js";
 
 /** Options of {@link createProgram} and {@link runCli}. */
@@ -69,6 +70,10 @@ export async function runCli(argv: readonly string[], options: CliOptions = {}):
   // Before a command that takes --backend runs: resolve `auto` and import the chosen GPU backend's package.
   let backend = null as { readonly name: string; readonly command: string } | null;
   program.hook("preAction", async (_program, action) => {
+    // MODEL by name: `demo`, or `org/name` from the Hugging Face cache (paths stay as given).
+    if (action.registeredArguments[0]?.name() === "model" && typeof action.processedArgs[0] === "string") {
+      action.processedArgs[0] = resolveModelArg(action.processedArgs[0], action.name());
+    }
     const opts = action.opts();
     if (typeof opts["backend"] !== "string") return;
     if (opts["backend"] === "auto") {
@@ -78,6 +83,8 @@ export async function runCli(argv: readonly string[], options: CliOptions = {}):
     const name = action.opts()["backend"] as string;
     backend = { name, command: action.name() };
     await loadBackend(name, action.name());
+    // The GPU devices a --place names are imported too (their executors are made after the placement check).
+    if (typeof opts["place"] === "string") for (const m of opts["place"].matchAll(/:([A-Za-z0-9_-]+)/g)) await loadBackend(m[1]!, action.name());
   });
   if (argv.length === 0) {
     // No command is a usage error: say what there is to type.
@@ -85,7 +92,8 @@ export async function runCli(argv: readonly string[], options: CliOptions = {}):
     return EXIT_USAGE;
   }
   try {
-    await program.parseAsync([...argv], { from: "user" });
+    // llama.cpp's -ngl (commander's short flags are one letter): the same as --gpu-layers.
+    await program.parseAsync(argv.map((a) => (a === "-ngl" ? "--gpu-layers" : a)), { from: "user" });
     return 0;
   } catch (err) {
     if (err instanceof CommanderError) {

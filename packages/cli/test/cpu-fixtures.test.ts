@@ -1,6 +1,6 @@
-// `--backend cpu` end to end: every ../shared/fixtures/hf family (and the repository's fixtures/hf ones) through the runtime's Engine on the CPU executor
+// `--backend cpu` end to end: every fixtures/hf family through the runtime's Engine on the CPU executor
 // (Wasm kernels on worker_threads), prefill and decode logits against transformers' float64 logits and the greedy ids,
-// with f32 and bf16 weights; every ../shared/fixtures/gguf file with its weights kept packed against its f64 forward.
+// with f32 and bf16 weights; every fixtures/gguf file with its weights kept packed against its f64 forward.
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -8,17 +8,18 @@ import { fileURLToPath } from "node:url";
 import { createCpuExecutor } from "@poot/backend-cpu";
 import { LoadedModel, openSafetensors } from "@poot/models";
 import { Engine } from "@poot/runtime";
-import { fixture } from "@poot/testkit";
 import { describe, expect, test } from "vitest";
+import { fixture, needFixture } from "@poot/testkit";
 
 function repoRoot(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
   return dir;
 }
-const FIX = path.resolve(repoRoot(), "../shared/fixtures");
-const HAVE = fs.existsSync(path.join(FIX, "hf")) && fs.existsSync(path.join(FIX, "gguf"));
-const SKIP = HAVE ? "" : ` (skipped: ${FIX}/hf or /gguf is absent)`;
+const NO_FIXTURES = needFixture("hf", "gguf");
+const FIX = fixture();
+const HAVE = NO_FIXTURES === undefined;
+const SKIP = HAVE ? "" : ` (skipped: ${NO_FIXTURES})`;
 
 /** max |a - ref| / max |ref| (the fixtures README's agreement measure). */
 function relErr(a: Float32Array, ref: Float32Array): number {

@@ -1,4 +1,4 @@
-// `--backend wgpu` and `--backend vulkan` end to end: each ../shared/fixtures/hf family (and fixtures/hf) through the runtime's Engine
+// `--backend wgpu` and `--backend vulkan` end to end: each fixtures/hf family through the runtime's Engine
 // (the fused Program graph-plan compiles for each target) on lavapipe, prefill and per-position decode logits against
 // transformers' float64 logits, and the greedy ids. One test file per backend (gpu-fixtures-*.test.ts): Dawn and
 // the Vulkan executor each load the Vulkan driver, and in one process on lavapipe that crashed (see the README).
@@ -10,21 +10,23 @@ import { probeVulkan } from "@poot/backend-vulkan";
 import { nodeGpu } from "@poot/backend-wgpu/node";
 import { LoadedModel, openSafetensors } from "@poot/models";
 import { Engine } from "@poot/runtime";
-import { fixture } from "@poot/testkit";
 import { describe, expect, test } from "vitest";
 import { createExecutor } from "../src/commands/backends.js";
 import { loadGpuModule } from "../src/commands/gpu-modules.js";
+import { fixture, needFixture } from "@poot/testkit";
 
 function repoRoot(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
   return dir;
 }
-const FIX = path.resolve(repoRoot(), "../shared/fixtures/hf");
+const FIX = fixture("hf");
 const WORKER = path.resolve(repoRoot(), "packages/backend-wgpu/dist/sync-worker.js");
 
 /** Why the test cannot run here, or undefined. Tests may read the environment; the lavapipe ICD is found on disk too. */
 async function skipReason(backend: "wgpu" | "vulkan"): Promise<string | undefined> {
+  const missing = needFixture("hf");
+  if (missing !== undefined) return missing;
   const icd = process.env["VK_DRIVER_FILES"] ?? path.join(os.homedir(), ".cache", "lavapipe25", "lvp_icd.json");
   if (process.env["VK_DRIVER_FILES"] === undefined && fs.existsSync(icd)) process.env["VK_DRIVER_FILES"] = icd;
   if (backend === "vulkan") {

@@ -2,7 +2,11 @@
 // GGUF metadata of the same models agreeing with them, and typed errors for unknown architectures.
 import { describe, expect, test } from "vitest";
 import { ConfigError, UnknownArchitectureError, configFromGGUF, openGGUF, openSafetensors, parseHFConfig, readHFConfig } from "@poot/models";
-import { FIXTURES, fixture } from "./fixtures.js";
+import { fixture, needFixture } from "@poot/testkit";
+
+// The fixture folders this file reads (in the repo's fixtures/; CI fails when one is missing).
+const NO_FIXTURES = needFixture("configs", "gguf", "hf");
+const FIXTURES = NO_FIXTURES === undefined ? fixture() : undefined;
 
 describe.skipIf(!FIXTURES)("HF config.json", () => {
   test("llama3: llama3 RoPE scaling, GQA, tied", () => {

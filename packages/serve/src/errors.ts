@@ -49,6 +49,8 @@ export type ApiErrorCode =
   | "not_found"
   /** The prompt (and max_tokens) do not fit the context. */
   | "context_length_exceeded"
+  /** The Host header (or an absolute-form target) names a host this server does not answer for. */
+  | "host_not_allowed"
   /** No API key, or the wrong one. */
   | "invalid_api_key"
   /** The wait queue is full: retry later. */

@@ -5,10 +5,14 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createCpuExecutor } from "@poot/backend-cpu";
+import { demoModelDir } from "@poot/demo-model";
 import { createEvalExecutor, createInterpExecutor, type Executor } from "@poot/executor";
 import type { CompileOptions } from "@poot/graph-plan";
 import { CliError } from "../errors.js";
 import { gpuModule, isGpuBackend, loadGpuModule, loadedGpuModule } from "./gpu-modules.js";
+
+/** Settings the CLI's flags give the executors it makes (`-t, --threads` for the CPU backend). */
+export const executorSettings: { threads?: number } = {};
 
 /**
  * Executor factories by backend name, given the compile options of executors that compile (the eval backends
@@ -17,7 +21,7 @@ import { gpuModule, isGpuBackend, loadGpuModule, loadedGpuModule } from "./gpu-m
 export const EXECUTORS: Readonly<Record<string, (compile: CompileOptions) => Executor>> = {
   // codegen's Wasm SIMD kernels on worker_threads (one per core) over one shared memory; a step is one fused region.
   // Native GEMVs (prebuilt, decision 0952) serve the contractions they can; POOT_CPU_NATIVE=0 runs Wasm only.
-  cpu: (compile) => createCpuExecutor({ compile, native: process.env["POOT_CPU_NATIVE"] !== "0" }),
+  cpu: (compile) => createCpuExecutor({ compile, native: process.env["POOT_CPU_NATIVE"] !== "0", ...(executorSettings.threads === undefined ? {} : { threads: executorSettings.threads }) }),
   eval: () => createEvalExecutor(),
   // The literal oracle: graph-ir's `evaluate` every step, nothing folded (slow; for checking and baselines).
   "eval-reference": () => createEvalExecutor({ foldWeights: false }),
@@ -103,8 +107,12 @@ export function measureFloorBandwidth(executor: Executor): number | null {
   return cuda !== undefined && executor instanceof cuda.CudaExecutor ? cuda.measureCopyBandwidth(executor.ctx).readWriteGBps : null;
 }
 
-/** The repository's `models/demo`, found by walking up from this module's file; null when absent. */
+/**
+ * The demo model: `@poot/demo-model`'s folder when that package is installed with its files, else the repository's
+ * `models/demo`, found by walking up from `from` (this module's folder); null when neither is there.
+ */
 export function findDemoModel(from: string = path.dirname(fileURLToPath(import.meta.url))): string | null {
+  if (from === path.dirname(fileURLToPath(import.meta.url)) && demoModelDir !== null) return demoModelDir;
   let dir = from;
   for (;;) {
     const candidate = path.join(dir, "models", "demo");

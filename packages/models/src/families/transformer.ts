@@ -88,7 +88,9 @@ export interface DecoderParts {
 export function decoder(ctx: TraceContext, parts: DecoderParts): Ref {
   const cfg = ctx.config, w = ctx.weights, b = ctx.b;
   if (cfg.layerTypes.length !== cfg.numLayers) throw new TraceError("bad-config", `${cfg.layerTypes.length} layer types for ${cfg.numLayers} layers`);
-  let h = embed(ctx);
+  // The residual stream at each layer boundary is named (`embed.out`, `layers.N.out`): @poot/runtime cuts the
+  // graph into blocks there (and checks that nothing else crosses).
+  let h = b.name(embed(ctx), "embed.out");
   for (let i = 0; i < cfg.numLayers; i++) {
     const kind = cfg.layerTypes[i]!;
     h = b.scope(`layers.${i}`, () => {
@@ -101,7 +103,7 @@ export function decoder(ctx: TraceContext, parts: DecoderParts): Ref {
       let m = parts.mlp(ctx, rmsNorm(ctx, h1, ffnNorm, cfg.normPlusOne), i);
       if (cfg.postNorms) m = rmsNorm(ctx, m, w.layerName(i, "postFfnNorm"), cfg.normPlusOne);
       if (cfg.residualScale !== null) m = b.mul(m, cfg.residualScale);
-      return b.add(h1, m);
+      return b.add(h1, m, "out");
     });
   }
   return lmHead(ctx, h);

@@ -14,6 +14,14 @@ export interface SamplingParams {
   readonly frequencyPenalty: number;
   /** OpenAI presence penalty. */
   readonly presencePenalty: number;
+  /** Keep the k most likely tokens (0 = off). */
+  readonly topK: number;
+  /** Drop tokens below minP x the top token's probability (0 = off). */
+  readonly minP: number;
+  /** HF repetition penalty over prompt and generated tokens (1 = off). */
+  readonly repetitionPenalty: number;
+  /** OpenAI logit bias: token id -> value added to its logit (empty = off). */
+  readonly logitBias: ReadonlyMap<number, number>;
 }
 
 /** What one sequence generates: its limits, sampling, stop strings and logprobs. */
@@ -69,6 +77,8 @@ export interface EngineStats {
   readonly openSequences: number;
   /** The shared KV page pool: tokens per page, pages in all, held by sequences, promised to admitted ones. */
   readonly kv: { readonly pageSize: number; readonly pagesTotal: number; readonly pagesInUse: number; readonly pagesReserved: number };
+  /** Blocks across devices (absent when the model runs as one program): hand-offs and the weight pager's counters. */
+  readonly blocks?: { readonly handoffs: number; readonly pageIns: number; readonly pageInBytes: number; readonly pageOuts: number; readonly stallSeconds: number };
 }
 
 /** Whether a sequence can begin now: yes, not until KV pages (or lanes) are released, or never (larger than the pool). */

@@ -1,9 +1,12 @@
 // The OpenAI-compatible HTTP server on fastify: /v1/models, /v1/completions, /v1/chat/completions,
 // /health and /metrics, with API-key checks, OpenAI-shaped errors and a continuous-batching scheduler.
 import { randomUUID } from "node:crypto";
+import * as http from "node:http";
+import cors from "@fastify/cors";
 import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
 import { ApiError } from "../errors.js";
 import { checkAuth, type AuthPolicy } from "./auth.js";
+import { LOOPBACK_NAMES, checkHost, isLoopback } from "./hosts.js";
 import type { ServeEngine } from "./engine.js";
 import { createMetrics, type ServerMetrics } from "./metrics.js";
 import { checkModel, planChat, planCompletion, type PlannedRequest } from "./requests.js";
@@ -32,9 +35,34 @@ export interface ServerOptions {
   readonly queueTimeoutMs?: number;
   /** Largest request body in bytes (default 1 MiB). */
   readonly bodyLimit?: number;
+  /**
+   * Host names requests may be addressed to (Host header, absolute-form target); others get 421. Default: the
+   * loopback names when listening on a loopback address, else any host.
+   */
+  readonly allowedHosts?: readonly string[] | null;
+  /** An origin (or `*`) browsers may call the API from (CORS); default none. */
+  readonly cors?: string | null;
+  /** Socket limits; see {@link SocketLimits}. */
+  readonly limits?: Partial<SocketLimits>;
   /** Log requests to stdout through fastify's logger (default false). */
   readonly logger?: boolean;
 }
+
+/** Limits on client sockets, so slow or idle clients cannot hold the server's connections. */
+export interface SocketLimits {
+  /** Most ms to receive a request's headers (default 10 000). */
+  readonly headersTimeoutMs: number;
+  /** Most ms to receive a whole request, headers and body (default 30 000). Responses (streams) are not limited. */
+  readonly requestTimeoutMs: number;
+  /** Most ms an idle keep-alive socket stays open (default 5 000). */
+  readonly keepAliveTimeoutMs: number;
+  /** Most requests on one keep-alive socket (default 1000). */
+  readonly maxRequestsPerSocket: number;
+  /** Most open client sockets; more are closed at once (default 1024). */
+  readonly maxConnections: number;
+}
+
+const DEFAULT_LIMITS: SocketLimits = { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 5_000, maxRequestsPerSocket: 1000, maxConnections: 1024 };
 
 /** A server ready to listen. */
 export interface PootServer {
@@ -66,8 +94,22 @@ export function createServer(options: ServerOptions): PootServer {
     maxBatch: options.maxBatch ?? 8, maxQueue, observer: metrics.observer, ...(queueTimeoutMs > 0 ? { queueTimeoutMs } : {}),
   });
   const sched = scheduler;
+  const limits: SocketLimits = { ...DEFAULT_LIMITS, ...options.limits };
   const app = Fastify({
     logger: options.logger ?? false,
+    // Node checks the header and request timeouts every connectionsCheckingInterval: keep it below them.
+    serverFactory: (handler) => {
+      const server = http.createServer({
+        headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs, keepAliveTimeout: limits.keepAliveTimeoutMs,
+        connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) / 4))),
+      }, handler);
+      server.maxConnections = limits.maxConnections;
+      server.maxRequestsPerSocket = limits.maxRequestsPerSocket;
+      return server;
+    },
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    maxRequestsPerSocket: limits.maxRequestsPerSocket,
     bodyLimit: options.bodyLimit ?? 1 << 20,
     // Targets route as they read once normalized; auth checks the matched route, whatever the spelling.
     rewriteUrl: (req) => normalizeTarget(req.url ?? "/"),
@@ -88,9 +130,19 @@ export function createServer(options: ServerOptions): PootServer {
   // JSON only: a text/plain body is a 415, not a string that fails the schema.
   app.removeContentTypeParser("text/plain");
 
-  const auth: AuthPolicy = { apiKey: options.apiKey ?? null, open: new Set(options.metricsAuth === true ? ["/health"] : ["/health", "/metrics"]) };
+  if (options.cors !== undefined && options.cors !== null) {
+    // Preflights carry no credentials: the plugin answers them (its OPTIONS route is open, auth.ts).
+    void app.register(cors, { origin: options.cors, methods: ["GET", "POST"], allowedHeaders: ["authorization", "content-type"], maxAge: 600 });
+  }
+  // Set by listen() from the bound address when not given: loopback names for a loopback bind, else any.
+  let allowedHosts: ReadonlySet<string> | null = options.allowedHosts === undefined || options.allowedHosts === null ? null : new Set(options.allowedHosts.map((h) => h.toLowerCase()));
+  const open = ["/health", ...(options.metricsAuth === true ? [] : ["/metrics"]), ...(options.cors === undefined || options.cors === null ? [] : ["*"])];
+  const auth: AuthPolicy = { apiKey: options.apiKey ?? null, open: new Set(open) };
   // onRequest runs after routing: checkAuth reads the matched route, so no spelling of a path skips it.
-  app.addHook("onRequest", async (req) => checkAuth(req, auth));
+  app.addHook("onRequest", async (req) => {
+    checkHost(req, allowedHosts);
+    checkAuth(req, auth);
+  });
   app.addHook("onResponse", async (req, reply) => {
     const url = req.routeOptions.url;
     metrics.request(url !== undefined && ENDPOINTS.has(url) ? url : "other", reply.statusCode);
@@ -136,6 +188,7 @@ export function createServer(options: ServerOptions): PootServer {
     scheduler: sched,
     metrics,
     listen: async ({ host = "127.0.0.1", port = 8080 }) => {
+      if (options.allowedHosts === undefined && isLoopback(host)) allowedHosts = new Set(LOOPBACK_NAMES);
       await app.listen({ host, port });
       const addr = app.server.address();
       const p = typeof addr === "object" && addr !== null ? addr.port : port;
