@@ -12,6 +12,7 @@ import { LoadedModel, openSafetensors } from "@poot/models";
 import { Engine } from "@poot/runtime";
 import { describe, expect, test } from "vitest";
 import { createExecutor } from "../src/commands/backends.js";
+import { loadGpuModule } from "../src/commands/gpu-modules.js";
 import { fixture, needFixture } from "@poot/testkit";
 
 function repoRoot(): string {
@@ -57,6 +58,11 @@ const argmax = (a: Float32Array): number => a.reduce((b, x, i) => (x > a[b]! ? i
 /** Registers the fixture checks of one backend. */
 export async function fixtureSuite(backend: "wgpu" | "vulkan"): Promise<void> {
   const skip = await skipReason(backend);
+  // createExecutor serves GPU backends whose optional package the CLI has loaded (as the bin does first).
+  if (skip === undefined) {
+    const load = await loadGpuModule(backend);
+    if (!load.ok) throw new Error(load.reason);
+  }
   const families: [string, string][] = [
     ...(fs.existsSync(FIX) ? ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"].map((f): [string, string] => [f, path.join(FIX, f)]) : []),
     // The issue #26 families: fixtures in the repository (fixtures/hf, see its README).
