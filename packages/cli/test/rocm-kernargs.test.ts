@@ -51,11 +51,12 @@ function allKernels(): { name: string; k: EmittedKernel; ir: string }[] {
     const g = trace(dir, graphKind({ mode, batch: "1", context: "2048", tokens: mode === "prefill" ? "8" : "1" }));
     for (const k of emitKernels(compileFor(g, "amdgpu", mode, dir), "amdgpu", dir)) {
       const name = `${model}_${mode}_${k.code.entryPoint}`;
-      const key = k.code.text.split(k.code.entryPoint).join("\u0000");
+      const text = k.code.text ?? "";
+      const key = text.split(k.code.entryPoint).join("\u0000");
       if (seen.has(key)) continue;
       seen.add(key);
-      const ir = k.code.text.replace(`@${k.code.entryPoint}(`, `@${name}(`);
-      expect(ir).not.toBe(k.code.text);
+      const ir = text.replace(`@${k.code.entryPoint}(`, `@${name}(`);
+      expect(ir).not.toBe(text);
       out.push({ name, k, ir });
     }
   }
