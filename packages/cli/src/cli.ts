@@ -5,7 +5,8 @@ import { Command, CommanderError } from "commander";
 import { type CliIo, type CommandModule, commands as builtinCommands } from "./commands/index.js";
 import { CliError, invariant } from "./errors.js";
 import { BACKEND_ROLES, resolveAuto } from "./commands/backend-probe.js";
-import { backendFailure, loadBackend } from "./commands/backends.js";
+import { backendFailure, findDemoModel, loadBackend } from "./commands/backends.js";
+import { hubCacheDir, resolveModelName } from "./hub/cache.js";
 import { processIo } from "./io.js";
 
 /** Options of {@link createProgram} and {@link runCli}. */
@@ -58,6 +59,16 @@ export function createProgram(options: CliOptions = {}): Command {
   return program;
 }
 
+/** MODEL as typed: `demo` is the bundled demo model; `org/name` is looked up in the Hugging Face cache. */
+function resolveModel(arg: string, command: string): string {
+  if (arg === "demo") {
+    const demo = findDemoModel();
+    if (demo === null) throw new CliError("file-unreadable", "the demo model (@poot/demo-model) is not installed next to the CLI", { command });
+    return demo;
+  }
+  return resolveModelName(arg, hubCacheDir(), command);
+}
+
 /**
  * Runs `poot` with `argv` (the arguments after the program name) and returns the exit code:
  * 0 on success (and for --help / --version), 1 when a command fails with a CliError, 2 on a usage error.
@@ -69,6 +80,10 @@ export async function runCli(argv: readonly string[], options: CliOptions = {}):
   // Before a command that takes --backend runs: resolve `auto` and import the chosen GPU backend's package.
   let backend = null as { readonly name: string; readonly command: string } | null;
   program.hook("preAction", async (_program, action) => {
+    // MODEL by name: `demo`, or `org/name` from the Hugging Face cache (paths stay as given).
+    if (action.registeredArguments[0]?.name() === "model" && typeof action.processedArgs[0] === "string") {
+      action.processedArgs[0] = resolveModel(action.processedArgs[0], action.name());
+    }
     const opts = action.opts();
     if (typeof opts["backend"] !== "string") return;
     if (opts["backend"] === "auto") {

@@ -9,6 +9,7 @@ import { probeVulkan } from "@poot/backend-vulkan";
 import { nodeGpu } from "@poot/backend-wgpu/node";
 import { Engine, parsePlacement, type BlockDevice, type Placement } from "@poot/runtime";
 import { describe, expect, test } from "vitest";
+import { fixture, needFixture } from "@poot/testkit";
 import { createExecutor, loadBackend } from "../src/commands/backends.js";
 
 function repoRoot(): string {
@@ -16,13 +17,14 @@ function repoRoot(): string {
   while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
   return dir;
 }
-/** Tests may read the environment: POOT_FIXTURES points at the fixtures when ../shared is not beside the repo. */
-export const FIXTURES = process.env["POOT_FIXTURES"] ?? path.resolve(repoRoot(), "../shared/fixtures");
+/** The repository's fixtures/ folder (@poot/testkit). */
+export const FIXTURES = fixture();
 const WORKER = path.resolve(repoRoot(), "packages/backend-wgpu/dist/sync-worker.js");
 
 /** Why the test cannot run here, or undefined. */
 export async function skipReason(backend: "wgpu" | "vulkan"): Promise<string | undefined> {
-  if (!fs.existsSync(FIXTURES)) return "the fixtures are absent";
+  const missing = needFixture("hf", "gguf");
+  if (missing !== undefined) return missing;
   const icd = process.env["VK_DRIVER_FILES"] ?? path.join(os.homedir(), ".cache", "lavapipe25", "lvp_icd.json");
   if (process.env["VK_DRIVER_FILES"] === undefined && fs.existsSync(icd)) process.env["VK_DRIVER_FILES"] = icd;
   await loadBackend(backend, "test");

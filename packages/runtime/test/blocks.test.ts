@@ -9,7 +9,11 @@ import { LoadedModel } from "@poot/models";
 import { Engine, findBlocks, gpuLayers, parsePlacement, placeAll, type BlockDevice, type PipelineProgram, type Placement } from "@poot/runtime";
 import { describe, expect, test } from "vitest";
 import { assertSameAnswer, greedyRun } from "./blocks-helpers.js";
-import { FIXTURES, NO_FIXTURES, fixture } from "./fixtures.js";
+import { fixture, needFixture } from "@poot/testkit";
+
+// The fixture folders this file reads (in the repo's fixtures/; CI fails when one is missing).
+const NO_FIXTURES = needFixture("hf", "gguf");
+const FIXTURES = NO_FIXTURES === undefined ? fixture() : undefined;
 
 const HF = ["llama3", "gemma3", "qwen3", "qwen35", "olmoe"] as const;
 const GGUF = ["llama3", "gemma3", "olmoe", "qwen3", "llama3-w256", "qwen3-w256"] as const;

@@ -31,7 +31,7 @@ if (!existsSync(new URL("../../cli/dist/index.js", import.meta.url))) {
 
 /** Starts `poot serve` on a free loopback port; resolves to its URL and the child process. */
 function startServer() {
-  const args = [bin, "serve", o.model, "--port", "0", "--ctx", o.ctx, "--max-batch", o["max-batch"], "--max-queue", String(CLIENTS * 2), "--backend", o.backend, "--model-name", "bench"];
+  const args = [bin, "serve", o.model, "--port", "0", "--ctx", o.ctx, "--max-batch", o["max-batch"], "--max-queue", String(CLIENTS * 2), "--backend", o.backend, "--model-name", "bench", "--queue-timeout", "0"];
   if (o["chat-template"] !== undefined) args.push("--chat-template", o["chat-template"]);
   const child = spawn(process.execPath, [...(process.env.POOT_BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean), ...args], { stdio: ["ignore", "inherit", "pipe"] });
   return new Promise((resolve, reject) => {

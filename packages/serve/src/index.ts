@@ -9,7 +9,7 @@ export { serveCommand, startServe } from "./commands/serve.js";
 export type { ServeCliOptions, StartedServer } from "./commands/serve.js";
 export { ApiError, CliError, invariant } from "./errors.js";
 export type { ApiErrorBody, ApiErrorCode, ApiErrorType, CliErrorCode } from "./errors.js";
-export type { EngineSequence, EngineStats, SamplingParams, SequenceEvent, SequenceOptions, ServeEngine, TokenLogprob } from "./server/engine.js";
+export type { Admission, EngineSequence, EngineStats, SamplingParams, SequenceEvent, SequenceOptions, ServeEngine, TokenLogprob } from "./server/engine.js";
 export type { ServerMetrics } from "./server/metrics.js";
 export { RuntimeServeEngine } from "./server/runtime-engine.js";
 export type { RuntimeServeEngineOptions } from "./server/runtime-engine.js";

@@ -9,7 +9,9 @@ import { compileCommand } from "./compile.js";
 import { generate } from "./generate.js";
 import { ir } from "./ir.js";
 import { kernelsCommand } from "./kernels.js";
+import { list } from "./list.js";
 import { logits } from "./logits.js";
+import { pull } from "./pull.js";
 import { BACKEND_NAMES, createExecutor } from "./backends.js";
 import { run } from "./run.js";
 import { tokenize } from "./tokenize.js";
@@ -37,4 +39,4 @@ export interface CommandModule {
  * The built-in subcommands, in the order `poot --help` lists them. Add a command by writing
  * `src/commands/<name>.ts` that exports a {@link CommandModule} and listing it here.
  */
-export const commands: readonly CommandModule[] = [run, serveCommand(createExecutor, BACKEND_NAMES), bench, ir, logits, generate, tokenize, chatTemplate, trace, compileCommand, kernelsCommand, backendsCommand];
+export const commands: readonly CommandModule[] = [run, serveCommand(createExecutor, BACKEND_NAMES), bench, ir, logits, generate, tokenize, chatTemplate, trace, compileCommand, kernelsCommand, backendsCommand, pull, list];

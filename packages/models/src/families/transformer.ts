@@ -64,6 +64,7 @@ export function lmHead(ctx: TraceContext, h: Ref): Ref {
   const head = w.has(w.globalName("lmHead")) ? w.globalName("lmHead") : w.globalName("embed");
   let logits = linear(ctx, x, head);
   if (cfg.finalLogitSoftcap !== null) logits = b.mul(b.tanh(b.div(logits, cfg.finalLogitSoftcap)), cfg.finalLogitSoftcap);
+  if (cfg.logitsDivisor !== null) logits = b.div(logits, cfg.logitsDivisor);
   return logits;
 }
 
@@ -80,7 +81,10 @@ export interface DecoderParts {
   readonly mlp: ChannelMixer;
 }
 
-/** Pre-norm decoder: embed, per layer x + mixer(norm(x)) and x + mlp(norm(x)) (Gemma adds post-norms), head. */
+/**
+ * Pre-norm decoder: embed, per layer x + mixer(norm(x)) and x + mlp(norm(x)) (Gemma adds post-norms, Granite scales
+ * both branches by its residual multiplier), head.
+ */
 export function decoder(ctx: TraceContext, parts: DecoderParts): Ref {
   const cfg = ctx.config, w = ctx.weights, b = ctx.b;
   if (cfg.layerTypes.length !== cfg.numLayers) throw new TraceError("bad-config", `${cfg.layerTypes.length} layer types for ${cfg.numLayers} layers`);
@@ -92,11 +96,13 @@ export function decoder(ctx: TraceContext, parts: DecoderParts): Ref {
     h = b.scope(`layers.${i}`, () => {
       let a = parts.mixer(ctx, rmsNorm(ctx, h, w.layerName(i, "attnNorm"), cfg.normPlusOne), i, kind);
       if (cfg.postNorms) a = rmsNorm(ctx, a, w.layerName(i, "postAttnNorm"), cfg.normPlusOne);
+      if (cfg.residualScale !== null) a = b.mul(a, cfg.residualScale);
       const h1 = b.add(h, a);
       // HF names the pre-MLP norm post_attention_layernorm except in Gemma, whose post-norms take that name.
       const ffnNorm = w.naming === "hf" && !cfg.postNorms ? w.layerName(i, "postAttnNorm") : w.layerName(i, "ffnNorm");
       let m = parts.mlp(ctx, rmsNorm(ctx, h1, ffnNorm, cfg.normPlusOne), i);
       if (cfg.postNorms) m = rmsNorm(ctx, m, w.layerName(i, "postFfnNorm"), cfg.normPlusOne);
+      if (cfg.residualScale !== null) m = b.mul(m, cfg.residualScale);
       return b.add(h1, m, "out");
     });
   }

@@ -14,6 +14,14 @@ export interface SamplingParams {
   readonly frequencyPenalty: number;
   /** OpenAI presence penalty. */
   readonly presencePenalty: number;
+  /** Keep the k most likely tokens (0 = off). */
+  readonly topK: number;
+  /** Drop tokens below minP x the top token's probability (0 = off). */
+  readonly minP: number;
+  /** HF repetition penalty over prompt and generated tokens (1 = off). */
+  readonly repetitionPenalty: number;
+  /** OpenAI logit bias: token id -> value added to its logit (empty = off). */
+  readonly logitBias: ReadonlyMap<number, number>;
 }
 
 /** What one sequence generates: its limits, sampling, stop strings and logprobs. */

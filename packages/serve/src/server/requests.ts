@@ -59,6 +59,17 @@ function maxTokensFor(engine: ServeEngine, promptTokens: number, asked: number |
   return asked;
 }
 
+/** The request's logit_bias as a map, each id checked against the vocabulary. */
+function logitBiasOf(engine: ServeEngine, body: CommonBody): Map<number, number> {
+  const bias = new Map<number, number>();
+  for (const [key, value] of Object.entries(body.logit_bias ?? {})) {
+    const id = Number(key);
+    if (id >= engine.vocabSize) throw new ApiError(400, "invalid_value", `logit_bias names token id ${id}, outside the vocabulary [0, ${engine.vocabSize})`, "logit_bias");
+    bias.set(id, value);
+  }
+  return bias;
+}
+
 function generation(engine: ServeEngine, body: CommonBody, prompt: number[], maxTokens: number, choice: number, logprobs: number | null): GenerationRequest {
   const seed = body.seed ?? undefined;
   const stop = body.stop === null || body.stop === undefined ? [] : typeof body.stop === "string" ? [body.stop] : body.stop;
@@ -66,7 +77,11 @@ function generation(engine: ServeEngine, body: CommonBody, prompt: number[], max
     prompt,
     maxTokens,
     // Each choice draws from its own stream: seed, seed + 1, ... so n > 1 choices differ but reproduce.
-    sampling: { temperature: body.temperature ?? 1, topP: body.top_p ?? 1, ...(seed === undefined ? {} : { seed: seed + choice }), frequencyPenalty: body.frequency_penalty ?? 0, presencePenalty: body.presence_penalty ?? 0 },
+    sampling: {
+      temperature: body.temperature ?? 1, topP: body.top_p ?? 1, ...(seed === undefined ? {} : { seed: seed + choice }),
+      frequencyPenalty: body.frequency_penalty ?? 0, presencePenalty: body.presence_penalty ?? 0,
+      topK: Math.max(0, body.top_k ?? 0), minP: body.min_p ?? 0, repetitionPenalty: body.repetition_penalty ?? 1, logitBias: logitBiasOf(engine, body),
+    },
     stop,
     logprobs,
     ignoreEos: body.ignore_eos === true,
