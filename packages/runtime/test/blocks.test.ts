@@ -15,7 +15,7 @@ import { fixture, needFixture } from "@poot/testkit";
 const NO_FIXTURES = needFixture("hf", "gguf");
 const FIXTURES = NO_FIXTURES === undefined ? fixture() : undefined;
 
-const HF = ["llama3", "gemma3", "qwen3", "qwen35", "olmoe"] as const;
+const HF = ["llama3", "gemma3", "qwen3", "qwen35", "olmoe", "deepseek2", "gptoss", "granite", "phi4", "smollm3"] as const;
 const GGUF = ["llama3", "gemma3", "olmoe", "qwen3", "llama3-w256", "qwen3-w256"] as const;
 const TYPES = ["F32", "F16", "Q8_0", "Q4_K_M"] as const;
 
