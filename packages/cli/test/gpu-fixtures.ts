@@ -12,6 +12,7 @@ import { LoadedModel, openSafetensors } from "@poot/models";
 import { Engine } from "@poot/runtime";
 import { describe, expect, test } from "vitest";
 import { createExecutor } from "../src/commands/backends.js";
+import { loadGpuModule } from "../src/commands/gpu-modules.js";
 import { fixture, needFixture } from "@poot/testkit";
 
 function repoRoot(): string {
@@ -26,7 +27,9 @@ const WORKER = path.resolve(repoRoot(), "packages/backend-wgpu/dist/sync-worker.
 async function skipReason(backend: "wgpu" | "vulkan"): Promise<string | undefined> {
   const missing = needFixture("hf");
   if (missing !== undefined) return missing;
-  const icd = process.env["VK_DRIVER_FILES"] ?? path.join(os.homedir(), ".cache", "lavapipe25", "lvp_icd.json");
+  // .ci/lavapipe-setup's default folder (an older setup's folder as a fallback).
+  const mine = path.join(process.env["XDG_CACHE_HOME"] ?? path.join(os.homedir(), ".cache"), "poot", "lavapipe", "lavapipe_icd.json");
+  const icd = process.env["VK_DRIVER_FILES"] ?? (fs.existsSync(mine) ? mine : path.join(os.homedir(), ".cache", "lavapipe25", "lvp_icd.json"));
   if (process.env["VK_DRIVER_FILES"] === undefined && fs.existsSync(icd)) process.env["VK_DRIVER_FILES"] = icd;
   if (backend === "vulkan") {
     const p = probeVulkan();
@@ -34,11 +37,17 @@ async function skipReason(backend: "wgpu" | "vulkan"): Promise<string | undefine
   }
   if (!fs.existsSync(WORKER)) return "@poot/backend-wgpu is not built (its device worker runs from dist/): run `pnpm build`";
   try {
-    if ((await (await nodeGpu()).requestAdapter()) === null) return "no WebGPU adapter (run /work/shared/tools/lavapipe-setup)";
+    if ((await (await nodeGpu()).requestAdapter()) === null) return "no WebGPU adapter (eval \"$(bash .ci/lavapipe-setup)\" sets up lavapipe)";
   } catch (e) {
     return `no WebGPU: ${(e as Error).message}`;
   }
   return undefined;
+}
+
+/** Why the backend's package cannot be used, or undefined once it is loaded (the CLI loads GPU packages on demand, #19). */
+async function loadReason(backend: "wgpu" | "vulkan"): Promise<string | undefined> {
+  const r = await loadGpuModule(backend);
+  return r.ok ? undefined : r.reason;
 }
 
 
@@ -56,7 +65,7 @@ const argmax = (a: Float32Array): number => a.reduce((b, x, i) => (x > a[b]! ? i
 
 /** Registers the fixture checks of one backend. */
 export async function fixtureSuite(backend: "wgpu" | "vulkan"): Promise<void> {
-  const skip = await skipReason(backend);
+  const skip = (await skipReason(backend)) ?? (await loadReason(backend));
   describe.skipIf(skip !== undefined)(`poot --backend ${backend} on the fixture families${skip !== undefined ? ` (skipped: ${skip})` : ""}`, () => {
     for (const fam of ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"]) {
       test(`${fam}: prefill and decode logits within 1e-4 of transformers, greedy ids equal`, () => {
