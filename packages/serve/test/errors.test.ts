@@ -3,7 +3,7 @@
 // server keeps serving afterwards. The table below is the list of bad requests tried.
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { LLAMA3, LLAMA3_TEMPLATE, NO_FIXTURES, metric, startTestServer, waitFor, type TestServer } from "./server-helpers.js";
+import { LLAMA3, LLAMA3_TEMPLATE, SKIP_NOTE, metric, startTestServer, waitFor, type TestServer } from "./server-helpers.js";
 
 const KEY = "sk-test-key";
 const CTX = 64;
@@ -63,7 +63,7 @@ const CASES: readonly Case[] = [
   { name: "body over the size limit", body: { ...ok, prompt: "x".repeat(70_000) }, status: 413, code: "request_too_large" },
 ];
 
-describe.skipIf(LLAMA3 === null)(`bad requests (${NO_FIXTURES} otherwise)`, { timeout: 180_000 }, () => {
+describe.skipIf(LLAMA3 === null)(`bad requests${SKIP_NOTE}`, { timeout: 180_000 }, () => {
   let s: TestServer;
   beforeAll(async () => {
     s = await startTestServer(LLAMA3!, { context: CTX, chatTemplate: LLAMA3_TEMPLATE, apiKey: KEY, maxBatch: 1, maxQueue: 1, bodyLimit: 64 * 1024 });

@@ -4,11 +4,11 @@
 // queue until the first gives its pages back, then completes; a disconnected client's pages return at once.
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { LLAMA3, NO_FIXTURES, metric, startTestServer, waitFor, type TestServer } from "./server-helpers.js";
+import { LLAMA3, SKIP_NOTE, metric, startTestServer, waitFor, type TestServer } from "./server-helpers.js";
 
 const M = "llama3";
 
-describe.skipIf(LLAMA3 === null)(`KV page admission control (${NO_FIXTURES} otherwise)`, { timeout: 120_000 }, () => {
+describe.skipIf(LLAMA3 === null)(`KV page admission control${SKIP_NOTE}`, { timeout: 120_000 }, () => {
   let s: TestServer;
   beforeAll(async () => {
     s = await startTestServer(LLAMA3!, { context: 48, kvPages: 2, pageSize: 16, maxBatch: 4, maxQueue: 8 });

@@ -8,6 +8,7 @@ import { Tokenizer } from "@poot/models";
 import { Engine } from "@poot/runtime";
 import { RuntimeServeEngine, createServer, type PootServer, type ServerOptions } from "@poot/serve";
 import OpenAI from "openai";
+import { fixture, needFixture } from "@poot/testkit";
 
 function repoRoot(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
@@ -17,13 +18,12 @@ function repoRoot(): string {
 
 /** The repository root. */
 export const ROOT = repoRoot();
-/** ../shared/fixtures/hf/llama3, or null when the fixtures are absent. */
-export const LLAMA3: string | null = (() => {
-  const p = path.resolve(ROOT, "../shared/fixtures/hf/llama3");
-  return fs.existsSync(p) ? p : null;
-})();
-/** Why fixture tests skip. */
-export const NO_FIXTURES = "../shared/fixtures is absent: fixture-based server tests skipped";
+/** Why fixture tests skip (fixtures/hf/llama3 missing), or undefined; under CI a missing fixture fails instead. */
+export const NO_FIXTURES: string | undefined = needFixture("hf/llama3");
+/** fixtures/hf/llama3, or null when it is missing. */
+export const LLAMA3: string | null = NO_FIXTURES === undefined ? fixture("hf/llama3") : null;
+/** "" when the fixtures are present, else " (skipped: <why>)", for test names. */
+export const SKIP_NOTE: string = NO_FIXTURES === undefined ? "" : ` (skipped: ${NO_FIXTURES})`;
 /** The bundled demo model. */
 export const DEMO = path.join(ROOT, "models/demo");
 

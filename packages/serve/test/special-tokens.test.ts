@@ -4,17 +4,17 @@
 // many as the same chat with the markers removed has — and (2) every marker survives as text (and the ids decode to
 // exactly the rendered text wherever the tokenizer round-trips text). The
 // planted violation: tokenizing the rendered text as one string (the pre-#20 path) turns the markers into ids.
-import * as fs from "node:fs";
 import * as path from "node:path";
 import { loadTokenizer, type Tokenizer } from "@poot/models";
+import { fixture } from "@poot/testkit";
 import { describe, expect, test } from "vitest";
 import { encodeChat, renderChat, textCodec } from "../src/server/text.js";
-import { DEMO, ROOT, startTestServer } from "./server-helpers.js";
+import { DEMO, startTestServer } from "./server-helpers.js";
 
-const FIXTURES = path.resolve(ROOT, "../shared/fixtures/hf");
+const FIXTURES = fixture("hf");
 const FAMILIES: [string, string][] = [
   ["demo", DEMO],
-  ...["gemma3", "llama3", "olmoe", "qwen3", "qwen35"].map((f): [string, string] => [f, path.join(FIXTURES, f)]).filter(([, p]) => fs.existsSync(path.join(p, "tokenizer.json"))),
+  ...["gemma3", "llama3", "olmoe", "qwen3", "qwen35"].map((f): [string, string] => [f, path.join(FIXTURES, f)]),
 ];
 
 /** The family's template, or (the fixtures ship none) one that frames each turn with two of its own markers. */

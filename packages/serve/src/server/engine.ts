@@ -77,6 +77,8 @@ export interface EngineStats {
   readonly openSequences: number;
   /** The shared KV page pool: tokens per page, pages in all, held by sequences, promised to admitted ones. */
   readonly kv: { readonly pageSize: number; readonly pagesTotal: number; readonly pagesInUse: number; readonly pagesReserved: number };
+  /** Blocks across devices (absent when the model runs as one program): hand-offs and the weight pager's counters. */
+  readonly blocks?: { readonly handoffs: number; readonly pageIns: number; readonly pageInBytes: number; readonly pageOuts: number; readonly stallSeconds: number };
 }
 
 /** Whether a sequence can begin now: yes, not until KV pages (or lanes) are released, or never (larger than the pool). */

@@ -160,7 +160,16 @@ export class RuntimeServeEngine implements ServeEngine {
     return {
       compiles: this.engine.stats.programsStaged, deviceBytes: this.engine.executor.deviceBytes(), openSequences: this.engine.openSessions,
       kv: { pageSize: kv.pageSize, pagesTotal: kv.pagesTotal, pagesInUse: kv.pagesInUse, pagesReserved: kv.pagesReserved },
+      ...this.blocks(),
     };
+  }
+
+  /** The pipeline's hand-offs and the pager's counters, when the engine runs blocks. */
+  private blocks(): Pick<EngineStats, "blocks"> {
+    const p = this.engine.pipelineStats;
+    if (p === null) return {};
+    const g = this.engine.pagerStats;
+    return { blocks: { handoffs: p.handoffs, pageIns: g?.pageIns ?? 0, pageInBytes: g?.pageInBytes ?? 0, pageOuts: g?.pageOuts ?? 0, stallSeconds: (g?.stallMs ?? 0) / 1000 } };
   }
 
   /** Closes the runtime engine (its sessions, programs and checkpoint) and stops the text worker. */
