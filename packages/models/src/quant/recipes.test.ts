@@ -40,7 +40,7 @@ describe("GGML packed recipes", () => {
   });
 
   test("every GGUF block type of the issue has a recipe", () => {
-    expect([...PACKED_GGML_TYPES].sort()).toEqual(["Q2_K", "Q3_K", "Q4_0", "Q4_1", "Q4_K", "Q5_0", "Q5_1", "Q5_K", "Q6_K", "Q8_0"]);
+    expect([...PACKED_GGML_TYPES].sort()).toEqual(["IQ4_NL", "IQ4_XS", "MXFP4", "Q2_K", "Q3_K", "Q4_0", "Q4_1", "Q4_K", "Q5_0", "Q5_1", "Q5_K", "Q6_K", "Q8_0"]);
   });
 
   test("random blocks of every format decode like the ggml block decoders (seeded)", () => {
