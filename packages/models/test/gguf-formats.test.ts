@@ -74,7 +74,7 @@ describe("GGUF files quantized by llama.cpp (fixtures/gguf/formats)", () => {
     } finally {
       g.close();
     }
-  });
+  }, 60_000);
 
   for (const file of FILES) {
     const fx = JSON.parse(fs.readFileSync(path.join(DIR, file), "utf8")) as FormatFixture;
@@ -99,7 +99,7 @@ describe("GGUF files quantized by llama.cpp (fixtures/gguf/formats)", () => {
       } finally {
         g.close();
       }
-    });
+    }, 120_000);
 
     test(`${stem}: eval logits within 1e-4 of llama.cpp's F32 forward of the stored weights; top-1 and greedy as llama.cpp`, () => {
       const m = LoadedModel.open(path.join(DIR, fx.gguf));

@@ -60,7 +60,7 @@ describe("GGML packed recipes", () => {
         for (let i = 0; i < fmt.blockSize; i++) expect(got[i], `${t} element ${i}`).toBe(want[i]);
       }
     }
-  });
+  }, 60_000);
 
   // These two files hold every packed type the fixtures use (Q4_K, Q6_K; Q5_0, Q5_1, Q8_0).
   const ggufs = FIXTURES === undefined ? [] : [fixture("gguf", "llama3-w256", "model-Q4_K_M.gguf"), fixture("gguf", "olmoe", "model-Q4_K_M.gguf")];

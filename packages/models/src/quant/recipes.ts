@@ -109,15 +109,30 @@ const Q3_K: PackedFormat = {
     op("sub", crumb(32), op("mul", op("sub", 1, op("and", op("shr", ld("u8", w32), op("add", op("mul", h128, 4), jj)), 1)), 4))),
 };
 
-// A table of entries indexed by `q` as a balanced tree of selects (the descriptor language has no table op; the
-// kernels hoist nothing here, but a 16-entry tree is four compares deep).
+// A table of entries indexed by `q` as a balanced tree of selects (the descriptor language has no table op).
 const tree = (q: DecodeExpr, leaf: (k: number) => DecodeExpr, lo: number, hi: number): DecodeExpr => {
   if (lo === hi) return leaf(lo);
   const mid = (lo + hi + 1) >> 1;
   return sel(op("lt", q, mid), tree(q, leaf, lo, mid - 1), tree(q, leaf, mid, hi));
 };
+// A u32 constant built from two 16-bit halves: kernelgen emits integer consts as i32 only below 2^31, and folds or
+// hoists this (it does not depend on the element).
+const u32c = (w: number): DecodeExpr => op("or", op("shl", w >>> 16, 16), w & 0xffff);
 const IQ4NL_LEVELS = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
-const iq4nl = (q: DecodeExpr): DecodeExpr => let_("q", q, tree(v("q"), (k) => c(IQ4NL_LEVELS[k]!), 0, 15));
+// The 16 levels as biased bytes (level + 128) packed four to a u32 word, nibble q at byte q & 3 of word q >> 2.
+const IQ4NL_WORDS = [0, 1, 2, 3].map((k) => [0, 1, 2, 3].reduce((w, j) => w + (IQ4NL_LEVELS[4 * k + j]! + 128) * 2 ** (8 * j), 0));
+// Level of nibble q: the word chosen by bits 3 and 2 (select on the bit, no compare), its byte shifted out; ~10 ops
+// per element where a 16-leaf select tree takes ~30 (the CPU kernels unroll blocks, and Wasm caps a function's locals).
+const iq4nl = (q: DecodeExpr): DecodeExpr =>
+  let_("q", q,
+    let_("b2", op("and", v("q"), 4),
+      op("sub",
+        op("and",
+          op("shr",
+            sel(op("and", v("q"), 8), sel(v("b2"), u32c(IQ4NL_WORDS[3]!), u32c(IQ4NL_WORDS[2]!)), sel(v("b2"), u32c(IQ4NL_WORDS[1]!), u32c(IQ4NL_WORDS[0]!))),
+            op("shl", op("and", v("q"), 3), 3)),
+          255),
+        128)));
 
 /** IQ4_NL: f16 d, 16 bytes of nibbles indexing ggml's 16 non-linear int8 levels; x = d·levels[q]. */
 const IQ4_NL: PackedFormat = { name: "iq4_nl", blockSize: 32, bytesPerBlock: 18, decode: op("mul", ld("f16", 0), iq4nl(nibble32(2))) };
