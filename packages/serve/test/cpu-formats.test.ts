@@ -47,7 +47,7 @@ describe("--backend cpu on fixtures/gguf/formats (llama.cpp-quantized), weights 
         const V = engine.config.vocabSize, T = fx.prompt_ids.length;
         const s = engine.openSession();
         let worst = 0;
-        let logits = new Float32Array(0);
+        let logits: Float32Array = new Float32Array(0);
         // Steps end at positions 8, 16, 20: each returned row is that position's prompt logits.
         for (const end of [8, 16, T]) {
           logits = s.step(fx.prompt_ids.slice(s.length, end));

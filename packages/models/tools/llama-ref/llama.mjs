@@ -36,6 +36,7 @@ const ContextParams = koffi.struct("llama_context_params", {
   embeddings: "bool", offload_kqv: "bool", no_perf: "bool", op_offload: "bool", swa_full: "bool", kv_unified: "bool",
   samplers: "void *", n_samplers: "size_t", ctx_other: "void *",
 });
+const TensorOverride = koffi.struct("llama_model_tensor_override", { pattern: "const char *", type: "int32_t" });
 const Batch = koffi.struct("llama_batch", {
   n_tokens: "int32_t", token: "int32_t *", embd: "float *", pos: "int32_t *", n_seq_id: "int32_t *",
   seq_id: "int32_t **", logits: "int8_t *",
@@ -84,9 +85,16 @@ export const FTYPE = {
  * llama_model_quantize(inp -> out) with ftype; `pure` quantizes every 2-D weight to the ftype's default type
  * (ggml's shape fallbacks still apply); `allowRequantize` lets ftype F32 dequantize a quantized file.
  */
-export function quantize(inp, out, ftype, { pure = false, allowRequantize = false, nthread = 2 } = {}) {
+export function quantize(inp, out, ftype, { pure = false, allowRequantize = false, nthread = 2, overrides = [] } = {}) {
   init();
   const p = api.quantizeDefaults();
+  if (overrides.length > 0) {
+    // [{ pattern (regex on the tensor name), type (ggml type id) }], terminated by a null pattern.
+    const list = [...overrides, { pattern: null, type: 0 }];
+    const buf = koffi.alloc(TensorOverride, list.length);
+    koffi.encode(buf, TensorOverride, list, list.length);
+    p.tt_overrides = buf;
+  }
   p.ftype = ftype;
   p.pure = pure;
   p.allow_requantize = allowRequantize;

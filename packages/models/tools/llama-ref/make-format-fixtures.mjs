@@ -20,17 +20,23 @@ if (!src || !out) throw new Error("usage: node make-format-fixtures.mjs <shared 
 fs.mkdirSync(out, { recursive: true });
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "llama-ref-"));
 
-/** [family, name, llama ftype, pure] */
+// One 256-wide file holds the four 256-element formats of the issue (fixture budget): ggml type ids per tensor role.
+const K_MIX = [
+  { pattern: "blk\\.0\\.attn_", type: 13 }, // Q5_K
+  { pattern: "blk\\.0\\.ffn_", type: 11 }, // Q3_K
+  { pattern: "blk\\.1\\.attn_", type: 10 }, // Q2_K
+  { pattern: "blk\\.1\\.ffn_", type: 23 }, // IQ4_XS
+  { pattern: "token_embd", type: 14 }, // Q6_K
+];
+
+/** [family, name, llama ftype, pure, tensor type overrides] */
 const JOBS = [
   ["llama3", "Q4_0", FTYPE.Q4_0, true],
   ["llama3", "Q4_1", FTYPE.Q4_1, true],
   ["llama3", "Q5_0", FTYPE.Q5_0, true],
   ["llama3", "Q5_1", FTYPE.Q5_1, true],
   ["llama3", "IQ4_NL", FTYPE.IQ4_NL, true],
-  ["llama3-w256", "Q5_K_M", FTYPE.Q5_K_M, false],
-  ["llama3-w256", "Q3_K", FTYPE.Q3_K_M, true],
-  ["llama3-w256", "Q2_K", FTYPE.Q2_K, true],
-  ["llama3-w256", "IQ4_XS", FTYPE.IQ4_XS, true],
+  ["llama3-w256", "KMIX", FTYPE.Q5_K_M, true, K_MIX],
   ["olmoe", "MXFP4_MOE", FTYPE.MXFP4_MOE, false],
 ];
 const only = process.env.ONLY?.split(",");
@@ -49,12 +55,12 @@ function greedy(m, prompt, n) {
   return ids;
 }
 
-for (const [fam, name, ftype, pure] of JOBS) {
+for (const [fam, name, ftype, pure, overrides = []] of JOBS) {
   if (only && !only.includes(name)) continue;
   const f32 = path.join(src, fam, "model-F32.gguf");
   const prompt = JSON.parse(fs.readFileSync(path.join(src, fam, "reference-F32.json"), "utf8")).prompt_ids;
   const file = path.join(out, `${fam}-${name}.gguf`);
-  quantize(f32, file, ftype, { pure });
+  quantize(f32, file, ftype, { pure, overrides });
   const deq = path.join(tmp, `${fam}-${name}-deq.gguf`);
   quantize(file, deq, FTYPE.F32, { pure: true, allowRequantize: true });
 
@@ -79,6 +85,7 @@ for (const [fam, name, ftype, pure] of JOBS) {
   for (let t = 0; t < prompt.length; t++) if (argmax(ql, t) === argmax(rl, t)) agree++;
   const json = {
     family: fam, type: name, gguf: `${fam}-${name}.gguf`, source: `${fam}/model-F32.gguf`, llama_ftype: ftype, pure,
+    tensor_type_overrides: overrides.length > 0 ? overrides : undefined,
     tensor_types: types, prompt_ids: prompt, vocab: V,
     llama_cpp_greedy_ids: qg, reference_greedy_ids: rg,
     llama_cpp_vs_reference: { rel_max: +(d / mref).toPrecision(4), prompt_argmax_agree: agree },
