@@ -1,6 +1,7 @@
 // Packed weights for the tests of kernelgen's packed kernels over every GGML block format: the production
 // descriptors (models' recipes), random blocks with valid f16 scales, ggml-encoded rows from the GGUF fixtures, and
 // the oracle's decode by models' ggml-port block decoders (code independent of the recipes kernelgen compiles).
+import * as fs from "node:fs";
 import * as path from "node:path";
 import { arrayClassFor, interpret } from "@poot/kernel-dsl";
 import type { InterpretLaunch, Kernel, KernelBuffer } from "@poot/kernel-dsl";
@@ -65,11 +66,11 @@ export const FIXTURES: string | undefined = needFixture("gguf") === undefined ? 
 const GGUFS = [["llama3-w256", "model-Q4_K_M.gguf"], ["olmoe", "model-Q4_K_M.gguf"]] as const;
 
 /** The repo's files quantized by llama.cpp's llama_model_quantize (fixtures/gguf/formats): every format of issue #26. */
-export const FORMAT_GGUFS: string = path.join(repoRoot(), "fixtures", "gguf", "formats");
+export const FORMAT_GGUFS: string = fixture("gguf", "formats");
 
 /**
  * A ggml-encoded [rows, K] slice of a fixture tensor of type `t` (its first rows; of a 3-D expert stack, the first
- * expert's), or undefined when none exists. Looks in ../shared/fixtures first, then in fixtures/gguf/formats.
+ * expert's), or undefined when none exists. Looks in the shared fixture files first, then in fixtures/gguf/formats.
  */
 export function fixtureRows(t: GGMLTypeName, rows: number): { readonly name: string; readonly K: number; readonly bytes: Uint8Array } | undefined {
   const files = [
