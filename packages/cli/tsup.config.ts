@@ -8,4 +8,7 @@ export default defineConfig({
   sourcemap: true,
   clean: true,
   dts: false,
+  // tsup keeps `dependencies` external but would bundle the optional ones: the GPU backends stay packages,
+  // imported at run time only when present.
+  external: [/^@poot\//, "webgpu", "koffi"],
 });

@@ -9,4 +9,12 @@ if (!existsSync(entry)) {
   process.exit(1);
 }
 const { runCli } = await import(entry.href);
-process.exitCode = await runCli(process.argv.slice(2));
+try {
+  process.exitCode = await runCli(process.argv.slice(2));
+} catch (err) {
+  // Not the user's error: one line, and the stack only when asked for (POOT_DEBUG=1).
+  const message = err instanceof Error ? err.message.split("\n")[0] : String(err);
+  process.stderr.write(`poot: internal error: ${message} (set POOT_DEBUG=1 for the stack; please report it)\n`);
+  if (process.env.POOT_DEBUG === "1" && err instanceof Error) process.stderr.write(`${err.stack}\n`);
+  process.exitCode = 1;
+}

@@ -4,6 +4,9 @@ import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "commander";
 import { type CliIo, type CommandModule, commands as builtinCommands } from "./commands/index.js";
 import { CliError, invariant } from "./errors.js";
+import { BACKEND_ROLES, resolveAuto } from "./commands/backend-probe.js";
+import { backendFailure, loadBackend } from "./commands/backends.js";
+import { resolveModelArg } from "./commands/prompt-input.js";
 import { processIo } from "./io.js";
 
 /** Options of {@link createProgram} and {@link runCli}. */
@@ -37,7 +40,8 @@ export function createProgram(options: CliOptions = {}): Command {
     .version(cliVersion(), "-v, --version", "print the poot version")
     .configureOutput({ writeOut: io.out, writeErr: io.err })
     .exitOverride()
-    .showHelpAfterError("(run `poot --help` for the list of commands)");
+    .showHelpAfterError("(run `poot --help` for the list of commands)")
+    .addHelpText("after", `\nBackends (--backend NAME; \`poot backends\` says which work here):\n${Object.entries(BACKEND_ROLES).map(([n, r]) => `  ${n.padEnd(15)} ${r}`).join("\n")}\n`);
   const seen = new Set<string>();
   for (const command of options.commands ?? builtinCommands) {
     if (seen.has(command.name)) {
@@ -63,23 +67,45 @@ export function createProgram(options: CliOptions = {}): Command {
 export async function runCli(argv: readonly string[], options: CliOptions = {}): Promise<number> {
   const io = options.io ?? processIo;
   const program = createProgram(options);
+  // Before a command that takes --backend runs: resolve `auto` and import the chosen GPU backend's package.
+  let backend = null as { readonly name: string; readonly command: string } | null;
+  program.hook("preAction", async (_program, action) => {
+    // MODEL by name: `demo`, or `org/name` from the Hugging Face cache (paths stay as given).
+    if (action.registeredArguments[0]?.name() === "model" && typeof action.processedArgs[0] === "string") {
+      action.processedArgs[0] = resolveModelArg(action.processedArgs[0], action.name());
+    }
+    const opts = action.opts();
+    if (typeof opts["backend"] !== "string") return;
+    if (opts["backend"] === "auto") {
+      action.setOptionValue("backend", (await resolveAuto()).backend);
+      action.setOptionValue("autoBackend", true);
+    }
+    const name = action.opts()["backend"] as string;
+    backend = { name, command: action.name() };
+    await loadBackend(name, action.name());
+    // The GPU devices a --place names are imported too (their executors are made after the placement check).
+    if (typeof opts["place"] === "string") for (const m of opts["place"].matchAll(/:([A-Za-z0-9_-]+)/g)) await loadBackend(m[1]!, action.name());
+  });
   if (argv.length === 0) {
     // No command is a usage error: say what there is to type.
     io.err(program.helpInformation());
     return EXIT_USAGE;
   }
   try {
-    await program.parseAsync([...argv], { from: "user" });
+    // llama.cpp's -ngl (commander's short flags are one letter): the same as --gpu-layers.
+    await program.parseAsync(argv.map((a) => (a === "-ngl" ? "--gpu-layers" : a)), { from: "user" });
     return 0;
   } catch (err) {
     if (err instanceof CommanderError) {
       // commander has already printed help, the version or the usage message.
       return err.exitCode === 0 ? 0 : EXIT_USAGE;
     }
-    if (err instanceof CliError) {
-      io.err(`poot: ${err.message}\n`);
+    // A backend's failure (no driver, device lost, out of memory) is one line naming it and what to do.
+    const mapped = backendFailure(backend?.name ?? "", backend?.command ?? argv[0] ?? "", err);
+    if (mapped instanceof CliError) {
+      io.err(`poot: ${mapped.message}\n`);
       return 1;
     }
-    throw err;
+    throw mapped;
   }
 }

@@ -2,11 +2,24 @@
 // graph staged through @poot/runtime's Engine, one prefill for the prompt, then greedy steps with the KV cache.
 import type { Executor } from "@poot/executor";
 import { argmax, type LoadedModel } from "@poot/models";
-import { Engine } from "@poot/runtime";
+import { Engine, type BlockDevice, type EngineOptions, type Placement } from "@poot/runtime";
+
+/** What the engine stages instead of the traced graph (e.g. graph-plan's Program for a target). */
+export type CompileGraph = NonNullable<EngineOptions["compileGraph"]>;
 
 /** An engine sized for `tokens` positions; it owns `m` from now on (closing the engine closes the model). */
-function engineFor(m: LoadedModel, executor: Executor, tokens: number): Engine {
-  return new Engine(m, { executor, context: Math.max(2, Math.min(m.config.maxPositions, tokens)), maxSequences: 1 });
+function engineFor(m: LoadedModel, executor: Executor, tokens: number, placed: PlacedOn = {}): Engine {
+  return new Engine(m, { executor, context: Math.max(2, Math.min(m.config.maxPositions, tokens)), maxSequences: 1, ...placed });
+}
+
+/**
+ * Where the blocks go (decision 1701) and what is staged: a placement and its devices (nothing = one program
+ * on `executor`), and the compiler of each staged graph (nothing = the traced graphs as they are).
+ */
+export interface PlacedOn {
+  readonly placement?: Placement;
+  readonly devices?: readonly BlockDevice[];
+  readonly compileGraph?: CompileGraph;
 }
 
 /** The prompt's logits [T, V] from one prefill step of T tokens. Closes `m`. */
@@ -19,9 +32,12 @@ export function executorLogits(m: LoadedModel, executor: Executor, ids: readonly
   }
 }
 
-/** Greedy ids after the prompt (at most `maxTokens`, stopping after a `stop` id). Closes `m`. */
-export function executorGreedy(m: LoadedModel, executor: Executor, ids: readonly number[], maxTokens: number, stop: readonly number[]): number[] {
-  const engine = engineFor(m, executor, ids.length + maxTokens);
+/**
+ * Greedy ids after the prompt (at most `maxTokens`, stopping after a `stop` id), staged as `placed` says
+ * (a placement, a compiler of each staged graph). Closes `m`.
+ */
+export function executorGreedy(m: LoadedModel, executor: Executor, ids: readonly number[], maxTokens: number, stop: readonly number[], placed: PlacedOn = {}): number[] {
+  const engine = engineFor(m, executor, ids.length + maxTokens, placed);
   try {
     const s = engine.openSession();
     const out: number[] = [];

@@ -2,14 +2,17 @@
 // Later work adds more commands as their packages land.
 import { serveCommand } from "@poot/serve";
 import type { Command } from "commander";
+import { backendsCommand } from "./backends-command.js";
 import { bench } from "./bench.js";
 import { chatTemplate } from "./chat-template.js";
 import { compileCommand } from "./compile.js";
 import { generate } from "./generate.js";
 import { ir } from "./ir.js";
 import { kernelsCommand } from "./kernels.js";
+import { list } from "./list.js";
 import { logits } from "./logits.js";
-import { createExecutor } from "./backends.js";
+import { pull } from "./pull.js";
+import { BACKEND_NAMES, createExecutor } from "./backends.js";
 import { run } from "./run.js";
 import { tokenize } from "./tokenize.js";
 import { trace } from "./trace.js";
@@ -36,4 +39,4 @@ export interface CommandModule {
  * The built-in subcommands, in the order `poot --help` lists them. Add a command by writing
  * `src/commands/<name>.ts` that exports a {@link CommandModule} and listing it here.
  */
-export const commands: readonly CommandModule[] = [run, serveCommand(createExecutor), bench, ir, logits, generate, tokenize, chatTemplate, trace, compileCommand, kernelsCommand];
+export const commands: readonly CommandModule[] = [run, serveCommand(createExecutor, BACKEND_NAMES), bench, ir, logits, generate, tokenize, chatTemplate, trace, compileCommand, kernelsCommand, backendsCommand, pull, list];
