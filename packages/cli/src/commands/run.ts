@@ -12,7 +12,7 @@ import { parseNumber } from "./numbers.js";
 import { readStdinPrompt, resolveModelArg } from "./prompt-input.js";
 
 /** Options of `poot run` as commander parses them. */
-interface RunOptions {
+export interface RunOptions {
   prompt?: string;
   model?: string;
   threads?: string;
