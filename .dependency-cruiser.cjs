@@ -1,9 +1,9 @@
-// dependency-cruiser rules: the one direction of dependencies of DESIGN.md and no import cycles.
+// dependency-cruiser rules: the one direction of dependencies of docs/architecture.md and no import cycles.
 // The layer table lives in scripts/layers.cjs; this file turns it into forbidden rules (decision 0002).
 "use strict";
 
 const path = require("node:path");
-const { DIRECT, PACKAGES, allowedFor, describeAllowed, workspaceFolders } = require("./scripts/layers.cjs");
+const { DIRECT, PACKAGES, TEST_ONLY, allowedFor, describeAllowed, workspaceFolders } = require("./scripts/layers.cjs");
 
 // The workspace whose folders are checked: the cwd depcruise runs in (the repo, or a planted copy in the lint test).
 const root = process.cwd();
@@ -21,7 +21,7 @@ const layerRules = Object.keys(DIRECT).flatMap((folder) => {
     {
       name: `layer:${folder}`,
       severity: "error",
-      comment: `${folder} ${describeAllowed(allowed)} (DESIGN.md: nothing imports upward or sideways).`,
+      comment: `${folder} ${describeAllowed(allowed)} (docs/architecture.md: nothing imports upward or sideways).`,
       from: { path: `^${folder}/` },
       to: { path: toPackages(forbidden) },
     },
@@ -34,7 +34,7 @@ const unknownRules = workspaceFolders(root)
   .map((folder) => ({
     name: `layer:unknown:${folder}`,
     severity: "error",
-    comment: `${folder} is not in the layer table (scripts/layers.cjs); add it there and to DESIGN.md.`,
+    comment: `${folder} is not in the layer table (scripts/layers.cjs); add it there and to docs/architecture.md.`,
     from: { path: `^${folder}/` },
     to: { path: "(^packages/|^apps/|@poot/)", pathNot: `^${folder}/|@poot/${path.basename(folder)}$` },
   }));
@@ -44,6 +44,13 @@ module.exports = {
   forbidden: [
     ...layerRules,
     ...unknownRules,
+    {
+      name: "test-only",
+      severity: "error",
+      comment: `${TEST_ONLY.join(", ")} may be imported by tests, benches and scripts only, never by a package's sources (decision 1800).`,
+      from: { path: "^packages/[^/]+/src/", pathNot: `\\.test\\.ts$|^packages/(${TEST_ONLY.join("|")})/` },
+      to: { path: toPackages(TEST_ONLY) },
+    },
     {
       name: "no-circular",
       severity: "error",

@@ -1,15 +1,15 @@
-// The one direction of dependencies of DESIGN.md as data: who may import whom, closed transitively.
+// The one direction of dependencies of docs/architecture.md as data: who may import whom, closed transitively.
 // Read by .dependency-cruiser.cjs (source imports) and scripts/check-deps.mjs (package.json, tsconfig).
 "use strict";
 
 const fs = require("node:fs");
 const path = require("node:path");
 
-/** The six backends of DESIGN.md; a backend never imports another backend. */
+/** The six backends of docs/architecture.md; a backend never imports another backend. */
 const BACKENDS = ["backend-cpu", "backend-wgpu", "backend-vulkan", "backend-cuda", "backend-rocm", "backend-aie"];
 
 /**
- * Direct arrows of DESIGN.md, keyed by workspace folder (`packages/<name>` or `apps/<name>`).
+ * Direct arrows of docs/architecture.md, keyed by workspace folder (`packages/<name>` or `apps/<name>`).
  * `"*"` means every workspace package (apps/docs reads everything).
  */
 const DIRECT = {
@@ -29,12 +29,21 @@ const DIRECT = {
   // The `poot` program: the serve command, the runtime and every backend (the GPU ones optional at run time).
   "packages/cli": ["serve", "runtime", "demo-model", ...BACKENDS],
   "apps/docs": ["*"],
+  // Test-only (see TEST_ONLY): imports no workspace package.
+  "packages/testkit": [],
 };
 
-/** Every package name (folder under packages/) that the table knows. */
+/**
+ * Test-only workspace packages (private, never published): any package's tests, benches and scripts may
+ * import them, as devDependencies only; no non-test source file may (decision 1800).
+ */
+const TEST_ONLY = ["testkit"];
+
+/** Every package name (folder under packages/) that the table knows, test-only ones aside. */
 const PACKAGES = Object.keys(DIRECT)
   .filter((k) => k.startsWith("packages/"))
-  .map((k) => k.slice("packages/".length));
+  .map((k) => k.slice("packages/".length))
+  .filter((name) => !TEST_ONLY.includes(name));
 
 /**
  * The packages `folder` may import: its direct arrows and, transitively, what those may import.
@@ -78,4 +87,4 @@ const NO_RUNTIME_DEPS = ["packages/graph-ir"];
 /** The npm scope of every workspace package: `@poot/<folder name>`. */
 const SCOPE = "@poot/";
 
-module.exports = { BACKENDS, DIRECT, NO_RUNTIME_DEPS, PACKAGES, SCOPE, allowedFor, describeAllowed, workspaceFolders };
+module.exports = { BACKENDS, DIRECT, NO_RUNTIME_DEPS, PACKAGES, SCOPE, TEST_ONLY, allowedFor, describeAllowed, workspaceFolders };

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the bundle that runs the Vulkan and WebGPU backends' checks on the GPU machine (NVIDIA driver, but neither
 # Node nor libvulkan there): packages/cli/bench/gpu-apis-h200.gpu.ts and the wgpu device worker bundled with
-# esbuild, Node, koffi and Dawn's dawn.node (xz), kernelgen's kernel assets, the ../shared/fixtures/hf families,
+# esbuild, Node, koffi and Dawn's dawn.node (xz), kernelgen's kernel assets, the repo's fixtures/hf families,
 # and (in DEST/../.gl) the Vulkan loader and glvnd .debs.
 #   usage: packages/backend-vulkan/tools/gpu-bundle.sh [DEST]      (default DEST: <repo root>/.gpu-vk)
 # DEST and DEST/../.gl must be git-ignored in the checkout that travels (.git/info/exclude). The layout:
@@ -19,8 +19,6 @@ root=$(git rev-parse --show-toplevel)
 cd "$root"
 dest=$(mkdir -p "${1:-$root/.gpu-vk}" && cd "${1:-$root/.gpu-vk}" && pwd)
 gl="$(dirname "$dest")/.gl"
-shared="$(cd "$root/.." && pwd)/shared"
-[ -d "$shared/fixtures/hf" ] || shared=/work/shared
 mkdir -p "$dest/bin" "$dest/node_modules/@koromix" "$dest/fixtures/hf"
 
 # Node (the binary running this script: the bundles target its version).
@@ -59,7 +57,7 @@ common=(--bundle --platform=node --format=esm --target=node20 --conditions=sourc
 for fam in llama3 qwen3 gemma3 olmoe qwen35; do
   mkdir -p "$dest/fixtures/hf/$fam"
   for f in config.json generation_config.json model.safetensors reference.json reference.safetensors; do
-    [ -f "$shared/fixtures/hf/$fam/$f" ] && cp "$shared/fixtures/hf/$fam/$f" "$dest/fixtures/hf/$fam/"
+    [ -f "$root/fixtures/hf/$fam/$f" ] && cp "$root/fixtures/hf/$fam/$f" "$dest/fixtures/hf/$fam/"
   done
 done
 

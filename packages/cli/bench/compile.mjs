@@ -1,9 +1,9 @@
 // Benchmark: `compile` on real traced graphs (the models tracers) — Llama-3.2-1B decode from its released
-// config.json, and each ../shared/fixtures family — per target kind: dispatches per layer, outside layers,
+// config.json, and each fixtures/hf family — per target kind: dispatches per layer, outside layers,
 // total (unfused -> fused) and compile time (best of 3, after a warm-up). Needs `pnpm build` first.
 import { existsSync, readdirSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
+import { fixture, needFixture } from "@poot/testkit";
 
 if (!existsSync(new URL("../dist/index.js", import.meta.url))) {
   console.error("bench: @poot/cli is not built; run `pnpm build` (or `pnpm bench`, which builds first)");
@@ -11,13 +11,12 @@ if (!existsSync(new URL("../dist/index.js", import.meta.url))) {
 }
 const { bufferIo, runCli } = await import("../dist/index.js");
 
-let root = dirname(fileURLToPath(import.meta.url));
-while (!existsSync(join(root, "pnpm-workspace.yaml"))) root = dirname(root);
-const fix = resolve(root, "../shared/fixtures");
-if (!existsSync(fix)) {
-  console.log("bench compile: skipped, ../shared/fixtures is absent");
+const missing = needFixture("hf", "configs/llama-3.2-1b.json");
+if (missing !== undefined) {
+  console.log(`bench compile: skipped, ${missing}`);
   process.exit(0);
 }
+const fix = fixture();
 
 const models = [["llama-3.2-1b (config.json, decode, context 2048)", join(fix, "configs", "llama-3.2-1b.json")]];
 for (const fam of readdirSync(join(fix, "hf"))) if (existsSync(join(fix, "hf", fam, "config.json")) && existsSync(join(fix, "hf", fam, "model.safetensors"))) models.push([`${fam} (fixture, decode)`, join(fix, "hf", fam)]);

@@ -1,7 +1,7 @@
 // GPU-machine entry point (bundled by packages/backend-vulkan/tools/gpu-bundle.sh into .gpu-vk/bin/): for the
 // vulkan and wgpu backends on the machine's Vulkan driver (the H200's), in this order:
 //   1. @poot/executor's conformance suite, unchanged (vitest's describe/it/expect come from a small shim);
-//   2. every ../shared/fixtures/hf family (copied into the bundle): prefill and per-position decode logits against
+//   2. every fixtures/hf family (copied into the bundle): prefill and per-position decode logits against
 //      transformers' float64 logits (max |Δ| / max |ref|) and the greedy ids;
 //   3. `poot bench` on BENCH_MODEL (models/demo, or the Llama-3.2-1B-shaped bf16 folder tools/random-model/make-hf.mjs
 //      writes) for decode tok/s, with dispatches per decode token against `poot compile`'s prediction.

@@ -1,4 +1,4 @@
-// One ../shared/fixtures/hf family through the runtime on a given executor, against transformers' float64 logits:
+// One fixtures/hf family through the runtime on a given executor, against transformers' float64 logits:
 // the prompt as one prefill, then every position decoded one token at a time (prompt, then the reference
 // continuation), and the greedy ids. Shared by the GPU-machine entry points (cuda-fixtures, gpu-apis-h200).
 import * as fs from "node:fs";

@@ -83,6 +83,8 @@ export async function runCli(argv: readonly string[], options: CliOptions = {}):
     const name = action.opts()["backend"] as string;
     backend = { name, command: action.name() };
     await loadBackend(name, action.name());
+    // The GPU devices a --place names are imported too (their executors are made after the placement check).
+    if (typeof opts["place"] === "string") for (const m of opts["place"].matchAll(/:([A-Za-z0-9_-]+)/g)) await loadBackend(m[1]!, action.name());
   });
   if (argv.length === 0) {
     // No command is a usage error: say what there is to type.
@@ -90,7 +92,8 @@ export async function runCli(argv: readonly string[], options: CliOptions = {}):
     return EXIT_USAGE;
   }
   try {
-    await program.parseAsync([...argv], { from: "user" });
+    // llama.cpp's -ngl (commander's short flags are one letter): the same as --gpu-layers.
+    await program.parseAsync(argv.map((a) => (a === "-ngl" ? "--gpu-layers" : a)), { from: "user" });
     return 0;
   } catch (err) {
     if (err instanceof CommanderError) {

@@ -1,19 +1,13 @@
 // `poot bench` in-process on the llama3 fixture: the JSON report has positive rates consistent with its
 // ms/token, the requested shape, and weights counted in device bytes; bad options exit 1.
-import * as fs from "node:fs";
-import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { bufferIo, runCli } from "@poot/cli";
 import { describe, expect, test } from "vitest";
+import { fixture, needFixture } from "@poot/testkit";
 
-function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
-  return dir;
-}
-const DIR = path.resolve(repoRoot(), "../shared/fixtures/hf/llama3");
+const NO_FIXTURES = needFixture("hf/llama3");
+const DIR = fixture("hf/llama3");
 
-describe.skipIf(!fs.existsSync(DIR))("poot bench (skipped when ../shared/fixtures is absent)", () => {
+describe.skipIf(NO_FIXTURES !== undefined)(`poot bench${NO_FIXTURES === undefined ? "" : ` (skipped: ${NO_FIXTURES})`}`, () => {
   test("--json reports the run's shape and self-consistent rates", async () => {
     const io = bufferIo();
     const code = await runCli(["bench", DIR, "--prompt-tokens", "8", "--gen-tokens", "4", "--runs", "1", "--json"], { io });

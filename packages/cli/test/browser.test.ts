@@ -1,4 +1,4 @@
-// The fixture model in a real browser: headless Chromium (playwright-core) loads a page that runs ../shared/fixtures/hf
+// The fixture model in a real browser: headless Chromium (playwright-core) loads a page that runs fixtures/hf
 // llama3 with backend-wgpu where the browser offers WebGPU and, where it does not, says so and runs the CPU backend's
 // Wasm kernels in Web Workers (decision 0703). Logits rows and greedy ids are checked here, in Node, against the reference.
 import * as fs from "node:fs";
@@ -6,21 +6,17 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { openSafetensors } from "@poot/models";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bundlePage } from "./browser/bundle.js";
+import { fixture, needFixture } from "@poot/testkit";
 
 const CHROMIUM = "/usr/bin/chromium";
 const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 const SWIFTSHADER_WEBGPU = ["--enable-unsafe-webgpu", "--enable-unsafe-swiftshader", "--use-webgpu-adapter=swiftshader"];
 
-function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
-  return dir;
-}
-const FIX = path.resolve(repoRoot(), "../shared/fixtures/hf/llama3");
+const NO_FIXTURES = needFixture("hf/llama3");
+const FIX = fixture("hf/llama3");
 
 interface Row {
   readonly position: number;
@@ -39,7 +35,7 @@ let url = "";
 let why = "";
 beforeAll(async () => {
   if (!fs.existsSync(CHROMIUM)) return void (why = `no Chromium at ${CHROMIUM}`);
-  if (!fs.existsSync(FIX)) return void (why = `${FIX} is absent`);
+  if (NO_FIXTURES !== undefined) return void (why = NO_FIXTURES);
   const { page, worker } = await bundlePage();
   const files: Record<string, [string, string | Buffer]> = {
     "/": ["text/html", `<!doctype html><meta charset="utf-8"><title>poot in the browser</title><script type="module" src="/page.js"></script>`],

@@ -5,20 +5,16 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { evaluate, type Graph, type Tensor } from "@poot/graph-ir";
 import { BACKEND_KINDS, PLAN_OPS, compile, defaultTarget } from "@poot/graph-plan";
 import { LoadedModel, checkpointConsts, openCheckpoint, openSafetensors } from "@poot/models";
 import { bufferIo, runCli } from "@poot/cli";
 import { describe, expect, test } from "vitest";
+import { fixture, needFixture } from "@poot/testkit";
 
-function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
-  return dir;
-}
-const FIX = path.resolve(repoRoot(), "../shared/fixtures");
-const HAVE = fs.existsSync(FIX);
+const NO_FIXTURES = needFixture("hf", "gguf", "configs");
+const FIX = fixture();
+const HAVE = NO_FIXTURES === undefined;
 
 async function poot(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
   const io = bufferIo();
@@ -35,7 +31,7 @@ function rel(a: Tensor, ref: Tensor): number {
   return d / m;
 }
 
-describe.skipIf(!HAVE)("compiled graphs of the fixture families (skipped when ../shared/fixtures is absent)", () => {
+describe.skipIf(!HAVE)(`compiled graphs of the fixture families${HAVE ? "" : ` (skipped: ${NO_FIXTURES})`}`, () => {
   for (const fam of ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"]) {
     const dir = path.join(FIX, "hf", fam);
     test(`${fam}: prefill and decode on every target kind evaluate equal to the primitive graph`, () => {

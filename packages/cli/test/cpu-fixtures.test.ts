@@ -1,6 +1,6 @@
-// `--backend cpu` end to end: every ../shared/fixtures/hf family through the runtime's Engine on the CPU executor
+// `--backend cpu` end to end: every fixtures/hf family through the runtime's Engine on the CPU executor
 // (Wasm kernels on worker_threads), prefill and decode logits against transformers' float64 logits and the greedy ids,
-// with f32 and bf16 weights; every ../shared/fixtures/gguf file with its weights kept packed against its f64 forward.
+// with f32 and bf16 weights; every fixtures/gguf file with its weights kept packed against its f64 forward.
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -9,15 +9,17 @@ import { createCpuExecutor } from "@poot/backend-cpu";
 import { LoadedModel, openSafetensors } from "@poot/models";
 import { Engine } from "@poot/runtime";
 import { describe, expect, test } from "vitest";
+import { fixture, needFixture } from "@poot/testkit";
 
 function repoRoot(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
   return dir;
 }
-const FIX = path.resolve(repoRoot(), "../shared/fixtures");
-const HAVE = fs.existsSync(path.join(FIX, "hf")) && fs.existsSync(path.join(FIX, "gguf"));
-const SKIP = HAVE ? "" : ` (skipped: ${FIX}/hf or /gguf is absent)`;
+const NO_FIXTURES = needFixture("hf", "gguf");
+const FIX = fixture();
+const HAVE = NO_FIXTURES === undefined;
+const SKIP = HAVE ? "" : ` (skipped: ${NO_FIXTURES})`;
 
 /** max |a - ref| / max |ref| (the fixtures README's agreement measure). */
 function relErr(a: Float32Array, ref: Float32Array): number {
@@ -36,11 +38,17 @@ function readF32(file: string): Float32Array {
   return new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4);
 }
 
-describe.skipIf(!HAVE)(`--backend cpu on the hf fixture families${SKIP}`, () => {
-  for (const fam of ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"]) {
+/** The issue #26 families, whose fixtures live in the repository (fixtures/hf, see its README). */
+const REPO_FAMILIES = ["granite", "smollm3", "phi4", "gptoss", "deepseek2"];
+const FAMILY_DIRS: [string, string][] = [
+  ...(HAVE ? ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"].map((f): [string, string] => [f, path.join(FIX, "hf", f)]) : []),
+  ...REPO_FAMILIES.map((f): [string, string] => [f, fixture("hf", f)]),
+];
+
+describe(`--backend cpu on the hf fixture families${SKIP}`, () => {
+  for (const [fam, dir] of FAMILY_DIRS) {
     for (const weights of ["f32", "bf16"] as const) {
       test(`${fam} ${weights}: prefill and every decode row within 1e-4 of transformers, greedy ids equal`, () => {
-        const dir = path.join(FIX, "hf", fam);
         const ref = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as { prompt_ids: number[]; greedy_ids: number[] };
         const full = openSafetensors(path.join(dir, "reference.safetensors")).readF32Sync("full_logits");
         const executor = createCpuExecutor({ threads: 2 });

@@ -3,9 +3,7 @@
 // reads the blocks packed (decision 0806). The q/k/v projections carry RoPE and KV-cache-write epilogues; before
 // 0806 they fell back to one thread per output with the dot product inline (Q8_0 decode of a Llama-3.2-1B shape:
 // 73 ms a token on the H200). Numerics are checked on the device (bench/cuda-fixtures.gpu.ts).
-import * as fs from "node:fs";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { lowerPtx, validatePtx } from "@poot/codegen";
 import { cudaCaps, planCapsOf, synthCapsOf } from "@poot/backend-cuda";
 import type { CudaDeviceInfo } from "@poot/backend-cuda";
@@ -15,9 +13,11 @@ import { compile, makeTarget, type Region } from "@poot/graph-plan";
 import { planKernel } from "@poot/kernelgen";
 import { LoadedModel } from "@poot/models";
 import { describe, expect, test } from "vitest";
+import { fixture, needFixture } from "@poot/testkit";
 
-const dir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../../shared/fixtures/gguf/llama3-w256");
-const skip = fs.existsSync(dir) ? "" : ` (skipped: ${dir} is absent)`;
+const missing = needFixture("gguf/llama3-w256/model-Q8_0.gguf", "gguf/llama3-w256/model-Q4_K_M.gguf");
+const dir = fixture("gguf/llama3-w256");
+const skip = missing === undefined ? "" : ` (skipped: ${missing})`;
 const info = { computeCapability: [9, 0], maxThreadsPerBlock: 1024, warpSize: 32, sharedBytesPerBlock: 49152, multiprocessors: 132, totalMemoryBytes: 2 ** 37 };
 const caps = planCapsOf({ device: { info } } as unknown as CudaContext);
 // As CudaProgram.stage sets them.

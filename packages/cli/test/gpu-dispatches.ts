@@ -12,20 +12,22 @@ import { probeVulkan } from "@poot/backend-vulkan";
 import { nodeGpu } from "@poot/backend-wgpu/node";
 import { bufferIo, runCli } from "@poot/cli";
 import { describe, expect, test } from "vitest";
+import { fixture, needFixture } from "@poot/testkit";
 
 function repoRoot(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
   return dir;
 }
-const FIX = path.resolve(repoRoot(), "../shared/fixtures/hf");
+const FIX = fixture("hf");
 const WORKER = path.resolve(repoRoot(), "packages/backend-wgpu/dist/sync-worker.js");
 // Tests (not the libraries) pick lavapipe when no ICD is chosen and /work/shared/tools/lavapipe-setup ran.
 const LVP = path.join(os.homedir(), ".cache", "lavapipe25", "lvp_icd.json");
 if (process.env.VK_DRIVER_FILES === undefined && fs.existsSync(LVP)) process.env.VK_DRIVER_FILES = LVP;
 
 async function skipReason(backend: "wgpu" | "vulkan"): Promise<string | undefined> {
-  if (!fs.existsSync(FIX)) return "../shared/fixtures is absent";
+  const missing = needFixture("hf");
+  if (missing !== undefined) return missing;
   if (backend === "vulkan") {
     const p = probeVulkan();
     return p.ok ? undefined : `no Vulkan device: ${p.reason}`;

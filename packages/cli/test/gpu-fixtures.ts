@@ -1,4 +1,4 @@
-// `--backend wgpu` and `--backend vulkan` end to end: each ../shared/fixtures/hf family through the runtime's Engine
+// `--backend wgpu` and `--backend vulkan` end to end: each fixtures/hf family through the runtime's Engine
 // (the fused Program graph-plan compiles for each target) on lavapipe, prefill and per-position decode logits against
 // transformers' float64 logits, and the greedy ids. One test file per backend (gpu-fixtures-*.test.ts): Dawn and
 // the Vulkan executor each load the Vulkan driver, and in one process on lavapipe that crashed (see the README).
@@ -12,18 +12,21 @@ import { LoadedModel, openSafetensors } from "@poot/models";
 import { Engine } from "@poot/runtime";
 import { describe, expect, test } from "vitest";
 import { createExecutor } from "../src/commands/backends.js";
+import { loadGpuModule } from "../src/commands/gpu-modules.js";
+import { fixture, needFixture } from "@poot/testkit";
 
 function repoRoot(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
   return dir;
 }
-const FIX = path.resolve(repoRoot(), "../shared/fixtures/hf");
+const FIX = fixture("hf");
 const WORKER = path.resolve(repoRoot(), "packages/backend-wgpu/dist/sync-worker.js");
 
 /** Why the test cannot run here, or undefined. Tests may read the environment; the lavapipe ICD is found on disk too. */
 async function skipReason(backend: "wgpu" | "vulkan"): Promise<string | undefined> {
-  if (!fs.existsSync(FIX)) return "../shared/fixtures is absent";
+  const missing = needFixture("hf");
+  if (missing !== undefined) return missing;
   const icd = process.env["VK_DRIVER_FILES"] ?? path.join(os.homedir(), ".cache", "lavapipe25", "lvp_icd.json");
   if (process.env["VK_DRIVER_FILES"] === undefined && fs.existsSync(icd)) process.env["VK_DRIVER_FILES"] = icd;
   if (backend === "vulkan") {
@@ -55,10 +58,19 @@ const argmax = (a: Float32Array): number => a.reduce((b, x, i) => (x > a[b]! ? i
 /** Registers the fixture checks of one backend. */
 export async function fixtureSuite(backend: "wgpu" | "vulkan"): Promise<void> {
   const skip = await skipReason(backend);
+  // createExecutor serves GPU backends whose optional package the CLI has loaded (as the bin does first).
+  if (skip === undefined) {
+    const load = await loadGpuModule(backend);
+    if (!load.ok) throw new Error(load.reason);
+  }
+  const families: [string, string][] = [
+    ...(fs.existsSync(FIX) ? ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"].map((f): [string, string] => [f, path.join(FIX, f)]) : []),
+    // The issue #26 families: fixtures in the repository (fixtures/hf, see its README).
+    ...["granite", "smollm3", "phi4", "gptoss", "deepseek2"].map((f): [string, string] => [f, fixture("hf", f)]),
+  ];
   describe.skipIf(skip !== undefined)(`poot --backend ${backend} on the fixture families${skip !== undefined ? ` (skipped: ${skip})` : ""}`, () => {
-    for (const fam of ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"]) {
+    for (const [fam, dir] of families) {
       test(`${fam}: prefill and decode logits within 1e-4 of transformers, greedy ids equal`, () => {
-        const dir = path.join(FIX, fam);
         const ref = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as { prompt_ids: number[]; greedy_ids: number[] };
         const full = openSafetensors(path.join(dir, "reference.safetensors")).readF32Sync("full_logits");
         const executor = createExecutor(backend, "test");

@@ -1,22 +1,17 @@
-// `poot logits|generate --backend interp` on every ../shared/fixtures/hf family, with the f32 and the bf16 weights (the
+// `poot logits|generate --backend interp` on every fixtures/hf family, with the f32 and the bf16 weights (the
 // same values: every weight is bf16-exact): the whole compiled Program's kernels run in the kernel-dsl interpreter;
 // prompt logits against transformers' float64 logits, greedy ids against the reference.
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { openSafetensors } from "@poot/models";
 import { bufferIo, runCli } from "@poot/cli";
 import { afterAll, describe, expect, test } from "vitest";
+import { fixture, needFixture } from "@poot/testkit";
 
-function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
-  return dir;
-}
-const FIX = path.resolve(repoRoot(), "../shared/fixtures");
-const HAVE = fs.existsSync(path.join(FIX, "hf"));
-if (!HAVE) console.warn(`interp-backend: ${FIX}/hf is absent; the fixture checks are skipped`);
+const NO_FIXTURES = needFixture("hf");
+const FIX = fixture();
+const HAVE = NO_FIXTURES === undefined;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "poot-interp-"));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
@@ -43,7 +38,7 @@ function relErr(a: Float32Array, ref: Float32Array): number {
 const FAMILIES = ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"];
 const WEIGHTS = [["f32", 16], ["bf16", 4]] as const;
 
-describe.skipIf(!HAVE)("--backend interp on ../shared/fixtures/hf (skipped when absent)", () => {
+describe.skipIf(!HAVE)(`--backend interp on fixtures/hf${HAVE ? "" : ` (skipped: ${NO_FIXTURES})`}`, () => {
   for (const fam of FAMILIES) {
     for (const [weights, steps] of WEIGHTS) {
       const dir = path.join(FIX, "hf", fam);

@@ -102,7 +102,7 @@ describe("dequant GEMV/GEMM of every GGML block format against models' ggml deco
   }
 
   // Rows written by ggml's own quantizers (the GGUF fixtures), for the formats the fixtures hold.
-  describe.skipIf(FIXTURES === undefined)("ggml-encoded rows from ../shared/fixtures/gguf (skipped when absent)", () => {
+  describe.skipIf(FIXTURES === undefined)("ggml-encoded rows from fixtures/gguf (skipped when missing, outside CI)", () => {
     for (const t of ["Q4_K", "Q6_K", "Q5_0", "Q5_1", "Q8_0"] as const) {
       for (const caps of ["tree", "cpu"]) {
         it(`${t} on ${caps} caps: 5 fixture rows, batch 3`, () => {

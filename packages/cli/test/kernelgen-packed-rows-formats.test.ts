@@ -71,7 +71,7 @@ describe("packed row gather and whole-table decode (synthesized) against models'
   }
 
   // Rows written by ggml's own quantizers (the GGUF fixtures), gathered out of order and decoded.
-  describe.skipIf(FIXTURES === undefined)("ggml-encoded rows from ../shared/fixtures/gguf (skipped when absent)", () => {
+  describe.skipIf(FIXTURES === undefined)("ggml-encoded rows from fixtures/gguf (skipped when missing, outside CI)", () => {
     for (const t of ["Q4_K", "Q6_K", "Q5_0", "Q5_1", "Q8_0"] as const) {
       for (const caps of ["cuda", "cpu"]) {
         it(`${t} on ${caps} caps: PackedRowGather of fixture rows [3, 0, 3]`, () => {

@@ -5,13 +5,13 @@
 import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { CodegenError, lowerPtx, lowerSpirv, validatePtx } from "@poot/codegen";
 import { defaultTarget, type DeviceCaps } from "@poot/graph-plan";
 import { synthCapsFrom, synthesizeMmaGemm } from "@poot/kernelgen";
 import { bufferIo, runCli } from "@poot/cli";
 import { describe, expect, test } from "vitest";
 import { codegenCaps } from "../src/commands/kernels-emit.js";
+import { fixture, needFixture } from "@poot/testkit";
 
 const probe = await validatePtx("", { arch: "sm_90" });
 const missing = probe.status === "unavailable" ? probe.reason : undefined;
@@ -36,8 +36,8 @@ describe("tensor-core GEMM through PTX", () => {
   }
 
   // A bf16 model (Llama-3.2-1B's config.json, no weights needed): prefill contractions go to the tensor cores.
-  const config = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../../shared/fixtures/configs/llama-3.2-1b.json");
-  const skip = missing ?? (fs.existsSync(config) ? undefined : `${config} is absent`);
+  const config = fixture("configs/llama-3.2-1b.json");
+  const skip = missing ?? needFixture("configs/llama-3.2-1b.json");
   test.skipIf(skip !== undefined)(`poot kernels on a bf16 config emits mma.sync for prefill and every kernel passes ptxas${skip ? ` (skipped: ${skip})` : ""}`, async () => {
     const out = fs.mkdtempSync(path.join(tmpdir(), "poot-mma-"));
     const io = bufferIo();

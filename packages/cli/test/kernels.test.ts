@@ -12,6 +12,7 @@ import {
 } from "@poot/codegen";
 import { bufferIo, runCli } from "@poot/cli";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { fixture, needFixture } from "@poot/testkit";
 
 function repoRoot(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
@@ -19,9 +20,10 @@ function repoRoot(): string {
   return dir;
 }
 const ROOT = repoRoot();
-const FIX = path.resolve(ROOT, "../shared/fixtures/hf");
+const NO_FIXTURES = needFixture("hf");
+const FIX = fixture("hf");
 const FAMILIES = ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"];
-const HAVE_FIX = fs.existsSync(FIX);
+const HAVE_FIX = NO_FIXTURES === undefined;
 const MODELS: [string, string][] = [["demo", path.join(ROOT, "models/demo")], ...(HAVE_FIX ? FAMILIES.map((f): [string, string] => [f, path.join(FIX, f)]) : [])];
 const EXT: Record<TargetName, string> = { wgsl: "wgsl", ptx: "ptx", spirv: "spv", amdgpu: "ll", wasm: "wasm" };
 const TARGETS: TargetName[] = ["wgsl", "ptx", "spirv", "amdgpu", "wasm"];
@@ -69,7 +71,7 @@ async function pool<T>(items: readonly T[], limit: number, work: (x: T) => Promi
 
 const failures = (runs: readonly TargetValidation[]): string[] => runs.filter((r) => r.result.status !== "ok").map((r) => `${r.label}: ${r.result.status === "invalid" ? r.result.message : r.result.status === "unavailable" ? r.result.reason : ""}`);
 
-describe(`every kernel of ${MODELS.map((m) => m[0]).join(", ")} (decode and prefill) passes its validator${HAVE_FIX ? "" : " (fixture families skipped: ../shared/fixtures is absent)"}`, () => {
+describe(`every kernel of ${MODELS.map((m) => m[0]).join(", ")} (decode and prefill) passes its validator${HAVE_FIX ? "" : ` (fixture families skipped: ${NO_FIXTURES})`}`, () => {
   for (const target of TARGETS) {
     test(`${target}`, async (ctx) => {
       if (missing[target] !== undefined) ctx.skip(`${target} validator unavailable: ${missing[target]}`);

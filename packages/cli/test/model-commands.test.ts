@@ -1,21 +1,17 @@
-// `poot logits | generate | tokenize | chat-template` run in-process against the shared fixtures: logits
+// `poot logits | generate | tokenize | chat-template` run in-process against the fixtures: logits
 // files against transformers' float64 logits, generated ids against the reference greedy ids, token ids
 // against the HF tokenizers' reference, and a chat template against hand-written expected text.
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { openSafetensors } from "@poot/models";
 import { bufferIo, runCli } from "@poot/cli";
 import { afterAll, describe, expect, test } from "vitest";
+import { fixture, needFixture } from "@poot/testkit";
 
-function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
-  return dir;
-}
-const FIX = path.resolve(repoRoot(), "../shared/fixtures");
-const HAVE = fs.existsSync(FIX);
+const NO_FIXTURES = needFixture("hf", "gguf");
+const FIX = fixture();
+const HAVE = NO_FIXTURES === undefined;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "poot-model-cmd-"));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
@@ -35,7 +31,7 @@ function relErr(a: Float32Array, ref: Float32Array): number {
   return d / m;
 }
 
-describe.skipIf(!HAVE)("model commands on ../shared/fixtures (skipped when absent)", () => {
+describe.skipIf(!HAVE)(`model commands on fixtures/${HAVE ? "" : ` (skipped: ${NO_FIXTURES})`}`, () => {
   for (const fam of ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"]) {
     const dir = path.join(FIX, "hf", fam);
     test(`${fam}: poot logits (f32 and bf16) and poot generate --greedy match the references`, async () => {
@@ -61,6 +57,27 @@ describe.skipIf(!HAVE)("model commands on ../shared/fixtures (skipped when absen
     const g = await poot("generate", path.join(dir, "model-F32.gguf"), "--ids", ref.prompt_ids.join(","), "--max-tokens", "16", "--greedy");
     expect(g.code, g.err).toBe(0);
     expect(JSON.parse(g.out)).toEqual(ref.reference_greedy_ids);
+  });
+
+  // `generate --compiled --target T`: the graph-plan Programs of each target, staged on the eval executor (every
+  // composite op by its reference semantics), give the ids of the primitive graph on eval and of transformers.
+  test.each([
+    ["hf/llama3", "cuda"],
+    ["hf/qwen3", "wgpu"],
+    ["hf/gemma3", "cpu"],
+    ["gguf/llama3-w256/model-F32.gguf", "cuda"],
+  ])("poot generate --compiled: %s compiled for %s gives the eval reference's greedy ids", async (rel, target) => {
+    const model = fixture(rel);
+    const gguf = rel.endsWith(".gguf");
+    const ref = JSON.parse(fs.readFileSync(gguf ? path.join(path.dirname(model), "reference-F32.json") : path.join(model, "reference.json"), "utf8")) as { prompt_ids: number[]; greedy_ids?: number[]; reference_greedy_ids?: number[] };
+    const args = ["generate", model, "--ids", ref.prompt_ids.join(","), "--max-tokens", "16", "--greedy", "--ignore-eos"];
+    const primitive = await poot(...args);
+    expect(primitive.code, primitive.err).toBe(0);
+    const compiled = await poot(...args, "--compiled", "--target", target);
+    expect(compiled.code, compiled.err).toBe(0);
+    expect(JSON.parse(compiled.out)).toEqual(JSON.parse(primitive.out));
+    // transformers' greedy ids for the HF families; the float64 numpy forward's for the 256-wide GGUF.
+    expect(JSON.parse(compiled.out)).toEqual(gguf ? ref.reference_greedy_ids : ref.greedy_ids);
   });
 
   test("poot tokenize reproduces the HF tokenizers reference ids (byte-level BPE)", async () => {
@@ -113,6 +130,7 @@ describe.skipIf(!HAVE)("model commands on ../shared/fixtures (skipped when absen
       [["logits", path.join(tmp, "nope"), "--ids", "1"], /nope/],
       [["logits", dir, "--ids", "1", "--backend", "tpu"], /unknown backend "tpu" \(available: .*cuda/],
       [["generate", dir, "--ids", "1", "--max-tokens", "2"], /--greedy/],
+      [["generate", dir, "--ids", "1", "--greedy", "--compiled", "--target", "tpu"], /--target must be one of .*cuda.*, got "tpu"/],
     ];
     for (const [argv, msg] of cases) {
       const r = await poot(...argv);

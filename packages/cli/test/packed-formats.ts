@@ -1,15 +1,14 @@
 // Packed weights for the tests of kernelgen's packed kernels over every GGML block format: the production
 // descriptors (models' recipes), random blocks with valid f16 scales, ggml-encoded rows from the GGUF fixtures, and
 // the oracle's decode by models' ggml-port block decoders (code independent of the recipes kernelgen compiles).
-import * as fs from "node:fs";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { arrayClassFor, interpret } from "@poot/kernel-dsl";
 import type { InterpretLaunch, Kernel, KernelBuffer } from "@poot/kernel-dsl";
 import type { PackedFormat } from "@poot/graph-ir";
 import { PACKED_GGML_TYPES, QUANT_FORMATS, decodePacked, ggmlPackedFormat, openGGUF } from "@poot/models";
 import type { GGMLTypeName } from "@poot/models";
 import { expect } from "vitest";
+import { fixture, needFixture } from "@poot/testkit";
 
 /** Every GGML block type models keeps packed in traced graphs (so kernelgen receives its descriptor). */
 export const TYPES: readonly GGMLTypeName[] = PACKED_GGML_TYPES;
@@ -56,14 +55,9 @@ export function randomBlocks(r: () => number, t: GGMLTypeName, blocks: number): 
   return bytes;
 }
 
-function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
-  return dir;
-}
 
-/** ../shared/fixtures, or undefined when absent (a user's clone). */
-export const FIXTURES: string | undefined = ((dir) => (fs.existsSync(path.join(dir, "gguf")) ? dir : undefined))(path.resolve(repoRoot(), "../shared/fixtures"));
+/** The fixtures folder, or undefined when fixtures/gguf is missing (outside CI only: CI fails instead). */
+export const FIXTURES: string | undefined = needFixture("gguf") === undefined ? fixture() : undefined;
 
 // GGUF files whose tensors were written by ggml's own quantizers: Q4_K and Q6_K (llama3-w256), Q5_0, Q5_1, Q8_0 (olmoe).
 const GGUFS = [["llama3-w256", "model-Q4_K_M.gguf"], ["olmoe", "model-Q4_K_M.gguf"]] as const;

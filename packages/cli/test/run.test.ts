@@ -3,19 +3,15 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { LoadedModel, loadTokenizer } from "@poot/models";
 import { bufferIo, runCli } from "@poot/cli";
 import { afterAll, describe, expect, test } from "vitest";
 import { findDemoModel } from "../src/commands/backends.js";
+import { fixture, needFixture } from "@poot/testkit";
 
-function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
-  return dir;
-}
-const FIX = path.resolve(repoRoot(), "../shared/fixtures");
-const HAVE = fs.existsSync(FIX);
+const NO_FIXTURES = needFixture("hf/llama3");
+const FIX = fixture();
+const HAVE = NO_FIXTURES === undefined;
 const SUMMARY = /^prompt (\d+) tokens, generated (\d+) tokens \((eos|stop|length)\), prefill [\d.]+ tok\/s, decode [\d.]+ tok\/s \[(auto: (cuda|vulkan|wgpu|cpu)|eval)\]\n$/;
 
 async function poot(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
@@ -24,7 +20,7 @@ async function poot(...argv: string[]): Promise<{ code: number; out: string; err
   return { code, out: io.stdout(), err: io.stderr() };
 }
 
-describe.skipIf(!HAVE)("poot run on the llama3 fixture (skipped when ../shared/fixtures is absent)", () => {
+describe.skipIf(!HAVE)(`poot run on the llama3 fixture${HAVE ? "" : ` (skipped: ${NO_FIXTURES})`}`, () => {
   const dir = path.join(FIX, "hf", "llama3");
   const prompt = "The quick brown fox";
 

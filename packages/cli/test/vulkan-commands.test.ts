@@ -3,23 +3,19 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { probeVulkan } from "@poot/backend-vulkan";
 import { openSafetensors } from "@poot/models";
 import { bufferIo, runCli } from "@poot/cli";
 import { afterAll, describe, expect, test } from "vitest";
+import { fixture, needFixture } from "@poot/testkit";
 
-function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
-  return dir;
-}
-const FIX = path.resolve(repoRoot(), "../shared/fixtures");
+const NO_FIXTURES = needFixture("hf");
+const FIX = fixture();
 // The test (not the library) picks lavapipe when no ICD is chosen and /work/shared/tools/lavapipe-setup ran.
 const LVP = path.join(os.homedir(), ".cache", "lavapipe25", "lvp_icd.json");
 if (process.env.VK_DRIVER_FILES === undefined && fs.existsSync(LVP)) process.env.VK_DRIVER_FILES = LVP;
 const probe = probeVulkan();
-const why = !fs.existsSync(FIX) ? "../shared/fixtures is absent" : !probe.ok ? `no Vulkan device: ${probe.reason}` : undefined;
+const why = NO_FIXTURES !== undefined ? NO_FIXTURES : !probe.ok ? `no Vulkan device: ${probe.reason}` : undefined;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "poot-vulkan-cmd-"));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
@@ -40,7 +36,7 @@ function relErr(a: Float32Array, ref: Float32Array): number {
   return d / m;
 }
 
-describe.skipIf(why !== undefined)(`poot --backend vulkan on ../shared/fixtures${why === undefined ? "" : ` (skipped: ${why})`}`, () => {
+describe.skipIf(why !== undefined)(`poot --backend vulkan on fixtures/${why === undefined ? "" : ` (skipped: ${why})`}`, () => {
   // Every family with f32 weights; bf16 weights on llama3 only (lavapipe compiles each new pipeline with LLVM,
   // and every extra program costs seconds on a shared CPU).
   for (const fam of ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"]) {

@@ -27,8 +27,8 @@ const VARIANTS: readonly Variant[] = [
   { method: "GET", target: "/v%31/models" },
   { method: "GET", target: "/v1/mod%65ls" },
   { method: "GET", target: "/%56%31/models" },
-  { method: "GET", target: "http://x/v1/models" },
-  { method: "GET", target: "HTTP://x:1/v1/models" },
+  { method: "GET", target: "http://localhost/v1/models" },
+  { method: "GET", target: "HTTP://LOCALHOST:1/v1/models" },
   { method: "POST", target: "http://localhost/v1/completions", json: completion },
   { method: "GET", target: "//v1/models" },
   { method: "GET", target: "/v1//models" },
@@ -73,6 +73,10 @@ describe("API key on the routed path, through a real socket", { timeout: 300_000
     expect((await rawRequest(s.url, "GET", "/v1/models", { headers: { authorization: `Bearer ${KEY.slice(0, -1)}` } })).status).toBe(401);
   });
 
+  test("the issue's literal absolute-form `GET http://x/v1/models` is refused before auth: x is not a loopback name (421)", async () => {
+    expect((await rawRequest(s.url, "GET", "http://x/v1/models")).status).toBe(421);
+  });
+
   test("unknown paths need the key too (401 without, 404 with): they reveal nothing to a client without one", async () => {
     for (const target of ["/v1/embeddings", "/admin", "/%2e%2e/etc/passwd", "*"]) {
       expect((await rawRequest(s.url, "GET", target)).status).toBe(401);
@@ -81,7 +85,7 @@ describe("API key on the routed path, through a real socket", { timeout: 300_000
   });
 
   test("/health and /metrics stay open, in any spelling", async () => {
-    for (const target of ["/health", "/%68ealth", "http://x/health", "/HEALTH", "/metrics", "/%6detrics"]) {
+    for (const target of ["/health", "/%68ealth", "http://localhost/health", "/HEALTH", "/metrics", "/%6detrics"]) {
       expect((await rawRequest(s.url, "GET", target)).status).toBe(200);
     }
   });
@@ -131,6 +135,6 @@ describe("planted violation: the pre-#20 raw-URL check fails this table", () => 
   test("the issue's four bypasses answer 200 without a key there, so the table above would catch a regression", async () => {
     const bypassed: string[] = [];
     for (const v of VARIANTS) if ((await statuses(url, v)).none === 200) bypassed.push(v.target);
-    for (const t of ["/%761/completions", "/%76%31/chat/completions", "/v%31/models", "http://x/v1/models"]) expect(bypassed).toContain(t);
+    for (const t of ["/%761/completions", "/%76%31/chat/completions", "/v%31/models", "http://localhost/v1/models"]) expect(bypassed).toContain(t);
   });
 });

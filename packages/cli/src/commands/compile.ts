@@ -9,8 +9,10 @@ import { horizontalFusion } from "./backends.js";
 import { configWeights } from "./config-weights.js";
 import type { CommandModule } from "./index.js";
 import { withModelErrors } from "./model-args.js";
+import { cutOfGraph, describePlacement, placementOptions, placementReportOf, planPlacement, type PlacementFlags } from "@poot/serve";
+import { BACKEND_NAMES } from "./backends.js";
 
-interface CompileFlags { target: string; mode: string; tokens?: string; batch: string; context: string; pageSize?: string; pages?: string; horizontalFusion?: string; explain?: boolean; json?: boolean }
+interface CompileFlags extends PlacementFlags { target: string; mode: string; tokens?: string; batch: string; context: string; pageSize?: string; pages?: string; horizontalFusion?: string; explain?: boolean; json?: boolean }
 
 function positive(text: string, flag: string): number {
   const n = Number(text);
@@ -109,8 +111,8 @@ function explain(r: Record<string, unknown>): string {
 export const compileCommand: CommandModule = {
   name: "compile",
   register: (program, io) => {
-    program
-      .command("compile")
+    placementOptions(program
+      .command("compile"))
       .description("trace and compile a model for a target; print dispatch counts (--explain: what each pass did; --json: one object)")
       .argument("<model>", "a Hugging Face model folder, a .gguf file, or a config.json (compiled without weights)")
       .requiredOption("--target <kind>", `backend kind: ${BACKEND_KINDS.join(" | ")}`)
@@ -134,8 +136,12 @@ export const compileCommand: CommandModule = {
           throw err;
         }
         const r = compileReport(g, p);
+        // With a placement flag: where each block would run, bytes per device and hand-offs per token.
+        const plan = planPlacement(o, o.target, model, "f32", "compile", [...BACKEND_NAMES, o.target], () => cutOfGraph(g, "compile", model));
+        const placement = plan === null ? null : placementReportOf(cutOfGraph(g, "compile", model), plan.placement);
+        r.placement = placement;
         if (o.json === true) io.out(`${JSON.stringify(r)}\n`);
-        else if (o.explain === true) io.out(explain(r));
+        else if (o.explain === true) io.out(explain(r) + (placement === null ? "" : `${describePlacement(placement).join("\n")}\n`));
         else io.out(`${o.target}: ${String(r.unfusedDispatches)} -> ${String(r.fusedDispatches)} dispatches (${Object.values(r.dispatchesPerLayer as Record<string, number>).join(",")} per layer, ${String(r.dispatchesOutsideLayers)} outside), ${String(r.compileMs)} ms\n`);
       });
   },

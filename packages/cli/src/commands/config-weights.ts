@@ -5,7 +5,8 @@ import { CliError } from "../errors.js";
 
 /** The HF tensor directory of `cfg` (dense, routed-expert and post-norm families); bytes are absent. */
 export function configWeights(cfg: ModelConfig, dtype: "F32" | "BF16", file: string): ModelWeights {
-  if (cfg.linearAttention !== null || cfg.fusedQKV) {
+  // Families whose tensors this directory does not describe (fused, latent, gpt-oss experts) need their folder.
+  if (cfg.linearAttention !== null || cfg.fusedQKV || cfg.mla !== null || cfg.attentionSinks || (cfg.moe !== null && (cfg.moe.clampedSwiglu !== null || cfg.moe.sharedIntermediateSize > 0 || cfg.moe.firstDenseLayers > 0))) {
     throw new CliError("bad-input", `compiling ${cfg.architecture} from config.json alone is not supported; give the model folder`, { command: "compile", file });
   }
   const D = cfg.hiddenSize, Dh = cfg.headDim, H = cfg.numHeads, KV = cfg.numKVHeads;

@@ -6,13 +6,14 @@ import { BACKEND_KINDS, PlanError, compile, defaultTarget, type BackendKind } fr
 import { LoadedModel, ModelError, loadTokenizer } from "@poot/models";
 import { CliError } from "../errors.js";
 import { BACKEND_NAMES, createExecutor, executorSettings, findDemoModel } from "./backends.js";
+import { createDevices, describePlacement, engineDevices, placementOptions, planPlacement, type PlacementFlags } from "@poot/serve";
 import type { CommandModule } from "./index.js";
 import { progressBar } from "./progress.js";
 import { parseNumber } from "./numbers.js";
 import { readStdinPrompt, resolveModelArg } from "./prompt-input.js";
 
 /** Options of `poot run` as commander parses them. */
-export interface RunOptions {
+export interface RunOptions extends PlacementFlags {
   prompt?: string;
   model?: string;
   threads?: string;
@@ -77,8 +78,8 @@ function userErrors<T>(model: string, fn: () => T): T {
 export const run: CommandModule = {
   name: "run",
   register: (program, io) => {
-    program
-      .command("run")
+    placementOptions(program
+      .command("run"))
       .description("generate text from a prompt, streaming it; ends with a speed summary on stderr")
       .argument("[model]", "a Hugging Face model folder or a .gguf file (default: the bundled demo model)")
       .option("-m, --model <model>", "the model, instead of the MODEL argument")
@@ -115,7 +116,10 @@ export const run: CommandModule = {
         if (o.compiled === true && !(BACKEND_KINDS as readonly string[]).includes(o.target)) throw new CliError("bad-input", `--target must be one of ${BACKEND_KINDS.join(", ")}, got "${o.target}"`, { command: "run" });
         const target = o.target as BackendKind;
         const compileGraph = o.compiled === true ? (g: Graph, mode: "decode" | "prefill") => compile(g, defaultTarget(target), { mode }) : undefined;
-        const executor = createExecutor(o.backend, "run");
+        const make = (n: string, c: string) => createExecutor(n, c);
+        const plan = planPlacement(o, o.backend, model, o.weights as "f32" | "bf16", "run", BACKEND_NAMES);
+        const placed = createDevices(plan, o.backend, "run", make);
+        const executor = placed.executor;
         const load = progressBar("load   ", 3);
         const weights: "f32" | "bf16" = o.weights;
         let m: LoadedModel | null = null;
@@ -132,7 +136,7 @@ export const run: CommandModule = {
           // The context is sized to the request: the eval backend's attention cost grows with it.
           const context = o.context !== undefined ? parseNumber("--context", o.context, "int", "run") : Math.min(opened.config.maxPositions, ids.length + gen.maxTokens);
           if (ids.length >= context) throw new CliError("bad-input", `the prompt has ${ids.length} tokens; the context holds ${context}`, { command: "run", file: model });
-          const e = userErrors(model, () => new Engine(opened, { executor, context, tokenizer: tok, maxSequences: 1, ...(compileGraph === undefined ? {} : { compileGraph }) }));
+          const e = userErrors(model, () => new Engine(opened, { executor, context, tokenizer: tok, maxSequences: 1, ...engineDevices(plan, placed, make), ...(compileGraph === undefined ? {} : { compileGraph }) }));
           engine = e;
           load?.update(3);
           load?.stop();
@@ -163,12 +167,14 @@ export const run: CommandModule = {
             io.out(`${JSON.stringify({ text: answer, promptTokens: res.promptTokens, generatedTokens: generated, finishReason: res.finishReason, prefillTokensPerSecond: prefillTps, decodeTokensPerSecond: decodeTps, backend: o.backend, auto: o.autoBackend === true })}\n`);
             return;
           }
+          const report = e.placementReport();
+          if (report !== null) io.err(`${describePlacement(report).join("\n")}\n`);
           io.err(`prompt ${res.promptTokens} tokens, generated ${generated} tokens (${res.finishReason}), prefill ${prefillTps.toFixed(1)} tok/s, decode ${decodeTps.toFixed(1)} tok/s [${backend}]\n`);
         } finally {
           load?.stop();
           if (engine !== null) engine.close();
           else m?.close();
-          executor.dispose();
+          placed.dispose();
         }
       });
   },

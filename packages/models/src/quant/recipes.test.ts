@@ -5,9 +5,13 @@ import * as path from "node:path";
 import { decodePacked as decodeRecipe, validatePackedFormat } from "@poot/graph-ir";
 import { describe, expect, test } from "vitest";
 import { openGGUF } from "../gguf.js";
-import { FIXTURES, fixture } from "../../test/fixtures.js";
+import { fixture, needFixture } from "@poot/testkit";
 import { PACKED_GGML_TYPES, ggmlPackedFormat } from "./recipes.js";
 import { QUANT_FORMATS } from "./registry.js";
+
+// The fixture folders this file reads (in the repo's fixtures/; CI fails when one is missing).
+const NO_FIXTURES = needFixture("gguf");
+const FIXTURES = NO_FIXTURES === undefined ? fixture() : undefined;
 
 describe("GGML packed recipes", () => {
   test("every recipe validates and plain float types have none", () => {

@@ -1,0 +1,20 @@
+// The text worker's thread (built to dist/text-worker.js): loads the model's tokenizer once, then answers
+// encode and chat requests from the server's main thread, so a long prompt is tokenized here and never
+// holds the event loop that serves /health, streams tokens and accepts connections.
+import { parentPort, workerData } from "node:worker_threads";
+import { loadTokenizer } from "@poot/models";
+import { encodeChat, textCodec } from "./text.js";
+import type { TextRequest, TextWorkerData } from "./text-worker.js";
+
+const data = workerData as TextWorkerData;
+const codec = textCodec(loadTokenizer(data.model), data.chatTemplate);
+
+parentPort!.on("message", (m: TextRequest) => {
+  try {
+    const ids = m.op === "encode" ? codec.tok.encode(m.text, { addSpecial: m.special }) : encodeChat(codec, m.messages);
+    parentPort!.postMessage({ id: m.id, ids });
+  } catch (err) {
+    parentPort!.postMessage({ id: m.id, error: (err as Error).message });
+  }
+});
+parentPort!.postMessage({ ready: true });
