@@ -8,8 +8,8 @@ import { fileURLToPath } from "node:url";
 import { probeVulkan } from "@poot/backend-vulkan";
 import { nodeGpu } from "@poot/backend-wgpu/node";
 import { Engine, parsePlacement, type BlockDevice, type Placement } from "@poot/runtime";
-import { fixture, needFixture } from "@poot/testkit";
 import { describe, expect, test } from "vitest";
+import { fixture, needFixture } from "@poot/testkit";
 import { createExecutor, loadBackend } from "../src/commands/backends.js";
 
 function repoRoot(): string {
@@ -17,7 +17,7 @@ function repoRoot(): string {
   while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
   return dir;
 }
-/** The repository's fixtures folder (@poot/testkit's locator). */
+/** The repository's fixtures/ folder (@poot/testkit). */
 export const FIXTURES = fixture();
 const WORKER = path.resolve(repoRoot(), "packages/backend-wgpu/dist/sync-worker.js");
 

@@ -27,5 +27,5 @@ test("no prompt and an empty stdin, or the model given twice: one line, exit 1",
   expect(empty.stderr).toBe("poot: no prompt: stdin was empty; pass -p TEXT (--prompt) or pipe a prompt\n");
   const twice = spawnSync(process.execPath, [bin, "run", "demo", "-m", "demo", "-p", "hi"], { encoding: "utf8" });
   expect(twice.status).toBe(1);
-  expect(twice.stderr).toMatch(/^poot: give the model once: MODEL \(\S+models\/demo\) or -m \(demo\)\n$/);
+  expect(twice.stderr).toMatch(/^poot: give the model once: MODEL \(\S+(models\/demo|demo-model\/model)\) or -m \(demo\)\n$/);
 });

@@ -30,7 +30,7 @@ export type { OpenSafetensorsOptions, SafetensorsDType, SafetensorsHeader } from
 export { SAFETENSORS_DTYPE_BYTES, SafetensorsCheckpoint, openSafetensors, parseSafetensorsHeader, safetensorsFromBytes } from "./safetensors.js";
 export type { ByteSource } from "./source.js";
 export { FileSource, MemorySource } from "./source.js";
-export type { Architecture, LayerKind, LinearAttentionConfig, ModelConfig, MoeConfig, RopeConfig, RopeScaling } from "./config.js";
+export type { Architecture, LayerKind, LinearAttentionConfig, MlaConfig, ModelConfig, MoeConfig, RopeConfig, RopeScaling, YarnScaling } from "./config.js";
 export { ARCHITECTURES } from "./config.js";
 export { configFromGGUF } from "./config-gguf.js";
 export { parseHFConfig, readHFConfig } from "./config-hf.js";

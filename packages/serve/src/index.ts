@@ -16,6 +16,6 @@ export type { RuntimeServeEngineOptions } from "./server/runtime-engine.js";
 export { Scheduler } from "./server/scheduler.js";
 export type { DoneEvent, ErrorEvent, FinishReason, GenerationEvent, GenerationJob, GenerationRequest, SchedulerObserver, SchedulerOptions, TokenEvent } from "./server/scheduler.js";
 export { createServer } from "./server/server.js";
-export type { PootServer, ServerOptions } from "./server/server.js";
+export type { PootServer, ServerOptions, SocketLimits } from "./server/server.js";
 export { blockCutOf, createDevices, cutOfGraph, describePlacement, engineDevices, placementOptions, placementReportOf, planPlacement } from "./placement.js";
 export type { PlacedDevices, PlacementFlags, PlacementPlan } from "./placement.js";

@@ -7,19 +7,18 @@ import { Engine, type BlockDevice, type EngineOptions, type Placement } from "@p
 /** What the engine stages instead of the traced graph (e.g. graph-plan's Program for a target). */
 export type CompileGraph = NonNullable<EngineOptions["compileGraph"]>;
 
-/** An engine sized for `tokens` positions; it owns `m` from now on (closing the engine closes the model). */
-function engineFor(m: LoadedModel, executor: Executor, tokens: number, placed: PlacedOn = {}): Engine {
-  return new Engine(m, { executor, context: Math.max(2, Math.min(m.config.maxPositions, tokens)), maxSequences: 1, ...placed });
-}
-
-/**
- * Where the blocks go (decision 1701) and what is staged: a placement and its devices (nothing = one program
- * on `executor`), and the compiler of each staged graph (nothing = the traced graphs as they are).
- */
+/** Where the blocks go (decision 1701): a placement and its devices, or nothing for one program on `executor`. */
 export interface PlacedOn {
   readonly placement?: Placement;
   readonly devices?: readonly BlockDevice[];
-  readonly compileGraph?: CompileGraph;
+  readonly budgets?: Readonly<Record<string, number>>;
+  readonly deviceFactories?: Readonly<Record<string, () => Executor>>;
+}
+
+/** An engine sized for `tokens` positions; it owns `m` from now on (closing the engine closes the model). */
+function engineFor(m: LoadedModel, executor: Executor, tokens: number, compileGraph?: CompileGraph, placed: PlacedOn = {}): Engine {
+  const context = Math.max(2, Math.min(m.config.maxPositions, tokens));
+  return new Engine(m, { executor, context, maxSequences: 1, ...(compileGraph === undefined ? {} : { compileGraph }), ...placed });
 }
 
 /** The prompt's logits [T, V] from one prefill step of T tokens. Closes `m`. */
@@ -33,11 +32,11 @@ export function executorLogits(m: LoadedModel, executor: Executor, ids: readonly
 }
 
 /**
- * Greedy ids after the prompt (at most `maxTokens`, stopping after a `stop` id), staged as `placed` says
- * (a placement, a compiler of each staged graph). Closes `m`.
+ * Greedy ids after the prompt (at most `maxTokens`, stopping after a `stop` id), staging `compileGraph(graph)`
+ * instead of each traced graph when given, with the blocks where `placed` says. Closes `m`.
  */
-export function executorGreedy(m: LoadedModel, executor: Executor, ids: readonly number[], maxTokens: number, stop: readonly number[], placed: PlacedOn = {}): number[] {
-  const engine = engineFor(m, executor, ids.length + maxTokens, placed);
+export function executorGreedy(m: LoadedModel, executor: Executor, ids: readonly number[], maxTokens: number, stop: readonly number[], compileGraph?: CompileGraph, placed: PlacedOn = {}): number[] {
+  const engine = engineFor(m, executor, ids.length + maxTokens, compileGraph, placed);
   try {
     const s = engine.openSession();
     const out: number[] = [];

@@ -24,7 +24,7 @@ export const generate: CommandModule = {
       .option("--weights <kind>", "HF folders: f32 (model.safetensors) or bf16 (model.bf16.safetensors)", "f32")
       .option("--compiled", "run the compiled (optimized) programs instead of the primitive graphs")
       .option("--target <kind>", `with --compiled: the target compiled for (${BACKEND_KINDS.join(" | ")})`, "cpu")
-      .action((model: string, options: GenerateOptions) => {
+      .action((model: string, options: GenerateOptions & PlacementFlags) => {
         const ids = parseIds(options.ids, "generate");
         const n = Number(options.maxTokens);
         if (!Number.isSafeInteger(n) || n < 1) throw new CliError("bad-input", `--max-tokens must be a positive integer, got "${options.maxTokens}"`, { command: "generate" });
@@ -32,11 +32,9 @@ export const generate: CommandModule = {
         const compileGraph = options.compiled === true ? compiler(options.target, model) : undefined;
         const make = (n: string, c: string) => createExecutor(n, c);
         const plan = planPlacement(options, options.backend, model, options.weights === "bf16" ? "bf16" : "f32", "generate", BACKEND_NAMES);
-        // The eval backend without a placement runs the reference forward (LoadedModel.generate) directly, unless
-        // compiled programs are asked for: those are staged on an executor (eval's evaluates each composite op by
-        // its reference semantics).
-        const direct = options.backend === "eval" && plan === null && compileGraph === undefined;
-        const placed = direct ? null : createDevices(plan, options.backend, "generate", make);
+        // The eval backend runs the model's own forward, unless compiled programs or a placement are asked for:
+        // those are staged on executors (eval's evaluates each composite op by its reference semantics).
+        const placed = options.backend === "eval" && compileGraph === undefined && plan === null ? null : createDevices(plan, options.backend, "generate", make);
         let m: ReturnType<typeof openForForward>;
         try {
           m = openForForward("generate", model, options);
@@ -46,8 +44,7 @@ export const generate: CommandModule = {
         }
         try {
           const stop = options.ignoreEos === true ? [] : m.config.eosTokenIds;
-          const on = () => ({ ...engineDevices(plan, placed!, make), ...(compileGraph === undefined ? {} : { compileGraph }) });
-          const gen = withModelErrors("generate", model, () => (placed === null ? m.generate(ids, n, stop).ids : executorGreedy(m, placed.executor, ids, n, stop, on())));
+          const gen = withModelErrors("generate", model, () => (placed === null ? m.generate(ids, n, stop).ids : executorGreedy(m, placed.executor, ids, n, stop, compileGraph, engineDevices(plan, placed, make))));
           io.out(`${JSON.stringify(gen)}\n`);
         } finally {
           if (placed === null) m.close();
@@ -57,7 +54,7 @@ export const generate: CommandModule = {
   },
 };
 
-type GenerateOptions = ForwardOptions & PlacementFlags & { ids: string; maxTokens: string; greedy?: boolean; ignoreEos?: boolean; compiled?: boolean; target: string };
+type GenerateOptions = ForwardOptions & { ids: string; maxTokens: string; greedy?: boolean; ignoreEos?: boolean; compiled?: boolean; target: string };
 
 /** graph-plan's compile for `--target`, with planner refusals as one-line CLI errors naming the model. */
 function compiler(target: string, model: string): CompileGraph {

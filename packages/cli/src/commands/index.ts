@@ -4,6 +4,7 @@ import { serveCommand } from "@poot/serve";
 import type { Command } from "commander";
 import { backendsCommand } from "./backends-command.js";
 import { bench } from "./bench.js";
+import { chat } from "./chat.js";
 import { chatTemplate } from "./chat-template.js";
 import { compileCommand } from "./compile.js";
 import { generate } from "./generate.js";
@@ -39,4 +40,4 @@ export interface CommandModule {
  * The built-in subcommands, in the order `poot --help` lists them. Add a command by writing
  * `src/commands/<name>.ts` that exports a {@link CommandModule} and listing it here.
  */
-export const commands: readonly CommandModule[] = [run, serveCommand(createExecutor, BACKEND_NAMES), bench, ir, logits, generate, tokenize, chatTemplate, trace, compileCommand, kernelsCommand, backendsCommand, pull, list];
+export const commands: readonly CommandModule[] = [run, chat, serveCommand(createExecutor, BACKEND_NAMES), bench, ir, logits, generate, tokenize, chatTemplate, trace, compileCommand, kernelsCommand, backendsCommand, pull, list];

@@ -13,7 +13,7 @@ import { parseNumber } from "./numbers.js";
 import { readStdinPrompt, resolveModelArg } from "./prompt-input.js";
 
 /** Options of `poot run` as commander parses them. */
-interface RunOptions extends PlacementFlags {
+export interface RunOptions extends PlacementFlags {
   prompt?: string;
   model?: string;
   threads?: string;
