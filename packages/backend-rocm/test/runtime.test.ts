@@ -1,7 +1,8 @@
 // The HIP runtime layer on a machine without ROCm: the typed, one-line `no_runtime` error naming every path
 // tried; choosing a code object by gcnArchName, and the typed error for a GPU with none.
 import * as fs from "node:fs";
-import { findGcnArchName, hipLibraryCandidates, HipRuntime, pickCodeObject, RocmError } from "@poot/backend-rocm";
+import { findGcnArchName, HIP_PROTOTYPES, hipLibraryCandidates, HipRuntime, pickCodeObject, RocmError } from "@poot/backend-rocm";
+import koffi from "koffi";
 import { describe, expect, test } from "vitest";
 
 const HAVE_ROCM = hipLibraryCandidates().some((p) => p.startsWith("/") && fs.existsSync(p));
@@ -25,6 +26,13 @@ describe("HIP runtime", () => {
       "/nonexistent/rocm-6.2/lib/libamdhip64.so", "/opt/rocm/lib/libamdhip64.so", "libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5",
     ]);
     expect(e.message).toBe(`no ROCm runtime: libamdhip64 not found (tried ${(e.context.tried ?? []).join(", ")}); install ROCm or set ROCM_PATH`);
+  });
+
+  test("every HIP prototype is valid koffi syntax (the binding itself waits for a machine with ROCm)", () => {
+    for (const [name, proto] of Object.entries(HIP_PROTOTYPES)) {
+      expect(() => koffi.proto(proto.replace(/^(.*?)\b(hip\w+)\(/, "$1$2_t(")), name).not.toThrow();
+    }
+    expect(() => koffi.proto("int broken(unknown_type x)")).toThrow();
   });
 
   test("the code object is chosen by the GPU's base architecture; a GPU without one gets no_code_object", () => {
