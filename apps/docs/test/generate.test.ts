@@ -15,7 +15,8 @@ const poot = (...args: string[]): string => execFileSync(process.execPath, [join
 describe("the CLI reference", () => {
   it("lists every command `poot --help` prints, each with the options its own --help prints", () => {
     const m = cliModel();
-    const help = poot("--help");
+    // The "Commands:" section of the help, up to the next line that does not start with a space.
+    const help = poot("--help").split(/^Commands:\n/m)[1]!.split(/^\S/m)[0]!;
     const listed = [...help.matchAll(/^ {2}([a-z][\w-]*)(?: \[|\s+)/gm)].map((x) => x[1]).filter((n) => n !== "help");
     expect(m.commands.map((c: { name: string }) => c.name).sort()).toEqual(listed.sort());
     for (const c of m.commands as { name: string; options: { flags: string }[] }[]) {

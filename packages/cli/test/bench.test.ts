@@ -10,7 +10,7 @@ const DIR = fixture("hf/llama3");
 describe.skipIf(NO_FIXTURES !== undefined)(`poot bench${NO_FIXTURES === undefined ? "" : ` (skipped: ${NO_FIXTURES})`}`, () => {
   test("--json reports the run's shape and self-consistent rates", async () => {
     const io = bufferIo();
-    const code = await runCli(["bench", DIR, "--prompt-tokens", "8", "--gen-tokens", "4", "--runs", "1", "--json"], { io });
+    const code = await runCli(["bench", DIR, "--backend", "eval", "--prompt-tokens", "8", "--gen-tokens", "4", "--runs", "1", "--json"], { io });
     expect(code).toBe(0);
     const r = JSON.parse(io.stdout()) as { promptTokens: number; genTokens: number; runs: number; prefillTokS: number; decodeTokS: number; decodeMsPerToken: number; deviceBytes: { weights: number }; timeToFirstTokenMs: number; bytesPerToken: number; floor: unknown };
     expect(r).toMatchObject({ promptTokens: 8, genTokens: 4, runs: 1 });
@@ -22,7 +22,7 @@ describe.skipIf(NO_FIXTURES !== undefined)(`poot bench${NO_FIXTURES === undefine
     // The whole prefill is the time to the first token; a decode step reads at least every weight once.
     expect(r.timeToFirstTokenMs).toBeCloseTo((8 / r.prefillTokS) * 1000, 6);
     expect(r.bytesPerToken).toBeGreaterThanOrEqual(r.deviceBytes.weights);
-    // The eval executor cannot measure a device copy: no floor.
+    // The eval executor (named: the default is --backend auto) cannot measure a device copy: no floor.
     expect(r.floor).toBeNull();
   }, 60_000);
 

@@ -21,7 +21,7 @@ function repoRoot(): string {
 }
 const FIX = fixture("hf");
 const WORKER = path.resolve(repoRoot(), "packages/backend-wgpu/dist/sync-worker.js");
-// Tests (not the libraries) pick lavapipe when no ICD is chosen and /work/shared/tools/lavapipe-setup ran.
+// Tests (not the libraries) pick lavapipe when no ICD is chosen and .ci/lavapipe-setup ran.
 const LVP = path.join(os.homedir(), ".cache", "lavapipe25", "lvp_icd.json");
 if (process.env.VK_DRIVER_FILES === undefined && fs.existsSync(LVP)) process.env.VK_DRIVER_FILES = LVP;
 
@@ -34,7 +34,7 @@ async function skipReason(backend: "wgpu" | "vulkan"): Promise<string | undefine
   }
   if (!fs.existsSync(WORKER)) return "@poot/backend-wgpu is not built (its device worker runs from dist/): run `pnpm build`";
   try {
-    return (await (await nodeGpu()).requestAdapter()) === null ? "no WebGPU adapter (run /work/shared/tools/lavapipe-setup)" : undefined;
+    return (await (await nodeGpu()).requestAdapter()) === null ? "no WebGPU adapter (eval \"$(bash .ci/lavapipe-setup)\" sets up lavapipe)" : undefined;
   } catch (e) {
     return `no WebGPU: ${(e as Error).message}`;
   }

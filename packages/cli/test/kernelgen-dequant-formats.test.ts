@@ -114,6 +114,19 @@ describe("dequant GEMV/GEMM of every GGML block format against models' ggml deco
     }
   });
 
+  // Rows written by llama.cpp's llama_model_quantize (fixtures/gguf/formats, in the repo): the formats of issue #26.
+  describe("llama.cpp-quantized rows from fixtures/gguf/formats", () => {
+    for (const t of ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q5_K", "Q3_K", "Q2_K", "IQ4_NL", "IQ4_XS", "MXFP4"] as const) {
+      for (const caps of ["tree", "cpu"]) {
+        it(`${t} on ${caps} caps: 5 fixture rows, batch 3`, () => {
+          const rows = fixtureRows(t, 5);
+          expect(rows, `a ${t} tensor in fixtures/gguf/formats`).toBeDefined();
+          check({ t, B: 3, N: 5, caps }, rows!.K, [rows!.bytes], rows!.K + caps.length);
+        });
+      }
+    }
+  });
+
   it("K not a multiple of the block size is a typed bad_shape error naming K, for every format", () => {
     for (const t of TYPES) {
       const f = descriptor(t);

@@ -87,6 +87,23 @@ describe("packed row gather and whole-table decode (synthesized) against models'
     }
   });
 
+  // Rows written by llama.cpp's llama_model_quantize (fixtures/gguf/formats, in the repo): the formats of issue #26.
+  describe("llama.cpp-quantized rows from fixtures/gguf/formats", () => {
+    for (const t of ["Q4_0", "Q4_1", "Q5_K", "Q3_K", "Q2_K", "IQ4_NL", "IQ4_XS", "MXFP4"] as const) {
+      for (const caps of ["cuda", "cpu"]) {
+        it(`${t} on ${caps} caps: PackedRowGather of fixture rows [3, 0, 3]`, () => {
+          const rows = fixtureRows(t, 4);
+          expect(rows, `a ${t} tensor in fixtures/gguf/formats`).toBeDefined();
+          const { K: D, bytes } = rows!;
+          const ids = Int32Array.from([3, 0, 3]);
+          const got = launch({ kind: "movement", op: "PackedRowGather", region: null, emulated16: false, params: {} as never, inputs: [access(packed(t), [4, D]), access("i32", [3])], output: access("f32", [3, D]) }, CAPS[caps]!, [toWords(bytes), ids], 3 * D);
+          const table = decodeIndependently(t, bytes);
+          expectExact(got, [...ids].flatMap((id) => Array.from(table.subarray(id * D, (id + 1) * D))));
+        });
+      }
+    }
+  });
+
   it("a table whose rows are not whole blocks is a typed bad_shape error, for every format", () => {
     for (const t of TYPES) {
       const D = descriptor(t).blockSize + 16;

@@ -41,7 +41,7 @@ for (const [t, probe] of [["ptx", () => validatePtx("", { arch: "sm_90" })], ["s
   const r = await probe();
   if (r.status === "unavailable") missing[t] = r.reason;
 }
-// lavapipe as written by /work/shared/tools/lavapipe-setup, else the environment's Vulkan driver.
+// lavapipe as written by .ci/lavapipe-setup, else the environment's Vulkan driver.
 const ICD = [path.join(homedir(), ".cache", "lavapipe25", "lvp_icd.json")].find((p) => fs.existsSync(p)) ?? process.env["VK_DRIVER_FILES"];
 let dawn: DawnDevice | undefined;
 beforeAll(async () => {

@@ -1,6 +1,7 @@
 // Packed weights for the tests of kernelgen's packed kernels over every GGML block format: the production
 // descriptors (models' recipes), random blocks with valid f16 scales, ggml-encoded rows from the GGUF fixtures, and
 // the oracle's decode by models' ggml-port block decoders (code independent of the recipes kernelgen compiles).
+import * as fs from "node:fs";
 import * as path from "node:path";
 import { arrayClassFor, interpret } from "@poot/kernel-dsl";
 import type { InterpretLaunch, Kernel, KernelBuffer } from "@poot/kernel-dsl";
@@ -51,6 +52,8 @@ export function randomBlocks(r: () => number, t: GGMLTypeName, blocks: number): 
   const bytes = Uint8Array.from({ length: blocks * q.blockBytes }, () => Math.floor(r() * 256));
   for (let b = 0; b < blocks; b++) {
     for (const f of q.fields) if (f.kind === "f16") for (let k = 0; k < f.count; k++) bytes[b * q.blockBytes + f.offset + 2 * k + 1]! &= 0xbf;
+    // MXFP4's E8M0 exponent byte: scales 2^-10 .. 2^5, so sums of products stay far from overflow and subnormals.
+    for (const f of q.fields) if (f.name === "e" && f.kind === "u8") bytes[b * q.blockBytes + f.offset] = 118 + (bytes[b * q.blockBytes + f.offset]! & 15);
   }
   return bytes;
 }
@@ -62,17 +65,26 @@ export const FIXTURES: string | undefined = needFixture("gguf") === undefined ? 
 // GGUF files whose tensors were written by ggml's own quantizers: Q4_K and Q6_K (llama3-w256), Q5_0, Q5_1, Q8_0 (olmoe).
 const GGUFS = [["llama3-w256", "model-Q4_K_M.gguf"], ["olmoe", "model-Q4_K_M.gguf"]] as const;
 
-/** A ggml-encoded [rows, K] slice of a 2-D fixture tensor of type `t` (the first rows), or undefined when none exists. */
+/** The repo's files quantized by llama.cpp's llama_model_quantize (fixtures/gguf/formats): every format of issue #26. */
+export const FORMAT_GGUFS: string = fixture("gguf", "formats");
+
+/**
+ * A ggml-encoded [rows, K] slice of a fixture tensor of type `t` (its first rows; of a 3-D expert stack, the first
+ * expert's), or undefined when none exists. Looks in the shared fixture files first, then in fixtures/gguf/formats.
+ */
 export function fixtureRows(t: GGMLTypeName, rows: number): { readonly name: string; readonly K: number; readonly bytes: Uint8Array } | undefined {
-  if (FIXTURES === undefined) return undefined;
-  for (const [fam, file] of GGUFS) {
-    const g = openGGUF(path.join(FIXTURES, "gguf", fam, file));
+  const files = [
+    ...(FIXTURES === undefined ? [] : GGUFS.map(([fam, file]) => path.join(FIXTURES!, "gguf", fam, file))),
+    ...fs.readdirSync(FORMAT_GGUFS).filter((f) => f.endsWith(".gguf")).sort().map((f) => path.join(FORMAT_GGUFS, f)),
+  ];
+  for (const file of files) {
+    const g = openGGUF(file);
     try {
-      const info = g.tensors().find((x) => x.dtype === t && x.shape.length === 2 && (x.shape[0] as number) >= rows);
+      const info = g.tensors().find((x) => x.dtype === t && x.shape.length >= 2 && (x.shape.at(-2) as number) >= rows);
       if (info === undefined) continue;
       const K = info.shape[1] as number;
       const rowBytes = (K / QUANT_FORMATS[t].blockElems) * QUANT_FORMATS[t].blockBytes;
-      return { name: `${fam}:${info.name}`, K, bytes: g.readSync(info.name).slice(0, rows * rowBytes) };
+      return { name: `${path.basename(file)}:${info.name}`, K, bytes: g.readSync(info.name).slice(0, rows * rowBytes) };
     } finally {
       g.close();
     }

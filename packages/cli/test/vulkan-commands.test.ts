@@ -11,7 +11,7 @@ import { fixture, needFixture } from "@poot/testkit";
 
 const NO_FIXTURES = needFixture("hf");
 const FIX = fixture();
-// The test (not the library) picks lavapipe when no ICD is chosen and /work/shared/tools/lavapipe-setup ran.
+// The test (not the library) picks lavapipe when no ICD is chosen and .ci/lavapipe-setup ran.
 const LVP = path.join(os.homedir(), ".cache", "lavapipe25", "lvp_icd.json");
 if (process.env.VK_DRIVER_FILES === undefined && fs.existsSync(LVP)) process.env.VK_DRIVER_FILES = LVP;
 const probe = probeVulkan();

@@ -53,6 +53,50 @@ describe("a small KV cache (2 pages of 16 tokens, context 64)", { timeout: 300_0
   });
 });
 
+describe("one batch slot, a queue of one, no queue timeout", { timeout: 300_000 }, () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer(DEMO, { context: 64, maxBatch: 1, maxQueue: 1, queueTimeoutMs: 0 });
+  }, 120_000);
+  afterAll(async () => s?.close());
+
+  /** A generation that holds the only slot for a while (60 tokens past EOS). */
+  const long = (): Promise<RawResponse> => rawRequest(s.url, "POST", "/v1/completions", { json: { model: M, prompt: [5, 6], max_tokens: 60, ignore_eos: true } });
+
+  /** Waits until only `a` runs: the slot is taken and nothing (left from an earlier test) waits. */
+  const onlyOne = async (): Promise<void> => waitFor(async () => {
+    const h = (await health(s.url)).body;
+    return h.active_sequences === 1 && h.queue_depth === 0;
+  });
+
+  test("full queue: 429 rate_limit_error with an integer Retry-After; the queued request still completes", async () => {
+    const a = long();
+    await onlyOne();
+    const b = rawRequest(s.url, "POST", "/v1/completions", { json: { model: M, prompt: [7], max_tokens: 1 } });
+    await waitFor(async () => (await health(s.url)).body.queue_depth === 1);
+    const c = await rawRequest(s.url, "POST", "/v1/completions", { json: { model: M, prompt: [8], max_tokens: 1 } });
+    expect(c.status).toBe(429);
+    expect(errorOf(c)).toMatchObject({ code: "server_busy", type: "rate_limit_error" });
+    expect(c.headers["retry-after"]).toMatch(/^[1-9]\d*$/);
+    expect((await a).status).toBe(200);
+    expect((await b).status).toBe(200);
+  });
+
+  test("draining: /health 503 status draining, new requests 503, the running one finishes", async () => {
+    const a = long();
+    await onlyOne();
+    const drained = s.server.scheduler.drain(120_000);
+    const h = await health(s.url);
+    expect(h.status).toBe(503);
+    expect(h.body.status).toBe("draining");
+    const b = await rawRequest(s.url, "POST", "/v1/completions", { json: { model: M, prompt: [7], max_tokens: 1 } });
+    expect(b.status).toBe(503);
+    expect(errorOf(b).code).toBe("server_shutting_down");
+    expect((await a).status).toBe(200);
+    expect(await drained).toBe(true);
+  });
+});
+
 describe("one batch slot, a queue of one, a 1.5 s queue timeout", { timeout: 300_000 }, () => {
   let s: TestServer;
   beforeAll(async () => {
@@ -63,23 +107,15 @@ describe("one batch slot, a queue of one, a 1.5 s queue timeout", { timeout: 300
   /** A generation that holds the only slot for a while (60 tokens past EOS). */
   const long = (): Promise<RawResponse> => rawRequest(s.url, "POST", "/v1/completions", { json: { model: M, prompt: [5, 6], max_tokens: 60, ignore_eos: true } });
 
-  test("full queue: 429 rate_limit_error with an integer Retry-After; the queued request still completes", async () => {
-    const a = long();
-    await waitFor(async () => (await health(s.url)).body.active_sequences === 1);
-    const b = rawRequest(s.url, "POST", "/v1/completions", { json: { model: M, prompt: [7], max_tokens: 1 } });
-    await waitFor(async () => (await health(s.url)).body.queue_depth === 1);
-    const c = await rawRequest(s.url, "POST", "/v1/completions", { json: { model: M, prompt: [8], max_tokens: 1 } });
-    expect(c.status).toBe(429);
-    expect(errorOf(c)).toMatchObject({ code: "server_busy", type: "rate_limit_error" });
-    expect(c.headers["retry-after"]).toMatch(/^[1-9]\d*$/);
-    expect((await a).status).toBe(200);
-    // b may have waited past the 1.5 s timeout behind a: either it ran or it timed out, never hung.
-    expect([200, 503]).toContain((await b).status);
+  /** Waits until only `a` runs: the slot is taken and nothing (left from an earlier test) waits. */
+  const onlyOne = async (): Promise<void> => waitFor(async () => {
+    const h = (await health(s.url)).body;
+    return h.active_sequences === 1 && h.queue_depth === 0;
   });
 
   test("a request waiting past --queue-timeout: 503 queue_timeout, and the one running is unaffected", async () => {
     const a = long();
-    await waitFor(async () => (await health(s.url)).body.active_sequences === 1);
+    await onlyOne();
     const t0 = performance.now();
     const b = await rawRequest(s.url, "POST", "/v1/completions", { json: { model: M, prompt: [7], max_tokens: 1 } });
     const waited = performance.now() - t0;
@@ -95,17 +131,16 @@ describe("one batch slot, a queue of one, a 1.5 s queue timeout", { timeout: 300
     console.log(`queue timeout: b answered ${b.status} after ${waited.toFixed(0)} ms`);
   });
 
-  test("draining: /health 503 status draining, new requests 503, the running one finishes", async () => {
+  test("a streamed request that times out in the queue gets the 503 status too (headers wait for the first event)", async () => {
     const a = long();
-    await waitFor(async () => (await health(s.url)).body.active_sequences === 1);
-    const drained = s.server.scheduler.drain(120_000);
-    const h = await health(s.url);
-    expect(h.status).toBe(503);
-    expect(h.body.status).toBe("draining");
-    const b = await rawRequest(s.url, "POST", "/v1/completions", { json: { model: M, prompt: [7], max_tokens: 1 } });
-    expect(b.status).toBe(503);
-    expect(errorOf(b).code).toBe("server_shutting_down");
-    expect((await a).status).toBe(200);
-    expect(await drained).toBe(true);
+    await onlyOne();
+    const b = await rawRequest(s.url, "POST", "/v1/completions", { json: { model: M, prompt: [7], max_tokens: 1, stream: true } });
+    const ra = await a;
+    if (b.status === 503) expect(errorOf(b)).toMatchObject({ code: "queue_timeout" });
+    else expect(b.body).toContain("data: [DONE]");
+    expect([200, 503]).toContain(b.status);
+    expect(ra.status).toBe(200);
+    console.log(`queue timeout (stream): b answered ${b.status}`);
   });
+
 });

@@ -48,7 +48,7 @@ const CASES: readonly Case[] = [
   { name: "completions logprobs above 5", body: { ...ok, logprobs: 6 }, status: 400, code: "invalid_value", param: "logprobs" },
   { name: "chat top_logprobs above 20", path: "/v1/chat/completions", body: { ...chat, logprobs: true, top_logprobs: 21 }, status: 400, code: "invalid_value", param: "top_logprobs" },
   { name: "top_logprobs without logprobs", path: "/v1/chat/completions", body: { ...chat, top_logprobs: 2 }, status: 400, code: "invalid_value", param: "top_logprobs" },
-  { name: "logit_bias value above 100", body: { ...ok, logit_bias: { "5": 101 } }, status: 400, code: "invalid_value", param: "logit_bias.5" },
+  { name: "logit_bias value above 100", body: { ...ok, logit_bias: { "5": 101 } }, status: 400, code: "invalid_value", param: "logit_bias[5]" },
   { name: "echo with logprobs (unsupported)", body: { ...ok, echo: true, logprobs: 1 }, status: 400, code: "invalid_value", param: "echo" },
   { name: "token id outside the vocabulary", body: { ...ok, prompt: [1, 2, 99999] }, status: 400, code: "invalid_value", param: "prompt" },
   { name: "prompt longer than the context", body: { ...ok, prompt: Array.from({ length: CTX + 5 }, () => 7), max_tokens: null }, status: 400, code: "context_length_exceeded", param: "prompt" },

@@ -20,7 +20,7 @@ export type TextRequest = { readonly id: number } & TextOp;
 /** What the worker is asked to do. */
 export type TextOp = { readonly op: "encode"; readonly text: string; readonly special: boolean } | { readonly op: "chat"; readonly messages: readonly ChatMessage[] };
 
-type Reply = { readonly id: number; readonly ids?: number[] | null; readonly error?: string } | { readonly ready: true };
+type Reply = { readonly id: number; readonly ids?: Int32Array | null; readonly error?: string } | { readonly ready: true };
 
 /**
  * The worker script: next to this module once bundled (dist/text-worker.js); from the sources (tests), the
@@ -51,7 +51,7 @@ export class TextWorker {
       const p = this.pending.get(m.id);
       this.pending.delete(m.id);
       if (m.error !== undefined) p?.reject(new Error(m.error));
-      else p?.resolve(m.ids ?? null);
+      else p?.resolve(m.ids === undefined || m.ids === null ? null : Array.from(m.ids));
     });
     const fail = (err: Error): void => {
       this.failed = err;
