@@ -39,6 +39,7 @@ export class CudaExecutor implements Executor {
   #source: WeightSource | null = null;
   #weightBytes = 0;
   #epoch = 0;
+  #dispatches = 0;
   #disposed = false;
 
   constructor(ctx: CudaContext, options: CudaExecutorOptions = {}) {
@@ -55,6 +56,9 @@ export class CudaExecutor implements Executor {
       createState: (schema, program) => this.#createState(schema, program),
       ownsState: (s) => s instanceof CudaStateSet && this.#states.has(s),
       alive: () => this.#alive(),
+      dispatched: (n) => {
+        this.#dispatches += n;
+      },
     };
   }
 
@@ -109,6 +113,11 @@ export class CudaExecutor implements Executor {
     for (const s of this.#states) state += s.bytes;
     for (const p of this.#programs) io += p.ioBytes();
     return { weights: this.#weightBytes, state, io, total: this.#weightBytes + state + io };
+  }
+
+  /** Kernel launches submitted so far by every program (plain steps, replayed graphs, bind-time preparation). */
+  dispatchesSubmitted(): number {
+    return this.#dispatches;
   }
 
   /** Frees every program, StateSet and weight, then the context. */

@@ -42,6 +42,8 @@ export interface ProgramHost {
   ownsState(s: StateSet): boolean;
   /** Throws `disposed` after the executor's dispose. */
   alive(): void;
+  /** Counts `n` kernel launches submitted to the device (a replay submits its captured step's launches). */
+  dispatched?(n: number): void;
 }
 
 interface Lowered {
@@ -85,7 +87,9 @@ export class CudaProgram implements StagedProgram {
   readonly #staging = new Map<string, PinnedBuffer>();
   #prepared = -1;
   #last: CudaStateSet | null = null;
-  #captured: { state: CudaStateSet | null; graph: CudaGraph; epoch: number } | null = null;
+  #captured: { state: CudaStateSet | null; graph: CudaGraph; epoch: number; launches: number } | null = null;
+  /** Set while a capture records launches: those run only when the graph is replayed. */
+  #capturing = false;
   #disposed = false;
 
   private constructor(host: ProgramHost, name: string, schema: ProgramSchema, program: Program, lowered: Lowered[]) {
@@ -188,6 +192,7 @@ export class CudaProgram implements StagedProgram {
 
   #enqueue(launches: readonly Bound[]): void {
     const stream = this.#host.ctx.stream;
+    if (!this.#capturing) this.#host.dispatched?.(launches.length);
     for (const b of launches) {
       for (const s of b.snapshots) s.to.copyFrom(s.from, s.from.bytes, stream);
       b.l.compiled.launch(b.l.grid, b.params, stream);
@@ -302,7 +307,12 @@ export class CudaProgram implements StagedProgram {
     const st = this.#checkState(state);
     const step = this.#stepFor(st);
     this.#captured?.graph.dispose();
-    this.#captured = { state: st, graph: this.#host.ctx.capture(() => this.#enqueueStep(step)), epoch: step.epoch };
+    this.#capturing = true;
+    try {
+      this.#captured = { state: st, graph: this.#host.ctx.capture(() => this.#enqueueStep(step)), epoch: step.epoch, launches: step.launches.length };
+    } finally {
+      this.#capturing = false;
+    }
     return true;
   }
 
@@ -313,6 +323,7 @@ export class CudaProgram implements StagedProgram {
     if (c === null) throw new ExecutorError("not-captured", "replay before capture", { program: this.name });
     if (c.epoch !== this.#host.weightsEpoch) this.capture(c.state ?? undefined);
     this.#captured!.graph.launch(this.#host.ctx.stream);
+    this.#host.dispatched?.(this.#captured!.launches);
     this.#host.ctx.synchronize();
     this.#last = this.#captured!.state;
   }
