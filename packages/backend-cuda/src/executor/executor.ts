@@ -1,12 +1,11 @@
 // The CUDA executor: `@poot/executor`'s contract on one NVIDIA GPU. Weights are uploaded lazily, once per
 // executor, and shared by every staged program; steps run on one stream or replay as CUDA graphs.
 
-import { ExecutorError, readWeight, schemaOf, type DeviceBytes, type Executor, type ExecutorCaps, type ProgramSchema, type StageOptions, type StateSet, type WeightSource } from "@poot/executor";
+import { ExecutorError, storageOf, readWeight, schemaOf, type DeviceBytes, type Executor, type ExecutorCaps, type ProgramSchema, type StageOptions, type StateSet, type WeightSource } from "@poot/executor";
 import { dtypeName, numel, storageBytes, validateGraph, type Graph, type Value } from "@poot/graph-ir";
 import type { CompileOptions } from "@poot/graph-plan";
 import { createCudaContext, type CudaContext, type CudaContextOptions } from "../context.js";
 import type { DeviceBuffer } from "../memory.js";
-import { storageOf } from "./host.js";
 import { CudaProgram, type ProgramHost } from "./program.js";
 import { CudaStateSet } from "./state.js";
 

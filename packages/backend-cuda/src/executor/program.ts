@@ -1,7 +1,7 @@
 // A graph staged on one CUDA device: compiled by graph-plan, each plan's kernel from kernelgen lowered to PTX
 // and loaded once; a step (slot copies, launches, State copies) runs on the stream or replays as a CUDA graph.
 
-import { ExecutorError, checkSlotData, elementBytes, type OutputData, type ProgramSchema, type StagedProgram, type StateSet } from "@poot/executor";
+import { ExecutorError, outputOf, storageOf, checkSlotData, elementBytes, type OutputData, type ProgramSchema, type StagedProgram, type StateSet } from "@poot/executor";
 import { numel, storageBytes, type Graph, type Value } from "@poot/graph-ir";
 import { compile, makeTarget, type CompileOptions, type Plan, type Program } from "@poot/graph-plan";
 import { KernelgenError, planKernel, type BindingSource } from "@poot/kernelgen";
@@ -10,9 +10,8 @@ import { CudaError } from "../errors.js";
 import type { CudaGraph } from "../graph.js";
 import type { Dim3, LaunchParams } from "../launch.js";
 import type { DeviceBuffer, PinnedBuffer } from "../memory.js";
-import { outputOf, storageOf } from "./host.js";
 import { planCapsOf, synthCapsOf } from "./plan-caps.js";
-import { stateCopies, viewRegions, type ByteRegion } from "./regions.js";
+import { stateCopies, viewRegions, type ByteRegion } from "@poot/executor";
 import { CudaStateSet } from "./state.js";
 
 /** One launch of a profiled step ({@link CudaProgram.profile}). */

@@ -1,10 +1,9 @@
 // Device-side StateSets of the CUDA executor: one pool buffer per state key (zeroed at creation), read and
 // written with synchronous copies, lanes copied on the device (a lane is a contiguous run of each buffer).
 
-import { ExecutorError, elementBytes, laneCount, sameLaneLayout, type OutputData, type ProgramSchema, type StateSet, type StateSpec } from "@poot/executor";
+import { ExecutorError, outputOf, storageOf, elementBytes, laneCount, sameLaneLayout, type OutputData, type ProgramSchema, type StateSet, type StateSpec } from "@poot/executor";
 import type { CudaContext } from "../context.js";
 import type { DeviceBuffer } from "../memory.js";
-import { outputOf, storageOf } from "./host.js";
 
 /** A StateSet in device memory. */
 export class CudaStateSet implements StateSet {
