@@ -30,11 +30,19 @@ function compiled(input: StageInput | Program, target: LoweringTarget, name: str
   const ops = input instanceof Program ? undefined : stageParts(input).ops;
   validateGraph(source, ops === undefined ? {} : { ops });
   try {
-    return { program: compile(source, makeTarget({ kind: target.kind, caps: target.plan }), target.compile ?? {}), source };
+    const by = target.bySize;
+    const size = by === undefined ? {} : (stepTokens(source) ?? Infinity) <= by.maxStepTokens ? by.small : by.large;
+    return { program: compile(source, makeTarget({ kind: target.kind, caps: target.plan }), { ...size, ...target.compile }), source };
   } catch (e) {
     if (e instanceof PlanError) throw new ExecutorError("unsupported-program", `graph-plan cannot compile ${name}: ${e.message}`, { program: name });
     throw e;
   }
+}
+
+/** Tokens a graph takes a step (the elements of its Token slots), or undefined when it has none. */
+export function stepTokens(graph: Graph): number | undefined {
+  const slots = graph.values.filter((v) => v.storage.kind === "slot" && v.storage.slot === "Token");
+  return slots.length === 0 ? undefined : Math.max(...slots.map((v) => numel(v.shape)));
 }
 
 /** The plan's kernel: kernelgen's mapping, or the target's fallback for a request kernelgen declines. */

@@ -26,8 +26,13 @@ export interface LoweringTarget {
   readonly codegen: CodegenCaps;
   /** Options of the language's `lower` (PTX's `arch`, Wasm's `maxPages`). */
   readonly lowerOptions?: Readonly<Record<string, unknown>>;
-  /** graph-plan options (fusion policy comes from the device's caps, decided before lowering). */
+  /** graph-plan options every program is compiled with (the device's fusion policy). */
   readonly compile?: CompileOptions;
+  /**
+   * Fusion policy by step size: graphs of at most `maxStepTokens` tokens a step (the elements of their Token slots)
+   * compile with `small` added to `compile`, larger ones with `large` (CUDA: block-GEMV epilogues for decode only).
+   */
+  readonly bySize?: { readonly maxStepTokens: number; readonly small: CompileOptions; readonly large: CompileOptions } | undefined;
   /**
    * Whether a kernel operand that is also its output is read from a copy taken before the launch (devices whose
    * blocks may read what another block already wrote: CUDA, WebGPU).

@@ -4,11 +4,12 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
-import { CudaError, CudaExecutor, createCudaExecutor, measureCopyBandwidth } from "@poot/backend-cuda";
+import { CudaError, createCudaExecutor, cudaContextOf, measureCopyBandwidth } from "@poot/backend-cuda";
 import { createCpuExecutor } from "@poot/backend-cpu";
 import { createVulkanExecutor } from "@poot/backend-vulkan";
 import { createSyncWgpuExecutor } from "@poot/backend-wgpu/node";
 import { createEvalExecutor, createInterpExecutor, type Executor } from "@poot/executor";
+import { LoweringCache } from "@poot/executor/lowering";
 import type { CompileOptions } from "@poot/graph-plan";
 import { CliError } from "../errors.js";
 
@@ -16,7 +17,7 @@ import { CliError } from "../errors.js";
  * Executor factories by backend name, given the compile options of executors that compile (the eval backends
  * ignore them); the CPU and GPU backends join this table as they land.
  */
-export const EXECUTORS: Readonly<Record<string, (compile: CompileOptions) => Executor>> = {
+export const EXECUTORS: Readonly<Record<string, (compile: CompileOptions, cache: LoweringCache | undefined) => Executor>> = {
   // codegen's Wasm SIMD kernels on worker_threads (one per core) over one shared memory; a step is one fused region.
   // Native GEMVs (prebuilt, decision 0952) serve the contractions they can; POOT_CPU_NATIVE=0 runs Wasm only.
   cpu: (compile) => createCpuExecutor({ compile, native: process.env["POOT_CPU_NATIVE"] !== "0" }),
@@ -27,21 +28,33 @@ export const EXECUTORS: Readonly<Record<string, (compile: CompileOptions) => Exe
   // (very slow; checks the whole Program: plans, buffers, synthesized and imported kernels).
   interp: (compile) => createInterpExecutor({ compile }),
   // Vulkan through libvulkan.so.1; the loader picks the driver (VK_DRIVER_FILES selects one, e.g. lavapipe).
-  vulkan: (compile) => createVulkanExecutor({ compile }),
+  vulkan: (compile, cache) => createVulkanExecutor({ compile, ...(cache !== undefined ? { cache } : {}) }),
   // WebGPU through Dawn (the Vulkan loader finds drivers through VK_DRIVER_FILES, e.g. lavapipe): the fused
   // Program graph-plan compiles for the device's wgpu target (decision 0702).
   wgpu: (compile) => createSyncWgpuExecutor({ executor: { compile } }),
   // NVIDIA GPUs through the CUDA driver (libcuda.so.1 via koffi; no toolkit needed). Decode steps replay as CUDA
   // graphs; JIT-compiled kernels are cached on disk under the OS temp folder.
-  cuda: (compile) => createCudaExecutor({ cacheDir: path.join(os.tmpdir(), "poot-cuda-cache"), compile }),
+  cuda: (compile, cache) => createCudaExecutor({ cacheDir: path.join(os.tmpdir(), "poot-cuda-cache"), compile, ...(cache !== undefined ? { cache } : {}) }),
 };
 
-/** A fresh executor for `--backend name` (compiling with `compile`), or a CliError listing the available ones. */
-export function createExecutor(name: string, command: string, compile: CompileOptions = {}): Executor {
+/**
+ * The lowering cache of the CLI: `$POOT_CACHE_DIR`, else `$XDG_CACHE_HOME/poot`, else `~/.cache/poot` (folder
+ * `lowered`); none when `POOT_CACHE_DIR` is `off`. Warnings (a corrupted entry rebuilt) go to `warn`.
+ */
+export function loweringCache(warn: (message: string) => void): LoweringCache | undefined {
+  const dir = process.env["POOT_CACHE_DIR"] ?? path.join(process.env["XDG_CACHE_HOME"] ?? path.join(os.homedir(), ".cache"), "poot");
+  return dir === "off" ? undefined : new LoweringCache({ dir: path.join(dir, "lowered"), warn });
+}
+
+/**
+ * A fresh executor for `--backend name` (compiling with `compile`; lowering through `cache` on the backends that
+ * run the shared staged program), or a CliError listing the available ones.
+ */
+export function createExecutor(name: string, command: string, compile: CompileOptions = {}, cache?: LoweringCache): Executor {
   const make = EXECUTORS[name];
   if (make === undefined) throw new CliError("bad-input", `unknown backend "${name}" (available: ${Object.keys(EXECUTORS).join(", ")})`, { command });
   try {
-    return make(compile);
+    return make(compile, cache);
   } catch (err) {
     if (err instanceof CudaError && err.code === "no-driver") throw new CliError("command-failed", `--backend ${name} needs an NVIDIA GPU and its driver (libcuda.so.1): ${err.message}`, { command });
     throw err;
@@ -53,7 +66,8 @@ export function createExecutor(name: string, command: string, compile: CompileOp
  * measured now; null for backends without a way to measure it (host executors, Vulkan, WebGPU).
  */
 export function measureFloorBandwidth(executor: Executor): number | null {
-  return executor instanceof CudaExecutor ? measureCopyBandwidth(executor.ctx).readWriteGBps : null;
+  const ctx = cudaContextOf(executor);
+  return ctx === null ? null : measureCopyBandwidth(ctx).readWriteGBps;
 }
 
 /** The repository's `models/demo`, found by walking up from this module's file; null when absent. */

@@ -6,7 +6,7 @@ import { LoadedModel, ModelError, type PagedLayout } from "@poot/models";
 import { CpuExecutor } from "@poot/backend-cpu";
 import { measureBandwidth } from "./bandwidth.js";
 import { CliError } from "../errors.js";
-import { createExecutor, horizontalFusion, measureFloorBandwidth } from "./backends.js";
+import { createExecutor, loweringCache, horizontalFusion, measureFloorBandwidth } from "./backends.js";
 import type { CommandModule } from "./index.js";
 import { parseNumber } from "./numbers.js";
 import { progressBar } from "./progress.js";
@@ -111,7 +111,7 @@ export const bench: CommandModule = {
         if (P < 1 || G < 2 || runs < 1) throw new CliError("bad-input", "--prompt-tokens >= 1, --gen-tokens >= 2 and --runs >= 1 are required", { command: "bench" });
         if (o.weights !== "f32" && o.weights !== "bf16") throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command: "bench" });
         const weights: "f32" | "bf16" = o.weights;
-        const executor = createExecutor(o.backend, "bench", horizontalFusion(o.horizontalFusion, "bench"));
+        const executor = createExecutor(o.backend, "bench", horizontalFusion(o.horizontalFusion, "bench"), loweringCache((m) => io.err(`${m}\n`)));
         let engine: Engine | null = null;
         try {
           const m = LoadedModel.open(model, { weights });

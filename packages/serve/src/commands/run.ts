@@ -5,7 +5,7 @@ import type { Graph } from "@poot/graph-ir";
 import { BACKEND_KINDS, PlanError, compile, defaultTarget, type BackendKind } from "@poot/graph-plan";
 import { LoadedModel, ModelError, loadTokenizer } from "@poot/models";
 import { CliError } from "../errors.js";
-import { createExecutor, findDemoModel } from "./backends.js";
+import { createExecutor, loweringCache, findDemoModel } from "./backends.js";
 import type { CommandModule } from "./index.js";
 import { progressBar } from "./progress.js";
 import { parseNumber } from "./numbers.js";
@@ -99,7 +99,7 @@ export const run: CommandModule = {
         if (o.compiled === true && !(BACKEND_KINDS as readonly string[]).includes(o.target)) throw new CliError("bad-input", `--target must be one of ${BACKEND_KINDS.join(", ")}, got "${o.target}"`, { command: "run" });
         const target = o.target as BackendKind;
         const compileGraph = o.compiled === true ? (g: Graph, mode: "decode" | "prefill") => compile(g, defaultTarget(target), { mode }) : undefined;
-        const executor = createExecutor(o.backend, "run");
+        const executor = createExecutor(o.backend, "run", {}, loweringCache((m) => io.err(`${m}\n`)));
         const load = progressBar("load   ", 3);
         const weights: "f32" | "bf16" = o.weights;
         let m: LoadedModel | null = null;

@@ -7,7 +7,7 @@ import { Engine, RuntimeError } from "@poot/runtime";
 import { CliError } from "../errors.js";
 import { RuntimeServeEngine } from "../server/runtime-engine.js";
 import { createServer, type PootServer } from "../server/server.js";
-import { createExecutor } from "./backends.js";
+import { createExecutor, loweringCache } from "./backends.js";
 import type { CliIo, CommandModule } from "./index.js";
 import { parseNumber } from "./numbers.js";
 
@@ -66,7 +66,7 @@ export async function startServe(model: string, o: ServeCliOptions, io: CliIo): 
       throw new CliError("file-unreadable", `cannot read ${o.chatTemplate}: ${(err as Error).message}`, { command, file: o.chatTemplate });
     }
   }
-  const executor = createExecutor(o.backend, command);
+  const executor = createExecutor(o.backend, command, {}, loweringCache((m) => process.stderr.write(`${m}\n`)));
   let engine: Engine;
   try {
     // Prefill chunks stay within the context (the runtime stages one program per power-of-two chunk).
