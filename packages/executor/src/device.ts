@@ -88,6 +88,11 @@ export interface Device<B extends DeviceBuffer = DeviceBuffer, K = unknown, L = 
   release(recording: R): void;
   /** Waits for everything queued. */
   sync(): void;
+  /**
+   * Optional: runs `ops` once with a device timer after each and returns each operation's device time in
+   * microseconds (events serialize nothing the queue did not already order). Devices without timers leave it out.
+   */
+  time?(ops: readonly DeviceOp<B, L>[]): number[];
   /** Releases the device. */
   dispose(): void;
 }

@@ -22,7 +22,7 @@ export { bytesOf, outputOf, storageOf, viewOf } from "./storage.js";
 export { DeviceError } from "./device.js";
 export type { Device, DeviceBuffer, DeviceCaps, DeviceErrorCode, DeviceOp } from "./device.js";
 export { DeviceExecutor, DeviceProgram } from "./staged.js";
-export type { Lower } from "./staged.js";
+export type { KernelTiming, Lower } from "./staged.js";
 export { DeviceStateSet } from "./staged-state.js";
 export { stateCopies, viewRegions } from "./regions.js";
 export type { ByteRegion, StateCopy } from "./regions.js";

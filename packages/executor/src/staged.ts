@@ -11,6 +11,20 @@ import { checkSlotData, readWeight, type ProgramSchema } from "./schema.js";
 import { DeviceStateSet } from "./staged-state.js";
 import { outputOf, storageOf } from "./storage.js";
 
+/** One launch of a profiled step ({@link DeviceProgram.profile}). */
+export interface KernelTiming {
+  /** The plan's op and equation id in the compiled graph. */
+  readonly op: string;
+  readonly eqn: number;
+  /** The kernel's entry point. */
+  readonly kernel: string;
+  readonly grid: readonly [number, number, number];
+  /** Bytes of the buffers the launch binds (weights dominate a GEMV). */
+  readonly bytes: number;
+  /** Device microseconds of the launch. */
+  readonly us: number;
+}
+
 /** Lowers a stage input for the device (through the cache, when the caller has one). */
 export type Lower = (input: StageInput, name: string) => LoweredProgram;
 
@@ -166,6 +180,23 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
   /** The recorded step for `state` (undefined before its first run), for device-specific inspection (timings). */
   recordingOf(state?: StateSet): R | undefined {
     return this.#steps.get(state ?? null)?.recording;
+  }
+
+  /**
+   * Runs one step with a device timer around each launch and returns each launch's time (for finding the slow
+   * kernels of a step); null when the device has no timers.
+   */
+  profile(state?: StateSet): KernelTiming[] | null {
+    const st = this.#check(state);
+    if (this.#device.time === undefined) return null;
+    this.#prepare();
+    const { ops, launches } = this.#ops("step", st);
+    const us = this.#device.time(ops);
+    for (const l of launches) this.#device.unbind(l);
+    this.#last = st;
+    const step = this.lowered.launches.filter((l) => l.phase === "step");
+    const times = ops.flatMap((op, i) => (op.kind === "launch" ? [us[i]!] : []));
+    return step.map((l, i) => ({ op: l.op, eqn: l.eqn, kernel: this.lowered.kernels[l.kernel]!.code.entryPoint, grid: l.grid, bytes: Object.values(l.args).reduce((a, x) => a + this.#byId.get(x.buffer)!.bytes, 0), us: times[i]! }));
   }
 
   /** Kernel launches per step (what the lowering predicts and `dispatchesSubmitted` counts). */

@@ -122,6 +122,22 @@ export class CudaComputeDevice implements Device<CudaBuffer, CompiledKernel, Cud
     else this.#enqueue(r.ops);
   }
 
+  /** Runs `ops` with an event after each; each op's GPU microseconds. */
+  time(ops: readonly DeviceOp<CudaBuffer, CudaLaunch>[]): number[] {
+    const events = [this.ctx.createEvent()];
+    events[0]!.record(this.ctx.stream);
+    for (const op of ops) {
+      this.#enqueue([op]);
+      const e = this.ctx.createEvent();
+      e.record(this.ctx.stream);
+      events.push(e);
+    }
+    this.ctx.synchronize();
+    const us = ops.map((_, i) => 1000 * events[i + 1]!.elapsedSince(events[i]!));
+    for (const e of events) e.dispose();
+    return us;
+  }
+
   release(r: CudaRecording): void {
     r.graph?.dispose();
   }
