@@ -10,7 +10,7 @@ import { parseArgs } from "node:util";
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const require = createRequire(import.meta.url);
-const { NO_RUNTIME_DEPS, SCOPE, allowedFor, describeAllowed, workspaceFolders } = require("./layers.cjs");
+const { NO_RUNTIME_DEPS, SCOPE, TEST_ONLY, allowedFor, describeAllowed, workspaceFolders } = require("./layers.cjs");
 const ts = require("typescript");
 
 const { values } = parseArgs({ options: { root: { type: "string", default: repo } } });
@@ -41,7 +41,9 @@ function checkManifests(folders) {
         for (const dep of Object.keys(pkg[field] ?? {})) {
           if (!dep.startsWith(SCOPE)) continue;
           const name = dep.slice(SCOPE.length);
-          if (name !== self && !allowed.has(name)) {
+          // A test-only package (TEST_ONLY) may be a devDependency, never a runtime one.
+          const testOnly = field === "devDependencies" && (TEST_ONLY[folder] ?? []).includes(name);
+          if (name !== self && !allowed.has(name) && !testOnly) {
             problems.push(`${folder}/package.json: ${field} "${dep}" is upward or sideways; ${folder} ${may}`);
           }
         }

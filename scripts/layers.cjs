@@ -5,8 +5,8 @@
 const fs = require("node:fs");
 const path = require("node:path");
 
-/** The six backends of DESIGN.md; a backend never imports another backend. */
-const BACKENDS = ["backend-cpu", "backend-wgpu", "backend-vulkan", "backend-cuda", "backend-rocm", "backend-aie"];
+/** The backends of DESIGN.md (and the reference backends, eval and interp); a backend never imports another backend. */
+const BACKENDS = ["backend-reference", "backend-cpu", "backend-wgpu", "backend-vulkan", "backend-cuda", "backend-rocm", "backend-aie"];
 
 /**
  * Direct arrows of DESIGN.md, keyed by workspace folder (`packages/<name>` or `apps/<name>`).
@@ -24,6 +24,14 @@ const DIRECT = {
   "packages/runtime": ["models", "executor"],
   "packages/serve": ["runtime", ...BACKENDS],
   "apps/docs": ["*"],
+};
+
+/**
+ * Packages a folder's tests (`*.test.ts`, `test/`) may import beyond its arrows: the runtime is tested against the
+ * reference backends (its oracle executor), which sit beside the device backends, not below the runtime.
+ */
+const TEST_ONLY = {
+  "packages/runtime": ["backend-reference"],
 };
 
 /** Every package name (folder under packages/) that the table knows. */
@@ -73,4 +81,4 @@ const NO_RUNTIME_DEPS = ["packages/graph-ir"];
 /** The npm scope of every workspace package: `@poot/<folder name>`. */
 const SCOPE = "@poot/";
 
-module.exports = { BACKENDS, DIRECT, NO_RUNTIME_DEPS, PACKAGES, SCOPE, allowedFor, describeAllowed, workspaceFolders };
+module.exports = { BACKENDS, DIRECT, NO_RUNTIME_DEPS, PACKAGES, SCOPE, TEST_ONLY, allowedFor, describeAllowed, workspaceFolders };

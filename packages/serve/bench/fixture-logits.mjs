@@ -10,7 +10,7 @@ import { Engine, argmax } from "@poot/runtime";
 import { createCpuExecutor } from "@poot/backend-cpu";
 import { createVulkanExecutor } from "@poot/backend-vulkan";
 import { createSyncWgpuExecutor } from "@poot/backend-wgpu/node";
-import { createEvalExecutor, createInterpExecutor } from "@poot/executor";
+import { createEvalExecutor, createInterpExecutor } from "@poot/backend-reference";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 const FIX = process.env.POOT_FIXTURES ?? path.resolve(root, "../shared/fixtures/hf");

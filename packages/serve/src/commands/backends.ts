@@ -8,7 +8,8 @@ import { CudaError, createCudaExecutor, cudaContextOf, measureCopyBandwidth } fr
 import { createCpuExecutor } from "@poot/backend-cpu";
 import { createVulkanExecutor } from "@poot/backend-vulkan";
 import { createSyncWgpuExecutor } from "@poot/backend-wgpu/node";
-import { createEvalExecutor, createInterpExecutor, type Executor } from "@poot/executor";
+import { type Executor } from "@poot/executor";
+import { createEvalExecutor, createInterpExecutor } from "@poot/backend-reference";
 import { LoweringCache } from "@poot/executor/lowering";
 import type { CompileOptions } from "@poot/graph-plan";
 import { CliError } from "../errors.js";

@@ -3,7 +3,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
-import { createEvalExecutor } from "@poot/executor";
+import { createEvalExecutor } from "@poot/backend-reference";
 import { Engine } from "@poot/runtime";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ApiError } from "../errors.js";
