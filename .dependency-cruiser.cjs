@@ -1,9 +1,9 @@
-// dependency-cruiser rules: the one direction of dependencies of DESIGN.md and no import cycles.
+// dependency-cruiser rules: the one direction of dependencies of docs/architecture.md and no import cycles.
 // The layer table lives in scripts/layers.cjs; this file turns it into forbidden rules (decision 0002).
 "use strict";
 
 const path = require("node:path");
-const { DIRECT, PACKAGES, TEST_ONLY, allowedFor, describeAllowed, workspaceFolders } = require("./scripts/layers.cjs");
+const { DIRECT, PACKAGES, TEST_IMPORTS, TEST_ONLY, allowedFor, describeAllowed, workspaceFolders } = require("./scripts/layers.cjs");
 
 // The workspace whose folders are checked: the cwd depcruise runs in (the repo, or a planted copy in the lint test).
 const root = process.cwd();
@@ -17,14 +17,20 @@ const layerRules = Object.keys(DIRECT).flatMap((folder) => {
   const self = folder.startsWith("packages/") ? folder.slice("packages/".length) : undefined;
   const forbidden = PACKAGES.filter((p) => !allowed.has(p) && p !== self);
   if (forbidden.length === 0) return [];
-  const rule = (name, from, names) => ({ name, severity: "error", comment: `${folder} ${describeAllowed(allowed)} (DESIGN.md: nothing imports upward or sideways).`, from, to: { path: toPackages(names) } });
-  const testOnly = TEST_ONLY[folder] ?? [];
-  if (testOnly.length === 0) return [rule(`layer:${folder}`, { path: `^${folder}/` }, forbidden)];
-  // Tests may also import the folder's test-only packages (the runtime's oracle executor); sources may not.
+  const rule = (name, from, names) => ({
+    name,
+    severity: "error",
+    comment: `${folder} ${describeAllowed(allowed)} (docs/architecture.md: nothing imports upward or sideways).`,
+    from,
+    to: { path: toPackages(names) },
+  });
+  const testImports = TEST_IMPORTS[folder] ?? [];
+  if (testImports.length === 0) return [rule(`layer:${folder}`, { path: `^${folder}/` }, forbidden)];
+  // Tests may also import the folder's test-only imports (the runtime's oracle executor); sources may not.
   const tests = `^${folder}/(test/|.*\\.test\\.ts$)`;
   return [
     rule(`layer:${folder}`, { path: `^${folder}/`, pathNot: tests }, forbidden),
-    rule(`layer:${folder}:tests`, { path: tests }, forbidden.filter((p) => !testOnly.includes(p))),
+    rule(`layer:${folder}:tests`, { path: tests }, forbidden.filter((p) => !testImports.includes(p))),
   ];
 });
 
@@ -34,7 +40,7 @@ const unknownRules = workspaceFolders(root)
   .map((folder) => ({
     name: `layer:unknown:${folder}`,
     severity: "error",
-    comment: `${folder} is not in the layer table (scripts/layers.cjs); add it there and to DESIGN.md.`,
+    comment: `${folder} is not in the layer table (scripts/layers.cjs); add it there and to docs/architecture.md.`,
     from: { path: `^${folder}/` },
     to: { path: "(^packages/|^apps/|@poot/)", pathNot: `^${folder}/|@poot/${path.basename(folder)}$` },
   }));
@@ -44,6 +50,13 @@ module.exports = {
   forbidden: [
     ...layerRules,
     ...unknownRules,
+    {
+      name: "test-only",
+      severity: "error",
+      comment: `${TEST_ONLY.join(", ")} may be imported by tests, benches and scripts only, never by a package's sources (decision 1800).`,
+      from: { path: "^packages/[^/]+/src/", pathNot: `\\.test\\.ts$|^packages/(${TEST_ONLY.join("|")})/` },
+      to: { path: toPackages(TEST_ONLY) },
+    },
     {
       name: "no-circular",
       severity: "error",

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The dependency-direction and import-cycle check of `pnpm lint` (DESIGN.md, decision 0002).
+// The dependency-direction and import-cycle check of `pnpm lint` (docs/architecture.md, decision 0002).
 // Source imports go through dependency-cruiser; package.json deps and tsconfig references are checked here.
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -10,7 +10,7 @@ import { parseArgs } from "node:util";
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const require = createRequire(import.meta.url);
-const { NO_RUNTIME_DEPS, SCOPE, TEST_ONLY, allowedFor, describeAllowed, workspaceFolders } = require("./layers.cjs");
+const { NO_RUNTIME_DEPS, SCOPE, TEST_IMPORTS, TEST_ONLY, allowedFor, describeAllowed, workspaceFolders } = require("./layers.cjs");
 const ts = require("typescript");
 
 const { values } = parseArgs({ options: { root: { type: "string", default: repo } } });
@@ -23,7 +23,7 @@ function checkManifests(folders) {
     const allowed = allowedFor(folder);
     const self = folder.split("/")[1];
     if (allowed === undefined) {
-      problems.push(`${folder}: not in the layer table (scripts/layers.cjs); add it there and to DESIGN.md`);
+      problems.push(`${folder}: not in the layer table (scripts/layers.cjs); add it there and to docs/architecture.md`);
       continue;
     }
     const may = describeAllowed(allowed);
@@ -41,9 +41,13 @@ function checkManifests(folders) {
         for (const dep of Object.keys(pkg[field] ?? {})) {
           if (!dep.startsWith(SCOPE)) continue;
           const name = dep.slice(SCOPE.length);
-          // A test-only package (TEST_ONLY) may be a devDependency, never a runtime one.
-          const testOnly = field === "devDependencies" && (TEST_ONLY[folder] ?? []).includes(name);
-          if (name !== self && !allowed.has(name) && !testOnly) {
+          if (TEST_ONLY.includes(name) && name !== self) {
+            if (field !== "devDependencies") problems.push(`${folder}/package.json: ${field} "${dep}" is test-only; declare it in devDependencies`);
+            continue;
+          }
+          // A folder's test imports (TEST_IMPORTS) may be devDependencies, never runtime ones.
+          const testImport = field === "devDependencies" && (TEST_IMPORTS[folder] ?? []).includes(name);
+          if (name !== self && !allowed.has(name) && !testImport) {
             problems.push(`${folder}/package.json: ${field} "${dep}" is upward or sideways; ${folder} ${may}`);
           }
         }
@@ -90,4 +94,4 @@ if (problems.length > 0 || cruiseStatus !== 0) {
   console.error(`\ncheck-deps: FAILED (${problems.length} manifest problem(s), dependency-cruiser exit ${cruiseStatus})`);
   process.exit(1);
 }
-console.log(`check-deps: ${folders.length} workspace folder(s) follow DESIGN.md's direction, no import cycles`);
+console.log(`check-deps: ${folders.length} workspace folder(s) follow docs/architecture.md's direction, no import cycles`);

@@ -1,15 +1,15 @@
-// The one direction of dependencies of DESIGN.md as data: who may import whom, closed transitively.
+// The one direction of dependencies of docs/architecture.md as data: who may import whom, closed transitively.
 // Read by .dependency-cruiser.cjs (source imports) and scripts/check-deps.mjs (package.json, tsconfig).
 "use strict";
 
 const fs = require("node:fs");
 const path = require("node:path");
 
-/** The backends of DESIGN.md (and the reference backends, eval and interp); a backend never imports another backend. */
+/** The backends of docs/architecture.md (and the reference backends, eval and interp); a backend never imports another. */
 const BACKENDS = ["backend-reference", "backend-cpu", "backend-wgpu", "backend-vulkan", "backend-cuda", "backend-rocm", "backend-aie"];
 
 /**
- * Direct arrows of DESIGN.md, keyed by workspace folder (`packages/<name>` or `apps/<name>`).
+ * Direct arrows of docs/architecture.md, keyed by workspace folder (`packages/<name>` or `apps/<name>`).
  * `"*"` means every workspace package (apps/docs reads everything).
  */
 const DIRECT = {
@@ -22,22 +22,36 @@ const DIRECT = {
   "packages/executor": ["graph-plan", "kernelgen", "codegen"],
   ...Object.fromEntries(BACKENDS.map((b) => [`packages/${b}`, ["executor"]])),
   "packages/runtime": ["models", "executor"],
+  // Data only: the demo model's files and where they are.
+  "packages/demo-model": [],
+  // The HTTP server library: its sources import only the runtime; its tests run on the CPU and GPU backends.
   "packages/serve": ["runtime", ...BACKENDS],
+  // The `poot` program: the serve command, the runtime and every backend (the GPU ones optional at run time).
+  "packages/cli": ["serve", "runtime", "demo-model", ...BACKENDS],
   "apps/docs": ["*"],
+  // Test-only (see TEST_ONLY): imports no workspace package.
+  "packages/testkit": [],
 };
+
+/**
+ * Test-only workspace packages (private, never published): any package's tests, benches and scripts may
+ * import them, as devDependencies only; no non-test source file may (decision 1800).
+ */
+const TEST_ONLY = ["testkit"];
 
 /**
  * Packages a folder's tests (`*.test.ts`, `test/`) may import beyond its arrows: the runtime is tested against the
  * reference backends (its oracle executor), which sit beside the device backends, not below the runtime.
  */
-const TEST_ONLY = {
+const TEST_IMPORTS = {
   "packages/runtime": ["backend-reference"],
 };
 
-/** Every package name (folder under packages/) that the table knows. */
+/** Every package name (folder under packages/) that the table knows, test-only ones aside. */
 const PACKAGES = Object.keys(DIRECT)
   .filter((k) => k.startsWith("packages/"))
-  .map((k) => k.slice("packages/".length));
+  .map((k) => k.slice("packages/".length))
+  .filter((name) => !TEST_ONLY.includes(name));
 
 /**
  * The packages `folder` may import: its direct arrows and, transitively, what those may import.
@@ -81,4 +95,4 @@ const NO_RUNTIME_DEPS = ["packages/graph-ir"];
 /** The npm scope of every workspace package: `@poot/<folder name>`. */
 const SCOPE = "@poot/";
 
-module.exports = { BACKENDS, DIRECT, NO_RUNTIME_DEPS, PACKAGES, SCOPE, TEST_ONLY, allowedFor, describeAllowed, workspaceFolders };
+module.exports = { BACKENDS, DIRECT, NO_RUNTIME_DEPS, PACKAGES, SCOPE, TEST_IMPORTS, TEST_ONLY, allowedFor, describeAllowed, workspaceFolders };

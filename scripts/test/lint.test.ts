@@ -195,4 +195,30 @@ describe("check-deps", () => {
     expect(status).toBe(1);
     expect(out).toContain("packages/mystery: not in the layer table");
   });
+
+  test("a source file importing the test-only @poot/testkit fails; a test file may", () => {
+    const root = plant({
+      ...pkg("testkit", "export const fixture = (p: string) => p;\n"),
+      ...pkg("models", 'import { fixture } from "@poot/testkit";\nexport const m = fixture("x");\n'),
+      "packages/models/test/a.test.ts": 'import { fixture } from "@poot/testkit";\nexport const t = fixture("y");\n',
+    });
+    const { status, out } = check(root);
+    expect(status).toBe(1);
+    expect(out).toContain("test-only");
+    expect(out).toContain("packages/models/src/index.ts");
+    expect(out).not.toContain("packages/models/test/a.test.ts");
+  });
+
+  test("@poot/testkit as a runtime dependency fails; as a devDependency it passes", () => {
+    const bad = plant({ ...pkg("testkit", "export const k = 1;\n"), ...pkg("graph-ir", "export const g = 1;\n", { "@poot/testkit": "workspace:*" }) });
+    const r = check(bad);
+    expect(r.status).toBe(1);
+    expect(r.out).toContain('packages/graph-ir/package.json: dependencies "@poot/testkit" is test-only; declare it in devDependencies');
+    const good = plant({
+      ...pkg("testkit", "export const k = 1;\n"),
+      "packages/graph-ir/package.json": JSON.stringify({ name: "@poot/graph-ir", type: "module", exports: { ".": { source: "./src/index.ts" } }, devDependencies: { "@poot/testkit": "workspace:*" } }),
+      "packages/graph-ir/src/index.ts": "export const g = 1;\n",
+    });
+    expect(check(good).status).toBe(0);
+  });
 });

@@ -7,7 +7,7 @@ export { CpuProgram } from "./program.js";
 export { CpuStateSet } from "./state.js";
 export { CpuError } from "./errors.js";
 export type { CpuErrorCode, CpuErrorContext } from "./errors.js";
-export type { CpuCounters } from "./memory.js";
+export type { CpuCounters, SharedMemory } from "./memory.js";
 export type { CpuPlatform, ThreadHandle, ThreadInit, ThreadTransport } from "./transport.js";
 export { WASM_CODEGEN_CAPS } from "./kernels.js";
 export type { NativeLibrary, NativeLoader } from "./native/library.js";

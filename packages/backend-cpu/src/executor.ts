@@ -75,9 +75,9 @@ export interface CpuStats {
 export class CpuExecutor implements Executor {
   /** What the backend can do. */
   readonly caps: ExecutorCaps;
-  /** The shared memory every thread and kernel works in. */
+  /** The shared memory every thread and kernel works in. @internal */
   readonly memory: CpuMemory;
-  /** The threads (the calling thread is thread 0). */
+  /** The threads (the calling thread is thread 0). @internal */
   readonly pool: ThreadPool;
   /** The native GEMV kernels in use, or null (Wasm kernels only: none ship here, or `native: false`). */
   readonly native: NativeLibrary | null;

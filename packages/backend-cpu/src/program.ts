@@ -62,6 +62,7 @@ export class CpuProgram implements StagedProgram {
   #captured: CpuStateSet | null | undefined = undefined;
   #disposed = false;
 
+  /** Built by {@link CpuExecutor.stage}. @internal */
   constructor(host: ProgramHost, readonly name: string, readonly schema: ProgramSchema, /** The compiled program. */ readonly program: Program, kernels: CpuKernel[], areas: ThreadAreas) {
     this.#host = host;
     this.#kernels = kernels;

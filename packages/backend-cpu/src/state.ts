@@ -27,6 +27,7 @@ export class CpuStateSet implements StateSet {
   readonly #onDispose: (s: CpuStateSet) => void;
   #disposed = false;
 
+  /** Built by {@link CpuProgram.createState}. @internal */
   constructor(mem: CpuMemory, readonly schema: ProgramSchema, private readonly program: string, onDispose: (s: CpuStateSet) => void) {
     this.#mem = mem;
     this.lanes = laneCount(schema);

@@ -8,7 +8,8 @@ import { CudaError } from "./errors.js";
 export type Handle = unknown;
 
 // CUresult is an int; CUdeviceptr a 64-bit integer; every handle an opaque `void *`.
-const PROTOTYPES = {
+/** The C prototypes of the driver API functions the backend binds, by name (koffi syntax). */
+export const PROTOTYPES = {
   cuInit: "int cuInit(unsigned int flags)",
   cuDriverGetVersion: "int cuDriverGetVersion(_Out_ int *version)",
   cuGetErrorName: "int cuGetErrorName(int error, _Out_ const char **name)",

@@ -5,7 +5,7 @@
  */
 export { CudaError, invariant } from "./errors.js";
 export type { CudaErrorCode, CudaErrorContext } from "./errors.js";
-export { loadDriver, DEFAULT_CUDA_LIBRARY } from "./ffi.js";
+export { loadDriver, DEFAULT_CUDA_LIBRARY, PROTOTYPES } from "./ffi.js";
 export type { DriverApi, DriverFn, Handle } from "./ffi.js";
 export { openCudaDevice, cudaCaps, cudaMatrixShapes } from "./device.js";
 export type { CudaDevice, CudaDeviceInfo, OpenCudaOptions } from "./device.js";

@@ -2,7 +2,7 @@
 # An A/B device call for CUDA speed work (used for decision 0807). Build two bundles with tools/gpu-bundle.sh (the
 # baseline from the old commit, the new one from yours) and pack them into a git-excluded folder of the checkout the
 # GPU machine receives, e.g. .gpu-cuda2/: node.xz and node_modules/ (koffi) from .gpu/, base.tar.xz and new.tar.xz
-# (`tar -C .gpu --exclude=node.xz --exclude=node_modules -cJf DIR/new.tar.xz .`), fixtures.tar.xz (../shared/fixtures
+# (`tar -C .gpu --exclude=node.xz --exclude=node_modules -cJf DIR/new.tar.xz .`), fixtures.tar.xz (the repo's fixtures/
 # hf/ and gguf/ without the F32/F16 GGUFs), this script as DIR/run.sh and the steps as DIR/steps.sh, for example
 #   for v in new base new base; do bench $v bf16 60 /tmp/l1b --prompt-tokens 16 --gen-tokens 128 --runs 5; done
 #   el alloc; timeout 30 $N $G/new/cuda-decode-alloc.gpu.mjs | tail -2

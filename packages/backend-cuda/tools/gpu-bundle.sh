@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds .gpu/ at the repo root for a run on the GPU machine: Node and koffi through the shared gpu-pack,
+# Builds .gpu/ at the repo root for a run on the GPU machine: Node and koffi through tools/gpu/pack.sh,
 # then tools/gpu-check.ts, tools/gpu-executor.ts and serve's bench/cuda-demo-model.gpu.ts bundled from sources (the `source` export condition, so no `pnpm build` first).
 #   usage: packages/backend-cuda/tools/gpu-bundle.sh     then on the GPU machine:
 #   xz -dc .gpu/node.xz > /tmp/node && chmod +x /tmp/node && /tmp/node .gpu/gpu-check.mjs && /tmp/node .gpu/gpu-executor.mjs
@@ -7,21 +7,17 @@
 #   Llama-3.2-1B-shaped: /tmp/node .gpu/make-hf.mjs --out /tmp/l1b && /tmp/node .gpu/cli/poot.mjs bench /tmp/l1b
 #   --backend cuda --weights bf16 --prompt-tokens 16 --gen-tokens 128; .gpu/cuda-profile.gpu.mjs /tmp/l1b (per kernel);
 #   .gpu/cuda-decode-alloc.gpu.mjs (a decode step allocates no device memory); .gpu/cuda-fixtures.gpu.mjs FIXTURES (the
-#   ../shared/fixtures hf families and gguf files against their own reference logits);
+#   fixtures/ hf families and gguf files against their own reference logits; run `pnpm fixtures` first so the
+#   regenerated GGUF files are there to copy);
 #   packed GGUFs of the same shape: /tmp/node .gpu/make-random-model.mjs --type Q8_0|Q4_K_M|F16 --out-dir /tmp/gguf
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
-pack=../shared/tools/gpu-pack
-[ -x "$pack" ] || pack=/work/shared/tools/gpu-pack
-# gpu-pack appends to .git/info/exclude, which a worktree does not have (.git is a file there): skip that line.
-sed 's|^grep -qx .*exclude$|true|' "$pack" > "${TMPDIR:-/tmp}/gpu-pack.$$"
-bash "${TMPDIR:-/tmp}/gpu-pack.$$"
-rm -f "${TMPDIR:-/tmp}/gpu-pack.$$"
+bash tools/gpu/pack.sh
 esb="$(find node_modules/.pnpm -maxdepth 5 -path '*node_modules/esbuild/bin/esbuild' | head -1)"
 # vitest is replaced by a small shim so the executor conformance suite runs without vitest.
 for src in packages/backend-cuda/tools/gpu-check.ts packages/backend-cuda/tools/gpu-executor.ts packages/serve/bench/cuda-demo-model.gpu.ts \
-  packages/serve/bench/poot-cli.gpu.ts packages/serve/bench/cuda-profile.gpu.ts packages/serve/bench/cuda-decode-alloc.gpu.ts packages/serve/bench/cuda-vs-eval.gpu.ts packages/serve/bench/cuda-fixtures.gpu.ts; do
+  packages/cli/bench/poot-cli.gpu.ts packages/serve/bench/cuda-profile.gpu.ts packages/cli/bench/cuda-decode-alloc.gpu.ts packages/serve/bench/cuda-vs-eval.gpu.ts packages/cli/bench/cuda-fixtures.gpu.ts; do
   entry=$(basename "${src%.ts}")
   "$esb" "$src" --bundle --platform=node --format=esm --target=node20 --conditions=source \
     --external:koffi --external:webgpu --alias:vitest=./packages/backend-cuda/tools/vitest-shim.ts \
@@ -31,7 +27,7 @@ for src in packages/backend-cuda/tools/gpu-check.ts packages/backend-cuda/tools/
 done
 # The CLI reads its version from ../package.json next to its module: it lives in .gpu/cli/ beside a stub.
 mkdir -p .gpu/cli && mv .gpu/poot-cli.gpu.mjs .gpu/cli/poot.mjs
-node -e 'const v = require("./packages/serve/package.json").version; require("fs").writeFileSync(".gpu/package.json", JSON.stringify({ name: "poot-gpu-bundle", private: true, version: v, type: "module" }) + "\n")'
+node -e 'const v = require("./packages/cli/package.json").version; require("fs").writeFileSync(".gpu/package.json", JSON.stringify({ name: "poot-gpu-bundle", private: true, version: v, type: "module" }) + "\n")'
 # The random Llama-3.2-1B-shaped model is written on the GPU machine's disk by a dependency-free script.
 cp tools/random-model/make-hf.mjs .gpu/make-hf.mjs
 # The random GGUF writer imports @poot/models' dist at run time: bundle a copy importing it from source instead.

@@ -6,10 +6,10 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { probeVulkan, VulkanDevice, type DeviceOptions } from "@poot/backend-vulkan";
 
-/** lavapipe's ICD manifest as written by /work/shared/tools/lavapipe-setup, when present. */
+/** lavapipe's ICD manifest as written by .ci/lavapipe-setup (or an older setup's folder), when present. */
 export function lavapipeIcd(): string | undefined {
-  const p = join(homedir(), ".cache", "lavapipe25", "lvp_icd.json");
-  return existsSync(p) ? p : undefined;
+  const cache = process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache");
+  return [join(cache, "poot", "lavapipe", "lavapipe_icd.json"), join(homedir(), ".cache", "lavapipe25", "lvp_icd.json")].find((p) => existsSync(p));
 }
 
 // Tests (not the library) choose the ICD: the loader reads VK_DRIVER_FILES at instance creation.

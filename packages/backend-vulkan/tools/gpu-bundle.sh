@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the bundle that runs the Vulkan and WebGPU backends' checks on the GPU machine (NVIDIA driver, but neither
-# Node nor libvulkan there): packages/serve/bench/gpu-apis-h200.gpu.ts and the wgpu device worker bundled with
-# esbuild, Node, koffi and Dawn's dawn.node (xz), kernelgen's kernel assets, the ../shared/fixtures/hf families,
+# Node nor libvulkan there): packages/cli/bench/gpu-apis-h200.gpu.ts and the wgpu device worker bundled with
+# esbuild, Node, koffi and Dawn's dawn.node (xz), kernelgen's kernel assets, the repo's fixtures/hf families,
 # and (in DEST/../.gl) the Vulkan loader and glvnd .debs.
 #   usage: packages/backend-vulkan/tools/gpu-bundle.sh [DEST]      (default DEST: <repo root>/.gpu-vk)
 # DEST and DEST/../.gl must be git-ignored in the checkout that travels (.git/info/exclude). The layout:
@@ -19,8 +19,6 @@ root=$(git rev-parse --show-toplevel)
 cd "$root"
 dest=$(mkdir -p "${1:-$root/.gpu-vk}" && cd "${1:-$root/.gpu-vk}" && pwd)
 gl="$(dirname "$dest")/.gl"
-shared="$(cd "$root/.." && pwd)/shared"
-[ -d "$shared/fixtures/hf" ] || shared=/work/shared
 mkdir -p "$dest/bin" "$dest/node_modules/@koromix" "$dest/fixtures/hf"
 
 # Node (the binary running this script: the bundles target its version).
@@ -45,21 +43,21 @@ cp "$w/index.js" "$w/package.json" "$dest/node_modules/webgpu/"
 # kernelgen reads its library kernels from ../assets relative to its module (bin/ in the bundle).
 rm -rf "$dest/assets" && cp -r packages/kernelgen/assets "$dest/assets"
 # ESM for bin/*.js; poot's version (`cliVersion` reads ../package.json relative to the bundle).
-printf '{ "name": "poot-gpu-bundle", "private": true, "type": "module", "version": "%s" }\n' "$(node -p 'require("./packages/serve/package.json").version')" > "$dest/package.json"
+printf '{ "name": "poot-gpu-bundle", "private": true, "type": "module", "version": "%s" }\n' "$(node -p 'require("./packages/cli/package.json").version')" > "$dest/package.json"
 
 esb="$(find node_modules/.pnpm -maxdepth 5 -path '*node_modules/esbuild/bin/esbuild' | head -1)"
 common=(--bundle --platform=node --format=esm --target=node20 --conditions=source --external:koffi --external:webgpu
   --minify-whitespace --minify-syntax
   --banner:js="import { createRequire as __cr } from 'module'; const require = __cr(import.meta.url);" --log-level=warning)
 # The conformance suite calls vitest's describe/it/expect: the shim backend-cuda's GPU checks use stands in.
-"$esb" packages/serve/bench/gpu-apis-h200.gpu.ts "${common[@]}" --alias:vitest=./packages/backend-cuda/tools/vitest-shim.ts --outfile="$dest/bin/gpu-apis-h200.js"
+"$esb" packages/cli/bench/gpu-apis-h200.gpu.ts "${common[@]}" --alias:vitest=./packages/backend-cuda/tools/vitest-shim.ts --outfile="$dest/bin/gpu-apis-h200.js"
 "$esb" packages/backend-wgpu/src/sync-worker.ts "${common[@]}" --outfile="$dest/bin/sync-worker.js"
 
 # Fixture families: f32 weights and transformers' references (no bf16 weights, no tokenizer: the checks pass ids).
 for fam in llama3 qwen3 gemma3 olmoe qwen35; do
   mkdir -p "$dest/fixtures/hf/$fam"
   for f in config.json generation_config.json model.safetensors reference.json reference.safetensors; do
-    [ -f "$shared/fixtures/hf/$fam/$f" ] && cp "$shared/fixtures/hf/$fam/$f" "$dest/fixtures/hf/$fam/"
+    [ -f "$root/fixtures/hf/$fam/$f" ] && cp "$root/fixtures/hf/$fam/$f" "$dest/fixtures/hf/$fam/"
   done
 done
 

@@ -50,7 +50,7 @@ describe("typed errors", () => {
   it("a limit above the adapter's is limit-exceeded, naming the limit", async (t) => {
     const icd = lavapipeIcd();
     const gpu = await nodeGpu(icd !== undefined ? { vulkanDriverFiles: icd } : {});
-    if ((await gpu.requestAdapter()) === null) return t.skip("no WebGPU adapter (run /work/shared/tools/lavapipe-setup)");
+    if ((await gpu.requestAdapter()) === null) return t.skip("no WebGPU adapter (eval \"$(bash .ci/lavapipe-setup)\" sets up lavapipe)");
     const e = await requestWgpuDevice(gpu, { minLimits: { maxStorageBuffersPerShaderStage: 1_000_000 } }).then(() => null, (x: unknown) => x as WgpuError);
     expect(e?.code).toBe("limit-exceeded");
     expect(e?.context.key).toBe("maxStorageBuffersPerShaderStage");
@@ -110,7 +110,7 @@ describe("typed errors", () => {
   it("opening a context twice gives independent devices", async (t) => {
     const icd = lavapipeIcd();
     const gpu = await nodeGpu(icd !== undefined ? { vulkanDriverFiles: icd } : {});
-    if ((await gpu.requestAdapter()) === null) return t.skip("no WebGPU adapter (run /work/shared/tools/lavapipe-setup)");
+    if ((await gpu.requestAdapter()) === null) return t.skip("no WebGPU adapter (eval \"$(bash .ci/lavapipe-setup)\" sets up lavapipe)");
     const [a, b] = [await openWgpu(gpu), await openWgpu(gpu)];
     a.dispose();
     expect(a.device.isLost).toBe(true);

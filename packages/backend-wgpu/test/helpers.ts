@@ -22,7 +22,7 @@ export async function openTestContext(): Promise<{ ctx: WgpuContext } | { reason
     const gpu = await nodeGpu(icd !== undefined ? { vulkanDriverFiles: icd } : {});
     return { ctx: await openWgpu(gpu) };
   } catch (e) {
-    if (e instanceof WgpuError && (e.code === "no-webgpu" || e.code === "no-adapter")) return { reason: `no WebGPU adapter: ${e.message} (run /work/shared/tools/lavapipe-setup)` };
+    if (e instanceof WgpuError && (e.code === "no-webgpu" || e.code === "no-adapter")) return { reason: `no WebGPU adapter: ${e.message} (eval "$(bash .ci/lavapipe-setup)" sets up lavapipe)` };
     throw e;
   }
 }

@@ -17,7 +17,7 @@ export const VULKAN_CAPS: DeviceCaps = { maxWorkgroup: 1024, subgroupSize: 32, s
 /** The CPU (Wasm) backend: no subgroups beyond one lane. */
 export const WASM_CAPS: DeviceCaps = { maxWorkgroup: 1024, subgroupSize: 1, sharedBytes: 65536, dtypes: ["f32", "u32", "i32", "f16", "bf16", "u8", "i8"], maxStorageBuffers: 1024, f16: false, bf16: false };
 
-/** lavapipe's ICD manifest as written by /work/shared/tools/lavapipe-setup, when present. */
+/** lavapipe's ICD manifest as written by .ci/lavapipe-setup, when present. */
 export function lavapipeIcd(): string | undefined {
   const p = join(homedir(), ".cache", "lavapipe25", "lvp_icd.json");
   return existsSync(p) ? p : undefined;

@@ -1,24 +1,18 @@
 // Compile benchmark: Llama-3.2-1B decode (from the real config.json, no weights) for each target kind.
 // Prints dispatches unfused/fused, per layer and outside layers, per kernel kind, and compile time in ms.
 
-import { existsSync, readFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { readFileSync } from "node:fs";
 import { dispatchCount } from "@poot/graph-ir";
+import { fixture, needFixture } from "@poot/testkit";
 import { BACKEND_KINDS, compile, defaultTarget } from "../src/index.js";
 import { buildLlama, shapeFromConfig } from "../test/llama.js";
 
-function repoRoot(from: string): string | undefined {
-  for (let d = from; d !== dirname(d); d = dirname(d)) if (existsSync(join(d, "pnpm-workspace.yaml"))) return d;
-  return undefined;
-}
-
-const root = repoRoot(dirname(fileURLToPath(import.meta.url)));
-const cfgPath = root === undefined ? undefined : resolve(root, "../shared/fixtures/configs/llama-3.2-1b.json");
-if (cfgPath === undefined || !existsSync(cfgPath)) {
-  console.log("skipped: ../shared/fixtures/configs/llama-3.2-1b.json is absent");
+const missing = needFixture("configs/llama-3.2-1b.json");
+if (missing !== undefined) {
+  console.log(`skipped: ${missing}`);
   process.exit(0);
 }
+const cfgPath = fixture("configs/llama-3.2-1b.json");
 const config = JSON.parse(readFileSync(cfgPath, "utf8")) as Record<string, unknown>;
 const families = [{ family: "llama (Llama-3.2-1B, hand-built decoder)", shape: shapeFromConfig(config, 4096, 1) }];
 for (const { family, shape } of families) {

@@ -1,24 +1,17 @@
 // The issue's goal: Llama-3.2-1B decode (from the released config.json, no weights) compiles on cuda and wgpu to
 // 7 dispatches per layer plus 3 (q/k/v one group, decision 0402). Compile time is measured by the bench.
 
-import { existsSync, readFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
+import { fixture, needFixture } from "@poot/testkit";
 import { compile, defaultTarget } from "@poot/graph-plan";
 import { buildLlama, shapeFromConfig } from "./llama.js";
 
-function repoRoot(): string | undefined {
-  for (let d = dirname(fileURLToPath(import.meta.url)); d !== dirname(d); d = dirname(d)) if (existsSync(join(d, "pnpm-workspace.yaml"))) return d;
-  return undefined;
-}
+const missing = needFixture("configs/llama-3.2-1b.json");
+const cfg = fixture("configs/llama-3.2-1b.json");
 
-const root = repoRoot();
-const cfg = root === undefined ? undefined : resolve(root, "../shared/fixtures/configs/llama-3.2-1b.json");
-const present = cfg !== undefined && existsSync(cfg);
-
-describe.skipIf(!present)("Llama-3.2-1B decode (skipped when ../shared/fixtures/configs/llama-3.2-1b.json is absent)", () => {
-  const shape = shapeFromConfig(JSON.parse(readFileSync(cfg!, "utf8")) as Record<string, unknown>, 2048, 1);
+describe.skipIf(missing !== undefined)(`Llama-3.2-1B decode${missing === undefined ? "" : ` (skipped: ${missing})`}`, () => {
+  const shape = shapeFromConfig(JSON.parse(readFileSync(cfg, "utf8")) as Record<string, unknown>, 2048, 1);
   const graph = buildLlama(shape);
   // q/k/v join one dispatch (decision 0402) where the target binds the 11 buffers it needs: wgpu's default 16 do,
   // WebGPU's guaranteed 8 do not.

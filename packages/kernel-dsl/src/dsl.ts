@@ -16,11 +16,13 @@ export interface KernelOptions {
   readonly specs?: Readonly<Record<string, number | undefined>>;
 }
 
-type Index = Val<"u32"> | number;
+/** An index operand: a u32 value or a constant. */
+export type Index = Val<"u32"> | number;
 
 /** The value type a load of element type `E` produces (storage-only types widen). */
 export type Widened<E extends ElemType> = E extends "bf16" | "f16" ? "f32" : E extends "u8" ? "u32" : E extends "i8" ? "i32" : E;
-type AtomicType = "u32" | "i32" | "f32";
+/** Element types an atomic add supports. */
+export type AtomicType = "u32" | "i32" | "f32";
 
 /** A global buffer, shared array or private array: `at` loads (at this point of the body), `set` stores. */
 export class Arr<E extends ElemType = ElemType> {

@@ -5,6 +5,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { QUANT_FORMATS, encodeGGUFHeader, readHFConfig, type GGUFWriteTensor, type GGUFWriteValue, type QuantFormat } from "../src/index.js";
+import { fixture } from "@poot/testkit";
 
 /** The package folder (this script also runs bundled from .cache/scripts). */
 function packageDir(): string {
@@ -18,7 +19,7 @@ const arg = (name: string, dflt: string): string => {
   return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1]! : dflt;
 };
 const type = arg("type", "Q4_K_M");
-const configPath = arg("config", path.resolve(pkg, "../../../shared/fixtures/configs/llama-3.2-1b.json"));
+const configPath = arg("config", fixture("configs/llama-3.2-1b.json"));
 const out = arg("out", path.join(pkg, ".cache", `llama-3.2-1b-${type}.gguf`));
 if (!["F16", "Q8_0", "Q4_K_M"].includes(type)) throw new Error(`--type must be F16, Q8_0 or Q4_K_M, not ${type}`);
 

@@ -9,6 +9,9 @@ const GGUF_ARCHS: Record<string, Architecture> = {
   olmoe: "olmoe", qwen3moe: "qwen3moe", qwen35: "qwen35",
 };
 
+/** Routing of the GGUF MoE families (Mixtral, OLMoE, Qwen3-MoE): softmax then top-k, no extras. */
+const PLAIN_ROUTING = { routing: "softmax-topk", routedScale: 1, sharedIntermediateSize: 0, firstDenseLayers: 0, clampedSwiglu: null } as const;
+
 /** Builds a ModelConfig from a GGUF file's metadata (and its tensor directory, for tied embeddings / rope_freqs). */
 export function configFromGGUF(g: GGUFCheckpoint): ModelConfig {
   const file = g.path;
@@ -74,10 +77,16 @@ export function configFromGGUF(g: GGUFCheckpoint): ModelConfig {
     finalLogitSoftcap: typeof get("final_logit_softcapping") === "number" ? num("final_logit_softcapping") : null,
     fusedQKV: g.has("blk.0.attn_qkv.weight"),
     moe: expertCount > 0
-      ? { numExperts: expertCount, topK: num("expert_used_count"), normTopKProb: arch === "mixtral" || (arch === "qwen3moe" && get("expert_weights_norm") !== false), expertIntermediateSize: num("expert_feed_forward_length", ff) }
+      ? { numExperts: expertCount, topK: num("expert_used_count"), normTopKProb: arch === "mixtral" || (arch === "qwen3moe" && get("expert_weights_norm") !== false), expertIntermediateSize: num("expert_feed_forward_length", ff), ...PLAIN_ROUTING }
       : null,
     linearAttention: null,
     attnOutputGate: false,
+    residualScale: null,
+    attentionScale: null,
+    logitsDivisor: null,
+    layerRope: layerTypes.map(() => true),
+    attentionSinks: false,
+    mla: null,
     bosTokenId: typeof bos === "number" ? bos : null,
     eosTokenIds: typeof eos === "number" ? [eos] : [],
   };

@@ -2,7 +2,7 @@
 // (rope_parameters, possibly per layer type) layouts; multimodal configs use their text_config.
 import * as fs from "node:fs";
 import * as path from "node:path";
-import type { Architecture, LayerKind, ModelConfig, RopeConfig, RopeScaling } from "./config.js";
+import type { Architecture, LayerKind, MlaConfig, ModelConfig, RopeConfig, RopeScaling } from "./config.js";
 import { ConfigError, UnknownArchitectureError } from "./errors.js";
 
 type Json = Record<string, unknown>;
@@ -10,6 +10,7 @@ type Json = Record<string, unknown>;
 const MODEL_TYPES: Record<string, Architecture> = {
   llama: "llama", mistral: "mistral", qwen2: "qwen2", qwen3: "qwen3", gemma2: "gemma2", gemma3: "gemma3", gemma3_text: "gemma3",
   phi3: "phi3", mixtral: "mixtral", olmoe: "olmoe", qwen3_moe: "qwen3moe", qwen3_5: "qwen35", qwen3_5_text: "qwen35",
+  granite: "granite", smollm3: "smollm3", gpt_oss: "gptoss", deepseek_v2: "deepseek2",
 };
 
 class Reader {
@@ -59,6 +60,17 @@ function scalingOf(p: Json | null, r: Reader): RopeScaling | null {
     case "linear": return { type: "linear", factor: pr.num("factor") };
     case "longrope": case "su":
       return { type: "longrope", shortFactor: p.short_factor as number[], longFactor: p.long_factor as number[], originalMaxPositions: r.int("original_max_position_embeddings", pr.int("original_max_position_embeddings", 4096)) };
+    case "yarn": {
+      const factor = pr.num("factor");
+      if (pr.has("mscale") || pr.has("mscale_all_dim")) {
+        throw new ConfigError("bad-config", "YaRN with mscale / mscale_all_dim (DeepSeek's variant) is not supported", { file: r.file, key: "rope_scaling", value: "yarn" });
+      }
+      return {
+        type: "yarn", factor, betaFast: pr.num("beta_fast", 32), betaSlow: pr.num("beta_slow", 1),
+        originalMaxPositions: pr.int("original_max_position_embeddings", r.int("original_max_position_embeddings", 4096)),
+        truncate: pr.bool("truncate", true), attentionFactor: pr.num("attention_factor", factor <= 1 ? 1 : 0.1 * Math.log(factor) + 1),
+      };
+    }
     default:
       throw new ConfigError("bad-config", `unsupported rope scaling type ${JSON.stringify(type)}`, { file: r.file, key: "rope_scaling", value: type });
   }
@@ -98,6 +110,11 @@ export function parseHFConfig(json: unknown, file?: string): ModelConfig {
   const slidingWindow = r.has("sliding_window") && (arch !== "qwen2" && arch !== "qwen3" || r.bool("use_sliding_window", false)) ? r.int("sliding_window") : null;
   const layerTypes = layerKinds(arch, j, numLayers, slidingWindow, r);
   const moe = moeOf(arch, r);
+  const mla: MlaConfig | null = arch === "deepseek2"
+    ? { qLoraRank: r.optNum("q_lora_rank"), kvLoraRank: r.int("kv_lora_rank"), qkNopeHeadDim: r.int("qk_nope_head_dim"), qkRopeHeadDim: r.int("qk_rope_head_dim"), vHeadDim: r.int("v_head_dim") }
+    : null;
+  if (mla !== null && mla.qLoraRank !== null) throw new ConfigError("bad-config", "DeepSeek MLA with a q LoRA (q_lora_rank) is not supported; V2-Lite has none", { file, key: "q_lora_rank", value: mla.qLoraRank });
+  const granite = arch === "granite";
   const hiddenAct = String(j.hidden_activation ?? j.hidden_act ?? "silu");
   const eos = j.eos_token_id;
   return {
@@ -108,11 +125,11 @@ export function parseHFConfig(json: unknown, file?: string): ModelConfig {
     hiddenAct: hiddenAct.startsWith("gelu") ? "gelu_tanh" : "silu",
     rope, ropeLocal, ropeFreqsTensor: null, layerTypes, slidingWindow,
     tieWordEmbeddings: r.bool("tie_word_embeddings", isGemma),
-    attentionBias: r.bool("attention_bias", arch === "qwen2"),
+    attentionBias: r.bool("attention_bias", arch === "qwen2" || arch === "gptoss"),
     qkNorm: arch === "qwen3" || arch === "gemma3" || arch === "olmoe" || arch === "qwen3moe" || arch === "qwen35",
     normPlusOne: isGemma || arch === "qwen35",
     postNorms: isGemma,
-    embeddingScale: isGemma ? Math.sqrt(hidden) : null,
+    embeddingScale: isGemma ? Math.sqrt(hidden) : granite ? r.num("embedding_multiplier", 1) : null,
     queryPreAttnScalar: r.num("query_pre_attn_scalar", headDim),
     attnLogitSoftcap: r.optNum("attn_logit_softcapping"),
     finalLogitSoftcap: r.optNum("final_logit_softcapping"),
@@ -122,6 +139,12 @@ export function parseHFConfig(json: unknown, file?: string): ModelConfig {
       ? { convKernel: r.int("linear_conv_kernel_dim"), numKeyHeads: r.int("linear_num_key_heads"), numValueHeads: r.int("linear_num_value_heads"), keyHeadDim: r.int("linear_key_head_dim"), valueHeadDim: r.int("linear_value_head_dim") }
       : null,
     attnOutputGate: arch === "qwen35",
+    residualScale: granite ? r.num("residual_multiplier", 1) : null,
+    attentionScale: granite ? r.num("attention_multiplier") : null,
+    logitsDivisor: granite ? r.num("logits_scaling", 1) : null,
+    layerRope: ropeLayers(arch, j, numLayers, r),
+    attentionSinks: arch === "gptoss",
+    mla,
     bosTokenId: typeof j.bos_token_id === "number" ? j.bos_token_id : null,
     eosTokenIds: typeof eos === "number" ? [eos] : Array.isArray(eos) ? eos.filter((x): x is number => typeof x === "number") : [],
   };
@@ -147,16 +170,47 @@ function layerKinds(arch: Architecture, j: Json, n: number, window: number | nul
   return kinds;
 }
 
+/** SmolLM3's no_rope_layers (1: RoPE, 0: NoPE), else every layer rotates. */
+function ropeLayers(arch: Architecture, j: Json, n: number, r: Reader): boolean[] {
+  if (arch !== "smollm3") return new Array<boolean>(n).fill(true);
+  const list = j.no_rope_layers;
+  if (list === undefined || list === null) {
+    const every = r.int("no_rope_layer_interval", 4);
+    return Array.from({ length: n }, (_, i) => (i + 1) % every !== 0);
+  }
+  if (!Array.isArray(list) || list.length < n || list.some((x) => x !== 0 && x !== 1)) {
+    throw new ConfigError("bad-config", `no_rope_layers must list 0 or 1 for each of the ${n} layers`, { file: r.file, key: "no_rope_layers", value: list });
+  }
+  return list.slice(0, n).map((x) => x === 1);
+}
+
 // transformers 5 writes num_local_experts where 4.x wrote num_experts (Qwen3-MoE).
 function expertCount(r: Reader): number {
   return r.has("num_experts") ? r.int("num_experts") : r.int("num_local_experts");
 }
 
+const PLAIN = { routing: "softmax-topk", routedScale: 1, sharedIntermediateSize: 0, firstDenseLayers: 0, clampedSwiglu: null } as const;
+
 function moeOf(arch: Architecture, r: Reader): ModelConfig["moe"] {
   switch (arch) {
-    case "mixtral": return { numExperts: r.int("num_local_experts"), topK: r.int("num_experts_per_tok"), normTopKProb: true, expertIntermediateSize: r.int("intermediate_size") };
-    case "olmoe": return { numExperts: expertCount(r), topK: r.int("num_experts_per_tok"), normTopKProb: r.bool("norm_topk_prob", false), expertIntermediateSize: r.int("intermediate_size") };
-    case "qwen3moe": return { numExperts: expertCount(r), topK: r.int("num_experts_per_tok"), normTopKProb: r.bool("norm_topk_prob", true), expertIntermediateSize: r.int("moe_intermediate_size") };
+    case "mixtral": return { numExperts: r.int("num_local_experts"), topK: r.int("num_experts_per_tok"), normTopKProb: true, expertIntermediateSize: r.int("intermediate_size"), ...PLAIN };
+    case "olmoe": return { numExperts: expertCount(r), topK: r.int("num_experts_per_tok"), normTopKProb: r.bool("norm_topk_prob", false), expertIntermediateSize: r.int("intermediate_size"), ...PLAIN };
+    case "qwen3moe": return { numExperts: expertCount(r), topK: r.int("num_experts_per_tok"), normTopKProb: r.bool("norm_topk_prob", true), expertIntermediateSize: r.int("moe_intermediate_size"), ...PLAIN };
+    case "gptoss":
+      return {
+        numExperts: expertCount(r), topK: r.int("num_experts_per_tok"), normTopKProb: false, expertIntermediateSize: r.int("intermediate_size"),
+        ...PLAIN, routing: "topk-softmax", clampedSwiglu: { alpha: r.num("swiglu_alpha", 1.702), limit: r.num("swiglu_limit", 7) },
+      };
+    case "deepseek2": {
+      const method = r.j.topk_method ?? "greedy";
+      if (method !== "greedy") throw new ConfigError("bad-config", `DeepSeek topk_method ${JSON.stringify(method)} is not supported (only "greedy")`, { file: r.file, key: "topk_method", value: method });
+      const F = r.int("moe_intermediate_size");
+      return {
+        numExperts: r.int("n_routed_experts"), topK: r.int("num_experts_per_tok"), normTopKProb: r.bool("norm_topk_prob", false), expertIntermediateSize: F,
+        routing: "softmax-topk", routedScale: r.num("routed_scaling_factor", 1), sharedIntermediateSize: F * r.int("n_shared_experts", 0),
+        firstDenseLayers: r.int("first_k_dense_replace", 0), clampedSwiglu: null,
+      };
+    }
     default: return null;
   }
 }

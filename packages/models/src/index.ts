@@ -35,7 +35,7 @@ export { ARCHITECTURES } from "./config.js";
 export { configFromGGUF } from "./config-gguf.js";
 export { parseHFConfig, readHFConfig } from "./config-hf.js";
 export type { ChatMessage, ChatTemplateOptions, DecodeOptions, EncodeOptions, TokenizerMeta } from "./tokenizer.js";
-export { StreamDecoder, Tokenizer } from "./tokenizer.js";
+export { SPECIAL_ALIAS_BASE, StreamDecoder, Tokenizer } from "./tokenizer.js";
 export { tokenizerFromGGUF, tokenizerJsonFromGGUF } from "./tokenizer-gguf.js";
 export { llamaQKRowOrder, unpermuteLlamaQK } from "./gguf-permute.js";
 export type { DecodeRecipe, FloatOp, IntOp, LoadKind, RecipeExpr } from "./quant/recipe.js";

@@ -10,6 +10,13 @@ import { TokenizerError } from "./errors.js";
 export interface EncodeOptions {
   /** Add BOS/EOS as the tokenizer's post-processor says (HF `add_special_tokens`). Default false. */
   readonly addSpecial?: boolean;
+  /**
+   * Match special tokens written in the text (`<|eos|>` -> the EOS id), as HF tokenizers do. Default true; false
+   * tokenizes them as the text they are (llama.cpp's `parse_special = false`), for untrusted text such as a chat
+   * user's message. With false, a special token's {@link Tokenizer.specialAlias} still encodes to its id, so a
+   * caller can mark the special tokens it means in one string and have every other look-alike read as text.
+   */
+  readonly parseSpecial?: boolean;
 }
 
 /** Options of {@link Tokenizer.decode}. */
@@ -48,9 +55,17 @@ function tokenString(v: unknown): string | null {
   return null;
 }
 
+/** First code point of {@link Tokenizer.specialAlias} (Supplementary Private Use Area-A). */
+export const SPECIAL_ALIAS_BASE = 0xf0000;
+
 /** A text tokenizer with HF `tokenizers` semantics: added/special tokens in text are matched; BOS/EOS only when asked. */
 export class Tokenizer {
   private readonly hf: HFTokenizer;
+  /** The same tokenizer with its special added tokens renamed to their aliases, built on first use (parseSpecial false). */
+  private plain: HFTokenizer | undefined;
+  private readonly source: { readonly json: object; readonly config: Record<string, unknown> };
+  /** The special added tokens' strings (`special: true` in tokenizer.json), longest first. */
+  readonly specialTokens: readonly string[];
   private readonly vocab: Map<string, number>;
   private readonly inverse: Map<number, string>;
   /** BOS token string, or null. */
@@ -78,7 +93,9 @@ export class Tokenizer {
     } catch (cause) {
       throw new TokenizerError("tokenizer", `cannot build tokenizer: ${(cause as Error).message}`, { file: this.label }, { cause });
     }
-    const tj = tokenizerJson as { model: { vocab?: unknown }; added_tokens?: { id: number; content: string }[] };
+    const tj = tokenizerJson as { model: { vocab?: unknown }; added_tokens?: { id: number; content: string; special?: boolean }[] };
+    this.source = { json: tokenizerJson as object, config };
+    this.specialTokens = (tj.added_tokens ?? []).filter((a) => a.special === true).map((a) => a.content).sort((a, b) => b.length - a.length);
     this.vocab = new Map();
     const v = tj.model.vocab;
     if (Array.isArray(v)) v.forEach((e, i) => this.vocab.set(Array.isArray(e) ? String(e[0]) : String(e), i));
@@ -135,12 +152,34 @@ export class Tokenizer {
   /** Encodes text to ids and token strings. */
   encodeWithTokens(text: string, options: EncodeOptions = {}): { ids: number[]; tokens: string[] } {
     try {
-      const e = this.hf.encode(text, { add_special_tokens: options.addSpecial ?? false });
+      const e = this.hfFor(options.parseSpecial ?? true).encode(text, { add_special_tokens: options.addSpecial ?? false });
       return { ids: e.ids, tokens: e.tokens };
     } catch (cause) {
       throw new TokenizerError("tokenizer", `cannot encode: ${(cause as Error).message}`, { file: this.label }, { cause });
     }
   }
+  private hfFor(parseSpecial: boolean): HFTokenizer {
+    if (parseSpecial || !this.specialTokens.some((t) => t !== "")) return this.hf;
+    if (this.plain === undefined) {
+      // Renamed, the special tokens' own strings are no longer split out of the text, so the model's pre-tokenizer
+      // and vocabulary tokenize them like any other text; their aliases split out instead, in the same one pass
+      // (so sections between them are pre-tokenized exactly as with the real strings).
+      const j = this.source.json as { added_tokens?: { special?: boolean; content: string }[] };
+      const added = (j.added_tokens ?? []).map((a) => (a.special === true ? { ...a, content: this.specialAlias(a.content)! } : a));
+      this.plain = new HFTokenizer({ ...j, added_tokens: added }, this.source.config);
+    }
+    return this.plain;
+  }
+
+  /**
+   * A one-character stand-in for a special token (a code point of Unicode plane 15, private use), which
+   * `encode(text, { parseSpecial: false })` turns into that token's id; undefined for other strings.
+   */
+  specialAlias(token: string): string | undefined {
+    const i = this.specialTokens.indexOf(token);
+    return i < 0 ? undefined : String.fromCodePoint(SPECIAL_ALIAS_BASE + i);
+  }
+
   /** Decodes ids to text (an empty list decodes to ""). */
   decode(ids: readonly number[], options: DecodeOptions = {}): string {
     if (ids.length === 0) return "";

@@ -2,7 +2,11 @@
 // GGUF metadata of the same models agreeing with them, and typed errors for unknown architectures.
 import { describe, expect, test } from "vitest";
 import { ConfigError, UnknownArchitectureError, configFromGGUF, openGGUF, openSafetensors, parseHFConfig, readHFConfig } from "@poot/models";
-import { FIXTURES, fixture } from "./fixtures.js";
+import { fixture, needFixture } from "@poot/testkit";
+
+// The fixture folders this file reads (in the repo's fixtures/; CI fails when one is missing).
+const NO_FIXTURES = needFixture("configs", "gguf", "hf");
+const FIXTURES = NO_FIXTURES === undefined ? fixture() : undefined;
 
 describe.skipIf(!FIXTURES)("HF config.json", () => {
   test("llama3: llama3 RoPE scaling, GQA, tied", () => {
@@ -47,9 +51,10 @@ describe("other families from hand-written configs (transformers 4 keys)", () =>
     const c = parseHFConfig({ model_type: "gemma2", hidden_size: 2304, num_attention_heads: 8, num_key_value_heads: 4, head_dim: 256, num_hidden_layers: 4, vocab_size: 256000, intermediate_size: 9216, attn_logit_softcapping: 50, final_logit_softcapping: 30, sliding_window: 4096, query_pre_attn_scalar: 256, rope_theta: 10000, hidden_activation: "gelu_pytorch_tanh" });
     expect(c).toMatchObject({ architecture: "gemma2", attnLogitSoftcap: 50, finalLogitSoftcap: 30, layerTypes: ["sliding", "full", "sliding", "full"], tieWordEmbeddings: true, embeddingScale: Math.sqrt(2304) });
   });
+  const PLAIN_ROUTING = { routing: "softmax-topk", routedScale: 1, sharedIntermediateSize: 0, firstDenseLayers: 0, clampedSwiglu: null };
   test("mixtral / qwen3-moe experts, phi3 fused weights", () => {
-    expect(parseHFConfig({ model_type: "mixtral", hidden_size: 64, num_attention_heads: 4, num_hidden_layers: 1, vocab_size: 10, intermediate_size: 32, num_local_experts: 8, num_experts_per_tok: 2 }).moe).toEqual({ numExperts: 8, topK: 2, normTopKProb: true, expertIntermediateSize: 32 });
-    expect(parseHFConfig({ model_type: "qwen3_moe", hidden_size: 64, num_attention_heads: 4, num_hidden_layers: 1, vocab_size: 10, intermediate_size: 64, moe_intermediate_size: 16, num_experts: 128, num_experts_per_tok: 8, norm_topk_prob: true }).moe).toEqual({ numExperts: 128, topK: 8, normTopKProb: true, expertIntermediateSize: 16 });
+    expect(parseHFConfig({ model_type: "mixtral", hidden_size: 64, num_attention_heads: 4, num_hidden_layers: 1, vocab_size: 10, intermediate_size: 32, num_local_experts: 8, num_experts_per_tok: 2 }).moe).toEqual({ numExperts: 8, topK: 2, normTopKProb: true, expertIntermediateSize: 32, ...PLAIN_ROUTING });
+    expect(parseHFConfig({ model_type: "qwen3_moe", hidden_size: 64, num_attention_heads: 4, num_hidden_layers: 1, vocab_size: 10, intermediate_size: 64, moe_intermediate_size: 16, num_experts: 128, num_experts_per_tok: 8, norm_topk_prob: true }).moe).toEqual({ numExperts: 128, topK: 8, normTopKProb: true, expertIntermediateSize: 16, ...PLAIN_ROUTING });
     expect(parseHFConfig({ model_type: "phi3", hidden_size: 64, num_attention_heads: 4, num_hidden_layers: 1, vocab_size: 10, intermediate_size: 64 }).fusedQKV).toBe(true);
   });
   test("unknown architecture and bad values are typed errors", () => {

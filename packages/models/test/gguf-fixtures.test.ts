@@ -3,7 +3,11 @@
 import * as fs from "node:fs";
 import { afterAll, describe, expect, test } from "vitest";
 import { openGGUF, type GGUFTensorInfo } from "@poot/models";
-import { FIXTURES, NO_FIXTURES, fixture } from "./fixtures.js";
+import { fixture, needFixture } from "@poot/testkit";
+
+// The fixture folders this file reads (in the repo's fixtures/; CI fails when one is missing).
+const NO_FIXTURES = needFixture("gguf");
+const FIXTURES = NO_FIXTURES === undefined ? fixture() : undefined;
 
 const families = FIXTURES ? fs.readdirSync(fixture("gguf")).filter((f) => fs.existsSync(fixture("gguf", f, "model-F32.gguf"))) : [];
 

@@ -1,7 +1,11 @@
 // The llama GGUF Q/K row order: un-permuting the GGUF F32 weights gives back the HF weights exactly.
 import { describe, expect, test } from "vitest";
 import { decodePacked, openGGUF, openSafetensors, readHFConfig, unpermuteLlamaQK } from "@poot/models";
-import { FIXTURES, fixture } from "./fixtures.js";
+import { fixture, needFixture } from "@poot/testkit";
+
+// The fixture folders this file reads (in the repo's fixtures/; CI fails when one is missing).
+const NO_FIXTURES = needFixture("gguf", "hf");
+const FIXTURES = NO_FIXTURES === undefined ? fixture() : undefined;
 
 describe.skipIf(!FIXTURES)("llama Q/K permutation", () => {
   test("llama3: attn_q/attn_k un-permuted equal q_proj/k_proj; v and qwen3 (not permuted) equal as stored", async () => {

@@ -5,7 +5,11 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { describe, expect, test } from "vitest";
 import { CheckpointFormatError, MemorySource, ModelError, openSafetensors, parseSafetensorsHeader } from "@poot/models";
-import { FIXTURES, fixture } from "./fixtures.js";
+import { fixture, needFixture } from "@poot/testkit";
+
+// The fixture folders this file reads (in the repo's fixtures/; CI fails when one is missing).
+const NO_FIXTURES = needFixture("hf");
+const FIXTURES = NO_FIXTURES === undefined ? fixture() : undefined;
 
 /** Builds safetensors bytes from a header object and a data blob (the format: u64 len, JSON, data). */
 function build(header: unknown, data: Uint8Array): Uint8Array {

@@ -6,7 +6,11 @@ import * as path from "node:path";
 import { TokenizerLoader } from "@lenml/tokenizers";
 import { describe, expect, test } from "vitest";
 import { GGUFCheckpoint, MemorySource, Tokenizer, TokenizerError, encodeGGUFHeader, openGGUF, tokenizerFromGGUF, type GGUFWriteValue } from "@poot/models";
-import { FIXTURES, fixture } from "./fixtures.js";
+import { fixture, needFixture } from "@poot/testkit";
+
+// The fixture folders this file reads (in the repo's fixtures/; CI fails when one is missing).
+const NO_FIXTURES = needFixture("gguf", "hf");
+const FIXTURES = NO_FIXTURES === undefined ? fixture() : undefined;
 
 interface Ref { text: string; ids: number[]; tokens: string[]; decoded: string }
 const refs = (k: string): Ref[] => JSON.parse(fs.readFileSync(fixture("hf", k, "reference.json"), "utf8")) as Ref[];

@@ -4,7 +4,11 @@ import * as fs from "node:fs";
 import { PRIMITIVE_OPS, dispatchCount } from "@poot/graph-ir";
 import { describe, expect, test } from "vitest";
 import { ModelWeights, parseHFConfig, traceModel, type TensorInfo } from "@poot/models";
-import { FIXTURES, NO_FIXTURES, fixture } from "./fixtures.js";
+import { fixture, needFixture } from "@poot/testkit";
+
+// The fixture folders this file reads (in the repo's fixtures/; CI fails when one is missing).
+const NO_FIXTURES = needFixture("configs");
+const FIXTURES = NO_FIXTURES === undefined ? fixture() : undefined;
 
 describe.skipIf(FIXTURES === undefined)(`Llama 3.2 1B shapes (${FIXTURES === undefined ? NO_FIXTURES : "fixtures present"})`, () => {
   test("decode graph at context 4096: primitives only, 32 KV states, traced in well under a second", () => {

@@ -7,6 +7,9 @@ import type { Executor, StageInput, StagedProgram, StateSet } from "@poot/execut
 import type { Graph } from "@poot/graph-ir";
 import { checkpointConsts, isGGUF, loadTokenizer, LoadedModel, type ModelConfig, type OpenModelOptions, type PagedLayout, type Tokenizer } from "@poot/models";
 import { RuntimeError, invariant } from "./errors.js";
+import { BlockPipeline, type BlockDevice, type PipelineStats, type PlacementReport } from "./blocks/pipeline.js";
+import type { PagerStats } from "./blocks/pager.js";
+import type { Placement } from "./blocks/placement.js";
 import { KvPool, type KvPoolStats } from "./kv-pool.js";
 import { Session } from "./session.js";
 
@@ -31,7 +34,24 @@ export interface EngineOptions {
    * the CompiledGraph shape); `mode` says whether the graph decodes one token per sequence or prefills.
    * Default: the primitive graph as traced.
    */
-  readonly compileGraph?: (graph: Graph, mode: "decode" | "prefill") => StageInput;
+  readonly compileGraph?: (graph: Graph, mode: "decode" | "prefill", device?: string) => StageInput;
+  /**
+   * Where each block runs (decision 1701): with a placement the model is cut into blocks (embedding, layers,
+   * head) and each run of consecutive blocks on one device is staged there as one unit; `devices` names every
+   * device it uses. Without one, the whole model runs on `executor` as one program (as before blocks).
+   * `compileGraph` then receives each unit's graph and its device's name.
+   */
+  readonly placement?: Placement;
+  /** The devices a placement may name (their executors get the model's weights bound). */
+  readonly devices?: readonly BlockDevice[];
+  /**
+   * Weight budgets in bytes by device name (decision 1704): a device whose placed weights exceed its budget
+   * pages its blocks in and out (least recently used out first), each paged-in block on a fresh executor from
+   * `deviceFactories`. Needs a placement.
+   */
+  readonly budgets?: Readonly<Record<string, number>>;
+  /** Fresh executors of the devices that may page. */
+  readonly deviceFactories?: Readonly<Record<string, () => Executor>>;
 }
 
 /** Counters of the work an engine has done. */
@@ -99,6 +119,8 @@ export class Engine {
   private captured = false;
   /** Whether the traced graphs read a `state_lane` slot (the model has recurrent state). */
   private hasLanes: boolean | null = null;
+  /** The blocks on their devices, when the engine was given a placement; null runs one program on `executor`. */
+  readonly pipeline: BlockPipeline | null = null;
 
   /**
    * @param model - an opened model (its checkpoint stays owned by the caller until {@link Engine.close}).
@@ -120,7 +142,39 @@ export class Engine {
     if (!Number.isSafeInteger(pages) || pages < 1) throw new RuntimeError("bad-config", `kvPages must be a positive integer, got ${pages}`, { param: "kvPages", value: pages });
     this.paged = { pageSize, pages, lanes };
     this.pool = new KvPool(pageSize, pages, lanes);
-    options.executor.bindWeights(checkpointConsts(model.checkpoint));
+    const weights = checkpointConsts(model.checkpoint);
+    if (options.placement === undefined) options.executor.bindWeights(weights);
+    else {
+      const devices = options.devices ?? [];
+      const compile = options.compileGraph;
+      const paging = options.budgets === undefined ? undefined : { budgets: options.budgets, factories: options.deviceFactories ?? {}, weights };
+      this.pipeline = new BlockPipeline(devices, options.placement, compile, () => this.model.graph({ kind: "decode", context: this.context, tokens: 1, paged: this.paged }), paging);
+      for (const ex of new Set(devices.map((d) => d.executor))) ex.bindWeights(weights);
+    }
+  }
+
+  /**
+   * Moves blocks to the devices of `placement` in the middle of a session (decision 1703): each moved block's
+   * State goes with it and its weights are read on its new device; the next step runs it there.
+   */
+  relocate(placement: Placement): void {
+    if (this.pipeline === null) throw new RuntimeError("bad-placement", "relocation needs an engine made with a placement", { param: "placement" });
+    this.pipeline.relocate(placement);
+  }
+
+  /** The placement, units and hand-offs per token, and weight bytes per device; null without a placement. */
+  placementReport(): PlacementReport | null {
+    return this.pipeline?.report() ?? null;
+  }
+
+  /** The pager's counters (page-ins, bytes, stall time); null without budgets. */
+  get pagerStats(): PagerStats | null {
+    return this.pipeline?.pagerStats ?? null;
+  }
+
+  /** The pipeline's counters (hand-offs, relocations); null without a placement. */
+  get pipelineStats(): PipelineStats | null {
+    return this.pipeline?.stats ?? null;
   }
 
   /** Pages in one row of the page table (a full context). */
@@ -141,7 +195,7 @@ export class Engine {
 
   /** @internal The shared StateSet of every program (zeroed on creation). */
   state(): StateSet {
-    this.shared ??= this.decodeProgram(1).createState();
+    this.shared ??= this.pipeline !== null ? this.pipeline.state() : this.decodeProgram(1).createState();
     return this.shared;
   }
 
@@ -235,8 +289,11 @@ export class Engine {
     let p = this.programs.get(name);
     if (p === undefined) {
       const t0 = performance.now();
-      const g = trace();
-      p = this.executor.stage(this.options.compileGraph === undefined ? g : this.options.compileGraph(g, mode), { name });
+      if (this.pipeline !== null) p = this.pipeline.program(name, mode, trace);
+      else {
+        const g = trace();
+        p = this.executor.stage(this.options.compileGraph === undefined ? g : this.options.compileGraph(g, mode), { name });
+      }
       this.stats.stageMs += performance.now() - t0;
       this.stats.programsStaged++;
       this.programs.set(name, p);
@@ -321,7 +378,8 @@ export class Engine {
    * schedules) and replayed for every session after, since which pages and lane a step uses are slots.
    */
   private decodeStep(p: StagedProgram, state: StateSet): void {
-    if (!this.executor.caps.capture) {
+    // A pipeline captures what each unit's device can and runs the rest (its capture always succeeds).
+    if (this.pipeline === null && !this.executor.caps.capture) {
       p.run(state);
       return;
     }
@@ -369,6 +427,7 @@ export class Engine {
     for (const s of [...this.sessions]) s.release();
     for (const p of this.programs.values()) p.dispose();
     this.shared?.dispose();
+    this.pipeline?.dispose();
     this.shared = null;
     this.programs.clear();
     this.model.close();

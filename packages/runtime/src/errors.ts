@@ -20,7 +20,11 @@ export type RuntimeErrorCode =
   /** A request needs more KV pages than the whole pool has: it can never run. */
   | "kv-capacity"
   /** The logits have no finite maximum (NaN everywhere or every token at -inf): nothing can be sampled. */
-  | "bad-logits";
+  | "bad-logits"
+  /** A placement that cannot run: an unknown device, overlapping or missing layers, a budget below a block. */
+  | "bad-placement"
+  /** A traced graph that cannot be cut into blocks (a value other than the residual stream crosses a boundary). */
+  | "bad-graph";
 
 /** The one error class of @poot/runtime; switch on `code`. */
 export class RuntimeError extends Error {

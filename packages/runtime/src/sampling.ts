@@ -19,6 +19,11 @@ export interface SamplingOptions {
   readonly frequencyPenalty?: number;
   /** OpenAI presence penalty: subtracts penalty from every token generated at least once (0 = off). */
   readonly presencePenalty?: number;
+  /**
+   * OpenAI logit_bias: token id -> a value added to that token's logit before anything else (the penalties, the
+   * temperature and the filters all see the biased logits); -100 / 100 in practice ban / force a token.
+   */
+  readonly logitBias?: ReadonlyMap<number, number>;
   /** Seed of the random source; the same seed, prompt and options give the same tokens. */
   readonly seed?: number;
 }
@@ -47,13 +52,19 @@ export function checkSampling(o: SamplingOptions): void {
     if (v !== undefined && !Number.isFinite(v)) bad(p, v, "a finite number");
   }
   if (o.seed !== undefined && !Number.isSafeInteger(o.seed)) bad("seed", o.seed, "an integer");
+  for (const [id, v] of o.logitBias ?? []) {
+    if (!Number.isSafeInteger(id) || id < 0) bad("logitBias", id, "keyed by token ids (integers >= 0)");
+    if (!Number.isFinite(v)) bad("logitBias", v, "finite numbers");
+  }
 }
 
 /**
- * Applies the penalties in place: repetition (HF: positive logits divided, negative multiplied) over
- * `context` (every token in the session), then frequency and presence over `generated` (OpenAI).
+ * Applies the logit bias and the penalties in place: the bias first (OpenAI: added to the model's logits), then
+ * repetition (HF: positive logits divided, negative multiplied) over `context` (every token in the session), then
+ * frequency and presence over `generated` (OpenAI). Bias ids outside the vocabulary are ignored (callers check).
  */
 export function applyPenalties(logits: Float32Array, context: readonly number[], generated: readonly number[], o: SamplingOptions): void {
+  for (const [id, v] of o.logitBias ?? []) if (id < logits.length) logits[id] = logits[id]! + v;
   const rep = o.repetitionPenalty ?? 1;
   if (rep !== 1) {
     for (const id of new Set(context)) {

@@ -4,7 +4,11 @@ import * as fs from "node:fs";
 import { createEvalExecutor } from "@poot/backend-reference";
 import { Engine, RuntimeError, Scheduler, tokenLogprobs, type GenerationEvent } from "@poot/runtime";
 import { describe, expect, test } from "vitest";
-import { FIXTURES, NO_FIXTURES, fixture } from "./fixtures.js";
+import { fixture, needFixture } from "@poot/testkit";
+
+// The fixture folders this file reads (in the repo's fixtures/; CI fails when one is missing).
+const NO_FIXTURES = needFixture("hf");
+const FIXTURES = NO_FIXTURES === undefined ? fixture() : undefined;
 
 interface Reference { prompt_ids: number[]; greedy_ids: number[] }
 

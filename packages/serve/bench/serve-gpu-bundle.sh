@@ -4,11 +4,7 @@
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
-pack=../shared/tools/gpu-pack
-[ -x "$pack" ] || pack=/work/shared/tools/gpu-pack
-sed 's|^grep -qx .*exclude$|true|' "$pack" > "${TMPDIR:-/tmp}/gpu-pack.$$"
-bash "${TMPDIR:-/tmp}/gpu-pack.$$"
-rm -f "${TMPDIR:-/tmp}/gpu-pack.$$"
+bash tools/gpu/pack.sh
 esb="$(find node_modules/.pnpm -maxdepth 5 -path '*node_modules/esbuild/bin/esbuild' | head -1)"
 "$esb" packages/serve/bench/serve-cuda.gpu.ts --bundle --platform=node --format=esm --target=node20 --conditions=source \
   --external:koffi --external:webgpu \

@@ -23,15 +23,15 @@ const { values: o } = parseArgs({
   },
 });
 const CLIENTS = Number(o.clients), MAX_TOKENS = Number(o["max-tokens"]), RUNS = Number(o.runs), SEQ = Number(o.sequential);
-const bin = fileURLToPath(new URL("../bin/poot.mjs", import.meta.url));
-if (!existsSync(new URL("../dist/index.js", import.meta.url))) {
-  console.error("bench: @poot/serve is not built; run `pnpm build` first");
+const bin = fileURLToPath(new URL("../../cli/bin/poot.mjs", import.meta.url));
+if (!existsSync(new URL("../../cli/dist/index.js", import.meta.url))) {
+  console.error("bench: @poot/cli is not built; run `pnpm build` first");
   process.exit(1);
 }
 
 /** Starts `poot serve` on a free loopback port; resolves to its URL and the child process. */
 function startServer() {
-  const args = [bin, "serve", o.model, "--port", "0", "--ctx", o.ctx, "--max-batch", o["max-batch"], "--max-queue", String(CLIENTS * 2), "--backend", o.backend, "--model-name", "bench"];
+  const args = [bin, "serve", o.model, "--port", "0", "--ctx", o.ctx, "--max-batch", o["max-batch"], "--max-queue", String(CLIENTS * 2), "--backend", o.backend, "--model-name", "bench", "--queue-timeout", "0"];
   if (o["chat-template"] !== undefined) args.push("--chat-template", o["chat-template"]);
   const child = spawn(process.execPath, [...(process.env.POOT_BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean), ...args], { stdio: ["ignore", "inherit", "pipe"] });
   return new Promise((resolve, reject) => {
@@ -82,13 +82,30 @@ async function metric(url, name) {
   return line === undefined ? NaN : Number(line.split(" ")[1]);
 }
 
+/** Polls GET /health every 20 ms until stop() (same client process, so its own latency is included). */
+function healthPoller(url) {
+  const ms = [];
+  let on = true, bad = 0;
+  const done = (async () => {
+    while (on) {
+      const t0 = performance.now();
+      const r = await fetch(`${url}/health`);
+      await r.arrayBuffer();
+      if (r.status !== 200) bad++;
+      ms.push(performance.now() - t0);
+      await new Promise((res) => setTimeout(res, 20));
+    }
+  })();
+  return { ms, stop: async () => { on = false; await done; return bad; } };
+}
+
 const { url, child } = await startServer();
 try {
   const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: "unused", maxRetries: 0, timeout: 3_600_000 });
   // Warm-up: stages the prefill and decode programs so neither phase pays for compiling them.
   await chat(client, 0);
   await Promise.all(prompts.map((_, i) => chat(client, i)));
-  const seqRates = [], conRates = [], reqRates = [], ttfts = [], gaps = [];
+  const seqRates = [], conRates = [], reqRates = [], ttfts = [], gaps = [], health = [];
   const alone = new Map();
   for (let run = 0; run < RUNS; run++) {
     let toks = 0;
@@ -99,9 +116,12 @@ try {
       toks += r.tokens;
     }
     seqRates.push((toks / (performance.now() - t0)) * 1000);
+    const poll = healthPoller(url);
     const t1 = performance.now();
     const all = await Promise.all(prompts.map((_, i) => chat(client, i)));
     const ms = performance.now() - t1;
+    if ((await poll.stop()) > 0) throw new Error("/health answered other than 200 under load");
+    health.push(...poll.ms);
     for (const [i, text] of alone) if (all[i].text !== text) throw new Error(`client ${i}: concurrent text differs from its sequential run`);
     conRates.push((all.reduce((n, r) => n + r.tokens, 0) / ms) * 1000);
     reqRates.push((CLIENTS / ms) * 1000);
@@ -123,6 +143,7 @@ command:  node bench/serve-load.mjs ${process.argv.slice(2).join(" ")} (model ${
 baseline: the same server answering ${SEQ} of the requests one at a time (median of ${RUNS} runs, interleaved)
 result:   ${median(conRates).toFixed(2)} tok/s   baseline ${median(seqRates).toFixed(2)} tok/s   ratio ${(median(conRates) / median(seqRates)).toFixed(2)}x
           ${median(reqRates).toFixed(3)} requests/s; TTFT p50 ${pct(ttfts, 50).toFixed(0)} ms, p90 ${pct(ttfts, 90).toFixed(0)} ms, p99 ${pct(ttfts, 99).toFixed(0)} ms; inter-token p50 ${pct(gaps, 50).toFixed(0)} ms, p90 ${pct(gaps, 90).toFixed(0)} ms, p99 ${pct(gaps, 99).toFixed(0)} ms
+          /health during the concurrent phase (polled every 20 ms, ${health.length} polls): p50 ${pct(health, 50).toFixed(1)} ms, p99 ${pct(health, 99).toFixed(1)} ms, max ${Math.max(...health).toFixed(1)} ms
           every concurrent answer equal to its sequential one; after the load 0 KV pages in use, 0 open sequences`);
 } finally {
   child.kill("SIGTERM");

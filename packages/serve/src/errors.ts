@@ -49,12 +49,18 @@ export type ApiErrorCode =
   | "not_found"
   /** The prompt (and max_tokens) do not fit the context. */
   | "context_length_exceeded"
+  /** The Host header (or an absolute-form target) names a host this server does not answer for. */
+  | "host_not_allowed"
   /** No API key, or the wrong one. */
   | "invalid_api_key"
   /** The wait queue is full: retry later. */
   | "server_busy"
   /** The request needs more KV cache pages than the server has in all (it could never run). */
   | "kv_capacity_exceeded"
+  /** The request has more generations (prompts x n) than the queue holds: it could never be queued. */
+  | "too_many_generations"
+  /** The request waited longer than the queue timeout for a slot. */
+  | "queue_timeout"
   /** The server is shutting down. */
   | "server_shutting_down"
   /** The request body is larger than the server accepts. */
@@ -79,12 +85,14 @@ export class ApiError extends Error {
    * @param code - the stable error code.
    * @param message - what went wrong, for the client.
    * @param param - the request parameter concerned (`"messages[0].content"`, `"max_tokens"`), or null.
+   * @param headers - response headers the error carries (e.g. `retry-after` on a 429).
    */
   constructor(
     readonly status: number,
     readonly code: ApiErrorCode,
     message: string,
     readonly param: string | null = null,
+    readonly headers: Readonly<Record<string, string>> = {},
   ) {
     super(message);
   }

@@ -1,20 +1,15 @@
 /**
- * The poot command-line interface (`poot`) and the OpenAI-compatible HTTP server (`poot serve`):
- * the program, its subcommand table, the server over the runtime, and their errors.
+ * The OpenAI-compatible HTTP server of poot (with Prometheus /metrics) over the runtime, and the `serve`
+ * command's implementation that `@poot/cli` registers in the `poot` program.
  * @packageDocumentation
  */
-export { EXIT_USAGE, cliVersion, createProgram, runCli } from "./cli.js";
-export { bandwidthFloor } from "./commands/bench.js";
-export type { BandwidthFloor, BenchReport } from "./commands/bench.js";
-export type { CliOptions } from "./cli.js";
-export { commands } from "./commands/index.js";
-export type { CliIo, CommandModule } from "./commands/index.js";
-export { startServe } from "./commands/serve.js";
+export type { CliIo, CommandModule, ExecutorFactory } from "./command.js";
+export { parseNumber } from "./commands/numbers.js";
+export { serveCommand, startServe } from "./commands/serve.js";
 export type { ServeCliOptions, StartedServer } from "./commands/serve.js";
-export { ApiError, CliError } from "./errors.js";
+export { ApiError, CliError, invariant } from "./errors.js";
 export type { ApiErrorBody, ApiErrorCode, ApiErrorType, CliErrorCode } from "./errors.js";
-export { bufferIo, processIo } from "./io.js";
-export type { EngineSequence, EngineStats, SamplingParams, SequenceEvent, SequenceOptions, ServeEngine, TokenLogprob } from "./server/engine.js";
+export type { Admission, EngineSequence, EngineStats, SamplingParams, SequenceEvent, SequenceOptions, ServeEngine, TokenLogprob } from "./server/engine.js";
 export type { ServerMetrics } from "./server/metrics.js";
 export { RuntimeServeEngine } from "./server/runtime-engine.js";
 export type { RuntimeServeEngineOptions } from "./server/runtime-engine.js";
@@ -22,3 +17,5 @@ export { Scheduler } from "./server/scheduler.js";
 export type { DoneEvent, ErrorEvent, FinishReason, GenerationEvent, GenerationJob, GenerationRequest, SchedulerObserver, SchedulerOptions, TokenEvent } from "./server/scheduler.js";
 export { createServer } from "./server/server.js";
 export type { PootServer, ServerOptions } from "./server/server.js";
+export { blockCutOf, createDevices, cutOfGraph, describePlacement, engineDevices, placementOptions, placementReportOf, planPlacement } from "./placement.js";
+export type { PlacedDevices, PlacementFlags, PlacementPlan } from "./placement.js";

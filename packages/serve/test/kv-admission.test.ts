@@ -1,29 +1,29 @@
 // Admission control by KV pages, through the official openai client: the llama3 fixture served with a pool
-// of two 16-token pages. A request whose prompt + max_tokens needs three pages can never run (503
-// kv_capacity_exceeded); two requests of two pages each cannot run together, so the second waits in the
+// of two 16-token pages. A request whose prompt + max_tokens needs three pages can never run (400
+// context_length_exceeded naming max_tokens and the KV cache's 32 tokens: retrying cannot help, issue #20); two requests of two pages each cannot run together, so the second waits in the
 // queue until the first gives its pages back, then completes; a disconnected client's pages return at once.
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { LLAMA3, NO_FIXTURES, metric, startTestServer, waitFor, type TestServer } from "./server-helpers.js";
+import { LLAMA3, SKIP_NOTE, metric, startTestServer, waitFor, type TestServer } from "./server-helpers.js";
 
 const M = "llama3";
 
-describe.skipIf(LLAMA3 === null)(`KV page admission control (${NO_FIXTURES} otherwise)`, { timeout: 120_000 }, () => {
+describe.skipIf(LLAMA3 === null)(`KV page admission control${SKIP_NOTE}`, { timeout: 120_000 }, () => {
   let s: TestServer;
   beforeAll(async () => {
     s = await startTestServer(LLAMA3!, { context: 48, kvPages: 2, pageSize: 16, maxBatch: 4, maxQueue: 8 });
   }, 120_000);
   afterAll(async () => s?.close(), 60_000);
 
-  test("a request larger than the whole pool gets 503 kv_capacity_exceeded, naming max_tokens", async () => {
+  test("a request larger than the whole pool gets 400, naming max_tokens and the pool's 32 tokens", async () => {
     expect(await metric(s.url, "poot_kv_pages_total")).toBe(2);
     const r = s.client.completions.create({ model: M, prompt: "x", max_tokens: 40 });
-    await expect(r).rejects.toBeInstanceOf(OpenAI.InternalServerError);
-    await expect(r).rejects.toMatchObject({ status: 503, code: "kv_capacity_exceeded", param: "max_tokens" });
+    await expect(r).rejects.toBeInstanceOf(OpenAI.BadRequestError);
+    await expect(r).rejects.toMatchObject({ status: 400, code: "context_length_exceeded", param: "max_tokens" });
     const raw = await fetch(`${s.url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: M, prompt: "x", max_tokens: 40 }) });
     const body = (await raw.json()) as { error: { message: string; type: string } };
-    expect(body.error.type).toBe("server_error");
-    expect(body.error.message).toMatch(/needs 3 KV pages .* has 2 in all/);
+    expect(body.error.type).toBe("invalid_request_error");
+    expect(body.error.message).toMatch(/KV cache holds 32 tokens .* at most \d+/);
   });
 
   test("a request that fits the pool but not its free pages waits, then completes; no page is left", async () => {

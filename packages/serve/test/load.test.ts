@@ -7,7 +7,7 @@ import { type Executor } from "@poot/executor";
 import { createEvalExecutor } from "@poot/backend-reference";
 import { LoadedModel } from "@poot/models";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { LLAMA3, LLAMA3_TEMPLATE, NO_FIXTURES, llama3Tokenizer, metric, startTestServer, type TestServer } from "./server-helpers.js";
+import { LLAMA3, LLAMA3_TEMPLATE, SKIP_NOTE, llama3Tokenizer, metric, startTestServer, type TestServer } from "./server-helpers.js";
 
 const M = "llama3";
 const CLIENTS = 64;
@@ -16,7 +16,7 @@ const MAX_TOKENS = 8;
 
 const BACKENDS: [string, () => Executor][] = [["eval", () => createEvalExecutor()], ["cpu", () => createCpuExecutor()]];
 
-describe.skipIf(LLAMA3 === null).each(BACKENDS)(`64 concurrent streaming chats on %s (${NO_FIXTURES} otherwise)`, { timeout: 180_000 }, (backend, executor) => {
+describe.skipIf(LLAMA3 === null).each(BACKENDS)(`64 concurrent streaming chats on %s${SKIP_NOTE}`, { timeout: 180_000 }, (backend, executor) => {
   let s: TestServer;
   beforeAll(async () => {
     s = await startTestServer(LLAMA3!, { context: 48, chatTemplate: LLAMA3_TEMPLATE, maxBatch: 16, maxQueue: 64, executor });

@@ -2,11 +2,11 @@
 // counters move by exactly what the requests did, and a client that disconnects mid-stream is cancelled
 // with its sequence released (the runtime's own open-session count returns to zero).
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { LLAMA3, LLAMA3_TEMPLATE, NO_FIXTURES, metric, parsePrometheus, startTestServer, waitFor, type TestServer } from "./server-helpers.js";
+import { LLAMA3, LLAMA3_TEMPLATE, SKIP_NOTE, metric, parsePrometheus, startTestServer, waitFor, type TestServer } from "./server-helpers.js";
 
 const M = "llama3";
 
-describe.skipIf(LLAMA3 === null)(`metrics and cancellation (${NO_FIXTURES} otherwise)`, { timeout: 180_000 }, () => {
+describe.skipIf(LLAMA3 === null)(`metrics and cancellation${SKIP_NOTE}`, { timeout: 180_000 }, () => {
   let s: TestServer;
   beforeAll(async () => {
     s = await startTestServer(LLAMA3!, { context: 64, chatTemplate: LLAMA3_TEMPLATE, maxBatch: 4 });

@@ -5,11 +5,11 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { LoadedModel, Tokenizer, openSafetensors } from "@poot/models";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { LLAMA3, LLAMA3_TEMPLATE, NO_FIXTURES, llama3Tokenizer, metric, startTestServer, type TestServer } from "./server-helpers.js";
+import { LLAMA3, LLAMA3_TEMPLATE, SKIP_NOTE, llama3Tokenizer, metric, startTestServer, type TestServer } from "./server-helpers.js";
 
 const CTX = 64;
 
-describe.skipIf(LLAMA3 === null)(`openai client against the llama3 fixture (${NO_FIXTURES} otherwise)`, { timeout: 180_000 }, () => {
+describe.skipIf(LLAMA3 === null)(`openai client against the llama3 fixture${SKIP_NOTE}`, { timeout: 180_000 }, () => {
   let s: TestServer;
   let ref: { prompt_ids: number[]; greedy_ids: number[] };
   let tok: Tokenizer;

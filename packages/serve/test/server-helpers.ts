@@ -9,6 +9,7 @@ import { Tokenizer } from "@poot/models";
 import { Engine } from "@poot/runtime";
 import { RuntimeServeEngine, createServer, type PootServer, type ServerOptions } from "@poot/serve";
 import OpenAI from "openai";
+import { fixture, needFixture } from "@poot/testkit";
 
 function repoRoot(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
@@ -18,13 +19,12 @@ function repoRoot(): string {
 
 /** The repository root. */
 export const ROOT = repoRoot();
-/** ../shared/fixtures/hf/llama3, or null when the fixtures are absent. */
-export const LLAMA3: string | null = (() => {
-  const p = path.resolve(ROOT, "../shared/fixtures/hf/llama3");
-  return fs.existsSync(p) ? p : null;
-})();
-/** Why fixture tests skip. */
-export const NO_FIXTURES = "../shared/fixtures is absent: fixture-based server tests skipped";
+/** Why fixture tests skip (fixtures/hf/llama3 missing), or undefined; under CI a missing fixture fails instead. */
+export const NO_FIXTURES: string | undefined = needFixture("hf/llama3");
+/** fixtures/hf/llama3, or null when it is missing. */
+export const LLAMA3: string | null = NO_FIXTURES === undefined ? fixture("hf/llama3") : null;
+/** "" when the fixtures are present, else " (skipped: <why>)", for test names. */
+export const SKIP_NOTE: string = NO_FIXTURES === undefined ? "" : ` (skipped: ${NO_FIXTURES})`;
 /** The bundled demo model. */
 export const DEMO = path.join(ROOT, "models/demo");
 
@@ -55,7 +55,8 @@ export async function startTestServer(model: string, options: { context: number;
     executor, context: options.context, maxSequences: options.maxBatch ?? 8,
     ...(options.kvPages === undefined ? {} : { kvPages: options.kvPages }), ...(options.pageSize === undefined ? {} : { pageSize: options.pageSize }),
   });
-  const serveEngine = new RuntimeServeEngine(engine, options.chatTemplate === undefined ? {} : { chatTemplate: options.chatTemplate });
+  // Tokenizing in the worker thread, as `poot serve` does.
+  const serveEngine = new RuntimeServeEngine(engine, { tokenizerSource: model, ...(options.chatTemplate === undefined ? {} : { chatTemplate: options.chatTemplate }) });
   const server = createServer({ modelId: path.basename(model), ...options, engine: serveEngine });
   const url = await server.listen({ port: 0 });
   const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: options.apiKey ?? "unused", maxRetries: 0, timeout: 300_000 });

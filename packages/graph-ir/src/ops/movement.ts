@@ -138,7 +138,7 @@ export const Concat: OpDef<ConcatParams> = {
 
 /** Params of Gather. */
 export type GatherParams = { readonly axis: number };
-/** Gather[axis](x, idx: i32): out.shape = x.shape[:axis] ++ idx.shape ++ x.shape[axis+1:]. */
+/** `Gather[axis](x, idx: i32)`: `out.shape = x.shape[:axis] ++ idx.shape ++ x.shape[axis+1:]`. */
 export const Gather: OpDef<GatherParams> = {
   arity: 2, category: "movement", view: false, doc: "index x along `axis` with i32 indices; packed x gathers whole rows along axis 0",
   infer([x, idx], p, ctx) {
@@ -185,7 +185,7 @@ function clampStarts(starts: readonly Tensor[], dims: readonly number[], sizes: 
   return starts.map((s, i) => Math.max(0, Math.min(dims[i]! - sizes[i]!, s.data[0]!)));
 }
 
-/** DynamicSlice[sizes](x, ...starts: i32[]): a window at runtime starts, clamped into range. */
+/** `DynamicSlice[sizes](x, ...starts: i32[])`: a window at runtime starts, clamped into range. */
 export const DynamicSlice: OpDef<DynamicSliceParams> = {
   arity: { min: 1 }, category: "movement", view: false, doc: "window of `sizes` at runtime i32 starts, each clamped to [0, dim - size]",
   infer([x, ...starts], p, ctx) {

@@ -31,6 +31,23 @@ export function inverseFrequencies(rope: RopeConfig): Float32Array {
         case "longrope":
           // The short/long choice depends on the sequence length at run time: see ropeTables.
           throw new TraceError("bad-config", "longrope frequencies come in two sets; use longropeFrequencies", { value: "longrope" });
+        case "yarn": {
+          // HF's _compute_yarn_parameters: a linear ramp between the correction dims of beta_fast and beta_slow
+          // moves each frequency from extrapolation (unchanged) to interpolation (÷ factor).
+          const corr = (rot: number) => (dim * Math.log(s.originalMaxPositions / (rot * 2 * Math.PI))) / (2 * Math.log(rope.theta));
+          let low = corr(s.betaFast), high = corr(s.betaSlow);
+          if (s.truncate) {
+            low = Math.floor(low);
+            high = Math.ceil(high);
+          }
+          low = Math.max(low, 0);
+          high = Math.min(high, dim - 1);
+          if (low === high) high += 0.001;
+          const ramp = Math.min(Math.max((i - low) / (high - low), 0), 1);
+          const extrapolation = 1 - ramp;
+          f = (f / s.factor) * (1 - extrapolation) + f * extrapolation;
+          break;
+        }
         default:
           s satisfies never;
       }
@@ -70,13 +87,14 @@ function frequencies(ctx: TraceContext, rope: RopeConfig, key: string): Ref {
 /** LongRoPE's cos/sin scale √(1 + ln f / ln L₀) with f = maxPositions / L₀ (HF's default when no attention_factor is set). */
 function ropeScale(ctx: TraceContext, rope: RopeConfig): number {
   const s = rope.scaling;
+  if (s?.type === "yarn") return s.attentionFactor;
   if (s?.type !== "longrope") return 1;
   const factor = ctx.config.maxPositions / s.originalMaxPositions;
   return factor <= 1 ? 1 : Math.sqrt(1 + Math.log(factor) / Math.log(s.originalMaxPositions));
 }
 
 /** cos/sin [B, 1, T, rotaryDim] of the new tokens' positions for one RoPE config (memoized per config). */
-function ropeTables(ctx: TraceContext, rope: RopeConfig, key: string): { cos: Ref; sin: Ref } {
+export function ropeTables(ctx: TraceContext, rope: RopeConfig, key: string): { cos: Ref; sin: Ref } {
   const b = ctx.b;
   const cached = ctx.memo.get(`${key}.cos`);
   if (cached !== undefined) return { cos: cached, sin: ctx.memo.get(`${key}.sin`)! };
@@ -100,7 +118,7 @@ function ropeTables(ctx: TraceContext, rope: RopeConfig, key: string): { cos: Re
 }
 
 /** Rotate-half RoPE on the first rotaryDim dims of x [B, H, T, Dh]; the rest passes through. */
-function applyRope(ctx: TraceContext, x: Ref, t: { cos: Ref; sin: Ref }, rotaryDim: number): Ref {
+export function applyRope(ctx: TraceContext, x: Ref, t: { cos: Ref; sin: Ref }, rotaryDim: number): Ref {
   const b = ctx.b;
   const [B, H, T, D] = x.shape as [number, number, number, number];
   if (rotaryDim === D) return b.ropeRotateHalf(x, t.cos, t.sin);
@@ -109,7 +127,7 @@ function applyRope(ctx: TraceContext, x: Ref, t: { cos: Ref; sin: Ref }, rotaryD
 }
 
 /** Bool [B, 1, T, Skv]: key j is visible to the token at position p when j <= p (and j > p - window). */
-function attentionMask(ctx: TraceContext, keys: number, window: number | null): Ref {
+export function attentionMask(ctx: TraceContext, keys: number, window: number | null): Ref {
   const key = `mask.${window ?? "causal"}`;
   const hit = ctx.memo.get(key);
   if (hit !== undefined) return hit;
@@ -124,7 +142,7 @@ function attentionMask(ctx: TraceContext, keys: number, window: number | null): 
 }
 
 /** Writes k/v [B, Hkv, T, Dh] into the layer's cache State [B, Hkv, S, Dh] at each sequence's Pos; returns the new cache. */
-function updateCache(ctx: TraceContext, key: string, x: Ref): Ref {
+export function updateCache(ctx: TraceContext, key: string, x: Ref): Ref {
   const b = ctx.b;
   const { batch: B, context: S } = ctx.shape;
   const [, Hkv, , D] = x.shape as [number, number, number, number];
@@ -147,7 +165,7 @@ function updateCache(ctx: TraceContext, key: string, x: Ref): Ref {
  * as is). The pool is declared as rows so the writes are DynamicUpdateSlices of the State itself, the form
  * every backend already updates in place; the page view is a reshape.
  */
-function updatePagedCache(ctx: TraceContext, key: string, x: Ref): Ref {
+export function updatePagedCache(ctx: TraceContext, key: string, x: Ref): Ref {
   const b = ctx.b;
   const { pageSize, pages: P } = ctx.paged!;
   const { batch: B, tokens: T } = ctx.shape;
@@ -214,10 +232,15 @@ export function selfAttention(ctx: TraceContext, x: Ref, layer: number, kind: La
     q = perHead ? b.reshape(rmsNorm(ctx, b.reshape(q, [N, H, Dh]), qn, cfg.normPlusOne), [N, H * Dh]) : rmsNorm(ctx, q, qn, cfg.normPlusOne);
     k = perHead ? b.reshape(rmsNorm(ctx, b.reshape(k, [N, Hkv, Dh]), kn, cfg.normPlusOne), [N, Hkv * Dh]) : rmsNorm(ctx, k, kn, cfg.normPlusOne);
   }
-  const rope = kind === "sliding" && cfg.ropeLocal !== null ? cfg.ropeLocal : cfg.rope;
-  const tables = ropeTables(ctx, rope, kind === "sliding" && cfg.ropeLocal !== null ? "rope_local" : "rope");
-  const qh = applyRope(ctx, toHeads(ctx, q, H, Dh), tables, rope.rotaryDim);
-  let kh = applyRope(ctx, toHeads(ctx, k, Hkv, Dh), tables, rope.rotaryDim);
+  let qh = toHeads(ctx, q, H, Dh);
+  let kh = toHeads(ctx, k, Hkv, Dh);
+  // SmolLM3's NoPE layers skip RoPE altogether.
+  if (cfg.layerRope[layer] !== false) {
+    const rope = kind === "sliding" && cfg.ropeLocal !== null ? cfg.ropeLocal : cfg.rope;
+    const tables = ropeTables(ctx, rope, kind === "sliding" && cfg.ropeLocal !== null ? "rope_local" : "rope");
+    qh = applyRope(ctx, qh, tables, rope.rotaryDim);
+    kh = applyRope(ctx, kh, tables, rope.rotaryDim);
+  }
   let vh = toHeads(ctx, v, Hkv, Dh);
   if (ctx.paged !== null) {
     kh = updatePagedCache(ctx, `layers.${layer}.k`, kh);
@@ -229,12 +252,27 @@ export function selfAttention(ctx: TraceContext, x: Ref, layer: number, kind: La
   const keys = kh.shape[2]!;
   const mask = attentionMask(ctx, keys, kind === "sliding" ? cfg.slidingWindow : null);
   const kr = b.repeatKv(kh, H / Hkv, 1), vr = b.repeatKv(vh, H / Hkv, 1);
-  let scores = b.mul(b.matmul(qh, b.transpose(kr, [0, 1, 3, 2])), Math.pow(cfg.queryPreAttnScalar, -0.5));
+  let scores = b.mul(b.matmul(qh, b.transpose(kr, [0, 1, 3, 2])), cfg.attentionScale ?? Math.pow(cfg.queryPreAttnScalar, -0.5));
   if (cfg.attnLogitSoftcap !== null) scores = b.mul(b.tanh(b.div(scores, cfg.attnLogitSoftcap)), cfg.attnLogitSoftcap);
-  const probs = b.softmax(b.select(mask, scores, -Infinity), -1);
+  const masked = b.select(mask, scores, -Infinity);
+  const probs = cfg.attentionSinks ? softmaxWithSink(ctx, masked, layer) : b.softmax(masked, -1);
   const out = b.reshape(b.transpose(b.matmul(probs, vr), [0, 2, 1, 3]), [B * T, H * Dh]);
   const gated = gate === null ? out : b.mul(out, sigmoid(ctx, gate));
-  return linear(ctx, gated, w.layerName(layer, "o"));
+  const oBias = cfg.attentionBias && w.has(w.layerName(layer, "oBias")) ? w.layerName(layer, "oBias") : undefined;
+  return linear(ctx, gated, w.layerName(layer, "o"), oBias);
+}
+
+/**
+ * gpt-oss attention sinks: each head's learned logit joins the softmax over the keys as one more column whose
+ * probability is then dropped (so the kept probabilities sum to less than 1), scores [B, H, T, S].
+ */
+function softmaxWithSink(ctx: TraceContext, scores: Ref, layer: number): Ref {
+  const b = ctx.b;
+  const [B, H, T, S] = scores.shape as [number, number, number, number];
+  const sinks = b.f32(ctx.weight(ctx.weights.layerName(layer, "sinks"), [H]));
+  const column = b.broadcast(b.reshape(sinks, [1, H, 1, 1]), [B, H, T, 1]);
+  const probs = b.softmax(b.concat([scores, column], -1), -1);
+  return b.slice(probs, [0, 0, 0, 0], [B, H, T, S]);
 }
 
 /** 1 / (1 + e^-x). */

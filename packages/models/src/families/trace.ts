@@ -4,6 +4,7 @@ import type { Graph } from "@poot/graph-ir";
 import type { Architecture, LayerKind, ModelConfig } from "../config.js";
 import { selfAttention } from "./attention.js";
 import { TraceContext, type PagedLayout, type TraceShape } from "./context.js";
+import { latentAttention } from "./mla.js";
 import { routedExperts } from "./moe.js";
 import { gatedDeltaNet } from "./qwen35.js";
 import { decoder, gatedMlp, type DecoderParts } from "./transformer.js";
@@ -28,6 +29,7 @@ export type GraphKind =
 
 const dense: DecoderParts = { mixer: selfAttention, mlp: gatedMlp };
 const experts: DecoderParts = { mixer: selfAttention, mlp: routedExperts };
+const latent: DecoderParts = { mixer: (ctx, x, layer) => latentAttention(ctx, x, layer), mlp: routedExperts };
 const hybrid: DecoderParts = {
   mixer: (ctx, x, layer, kind: LayerKind) => (kind === "linear" ? gatedDeltaNet(ctx, x, layer) : selfAttention(ctx, x, layer, kind)),
   mlp: gatedMlp,
@@ -37,6 +39,7 @@ const hybrid: DecoderParts = {
 export const FAMILY_PARTS: Readonly<Record<Architecture, DecoderParts>> = {
   llama: dense, mistral: dense, qwen2: dense, qwen3: dense, gemma2: dense, gemma3: dense, phi3: dense,
   mixtral: experts, olmoe: experts, qwen3moe: experts, qwen35: hybrid,
+  granite: dense, smollm3: dense, gptoss: experts, deepseek2: latent,
 };
 
 /** The (batch, tokens, context) a graph kind computes. */

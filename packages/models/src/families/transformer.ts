@@ -64,6 +64,7 @@ export function lmHead(ctx: TraceContext, h: Ref): Ref {
   const head = w.has(w.globalName("lmHead")) ? w.globalName("lmHead") : w.globalName("embed");
   let logits = linear(ctx, x, head);
   if (cfg.finalLogitSoftcap !== null) logits = b.mul(b.tanh(b.div(logits, cfg.finalLogitSoftcap)), cfg.finalLogitSoftcap);
+  if (cfg.logitsDivisor !== null) logits = b.div(logits, cfg.logitsDivisor);
   return logits;
 }
 
@@ -80,22 +81,29 @@ export interface DecoderParts {
   readonly mlp: ChannelMixer;
 }
 
-/** Pre-norm decoder: embed, per layer x + mixer(norm(x)) and x + mlp(norm(x)) (Gemma adds post-norms), head. */
+/**
+ * Pre-norm decoder: embed, per layer x + mixer(norm(x)) and x + mlp(norm(x)) (Gemma adds post-norms, Granite scales
+ * both branches by its residual multiplier), head.
+ */
 export function decoder(ctx: TraceContext, parts: DecoderParts): Ref {
   const cfg = ctx.config, w = ctx.weights, b = ctx.b;
   if (cfg.layerTypes.length !== cfg.numLayers) throw new TraceError("bad-config", `${cfg.layerTypes.length} layer types for ${cfg.numLayers} layers`);
-  let h = embed(ctx);
+  // The residual stream at each layer boundary is named (`embed.out`, `layers.N.out`): @poot/runtime cuts the
+  // graph into blocks there (and checks that nothing else crosses).
+  let h = b.name(embed(ctx), "embed.out");
   for (let i = 0; i < cfg.numLayers; i++) {
     const kind = cfg.layerTypes[i]!;
     h = b.scope(`layers.${i}`, () => {
       let a = parts.mixer(ctx, rmsNorm(ctx, h, w.layerName(i, "attnNorm"), cfg.normPlusOne), i, kind);
       if (cfg.postNorms) a = rmsNorm(ctx, a, w.layerName(i, "postAttnNorm"), cfg.normPlusOne);
+      if (cfg.residualScale !== null) a = b.mul(a, cfg.residualScale);
       const h1 = b.add(h, a);
       // HF names the pre-MLP norm post_attention_layernorm except in Gemma, whose post-norms take that name.
       const ffnNorm = w.naming === "hf" && !cfg.postNorms ? w.layerName(i, "postAttnNorm") : w.layerName(i, "ffnNorm");
       let m = parts.mlp(ctx, rmsNorm(ctx, h1, ffnNorm, cfg.normPlusOne), i);
       if (cfg.postNorms) m = rmsNorm(ctx, m, w.layerName(i, "postFfnNorm"), cfg.normPlusOne);
-      return b.add(h1, m);
+      if (cfg.residualScale !== null) m = b.mul(m, cfg.residualScale);
+      return b.add(h1, m, "out");
     });
   }
   return lmHead(ctx, h);

@@ -20,13 +20,16 @@ export type TensorNaming = "hf" | "gguf";
 
 /** Per-layer roles of weights (HF spelling in comments). */
 export type LayerRole =
-  | "attnNorm" | "q" | "k" | "v" | "o" | "qBias" | "kBias" | "vBias" | "qkv" | "qNorm" | "kNorm"
+  | "attnNorm" | "q" | "k" | "v" | "o" | "qBias" | "kBias" | "vBias" | "oBias" | "sinks" | "qkv" | "qNorm" | "kNorm"
   | "postAttnNorm" | "ffnNorm" | "postFfnNorm" | "gate" | "up" | "down" | "gateUp" | "router"
-  | "linQkv" | "linZ" | "linB" | "linA" | "linConv" | "linALog" | "linDtBias" | "linNorm" | "linOut";
+  | "linQkv" | "linZ" | "linB" | "linA" | "linConv" | "linALog" | "linDtBias" | "linNorm" | "linOut"
+  | "kvA" | "kvANorm" | "kvB";
 
 const HF_LAYER: Record<LayerRole, string> = {
   attnNorm: "input_layernorm.weight", q: "self_attn.q_proj.weight", k: "self_attn.k_proj.weight", v: "self_attn.v_proj.weight",
   o: "self_attn.o_proj.weight", qBias: "self_attn.q_proj.bias", kBias: "self_attn.k_proj.bias", vBias: "self_attn.v_proj.bias",
+  oBias: "self_attn.o_proj.bias", sinks: "self_attn.sinks",
+  kvA: "self_attn.kv_a_proj_with_mqa.weight", kvANorm: "self_attn.kv_a_layernorm.weight", kvB: "self_attn.kv_b_proj.weight",
   qkv: "self_attn.qkv_proj.weight", qNorm: "self_attn.q_norm.weight", kNorm: "self_attn.k_norm.weight",
   postAttnNorm: "post_attention_layernorm.weight", ffnNorm: "pre_feedforward_layernorm.weight", postFfnNorm: "post_feedforward_layernorm.weight",
   gate: "mlp.gate_proj.weight", up: "mlp.up_proj.weight", down: "mlp.down_proj.weight", gateUp: "mlp.gate_up_proj.weight", router: "mlp.gate.weight",
@@ -37,7 +40,7 @@ const HF_LAYER: Record<LayerRole, string> = {
 
 const GGUF_LAYER: Partial<Record<LayerRole, string>> = {
   attnNorm: "attn_norm.weight", q: "attn_q.weight", k: "attn_k.weight", v: "attn_v.weight", o: "attn_output.weight",
-  qBias: "attn_q.bias", kBias: "attn_k.bias", vBias: "attn_v.bias", qkv: "attn_qkv.weight", qNorm: "attn_q_norm.weight",
+  qBias: "attn_q.bias", kBias: "attn_k.bias", vBias: "attn_v.bias", oBias: "attn_output.bias", sinks: "attn_sinks.weight", qkv: "attn_qkv.weight", qNorm: "attn_q_norm.weight",
   kNorm: "attn_k_norm.weight", postAttnNorm: "post_attention_norm.weight", ffnNorm: "ffn_norm.weight", postFfnNorm: "post_ffw_norm.weight",
   gate: "ffn_gate.weight", up: "ffn_up.weight", down: "ffn_down.weight", gateUp: "ffn_up.weight", router: "ffn_gate_inp.weight",
 };

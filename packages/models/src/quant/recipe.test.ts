@@ -2,10 +2,14 @@
 // format, and on every block of the fixtures' quantized tensors.
 import * as fs from "node:fs";
 import { describe, expect, test } from "vitest";
-import { FIXTURES, fixture } from "../../test/fixtures.js";
+import { fixture, needFixture } from "@poot/testkit";
 import { openGGUF } from "../gguf.js";
 import { QUANT_RECIPES, decodeBlockByRecipe } from "./recipe.js";
 import { QUANT_FORMATS } from "./registry.js";
+
+// The fixture folders this file reads (in the repo's fixtures/; CI fails when one is missing).
+const NO_FIXTURES = needFixture("gguf");
+const FIXTURES = NO_FIXTURES === undefined ? fixture() : undefined;
 
 function bitsEqual(a: Float32Array, b: Float32Array): boolean {
   const x = new Uint32Array(a.buffer, a.byteOffset, a.length), y = new Uint32Array(b.buffer, b.byteOffset, b.length);

@@ -19,6 +19,7 @@ export type RecipeExpr =
   | { readonly op: IntOp; readonly a: RecipeExpr; readonly b: RecipeExpr }
   | { readonly op: "select"; readonly cond: RecipeExpr; readonly a: RecipeExpr; readonly b: RecipeExpr }
   | { readonly op: "tof32"; readonly a: RecipeExpr }
+  | { readonly op: "f32const"; readonly value: number }
   | { readonly op: FloatOp; readonly a: RecipeExpr; readonly b: RecipeExpr };
 
 /** A format's decode as data: element `e` of a block is `value` evaluated with elem = e. */
@@ -43,6 +44,29 @@ const fadd = (a: E, b: E): E => ({ op: "fadd", a, b });
 const fsub = (a: E, b: E): E => ({ op: "fsub", a, b });
 const sel = (cond: E, a: E, b: E): E => ({ op: "select", cond, a, b });
 const I: E = { op: "elem" };
+const fc = (value: number): E => ({ op: "f32const", value });
+
+// A table of k entries indexed by `q` (0..k-1) as a balanced tree of selects: formats stay expressions, no table op.
+const tree = (q: E, leaf: (i: number) => E, lo: number, hi: number): E => {
+  if (lo === hi) return leaf(lo);
+  const mid = (lo + hi + 1) >> 1;
+  return sel(lt(q, mid), tree(q, leaf, lo, mid - 1), tree(q, leaf, mid, hi));
+};
+const table = (levels: readonly number[], q: E): E => tree(q, (i) => n(levels[i]!), 0, levels.length - 1);
+const IQ4NL = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
+// MXFP4 level of nibble q: magnitude m = q & 7 is 0..3 or (2 + (m & 1)) << ((m >> 1) − 1); bit 3 is the sign.
+const fp4 = (q: E): E => {
+  const m = and(q, 7);
+  const mag = sel(lt(m, 4), m, shl(add(2, and(m, 1)), sub(shr(m, 1), 1)));
+  return sel(lt(q, 8), mag, sub(0, mag));
+};
+// 2^(e − 128) for the E8M0 byte at `at`: 2^(e & 31) times 2^(32·(e >> 5) − 128), the latter split in two factors
+// for e < 32 so that no constant is subnormal.
+const e8m0Half = (at: number): E => {
+  const e = u8(at), j = shr(e, 5);
+  const scale = tree(j, (i) => fc(i === 0 ? 2 ** -64 : 2 ** (32 * i - 128)), 0, 7);
+  return fmul(fmul(f(shl(1, and(e, 31))), scale), sel(lt(j, 1), fc(2 ** -64), fc(1)));
+};
 
 // 32-element formats: element i reads nibble (i div 16) of byte (i mod 16).
 const nib = (qs: number) => and(shr(u8(add(qs, mod(I, 16))), mul(4, div(I, 16))), 15);
@@ -93,6 +117,14 @@ export const QUANT_RECIPES: Readonly<Record<GGMLTypeName, DecodeRecipe>> = {
     const sc = load("i8", add(add(add(192, mul(8, hN)), div(lL, 16)), mul(2, kK)));
     return { format: "Q6_K" as const, blockElems: 256, blockBytes: 210, value: fmul(fmul(load("f16", 208), f(sc)), f(sub(or(ql, shl(qh, 4)), 32))) };
   })(),
+  IQ4_NL: { format: "IQ4_NL", blockElems: 32, blockBytes: 18, value: fmul(load("f16", 0), f(table(IQ4NL, nib(2)))) },
+  IQ4_XS: (() => {
+    const ib = div(I, 32), j = mod(I, 32);
+    const q = and(shr(u8(add(add(8, mul(16, ib)), mod(j, 16))), mul(4, div(j, 16))), 15);
+    const ls = or(and(shr(u8(add(4, div(ib, 2))), mul(4, mod(ib, 2))), 15), shl(and(shr(load("u16", 2), mul(2, ib)), 3), 4));
+    return { format: "IQ4_XS" as const, blockElems: 256, blockBytes: 136, value: fmul(fmul(load("f16", 0), f(sub(ls, 32))), f(table(IQ4NL, q))) };
+  })(),
+  MXFP4: { format: "MXFP4", blockElems: 32, blockBytes: 17, value: fmul(f(fp4(nib(1))), e8m0Half(0)) },
 };
 
 const f32buf = new Float32Array(1);
@@ -122,13 +154,14 @@ export function evalRecipeExpr(e: RecipeExpr, bytes: Uint8Array, base: number, e
     case "mul": return ev(e.a) * ev(e.b);
     case "div": return Math.floor(ev(e.a) / ev(e.b));
     case "mod": return ev(e.a) % ev(e.b);
-    case "shl": return ev(e.a) << ev(e.b);
+    case "shl": return (ev(e.a) << ev(e.b)) >>> 0; // the u32 pattern, as graph-ir's recipes
     case "shr": return ev(e.a) >>> ev(e.b);
     case "and": return ev(e.a) & ev(e.b);
     case "or": return ev(e.a) | ev(e.b);
     case "lt": return ev(e.a) < ev(e.b) ? 1 : 0;
     case "select": return ev(e.cond) !== 0 ? ev(e.a) : ev(e.b);
     case "tof32": return Math.fround(ev(e.a));
+    case "f32const": return Math.fround(e.value);
     case "fadd": return Math.fround(ev(e.a) + ev(e.b));
     case "fsub": return Math.fround(ev(e.a) - ev(e.b));
     case "fmul": return Math.fround(ev(e.a) * ev(e.b));

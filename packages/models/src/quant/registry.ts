@@ -3,10 +3,11 @@
 import type { GGMLTypeName, QuantFormat } from "./format.js";
 import { Q2_K, Q3_K, Q4_K, Q5_K, Q6_K } from "./kquants.js";
 import { BF16, F16, F32, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 } from "./legacy.js";
+import { IQ4_NL, IQ4_XS, MXFP4 } from "./nonlinear.js";
 
 /** Every supported format, keyed by GGML type name. */
 export const QUANT_FORMATS: Readonly<Record<GGMLTypeName, QuantFormat>> = {
-  F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
+  F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4,
 };
 
 const byId = new Map<number, QuantFormat>(Object.values(QUANT_FORMATS).map((f) => [f.ggmlType, f]));

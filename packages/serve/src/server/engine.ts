@@ -14,6 +14,14 @@ export interface SamplingParams {
   readonly frequencyPenalty: number;
   /** OpenAI presence penalty. */
   readonly presencePenalty: number;
+  /** Keep the k most likely tokens (0 = off). */
+  readonly topK: number;
+  /** Drop tokens below minP x the top token's probability (0 = off). */
+  readonly minP: number;
+  /** HF repetition penalty over prompt and generated tokens (1 = off). */
+  readonly repetitionPenalty: number;
+  /** OpenAI logit bias: token id -> value added to its logit (empty = off). */
+  readonly logitBias: ReadonlyMap<number, number>;
 }
 
 /** What one sequence generates: its limits, sampling, stop strings and logprobs. */
@@ -69,6 +77,8 @@ export interface EngineStats {
   readonly openSequences: number;
   /** The shared KV page pool: tokens per page, pages in all, held by sequences, promised to admitted ones. */
   readonly kv: { readonly pageSize: number; readonly pagesTotal: number; readonly pagesInUse: number; readonly pagesReserved: number };
+  /** Blocks across devices (absent when the model runs as one program): hand-offs and the weight pager's counters. */
+  readonly blocks?: { readonly handoffs: number; readonly pageIns: number; readonly pageInBytes: number; readonly pageOuts: number; readonly stallSeconds: number };
 }
 
 /** Whether a sequence can begin now: yes, not until KV pages (or lanes) are released, or never (larger than the pool). */
@@ -78,14 +88,21 @@ export type Admission = "now" | "wait" | "never";
 export interface ServeEngine {
   /** KV capacity of a sequence in tokens: prompt plus generated tokens must fit. */
   readonly context: number;
+  /** Tokens the whole KV cache holds: prompt plus generated tokens of one sequence never exceed it. */
+  readonly kvTokens: number;
   /** Vocabulary size: valid token ids are [0, vocabSize). */
   readonly vocabSize: number;
   /** End-of-sequence token ids. */
   readonly eosTokenIds: readonly number[];
-  /** Tokens of `text` (with the tokenizer's special tokens, e.g. BOS, when `special`). */
-  encode(text: string, special: boolean): number[];
-  /** The prompt text of a chat, or null when the model has no chat template. */
-  renderChat(messages: readonly ChatMessage[]): string | null;
+  /** Most UTF-8 bytes of input text one token can stand for: a text of B bytes has at least B / maxTokenBytes tokens. */
+  readonly maxTokenBytes: number;
+  /** Tokens of `text` (with the tokenizer's special tokens, e.g. BOS, when `special`), computed off the event loop. */
+  encode(text: string, special: boolean): Promise<number[]>;
+  /**
+   * Tokens of a chat rendered by the chat template with the generation prompt, computed off the event loop; null
+   * when the model has no chat template. Rejects with the template's message when it refuses the conversation.
+   */
+  encodeChat(messages: readonly ChatMessage[]): Promise<number[] | null>;
   /** The text of token ids (special tokens kept). */
   textOf(ids: readonly number[]): string;
   /** The text of one token alone, for logprobs. */

@@ -51,6 +51,12 @@ export function createMetrics(engine: ServeEngine, scheduler: () => Scheduler): 
   new Gauge({ name: "poot_engine_open_sequences", help: "Sequences whose KV state the engine holds (its own count)", registers: [registry], collect() { this.set(engine.stats().openSequences); } });
   counterOf(registry, "poot_compiles_total", "Programs compiled (staged) by the engine", () => engine.stats().compiles);
   counterOf(registry, "poot_engine_steps_total", "Batched engine steps run", () => scheduler().stepCount);
+  // Blocks across devices (decisions 1700-1704): residual hand-offs and the weight pager (0 without them).
+  counterOf(registry, "poot_block_handoffs_total", "Residual-stream hand-offs between devices", () => engine.stats().blocks?.handoffs ?? 0);
+  counterOf(registry, "poot_pager_page_ins_total", "Blocks paged in by the weight pager", () => engine.stats().blocks?.pageIns ?? 0);
+  counterOf(registry, "poot_pager_page_in_bytes_total", "Weight bytes read by page-ins", () => engine.stats().blocks?.pageInBytes ?? 0);
+  counterOf(registry, "poot_pager_page_outs_total", "Blocks paged out by the weight pager", () => engine.stats().blocks?.pageOuts ?? 0);
+  counterOf(registry, "poot_pager_stall_seconds_total", "Seconds steps waited for page-ins", () => engine.stats().blocks?.stallSeconds ?? 0);
   new Gauge({
     name: "poot_device_bytes",
     help: "Device bytes held by the engine, by purpose",

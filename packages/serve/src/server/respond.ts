@@ -60,6 +60,16 @@ export async function respond(scheduler: Scheduler, plan: PlannedRequest, render
 }
 
 async function stream(plan: PlannedRequest, jobs: readonly GenerationJob[], render: Renderer, reply: FastifyReply, finished: () => void): Promise<void> {
+  // The status goes out with the first event, not before: a request that fails while still queued (queue timeout,
+  // shutdown) gets its real status (503) rather than a 200 stream carrying an error.
+  const events = merged(jobs)[Symbol.asyncIterator]();
+  const first = await events.next();
+  const head = first.done === true ? null : first.value.event;
+  if (head === null || head.kind === "error") {
+    finished();
+    for (const j of jobs) j.cancel();
+    throw head === null ? new ApiError(503, "server_shutting_down", "the generation was cancelled") : head.error;
+  }
   reply.hijack();
   const res = reply.raw;
   res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" });
@@ -68,10 +78,15 @@ async function stream(plan: PlannedRequest, jobs: readonly GenerationJob[], rend
     const open = render.opening(i);
     if (open !== null) send(open);
   });
+  const rest = { [Symbol.asyncIterator]: () => events };
+  const all = (async function* () {
+    yield first.value!;
+    yield* rest;
+  })();
   const counts = jobs.map(() => 0);
   const wantTokens = plan.generations[0]?.logprobs !== null;
   let failed = false;
-  for await (const { index, event } of merged(jobs)) {
+  for await (const { index, event } of all) {
     if (res.destroyed) break;
     if (event.kind === "token") {
       // Text held back (a partial character or stop-string prefix) sends nothing unless logprobs need the token.

@@ -1,15 +1,21 @@
 // The ServeEngine over @poot/runtime: a sequence is a runtime Session with the runtime's Decoding (seeded
 // sampling, stop strings, streaming detokenization, logprobs), and a step is Engine.stepBatch.
-import { Template } from "@huggingface/jinja";
-import type { ChatMessage, Tokenizer } from "@poot/models";
+import type { ChatMessage } from "@poot/models";
 import { Decoding, type Engine, type GenerateOptions } from "@poot/runtime";
 import { invariant } from "../errors.js";
 import type { Admission, EngineSequence, EngineStats, SequenceEvent, SequenceOptions, ServeEngine } from "./engine.js";
+import { encodeChat, textCodec, type TextCodec } from "./text.js";
+import { TextWorker } from "./text-worker.js";
 
 /** Options of {@link RuntimeServeEngine}. */
 export interface RuntimeServeEngineOptions {
   /** A Jinja chat template replacing the tokenizer's own (for models that ship none). */
   readonly chatTemplate?: string;
+  /**
+   * The model folder or .gguf file the engine was loaded from: when given, prompts are tokenized and chat
+   * templates rendered in a worker thread that loads this model's tokenizer, never on the event loop.
+   */
+  readonly tokenizerSource?: string;
 }
 
 class RuntimeSequence implements EngineSequence {
@@ -46,8 +52,10 @@ class RuntimeSequence implements EngineSequence {
 
 /** Adapts a runtime {@link Engine} (which must have a tokenizer) to the server's {@link ServeEngine}. */
 export class RuntimeServeEngine implements ServeEngine {
-  private readonly tok: Tokenizer;
-  private readonly template: Template | null;
+  private readonly codec: TextCodec;
+  private readonly worker: TextWorker | null;
+  /** Most UTF-8 bytes of text one token can stand for (the longest token string's bytes, an upper bound). */
+  readonly maxTokenBytes: number;
 
   /**
    * @param engine - the runtime engine; the adapter closes it in {@link RuntimeServeEngine.close}.
@@ -55,13 +63,22 @@ export class RuntimeServeEngine implements ServeEngine {
    */
   constructor(readonly engine: Engine, options: RuntimeServeEngineOptions = {}) {
     invariant(engine.tokenizer !== null, "the server needs an engine with a tokenizer");
-    this.tok = engine.tokenizer;
-    this.template = options.chatTemplate === undefined ? null : new Template(options.chatTemplate);
+    this.codec = textCodec(engine.tokenizer, options.chatTemplate);
+    const tok = engine.tokenizer;
+    let most = 1;
+    for (let id = 0; id < tok.vocabSize; id++) most = Math.max(most, Buffer.byteLength(tok.idToToken(id) ?? ""));
+    this.maxTokenBytes = most;
+    this.worker = options.tokenizerSource === undefined ? null : new TextWorker({ model: options.tokenizerSource, ...(options.chatTemplate === undefined ? {} : { chatTemplate: options.chatTemplate }) });
   }
 
   /** The runtime engine's KV capacity per session. */
   get context(): number {
     return this.engine.context;
+  }
+
+  /** Tokens the runtime's whole KV page pool holds. */
+  get kvTokens(): number {
+    return this.engine.pool.pages * this.engine.pool.pageSize;
   }
 
   /** The model's vocabulary size. */
@@ -74,29 +91,24 @@ export class RuntimeServeEngine implements ServeEngine {
     return this.engine.config.eosTokenIds;
   }
 
-  /** The tokenizer's ids of `text` (`special`: add BOS/EOS as its post-processor says). */
-  encode(text: string, special: boolean): number[] {
-    return this.tok.encode(text, { addSpecial: special });
+  /** The tokenizer's ids of `text` (`special`: add BOS/EOS as its post-processor says), in the worker when there is one. */
+  async encode(text: string, special: boolean): Promise<number[]> {
+    return this.worker === null ? this.codec.tok.encode(text, { addSpecial: special }) : this.worker.encode(text, special);
   }
 
-  /** The override template's, else the tokenizer's, rendering with the generation prompt; null without a template. */
-  renderChat(messages: readonly ChatMessage[]): string | null {
-    if (this.template !== null) {
-      // The variables HF apply_chat_template gives every template.
-      return this.template.render({ messages, add_generation_prompt: true, bos_token: this.tok.bosToken ?? "", eos_token: this.tok.eosToken ?? "" });
-    }
-    if (this.tok.chatTemplate === null) return null;
-    return this.tok.applyChatTemplate(messages, { addGenerationPrompt: true });
+  /** The ids of the chat rendered by the override template, else the tokenizer's; null without a template. */
+  async encodeChat(messages: readonly ChatMessage[]): Promise<number[] | null> {
+    return this.worker === null ? encodeChat(this.codec, messages) : this.worker.chat(messages);
   }
 
   /** The tokenizer's decoding of `ids`. */
   textOf(ids: readonly number[]): string {
-    return this.tok.decode(ids);
+    return this.codec.tok.decode(ids);
   }
 
   /** One token decoded alone. */
   tokenText(id: number): string {
-    return this.tok.decode([id]);
+    return this.codec.tok.decode([id]);
   }
 
   /** The runtime pool's pages for prompt + maxTokens (at most a context) against its free pages and lanes. */
@@ -117,6 +129,10 @@ export class RuntimeServeEngine implements ServeEngine {
       topP: p.topP,
       frequencyPenalty: p.frequencyPenalty,
       presencePenalty: p.presencePenalty,
+      topK: p.topK,
+      minP: p.minP,
+      repetitionPenalty: p.repetitionPenalty,
+      logitBias: p.logitBias,
       stop: o.stop,
       ignoreEos: o.ignoreEos,
       ...(p.seed === undefined ? {} : { seed: p.seed }),
@@ -144,11 +160,21 @@ export class RuntimeServeEngine implements ServeEngine {
     return {
       compiles: this.engine.stats.programsStaged, deviceBytes: this.engine.executor.deviceBytes(), openSequences: this.engine.openSessions,
       kv: { pageSize: kv.pageSize, pagesTotal: kv.pagesTotal, pagesInUse: kv.pagesInUse, pagesReserved: kv.pagesReserved },
+      ...this.blocks(),
     };
   }
 
-  /** Closes the runtime engine (its sessions, programs and checkpoint). */
+  /** The pipeline's hand-offs and the pager's counters, when the engine runs blocks. */
+  private blocks(): Pick<EngineStats, "blocks"> {
+    const p = this.engine.pipelineStats;
+    if (p === null) return {};
+    const g = this.engine.pagerStats;
+    return { blocks: { handoffs: p.handoffs, pageIns: g?.pageIns ?? 0, pageInBytes: g?.pageInBytes ?? 0, pageOuts: g?.pageOuts ?? 0, stallSeconds: (g?.stallMs ?? 0) / 1000 } };
+  }
+
+  /** Closes the runtime engine (its sessions, programs and checkpoint) and stops the text worker. */
   close(): void {
+    void this.worker?.close();
     this.engine.close();
   }
 }

@@ -1,26 +1,20 @@
 // Scheduler semantics over the real runtime (llama3 fixture, eval backend): all-or-none queueing with a
 // 429, cancel of a waiting job, shutdown failing everything with 503, and sequences released in every case.
-import * as fs from "node:fs";
-import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { createEvalExecutor } from "@poot/backend-reference";
 import { Engine } from "@poot/runtime";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ApiError } from "../errors.js";
 import { RuntimeServeEngine } from "./runtime-engine.js";
 import { Scheduler, type GenerationEvent, type GenerationRequest } from "./scheduler.js";
+import { fixture, needFixture } from "@poot/testkit";
 
-const root = ((): string => {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
-  return dir;
-})();
-const LLAMA3 = path.resolve(root, "../shared/fixtures/hf/llama3");
+const NO_FIXTURES = needFixture("hf/llama3");
+const LLAMA3 = fixture("hf/llama3");
 
 const request = (prompt: number[], maxTokens: number): GenerationRequest => ({
   prompt,
   maxTokens,
-  sampling: { temperature: 0, topP: 1, frequencyPenalty: 0, presencePenalty: 0 },
+  sampling: { temperature: 0, topP: 1, frequencyPenalty: 0, presencePenalty: 0, topK: 0, minP: 0, repetitionPenalty: 1, logitBias: new Map() },
   stop: [],
   logprobs: null,
   ignoreEos: true,
@@ -32,7 +26,7 @@ async function drain(events: AsyncIterable<GenerationEvent>): Promise<Generation
   return out;
 }
 
-describe.skipIf(!fs.existsSync(LLAMA3))("Scheduler over the runtime (needs ../shared/fixtures/hf/llama3)", { timeout: 120_000 }, () => {
+describe.skipIf(NO_FIXTURES !== undefined)(`Scheduler over the runtime${NO_FIXTURES === undefined ? "" : ` (skipped: ${NO_FIXTURES})`}`, { timeout: 120_000 }, () => {
   let engine: RuntimeServeEngine;
   const executor = createEvalExecutor();
   beforeAll(() => {

@@ -57,6 +57,8 @@ export interface SchedulerOptions {
   readonly maxBatch: number;
   /** Most requests waiting for a slot; past it submissions get a 429. */
   readonly maxQueue: number;
+  /** Most milliseconds a generation may wait for a slot before it fails with a 503 (default: no limit). */
+  readonly queueTimeoutMs?: number;
   /** Receives timings and counts. */
   readonly observer?: SchedulerObserver;
 }
@@ -94,6 +96,8 @@ export class Scheduler {
   private running = false;
   private stopping = false;
   private steps = 0;
+  /** When recent generations left the scheduler (ms, performance.now()), for the drain rate behind Retry-After. */
+  private readonly leftAt: number[] = [];
 
   /**
    * @param engine - the engine whose sequences the loop steps.
@@ -123,23 +127,47 @@ export class Scheduler {
     return this.steps;
   }
 
+  /** Whether new work is refused (draining or shut down). */
+  get draining(): boolean {
+    return this.stopping;
+  }
+
+  /**
+   * Seconds until the queue has room for `count` more, from the measured drain rate: generations that left in
+   * the last minute per second (at least 1 s; 1 s per waiting generation per batch slot while nothing has left yet).
+   */
+  retryAfterSeconds(count: number): number {
+    const now = performance.now();
+    while (this.leftAt.length > 0 && this.leftAt[0]! < now - 60_000) this.leftAt.shift();
+    const over = this.waiting.length + count - this.options.maxQueue;
+    if (this.leftAt.length < 2) return Math.max(1, Math.ceil(over / this.options.maxBatch));
+    const perSecond = this.leftAt.length / Math.max(1, (now - this.leftAt[0]!) / 1000);
+    return Math.min(3600, Math.max(1, Math.ceil(over / perSecond)));
+  }
+
   /**
    * Queues generations (the choices of one request) together: all are admitted to the queue or none is.
    * A queued generation waits until its KV pages are free.
-   * @throws ApiError 503 `kv_capacity_exceeded` when one needs more KV pages than the whole pool has,
-   * 429 when the queue has no room for them, 503 while shutting down.
+   * @throws ApiError 400 when the request could never run: a generation needs more KV pages than the whole
+   * pool has (`kv_capacity_exceeded`), or it has more generations than the queue holds (`too_many_generations`);
+   * 429 with a `Retry-After` when the queue has no room for them now; 503 while shutting down.
    */
   submit(requests: readonly GenerationRequest[]): GenerationJob[] {
     if (this.stopping) throw new ApiError(503, "server_shutting_down", "the server is shutting down");
     for (const r of requests) {
       const a = this.engine.admission(r.prompt, r.maxTokens);
       if (a.admit === "never") {
-        throw new ApiError(503, "kv_capacity_exceeded", `the request needs ${a.pages} KV pages (${r.prompt.length} prompt + ${r.maxTokens} max_tokens tokens) but the server's KV cache has ${a.pagesTotal} in all; lower max_tokens or shorten the prompt`, "max_tokens");
+        throw new ApiError(400, "kv_capacity_exceeded", `the request needs ${a.pages} KV pages (${r.prompt.length} prompt + ${r.maxTokens} max_tokens tokens) but the server's KV cache has ${a.pagesTotal} in all; lower max_tokens or shorten the prompt`, "max_tokens");
       }
+    }
+    // Retrying cannot help a request larger than the queue itself: that is the client's error, not busy-ness.
+    if (requests.length > this.options.maxQueue) {
+      throw new ApiError(400, "too_many_generations", `the request has ${requests.length} generations (prompts x n) but this server queues at most ${this.options.maxQueue} at once; send fewer prompts or a smaller n`, "n");
     }
     const room = this.options.maxQueue - this.waiting.length;
     if (requests.length > room) {
-      throw new ApiError(429, "server_busy", `the server is busy: ${this.waiting.length} requests are waiting (at most ${this.options.maxQueue}); retry later`);
+      const after = this.retryAfterSeconds(requests.length);
+      throw new ApiError(429, "server_busy", `the server is busy: ${this.waiting.length} requests are waiting (at most ${this.options.maxQueue}); retry after ${after} s`, null, { "retry-after": String(after) });
     }
     const jobs = requests.map((r) => new Job(r, (j) => this.dropped(j)));
     this.waiting.push(...jobs);
@@ -168,6 +196,7 @@ export class Scheduler {
   }
 
   private dropped(job: Job): void {
+    this.leftAt.push(performance.now());
     const w = this.waiting.indexOf(job);
     if (w >= 0) this.waiting.splice(w, 1);
     // Between steps (cancel runs on the event loop, never inside a step), so the sequence can go now.
@@ -211,6 +240,7 @@ export class Scheduler {
    * loop (health checks, streaming) is not held for a burst of arrivals.
    */
   private admit(): void {
+    this.expire();
     if (this.active.length < this.options.maxBatch && this.waiting.length > 0) {
       const job = this.waiting[0]!;
       if (this.engine.admission(job.req.prompt, job.req.maxTokens).admit !== "now") return;
@@ -222,6 +252,16 @@ export class Scheduler {
         return;
       }
       this.active.push(job);
+    }
+  }
+
+  /** Fails generations that waited longer than the queue timeout (503: the server is overloaded, not the client wrong). */
+  private expire(): void {
+    const limit = this.options.queueTimeoutMs;
+    if (limit === undefined) return;
+    const now = performance.now();
+    for (const job of this.waiting.filter((j) => now - j.submitted > limit)) {
+      this.fail(job, new ApiError(503, "queue_timeout", `the request waited ${((now - job.submitted) / 1000).toFixed(1)} s for a slot (the limit is ${limit / 1000} s): the server is overloaded; retry later`));
     }
   }
 
@@ -269,6 +309,7 @@ export class Scheduler {
     const reason: FinishReason = finish === "length" ? "length" : "stop";
     job.over = true;
     seq.release();
+    this.leftAt.push(now);
     job.events.push({ kind: "done", text: tail, finishReason: reason, promptTokens: job.req.prompt.length, completionTokens: seq.generated });
     job.events.close();
     obs?.finished(job.req.prompt.length, seq.generated, reason);

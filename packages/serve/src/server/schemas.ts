@@ -17,7 +17,12 @@ const common = {
   seed: nullable({ type: "integer", minimum: -SEED_MAX, maximum: SEED_MAX }),
   frequency_penalty: nullable({ type: "number", minimum: -2, maximum: 2 }),
   presence_penalty: nullable({ type: "number", minimum: -2, maximum: 2 }),
-  logit_bias: nullable({ type: "object", maxProperties: 0 }),
+  // OpenAI: token ids (as JSON keys) -> a bias in [-100, 100] added to the logit; at most 300 entries.
+  logit_bias: nullable({ type: "object", maxProperties: 300, propertyNames: { pattern: "^(0|[1-9][0-9]{0,9})$" }, additionalProperties: { type: "number", minimum: -100, maximum: 100 } }),
+  // vLLM / HF extensions: top_k (0 or -1 = off), min_p, repetition_penalty (1 = off).
+  top_k: nullable({ type: "integer", minimum: -1 }),
+  min_p: nullable({ type: "number", minimum: 0, maximum: 1 }),
+  repetition_penalty: nullable({ type: "number", exclusiveMinimum: 0, maximum: 10 }),
   user: { type: "string" },
   ignore_eos: { type: "boolean" },
 } as const;
@@ -85,6 +90,10 @@ export interface CommonBody {
   seed?: number | null;
   frequency_penalty?: number | null;
   presence_penalty?: number | null;
+  logit_bias?: Record<string, number> | null;
+  top_k?: number | null;
+  min_p?: number | null;
+  repetition_penalty?: number | null;
   ignore_eos?: boolean;
 }
 

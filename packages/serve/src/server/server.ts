@@ -1,15 +1,20 @@
 // The OpenAI-compatible HTTP server on fastify: /v1/models, /v1/completions, /v1/chat/completions,
 // /health and /metrics, with API-key checks, OpenAI-shaped errors and a continuous-batching scheduler.
-import { randomUUID, timingSafeEqual } from "node:crypto";
+import { randomUUID } from "node:crypto";
+import * as http from "node:http";
+import cors from "@fastify/cors";
 import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
 import { ApiError } from "../errors.js";
+import { checkAuth, type AuthPolicy } from "./auth.js";
+import { LOOPBACK_NAMES, checkHost, isLoopback } from "./hosts.js";
 import type { ServeEngine } from "./engine.js";
 import { createMetrics, type ServerMetrics } from "./metrics.js";
-import { checkModel, planChat, planCompletion } from "./requests.js";
+import { checkModel, planChat, planCompletion, type PlannedRequest } from "./requests.js";
 import { respond } from "./respond.js";
 import { chatRenderer, completionRenderer } from "./responses.js";
 import { Scheduler } from "./scheduler.js";
 import { chatBody, completionBody, type ChatBody, type CompletionBody } from "./schemas.js";
+import { normalizeTarget } from "./url.js";
 import { toApiError } from "./validation.js";
 
 /** Options of {@link createServer}. */
@@ -18,17 +23,46 @@ export interface ServerOptions {
   readonly engine: ServeEngine;
   /** The model id clients name in requests and /v1/models lists. */
   readonly modelId: string;
-  /** When set, /v1/* requests need `Authorization: Bearer <apiKey>`. */
+  /** When set, every route but `/health` (and `/metrics`, unless `metricsAuth`) needs `Authorization: Bearer <apiKey>`. */
   readonly apiKey?: string | null;
+  /** `/metrics` needs the API key too (default false: scrapers usually send none). */
+  readonly metricsAuth?: boolean;
   /** Most sequences in one decode step (default 8). */
   readonly maxBatch?: number;
   /** Most requests waiting for a batch slot before new ones get 429 (default 256). */
   readonly maxQueue?: number;
+  /** Most milliseconds a request may wait in the queue before it gets a 503 (default 60 000; 0 = no limit). */
+  readonly queueTimeoutMs?: number;
   /** Largest request body in bytes (default 1 MiB). */
   readonly bodyLimit?: number;
+  /**
+   * Host names requests may be addressed to (Host header, absolute-form target); others get 421. Default: the
+   * loopback names when listening on a loopback address, else any host.
+   */
+  readonly allowedHosts?: readonly string[] | null;
+  /** An origin (or `*`) browsers may call the API from (CORS); default none. */
+  readonly cors?: string | null;
+  /** Socket limits; see {@link SocketLimits}. */
+  readonly limits?: Partial<SocketLimits>;
   /** Log requests to stdout through fastify's logger (default false). */
   readonly logger?: boolean;
 }
+
+/** Limits on client sockets, so slow or idle clients cannot hold the server's connections. */
+export interface SocketLimits {
+  /** Most ms to receive a request's headers (default 10 000). */
+  readonly headersTimeoutMs: number;
+  /** Most ms to receive a whole request, headers and body (default 30 000). Responses (streams) are not limited. */
+  readonly requestTimeoutMs: number;
+  /** Most ms an idle keep-alive socket stays open (default 5 000). */
+  readonly keepAliveTimeoutMs: number;
+  /** Most requests on one keep-alive socket (default 1000). */
+  readonly maxRequestsPerSocket: number;
+  /** Most open client sockets; more are closed at once (default 1024). */
+  readonly maxConnections: number;
+}
+
+const DEFAULT_LIMITS: SocketLimits = { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 5_000, maxRequestsPerSocket: 1000, maxConnections: 1024 };
 
 /** A server ready to listen. */
 export interface PootServer {
@@ -49,36 +83,65 @@ export interface PootServer {
 
 const ENDPOINTS = new Set(["/v1/models", "/v1/completions", "/v1/chat/completions", "/health", "/metrics"]);
 
-/** Constant-time comparison, so response timing does not reveal how much of a key was right. */
-function sameSecret(given: string, expected: string): boolean {
-  const a = Buffer.from(given), b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
-}
-
 /** Builds the server (routes, hooks, scheduler, metrics) over an engine. */
 export function createServer(options: ServerOptions): PootServer {
   const { engine, modelId } = options;
   let scheduler: Scheduler | null = null;
   const metrics = createMetrics(engine, () => scheduler!);
-  scheduler = new Scheduler(engine, { maxBatch: options.maxBatch ?? 8, maxQueue: options.maxQueue ?? 256, observer: metrics.observer });
+  const queueTimeoutMs = options.queueTimeoutMs ?? 60_000;
+  const maxQueue = options.maxQueue ?? 256;
+  scheduler = new Scheduler(engine, {
+    maxBatch: options.maxBatch ?? 8, maxQueue, observer: metrics.observer, ...(queueTimeoutMs > 0 ? { queueTimeoutMs } : {}),
+  });
   const sched = scheduler;
+  const limits: SocketLimits = { ...DEFAULT_LIMITS, ...options.limits };
   const app = Fastify({
     logger: options.logger ?? false,
+    // Node checks the header and request timeouts every connectionsCheckingInterval: keep it below them.
+    serverFactory: (handler) => {
+      const server = http.createServer({
+        headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs, keepAliveTimeout: limits.keepAliveTimeoutMs,
+        connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) / 4))),
+      }, handler);
+      server.maxConnections = limits.maxConnections;
+      server.maxRequestsPerSocket = limits.maxRequestsPerSocket;
+      return server;
+    },
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    maxRequestsPerSocket: limits.maxRequestsPerSocket,
     bodyLimit: options.bodyLimit ?? 1 << 20,
+    // Targets route as they read once normalized; auth checks the matched route, whatever the spelling.
+    rewriteUrl: (req) => normalizeTarget(req.url ?? "/"),
+    routerOptions: { ignoreDuplicateSlashes: true, caseSensitive: false },
     // close() has already ended every generation: drop keep-alive sockets rather than wait them out.
     forceCloseConnections: true,
     // Wrong types are errors, not coerced ("0.5" is not a temperature); defaults stay out of the body.
     ajv: { customOptions: { coerceTypes: false, useDefaults: false, removeAdditional: false, allErrors: false } },
   });
   const created = Math.floor(Date.now() / 1000);
+  /** A request with more generations than the queue holds can never run: a 400 naming n (or prompt), not a 429. */
+  const fitsQueue = (plan: PlannedRequest, n: number | null | undefined): void => {
+    const g = plan.generations.length;
+    if (g <= maxQueue) return;
+    const param = (n ?? 1) > 1 ? "n" : "prompt";
+    throw new ApiError(400, "too_many_generations", `the request asks for ${g} generations (prompts x n) but this server queues at most ${maxQueue} at once; send fewer prompts or a smaller n`, param);
+  };
   // JSON only: a text/plain body is a 415, not a string that fails the schema.
   app.removeContentTypeParser("text/plain");
 
+  if (options.cors !== undefined && options.cors !== null) {
+    // Preflights carry no credentials: the plugin answers them (its OPTIONS route is open, auth.ts).
+    void app.register(cors, { origin: options.cors, methods: ["GET", "POST"], allowedHeaders: ["authorization", "content-type"], maxAge: 600 });
+  }
+  // Set by listen() from the bound address when not given: loopback names for a loopback bind, else any.
+  let allowedHosts: ReadonlySet<string> | null = options.allowedHosts === undefined || options.allowedHosts === null ? null : new Set(options.allowedHosts.map((h) => h.toLowerCase()));
+  const open = ["/health", ...(options.metricsAuth === true ? [] : ["/metrics"]), ...(options.cors === undefined || options.cors === null ? [] : ["*"])];
+  const auth: AuthPolicy = { apiKey: options.apiKey ?? null, open: new Set(open) };
+  // onRequest runs after routing: checkAuth reads the matched route, so no spelling of a path skips it.
   app.addHook("onRequest", async (req) => {
-    if (options.apiKey === undefined || options.apiKey === null || !req.url.startsWith("/v1/")) return;
-    const auth = req.headers.authorization;
-    if (auth === undefined) throw new ApiError(401, "invalid_api_key", "Missing API key: send Authorization: Bearer <key>");
-    if (!sameSecret(auth, `Bearer ${options.apiKey}`)) throw new ApiError(401, "invalid_api_key", "Incorrect API key provided");
+    checkHost(req, allowedHosts);
+    checkAuth(req, auth);
   });
   app.addHook("onResponse", async (req, reply) => {
     const url = req.routeOptions.url;
@@ -87,14 +150,18 @@ export function createServer(options: ServerOptions): PootServer {
   app.setErrorHandler(async (err: FastifyError | ApiError | Error, req, reply) => {
     const api = toApiError(err);
     if (api.status >= 500) req.log.error(err);
-    return reply.status(api.status).send(api.body());
+    return reply.status(api.status).headers(api.headers).send(api.body());
   });
   app.setNotFoundHandler(async (req, reply) => {
     const api = new ApiError(404, "not_found", `no route ${req.method} ${req.url.split("?")[0]}`);
     return reply.status(404).send(api.body());
   });
 
-  app.get("/health", async () => ({ status: "ok", model: modelId, active_sequences: sched.activeSequences, queue_depth: sched.queueDepth }));
+  // A load balancer stops sending work when /health fails: so it fails (503) as soon as the server drains.
+  app.get("/health", async (_req, reply) => {
+    const body = { status: sched.draining ? "draining" : "ok", model: modelId, active_sequences: sched.activeSequences, queue_depth: sched.queueDepth };
+    return reply.status(sched.draining ? 503 : 200).send(body);
+  });
   app.get("/metrics", async (_req, reply) => reply.header("content-type", metrics.registry.contentType).send(await metrics.registry.metrics()));
   app.get("/v1/models", async () => ({ object: "list", data: [{ id: modelId, object: "model", created, owned_by: "poot", max_model_len: engine.context }] }));
   app.get<{ Params: { id: string } }>("/v1/models/:id", async (req) => {
@@ -103,13 +170,15 @@ export function createServer(options: ServerOptions): PootServer {
   });
   app.post<{ Body: CompletionBody }>("/v1/completions", { schema: { body: completionBody } }, async (req, reply) => {
     checkModel(req.body.model, modelId);
-    const plan = planCompletion(engine, req.body);
+    const plan = await planCompletion(engine, req.body);
+    fitsQueue(plan, req.body.n);
     const header = { id: `cmpl-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: modelId };
     await respond(sched, plan, completionRenderer(engine, header, req.body.logprobs ?? null, plan.echo), reply);
   });
   app.post<{ Body: ChatBody }>("/v1/chat/completions", { schema: { body: chatBody } }, async (req, reply) => {
     checkModel(req.body.model, modelId);
-    const plan = planChat(engine, req.body);
+    const plan = await planChat(engine, req.body);
+    fitsQueue(plan, req.body.n);
     const header = { id: `chatcmpl-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: modelId };
     await respond(sched, plan, chatRenderer(engine, header, plan.generations[0]!.logprobs), reply);
   });
@@ -119,6 +188,7 @@ export function createServer(options: ServerOptions): PootServer {
     scheduler: sched,
     metrics,
     listen: async ({ host = "127.0.0.1", port = 8080 }) => {
+      if (options.allowedHosts === undefined && isLoopback(host)) allowedHosts = new Set(LOOPBACK_NAMES);
       await app.listen({ host, port });
       const addr = app.server.address();
       const p = typeof addr === "object" && addr !== null ? addr.port : port;

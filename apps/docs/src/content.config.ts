@@ -1,0 +1,6 @@
+// Starlight's docs collection: every page under src/content/docs.
+import { defineCollection } from "astro:content";
+import { docsLoader } from "@astrojs/starlight/loaders";
+import { docsSchema } from "@astrojs/starlight/schema";
+
+export const collections = { docs: defineCollection({ loader: docsLoader(), schema: docsSchema() }) };

@@ -1,0 +1,42 @@
+// The table of `poot` subcommands: each lives in its own module in this folder and is listed here.
+// Later work adds more commands as their packages land.
+import { serveCommand } from "@poot/serve";
+import type { Command } from "commander";
+import { backendsCommand } from "./backends-command.js";
+import { bench } from "./bench.js";
+import { chatTemplate } from "./chat-template.js";
+import { compileCommand } from "./compile.js";
+import { generate } from "./generate.js";
+import { ir } from "./ir.js";
+import { kernelsCommand } from "./kernels.js";
+import { list } from "./list.js";
+import { logits } from "./logits.js";
+import { pull } from "./pull.js";
+import { BACKEND_NAMES, createExecutor, loweringCache } from "./backends.js";
+import { run } from "./run.js";
+import { tokenize } from "./tokenize.js";
+import { trace } from "./trace.js";
+
+// These two shapes equal @poot/serve's (CliIo, CommandModule), whose `serve` command the table registers.
+
+/** Where a command writes: stdout and stderr in the real CLI, buffers in tests. */
+export interface CliIo {
+  /** Writes to standard output (text as given, no newline added). */
+  readonly out: (text: string) => void;
+  /** Writes to standard error (text as given, no newline added). */
+  readonly err: (text: string) => void;
+}
+
+/** One subcommand: a name and a function that adds it (arguments, options, action) to the program. */
+export interface CommandModule {
+  /** The subcommand's name as typed after `poot`, e.g. `"ir"`. */
+  readonly name: string;
+  /** Adds the subcommand to `program`; its action writes through `io` and throws `CliError` on bad input. */
+  readonly register: (program: Command, io: CliIo) => void;
+}
+
+/**
+ * The built-in subcommands, in the order `poot --help` lists them. Add a command by writing
+ * `src/commands/<name>.ts` that exports a {@link CommandModule} and listing it here.
+ */
+export const commands: readonly CommandModule[] = [run, serveCommand((name, command) => createExecutor(name, command, {}, loweringCache((m) => process.stderr.write(`${m}\n`))), BACKEND_NAMES), bench, ir, logits, generate, tokenize, chatTemplate, trace, compileCommand, kernelsCommand, backendsCommand, pull, list];
