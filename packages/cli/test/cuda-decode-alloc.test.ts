@@ -30,7 +30,7 @@ const why = !fs.existsSync(path.join(DEMO, "config.json")) ? "models/demo is abs
 
 /** Pool allocate calls so far: blocks from cuMemAlloc plus blocks reused from a free list. */
 function allocateCalls(exec: CudaExecutor): number {
-  const s = exec.ctx.pool.stats();
+  const s = exec.device.ctx.pool.stats();
   return s.driverAllocations + s.reuses;
 }
 
@@ -68,7 +68,7 @@ function decodeAllocations(steps: number, plant?: (exec: CudaExecutor) => void):
   });
 
   it("the guard sees one planted allocation per step", () => {
-    const r = decodeAllocations(4, (exec) => exec.ctx.allocate(1024).dispose());
+    const r = decodeAllocations(4, (exec) => exec.device.ctx.allocate(1024).dispose());
     expect(r.allocations).toBe(4);
   });
 });
