@@ -3,7 +3,7 @@
 "use strict";
 
 const path = require("node:path");
-const { DIRECT, PACKAGES, TEST_ONLY, allowedFor, describeAllowed, workspaceFolders } = require("./scripts/layers.cjs");
+const { DIRECT, PACKAGES, TEST_IMPORTS, TEST_ONLY, allowedFor, describeAllowed, workspaceFolders } = require("./scripts/layers.cjs");
 
 // The workspace whose folders are checked: the cwd depcruise runs in (the repo, or a planted copy in the lint test).
 const root = process.cwd();
@@ -17,14 +17,20 @@ const layerRules = Object.keys(DIRECT).flatMap((folder) => {
   const self = folder.startsWith("packages/") ? folder.slice("packages/".length) : undefined;
   const forbidden = PACKAGES.filter((p) => !allowed.has(p) && p !== self);
   if (forbidden.length === 0) return [];
+  const rule = (name, from, names) => ({
+    name,
+    severity: "error",
+    comment: `${folder} ${describeAllowed(allowed)} (docs/architecture.md: nothing imports upward or sideways).`,
+    from,
+    to: { path: toPackages(names) },
+  });
+  const testImports = TEST_IMPORTS[folder] ?? [];
+  if (testImports.length === 0) return [rule(`layer:${folder}`, { path: `^${folder}/` }, forbidden)];
+  // Tests may also import the folder's test-only imports (the runtime's oracle executor); sources may not.
+  const tests = `^${folder}/(test/|.*\\.test\\.ts$)`;
   return [
-    {
-      name: `layer:${folder}`,
-      severity: "error",
-      comment: `${folder} ${describeAllowed(allowed)} (docs/architecture.md: nothing imports upward or sideways).`,
-      from: { path: `^${folder}/` },
-      to: { path: toPackages(forbidden) },
-    },
+    rule(`layer:${folder}`, { path: `^${folder}/`, pathNot: tests }, forbidden),
+    rule(`layer:${folder}:tests`, { path: tests }, forbidden.filter((p) => !testImports.includes(p))),
   ];
 });
 

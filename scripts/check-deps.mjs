@@ -10,7 +10,7 @@ import { parseArgs } from "node:util";
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const require = createRequire(import.meta.url);
-const { NO_RUNTIME_DEPS, SCOPE, TEST_ONLY, allowedFor, describeAllowed, workspaceFolders } = require("./layers.cjs");
+const { NO_RUNTIME_DEPS, SCOPE, TEST_IMPORTS, TEST_ONLY, allowedFor, describeAllowed, workspaceFolders } = require("./layers.cjs");
 const ts = require("typescript");
 
 const { values } = parseArgs({ options: { root: { type: "string", default: repo } } });
@@ -45,7 +45,9 @@ function checkManifests(folders) {
             if (field !== "devDependencies") problems.push(`${folder}/package.json: ${field} "${dep}" is test-only; declare it in devDependencies`);
             continue;
           }
-          if (name !== self && !allowed.has(name)) {
+          // A folder's test imports (TEST_IMPORTS) may be devDependencies, never runtime ones.
+          const testImport = field === "devDependencies" && (TEST_IMPORTS[folder] ?? []).includes(name);
+          if (name !== self && !allowed.has(name) && !testImport) {
             problems.push(`${folder}/package.json: ${field} "${dep}" is upward or sideways; ${folder} ${may}`);
           }
         }

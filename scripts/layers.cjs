@@ -5,8 +5,8 @@
 const fs = require("node:fs");
 const path = require("node:path");
 
-/** The six backends of docs/architecture.md; a backend never imports another backend. */
-const BACKENDS = ["backend-cpu", "backend-wgpu", "backend-vulkan", "backend-cuda", "backend-rocm", "backend-aie"];
+/** The backends of docs/architecture.md (and the reference backends, eval and interp); a backend never imports another. */
+const BACKENDS = ["backend-reference", "backend-cpu", "backend-wgpu", "backend-vulkan", "backend-cuda", "backend-rocm", "backend-aie"];
 
 /**
  * Direct arrows of docs/architecture.md, keyed by workspace folder (`packages/<name>` or `apps/<name>`).
@@ -38,6 +38,14 @@ const DIRECT = {
  * import them, as devDependencies only; no non-test source file may (decision 1800).
  */
 const TEST_ONLY = ["testkit"];
+
+/**
+ * Packages a folder's tests (`*.test.ts`, `test/`) may import beyond its arrows: the runtime is tested against the
+ * reference backends (its oracle executor), which sit beside the device backends, not below the runtime.
+ */
+const TEST_IMPORTS = {
+  "packages/runtime": ["backend-reference"],
+};
 
 /** Every package name (folder under packages/) that the table knows, test-only ones aside. */
 const PACKAGES = Object.keys(DIRECT)
@@ -87,4 +95,4 @@ const NO_RUNTIME_DEPS = ["packages/graph-ir"];
 /** The npm scope of every workspace package: `@poot/<folder name>`. */
 const SCOPE = "@poot/";
 
-module.exports = { BACKENDS, DIRECT, NO_RUNTIME_DEPS, PACKAGES, SCOPE, TEST_ONLY, allowedFor, describeAllowed, workspaceFolders };
+module.exports = { BACKENDS, DIRECT, NO_RUNTIME_DEPS, PACKAGES, SCOPE, TEST_IMPORTS, TEST_ONLY, allowedFor, describeAllowed, workspaceFolders };

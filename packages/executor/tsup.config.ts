@@ -2,7 +2,7 @@ import { defineConfig } from "tsup";
 
 // JS only: declarations come from `tsc -b` (project references), one .d.ts per module.
 export default defineConfig({
-  entry: ["src/index.ts", "src/conformance.ts"],
+  entry: ["src/index.ts", "src/conformance.ts", "src/lowering/index.ts"],
   format: ["esm"],
   target: "node20",
   sourcemap: true,

@@ -96,6 +96,18 @@ describe("check-deps", () => {
     expect(out).toMatch(/packages\/backend-cpu\/src\/index\.ts → packages\/backend-cuda\/src\/index\.ts/);
   });
 
+  test("the runtime's tests may import the reference backends; its sources may not (TEST_ONLY)", () => {
+    const tree = {
+      ...pkg("runtime", "export const r = 1;\n"),
+      ...pkg("backend-reference", "export const e = 1;\n"),
+      "packages/runtime/test/oracle.test.ts": 'import { e } from "@poot/backend-reference";\nexport const t = e;\n',
+    };
+    expect(check(plant(tree)).status).toBe(0);
+    const planted = check(plant({ ...tree, "packages/runtime/src/index.ts": 'import { e } from "@poot/backend-reference";\nexport const r = e;\n' }));
+    expect(planted.status).toBe(1);
+    expect(planted.out).toMatch(/packages\/runtime\/src\/index\.ts → packages\/backend-reference\/src\/index\.ts/);
+  });
+
   test("an unresolvable import of an upper package (no node_modules link) still fails", () => {
     const root = plant({ ...pkg("kernel-dsl", 'import { r } from "@poot/runtime";\nexport const k = r;\n') });
     const { status, out } = check(root);

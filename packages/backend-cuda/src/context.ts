@@ -25,10 +25,13 @@ export interface KernelBindings {
   readonly uniforms?: Readonly<Record<string, number>>;
 }
 
+/** What a launch needs of a kernel's IR: its name and its uniforms' types (a kernel-dsl Kernel has both). */
+export type KernelSignature = Pick<Kernel, "name"> & { readonly uniforms: readonly { readonly name: string; readonly type: string }[] };
+
 /** A kernel-dsl kernel lowered to PTX, loaded and ready to launch. */
 export interface CompiledKernel {
-  /** The kernel IR. */
-  readonly kernel: Kernel;
+  /** The kernel's name and uniform types. */
+  readonly kernel: KernelSignature;
   /** Codegen's output (PTX text, entry point, workgroup size, bindings). */
   readonly code: TargetCode;
   /** The loaded entry point. */
@@ -53,6 +56,8 @@ export interface CudaContext {
   readonly stream: CudaStream;
   /** Lowers `kernel` to PTX (with `specs`), loads it through the cache and binds its entry point. */
   compile(kernel: Kernel, options?: { readonly specs?: Readonly<Record<string, number>> }): CompiledKernel;
+  /** Loads PTX already lowered (by the shared lowering) through the cache and binds its entry point. */
+  load(code: TargetCode, kernel: KernelSignature): CompiledKernel;
   /** Allocates a device buffer from the pool. */
   allocate(bytes: number): DeviceBuffer;
   /** Allocates a buffer and uploads `data` into it. */
@@ -72,7 +77,7 @@ export interface CudaContext {
 }
 
 /** The kernelParams of `code` for `bindings`: buffer pointers in binding order, then uniforms in `order`. */
-export function kernelArgs(kernel: Kernel, code: TargetCode, bindings: KernelBindings): KernelArg[] {
+export function kernelArgs(kernel: KernelSignature, code: TargetCode, bindings: KernelBindings): KernelArg[] {
   const args: KernelArg[] = [];
   for (const slot of code.bindings) {
     switch (slot.kind) {
@@ -87,7 +92,7 @@ export function kernelArgs(kernel: Kernel, code: TargetCode, bindings: KernelBin
           const u = kernel.uniforms.find((x) => x.name === name);
           const v = bindings.uniforms?.[name];
           if (u === undefined || v === undefined) throw new CudaError("bad-argument", `kernel ${kernel.name} needs uniform "${name}"`, { kernel: kernel.name, value: name });
-          args.push({ kind: u.type, value: v });
+          args.push({ kind: u.type as "f32" | "i32" | "u32", value: v });
         }
         break;
       case "packed":
@@ -97,6 +102,11 @@ export function kernelArgs(kernel: Kernel, code: TargetCode, bindings: KernelBin
     }
   }
   return args;
+}
+
+/** The PTX ISA target codegen lowers for on a device (sm_90 on Hopper, else sm_80). */
+export function ptxArch(info: { readonly computeCapability: readonly [number, number] | readonly number[] }): "sm_90" | "sm_80" {
+  return info.computeCapability[0]! >= 9 ? "sm_90" : "sm_80";
 }
 
 /** Opens the device and creates its pool and stream. Throws CudaError("no-driver") without a CUDA driver. */
@@ -113,7 +123,9 @@ export function createCudaContext(options: CudaContextOptions = {}): CudaContext
     pool,
     stream,
     compile(kernel, opts = {}) {
-      const code = lowerPtx(kernel, caps, { arch: device.info.computeCapability[0] >= 9 ? "sm_90" : "sm_80", ...(opts.specs ? { specs: opts.specs } : {}) });
+      return ctx.load(lowerPtx(kernel, caps, { arch: ptxArch(device.info), ...(opts.specs ? { specs: opts.specs } : {}) }), kernel);
+    },
+    load(code, kernel) {
       const load = loadPtx(api, code.text!, {
         arch: device.info.arch,
         driverVersion: device.info.driverVersion,

@@ -28,6 +28,9 @@ done
 # The CLI reads its version from ../package.json next to its module: it lives in .gpu/cli/ beside a stub.
 mkdir -p .gpu/cli && mv .gpu/poot-cli.gpu.mjs .gpu/cli/poot.mjs
 node -e 'const v = require("./packages/cli/package.json").version; require("fs").writeFileSync(".gpu/package.json", JSON.stringify({ name: "poot-gpu-bundle", private: true, version: v, type: "module" }) + "\n")'
+# kernelgen's imported kernels are read from ../assets next to the module: beside cli/ as in an install (the CLI
+# bundle refuses to start without them, issue #22; bundles directly in .gpu/ look in the repo root's assets/).
+rm -rf .gpu/assets && cp -r packages/kernelgen/assets .gpu/assets
 # The random Llama-3.2-1B-shaped model is written on the GPU machine's disk by a dependency-free script.
 cp tools/random-model/make-hf.mjs .gpu/make-hf.mjs
 # The random GGUF writer imports @poot/models' dist at run time: bundle a copy importing it from source instead.

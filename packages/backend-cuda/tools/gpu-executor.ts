@@ -28,14 +28,14 @@ function noAllocation(): { ok: boolean; detail: string } {
     prog.run(st);
     prog.capture(st);
     prog.replay();
-    const before = exec.ctx.pool.stats().driverAllocations;
+    const before = exec.device.ctx.pool.stats().driverAllocations;
     for (let i = 0; i < 100; i++) {
       for (const [k, v] of Object.entries(c.steps[i % c.steps.length]!)) prog.writeSlot(k, v);
       prog.replay();
       prog.run(st);
     }
-    const after = exec.ctx.pool.stats().driverAllocations;
-    return { ok: after === before, detail: `${after - before} driver allocations in 100 replays + 100 runs (pool reserved ${exec.ctx.pool.stats().reservedBytes} B)` };
+    const after = exec.device.ctx.pool.stats().driverAllocations;
+    return { ok: after === before, detail: `${after - before} driver allocations in 100 replays + 100 runs (pool reserved ${exec.device.ctx.pool.stats().reservedBytes} B)` };
   } finally {
     exec.dispose();
   }

@@ -30,7 +30,7 @@ export type { BufferKind } from "./buffer.js";
 export { PipelineCache } from "./pipeline.js";
 export type { ComputePipeline, DescriptorKind, PipelineLayout } from "./pipeline.js";
 export { BoundKernel, UniformArena, VulkanKernel } from "./kernel.js";
-export type { BufferRange } from "./kernel.js";
+export type { BufferRange, KernelSignature } from "./kernel.js";
 
 // ── recorded steps ──
 export { Recording } from "./recording.js";
@@ -39,7 +39,7 @@ export { launchKernel } from "./launch.js";
 export type { LaunchOptions } from "./launch.js";
 
 // ── the executor contract ──
-export { VulkanExecutor, createVulkanExecutor, vulkanTarget } from "./executor/executor.js";
-export type { VulkanExecutorOptions, VulkanStageOptions } from "./executor/executor.js";
-export { VulkanProgram } from "./executor/program.js";
-export { VulkanStateSet } from "./executor/state.js";
+export { createVulkanExecutor } from "./executor/executor.js";
+export type { VulkanExecutor, VulkanExecutorOptions, VulkanProgram } from "./executor/executor.js";
+export { VulkanComputeDevice, vulkanLowering, vulkanTarget } from "./executor/device.js";
+export type { VulkanComputeOptions } from "./executor/device.js";

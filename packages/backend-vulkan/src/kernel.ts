@@ -3,6 +3,9 @@
 
 import type { TargetCode } from "@poot/codegen";
 import type { Kernel } from "@poot/kernel-dsl";
+
+/** What a launch needs of a kernel's IR: its name and its uniforms' types (a kernel-dsl Kernel has both). */
+export type KernelSignature = Pick<Kernel, "name"> & { readonly uniforms: readonly { readonly name: string; readonly type: string }[] };
 import type { VulkanBuffer } from "./buffer.js";
 import type { VulkanDevice } from "./device.js";
 import { VulkanError } from "./errors.js";
@@ -47,8 +50,8 @@ export class VulkanKernel {
 
   private constructor(
     private readonly device: VulkanDevice,
-    /** The kernel IR (buffer access and uniform types). */
-    readonly kernel: Kernel,
+    /** The kernel's name and uniform types (all a launch needs of its IR). */
+    readonly kernel: KernelSignature,
     /** codegen's output for it. */
     readonly code: TargetCode,
     pushConstantBytes: number,
@@ -66,7 +69,7 @@ export class VulkanKernel {
    * push-constant range to the layout, for SPIR-V that declares a PushConstant block (codegen's kernels use
    * a uniform block; hand-written SPIR-V may use either).
    */
-  static create(device: VulkanDevice, kernel: Kernel, code: TargetCode, options: { readonly pushConstantBytes?: number } = {}): VulkanKernel {
+  static create(device: VulkanDevice, kernel: KernelSignature, code: TargetCode, options: { readonly pushConstantBytes?: number } = {}): VulkanKernel {
     if (code.target !== "spirv" || code.binary === undefined) {
       throw new VulkanError("bad-launch", `kernel ${code.kernel} was lowered for ${code.target}, not SPIR-V`, { name: code.kernel });
     }

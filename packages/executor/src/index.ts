@@ -1,7 +1,9 @@
 /**
  * @poot/executor: the contract every poot backend implements (stage, bind weights, slots, steps with
- * device-side State, outputs, capture/replay, device bytes), the slot/state logic backends share, and the
- * reference executor over graph-ir's `evaluate`. The conformance suite is at `@poot/executor/conformance`.
+ * device-side State, outputs, capture/replay, device bytes), the slot/state logic backends share, the Device
+ * interface and the one generic staged program that runs a lowered program on any device. The lowering and its
+ * cache are at `@poot/executor/lowering`, the conformance suite at `@poot/executor/conformance`; the reference
+ * backends (eval, interp) are `@poot/backend-reference`.
  * @packageDocumentation
  */
 export type { CompiledGraph, DeviceBytes, Executor, ExecutorCaps, OutputData, StageInput, StageOptions, StagedProgram, StateSet, WeightSource } from "./contract.js";
@@ -14,7 +16,12 @@ export type { ViewLayout } from "./views.js";
 export type { ConstSpec, OutputSpec, ProgramSchema, SlotSpec, StateSpec } from "./schema.js";
 export { HostStateSet, allocHostBuffer, laneCount, loadHost, storeHost } from "./host-state.js";
 export type { HostBuffer } from "./host-state.js";
-export { EVAL_CAPS, createEvalExecutor } from "./eval-executor.js";
-export type { EvalExecutorOptions } from "./eval-executor.js";
-export { INTERP_CAPS, createInterpExecutor } from "./interp-executor.js";
-export type { InterpExecutorOptions } from "./interp-executor.js";
+export { bytesOf, outputOf, storageOf, viewOf } from "./storage.js";
+export { DeviceError } from "./device.js";
+export type { Device, DeviceBuffer, DeviceCaps, DeviceErrorCode, DeviceOp } from "./device.js";
+export { DeviceExecutor, DeviceProgram } from "./staged.js";
+export type { KernelTiming, Lower } from "./staged.js";
+export { DeviceStateSet } from "./staged-state.js";
+export { stateCopies, viewRegions } from "./regions.js";
+export type { ByteRegion, StateCopy } from "./regions.js";
+export type { LoweredArg, LoweredBuffer, LoweredBufferKind, LoweredCopy, LoweredKernel, LoweredLaunch, LoweredOutput, LoweredProgram, LoweringTarget } from "./lowering/types.js";

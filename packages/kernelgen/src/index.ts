@@ -4,7 +4,7 @@
  */
 export { KernelgenError, invariant } from "./errors.js";
 export type { KernelgenErrorCode, KernelgenErrorContext } from "./errors.js";
-export { IMPORTED_KERNELS, importedKernel } from "./library.js";
+export { IMPORTED_KERNELS, importedKernel, missingImportedAssets } from "./library.js";
 export type { ImportedKernelName } from "./library.js";
 export { pow2Workgroup, grid2d, gridLimits, checkGrid, cpuSynthCaps } from "./caps.js";
 export type { SynthCaps, SynthKernel } from "./caps.js";
@@ -34,7 +34,7 @@ export type { IndexedMatMulRequest } from "./synth/indexed.js";
 export { synthesizeRequest, synthCapsFrom } from "./adapter/request.js";
 export type { RequestKernel, BindingSource } from "./adapter/request.js";
 export { importedLaunch } from "./launch.js";
-export { planKernel, reduceAsRows, squeezeWeightBatch } from "./adapter/plan-kernel.js";
+export { planKernel, reduceAsRows, squeezeWeightBatch, synthesizesFaster } from "./adapter/plan-kernel.js";
 export type { PlanKernel } from "./adapter/plan-kernel.js";
 export { isDense } from "./adapter/access.js";
 export type { ImportedLaunch, LaunchCaps } from "./launch.js";

@@ -56,3 +56,21 @@ export function importedKernel(name: ImportedKernelName): Kernel {
   cache.set(name, k);
   return k;
 }
+
+/**
+ * The imported kernels whose asset cannot be read or parsed where this module looks (`../assets`), each as
+ * `name: reason`; empty when the library is complete. Benches bundled away from the package call it first so
+ * that they measure the layout an install has (issue #22: a bundle without the assets synthesized kernels
+ * that users never run). Reads the files afresh, bypassing the cache.
+ */
+export function missingImportedAssets(): string[] {
+  const missing: string[] = [];
+  for (const name of IMPORTED_KERNELS) {
+    try {
+      parseKirJson(readFileSync(assetUrl(name), "utf8"), `${name}.kir.json`);
+    } catch (e) {
+      missing.push(`${name}: ${(e as Error).message.split("\n")[0]}`);
+    }
+  }
+  return missing;
+}

@@ -3,7 +3,8 @@
 // moves at token 5 and back at token 10; the greedy ids are also transformers' (HF) — the oracle nobody here
 // wrote. Each gate is shown failing on a planted violation.
 import * as fs from "node:fs";
-import { createEvalExecutor, type Executor, type WeightSource } from "@poot/executor";
+import { type Executor, type WeightSource } from "@poot/executor";
+import { createEvalExecutor } from "@poot/backend-reference";
 import type { Graph } from "@poot/graph-ir";
 import { LoadedModel } from "@poot/models";
 import { Engine, findBlocks, gpuLayers, parsePlacement, placeAll, type BlockDevice, type PipelineProgram, type Placement } from "@poot/runtime";

@@ -1,7 +1,7 @@
 // The runtime over graph-plan Programs on the eval executor (the gate for compiled paths end to end):
 // prefill chunks, single-token decode and batched decode compiled for a target still reproduce greedy_ids.
 import * as fs from "node:fs";
-import { createEvalExecutor } from "@poot/executor";
+import { createEvalExecutor } from "@poot/backend-reference";
 import { compile, defaultTarget } from "@poot/graph-plan";
 import { Engine, generateAll } from "@poot/runtime";
 import { describe, expect, test } from "vitest";

@@ -3,7 +3,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
-import { createEvalExecutor } from "@poot/executor";
+import { createEvalExecutor } from "@poot/backend-reference";
 import { openSafetensors } from "@poot/models";
 import { Engine, generateAll } from "@poot/runtime";
 import { describe, expect, test } from "vitest";

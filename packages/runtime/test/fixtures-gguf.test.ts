@@ -2,7 +2,7 @@
 // bytes and folds their decode once; logits at the end of each prompt step (8, 8 and 4 tokens) match a
 // float64 numpy forward of the very same stored weights (f64-logits-<TYPE>.bin) within 1e-4.
 import * as fs from "node:fs";
-import { createEvalExecutor } from "@poot/executor";
+import { createEvalExecutor } from "@poot/backend-reference";
 import { Engine } from "@poot/runtime";
 import { describe, expect, test } from "vitest";
 import { fixture, needFixture } from "@poot/testkit";

@@ -1,7 +1,7 @@
 // Greedy generation through the runtime (eval executor, chunked prefill, KV/recurrent State kept in the
 // executor) reproduces transformers' greedy_ids for every HF fixture family; batched decode agrees too.
 import * as fs from "node:fs";
-import { createEvalExecutor } from "@poot/executor";
+import { createEvalExecutor } from "@poot/backend-reference";
 import { Engine, generateAll } from "@poot/runtime";
 import { describe, expect, test } from "vitest";
 import { fixture, needFixture } from "@poot/testkit";

@@ -1,7 +1,8 @@
 // Logits through the runtime against transformers' float64 full_logits (prompt + greedy continuation),
 // decode after a chunked prefill, on f32 and bf16 weights; folded and per-step `evaluate` agree bit for bit.
 import * as fs from "node:fs";
-import { createEvalExecutor, type Executor } from "@poot/executor";
+import { type Executor } from "@poot/executor";
+import { createEvalExecutor } from "@poot/backend-reference";
 import { openSafetensors } from "@poot/models";
 import { Engine } from "@poot/runtime";
 import { describe, expect, test } from "vitest";

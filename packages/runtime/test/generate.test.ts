@@ -1,7 +1,7 @@
 // Generation through the public API on the llama3 fixture: streamed text equals the tokenizer's decode of
 // the ids, a stop string cuts the text exactly, EOS ids end generation, seeds reproduce, errors are typed.
 import * as fs from "node:fs";
-import { createEvalExecutor } from "@poot/executor";
+import { createEvalExecutor } from "@poot/backend-reference";
 import { Engine, RuntimeError, generate, generateAll, generateAsync } from "@poot/runtime";
 import { afterAll, describe, expect, test } from "vitest";
 import { fixture, needFixture } from "@poot/testkit";

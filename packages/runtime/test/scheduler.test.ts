@@ -1,7 +1,7 @@
 // Continuous batching on the llama3 and qwen35 fixtures: requests of different lengths join and leave the
 // batch and each equals its greedy reference; cancellation frees the State; logprobs are log-softmax.
 import * as fs from "node:fs";
-import { createEvalExecutor } from "@poot/executor";
+import { createEvalExecutor } from "@poot/backend-reference";
 import { Engine, RuntimeError, Scheduler, tokenLogprobs, type GenerationEvent } from "@poot/runtime";
 import { describe, expect, test } from "vitest";
 import { fixture, needFixture } from "@poot/testkit";

@@ -3,7 +3,7 @@
 
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { createEvalExecutor } from "@poot/executor";
+import { createEvalExecutor } from "@poot/backend-reference";
 import { openSafetensors } from "@poot/models";
 import { Engine, generateAll } from "@poot/runtime";
 import { createCudaExecutor } from "@poot/backend-cuda";

@@ -4,9 +4,8 @@
 //   node .gpu/cuda-profile.gpu.mjs MODEL [PROMPT=16] [GEN=128]   -> stdout and $OUT/cuda-profile.json
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { CudaProgram, createCudaExecutor, type KernelTiming } from "@poot/backend-cuda";
-import { numel, storageBytes } from "@poot/graph-ir";
-import type { Program } from "@poot/graph-plan";
+import { createCudaExecutor } from "@poot/backend-cuda";
+import { DeviceProgram, type KernelTiming } from "@poot/executor";
 import { LoadedModel } from "@poot/models";
 import { Engine, Rng, argmax } from "@poot/runtime";
 
@@ -19,17 +18,9 @@ fs.mkdirSync(outDir, { recursive: true });
 /** One launch with the bytes its plan's tensors span (inputs as the kernel sees them, plus the output) and GB/s. */
 interface Row { readonly op: string; readonly kind: string; readonly eqn: number; readonly grid: string; readonly shapes: string; readonly bytes: number; readonly us: number; readonly GBps: number }
 
-/** Joins each timing with its plan: kernel kind, operand shapes, bytes moved (weights dominate a GEMV). */
-function rows(program: Program, t: readonly KernelTiming[]): Row[] {
-  const plans = new Map(program.plans().map((p) => [p.eqn, p]));
-  return t.map((k) => {
-    const src = plans.get(k.eqn)?.kernel;
-    const req = src === undefined || src.provenance === "none" ? undefined : src.request;
-    const acc = req === undefined ? [] : [...req.inputs, req.output];
-    const bytes = acc.reduce((a, x) => a + storageBytes(x.dtype, numel(x.shape)), 0);
-    const shapes = acc.map((x) => `${x.dtype}[${x.shape.join("x")}]`).join(" ");
-    return { op: k.op, kind: req?.kind ?? "?", eqn: k.eqn, grid: k.grid.join("x"), shapes, bytes, us: k.us, GBps: bytes / (k.us * 1e3) };
-  });
+/** Each timing with the bytes its launch binds and GB/s (shapes and kinds stay in the lowered program). */
+function rows(t: readonly KernelTiming[] | null): Row[] {
+  return (t ?? []).map((k) => ({ op: k.op, kind: k.op, eqn: k.eqn, grid: k.grid.join("x"), shapes: k.kernel.replace(/^.*?_p\d+_/, ""), bytes: k.bytes, us: k.us, GBps: k.bytes / (k.us * 1e3) }));
 }
 
 /** Rows grouped by kind and shapes (one line per distinct kernel of a layer), largest total first. */
@@ -48,7 +39,8 @@ function table(r: readonly Row[]): { kind: string; shapes: string; grid: string;
 }
 
 /** Launch timings summed by kernel family (the entry point without its program/plan prefix). */
-function summarize(t: readonly KernelTiming[]): { total: number; launches: number; byKernel: { kernel: string; count: number; us: number }[]; slowest: KernelTiming[] } {
+function summarize(t0: readonly KernelTiming[] | null): { total: number; launches: number; byKernel: { kernel: string; count: number; us: number }[]; slowest: KernelTiming[] } {
+  const t = t0 ?? [];
   const by = new Map<string, { kernel: string; count: number; us: number }>();
   for (const k of t) {
     const fam = `${k.op}:${k.kernel.replace(/^.*?_p\d+_/, "")}`;
@@ -70,13 +62,13 @@ let logits = s.step(prompt);
 const firstMs = performance.now() - t0;
 for (let i = 0; i < 8; i++) logits = s.step([argmax(logits)]);
 const prog = engine.decodeProgram(1);
-if (!(prog instanceof CudaProgram)) throw new Error("not a CUDA program");
+if (!(prog instanceof DeviceProgram)) throw new Error("not a CUDA program");
 // The slots hold the last step's ids, position and page table: the profile and the replays repeat that step
 // against the engine's shared StateSet (the paged KV pool, decision 0603).
 const decodeTimings = prog.profile(engine.state());
 const decode = summarize(decodeTimings);
 // A second profile: the first launch of each kernel after capture may include module/JIT warm-up.
-const decodeRows = rows(prog.program, prog.profile(engine.state()));
+const decodeRows = rows(prog.profile(engine.state()));
 const decodeTable = table(decodeRows);
 // The bare replay (no logits download) and the runtime's step (replay + logits download + argmax).
 prog.capture(engine.state());
@@ -95,7 +87,7 @@ console.log(`decode step: ${decodeRows.length} launches, ${profiledUs.toFixed(0)
 for (const x of decodeTable) console.log(`${x.usTotal.toFixed(1).padStart(8)} us ${String(x.count).padStart(3)}x ${x.usEach.toFixed(2).padStart(7)} us ${x.MB.toFixed(2).padStart(8)} MB ${x.GBps.toFixed(0).padStart(5)} GB/s  grid ${x.grid}  ${x.kind}  ${x.shapes}`);
 fs.writeFileSync(path.join(outDir, "cuda-profile-decode.json"), JSON.stringify({ replayMs, replayReadMs, profiledUs, profiledBytes, decodeTable, decodeRows }, null, 1));
 const chunk = engine.decodeProgram(64);
-if (!(chunk instanceof CudaProgram)) throw new Error("not a CUDA program");
+if (!(chunk instanceof DeviceProgram)) throw new Error("not a CUDA program");
 const st = chunk.createState();
 chunk.writeSlot("ids", Array.from({ length: 64 }, (_, i) => prompt[i % P]!));
 chunk.writeSlot("pos", [0]);

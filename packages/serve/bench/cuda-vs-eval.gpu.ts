@@ -5,7 +5,8 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { createCudaExecutor } from "@poot/backend-cuda";
-import { createEvalExecutor, type Executor } from "@poot/executor";
+import { type Executor } from "@poot/executor";
+import { createEvalExecutor } from "@poot/backend-reference";
 import { LoadedModel } from "@poot/models";
 import { Engine, argmax } from "@poot/runtime";
 

@@ -62,11 +62,11 @@ function llama1b(dir: string): Record<string, unknown> {
     s2.step(prompt);
     s2.step([1]);
     const prog = engine.decodeProgram(1) as VulkanProgram;
-    const t = prog.timings(s2.state) ?? [];
+    const t = executor.device.timings(prog.recordingOf(engine.state())) ?? [];
     const gpuMs = t.reduce((a, x) => a + x.ns, 0) / 1e6;
     return {
       warmIds: warm.ids.length, generated: r.ids.length, loadAndWarmMs: loadMs, decodeTokens, decodeMs, decodeTokPerSec: (1000 * decodeTokens) / decodeMs,
-      dispatchesPerToken: prog.dispatchCount, gpuMsPerToken: gpuMs, fallbacks: prog.fallbacks, deviceBytes: executor.deviceBytes(),
+      dispatchesPerToken: prog.dispatchesPerStep(), gpuMsPerToken: gpuMs, fallbacks: prog.lowered.fallbacks, deviceBytes: executor.deviceBytes(),
       slowest: [...t].sort((a, b) => b.ns - a.ns).slice(0, 8).map((x) => `${x.label} ${(x.ns / 1e3).toFixed(1)} us`),
     };
   } finally {

@@ -3,7 +3,8 @@
 // loop), with continuous batching visible in the step count, /health answering while the batch runs, and
 // no KV page leaked afterwards (the engine's page pool, read from /metrics, is back to zero in use).
 import { createCpuExecutor } from "@poot/backend-cpu";
-import { createEvalExecutor, type Executor } from "@poot/executor";
+import { type Executor } from "@poot/executor";
+import { createEvalExecutor } from "@poot/backend-reference";
 import { LoadedModel } from "@poot/models";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { LLAMA3, LLAMA3_TEMPLATE, SKIP_NOTE, llama3Tokenizer, metric, startTestServer, type TestServer } from "./server-helpers.js";

@@ -3,7 +3,8 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
-import { createEvalExecutor, type Executor } from "@poot/executor";
+import { type Executor } from "@poot/executor";
+import { createEvalExecutor } from "@poot/backend-reference";
 import { Tokenizer } from "@poot/models";
 import { Engine } from "@poot/runtime";
 import { RuntimeServeEngine, createServer, type PootServer, type ServerOptions } from "@poot/serve";

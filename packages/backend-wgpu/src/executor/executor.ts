@@ -1,12 +1,11 @@
 // The WebGPU executor: `@poot/executor`'s contract with promises where WebGPU is asynchronous (staging,
 // running, reading back). Weights are bound lazily, once per executor, and shared by every staged program.
 
-import { ExecutorError, readWeight, schemaOf, type DeviceBytes, type ExecutorCaps, type ProgramSchema, type StageOptions, type WeightSource } from "@poot/executor";
+import { ExecutorError, storageOf, readWeight, schemaOf, type DeviceBytes, type ExecutorCaps, type ProgramSchema, type StageOptions, type WeightSource } from "@poot/executor";
 import { dtypeName, numel, storageBytes, validateGraph, type Graph, type Value } from "@poot/graph-ir";
 import type { WgpuBuffer } from "../buffers.js";
 import type { CompileOptions } from "@poot/graph-plan";
 import type { WgpuContext } from "../context.js";
-import { storageOf } from "./host.js";
 import { WgpuProgram, type ProgramHost } from "./program.js";
 import { WgpuStateSet } from "./state.js";
 

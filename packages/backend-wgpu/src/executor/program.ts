@@ -2,7 +2,7 @@
 // imported by kernelgen and lowered to WGSL by codegen, bound once per StateSet and replayed as one Step.
 
 import type { TargetCode } from "@poot/codegen";
-import { ExecutorError, checkSlotData, elementBytes, viewLayout as rootLayout, viewRuns, type OutputData, type ProgramSchema } from "@poot/executor";
+import { ExecutorError, outputOf, storageOf, checkSlotData, elementBytes, viewLayout as rootLayout, viewRuns, type OutputData, type ProgramSchema } from "@poot/executor";
 import { numel, storageBytes, type Eqn, type Graph, type Value } from "@poot/graph-ir";
 import { compile, makeTarget, type CompileOptions, type Plan, type Program } from "@poot/graph-plan";
 import type { Kernel } from "@poot/kernel-dsl";
@@ -14,7 +14,6 @@ import type { WgpuContext } from "../context.js";
 import { WgpuError } from "../errors.js";
 import type { Step } from "../step.js";
 import { lowerForWgpu } from "./lower.js";
-import { outputOf, storageOf } from "./host.js";
 import { isDensePrefix, producersOf, viewCopyKernel, viewLayout } from "./views.js";
 import type { WgpuStateSet } from "./state.js";
 

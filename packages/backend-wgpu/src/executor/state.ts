@@ -1,10 +1,9 @@
 // Device-side StateSets of the WebGPU executor: one storage buffer per state key, read and written through
 // the queue, lanes copied on the device (a lane is a contiguous run of every state's buffer).
 
-import { ExecutorError, elementBytes, laneCount, sameLaneLayout, type OutputData, type ProgramSchema, type StateSpec } from "@poot/executor";
+import { ExecutorError, outputOf, storageOf, elementBytes, laneCount, sameLaneLayout, type OutputData, type ProgramSchema, type StateSpec } from "@poot/executor";
 import type { WgpuBuffer } from "../buffers.js";
 import type { WgpuContext } from "../context.js";
-import { outputOf, storageOf } from "./host.js";
 
 /** The async twin of `@poot/executor`'s `StateSet`, holding device buffers. */
 export class WgpuStateSet {

@@ -6,7 +6,9 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createCpuExecutor } from "@poot/backend-cpu";
 import { demoModelDir } from "@poot/demo-model";
-import { createEvalExecutor, createInterpExecutor, type Executor } from "@poot/executor";
+import { createEvalExecutor, createInterpExecutor } from "@poot/backend-reference";
+import type { Executor } from "@poot/executor";
+import { LoweringCache } from "@poot/executor/lowering";
 import type { CompileOptions } from "@poot/graph-plan";
 import { CliError } from "../errors.js";
 import { gpuModule, isGpuBackend, loadGpuModule, loadedGpuModule } from "./gpu-modules.js";
@@ -18,7 +20,7 @@ export const executorSettings: { threads?: number } = {};
  * Executor factories by backend name, given the compile options of executors that compile (the eval backends
  * ignore them). The GPU backends are optional packages: their modules are imported by {@link loadBackend} first.
  */
-export const EXECUTORS: Readonly<Record<string, (compile: CompileOptions) => Executor>> = {
+export const EXECUTORS: Readonly<Record<string, (compile: CompileOptions, cache: LoweringCache | undefined) => Executor>> = {
   // codegen's Wasm SIMD kernels on worker_threads (one per core) over one shared memory; a step is one fused region.
   // Native GEMVs (prebuilt, decision 0952) serve the contractions they can; POOT_CPU_NATIVE=0 runs Wasm only.
   cpu: (compile) => createCpuExecutor({ compile, native: process.env["POOT_CPU_NATIVE"] !== "0", ...(executorSettings.threads === undefined ? {} : { threads: executorSettings.threads }) }),
@@ -29,13 +31,14 @@ export const EXECUTORS: Readonly<Record<string, (compile: CompileOptions) => Exe
   // (very slow; checks the whole Program: plans, buffers, synthesized and imported kernels).
   interp: (compile) => createInterpExecutor({ compile }),
   // Vulkan through libvulkan.so.1; the loader picks the driver (VK_DRIVER_FILES selects one, e.g. lavapipe).
-  vulkan: (compile) => gpuModule("vulkan").createVulkanExecutor({ compile }),
+  vulkan: (compile, cache) => gpuModule("vulkan").createVulkanExecutor({ compile, ...(cache !== undefined ? { cache } : {}) }),
   // WebGPU through Dawn (the Vulkan loader finds drivers through VK_DRIVER_FILES, e.g. lavapipe): the fused
   // Program graph-plan compiles for the device's wgpu target (decision 0702).
   wgpu: (compile) => gpuModule("wgpu").createSyncWgpuExecutor({ executor: { compile } }),
   // NVIDIA GPUs through the CUDA driver (libcuda.so.1 via koffi; no toolkit needed). Decode steps replay as CUDA
   // graphs; JIT-compiled kernels are cached on disk under the OS temp folder.
-  cuda: (compile) => gpuModule("cuda").createCudaExecutor({ cacheDir: path.join(os.tmpdir(), "poot-cuda-cache"), compile }),
+  cuda: (compile, cache) =>
+    gpuModule("cuda").createCudaExecutor({ cacheDir: path.join(os.tmpdir(), "poot-cuda-cache"), compile, ...(cache !== undefined ? { cache } : {}) }),
   // AMD GPUs through HIP (libamdhip64 via koffi; ROCM_PATH names the ROCm root). Only the runtime, code object
   // metadata and kernel arguments exist so far: opening it reports a missing runtime or device, else says so.
   rocm: () => {
@@ -56,12 +59,24 @@ export async function loadBackend(name: string, command: string): Promise<void> 
   if (!r.ok) throw new CliError("command-failed", `--backend ${name}: ${r.reason}`, { command });
 }
 
-/** A fresh executor for `--backend name` (compiling with `compile`), or a CliError listing the available ones. */
-export function createExecutor(name: string, command: string, compile: CompileOptions = {}): Executor {
+/**
+ * The lowering cache of the CLI: `$POOT_CACHE_DIR`, else `$XDG_CACHE_HOME/poot`, else `~/.cache/poot` (folder
+ * `lowered`); none when `POOT_CACHE_DIR` is `off`. Warnings (a corrupted entry rebuilt) go to `warn`.
+ */
+export function loweringCache(warn: (message: string) => void): LoweringCache | undefined {
+  const dir = process.env["POOT_CACHE_DIR"] ?? path.join(process.env["XDG_CACHE_HOME"] ?? path.join(os.homedir(), ".cache"), "poot");
+  return dir === "off" ? undefined : new LoweringCache({ dir: path.join(dir, "lowered"), warn });
+}
+
+/**
+ * A fresh executor for `--backend name` (compiling with `compile`; lowering through `cache` on the backends that
+ * run the shared staged program), or a CliError listing the available ones.
+ */
+export function createExecutor(name: string, command: string, compile: CompileOptions = {}, cache?: LoweringCache): Executor {
   const make = EXECUTORS[name];
   if (make === undefined) throw new CliError("bad-input", `unknown backend "${name}" (available: ${BACKEND_NAMES.join(", ")}; \`poot backends\` shows which work here)`, { command });
   try {
-    return make(compile);
+    return make(compile, cache);
   } catch (err) {
     throw backendFailure(name, command, err);
   }
@@ -116,7 +131,8 @@ export function backendFailure(name: string, command: string, err: unknown): unk
  */
 export function measureFloorBandwidth(executor: Executor): number | null {
   const cuda = loadedGpuModule("cuda");
-  return cuda !== undefined && executor instanceof cuda.CudaExecutor ? cuda.measureCopyBandwidth(executor.ctx).readWriteGBps : null;
+  const ctx = cuda === undefined ? null : cuda.cudaContextOf(executor);
+  return ctx === null ? null : cuda!.measureCopyBandwidth(ctx).readWriteGBps;
 }
 
 /**

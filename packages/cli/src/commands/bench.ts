@@ -6,7 +6,7 @@ import { LoadedModel, ModelError, type PagedLayout } from "@poot/models";
 import { CpuExecutor } from "@poot/backend-cpu";
 import { measureBandwidth } from "./bandwidth.js";
 import { CliError } from "../errors.js";
-import { BACKEND_NAMES, createExecutor, horizontalFusion, measureFloorBandwidth } from "./backends.js";
+import { BACKEND_NAMES, createExecutor, horizontalFusion, loweringCache, measureFloorBandwidth } from "./backends.js";
 import { createDevices, describePlacement, engineDevices, placementOptions, planPlacement, type PlacementFlags } from "@poot/serve";
 import type { CommandModule } from "./index.js";
 import { parseNumber } from "./numbers.js";
@@ -120,7 +120,8 @@ export const bench: CommandModule = {
         if (o.weights !== "f32" && o.weights !== "bf16") throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command: "bench" });
         const weights: "f32" | "bf16" = o.weights;
         const fusion = horizontalFusion(o.horizontalFusion, "bench");
-        const make = (n: string, c: string) => createExecutor(n, c, fusion);
+        const cache = loweringCache((m) => io.err(`${m}\n`));
+        const make = (n: string, c: string) => createExecutor(n, c, fusion, cache);
         const plan = planPlacement(o, o.backend, model, weights, "bench", BACKEND_NAMES);
         const placed = createDevices(plan, o.backend, "bench", make);
         const executor = placed.executor;

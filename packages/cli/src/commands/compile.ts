@@ -2,10 +2,12 @@
 // [--json]`: traces the model and compiles it with @poot/graph-plan; prints what the compiler did.
 import { readFileSync, statSync } from "node:fs";
 import { peakTransientBytes, type Graph } from "@poot/graph-ir";
-import { BACKEND_KINDS, PlanError, compile, defaultTarget, type BackendKind, type Program } from "@poot/graph-plan";
+import { ExecutorError } from "@poot/executor";
+import { BACKEND_KINDS, PlanError, compile, defaultTarget, type BackendKind, type CompileOptions, type Program } from "@poot/graph-plan";
 import { LoadedModel, parseHFConfig, traceModel, type GraphKind, type PagedLayout } from "@poot/models";
 import { CliError } from "../errors.js";
-import { horizontalFusion } from "./backends.js";
+import { horizontalFusion, loweringCache } from "./backends.js";
+import { LANGUAGE_OF, defaultLowering, lowerProgram, type LoweringCache } from "@poot/executor/lowering";
 import { configWeights } from "./config-weights.js";
 import type { CommandModule } from "./index.js";
 import { withModelErrors } from "./model-args.js";
@@ -54,8 +56,28 @@ export function trace(model: string, kind: GraphKind): Graph {
   });
 }
 
+/** What the shared lowering made of the graph for the target's language, and where it came from. */
+export interface LoweringReport {
+  readonly language: string;
+  /** Kernel launches per step the device will submit (graph-plan's dispatches plus split kernels' second launches). */
+  readonly launchesPerStep: number;
+  readonly kernels: number;
+  /** The lowering cache's outcome: hit, miss, rebuilt (a corrupted entry), or off. */
+  readonly cache: string;
+  readonly ms: number;
+}
+
+/** Lowers `g` as the target's device would (its fusion policy, through `cache` when given) and reports it. */
+export function lowerReport(g: Graph, kind: BackendKind, options: CompileOptions, cache: LoweringCache | undefined): LoweringReport | null {
+  if (kind === "aie") return null;
+  const target = defaultLowering(LANGUAGE_OF[kind], options);
+  const t0 = performance.now();
+  const p = cache !== undefined ? cache.lower(g, target, "program") : lowerProgram(g, target);
+  return { language: target.language, launchesPerStep: p.launches.filter((l) => l.phase === "step").length, kernels: p.kernels.length, cache: cache?.last ?? "off", ms: Number((performance.now() - t0).toFixed(1)) };
+}
+
 /** The report `--json` prints; `--explain` prints the same as text. */
-export function compileReport(source: Graph, p: Program): Record<string, unknown> {
+export function compileReport(source: Graph, p: Program, lowering: LoweringReport | null = null): Record<string, unknown> {
   const b = p.dispatchBreakdown();
   const buf = p.buffers();
   return {
@@ -78,6 +100,7 @@ export function compileReport(source: Graph, p: Program): Record<string, unknown
     numericalDeclines: p.numericalDeclines(),
     peakTransientBytes: { unfused: peakTransientBytes(source), fused: p.peakTransientBytes() },
     bufferBytes: { arena: buf.arenaBytes, unshared: buf.unsharedBytes, consts: buf.constBytes, prepared: buf.preparedBytes, state: buf.stateBytes },
+    lowering,
   };
 }
 
@@ -104,7 +127,19 @@ function explain(r: Record<string, unknown>): string {
   const bb = r.bufferBytes as { arena: number; unshared: number; consts: number; prepared: number; state: number };
   lines.push(`peak transient bytes: unfused ${pk.unfused}, fused ${pk.fused}`);
   lines.push(`buffer bytes: arena ${bb.arena} (unshared ${bb.unshared}), weights ${bb.consts}, prepared at bind ${bb.prepared} (${String(r.bindDispatches)} launches), state ${bb.state}`);
+  const lo = r.lowering as LoweringReport | null;
+  if (lo !== null) lines.push(`lowering (${lo.language}, the device's fusion policy): ${lo.launchesPerStep} launches per step, ${lo.kernels} kernels, cache ${lo.cache}, ${lo.ms} ms`);
   return lines.join("\n") + "\n";
+}
+
+/** Runs a lowering, turning the executor's typed refusal into a CliError naming the model. */
+function withLowerErrors<T>(model: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (err instanceof ExecutorError) throw new CliError("command-failed", err.message, { command: "compile", file: model });
+    throw err;
+  }
 }
 
 /** The `compile` subcommand. */
@@ -135,7 +170,9 @@ export const compileCommand: CommandModule = {
           if (err instanceof PlanError) throw new CliError("command-failed", err.message, { command: "compile", file: model });
           throw err;
         }
-        const r = compileReport(g, p);
+        const opts: CompileOptions = { mode: o.mode === "prefill" ? "prefill" : "decode", ...horizontalFusion(o.horizontalFusion, "compile") };
+        const lowering = o.explain === true || o.json === true ? withLowerErrors(model, () => lowerReport(g, o.target as BackendKind, opts, loweringCache((m) => io.err(`${m}\n`)))) : null;
+        const r = compileReport(g, p, lowering);
         // With a placement flag: where each block would run, bytes per device and hand-offs per token.
         const plan = planPlacement(o, o.target, model, "f32", "compile", [...BACKEND_NAMES, o.target], () => cutOfGraph(g, "compile", model));
         const placement = plan === null ? null : placementReportOf(cutOfGraph(g, "compile", model), plan.placement);

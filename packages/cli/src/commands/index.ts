@@ -13,7 +13,7 @@ import { kernelsCommand } from "./kernels.js";
 import { list } from "./list.js";
 import { logits } from "./logits.js";
 import { pull } from "./pull.js";
-import { BACKEND_NAMES, createExecutor } from "./backends.js";
+import { BACKEND_NAMES, createExecutor, loweringCache } from "./backends.js";
 import { run } from "./run.js";
 import { tokenize } from "./tokenize.js";
 import { trace } from "./trace.js";
@@ -40,4 +40,5 @@ export interface CommandModule {
  * The built-in subcommands, in the order `poot --help` lists them. Add a command by writing
  * `src/commands/<name>.ts` that exports a {@link CommandModule} and listing it here.
  */
-export const commands: readonly CommandModule[] = [run, chat, serveCommand(createExecutor, BACKEND_NAMES), bench, ir, logits, generate, tokenize, chatTemplate, trace, compileCommand, kernelsCommand, backendsCommand, pull, list];
+export const commands: readonly CommandModule[] = [run, chat, serveCommand((name, command) => createExecutor(name, command, {}, loweringCache((m) => process.stderr.write(`${m}
+`))), BACKEND_NAMES), bench, ir, logits, generate, tokenize, chatTemplate, trace, compileCommand, kernelsCommand, backendsCommand, pull, list];

@@ -5,7 +5,7 @@ import type { Graph } from "@poot/graph-ir";
 import { BACKEND_KINDS, PlanError, compile, defaultTarget, type BackendKind } from "@poot/graph-plan";
 import { LoadedModel, ModelError, loadTokenizer } from "@poot/models";
 import { CliError } from "../errors.js";
-import { BACKEND_NAMES, createExecutor, executorSettings, findDemoModel } from "./backends.js";
+import { BACKEND_NAMES, createExecutor, executorSettings, findDemoModel, loweringCache } from "./backends.js";
 import { createDevices, describePlacement, engineDevices, placementOptions, planPlacement, type PlacementFlags } from "@poot/serve";
 import type { CommandModule } from "./index.js";
 import { progressBar } from "./progress.js";
@@ -116,7 +116,8 @@ export const run: CommandModule = {
         if (o.compiled === true && !(BACKEND_KINDS as readonly string[]).includes(o.target)) throw new CliError("bad-input", `--target must be one of ${BACKEND_KINDS.join(", ")}, got "${o.target}"`, { command: "run" });
         const target = o.target as BackendKind;
         const compileGraph = o.compiled === true ? (g: Graph, mode: "decode" | "prefill") => compile(g, defaultTarget(target), { mode }) : undefined;
-        const make = (n: string, c: string) => createExecutor(n, c);
+        const cache = loweringCache((m) => io.err(`${m}\n`));
+        const make = (n: string, c: string) => createExecutor(n, c, {}, cache);
         const plan = planPlacement(o, o.backend, model, o.weights as "f32" | "bf16", "run", BACKEND_NAMES);
         const placed = createDevices(plan, o.backend, "run", make);
         const executor = placed.executor;

@@ -6,6 +6,7 @@ import type { SynthCaps } from "../caps.js";
 import { KernelgenError } from "../errors.js";
 import { importedLaunch } from "../launch.js";
 import { synthesizeRequest, type BindingSource } from "./request.js";
+import { hasMmaUnit } from "../synth/gemm-mma.js";
 import type { Kernel } from "@poot/kernel-dsl";
 
 /** A kernel ready to lower and bind. */
@@ -68,10 +69,25 @@ export function squeezeWeightBatch(req: KernelRequest): KernelRequest | null {
   return { ...req, inputs: [req.inputs[0]!, Bs, ...req.inputs.slice(2)] };
 }
 
-/** The kernel of one plan: imported when the library has it, else synthesized from the (rewritten) request. */
+/**
+ * True when the synthesizer serves imported kernel `name` faster on a device with `caps`: the library's GEMVs
+ * read one scalar per lane (a workgroup per row), while with `vectorLoads` the synthesized GEMV streams 16-byte
+ * words, a warp per row (0.12 vs ~0.6 ms for a Llama-3.2-1B lm_head on an H200, decision 2200); the library's
+ * tiled GEMMs use no matrix unit, the synthesized one does where the caps list one for the weight's dtype.
+ */
+export function synthesizesFaster(name: string, caps: SynthCaps): boolean {
+  if (name.startsWith("gemv_")) return caps.vectorLoads === true;
+  if (name === "gemm_tiled_bf16") return hasMmaUnit(caps, "bf16");
+  return false;
+}
+
+/**
+ * The kernel of one plan: imported when the library has it (unless the synthesizer serves it faster on this
+ * device, {@link synthesizesFaster}), else synthesized from the (rewritten) request.
+ */
 export function planKernel(src: Exclude<KernelSource, { provenance: "none" }>, caps: SynthCaps, name: string): PlanKernel {
   let fallback: string | undefined;
-  if (src.provenance === "imported") {
+  if (src.provenance === "imported" && !synthesizesFaster(src.name, caps)) {
     try {
       const l = importedLaunch(src.name, src.metadata, caps);
       if (l.bindings !== undefined) return { kernel: l.kernel, grid: l.grid, uniforms: l.uniforms, bindings: l.bindings };

@@ -1,6 +1,6 @@
 // Scheduler semantics over the real runtime (llama3 fixture, eval backend): all-or-none queueing with a
 // 429, cancel of a waiting job, shutdown failing everything with 503, and sequences released in every case.
-import { createEvalExecutor } from "@poot/executor";
+import { createEvalExecutor } from "@poot/backend-reference";
 import { Engine } from "@poot/runtime";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ApiError } from "../errors.js";

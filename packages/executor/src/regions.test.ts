@@ -1,21 +1,12 @@
-// Output and State copy regions of graphs compiled for a CUDA target, checked by gathering a root buffer
+// Output and State copy regions of graphs compiled for the CUDA target, checked by gathering a root buffer
 // whose elements are their own indices and comparing with the views' element positions computed by hand.
 import { Builder, type Graph, type ValueId } from "@poot/graph-ir";
-import { compile, makeTarget } from "@poot/graph-plan";
+import { compile, defaultTarget } from "@poot/graph-plan";
 import { describe, expect, it } from "vitest";
-import type { CudaContext } from "../context.js";
-import type { CudaDeviceInfo } from "../device.js";
-import { planCapsOf } from "./plan-caps.js";
 import { stateCopies, viewRegions, type ByteRegion } from "./regions.js";
 
-const H200 = {
-  name: "NVIDIA H200", ordinal: 0, computeCapability: [9, 0], arch: "sm_90", driverVersion: 13000, multiprocessors: 132,
-  totalMemoryBytes: 150109880320, maxThreadsPerBlock: 1024, sharedBytesPerBlock: 49152, sharedBytesOptin: 232448, warpSize: 32,
-  memoryBusWidthBits: 6016, memoryClockKHz: 3201000,
-} satisfies CudaDeviceInfo;
-
 function compiled(g: Graph) {
-  const program = compile(g, makeTarget({ kind: "cuda", caps: planCapsOf({ device: { info: H200 } } as unknown as CudaContext) }));
+  const program = compile(g, defaultTarget("cuda"));
   const aliases = program.buffers().aliases;
   return { g: program.graph, rootOf: (v: ValueId) => aliases.get(v) ?? v };
 }

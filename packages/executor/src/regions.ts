@@ -1,7 +1,8 @@
 // Where graph outputs and state_outs live in their root buffers, as byte regions to copy in row-major order:
 // a view (transpose, broadcast, slice) aliases its root without being its dense prefix, so it is gathered.
 
-import { elementBytes, viewLayout, viewRuns } from "@poot/executor";
+import { elementBytes } from "./schema.js";
+import { viewLayout, viewRuns } from "./views.js";
 import type { Graph, ScalarDType, ValueId } from "@poot/graph-ir";
 
 /** One contiguous copy: bytes at `srcOffset` of the root buffer go to `dstOffset` of the dense destination. */

@@ -1,7 +1,7 @@
 // graph-plan Programs on the eval executor: each conformance graph compiled for several targets (fused
 // regions, composite ops) is staged as it is — a Program has the CompiledGraph shape — and every step's
 // outputs and State equal graph-ir's `evaluate` of the uncompiled graph.
-import { createEvalExecutor } from "@poot/executor";
+import { createEvalExecutor } from "@poot/backend-reference";
 import { conformanceCases, relativeError } from "@poot/executor/conformance";
 import { evaluate, type HostData } from "@poot/graph-ir";
 import { compile, defaultTarget } from "@poot/graph-plan";

@@ -1,8 +1,9 @@
 // A pre-built host schedule for the eval executor: equations that read only weights and compiler constants
 // (dtype casts, weight transposes, packed decodes) run once and are kept; each step runs the rest with
 // the same op semantics and rounding as graph-ir's `evaluate`, so results are bit-identical to it.
+import { ExecutorError } from "@poot/executor";
+import { invariant } from "./errors.js";
 import { isLiteral, isPacked, opContext, PRIMITIVE_OPS, roundInPlace, tensorFromHost, type Graph, type HostData, type OpContext, type OpTable, type Tensor, type ValueType } from "@poot/graph-ir";
-import { ExecutorError, invariant } from "./errors.js";
 import { FastMatMul } from "./fast-matmul.js";
 import { FastBroadcast, FastTranspose } from "./fast-movement.js";
 

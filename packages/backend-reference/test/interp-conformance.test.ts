@@ -1,7 +1,7 @@
 // The interpreter executor through the executor conformance suite (public API, as a backend author uses it):
 // every case's compiled Program runs in the kernel-dsl interpreter and is checked step by step against `evaluate`.
 import { Builder } from "@poot/graph-ir";
-import { createInterpExecutor } from "@poot/executor";
+import { createInterpExecutor } from "@poot/backend-reference";
 import { runConformance } from "@poot/executor/conformance";
 import { describe, expect, test } from "vitest";
 

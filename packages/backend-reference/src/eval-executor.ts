@@ -1,12 +1,9 @@
 // The reference executor (backend kind "eval"): graph-ir's op semantics (the float64 oracle) over host buffers,
 // weight-only equations folded once or `evaluate` every step; the runtime's tests and other backends use it.
+import { stageParts, ExecutorError, allocHostBuffer, loadHost, storeHost, checkSlotData, elementBytes, readWeight, schemaOf, type DeviceBytes, type Executor, type ExecutorCaps, type OutputData, type StageInput, type StageOptions, type StagedProgram, type StateSet, type WeightSource, type HostBuffer, type ProgramSchema } from "@poot/executor";
 import { evaluate, numel, storageBytes, validateGraph, type Graph, type HostData, type OpTable, type Tensor, type ValueType } from "@poot/graph-ir";
-import { stageParts, type DeviceBytes, type Executor, type ExecutorCaps, type OutputData, type StageInput, type StageOptions, type StagedProgram, type StateSet, type WeightSource } from "./contract.js";
-import { ExecutorError } from "./errors.js";
 import { FoldCache, FoldedSchedule } from "./folded.js";
 import { EvalStateSet } from "./eval-state.js";
-import { allocHostBuffer, loadHost, storeHost, type HostBuffer } from "./host-state.js";
-import { checkSlotData, elementBytes, readWeight, schemaOf, type ProgramSchema } from "./schema.js";
 
 /** Capabilities of the eval executor. */
 export const EVAL_CAPS: ExecutorCaps = {

@@ -1,38 +1,36 @@
-// Device-side StateSets of the CUDA executor: one pool buffer per state key (zeroed at creation), read and
-// written with synchronous copies, lanes copied on the device (a lane is a contiguous run of each buffer).
+// StateSets of the generic staged program: one device buffer per state key (zeroed at creation), read and written
+// through the device, lanes copied on the device (a lane is a contiguous run of every state's buffer).
 
-import { ExecutorError, elementBytes, laneCount, sameLaneLayout, type OutputData, type ProgramSchema, type StateSet, type StateSpec } from "@poot/executor";
-import type { CudaContext } from "../context.js";
-import type { DeviceBuffer } from "../memory.js";
-import { outputOf, storageOf } from "./host.js";
+import type { OutputData, StateSet } from "./contract.js";
+import type { Device, DeviceBuffer } from "./device.js";
+import { ExecutorError } from "./errors.js";
+import { laneCount } from "./host-state.js";
+import { elementBytes, sameLaneLayout, type ProgramSchema, type StateSpec } from "./schema.js";
+import { outputOf, storageOf } from "./storage.js";
 
 /** A StateSet in device memory. */
-export class CudaStateSet implements StateSet {
-  /** The layout. */
-  readonly schema: ProgramSchema;
-  /** Lanes (the leading dimension shared by every state). */
+export class DeviceStateSet<B extends DeviceBuffer = DeviceBuffer> implements StateSet {
   readonly lanes: number;
-  readonly #buffers = new Map<string, DeviceBuffer>();
-  readonly #ctx: CudaContext;
+  readonly #buffers = new Map<string, B>();
+  readonly #device: Device<B>;
   readonly #program: string;
-  readonly #onDispose: (s: CudaStateSet) => void;
+  readonly #onDispose: (s: DeviceStateSet<B>) => void;
   #disposed = false;
 
-  constructor(ctx: CudaContext, schema: ProgramSchema, program: string, onDispose: (s: CudaStateSet) => void) {
-    this.#ctx = ctx;
-    this.schema = schema;
+  /** @param device - where the buffers live; @param schema - the layout; @param program - for messages. */
+  constructor(device: Device<B>, readonly schema: ProgramSchema, program: string, onDispose: (s: DeviceStateSet<B>) => void) {
+    this.#device = device;
     this.#program = program;
-    this.lanes = laneCount(schema);
     this.#onDispose = onDispose;
+    this.lanes = laneCount(schema);
     for (const s of schema.states.values()) {
-      const b = ctx.allocate(s.size * elementBytes(s.dtype));
-      b.fill(0, ctx.stream);
+      const b = device.allocate(Math.max(4, s.size * elementBytes(s.dtype)), "state", `${program} state ${s.key}`);
+      device.zero(b);
       this.#buffers.set(s.key, b);
     }
-    ctx.synchronize();
+    device.sync();
   }
 
-  /** Bytes held. */
   get bytes(): number {
     if (this.#disposed) return 0;
     let n = 0;
@@ -41,7 +39,7 @@ export class CudaStateSet implements StateSet {
   }
 
   /** The device buffer of `key` (checked). */
-  buffer(key: string): DeviceBuffer {
+  buffer(key: string): B {
     this.#alive();
     const b = this.#buffers.get(key);
     if (b === undefined) throw new ExecutorError("unknown-state", `no state "${key}" (states: ${[...this.#buffers.keys()].join(", ") || "none"})`, { program: this.#program, key });
@@ -53,26 +51,22 @@ export class CudaStateSet implements StateSet {
     return this.schema.states.get(key)!;
   }
 
-  /** Copies one state to the host (f16/bf16 widened to f32), after the work queued so far. */
   read(key: string): OutputData {
     const s = this.#spec(key);
-    this.#ctx.synchronize();
-    const bytes = this.buffer(key).download(new Uint8Array(s.size * elementBytes(s.dtype)));
-    return outputOf(s.dtype, bytes, s.size);
+    return outputOf(s.dtype, this.#device.download(this.buffer(key), 0, s.size * elementBytes(s.dtype)), s.size);
   }
 
-  /** Overwrites one state from the host. */
   write(key: string, data: ArrayLike<number>): void {
     const s = this.#spec(key);
     if (data.length !== s.size) throw new ExecutorError("state-mismatch", `state takes ${s.size} elements, got ${data.length}`, { program: this.#program, key, expected: s.size, actual: data.length });
-    this.#ctx.synchronize();
-    this.buffer(key).upload(storageOf(s.dtype, s.size, data));
+    this.#device.sync();
+    this.#device.upload(this.buffer(key), storageOf(s.dtype, s.size, data));
+    this.#device.sync();
   }
 
-  /** Copies `count` lanes of every state from `from` (lane `fromLane`...) into this set at `toLane`... */
   copyLanes(from: StateSet, fromLane: number, toLane: number, count = 1): void {
     this.#alive();
-    if (!(from instanceof CudaStateSet) || !sameLaneLayout(this.schema, from.schema)) {
+    if (!(from instanceof DeviceStateSet) || !sameLaneLayout(this.schema, from.schema)) {
       throw new ExecutorError("unknown-state", "the two StateSets have different per-lane layouts (or another executor)", { program: this.#program });
     }
     const bad = (lane: number, lanes: number): boolean => !Number.isInteger(lane) || lane < 0 || lane + count > lanes;
@@ -81,24 +75,22 @@ export class CudaStateSet implements StateSet {
     }
     for (const s of this.schema.states.values()) {
       const per = (s.size / this.lanes) * elementBytes(s.dtype);
-      this.buffer(s.key).copyRange(from.buffer(s.key), fromLane * per, toLane * per, count * per, this.#ctx.stream);
+      this.#device.copy((from as DeviceStateSet<B>).buffer(s.key), this.buffer(s.key), [{ srcOffset: fromLane * per, dstOffset: toLane * per, bytes: count * per }]);
     }
-    this.#ctx.synchronize();
+    this.#device.sync();
   }
 
-  /** Zeroes every state. */
   zero(): void {
     this.#alive();
-    for (const b of this.#buffers.values()) b.fill(0, this.#ctx.stream);
-    this.#ctx.synchronize();
+    for (const b of this.#buffers.values()) this.#device.zero(b);
+    this.#device.sync();
   }
 
-  /** Frees the buffers. */
   dispose(): void {
     if (this.#disposed) return;
-    this.#ctx.synchronize();
+    this.#device.sync();
     this.#disposed = true;
-    for (const b of this.#buffers.values()) b.dispose();
+    for (const b of this.#buffers.values()) this.#device.free(b);
     this.#onDispose(this);
   }
 

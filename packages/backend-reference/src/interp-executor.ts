@@ -1,12 +1,9 @@
 // The interpreter executor (backend kind "interp"): each staged graph is compiled by graph-plan for a target and
 // every plan's kernel (synthesized or imported) runs in the kernel-dsl interpreter through kernelgen's `interpretProgram`.
+import { stageParts, ExecutorError, HostStateSet, allocHostBuffer, loadHost, storeHost, checkSlotData, elementBytes, readWeight, schemaOf, type DeviceBytes, type Executor, type ExecutorCaps, type OutputData, type StageInput, type StageOptions, type StagedProgram, type StateSet, type WeightSource, type HostBuffer, type ProgramSchema } from "@poot/executor";
 import { numel, storageBytes, validateGraph, type HostData, type ValueType } from "@poot/graph-ir";
 import { PlanError, compile, defaultTarget, makeTarget, type CompileOptions, type DeviceCaps, type Program } from "@poot/graph-plan";
 import { KernelgenError, interpretProgram } from "@poot/kernelgen";
-import { stageParts, type DeviceBytes, type Executor, type ExecutorCaps, type OutputData, type StageInput, type StageOptions, type StagedProgram, type StateSet, type WeightSource } from "./contract.js";
-import { ExecutorError } from "./errors.js";
-import { HostStateSet, allocHostBuffer, loadHost, storeHost, type HostBuffer } from "./host-state.js";
-import { checkSlotData, elementBytes, readWeight, schemaOf, type ProgramSchema } from "./schema.js";
 
 /** Options of {@link createInterpExecutor}. */
 export interface InterpExecutorOptions {

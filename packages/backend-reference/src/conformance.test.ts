@@ -1,8 +1,8 @@
 // The suite must be able to fail: executors with planted faults (a dropped state write-back, an output
 // off by 1e-4 relative, slots ignored after the first step) are each caught.
+import type { Executor, StagedProgram, StateSet } from "@poot/executor";
+import { checkConformanceCase, conformanceCases, relativeError } from "@poot/executor/conformance";
 import { describe, expect, it } from "vitest";
-import type { Executor, StagedProgram, StateSet } from "./contract.js";
-import { checkConformanceCase, conformanceCases, relativeError } from "./conformance.js";
 import { createEvalExecutor } from "./eval-executor.js";
 
 /** Wraps the eval executor, letting a test corrupt a program's behaviour. */

@@ -1,8 +1,7 @@
 // The eval executor's StateSet: host buffers in the state's dtype plus a float64 copy of each state as the
 // last step left it, so consecutive steps skip widening State in and narrowing it out (same values).
+import { HostStateSet, storeHost, type StateSet, type HostBuffer } from "@poot/executor";
 import type { Tensor } from "@poot/graph-ir";
-import type { StateSet } from "./contract.js";
-import { HostStateSet, storeHost, type HostBuffer } from "./host-state.js";
 
 /** A HostStateSet that also keeps step outputs as evaluator tensors; the typed buffers sync on demand. */
 export class EvalStateSet extends HostStateSet {

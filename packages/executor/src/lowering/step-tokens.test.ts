@@ -1,8 +1,8 @@
-// Which graphs the CUDA executor compiles with block-GEMV epilogues ("any", at most 8 tokens a step) and which keep
+// Which graphs a bySize fusion policy (CUDA's) compiles with block-GEMV epilogues ("any", at most 8 tokens a step) and which keep
 // own-element epilogues for the tiled GEMM: decided by the Token slot's size.
 import { Builder } from "@poot/graph-ir";
 import { describe, expect, it } from "vitest";
-import { stepTokens } from "./executor.js";
+import { stepTokens } from "./lower.js";
 
 function graph(tokens: number | null) {
   const b = new Builder();

@@ -1,0 +1,149 @@
+// The lowering cache on disk: one file per LoweredProgram, named by the content hash of what it was lowered from
+// (graph, target data, name, lowering version). Each file carries the SHA-256 of its body; a file whose body does
+// not match is reported, deleted and rebuilt, never used.
+
+import { createHash } from "node:crypto";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { graphToJsonString } from "@poot/graph-ir";
+import { Program } from "@poot/graph-plan";
+import { stageParts, type StageInput } from "../contract.js";
+import { lowerProgram } from "./lower.js";
+import type { LoweredProgram, LoweringTarget } from "./types.js";
+
+/** Bumped whenever the lowering or the entry format changes what a key would produce. */
+export const LOWERING_VERSION = 1;
+
+/** The cache key of lowering `input` named `name` for `target`: SHA-256 over everything the result depends on. */
+export function loweringKey(input: StageInput | Program, target: LoweringTarget, name: string): string {
+  const graph = input instanceof Program ? input.source : stageParts(input).graph;
+  const { fallback: _f, fixup: _x, ...data } = target;
+  const h = createHash("sha256");
+  h.update(JSON.stringify({ version: LOWERING_VERSION, name, target: data, compiled: input instanceof Program ? input.target : null }));
+  h.update(graphToJsonString(graph));
+  return h.digest("hex");
+}
+
+/** What one {@link LoweringCache.lower} did. */
+export type CacheOutcome = "hit" | "miss" | "rebuilt" | "off";
+
+/** Options of {@link LoweringCache}. */
+export interface LoweringCacheOptions {
+  /** The cache folder (the CLI passes `$XDG_CACHE_HOME/poot/lowered`); created on first write. */
+  readonly dir: string;
+  /** Told about a corrupted or unreadable entry (default: `console.warn`). */
+  readonly warn?: (message: string) => void;
+}
+
+/** Counts of a cache's outcomes since it was made. */
+export interface CacheStats {
+  readonly hits: number;
+  readonly misses: number;
+  readonly rebuilt: number;
+}
+
+/** A content-hashed disk cache of lowered programs. */
+export class LoweringCache {
+  readonly dir: string;
+  readonly #warn: (message: string) => void;
+  #hits = 0;
+  #misses = 0;
+  #rebuilt = 0;
+  /** The outcome of the last `lower` call. */
+  last: CacheOutcome = "off";
+
+  constructor(options: LoweringCacheOptions) {
+    this.dir = options.dir;
+    this.#warn = options.warn ?? ((m) => console.warn(m));
+  }
+
+  /** Hits, misses and rebuilds so far. */
+  stats(): CacheStats {
+    return { hits: this.#hits, misses: this.#misses, rebuilt: this.#rebuilt };
+  }
+
+  /** The entry file of `key`. */
+  file(key: string): string {
+    return path.join(this.dir, `${key}.lowered.json`);
+  }
+
+  /** The lowered program of (input, target, name): read from the cache when a sound entry exists, else lowered and stored. */
+  lower(input: StageInput | Program, target: LoweringTarget, name = "program"): LoweredProgram {
+    const key = loweringKey(input, target, name);
+    const hit = this.read(key);
+    if (hit !== null) {
+      this.#hits++;
+      this.last = "hit";
+      return hit;
+    }
+    const lowered = lowerProgram(input, target, { name, key });
+    this.write(lowered);
+    return lowered;
+  }
+
+  /** The entry of `key`, or null when absent; a corrupted entry is reported, deleted and counted for rebuilding. */
+  read(key: string): LoweredProgram | null {
+    const file = this.file(key);
+    let text: string;
+    try {
+      text = fs.readFileSync(file, "utf8");
+    } catch {
+      this.#misses++;
+      this.last = "miss";
+      return null;
+    }
+    const nl = text.indexOf("\n");
+    const body = nl < 0 ? "" : text.slice(nl + 1);
+    let header: { sha256?: unknown; key?: unknown } = {};
+    try {
+      header = JSON.parse(nl < 0 ? text : text.slice(0, nl)) as typeof header;
+    } catch {
+      // An unparsable header is corruption like a wrong hash.
+    }
+    const sha = createHash("sha256").update(body).digest("hex");
+    if (header.sha256 !== sha || header.key !== key) {
+      this.#warn(`poot: lowering cache entry ${file} is corrupted (hash mismatch); rebuilding it`);
+      fs.rmSync(file, { force: true });
+      this.#rebuilt++;
+      this.last = "rebuilt";
+      return null;
+    }
+    return deserialize(body);
+  }
+
+  /** Stores `lowered` under its key (atomically: written aside, then renamed). */
+  write(lowered: LoweredProgram): void {
+    if (this.last !== "rebuilt") this.last = "miss";
+    const body = serialize(lowered);
+    const header = JSON.stringify({ format: "poot-lowered", version: LOWERING_VERSION, key: lowered.key, sha256: createHash("sha256").update(body).digest("hex") });
+    try {
+      fs.mkdirSync(this.dir, { recursive: true });
+      const tmp = `${this.file(lowered.key)}.${process.pid}.tmp`;
+      fs.writeFileSync(tmp, `${header}\n${body}`);
+      fs.renameSync(tmp, this.file(lowered.key));
+    } catch (e) {
+      this.#warn(`poot: cannot write the lowering cache in ${this.dir}: ${(e as Error).message}`);
+    }
+  }
+}
+
+/** A lowered program as JSON text (Maps as entry lists, byte arrays as base64). */
+export function serialize(p: LoweredProgram): string {
+  return JSON.stringify(p, (_k, v: unknown) => {
+    if (v instanceof Map) return { $map: [...v.entries()] };
+    if (v instanceof Uint8Array) return { $b64: Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("base64") };
+    return v;
+  });
+}
+
+/** The inverse of {@link serialize}. */
+export function deserialize(text: string): LoweredProgram {
+  return JSON.parse(text, (_k, v: unknown) => {
+    if (v !== null && typeof v === "object" && !Array.isArray(v)) {
+      const o = v as { $map?: [unknown, unknown][]; $b64?: string };
+      if (o.$map !== undefined) return new Map(o.$map);
+      if (o.$b64 !== undefined) return new Uint8Array(Buffer.from(o.$b64, "base64"));
+    }
+    return v;
+  }) as LoweredProgram;
+}

@@ -1,0 +1,399 @@
+// The one staged program: any LoweredProgram on any Device. Weights are uploaded lazily, once per executor, and
+// shared by every program; a program owns its slots, transients, prepared values and scratch; a step is recorded
+// once per StateSet (and once more for replay) and resubmitted. Every backend's executor is this over its Device.
+
+import { dtypeName } from "@poot/graph-ir";
+import type { DeviceBytes, Executor, OutputData, StageInput, StageOptions, StagedProgram, StateSet, WeightSource } from "./contract.js";
+import type { Device, DeviceBuffer, DeviceOp } from "./device.js";
+import { ExecutorError } from "./errors.js";
+import type { LoweredBuffer, LoweredProgram } from "./lowering/types.js";
+import { checkSlotData, readWeight, type ProgramSchema } from "./schema.js";
+import { DeviceStateSet } from "./staged-state.js";
+import { outputOf, storageOf } from "./storage.js";
+
+/** One launch of a profiled step ({@link DeviceProgram.profile}). */
+export interface KernelTiming {
+  /** The plan's op and equation id in the compiled graph. */
+  readonly op: string;
+  readonly eqn: number;
+  /** The kernel's entry point. */
+  readonly kernel: string;
+  readonly grid: readonly [number, number, number];
+  /** Bytes of the buffers the launch binds (weights dominate a GEMV). */
+  readonly bytes: number;
+  /** Device microseconds of the launch. */
+  readonly us: number;
+}
+
+/** Lowers a stage input for the device (through the cache, when the caller has one). */
+export type Lower = (input: StageInput, name: string) => LoweredProgram;
+
+/** The generic executor over one device. */
+export class DeviceExecutor<B extends DeviceBuffer = DeviceBuffer, K = unknown, L = unknown, R = unknown> implements Executor {
+  readonly caps: Device["caps"];
+  readonly #weights = new Map<string, B>();
+  readonly #programs = new Set<DeviceProgram<B, K, L, R>>();
+  /** @internal Live StateSets. */
+  readonly states = new Set<DeviceStateSet<B>>();
+  #source: WeightSource | null = null;
+  #weightBytes = 0;
+  #dispatched = 0;
+  #disposed = false;
+  /** Bumped by every bindWeights: steps recorded against older weight buffers are recorded again. */
+  epoch = 0;
+
+  /** @param device - the device (disposed with the executor); @param lower - how a stage input is lowered for it. */
+  constructor(readonly device: Device<B, K, L, R>, readonly lower: Lower) {
+    this.caps = device.caps;
+  }
+
+  bindWeights(source: WeightSource): void {
+    this.alive();
+    this.device.sync();
+    this.#source = source;
+    for (const w of this.#weights.values()) this.device.free(w);
+    this.#weights.clear();
+    this.#weightBytes = 0;
+    this.epoch++;
+  }
+
+  /** @internal Whether weights were bound. */
+  get bound(): boolean {
+    return this.#source !== null;
+  }
+
+  /** @internal The buffer of one weight, uploaded from the source the first time a program needs it. */
+  weight(b: LoweredBuffer, program: string): B {
+    const have = this.#weights.get(b.key!);
+    if (have !== undefined) return have;
+    const data = readWeight(this.#source, b.key!, { dtype: b.dtype, shape: b.shape }, program);
+    const w = this.device.allocate(b.bytes, "weight", `weight ${b.key}`);
+    this.device.upload(w, storageOf(b.dtype, data.length, data));
+    this.#weights.set(b.key!, w);
+    this.#weightBytes += b.bytes;
+    return w;
+  }
+
+  stage(input: StageInput, options: StageOptions = {}): DeviceProgram<B, K, L, R> {
+    this.alive();
+    const name = options.name ?? "program";
+    const lowered = this.lower(input, name);
+    const s = lowered.schema;
+    for (const x of [...s.slots.values(), ...s.states.values(), ...s.outputs.values()]) {
+      if (!this.caps.dtypes.includes(x.dtype)) throw new ExecutorError("unsupported-dtype", `dtype ${dtypeName(x.dtype)} is not held by the ${this.caps.kind} executor`, { program: name, key: "key" in x ? x.key : x.name });
+    }
+    const p = new DeviceProgram(this, lowered);
+    this.#programs.add(p);
+    return p;
+  }
+
+  /** @internal Makes a StateSet for `schema`. */
+  createState(schema: ProgramSchema, program: string): DeviceStateSet<B> {
+    const s = new DeviceStateSet(this.device, schema, program, (gone) => {
+      this.states.delete(gone);
+      for (const p of this.#programs) p.dropState(gone);
+    });
+    this.states.add(s);
+    return s;
+  }
+
+  /** @internal Counts launches submitted. */
+  noteDispatches(n: number): void {
+    this.#dispatched += n;
+  }
+
+  /** Kernel launches submitted so far by every program (steps, replays, bind-time preparation). */
+  dispatchesSubmitted(): number {
+    return this.#dispatched;
+  }
+
+  /** @internal Forgets a disposed program. */
+  forget(p: DeviceProgram<B, K, L, R>): void {
+    this.#programs.delete(p);
+  }
+
+  deviceBytes(): DeviceBytes {
+    let state = 0, io = 0;
+    for (const s of this.states) state += s.bytes;
+    for (const p of this.#programs) io += p.ioBytes();
+    return { weights: this.#weightBytes, state, io, total: this.#weightBytes + state + io };
+  }
+
+  dispose(): void {
+    if (this.#disposed) return;
+    for (const p of [...this.#programs]) p.dispose();
+    for (const s of [...this.states]) s.dispose();
+    for (const w of this.#weights.values()) this.device.free(w);
+    this.#weights.clear();
+    this.#disposed = true;
+    this.device.dispose();
+  }
+
+  /** @internal Throws `disposed` after dispose. */
+  alive(): void {
+    if (this.#disposed) throw new ExecutorError("disposed", "executor used after dispose");
+  }
+}
+
+/** A step recorded against one StateSet, with the launches it bound. */
+interface Recorded<L, R> {
+  readonly recording: R;
+  readonly launches: readonly L[];
+  readonly epoch: number;
+}
+
+/** A LoweredProgram staged on a device (`@poot/executor`'s StagedProgram). */
+export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L = unknown, R = unknown> implements StagedProgram {
+  readonly name: string;
+  readonly schema: ProgramSchema;
+  readonly #exec: DeviceExecutor<B, K, L, R>;
+  readonly #device: Device<B, K, L, R>;
+  readonly #kernels: K[];
+  readonly #byId: ReadonlyMap<number, LoweredBuffer>;
+  /** Program-owned buffers by id: slots, computed constants, prepared values, transients, scratch. */
+  readonly #owned = new Map<number, B>();
+  readonly #snapshots: B[] = [];
+  readonly #slots = new Map<string, B>();
+  readonly #written = new Set<string>();
+  readonly #steps = new Map<StateSet | null, Recorded<L, R>>();
+  #captured: { state: DeviceStateSet<B> | null; rec: Recorded<L, R> } | null = null;
+  #prepared = -1;
+  #last: DeviceStateSet<B> | null = null;
+  #disposed = false;
+
+  constructor(exec: DeviceExecutor<B, K, L, R>, /** What runs. */ readonly lowered: LoweredProgram) {
+    this.#exec = exec;
+    this.#device = exec.device;
+    this.name = lowered.name;
+    this.schema = lowered.schema;
+    this.#byId = new Map(lowered.buffers.map((b) => [b.id, b]));
+    this.#kernels = lowered.kernels.map((k) => this.#device.load(k));
+    for (const b of lowered.buffers) {
+      if (b.kind === "weight" || b.kind === "state") continue;
+      const buf = this.#device.allocate(Math.max(4, b.bytes), b.kind, `${this.name} ${b.key ?? `v${b.id}`}`);
+      if (b.kind === "computed") this.#device.upload(buf, b.data!);
+      if (b.kind === "slot") this.#slots.set(b.key!, buf);
+      this.#owned.set(b.id, buf);
+    }
+  }
+
+  /** The recorded step for `state` (undefined before its first run), for device-specific inspection (timings). */
+  recordingOf(state?: StateSet): R | undefined {
+    return this.#steps.get(state ?? null)?.recording;
+  }
+
+  /**
+   * Runs one step with a device timer around each launch and returns each launch's time (for finding the slow
+   * kernels of a step); null when the device has no timers.
+   */
+  profile(state?: StateSet): KernelTiming[] | null {
+    const st = this.#check(state);
+    if (this.#device.time === undefined) return null;
+    this.#prepare();
+    const { ops, launches } = this.#ops("step", st);
+    const us = this.#device.time(ops);
+    for (const l of launches) this.#device.unbind(l);
+    this.#last = st;
+    const step = this.lowered.launches.filter((l) => l.phase === "step");
+    const times = ops.flatMap((op, i) => (op.kind === "launch" ? [us[i]!] : []));
+    return step.map((l, i) => ({ op: l.op, eqn: l.eqn, kernel: this.lowered.kernels[l.kernel]!.code.entryPoint, grid: l.grid, bytes: Object.values(l.args).reduce((a, x) => a + this.#byId.get(x.buffer)!.bytes, 0), us: times[i]! }));
+  }
+
+  /** Kernel launches per step (what the lowering predicts and `dispatchesSubmitted` counts). */
+  dispatchesPerStep(): number {
+    return this.lowered.launches.filter((l) => l.phase === "step").length;
+  }
+
+  #buffer(id: number, state: DeviceStateSet<B> | null): B {
+    const b = this.#byId.get(id)!;
+    if (b.kind === "weight") return this.#exec.weight(b, this.name);
+    if (b.kind === "state") {
+      if (state === null) throw new ExecutorError("unknown-state", "the program has state: pass a StateSet from createState()", { program: this.name });
+      return state.buffer(b.key!);
+    }
+    return this.#owned.get(id)!;
+  }
+
+  /** The operations of `phase` against `state`: snapshot copies and launches, then (steps) the State copies. */
+  #ops(phase: "step" | "bind", state: DeviceStateSet<B> | null): { ops: DeviceOp<B, L>[]; launches: L[] } {
+    const ops: DeviceOp<B, L>[] = [], launches: L[] = [];
+    if (phase === "step") for (const b of this.#slots.values()) ops.push({ kind: "slot-in", buffer: b });
+    for (const l of this.lowered.launches) {
+      if (l.phase !== phase) continue;
+      const buffers: Record<string, B> = {};
+      for (const [arg, a] of Object.entries(l.args)) {
+        let b = this.#buffer(a.buffer, state);
+        // An operand that is also the output is read from a copy taken before the kernel (no cross-block races).
+        if (a.snapshot === true) {
+          const snap = this.#device.allocate(b.bytes, "snapshot", `${this.name} snapshot`);
+          this.#snapshots.push(snap);
+          ops.push({ kind: "copy", from: b, to: snap, regions: [{ srcOffset: 0, dstOffset: 0, bytes: b.bytes }], label: `snapshot ${arg}` });
+          b = snap;
+        }
+        buffers[arg] = b;
+      }
+      const launch = this.#device.bind(this.#kernels[l.kernel]!, buffers, l.uniforms);
+      launches.push(launch);
+      ops.push({ kind: "launch", launch, grid: l.grid, label: `${l.op} (${this.lowered.kernels[l.kernel]!.name})` });
+    }
+    if (phase === "step") {
+      for (const c of this.lowered.stateCopies) ops.push({ kind: "copy", from: this.#buffer(c.from, state), to: this.#buffer(c.to, state), regions: c.regions, label: `state ${c.key}` });
+    }
+    return { ops, launches };
+  }
+
+  /** Runs the bind-phase launches once per weight binding (their results live in program-owned buffers). */
+  #prepare(): void {
+    if (this.#prepared === this.#exec.epoch) return;
+    const { ops, launches } = this.#ops("bind", null);
+    if (launches.length > 0) {
+      const r = this.#device.record(ops, { name: `${this.name} bind`, replay: false });
+      this.#device.submit(r);
+      this.#device.sync();
+      this.#device.release(r);
+      for (const l of launches) this.#device.unbind(l);
+      this.#exec.noteDispatches(launches.length);
+    }
+    this.#prepared = this.#exec.epoch;
+  }
+
+  #record(state: DeviceStateSet<B> | null, replay: boolean): Recorded<L, R> {
+    const { ops, launches } = this.#ops("step", state);
+    return { recording: this.#device.record(ops, { name: this.name, replay }), launches, epoch: this.#exec.epoch };
+  }
+
+  #release(r: Recorded<L, R>): void {
+    this.#device.release(r.recording);
+    for (const l of r.launches) this.#device.unbind(l);
+  }
+
+  #stepFor(state: DeviceStateSet<B> | null): Recorded<L, R> {
+    this.#prepare();
+    const have = this.#steps.get(state);
+    if (have !== undefined && have.epoch === this.#exec.epoch) return have;
+    if (have !== undefined) this.#release(have);
+    const r = this.#record(state, false);
+    this.#steps.set(state, r);
+    return r;
+  }
+
+  createState(): StateSet {
+    this.#alive();
+    return this.#exec.createState(this.schema, this.name);
+  }
+
+  writeSlot(key: string, data: ArrayLike<number>): void {
+    this.#alive();
+    const spec = this.schema.slots.get(key);
+    if (spec === undefined) throw new ExecutorError("unknown-slot", `no slot "${key}" (slots: ${[...this.schema.slots.keys()].join(", ") || "none"})`, { program: this.name, key });
+    checkSlotData(spec, data, this.name);
+    // A slot the compiled step never reads (removed as dead) still counts as written.
+    const b = this.#slots.get(key);
+    if (b !== undefined) this.#device.upload(b, storageOf(spec.dtype, spec.size, data));
+    this.#written.add(key);
+  }
+
+  #check(state: StateSet | undefined): DeviceStateSet<B> | null {
+    this.#alive();
+    for (const key of this.schema.slots.keys()) {
+      if (!this.#written.has(key)) throw new ExecutorError("slot-unwritten", "slot was never written", { program: this.name, key });
+    }
+    const st = this.#checkState(state);
+    if (this.lowered.buffers.some((b) => b.kind === "weight") && !this.#exec.bound) throw new ExecutorError("unbound-weights", "the program reads weights: call bindWeights first", { program: this.name });
+    return st;
+  }
+
+  #checkState(state: StateSet | undefined): DeviceStateSet<B> | null {
+    if (this.schema.states.size === 0) return null;
+    if (state === undefined) throw new ExecutorError("unknown-state", `the program has ${this.schema.states.size} state(s): pass a StateSet from createState()`, { program: this.name });
+    if (!(state instanceof DeviceStateSet) || !this.#exec.states.has(state)) throw new ExecutorError("unknown-state", "StateSet was not made by this executor", { program: this.name });
+    for (const s of this.schema.states.values()) {
+      const t = state.schema.states.get(s.key);
+      if (t === undefined || t.size !== s.size || t.dtype !== s.dtype) throw new ExecutorError("unknown-state", "StateSet layout differs from the program's", { program: this.name, key: s.key });
+    }
+    return state as DeviceStateSet<B>;
+  }
+
+  /** Runs one step and waits for it (so slots may be rewritten right after). */
+  run(state?: StateSet): void {
+    const st = this.#check(state);
+    this.#device.submit(this.#stepFor(st).recording);
+    this.#device.sync();
+    this.#exec.noteDispatches(this.dispatchesPerStep());
+    this.#last = st;
+  }
+
+  readOutput(name: string, into?: OutputData): OutputData {
+    this.#alive();
+    const spec = this.schema.outputs.get(name);
+    const o = this.lowered.outputs.find((x) => x.name === name);
+    if (spec === undefined || o === undefined) throw new ExecutorError("unknown-output", `no output "${name}" (outputs: ${[...this.schema.outputs.keys()].join(", ")})`, { program: this.name, key: name });
+    const buf = this.#buffer(o.buffer, this.#last);
+    const bytes = o.regions.reduce((a, r) => a + r.bytes, 0);
+    if (o.regions.length === 1) return outputOf(spec.dtype, this.#device.download(buf, o.regions[0]!.srcOffset, bytes), spec.size, into);
+    // A strided view of its root (a transpose, a broadcast): read the root once and gather its runs.
+    const all = this.#device.download(buf, 0, buf.bytes);
+    const out = new Uint8Array(bytes);
+    for (const r of o.regions) out.set(all.subarray(r.srcOffset, r.srcOffset + r.bytes), r.dstOffset);
+    return outputOf(spec.dtype, out, spec.size, into);
+  }
+
+  capture(state?: StateSet): boolean {
+    const st = this.#check(state);
+    if (!this.caps.capture) return false;
+    this.#prepare();
+    if (this.#captured !== null) this.#release(this.#captured.rec);
+    this.#captured = { state: st, rec: this.#record(st, true) };
+    return true;
+  }
+
+  replay(): void {
+    this.#alive();
+    const c = this.#captured;
+    if (c === null) throw new ExecutorError("not-captured", "replay before capture", { program: this.name });
+    if (c.rec.epoch !== this.#exec.epoch) this.capture(c.state ?? undefined);
+    this.#device.submit(this.#captured!.rec.recording);
+    this.#device.sync();
+    this.#exec.noteDispatches(this.dispatchesPerStep());
+    this.#last = c.state;
+  }
+
+  private get caps() {
+    return this.#exec.caps;
+  }
+
+  /** @internal Forgets recordings that reference a disposed StateSet. */
+  dropState(state: StateSet): void {
+    const r = this.#steps.get(state);
+    if (r !== undefined) this.#release(r);
+    this.#steps.delete(state);
+    if (this.#captured?.state === state) {
+      this.#release(this.#captured.rec);
+      this.#captured = null;
+    }
+  }
+
+  /** Bytes of slots and program-owned buffers. */
+  ioBytes(): number {
+    if (this.#disposed) return 0;
+    let n = 0;
+    for (const b of [...this.#owned.values(), ...this.#snapshots]) n += b.bytes;
+    return n;
+  }
+
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#device.sync();
+    this.#disposed = true;
+    for (const r of this.#steps.values()) this.#release(r);
+    if (this.#captured !== null) this.#release(this.#captured.rec);
+    this.#steps.clear();
+    for (const b of [...this.#owned.values(), ...this.#snapshots]) this.#device.free(b);
+    this.#exec.forget(this);
+  }
+
+  #alive(): void {
+    this.#exec.alive();
+    if (this.#disposed) throw new ExecutorError("disposed", "program used after dispose", { program: this.name });
+  }
+}
