@@ -20,7 +20,7 @@ function backends(env: Record<string, string> = {}): Listing {
 
 test("every backend is listed with a status, a device when available, and auto picks a hardware GPU or cpu", { timeout: 120_000 }, () => {
   const l = backends();
-  expect(l.backends.map((b) => b.name)).toEqual(["cuda", "vulkan", "wgpu", "cpu", "eval", "eval-reference", "interp"]);
+  expect(l.backends.map((b) => b.name)).toEqual(["cuda", "rocm", "vulkan", "wgpu", "cpu", "eval", "eval-reference", "interp"]);
   for (const b of l.backends) {
     expect(["available", "missing package", "no driver", "no device"]).toContain(b.status);
     if (b.status === "available") expect(b.device).toBeTruthy();

@@ -25,6 +25,7 @@ export const AUTO_ORDER: readonly GpuBackend[] = ["cuda", "vulkan", "wgpu"];
 export const BACKEND_ROLES: Readonly<Record<string, string>> = {
   auto: "the first GPU of cuda, vulkan, wgpu, else cpu (the default)",
   cuda: "NVIDIA GPUs through the CUDA driver",
+  rocm: "AMD GPUs through HIP (runtime and kernel arguments only: no model runs on it yet)",
   vulkan: "GPUs through Vulkan",
   wgpu: "GPUs through WebGPU (Dawn, the `webgpu` package)",
   cpu: "the CPU: Wasm SIMD kernels and native GEMVs on worker threads",
@@ -52,6 +53,19 @@ function probeCuda(): BackendStatus {
       return { name: "cuda", status: noDevice ? "no device" : "no driver", device: null, gpu: false, detail: err.message };
     }
     return { name: "cuda", status: "no device", device: null, gpu: false, detail: (err as Error).message };
+  }
+}
+
+/** The ROCm runtime and its first GPU; `rocmPath` is ROCM_PATH (read by the CLI, passed to the library). */
+function probeRocm(rocmPath: string | undefined): BackendStatus {
+  const rocm = loadedGpuModule("rocm")!;
+  try {
+    const hip = rocm.HipRuntime.open(rocmPath === undefined ? {} : { rocmPath });
+    // Not `gpu: true`: auto must not pick a backend that cannot run a model yet.
+    return { name: "rocm", status: "available", device: hip.gcnArchName, gpu: false, detail: "HIP runtime and GPU found; the ROCm executor is not built yet (issue #24)" };
+  } catch (err) {
+    if (err instanceof rocm.RocmError && err.code === "no_runtime") return { name: "rocm", status: "no driver", device: null, gpu: false, detail: err.message };
+    return { name: "rocm", status: "no device", device: null, gpu: false, detail: (err as Error).message };
   }
 }
 
@@ -86,6 +100,7 @@ export async function probeBackend(name: string): Promise<BackendStatus> {
   const load = await loadGpuModule(name);
   if (!load.ok) return { name, status: "missing package", device: null, gpu: false, detail: load.reason };
   if (name === "cuda") return probeCuda();
+  if (name === "rocm") return probeRocm(process.env["ROCM_PATH"]);
   if (name === "vulkan") return probeVulkan();
   return probeWgpu();
 }

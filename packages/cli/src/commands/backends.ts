@@ -39,6 +39,14 @@ export const EXECUTORS: Readonly<Record<string, (compile: CompileOptions, cache:
   // graphs; JIT-compiled kernels are cached on disk under the OS temp folder.
   cuda: (compile, cache) =>
     gpuModule("cuda").createCudaExecutor({ cacheDir: path.join(os.tmpdir(), "poot-cuda-cache"), compile, ...(cache !== undefined ? { cache } : {}) }),
+  // AMD GPUs through HIP (libamdhip64 via koffi; ROCM_PATH names the ROCm root). Only the runtime, code object
+  // metadata and kernel arguments exist so far: opening it reports a missing runtime or device, else says so.
+  rocm: () => {
+    const rocm = gpuModule("rocm");
+    const rocmPath = process.env["ROCM_PATH"];
+    const hip = rocm.HipRuntime.open(rocmPath === undefined ? {} : { rocmPath });
+    throw new CliError("command-failed", `--backend rocm: found the HIP runtime and a ${hip.gcnArchName} GPU, but the ROCm executor is not built yet (issue #24); use --backend vulkan or cpu`);
+  },
 };
 
 /** Every `--backend` value: `auto` and the names of {@link EXECUTORS}. */
@@ -88,6 +96,10 @@ export function backendFailure(name: string, command: string, err: unknown): unk
       if (code === "no-driver") return fail("needs an NVIDIA GPU and its driver (libcuda.so.1)", "install the NVIDIA driver or use --backend cpu");
       if (result === 2) return fail("the GPU is out of memory", "use a smaller model or --context, or --backend cpu");
       return fail("the CUDA driver failed", "check `nvidia-smi`, or use --backend cpu");
+    case "RocmError":
+      if (code === "no_runtime") return fail("needs an AMD GPU and the ROCm runtime (libamdhip64)", "install ROCm (ROCM_PATH names its root) or use --backend cpu");
+      if (code === "no_device") return fail("no AMD GPU", "check `rocminfo`, or use --backend cpu");
+      return fail("the HIP runtime failed", "use --backend cpu");
     case "VulkanError":
       if (code === "loader-missing" || /INCOMPATIBLE_DRIVER/.test(err.message)) return fail("no Vulkan loader (libvulkan.so.1)", "install libvulkan1 and a Vulkan driver, or use --backend cpu");
       if (code === "no-device") return fail("no Vulkan device", "install a Vulkan driver (VK_DRIVER_FILES selects one), or use --backend cpu");

@@ -3,17 +3,19 @@
 import { CliError } from "../errors.js";
 
 type CudaModule = typeof import("@poot/backend-cuda");
+type RocmModule = typeof import("@poot/backend-rocm");
 type VulkanModule = typeof import("@poot/backend-vulkan");
 type WgpuModule = typeof import("@poot/backend-wgpu/node");
 
 /** The package each GPU backend lives in. */
-export const GPU_PACKAGES = { cuda: "@poot/backend-cuda", vulkan: "@poot/backend-vulkan", wgpu: "@poot/backend-wgpu" } as const;
+export const GPU_PACKAGES = { cuda: "@poot/backend-cuda", rocm: "@poot/backend-rocm", vulkan: "@poot/backend-vulkan", wgpu: "@poot/backend-wgpu" } as const;
 
 /** A GPU backend name. */
 export type GpuBackend = keyof typeof GPU_PACKAGES;
 
 interface GpuModules {
   cuda: CudaModule;
+  rocm: RocmModule;
   vulkan: VulkanModule;
   wgpu: WgpuModule;
 }
@@ -40,6 +42,7 @@ export async function loadGpuModule(name: GpuBackend): Promise<GpuLoad> {
   if (loaded[name] !== undefined) return { ok: true };
   try {
     if (name === "cuda") loaded.cuda = await import("@poot/backend-cuda");
+    else if (name === "rocm") loaded.rocm = await import("@poot/backend-rocm");
     else if (name === "vulkan") loaded.vulkan = await import("@poot/backend-vulkan");
     else loaded.wgpu = await import("@poot/backend-wgpu/node");
     return { ok: true };

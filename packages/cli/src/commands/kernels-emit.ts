@@ -4,7 +4,7 @@ import { CodegenError, TARGETS, type DeviceCaps as CodegenCaps, type TargetCode,
 import { compile, defaultTarget, PlanError, type BackendKind, type DeviceCaps as PlanCaps, type Program } from "@poot/graph-plan";
 import type { Graph } from "@poot/graph-ir";
 import { KernelgenError, planKernel, synthCapsFrom } from "@poot/kernelgen";
-import type { ElemType } from "@poot/kernel-dsl";
+import type { ElemType, Kernel } from "@poot/kernel-dsl";
 import { CliError, invariant } from "../errors.js";
 
 /** The codegen targets `poot kernels` writes, in a stable order. */
@@ -47,6 +47,8 @@ export interface EmittedKernel {
   readonly plans: number[];
   /** The lowered code. */
   readonly code: TargetCode;
+  /** The kernel it was lowered from (its uniforms' types give the by-value arguments' layout). */
+  readonly kernel: Kernel;
 }
 
 /** Compiles `graph` for `target`'s backend kind. */
@@ -88,7 +90,7 @@ export function emitKernels(program: Program, target: TargetName, file: string):
           seen.plans.push(i);
           continue;
         }
-        const e: EmittedKernel = { name: stem, plans: [i], code: TARGETS[target].lower(kernel, caps) };
+        const e: EmittedKernel = { name: stem, plans: [i], code: TARGETS[target].lower(kernel, caps), kernel };
         byName.set(stem, e);
         byIr.set(key, e);
       }
