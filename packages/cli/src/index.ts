@@ -8,7 +8,7 @@ export { bandwidthFloor } from "./commands/bench.js";
 export type { BandwidthFloor, BenchReport } from "./commands/bench.js";
 export type { CliOptions } from "./cli.js";
 export { commands } from "./commands/index.js";
-export { compileReport, trace } from "./commands/compile.js";
+export { compileReport, trace, type LoweringReport } from "./commands/compile.js";
 export { KERNEL_TARGETS, compileFor, emitKernels } from "./commands/kernels-emit.js";
 export type { EmittedKernel } from "./commands/kernels-emit.js";
 export type { CliIo, CommandModule } from "./commands/index.js";
