@@ -3,7 +3,15 @@
 "use strict";
 
 const path = require("node:path");
-const { DIRECT, PACKAGES, TEST_IMPORTS, TEST_ONLY, allowedFor, describeAllowed, workspaceFolders } = require("./scripts/layers.cjs");
+const {
+  DIRECT,
+  PACKAGES,
+  TEST_IMPORTS,
+  TEST_ONLY,
+  allowedFor,
+  describeAllowed,
+  workspaceFolders,
+} = require("./scripts/layers.cjs");
 
 // The workspace whose folders are checked: the cwd depcruise runs in (the repo, or a planted copy in the lint test).
 const root = process.cwd();
@@ -30,7 +38,11 @@ const layerRules = Object.keys(DIRECT).flatMap((folder) => {
   const tests = `^${folder}/(test/|.*\\.test\\.ts$)`;
   return [
     rule(`layer:${folder}`, { path: `^${folder}/`, pathNot: tests }, forbidden),
-    rule(`layer:${folder}:tests`, { path: tests }, forbidden.filter((p) => !testImports.includes(p))),
+    rule(
+      `layer:${folder}:tests`,
+      { path: tests },
+      forbidden.filter((p) => !testImports.includes(p)),
+    ),
   ];
 });
 
@@ -60,8 +72,7 @@ module.exports = {
     {
       name: "no-circular",
       severity: "error",
-      comment:
-        "Import cycle. A cycle that passes through an `import type` edge is allowed: it vanishes at run time.",
+      comment: "Import cycle. A cycle that passes through an `import type` edge is allowed: it vanishes at run time.",
       from: {},
       to: { circular: true, viaOnly: { dependencyTypesNot: ["type-only"] } },
     },

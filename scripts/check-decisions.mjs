@@ -8,7 +8,10 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 
 const { values } = parseArgs({
-  options: { root: { type: "string", default: resolve(dirname(fileURLToPath(import.meta.url)), "..") }, write: { type: "boolean", default: false } },
+  options: {
+    root: { type: "string", default: resolve(dirname(fileURLToPath(import.meta.url)), "..") },
+    write: { type: "boolean", default: false },
+  },
 });
 const dir = join(resolve(values.root), "docs/decisions");
 const indexFile = join(dir, "README.md");
@@ -25,15 +28,21 @@ changing a record run \`pnpm decisions\`; \`pnpm lint\` fails when a record has 
 | --- | --- | --- |
 `;
 
-const records = existsSync(dir) ? readdirSync(dir).filter((f) => /^\d{4}-.+\.md$/.test(f)).sort() : [];
+const records = existsSync(dir)
+  ? readdirSync(dir)
+      .filter((f) => /^\d{4}-.+\.md$/.test(f))
+      .sort()
+  : [];
 const rows = [];
 for (const f of records) {
   const text = readFileSync(join(dir, f), "utf8");
   const title = /^#\s*(\d{4})\s*[—:-]+\s*(.+)$/m.exec(text);
   const status = /^Status: (.+)$/m.exec(text);
   if (title === null) problems.push(`docs/decisions/${f}: first heading is not "# NNNN — title"`);
-  if (status === null) problems.push(`docs/decisions/${f}: no "Status: accepted" (or "Status: superseded by NNNN") line`);
-  else if (!/^(accepted|superseded by \[?\d{4})/.test(status[1])) problems.push(`docs/decisions/${f}: status "${status[1]}" is neither accepted nor superseded by NNNN`);
+  if (status === null)
+    problems.push(`docs/decisions/${f}: no "Status: accepted" (or "Status: superseded by NNNN") line`);
+  else if (!/^(accepted|superseded by \[?\d{4})/.test(status[1]))
+    problems.push(`docs/decisions/${f}: status "${status[1]}" is neither accepted nor superseded by NNNN`);
   if (title === null || status === null) continue;
   // The status cell keeps the record's words up to an explanatory " — …", with links reduced to their numbers.
   const cell = status[1].replace(/\s+—.*$/, "").replace(/\[(\d{4})\]\([^)]*\)/g, "$1");
@@ -51,4 +60,6 @@ if (problems.length > 0) {
   console.error(`\ncheck-decisions: FAILED (${problems.length} problem(s))`);
   process.exit(1);
 }
-console.log(`check-decisions: ${records.length} decision records, each with a status, indexed in docs/decisions/README.md`);
+console.log(
+  `check-decisions: ${records.length} decision records, each with a status, indexed in docs/decisions/README.md`,
+);

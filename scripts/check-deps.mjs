@@ -10,7 +10,15 @@ import { parseArgs } from "node:util";
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const require = createRequire(import.meta.url);
-const { NO_RUNTIME_DEPS, SCOPE, TEST_IMPORTS, TEST_ONLY, allowedFor, describeAllowed, workspaceFolders } = require("./layers.cjs");
+const {
+  NO_RUNTIME_DEPS,
+  SCOPE,
+  TEST_IMPORTS,
+  TEST_ONLY,
+  allowedFor,
+  describeAllowed,
+  workspaceFolders,
+} = require("./layers.cjs");
 const ts = require("typescript");
 
 const { values } = parseArgs({ options: { root: { type: "string", default: repo } } });
@@ -42,7 +50,8 @@ function checkManifests(folders) {
           if (!dep.startsWith(SCOPE)) continue;
           const name = dep.slice(SCOPE.length);
           if (TEST_ONLY.includes(name) && name !== self) {
-            if (field !== "devDependencies") problems.push(`${folder}/package.json: ${field} "${dep}" is test-only; declare it in devDependencies`);
+            if (field !== "devDependencies")
+              problems.push(`${folder}/package.json: ${field} "${dep}" is test-only; declare it in devDependencies`);
             continue;
           }
           // A folder's test imports (TEST_IMPORTS) may be devDependencies, never runtime ones.
@@ -57,10 +66,15 @@ function checkManifests(folders) {
     if (existsSync(tsPath)) {
       // tsconfig.json is JSONC (comments, trailing commas): read it with TypeScript's own reader.
       const { config, error } = ts.readConfigFile(tsPath, ts.sys.readFile);
-      if (error) problems.push(`${folder}/tsconfig.json: cannot parse (${ts.flattenDiagnosticMessageText(error.messageText, " ")})`);
+      if (error)
+        problems.push(
+          `${folder}/tsconfig.json: cannot parse (${ts.flattenDiagnosticMessageText(error.messageText, " ")})`,
+        );
       const refs = config?.references ?? [];
       for (const ref of refs) {
-        const target = resolve(root, folder, ref.path).slice(root.length + 1).replace(/\\/g, "/");
+        const target = resolve(root, folder, ref.path)
+          .slice(root.length + 1)
+          .replace(/\\/g, "/");
         const name = target.startsWith("packages/") ? target.slice("packages/".length) : target;
         if (!allowed.has(name)) {
           problems.push(`${folder}/tsconfig.json: reference "${ref.path}" is upward or sideways; ${folder} ${may}`);
@@ -91,7 +105,11 @@ const problems = checkManifests(folders);
 for (const p of problems) console.error(`error manifest: ${p}`);
 const cruiseStatus = cruise(folders);
 if (problems.length > 0 || cruiseStatus !== 0) {
-  console.error(`\ncheck-deps: FAILED (${problems.length} manifest problem(s), dependency-cruiser exit ${cruiseStatus})`);
+  console.error(
+    `\ncheck-deps: FAILED (${problems.length} manifest problem(s), dependency-cruiser exit ${cruiseStatus})`,
+  );
   process.exit(1);
 }
-console.log(`check-deps: ${folders.length} workspace folder(s) follow docs/architecture.md's direction, no import cycles`);
+console.log(
+  `check-deps: ${folders.length} workspace folder(s) follow docs/architecture.md's direction, no import cycles`,
+);

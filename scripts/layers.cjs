@@ -6,7 +6,15 @@ const fs = require("node:fs");
 const path = require("node:path");
 
 /** The backends of docs/architecture.md (and the reference backends, eval and interp); a backend never imports another. */
-const BACKENDS = ["backend-reference", "backend-cpu", "backend-wgpu", "backend-vulkan", "backend-cuda", "backend-rocm", "backend-aie"];
+const BACKENDS = [
+  "backend-reference",
+  "backend-cpu",
+  "backend-wgpu",
+  "backend-vulkan",
+  "backend-cuda",
+  "backend-rocm",
+  "backend-aie",
+];
 
 /**
  * Direct arrows of docs/architecture.md, keyed by workspace folder (`packages/<name>` or `apps/<name>`).
@@ -95,4 +103,15 @@ const NO_RUNTIME_DEPS = ["packages/graph-ir"];
 /** The npm scope of every workspace package: `@poot/<folder name>`. */
 const SCOPE = "@poot/";
 
-module.exports = { BACKENDS, DIRECT, NO_RUNTIME_DEPS, PACKAGES, SCOPE, TEST_IMPORTS, TEST_ONLY, allowedFor, describeAllowed, workspaceFolders };
+module.exports = {
+  BACKENDS,
+  DIRECT,
+  NO_RUNTIME_DEPS,
+  PACKAGES,
+  SCOPE,
+  TEST_IMPORTS,
+  TEST_ONLY,
+  allowedFor,
+  describeAllowed,
+  workspaceFolders,
+};

@@ -6,7 +6,9 @@ import { defineConfig, passthroughImageService } from "astro/config";
 
 // The playground's CPU backend needs a shared WebAssembly.Memory, which browsers give only to isolated pages.
 // docs/architecture.md becomes a page when the repository has it (scripts/gen/architecture.mjs).
-const design = existsSync(new URL("./src/content/docs/architecture/design.md", import.meta.url)) ? ["architecture/design"] : [];
+const design = existsSync(new URL("./src/content/docs/architecture/design.md", import.meta.url))
+  ? ["architecture/design"]
+  : [];
 
 const isolation = { "Cross-Origin-Opener-Policy": "same-origin", "Cross-Origin-Embedder-Policy": "require-corp" };
 
@@ -24,7 +26,10 @@ export default defineConfig({
         { label: "Start", items: ["getting-started", "http-api", "embedding"] },
         { label: "See it work", items: ["explorer", "playground", "benchmarks"] },
         { label: "Backends", items: ["backends"] },
-        { label: "How it works", items: ["architecture", ...design, "extending/model-family", "extending/kernel", "extending/backend"] },
+        {
+          label: "How it works",
+          items: ["architecture", ...design, "extending/model-family", "extending/kernel", "extending/backend"],
+        },
         { label: "Reference", items: ["reference/cli", { label: "API reference (typedoc)", link: "/generated/api/" }] },
         { label: "Decision records", collapsed: true, autogenerate: { directory: "decisions" } },
       ],

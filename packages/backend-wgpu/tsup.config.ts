@@ -2,7 +2,12 @@ import { defineConfig } from "tsup";
 
 // JS only: declarations come from `tsc -b` (project references), one .d.ts per module.
 export default defineConfig({
-  entry: { index: "src/index.ts", node: "src/node.ts", executor: "src/executor/index.ts", "sync-worker": "src/sync-worker.ts" },
+  entry: {
+    index: "src/index.ts",
+    node: "src/node.ts",
+    executor: "src/executor/index.ts",
+    "sync-worker": "src/sync-worker.ts",
+  },
   format: ["esm"],
   target: "es2022",
   sourcemap: true,

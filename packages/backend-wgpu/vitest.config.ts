@@ -13,5 +13,10 @@ export default defineProject({
   },
   ssr: { resolve: { conditions: ["source"] } },
   // One Dawn device at a time on a 2-core machine: files run one after another.
-  test: { name: "backend-wgpu", include: ["src/**/*.test.ts", "test/**/*.test.ts"], testTimeout: 120_000, fileParallelism: false },
+  test: {
+    name: "backend-wgpu",
+    include: ["src/**/*.test.ts", "test/**/*.test.ts"],
+    testTimeout: 120_000,
+    fileParallelism: false,
+  },
 });

@@ -7,4 +7,8 @@ const packed = fileURLToPath(new URL("./model", import.meta.url));
 const workspace = fileURLToPath(new URL("../../models/demo", import.meta.url));
 
 /** The folder holding the demo model (config.json, model.safetensors, tokenizer.json), or null when absent. */
-export const demoModelDir = existsSync(`${packed}/config.json`) ? packed : existsSync(`${workspace}/config.json`) ? workspace : null;
+export const demoModelDir = existsSync(`${packed}/config.json`)
+  ? packed
+  : existsSync(`${workspace}/config.json`)
+    ? workspace
+    : null;

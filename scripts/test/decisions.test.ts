@@ -59,6 +59,8 @@ describe("check-decisions", () => {
     const r = check(root);
     expect(r.status).toBe(1);
     expect(r.out).toContain('0003-c.md: status "maybe" is neither accepted nor superseded by NNNN');
-    expect(r.out).toContain("docs/decisions/README.md: the index is not the one the records give; run `pnpm decisions`");
+    expect(r.out).toContain(
+      "docs/decisions/README.md: the index is not the one the records give; run `pnpm decisions`",
+    );
   });
 });

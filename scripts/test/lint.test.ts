@@ -34,7 +34,8 @@ function plant(tree: Tree, npm: string[] = []): string {
     const m = /^packages\/([^/]+)\/package\.json$/.exec(file);
     if (m) symlinkSync(join(root, "packages", m[1]!), join(root, "node_modules/@poot", m[1]!));
   }
-  for (const name of npm) symlinkSync(realpathSync(join(repo, "packages/serve/node_modules", name)), join(root, "node_modules", name));
+  for (const name of npm)
+    symlinkSync(realpathSync(join(repo, "packages/serve/node_modules", name)), join(root, "node_modules", name));
   return root;
 }
 
@@ -103,7 +104,12 @@ describe("check-deps", () => {
       "packages/runtime/test/oracle.test.ts": 'import { e } from "@poot/backend-reference";\nexport const t = e;\n',
     };
     expect(check(plant(tree)).status).toBe(0);
-    const planted = check(plant({ ...tree, "packages/runtime/src/index.ts": 'import { e } from "@poot/backend-reference";\nexport const r = e;\n' }));
+    const planted = check(
+      plant({
+        ...tree,
+        "packages/runtime/src/index.ts": 'import { e } from "@poot/backend-reference";\nexport const r = e;\n',
+      }),
+    );
     expect(planted.status).toBe(1);
     expect(planted.out).toMatch(/packages\/runtime\/src\/index\.ts → packages\/backend-reference\/src\/index\.ts/);
   });
@@ -118,7 +124,9 @@ describe("check-deps", () => {
 
   test("transitively-below imports pass: serve -> graph-ir, executor -> kernel-dsl", () => {
     const root = plant({
-      ...pkg("serve", 'import { g } from "@poot/graph-ir";\nexport const s = g;\n', { "@poot/graph-ir": "workspace:*" }),
+      ...pkg("serve", 'import { g } from "@poot/graph-ir";\nexport const s = g;\n', {
+        "@poot/graph-ir": "workspace:*",
+      }),
       ...pkg("executor", 'import { k } from "@poot/kernel-dsl";\nexport const e = k;\n'),
       ...pkg("kernel-dsl", 'import { g } from "@poot/graph-ir";\nexport const k = g;\n'),
       ...pkg("graph-ir", "export const g = 1;\n"),
@@ -136,7 +144,9 @@ describe("check-deps", () => {
     const { status, out } = check(root);
     expect(status).toBe(1);
     expect(out).toContain("no-circular");
-    expect(out).toMatch(/packages\/models\/src\/b\.ts →\s+packages\/models\/src\/index\.ts →\s+packages\/models\/src\/b\.ts/);
+    expect(out).toMatch(
+      /packages\/models\/src\/b\.ts →\s+packages\/models\/src\/index\.ts →\s+packages\/models\/src\/b\.ts/,
+    );
   });
 
   test("a cycle broken by an `import type` edge passes", () => {
@@ -169,9 +179,14 @@ describe("check-deps", () => {
   });
 
   test("graph-ir with a runtime dependency fails, in package.json and in its sources", () => {
-    const root = plant({
-      ...pkg("graph-ir", 'import { Command } from "commander";\nexport const g = Command;\n', { commander: "14.0.3" }),
-    }, ["commander"]);
+    const root = plant(
+      {
+        ...pkg("graph-ir", 'import { Command } from "commander";\nexport const g = Command;\n', {
+          commander: "14.0.3",
+        }),
+      },
+      ["commander"],
+    );
     const { status, out } = check(root);
     expect(status).toBe(1);
     expect(out).toContain("packages/graph-ir/package.json: must have no runtime dependencies, has commander");
@@ -182,7 +197,8 @@ describe("check-deps", () => {
     const root = plant({
       ...pkg("models", "export const m = 1;\n"),
       // JSONC, as tsconfig files often are: a comment and a trailing comma.
-      "packages/models/tsconfig.json": '{\n  // models sits above graph-ir only\n  "references": [{ "path": "../runtime" },],\n}\n',
+      "packages/models/tsconfig.json":
+        '{\n  // models sits above graph-ir only\n  "references": [{ "path": "../runtime" },],\n}\n',
     });
     const { status, out } = check(root);
     expect(status).toBe(1);
@@ -210,13 +226,23 @@ describe("check-deps", () => {
   });
 
   test("@poot/testkit as a runtime dependency fails; as a devDependency it passes", () => {
-    const bad = plant({ ...pkg("testkit", "export const k = 1;\n"), ...pkg("graph-ir", "export const g = 1;\n", { "@poot/testkit": "workspace:*" }) });
+    const bad = plant({
+      ...pkg("testkit", "export const k = 1;\n"),
+      ...pkg("graph-ir", "export const g = 1;\n", { "@poot/testkit": "workspace:*" }),
+    });
     const r = check(bad);
     expect(r.status).toBe(1);
-    expect(r.out).toContain('packages/graph-ir/package.json: dependencies "@poot/testkit" is test-only; declare it in devDependencies');
+    expect(r.out).toContain(
+      'packages/graph-ir/package.json: dependencies "@poot/testkit" is test-only; declare it in devDependencies',
+    );
     const good = plant({
       ...pkg("testkit", "export const k = 1;\n"),
-      "packages/graph-ir/package.json": JSON.stringify({ name: "@poot/graph-ir", type: "module", exports: { ".": { source: "./src/index.ts" } }, devDependencies: { "@poot/testkit": "workspace:*" } }),
+      "packages/graph-ir/package.json": JSON.stringify({
+        name: "@poot/graph-ir",
+        type: "module",
+        exports: { ".": { source: "./src/index.ts" } },
+        devDependencies: { "@poot/testkit": "workspace:*" },
+      }),
       "packages/graph-ir/src/index.ts": "export const g = 1;\n",
     });
     expect(check(good).status).toBe(0);

@@ -31,7 +31,13 @@ const LLAMA_3_2_1B = {
   num_key_value_heads: 8,
   pretraining_tp: 1,
   rms_norm_eps: 1e-5,
-  rope_scaling: { factor: 32.0, high_freq_factor: 4.0, low_freq_factor: 1.0, original_max_position_embeddings: 8192, rope_type: "llama3" },
+  rope_scaling: {
+    factor: 32.0,
+    high_freq_factor: 4.0,
+    low_freq_factor: 1.0,
+    original_max_position_embeddings: 8192,
+    rope_type: "llama3",
+  },
   rope_theta: 500000.0,
   tie_word_embeddings: true,
   torch_dtype: "bfloat16",
@@ -40,19 +46,38 @@ const LLAMA_3_2_1B = {
   vocab_size: 128256,
 };
 /** The same architecture at toy size (for checking the script and the loaders on a CPU). */
-const TINY = { ...LLAMA_3_2_1B, head_dim: 16, hidden_size: 64, intermediate_size: 128, num_attention_heads: 4, num_hidden_layers: 2, num_key_value_heads: 2 };
+const TINY = {
+  ...LLAMA_3_2_1B,
+  head_dim: 16,
+  hidden_size: 64,
+  intermediate_size: 128,
+  num_attention_heads: 4,
+  num_hidden_layers: 2,
+  num_key_value_heads: 2,
+};
 /** Small but with the real head size and rows that are multiples of 256 (the GPU kernels' vector paths), for comparing backends. */
-const SMALL = { ...LLAMA_3_2_1B, hidden_size: 256, intermediate_size: 1024, num_attention_heads: 4, num_hidden_layers: 2, num_key_value_heads: 2 };
+const SMALL = {
+  ...LLAMA_3_2_1B,
+  hidden_size: 256,
+  intermediate_size: 1024,
+  num_attention_heads: 4,
+  num_hidden_layers: 2,
+  num_key_value_heads: 2,
+};
 const SHAPES = { "llama-3.2-1b": LLAMA_3_2_1B, small: SMALL, tiny: TINY };
 
 function parseArgs(argv) {
   const o = { out: null, seed: 1, shape: "llama-3.2-1b" };
   for (let i = 0; i < argv.length; i++) {
-    const a = argv[i], v = argv[i + 1];
-    if (a === "--out" && v !== undefined) o.out = v, i++;
-    else if (a === "--seed" && v !== undefined && /^\d+$/.test(v)) o.seed = Number(v), i++;
-    else if (a === "--shape" && v !== undefined && Object.hasOwn(SHAPES, v)) o.shape = v, i++;
-    else throw new Error(`make-hf: bad argument ${JSON.stringify(a)} (usage: --out DIR [--seed N] [--shape ${Object.keys(SHAPES).join("|")}])`);
+    const a = argv[i],
+      v = argv[i + 1];
+    if (a === "--out" && v !== undefined) (o.out = v), i++;
+    else if (a === "--seed" && v !== undefined && /^\d+$/.test(v)) (o.seed = Number(v)), i++;
+    else if (a === "--shape" && v !== undefined && Object.hasOwn(SHAPES, v)) (o.shape = v), i++;
+    else
+      throw new Error(
+        `make-hf: bad argument ${JSON.stringify(a)} (usage: --out DIR [--seed N] [--shape ${Object.keys(SHAPES).join("|")}])`,
+      );
   }
   if (o.out === null) throw new Error("make-hf: --out DIR is required");
   return o;
@@ -60,7 +85,9 @@ function parseArgs(argv) {
 
 /** The checkpoint's tensors in Hugging Face names and order, with shapes and how to fill them. */
 function tensorsOf(c) {
-  const H = c.hidden_size, D = c.head_dim, F = c.intermediate_size;
+  const H = c.hidden_size,
+    D = c.head_dim,
+    F = c.intermediate_size;
   const t = [{ name: "model.embed_tokens.weight", shape: [c.vocab_size, H], fill: "random" }];
   for (let l = 0; l < c.num_hidden_layers; l++) {
     const p = `model.layers.${l}.`;
@@ -92,8 +119,11 @@ function fillRandom(out, state) {
   let x = state;
   const n = out.length;
   for (let i = 0; i < n; i += 2) {
-    x ^= x << 13; x ^= x >>> 17; x ^= x << 5;
-    const lo = x & 0xffff, hi = x >>> 16;
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    const lo = x & 0xffff,
+      hi = x >>> 16;
     // sign | exponent 118..121 (2^-9 .. 2^-6 binades) | 7 mantissa bits
     out[i] = (lo & 0x8000) | ((118 + ((lo >>> 7) & 3)) << 7) | (lo & 0x7f);
     if (i + 1 < n) out[i + 1] = (hi & 0x8000) | ((118 + ((hi >>> 7) & 3)) << 7) | (hi & 0x7f);
@@ -152,7 +182,13 @@ function tokenizerFiles(c) {
   const vocab = {};
   byteChars().forEach((ch, i) => (vocab[ch] = i));
   for (let i = 256; i < 128000; i++) vocab[`<filler_${i}>`] = i;
-  const named = { 128000: "<|begin_of_text|>", 128001: "<|end_of_text|>", 128006: "<|start_header_id|>", 128007: "<|end_header_id|>", 128009: "<|eot_id|>" };
+  const named = {
+    128000: "<|begin_of_text|>",
+    128001: "<|end_of_text|>",
+    128006: "<|start_header_id|>",
+    128007: "<|end_header_id|>",
+    128009: "<|eot_id|>",
+  };
   const added = [];
   for (let id = 128000, r = 0; id < c.vocab_size; id++) {
     const content = named[id] ?? `<|reserved_special_token_${r++}|>`;
@@ -165,11 +201,41 @@ function tokenizerFiles(c) {
     added_tokens: added,
     normalizer: null,
     pre_tokenizer: { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: true },
-    post_processor: { type: "TemplateProcessing", single: [{ SpecialToken: { id: "<|begin_of_text|>", type_id: 0 } }, { Sequence: { id: "A", type_id: 0 } }], pair: [{ SpecialToken: { id: "<|begin_of_text|>", type_id: 0 } }, { Sequence: { id: "A", type_id: 0 } }, { Sequence: { id: "B", type_id: 1 } }], special_tokens: { "<|begin_of_text|>": { id: "<|begin_of_text|>", ids: [128000], tokens: ["<|begin_of_text|>"] } } },
+    post_processor: {
+      type: "TemplateProcessing",
+      single: [{ SpecialToken: { id: "<|begin_of_text|>", type_id: 0 } }, { Sequence: { id: "A", type_id: 0 } }],
+      pair: [
+        { SpecialToken: { id: "<|begin_of_text|>", type_id: 0 } },
+        { Sequence: { id: "A", type_id: 0 } },
+        { Sequence: { id: "B", type_id: 1 } },
+      ],
+      special_tokens: {
+        "<|begin_of_text|>": { id: "<|begin_of_text|>", ids: [128000], tokens: ["<|begin_of_text|>"] },
+      },
+    },
     decoder: { type: "ByteLevel", add_prefix_space: true, trim_offsets: true, use_regex: true },
-    model: { type: "BPE", dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges: [] },
+    model: {
+      type: "BPE",
+      dropout: null,
+      unk_token: null,
+      continuing_subword_prefix: null,
+      end_of_word_suffix: null,
+      fuse_unk: false,
+      byte_fallback: false,
+      ignore_merges: false,
+      vocab,
+      merges: [],
+    },
   };
-  const config = { add_bos_token: true, add_eos_token: false, bos_token: "<|begin_of_text|>", eos_token: "<|end_of_text|>", clean_up_tokenization_spaces: true, model_max_length: 131072, tokenizer_class: "PreTrainedTokenizerFast" };
+  const config = {
+    add_bos_token: true,
+    add_eos_token: false,
+    bos_token: "<|begin_of_text|>",
+    eos_token: "<|end_of_text|>",
+    clean_up_tokenization_spaces: true,
+    model_max_length: 131072,
+    tokenizer_class: "PreTrainedTokenizerFast",
+  };
   return { tokenizer, config };
 }
 
@@ -183,4 +249,6 @@ fs.writeFileSync(path.join(o.out, "tokenizer.json"), JSON.stringify(tok.tokenize
 fs.writeFileSync(path.join(o.out, "tokenizer_config.json"), `${JSON.stringify(tok.config, null, 2)}\n`);
 const tensors = tensorsOf(config);
 const bytes = writeSafetensors(path.join(o.out, "model.safetensors"), tensors, o.seed);
-console.log(`make-hf: ${o.shape} seed ${o.seed}: ${tensors.length} tensors, ${(bytes / 1e9).toFixed(3)} GB in ${((performance.now() - t0) / 1000).toFixed(1)} s -> ${o.out}`);
+console.log(
+  `make-hf: ${o.shape} seed ${o.seed}: ${tensors.length} tensors, ${(bytes / 1e9).toFixed(3)} GB in ${((performance.now() - t0) / 1000).toFixed(1)} s -> ${o.out}`,
+);

@@ -19,33 +19,68 @@ const { QUANT_FORMATS, encodeGGUFHeader } = await import(pathToFileURL(modelsDis
 
 /** Llama-3.2-1B's shape (HF config.json of meta-llama/Llama-3.2-1B). */
 export const SHAPE = {
-  hidden: 2048, layers: 16, heads: 32, kvHeads: 8, headDim: 64, ffn: 8192, vocab: 128256, context: 131072,
-  rmsEps: 1e-5, ropeTheta: 500000, rope: { factor: 32, lowFreqFactor: 1, highFreqFactor: 4, originalContext: 8192 },
-  bos: 128000, eos: 128009, eot: 128009, endOfText: 128001,
+  hidden: 2048,
+  layers: 16,
+  heads: 32,
+  kvHeads: 8,
+  headDim: 64,
+  ffn: 8192,
+  vocab: 128256,
+  context: 131072,
+  rmsEps: 1e-5,
+  ropeTheta: 500000,
+  rope: { factor: 32, lowFreqFactor: 1, highFreqFactor: 4, originalContext: 8192 },
+  bos: 128000,
+  eos: 128009,
+  eot: 128009,
+  endOfText: 128001,
 };
 
-const USAGE = "usage: node tools/random-model/make-random-model.mjs [--type F16|Q8_0|Q4_K_M|all] [--out-dir DIR] [--seed N]";
+const USAGE =
+  "usage: node tools/random-model/make-random-model.mjs [--type F16|Q8_0|Q4_K_M|all] [--out-dir DIR] [--seed N]";
 let flags;
 try {
-  flags = parseArgs({ options: { type: { type: "string", default: "all" }, "out-dir": { type: "string" }, seed: { type: "string", default: "1" }, help: { type: "boolean" } } }).values;
+  flags = parseArgs({
+    options: {
+      type: { type: "string", default: "all" },
+      "out-dir": { type: "string" },
+      seed: { type: "string", default: "1" },
+      help: { type: "boolean" },
+    },
+  }).values;
 } catch (e) {
   console.error(`${e.message}\n${USAGE}`);
   process.exit(2);
 }
-if (flags.help) { console.log(USAGE); process.exit(0); }
+if (flags.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
 const TYPES = ["F16", "Q8_0", "Q4_K_M"];
 const types = flags.type === "all" ? TYPES : [flags.type];
-for (const t of types) if (!TYPES.includes(t)) { console.error(`--type must be one of ${TYPES.join(", ")} or all, not ${t}`); process.exit(2); }
+for (const t of types)
+  if (!TYPES.includes(t)) {
+    console.error(`--type must be one of ${TYPES.join(", ")} or all, not ${t}`);
+    process.exit(2);
+  }
 const outDir = path.resolve(flags["out-dir"] ?? path.join(os.tmpdir(), "poot-random-model"));
-if (!/^\d+$/.test(flags.seed)) { console.error(`--seed must be a non-negative integer, not ${flags.seed}`); process.exit(2); }
+if (!/^\d+$/.test(flags.seed)) {
+  console.error(`--seed must be a non-negative integer, not ${flags.seed}`);
+  process.exit(2);
+}
 const seed = Number(flags.seed) >>> 0;
 
 /** A seeded 32-bit generator (xorshift128), so every run writes the same bytes. */
 function rng(s) {
-  let a = s ^ 0x9e3779b9, b = Math.imul(s, 0x85ebca6b) ^ 0x2545f491, c = 0x6a09e667, d = 0xbb67ae85;
+  let a = s ^ 0x9e3779b9,
+    b = Math.imul(s, 0x85ebca6b) ^ 0x2545f491,
+    c = 0x6a09e667,
+    d = 0xbb67ae85;
   const next = () => {
     const t = a ^ (a << 11);
-    a = b; b = c; c = d;
+    a = b;
+    b = c;
+    c = d;
     d = (d ^ (d >>> 19) ^ t ^ (t >>> 8)) >>> 0;
     return d;
   };
@@ -55,7 +90,8 @@ function rng(s) {
 
 /** f16 bits of a positive finite number (round to nearest; subnormals kept). */
 function f16(x) {
-  const f = new Float32Array([x]), u = new Uint32Array(f.buffer)[0];
+  const f = new Float32Array([x]),
+    u = new Uint32Array(f.buffer)[0];
   const e = ((u >>> 23) & 0xff) - 127 + 15;
   if (e >= 31) return 0x7bff;
   if (e <= 0) return Math.round(x / 2 ** -24) & 0x3ff;
@@ -66,12 +102,15 @@ function f16(x) {
 // Per-format block fix-ups: random codes stay; scale fields get values that give weights of std ≈ 0.02.
 // Q8_0: d·q, q uniform int8 (std 73.6). Q4_K: d·sc·q − dmin·m, sc, m 6-bit, q 4-bit (dmin = 7.5 d centres it).
 // Q6_K: d·sc·(q − 32), sc int8 in 16..47, q 6-bit (std 18.5). F16: sign, exponent 2^-9..2^-5, random mantissa.
-const put16 = (buf, at, v) => { buf[at] = v & 0xff; buf[at + 1] = v >>> 8; };
+const put16 = (buf, at, v) => {
+  buf[at] = v & 0xff;
+  buf[at + 1] = v >>> 8;
+};
 const FIX = {
   F16(buf, next) {
     for (let o = 0; o < buf.length; o += 2) {
       const r = next();
-      put16(buf, o, (r & 0x83ff) | ((6 + (r >>> 16) % 5) << 10));
+      put16(buf, o, (r & 0x83ff) | ((6 + ((r >>> 16) % 5)) << 10));
     }
   },
   Q8_0(buf, next) {
@@ -105,7 +144,10 @@ function tensorsOf(type) {
     if (role === "embd" || ((role === "attn_v" || role === "ffn_down") && moreBits(layer, L))) return F.Q6_K;
     return F.Q4_K;
   };
-  const t = [{ name: "token_embd.weight", ggmlDims: [H, V], format: mat("embd", 0) }, { name: "rope_freqs.weight", ggmlDims: [D / 2], format: F.F32 }];
+  const t = [
+    { name: "token_embd.weight", ggmlDims: [H, V], format: mat("embd", 0) },
+    { name: "rope_freqs.weight", ggmlDims: [D / 2], format: F.F32 },
+  ];
   for (let i = 0; i < L; i++) {
     const b = `blk.${i}.`;
     t.push(
@@ -127,7 +169,8 @@ function tensorsOf(type) {
 /** llama3 rope scaling baked into per-frequency divisors, as convert_hf_to_gguf.py writes `rope_freqs`. */
 function ropeFreqs() {
   const { headDim: D, ropeTheta, rope: r } = SHAPE;
-  const lowWave = r.originalContext / r.lowFreqFactor, highWave = r.originalContext / r.highFreqFactor;
+  const lowWave = r.originalContext / r.lowFreqFactor,
+    highWave = r.originalContext / r.highFreqFactor;
   return Float32Array.from({ length: D / 2 }, (_, i) => {
     const wave = (2 * Math.PI) / (1 / ropeTheta ** ((2 * i) / D));
     if (wave < highWave) return 1;
@@ -148,7 +191,8 @@ function vocabulary() {
     const printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
     byteSym.push(String.fromCodePoint(printable ? b : 256 + n++));
   }
-  const tokens = [...byteSym], merges = [];
+  const tokens = [...byteSym],
+    merges = [];
   const common = [..."abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", "Ġ", "Ċ"];
   const have = new Set(tokens);
   const add = (a, b) => {
@@ -157,31 +201,58 @@ function vocabulary() {
   };
   for (const a of common) for (const b of common) add(a, b);
   for (const a of common) for (const b of common) for (const c of common) add(a + b, c);
-  const special = ["<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_token_0|>", "<|reserved_special_token_1|>", "<|finetune_right_pad_id|>", "<|reserved_special_token_2|>", "<|start_header_id|>", "<|end_header_id|>", "<|eom_id|>", "<|eot_id|>", "<|python_tag|>"];
+  const special = [
+    "<|begin_of_text|>",
+    "<|end_of_text|>",
+    "<|reserved_special_token_0|>",
+    "<|reserved_special_token_1|>",
+    "<|finetune_right_pad_id|>",
+    "<|reserved_special_token_2|>",
+    "<|start_header_id|>",
+    "<|end_header_id|>",
+    "<|eom_id|>",
+    "<|eot_id|>",
+    "<|python_tag|>",
+  ];
   for (let i = 0; tokens.length < SHAPE.vocab; i++) tokens.push(special[i] ?? `<|reserved_special_token_${i - 8}|>`);
   const types = tokens.map((_, i) => (i >= SHAPE.bos ? 3 : 1));
   return { tokens, merges, types };
 }
 
-const CHAT_TEMPLATE = "{{- bos_token }}{%- for message in messages %}{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + message['content'] | trim + '<|eot_id|>' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{%- endif %}";
+const CHAT_TEMPLATE =
+  "{{- bos_token }}{%- for message in messages %}{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + message['content'] | trim + '<|eot_id|>' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{%- endif %}";
 
 function metadataOf(type, vocab) {
-  const s = (value) => ({ type: "string", value }), u32 = (value) => ({ type: "u32", value }), f32 = (value) => ({ type: "f32", value });
+  const s = (value) => ({ type: "string", value }),
+    u32 = (value) => ({ type: "u32", value }),
+    f32 = (value) => ({ type: "f32", value });
   const c = SHAPE;
   return {
-    "general.architecture": s("llama"), "general.name": s(`random Llama-3.2-1B-shaped benchmark model (${type}, seed ${seed})`),
-    "general.file_type": u32({ F16: 1, Q8_0: 7, Q4_K_M: 15 }[type]), "general.quantization_version": u32(2),
-    "llama.vocab_size": u32(c.vocab), "llama.context_length": u32(c.context), "llama.embedding_length": u32(c.hidden),
-    "llama.block_count": u32(c.layers), "llama.feed_forward_length": u32(c.ffn), "llama.attention.head_count": u32(c.heads),
-    "llama.attention.head_count_kv": u32(c.kvHeads), "llama.attention.layer_norm_rms_epsilon": f32(c.rmsEps),
-    "llama.attention.key_length": u32(c.headDim), "llama.attention.value_length": u32(c.headDim),
-    "llama.rope.freq_base": f32(c.ropeTheta), "llama.rope.dimension_count": u32(c.headDim),
-    "tokenizer.ggml.model": s("gpt2"), "tokenizer.ggml.pre": s("llama-bpe"),
+    "general.architecture": s("llama"),
+    "general.name": s(`random Llama-3.2-1B-shaped benchmark model (${type}, seed ${seed})`),
+    "general.file_type": u32({ F16: 1, Q8_0: 7, Q4_K_M: 15 }[type]),
+    "general.quantization_version": u32(2),
+    "llama.vocab_size": u32(c.vocab),
+    "llama.context_length": u32(c.context),
+    "llama.embedding_length": u32(c.hidden),
+    "llama.block_count": u32(c.layers),
+    "llama.feed_forward_length": u32(c.ffn),
+    "llama.attention.head_count": u32(c.heads),
+    "llama.attention.head_count_kv": u32(c.kvHeads),
+    "llama.attention.layer_norm_rms_epsilon": f32(c.rmsEps),
+    "llama.attention.key_length": u32(c.headDim),
+    "llama.attention.value_length": u32(c.headDim),
+    "llama.rope.freq_base": f32(c.ropeTheta),
+    "llama.rope.dimension_count": u32(c.headDim),
+    "tokenizer.ggml.model": s("gpt2"),
+    "tokenizer.ggml.pre": s("llama-bpe"),
     "tokenizer.ggml.tokens": { type: "array", elem: "string", value: vocab.tokens },
     "tokenizer.ggml.token_type": { type: "array", elem: "i32", value: vocab.types },
     "tokenizer.ggml.merges": { type: "array", elem: "string", value: vocab.merges },
-    "tokenizer.ggml.bos_token_id": u32(c.bos), "tokenizer.ggml.eos_token_id": u32(c.eos),
-    "tokenizer.ggml.add_bos_token": { type: "bool", value: true }, "tokenizer.chat_template": s(CHAT_TEMPLATE),
+    "tokenizer.ggml.bos_token_id": u32(c.bos),
+    "tokenizer.ggml.eos_token_id": u32(c.eos),
+    "tokenizer.ggml.add_bos_token": { type: "bool", value: true },
+    "tokenizer.chat_template": s(CHAT_TEMPLATE),
   };
 }
 
@@ -197,16 +268,21 @@ function writeModel(type, vocab) {
   const next = rng(seed * 7919 + TYPES.indexOf(type));
   const CHUNK = 16 << 20;
   tensors.forEach((t, i) => {
-    const pl = enc.placements[i], start = enc.header.length + pl.offset;
+    const pl = enc.placements[i],
+      start = enc.header.length + pl.offset;
     if (start > pos) fs.writeSync(fd, new Uint8Array(start - pos));
     if (t.format.name === "F32") {
-      const v = t.name === "rope_freqs.weight" ? ropeFreqs() : Float32Array.from({ length: pl.byteLength / 4 }, () => 1 + ((next() % 201) - 100) / 1000);
+      const v =
+        t.name === "rope_freqs.weight"
+          ? ropeFreqs()
+          : Float32Array.from({ length: pl.byteLength / 4 }, () => 1 + ((next() % 201) - 100) / 1000);
       fs.writeSync(fd, new Uint8Array(v.buffer));
     } else {
       const bb = t.format.blockBytes;
-      for (let left = pl.byteLength; left > 0;) {
+      for (let left = pl.byteLength; left > 0; ) {
         const n = Math.min(left, Math.floor(CHUNK / bb) * bb);
-        const buf = new Uint8Array(Math.ceil(n / 4) * 4), words = new Uint32Array(buf.buffer);
+        const buf = new Uint8Array(Math.ceil(n / 4) * 4),
+          words = new Uint32Array(buf.buffer);
         for (let k = 0; k < words.length; k++) words[k] = next();
         FIX[t.format.name](buf.subarray(0, n), next);
         fs.writeSync(fd, buf, 0, n);
@@ -219,7 +295,9 @@ function writeModel(type, vocab) {
   const counts = {};
   for (const t of tensors) counts[t.format.name] = (counts[t.format.name] ?? 0) + 1;
   const size = fs.statSync(file).size;
-  console.log(`${file}: ${size} bytes (${(size / 2 ** 20).toFixed(1)} MiB), ${tensors.length} tensors ${JSON.stringify(counts)}, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  console.log(
+    `${file}: ${size} bytes (${(size / 2 ** 20).toFixed(1)} MiB), ${tensors.length} tensors ${JSON.stringify(counts)}, ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+  );
 }
 
 fs.mkdirSync(outDir, { recursive: true });

@@ -21,7 +21,8 @@ const step = async (name, fn) => {
 const api = !process.argv.includes("--no-api");
 rmSync(GEN_DATA, { recursive: true, force: true });
 // `--no-api` (the dev server) keeps the API reference a previous build wrote; typedoc is most of the build's time.
-for (const d of ["kernels", "playground", "demo", ...(api ? ["api"] : [])]) rmSync(join(GEN_PUBLIC, d), { recursive: true, force: true });
+for (const d of ["kernels", "playground", "demo", ...(api ? ["api"] : [])])
+  rmSync(join(GEN_PUBLIC, d), { recursive: true, force: true });
 await step("CLI reference", generateCli);
 await step("decision records", generateDecisions);
 await step("architecture document", generateArchitecture);
@@ -30,6 +31,19 @@ await step("fusion explorer", generateExplorer);
 await step("playground", generatePlayground);
 if (api) {
   // typedoc over every package, into the site's static files (strict: a warning fails the build).
-  await step("API reference (typedoc)", () => execFileSync(process.execPath, [join(REPO, "node_modules/typedoc/bin/typedoc"), "--out", join(GEN_PUBLIC, "api"), "--treatValidationWarningsAsErrors", "--logLevel", "Warn"], { cwd: REPO, stdio: "inherit" }));
+  await step("API reference (typedoc)", () =>
+    execFileSync(
+      process.execPath,
+      [
+        join(REPO, "node_modules/typedoc/bin/typedoc"),
+        "--out",
+        join(GEN_PUBLIC, "api"),
+        "--treatValidationWarningsAsErrors",
+        "--logLevel",
+        "Warn",
+      ],
+      { cwd: REPO, stdio: "inherit" },
+    ),
+  );
 }
 console.log(`docs: generated in ${Date.now() - t0} ms`);

@@ -28,10 +28,16 @@ try {
   await shot("explorer");
 
   await page.goto(`${server.origin}/playground/`);
-  await page.waitForFunction(() => document.getElementById("playground")?.dataset["state"] === "ready", undefined, { timeout: 60_000 });
+  await page.waitForFunction(() => document.getElementById("playground")?.dataset["state"] === "ready", undefined, {
+    timeout: 60_000,
+  });
   await page.fill("#pg-prompt", "The meaning of life is");
   await page.click("#pg-go");
-  await page.waitForFunction(() => ["done", "error"].includes(document.getElementById("playground")?.dataset["state"] ?? ""), undefined, { timeout: 480_000, polling: 500 });
+  await page.waitForFunction(
+    () => ["done", "error"].includes(document.getElementById("playground")?.dataset["state"] ?? ""),
+    undefined,
+    { timeout: 480_000, polling: 500 },
+  );
   await shot("playground");
 } finally {
   await close();

@@ -8,11 +8,23 @@ import { fileURLToPath } from "node:url";
 /** The built site. */
 export const DIST = fileURLToPath(new URL("../dist/", import.meta.url));
 
-const TYPES = { ".html": "text/html; charset=utf-8", ".js": "text/javascript", ".css": "text/css", ".json": "application/json", ".svg": "image/svg+xml", ".png": "image/png", ".txt": "text/plain; charset=utf-8", ".woff2": "font/woff2", ".ico": "image/x-icon", ".xml": "application/xml" };
+const TYPES = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript",
+  ".css": "text/css",
+  ".json": "application/json",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+  ".txt": "text/plain; charset=utf-8",
+  ".woff2": "font/woff2",
+  ".ico": "image/x-icon",
+  ".xml": "application/xml",
+};
 
 /** Starts a server over `root` on a free port of 127.0.0.1; resolves to its origin and a close function. */
 export async function serveDist(root = DIST) {
-  if (!existsSync(join(root, "index.html"))) throw new Error(`${root} has no index.html: run \`pnpm --filter docs build\` first`);
+  if (!existsSync(join(root, "index.html")))
+    throw new Error(`${root} has no index.html: run \`pnpm --filter docs build\` first`);
   const server = createServer((req, res) => {
     const url = decodeURIComponent((req.url ?? "/").replace(/[?#].*$/, ""));
     let file = normalize(join(root, url));

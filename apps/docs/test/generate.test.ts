@@ -10,13 +10,16 @@ import { cliModel } from "../scripts/gen/cli.mjs";
 import { links, parseDecision } from "../scripts/gen/decisions.mjs";
 
 const REPO = fileURLToPath(new URL("../../../", import.meta.url));
-const poot = (...args: string[]): string => execFileSync(process.execPath, [join(REPO, "packages/cli/bin/poot.mjs"), ...args], { cwd: REPO, encoding: "utf8" });
+const poot = (...args: string[]): string =>
+  execFileSync(process.execPath, [join(REPO, "packages/cli/bin/poot.mjs"), ...args], { cwd: REPO, encoding: "utf8" });
 
 describe("the CLI reference", () => {
   it("lists every command `poot --help` prints, each with the options its own --help prints", () => {
     const m = cliModel();
     // The "Commands:" section of the help, up to the next line that does not start with a space.
-    const help = poot("--help").split(/^Commands:\n/m)[1]!.split(/^\S/m)[0]!;
+    const help = poot("--help")
+      .split(/^Commands:\n/m)[1]!
+      .split(/^\S/m)[0]!;
     const listed = [...help.matchAll(/^ {2}([a-z][\w-]*)(?: \[|\s+)/gm)].map((x) => x[1]).filter((n) => n !== "help");
     expect(m.commands.map((c: { name: string }) => c.name).sort()).toEqual(listed.sort());
     for (const c of m.commands as { name: string; options: { flags: string }[] }[]) {
@@ -37,7 +40,9 @@ describe("the decision records", () => {
   });
 
   it("rewrite links to records to site pages and keep other relative links as text", () => {
-    expect(links("see [0603](0603-paged-kv-cache.md#pages) and [code](../../packages/x.ts) and [web](https://a.b/)")).toBe(
+    expect(
+      links("see [0603](0603-paged-kv-cache.md#pages) and [code](../../packages/x.ts) and [web](https://a.b/)"),
+    ).toBe(
       "see [0603](/decisions/0603-paged-kv-cache/#pages) and code (`../../packages/x.ts`) and [web](https://a.b/)",
     );
   });
@@ -65,6 +70,11 @@ describe("the benchmark JSON", () => {
     const tableRows = text.split("\n").filter((l) => /^\|/.test(l.trim()) && !/^\|[\s:|-]+\|$/.test(l.trim())).length;
     const headers = sections.reduce((a, s) => a + s.tables.length, 0);
     expect(rows + headers).toBe(tableRows);
-    expect([leadingNumber("16.55 (8.78)"), leadingNumber("**634.5** (1.576 ms)"), leadingNumber("—"), leadingNumber("1,324 MB")]).toEqual([16.55, 634.5, null, 1324]);
+    expect([
+      leadingNumber("16.55 (8.78)"),
+      leadingNumber("**634.5** (1.576 ms)"),
+      leadingNumber("—"),
+      leadingNumber("1,324 MB"),
+    ]).toEqual([16.55, 634.5, null, 1324]);
   });
 });

@@ -16,13 +16,18 @@ import { DIST, serveDist } from "../scripts/static-server.mjs";
 const REPO = fileURLToPath(new URL("../../../", import.meta.url));
 const POOT = join(REPO, "packages/cli/bin/poot.mjs");
 /** `poot ARGS...` as a user runs it; stdout. */
-const poot = (...args: string[]): string => execFileSync(process.execPath, [POOT, ...args], { cwd: REPO, encoding: "utf8" });
+const poot = (...args: string[]): string =>
+  execFileSync(process.execPath, [POOT, ...args], { cwd: REPO, encoding: "utf8" });
 
 let why = "";
 let origin = "";
 let closeServer: (() => Promise<void>) | undefined;
 beforeAll(async () => {
-  const missing = !existsSync(CHROMIUM) ? `no Chromium at ${CHROMIUM}` : !existsSync(join(DIST, "index.html")) ? `${DIST} is not built (pnpm --filter docs build)` : "";
+  const missing = !existsSync(CHROMIUM)
+    ? `no Chromium at ${CHROMIUM}`
+    : !existsSync(join(DIST, "index.html"))
+      ? `${DIST} is not built (pnpm --filter docs build)`
+      : "";
   // In CI a missing prerequisite fails the suite instead of skipping it.
   if (missing !== "" && process.env["CI"] !== undefined) throw new Error(missing);
   if (missing !== "") return void (why = missing);
@@ -38,15 +43,24 @@ async function open(ctx: BrowserContext, path: string, base = origin): Promise<{
   const errors: string[] = [];
   page.on("console", (m) => void (m.type() === "error" && errors.push(`console: ${m.text()}`)));
   page.on("pageerror", (e) => errors.push(`uncaught: ${e.message}`));
-  page.on("response", (r) => void (r.status() >= 400 && errors.push(`HTTP ${r.status()}: ${r.url().replace(base, "")}`)));
+  page.on(
+    "response",
+    (r) => void (r.status() >= 400 && errors.push(`HTTP ${r.status()}: ${r.url().replace(base, "")}`)),
+  );
   const r = await page.goto(base + path, { waitUntil: "load" });
   if (r === null || !r.ok()) errors.push(`HTTP ${r?.status() ?? "no response"} for ${path}`);
   return { page, errors };
 }
 
 /** Visits every page reachable from `/` of `base`; reports console errors, failed requests and dead file links. */
-async function crawl(ctx: BrowserContext, base: string): Promise<{ pages: number; files: number; errors: string[]; broken: string[] }> {
-  const seen = new Set<string>(), queue = ["/"], broken: string[] = [], errors: string[] = [];
+async function crawl(
+  ctx: BrowserContext,
+  base: string,
+): Promise<{ pages: number; files: number; errors: string[]; broken: string[] }> {
+  const seen = new Set<string>(),
+    queue = ["/"],
+    broken: string[] = [],
+    errors: string[] = [];
   const checked = new Map<string, number>();
   while (queue.length > 0) {
     const path = queue.shift()!;
@@ -54,7 +68,12 @@ async function crawl(ctx: BrowserContext, base: string): Promise<{ pages: number
     seen.add(path);
     const { page, errors: e } = await open(ctx, path, base);
     // The playground starts a download and workers; wait until it is ready so late errors surface too.
-    if (path === "/playground/") await page.waitForFunction(() => document.getElementById("playground")?.dataset["state"] !== "loading", undefined, { timeout: 60_000 });
+    if (path === "/playground/")
+      await page.waitForFunction(
+        () => document.getElementById("playground")?.dataset["state"] !== "loading",
+        undefined,
+        { timeout: 60_000 },
+      );
     errors.push(...e.map((x) => `${path}: ${x}`));
     const hrefs = await page.$$eval("a[href]", (as) => as.map((a) => (a as HTMLAnchorElement).href));
     await page.close();
@@ -93,7 +112,10 @@ describe("the docs site, built, in headless Chromium", () => {
   it("planted: a page with a console error and a link to a missing page fails the crawl", async (t) => {
     if (why !== "") return t.skip(why);
     const dir = await mkdtemp(join(tmpdir(), "poot-docs-planted-"));
-    await writeFile(join(dir, "index.html"), `<!doctype html><title>planted</title><a href="/missing/">x</a><a href="/generated/nope.txt">y</a><script>console.error("planted")</script>`);
+    await writeFile(
+      join(dir, "index.html"),
+      `<!doctype html><title>planted</title><a href="/missing/">x</a><a href="/generated/nope.txt">y</a><script>console.error("planted")</script>`,
+    );
     const s = await serveDist(dir + "/");
     const { ctx, close } = await openBrowser();
     try {
@@ -114,7 +136,10 @@ describe("the docs site, built, in headless Chromium", () => {
     try {
       const { page, errors } = await open(ctx, "/explorer/");
       await page.waitForSelector("#explorer[data-ready='true']");
-      for (const [id, path] of [["demo", "models/demo"], ["llama-3.2-1b", "fixtures/configs/llama-3.2-1b.json"]] as const) {
+      for (const [id, path] of [
+        ["demo", "models/demo"],
+        ["llama-3.2-1b", "fixtures/configs/llama-3.2-1b.json"],
+      ] as const) {
         for (const kind of ["wgpu", "cuda", "cpu"]) {
           // `poot compile MODEL --target KIND` prints "KIND: U -> F dispatches (...)".
           const line = poot("compile", path, "--target", kind);
@@ -135,10 +160,19 @@ describe("the docs site, built, in headless Chromium", () => {
       await page.selectOption("#ex-model", "demo");
       await page.selectOption("#ex-backend", "wgpu");
       await page.click('.ex-panel[data-model="demo"][data-backend="wgpu"] .ex-group >> nth=0');
-      const marks: Record<string, RegExp> = { wgsl: /@compute/, ptx: /\.entry/, spirv: /OpEntryPoint GLCompute/, amdgpu: /amdgpu_kernel/, wasm: /\(module/ };
+      const marks: Record<string, RegExp> = {
+        wgsl: /@compute/,
+        ptx: /\.entry/,
+        spirv: /OpEntryPoint GLCompute/,
+        amdgpu: /amdgpu_kernel/,
+        wasm: /\(module/,
+      };
       for (const [target, mark] of Object.entries(marks)) {
         await page.click(`#ex-kernel .ex-tabs button[data-target=${target}]`);
-        await page.waitForFunction((tg) => document.getElementById("explorer")?.dataset["kernelLoaded"]?.startsWith(`${tg}:`), target);
+        await page.waitForFunction(
+          (tg) => document.getElementById("explorer")?.dataset["kernelLoaded"]?.startsWith(`${tg}:`),
+          target,
+        );
         expect(await page.locator("#ex-kernel-text").innerText(), target).toMatch(mark);
       }
       expect(errors).toEqual([]);
@@ -149,17 +183,28 @@ describe("the docs site, built, in headless Chromium", () => {
 
   const PROMPT = "The meaning of life is";
   const MAX = 24;
-  for (const [label, flags] of [["CPU fallback (no WebGPU adapter)", []], ["SwiftShader's WebGPU adapter present", SWIFTSHADER_WEBGPU]] as const) {
+  for (const [label, flags] of [
+    ["CPU fallback (no WebGPU adapter)", []],
+    ["SwiftShader's WebGPU adapter present", SWIFTSHADER_WEBGPU],
+  ] as const) {
     it(`the playground, ${label}: the same greedy text as \`poot generate\``, async (t) => {
       if (why !== "") return t.skip(why);
       const { ctx, close } = await openBrowser([...flags]);
       try {
         const { page, errors } = await open(ctx, "/playground/");
-        await page.waitForFunction(() => document.getElementById("playground")?.dataset["state"] === "ready", undefined, { timeout: 60_000 });
+        await page.waitForFunction(
+          () => document.getElementById("playground")?.dataset["state"] === "ready",
+          undefined,
+          { timeout: 60_000 },
+        );
         await page.fill("#pg-prompt", PROMPT);
         await page.fill("#pg-max", String(MAX));
         await page.click("#pg-go");
-        await page.waitForFunction(() => ["done", "error"].includes(document.getElementById("playground")?.dataset["state"] ?? ""), undefined, { timeout: 480_000, polling: 500 });
+        await page.waitForFunction(
+          () => ["done", "error"].includes(document.getElementById("playground")?.dataset["state"] ?? ""),
+          undefined,
+          { timeout: 480_000, polling: 500 },
+        );
         const status = await page.locator("#pg-status").innerText();
         const data = await page.evaluate(() => ({ ...document.getElementById("playground")!.dataset }));
         expect(data["state"], status).toBe("done");
@@ -167,7 +212,9 @@ describe("the docs site, built, in headless Chromium", () => {
         const promptIds = JSON.parse(data["promptIds"]!) as number[];
         // The oracle: the CLI's tokenizer and its greedy generation on the float64 reference evaluator.
         expect(promptIds).toEqual(JSON.parse(poot("tokenize", "models/demo", "--text", PROMPT, "--add-special")));
-        const ids = JSON.parse(poot("generate", "models/demo", "--ids", promptIds.join(","), "--max-tokens", String(MAX), "--greedy")) as number[];
+        const ids = JSON.parse(
+          poot("generate", "models/demo", "--ids", promptIds.join(","), "--max-tokens", String(MAX), "--greedy"),
+        ) as number[];
         expect(pageIds).toEqual(ids);
         const text = Tokenizer.fromFolder(join(REPO, "models/demo")).decode(ids, { skipSpecial: true });
         expect(await page.locator("#pg-out").innerText()).toBe(text);
@@ -176,7 +223,8 @@ describe("the docs site, built, in headless Chromium", () => {
         // With an adapter the page runs backend-wgpu; without one (standard headless flags) the CPU backend.
         const hasAdapter = webgpu.startsWith("WebGPU adapter");
         expect(await page.locator("#pg-backend").innerText()).toMatch(hasAdapter ? /^wgpu \(/ : /^cpu \(/);
-        if (flags.length === 0) expect(hasAdapter, "headless Chromium with --disable-gpu offers no WebGPU adapter").toBe(false);
+        if (flags.length === 0)
+          expect(hasAdapter, "headless Chromium with --disable-gpu offers no WebGPU adapter").toBe(false);
         if (flags.length > 0 && !hasAdapter) t.annotate(`this Chromium offers no SwiftShader adapter: ${webgpu}`);
         t.annotate(`${label}: "${text}" — ${await page.locator("#pg-speed").innerText()}; ${webgpu}`);
         expect(errors).toEqual([]);

@@ -20,10 +20,18 @@ const FORMATS = { F32: [1, 1024], F16: [2, 512], BF16: [3, 512], Q8_0: [8, 272],
 const WANT = arg("formats", Object.keys(FORMATS).join(",")).split(",");
 const ISAS = arg("isas", "avx2,avx512").split(",");
 /** [K, N] of the decode GEMVs (q/o, k/v, gate/up, down, the LM head). */
-const SHAPES = [[2048, 2048], [2048, 512], [2048, 8192], [8192, 2048], [2048, 128256]];
+const SHAPES = [
+  [2048, 2048],
+  [2048, 512],
+  [2048, 8192],
+  [8192, 2048],
+  [2048, 128256],
+];
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-const path = fileURLToPath(new URL(`../native/prebuilt/${process.platform}-${process.arch}/libpoot_cpu.so`, import.meta.url));
+const path = fileURLToPath(
+  new URL(`../native/prebuilt/${process.platform}-${process.arch}/libpoot_cpu.so`, import.meta.url),
+);
 if (!existsSync(path)) throw new Error(`no prebuilt native kernels for ${process.platform}-${process.arch}`);
 const require = createRequire(import.meta.url);
 const lib = require("koffi").load(path);
@@ -32,10 +40,20 @@ const force = lib.func("int poot_native_force(const char *isa)");
 const addr = lib.func("uint64_t poot_native_addr(const void *p)");
 
 const maxBytes = 128256 * 2048 * 4 + (1 << 20);
-const memory = new WebAssembly.Memory({ initial: Math.ceil((2 * maxBytes + (1 << 20)) / 65536), maximum: 65536, shared: true });
-const u8 = new Uint8Array(memory.buffer), u32 = new Uint32Array(memory.buffer), f32 = new Float32Array(memory.buffer);
+const memory = new WebAssembly.Memory({
+  initial: Math.ceil((2 * maxBytes + (1 << 20)) / 65536),
+  maximum: 65536,
+  shared: true,
+});
+const u8 = new Uint8Array(memory.buffer),
+  u32 = new Uint32Array(memory.buffer),
+  f32 = new Float32Array(memory.buffer);
 const base = Number(addr(u8));
-const ARGS = 0, X = 4096, Y = X + 8192 * 4, W = 1 << 20, COPY = W + maxBytes;
+const ARGS = 0,
+  X = 4096,
+  Y = X + 8192 * 4,
+  W = 1 << 20,
+  COPY = W + maxBytes;
 for (let i = 0; i < 8192; i++) f32[X / 4 + i] = Math.sin(i);
 
 /** Valid weights: finite halves and small block scales (random bytes elsewhere). */
@@ -43,10 +61,12 @@ function fill(name, bytes) {
   randomFillSync(u8.subarray(W, W + bytes));
   const u16 = new Uint16Array(memory.buffer, W, bytes >> 1);
   if (name === "F32") for (let i = 0; i < bytes >> 2; i++) u32[W / 4 + i] = (u32[W / 4 + i] & 0x807fffff) | (120 << 23);
-  else if (name === "F16" || name === "BF16") for (let i = 0; i < u16.length; i++) u16[i] = name === "F16" ? u16[i] & 0xbbff : (u16[i] & 0x807f) | (120 << 7);
+  else if (name === "F16" || name === "BF16")
+    for (let i = 0; i < u16.length; i++) u16[i] = name === "F16" ? u16[i] & 0xbbff : (u16[i] & 0x807f) | (120 << 7);
   else {
     const [, per256] = FORMATS[name];
-    const block = name === "Q8_0" ? 34 : per256, halves = { Q8_0: [0], Q4_K: [0, 2], Q6_K: [208] }[name];
+    const block = name === "Q8_0" ? 34 : per256,
+      halves = { Q8_0: [0], Q4_K: [0, 2], Q6_K: [208] }[name];
     for (let o = W; o < W + bytes; o += block) for (const h of halves) u8[o + h + 1] &= 0x3b;
   }
 }
@@ -55,12 +75,16 @@ console.log(`native GEMVs, 1 thread, median of ${RUNS}; ratio = GEMV weight-read
 for (const name of WANT) {
   const [fmt, per256] = FORMATS[name];
   for (const isa of ISAS) {
-    if (force(isa) !== 1) { console.log(`${name} ${isa}: not runnable on this CPU`); continue; }
+    if (force(isa) !== 1) {
+      console.log(`${name} ${isa}: not runnable on this CPU`);
+      continue;
+    }
     for (const [K, N] of SHAPES) {
-      const bytes = (K * N / 256) * per256;
+      const bytes = ((K * N) / 256) * per256;
       fill(name, bytes);
       u32.set([X, W, Y, fmt, 0, 1, N, K, N], ARGS / 4);
-      const times = [], copies = [];
+      const times = [],
+        copies = [];
       // Run -1 warms up (the copy's first touch of its pages, the kernel's first call).
       for (let r = -1; r < RUNS; r++) {
         const c0 = performance.now();
@@ -72,8 +96,11 @@ for (const name of WANT) {
         copies.push(t0 - c0);
         times.push(t1 - t0);
       }
-      const gbps = bytes / median(times) / 1e6, copy = (2 * bytes) / median(copies) / 1e6;
-      console.log(`${name.padEnd(5)} ${isa.padEnd(6)} K=${String(K).padEnd(5)} N=${String(N).padEnd(6)} ${median(times).toFixed(2).padStart(8)} ms  ${gbps.toFixed(1).padStart(5)} GB/s  copy ${copy.toFixed(1).padStart(5)} GB/s (read+write)  ratio ${(gbps / copy).toFixed(2)}`);
+      const gbps = bytes / median(times) / 1e6,
+        copy = (2 * bytes) / median(copies) / 1e6;
+      console.log(
+        `${name.padEnd(5)} ${isa.padEnd(6)} K=${String(K).padEnd(5)} N=${String(N).padEnd(6)} ${median(times).toFixed(2).padStart(8)} ms  ${gbps.toFixed(1).padStart(5)} GB/s  copy ${copy.toFixed(1).padStart(5)} GB/s (read+write)  ratio ${(gbps / copy).toFixed(2)}`,
+      );
     }
   }
 }

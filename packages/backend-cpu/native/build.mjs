@@ -16,7 +16,11 @@ try {
   const cc = process.env.CC ?? "gcc";
   const objects = target.units.map((u) => {
     const out = join(tmp, `${u.name}.o`);
-    execFileSync(cc, [...target.common, ...u.flags, `-DPOOT_SOURCE_HASH="${hash}"`, "-c", join(here, "src", u.source), "-o", out], { stdio: "inherit" });
+    execFileSync(
+      cc,
+      [...target.common, ...u.flags, `-DPOOT_SOURCE_HASH="${hash}"`, "-c", join(here, "src", u.source), "-o", out],
+      { stdio: "inherit" },
+    );
     return out;
   });
   const dir = join(here, "prebuilt", "linux-x64");

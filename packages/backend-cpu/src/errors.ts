@@ -31,7 +31,11 @@ export interface CpuErrorContext {
 /** An error of the CPU backend, with a stable `code` and its context. */
 export class CpuError extends Error {
   override readonly name = "CpuError";
-  constructor(readonly code: CpuErrorCode, message: string, readonly context: CpuErrorContext = {}) {
+  constructor(
+    readonly code: CpuErrorCode,
+    message: string,
+    readonly context: CpuErrorContext = {},
+  ) {
     super(message);
   }
 }

@@ -1,7 +1,20 @@
 // The CPU executor: `@poot/executor`'s contract over one shared WebAssembly.Memory and a pool of worker threads
 // (the platform's transport starts them). Weights are copied into the memory once and shared by every staged program.
 
-import { ExecutorError, readWeight, schemaOf, stageParts, type DeviceBytes, type Executor, type ExecutorCaps, type ProgramSchema, type StageInput, type StageOptions, type StateSet, type WeightSource } from "@poot/executor";
+import {
+  ExecutorError,
+  readWeight,
+  schemaOf,
+  stageParts,
+  type DeviceBytes,
+  type Executor,
+  type ExecutorCaps,
+  type ProgramSchema,
+  type StageInput,
+  type StageOptions,
+  type StateSet,
+  type WeightSource,
+} from "@poot/executor";
 import { dtypeName, numel, storageBytes, validateGraph, type Value } from "@poot/graph-ir";
 import { PlanError, compile, defaultTarget, type CompileOptions, type DeviceCaps as PlanCaps } from "@poot/graph-plan";
 import { synthCapsFrom } from "@poot/kernelgen";
@@ -98,16 +111,30 @@ export class CpuExecutor implements Executor {
   /** An executor on `platform` (node: `createCpuExecutor` of `@poot/backend-cpu`; browsers: of `@poot/backend-cpu/browser`). */
   constructor(options: CpuExecutorOptions, platform: CpuPlatform) {
     const threads = options.threads ?? platform.defaultThreads;
-    if (!Number.isInteger(threads) || threads < 1) throw new ExecutorError("unsupported-program", `threads must be a positive integer, got ${threads}`);
+    if (!Number.isInteger(threads) || threads < 1)
+      throw new ExecutorError("unsupported-program", `threads must be a positive integer, got ${threads}`);
     const claims = options.claimsPerThread ?? DEFAULT_CLAIMS;
-    if (!Number.isInteger(claims) || claims < 1) throw new ExecutorError("unsupported-program", `claimsPerThread must be a positive integer, got ${claims}`);
+    if (!Number.isInteger(claims) || claims < 1)
+      throw new ExecutorError("unsupported-program", `claimsPerThread must be a positive integer, got ${claims}`);
     this.#options = options;
     this.memory = new CpuMemory();
     this.native = options.native === false ? null : (platform.native?.() ?? null);
     this.pool = new ThreadPool(this.memory, threads, platform.transport, this.native);
     const kernels = this.native === null ? "Wasm SIMD128" : `native ${this.native.isa} GEMVs + Wasm SIMD128`;
-    this.caps = { kind: "cpu", device: `${platform.cpu}, ${threads} thread(s) (${platform.transport.name}), ${kernels} over one shared memory`, dtypes: DTYPES, capture: true, deviceMemoryBytes: MAX_PAGES * PAGE };
-    const mode: RunMode = { fused: options.fused ?? true, claimsPerThread: claims, ...(options.checkPhaseOrder === true ? { checkPhaseOrder: true } : {}), ...(options.plantEarlyPublish === true ? { plantEarlyPublish: true } : {}), ...(options.plantAllocation === true ? { plantAllocation: true } : {}) };
+    this.caps = {
+      kind: "cpu",
+      device: `${platform.cpu}, ${threads} thread(s) (${platform.transport.name}), ${kernels} over one shared memory`,
+      dtypes: DTYPES,
+      capture: true,
+      deviceMemoryBytes: MAX_PAGES * PAGE,
+    };
+    const mode: RunMode = {
+      fused: options.fused ?? true,
+      claimsPerThread: claims,
+      ...(options.checkPhaseOrder === true ? { checkPhaseOrder: true } : {}),
+      ...(options.plantEarlyPublish === true ? { plantEarlyPublish: true } : {}),
+      ...(options.plantAllocation === true ? { plantAllocation: true } : {}),
+    };
     const self = this;
     this.#host = {
       mem: this.memory,
@@ -161,23 +188,46 @@ export class CpuExecutor implements Executor {
     const name = options.name ?? "program";
     const schema = schemaOf(graph);
     for (const s of [...schema.slots.values(), ...schema.states.values(), ...schema.outputs.values()]) {
-      if (!(DTYPES as readonly string[]).includes(s.dtype)) throw new ExecutorError("unsupported-dtype", `dtype ${dtypeName(s.dtype)} is not held by the cpu executor`, { program: name, key: "key" in s ? s.key : s.name });
+      if (!(DTYPES as readonly string[]).includes(s.dtype))
+        throw new ExecutorError("unsupported-dtype", `dtype ${dtypeName(s.dtype)} is not held by the cpu executor`, {
+          program: name,
+          key: "key" in s ? s.key : s.name,
+        });
     }
     const caps = cpuPlanCaps(this.pool.threads);
     let program;
     try {
       // q/k/v stay separate launches unless asked: grouped, they measured slower here (BENCHMARKS.md, decision 0402).
-      program = compile(graph, { kind: "cpu", caps }, { horizontalFusion: "shared-epilogue", ...this.#options.compile });
+      program = compile(
+        graph,
+        { kind: "cpu", caps },
+        { horizontalFusion: "shared-epilogue", ...this.#options.compile },
+      );
     } catch (e) {
-      if (e instanceof PlanError) throw new ExecutorError("unsupported-program", `graph-plan cannot compile ${name}: ${e.message}`, { program: name });
+      if (e instanceof PlanError)
+        throw new ExecutorError("unsupported-program", `graph-plan cannot compile ${name}: ${e.message}`, {
+          program: name,
+        });
       throw e;
     }
     // Threads of a workgroup run one after another on one core: kernelgen's CPU shapes (decision 0451); codegen's
     // Wasm target lowers load4, so GEMVs decode and multiply four weights per SIMD op (decision 0951).
     const synth = { ...synthCapsFrom(caps), serialThreads: true, simdLoads: true };
     // Native GEMVs read and write the shared memory at its base address, which never moves (decision 0952).
-    const kernels = loadKernels(program, { synth, native: this.native, base: this.native === null ? 0 : this.native.address(this.memory.u8) }, this.pool, name);
-    const p = new CpuProgram(this.#host, name, schema, program, kernels, threadAreas(this.memory, kernels, this.pool.threads));
+    const kernels = loadKernels(
+      program,
+      { synth, native: this.native, base: this.native === null ? 0 : this.native.address(this.memory.u8) },
+      this.pool,
+      name,
+    );
+    const p = new CpuProgram(
+      this.#host,
+      name,
+      schema,
+      program,
+      kernels,
+      threadAreas(this.memory, kernels, this.pool.threads),
+    );
     this.#programs.add(p);
     return p;
   }
@@ -195,7 +245,12 @@ export class CpuExecutor implements Executor {
 
   /** Steps run, kernel dispatches in them and host regions (threads joined) so far, cumulative. */
   stats(): CpuStats {
-    return { steps: this.#steps, dispatches: this.#dispatches, regions: this.pool.regions, nativeDispatches: this.#nativeDispatches };
+    return {
+      steps: this.#steps,
+      dispatches: this.#dispatches,
+      regions: this.pool.regions,
+      nativeDispatches: this.#nativeDispatches,
+    };
   }
 
   /**
@@ -205,7 +260,9 @@ export class CpuExecutor implements Executor {
   takeProfile(): CpuPhaseProfile[] | null {
     const p = this.pool.takeProfile();
     if (p === null) return null;
-    return this.#lastLabels.slice(0, p.wall.length).map((label, i) => ({ label, wall: p.wall[i]!, busy: p.busy.map((b) => b[i]!), wait: p.wait.map((w) => w[i]!) }));
+    return this.#lastLabels
+      .slice(0, p.wall.length)
+      .map((label, i) => ({ label, wall: p.wall[i]!, busy: p.busy.map((b) => b[i]!), wait: p.wait.map((w) => w[i]!) }));
   }
 
   /** Kernel dispatches run so far (the contract's counter; `stats().dispatches`). */
@@ -215,7 +272,8 @@ export class CpuExecutor implements Executor {
 
   /** Device bytes held now. */
   deviceBytes(): DeviceBytes {
-    let state = 0, io = 0;
+    let state = 0,
+      io = 0;
     for (const s of this.#states) state += s.bytes;
     for (const p of this.#programs) io += p.ioBytes();
     return { weights: this.#weightBytes, state, io, total: this.#weightBytes + state + io };

@@ -3,7 +3,14 @@
 
 import { lowerWasm, type DeviceCaps as CodegenCaps, type TargetCode } from "@poot/codegen";
 import type { Plan, Program } from "@poot/graph-plan";
-import { KernelgenError, planKernel, synthesizeRequest, type BindingSource, type PlanKernel, type SynthCaps } from "@poot/kernelgen";
+import {
+  KernelgenError,
+  planKernel,
+  synthesizeRequest,
+  type BindingSource,
+  type PlanKernel,
+  type SynthCaps,
+} from "@poot/kernelgen";
 import { CpuError, invariant } from "./errors.js";
 import { MAX_PAGES, WA } from "./memory.js";
 import type { NativeLibrary } from "./native/library.js";
@@ -11,7 +18,15 @@ import { routeNative, type NativeBinding } from "./native/route.js";
 import type { PoolKernel, ThreadPool } from "./pool.js";
 
 /** The codegen caps of the Wasm target: subgroups of one lane, 16-bit and byte storage loaded natively. */
-export const WASM_CODEGEN_CAPS: CodegenCaps = { maxWorkgroup: 1024, subgroupSize: 1, sharedBytes: 1 << 20, dtypes: ["f32", "u32", "i32", "f16", "bf16", "u8", "i8"], maxStorageBuffers: 1024, f16: false, bf16: false };
+export const WASM_CODEGEN_CAPS: CodegenCaps = {
+  maxWorkgroup: 1024,
+  subgroupSize: 1,
+  sharedBytes: 1 << 20,
+  dtypes: ["f32", "u32", "i32", "f16", "bf16", "u8", "i8"],
+  maxStorageBuffers: 1024,
+  f16: false,
+  bf16: false,
+};
 
 /** What a kernel's argument block and per-thread areas need (codegen's Wasm ABI, or a native kernel's). */
 export interface KernelAbi {
@@ -48,7 +63,13 @@ const U32 = new Uint32Array(F32.buffer);
 type Pending = Omit<CpuKernel, "id">;
 
 /** A PlanKernel lowered to Wasm, with its bindings mapped through `map` (identity for a plan's own kernel). */
-function lowered(rk: PlanKernel, index: number, plan: Plan, map: (s: BindingSource) => NativeBinding, scratchBytes = 0): { k: Pending; load: PoolKernel } {
+function lowered(
+  rk: PlanKernel,
+  index: number,
+  plan: Plan,
+  map: (s: BindingSource) => NativeBinding,
+  scratchBytes = 0,
+): { k: Pending; load: PoolKernel } {
   const code = lowerWasm(rk.kernel, WASM_CODEGEN_CAPS, { maxPages: MAX_PAGES });
   const byName = new Map(rk.bindings.map((b) => [b.buffer, b.source] as const));
   const buffers: NativeBinding[] = [];
@@ -69,20 +90,49 @@ function lowered(rk: PlanKernel, index: number, plan: Plan, map: (s: BindingSour
         }
         return v >>> 0;
       });
-    } else invariant(false, `kernel ${rk.kernel.name}: packed bindings do not occur with ${WASM_CODEGEN_CAPS.maxStorageBuffers} storage buffers`);
+    } else
+      invariant(
+        false,
+        `kernel ${rk.kernel.name}: packed bindings do not occur with ${WASM_CODEGEN_CAPS.maxStorageBuffers} storage buffers`,
+      );
   }
   const [wx, wy, wz] = code.workgroupSize;
-  const abi = { argWords: code.abi!["argWords"]!, sharedBytes: code.abi!["sharedBytes"]!, frameBytes: code.abi!["frameBytes"]! };
-  return { k: { index, plan, code, abi, grid: rk.grid, buffers, uniformBits, threads: wx * wy * wz, scratchBytes }, load: { module: new WA.Module(code.binary!), entry: code.entryPoint } };
+  const abi = {
+    argWords: code.abi!["argWords"]!,
+    sharedBytes: code.abi!["sharedBytes"]!,
+    frameBytes: code.abi!["frameBytes"]!,
+  };
+  return {
+    k: { index, plan, code, abi, grid: rk.grid, buffers, uniformBits, threads: wx * wy * wz, scratchBytes },
+    load: { module: new WA.Module(code.binary!), entry: code.entryPoint },
+  };
 }
 
 /** The kernels of a plan a native GEMV serves: the GEMV, then its epilogue's Wasm phase if it has one. */
-function nativeKernels(plan: Plan, index: number, native: NativeLibrary, base: number, threads: number, synth: SynthCaps, ident: string): { k: Pending; load: PoolKernel }[] | null {
+function nativeKernels(
+  plan: Plan,
+  index: number,
+  native: NativeLibrary,
+  base: number,
+  threads: number,
+  synth: SynthCaps,
+  ident: string,
+): { k: Pending; load: PoolKernel }[] | null {
   const route = routeNative(plan, threads);
   if (route === null) return null;
   const nbuf = route.buffers.length;
   const gemv = {
-    k: { index, plan, native: native.isa, abi: { argWords: nbuf + route.uniforms.length + 5, sharedBytes: 0, frameBytes: 0 }, grid: route.grid, buffers: route.buffers, uniformBits: route.uniforms, threads: 1, scratchBytes: route.scratchBytes },
+    k: {
+      index,
+      plan,
+      native: native.isa,
+      abi: { argWords: nbuf + route.uniforms.length + 5, sharedBytes: 0, frameBytes: 0 },
+      grid: route.grid,
+      buffers: route.buffers,
+      uniformBits: route.uniforms,
+      threads: 1,
+      scratchBytes: route.scratchBytes,
+    },
     load: { native: { native: true, library: native.path, koffi: native.koffi, base, nbuf } } as const,
   };
   if (route.epilogue === null) return [gemv];
@@ -109,12 +159,22 @@ export function loadKernels(program: Program, sources: KernelSources, pool: Thre
     const src = plan.kernel;
     if (src.provenance === "none") return;
     try {
-      const native = sources.native === null ? null : nativeKernels(plan, index, sources.native, sources.base, pool.threads, sources.synth, ident);
+      const native =
+        sources.native === null
+          ? null
+          : nativeKernels(plan, index, sources.native, sources.base, pool.threads, sources.synth, ident);
       if (native !== null) pending.push(...native);
-      else pending.push(lowered(planKernel(src, sources.synth, `${ident}_p${index}_${plan.op.toLowerCase()}`), index, plan, (s) => s));
+      else
+        pending.push(
+          lowered(planKernel(src, sources.synth, `${ident}_p${index}_${plan.op.toLowerCase()}`), index, plan, (s) => s),
+        );
     } catch (e) {
       if (!(e instanceof KernelgenError)) throw e;
-      throw new CpuError("unsupported-kernel", `plan ${index} (${plan.op}, ${src.request.kind}, eqn ${plan.eqn}) of ${name}: ${e.message}`, { program: name, plan: index });
+      throw new CpuError(
+        "unsupported-kernel",
+        `plan ${index} (${plan.op}, ${src.request.kind}, eqn ${plan.eqn}) of ${name}: ${e.message}`,
+        { program: name, plan: index },
+      );
     }
   });
   const ids = pool.load(pending.map((p) => p.load));

@@ -6,7 +6,10 @@ import { CpuError } from "./errors.js";
 /** The subset of the WebAssembly JS API the backend uses (this project's ES lib typings do not declare it). */
 export interface WasmApi {
   Module: new (bytes: Uint8Array) => object;
-  Instance: new (module: object, imports: Record<string, Record<string, unknown>>) => { readonly exports: Record<string, unknown> };
+  Instance: new (
+    module: object,
+    imports: Record<string, Record<string, unknown>>,
+  ) => { readonly exports: Record<string, unknown> };
   Memory: new (desc: { initial: number; maximum: number; shared: boolean }) => SharedMemory;
 }
 
@@ -95,7 +98,12 @@ export class CpuMemory {
     } else {
       at = this.#top;
       const end = at + size;
-      if (end > MAX_PAGES * PAGE) throw new CpuError("out-of-memory", `the shared memory cannot hold ${size} more bytes (${this.#top} in use of 4 GiB)`, { bytes: size });
+      if (end > MAX_PAGES * PAGE)
+        throw new CpuError(
+          "out-of-memory",
+          `the shared memory cannot hold ${size} more bytes (${this.#top} in use of 4 GiB)`,
+          { bytes: size },
+        );
       if (end > this.memory.buffer.byteLength) this.#grow(end);
       this.#top = end;
     }
@@ -116,7 +124,8 @@ export class CpuMemory {
     if (next !== undefined && at + size === next.at) this.#free.splice(i, 2, { at, bytes: size + next.bytes });
     const prev = this.#free[i - 1];
     const cur = this.#free[i]!;
-    if (prev !== undefined && prev.at + prev.bytes === cur.at) this.#free.splice(i - 1, 2, { at: prev.at, bytes: prev.bytes + cur.bytes });
+    if (prev !== undefined && prev.at + prev.bytes === cur.at)
+      this.#free.splice(i - 1, 2, { at: prev.at, bytes: prev.bytes + cur.bytes });
   }
 
   /** A typed view of `length` elements at byte address `at` (counted). */

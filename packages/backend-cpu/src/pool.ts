@@ -66,7 +66,13 @@ export class ThreadPool {
     this.#ctl = mem.alloc(CTL.WORDS * 4) >>> 2;
     this.#core = new Function(HOST_CORE_SOURCE)() as Core;
     const host: HostState = {
-      i32: mem.i32, u8: mem.u8, ctl: this.#ctl, fns: [], thread: 0, grown: 0, port: { postMessage: (m: string) => void (this.#hostError = m) },
+      i32: mem.i32,
+      u8: mem.u8,
+      ctl: this.#ctl,
+      fns: [],
+      thread: 0,
+      grown: 0,
+      port: { postMessage: (m: string) => void (this.#hostError = m) },
       // The memory's own views are current; the host thread only records that it has seen the growth.
       refresh: () => void (host.grown = Atomics.load(mem.i32, this.#ctl + CTL.GROWN)),
     };
@@ -76,7 +82,8 @@ export class ThreadPool {
       host.u8 = mem.u8;
       Atomics.add(mem.i32, this.#ctl + CTL.GROWN, 1);
     };
-    for (let t = 1; t < threads; t++) this.#workers.push(transport.start({ memory: mem.memory, ctl: this.#ctl, thread: t }));
+    for (let t = 1; t < threads; t++)
+      this.#workers.push(transport.start({ memory: mem.memory, ctl: this.#ctl, thread: t }));
     if (transport.startsWhileBlocked) this.#awaitAck(threads - 1, "start");
     else this.#starting = threads > 1;
   }
@@ -84,10 +91,16 @@ export class ThreadPool {
   /** Resolves once every worker thread has started (at once where the transport starts them while blocked). */
   async started(): Promise<void> {
     if (!this.#starting) return;
-    const i32 = this.#mem.i32, at = this.#ctl + CTL.ACK, want = this.threads - 1;
+    const i32 = this.#mem.i32,
+      at = this.#ctl + CTL.ACK,
+      want = this.threads - 1;
     const deadline = Date.now() + 60_000;
     while (Atomics.load(i32, at) < want) {
-      if (Date.now() > deadline) throw new CpuError("worker-failed", `${want - Atomics.load(i32, at)} of ${want} worker thread(s) did not start within 60 s`);
+      if (Date.now() > deadline)
+        throw new CpuError(
+          "worker-failed",
+          `${want - Atomics.load(i32, at)} of ${want} worker thread(s) did not start within 60 s`,
+        );
       await new Promise((ok) => setTimeout(ok, 5));
     }
     Atomics.store(i32, at, 0);
@@ -106,12 +119,19 @@ export class ThreadPool {
 
   /** Instantiates kernels on every thread; returns their ids (in order). */
   load(kernels: readonly PoolKernel[]): number[] {
-    if (this.#starting) throw new CpuError("worker-failed", "the worker threads have not started yet: await the pool's started() (the browser's createCpuExecutor does)");
+    if (this.#starting)
+      throw new CpuError(
+        "worker-failed",
+        "the worker threads have not started yet: await the pool's started() (the browser's createCpuExecutor does)",
+      );
     const ids = kernels.map(() => this.#kernels++);
-    const msg = kernels.map((k, i): readonly [number, object, string] => ("native" in k ? [ids[i]!, k.native, ""] : [ids[i]!, k.module, k.entry]));
+    const msg = kernels.map((k, i): readonly [number, object, string] =>
+      "native" in k ? [ids[i]!, k.native, ""] : [ids[i]!, k.module, k.entry],
+    );
     kernels.forEach((k, i) => {
       if ("native" in k) {
-        if (this.#native === null) throw new CpuError("unsupported-platform", "a native kernel was loaded on a pool without native kernels");
+        if (this.#native === null)
+          throw new CpuError("unsupported-platform", "a native kernel was loaded on a pool without native kernels");
         this.#host.fns[ids[i]!] = this.#native.hostKernel(k.native);
         return;
       }
@@ -131,7 +151,8 @@ export class ThreadPool {
    * by one store, and the host thread claims chunks like any worker. Returns when the last phase completed.
    */
   run(rows: number, n: number, debug: RegionDebug = {}): void {
-    const i32 = this.#mem.i32, c = this.#ctl;
+    const i32 = this.#mem.i32,
+      c = this.#ctl;
     if (debug.checkPhaseOrder === true) Atomics.store(i32, c + CTL.CHECK, 1);
     if (debug.plantEarlyPublish === true) Atomics.store(i32, c + CTL.PLANT_EARLY, 1);
     const base = this.#seq + 1;
@@ -188,7 +209,12 @@ export class ThreadPool {
       this.#hostError = "";
       throw new CpuError("kernel-trap", `phase ${err - 1} trapped: ${text || "(no message)"}`, { phase: err - 1 });
     }
-    if (bad !== 0) throw new CpuError("phase-order", `a chunk of phase ${bad - 1} started before every chunk of phase ${bad - 2} completed`, { phase: bad - 1 });
+    if (bad !== 0)
+      throw new CpuError(
+        "phase-order",
+        `a chunk of phase ${bad - 1} started before every chunk of phase ${bad - 2} completed`,
+        { phase: bad - 1 },
+      );
   }
 
   /** Stops the workers. */
@@ -200,7 +226,8 @@ export class ThreadPool {
   }
 
   #command(kind: 1 | 2): void {
-    const i32 = this.#mem.i32, c = this.#ctl;
+    const i32 = this.#mem.i32,
+      c = this.#ctl;
     Atomics.store(i32, c + CTL.ACK, 0);
     Atomics.store(i32, c + CTL.KIND, kind);
     Atomics.store(i32, c + CTL.NPH, 0);
@@ -210,12 +237,14 @@ export class ThreadPool {
   }
 
   #awaitAck(want: number, what: string): void {
-    const i32 = this.#mem.i32, at = this.#ctl + CTL.ACK;
+    const i32 = this.#mem.i32,
+      at = this.#ctl + CTL.ACK;
     const deadline = Date.now() + 60_000;
     for (;;) {
       const have = Atomics.load(i32, at);
       if (have >= want) break;
-      if (Date.now() > deadline) throw new CpuError("worker-failed", `${want - have} of ${want} worker thread(s) did not ${what} within 60 s`);
+      if (Date.now() > deadline)
+        throw new CpuError("worker-failed", `${want - have} of ${want} worker thread(s) did not ${what} within 60 s`);
       Atomics.wait(i32, at, have, 100);
     }
     Atomics.store(i32, at, 0);

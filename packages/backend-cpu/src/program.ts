@@ -1,8 +1,28 @@
 // A graph staged on the CPU backend: compiled by graph-plan, every plan's kernel lowered to Wasm and loaded on every
 // thread once; a step is one region of the pool replaying a schedule built once per StateSet (or one region per phase).
 
-import { ExecutorError, checkSlotData, elementBytes, loadHost, storeHost, type HostBuffer, type OutputData, type ProgramSchema, type StagedProgram, type StateSet } from "@poot/executor";
-import { isPacked, numel, storageBytes, type Graph, type HostData, type ScalarDType, type Value, type ValueId } from "@poot/graph-ir";
+import {
+  ExecutorError,
+  checkSlotData,
+  elementBytes,
+  loadHost,
+  storeHost,
+  type HostBuffer,
+  type OutputData,
+  type ProgramSchema,
+  type StagedProgram,
+  type StateSet,
+} from "@poot/executor";
+import {
+  isPacked,
+  numel,
+  storageBytes,
+  type Graph,
+  type HostData,
+  type ScalarDType,
+  type Value,
+  type ValueId,
+} from "@poot/graph-ir";
 import type { Program } from "@poot/graph-plan";
 import { invariant } from "./errors.js";
 import type { CpuKernel } from "./kernels.js";
@@ -63,7 +83,14 @@ export class CpuProgram implements StagedProgram {
   #disposed = false;
 
   /** Built by {@link CpuExecutor.stage}. @internal */
-  constructor(host: ProgramHost, readonly name: string, readonly schema: ProgramSchema, /** The compiled program. */ readonly program: Program, kernels: CpuKernel[], areas: ThreadAreas) {
+  constructor(
+    host: ProgramHost,
+    readonly name: string,
+    readonly schema: ProgramSchema,
+    /** The compiled program. */ readonly program: Program,
+    kernels: CpuKernel[],
+    areas: ThreadAreas,
+  ) {
     this.#host = host;
     this.#kernels = kernels;
     this.#areas = areas;
@@ -90,10 +117,15 @@ export class CpuProgram implements StagedProgram {
     const v = g.values[root] as Value;
     const s = v.storage;
     switch (s.kind) {
-      case "const": return this.#host.weight(s.key, v, this.name);
-      case "slot": return this.#slots.get(s.key)!.at;
+      case "const":
+        return this.#host.weight(s.key, v, this.name);
+      case "slot":
+        return this.#slots.get(s.key)!.at;
       case "state":
-        if (state === null) throw new ExecutorError("unknown-state", "the program has state: pass a StateSet from createState()", { program: this.name });
+        if (state === null)
+          throw new ExecutorError("unknown-state", "the program has state: pass a StateSet from createState()", {
+            program: this.name,
+          });
         return state.address(s.key);
       case "computed":
       case "device": {
@@ -156,7 +188,8 @@ export class CpuProgram implements StagedProgram {
     // A state_out computed outside its State buffer is copied into it after the kernels (donation).
     const g = this.program.graph;
     for (const s of g.states) {
-      const from = this.#root(s.output), to = this.#root(s.input);
+      const from = this.#root(s.output),
+        to = this.#root(s.input);
       if (from !== to) phases.push(...gatherCopies(g, s.output, from, this.#addr(from, state), this.#addr(to, state)));
     }
     const schedule = writeSchedule(host.mem, phases, host.pool.threads, this.#areas, host.mode.claimsPerThread);
@@ -165,7 +198,8 @@ export class CpuProgram implements StagedProgram {
   }
 
   #exec(s: Schedule): void {
-    const pool = this.#host.pool, mode = this.#host.mode;
+    const pool = this.#host.pool,
+      mode = this.#host.mode;
     if (mode.plantAllocation === true) {
       this.#host.mem.countArray();
       void new Float32Array(1);
@@ -185,7 +219,12 @@ export class CpuProgram implements StagedProgram {
   writeSlot(key: string, data: ArrayLike<number>): void {
     this.#alive();
     const spec = this.schema.slots.get(key);
-    if (spec === undefined) throw new ExecutorError("unknown-slot", `no slot "${key}" (slots: ${[...this.schema.slots.keys()].join(", ") || "none"})`, { program: this.name, key });
+    if (spec === undefined)
+      throw new ExecutorError(
+        "unknown-slot",
+        `no slot "${key}" (slots: ${[...this.schema.slots.keys()].join(", ") || "none"})`,
+        { program: this.name, key },
+      );
     checkSlotData(spec, data, this.name);
     storeHost(spec.dtype, this.#slots.get(key)!.view, data);
     this.#written.add(key);
@@ -193,14 +232,25 @@ export class CpuProgram implements StagedProgram {
 
   #check(state: StateSet | undefined): CpuStateSet | null {
     for (const key of this.schema.slots.keys()) {
-      if (!this.#written.has(key)) throw new ExecutorError("slot-unwritten", "slot was never written", { program: this.name, key });
+      if (!this.#written.has(key))
+        throw new ExecutorError("slot-unwritten", "slot was never written", { program: this.name, key });
     }
     if (this.schema.states.size === 0) return null;
-    if (state === undefined) throw new ExecutorError("unknown-state", `the program has ${this.schema.states.size} state(s): pass a StateSet from createState()`, { program: this.name });
-    if (!(state instanceof CpuStateSet) || !this.#host.ownsState(state)) throw new ExecutorError("unknown-state", "StateSet was not made by this executor", { program: this.name });
+    if (state === undefined)
+      throw new ExecutorError(
+        "unknown-state",
+        `the program has ${this.schema.states.size} state(s): pass a StateSet from createState()`,
+        { program: this.name },
+      );
+    if (!(state instanceof CpuStateSet) || !this.#host.ownsState(state))
+      throw new ExecutorError("unknown-state", "StateSet was not made by this executor", { program: this.name });
     for (const s of this.schema.states.values()) {
       const t = state.schema.states.get(s.key);
-      if (t === undefined || t.size !== s.size || t.dtype !== s.dtype) throw new ExecutorError("unknown-state", "StateSet layout differs from the program's", { program: this.name, key: s.key });
+      if (t === undefined || t.size !== s.size || t.dtype !== s.dtype)
+        throw new ExecutorError("unknown-state", "StateSet layout differs from the program's", {
+          program: this.name,
+          key: s.key,
+        });
     }
     return state;
   }
@@ -217,7 +267,12 @@ export class CpuProgram implements StagedProgram {
   readOutput(name: string, into?: OutputData): OutputData {
     this.#alive();
     const spec = this.schema.outputs.get(name);
-    if (spec === undefined) throw new ExecutorError("unknown-output", `no output "${name}" (outputs: ${[...this.schema.outputs.keys()].join(", ")})`, { program: this.name, key: name });
+    if (spec === undefined)
+      throw new ExecutorError(
+        "unknown-output",
+        `no output "${name}" (outputs: ${[...this.schema.outputs.keys()].join(", ")})`,
+        { program: this.name, key: name },
+      );
     let o = this.#outputs.get(name);
     const g = this.program.graph;
     const value = g.outputs.find((x) => x.name === name)!.value;
@@ -226,15 +281,21 @@ export class CpuProgram implements StagedProgram {
     if (o === undefined || o.rootAt !== rootAt) {
       const mem = this.#host.mem;
       const runs = gatherCopies(g, value, root, rootAt, 0);
-      if (runs.length === 1 && runs[0]!.kind === "copy") o = { rootAt, view: hostView(mem, spec.dtype, runs[0]!.src, spec.size), gather: null };
+      if (runs.length === 1 && runs[0]!.kind === "copy")
+        o = { rootAt, view: hostView(mem, spec.dtype, runs[0]!.src, spec.size), gather: null };
       else {
         // A strided view of its root (a transpose, a broadcast): gathered into a dense block on every read.
         const dst = mem.alloc(spec.size * elementBytes(spec.dtype));
-        o = { rootAt, view: hostView(mem, spec.dtype, dst, spec.size), gather: gatherCopies(g, value, root, rootAt, dst) };
+        o = {
+          rootAt,
+          view: hostView(mem, spec.dtype, dst, spec.size),
+          gather: gatherCopies(g, value, root, rootAt, dst),
+        };
       }
       this.#outputs.set(name, o);
     }
-    if (o.gather !== null) for (const c of o.gather) if (c.kind === "copy") this.#host.mem.u8.copyWithin(c.dst, c.src, c.src + c.bytes);
+    if (o.gather !== null)
+      for (const c of o.gather) if (c.kind === "copy") this.#host.mem.u8.copyWithin(c.dst, c.src, c.src + c.bytes);
     return loadHost(spec.dtype, o.view, into);
   }
 
@@ -272,7 +333,8 @@ export class CpuProgram implements StagedProgram {
     const arena = this.program.buffers().arenaBytes;
     let n = arena;
     for (const s of this.schema.slots.values()) n += s.size * elementBytes(s.dtype);
-    for (const at of this.#owned.values()) if (at < this.#arena || at >= this.#arena + arena) n += this.#host.mem.blockBytes(at);
+    for (const at of this.#owned.values())
+      if (at < this.#arena || at >= this.#arena + arena) n += this.#host.mem.blockBytes(at);
     return n;
   }
 
@@ -285,7 +347,8 @@ export class CpuProgram implements StagedProgram {
     mem.free(this.#arena);
     if (this.#scratch !== 0) mem.free(this.#scratch);
     for (const b of this.#steps.values()) for (const x of b.schedule.blocks) mem.free(x);
-    for (const at of this.#owned.values()) if (at < this.#arena || at >= this.#arena + this.program.buffers().arenaBytes) mem.free(at);
+    for (const at of this.#owned.values())
+      if (at < this.#arena || at >= this.#arena + this.program.buffers().arenaBytes) mem.free(at);
     for (const o of this.#outputs.values()) if (o.gather !== null) mem.free((o.gather[0] as { dst: number }).dst);
   }
 

@@ -39,7 +39,8 @@ export interface ThreadAreas {
 
 /** The areas every kernel of `kernels` fits in, for `threads` threads. */
 export function threadAreas(mem: CpuMemory, kernels: readonly CpuKernel[], threads: number): ThreadAreas {
-  let shared = 16, scratch = 16;
+  let shared = 16,
+    scratch = 16;
   for (const k of kernels) {
     shared = Math.max(shared, k.abi.sharedBytes);
     scratch = Math.max(scratch, k.abi.frameBytes * k.threads);
@@ -53,7 +54,13 @@ export function threadAreas(mem: CpuMemory, kernels: readonly CpuKernel[], threa
  * Writes `phases` as schedule rows: chunk sizes give each thread several claims per phase (a delayed thread then
  * delays only a chunk it claimed), and each kernel phase gets one argument block per thread.
  */
-export function writeSchedule(mem: CpuMemory, phases: readonly Phase[], threads: number, areas: ThreadAreas, claims = DEFAULT_CLAIMS): Schedule {
+export function writeSchedule(
+  mem: CpuMemory,
+  phases: readonly Phase[],
+  threads: number,
+  areas: ThreadAreas,
+  claims = DEFAULT_CLAIMS,
+): Schedule {
   const rowsAt = mem.alloc(phases.length * ROW.WORDS * 4);
   const rows = rowsAt >>> 2;
   const blocks: number[] = [];
@@ -80,7 +87,9 @@ export function writeSchedule(mem: CpuMemory, phases: readonly Phase[], threads:
     const k = p.kernel;
     const [gx, gy, gz] = k.grid;
     const groups = gx * gy * gz;
-    labels.push(`${k.plan.op}/${k.plan.kernel.provenance === "none" ? "none" : k.plan.kernel.request.kind}${k.native !== undefined ? " native" : ""} ${gx}x${gy}x${gz}`);
+    labels.push(
+      `${k.plan.op}/${k.plan.kernel.provenance === "none" ? "none" : k.plan.kernel.request.kind}${k.native !== undefined ? " native" : ""} ${gx}x${gy}x${gz}`,
+    );
     // About `claims` claims per thread: small enough to balance, large enough that claiming costs little.
     const chunk = Math.max(1, Math.ceil(groups / (threads * claims)));
     const words = k.abi.argWords;

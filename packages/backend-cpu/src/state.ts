@@ -1,21 +1,39 @@
 // StateSets of the CPU backend: each state is a block of the shared memory (kernels read and write it in place),
 // read and written through host views, lanes copied inside the memory (a lane is a contiguous run of each state).
 
-import { ExecutorError, elementBytes, laneCount, loadHost, sameLaneLayout, storeHost, type HostBuffer, type OutputData, type ProgramSchema, type StateSet, type StateSpec } from "@poot/executor";
+import {
+  ExecutorError,
+  elementBytes,
+  laneCount,
+  loadHost,
+  sameLaneLayout,
+  storeHost,
+  type HostBuffer,
+  type OutputData,
+  type ProgramSchema,
+  type StateSet,
+  type StateSpec,
+} from "@poot/executor";
 import type { ScalarDType } from "@poot/graph-ir";
 import type { CpuMemory } from "./memory.js";
 
 /** A typed view (the storage array of `dtype`: f16/bf16 as bits) of `n` elements at byte address `at` (counted). */
 export function hostView(mem: CpuMemory, dtype: ScalarDType, at: number, n: number): HostBuffer {
   switch (dtype) {
-    case "f32": return mem.view(Float32Array, at, n);
+    case "f32":
+      return mem.view(Float32Array, at, n);
     case "f16":
-    case "bf16": return mem.view(Uint16Array, at, n);
-    case "i32": return mem.view(Int32Array, at, n);
-    case "u32": return mem.view(Uint32Array, at, n);
+    case "bf16":
+      return mem.view(Uint16Array, at, n);
+    case "i32":
+      return mem.view(Int32Array, at, n);
+    case "u32":
+      return mem.view(Uint32Array, at, n);
     case "u8":
-    case "bool": return mem.view(Uint8Array, at, n);
-    default: return dtype satisfies never;
+    case "bool":
+      return mem.view(Uint8Array, at, n);
+    default:
+      return dtype satisfies never;
   }
 }
 
@@ -28,7 +46,12 @@ export class CpuStateSet implements StateSet {
   #disposed = false;
 
   /** Built by {@link CpuProgram.createState}. @internal */
-  constructor(mem: CpuMemory, readonly schema: ProgramSchema, private readonly program: string, onDispose: (s: CpuStateSet) => void) {
+  constructor(
+    mem: CpuMemory,
+    readonly schema: ProgramSchema,
+    private readonly program: string,
+    onDispose: (s: CpuStateSet) => void,
+  ) {
     this.#mem = mem;
     this.lanes = laneCount(schema);
     this.#onDispose = onDispose;
@@ -49,7 +72,12 @@ export class CpuStateSet implements StateSet {
   #block(key: string): { at: number; view: HostBuffer; spec: StateSpec } {
     this.#alive();
     const b = this.#blocks.get(key);
-    if (b === undefined) throw new ExecutorError("unknown-state", `no state "${key}" (states: ${[...this.#blocks.keys()].join(", ") || "none"})`, { program: this.program, key });
+    if (b === undefined)
+      throw new ExecutorError(
+        "unknown-state",
+        `no state "${key}" (states: ${[...this.#blocks.keys()].join(", ") || "none"})`,
+        { program: this.program, key },
+      );
     return b;
   }
 
@@ -67,7 +95,13 @@ export class CpuStateSet implements StateSet {
   /** Overwrites one state from the host. */
   write(key: string, data: ArrayLike<number>): void {
     const b = this.#block(key);
-    if (data.length !== b.spec.size) throw new ExecutorError("state-mismatch", `state takes ${b.spec.size} elements, got ${data.length}`, { program: this.program, key, expected: b.spec.size, actual: data.length });
+    if (data.length !== b.spec.size)
+      throw new ExecutorError("state-mismatch", `state takes ${b.spec.size} elements, got ${data.length}`, {
+        program: this.program,
+        key,
+        expected: b.spec.size,
+        actual: data.length,
+      });
     if ((b.spec.dtype === "bf16" || b.spec.dtype === "f16") && data instanceof Uint16Array) b.view.set(data);
     else storeHost(b.spec.dtype, b.view, data);
   }
@@ -76,11 +110,19 @@ export class CpuStateSet implements StateSet {
   copyLanes(from: StateSet, fromLane: number, toLane: number, count = 1): void {
     this.#alive();
     if (!(from instanceof CpuStateSet) || !sameLaneLayout(this.schema, from.schema)) {
-      throw new ExecutorError("unknown-state", "the two StateSets have different per-lane layouts (or another executor)", { program: this.program });
+      throw new ExecutorError(
+        "unknown-state",
+        "the two StateSets have different per-lane layouts (or another executor)",
+        { program: this.program },
+      );
     }
     const bad = (lane: number, lanes: number): boolean => !Number.isInteger(lane) || lane < 0 || lane + count > lanes;
     if (!Number.isInteger(count) || count < 1 || bad(fromLane, from.lanes) || bad(toLane, this.lanes)) {
-      throw new ExecutorError("state-mismatch", `cannot copy ${count} lane(s) ${fromLane} -> ${toLane} between sets of ${from.lanes} and ${this.lanes} lanes`, { program: this.program, expected: this.lanes, actual: `${fromLane}->${toLane}x${count}` });
+      throw new ExecutorError(
+        "state-mismatch",
+        `cannot copy ${count} lane(s) ${fromLane} -> ${toLane} between sets of ${from.lanes} and ${this.lanes} lanes`,
+        { program: this.program, expected: this.lanes, actual: `${fromLane}->${toLane}x${count}` },
+      );
     }
     for (const s of this.schema.states.values()) {
       const per = (s.size / this.lanes) * elementBytes(s.dtype);

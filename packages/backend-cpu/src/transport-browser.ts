@@ -28,7 +28,11 @@ export const browserThreads: ThreadTransport = {
   name: "Web Workers",
   startsWhileBlocked: false,
   start(init: ThreadInit): ThreadHandle {
-    if (G.Worker === undefined) throw new CpuError("unsupported-platform", "this context has no Worker constructor: run the executor with threads: 1");
+    if (G.Worker === undefined)
+      throw new CpuError(
+        "unsupported-platform",
+        "this context has no Worker constructor: run the executor with threads: 1",
+      );
     sourceUrl ??= G.URL.createObjectURL(new G.Blob([BROWSER_WORKER_SOURCE], { type: "text/javascript" }));
     const w = new G.Worker(sourceUrl);
     const inbox: string[] = [];
@@ -43,7 +47,19 @@ export const browserThreads: ThreadTransport = {
  * kernel modules synchronously) and without cross-origin isolation (no shared memory: send COOP/COEP headers).
  */
 export function browserPlatform(): CpuPlatform {
-  if (G.document !== undefined) throw new CpuError("unsupported-platform", "the CPU executor runs in a Worker, not on a page's main thread (which may not block or compile modules synchronously)");
-  if (G.crossOriginIsolated === false) throw new CpuError("unsupported-platform", "shared WebAssembly memory needs cross-origin isolation: serve the page with Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp");
-  return { transport: browserThreads, defaultThreads: G.navigator?.hardwareConcurrency ?? 1, cpu: G.navigator?.userAgent ?? "browser" };
+  if (G.document !== undefined)
+    throw new CpuError(
+      "unsupported-platform",
+      "the CPU executor runs in a Worker, not on a page's main thread (which may not block or compile modules synchronously)",
+    );
+  if (G.crossOriginIsolated === false)
+    throw new CpuError(
+      "unsupported-platform",
+      "shared WebAssembly memory needs cross-origin isolation: serve the page with Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp",
+    );
+  return {
+    transport: browserThreads,
+    defaultThreads: G.navigator?.hardwareConcurrency ?? 1,
+    cpu: G.navigator?.userAgent ?? "browser",
+  };
 }

@@ -13,7 +13,11 @@ export const nodeThreads: ThreadTransport = {
   startsWhileBlocked: true,
   start(init: ThreadInit): ThreadHandle {
     const { port1, port2 } = new MessageChannel();
-    const w = new Worker(NODE_WORKER_SOURCE, { eval: true, workerData: { ...init, port: port2 }, transferList: [port2] });
+    const w = new Worker(NODE_WORKER_SOURCE, {
+      eval: true,
+      workerData: { ...init, port: port2 },
+      transferList: [port2],
+    });
     w.unref();
     port1.unref();
     return {
@@ -29,5 +33,10 @@ export const nodeThreads: ThreadTransport = {
 
 /** The node platform: worker_threads, `os.availableParallelism()` threads by default, the prebuilt native GEMVs. */
 export function nodePlatform(): CpuPlatform {
-  return { transport: nodeThreads, defaultThreads: os.availableParallelism(), cpu: os.cpus()[0]?.model.trim() ?? "CPU", native: loadNodeNative };
+  return {
+    transport: nodeThreads,
+    defaultThreads: os.availableParallelism(),
+    cpu: os.cpus()[0]?.model.trim() ?? "CPU",
+    native: loadNodeNative,
+  };
 }

@@ -4,4 +4,6 @@ import { createCpuExecutor } from "@poot/backend-cpu";
 import { runConformance } from "@poot/executor/conformance";
 
 runConformance("cpu", () => createCpuExecutor({ threads: 2 }), { dtypes: ["f32", "f16", "bf16"] });
-runConformance("cpu (1 thread, one region per dispatch)", () => createCpuExecutor({ threads: 1, fused: false }), { dtypes: ["f32", "bf16"] });
+runConformance("cpu (1 thread, one region per dispatch)", () => createCpuExecutor({ threads: 1, fused: false }), {
+  dtypes: ["f32", "bf16"],
+});

@@ -4,7 +4,10 @@ import { Builder, type Graph, type HostData } from "@poot/graph-ir";
 import { seededFloats } from "@poot/executor/conformance";
 
 /** Sizes of the miniature model. */
-export const D = 64, S = 16, V = 96, F = 128;
+export const D = 64,
+  S = 16,
+  V = 96,
+  F = 128;
 
 /** The decode graph: slots `token` [1], `pos` [1], `mask` [1, S] (additive); states `k`, `v` [S, D]; output `logits` [1, V]. */
 export function decodeGraph(): Graph {
@@ -28,12 +31,26 @@ export function decodeGraph(): Graph {
   const scores = b.add(b.mul(b.matmul(q, b.transpose(keys, [1, 0])), 0.125), mask);
   const ctx = b.matmul(b.softmax(scores), vals);
   const y = b.add(x, b.linear(ctx, b.const("wo", "f32", [D, D])));
-  const m = b.linear(b.mul(b.silu(b.linear(y, b.const("wg", "f32", [F, D]))), b.linear(y, b.const("wu", "f32", [F, D]))), b.const("wd", "f32", [D, F]));
+  const m = b.linear(
+    b.mul(b.silu(b.linear(y, b.const("wg", "f32", [F, D]))), b.linear(y, b.const("wu", "f32", [F, D]))),
+    b.const("wd", "f32", [D, F]),
+  );
   b.output("logits", b.linear(b.add(y, m), b.const("head", "f32", [V, D])));
   return b.build();
 }
 
-const SHAPES: Record<string, number> = { embed: V * D, norm: D, wq: D * D, wk: D * D, wv: D * D, wo: D * D, wg: F * D, wu: F * D, wd: D * F, head: V * D };
+const SHAPES: Record<string, number> = {
+  embed: V * D,
+  norm: D,
+  wq: D * D,
+  wk: D * D,
+  wv: D * D,
+  wo: D * D,
+  wg: F * D,
+  wu: F * D,
+  wd: D * F,
+  head: V * D,
+};
 
 /** Seeded weights of the decode graph. */
 export function decodeWeights(): Record<string, HostData> {

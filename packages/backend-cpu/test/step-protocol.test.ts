@@ -34,7 +34,8 @@ function decode(exec: CpuExecutor, steps: number): Float32Array[] {
 
 /** The oracle: graph-ir's evaluate, state carried across steps. */
 function reference(steps: number): Float64Array[] {
-  let k: Float64Array = new Float64Array(S * 64), v: Float64Array = new Float64Array(S * 64);
+  let k: Float64Array = new Float64Array(S * 64),
+    v: Float64Array = new Float64Array(S * 64);
   const out: Float64Array[] = [];
   for (let t = 0; t < steps; t++) {
     const r = evaluate(graph, { consts: weights, slots: stepSlots(t), state: { k, v } });
@@ -52,7 +53,9 @@ describe("the fused step region", () => {
     const ref = reference(6);
     for (let t = 0; t < 6; t++) {
       expect(relativeError(fused[t]!, ref[t]!), `step ${t}`).toBeLessThanOrEqual(1e-5);
-      expect(Array.from(new Uint32Array(fused[t]!.buffer)), `step ${t} bits`).toEqual(Array.from(new Uint32Array(split[t]!.buffer)));
+      expect(Array.from(new Uint32Array(fused[t]!.buffer)), `step ${t} bits`).toEqual(
+        Array.from(new Uint32Array(split[t]!.buffer)),
+      );
     }
   });
 
@@ -78,13 +81,22 @@ describe("the fused step region", () => {
 
 describe("decode allocates nothing after warm-up", () => {
   /** Counter and memory deltas over 100 replayed decode steps after 3 warm-up steps; logits of the last step. */
-  function hundredSteps(plantAllocation: boolean): { growths: number; blocks: number; arrays: number; bytes: number; logits: Float32Array; last: number } {
+  function hundredSteps(plantAllocation: boolean): {
+    growths: number;
+    blocks: number;
+    arrays: number;
+    bytes: number;
+    logits: Float32Array;
+    last: number;
+  } {
     const exec = createCpuExecutor({ threads: 2, plantAllocation });
     try {
       exec.bindWeights((key) => weights[key]!);
       const p = exec.stage(graph, { name: "decode" });
       const st = p.createState();
-      const token = new Int32Array(1), pos = new Int32Array(1), mask = new Float32Array(S).fill(-1e9);
+      const token = new Int32Array(1),
+        pos = new Int32Array(1),
+        mask = new Float32Array(S).fill(-1e9);
       const logits = new Float32Array(V);
       const step = (t: number): void => {
         // Positions wrap inside the cache; the mask admits what has been written.
@@ -104,10 +116,18 @@ describe("decode allocates nothing after warm-up", () => {
       p.writeSlot("mask", mask);
       p.capture(st);
       for (let t = 0; t < 3; t++) step(t);
-      const c0 = exec.counters(), b0 = exec.memory.memory.buffer.byteLength;
+      const c0 = exec.counters(),
+        b0 = exec.memory.memory.buffer.byteLength;
       for (let t = 3; t < 103; t++) step(t);
       const c1 = exec.counters();
-      return { growths: c1.memoryGrowths - c0.memoryGrowths, blocks: c1.blocks - c0.blocks, arrays: c1.hostArrays - c0.hostArrays, bytes: exec.memory.memory.buffer.byteLength - b0, logits, last: 102 };
+      return {
+        growths: c1.memoryGrowths - c0.memoryGrowths,
+        blocks: c1.blocks - c0.blocks,
+        arrays: c1.hostArrays - c0.hostArrays,
+        bytes: exec.memory.memory.buffer.byteLength - b0,
+        logits,
+        last: 102,
+      };
     } finally {
       exec.dispose();
     }
@@ -115,7 +135,12 @@ describe("decode allocates nothing after warm-up", () => {
 
   test("100 replayed steps: no memory growth, no blocks, no typed arrays; the logits are still right", () => {
     const r = hundredSteps(false);
-    expect({ growths: r.growths, blocks: r.blocks, arrays: r.arrays, bytes: r.bytes }).toEqual({ growths: 0, blocks: 0, arrays: 0, bytes: 0 });
+    expect({ growths: r.growths, blocks: r.blocks, arrays: r.arrays, bytes: r.bytes }).toEqual({
+      growths: 0,
+      blocks: 0,
+      arrays: 0,
+      bytes: 0,
+    });
     expect(r.logits.some((x) => x !== 0)).toBe(true);
   });
 
@@ -166,6 +191,9 @@ describe("the step profile (option profile) and the claims per thread", () => {
     } finally {
       exec.dispose();
     }
-    for (const claimsPerThread of [0, 1.5]) expect(() => createCpuExecutor({ threads: 1, claimsPerThread })).toThrow(/claimsPerThread must be a positive integer/);
+    for (const claimsPerThread of [0, 1.5])
+      expect(() => createCpuExecutor({ threads: 1, claimsPerThread })).toThrow(
+        /claimsPerThread must be a positive integer/,
+      );
   });
 });

@@ -30,12 +30,21 @@ export interface CopyBandwidth {
  * median (read + write) bandwidth. Allocates two `bytes`-byte buffers from the pool and releases them.
  */
 export function measureCopyBandwidth(ctx: CudaContext, options: CopyBandwidthOptions = {}): CopyBandwidth {
-  const bytes = options.bytes ?? 256 << 20, runs = options.runs ?? 5, copies = options.copies ?? 5;
-  for (const [k, v] of [["bytes", bytes], ["runs", runs], ["copies", copies]] as const) {
-    if (!Number.isInteger(v) || v < 1) throw new CudaError("bad-argument", `copy bandwidth: ${k} must be a positive integer, got ${v}`, { value: v });
+  const bytes = options.bytes ?? 256 << 20,
+    runs = options.runs ?? 5,
+    copies = options.copies ?? 5;
+  for (const [k, v] of [
+    ["bytes", bytes],
+    ["runs", runs],
+    ["copies", copies],
+  ] as const) {
+    if (!Number.isInteger(v) || v < 1)
+      throw new CudaError("bad-argument", `copy bandwidth: ${k} must be a positive integer, got ${v}`, { value: v });
   }
-  const src = ctx.allocate(bytes), dst = ctx.allocate(bytes);
-  const a = ctx.createEvent(), b = ctx.createEvent();
+  const src = ctx.allocate(bytes),
+    dst = ctx.allocate(bytes);
+  const a = ctx.createEvent(),
+    b = ctx.createEvent();
   try {
     src.fill(1, ctx.stream);
     const figures: number[] = [];

@@ -9,9 +9,19 @@ import { gemvRowsBf16 } from "./kernels.js";
 import { CudaError } from "./errors.js";
 
 const H200: CudaDeviceInfo = {
-  name: "NVIDIA H200", ordinal: 0, computeCapability: [9, 0], arch: "sm_90", driverVersion: 13000, multiprocessors: 132,
-  totalMemoryBytes: 150109880320, maxThreadsPerBlock: 1024, sharedBytesPerBlock: 49152, sharedBytesOptin: 232448, warpSize: 32,
-  memoryBusWidthBits: 6016, memoryClockKHz: 3201000,
+  name: "NVIDIA H200",
+  ordinal: 0,
+  computeCapability: [9, 0],
+  arch: "sm_90",
+  driverVersion: 13000,
+  multiprocessors: 132,
+  totalMemoryBytes: 150109880320,
+  maxThreadsPerBlock: 1024,
+  sharedBytesPerBlock: 49152,
+  sharedBytesOptin: 232448,
+  warpSize: 32,
+  memoryBusWidthBits: 6016,
+  memoryClockKHz: 3201000,
 };
 
 /** `.param` declarations of the first entry of a PTX text, as [type, name suffix]. */
@@ -26,7 +36,10 @@ describe("kernelArgs", () => {
   it("orders pointers and uniforms as the PTX entry declares its parameters", () => {
     const code = lowerPtx(gemvRowsBf16, cudaCaps(H200), { arch: "sm_90" });
     const params = ptxParams(code.text!, code.entryPoint);
-    const args = kernelArgs(gemvRowsBf16, code, { buffers: { W: fakeBuffer(0x1000n), x: fakeBuffer(0x2000n), y: fakeBuffer(0x3000n) }, uniforms: { N: 37, K8: 64 } });
+    const args = kernelArgs(gemvRowsBf16, code, {
+      buffers: { W: fakeBuffer(0x1000n), x: fakeBuffer(0x2000n), y: fakeBuffer(0x3000n) },
+      uniforms: { N: 37, K8: 64 },
+    });
     const byName: Record<string, unknown> = { W: 0x1000n, x: 0x2000n, y: 0x3000n, N: 37, K8: 64 };
     expect(args.map((a) => a.value)).toEqual(params.map(([, name]) => byName[name]));
     expect(args.map((a) => (a.kind === "ptr" ? "u64" : a.kind))).toEqual(params.map(([t]) => t));
@@ -35,7 +48,9 @@ describe("kernelArgs", () => {
   it("names the missing buffer or uniform", () => {
     const code = lowerPtx(gemvRowsBf16, cudaCaps(H200), { arch: "sm_90" });
     const b = { W: fakeBuffer(1n), x: fakeBuffer(2n), y: fakeBuffer(3n) };
-    expect(() => kernelArgs(gemvRowsBf16, code, { buffers: { W: b.W, x: b.x }, uniforms: { N: 1, K8: 1 } })).toThrow(/needs buffer "y"/);
+    expect(() => kernelArgs(gemvRowsBf16, code, { buffers: { W: b.W, x: b.x }, uniforms: { N: 1, K8: 1 } })).toThrow(
+      /needs buffer "y"/,
+    );
     expect(() => kernelArgs(gemvRowsBf16, code, { buffers: b, uniforms: { N: 1 } })).toThrow(CudaError);
   });
 });

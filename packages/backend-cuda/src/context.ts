@@ -26,7 +26,9 @@ export interface KernelBindings {
 }
 
 /** What a launch needs of a kernel's IR: its name and its uniforms' types (a kernel-dsl Kernel has both). */
-export type KernelSignature = Pick<Kernel, "name"> & { readonly uniforms: readonly { readonly name: string; readonly type: string }[] };
+export type KernelSignature = Pick<Kernel, "name"> & {
+  readonly uniforms: readonly { readonly name: string; readonly type: string }[];
+};
 
 /** A kernel-dsl kernel lowered to PTX, loaded and ready to launch. */
 export interface CompiledKernel {
@@ -83,7 +85,11 @@ export function kernelArgs(kernel: KernelSignature, code: TargetCode, bindings: 
     switch (slot.kind) {
       case "buffer": {
         const b = bindings.buffers[slot.buffer];
-        if (b === undefined) throw new CudaError("bad-argument", `kernel ${kernel.name} needs buffer "${slot.buffer}"`, { kernel: kernel.name, value: slot.buffer });
+        if (b === undefined)
+          throw new CudaError("bad-argument", `kernel ${kernel.name} needs buffer "${slot.buffer}"`, {
+            kernel: kernel.name,
+            value: slot.buffer,
+          });
         args.push({ kind: "ptr", value: b.ptr });
         break;
       }
@@ -91,12 +97,20 @@ export function kernelArgs(kernel: KernelSignature, code: TargetCode, bindings: 
         for (const name of slot.order) {
           const u = kernel.uniforms.find((x) => x.name === name);
           const v = bindings.uniforms?.[name];
-          if (u === undefined || v === undefined) throw new CudaError("bad-argument", `kernel ${kernel.name} needs uniform "${name}"`, { kernel: kernel.name, value: name });
+          if (u === undefined || v === undefined)
+            throw new CudaError("bad-argument", `kernel ${kernel.name} needs uniform "${name}"`, {
+              kernel: kernel.name,
+              value: name,
+            });
           args.push({ kind: u.type as "f32" | "i32" | "u32", value: v });
         }
         break;
       case "packed":
-        throw new CudaError("bad-argument", `kernel ${kernel.name}: packed buffer bindings are not a PTX calling convention`, { kernel: kernel.name });
+        throw new CudaError(
+          "bad-argument",
+          `kernel ${kernel.name}: packed buffer bindings are not a PTX calling convention`,
+          { kernel: kernel.name },
+        );
       default:
         slot satisfies never;
     }
@@ -105,7 +119,9 @@ export function kernelArgs(kernel: KernelSignature, code: TargetCode, bindings: 
 }
 
 /** The PTX ISA target codegen lowers for on a device (sm_90 on Hopper, else sm_80). */
-export function ptxArch(info: { readonly computeCapability: readonly [number, number] | readonly number[] }): "sm_90" | "sm_80" {
+export function ptxArch(info: {
+  readonly computeCapability: readonly [number, number] | readonly number[];
+}): "sm_90" | "sm_80" {
   return info.computeCapability[0]! >= 9 ? "sm_90" : "sm_80";
 }
 
@@ -123,7 +139,10 @@ export function createCudaContext(options: CudaContextOptions = {}): CudaContext
     pool,
     stream,
     compile(kernel, opts = {}) {
-      return ctx.load(lowerPtx(kernel, caps, { arch: ptxArch(device.info), ...(opts.specs ? { specs: opts.specs } : {}) }), kernel);
+      return ctx.load(
+        lowerPtx(kernel, caps, { arch: ptxArch(device.info), ...(opts.specs ? { specs: opts.specs } : {}) }),
+        kernel,
+      );
     },
     load(code, kernel) {
       const load = loadPtx(api, code.text!, {

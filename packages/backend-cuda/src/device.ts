@@ -86,11 +86,13 @@ export function openCudaDevice(options: OpenCudaOptions = {}): CudaDevice {
   const ordinal = options.ordinal ?? 0;
   const init = api.cuInit(0);
   // CUDA_ERROR_NO_DEVICE (100) and CUDA_ERROR_INSUFFICIENT_DRIVER (35) mean there is nothing to run on.
-  if (init === 100 || init === 35) throw new CudaError("no-driver", `no CUDA device: cuInit returned ${init}`, { call: "cuInit", result: init });
+  if (init === 100 || init === 35)
+    throw new CudaError("no-driver", `no CUDA device: cuInit returned ${init}`, { call: "cuInit", result: init });
   check(api, init, "cuInit");
   const count = [0];
   check(api, api.cuDeviceGetCount(count), "cuDeviceGetCount");
-  if (ordinal < 0 || ordinal >= count[0]!) throw new CudaError("no-driver", `no CUDA device ${ordinal} (the driver sees ${count[0]})`, { value: ordinal });
+  if (ordinal < 0 || ordinal >= count[0]!)
+    throw new CudaError("no-driver", `no CUDA device ${ordinal} (the driver sees ${count[0]})`, { value: ordinal });
   const dev = [0];
   check(api, api.cuDeviceGet(dev, ordinal), "cuDeviceGet");
   const device = dev[0]!;
@@ -149,8 +151,15 @@ export function openCudaDevice(options: OpenCudaOptions = {}): CudaDevice {
 }
 
 /** The tensor-core shapes kernels may issue: mma.sync m16n8k16 with bf16/f16 inputs from sm_80 (decision 0805). */
-export function cudaMatrixShapes(info: Pick<CudaDeviceInfo, "computeCapability">): { m: number; n: number; k: number; input: "bf16" | "f16" }[] {
-  return info.computeCapability[0] >= 8 ? [{ m: 16, n: 8, k: 16, input: "bf16" }, { m: 16, n: 8, k: 16, input: "f16" }] : [];
+export function cudaMatrixShapes(
+  info: Pick<CudaDeviceInfo, "computeCapability">,
+): { m: number; n: number; k: number; input: "bf16" | "f16" }[] {
+  return info.computeCapability[0] >= 8
+    ? [
+        { m: 16, n: 8, k: 16, input: "bf16" },
+        { m: 16, n: 8, k: 16, input: "f16" },
+      ]
+    : [];
 }
 
 /**

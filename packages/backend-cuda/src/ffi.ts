@@ -42,13 +42,15 @@ export const PROTOTYPES = {
   cuEventSynchronize: "int cuEventSynchronize(void *event)",
   cuEventElapsedTime: "int cuEventElapsedTime(_Out_ float *ms, void *start, void *end)",
   cuEventDestroy: "int cuEventDestroy_v2(void *event)",
-  cuModuleLoadDataEx: "int cuModuleLoadDataEx(_Out_ void **module, const void *image, unsigned int n, void *options, void *values)",
+  cuModuleLoadDataEx:
+    "int cuModuleLoadDataEx(_Out_ void **module, const void *image, unsigned int n, void *options, void *values)",
   cuModuleLoadData: "int cuModuleLoadData(_Out_ void **module, const void *image)",
   cuModuleGetFunction: "int cuModuleGetFunction(_Out_ void **fn, void *module, const char *name)",
   cuModuleUnload: "int cuModuleUnload(void *module)",
   cuFuncGetAttribute: "int cuFuncGetAttribute(_Out_ int *value, int attribute, void *fn)",
   cuLinkCreate: "int cuLinkCreate_v2(unsigned int n, void *options, void *values, _Out_ void **state)",
-  cuLinkAddData: "int cuLinkAddData_v2(void *state, int type, const void *data, size_t bytes, const char *name, unsigned int n, void *options, void *values)",
+  cuLinkAddData:
+    "int cuLinkAddData_v2(void *state, int type, const void *data, size_t bytes, const char *name, unsigned int n, void *options, void *values)",
   cuLinkComplete: "int cuLinkComplete(void *state, _Out_ void **cubin, _Out_ size_t *bytes)",
   cuLinkDestroy: "int cuLinkDestroy(void *state)",
   cuLaunchKernel:
@@ -84,7 +86,11 @@ export function loadDriver(libraryPath: string = DEFAULT_CUDA_LIBRARY): DriverAp
   try {
     lib = koffi.load(libraryPath);
   } catch (e) {
-    throw new CudaError("no-driver", `no CUDA driver on this machine: cannot load ${libraryPath} (${(e as Error).message})`, { value: libraryPath });
+    throw new CudaError(
+      "no-driver",
+      `no CUDA driver on this machine: cannot load ${libraryPath} (${(e as Error).message})`,
+      { value: libraryPath },
+    );
   }
   const api: Record<string, unknown> = {};
   for (const [name, proto] of Object.entries(PROTOTYPES)) api[name] = lib.func(proto);

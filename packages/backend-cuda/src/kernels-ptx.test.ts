@@ -5,7 +5,12 @@ import { describe, expect, it } from "vitest";
 import { cudaCaps, type CudaDeviceInfo } from "./device.js";
 import { gemvRowsBf16, gemvRowsBf16x2, gemvRowsF32 } from "./kernels.js";
 
-const info = { computeCapability: [9, 0], maxThreadsPerBlock: 1024, warpSize: 32, sharedBytesPerBlock: 49152 } as unknown as CudaDeviceInfo;
+const info = {
+  computeCapability: [9, 0],
+  maxThreadsPerBlock: 1024,
+  warpSize: 32,
+  sharedBytesPerBlock: 49152,
+} as unknown as CudaDeviceInfo;
 const kernels = [
   ["gemv_rows_bf16", gemvRowsBf16, 3],
   ["gemv_rows_bf16_x2", gemvRowsBf16x2, 6],

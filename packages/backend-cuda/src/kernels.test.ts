@@ -32,7 +32,12 @@ describe("row GEMVs", () => {
     const w = Uint16Array.from({ length: N * K }, () => f32ToBf16Bits(r()));
     const x = Float32Array.from({ length: K }, r);
     const y = new Float32Array(N + 3).fill(Number.NaN);
-    interpret(kernel, { grid: gemvRowsGrid(N + 3), buffers: { W: new Uint32Array(w.buffer), x, y }, uniforms: { N, K8: K / 8 }, subgroupSize: 32 });
+    interpret(kernel, {
+      grid: gemvRowsGrid(N + 3),
+      buffers: { W: new Uint32Array(w.buffer), x, y },
+      uniforms: { N, K8: K / 8 },
+      subgroupSize: 32,
+    });
     expect(relErr(y, (i) => bf16BitsToF32(w[i]!), x, N, K)).toBeLessThan(1e-6);
     expect(Array.from(y.subarray(N)).every(Number.isNaN)).toBe(true);
   });
@@ -43,7 +48,12 @@ describe("row GEMVs", () => {
     const w = Float32Array.from({ length: N * K }, r);
     const x = Float32Array.from({ length: K }, r);
     const y = new Float32Array(N);
-    interpret(gemvRowsF32, { grid: gemvRowsGrid(N), buffers: { W: w, x, y }, uniforms: { N, K4: K / 4 }, subgroupSize: 32 });
+    interpret(gemvRowsF32, {
+      grid: gemvRowsGrid(N),
+      buffers: { W: w, x, y },
+      uniforms: { N, K4: K / 4 },
+      subgroupSize: 32,
+    });
     expect(relErr(y, (i) => w[i]!, x, N, K)).toBeLessThan(1e-6);
   });
 });

@@ -14,7 +14,10 @@ export function gemvRowsGrid(n: number, subgroupSize = 32): [number, number, num
 type V4 = Val<"vec4<f32>">;
 
 /** The row of this warp, and the final subgroup sum written by lane 0 (outside divergent control flow). */
-function rowGemv(k: Builder, body: (row: Val<"u32">, acc: { set(v: Val<"f32">): void; get(): Val<"f32"> }) => void): void {
+function rowGemv(
+  k: Builder,
+  body: (row: Val<"u32">, acc: { set(v: Val<"f32">): void; get(): Val<"f32"> }) => void,
+): void {
   const { buffer, uniform, wid, u32, f32, var_, let_, if_, subgroupAdd, subgroupId, subgroupLane, subgroupSize } = k;
   const y = buffer("y", "f32", "write");
   const N = uniform("N", "u32");
@@ -39,23 +42,29 @@ function rowsBf16(name: string, unroll: number) {
     const x = buffer("x", "vec4<f32>", "read");
     const K8 = uniform("K8", "u32");
     rowGemv(k, (row, acc) => {
-      for_(subgroupLane, K8, subgroupSize.mul(unroll), (c0) => {
-        // Issue every load of the iteration before the arithmetic, so `unroll` words per lane are in flight.
-        const cs = Array.from({ length: unroll }, (_, u) => let_(c0.add(subgroupSize.mul(u)), `c${u}`));
-        const ws = cs.map((c, u) => let_(W.at(row.mul(K8).add(c)), `w${u}`));
-        cs.forEach((c, u) => {
-          const w = ws[u]!;
-          const xa = let_(x.at(c.mul(2)), `xa${u}`);
-          const xb = let_(x.at(c.mul(2).add(1)), `xb${u}`);
-          const p0 = let_(unpack("bf16x2", w.x), `p0_${u}`);
-          const p1 = let_(unpack("bf16x2", w.y), `p1_${u}`);
-          const p2 = let_(unpack("bf16x2", w.z), `p2_${u}`);
-          const p3 = let_(unpack("bf16x2", w.w), `p3_${u}`);
-          const wa = vec("vec4<f32>", p0.x, p0.y, p1.x, p1.y);
-          const wb = vec("vec4<f32>", p2.x, p2.y, p3.x, p3.y);
-          acc.set(dot4(k, wb, xb, dot4(k, wa, xa, acc.get())));
-        });
-      }, "c");
+      for_(
+        subgroupLane,
+        K8,
+        subgroupSize.mul(unroll),
+        (c0) => {
+          // Issue every load of the iteration before the arithmetic, so `unroll` words per lane are in flight.
+          const cs = Array.from({ length: unroll }, (_, u) => let_(c0.add(subgroupSize.mul(u)), `c${u}`));
+          const ws = cs.map((c, u) => let_(W.at(row.mul(K8).add(c)), `w${u}`));
+          cs.forEach((c, u) => {
+            const w = ws[u]!;
+            const xa = let_(x.at(c.mul(2)), `xa${u}`);
+            const xb = let_(x.at(c.mul(2).add(1)), `xb${u}`);
+            const p0 = let_(unpack("bf16x2", w.x), `p0_${u}`);
+            const p1 = let_(unpack("bf16x2", w.y), `p1_${u}`);
+            const p2 = let_(unpack("bf16x2", w.z), `p2_${u}`);
+            const p3 = let_(unpack("bf16x2", w.w), `p3_${u}`);
+            const wa = vec("vec4<f32>", p0.x, p0.y, p1.x, p1.y);
+            const wb = vec("vec4<f32>", p2.x, p2.y, p3.x, p3.y);
+            acc.set(dot4(k, wb, xb, dot4(k, wa, xa, acc.get())));
+          });
+        },
+        "c",
+      );
     });
   });
 }
@@ -83,9 +92,15 @@ export const gemvRowsF32 = kernel("gemv_rows_f32", { workgroupSize: [GEMV_ROWS_W
   const x = buffer("x", "vec4<f32>", "read");
   const K4 = uniform("K4", "u32");
   rowGemv(k, (row, acc) => {
-    for_(subgroupLane, K4, subgroupSize, (c) => {
-      const w = let_(W.at(row.mul(K4).add(c)), "w");
-      acc.set(dot4(k, w, x.at(c), acc.get()));
-    }, "c");
+    for_(
+      subgroupLane,
+      K4,
+      subgroupSize,
+      (c) => {
+        const w = let_(W.at(row.mul(K4).add(c)), "w");
+        acc.set(dot4(k, w, x.at(c), acc.get()));
+      },
+      "c",
+    );
   });
 });

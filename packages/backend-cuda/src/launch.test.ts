@@ -35,7 +35,12 @@ describe("LaunchParams", () => {
   });
 
   it("refuses values that do not fit their parameter type", () => {
-    const bad: [string, number][] = [["u32", -1], ["u32", 2 ** 32], ["i32", 2 ** 31], ["u32", 0.5]];
+    const bad: [string, number][] = [
+      ["u32", -1],
+      ["u32", 2 ** 32],
+      ["i32", 2 ** 31],
+      ["u32", 0.5],
+    ];
     for (const [kind, value] of bad) {
       expect(() => new LaunchParams([{ kind: kind as "u32", value }]), `${kind} ${value}`).toThrow(/is not an? [iu]32/);
     }

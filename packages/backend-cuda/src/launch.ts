@@ -22,11 +22,13 @@ function writeArg(cells: DataView, i: number, a: KernelArg): void {
       cells.setBigUint64(at, a.value, true);
       return;
     case "u32":
-      if (!Number.isInteger(a.value) || a.value < 0 || a.value > 0xffffffff) throw new CudaError("bad-argument", `argument ${i}: ${a.value} is not a u32`, { value: a.value });
+      if (!Number.isInteger(a.value) || a.value < 0 || a.value > 0xffffffff)
+        throw new CudaError("bad-argument", `argument ${i}: ${a.value} is not a u32`, { value: a.value });
       cells.setUint32(at, a.value, true);
       return;
     case "i32":
-      if (!Number.isInteger(a.value) || a.value < -0x80000000 || a.value > 0x7fffffff) throw new CudaError("bad-argument", `argument ${i}: ${a.value} is not an i32`, { value: a.value });
+      if (!Number.isInteger(a.value) || a.value < -0x80000000 || a.value > 0x7fffffff)
+        throw new CudaError("bad-argument", `argument ${i}: ${a.value} is not an i32`, { value: a.value });
       cells.setInt32(at, a.value, true);
       return;
     case "f32":
@@ -66,7 +68,8 @@ export class LaunchParams {
   /** Overwrites argument `i` (same launch, new value: e.g. another buffer or a new length). */
   set(i: number, a: KernelArg): void {
     if (!this.live) throw new CudaError("disposed", "launch parameters used after dispose()");
-    if (!Number.isInteger(i) || i < 0 || i >= this.count) throw new CudaError("bad-argument", `argument index ${i} out of range (${this.count} arguments)`, { value: i });
+    if (!Number.isInteger(i) || i < 0 || i >= this.count)
+      throw new CudaError("bad-argument", `argument index ${i} out of range (${this.count} arguments)`, { value: i });
     writeArg(this.cells, i, a);
   }
 
@@ -86,7 +89,27 @@ export class LaunchParams {
 }
 
 /** Launches `fn` on `stream` (or, inside a capture, records the launch into the graph). */
-export function launchKernel(api: DriverApi, fn: CudaFunction, grid: Dim3, block: Dim3, params: LaunchParams, stream: CudaStream, sharedBytes = 0): void {
-  const r = api.cuLaunchKernel(fn.handle, grid[0], grid[1], grid[2], block[0], block[1], block[2], sharedBytes, stream.handle, params.handle, null);
+export function launchKernel(
+  api: DriverApi,
+  fn: CudaFunction,
+  grid: Dim3,
+  block: Dim3,
+  params: LaunchParams,
+  stream: CudaStream,
+  sharedBytes = 0,
+): void {
+  const r = api.cuLaunchKernel(
+    fn.handle,
+    grid[0],
+    grid[1],
+    grid[2],
+    block[0],
+    block[1],
+    block[2],
+    sharedBytes,
+    stream.handle,
+    params.handle,
+    null,
+  );
   if (r !== 0) check(api, r, "cuLaunchKernel", fn.name);
 }

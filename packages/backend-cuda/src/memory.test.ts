@@ -5,7 +5,16 @@ import { blockSize } from "./memory.js";
 
 describe("blockSize", () => {
   it("rounds small requests up to 256 bytes and powers of two up to 1 MiB", () => {
-    expect([0, 1, 256, 257, 1000, 4096, 4097, 1 << 20].map(blockSize)).toEqual([256, 256, 256, 512, 1024, 4096, 8192, 1 << 20]);
+    expect([0, 1, 256, 257, 1000, 4096, 4097, 1 << 20].map(blockSize)).toEqual([
+      256,
+      256,
+      256,
+      512,
+      1024,
+      4096,
+      8192,
+      1 << 20,
+    ]);
   });
   it("rounds large requests up to whole MiB", () => {
     // 2048 x 2048 bf16 = 8 MiB exactly; 2048 x 2048 x 2 + 1 needs one more MiB; 128256 x 2048 bf16 = 501 MiB.

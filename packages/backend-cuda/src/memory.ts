@@ -22,7 +22,8 @@ export interface PoolStats {
 
 /** The block size class for `bytes`: powers of two up to 1 MiB, then multiples of 1 MiB (less waste on weights). */
 export function blockSize(bytes: number): number {
-  if (!Number.isInteger(bytes) || bytes < 0) throw new CudaError("bad-argument", `cannot allocate ${bytes} bytes`, { value: bytes });
+  if (!Number.isInteger(bytes) || bytes < 0)
+    throw new CudaError("bad-argument", `cannot allocate ${bytes} bytes`, { value: bytes });
   if (bytes <= MIN_BLOCK) return MIN_BLOCK;
   if (bytes <= 1 << 20) return 2 ** Math.ceil(Math.log2(bytes));
   return Math.ceil(bytes / (1 << 20)) * (1 << 20);
@@ -75,7 +76,12 @@ export class MemoryPool {
 
   /** Counters. */
   stats(): PoolStats {
-    return { reservedBytes: this.reserved, inUseBytes: this.inUse, driverAllocations: this.allocations, reuses: this.reused };
+    return {
+      reservedBytes: this.reserved,
+      inUseBytes: this.inUse,
+      driverAllocations: this.allocations,
+      reuses: this.reused,
+    };
   }
 }
 
@@ -100,7 +106,11 @@ export class DeviceBuffer {
 
   private fits(bytes: number, offset: number): void {
     if (offset < 0 || bytes < 0 || offset + bytes > this.bytes) {
-      throw new CudaError("bad-argument", `copy of ${bytes} bytes at offset ${offset} overruns a ${this.bytes}-byte buffer`, { value: { bytes, offset, size: this.bytes } });
+      throw new CudaError(
+        "bad-argument",
+        `copy of ${bytes} bytes at offset ${offset} overruns a ${this.bytes}-byte buffer`,
+        { value: { bytes, offset, size: this.bytes } },
+      );
     }
   }
 
@@ -125,7 +135,10 @@ export class DeviceBuffer {
   copyFrom(src: DeviceBuffer, bytes: number, stream: CudaStream): void {
     this.alive();
     this.fits(bytes, 0);
-    if (bytes > src.bytes) throw new CudaError("bad-argument", `copy of ${bytes} bytes overruns the ${src.bytes}-byte source`, { value: bytes });
+    if (bytes > src.bytes)
+      throw new CudaError("bad-argument", `copy of ${bytes} bytes overruns the ${src.bytes}-byte source`, {
+        value: bytes,
+      });
     check(this.api, this.api.cuMemcpyDtoDAsync(this.ptr, src.ptr, bytes, stream.handle), "cuMemcpyDtoDAsync_v2");
   }
 
@@ -133,8 +146,17 @@ export class DeviceBuffer {
   copyRange(src: DeviceBuffer, srcOffset: number, dstOffset: number, bytes: number, stream: CudaStream): void {
     this.alive();
     this.fits(bytes, dstOffset);
-    if (srcOffset < 0 || srcOffset + bytes > src.bytes) throw new CudaError("bad-argument", `copy of ${bytes} bytes at ${srcOffset} overruns the ${src.bytes}-byte source`, { value: srcOffset });
-    check(this.api, this.api.cuMemcpyDtoDAsync(this.ptr + BigInt(dstOffset), src.ptr + BigInt(srcOffset), bytes, stream.handle), "cuMemcpyDtoDAsync_v2");
+    if (srcOffset < 0 || srcOffset + bytes > src.bytes)
+      throw new CudaError(
+        "bad-argument",
+        `copy of ${bytes} bytes at ${srcOffset} overruns the ${src.bytes}-byte source`,
+        { value: srcOffset },
+      );
+    check(
+      this.api,
+      this.api.cuMemcpyDtoDAsync(this.ptr + BigInt(dstOffset), src.ptr + BigInt(srcOffset), bytes, stream.handle),
+      "cuMemcpyDtoDAsync_v2",
+    );
   }
 
   /** Enqueues a byte fill of the whole buffer on `stream`. */
@@ -181,7 +203,11 @@ export class PinnedBuffer {
   write(data: ArrayBufferView, offset = 0): void {
     if (!this.live) throw new CudaError("disposed", "pinned buffer used after dispose()");
     if (offset < 0 || offset + data.byteLength > this.bytes) {
-      throw new CudaError("bad-argument", `write of ${data.byteLength} bytes at ${offset} overruns a ${this.bytes}-byte pinned buffer`, { value: offset });
+      throw new CudaError(
+        "bad-argument",
+        `write of ${data.byteLength} bytes at ${offset} overruns a ${this.bytes}-byte pinned buffer`,
+        { value: offset },
+      );
     }
     this.bytesView.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), offset);
   }
@@ -189,7 +215,8 @@ export class PinnedBuffer {
   /** Enqueues (or, inside a capture, records) a copy of `bytes` bytes at `offset` into `dst` on `stream`. */
   copyTo(dst: DeviceBuffer, stream: CudaStream, bytes = Math.min(this.bytes, dst.bytes), offset = 0): void {
     if (!this.live) throw new CudaError("disposed", "pinned buffer used after dispose()");
-    if (offset + bytes > this.bytes || bytes > dst.bytes) throw new CudaError("bad-argument", `pinned copy of ${bytes} bytes does not fit`, { value: bytes });
+    if (offset + bytes > this.bytes || bytes > dst.bytes)
+      throw new CudaError("bad-argument", `pinned copy of ${bytes} bytes does not fit`, { value: bytes });
     const src = native.address(this.handle) + BigInt(offset);
     check(this.api, this.api.cuMemcpyHtoDAsync(dst.ptr, src, bytes, stream.handle), "cuMemcpyHtoDAsync_v2");
   }

@@ -9,7 +9,12 @@ describe("ptxCacheKey", () => {
     expect(ptxCacheKey(".version 8.0", "sm_90", 13000)).toBe(want);
   });
   it("changes with the text, the arch and the driver", () => {
-    const keys = new Set([ptxCacheKey("a", "sm_90", 1), ptxCacheKey("b", "sm_90", 1), ptxCacheKey("a", "sm_80", 1), ptxCacheKey("a", "sm_90", 2)]);
+    const keys = new Set([
+      ptxCacheKey("a", "sm_90", 1),
+      ptxCacheKey("b", "sm_90", 1),
+      ptxCacheKey("a", "sm_80", 1),
+      ptxCacheKey("a", "sm_90", 2),
+    ]);
     expect(keys.size).toBe(4);
   });
 });

@@ -89,7 +89,13 @@ export class CudaModule {
 
 /** The cache key of a PTX text on one device: SHA-256 of the text, the arch and the driver version. */
 export function ptxCacheKey(ptx: string, arch: string, driverVersion: number): string {
-  return createHash("sha256").update(ptx).update("\0").update(arch).update("\0").update(String(driverVersion)).digest("hex");
+  return createHash("sha256")
+    .update(ptx)
+    .update("\0")
+    .update(arch)
+    .update("\0")
+    .update(String(driverVersion))
+    .digest("hex");
 }
 
 /** The JIT option table with an info and an error log buffer (native memory the driver writes into). */
@@ -101,7 +107,12 @@ class JitLogs {
   constructor() {
     const o = new DataView(native.view(this.options, 16).buffer);
     const v = new DataView(native.view(this.values, 32).buffer);
-    [JIT_INFO_LOG_BUFFER, JIT_INFO_LOG_BUFFER_SIZE_BYTES, JIT_ERROR_LOG_BUFFER, JIT_ERROR_LOG_BUFFER_SIZE_BYTES].forEach((opt, i) => o.setInt32(i * 4, opt, true));
+    [
+      JIT_INFO_LOG_BUFFER,
+      JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+      JIT_ERROR_LOG_BUFFER,
+      JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+    ].forEach((opt, i) => o.setInt32(i * 4, opt, true));
     v.setBigUint64(0, native.address(this.info), true);
     v.setBigUint64(8, BigInt(LOG_BYTES), true);
     v.setBigUint64(16, native.address(this.error), true);
@@ -113,7 +124,9 @@ class JitLogs {
   private text(p: Handle): string {
     const b = native.view(p, LOG_BYTES);
     const end = b.indexOf(0);
-    return Buffer.from(b.subarray(0, end < 0 ? LOG_BYTES : end)).toString("utf8").trim();
+    return Buffer.from(b.subarray(0, end < 0 ? LOG_BYTES : end))
+      .toString("utf8")
+      .trim();
   }
   infoLog(): string {
     return this.text(this.info);
@@ -129,13 +142,17 @@ class JitLogs {
 function jitError(api: DriverApi, result: number, call: string, logs: JitLogs, name: string | undefined): CudaError {
   const rn = resultName(api, result);
   const log = logs.errorLog();
-  return new CudaError("ptx-jit", `${call} rejected PTX${name ? ` of ${name}` : ""} with ${rn}${log ? `:\n${log}` : ""}`, {
-    call,
-    result,
-    resultName: rn,
-    log,
-    ...(name !== undefined ? { kernel: name } : {}),
-  });
+  return new CudaError(
+    "ptx-jit",
+    `${call} rejected PTX${name ? ` of ${name}` : ""} with ${rn}${log ? `:\n${log}` : ""}`,
+    {
+      call,
+      result,
+      resultName: rn,
+      log,
+      ...(name !== undefined ? { kernel: name } : {}),
+    },
+  );
 }
 
 /** JIT-links PTX to a cubin with cuLink* (so the image can be cached); throws CudaError("ptx-jit") with the log. */
@@ -176,7 +193,8 @@ export function loadPtx(api: DriverApi, ptx: string, options: LoadPtxOptions): L
     const image = readFileSync(path);
     const r = api.cuModuleLoadData(out, image);
     // A stale or truncated cache entry is not fatal: fall through to the JIT and overwrite it.
-    if (r === 0) return { module: new CudaModule(api, out[0]), cacheHit: true, loadMs: performance.now() - t0, infoLog: "", key };
+    if (r === 0)
+      return { module: new CudaModule(api, out[0]), cacheHit: true, loadMs: performance.now() - t0, infoLog: "", key };
   }
   const text = Buffer.from(`${ptx}\0`, "utf8");
   if (path === undefined) {
@@ -184,7 +202,13 @@ export function loadPtx(api: DriverApi, ptx: string, options: LoadPtxOptions): L
     try {
       const r = api.cuModuleLoadDataEx(out, text, logs.count, logs.options, logs.values);
       if (r !== 0) throw jitError(api, r, "cuModuleLoadDataEx", logs, options.name);
-      return { module: new CudaModule(api, out[0]), cacheHit: false, loadMs: performance.now() - t0, infoLog: logs.infoLog(), key };
+      return {
+        module: new CudaModule(api, out[0]),
+        cacheHit: false,
+        loadMs: performance.now() - t0,
+        infoLog: logs.infoLog(),
+        key,
+      };
     } finally {
       logs.free();
     }

@@ -6,14 +6,43 @@ import { attentionSplits, synthesizeAttention, type SynthCaps } from "@poot/kern
 import { describe, expect, it } from "vitest";
 import { cudaCaps, type CudaDeviceInfo } from "./device.js";
 
-const info = { computeCapability: [9, 0], maxThreadsPerBlock: 1024, warpSize: 32, sharedBytesPerBlock: 49152 } as unknown as CudaDeviceInfo;
-const caps: SynthCaps = { maxWorkgroup: 1024, subgroupSize: 32, sharedBytes: 49152, vectorLoads: true, computeUnits: 132, splitAttention: true };
+const info = {
+  computeCapability: [9, 0],
+  maxThreadsPerBlock: 1024,
+  warpSize: 32,
+  sharedBytesPerBlock: 49152,
+} as unknown as CudaDeviceInfo;
+const caps: SynthCaps = {
+  maxWorkgroup: 1024,
+  subgroupSize: 32,
+  sharedBytes: 49152,
+  vectorLoads: true,
+  computeUnits: 132,
+  splitAttention: true,
+};
 
 describe("kernelgen flash-decode attention, lowered to PTX", () => {
   it("splits a 4096-key cache 9 ways on 132 SMs; both kernels assemble with ptxas for sm_80 and sm_90", async () => {
     const splits = attentionSplits(32, 4096, 132);
     expect(splits).toBe(9);
-    const s = synthesizeAttention({ name: "attn", queries: 1, heads: 32, kvHeads: 8, headDim: 64, keys: 4096, scale: 0.125, mask: "causal", kvLayout: "hsd", qDtype: "bf16", kvDtype: "bf16", outDtype: "bf16", splits }, caps);
+    const s = synthesizeAttention(
+      {
+        name: "attn",
+        queries: 1,
+        heads: 32,
+        kvHeads: 8,
+        headDim: 64,
+        keys: 4096,
+        scale: 0.125,
+        mask: "causal",
+        kvLayout: "hsd",
+        qDtype: "bf16",
+        kvDtype: "bf16",
+        outDtype: "bf16",
+        splits,
+      },
+      caps,
+    );
     expect(s.grid[0]).toBe(32 * 9);
     expect(s.split?.combine.grid[0]).toBe(32);
     expect(s.kernel.shared.map((x) => x.name)).not.toContain("qs"); // the warp-per-key kernel keeps q in registers

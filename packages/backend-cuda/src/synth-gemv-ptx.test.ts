@@ -5,7 +5,12 @@ import { synthesizeGemv, type SynthCaps } from "@poot/kernelgen";
 import { describe, expect, it } from "vitest";
 import { cudaCaps, type CudaDeviceInfo } from "./device.js";
 
-const info = { computeCapability: [9, 0], maxThreadsPerBlock: 1024, warpSize: 32, sharedBytesPerBlock: 49152 } as unknown as CudaDeviceInfo;
+const info = {
+  computeCapability: [9, 0],
+  maxThreadsPerBlock: 1024,
+  warpSize: 32,
+  sharedBytesPerBlock: 49152,
+} as unknown as CudaDeviceInfo;
 const caps: SynthCaps = { maxWorkgroup: 1024, subgroupSize: 32, sharedBytes: 49152, vectorLoads: true };
 // Words of W each lane loads per trip (decision 0805): 8 with one head, 4 each for gate and up.
 const shapes = [
@@ -15,21 +20,30 @@ const shapes = [
 ] as const;
 
 describe("kernelgen GEMV with 16-byte loads, lowered to PTX", () => {
-  it.each(shapes)("%s: W and x are read only with ld.global.v4, every word of a trip before the first fma", (_, K, N, heads, unroll) => {
-    const s = synthesizeGemv({ name: "gemv", K, N, heads, weight: { dtype: "bf16", layout: "nk" } }, caps);
-    const lines = lowerPtx(s.kernel, cudaCaps(info), { arch: "sm_90" }).text!.split("\n");
-    const loads = lines.filter((l) => /\bld\.global\./.test(l));
-    // Per trip: `unroll` 16-byte words of each weight row, two vec4<f32> of x per word.
-    expect(loads).toHaveLength(unroll * heads + 2 * unroll);
-    expect(loads.every((l) => /ld\.global\.v4\.(b32|f32|u32)/.test(l))).toBe(true);
-    const firstFma = lines.findIndex((l) => /\bfma\.rn\.f32\b/.test(l));
-    const weightLoads = lines.map((l, i) => [l, i] as const).filter(([l]) => /ld\.global\.v4\.(b32|u32)/.test(l)).map(([, i]) => i);
-    expect(weightLoads).toHaveLength(unroll * heads);
-    expect(Math.max(...weightLoads)).toBeLessThan(firstFma);
-  });
+  it.each(shapes)(
+    "%s: W and x are read only with ld.global.v4, every word of a trip before the first fma",
+    (_, K, N, heads, unroll) => {
+      const s = synthesizeGemv({ name: "gemv", K, N, heads, weight: { dtype: "bf16", layout: "nk" } }, caps);
+      const lines = lowerPtx(s.kernel, cudaCaps(info), { arch: "sm_90" }).text!.split("\n");
+      const loads = lines.filter((l) => /\bld\.global\./.test(l));
+      // Per trip: `unroll` 16-byte words of each weight row, two vec4<f32> of x per word.
+      expect(loads).toHaveLength(unroll * heads + 2 * unroll);
+      expect(loads.every((l) => /ld\.global\.v4\.(b32|f32|u32)/.test(l))).toBe(true);
+      const firstFma = lines.findIndex((l) => /\bfma\.rn\.f32\b/.test(l));
+      const weightLoads = lines
+        .map((l, i) => [l, i] as const)
+        .filter(([l]) => /ld\.global\.v4\.(b32|u32)/.test(l))
+        .map(([, i]) => i);
+      expect(weightLoads).toHaveLength(unroll * heads);
+      expect(Math.max(...weightLoads)).toBeLessThan(firstFma);
+    },
+  );
 
   it("assembles with ptxas for sm_80 and sm_90", async () => {
-    const s = synthesizeGemv({ name: "gemv", K: 2048, N: 8192, heads: 2, weight: { dtype: "bf16", layout: "nk" } }, caps);
+    const s = synthesizeGemv(
+      { name: "gemv", K: 2048, N: 8192, heads: 2, weight: { dtype: "bf16", layout: "nk" } },
+      caps,
+    );
     for (const arch of ["sm_80", "sm_90"]) {
       const r = await validatePtx(lowerPtx(s.kernel, cudaCaps(info), { arch }).text!, { arch });
       if (r.status === "unavailable") {

@@ -1,12 +1,23 @@
 // The public API as a user imports it: what works on a machine without a GPU, and the typed error that
 // says there is no driver.
 import { describe, expect, it } from "vitest";
-import { CudaError, createCudaContext, gemvRowsBf16, gemvRowsGrid, loadDriver, openCudaDevice } from "@poot/backend-cuda";
+import {
+  CudaError,
+  createCudaContext,
+  gemvRowsBf16,
+  gemvRowsGrid,
+  loadDriver,
+  openCudaDevice,
+} from "@poot/backend-cuda";
 
 describe("@poot/backend-cuda without a driver", () => {
   it("reports a missing driver library as CudaError no-driver naming the path", () => {
     const path = "/nonexistent/libcuda.so.1";
-    for (const open of [() => loadDriver(path), () => openCudaDevice({ libraryPath: path }), () => createCudaContext({ libraryPath: path })]) {
+    for (const open of [
+      () => loadDriver(path),
+      () => openCudaDevice({ libraryPath: path }),
+      () => createCudaContext({ libraryPath: path }),
+    ]) {
       let err: unknown;
       try {
         open();

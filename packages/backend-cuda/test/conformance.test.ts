@@ -13,4 +13,7 @@ function missingDriver(): string | undefined {
 }
 const skip = missingDriver();
 
-runConformance("cuda", () => createCudaExecutor(), { dtypes: ["f32", "f16", "bf16"], ...(skip !== undefined ? { skip } : {}) });
+runConformance("cuda", () => createCudaExecutor(), {
+  dtypes: ["f32", "f16", "bf16"],
+  ...(skip !== undefined ? { skip } : {}),
+});

@@ -3,7 +3,15 @@
 
 import { bf16BitsToF32, f32ToBf16Bits, type Kernel } from "@poot/kernel-dsl";
 import { synthesizeGemv } from "@poot/kernelgen";
-import { gemvRowsBf16, gemvRowsBf16x2, gemvRowsF32, gemvRowsGrid, type CudaContext, type DeviceBuffer, type LaunchParams } from "@poot/backend-cuda";
+import {
+  gemvRowsBf16,
+  gemvRowsBf16x2,
+  gemvRowsF32,
+  gemvRowsGrid,
+  type CudaContext,
+  type DeviceBuffer,
+  type LaunchParams,
+} from "@poot/backend-cuda";
 import { addPos, rng } from "./gpu-cases.js";
 
 export { rng };
@@ -116,11 +124,20 @@ const CHUNK = 1 << 22;
  * kernelgen's synthesized [N, K] GEMV. Weights are a random chunk tiled on the device; several copies
  * rotate so the working set exceeds the L2 cache. Sampled rows are checked against a float64 sum.
  */
-export function benchGemv(ctx: CudaContext, N: number, K: number, dtype: "bf16" | "f32", copyGBps: number): GemvFigure[] {
+export function benchGemv(
+  ctx: CudaContext,
+  N: number,
+  K: number,
+  dtype: "bf16" | "f32",
+  copyGBps: number,
+): GemvFigure[] {
   const esize = dtype === "bf16" ? 2 : 4;
   const bytes = N * K * esize;
   const r = rng(N ^ K);
-  const chunk = dtype === "bf16" ? Uint16Array.from({ length: CHUNK }, () => f32ToBf16Bits(r() * 2 - 1)) : Float32Array.from({ length: CHUNK }, () => r() * 2 - 1);
+  const chunk =
+    dtype === "bf16"
+      ? Uint16Array.from({ length: CHUNK }, () => f32ToBf16Bits(r() * 2 - 1))
+      : Float32Array.from({ length: CHUNK }, () => r() * 2 - 1);
   const wAt = (i: number): number => (dtype === "bf16" ? bf16BitsToF32(chunk[i % CHUNK]!) : chunk[i % CHUNK]!);
   const chunkDev = ctx.upload(chunk);
   const copies = Math.max(1, Math.ceil((256 << 20) / bytes));
@@ -138,9 +155,28 @@ export function benchGemv(ctx: CudaContext, N: number, K: number, dtype: "bf16" 
   const yDev = ctx.allocate(4 * N);
   const sg = ctx.caps.subgroupSize ?? 32;
   const synth = synthesizeGemv({ name: `kg_gemv_${dtype}_${N}x${K}`, K, N, weight: { dtype, layout: "nk" } }, ctx.caps);
-  const variants: { name: string; kernel: Kernel; grid: readonly [number, number, number]; uniforms: Record<string, number> }[] = [
-    { name: `gemv_rows_${dtype} (backend-cuda, 16-byte loads)`, kernel: dtype === "bf16" ? gemvRowsBf16 : gemvRowsF32, grid: gemvRowsGrid(N, sg), uniforms: dtype === "bf16" ? { N, K8: K / 8 } : { N, K4: K / 4 } },
-    ...(dtype === "bf16" && K % 512 === 0 ? [{ name: "gemv_rows_bf16_x2 (backend-cuda, 2x16-byte loads)", kernel: gemvRowsBf16x2, grid: gemvRowsGrid(N, sg), uniforms: { N, K8: K / 8 } }] : []),
+  const variants: {
+    name: string;
+    kernel: Kernel;
+    grid: readonly [number, number, number];
+    uniforms: Record<string, number>;
+  }[] = [
+    {
+      name: `gemv_rows_${dtype} (backend-cuda, 16-byte loads)`,
+      kernel: dtype === "bf16" ? gemvRowsBf16 : gemvRowsF32,
+      grid: gemvRowsGrid(N, sg),
+      uniforms: dtype === "bf16" ? { N, K8: K / 8 } : { N, K4: K / 4 },
+    },
+    ...(dtype === "bf16" && K % 512 === 0
+      ? [
+          {
+            name: "gemv_rows_bf16_x2 (backend-cuda, 2x16-byte loads)",
+            kernel: gemvRowsBf16x2,
+            grid: gemvRowsGrid(N, sg),
+            uniforms: { N, K8: K / 8 },
+          },
+        ]
+      : []),
     { name: "kernelgen synthesizeGemv nk", kernel: synth.kernel, grid: synth.grid, uniforms: {} },
   ];
   const a = ctx.createEvent();
@@ -148,7 +184,9 @@ export function benchGemv(ctx: CudaContext, N: number, K: number, dtype: "bf16" 
   const figures: GemvFigure[] = [];
   for (const v of variants) {
     const compiled = ctx.compile(v.kernel);
-    const params: LaunchParams[] = weights.map((w) => compiled.bind({ buffers: { W: w, x: xDev, y: yDev }, uniforms: v.uniforms }));
+    const params: LaunchParams[] = weights.map((w) =>
+      compiled.bind({ buffers: { W: w, x: xDev, y: yDev }, uniforms: v.uniforms }),
+    );
     const reps = Math.max(copies, 10);
     const times: number[] = [];
     for (let run = 0; run < RUNS + 1; run++) {

@@ -6,7 +6,14 @@ import { synthesizeGemv } from "@poot/kernelgen";
 // The imported library's sources (their .kir.json assets are read from disk, which a bundle cannot do).
 import { convert_bf16x2_f32 } from "../../kernelgen/kernels/convert.js";
 import { gemv_bf16_kn, gemv_bf16_nk, gemv_f32_kn } from "../../kernelgen/kernels/gemv.js";
-import { gemvRowsBf16, gemvRowsBf16x2, gemvRowsF32, gemvRowsGrid, type CudaContext, type DeviceBuffer } from "@poot/backend-cuda";
+import {
+  gemvRowsBf16,
+  gemvRowsBf16x2,
+  gemvRowsF32,
+  gemvRowsGrid,
+  type CudaContext,
+  type DeviceBuffer,
+} from "@poot/backend-cuda";
 
 /** One launch: kernel, grid, inputs, uniforms and the output tolerance (0 = bit-exact). */
 interface Case {
@@ -39,7 +46,8 @@ export function rng(seed: number): () => number {
 }
 
 const f32s = (n: number, r: () => number): Float32Array => Float32Array.from({ length: n }, () => r() * 2 - 1);
-const bf16s = (n: number, r: () => number): Uint16Array => Uint16Array.from({ length: n }, () => f32ToBf16Bits(r() * 2 - 1));
+const bf16s = (n: number, r: () => number): Uint16Array =>
+  Uint16Array.from({ length: n }, () => f32ToBf16Bits(r() * 2 - 1));
 const poisoned = (n: number): Float32Array => new Float32Array(n).fill(NaN);
 
 /** out[i] = x[i] + f32(pos[0]) for i < n: a step kernel that reads a Pos slot. */
@@ -56,19 +64,95 @@ export const addPos = kernel("add_pos", { workgroupSize: [64, 1, 1] }, (k) => {
 function cases(ctx: CudaContext): Case[] {
   const r = rng(7);
   const sg = ctx.caps.subgroupSize ?? 32;
-  const synthBf16 = synthesizeGemv({ name: "kg_gemv_nk_bf16", K: 520, N: 37, weight: { dtype: "bf16", layout: "nk" } }, ctx.caps);
-  const synthF32 = synthesizeGemv({ name: "kg_gemv_nk_f32", K: 300, N: 45, weight: { dtype: "f32", layout: "nk" } }, ctx.caps);
+  const synthBf16 = synthesizeGemv(
+    { name: "kg_gemv_nk_bf16", K: 520, N: 37, weight: { dtype: "bf16", layout: "nk" } },
+    ctx.caps,
+  );
+  const synthF32 = synthesizeGemv(
+    { name: "kg_gemv_nk_f32", K: 300, N: 45, weight: { dtype: "f32", layout: "nk" } },
+    ctx.caps,
+  );
   return [
-    { name: "gemv_rows_bf16", kernel: gemvRowsBf16, grid: gemvRowsGrid(37, sg), uniforms: { N: 37, K8: 64 }, tol: 1e-5, buffers: { W: new Uint32Array(bf16s(37 * 512, r).buffer), x: f32s(512, r), y: poisoned(37) } },
-    { name: "gemv_rows_bf16_x2", kernel: gemvRowsBf16x2, grid: gemvRowsGrid(21, sg), uniforms: { N: 21, K8: 128 }, tol: 1e-5, buffers: { W: new Uint32Array(bf16s(21 * 1024, r).buffer), x: f32s(1024, r), y: poisoned(21) } },
-    { name: "gemv_rows_f32", kernel: gemvRowsF32, grid: gemvRowsGrid(45, sg), uniforms: { N: 45, K4: 75 }, tol: 1e-5, buffers: { W: f32s(45 * 300, r), x: f32s(300, r), y: poisoned(45) } },
-    { name: "kernelgen synth gemv nk bf16", kernel: synthBf16.kernel, grid: [...synthBf16.grid], uniforms: {}, tol: 1e-5, buffers: { x: f32s(520, r), W: bf16s(37 * 520, r), y: poisoned(37) } },
-    { name: "kernelgen synth gemv nk f32", kernel: synthF32.kernel, grid: [...synthF32.grid], uniforms: {}, tol: 1e-5, buffers: { x: f32s(300, r), W: f32s(45 * 300, r), y: poisoned(45) } },
-    { name: "kernelgen gemv_f32_kn", kernel: gemv_f32_kn, grid: [Math.ceil(130 / 32), 1, 1], uniforms: { K: 300, N: 130, B: 1 }, tol: 1e-5, buffers: { W: f32s(300 * 130, r), x: f32s(300, r), y: poisoned(130) } },
-    { name: "kernelgen gemv_bf16_kn", kernel: gemv_bf16_kn, grid: [Math.ceil(130 / 32), 1, 1], uniforms: { K: 300, N: 130, B: 2 }, tol: 1e-5, buffers: { W: bf16s(300 * 130, r), x: f32s(600, r), y: poisoned(260) } },
-    { name: "kernelgen gemv_bf16_nk", kernel: gemv_bf16_nk, grid: [45, 1, 1], uniforms: { K: 300, N: 45, B: 3 }, tol: 1e-5, buffers: { W: bf16s(45 * 300, r), x: f32s(900, r), y: poisoned(135) } },
-    { name: "kernelgen convert_bf16x2_f32", kernel: convert_bf16x2_f32, grid: [3, 1, 1], uniforms: { n: 301 }, tol: 0, buffers: { in: new Uint32Array(bf16s(302, r).buffer), out: poisoned(301) } },
-    { name: "add_pos", kernel: addPos, grid: [2, 1, 1], uniforms: { n: 100 }, tol: 0, buffers: { x: f32s(128, r), pos: Uint32Array.of(12345), out: poisoned(128) } },
+    {
+      name: "gemv_rows_bf16",
+      kernel: gemvRowsBf16,
+      grid: gemvRowsGrid(37, sg),
+      uniforms: { N: 37, K8: 64 },
+      tol: 1e-5,
+      buffers: { W: new Uint32Array(bf16s(37 * 512, r).buffer), x: f32s(512, r), y: poisoned(37) },
+    },
+    {
+      name: "gemv_rows_bf16_x2",
+      kernel: gemvRowsBf16x2,
+      grid: gemvRowsGrid(21, sg),
+      uniforms: { N: 21, K8: 128 },
+      tol: 1e-5,
+      buffers: { W: new Uint32Array(bf16s(21 * 1024, r).buffer), x: f32s(1024, r), y: poisoned(21) },
+    },
+    {
+      name: "gemv_rows_f32",
+      kernel: gemvRowsF32,
+      grid: gemvRowsGrid(45, sg),
+      uniforms: { N: 45, K4: 75 },
+      tol: 1e-5,
+      buffers: { W: f32s(45 * 300, r), x: f32s(300, r), y: poisoned(45) },
+    },
+    {
+      name: "kernelgen synth gemv nk bf16",
+      kernel: synthBf16.kernel,
+      grid: [...synthBf16.grid],
+      uniforms: {},
+      tol: 1e-5,
+      buffers: { x: f32s(520, r), W: bf16s(37 * 520, r), y: poisoned(37) },
+    },
+    {
+      name: "kernelgen synth gemv nk f32",
+      kernel: synthF32.kernel,
+      grid: [...synthF32.grid],
+      uniforms: {},
+      tol: 1e-5,
+      buffers: { x: f32s(300, r), W: f32s(45 * 300, r), y: poisoned(45) },
+    },
+    {
+      name: "kernelgen gemv_f32_kn",
+      kernel: gemv_f32_kn,
+      grid: [Math.ceil(130 / 32), 1, 1],
+      uniforms: { K: 300, N: 130, B: 1 },
+      tol: 1e-5,
+      buffers: { W: f32s(300 * 130, r), x: f32s(300, r), y: poisoned(130) },
+    },
+    {
+      name: "kernelgen gemv_bf16_kn",
+      kernel: gemv_bf16_kn,
+      grid: [Math.ceil(130 / 32), 1, 1],
+      uniforms: { K: 300, N: 130, B: 2 },
+      tol: 1e-5,
+      buffers: { W: bf16s(300 * 130, r), x: f32s(600, r), y: poisoned(260) },
+    },
+    {
+      name: "kernelgen gemv_bf16_nk",
+      kernel: gemv_bf16_nk,
+      grid: [45, 1, 1],
+      uniforms: { K: 300, N: 45, B: 3 },
+      tol: 1e-5,
+      buffers: { W: bf16s(45 * 300, r), x: f32s(900, r), y: poisoned(135) },
+    },
+    {
+      name: "kernelgen convert_bf16x2_f32",
+      kernel: convert_bf16x2_f32,
+      grid: [3, 1, 1],
+      uniforms: { n: 301 },
+      tol: 0,
+      buffers: { in: new Uint32Array(bf16s(302, r).buffer), out: poisoned(301) },
+    },
+    {
+      name: "add_pos",
+      kernel: addPos,
+      grid: [2, 1, 1],
+      uniforms: { n: 100 },
+      tol: 0,
+      buffers: { x: f32s(128, r), pos: Uint32Array.of(12345), out: poisoned(128) },
+    },
   ];
 }
 
@@ -107,7 +191,12 @@ export function runCorrectness(ctx: CudaContext): CaseResult[] {
     try {
       const want: Record<string, KernelBuffer> = {};
       for (const [k, v] of Object.entries(c.buffers)) want[k] = v.slice();
-      interpret(c.kernel, { grid: c.grid, buffers: want, uniforms: c.uniforms, subgroupSize: ctx.caps.subgroupSize ?? 32 });
+      interpret(c.kernel, {
+        grid: c.grid,
+        buffers: want,
+        uniforms: c.uniforms,
+        subgroupSize: ctx.caps.subgroupSize ?? 32,
+      });
       const compiled = ctx.compile(c.kernel);
       const dev: Record<string, DeviceBuffer> = {};
       for (const [k, v] of Object.entries(c.buffers)) dev[k] = ctx.upload(v);
@@ -115,7 +204,8 @@ export function runCorrectness(ctx: CudaContext): CaseResult[] {
       compiled.launch(c.grid, params);
       ctx.synchronize();
       const got: Record<string, KernelBuffer> = {};
-      for (const b of c.kernel.buffers) got[b.name] = dev[b.name]!.download(arrayClassFor(b.elem).make(c.buffers[b.name]!.length));
+      for (const b of c.kernel.buffers)
+        got[b.name] = dev[b.name]!.download(arrayClassFor(b.elem).make(c.buffers[b.name]!.length));
       const res = compare(c, want, got);
       out.push({ ...res, detail: `${res.detail}; ${compiled.fn.registers} regs, ${compiled.fn.localBytes} B local` });
       params.dispose();

@@ -43,16 +43,30 @@ const slot = section("slot-graph", () => runSlotGraph(ctx));
 if (slot && !slot.ok) failures++;
 section("jit-cache", () => {
   const code = ctx.compile(addPos).code.text!;
-  const opts = { arch: ctx.device.info.arch, driverVersion: ctx.device.info.driverVersion, cacheDir: join(cacheDir, "bench") };
+  const opts = {
+    arch: ctx.device.info.arch,
+    driverVersion: ctx.device.info.driverVersion,
+    cacheDir: join(cacheDir, "bench"),
+  };
   const miss = loadPtx(ctx.device.api, code, opts);
   const hit = loadPtx(ctx.device.api, code, opts);
   const plain = loadPtx(ctx.device.api, code, { arch: opts.arch, driverVersion: opts.driverVersion });
   for (const m of [miss, hit, plain]) m.module.dispose();
-  return { missMs: miss.loadMs, hitMs: hit.loadMs, noCacheMs: plain.loadMs, missCacheHit: miss.cacheHit, hitCacheHit: hit.cacheHit };
+  return {
+    missMs: miss.loadMs,
+    hitMs: hit.loadMs,
+    noCacheMs: plain.loadMs,
+    missCacheHit: miss.cacheHit,
+    hitCacheHit: hit.cacheHit,
+  };
 });
 section("jit-error", () => {
   try {
-    loadPtx(ctx.device.api, ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry broken() {\n  mov.u32 %r1, 1;\n  ret;\n}\n", { arch: "sm_90", driverVersion: 0, name: "broken" });
+    loadPtx(
+      ctx.device.api,
+      ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry broken() {\n  mov.u32 %r1, 1;\n  ret;\n}\n",
+      { arch: "sm_90", driverVersion: 0, name: "broken" },
+    );
     failures++;
     return { ok: false, detail: "bad PTX was accepted" };
   } catch (e) {
@@ -65,7 +79,12 @@ section("jit-error", () => {
 const launch = section("launch-overhead", () => benchLaunch(ctx));
 const copy = section("copy-bandwidth", () => benchCopy(ctx));
 const gemv: GemvFigure[] = [];
-const shapes: [number, number][] = [[2048, 2048], [8192, 2048], [2048, 8192], [128256, 2048]];
+const shapes: [number, number][] = [
+  [2048, 2048],
+  [8192, 2048],
+  [2048, 8192],
+  [128256, 2048],
+];
 for (const dtype of ["bf16", "f32"] as const) {
   for (const [N, K] of shapes) {
     const f = section(`gemv-${dtype}-${N}x${K}`, () => benchGemv(ctx, N, K, dtype, copy?.copyReadWriteGBps ?? NaN));
@@ -78,10 +97,19 @@ console.log("\nSUMMARY");
 console.log(`device ${ctx.device.info.name} ${ctx.device.info.arch}, driver ${ctx.device.info.driverVersion}`);
 for (const c of correctness ?? []) console.log(`${c.ok ? "ok  " : "FAIL"} ${c.name}: ${c.detail}`);
 if (slot) console.log(`${slot.ok ? "ok  " : "FAIL"} ${slot.name}: ${slot.detail}`);
-if (launch) console.log(`launch: plain ${launch.plainHostUsPerLaunch!.toFixed(2)} us host/launch, graph ${launch.graphWallUsPerKernel!.toFixed(3)} us/kernel wall, ${launch.graphGpuUsPerKernel!.toFixed(3)} us/kernel GPU`);
+if (launch)
+  console.log(
+    `launch: plain ${launch.plainHostUsPerLaunch!.toFixed(2)} us host/launch, graph ${launch.graphWallUsPerKernel!.toFixed(3)} us/kernel wall, ${launch.graphGpuUsPerKernel!.toFixed(3)} us/kernel GPU`,
+  );
 if (copy) console.log(`copy: ${copy.copyReadWriteGBps!.toFixed(0)} GB/s (read+write)`);
-for (const f of gemv) console.log(`gemv ${f.dtype} ${f.N}x${f.K} ${f.kernel}: ${f.us.toFixed(2)} us, ${f.GBps.toFixed(0)} GB/s, ${(f.ratioToCopy * 100).toFixed(1)}% of copy, err ${f.maxRelErr.toExponential(1)}`);
-if (decode) console.log(`decode-step GEMVs (${decode.kernels} kernels, ${(decode.weightBytes! / 1e9).toFixed(2)} GB): plain ${decode.plainWallMs!.toFixed(3)} ms, graph ${decode.graphWallMs!.toFixed(3)} ms wall (${decode.graphTokPerSecBound!.toFixed(0)} tok/s bound, ${(decode.fractionOfFloor! * 100).toFixed(1)}% of the copy floor)`);
+for (const f of gemv)
+  console.log(
+    `gemv ${f.dtype} ${f.N}x${f.K} ${f.kernel}: ${f.us.toFixed(2)} us, ${f.GBps.toFixed(0)} GB/s, ${(f.ratioToCopy * 100).toFixed(1)}% of copy, err ${f.maxRelErr.toExponential(1)}`,
+  );
+if (decode)
+  console.log(
+    `decode-step GEMVs (${decode.kernels} kernels, ${(decode.weightBytes! / 1e9).toFixed(2)} GB): plain ${decode.plainWallMs!.toFixed(3)} ms, graph ${decode.graphWallMs!.toFixed(3)} ms wall (${decode.graphTokPerSecBound!.toFixed(0)} tok/s bound, ${(decode.fractionOfFloor! * 100).toFixed(1)}% of the copy floor)`,
+  );
 console.log(`${failures} failure(s)`);
 results.failures = failures;
 save();

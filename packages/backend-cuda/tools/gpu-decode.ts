@@ -2,7 +2,14 @@
 // bf16 weights, 2.47 GB), launched plainly and replayed as one CUDA graph: ms per step and tok/s bound.
 
 import { f32ToBf16Bits } from "@poot/kernel-dsl";
-import { gemvRowsBf16, gemvRowsBf16x2, gemvRowsGrid, type CudaContext, type DeviceBuffer, type LaunchParams } from "@poot/backend-cuda";
+import {
+  gemvRowsBf16,
+  gemvRowsBf16x2,
+  gemvRowsGrid,
+  type CudaContext,
+  type DeviceBuffer,
+  type LaunchParams,
+} from "@poot/backend-cuda";
 import { median, rng } from "./gpu-bench.js";
 
 const LAYERS = 16;
@@ -14,7 +21,15 @@ const RUNS = 7;
 
 /** [N, K] of each GEMV of one layer, then the head. */
 function shapes(): [number, number][] {
-  const layer: [number, number][] = [[HIDDEN, HIDDEN], [KV, HIDDEN], [KV, HIDDEN], [HIDDEN, HIDDEN], [FFN, HIDDEN], [FFN, HIDDEN], [HIDDEN, FFN]];
+  const layer: [number, number][] = [
+    [HIDDEN, HIDDEN],
+    [KV, HIDDEN],
+    [KV, HIDDEN],
+    [HIDDEN, HIDDEN],
+    [FFN, HIDDEN],
+    [FFN, HIDDEN],
+    [HIDDEN, FFN],
+  ];
   return [...Array.from({ length: LAYERS }, () => layer).flat(), [VOCAB, HIDDEN]];
 }
 
@@ -36,10 +51,20 @@ export function benchDecodeStep(ctx: CudaContext, copyGBps: number): Record<stri
     const wb = N * K * 2;
     bytes += wb;
     const w = ctx.allocate(wb);
-    for (let off = 0; off < wb; off += chunkElems * 2) ctx.device.api.cuMemcpyDtoDAsync(w.ptr + BigInt(off), chunk.ptr, Math.min(chunkElems * 2, wb - off), ctx.stream.handle);
+    for (let off = 0; off < wb; off += chunkElems * 2)
+      ctx.device.api.cuMemcpyDtoDAsync(
+        w.ptr + BigInt(off),
+        chunk.ptr,
+        Math.min(chunkElems * 2, wb - off),
+        ctx.stream.handle,
+      );
     weights.push(w);
     const k = K % 512 === 0 ? k2 : k1;
-    launches.push({ params: k.bind({ buffers: { W: w, x, y }, uniforms: { N, K8: K / 8 } }), grid: gemvRowsGrid(N, sg), k });
+    launches.push({
+      params: k.bind({ buffers: { W: w, x, y }, uniforms: { N, K8: K / 8 } }),
+      grid: gemvRowsGrid(N, sg),
+      k,
+    });
   }
   ctx.synchronize();
   const step = (): void => {

@@ -35,7 +35,10 @@ function noAllocation(): { ok: boolean; detail: string } {
       prog.run(st);
     }
     const after = exec.device.ctx.pool.stats().driverAllocations;
-    return { ok: after === before, detail: `${after - before} driver allocations in 100 replays + 100 runs (pool reserved ${exec.device.ctx.pool.stats().reservedBytes} B)` };
+    return {
+      ok: after === before,
+      detail: `${after - before} driver allocations in 100 replays + 100 runs (pool reserved ${exec.device.ctx.pool.stats().reservedBytes} B)`,
+    };
   } finally {
     exec.dispose();
   }
@@ -48,8 +51,14 @@ try {
 }
 
 const failed = results.filter((r) => r.status === "fail");
-for (const r of results) console.log(`${r.status.padEnd(4)} ${r.name}${r.error ? `\n${r.error.split("\n").slice(0, 6).join("\n")}` : ""}`);
+for (const r of results)
+  console.log(`${r.status.padEnd(4)} ${r.name}${r.error ? `\n${r.error.split("\n").slice(0, 6).join("\n")}` : ""}`);
 console.log(`${alloc.ok ? "pass" : "FAIL"} no device allocation per step: ${alloc.detail}`);
-console.log(`conformance: ${results.length - failed.length - results.filter((r) => r.status === "skip").length} passed, ${failed.length} failed, ${seconds.toFixed(1)} s`);
-writeFileSync(join(outDir, "gpu-executor.json"), JSON.stringify({ date: new Date().toISOString(), results, alloc, seconds }, null, 1));
+console.log(
+  `conformance: ${results.length - failed.length - results.filter((r) => r.status === "skip").length} passed, ${failed.length} failed, ${seconds.toFixed(1)} s`,
+);
+writeFileSync(
+  join(outDir, "gpu-executor.json"),
+  JSON.stringify({ date: new Date().toISOString(), results, alloc, seconds }, null, 1),
+);
 process.exit(failed.length === 0 && alloc.ok ? 0 : 1);

@@ -39,8 +39,12 @@ function same(a: unknown, b: unknown): boolean {
   if (Object.is(a, b)) return true;
   if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => same(x, b[i]));
   if (a !== null && b !== null && typeof a === "object" && typeof b === "object") {
-    const ka = Object.keys(a), kb = Object.keys(b);
-    return ka.length === kb.length && ka.every((k) => same((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+    const ka = Object.keys(a),
+      kb = Object.keys(b);
+    return (
+      ka.length === kb.length &&
+      ka.every((k) => same((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
+    );
   }
   return false;
 }
@@ -52,10 +56,12 @@ export function expect(actual: unknown, message?: string) {
   };
   return {
     toBe: (want: unknown) => (Object.is(actual, want) ? undefined : fail(`to be ${String(want)}`)),
-    toEqual: (want: unknown) => (same(actual, want) ? undefined : fail(`to equal ${JSON.stringify(want)?.slice(0, 200)}`)),
+    toEqual: (want: unknown) =>
+      same(actual, want) ? undefined : fail(`to equal ${JSON.stringify(want)?.slice(0, 200)}`),
     toBeLessThanOrEqual: (n: number) => ((actual as number) <= n ? undefined : fail(`to be <= ${n}`)),
     toBeGreaterThanOrEqual: (n: number) => ((actual as number) >= n ? undefined : fail(`to be >= ${n}`)),
-    toBeInstanceOf: (c: abstract new (...a: never[]) => unknown) => (actual instanceof c ? undefined : fail(`to be an instance of ${c.name}`)),
+    toBeInstanceOf: (c: abstract new (...a: never[]) => unknown) =>
+      actual instanceof c ? undefined : fail(`to be an instance of ${c.name}`),
   };
 }
 

@@ -25,7 +25,8 @@ const find = (prefix: string) => conformanceCases("bf16").find((c) => c.name.sta
 
 describe("conformance suite catches planted faults", () => {
   it("accepts the reference", () => {
-    for (const c of conformanceCases("bf16")) expect(() => checkConformanceCase(createEvalExecutor(), c, 0)).not.toThrow();
+    for (const c of conformanceCases("bf16"))
+      expect(() => checkConformanceCase(createEvalExecutor(), c, 0)).not.toThrow();
   });
 
   it("a state that is not written back (no donation) fails the state case", () => {

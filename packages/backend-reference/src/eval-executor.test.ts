@@ -46,7 +46,11 @@ describe("eval executor", () => {
     const exec = createEvalExecutor();
     const p = exec.stage(b.build());
     const st = p.createState();
-    const rows = [[1, 2], [3, 4], [5, 6]];
+    const rows = [
+      [1, 2],
+      [3, 4],
+      [5, 6],
+    ];
     rows.forEach((r, i) => {
       p.writeSlot("pos", [i]);
       p.writeSlot("x", r);
@@ -62,7 +66,10 @@ describe("eval executor", () => {
   it("stages a compiled graph with its own op table (a composite op with reference semantics)", () => {
     // A stand-in for a compiler composite: out = x * x + 1, elementwise, typed like its input.
     const SquarePlusOne: OpDef = {
-      arity: 1, category: "composite", view: false, doc: "x*x + 1",
+      arity: 1,
+      category: "composite",
+      view: false,
+      doc: "x*x + 1",
       infer: ([x]) => x!,
       evaluate: ([x]) => Float64Array.from(x!.data as Float64Array, (v) => v * v + 1),
     };

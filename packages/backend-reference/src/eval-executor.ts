@@ -1,7 +1,38 @@
 // The reference executor (backend kind "eval"): graph-ir's op semantics (the float64 oracle) over host buffers,
 // weight-only equations folded once or `evaluate` every step; the runtime's tests and other backends use it.
-import { stageParts, ExecutorError, allocHostBuffer, loadHost, storeHost, checkSlotData, elementBytes, readWeight, schemaOf, type DeviceBytes, type Executor, type ExecutorCaps, type OutputData, type StageInput, type StageOptions, type StagedProgram, type StateSet, type WeightSource, type HostBuffer, type ProgramSchema } from "@poot/executor";
-import { evaluate, numel, storageBytes, validateGraph, type Graph, type HostData, type OpTable, type Tensor, type ValueType } from "@poot/graph-ir";
+import {
+  stageParts,
+  ExecutorError,
+  allocHostBuffer,
+  loadHost,
+  storeHost,
+  checkSlotData,
+  elementBytes,
+  readWeight,
+  schemaOf,
+  type DeviceBytes,
+  type Executor,
+  type ExecutorCaps,
+  type OutputData,
+  type StageInput,
+  type StageOptions,
+  type StagedProgram,
+  type StateSet,
+  type WeightSource,
+  type HostBuffer,
+  type ProgramSchema,
+} from "@poot/executor";
+import {
+  evaluate,
+  numel,
+  storageBytes,
+  validateGraph,
+  type Graph,
+  type HostData,
+  type OpTable,
+  type Tensor,
+  type ValueType,
+} from "@poot/graph-ir";
 import { FoldCache, FoldedSchedule } from "./folded.js";
 import { EvalStateSet } from "./eval-state.js";
 
@@ -73,7 +104,8 @@ class EvalExecutor implements Executor {
   }
 
   deviceBytes(): DeviceBytes {
-    let state = 0, io = 0;
+    let state = 0,
+      io = 0;
     for (const s of this.stateSets) state += s.bytes;
     for (const p of this.programs) io += p.ioBytes();
     const weights = this.weightBytes + this.folds.bytes;
@@ -107,7 +139,13 @@ class EvalProgram implements StagedProgram {
   /** @internal The folded schedule, or null when every step calls `evaluate`. */
   readonly schedule: FoldedSchedule | null;
 
-  constructor(private readonly exec: EvalExecutor, private readonly graph: Graph, private readonly ops: OpTable | undefined, readonly schema: ProgramSchema, readonly name: string) {
+  constructor(
+    private readonly exec: EvalExecutor,
+    private readonly graph: Graph,
+    private readonly ops: OpTable | undefined,
+    readonly schema: ProgramSchema,
+    readonly name: string,
+  ) {
     this.schedule = exec.fold ? new FoldedSchedule(graph, name, exec.folds, ops) : null;
     for (const s of schema.slots.values()) this.slots.set(s.key, allocHostBuffer(s.dtype, s.size));
     for (const o of schema.outputs.values()) this.outputs.set(o.name, allocHostBuffer(o.dtype, o.size));
@@ -130,7 +168,12 @@ class EvalProgram implements StagedProgram {
   writeSlot(key: string, data: ArrayLike<number>): void {
     this.alive();
     const spec = this.schema.slots.get(key);
-    if (spec === undefined) throw new ExecutorError("unknown-slot", `no slot "${key}" (slots: ${[...this.schema.slots.keys()].join(", ") || "none"})`, { program: this.name, key });
+    if (spec === undefined)
+      throw new ExecutorError(
+        "unknown-slot",
+        `no slot "${key}" (slots: ${[...this.schema.slots.keys()].join(", ") || "none"})`,
+        { program: this.name, key },
+      );
     checkSlotData(spec, data, this.name);
     storeHost(spec.dtype, this.slots.get(key)!, data);
     this.written.add(key);
@@ -139,7 +182,8 @@ class EvalProgram implements StagedProgram {
   run(state?: StateSet): void {
     this.alive();
     for (const key of this.schema.slots.keys()) {
-      if (!this.written.has(key)) throw new ExecutorError("slot-unwritten", "slot was never written", { program: this.name, key });
+      if (!this.written.has(key))
+        throw new ExecutorError("slot-unwritten", "slot was never written", { program: this.name, key });
     }
     const host = this.checkState(state);
     const slots: Record<string, HostData> = {};
@@ -160,28 +204,44 @@ class EvalProgram implements StagedProgram {
       const r = this.schedule.run({ consts, slots, state: stateIn, stateTensors });
       outs = r.outputs;
       states = r.state;
-      for (const o of this.schema.outputs.values()) storeHost(o.dtype, this.outputs.get(o.name)!, outs.get(o.name)!.data);
+      for (const o of this.schema.outputs.values())
+        storeHost(o.dtype, this.outputs.get(o.name)!, outs.get(o.name)!.data);
       // Donation: state_out replaces state_in; its typed buffer is written only when someone reads it.
       if (host !== null) for (const key of this.schema.states.keys()) host.setTensor(key, states.get(key)!);
       return;
     } else {
       if (host !== null) for (const key of this.schema.states.keys()) stateIn[key] = host.buffer(key);
-      const r = evaluate(this.graph, { consts, slots, state: stateIn }, this.ops === undefined ? { validate: false } : { validate: false, ops: this.ops });
+      const r = evaluate(
+        this.graph,
+        { consts, slots, state: stateIn },
+        this.ops === undefined ? { validate: false } : { validate: false, ops: this.ops },
+      );
       outs = new Map(Object.entries(r.outputs));
       states = new Map(Object.entries(r.state));
     }
     for (const o of this.schema.outputs.values()) storeHost(o.dtype, this.outputs.get(o.name)!, outs.get(o.name)!.data);
     // Donation: state_out overwrites state_in's buffers.
-    if (host !== null) for (const s of this.schema.states.values()) storeHost(s.dtype, host.buffer(s.key), states.get(s.key)!.data);
+    if (host !== null)
+      for (const s of this.schema.states.values()) storeHost(s.dtype, host.buffer(s.key), states.get(s.key)!.data);
   }
 
   private checkState(state: StateSet | undefined): EvalStateSet | null {
     if (this.schema.states.size === 0) return null;
-    if (state === undefined) throw new ExecutorError("unknown-state", `the program has ${this.schema.states.size} state(s): pass a StateSet from createState()`, { program: this.name });
-    if (!(state instanceof EvalStateSet) || !this.exec.stateSets.has(state)) throw new ExecutorError("unknown-state", "StateSet was not made by this executor", { program: this.name });
+    if (state === undefined)
+      throw new ExecutorError(
+        "unknown-state",
+        `the program has ${this.schema.states.size} state(s): pass a StateSet from createState()`,
+        { program: this.name },
+      );
+    if (!(state instanceof EvalStateSet) || !this.exec.stateSets.has(state))
+      throw new ExecutorError("unknown-state", "StateSet was not made by this executor", { program: this.name });
     for (const s of this.schema.states.values()) {
       const t = state.schema.states.get(s.key);
-      if (t === undefined || t.size !== s.size || t.dtype !== s.dtype) throw new ExecutorError("unknown-state", "StateSet layout differs from the program's", { program: this.name, key: s.key });
+      if (t === undefined || t.size !== s.size || t.dtype !== s.dtype)
+        throw new ExecutorError("unknown-state", "StateSet layout differs from the program's", {
+          program: this.name,
+          key: s.key,
+        });
     }
     return state;
   }
@@ -189,7 +249,12 @@ class EvalProgram implements StagedProgram {
   readOutput(name: string, into?: OutputData): OutputData {
     this.alive();
     const spec = this.schema.outputs.get(name);
-    if (spec === undefined) throw new ExecutorError("unknown-output", `no output "${name}" (outputs: ${[...this.schema.outputs.keys()].join(", ")})`, { program: this.name, key: name });
+    if (spec === undefined)
+      throw new ExecutorError(
+        "unknown-output",
+        `no output "${name}" (outputs: ${[...this.schema.outputs.keys()].join(", ")})`,
+        { program: this.name, key: name },
+      );
     return loadHost(spec.dtype, this.outputs.get(name)!, into);
   }
 
@@ -201,7 +266,8 @@ class EvalProgram implements StagedProgram {
   }
 
   replay(): void {
-    if (this.captured === null) throw new ExecutorError("not-captured", "replay before capture", { program: this.name });
+    if (this.captured === null)
+      throw new ExecutorError("not-captured", "replay before capture", { program: this.name });
     this.run(this.captured.state);
   }
 

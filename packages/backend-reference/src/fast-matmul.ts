@@ -9,7 +9,9 @@ function batchOffsets(outBatch: readonly number[], batch: readonly number[], mat
   const out = new Int32Array(n);
   const lead = outBatch.length - batch.length;
   for (let t = 0; t < n; t++) {
-    let rem = t, off = 0, stride = matrix;
+    let rem = t,
+      off = 0,
+      stride = matrix;
     for (let d = outBatch.length - 1; d >= 0; d--) {
       const i = rem % outBatch[d]!;
       rem = Math.floor(rem / outBatch[d]!);
@@ -33,17 +35,28 @@ export const FastMatMul: OpDef = {
     const [m, k] = a.shape.slice(-2) as [number, number];
     const n = b.shape[b.shape.length - 1]!;
     const outBatch = out.shape.slice(0, -2);
-    const ia = batchOffsets(outBatch, a.shape.slice(0, -2), m * k), ib = batchOffsets(outBatch, b.shape.slice(0, -2), k * n);
-    const ad = a.data as Float64Array, bd = b.data as Float64Array;
+    const ia = batchOffsets(outBatch, a.shape.slice(0, -2), m * k),
+      ib = batchOffsets(outBatch, b.shape.slice(0, -2), k * n);
+    const ad = a.data as Float64Array,
+      bd = b.data as Float64Array;
     const data = new Float64Array(ia.length * m * n);
     for (let t = 0; t < ia.length; t++) {
-      const aOff = ia[t]!, bOff = ib[t]!, oOff = t * m * n;
+      const aOff = ia[t]!,
+        bOff = ib[t]!,
+        oOff = t * m * n;
       for (let i = 0; i < m; i++) {
-        const row = oOff + i * n, arow = aOff + i * k;
+        const row = oOff + i * n,
+          arow = aOff + i * k;
         let kk = 0;
         for (; kk + 4 <= k; kk += 4) {
-          const a0 = ad[arow + kk]!, a1 = ad[arow + kk + 1]!, a2 = ad[arow + kk + 2]!, a3 = ad[arow + kk + 3]!;
-          const b0 = bOff + kk * n, b1 = b0 + n, b2 = b1 + n, b3 = b2 + n;
+          const a0 = ad[arow + kk]!,
+            a1 = ad[arow + kk + 1]!,
+            a2 = ad[arow + kk + 2]!,
+            a3 = ad[arow + kk + 3]!;
+          const b0 = bOff + kk * n,
+            b1 = b0 + n,
+            b2 = b1 + n,
+            b3 = b2 + n;
           for (let j = 0; j < n; j++) {
             // Four separate additions in k order: the same rounding sequence as the reference loop.
             let acc = data[row + j]!;
@@ -55,7 +68,8 @@ export const FastMatMul: OpDef = {
           }
         }
         for (; kk < k; kk++) {
-          const av = ad[arow + kk]!, br = bOff + kk * n;
+          const av = ad[arow + kk]!,
+            br = bOff + kk * n;
           for (let j = 0; j < n; j++) data[row + j] = data[row + j]! + av * bd[br + j]!;
         }
       }

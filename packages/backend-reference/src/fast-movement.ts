@@ -1,17 +1,31 @@
 // Transpose and Broadcast for the eval executor's folded schedule: the reference's data movement without
 // materializing an index array per element. They copy values unchanged, so results are identical.
-import { allocData, numel, PRIMITIVE_OPS, stridesOf, type BroadcastParams, type OpDef, type Tensor, type TensorData, type TransposeParams, type ValueType } from "@poot/graph-ir";
+import {
+  allocData,
+  numel,
+  PRIMITIVE_OPS,
+  stridesOf,
+  type BroadcastParams,
+  type OpDef,
+  type Tensor,
+  type TensorData,
+  type TransposeParams,
+  type ValueType,
+} from "@poot/graph-ir";
 
 /** Copies the strided view (`strides` per output axis, 0 = repeat) of `src` into a new array of `out`. */
 function stridedCopy(out: ValueType, src: TensorData, strides: readonly number[]): TensorData {
-  const shape = out.shape, r = shape.length, n = numel(shape);
+  const shape = out.shape,
+    r = shape.length,
+    n = numel(shape);
   const dst = allocData(out.dtype, n);
   if (n === 0) return dst;
   if (r === 0) {
     dst[0] = src[0]!;
     return dst;
   }
-  const last = shape[r - 1]!, sl = strides[r - 1]!;
+  const last = shape[r - 1]!,
+    sl = strides[r - 1]!;
   const idx = new Array<number>(r - 1).fill(0);
   let base = 0;
   for (let o = 0; o < n; o += last) {
@@ -33,7 +47,11 @@ export const FastTranspose: OpDef<TransposeParams> = {
   ...(PRIMITIVE_OPS.Transpose as OpDef<TransposeParams>),
   evaluate([x], p, out) {
     const str = stridesOf((x as Tensor).shape);
-    return stridedCopy(out, (x as Tensor).data, p.perm.map((a) => str[a]!));
+    return stridedCopy(
+      out,
+      (x as Tensor).data,
+      p.perm.map((a) => str[a]!),
+    );
   },
 };
 

@@ -3,7 +3,20 @@
 // the same op semantics and rounding as graph-ir's `evaluate`, so results are bit-identical to it.
 import { ExecutorError } from "@poot/executor";
 import { invariant } from "./errors.js";
-import { isLiteral, isPacked, opContext, PRIMITIVE_OPS, roundInPlace, tensorFromHost, type Graph, type HostData, type OpContext, type OpTable, type Tensor, type ValueType } from "@poot/graph-ir";
+import {
+  isLiteral,
+  isPacked,
+  opContext,
+  PRIMITIVE_OPS,
+  roundInPlace,
+  tensorFromHost,
+  type Graph,
+  type HostData,
+  type OpContext,
+  type OpTable,
+  type Tensor,
+  type ValueType,
+} from "@poot/graph-ir";
 import { FastMatMul } from "./fast-matmul.js";
 import { FastBroadcast, FastTranspose } from "./fast-movement.js";
 
@@ -53,7 +66,13 @@ export class FoldCache {
 }
 
 /** FNV-1a over the bytes of a typed array: identifies Computed data in structural keys. */
-function fnv(data: ArrayLike<number> & { readonly buffer: ArrayBufferLike; readonly byteOffset: number; readonly byteLength: number }): string {
+function fnv(
+  data: ArrayLike<number> & {
+    readonly buffer: ArrayBufferLike;
+    readonly byteOffset: number;
+    readonly byteLength: number;
+  },
+): string {
   const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
   let h = 0x811c9dc5;
   for (let i = 0; i < bytes.length; i++) h = Math.imul(h ^ bytes[i]!, 0x01000193) >>> 0;
@@ -80,7 +99,12 @@ export class FoldedSchedule {
   /** @param graph - a validated graph; @param program - its name, for messages; @param cache - folded values shared across programs; @param ops - the op table (default: the primitives). */
   private readonly ops: OpTable;
 
-  constructor(private readonly graph: Graph, private readonly program: string, private readonly cache: FoldCache, ops?: OpTable) {
+  constructor(
+    private readonly graph: Graph,
+    private readonly program: string,
+    private readonly cache: FoldCache,
+    ops?: OpTable,
+  ) {
     // Bit-identical faster primitives replace the reference ones in whatever table the graph comes with.
     this.ops = { ...(ops ?? PRIMITIVE_OPS), MatMul: FastMatMul, Transpose: FastTranspose, Broadcast: FastBroadcast };
     const isStatic = new Uint8Array(graph.values.length);
@@ -100,7 +124,9 @@ export class FoldedSchedule {
     this.keep = new Set([...graph.outputs.map((o) => o.value), ...graph.states.map((st) => st.output)]);
     this.lastUse = new Int32Array(graph.values.length).fill(-1);
     for (const k of this.dynamic) for (const o of graph.eqns[k]!.inputs) if (!isLiteral(o)) this.lastUse[o] = k;
-    this.contexts = graph.eqns.map((e, k) => opContext(e.op, [...e.inputs.filter((o): o is number => !isLiteral(o)), e.out], k));
+    this.contexts = graph.eqns.map((e, k) =>
+      opContext(e.op, [...e.inputs.filter((o): o is number => !isLiteral(o)), e.out], k),
+    );
   }
 
   /** Forgets folded values (after new weights are bound). */
@@ -115,12 +141,15 @@ export class FoldedSchedule {
     for (const v of g.values) {
       const s = v.storage;
       if (s.kind === "const") keys[v.id] = this.cache.id(`c:${s.key}`);
-      else if (s.kind === "computed") keys[v.id] = this.cache.id(`k:${JSON.stringify(v.dtype)}:${v.shape.join(",")}:${fnv(s.data)}`);
+      else if (s.kind === "computed")
+        keys[v.id] = this.cache.id(`k:${JSON.stringify(v.dtype)}:${v.shape.join(",")}:${fnv(s.data)}`);
     }
     for (const k of this.static) {
       const e = g.eqns[k]!;
       const ins = e.inputs.map((o) => (isLiteral(o) ? `${o.dtype}=${o.lit}` : keys[o]!));
-      keys[e.out] = this.cache.id(`${e.op}${JSON.stringify(e.params)}(${ins.join(",")})->${JSON.stringify(g.values[e.out]!.dtype)}`);
+      keys[e.out] = this.cache.id(
+        `${e.op}${JSON.stringify(e.params)}(${ins.join(",")})->${JSON.stringify(g.values[e.out]!.dtype)}`,
+      );
     }
     this.keys = keys;
   }
@@ -135,14 +164,23 @@ export class FoldedSchedule {
     this.execute({ consts, slots: {}, state: {} }, true);
   }
 
-  private execute(b: FoldedBindings, foldOnly: boolean): { outputs: Map<string, Tensor>; state: Map<string, Tensor> } | null {
+  private execute(
+    b: FoldedBindings,
+    foldOnly: boolean,
+  ): { outputs: Map<string, Tensor>; state: Map<string, Tensor> } | null {
     const g = this.graph;
     const env = new Array<Tensor | undefined>(g.values.length);
     const bind = (id: number, host: HostData | undefined, what: string, key: string): Tensor => {
       const v = g.values[id]!;
-      if (host === undefined) throw new ExecutorError("slot-unwritten", `no data for ${what}`, { program: this.program, key });
+      if (host === undefined)
+        throw new ExecutorError("slot-unwritten", `no data for ${what}`, { program: this.program, key });
       const t = tensorFromHost(v.dtype, v.shape, host);
-      if (t === null) throw new ExecutorError("weight-mismatch", `${what} data of ${host.length} elements does not fit its type`, { program: this.program, key, actual: host.length });
+      if (t === null)
+        throw new ExecutorError("weight-mismatch", `${what} data of ${host.length} elements does not fit its type`, {
+          program: this.program,
+          key,
+          actual: host.length,
+        });
       return t;
     };
     const get = (id: number): Tensor => {
@@ -151,12 +189,23 @@ export class FoldedSchedule {
       const s = g.values[id]!.storage;
       let out: Tensor;
       switch (s.kind) {
-        case "const": out = bind(id, b.consts(s.key, g.values[id]!), "weight", s.key); break;
-        case "computed": out = bind(id, s.data, "computed value", String(id)); break;
-        case "slot": out = bind(id, b.slots[s.key], "slot", s.key); break;
-        case "state": out = b.stateTensors?.get(s.key) ?? bind(id, b.state[s.key], "state", s.key); break;
-        case "device": invariant(false, `value ${id} read before its equation ran`); break;
-        default: return s satisfies never;
+        case "const":
+          out = bind(id, b.consts(s.key, g.values[id]!), "weight", s.key);
+          break;
+        case "computed":
+          out = bind(id, s.data, "computed value", String(id));
+          break;
+        case "slot":
+          out = bind(id, b.slots[s.key], "slot", s.key);
+          break;
+        case "state":
+          out = b.stateTensors?.get(s.key) ?? bind(id, b.state[s.key], "state", s.key);
+          break;
+        case "device":
+          invariant(false, `value ${id} read before its equation ran`);
+          break;
+        default:
+          return s satisfies never;
       }
       env[id] = out;
       return out;
@@ -200,7 +249,8 @@ export class FoldedSchedule {
     for (const [id, t] of this.frozen) env[id] = t;
     for (const k of this.dynamic) {
       exec(k);
-      for (const o of g.eqns[k]!.inputs) if (!isLiteral(o) && this.lastUse[o] === k && !this.boundary.has(o) && !this.keep.has(o)) env[o] = undefined;
+      for (const o of g.eqns[k]!.inputs)
+        if (!isLiteral(o) && this.lastUse[o] === k && !this.boundary.has(o) && !this.keep.has(o)) env[o] = undefined;
     }
     const outputs = new Map<string, Tensor>();
     // Outputs and states share arrays with folded values only if a graph returns a weight; never mutated.

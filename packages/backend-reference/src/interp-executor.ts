@@ -1,8 +1,38 @@
 // The interpreter executor (backend kind "interp"): each staged graph is compiled by graph-plan for a target and
 // every plan's kernel (synthesized or imported) runs in the kernel-dsl interpreter through kernelgen's `interpretProgram`.
-import { stageParts, ExecutorError, HostStateSet, allocHostBuffer, loadHost, storeHost, checkSlotData, elementBytes, readWeight, schemaOf, type DeviceBytes, type Executor, type ExecutorCaps, type OutputData, type StageInput, type StageOptions, type StagedProgram, type StateSet, type WeightSource, type HostBuffer, type ProgramSchema } from "@poot/executor";
+import {
+  stageParts,
+  ExecutorError,
+  HostStateSet,
+  allocHostBuffer,
+  loadHost,
+  storeHost,
+  checkSlotData,
+  elementBytes,
+  readWeight,
+  schemaOf,
+  type DeviceBytes,
+  type Executor,
+  type ExecutorCaps,
+  type OutputData,
+  type StageInput,
+  type StageOptions,
+  type StagedProgram,
+  type StateSet,
+  type WeightSource,
+  type HostBuffer,
+  type ProgramSchema,
+} from "@poot/executor";
 import { numel, storageBytes, validateGraph, type HostData, type ValueType } from "@poot/graph-ir";
-import { PlanError, compile, defaultTarget, makeTarget, type CompileOptions, type DeviceCaps, type Program } from "@poot/graph-plan";
+import {
+  PlanError,
+  compile,
+  defaultTarget,
+  makeTarget,
+  type CompileOptions,
+  type DeviceCaps,
+  type Program,
+} from "@poot/graph-plan";
 import { KernelgenError, interpretProgram } from "@poot/kernelgen";
 
 /** Options of {@link createInterpExecutor}. */
@@ -16,7 +46,8 @@ export interface InterpExecutorOptions {
 /** Capabilities of the interpreter executor. */
 export const INTERP_CAPS: ExecutorCaps = {
   kind: "interp",
-  device: "host (kernel-dsl interpreter running every plan's kernel: workgroups, shared memory, barriers, subgroups simulated)",
+  device:
+    "host (kernel-dsl interpreter running every plan's kernel: workgroups, shared memory, barriers, subgroups simulated)",
   dtypes: ["f32", "f16", "bf16", "i32", "u32", "u8", "bool"],
   // The interpreter has no recording to replay: callers run every step (the Engine checks this flag).
   capture: false,
@@ -60,12 +91,16 @@ class InterpExecutor implements Executor {
     const { graph, ops } = stageParts(input);
     validateGraph(graph, ops === undefined ? {} : { ops });
     const name = options.name ?? "program";
-    const target = this.options.caps === undefined ? defaultTarget("cpu") : makeTarget({ kind: "cpu", caps: this.options.caps });
+    const target =
+      this.options.caps === undefined ? defaultTarget("cpu") : makeTarget({ kind: "cpu", caps: this.options.caps });
     let program: Program;
     try {
       program = compile(graph, target, this.options.compile ?? {});
     } catch (e) {
-      if (e instanceof PlanError) throw new ExecutorError("unsupported-program", `graph-plan cannot compile ${name}: ${e.message}`, { program: name });
+      if (e instanceof PlanError)
+        throw new ExecutorError("unsupported-program", `graph-plan cannot compile ${name}: ${e.message}`, {
+          program: name,
+        });
       throw e;
     }
     const p = new InterpProgram(this, program, schemaOf(graph), name);
@@ -74,7 +109,8 @@ class InterpExecutor implements Executor {
   }
 
   deviceBytes(): DeviceBytes {
-    let state = 0, io = 0;
+    let state = 0,
+      io = 0;
     for (const s of this.stateSets) state += s.bytes;
     for (const p of this.programs) io += p.ioBytes();
     return { weights: this.weightBytes, state, io, total: this.weightBytes + state + io };
@@ -102,7 +138,12 @@ class InterpProgram implements StagedProgram {
   private readonly outputs = new Map<string, HostBuffer>();
   private disposed = false;
 
-  constructor(private readonly exec: InterpExecutor, /** The compiled program whose plans run. */ readonly program: Program, readonly schema: ProgramSchema, readonly name: string) {
+  constructor(
+    private readonly exec: InterpExecutor,
+    /** The compiled program whose plans run. */ readonly program: Program,
+    readonly schema: ProgramSchema,
+    readonly name: string,
+  ) {
     for (const s of schema.slots.values()) this.slots.set(s.key, allocHostBuffer(s.dtype, s.size));
     for (const o of schema.outputs.values()) this.outputs.set(o.name, allocHostBuffer(o.dtype, o.size));
   }
@@ -124,7 +165,12 @@ class InterpProgram implements StagedProgram {
   writeSlot(key: string, data: ArrayLike<number>): void {
     this.alive();
     const spec = this.schema.slots.get(key);
-    if (spec === undefined) throw new ExecutorError("unknown-slot", `no slot "${key}" (slots: ${[...this.schema.slots.keys()].join(", ") || "none"})`, { program: this.name, key });
+    if (spec === undefined)
+      throw new ExecutorError(
+        "unknown-slot",
+        `no slot "${key}" (slots: ${[...this.schema.slots.keys()].join(", ") || "none"})`,
+        { program: this.name, key },
+      );
     checkSlotData(spec, data, this.name);
     storeHost(spec.dtype, this.slots.get(key)!, data);
     this.written.add(key);
@@ -133,7 +179,8 @@ class InterpProgram implements StagedProgram {
   run(state?: StateSet): void {
     this.alive();
     for (const key of this.schema.slots.keys()) {
-      if (!this.written.has(key)) throw new ExecutorError("slot-unwritten", "slot was never written", { program: this.name, key });
+      if (!this.written.has(key))
+        throw new ExecutorError("slot-unwritten", "slot was never written", { program: this.name, key });
     }
     const host = this.checkState(state);
     const slots: Record<string, HostData> = Object.fromEntries(this.slots);
@@ -142,9 +189,14 @@ class InterpProgram implements StagedProgram {
     if (host !== null) for (const key of this.schema.states.keys()) stateIn[key] = host.buffer(key);
     let r;
     try {
-      r = interpretProgram(this.program, { consts: (key, type) => this.exec.weight(key, type, this.name), slots, state: stateIn });
+      r = interpretProgram(this.program, {
+        consts: (key, type) => this.exec.weight(key, type, this.name),
+        slots,
+        state: stateIn,
+      });
     } catch (e) {
-      if (e instanceof KernelgenError) throw new ExecutorError("unsupported-program", `${this.name}: ${e.message}`, { program: this.name });
+      if (e instanceof KernelgenError)
+        throw new ExecutorError("unsupported-program", `${this.name}: ${e.message}`, { program: this.name });
       throw e;
     }
     // Storage arrays come back in each value's storage dtype (f16/bf16 as bits), the layout HostBuffer uses.
@@ -154,11 +206,21 @@ class InterpProgram implements StagedProgram {
 
   private checkState(state: StateSet | undefined): HostStateSet | null {
     if (this.schema.states.size === 0) return null;
-    if (state === undefined) throw new ExecutorError("unknown-state", `the program has ${this.schema.states.size} state(s): pass a StateSet from createState()`, { program: this.name });
-    if (!(state instanceof HostStateSet) || !this.exec.stateSets.has(state)) throw new ExecutorError("unknown-state", "StateSet was not made by this executor", { program: this.name });
+    if (state === undefined)
+      throw new ExecutorError(
+        "unknown-state",
+        `the program has ${this.schema.states.size} state(s): pass a StateSet from createState()`,
+        { program: this.name },
+      );
+    if (!(state instanceof HostStateSet) || !this.exec.stateSets.has(state))
+      throw new ExecutorError("unknown-state", "StateSet was not made by this executor", { program: this.name });
     for (const s of this.schema.states.values()) {
       const t = state.schema.states.get(s.key);
-      if (t === undefined || t.size !== s.size || t.dtype !== s.dtype) throw new ExecutorError("unknown-state", "StateSet layout differs from the program's", { program: this.name, key: s.key });
+      if (t === undefined || t.size !== s.size || t.dtype !== s.dtype)
+        throw new ExecutorError("unknown-state", "StateSet layout differs from the program's", {
+          program: this.name,
+          key: s.key,
+        });
     }
     return state;
   }
@@ -166,7 +228,12 @@ class InterpProgram implements StagedProgram {
   readOutput(name: string, into?: OutputData): OutputData {
     this.alive();
     const spec = this.schema.outputs.get(name);
-    if (spec === undefined) throw new ExecutorError("unknown-output", `no output "${name}" (outputs: ${[...this.schema.outputs.keys()].join(", ")})`, { program: this.name, key: name });
+    if (spec === undefined)
+      throw new ExecutorError(
+        "unknown-output",
+        `no output "${name}" (outputs: ${[...this.schema.outputs.keys()].join(", ")})`,
+        { program: this.name, key: name },
+      );
     return loadHost(spec.dtype, this.outputs.get(name)!, into);
   }
 
@@ -177,7 +244,9 @@ class InterpProgram implements StagedProgram {
   }
 
   replay(): void {
-    throw new ExecutorError("not-captured", "the interpreter executor cannot capture a step; run it instead", { program: this.name });
+    throw new ExecutorError("not-captured", "the interpreter executor cannot capture a step; run it instead", {
+      program: this.name,
+    });
   }
 
   dispose(): void {

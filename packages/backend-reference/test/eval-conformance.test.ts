@@ -4,4 +4,7 @@ import { createEvalExecutor } from "@poot/backend-reference";
 import { runConformance } from "@poot/executor/conformance";
 
 runConformance("eval (folded weights)", () => createEvalExecutor(), { dtypes: ["f32", "bf16", "f16"], tolerance: 0 });
-runConformance("eval (evaluate per step)", () => createEvalExecutor({ foldWeights: false }), { dtypes: ["f32", "bf16", "f16"], tolerance: 0 });
+runConformance("eval (evaluate per step)", () => createEvalExecutor({ foldWeights: false }), {
+  dtypes: ["f32", "bf16", "f16"],
+  tolerance: 0,
+});

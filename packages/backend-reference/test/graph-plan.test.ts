@@ -17,13 +17,26 @@ describe("compiled programs on the eval executor", () => {
           exec.bindWeights((key) => c.weights[key]!);
           const prog = exec.stage(program, { name: c.name });
           const st = c.graph.states.length > 0 ? prog.createState() : undefined;
-          let oracle: Record<string, HostData> = Object.fromEntries(c.graph.states.map((s) => [s.key, new Float64Array(c.graph.values[s.input]!.shape.reduce((a, d) => a * d, 1))]));
+          let oracle: Record<string, HostData> = Object.fromEntries(
+            c.graph.states.map((s) => [
+              s.key,
+              new Float64Array(c.graph.values[s.input]!.shape.reduce((a, d) => a * d, 1)),
+            ]),
+          );
           for (const slots of c.steps) {
             for (const [k, v] of Object.entries(slots)) prog.writeSlot(k, v);
             prog.run(st);
             const r = evaluate(c.graph, { consts: c.weights, slots, state: oracle });
-            for (const o of c.graph.outputs) expect(relativeError(prog.readOutput(o.name), r.outputs[o.name]!.data), `${kind} ${c.name} ${o.name}`).toBeLessThanOrEqual(1e-6);
-            for (const s of c.graph.states) expect(relativeError(st!.read(s.key), r.state[s.key]!.data), `${kind} ${c.name} state ${s.key}`).toBeLessThanOrEqual(1e-6);
+            for (const o of c.graph.outputs)
+              expect(
+                relativeError(prog.readOutput(o.name), r.outputs[o.name]!.data),
+                `${kind} ${c.name} ${o.name}`,
+              ).toBeLessThanOrEqual(1e-6);
+            for (const s of c.graph.states)
+              expect(
+                relativeError(st!.read(s.key), r.state[s.key]!.data),
+                `${kind} ${c.name} state ${s.key}`,
+              ).toBeLessThanOrEqual(1e-6);
             oracle = Object.fromEntries(Object.entries(r.state).map(([k, t]) => [k, t.data]));
           }
           exec.dispose();

@@ -56,7 +56,8 @@ export function expectedLayout(sig: KernargSignature): ExpectedArg[] {
 const mismatch = (meta: KernelMeta, what: string): RocmError =>
   new RocmError("kernarg_mismatch", `kernel ${meta.name}: ${what}`, { kernel: meta.name });
 
-const describe = (a: { valueKind: string; offset: number; size: number }): string => `${a.valueKind} at ${a.offset} (${a.size} bytes)`;
+const describe = (a: { valueKind: string; offset: number; size: number }): string =>
+  `${a.valueKind} at ${a.offset} (${a.size} bytes)`;
 
 /**
  * Checks that the metadata's explicit (non-hidden) arguments are exactly `sig`'s expected layout, and that every
@@ -66,7 +67,10 @@ export function checkLayout(meta: KernelMeta, sig: KernargSignature): void {
   const explicit = meta.args.filter((a) => !a.valueKind.startsWith("hidden_"));
   const want = expectedLayout(sig);
   if (explicit.length !== want.length) {
-    throw mismatch(meta, `the code object has ${explicit.length} explicit arguments, the executor binds ${want.length} (${sig.buffers} buffers, ${sig.uniforms.length} uniforms)`);
+    throw mismatch(
+      meta,
+      `the code object has ${explicit.length} explicit arguments, the executor binds ${want.length} (${sig.buffers} buffers, ${sig.uniforms.length} uniforms)`,
+    );
   }
   want.forEach((w, i) => {
     const m = explicit[i] as KernelArgMeta;
@@ -75,7 +79,11 @@ export function checkLayout(meta: KernelMeta, sig: KernargSignature): void {
     }
   });
   for (const [i, a] of meta.args.entries()) {
-    if (a.offset + a.size > meta.kernargSegmentSize) throw mismatch(meta, `argument ${i} (${describe(a)}) ends past the kernarg segment (${meta.kernargSegmentSize} bytes)`);
+    if (a.offset + a.size > meta.kernargSegmentSize)
+      throw mismatch(
+        meta,
+        `argument ${i} (${describe(a)}) ends past the kernarg segment (${meta.kernargSegmentSize} bytes)`,
+      );
   }
 }
 
@@ -110,16 +118,25 @@ export interface PackedKernargs {
  * offsets (after {@link checkLayout}), hidden arguments this packer knows filled from `dims` (block counts, group
  * sizes, zero remainders for whole groups, zero global offsets, grid dimensions), all others left zero.
  */
-export function packKernargs(meta: KernelMeta, sig: KernargSignature, values: KernargValues, dims: LaunchDims): PackedKernargs {
+export function packKernargs(
+  meta: KernelMeta,
+  sig: KernargSignature,
+  values: KernargValues,
+  dims: LaunchDims,
+): PackedKernargs {
   checkLayout(meta, sig);
   if (values.buffers.length !== sig.buffers || values.uniforms.length !== sig.uniforms.length) {
-    throw mismatch(meta, `given ${values.buffers.length} buffers and ${values.uniforms.length} uniforms, the kernel takes ${sig.buffers} and ${sig.uniforms.length}`);
+    throw mismatch(
+      meta,
+      `given ${values.buffers.length} buffers and ${values.uniforms.length} uniforms, the kernel takes ${sig.buffers} and ${sig.uniforms.length}`,
+    );
   }
   const bytes = new Uint8Array(meta.kernargSegmentSize);
   const v = new DataView(bytes.buffer);
   const offsets: number[] = [];
   const filled: string[] = [];
-  let buf = 0, uni = 0;
+  let buf = 0,
+    uni = 0;
   const axis = (k: string): number => "xyz".indexOf(k[k.length - 1] as string);
   for (const a of meta.args) {
     const k = a.valueKind;
@@ -127,7 +144,8 @@ export function packKernargs(meta: KernelMeta, sig: KernargSignature, values: Ke
       v.setBigUint64(a.offset, values.buffers[buf++] as bigint, true);
       offsets.push(a.offset);
     } else if (k === "by_value") {
-      const u = sig.uniforms[uni] as UniformParam, x = values.uniforms[uni++] as number;
+      const u = sig.uniforms[uni] as UniformParam,
+        x = values.uniforms[uni++] as number;
       if (u.type === "f32") v.setFloat32(a.offset, x, true);
       else if (u.type === "i32") v.setInt32(a.offset, x, true);
       else v.setUint32(a.offset, x, true);
@@ -139,7 +157,11 @@ export function packKernargs(meta: KernelMeta, sig: KernargSignature, values: Ke
       v.setUint16(a.offset, dims.block[axis(k)] as number, true);
       filled.push(k);
     } else if (k === "hidden_grid_dims" && a.size === 2) {
-      v.setUint16(a.offset, dims.grid[2] > 1 || dims.block[2] > 1 ? 3 : dims.grid[1] > 1 || dims.block[1] > 1 ? 2 : 1, true);
+      v.setUint16(
+        a.offset,
+        dims.grid[2] > 1 || dims.block[2] > 1 ? 3 : dims.grid[1] > 1 || dims.block[1] > 1 ? 2 : 1,
+        true,
+      );
       filled.push(k);
     } else if (!k.startsWith("hidden_")) {
       throw mismatch(meta, `argument at ${a.offset} has value kind ${k}, which this executor does not pass`);

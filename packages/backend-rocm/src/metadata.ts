@@ -120,6 +120,7 @@ export function decodeMetadata(desc: Uint8Array): CodeObjectMetadata {
 /** The metadata of a code object (`.hsaco` bytes); `bad_code_object` when it has none or it is malformed. */
 export function readCodeObjectMetadata(codeObject: Uint8Array): CodeObjectMetadata {
   const note = readElfNotes(codeObject).find((n) => n.name === "AMDGPU" && n.type === NT_AMDGPU_METADATA);
-  if (note === undefined) throw bad("no AMDGPU metadata note (NT_AMDGPU_METADATA); code object v3 or later is required");
+  if (note === undefined)
+    throw bad("no AMDGPU metadata note (NT_AMDGPU_METADATA); code object v3 or later is required");
   return decodeMetadata(note.desc);
 }

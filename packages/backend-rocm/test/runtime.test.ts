@@ -1,7 +1,14 @@
 // The HIP runtime layer on a machine without ROCm: the typed, one-line `no_runtime` error naming every path
 // tried; choosing a code object by gcnArchName, and the typed error for a GPU with none.
 import * as fs from "node:fs";
-import { findGcnArchName, HIP_PROTOTYPES, hipLibraryCandidates, HipRuntime, pickCodeObject, RocmError } from "@poot/backend-rocm";
+import {
+  findGcnArchName,
+  HIP_PROTOTYPES,
+  hipLibraryCandidates,
+  HipRuntime,
+  pickCodeObject,
+  RocmError,
+} from "@poot/backend-rocm";
 import koffi from "koffi";
 import { describe, expect, test } from "vitest";
 
@@ -23,9 +30,15 @@ describe("HIP runtime", () => {
     expect(e.code).toBe("no_runtime");
     expect(e.message).not.toContain("\n");
     expect(e.context.tried).toEqual([
-      "/nonexistent/rocm-6.2/lib/libamdhip64.so", "/opt/rocm/lib/libamdhip64.so", "libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5",
+      "/nonexistent/rocm-6.2/lib/libamdhip64.so",
+      "/opt/rocm/lib/libamdhip64.so",
+      "libamdhip64.so",
+      "libamdhip64.so.6",
+      "libamdhip64.so.5",
     ]);
-    expect(e.message).toBe(`no ROCm runtime: libamdhip64 not found (tried ${(e.context.tried ?? []).join(", ")}); install ROCm or set ROCM_PATH`);
+    expect(e.message).toBe(
+      `no ROCm runtime: libamdhip64 not found (tried ${(e.context.tried ?? []).join(", ")}); install ROCm or set ROCM_PATH`,
+    );
   });
 
   test("every HIP prototype is valid koffi syntax (the binding itself waits for a machine with ROCm)", () => {

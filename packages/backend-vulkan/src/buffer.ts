@@ -32,21 +32,51 @@ export class VulkanBuffer {
   /** Creates the buffer, allocates and binds its memory, and maps host-visible memory. */
   static create(device: VulkanDevice, bytes: number, kind: BufferKind, usage: number, name: string): VulkanBuffer {
     const f = device.vk.fn;
-    const handle = createHandle(f.vkCreateBuffer!, "vkCreateBuffer", device.handle, { sType: SType.BUFFER_CREATE_INFO, pNext: null, flags: 0, size: bytes, usage, sharingMode: 0, queueFamilyIndexCount: 0, pQueueFamilyIndices: null }, null);
+    const handle = createHandle(
+      f.vkCreateBuffer!,
+      "vkCreateBuffer",
+      device.handle,
+      {
+        sType: SType.BUFFER_CREATE_INFO,
+        pNext: null,
+        flags: 0,
+        size: bytes,
+        usage,
+        sharingMode: 0,
+        queueFamilyIndexCount: 0,
+        pQueueFamilyIndices: null,
+      },
+      null,
+    );
     let memory = 0n;
     try {
       const req = {} as { size: number | bigint; alignment: number | bigint; memoryTypeBits: number };
       f.vkGetBufferMemoryRequirements!(device.handle, handle, req);
-      const type = kind === "device"
-        ? device.memoryType(req.memoryTypeBits, MemoryProperty.DEVICE_LOCAL)
-        : device.memoryType(req.memoryTypeBits, MemoryProperty.HOST_VISIBLE | MemoryProperty.HOST_COHERENT, MemoryProperty.HOST_CACHED);
-      memory = createHandle(f.vkAllocateMemory!, "vkAllocateMemory", device.handle, { sType: SType.MEMORY_ALLOCATE_INFO, pNext: null, allocationSize: req.size, memoryTypeIndex: type }, null);
+      const type =
+        kind === "device"
+          ? device.memoryType(req.memoryTypeBits, MemoryProperty.DEVICE_LOCAL)
+          : device.memoryType(
+              req.memoryTypeBits,
+              MemoryProperty.HOST_VISIBLE | MemoryProperty.HOST_COHERENT,
+              MemoryProperty.HOST_CACHED,
+            );
+      memory = createHandle(
+        f.vkAllocateMemory!,
+        "vkAllocateMemory",
+        device.handle,
+        { sType: SType.MEMORY_ALLOCATE_INFO, pNext: null, allocationSize: req.size, memoryTypeIndex: type },
+        null,
+      );
       check(f.vkBindBufferMemory!(device.handle, handle, memory, 0), "vkBindBufferMemory", name);
     } catch (e) {
       if (memory !== 0n) f.vkFreeMemory!(device.handle, memory, null);
       f.vkDestroyBuffer!(device.handle, handle, null);
       if (e instanceof VulkanError && e.code === "out-of-memory") {
-        throw new VulkanError("out-of-memory", `out of ${e.context.result === "VK_ERROR_OUT_OF_HOST_MEMORY" ? "host" : "device"} memory allocating ${bytes} bytes for ${name}`, { ...e.context, name, bytes });
+        throw new VulkanError(
+          "out-of-memory",
+          `out of ${e.context.result === "VK_ERROR_OUT_OF_HOST_MEMORY" ? "host" : "device"} memory allocating ${bytes} bytes for ${name}`,
+          { ...e.context, name, bytes },
+        );
       }
       throw e;
     }
@@ -62,7 +92,8 @@ export class VulkanBuffer {
   /** The mapped bytes of a host-visible buffer (writes are visible to the next submission). */
   mapped(): Uint8Array {
     if (this.disposed) throw new VulkanError("disposed", `buffer ${this.name} was disposed`, { name: this.name });
-    if (this.view === null) throw new VulkanError("out-of-range", `buffer ${this.name} is device-local and not mapped`, { name: this.name });
+    if (this.view === null)
+      throw new VulkanError("out-of-range", `buffer ${this.name} is device-local and not mapped`, { name: this.name });
     return this.view;
   }
 
@@ -70,7 +101,11 @@ export class VulkanBuffer {
   checkRange(offset: number, bytes: number, what: string): void {
     if (this.disposed) throw new VulkanError("disposed", `buffer ${this.name} was disposed`, { name: this.name });
     if (!Number.isInteger(offset) || offset < 0 || bytes < 0 || offset + bytes > this.bytes) {
-      throw new VulkanError("out-of-range", `${what} of ${bytes} bytes at ${offset} outside ${this.name} (${this.bytes} bytes)`, { name: this.name, bytes: offset + bytes });
+      throw new VulkanError(
+        "out-of-range",
+        `${what} of ${bytes} bytes at ${offset} outside ${this.name} (${this.bytes} bytes)`,
+        { name: this.name, bytes: offset + bytes },
+      );
     }
   }
 

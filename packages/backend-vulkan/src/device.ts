@@ -60,8 +60,25 @@ export class VulkanDevice {
     const mem = {} as { memoryTypeCount: number; memoryTypes: { propertyFlags: number; heapIndex: number }[] };
     vk.fn.vkGetPhysicalDeviceMemoryProperties!(info.handle, mem);
     this.memoryTypes = mem.memoryTypes.slice(0, mem.memoryTypeCount);
-    this.fence = createHandle(vk.fn.vkCreateFence!, "vkCreateFence", handle, { sType: SType.FENCE_CREATE_INFO, pNext: null, flags: 0 }, null);
-    this.commandPool = createHandle(vk.fn.vkCreateCommandPool!, "vkCreateCommandPool", handle, { sType: SType.COMMAND_POOL_CREATE_INFO, pNext: null, flags: CommandPoolCreate.RESET_COMMAND_BUFFER, queueFamilyIndex: info.computeQueueFamily }, null);
+    this.fence = createHandle(
+      vk.fn.vkCreateFence!,
+      "vkCreateFence",
+      handle,
+      { sType: SType.FENCE_CREATE_INFO, pNext: null, flags: 0 },
+      null,
+    );
+    this.commandPool = createHandle(
+      vk.fn.vkCreateCommandPool!,
+      "vkCreateCommandPool",
+      handle,
+      {
+        sType: SType.COMMAND_POOL_CREATE_INFO,
+        pNext: null,
+        flags: CommandPoolCreate.RESET_COMMAND_BUFFER,
+        queueFamilyIndex: info.computeQueueFamily,
+      },
+      null,
+    );
     this.transferCmd = this.allocateCommandBuffer();
     this.pipelines = new PipelineCache(this);
     this.uniforms = new UniformArena(this);
@@ -78,25 +95,61 @@ export class VulkanDevice {
       let info: PhysicalDeviceInfo;
       if (options.deviceIndex !== undefined) {
         const d = infos[options.deviceIndex];
-        if (d === undefined) throw new VulkanError("no-device", `no device at index ${options.deviceIndex} (${infos.length} found)`);
+        if (d === undefined)
+          throw new VulkanError("no-device", `no device at index ${options.deviceIndex} (${infos.length} found)`);
         info = chooseDevice([d], options);
       } else info = chooseDevice(infos, options);
       const vk = instance.vk;
       const v11 = koffi.alloc(vk.struct.VkPhysicalDeviceVulkan11Features!, 1);
       const v12 = koffi.alloc(vk.struct.VkPhysicalDeviceVulkan12Features!, 1);
-      koffi.encode(v12, vk.struct.VkPhysicalDeviceVulkan12Features!, { sType: SType.PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, pNext: null, shaderFloat16: info.shaderFloat16 ? 1 : 0 });
-      koffi.encode(v11, vk.struct.VkPhysicalDeviceVulkan11Features!, { sType: SType.PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, pNext: v12, storageBuffer16BitAccess: info.storage16 ? 1 : 0 });
+      koffi.encode(v12, vk.struct.VkPhysicalDeviceVulkan12Features!, {
+        sType: SType.PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+        pNext: null,
+        shaderFloat16: info.shaderFloat16 ? 1 : 0,
+      });
+      koffi.encode(v11, vk.struct.VkPhysicalDeviceVulkan11Features!, {
+        sType: SType.PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
+        pNext: v12,
+        storageBuffer16BitAccess: info.storage16 ? 1 : 0,
+      });
       const f2 = koffi.alloc(vk.struct.VkPhysicalDeviceFeatures2!, 1);
-      koffi.encode(f2, vk.struct.VkPhysicalDeviceFeatures2!, { sType: SType.PHYSICAL_DEVICE_FEATURES_2, pNext: v11, features: { shaderInt16: info.shaderInt16 ? 1 : 0, robustBufferAccess: options.robustBufferAccess === true ? 1 : 0 } });
+      koffi.encode(f2, vk.struct.VkPhysicalDeviceFeatures2!, {
+        sType: SType.PHYSICAL_DEVICE_FEATURES_2,
+        pNext: v11,
+        features: {
+          shaderInt16: info.shaderInt16 ? 1 : 0,
+          robustBufferAccess: options.robustBufferAccess === true ? 1 : 0,
+        },
+      });
       let handle: bigint;
       try {
-        handle = createHandle(vk.fn.vkCreateDevice!, "vkCreateDevice", info.handle, {
-          sType: SType.DEVICE_CREATE_INFO,
-          pNext: f2,
-          flags: 0, queueCreateInfoCount: 1,
-          pQueueCreateInfos: [{ sType: SType.DEVICE_QUEUE_CREATE_INFO, pNext: null, flags: 0, queueFamilyIndex: info.computeQueueFamily, queueCount: 1, pQueuePriorities: [1] }],
-          enabledLayerCount: 0, ppEnabledLayerNames: null, enabledExtensionCount: 0, ppEnabledExtensionNames: null, pEnabledFeatures: null,
-        }, null);
+        handle = createHandle(
+          vk.fn.vkCreateDevice!,
+          "vkCreateDevice",
+          info.handle,
+          {
+            sType: SType.DEVICE_CREATE_INFO,
+            pNext: f2,
+            flags: 0,
+            queueCreateInfoCount: 1,
+            pQueueCreateInfos: [
+              {
+                sType: SType.DEVICE_QUEUE_CREATE_INFO,
+                pNext: null,
+                flags: 0,
+                queueFamilyIndex: info.computeQueueFamily,
+                queueCount: 1,
+                pQueuePriorities: [1],
+              },
+            ],
+            enabledLayerCount: 0,
+            ppEnabledLayerNames: null,
+            enabledExtensionCount: 0,
+            ppEnabledExtensionNames: null,
+            pEnabledFeatures: null,
+          },
+          null,
+        );
       } finally {
         koffi.free(f2);
         koffi.free(v11);
@@ -139,9 +192,18 @@ export class VulkanDevice {
     let best = -1;
     this.memoryTypes.forEach((t, i) => {
       if ((bits & (1 << i)) === 0 || (t.propertyFlags & required) !== required) return;
-      if (best < 0 || ((t.propertyFlags & preferred) === preferred && (this.memoryTypes[best]!.propertyFlags & preferred) !== preferred)) best = i;
+      if (
+        best < 0 ||
+        ((t.propertyFlags & preferred) === preferred &&
+          (this.memoryTypes[best]!.propertyFlags & preferred) !== preferred)
+      )
+        best = i;
     });
-    if (best < 0) throw new VulkanError("no-memory-type", `no memory type with properties 0x${required.toString(16)} among 0x${bits.toString(16)}`);
+    if (best < 0)
+      throw new VulkanError(
+        "no-memory-type",
+        `no memory type with properties 0x${required.toString(16)} among 0x${bits.toString(16)}`,
+      );
     return best;
   }
 
@@ -164,7 +226,20 @@ export class VulkanDevice {
   /** Allocates a primary command buffer from the device's pool. */
   allocateCommandBuffer(): bigint {
     const out = new BigUint64Array(1);
-    check(this.vk.fn.vkAllocateCommandBuffers!(this.handle, { sType: SType.COMMAND_BUFFER_ALLOCATE_INFO, pNext: null, commandPool: this.commandPool, level: 0, commandBufferCount: 1 }, out), "vkAllocateCommandBuffers");
+    check(
+      this.vk.fn.vkAllocateCommandBuffers!(
+        this.handle,
+        {
+          sType: SType.COMMAND_BUFFER_ALLOCATE_INFO,
+          pNext: null,
+          commandPool: this.commandPool,
+          level: 0,
+          commandBufferCount: 1,
+        },
+        out,
+      ),
+      "vkAllocateCommandBuffers",
+    );
     return out[0]!;
   }
 
@@ -177,10 +252,40 @@ export class VulkanDevice {
   submit(cmd: bigint, what = "vkQueueSubmit"): void {
     this.live();
     const f = this.vk.fn;
-    check(f.vkQueueSubmit!(this.queue, 1, [{ sType: SType.SUBMIT_INFO, pNext: null, waitSemaphoreCount: 0, pWaitSemaphores: null, pWaitDstStageMask: null, commandBufferCount: 1, pCommandBuffers: [cmd], signalSemaphoreCount: 0, pSignalSemaphores: null }], this.fence), "vkQueueSubmit", what);
+    check(
+      f.vkQueueSubmit!(
+        this.queue,
+        1,
+        [
+          {
+            sType: SType.SUBMIT_INFO,
+            pNext: null,
+            waitSemaphoreCount: 0,
+            pWaitSemaphores: null,
+            pWaitDstStageMask: null,
+            commandBufferCount: 1,
+            pCommandBuffers: [cmd],
+            signalSemaphoreCount: 0,
+            pSignalSemaphores: null,
+          },
+        ],
+        this.fence,
+      ),
+      "vkQueueSubmit",
+      what,
+    );
     const fences = new BigUint64Array([this.fence]);
-    const r = check(f.vkWaitForFences!(this.handle, 1, fences, 1, BigInt(this.timeoutMs) * 1_000_000n), "vkWaitForFences", what);
-    if (r !== 0) throw new VulkanError("vk-result", `VK_TIMEOUT after ${this.timeoutMs} ms (${what})`, { call: "vkWaitForFences", result: "VK_TIMEOUT", code: r });
+    const r = check(
+      f.vkWaitForFences!(this.handle, 1, fences, 1, BigInt(this.timeoutMs) * 1_000_000n),
+      "vkWaitForFences",
+      what,
+    );
+    if (r !== 0)
+      throw new VulkanError("vk-result", `VK_TIMEOUT after ${this.timeoutMs} ms (${what})`, {
+        call: "vkWaitForFences",
+        result: "VK_TIMEOUT",
+        code: r,
+      });
     check(f.vkResetFences!(this.handle, 1, fences), "vkResetFences");
     this.instance.throwOnValidationErrors(what);
   }
@@ -190,7 +295,15 @@ export class VulkanDevice {
     const f = this.vk.fn;
     const cmd = this.transferCmd;
     check(f.vkResetCommandBuffer!(cmd, 0), "vkResetCommandBuffer");
-    check(f.vkBeginCommandBuffer!(cmd, { sType: SType.COMMAND_BUFFER_BEGIN_INFO, pNext: null, flags: CommandBufferUsage.ONE_TIME_SUBMIT, pInheritanceInfo: null }), "vkBeginCommandBuffer");
+    check(
+      f.vkBeginCommandBuffer!(cmd, {
+        sType: SType.COMMAND_BUFFER_BEGIN_INFO,
+        pNext: null,
+        flags: CommandBufferUsage.ONE_TIME_SUBMIT,
+        pInheritanceInfo: null,
+      }),
+      "vkBeginCommandBuffer",
+    );
     record(cmd);
     check(f.vkEndCommandBuffer!(cmd), "vkEndCommandBuffer");
     this.submit(cmd, what);
@@ -220,7 +333,9 @@ export class VulkanDevice {
       const stage = this.stagingBuffer(Math.ceil(part.byteLength / 4) * 4);
       stage.mapped().set(part);
       this.oneShot(`upload to ${dst.name}`, (cmd) => {
-        this.vk.fn.vkCmdCopyBuffer!(cmd, stage.handle, dst.handle, 1, [{ srcOffset: 0, dstOffset: offset + at, size: part.byteLength }]);
+        this.vk.fn.vkCmdCopyBuffer!(cmd, stage.handle, dst.handle, 1, [
+          { srcOffset: 0, dstOffset: offset + at, size: part.byteLength },
+        ]);
       });
     }
   }
@@ -248,12 +363,24 @@ export class VulkanDevice {
 
   /** Records a global memory barrier. */
   barrier(cmd: bigint, srcAccess: number, dstAccess: number, srcStage: number, dstStage: number): void {
-    this.vk.fn.vkCmdPipelineBarrier!(cmd, srcStage, dstStage, 0, 1, [{ sType: SType.MEMORY_BARRIER, pNext: null, srcAccessMask: srcAccess, dstAccessMask: dstAccess }], 0, null, 0, null);
+    this.vk.fn.vkCmdPipelineBarrier!(
+      cmd,
+      srcStage,
+      dstStage,
+      0,
+      1,
+      [{ sType: SType.MEMORY_BARRIER, pNext: null, srcAccessMask: srcAccess, dstAccessMask: dstAccess }],
+      0,
+      null,
+      0,
+      null,
+    );
   }
 
   /** Bytes held in buffers, by kind. */
   bytes(): { device: number; host: number } {
-    let device = 0, host = 0;
+    let device = 0,
+      host = 0;
     for (const b of this.buffers) {
       if (b === this.staging) continue;
       if (b.kind === "device") device += b.bytes;
@@ -286,4 +413,3 @@ export class VulkanDevice {
     this.instance.dispose();
   }
 }
-

@@ -39,7 +39,8 @@ export function instanceLayers(vk: VkLib = loadVulkan()): string[] {
   const n = new Uint32Array(1);
   check(vk.fn.vkEnumerateInstanceLayerProperties!(n, null), "vkEnumerateInstanceLayerProperties");
   const props = Array.from({ length: n[0]! }, () => ({}) as { layerName: string });
-  if (props.length > 0) check(vk.fn.vkEnumerateInstanceLayerProperties!(n, props), "vkEnumerateInstanceLayerProperties");
+  if (props.length > 0)
+    check(vk.fn.vkEnumerateInstanceLayerProperties!(n, props), "vkEnumerateInstanceLayerProperties");
   return props.map((p) => p.layerName);
 }
 
@@ -66,15 +67,37 @@ export class VulkanInstance {
     const vk = loadVulkan(options.loader);
     const want = options.validation ?? false;
     const available = want !== false && instanceLayers(vk).includes(VALIDATION_LAYER);
-    if (want === true && !available) throw new VulkanError("missing-layer", `${VALIDATION_LAYER} is not installed (Debian: apt-get install vulkan-validationlayers)`, { name: VALIDATION_LAYER });
+    if (want === true && !available)
+      throw new VulkanError(
+        "missing-layer",
+        `${VALIDATION_LAYER} is not installed (Debian: apt-get install vulkan-validationlayers)`,
+        { name: VALIDATION_LAYER },
+      );
     const layers = available ? [VALIDATION_LAYER] : [];
     const extensions = available ? ["VK_EXT_debug_utils"] : [];
-    const handle = createHandle(vk.fn.vkCreateInstance!, "vkCreateInstance", {
-      sType: SType.INSTANCE_CREATE_INFO, pNext: null, flags: 0,
-      pApplicationInfo: { sType: SType.APPLICATION_INFO, pNext: null, pApplicationName: options.applicationName ?? "poot", applicationVersion: 1, pEngineName: "poot", engineVersion: 1, apiVersion: apiVersion(1, 3) },
-      enabledLayerCount: layers.length, ppEnabledLayerNames: layers.length > 0 ? layers : null,
-      enabledExtensionCount: extensions.length, ppEnabledExtensionNames: extensions.length > 0 ? extensions : null,
-    }, null);
+    const handle = createHandle(
+      vk.fn.vkCreateInstance!,
+      "vkCreateInstance",
+      {
+        sType: SType.INSTANCE_CREATE_INFO,
+        pNext: null,
+        flags: 0,
+        pApplicationInfo: {
+          sType: SType.APPLICATION_INFO,
+          pNext: null,
+          pApplicationName: options.applicationName ?? "poot",
+          applicationVersion: 1,
+          pEngineName: "poot",
+          engineVersion: 1,
+          apiVersion: apiVersion(1, 3),
+        },
+        enabledLayerCount: layers.length,
+        ppEnabledLayerNames: layers.length > 0 ? layers : null,
+        enabledExtensionCount: extensions.length,
+        ppEnabledExtensionNames: extensions.length > 0 ? extensions : null,
+      },
+      null,
+    );
     const inst = new VulkanInstance(vk, handle, available);
     if (available) inst.attachMessenger();
     return inst;
@@ -82,23 +105,41 @@ export class VulkanInstance {
 
   private attachMessenger(): void {
     const vk = this.vk;
-    debugCallbackProto ??= koffi.proto("uint32_t PootDebugCallback(uint32_t severity, uint32_t types, void *data, void *user)");
+    debugCallbackProto ??= koffi.proto(
+      "uint32_t PootDebugCallback(uint32_t severity, uint32_t types, void *data, void *user)",
+    );
     const proto = debugCallbackProto;
     const onMessage = (severity: number, _types: number, data: bigint): number => {
-      const d = koffi.decode(data, vk.struct.VkDebugUtilsMessengerCallbackDataEXT!) as { pMessageIdName: string | null; pMessage: string | null };
-      this.messages.push({ severity: severity >= Severity.ERROR ? "error" : "warning", id: d.pMessageIdName ?? "", message: d.pMessage ?? "" });
+      const d = koffi.decode(data, vk.struct.VkDebugUtilsMessengerCallbackDataEXT!) as {
+        pMessageIdName: string | null;
+        pMessage: string | null;
+      };
+      this.messages.push({
+        severity: severity >= Severity.ERROR ? "error" : "warning",
+        id: d.pMessageIdName ?? "",
+        message: d.pMessage ?? "",
+      });
       // VK_FALSE: the call that triggered the message proceeds (the spec reserves VK_TRUE for layer tests).
       return 0;
     };
     this.callback = koffi.register(onMessage, koffi.pointer(proto));
     const create = vk.instanceFunction(this.handle, "vkCreateDebugUtilsMessengerEXT");
     this.destroyMessenger = vk.instanceFunction(this.handle, "vkDestroyDebugUtilsMessengerEXT");
-    this.messenger = createHandle(create, "vkCreateDebugUtilsMessengerEXT", this.handle, {
-      sType: SType.DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT, pNext: null, flags: 0,
-      messageSeverity: Severity.WARNING | Severity.ERROR,
-      messageType: MessageType.GENERAL | MessageType.VALIDATION | MessageType.PERFORMANCE,
-      pfnUserCallback: this.callback, pUserData: null,
-    }, null);
+    this.messenger = createHandle(
+      create,
+      "vkCreateDebugUtilsMessengerEXT",
+      this.handle,
+      {
+        sType: SType.DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+        pNext: null,
+        flags: 0,
+        messageSeverity: Severity.WARNING | Severity.ERROR,
+        messageType: MessageType.GENERAL | MessageType.VALIDATION | MessageType.PERFORMANCE,
+        pfnUserCallback: this.callback,
+        pUserData: null,
+      },
+      null,
+    );
   }
 
   /** Validation errors reported so far. */
@@ -111,7 +152,11 @@ export class VulkanInstance {
     const errs = this.errors();
     this.messages.length = 0;
     if (errs.length > 0) {
-      throw new VulkanError("validation", `${errs.length} validation error(s); first: ${errs[0]!.id}: ${errs[0]!.message}`, { call, message: errs[0]!.message });
+      throw new VulkanError(
+        "validation",
+        `${errs.length} validation error(s); first: ${errs[0]!.id}: ${errs[0]!.message}`,
+        { call, message: errs[0]!.message },
+      );
     }
   }
 
@@ -120,7 +165,8 @@ export class VulkanInstance {
     const n = new Uint32Array(1);
     check(this.vk.fn.vkEnumeratePhysicalDevices!(this.handle, n, null), "vkEnumeratePhysicalDevices");
     const out = new BigUint64Array(n[0]!);
-    if (out.length > 0) check(this.vk.fn.vkEnumeratePhysicalDevices!(this.handle, n, out), "vkEnumeratePhysicalDevices");
+    if (out.length > 0)
+      check(this.vk.fn.vkEnumeratePhysicalDevices!(this.handle, n, out), "vkEnumeratePhysicalDevices");
     return Array.from(out);
   }
 

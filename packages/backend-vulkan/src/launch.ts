@@ -21,7 +21,14 @@ export interface LaunchOptions {
  * buffer name) and `uniforms`, and copies every buffer the kernel may write back into its host array.
  * Returns the dispatch time when timestamps were asked for and the queue has them.
  */
-export function launchKernel(device: VulkanDevice, kernel: Kernel, grid: readonly [number, number, number], buffers: Readonly<Record<string, KernelBuffer>>, uniforms: Readonly<Record<string, number>> = {}, options: LaunchOptions = {}): StepTiming | null {
+export function launchKernel(
+  device: VulkanDevice,
+  kernel: Kernel,
+  grid: readonly [number, number, number],
+  buffers: Readonly<Record<string, KernelBuffer>>,
+  uniforms: Readonly<Record<string, number>> = {},
+  options: LaunchOptions = {},
+): StepTiming | null {
   const code = lowerSpirv(kernel, device.caps, options.specs === undefined ? {} : { specs: options.specs });
   const vkKernel = VulkanKernel.create(device, kernel, code);
   const made = new Map<string, VulkanBuffer>();
@@ -34,12 +41,18 @@ export function launchKernel(device: VulkanDevice, kernel: Kernel, grid: readonl
       made.set(b.name, buf);
       device.upload(buf, host);
     }
-    rec = Recording.record(device, [{ kind: "dispatch", kernel: vkKernel.bind(Object.fromEntries(made), uniforms), grid }], { timestamps: options.timestamps ?? false, name: kernel.name });
+    rec = Recording.record(
+      device,
+      [{ kind: "dispatch", kernel: vkKernel.bind(Object.fromEntries(made), uniforms), grid }],
+      { timestamps: options.timestamps ?? false, name: kernel.name },
+    );
     rec.submit();
     for (const b of kernel.buffers) {
       const host = buffers[b.name];
       if (host === undefined || (b.access === "read" && b.atomic !== true)) continue;
-      new Uint8Array(host.buffer, host.byteOffset, host.byteLength).set(device.download(made.get(b.name)!, 0, host.byteLength));
+      new Uint8Array(host.buffer, host.byteOffset, host.byteLength).set(
+        device.download(made.get(b.name)!, 0, host.byteLength),
+      );
     }
     return rec.timings()?.[0] ?? null;
   } finally {

@@ -25,7 +25,12 @@ export interface PhysicalDeviceInfo {
   /** Nanoseconds per timestamp tick. */
   readonly timestampPeriod: number;
   /** Subgroup size, and whether compute shaders have basic, arithmetic and shuffle subgroup operations. */
-  readonly subgroup: { readonly size: number; readonly basic: boolean; readonly arithmetic: boolean; readonly shuffle: boolean };
+  readonly subgroup: {
+    readonly size: number;
+    readonly basic: boolean;
+    readonly arithmetic: boolean;
+    readonly shuffle: boolean;
+  };
   /** 16-bit storage-buffer access (`storageBuffer16BitAccess`). */
   readonly storage16: boolean;
   /** f16 arithmetic in shaders (`shaderFloat16`). */
@@ -48,7 +53,12 @@ export interface PhysicalDeviceInfo {
   readonly deviceLocalBytes: number;
 }
 
-const TYPES = { [PhysicalDeviceType.DISCRETE_GPU]: "discrete", [PhysicalDeviceType.INTEGRATED_GPU]: "integrated", [PhysicalDeviceType.VIRTUAL_GPU]: "virtual", [PhysicalDeviceType.CPU]: "cpu" } as const;
+const TYPES = {
+  [PhysicalDeviceType.DISCRETE_GPU]: "discrete",
+  [PhysicalDeviceType.INTEGRATED_GPU]: "integrated",
+  [PhysicalDeviceType.VIRTUAL_GPU]: "virtual",
+  [PhysicalDeviceType.CPU]: "cpu",
+} as const;
 
 /** A pNext chain in native memory: each struct allocated, linked, and decoded back after the call. */
 class Chain {
@@ -80,12 +90,19 @@ class Chain {
 /** Reads what `handle` offers (properties, features, queue families, memory). */
 export function describePhysicalDevice(vk: VkLib, handle: bigint, index: number): PhysicalDeviceInfo {
   const { fn, struct } = vk;
-  const subgroupChain = new Chain([[struct.VkPhysicalDeviceSubgroupProperties!, SType.PHYSICAL_DEVICE_SUBGROUP_PROPERTIES]]);
+  const subgroupChain = new Chain([
+    [struct.VkPhysicalDeviceSubgroupProperties!, SType.PHYSICAL_DEVICE_SUBGROUP_PROPERTIES],
+  ]);
   const props2 = { sType: SType.PHYSICAL_DEVICE_PROPERTIES_2, pNext: subgroupChain.head } as Record<string, unknown>;
   fn.vkGetPhysicalDeviceProperties2!(handle, props2);
   const sg = subgroupChain.read<{ subgroupSize: number; supportedStages: number; supportedOperations: number }>(0);
   subgroupChain.free();
-  const p = props2.properties as { deviceName: string; deviceType: number; apiVersion: number; limits: Record<string, number & number[]> };
+  const p = props2.properties as {
+    deviceName: string;
+    deviceType: number;
+    apiVersion: number;
+    limits: Record<string, number & number[]>;
+  };
   const features = new Chain([
     [struct.VkPhysicalDeviceVulkan11Features!, SType.PHYSICAL_DEVICE_VULKAN_1_1_FEATURES],
     [struct.VkPhysicalDeviceVulkan12Features!, SType.PHYSICAL_DEVICE_VULKAN_1_2_FEATURES],
@@ -102,23 +119,36 @@ export function describePhysicalDevice(vk: VkLib, handle: bigint, index: number)
   const families = Array.from({ length: nq[0]! }, () => ({}) as { queueFlags: number; timestampValidBits: number });
   fn.vkGetPhysicalDeviceQueueFamilyProperties!(handle, nq, families);
   // A compute-only family (async compute) is preferred; any family with compute otherwise.
-  let family = families.findIndex((q) => (q.queueFlags & QueueFlag.COMPUTE) !== 0 && (q.queueFlags & QueueFlag.GRAPHICS) === 0);
+  let family = families.findIndex(
+    (q) => (q.queueFlags & QueueFlag.COMPUTE) !== 0 && (q.queueFlags & QueueFlag.GRAPHICS) === 0,
+  );
   if (family < 0) family = families.findIndex((q) => (q.queueFlags & QueueFlag.COMPUTE) !== 0);
 
   const mem = {} as { memoryHeapCount: number; memoryHeaps: { size: number | bigint; flags: number }[] };
   fn.vkGetPhysicalDeviceMemoryProperties!(handle, mem);
-  const deviceLocalBytes = mem.memoryHeaps.slice(0, mem.memoryHeapCount).filter((h) => (h.flags & MemoryProperty.DEVICE_LOCAL) !== 0).reduce((s, h) => s + Number(h.size), 0);
+  const deviceLocalBytes = mem.memoryHeaps
+    .slice(0, mem.memoryHeapCount)
+    .filter((h) => (h.flags & MemoryProperty.DEVICE_LOCAL) !== 0)
+    .reduce((s, h) => s + Number(h.size), 0);
 
   const L = p.limits;
   const v = p.apiVersion;
   const computeOps = (sg.supportedStages & ShaderStage.COMPUTE) !== 0 ? sg.supportedOperations : 0;
   return {
-    index, handle, name: p.deviceName, type: TYPES[p.deviceType as keyof typeof TYPES] ?? "other",
+    index,
+    handle,
+    name: p.deviceName,
+    type: TYPES[p.deviceType as keyof typeof TYPES] ?? "other",
     apiVersion: `${v >>> 22}.${(v >>> 12) & 0x3ff}.${v & 0xfff}`,
     computeQueueFamily: family,
     timestampValidBits: family >= 0 ? families[family]!.timestampValidBits : 0,
     timestampPeriod: L.timestampPeriod as number,
-    subgroup: { size: sg.subgroupSize, basic: (computeOps & SubgroupFeature.BASIC) !== 0, arithmetic: (computeOps & SubgroupFeature.ARITHMETIC) !== 0, shuffle: (computeOps & SubgroupFeature.SHUFFLE) !== 0 },
+    subgroup: {
+      size: sg.subgroupSize,
+      basic: (computeOps & SubgroupFeature.BASIC) !== 0,
+      arithmetic: (computeOps & SubgroupFeature.ARITHMETIC) !== 0,
+      shuffle: (computeOps & SubgroupFeature.SHUFFLE) !== 0,
+    },
     storage16: v11.storageBuffer16BitAccess !== 0,
     shaderFloat16: v12.shaderFloat16 !== 0,
     shaderInt16: core.shaderInt16 !== 0,
@@ -154,10 +184,12 @@ const RANK = { discrete: 0, integrated: 1, virtual: 2, cpu: 3, other: 4 } as con
 /** Why `info` does not meet `req`, or null when it does. */
 export function unmetRequirement(info: PhysicalDeviceInfo, req: DeviceRequirements): string | null {
   if (info.computeQueueFamily < 0) return "no compute queue";
-  if (req.subgroups === true && !(info.subgroup.arithmetic && info.subgroup.shuffle)) return "no subgroup arithmetic/shuffle in compute";
+  if (req.subgroups === true && !(info.subgroup.arithmetic && info.subgroup.shuffle))
+    return "no subgroup arithmetic/shuffle in compute";
   if (req.storage16 === true && !info.storage16) return "no 16-bit storage buffers";
   if (req.shaderFloat16 === true && !info.shaderFloat16) return "no shaderFloat16";
-  if (req.timestamps === true && (info.timestampValidBits === 0 || info.timestampPeriod === 0)) return "no timestamps on the compute queue";
+  if (req.timestamps === true && (info.timestampValidBits === 0 || info.timestampPeriod === 0))
+    return "no timestamps on the compute queue";
   return null;
 }
 
@@ -168,7 +200,10 @@ export function unmetRequirement(info: PhysicalDeviceInfo, req: DeviceRequiremen
 export function chooseDevice(infos: readonly PhysicalDeviceInfo[], req: DeviceRequirements = {}): PhysicalDeviceInfo {
   const ok = infos.filter((d) => unmetRequirement(d, req) === null);
   if (ok.length === 0) {
-    const why = infos.length === 0 ? "the loader found no Vulkan device" : infos.map((d) => `${d.name}: ${unmetRequirement(d, req)}`).join("; ");
+    const why =
+      infos.length === 0
+        ? "the loader found no Vulkan device"
+        : infos.map((d) => `${d.name}: ${unmetRequirement(d, req)}`).join("; ");
     throw new VulkanError("no-device", why);
   }
   return [...ok].sort((a, b) => RANK[a.type] - RANK[b.type] || b.deviceLocalBytes - a.deviceLocalBytes)[0]!;

@@ -55,19 +55,52 @@ export class PipelineCache {
     if (hit !== undefined) return hit;
     const max = this.device.info.limits.maxPushConstantsBytes;
     if (pushConstantBytes > max || pushConstantBytes % 4 !== 0) {
-      throw new VulkanError("bad-launch", `push constants of ${pushConstantBytes} bytes (multiple of 4, at most ${max})`, { bytes: pushConstantBytes });
+      throw new VulkanError(
+        "bad-launch",
+        `push constants of ${pushConstantBytes} bytes (multiple of 4, at most ${max})`,
+        { bytes: pushConstantBytes },
+      );
     }
     const d = this.device;
     const f = d.vk.fn;
-    const setLayout = createHandle(f.vkCreateDescriptorSetLayout!, "vkCreateDescriptorSetLayout", d.handle, {
-      sType: SType.DESCRIPTOR_SET_LAYOUT_CREATE_INFO, pNext: null, flags: 0, bindingCount: bindings.length,
-      pBindings: bindings.length === 0 ? null : bindings.map((k, i) => ({ binding: i, descriptorType: k === "storage" ? DescriptorType.STORAGE_BUFFER : DescriptorType.UNIFORM_BUFFER, descriptorCount: 1, stageFlags: ShaderStage.COMPUTE, pImmutableSamplers: null })),
-    }, null);
-    const layout = createHandle(f.vkCreatePipelineLayout!, "vkCreatePipelineLayout", d.handle, {
-      sType: SType.PIPELINE_LAYOUT_CREATE_INFO, pNext: null, flags: 0, setLayoutCount: 1, pSetLayouts: [setLayout],
-      pushConstantRangeCount: pushConstantBytes > 0 ? 1 : 0,
-      pPushConstantRanges: pushConstantBytes > 0 ? [{ stageFlags: ShaderStage.COMPUTE, offset: 0, size: pushConstantBytes }] : null,
-    }, null);
+    const setLayout = createHandle(
+      f.vkCreateDescriptorSetLayout!,
+      "vkCreateDescriptorSetLayout",
+      d.handle,
+      {
+        sType: SType.DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+        pNext: null,
+        flags: 0,
+        bindingCount: bindings.length,
+        pBindings:
+          bindings.length === 0
+            ? null
+            : bindings.map((k, i) => ({
+                binding: i,
+                descriptorType: k === "storage" ? DescriptorType.STORAGE_BUFFER : DescriptorType.UNIFORM_BUFFER,
+                descriptorCount: 1,
+                stageFlags: ShaderStage.COMPUTE,
+                pImmutableSamplers: null,
+              })),
+      },
+      null,
+    );
+    const layout = createHandle(
+      f.vkCreatePipelineLayout!,
+      "vkCreatePipelineLayout",
+      d.handle,
+      {
+        sType: SType.PIPELINE_LAYOUT_CREATE_INFO,
+        pNext: null,
+        flags: 0,
+        setLayoutCount: 1,
+        pSetLayouts: [setLayout],
+        pushConstantRangeCount: pushConstantBytes > 0 ? 1 : 0,
+        pPushConstantRanges:
+          pushConstantBytes > 0 ? [{ stageFlags: ShaderStage.COMPUTE, offset: 0, size: pushConstantBytes }] : null,
+      },
+      null,
+    );
     const made: PipelineLayout = { setLayout, layout, bindings: [...bindings], pushConstantBytes };
     this.layouts.set(key, made);
     return made;
@@ -75,8 +108,15 @@ export class PipelineCache {
 
   /** The compute pipeline of `spirv` (a SPIR-V binary) at `entryPoint` with `layout`, created once per hash. */
   pipeline(spirv: Uint8Array, entryPoint: string, layout: PipelineLayout): ComputePipeline {
-    if (spirv.byteLength % 4 !== 0 || spirv.byteLength < 20 || new DataView(spirv.buffer, spirv.byteOffset).getUint32(0, true) !== 0x07230203) {
-      throw new VulkanError("bad-launch", `not a SPIR-V binary (${spirv.byteLength} bytes, bad magic or length)`, { name: entryPoint, bytes: spirv.byteLength });
+    if (
+      spirv.byteLength % 4 !== 0 ||
+      spirv.byteLength < 20 ||
+      new DataView(spirv.buffer, spirv.byteOffset).getUint32(0, true) !== 0x07230203
+    ) {
+      throw new VulkanError("bad-launch", `not a SPIR-V binary (${spirv.byteLength} bytes, bad magic or length)`, {
+        name: entryPoint,
+        bytes: spirv.byteLength,
+      });
     }
     const hash = createHash("sha256").update(spirv).digest("hex");
     const key = `${hash}|${entryPoint}|${layout.bindings.join(",")}|${layout.pushConstantBytes}`;
@@ -86,15 +126,46 @@ export class PipelineCache {
     const f = d.vk.fn;
     const words = new Uint32Array(spirv.byteLength / 4);
     new Uint8Array(words.buffer).set(spirv);
-    const module = createHandle(f.vkCreateShaderModule!, "vkCreateShaderModule", d.handle, { sType: SType.SHADER_MODULE_CREATE_INFO, pNext: null, flags: 0, codeSize: spirv.byteLength, pCode: words }, null);
+    const module = createHandle(
+      f.vkCreateShaderModule!,
+      "vkCreateShaderModule",
+      d.handle,
+      { sType: SType.SHADER_MODULE_CREATE_INFO, pNext: null, flags: 0, codeSize: spirv.byteLength, pCode: words },
+      null,
+    );
     this.modulesCreated++;
     try {
       const out = new BigUint64Array(1);
-      check(f.vkCreateComputePipelines!(d.handle, 0n, 1, [{
-        sType: SType.COMPUTE_PIPELINE_CREATE_INFO, pNext: null, flags: 0,
-        stage: { sType: SType.PIPELINE_SHADER_STAGE_CREATE_INFO, pNext: null, flags: 0, stage: ShaderStage.COMPUTE, module, pName: entryPoint, pSpecializationInfo: null },
-        layout: layout.layout, basePipelineHandle: 0n, basePipelineIndex: -1,
-      }], null, out), "vkCreateComputePipelines", entryPoint);
+      check(
+        f.vkCreateComputePipelines!(
+          d.handle,
+          0n,
+          1,
+          [
+            {
+              sType: SType.COMPUTE_PIPELINE_CREATE_INFO,
+              pNext: null,
+              flags: 0,
+              stage: {
+                sType: SType.PIPELINE_SHADER_STAGE_CREATE_INFO,
+                pNext: null,
+                flags: 0,
+                stage: ShaderStage.COMPUTE,
+                module,
+                pName: entryPoint,
+                pSpecializationInfo: null,
+              },
+              layout: layout.layout,
+              basePipelineHandle: 0n,
+              basePipelineIndex: -1,
+            },
+          ],
+          null,
+          out,
+        ),
+        "vkCreateComputePipelines",
+        entryPoint,
+      );
       d.instance.throwOnValidationErrors(`vkCreateComputePipelines (${entryPoint})`);
       const made: ComputePipeline = { handle: out[0]!, layout, entryPoint, hash };
       this.pipelines.set(key, made);
@@ -109,38 +180,83 @@ export class PipelineCache {
    * Allocates a descriptor set of `layout` and points binding i at `buffers[i]`; returns the set and the pool
    * it came from (for {@link PipelineCache.freeDescriptorSet}). A full pool is followed by a new one.
    */
-  descriptorSet(layout: PipelineLayout, buffers: readonly { readonly handle: bigint; readonly offset?: number; readonly bytes: number }[]): { readonly set: bigint; readonly pool: bigint } {
+  descriptorSet(
+    layout: PipelineLayout,
+    buffers: readonly { readonly handle: bigint; readonly offset?: number; readonly bytes: number }[],
+  ): { readonly set: bigint; readonly pool: bigint } {
     const d = this.device;
     const f = d.vk.fn;
     const out = new BigUint64Array(1);
-    const tryAllocate = (pool: bigint): number => f.vkAllocateDescriptorSets!(d.handle, { sType: SType.DESCRIPTOR_SET_ALLOCATE_INFO, pNext: null, descriptorPool: pool, descriptorSetCount: 1, pSetLayouts: [layout.setLayout] }, out) as number;
+    const tryAllocate = (pool: bigint): number =>
+      f.vkAllocateDescriptorSets!(
+        d.handle,
+        {
+          sType: SType.DESCRIPTOR_SET_ALLOCATE_INFO,
+          pNext: null,
+          descriptorPool: pool,
+          descriptorSetCount: 1,
+          pSetLayouts: [layout.setLayout],
+        },
+        out,
+      ) as number;
     let pool = this.pools[this.pools.length - 1];
     let r = pool === undefined ? VK_ERROR_OUT_OF_POOL_MEMORY : tryAllocate(pool);
     // Out of pool memory (or fragmented): start a new pool; freed sets return to the pool they came from.
     if (r === VK_ERROR_OUT_OF_POOL_MEMORY || r === VK_ERROR_FRAGMENTED_POOL) {
-      pool = createHandle(f.vkCreateDescriptorPool!, "vkCreateDescriptorPool", d.handle, {
-        sType: SType.DESCRIPTOR_POOL_CREATE_INFO, pNext: null, flags: DescriptorPoolCreate.FREE_DESCRIPTOR_SET, maxSets: SETS_PER_POOL, poolSizeCount: 2,
-        // Each set of poot kernels binds few buffers; 16 storage descriptors per set on average is ample.
-        pPoolSizes: [{ type: DescriptorType.STORAGE_BUFFER, descriptorCount: SETS_PER_POOL * 16 }, { type: DescriptorType.UNIFORM_BUFFER, descriptorCount: SETS_PER_POOL * 2 }],
-      }, null);
+      pool = createHandle(
+        f.vkCreateDescriptorPool!,
+        "vkCreateDescriptorPool",
+        d.handle,
+        {
+          sType: SType.DESCRIPTOR_POOL_CREATE_INFO,
+          pNext: null,
+          flags: DescriptorPoolCreate.FREE_DESCRIPTOR_SET,
+          maxSets: SETS_PER_POOL,
+          poolSizeCount: 2,
+          // Each set of poot kernels binds few buffers; 16 storage descriptors per set on average is ample.
+          pPoolSizes: [
+            { type: DescriptorType.STORAGE_BUFFER, descriptorCount: SETS_PER_POOL * 16 },
+            { type: DescriptorType.UNIFORM_BUFFER, descriptorCount: SETS_PER_POOL * 2 },
+          ],
+        },
+        null,
+      );
       this.pools.push(pool);
       r = tryAllocate(pool);
     }
     check(r, "vkAllocateDescriptorSets");
     const set = out[0]!;
     if (buffers.length > 0) {
-      f.vkUpdateDescriptorSets!(d.handle, buffers.length, buffers.map((b, i) => ({
-        sType: SType.WRITE_DESCRIPTOR_SET, pNext: null, dstSet: set, dstBinding: i, dstArrayElement: 0, descriptorCount: 1,
-        descriptorType: layout.bindings[i] === "storage" ? DescriptorType.STORAGE_BUFFER : DescriptorType.UNIFORM_BUFFER,
-        pImageInfo: null, pBufferInfo: [{ buffer: b.handle, offset: b.offset ?? 0, range: b.bytes }], pTexelBufferView: null,
-      })), 0, null);
+      f.vkUpdateDescriptorSets!(
+        d.handle,
+        buffers.length,
+        buffers.map((b, i) => ({
+          sType: SType.WRITE_DESCRIPTOR_SET,
+          pNext: null,
+          dstSet: set,
+          dstBinding: i,
+          dstArrayElement: 0,
+          descriptorCount: 1,
+          descriptorType:
+            layout.bindings[i] === "storage" ? DescriptorType.STORAGE_BUFFER : DescriptorType.UNIFORM_BUFFER,
+          pImageInfo: null,
+          pBufferInfo: [{ buffer: b.handle, offset: b.offset ?? 0, range: b.bytes }],
+          pTexelBufferView: null,
+        })),
+        0,
+        null,
+      );
     }
     return { set, pool: pool! };
   }
 
   /** Returns a descriptor set to its pool (no command buffer that uses it may still run). */
   freeDescriptorSet(set: bigint, pool: bigint): void {
-    if (this.pools.includes(pool)) check(this.device.vk.fn.vkFreeDescriptorSets!(this.device.handle, pool, 1, new BigUint64Array([set])), "vkFreeDescriptorSets");
+    if (this.pools.includes(pool))
+      check(
+        this.device.vk.fn.vkFreeDescriptorSets!(this.device.handle, pool, 1, new BigUint64Array([set])),
+        "vkFreeDescriptorSets",
+      );
   }
 
   /** Descriptor pools created so far. */

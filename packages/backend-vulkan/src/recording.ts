@@ -61,7 +61,8 @@ export interface StepTiming {
   readonly ns: number;
 }
 
-const ALL_ACCESS = Access.SHADER_READ | Access.SHADER_WRITE | Access.TRANSFER_READ | Access.TRANSFER_WRITE | Access.UNIFORM_READ;
+const ALL_ACCESS =
+  Access.SHADER_READ | Access.SHADER_WRITE | Access.TRANSFER_READ | Access.TRANSFER_WRITE | Access.UNIFORM_READ;
 const ALL_STAGES = PipelineStage.COMPUTE_SHADER | PipelineStage.TRANSFER;
 
 /** A command buffer holding one step, recorded once; {@link Recording.submit} replays it. */
@@ -85,14 +86,36 @@ export class Recording {
     device.live();
     const f = device.vk.fn;
     const max = device.info.limits.maxWorkgroupCount;
-    const timestamps = options.timestamps === true && device.info.timestampValidBits > 0 && device.info.timestampPeriod > 0;
+    const timestamps =
+      options.timestamps === true && device.info.timestampValidBits > 0 && device.info.timestampPeriod > 0;
     const name = options.name ?? "step";
     const queryPool = timestamps
-      ? createHandle(f.vkCreateQueryPool!, "vkCreateQueryPool", device.handle, { sType: SType.QUERY_POOL_CREATE_INFO, pNext: null, flags: 0, queryType: Query.TIMESTAMP, queryCount: steps.length + 1, pipelineStatistics: 0 }, null)
+      ? createHandle(
+          f.vkCreateQueryPool!,
+          "vkCreateQueryPool",
+          device.handle,
+          {
+            sType: SType.QUERY_POOL_CREATE_INFO,
+            pNext: null,
+            flags: 0,
+            queryType: Query.TIMESTAMP,
+            queryCount: steps.length + 1,
+            pipelineStatistics: 0,
+          },
+          null,
+        )
       : 0n;
     const cmd = device.allocateCommandBuffer();
     // No ONE_TIME_SUBMIT: the buffer is resubmitted after each fence wait.
-    check(f.vkBeginCommandBuffer!(cmd, { sType: SType.COMMAND_BUFFER_BEGIN_INFO, pNext: null, flags: 0, pInheritanceInfo: null }), "vkBeginCommandBuffer");
+    check(
+      f.vkBeginCommandBuffer!(cmd, {
+        sType: SType.COMMAND_BUFFER_BEGIN_INFO,
+        pNext: null,
+        flags: 0,
+        pInheritanceInfo: null,
+      }),
+      "vkBeginCommandBuffer",
+    );
     if (timestamps) {
       f.vkCmdResetQueryPool!(cmd, queryPool, 0, steps.length + 1);
       f.vkCmdWriteTimestamp!(cmd, PipelineStage.TOP_OF_PIPE, queryPool, 0);
@@ -104,21 +127,38 @@ export class Recording {
         const p = s.kernel.kernel.pipeline;
         s.grid.forEach((g, axis) => {
           if (!Number.isInteger(g) || g < 1 || g > max[axis]!) {
-            throw new VulkanError("bad-launch", `grid [${s.grid.join(", ")}] of ${p.entryPoint}: axis ${axis} must be 1..${max[axis]}`, { name: p.entryPoint });
+            throw new VulkanError(
+              "bad-launch",
+              `grid [${s.grid.join(", ")}] of ${p.entryPoint}: axis ${axis} must be 1..${max[axis]}`,
+              { name: p.entryPoint },
+            );
           }
         });
         f.vkCmdBindPipeline!(cmd, PipelineBindPoint.COMPUTE, p.handle);
         f.vkCmdBindDescriptorSets!(cmd, PipelineBindPoint.COMPUTE, p.layout.layout, 0, 1, [s.kernel.set], 0, null);
         if (s.pushConstants !== undefined) {
           if (s.pushConstants.byteLength > p.layout.pushConstantBytes) {
-            throw new VulkanError("bad-launch", `${s.pushConstants.byteLength} push-constant bytes; the layout of ${p.entryPoint} has ${p.layout.pushConstantBytes}`, { name: p.entryPoint });
+            throw new VulkanError(
+              "bad-launch",
+              `${s.pushConstants.byteLength} push-constant bytes; the layout of ${p.entryPoint} has ${p.layout.pushConstantBytes}`,
+              { name: p.entryPoint },
+            );
           }
-          f.vkCmdPushConstants!(cmd, p.layout.layout, ShaderStage.COMPUTE, 0, s.pushConstants.byteLength, s.pushConstants);
+          f.vkCmdPushConstants!(
+            cmd,
+            p.layout.layout,
+            ShaderStage.COMPUTE,
+            0,
+            s.pushConstants.byteLength,
+            s.pushConstants,
+          );
         }
         f.vkCmdDispatch!(cmd, s.grid[0], s.grid[1], s.grid[2]);
         labels.push(s.label ?? p.entryPoint);
       } else {
-        const regions = (s.regions ?? [{ srcOffset: s.srcOffset, dstOffset: s.dstOffset, size: s.bytes }]).filter((r) => r.size > 0);
+        const regions = (s.regions ?? [{ srcOffset: s.srcOffset, dstOffset: s.dstOffset, size: s.bytes }]).filter(
+          (r) => r.size > 0,
+        );
         for (const r of regions) {
           s.src.checkRange(r.srcOffset, r.size, "copy source");
           s.dst.checkRange(r.dstOffset, r.size, "copy destination");
@@ -147,11 +187,26 @@ export class Recording {
     if (this.queryPool === 0n || this.submissions === 0) return null;
     const n = this.labels.length + 1;
     const data = new BigUint64Array(n);
-    check(this.device.vk.fn.vkGetQueryPoolResults!(this.device.handle, this.queryPool, 0, n, 8 * n, data, 8, Query.RESULT_64 | Query.RESULT_WAIT), "vkGetQueryPoolResults");
+    check(
+      this.device.vk.fn.vkGetQueryPoolResults!(
+        this.device.handle,
+        this.queryPool,
+        0,
+        n,
+        8 * n,
+        data,
+        8,
+        Query.RESULT_64 | Query.RESULT_WAIT,
+      ),
+      "vkGetQueryPoolResults",
+    );
     const bits = this.device.info.timestampValidBits;
     const mask = bits >= 64 ? (1n << 64n) - 1n : (1n << BigInt(bits)) - 1n;
     const period = this.device.info.timestampPeriod;
-    return this.labels.map((label, i) => ({ label, ns: Number(((data[i + 1]! & mask) - (data[i]! & mask)) & mask) * period }));
+    return this.labels.map((label, i) => ({
+      label,
+      ns: Number(((data[i + 1]! & mask) - (data[i]! & mask)) & mask) * period,
+    }));
   }
 
   /** Frees the command buffer and query pool. */

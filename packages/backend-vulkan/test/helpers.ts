@@ -9,7 +9,10 @@ import { probeVulkan, VulkanDevice, type DeviceOptions } from "@poot/backend-vul
 /** lavapipe's ICD manifest as written by .ci/lavapipe-setup (or an older setup's folder), when present. */
 export function lavapipeIcd(): string | undefined {
   const cache = process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache");
-  return [join(cache, "poot", "lavapipe", "lavapipe_icd.json"), join(homedir(), ".cache", "lavapipe25", "lvp_icd.json")].find((p) => existsSync(p));
+  return [
+    join(cache, "poot", "lavapipe", "lavapipe_icd.json"),
+    join(homedir(), ".cache", "lavapipe25", "lvp_icd.json"),
+  ].find((p) => existsSync(p));
 }
 
 // Tests (not the library) choose the ICD: the loader reads VK_DRIVER_FILES at instance creation.
@@ -48,7 +51,8 @@ export function uniformF32(n: number, r: () => number, lo = -1, hi = 1): Float32
 
 /** Largest |a - b| / max(1, max |b|). */
 export function relErr(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let scale = 1, err = 0;
+  let scale = 1,
+    err = 0;
   for (let i = 0; i < b.length; i++) scale = Math.max(scale, Math.abs(b[i]!));
   for (let i = 0; i < b.length; i++) err = Math.max(err, Math.abs(a[i]! - b[i]!) / scale);
   return a.length === b.length ? err : Infinity;

@@ -28,7 +28,22 @@ export const gemv = kernel("vk_gemv_tree", { workgroupSize: [64, 1, 1] }, (k) =>
 
 /** out[row] = max_k a[row, k]: one subgroup per row, lanes stride over k, then a subgroup max. */
 export const rowMax = kernel("vk_row_max_subgroup", { workgroupSize: [64, 1, 1] }, (k) => {
-  const { buffer, uniform, wid, u32, f32, var_, let_, for_, if_, subgroupMax, subgroupId, subgroupLane, subgroupSize, max } = k;
+  const {
+    buffer,
+    uniform,
+    wid,
+    u32,
+    f32,
+    var_,
+    let_,
+    for_,
+    if_,
+    subgroupMax,
+    subgroupId,
+    subgroupLane,
+    subgroupSize,
+    max,
+  } = k;
   const a = buffer("a", "f32", "read");
   const out = buffer("out", "f32", "write");
   const K = uniform("k", "u32");
@@ -64,7 +79,13 @@ export const siluMul = kernel("vk_silu_mul", { workgroupSize: [64, 1, 1] }, (k) 
   const i = let_(gid.x, "i");
   if_(i.lt(n), () => {
     const x = let_(a.at(i), "x");
-    out.set(i, x.div(f32(1).add(exp(x.neg()))).mul(b.at(i)).mul(scale));
+    out.set(
+      i,
+      x
+        .div(f32(1).add(exp(x.neg())))
+        .mul(b.at(i))
+        .mul(scale),
+    );
   });
 });
 

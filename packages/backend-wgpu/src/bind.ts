@@ -71,16 +71,36 @@ export interface BindRequest {
 function checkGrid(ctx: WgpuContext, kernel: string, grid: readonly [number, number, number]): void {
   const max = ctx.caps.maxWorkgroupsPerDimension;
   for (const g of grid) {
-    if (!Number.isInteger(g) || g < 0 || g > max) throw new WgpuError("bad-binding", `grid [${grid.join(", ")}] of ${kernel}: each axis must be an integer in [0, ${max}]`, { kernel, key: "grid", expected: max, actual: g });
+    if (!Number.isInteger(g) || g < 0 || g > max)
+      throw new WgpuError(
+        "bad-binding",
+        `grid [${grid.join(", ")}] of ${kernel}: each axis must be an integer in [0, ${max}]`,
+        { kernel, key: "grid", expected: max, actual: g },
+      );
   }
 }
 
 function window(ctx: WgpuContext, kernel: string, name: string, a: KernelArg): { offset: number; size: number } {
   const offset = a.offset ?? 0;
   const size = a.size ?? a.buffer.bytes - offset;
-  if (offset % ctx.caps.bindingAlignment !== 0) throw new WgpuError("bad-binding", `${kernel}.${name}: offset ${offset} is not a multiple of ${ctx.caps.bindingAlignment}`, { kernel, key: name, expected: ctx.caps.bindingAlignment, actual: offset });
-  if (offset < 0 || size <= 0 || offset + size > a.buffer.bytes) throw new WgpuError("bad-binding", `${kernel}.${name}: window [${offset}, +${size}) outside ${a.buffer.label} (${a.buffer.bytes} bytes)`, { kernel, key: name, expected: a.buffer.bytes, actual: offset + size });
-  if (size > ctx.caps.maxBindingBytes) throw new WgpuError("bad-binding", `${kernel}.${name}: ${size} bytes exceed maxStorageBufferBindingSize ${ctx.caps.maxBindingBytes}`, { kernel, key: name, expected: ctx.caps.maxBindingBytes, actual: size });
+  if (offset % ctx.caps.bindingAlignment !== 0)
+    throw new WgpuError(
+      "bad-binding",
+      `${kernel}.${name}: offset ${offset} is not a multiple of ${ctx.caps.bindingAlignment}`,
+      { kernel, key: name, expected: ctx.caps.bindingAlignment, actual: offset },
+    );
+  if (offset < 0 || size <= 0 || offset + size > a.buffer.bytes)
+    throw new WgpuError(
+      "bad-binding",
+      `${kernel}.${name}: window [${offset}, +${size}) outside ${a.buffer.label} (${a.buffer.bytes} bytes)`,
+      { kernel, key: name, expected: a.buffer.bytes, actual: offset + size },
+    );
+  if (size > ctx.caps.maxBindingBytes)
+    throw new WgpuError(
+      "bad-binding",
+      `${kernel}.${name}: ${size} bytes exceed maxStorageBufferBindingSize ${ctx.caps.maxBindingBytes}`,
+      { kernel, key: name, expected: ctx.caps.maxBindingBytes, actual: size },
+    );
   return { offset, size };
 }
 
@@ -89,11 +109,19 @@ export async function bindKernel(ctx: WgpuContext, req: BindRequest): Promise<Bo
   const { kernel, code } = req;
   checkGrid(ctx, kernel.name, req.grid);
   for (const name of Object.keys(req.args)) {
-    if (!kernel.buffers.some((b) => b.name === name)) throw new WgpuError("bad-binding", `kernel ${kernel.name} has no buffer ${name}`, { kernel: kernel.name, key: name });
+    if (!kernel.buffers.some((b) => b.name === name))
+      throw new WgpuError("bad-binding", `kernel ${kernel.name} has no buffer ${name}`, {
+        kernel: kernel.name,
+        key: name,
+      });
   }
   const arg = (name: string): KernelArg => {
     const a = req.args[name];
-    if (a === undefined) throw new WgpuError("bad-binding", `kernel ${kernel.name} needs buffer ${name}, which was not given`, { kernel: kernel.name, key: name });
+    if (a === undefined)
+      throw new WgpuError("bad-binding", `kernel ${kernel.name} needs buffer ${name}, which was not given`, {
+        kernel: kernel.name,
+        key: name,
+      });
     return a;
   };
   const pipeline = await ctx.pipelines.get(kernel, code);
@@ -106,7 +134,10 @@ export async function bindKernel(ctx: WgpuContext, req: BindRequest): Promise<Bo
   for (const slot of code.bindings) {
     if (slot.kind === "buffer") {
       const w = window(ctx, kernel.name, slot.buffer, arg(slot.buffer));
-      entries.push({ binding: slot.slot, resource: { buffer: arg(slot.buffer).buffer.gpu, offset: w.offset, size: pad4(w.size) } });
+      entries.push({
+        binding: slot.slot,
+        resource: { buffer: arg(slot.buffer).buffer.gpu, offset: w.offset, size: pad4(w.size) },
+      });
     } else if (slot.kind === "packed") {
       // Members sit at 4-byte word offsets in one buffer; their offsets travel as uniforms.
       let at = 0;
@@ -120,10 +151,21 @@ export async function bindKernel(ctx: WgpuContext, req: BindRequest): Promise<Bo
       });
       const packed = await ctx.buffers.create("io", at, `${kernel.name} packed ${slot.slot}`);
       owned.push(packed);
-      for (const { a, w, at: to } of plan) (a.changes === true ? copies : once).push({ from: a.buffer.gpu, fromOffset: w.offset, to: packed.gpu, toOffset: to, bytes: pad4(w.size) });
+      for (const { a, w, at: to } of plan)
+        (a.changes === true ? copies : once).push({
+          from: a.buffer.gpu,
+          fromOffset: w.offset,
+          to: packed.gpu,
+          toOffset: to,
+          bytes: pad4(w.size),
+        });
       entries.push({ binding: slot.slot, resource: { buffer: packed.gpu } });
     } else if (slot.kind === "uniforms") {
-      const buffer = await ctx.buffers.create("uniform", Math.ceil((slot.order.length * 4) / 16) * 16, `${kernel.name} uniforms`);
+      const buffer = await ctx.buffers.create(
+        "uniform",
+        Math.ceil((slot.order.length * 4) / 16) * 16,
+        `${kernel.name} uniforms`,
+      );
       owned.push(buffer);
       uniformSlot = { order: slot.order, buffer };
       entries.push({ binding: slot.slot, resource: { buffer: buffer.gpu } });
@@ -137,7 +179,11 @@ export async function bindKernel(ctx: WgpuContext, req: BindRequest): Promise<Bo
     const words = new DataView(new ArrayBuffer(uniformSlot.buffer.bytes));
     uniformSlot.order.forEach((name, i) => {
       const v = uniformValues.get(name);
-      if (v === undefined) throw new WgpuError("bad-binding", `kernel ${kernel.name} needs uniform ${name}, which was not given`, { kernel: kernel.name, key: name });
+      if (v === undefined)
+        throw new WgpuError("bad-binding", `kernel ${kernel.name} needs uniform ${name}, which was not given`, {
+          kernel: kernel.name,
+          key: name,
+        });
       if (types.get(name) === "f32") words.setFloat32(4 * i, v, true);
       else if (types.get(name) === "i32") words.setInt32(4 * i, v, true);
       else words.setUint32(4 * i, v >>> 0, true);
@@ -145,7 +191,11 @@ export async function bindKernel(ctx: WgpuContext, req: BindRequest): Promise<Bo
     uniformSlot.buffer.write(words);
   };
   writeUniforms();
-  const bindGroup = await ctx.device.scoped(`bind ${kernel.name}`, () => ctx.device.device.createBindGroup({ label: kernel.name, layout: pipeline.layout, entries }), { kernel: kernel.name, hash: pipeline.hash });
+  const bindGroup = await ctx.device.scoped(
+    `bind ${kernel.name}`,
+    () => ctx.device.device.createBindGroup({ label: kernel.name, layout: pipeline.layout, entries }),
+    { kernel: kernel.name, hash: pipeline.hash },
+  );
   ctx.noteBindGroup();
   if (once.length > 0) {
     const enc = ctx.device.device.createCommandEncoder();
@@ -164,7 +214,11 @@ export async function bindKernel(ctx: WgpuContext, req: BindRequest): Promise<Bo
     },
     setUniforms(values) {
       for (const [k, v] of Object.entries(values)) {
-        if (!types.has(k)) throw new WgpuError("bad-binding", `kernel ${kernel.name} has no uniform ${k}`, { kernel: kernel.name, key: k });
+        if (!types.has(k))
+          throw new WgpuError("bad-binding", `kernel ${kernel.name} has no uniform ${k}`, {
+            kernel: kernel.name,
+            key: k,
+          });
         uniformValues.set(k, v);
       }
       writeUniforms();

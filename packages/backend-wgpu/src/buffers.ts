@@ -6,7 +6,15 @@ import { WgpuError } from "./errors.js";
 
 // The spec's flag values, so the library needs no `GPUBufferUsage` global (absent in Node before Dawn starts).
 /** `GPUBufferUsage` bits. */
-export const BufferUsage = { MAP_READ: 0x1, MAP_WRITE: 0x2, COPY_SRC: 0x4, COPY_DST: 0x8, UNIFORM: 0x40, STORAGE: 0x80, QUERY_RESOLVE: 0x200 } as const;
+export const BufferUsage = {
+  MAP_READ: 0x1,
+  MAP_WRITE: 0x2,
+  COPY_SRC: 0x4,
+  COPY_DST: 0x8,
+  UNIFORM: 0x40,
+  STORAGE: 0x80,
+  QUERY_RESOLVE: 0x200,
+} as const;
 /** `GPUMapMode.READ`. */
 export const MAP_READ = 0x1;
 /** `GPUShaderStage.COMPUTE`. */
@@ -51,9 +59,18 @@ export class WgpuBuffer {
   /** Queues a write of `data` at `byteOffset` (both padded to 4 bytes as WebGPU requires). */
   write(data: ArrayBufferView, byteOffset = 0): void {
     this.#alive("write");
-    if (byteOffset % 4 !== 0) throw new WgpuError("bad-binding", `write offset ${byteOffset} of ${this.label} is not a multiple of 4`, { operation: "write", key: this.label, actual: byteOffset });
+    if (byteOffset % 4 !== 0)
+      throw new WgpuError("bad-binding", `write offset ${byteOffset} of ${this.label} is not a multiple of 4`, {
+        operation: "write",
+        key: this.label,
+        actual: byteOffset,
+      });
     if (byteOffset + data.byteLength > this.bytes) {
-      throw new WgpuError("bad-binding", `write of ${data.byteLength} bytes at ${byteOffset} overruns ${this.label} (${this.bytes} bytes)`, { operation: "write", key: this.label, expected: this.bytes, actual: byteOffset + data.byteLength });
+      throw new WgpuError(
+        "bad-binding",
+        `write of ${data.byteLength} bytes at ${byteOffset} overruns ${this.label} (${this.bytes} bytes)`,
+        { operation: "write", key: this.label, expected: this.bytes, actual: byteOffset + data.byteLength },
+      );
     }
     let bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
     // Only odd-sized data (u8/16-bit tensors of odd length) is copied, to reach a 4-byte length.
@@ -77,7 +94,12 @@ export class WgpuBuffer {
     this.#alive("read");
     const dev = this.#owner.device;
     dev.assertAlive(`read ${this.label}`);
-    if (byteOffset % 4 !== 0 || byteOffset + bytes > this.bytes) throw new WgpuError("bad-binding", `read of ${bytes} bytes at ${byteOffset} from ${this.label} (${this.bytes} bytes)`, { operation: "read", key: this.label });
+    if (byteOffset % 4 !== 0 || byteOffset + bytes > this.bytes)
+      throw new WgpuError(
+        "bad-binding",
+        `read of ${bytes} bytes at ${byteOffset} from ${this.label} (${this.bytes} bytes)`,
+        { operation: "read", key: this.label },
+      );
     // One staging buffer per buffer, made on first read: repeated reads of an output allocate nothing.
     this.#staging ??= this.#owner.makeStaging(this);
     const n = pad4(bytes);
@@ -88,7 +110,10 @@ export class WgpuBuffer {
       await this.#staging.mapAsync(MAP_READ, 0, n);
     } catch (e) {
       dev.assertAlive(`read ${this.label}`);
-      throw new WgpuError("validation", `mapping the staging buffer of ${this.label} failed: ${String(e)}`, { operation: "read", key: this.label });
+      throw new WgpuError("validation", `mapping the staging buffer of ${this.label} failed: ${String(e)}`, {
+        operation: "read",
+        key: this.label,
+      });
     }
     const out = new Uint8Array(bytes);
     out.set(new Uint8Array(this.#staging.getMappedRange(0, n)).subarray(0, bytes));
@@ -106,7 +131,8 @@ export class WgpuBuffer {
   }
 
   #alive(op: string): void {
-    if (this.#destroyed) throw new WgpuError("disposed", `${op} on destroyed buffer ${this.label}`, { operation: op, key: this.label });
+    if (this.#destroyed)
+      throw new WgpuError("disposed", `${op} on destroyed buffer ${this.label}`, { operation: op, key: this.label });
   }
 }
 
@@ -131,11 +157,26 @@ export class BufferArena {
 
   /** Creates a buffer for `role` of `bytes` bytes; throws `out-of-memory`/`validation` as the device reports. */
   async create(role: BufferRole, bytes: number, label: string): Promise<WgpuBuffer> {
-    if (!Number.isSafeInteger(bytes) || bytes < 0) throw new WgpuError("bad-binding", `buffer ${label}: ${bytes} is not a byte count`, { operation: "createBuffer", key: label, actual: bytes });
+    if (!Number.isSafeInteger(bytes) || bytes < 0)
+      throw new WgpuError("bad-binding", `buffer ${label}: ${bytes} is not a byte count`, {
+        operation: "createBuffer",
+        key: label,
+        actual: bytes,
+      });
     const max = this.device.caps.maxBufferBytes;
-    if (pad4(bytes) > max) throw new WgpuError("out-of-memory", `buffer ${label} of ${bytes} bytes exceeds the device's maxBufferSize ${max}`, { operation: "createBuffer", key: label, expected: max, actual: bytes });
-    const usage = role === "uniform" ? BufferUsage.UNIFORM | BufferUsage.COPY_DST : BufferUsage.STORAGE | BufferUsage.COPY_SRC | BufferUsage.COPY_DST;
-    const gpu = await this.device.scoped(`createBuffer ${label}`, () => this.device.device.createBuffer({ label, size: Math.max(16, pad4(bytes)), usage }));
+    if (pad4(bytes) > max)
+      throw new WgpuError(
+        "out-of-memory",
+        `buffer ${label} of ${bytes} bytes exceeds the device's maxBufferSize ${max}`,
+        { operation: "createBuffer", key: label, expected: max, actual: bytes },
+      );
+    const usage =
+      role === "uniform"
+        ? BufferUsage.UNIFORM | BufferUsage.COPY_DST
+        : BufferUsage.STORAGE | BufferUsage.COPY_SRC | BufferUsage.COPY_DST;
+    const gpu = await this.device.scoped(`createBuffer ${label}`, () =>
+      this.device.device.createBuffer({ label, size: Math.max(16, pad4(bytes)), usage }),
+    );
     const b = new WgpuBuffer(this, gpu, bytes, role, label);
     this.#live.add(b);
     this.#created++;
@@ -163,7 +204,11 @@ export class BufferArena {
 
   /** @internal A staging buffer for reading `b` back. */
   makeStaging(b: WgpuBuffer): GPUBuffer {
-    return this.device.device.createBuffer({ label: `${b.label} (staging)`, size: Math.max(16, pad4(b.bytes)), usage: BufferUsage.MAP_READ | BufferUsage.COPY_DST });
+    return this.device.device.createBuffer({
+      label: `${b.label} (staging)`,
+      size: Math.max(16, pad4(b.bytes)),
+      usage: BufferUsage.MAP_READ | BufferUsage.COPY_DST,
+    });
   }
 
   /** @internal Called by {@link WgpuBuffer.destroy}. */

@@ -7,9 +7,19 @@ import { codegenCaps, fixedSubgroupSize, planCaps, synthCaps, type WgpuCaps } fr
 
 // What lavapipe (Mesa 25, llvmpipe 256-bit) granted through Dawn in this workspace.
 const LAVAPIPE: WgpuCaps = {
-  adapter: "mesa llvmpipe", f16: true, subgroups: true, subgroupSizes: [8, 8], timestamps: true,
-  maxWorkgroup: 1024, maxWorkgroupDims: [1024, 1024, 1024], maxWorkgroupsPerDimension: 65535, sharedBytes: 32768,
-  maxStorageBuffers: 16, maxBindingBytes: 134217728, maxBufferBytes: 4294967295, bindingAlignment: 16,
+  adapter: "mesa llvmpipe",
+  f16: true,
+  subgroups: true,
+  subgroupSizes: [8, 8],
+  timestamps: true,
+  maxWorkgroup: 1024,
+  maxWorkgroupDims: [1024, 1024, 1024],
+  maxWorkgroupsPerDimension: 65535,
+  sharedBytes: 32768,
+  maxStorageBuffers: 16,
+  maxBindingBytes: 134217728,
+  maxBufferBytes: 4294967295,
+  bindingAlignment: 16,
   features: ["shader-f16", "subgroups", "timestamp-query"],
 };
 

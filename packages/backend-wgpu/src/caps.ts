@@ -41,9 +41,14 @@ export function capsOf(adapter: GPUAdapter, device: GPUDevice): WgpuCaps {
   const l = device.limits;
   const info = adapter.info as GPUAdapterInfo & { subgroupMinSize?: number; subgroupMaxSize?: number };
   const has = (f: string): boolean => device.features.has(f);
-  const sizes = info.subgroupMinSize !== undefined && info.subgroupMaxSize !== undefined && info.subgroupMinSize > 0 ? ([info.subgroupMinSize, info.subgroupMaxSize] as const) : null;
+  const sizes =
+    info.subgroupMinSize !== undefined && info.subgroupMaxSize !== undefined && info.subgroupMinSize > 0
+      ? ([info.subgroupMinSize, info.subgroupMaxSize] as const)
+      : null;
   return {
-    adapter: [info.vendor, info.architecture, info.device, info.description].filter((s) => s !== undefined && s !== "").join(" "),
+    adapter: [info.vendor, info.architecture, info.device, info.description]
+      .filter((s) => s !== undefined && s !== "")
+      .join(" "),
     f16: has("shader-f16"),
     subgroups: has("subgroups"),
     subgroupSizes: sizes,
@@ -86,9 +91,19 @@ export function codegenCaps(caps: WgpuCaps): CodegenCaps {
 }
 
 /** The caps kernelgen's synthesizers size kernels from (structurally kernelgen's `SynthCaps`). */
-export function synthCaps(caps: WgpuCaps): { readonly maxWorkgroup: number; readonly subgroupSize?: number; readonly sharedBytes: number; readonly maxGridDim: number } {
+export function synthCaps(caps: WgpuCaps): {
+  readonly maxWorkgroup: number;
+  readonly subgroupSize?: number;
+  readonly sharedBytes: number;
+  readonly maxGridDim: number;
+} {
   const sg = fixedSubgroupSize(caps);
-  return { maxWorkgroup: caps.maxWorkgroup, ...(sg !== null ? { subgroupSize: sg } : {}), sharedBytes: caps.sharedBytes, maxGridDim: caps.maxWorkgroupsPerDimension };
+  return {
+    maxWorkgroup: caps.maxWorkgroup,
+    ...(sg !== null ? { subgroupSize: sg } : {}),
+    sharedBytes: caps.sharedBytes,
+    maxGridDim: caps.maxWorkgroupsPerDimension,
+  };
 }
 
 /** The caps graph-plan plans a `wgpu` target with (`makeTarget({ kind: "wgpu", caps: planCaps(c) })`). */

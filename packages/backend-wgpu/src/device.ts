@@ -75,7 +75,9 @@ export class WgpuDevice {
     this.device = device;
     this.caps = capsOf(adapter, device);
     this.lost = device.lost.then((info) => {
-      const err = new WgpuError("device-lost", `the WebGPU device was lost (${info.reason}): ${info.message}`, { reason: String(info.reason) });
+      const err = new WgpuError("device-lost", `the WebGPU device was lost (${info.reason}): ${info.message}`, {
+        reason: String(info.reason),
+      });
       this.#lostError = err;
       return err;
     });
@@ -97,14 +99,22 @@ export class WgpuDevice {
   /** Throws `device-lost` (or `disposed`) when the device cannot take work; call before encoding. */
   assertAlive(operation: string): void {
     if (this.#disposed) throw new WgpuError("disposed", `${operation} on a disposed device`, { operation });
-    if (this.#lostError !== null) throw new WgpuError("device-lost", `${operation}: ${this.#lostError.message}`, { operation, ...(this.#lostError.context.reason !== undefined ? { reason: this.#lostError.context.reason } : {}) });
+    if (this.#lostError !== null)
+      throw new WgpuError("device-lost", `${operation}: ${this.#lostError.message}`, {
+        operation,
+        ...(this.#lostError.context.reason !== undefined ? { reason: this.#lostError.context.reason } : {}),
+      });
   }
 
   /**
    * Runs `fn` inside out-of-memory, validation and internal error scopes and throws the first error they
    * caught as a typed {@link WgpuError} (the value of `fn` otherwise).
    */
-  async scoped<T>(operation: string, fn: () => T | Promise<T>, context: { kernel?: string; hash?: string } = {}): Promise<T> {
+  async scoped<T>(
+    operation: string,
+    fn: () => T | Promise<T>,
+    context: { kernel?: string; hash?: string } = {},
+  ): Promise<T> {
     this.assertAlive(operation);
     const d = this.device;
     d.pushErrorScope("out-of-memory");
@@ -134,8 +144,16 @@ export class WgpuDevice {
 }
 
 /** Maps a WebGPU error object to a typed error with the operation it happened in. */
-export function toWgpuError(e: GPUError, operation: string, context: { kernel?: string; hash?: string } = {}): WgpuError {
-  const code: WgpuErrorCode = isA(e, "GPUOutOfMemoryError") ? "out-of-memory" : isA(e, "GPUInternalError") ? "internal" : "validation";
+export function toWgpuError(
+  e: GPUError,
+  operation: string,
+  context: { kernel?: string; hash?: string } = {},
+): WgpuError {
+  const code: WgpuErrorCode = isA(e, "GPUOutOfMemoryError")
+    ? "out-of-memory"
+    : isA(e, "GPUInternalError")
+      ? "internal"
+      : "validation";
   return new WgpuError(code, `${operation}: ${e.message}`, { operation, ...context });
 }
 
@@ -154,18 +172,34 @@ function wish(w: FeatureWish | undefined): FeatureWish {
  * device with the features and limits poot needs; its `caps` report what was granted.
  */
 export async function requestWgpuDevice(gpu: GPU | undefined, options: WgpuDeviceOptions = {}): Promise<WgpuDevice> {
-  if (gpu === undefined || gpu === null) throw new WgpuError("no-webgpu", "this environment offers no WebGPU (no navigator.gpu)", { operation: "requestAdapter" });
+  if (gpu === undefined || gpu === null)
+    throw new WgpuError("no-webgpu", "this environment offers no WebGPU (no navigator.gpu)", {
+      operation: "requestAdapter",
+    });
   const adapter = await gpu.requestAdapter({
     ...(options.powerPreference !== undefined ? { powerPreference: options.powerPreference } : {}),
     ...(options.forceFallbackAdapter === true ? { forceFallbackAdapter: true } : {}),
   });
-  if (adapter === null) throw new WgpuError("no-adapter", "WebGPU offers no adapter (no driver such as lavapipe, or the GPU is blocklisted)", { operation: "requestAdapter" });
+  if (adapter === null)
+    throw new WgpuError(
+      "no-adapter",
+      "WebGPU offers no adapter (no driver such as lavapipe, or the GPU is blocklisted)",
+      { operation: "requestAdapter" },
+    );
   const features: GPUFeatureName[] = [];
-  for (const [name, w] of [["shader-f16", options.f16], ["subgroups", options.subgroups], ["timestamp-query", options.timestamps]] as const) {
+  for (const [name, w] of [
+    ["shader-f16", options.f16],
+    ["subgroups", options.subgroups],
+    ["timestamp-query", options.timestamps],
+  ] as const) {
     const want = wish(w);
     if (want === "off") continue;
     if (adapter.features.has(name)) features.push(name as GPUFeatureName);
-    else if (want === "require") throw new WgpuError("missing-feature", `the adapter does not offer ${name}`, { operation: "requestDevice", key: name });
+    else if (want === "require")
+      throw new WgpuError("missing-feature", `the adapter does not offer ${name}`, {
+        operation: "requestDevice",
+        key: name,
+      });
   }
   const requiredLimits: Record<string, number> = {};
   for (const name of [...RAISED_LIMITS, ...LOWERED_LIMITS]) {
@@ -174,13 +208,25 @@ export async function requestWgpuDevice(gpu: GPU | undefined, options: WgpuDevic
   }
   for (const [name, min] of Object.entries(options.minLimits ?? {})) {
     const v = limitOf(adapter.limits, name);
-    if (v === undefined || v < min) throw new WgpuError("limit-exceeded", `the adapter's ${name} is ${v ?? "absent"}, below the ${min} required`, { operation: "requestDevice", key: name, expected: min, ...(v !== undefined ? { actual: v } : {}) });
+    if (v === undefined || v < min)
+      throw new WgpuError("limit-exceeded", `the adapter's ${name} is ${v ?? "absent"}, below the ${min} required`, {
+        operation: "requestDevice",
+        key: name,
+        expected: min,
+        ...(v !== undefined ? { actual: v } : {}),
+      });
   }
   let device: GPUDevice;
   try {
-    device = await adapter.requestDevice({ requiredFeatures: features, requiredLimits, ...(options.label !== undefined ? { label: options.label } : {}) });
+    device = await adapter.requestDevice({
+      requiredFeatures: features,
+      requiredLimits,
+      ...(options.label !== undefined ? { label: options.label } : {}),
+    });
   } catch (e) {
-    throw new WgpuError("device-lost", `requestDevice failed: ${e instanceof Error ? e.message : String(e)}`, { operation: "requestDevice" });
+    throw new WgpuError("device-lost", `requestDevice failed: ${e instanceof Error ? e.message : String(e)}`, {
+      operation: "requestDevice",
+    });
   }
   return new WgpuDevice(gpu, adapter, device);
 }

@@ -27,11 +27,16 @@ export async function nodeGpu(options: NodeGpuOptions = {}): Promise<GPU> {
     // An optional peer: absent means "no WebGPU here", a typed error rather than a crash.
     mod = (await import("webgpu")) as unknown as typeof mod;
   } catch (e) {
-    throw new WgpuError("no-webgpu", `the optional 'webgpu' package (Dawn) is not installed: ${String(e)}`, { operation: "nodeGpu" });
+    throw new WgpuError("no-webgpu", `the optional 'webgpu' package (Dawn) is not installed: ${String(e)}`, {
+      operation: "nodeGpu",
+    });
   }
   if (options.vulkanDriverFiles !== undefined) process.env["VK_DRIVER_FILES"] = options.vulkanDriverFiles;
   Object.assign(globalThis, mod.globals);
-  const flags = [...(options.backend !== undefined ? [`backend=${options.backend}`] : []), ...(options.dawnFlags ?? [])];
+  const flags = [
+    ...(options.backend !== undefined ? [`backend=${options.backend}`] : []),
+    ...(options.dawnFlags ?? []),
+  ];
   try {
     return mod.create(flags);
   } catch (e) {

@@ -11,6 +11,8 @@ describe("kernelHash", () => {
   });
 
   it("tells WGSL texts apart that differ in one character", () => {
-    expect(kernelHash("main\nvar<storage, read> x: array<f32>;")).not.toBe(kernelHash("main\nvar<storage, read_write> x: array<f32>;"));
+    expect(kernelHash("main\nvar<storage, read> x: array<f32>;")).not.toBe(
+      kernelHash("main\nvar<storage, read_write> x: array<f32>;"),
+    );
   });
 });

@@ -10,7 +10,8 @@ import { WgpuError } from "./errors.js";
 /** FNV-1a 64-bit of a string's UTF-16 code units, as 16 hex digits: the kernel hash. */
 export function kernelHash(text: string): string {
   let h = 0xcbf29ce484222325n;
-  const prime = 0x100000001b3n, mask = 0xffffffffffffffffn;
+  const prime = 0x100000001b3n,
+    mask = 0xffffffffffffffffn;
   for (let i = 0; i < text.length; i++) h = ((h ^ BigInt(text.charCodeAt(i))) * prime) & mask;
   return h.toString(16).padStart(16, "0");
 }
@@ -33,9 +34,18 @@ export function layoutEntries(kernel: Kernel, code: TargetCode): GPUBindGroupLay
     switch (slot.kind) {
       case "buffer": {
         const p = kernel.buffers.find((b) => b.name === slot.buffer);
-        if (p === undefined) throw new WgpuError("bad-binding", `binding ${slot.slot} names buffer ${slot.buffer}, which kernel ${kernel.name} lacks`, { kernel: kernel.name, key: slot.buffer });
+        if (p === undefined)
+          throw new WgpuError(
+            "bad-binding",
+            `binding ${slot.slot} names buffer ${slot.buffer}, which kernel ${kernel.name} lacks`,
+            { kernel: kernel.name, key: slot.buffer },
+          );
         const readOnly = p.access === "read" && p.atomic !== true;
-        return { binding: slot.slot, visibility: SHADER_COMPUTE, buffer: { type: readOnly ? "read-only-storage" : "storage" } };
+        return {
+          binding: slot.slot,
+          visibility: SHADER_COMPUTE,
+          buffer: { type: readOnly ? "read-only-storage" : "storage" },
+        };
       }
       case "packed":
         return { binding: slot.slot, visibility: SHADER_COMPUTE, buffer: { type: "read-only-storage" } };
@@ -66,7 +76,11 @@ export class PipelineCache {
 
   /** The pipeline of `code` (lowered from `kernel`), compiling it on first use. */
   get(kernel: Kernel, code: TargetCode): Promise<CachedPipeline> {
-    if (code.target !== "wgsl" || code.text === undefined) throw new WgpuError("bad-binding", `kernel ${kernel.name} was lowered for ${code.target}, not WGSL`, { kernel: kernel.name, key: code.target });
+    if (code.target !== "wgsl" || code.text === undefined)
+      throw new WgpuError("bad-binding", `kernel ${kernel.name} was lowered for ${code.target}, not WGSL`, {
+        kernel: kernel.name,
+        key: code.target,
+      });
     const text = code.text;
     const hash = kernelHash(`${code.entryPoint}\n${text}`);
     const hit = this.#byHash.get(hash);
@@ -92,15 +106,29 @@ export class PipelineCache {
       async () => {
         const module = d.createShaderModule({ label: `${kernel.name} ${hash}`, code: text });
         const info = await module.getCompilationInfo();
-        const errors = info.messages.filter((m) => m.type === "error").map((m) => `${m.lineNum}:${m.linePos}: ${m.message}`);
-        if (errors.length > 0) throw new WgpuError("validation", `WGSL of ${kernel.name} does not compile:\n${errors.join("\n")}`, { operation: "createShaderModule", ...ctx });
+        const errors = info.messages
+          .filter((m) => m.type === "error")
+          .map((m) => `${m.lineNum}:${m.linePos}: ${m.message}`);
+        if (errors.length > 0)
+          throw new WgpuError("validation", `WGSL of ${kernel.name} does not compile:\n${errors.join("\n")}`, {
+            operation: "createShaderModule",
+            ...ctx,
+          });
         const layout = d.createBindGroupLayout({ label: kernel.name, entries: layoutEntries(kernel, code) });
         let pipeline: GPUComputePipeline;
         try {
-          pipeline = await d.createComputePipelineAsync({ label: kernel.name, layout: d.createPipelineLayout({ bindGroupLayouts: [layout] }), compute: { module, entryPoint: code.entryPoint } });
+          pipeline = await d.createComputePipelineAsync({
+            label: kernel.name,
+            layout: d.createPipelineLayout({ bindGroupLayouts: [layout] }),
+            compute: { module, entryPoint: code.entryPoint },
+          });
         } catch (e) {
           const reason = (e as { reason?: string }).reason;
-          throw new WgpuError(reason === "internal" ? "internal" : "validation", `pipeline of ${kernel.name}: ${e instanceof Error ? e.message : String(e)}`, { operation: "createComputePipeline", ...ctx });
+          throw new WgpuError(
+            reason === "internal" ? "internal" : "validation",
+            `pipeline of ${kernel.name}: ${e instanceof Error ? e.message : String(e)}`,
+            { operation: "createComputePipeline", ...ctx },
+          );
         }
         return { hash, kernel: kernel.name, pipeline, layout };
       },

@@ -30,12 +30,22 @@ export async function runKernel(ctx: WgpuContext, run: KernelRun): Promise<void>
     const args: Record<string, KernelArg> = {};
     for (const p of kernel.buffers) {
       const host = run.buffers[p.name];
-      if (host === undefined) throw new WgpuError("bad-binding", `kernel ${kernel.name} needs buffer ${p.name}, which was not given`, { kernel: kernel.name, key: p.name });
+      if (host === undefined)
+        throw new WgpuError("bad-binding", `kernel ${kernel.name} needs buffer ${p.name}, which was not given`, {
+          kernel: kernel.name,
+          key: p.name,
+        });
       const b = await ctx.buffers.upload("io", host, `${kernel.name}.${p.name}`);
       made.push(b);
       args[p.name] = { buffer: b };
     }
-    const bound = await ctx.bind({ kernel, code: run.code, grid: run.grid, args, ...(run.uniforms !== undefined ? { uniforms: run.uniforms } : {}) });
+    const bound = await ctx.bind({
+      kernel,
+      code: run.code,
+      grid: run.grid,
+      args,
+      ...(run.uniforms !== undefined ? { uniforms: run.uniforms } : {}),
+    });
     const step = ctx.step([bound], { label: kernel.name });
     await step.submit();
     for (const p of kernel.buffers) {

@@ -69,8 +69,14 @@ export class Step {
       }
       if (pass === null) {
         const q = this.#query;
-        const timestampWrites = timed && q !== null && 2 * i + 1 < q.count ? { querySet: q.set, beginningOfPassWriteIndex: 2 * i, endOfPassWriteIndex: 2 * i + 1 } : undefined;
-        pass = enc.beginComputePass({ label: `${this.label}:${k.kernel}`, ...(timestampWrites !== undefined ? { timestampWrites } : {}) });
+        const timestampWrites =
+          timed && q !== null && 2 * i + 1 < q.count
+            ? { querySet: q.set, beginningOfPassWriteIndex: 2 * i, endOfPassWriteIndex: 2 * i + 1 }
+            : undefined;
+        pass = enc.beginComputePass({
+          label: `${this.label}:${k.kernel}`,
+          ...(timestampWrites !== undefined ? { timestampWrites } : {}),
+        });
       }
       pass.setPipeline(k.pipeline.pipeline);
       pass.setBindGroup(0, k.bindGroup);
@@ -87,7 +93,8 @@ export class Step {
   }
 
   #alive(op: string): void {
-    if (this.#disposed) throw new WgpuError("disposed", `${op} on disposed step ${this.label}`, { operation: op, key: this.label });
+    if (this.#disposed)
+      throw new WgpuError("disposed", `${op} on disposed step ${this.label}`, { operation: op, key: this.label });
     this.#ctx.device.assertAlive(`${op} ${this.label}`);
   }
 
@@ -116,14 +123,26 @@ export class Step {
   async profile(): Promise<DispatchTiming[]> {
     this.#alive("profile");
     const dev = this.#ctx.device;
-    if (!dev.caps.timestamps) throw new WgpuError("missing-feature", "the device was opened without timestamp-query", { operation: "profile", key: "timestamp-query" });
+    if (!dev.caps.timestamps)
+      throw new WgpuError("missing-feature", "the device was opened without timestamp-query", {
+        operation: "profile",
+        key: "timestamp-query",
+      });
     if (this.#query === null) {
       const count = Math.min(MAX_QUERIES, 2 * this.kernels.length);
       const d = dev.device;
       this.#query = await dev.scoped("create timestamp queries", () => ({
         set: d.createQuerySet({ label: `${this.label} timestamps`, type: "timestamp", count }),
-        resolve: d.createBuffer({ label: `${this.label} timestamps`, size: count * 8, usage: BufferUsage.QUERY_RESOLVE | BufferUsage.COPY_SRC }),
-        read: d.createBuffer({ label: `${this.label} timestamps (read)`, size: count * 8, usage: BufferUsage.MAP_READ | BufferUsage.COPY_DST }),
+        resolve: d.createBuffer({
+          label: `${this.label} timestamps`,
+          size: count * 8,
+          usage: BufferUsage.QUERY_RESOLVE | BufferUsage.COPY_SRC,
+        }),
+        read: d.createBuffer({
+          label: `${this.label} timestamps (read)`,
+          size: count * 8,
+          usage: BufferUsage.MAP_READ | BufferUsage.COPY_DST,
+        }),
         count,
       }));
     }

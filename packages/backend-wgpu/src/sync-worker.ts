@@ -8,7 +8,15 @@ const init = workerData as WorkerInit;
 import("./sync/worker.js").then(
   (m) => m.serveWorker(init),
   (e: unknown) => {
-    init.port.postMessage({ ok: false, error: { name: "WgpuError", code: "no-webgpu", message: `the device worker could not load the executor: ${String(e)}`, context: { operation: "worker" } } });
+    init.port.postMessage({
+      ok: false,
+      error: {
+        name: "WgpuError",
+        code: "no-webgpu",
+        message: `the device worker could not load the executor: ${String(e)}`,
+        context: { operation: "worker" },
+      },
+    });
     const signal = new Int32Array(init.signal);
     Atomics.store(signal, 0, 2);
     Atomics.notify(signal, 0);

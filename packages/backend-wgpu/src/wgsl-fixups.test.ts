@@ -10,7 +10,8 @@ describe("runtimeNonFinite", () => {
   });
 
   it("reads -inf and NaN from module-scope privates declared after the directives", () => {
-    const t = "enable f16;\nenable subgroups;\nfn f() { var a: f32 = bitcast<f32>(0xff800000u); var b = max(a, bitcast<f32>(0xff800000u)) + bitcast<f32>(0x7fc00000u); }";
+    const t =
+      "enable f16;\nenable subgroups;\nfn f() { var a: f32 = bitcast<f32>(0xff800000u); var b = max(a, bitcast<f32>(0xff800000u)) + bitcast<f32>(0x7fc00000u); }";
     expect(runtimeNonFinite(t)).toBe(
       "enable f16;\nenable subgroups;\n" +
         "var<private> poot_ninf_bits: u32 = 0xff800000u;\nvar<private> poot_nan_bits: u32 = 0x7fc00000u;\n" +

@@ -1,7 +1,11 @@
 // A WGSL text fix applied before compiling: non-finite f32 literals become run-time values, since Tint
 // rejects `bitcast<f32>(0xff800000u)` as a const-expression that is not representable (-inf, inf, NaN).
 
-const NON_FINITE: Readonly<Record<string, string>> = { "0x7f800000u": "poot_inf_bits", "0xff800000u": "poot_ninf_bits", "0x7fc00000u": "poot_nan_bits" };
+const NON_FINITE: Readonly<Record<string, string>> = {
+  "0x7f800000u": "poot_inf_bits",
+  "0xff800000u": "poot_ninf_bits",
+  "0x7fc00000u": "poot_nan_bits",
+};
 
 /**
  * Rewrites `bitcast<f32>(<inf|-inf|nan bits>)` to read a module-scope private u32 instead, which makes the

@@ -13,16 +13,45 @@ import { synthesizeElementwise } from "@poot/kernelgen";
 import { rand, relErr } from "./helpers.js";
 
 const CHROMIUM = "/usr/bin/chromium";
-const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
 const N = 50;
 
 // A kernel valid on any WebGPU device (no f16, no subgroups, 8 storage buffers): y = tanh(x) · 2 + 1.
-const synth = synthesizeElementwise({
-  name: "browser_ew", shape: [N], inputs: [{ name: "x", dtype: "f32", shape: [N] }],
-  nodes: [{ op: "leaf", name: "x" }, { op: "unary", fn: "tanh", a: 0 }, { op: "const", value: 2, type: "f32" }, { op: "binary", fn: "mul", a: 1, b: 2 }, { op: "const", value: 1, type: "f32" }, { op: "binary", fn: "add", a: 3, b: 4 }],
-  outputs: [{ name: "y", dtype: "f32", node: 5 }],
-}, { maxWorkgroup: 256, sharedBytes: 16384 });
-const code = lowerWgsl(synth.kernel, { maxWorkgroup: 256, subgroupSize: undefined, sharedBytes: 16384, dtypes: ["f32", "u32", "i32"], maxStorageBuffers: 8, f16: false, bf16: false });
+const synth = synthesizeElementwise(
+  {
+    name: "browser_ew",
+    shape: [N],
+    inputs: [{ name: "x", dtype: "f32", shape: [N] }],
+    nodes: [
+      { op: "leaf", name: "x" },
+      { op: "unary", fn: "tanh", a: 0 },
+      { op: "const", value: 2, type: "f32" },
+      { op: "binary", fn: "mul", a: 1, b: 2 },
+      { op: "const", value: 1, type: "f32" },
+      { op: "binary", fn: "add", a: 3, b: 4 },
+    ],
+    outputs: [{ name: "y", dtype: "f32", node: 5 }],
+  },
+  { maxWorkgroup: 256, sharedBytes: 16384 },
+);
+const code = lowerWgsl(synth.kernel, {
+  maxWorkgroup: 256,
+  subgroupSize: undefined,
+  sharedBytes: 16384,
+  dtypes: ["f32", "u32", "i32"],
+  maxStorageBuffers: 8,
+  f16: false,
+  bf16: false,
+});
 const x = rand(21, N, -2, 2);
 
 const PAGE = `<!doctype html><meta charset="utf-8"><title>poot backend-wgpu</title>
@@ -59,11 +88,22 @@ beforeAll(async () => {
     return;
   }
   // The package's own entry, bundled for browsers (no Node module may leak into it).
-  const bundle = await build({ entryPoints: [fileURLToPath(new URL("../src/index.ts", import.meta.url))], bundle: true, format: "esm", platform: "browser", target: "es2022", write: false, logLevel: "silent" });
+  const bundle = await build({
+    entryPoints: [fileURLToPath(new URL("../src/index.ts", import.meta.url))],
+    bundle: true,
+    format: "esm",
+    platform: "browser",
+    target: "es2022",
+    write: false,
+    logLevel: "silent",
+  });
   const files: Record<string, [string, string]> = {
     "/": ["text/html", PAGE],
     "/backend.js": ["text/javascript", bundle.outputFiles[0]!.text],
-    "/case.json": ["application/json", JSON.stringify({ kernel: synth.kernel, code, grid: synth.grid, x: Array.from(x), n: N })],
+    "/case.json": [
+      "application/json",
+      JSON.stringify({ kernel: synth.kernel, code, grid: synth.grid, x: Array.from(x), n: N }),
+    ],
   };
   server = createServer((req, res) => {
     const f = files[req.url ?? ""];
@@ -80,14 +120,23 @@ afterAll(() => server?.close());
 async function loadPage(extra: readonly string[]): Promise<{ result: PageResult; errors: string[] }> {
   const { chromium } = await import("playwright-core");
   const profile = await mkdtemp(join(tmpdir(), "poot-chromium-"));
-  const browser = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: [...FLAGS, ...extra] });
+  const browser = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [...FLAGS, ...extra],
+  });
   try {
     const page = await browser.newPage();
     const errors: string[] = [];
     page.on("pageerror", (e) => errors.push(e.message));
     await page.goto(url);
-    await page.waitForFunction(() => (window as unknown as { result?: unknown }).result !== undefined, undefined, { timeout: 60_000 });
-    return { result: (await page.evaluate(() => (window as unknown as { result: unknown }).result)) as PageResult, errors };
+    await page.waitForFunction(() => (window as unknown as { result?: unknown }).result !== undefined, undefined, {
+      timeout: 60_000,
+    });
+    return {
+      result: (await page.evaluate(() => (window as unknown as { result: unknown }).result)) as PageResult,
+      errors,
+    };
   } finally {
     await browser.close();
     await rm(profile, { recursive: true, force: true });
@@ -111,12 +160,18 @@ describe("backend-wgpu in headless Chromium", () => {
     t.annotate(`headless Chromium offers no WebGPU (${r.code}: ${r.message})`);
     // The fallback (a fixture model on @poot/backend-cpu's Wasm kernels in the same browser) needs models and the
     // runtime, which a backend may not import: packages/serve/test/browser.test.ts runs it (decision 0703).
-    t.skip(`Chromium offers no WebGPU (${r.code}); the CPU fallback with a fixture model runs in packages/serve/test/browser.test.ts`);
+    t.skip(
+      `Chromium offers no WebGPU (${r.code}); the CPU fallback with a fixture model runs in packages/serve/test/browser.test.ts`,
+    );
   });
 
   it("with SwiftShader's WebGPU adapter enabled: the same page runs the kernel in the browser, equal to float64", async (t) => {
     if (why !== "") return t.skip(why);
-    const { result: r, errors } = await loadPage(["--enable-unsafe-webgpu", "--enable-unsafe-swiftshader", "--use-webgpu-adapter=swiftshader"]);
+    const { result: r, errors } = await loadPage([
+      "--enable-unsafe-webgpu",
+      "--enable-unsafe-swiftshader",
+      "--use-webgpu-adapter=swiftshader",
+    ]);
     expect(errors).toEqual([]);
     if (!r.webgpu) return t.skip(`this Chromium has no SwiftShader WebGPU adapter either (${r.code}: ${r.message})`);
     t.annotate(`ran on ${r.adapter}`);

@@ -30,7 +30,8 @@ afterAll(() => execs.forEach((e) => e.dispose()));
 
 function zeroState(c: ConformanceCase): Record<string, HostData> {
   const out: Record<string, HostData> = {};
-  for (const s of c.graph.states) out[s.key] = new Float64Array(c.graph.values[s.input]!.shape.reduce((a, d) => a * d, 1));
+  for (const s of c.graph.states)
+    out[s.key] = new Float64Array(c.graph.values[s.input]!.shape.reduce((a, d) => a * d, 1));
   return out;
 }
 
@@ -59,8 +60,16 @@ describe("executor conformance on WebGPU", () => {
           for (const [k, v] of Object.entries(slots)) prog.writeSlot(k, v);
           await prog.run(state);
           const r = evaluate(c.graph, { consts: c.weights, slots, state: oracle });
-          for (const o of c.graph.outputs) expect(relativeError(await prog.readOutput(o.name), r.outputs[o.name]!.data), `${c.name} step ${step} output ${o.name}`).toBeLessThanOrEqual(TOL);
-          for (const s of c.graph.states) expect(relativeError(await state!.read(s.key), r.state[s.key]!.data), `${c.name} step ${step} state ${s.key}`).toBeLessThanOrEqual(TOL);
+          for (const o of c.graph.outputs)
+            expect(
+              relativeError(await prog.readOutput(o.name), r.outputs[o.name]!.data),
+              `${c.name} step ${step} output ${o.name}`,
+            ).toBeLessThanOrEqual(TOL);
+          for (const s of c.graph.states)
+            expect(
+              relativeError(await state!.read(s.key), r.state[s.key]!.data),
+              `${c.name} step ${step} state ${s.key}`,
+            ).toBeLessThanOrEqual(TOL);
           oracle = Object.fromEntries(Object.entries(r.state).map(([k, v]) => [k, v.data]));
         }
       });
@@ -84,7 +93,11 @@ describe("executor conformance on WebGPU", () => {
     for (const [k, v] of Object.entries(s1)) prog.writeSlot(k, v);
     await prog.replay();
     const r0 = evaluate(c.graph, { consts: c.weights, slots: s0, state: zeroState(c) });
-    const r1 = evaluate(c.graph, { consts: c.weights, slots: s1, state: Object.fromEntries(Object.entries(r0.state).map(([k, v]) => [k, v.data])) });
+    const r1 = evaluate(c.graph, {
+      consts: c.weights,
+      slots: s1,
+      state: Object.fromEntries(Object.entries(r0.state).map(([k, v]) => [k, v.data])),
+    });
     expect(relativeError(await prog.readOutput("acc"), r1.outputs.acc!.data)).toBeLessThanOrEqual(TOL);
     expect(relativeError(await st.read("cache"), r1.state.cache!.data)).toBeLessThanOrEqual(TOL);
     // Replays made no buffer, pipeline or bind group (reads made their staging buffers, not counted).
@@ -97,12 +110,14 @@ describe("executor conformance on WebGPU", () => {
     const c = stateCase();
     e.bindWeights((key) => c.weights[key]!);
     const prog = await e.stage(c.graph);
-    const a = await prog.createState(), b = await prog.createState();
+    const a = await prog.createState(),
+      b = await prog.createState();
     expect(a.lanes).toBe(2);
     for (const [k, v] of Object.entries(c.steps[0]!)) prog.writeSlot(k, v);
     await prog.run(a);
     await b.copyLanes(a, 1, 0);
-    const src = await a.read("cache"), dst = await b.read("cache");
+    const src = await a.read("cache"),
+      dst = await b.read("cache");
     const per = src.length / 2;
     expect(Array.from(dst.subarray(0, per))).toEqual(Array.from(src.subarray(per)));
     expect(Array.from(dst.subarray(per)).every((v) => v === 0)).toBe(true);

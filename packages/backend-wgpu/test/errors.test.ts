@@ -9,7 +9,10 @@ import { nodeGpu } from "@poot/backend-wgpu/node";
 import { lavapipeIcd, openTestContext } from "./helpers.js";
 
 async function codeOf(p: Promise<unknown>): Promise<string> {
-  const e = await p.then(() => null, (x: unknown) => x);
+  const e = await p.then(
+    () => null,
+    (x: unknown) => x,
+  );
   expect(e, "expected a WgpuError").toBeInstanceOf(WgpuError);
   return (e as WgpuError).code;
 }
@@ -50,8 +53,12 @@ describe("typed errors", () => {
   it("a limit above the adapter's is limit-exceeded, naming the limit", async (t) => {
     const icd = lavapipeIcd();
     const gpu = await nodeGpu(icd !== undefined ? { vulkanDriverFiles: icd } : {});
-    if ((await gpu.requestAdapter()) === null) return t.skip("no WebGPU adapter (eval \"$(bash .ci/lavapipe-setup)\" sets up lavapipe)");
-    const e = await requestWgpuDevice(gpu, { minLimits: { maxStorageBuffersPerShaderStage: 1_000_000 } }).then(() => null, (x: unknown) => x as WgpuError);
+    if ((await gpu.requestAdapter()) === null)
+      return t.skip('no WebGPU adapter (eval "$(bash .ci/lavapipe-setup)" sets up lavapipe)');
+    const e = await requestWgpuDevice(gpu, { minLimits: { maxStorageBuffersPerShaderStage: 1_000_000 } }).then(
+      () => null,
+      (x: unknown) => x as WgpuError,
+    );
     expect(e?.code).toBe("limit-exceeded");
     expect(e?.context.key).toBe("maxStorageBuffersPerShaderStage");
     expect(e?.context.expected).toBe(1_000_000);
@@ -60,8 +67,19 @@ describe("typed errors", () => {
   it("binding one buffer as both the read-only input and the writable output is a validation error on submit", async (t) => {
     await withContext(async (ctx) => {
       const buf = await ctx.buffers.create("io", 256, "both");
-      const bound = await ctx.bind({ kernel: inc, code: lowerWgsl(inc, codegenCaps(ctx.caps)), grid: [1, 1, 1], args: { x: { buffer: buf }, y: { buffer: buf } } });
-      const e = await ctx.step([bound]).submit().then(() => null, (x: unknown) => x as WgpuError);
+      const bound = await ctx.bind({
+        kernel: inc,
+        code: lowerWgsl(inc, codegenCaps(ctx.caps)),
+        grid: [1, 1, 1],
+        args: { x: { buffer: buf }, y: { buffer: buf } },
+      });
+      const e = await ctx
+        .step([bound])
+        .submit()
+        .then(
+          () => null,
+          (x: unknown) => x as WgpuError,
+        );
       expect(e?.code).toBe("validation");
       expect(e?.context.operation).toMatch(/^submit/);
     }, t);
@@ -70,18 +88,46 @@ describe("typed errors", () => {
   it("bad bindings are caught before the device sees them", async (t) => {
     await withContext(async (ctx) => {
       const code = lowerWgsl(inc, codegenCaps(ctx.caps));
-      const x = await ctx.buffers.create("io", 256, "x"), y = await ctx.buffers.create("io", 256, "y");
-      expect(await codeOf(ctx.bind({ kernel: inc, code, grid: [1, 1, 1], args: { x: { buffer: x } } }))).toBe("bad-binding");
-      expect(await codeOf(ctx.bind({ kernel: inc, code, grid: [1, 1, 1], args: { x: { buffer: x }, y: { buffer: y }, z: { buffer: y } } }))).toBe("bad-binding");
-      expect(await codeOf(ctx.bind({ kernel: inc, code, grid: [1, 1, 1], args: { x: { buffer: x, offset: 4 }, y: { buffer: y } } }))).toBe("bad-binding");
-      expect(await codeOf(ctx.bind({ kernel: inc, code, grid: [ctx.caps.maxWorkgroupsPerDimension + 1, 1, 1], args: { x: { buffer: x }, y: { buffer: y } } }))).toBe("bad-binding");
+      const x = await ctx.buffers.create("io", 256, "x"),
+        y = await ctx.buffers.create("io", 256, "y");
+      expect(await codeOf(ctx.bind({ kernel: inc, code, grid: [1, 1, 1], args: { x: { buffer: x } } }))).toBe(
+        "bad-binding",
+      );
+      expect(
+        await codeOf(
+          ctx.bind({
+            kernel: inc,
+            code,
+            grid: [1, 1, 1],
+            args: { x: { buffer: x }, y: { buffer: y }, z: { buffer: y } },
+          }),
+        ),
+      ).toBe("bad-binding");
+      expect(
+        await codeOf(
+          ctx.bind({ kernel: inc, code, grid: [1, 1, 1], args: { x: { buffer: x, offset: 4 }, y: { buffer: y } } }),
+        ),
+      ).toBe("bad-binding");
+      expect(
+        await codeOf(
+          ctx.bind({
+            kernel: inc,
+            code,
+            grid: [ctx.caps.maxWorkgroupsPerDimension + 1, 1, 1],
+            args: { x: { buffer: x }, y: { buffer: y } },
+          }),
+        ),
+      ).toBe("bad-binding");
       expect(syncCodeOf(() => x.write(new Float32Array(65)))).toBe("bad-binding");
     }, t);
   });
 
   it("a buffer past maxBufferSize is out-of-memory, with the sizes", async (t) => {
     await withContext(async (ctx) => {
-      const e = await ctx.buffers.create("weight", ctx.caps.maxBufferBytes + 4, "huge").then(() => null, (x: unknown) => x as WgpuError);
+      const e = await ctx.buffers.create("weight", ctx.caps.maxBufferBytes + 4, "huge").then(
+        () => null,
+        (x: unknown) => x as WgpuError,
+      );
       expect(e?.code).toBe("out-of-memory");
       expect(e?.context.expected).toBe(ctx.caps.maxBufferBytes);
     }, t);
@@ -91,8 +137,14 @@ describe("typed errors", () => {
     const r = await openTestContext();
     if (!("ctx" in r)) return t.skip(r.reason);
     const ctx = r.ctx;
-    const x = await ctx.buffers.create("io", 256, "x"), y = await ctx.buffers.create("io", 256, "y");
-    const bound = await ctx.bind({ kernel: inc, code: lowerWgsl(inc, codegenCaps(ctx.caps)), grid: [1, 1, 1], args: { x: { buffer: x }, y: { buffer: y } } });
+    const x = await ctx.buffers.create("io", 256, "x"),
+      y = await ctx.buffers.create("io", 256, "y");
+    const bound = await ctx.bind({
+      kernel: inc,
+      code: lowerWgsl(inc, codegenCaps(ctx.caps)),
+      grid: [1, 1, 1],
+      args: { x: { buffer: x }, y: { buffer: y } },
+    });
     const step = ctx.step([bound]);
     // A loss the context did not ask for: the raw device is destroyed underneath it.
     ctx.device.device.destroy();
@@ -110,7 +162,8 @@ describe("typed errors", () => {
   it("opening a context twice gives independent devices", async (t) => {
     const icd = lavapipeIcd();
     const gpu = await nodeGpu(icd !== undefined ? { vulkanDriverFiles: icd } : {});
-    if ((await gpu.requestAdapter()) === null) return t.skip("no WebGPU adapter (eval \"$(bash .ci/lavapipe-setup)\" sets up lavapipe)");
+    if ((await gpu.requestAdapter()) === null)
+      return t.skip('no WebGPU adapter (eval "$(bash .ci/lavapipe-setup)" sets up lavapipe)');
     const [a, b] = [await openWgpu(gpu), await openWgpu(gpu)];
     a.dispose();
     expect(a.device.isLost).toBe(true);

@@ -22,7 +22,8 @@ export async function openTestContext(): Promise<{ ctx: WgpuContext } | { reason
     const gpu = await nodeGpu(icd !== undefined ? { vulkanDriverFiles: icd } : {});
     return { ctx: await openWgpu(gpu) };
   } catch (e) {
-    if (e instanceof WgpuError && (e.code === "no-webgpu" || e.code === "no-adapter")) return { reason: `no WebGPU adapter: ${e.message} (eval "$(bash .ci/lavapipe-setup)" sets up lavapipe)` };
+    if (e instanceof WgpuError && (e.code === "no-webgpu" || e.code === "no-adapter"))
+      return { reason: `no WebGPU adapter: ${e.message} (eval "$(bash .ci/lavapipe-setup)" sets up lavapipe)` };
     throw e;
   }
 }
@@ -55,7 +56,8 @@ export function bf16Value(bits: number): number {
 /** max |a - b| / max(1, max |b|). */
 export function relErr(a: ArrayLike<number>, b: ArrayLike<number>): number {
   if (a.length !== b.length) return Infinity;
-  let scale = 1, err = 0;
+  let scale = 1,
+    err = 0;
   for (let i = 0; i < b.length; i++) scale = Math.max(scale, Math.abs(b[i]!));
   for (let i = 0; i < b.length; i++) err = Math.max(err, Math.abs(a[i]! - b[i]!));
   return Number.isNaN(err) ? Infinity : err / scale;

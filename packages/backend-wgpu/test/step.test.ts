@@ -17,7 +17,8 @@ beforeAll(async () => {
 });
 afterAll(() => ctx?.dispose());
 
-const K = 64, N = 24;
+const K = 64,
+  N = 24;
 const leaf = (name: string): ExprNode => ({ op: "leaf", name });
 
 /** acc[i] += y[i]: a State updated in place (read_write), as a KV-cache write is. */
@@ -37,7 +38,8 @@ interface Built {
 }
 
 async function build(c: WgpuContext): Promise<Built> {
-  const caps = synthCaps(c.caps), lower = codegenCaps(c.caps);
+  const caps = synthCaps(c.caps),
+    lower = codegenCaps(c.caps);
   const w = Uint16Array.from(rand(11, N * K), bf16Bits);
   const W = await c.buffers.upload("weight", w, "W");
   const x = await c.buffers.create("slot", K * 4, "x");
@@ -47,15 +49,42 @@ async function build(c: WgpuContext): Promise<Built> {
   acc.write(new Float32Array(N));
   const gemv = synthesizeGemv({ name: "gemv", K, N, weight: { dtype: "bf16", layout: "nk" } }, caps);
   // y = h · sigmoid(h) (SiLU), written as h / (1 + exp(-h))
-  const silu = synthesizeElementwise({
-    name: "silu", shape: [N], inputs: [{ name: "h", dtype: "f32", shape: [N] }],
-    nodes: [leaf("h"), { op: "unary", fn: "neg", a: 0 }, { op: "unary", fn: "exp", a: 1 }, { op: "const", value: 1, type: "f32" }, { op: "binary", fn: "add", a: 2, b: 3 }, { op: "binary", fn: "div", a: 0, b: 4 }],
-    outputs: [{ name: "y", dtype: "f32", node: 5 }],
-  }, caps);
+  const silu = synthesizeElementwise(
+    {
+      name: "silu",
+      shape: [N],
+      inputs: [{ name: "h", dtype: "f32", shape: [N] }],
+      nodes: [
+        leaf("h"),
+        { op: "unary", fn: "neg", a: 0 },
+        { op: "unary", fn: "exp", a: 1 },
+        { op: "const", value: 1, type: "f32" },
+        { op: "binary", fn: "add", a: 2, b: 3 },
+        { op: "binary", fn: "div", a: 0, b: 4 },
+      ],
+      outputs: [{ name: "y", dtype: "f32", node: 5 }],
+    },
+    caps,
+  );
   const kernels = [
-    await c.bind({ kernel: gemv.kernel, code: lowerWgsl(gemv.kernel, lower), grid: gemv.grid, args: { x: { buffer: x }, W: { buffer: W }, y: { buffer: h } } }),
-    await c.bind({ kernel: silu.kernel, code: lowerWgsl(silu.kernel, lower), grid: silu.grid, args: { h: { buffer: h }, y: { buffer: y } } }),
-    await c.bind({ kernel: accumulate, code: lowerWgsl(accumulate, lower), grid: [1, 1, 1], args: { acc: { buffer: acc }, y: { buffer: y } } }),
+    await c.bind({
+      kernel: gemv.kernel,
+      code: lowerWgsl(gemv.kernel, lower),
+      grid: gemv.grid,
+      args: { x: { buffer: x }, W: { buffer: W }, y: { buffer: h } },
+    }),
+    await c.bind({
+      kernel: silu.kernel,
+      code: lowerWgsl(silu.kernel, lower),
+      grid: silu.grid,
+      args: { h: { buffer: h }, y: { buffer: y } },
+    }),
+    await c.bind({
+      kernel: accumulate,
+      code: lowerWgsl(accumulate, lower),
+      grid: [1, 1, 1],
+      args: { acc: { buffer: acc }, y: { buffer: y } },
+    }),
   ];
   return { step: c.step(kernels, { label: "decode" }), x, y, acc, w };
 }
@@ -92,9 +121,16 @@ describe("a step bound once and replayed", () => {
 
   it("the same WGSL binds to the cached pipeline: one compile, then hits", async (t) => {
     if (ctx === undefined) return t.skip(why);
-    const gemv = synthesizeGemv({ name: "gemv_cache", K: 8, N: 8, weight: { dtype: "f32", layout: "nk" } }, synthCaps(ctx.caps));
+    const gemv = synthesizeGemv(
+      { name: "gemv_cache", K: 8, N: 8, weight: { dtype: "f32", layout: "nk" } },
+      synthCaps(ctx.caps),
+    );
     const code = lowerWgsl(gemv.kernel, codegenCaps(ctx.caps));
-    const mk = async () => ({ x: { buffer: await ctx!.buffers.create("io", 32, "x") }, W: { buffer: await ctx!.buffers.create("io", 256, "W") }, y: { buffer: await ctx!.buffers.create("io", 32, "y") } });
+    const mk = async () => ({
+      x: { buffer: await ctx!.buffers.create("io", 32, "x") },
+      W: { buffer: await ctx!.buffers.create("io", 256, "W") },
+      y: { buffer: await ctx!.buffers.create("io", 32, "y") },
+    });
     const s0 = ctx.stats();
     const a = await ctx.bind({ kernel: gemv.kernel, code, grid: gemv.grid, args: await mk() });
     const b = await ctx.bind({ kernel: gemv.kernel, code, grid: gemv.grid, args: await mk() });
@@ -113,7 +149,9 @@ describe("a step bound once and replayed", () => {
     const timings = await b.step.profile();
     expect(timings.map((x) => x.kernel)).toEqual(["gemv", "silu", "accumulate"]);
     for (const x of timings) expect(Number.isFinite(x.ns) && x.ns >= 0).toBe(true);
-    console.log(`per-dispatch GPU time on ${ctx.caps.adapter}: ${timings.map((x) => `${x.kernel} ${x.ns} ns`).join(", ")}`);
+    console.log(
+      `per-dispatch GPU time on ${ctx.caps.adapter}: ${timings.map((x) => `${x.kernel} ${x.ns} ns`).join(", ")}`,
+    );
     // Profiling ran the step: its result equals a plain submit of the same slot bytes.
     const viaProfile = Array.from(f32(await b.y.read()));
     await b.step.submit();
@@ -124,19 +162,47 @@ describe("a step bound once and replayed", () => {
   it("packed inputs (a binding limit of 2 storage buffers): a changing member is re-copied every step", async (t) => {
     if (ctx === undefined) return t.skip(why);
     const n = 40;
-    const ew = synthesizeElementwise({
-      name: "fma", shape: [n],
-      inputs: ["a", "b", "c"].map((name) => ({ name, dtype: "f32" as const, shape: [n] })),
-      nodes: [leaf("a"), leaf("b"), { op: "binary", fn: "mul", a: 0, b: 1 }, leaf("c"), { op: "binary", fn: "add", a: 2, b: 3 }],
-      outputs: [{ name: "y", dtype: "f32", node: 4 }],
-    }, synthCaps(ctx.caps));
+    const ew = synthesizeElementwise(
+      {
+        name: "fma",
+        shape: [n],
+        inputs: ["a", "b", "c"].map((name) => ({ name, dtype: "f32" as const, shape: [n] })),
+        nodes: [
+          leaf("a"),
+          leaf("b"),
+          { op: "binary", fn: "mul", a: 0, b: 1 },
+          leaf("c"),
+          { op: "binary", fn: "add", a: 2, b: 3 },
+        ],
+        outputs: [{ name: "y", dtype: "f32", node: 4 }],
+      },
+      synthCaps(ctx.caps),
+    );
     const code = lowerWgsl(ew.kernel, { ...codegenCaps(ctx.caps), maxStorageBuffers: 2 });
     const packed = code.bindings.find((s) => s.kind === "packed");
     // The slot input `c` must be among the packed members for this test to exercise the per-step copy.
-    expect(packed?.kind === "packed" && packed.members.some((m) => m.buffer === "c"), "codegen packs c with the other inputs").toBe(true);
+    expect(
+      packed?.kind === "packed" && packed.members.some((m) => m.buffer === "c"),
+      "codegen packs c with the other inputs",
+    ).toBe(true);
     const [av, bv] = [rand(1, n), rand(2, n)];
-    const bufs = { a: await ctx.buffers.upload("weight", av, "a"), b: await ctx.buffers.upload("weight", bv, "b"), c: await ctx.buffers.create("slot", n * 4, "c"), y: await ctx.buffers.create("io", n * 4, "y") };
-    const bound = await ctx.bind({ kernel: ew.kernel, code, grid: ew.grid, args: { a: { buffer: bufs.a }, b: { buffer: bufs.b }, c: { buffer: bufs.c, changes: true }, y: { buffer: bufs.y } } });
+    const bufs = {
+      a: await ctx.buffers.upload("weight", av, "a"),
+      b: await ctx.buffers.upload("weight", bv, "b"),
+      c: await ctx.buffers.create("slot", n * 4, "c"),
+      y: await ctx.buffers.create("io", n * 4, "y"),
+    };
+    const bound = await ctx.bind({
+      kernel: ew.kernel,
+      code,
+      grid: ew.grid,
+      args: {
+        a: { buffer: bufs.a },
+        b: { buffer: bufs.b },
+        c: { buffer: bufs.c, changes: true },
+        y: { buffer: bufs.y },
+      },
+    });
     const step = ctx.step([bound]);
     for (const seed of [3, 4]) {
       const cv = rand(seed, n);

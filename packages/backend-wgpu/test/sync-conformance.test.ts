@@ -25,13 +25,28 @@ async function bundleWorker(): Promise<URL> {
   const out = fileURLToPath(new URL("../.worker/sync-worker.mjs", import.meta.url));
   await build({
     entryPoints: [fileURLToPath(new URL("../src/sync-worker.ts", import.meta.url))],
-    bundle: true, format: "esm", platform: "node", target: "node20", outfile: out, external: ["webgpu"], conditions: ["source"], logLevel: "silent",
-    plugins: [{
-      name: "keep-module-url",
-      setup(b) {
-        b.onLoad({ filter: /kernelgen[\\/]src[\\/]library\.ts$/ }, async (a) => ({ contents: (await readFile(a.path, "utf8")).replaceAll("import.meta.url", JSON.stringify(pathToFileURL(a.path).href)), loader: "ts" }));
+    bundle: true,
+    format: "esm",
+    platform: "node",
+    target: "node20",
+    outfile: out,
+    external: ["webgpu"],
+    conditions: ["source"],
+    logLevel: "silent",
+    plugins: [
+      {
+        name: "keep-module-url",
+        setup(b) {
+          b.onLoad({ filter: /kernelgen[\\/]src[\\/]library\.ts$/ }, async (a) => ({
+            contents: (await readFile(a.path, "utf8")).replaceAll(
+              "import.meta.url",
+              JSON.stringify(pathToFileURL(a.path).href),
+            ),
+            loader: "ts",
+          }));
+        },
       },
-    }],
+    ],
   });
   return pathToFileURL(out);
 }
@@ -40,7 +55,11 @@ const skip = await noAdapterReason();
 const workerUrl = skip === undefined ? await bundleWorker() : undefined;
 const icd = lavapipeIcd();
 
-runConformance("wgpu (sync executor, device in a worker)", () => createSyncWgpuExecutor({ workerUrl: workerUrl!, gpu: icd !== undefined ? { vulkanDriverFiles: icd } : {} }), {
-  dtypes: ["f32", "f16", "bf16"],
-  ...(skip !== undefined ? { skip } : {}),
-});
+runConformance(
+  "wgpu (sync executor, device in a worker)",
+  () => createSyncWgpuExecutor({ workerUrl: workerUrl!, gpu: icd !== undefined ? { vulkanDriverFiles: icd } : {} }),
+  {
+    dtypes: ["f32", "f16", "bf16"],
+    ...(skip !== undefined ? { skip } : {}),
+  },
+);

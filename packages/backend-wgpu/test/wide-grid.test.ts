@@ -10,7 +10,8 @@ import { openTestContext } from "./helpers.js";
 
 const TOL = 1e-4;
 // More columns than one grid axis holds, a short K so lavapipe stays fast.
-const V = 70001, K = 16;
+const V = 70001,
+  K = 16;
 
 let why = "";
 let exec: WgpuExecutor | undefined;
@@ -38,7 +39,11 @@ describe(`LM head with ${V} output columns on WebGPU`, () => {
     const { graph, weights } = lmHead();
     e.bindWeights((key) => weights[key]!);
     const prog = await e.stage(graph, { name: "wide_lm_head" });
-    const kernels = prog.program.plans().map((p) => p.kernel).filter((k) => k.provenance === "imported").map((k) => (k as { name: string }).name);
+    const kernels = prog.program
+      .plans()
+      .map((p) => p.kernel)
+      .filter((k) => k.provenance === "imported")
+      .map((k) => (k as { name: string }).name);
     expect(kernels).toContain("gemv_bf16_nk");
     for (const [i, seed] of [21, 22].entries()) {
       const slots = { x: seededFloats(seed, K) };

@@ -19,7 +19,9 @@ if (missing !== undefined) {
 const fix = fixture();
 
 const models = [["llama-3.2-1b (config.json, decode, context 2048)", join(fix, "configs", "llama-3.2-1b.json")]];
-for (const fam of readdirSync(join(fix, "hf"))) if (existsSync(join(fix, "hf", fam, "config.json")) && existsSync(join(fix, "hf", fam, "model.safetensors"))) models.push([`${fam} (fixture, decode)`, join(fix, "hf", fam)]);
+for (const fam of readdirSync(join(fix, "hf")))
+  if (existsSync(join(fix, "hf", fam, "config.json")) && existsSync(join(fix, "hf", fam, "model.safetensors")))
+    models.push([`${fam} (fixture, decode)`, join(fix, "hf", fam)]);
 
 async function report(model, target) {
   const io = bufferIo();
@@ -38,6 +40,8 @@ for (const [name, model] of models) {
       if (best === undefined || r.compileMs < best.compileMs) best = r;
     }
     const per = Object.values(best.dispatchesPerLayer);
-    console.log(`  ${target.padEnd(6)} ${String(best.unfusedDispatches).padStart(5)} -> ${String(best.fusedDispatches).padStart(4)} dispatches  per layer max ${Math.max(...per)}  outside layers ${best.dispatchesOutsideLayers}  compile ${best.compileMs.toFixed(1)} ms`);
+    console.log(
+      `  ${target.padEnd(6)} ${String(best.unfusedDispatches).padStart(5)} -> ${String(best.fusedDispatches).padStart(4)} dispatches  per layer max ${Math.max(...per)}  outside layers ${best.dispatchesOutsideLayers}  compile ${best.compileMs.toFixed(1)} ms`,
+    );
   }
 }

@@ -35,17 +35,32 @@ function ggufFile(fam: string, type: string): Record<string, unknown> {
   const ref = JSON.parse(fs.readFileSync(path.join(dir, `reference-${type}.json`), "utf8")) as { prompt_ids: number[] };
   const f64 = readF32(path.join(dir, `f64-logits-${type}.bin`));
   const executor = newExecutor();
-  const engine = Engine.load(path.join(dir, `model-${type}.gguf`), { executor, context: 24, prefillChunk: 8, tokenizer: null });
+  const engine = Engine.load(path.join(dir, `model-${type}.gguf`), {
+    executor,
+    context: 24,
+    prefillChunk: 8,
+    tokenizer: null,
+  });
   try {
-    const V = engine.config.vocabSize, T = ref.prompt_ids.length;
+    const V = engine.config.vocabSize,
+      T = ref.prompt_ids.length;
     const want = (p: number): Float32Array => f64.subarray(p * V, (p + 1) * V);
     const s = engine.openSession();
-    let prefill = 0, decode = 0;
-    for (const end of [8, 16]) prefill = Math.max(prefill, relErr(s.step(ref.prompt_ids.slice(s.length, end)), want(end - 1)));
+    let prefill = 0,
+      decode = 0;
+    for (const end of [8, 16])
+      prefill = Math.max(prefill, relErr(s.step(ref.prompt_ids.slice(s.length, end)), want(end - 1)));
     for (let p = 16; p < T; p++) decode = Math.max(decode, relErr(s.step([ref.prompt_ids[p]!]), want(p)));
     s.release();
-    const held = executor.deviceBytes().weights, file = fs.statSync(path.join(dir, `model-${type}.gguf`)).size;
-    return { ok: prefill <= TOL && decode <= TOL && held <= file, prefillRelErr: prefill, decodeRelErr: decode, weightsHeld: held, fileBytes: file };
+    const held = executor.deviceBytes().weights,
+      file = fs.statSync(path.join(dir, `model-${type}.gguf`)).size;
+    return {
+      ok: prefill <= TOL && decode <= TOL && held <= file,
+      prefillRelErr: prefill,
+      decodeRelErr: decode,
+      weightsHeld: held,
+      fileBytes: file,
+    };
   } finally {
     engine.close();
     executor.dispose();
@@ -70,13 +85,17 @@ function check(name: string, f: () => Record<string, unknown>): void {
   console.log(`${name}: ${JSON.stringify(r)}`);
 }
 // FIXTURES_WEIGHTS=bf16 (or f32) checks the hf families with one weight dtype only (a shorter device call).
-const hfWeights = (["f32", "bf16"] as const).filter((w) => process.env.FIXTURES_WEIGHTS === undefined || process.env.FIXTURES_WEIGHTS === w);
-for (const fam of ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"]) for (const w of hfWeights) check(`hf ${fam} ${w}`, () => hfFamily(fam, w));
+const hfWeights = (["f32", "bf16"] as const).filter(
+  (w) => process.env.FIXTURES_WEIGHTS === undefined || process.env.FIXTURES_WEIGHTS === w,
+);
+for (const fam of ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"])
+  for (const w of hfWeights) check(`hf ${fam} ${w}`, () => hfFamily(fam, w));
 const ggufDir = path.join(fixtures, "gguf");
 for (const fam of fs.readdirSync(ggufDir).filter((f) => fs.statSync(path.join(ggufDir, f)).isDirectory())) {
   // Files left out of a size-limited bundle are reported, not failed.
   for (const type of ["F32", "F16", "Q8_0", "Q4_K_M"]) {
-    if (fs.existsSync(path.join(ggufDir, fam, `model-${type}.gguf`))) check(`gguf ${fam} ${type}`, () => ggufFile(fam, type));
+    if (fs.existsSync(path.join(ggufDir, fam, `model-${type}.gguf`)))
+      check(`gguf ${fam} ${type}`, () => ggufFile(fam, type));
     else results[`gguf ${fam} ${type}`] = { skipped: "not in this fixtures folder" };
   }
 }

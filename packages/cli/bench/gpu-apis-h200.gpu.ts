@@ -29,8 +29,12 @@ if (fixtures === undefined || demo === undefined) {
 }
 const outDir = outArg ?? process.env.OUT ?? "/tmp/gpu-apis-out";
 fs.mkdirSync(outDir, { recursive: true });
-const BACKENDS = (process.env.BACKEND === undefined ? ["vulkan", "wgpu"] : [process.env.BACKEND]) as ("vulkan" | "wgpu")[];
-if (BACKENDS.some((b) => b !== "vulkan" && b !== "wgpu")) throw new Error(`BACKEND must be vulkan or wgpu, got ${process.env.BACKEND}`);
+const BACKENDS = (process.env.BACKEND === undefined ? ["vulkan", "wgpu"] : [process.env.BACKEND]) as (
+  | "vulkan"
+  | "wgpu"
+)[];
+if (BACKENDS.some((b) => b !== "vulkan" && b !== "wgpu"))
+  throw new Error(`BACKEND must be vulkan or wgpu, got ${process.env.BACKEND}`);
 const FAMILIES = ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"];
 const report: Record<string, unknown> = { date: new Date().toISOString(), node: process.version };
 let failures = 0;
@@ -49,11 +53,17 @@ if (!probe.ok) {
 // 1. Conformance: one registry, both backends (a fresh executor per case, as the suite does).
 if (process.env.SKIP_CONFORMANCE !== "1") {
   const t0 = performance.now();
-  for (const b of BACKENDS) describe(b, () => runConformance(b, () => createExecutor(b, "gpu-apis-h200"), { dtypes: ["f32", "f16", "bf16"] }));
+  for (const b of BACKENDS)
+    describe(b, () => runConformance(b, () => createExecutor(b, "gpu-apis-h200"), { dtypes: ["f32", "f16", "bf16"] }));
   const results = runRegistered();
   const failed = results.filter((r) => r.status === "fail");
   failures += failed.length;
-  report.conformance = { seconds: since(t0), passed: results.filter((r) => r.status === "pass").length, failed, skipped: results.filter((r) => r.status === "skip").length };
+  report.conformance = {
+    seconds: since(t0),
+    passed: results.filter((r) => r.status === "pass").length,
+    failed,
+    skipped: results.filter((r) => r.status === "skip").length,
+  };
   for (const r of failed) console.log(`FAIL ${r.name}: ${r.error}`);
   console.log(`conformance: ${results.length - failed.length}/${results.length} ok in ${since(t0)} s`);
   save();
@@ -94,16 +104,51 @@ async function poot(argv: string[]): Promise<unknown> {
   return JSON.parse(io.stdout());
 }
 // BENCH_P / BENCH_G / BENCH_RUNS shorten a smoke run of the bundle on lavapipe; the defaults are what is recorded.
-const P = Number(process.env.BENCH_P ?? 128), G = Number(process.env.BENCH_G ?? 64), RUNS = process.env.BENCH_RUNS ?? "3";
+const P = Number(process.env.BENCH_P ?? 128),
+  G = Number(process.env.BENCH_G ?? 64),
+  RUNS = process.env.BENCH_RUNS ?? "3";
 // BENCH_HFUSION=grouped|shared-epilogue: bench and prediction with that --horizontal-fusion (decision 0402).
 const HF = process.env.BENCH_HFUSION === undefined ? [] : ["--horizontal-fusion", process.env.BENCH_HFUSION];
 const benches: Record<string, unknown> = {};
 report.bench = benches;
 for (const b of BACKENDS) {
   try {
-    const r = (await poot(["bench", demo, "--backend", b, "--prompt-tokens", String(P), "--gen-tokens", String(G), "--runs", RUNS, ...HF, "--json"])) as { decodeTokS: number; prefillTokS: number; decodeDispatchesPerToken: number | null; kvLayout: { pageSize: number; pages: number } };
+    const r = (await poot([
+      "bench",
+      demo,
+      "--backend",
+      b,
+      "--prompt-tokens",
+      String(P),
+      "--gen-tokens",
+      String(G),
+      "--runs",
+      RUNS,
+      ...HF,
+      "--json",
+    ])) as {
+      decodeTokS: number;
+      prefillTokS: number;
+      decodeDispatchesPerToken: number | null;
+      kvLayout: { pageSize: number; pages: number };
+    };
     // The prediction for the graph bench ran: the runtime's paged layout (decision 0704).
-    const predicted = (await poot(["compile", demo, "--target", b, "--mode", "decode", "--context", String(P + G), "--page-size", String(r.kvLayout.pageSize), "--pages", String(r.kvLayout.pages), ...HF, "--json"])) as { fusedDispatches: number };
+    const predicted = (await poot([
+      "compile",
+      demo,
+      "--target",
+      b,
+      "--mode",
+      "decode",
+      "--context",
+      String(P + G),
+      "--page-size",
+      String(r.kvLayout.pageSize),
+      "--pages",
+      String(r.kvLayout.pages),
+      ...HF,
+      "--json",
+    ])) as { fusedDispatches: number };
     const ok = r.decodeDispatchesPerToken === predicted.fusedDispatches;
     if (!ok) failures++;
     benches[b] = { ...r, predictedDispatchesPerToken: predicted.fusedDispatches, dispatchesMatch: ok };

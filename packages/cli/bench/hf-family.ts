@@ -9,7 +9,8 @@ import { Engine, argmax } from "@poot/runtime";
 
 /** max |a - ref| / max |ref| (the fixtures README's agreement measure); NaN counts as a failure. */
 export function relErr(a: Float32Array, ref: Float32Array): number {
-  let d = 0, m = 0;
+  let d = 0,
+    m = 0;
   for (let i = 0; i < ref.length; i++) {
     d = Math.max(d, Math.abs(a[i]! - ref[i]!));
     m = Math.max(m, Math.abs(ref[i]!));
@@ -34,11 +35,15 @@ export interface HfFamilyResult {
  * with its `reference.safetensors` within `tol`.
  */
 export function checkHfFamily(dir: string, executor: Executor, weights: "f32" | "bf16", tol: number): HfFamilyResult {
-  const ref = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as { prompt_ids: number[]; greedy_ids: number[] };
+  const ref = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as {
+    prompt_ids: number[];
+    greedy_ids: number[];
+  };
   const full = openSafetensors(path.join(dir, "reference.safetensors")).readF32Sync("full_logits");
   const engine = new Engine(LoadedModel.open(dir, { weights }), { executor, context: 64, tokenizer: null });
   try {
-    const V = engine.config.vocabSize, T = ref.prompt_ids.length;
+    const V = engine.config.vocabSize,
+      T = ref.prompt_ids.length;
     const row = (r: number): Float32Array => full.subarray(r * V, (r + 1) * V);
     const pre = engine.openSession();
     const prefill = relErr(pre.step(ref.prompt_ids), row(T - 1));
@@ -59,7 +64,13 @@ export function checkHfFamily(dir: string, executor: Executor, weights: "f32" | 
     }
     s.release();
     const idsEqual = ids.length === ref.greedy_ids.length && ids.every((x, i) => x === ref.greedy_ids[i]);
-    return { ok: prefill <= tol && decode <= tol && idsEqual, prefillRelErr: prefill, decodeRelErr: decode, idsEqual, ids };
+    return {
+      ok: prefill <= tol && decode <= tol && idsEqual,
+      prefillRelErr: prefill,
+      decodeRelErr: decode,
+      idsEqual,
+      ids,
+    };
   } finally {
     engine.close();
     executor.dispose();

@@ -8,8 +8,10 @@ import { missingImportedAssets } from "@poot/kernelgen";
 
 const missing = missingImportedAssets();
 if (missing.length > 0 && process.env.POOT_ALLOW_MISSING_ASSETS !== "1") {
-  console.error(`poot (GPU bundle): ${missing.length} of kernelgen's assets are missing next to the bundle (${missing[0]}); `
-    + "copy packages/kernelgen/assets to ../assets beside cli/ (gpu-bundle.sh does), or set POOT_ALLOW_MISSING_ASSETS=1");
+  console.error(
+    `poot (GPU bundle): ${missing.length} of kernelgen's assets are missing next to the bundle (${missing[0]}); ` +
+      "copy packages/kernelgen/assets to ../assets beside cli/ (gpu-bundle.sh does), or set POOT_ALLOW_MISSING_ASSETS=1",
+  );
   process.exit(2);
 }
 process.exit(await runCli(process.argv.slice(2)));

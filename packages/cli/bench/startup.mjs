@@ -38,7 +38,9 @@ for (let i = 0; i < RUNS; i++) {
 }
 const mb = median(base);
 const mp = median(poot);
-console.log(`machine:  ${os.cpus()[0]?.model ?? "unknown cpu"} x${os.cpus().length}, ${os.platform()} ${os.release()}, node ${process.version}`);
+console.log(
+  `machine:  ${os.cpus()[0]?.model ?? "unknown cpu"} x${os.cpus().length}, ${os.platform()} ${os.release()}, node ${process.version}`,
+);
 console.log(`date:     ${new Date().toISOString()}`);
 console.log(`command:  node packages/cli/bin/poot.mjs --version   (median of ${RUNS} runs)`);
 console.log(`baseline: node -e 0   (median of ${RUNS} runs, same run, interleaved)`);

@@ -5,7 +5,9 @@ import { existsSync } from "node:fs";
 
 const entry = new URL("../dist/index.js", import.meta.url);
 if (!existsSync(entry)) {
-  process.stderr.write("poot: @poot/cli is not built (no dist/index.js). Run `pnpm build` in the repository root first.\n");
+  process.stderr.write(
+    "poot: @poot/cli is not built (no dist/index.js). Run `pnpm build` in the repository root first.\n",
+  );
   process.exit(1);
 }
 const { runCli } = await import(entry.href);

@@ -7,8 +7,9 @@ import type { CommandModule } from "./commands/index.js";
 import { bufferIo } from "./io.js";
 import { CliError } from "./errors.js";
 
-const pkgVersion = (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string })
-  .version;
+const pkgVersion = (
+  JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }
+).version;
 
 /** A command defined here to exercise the table: echoes its argument, fails on "bad". */
 const echo: CommandModule = {
@@ -79,7 +80,10 @@ describe("runCli", () => {
   test("an internal error is rethrown, not turned into an exit code", async () => {
     const boom: CommandModule = {
       name: "boom",
-      register: (program) => void program.command("boom").action(() => { throw new TypeError("bug"); }),
+      register: (program) =>
+        void program.command("boom").action(() => {
+          throw new TypeError("bug");
+        }),
     };
     await expect(runCli(["boom"], { io: bufferIo(), commands: [boom] })).rejects.toThrow(TypeError);
   });

@@ -41,7 +41,12 @@ export function createProgram(options: CliOptions = {}): Command {
     .configureOutput({ writeOut: io.out, writeErr: io.err })
     .exitOverride()
     .showHelpAfterError("(run `poot --help` for the list of commands)")
-    .addHelpText("after", `\nBackends (--backend NAME; \`poot backends\` says which work here):\n${Object.entries(BACKEND_ROLES).map(([n, r]) => `  ${n.padEnd(15)} ${r}`).join("\n")}\n`);
+    .addHelpText(
+      "after",
+      `\nBackends (--backend NAME; \`poot backends\` says which work here):\n${Object.entries(BACKEND_ROLES)
+        .map(([n, r]) => `  ${n.padEnd(15)} ${r}`)
+        .join("\n")}\n`,
+    );
   const seen = new Set<string>();
   for (const command of options.commands ?? builtinCommands) {
     if (seen.has(command.name)) {
@@ -84,7 +89,8 @@ export async function runCli(argv: readonly string[], options: CliOptions = {}):
     backend = { name, command: action.name() };
     await loadBackend(name, action.name());
     // The GPU devices a --place names are imported too (their executors are made after the placement check).
-    if (typeof opts["place"] === "string") for (const m of opts["place"].matchAll(/:([A-Za-z0-9_-]+)/g)) await loadBackend(m[1]!, action.name());
+    if (typeof opts["place"] === "string")
+      for (const m of opts["place"].matchAll(/:([A-Za-z0-9_-]+)/g)) await loadBackend(m[1]!, action.name());
   });
   if (argv.length === 0) {
     // No command is a usage error: say what there is to type.
@@ -93,7 +99,10 @@ export async function runCli(argv: readonly string[], options: CliOptions = {}):
   }
   try {
     // llama.cpp's -ngl (commander's short flags are one letter): the same as --gpu-layers.
-    await program.parseAsync(argv.map((a) => (a === "-ngl" ? "--gpu-layers" : a)), { from: "user" });
+    await program.parseAsync(
+      argv.map((a) => (a === "-ngl" ? "--gpu-layers" : a)),
+      { from: "user" },
+    );
     return 0;
   } catch (err) {
     if (err instanceof CommanderError) {

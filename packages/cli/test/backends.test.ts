@@ -13,33 +13,54 @@ interface Listing {
 }
 
 function backends(env: Record<string, string> = {}): Listing {
-  const r = spawnSync(process.execPath, [bin, "backends", "--json"], { encoding: "utf8", env: { ...process.env, ...env }, timeout: 120_000 });
+  const r = spawnSync(process.execPath, [bin, "backends", "--json"], {
+    encoding: "utf8",
+    env: { ...process.env, ...env },
+    timeout: 120_000,
+  });
   expect(r.status, r.stderr).toBe(0);
   return JSON.parse(r.stdout) as Listing;
 }
 
-test("every backend is listed with a status, a device when available, and auto picks a hardware GPU or cpu", { timeout: 120_000 }, () => {
+test("every backend is listed with a status, a device when available, and auto picks a hardware GPU or cpu", {
+  timeout: 120_000,
+}, () => {
   const l = backends();
-  expect(l.backends.map((b) => b.name)).toEqual(["cuda", "rocm", "vulkan", "wgpu", "cpu", "eval", "eval-reference", "interp"]);
+  expect(l.backends.map((b) => b.name)).toEqual([
+    "cuda",
+    "rocm",
+    "vulkan",
+    "wgpu",
+    "cpu",
+    "eval",
+    "eval-reference",
+    "interp",
+  ]);
   for (const b of l.backends) {
     expect(["available", "missing package", "no driver", "no device"]).toContain(b.status);
     if (b.status === "available") expect(b.device).toBeTruthy();
     else expect(b.detail).not.toBe("");
   }
-  const firstGpu = l.backends.find((b) => ["cuda", "vulkan", "wgpu"].includes(b.name) && b.status === "available" && b.gpu);
+  const firstGpu = l.backends.find(
+    (b) => ["cuda", "vulkan", "wgpu"].includes(b.name) && b.status === "available" && b.gpu,
+  );
   expect(l.auto).toBe(firstGpu?.name ?? "cpu");
   // llvmpipe (lavapipe) is a CPU emulation: listed as available where installed, never a GPU.
   for (const b of l.backends) if (/llvmpipe/.test(b.device ?? "")) expect(b.gpu).toBe(false);
 });
 
-test("without a Vulkan driver, vulkan says no driver and auto falls back to the CPU backend", { timeout: 120_000 }, (t) => {
+test("without a Vulkan driver, vulkan says no driver and auto falls back to the CPU backend", {
+  timeout: 120_000,
+}, (t) => {
   const l = backends({ VK_DRIVER_FILES: "/nonexistent/icd.json" });
-  if (l.backends.find((b) => b.name === "cuda")?.status === "available") t.skip("a CUDA device is present: auto picks it");
+  if (l.backends.find((b) => b.name === "cuda")?.status === "available")
+    t.skip("a CUDA device is present: auto picks it");
   expect(l.backends.find((b) => b.name === "vulkan")?.status).toBe("no driver");
   expect(l.auto).toBe("cpu");
 });
 
 test("--help lists the backends", () => {
   const r = spawnSync(process.execPath, [bin, "--help"], { encoding: "utf8" });
-  for (const name of ["auto", "cuda", "vulkan", "wgpu", "cpu", "eval", "interp"]) expect(r.stdout).toMatch(new RegExp(`^  ${name} `, "m"));
+  for (const name of ["auto", "cuda", "vulkan", "wgpu", "cpu", "eval", "interp"])
+    expect(r.stdout).toMatch(new RegExp(`^  ${name} `, "m"));
 });

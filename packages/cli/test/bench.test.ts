@@ -7,28 +7,45 @@ import { fixture, needFixture } from "@poot/testkit";
 const NO_FIXTURES = needFixture("hf/llama3");
 const DIR = fixture("hf/llama3");
 
-describe.skipIf(NO_FIXTURES !== undefined)(`poot bench${NO_FIXTURES === undefined ? "" : ` (skipped: ${NO_FIXTURES})`}`, () => {
-  test("--json reports the run's shape and self-consistent rates", async () => {
-    const io = bufferIo();
-    const code = await runCli(["bench", DIR, "--backend", "eval", "--prompt-tokens", "8", "--gen-tokens", "4", "--runs", "1", "--json"], { io });
-    expect(code).toBe(0);
-    const r = JSON.parse(io.stdout()) as { promptTokens: number; genTokens: number; runs: number; prefillTokS: number; decodeTokS: number; decodeMsPerToken: number; deviceBytes: { weights: number }; timeToFirstTokenMs: number; bytesPerToken: number; floor: unknown };
-    expect(r).toMatchObject({ promptTokens: 8, genTokens: 4, runs: 1 });
-    expect(r.prefillTokS).toBeGreaterThan(0);
-    expect(r.decodeTokS * r.decodeMsPerToken).toBeCloseTo(1000, 6);
-    // The fixture's f32 weights: 2 layers of (4 attention + 3 MLP matrices + 2 norms), embeddings and final norm.
-    const params = 512 * 64 + 64 + 2 * (64 * 64 + 2 * 32 * 64 + 64 * 64 + 3 * 64 * 128 + 2 * 64);
-    expect(r.deviceBytes.weights).toBeGreaterThanOrEqual(4 * params);
-    // The whole prefill is the time to the first token; a decode step reads at least every weight once.
-    expect(r.timeToFirstTokenMs).toBeCloseTo((8 / r.prefillTokS) * 1000, 6);
-    expect(r.bytesPerToken).toBeGreaterThanOrEqual(r.deviceBytes.weights);
-    // The eval executor (named: the default is --backend auto) cannot measure a device copy: no floor.
-    expect(r.floor).toBeNull();
-  }, 60_000);
+describe.skipIf(NO_FIXTURES !== undefined)(
+  `poot bench${NO_FIXTURES === undefined ? "" : ` (skipped: ${NO_FIXTURES})`}`,
+  () => {
+    test("--json reports the run's shape and self-consistent rates", async () => {
+      const io = bufferIo();
+      const code = await runCli(
+        ["bench", DIR, "--backend", "eval", "--prompt-tokens", "8", "--gen-tokens", "4", "--runs", "1", "--json"],
+        { io },
+      );
+      expect(code).toBe(0);
+      const r = JSON.parse(io.stdout()) as {
+        promptTokens: number;
+        genTokens: number;
+        runs: number;
+        prefillTokS: number;
+        decodeTokS: number;
+        decodeMsPerToken: number;
+        deviceBytes: { weights: number };
+        timeToFirstTokenMs: number;
+        bytesPerToken: number;
+        floor: unknown;
+      };
+      expect(r).toMatchObject({ promptTokens: 8, genTokens: 4, runs: 1 });
+      expect(r.prefillTokS).toBeGreaterThan(0);
+      expect(r.decodeTokS * r.decodeMsPerToken).toBeCloseTo(1000, 6);
+      // The fixture's f32 weights: 2 layers of (4 attention + 3 MLP matrices + 2 norms), embeddings and final norm.
+      const params = 512 * 64 + 64 + 2 * (64 * 64 + 2 * 32 * 64 + 64 * 64 + 3 * 64 * 128 + 2 * 64);
+      expect(r.deviceBytes.weights).toBeGreaterThanOrEqual(4 * params);
+      // The whole prefill is the time to the first token; a decode step reads at least every weight once.
+      expect(r.timeToFirstTokenMs).toBeCloseTo((8 / r.prefillTokS) * 1000, 6);
+      expect(r.bytesPerToken).toBeGreaterThanOrEqual(r.deviceBytes.weights);
+      // The eval executor (named: the default is --backend auto) cannot measure a device copy: no floor.
+      expect(r.floor).toBeNull();
+    }, 60_000);
 
-  test("--gen-tokens 1 exits 1", async () => {
-    const io = bufferIo();
-    expect(await runCli(["bench", DIR, "--gen-tokens", "1"], { io })).toBe(1);
-    expect(io.stderr()).toContain("--gen-tokens >= 2");
-  });
-});
+    test("--gen-tokens 1 exits 1", async () => {
+      const io = bufferIo();
+      expect(await runCli(["bench", DIR, "--gen-tokens", "1"], { io })).toBe(1);
+      expect(io.stderr()).toContain("--gen-tokens >= 2");
+    });
+  },
+);

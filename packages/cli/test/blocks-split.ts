@@ -32,7 +32,8 @@ export async function skipReason(backend: "wgpu" | "vulkan"): Promise<string | u
     const p = probeVulkan();
     return p.ok ? undefined : `no Vulkan device: ${p.reason}`;
   }
-  if (!fs.existsSync(WORKER)) return "@poot/backend-wgpu is not built (its device worker runs from dist/): run `pnpm build`";
+  if (!fs.existsSync(WORKER))
+    return "@poot/backend-wgpu is not built (its device worker runs from dist/): run `pnpm build`";
   try {
     if ((await (await nodeGpu()).requestAdapter()) === null) return "no WebGPU adapter";
   } catch (e) {
@@ -42,14 +43,23 @@ export async function skipReason(backend: "wgpu" | "vulkan"): Promise<string | u
 }
 
 /** Ids and per-step logits of a greedy run. */
-export interface Run { readonly ids: number[]; readonly logits: Float32Array[] }
+export interface Run {
+  readonly ids: number[];
+  readonly logits: Float32Array[];
+}
 
 const argmax = (a: Float32Array): number => a.reduce((b, x, i) => (x > a[b]! ? i : b), 0);
 
 /** Greedy `n` tokens after `prompt`, relocating to `moves.get(k)` before token k. */
-export function greedyRun(engine: Engine, prompt: readonly number[], n: number, moves: ReadonlyMap<number, Placement> = new Map()): Run {
+export function greedyRun(
+  engine: Engine,
+  prompt: readonly number[],
+  n: number,
+  moves: ReadonlyMap<number, Placement> = new Map(),
+): Run {
   const s = engine.openSession();
-  const ids: number[] = [], logits: Float32Array[] = [];
+  const ids: number[] = [],
+    logits: Float32Array[] = [];
   let row = s.step(prompt);
   for (let k = 0; k < n; k++) {
     logits.push(row.slice());
@@ -68,7 +78,8 @@ export function maxRelErr(a: Run, ref: Run): number {
   let worst = 0;
   ref.logits.forEach((r, k) => {
     const x = a.logits[k]!;
-    let d = 0, m = 0;
+    let d = 0,
+      m = 0;
     for (let i = 0; i < r.length; i++) {
       d = Math.max(d, Math.abs(x[i]! - r[i]!));
       m = Math.max(m, Math.abs(r[i]!));
@@ -79,26 +90,44 @@ export function maxRelErr(a: Run, ref: Run): number {
 }
 
 /** A model and a prompt. */
-export interface SplitCase { readonly name: string; readonly model: string; readonly prompt: number[] }
+export interface SplitCase {
+  readonly name: string;
+  readonly model: string;
+  readonly prompt: number[];
+}
 
 /** Every HF fixture family and every GGUF fixture file. */
 export function splitCases(): SplitCase[] {
   const out: SplitCase[] = [];
   for (const fam of ["llama3", "gemma3", "qwen3", "qwen35", "olmoe"]) {
-    const ref = JSON.parse(fs.readFileSync(path.join(FIXTURES, "hf", fam, "reference.json"), "utf8")) as { prompt_ids: number[] };
+    const ref = JSON.parse(fs.readFileSync(path.join(FIXTURES, "hf", fam, "reference.json"), "utf8")) as {
+      prompt_ids: number[];
+    };
     out.push({ name: `hf/${fam}`, model: path.join(FIXTURES, "hf", fam), prompt: ref.prompt_ids });
   }
   for (const dir of ["llama3", "gemma3", "olmoe", "qwen3", "llama3-w256", "qwen3-w256"]) {
     for (const t of ["F32", "F16", "Q8_0", "Q4_K_M"]) {
-      const ref = JSON.parse(fs.readFileSync(path.join(FIXTURES, "gguf", dir, `reference-${t}.json`), "utf8")) as { prompt_ids: number[] };
-      out.push({ name: `gguf/${dir} ${t}`, model: path.join(FIXTURES, "gguf", dir, `model-${t}.gguf`), prompt: ref.prompt_ids.slice(0, 8) });
+      const ref = JSON.parse(fs.readFileSync(path.join(FIXTURES, "gguf", dir, `reference-${t}.json`), "utf8")) as {
+        prompt_ids: number[];
+      };
+      out.push({
+        name: `gguf/${dir} ${t}`,
+        model: path.join(FIXTURES, "gguf", dir, `model-${t}.gguf`),
+        prompt: ref.prompt_ids.slice(0, 8),
+      });
     }
   }
   return out;
 }
 
 /** One greedy run of `c` with `placement` over cpu and `gpu` (null: everything on `single` as one program). */
-export function runOn(c: SplitCase, gpu: "wgpu" | "vulkan", placement: ((layers: number) => Placement) | "cpu" | "gpu", n: number, moves?: (layers: number) => ReadonlyMap<number, Placement>): Run {
+export function runOn(
+  c: SplitCase,
+  gpu: "wgpu" | "vulkan",
+  placement: ((layers: number) => Placement) | "cpu" | "gpu",
+  n: number,
+  moves?: (layers: number) => ReadonlyMap<number, Placement>,
+): Run {
   const devices: BlockDevice[] = [];
   try {
     if (typeof placement === "string") {
@@ -111,11 +140,21 @@ export function runOn(c: SplitCase, gpu: "wgpu" | "vulkan", placement: ((layers:
         engine.close();
       }
     }
-    devices.push({ name: "cpu", executor: createExecutor("cpu", "test") }, { name: gpu, executor: createExecutor(gpu, "test") });
+    devices.push(
+      { name: "cpu", executor: createExecutor("cpu", "test") },
+      { name: gpu, executor: createExecutor(gpu, "test") },
+    );
     const probe = Engine.load(c.model, { executor: devices[0]!.executor, context: 2, tokenizer: null });
     const L = probe.config.numLayers;
     probe.close();
-    const engine = Engine.load(c.model, { executor: devices[0]!.executor, devices, placement: placement(L), context: c.prompt.length + n, prefillChunk: 8, tokenizer: null });
+    const engine = Engine.load(c.model, {
+      executor: devices[0]!.executor,
+      devices,
+      placement: placement(L),
+      context: c.prompt.length + n,
+      prefillChunk: 8,
+      tokenizer: null,
+    });
     try {
       return greedyRun(engine, c.prompt, n, moves?.(L));
     } finally {
@@ -128,7 +167,8 @@ export function runOn(c: SplitCase, gpu: "wgpu" | "vulkan", placement: ((layers:
 
 /** Embed and layer 0 on the cpu, the other layers on the GPU, the head back on the cpu: every boundary kind. */
 export function splitPlacement(gpu: string): (layers: number) => Placement {
-  return (L) => parsePlacement(L > 1 ? `0:cpu,1-${L - 1}:${gpu},head:cpu` : `embed:cpu,0:${gpu},head:cpu`, L, ["cpu", gpu]);
+  return (L) =>
+    parsePlacement(L > 1 ? `0:cpu,1-${L - 1}:${gpu},head:cpu` : `embed:cpu,0:${gpu},head:cpu`, L, ["cpu", gpu]);
 }
 
 /**
@@ -137,7 +177,8 @@ export function splitPlacement(gpu: string): (layers: number) => Placement {
  * split is held to 1e-5 here; splits over one backend's kernels are held to bit equality (runtime tests).
  */
 export function assertSameAnswer(a: Run, ref: Run, what: string, tol = 1e-5): void {
-  if (a.ids.join(",") !== ref.ids.join(",")) throw new Error(`${what}: greedy ids differ: ${a.ids.join(",")} vs ${ref.ids.join(",")}`);
+  if (a.ids.join(",") !== ref.ids.join(","))
+    throw new Error(`${what}: greedy ids differ: ${a.ids.join(",")} vs ${ref.ids.join(",")}`);
   const e = maxRelErr(a, ref);
   if (!(e <= tol)) throw new Error(`${what}: logits differ by ${e.toExponential(2)} (relative), more than ${tol}`);
 }
@@ -145,25 +186,47 @@ export function assertSameAnswer(a: Run, ref: Run, what: string, tol = 1e-5): vo
 /** Registers the split checks of one GPU backend. */
 export async function splitSuite(gpu: "wgpu" | "vulkan"): Promise<void> {
   const skip = await skipReason(gpu);
-  describe.skipIf(skip !== undefined)(`blocks split across cpu and ${gpu}${skip !== undefined ? ` (skipped: ${skip})` : ""}`, () => {
-    const cases = skip !== undefined ? [] : splitCases().filter((c) => c.name.startsWith("hf/") || c.name === "gguf/llama3 Q8_0" || c.name === "gguf/qwen3 Q4_K_M");
-    for (const c0 of cases) {
-      test(`${c0.name}: split and relocated at tokens 5 and 10 give the all-cpu run's answer`, () => {
-        const c = { ...c0, prompt: c0.prompt.slice(0, 8) };
-        const N = 12;
-        const ref = runOn(c, gpu, "cpu", N);
-        const place = splitPlacement(gpu);
-        assertSameAnswer(runOn(c, gpu, place, N), ref, "split");
-        // Every layer moves to the GPU at token 5 (one GPU unit), and back at token 10.
-        const moved = (L: number) => parsePlacement(`embed:cpu,0-${L - 1}:${gpu},head:cpu`, L, ["cpu", gpu]);
-        assertSameAnswer(runOn(c, gpu, place, N, (L) => new Map([[5, moved(L)], [10, place(L)]])), ref, "relocated");
+  describe.skipIf(skip !== undefined)(
+    `blocks split across cpu and ${gpu}${skip !== undefined ? ` (skipped: ${skip})` : ""}`,
+    () => {
+      const cases =
+        skip !== undefined
+          ? []
+          : splitCases().filter(
+              (c) => c.name.startsWith("hf/") || c.name === "gguf/llama3 Q8_0" || c.name === "gguf/qwen3 Q4_K_M",
+            );
+      for (const c0 of cases) {
+        test(`${c0.name}: split and relocated at tokens 5 and 10 give the all-cpu run's answer`, () => {
+          const c = { ...c0, prompt: c0.prompt.slice(0, 8) };
+          const N = 12;
+          const ref = runOn(c, gpu, "cpu", N);
+          const place = splitPlacement(gpu);
+          assertSameAnswer(runOn(c, gpu, place, N), ref, "split");
+          // Every layer moves to the GPU at token 5 (one GPU unit), and back at token 10.
+          const moved = (L: number) => parsePlacement(`embed:cpu,0-${L - 1}:${gpu},head:cpu`, L, ["cpu", gpu]);
+          assertSameAnswer(
+            runOn(
+              c,
+              gpu,
+              place,
+              N,
+              (L) =>
+                new Map([
+                  [5, moved(L)],
+                  [10, place(L)],
+                ]),
+            ),
+            ref,
+            "relocated",
+          );
+        }, 600_000);
+      }
+      test("planted: a run off by one prompt token fails the gate", () => {
+        const c = splitCases()[0]!;
+        const ref = runOn({ ...c, prompt: c.prompt.slice(0, 8) }, gpu, "cpu", 6);
+        const off = runOn({ ...c, prompt: [c.prompt[1]!, ...c.prompt.slice(1, 8)] }, gpu, splitPlacement(gpu), 6);
+        expect(() => assertSameAnswer(off, ref, "planted")).toThrow(/planted: (greedy ids|logits) differ/);
       }, 600_000);
-    }
-    test("planted: a run off by one prompt token fails the gate", () => {
-      const c = splitCases()[0]!;
-      const ref = runOn({ ...c, prompt: c.prompt.slice(0, 8) }, gpu, "cpu", 6);
-      const off = runOn({ ...c, prompt: [c.prompt[1]!, ...c.prompt.slice(1, 8)] }, gpu, splitPlacement(gpu), 6);
-      expect(() => assertSameAnswer(off, ref, "planted")).toThrow(/planted: (greedy ids|logits) differ/);
-    }, 600_000);
-  });
+    },
+  );
 }

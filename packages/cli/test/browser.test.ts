@@ -12,8 +12,21 @@ import { bundlePage } from "./browser/bundle.js";
 import { fixture, needFixture } from "@poot/testkit";
 
 const CHROMIUM = "/usr/bin/chromium";
-const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
-const SWIFTSHADER_WEBGPU = ["--enable-unsafe-webgpu", "--enable-unsafe-swiftshader", "--use-webgpu-adapter=swiftshader"];
+const FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+const SWIFTSHADER_WEBGPU = [
+  "--enable-unsafe-webgpu",
+  "--enable-unsafe-swiftshader",
+  "--use-webgpu-adapter=swiftshader",
+];
 
 const NO_FIXTURES = needFixture("hf/llama3");
 const FIX = fixture("hf/llama3");
@@ -27,7 +40,9 @@ interface PageResult {
   readonly isolated: boolean;
   /** What `createCpuExecutor` of @poot/backend-cpu/browser did on the page's main thread. */
   readonly mainThread: "accepted" | { name: string; code?: string; message: string };
-  readonly run: { ok: { backend: "cpu" | "wgpu"; device: string; rows: Row[]; ids: number[] } } | { error: { name: string; code?: string; message: string; stack?: string } };
+  readonly run:
+    | { ok: { backend: "cpu" | "wgpu"; device: string; rows: Row[]; ids: number[] } }
+    | { error: { name: string; code?: string; message: string; stack?: string } };
 }
 
 let server: Server | undefined;
@@ -38,16 +53,31 @@ beforeAll(async () => {
   if (NO_FIXTURES !== undefined) return void (why = NO_FIXTURES);
   const { page, worker } = await bundlePage();
   const files: Record<string, [string, string | Buffer]> = {
-    "/": ["text/html", `<!doctype html><meta charset="utf-8"><title>poot in the browser</title><script type="module" src="/page.js"></script>`],
+    "/": [
+      "text/html",
+      `<!doctype html><meta charset="utf-8"><title>poot in the browser</title><script type="module" src="/page.js"></script>`,
+    ],
     "/page.js": ["text/javascript", page],
     "/cpu-worker.js": ["text/javascript", worker],
-    ...Object.fromEntries(["config.json", "model.safetensors", "reference.json"].map((f) => [`/fixture/${f}`, ["application/octet-stream", fs.readFileSync(path.join(FIX, f))]])),
+    ...Object.fromEntries(
+      ["config.json", "model.safetensors", "reference.json"].map((f) => [
+        `/fixture/${f}`,
+        ["application/octet-stream", fs.readFileSync(path.join(FIX, f))],
+      ]),
+    ),
   };
   server = createServer((req, res) => {
     const f = files[(req.url ?? "").replace(/\?.*$/, "")];
     if (f === undefined) return void res.writeHead(404).end();
     // Cross-origin isolation: shared WebAssembly.Memory (SharedArrayBuffer) exists only on isolated pages.
-    res.writeHead(200, { "content-type": f[0], "cross-origin-opener-policy": "same-origin", "cross-origin-embedder-policy": "require-corp", "cross-origin-resource-policy": "same-origin" }).end(f[1]);
+    res
+      .writeHead(200, {
+        "content-type": f[0],
+        "cross-origin-opener-policy": "same-origin",
+        "cross-origin-embedder-policy": "require-corp",
+        "cross-origin-resource-policy": "same-origin",
+      })
+      .end(f[1]);
   });
   await new Promise<void>((ok) => server!.listen(0, "127.0.0.1", ok));
   const addr = server.address();
@@ -59,14 +89,24 @@ afterAll(() => server?.close());
 async function loadPage(extra: readonly string[], query = ""): Promise<{ result: PageResult; errors: string[] }> {
   const { chromium } = await import("playwright-core");
   const profile = await mkdtemp(path.join(tmpdir(), "poot-chromium-"));
-  const browser = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: [...FLAGS, ...extra] });
+  const browser = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [...FLAGS, ...extra],
+  });
   try {
     const page = await browser.newPage();
     const errors: string[] = [];
     page.on("pageerror", (e) => errors.push(e.message));
     await page.goto(url + query);
-    await page.waitForFunction(() => (globalThis as { result?: unknown }).result !== undefined, undefined, { timeout: 240_000, polling: 250 });
-    return { result: (await page.evaluate(() => (globalThis as unknown as { result: unknown }).result)) as PageResult, errors };
+    await page.waitForFunction(() => (globalThis as { result?: unknown }).result !== undefined, undefined, {
+      timeout: 240_000,
+      polling: 250,
+    });
+    return {
+      result: (await page.evaluate(() => (globalThis as unknown as { result: unknown }).result)) as PageResult,
+      errors,
+    };
   } finally {
     await browser.close();
     await rm(profile, { recursive: true, force: true });
@@ -75,7 +115,8 @@ async function loadPage(extra: readonly string[], query = ""): Promise<{ result:
 
 /** max |a - ref| / max |ref| (the fixtures README's measure). */
 function relErr(a: ArrayLike<number>, ref: Float32Array): number {
-  let d = 0, m = 0;
+  let d = 0,
+    m = 0;
   for (let i = 0; i < ref.length; i++) {
     d = Math.max(d, Math.abs(a[i]! - ref[i]!));
     m = Math.max(m, Math.abs(ref[i]!));
@@ -85,8 +126,14 @@ function relErr(a: ArrayLike<number>, ref: Float32Array): number {
 
 /** Every row the page computed within 1e-4 of transformers' float64 logits, and its greedy ids equal the reference's. */
 function checkRun(r: PageResult): number {
-  if ("error" in r.run) throw new Error(`the page's run failed: ${r.run.error.name} ${r.run.error.code ?? ""}: ${r.run.error.message}\n${r.run.error.stack ?? ""}`);
-  const ref = JSON.parse(fs.readFileSync(path.join(FIX, "reference.json"), "utf8")) as { prompt_ids: number[]; greedy_ids: number[] };
+  if ("error" in r.run)
+    throw new Error(
+      `the page's run failed: ${r.run.error.name} ${r.run.error.code ?? ""}: ${r.run.error.message}\n${r.run.error.stack ?? ""}`,
+    );
+  const ref = JSON.parse(fs.readFileSync(path.join(FIX, "reference.json"), "utf8")) as {
+    prompt_ids: number[];
+    greedy_ids: number[];
+  };
   const full = openSafetensors(path.join(FIX, "reference.safetensors")).readF32Sync("full_logits");
   const V = full.length / (ref.prompt_ids.length + ref.greedy_ids.length);
   const run = r.run.ok;
@@ -112,24 +159,31 @@ describe("the fixture model (hf llama3) in headless Chromium", () => {
     let cpu = r;
     if (r.webgpu.available) {
       // A Chromium that offers WebGPU even so: the page ran backend-wgpu; the CPU path is then asked for by name.
-      t.annotate(`this Chromium offers WebGPU with the standard flags (${r.webgpu.adapter}); the CPU path runs with ?backend=cpu`);
+      t.annotate(
+        `this Chromium offers WebGPU with the standard flags (${r.webgpu.adapter}); the CPU path runs with ?backend=cpu`,
+      );
       checkRun(r);
       cpu = (await loadPage([], "?backend=cpu")).result;
     } else {
       // Headless Chromium with --disable-gpu offers no adapter: the page got backend-wgpu's typed error and fell back.
       expect(["no-webgpu", "no-adapter"]).toContain(r.webgpu.code);
-      t.annotate(`no WebGPU in headless Chromium (${r.webgpu.code}: ${r.webgpu.message}); the page ran the CPU backend`);
+      t.annotate(
+        `no WebGPU in headless Chromium (${r.webgpu.code}: ${r.webgpu.message}); the page ran the CPU backend`,
+      );
     }
     if ("ok" in cpu.run) expect(cpu.run.ok.backend).toBe("cpu");
     const worst = checkRun(cpu);
-    t.annotate(`cpu in the browser (${"ok" in cpu.run ? cpu.run.ok.device : ""}): max rel err ${worst.toExponential(2)}`);
+    t.annotate(
+      `cpu in the browser (${"ok" in cpu.run ? cpu.run.ok.device : ""}): max rel err ${worst.toExponential(2)}`,
+    );
   }, 300_000);
 
   it("SwiftShader's WebGPU adapter enabled: the same page runs the model on backend-wgpu, equal to the reference", async (t) => {
     if (why !== "") return t.skip(why);
     const { result: r, errors } = await loadPage(SWIFTSHADER_WEBGPU);
     expect(errors).toEqual([]);
-    if (!r.webgpu.available) return t.skip(`this Chromium has no SwiftShader WebGPU adapter (${r.webgpu.code}: ${r.webgpu.message})`);
+    if (!r.webgpu.available)
+      return t.skip(`this Chromium has no SwiftShader WebGPU adapter (${r.webgpu.code}: ${r.webgpu.message})`);
     if ("ok" in r.run) expect(r.run.ok.backend).toBe("wgpu");
     const worst = checkRun(r);
     t.annotate(`wgpu on ${r.webgpu.adapter}: max rel err ${worst.toExponential(2)}`);

@@ -9,10 +9,18 @@ import { expect, test } from "vitest";
 
 const pkgDir = path.join(path.dirname(fileURLToPath(import.meta.url)), "..");
 const bin = path.join(pkgDir, "bin/poot.mjs");
-const ref = JSON.parse(fs.readFileSync(path.join(pkgDir, "../../models/demo/reference.json"), "utf8")) as { chat_messages: { content: string }[]; chat_greedy_ids: number[]; chat_greedy_text: string };
+const ref = JSON.parse(fs.readFileSync(path.join(pkgDir, "../../models/demo/reference.json"), "utf8")) as {
+  chat_messages: { content: string }[];
+  chat_greedy_ids: number[];
+  chat_greedy_text: string;
+};
 
 test("two turns and /exit: the first answer is transformers' greedy chat answer", { timeout: 180_000 }, async () => {
-  const child = spawn(process.execPath, [bin, "chat", "demo", "--temperature", "0", "-n", String(ref.chat_greedy_ids.length)], { stdio: ["pipe", "pipe", "pipe"] });
+  const child = spawn(
+    process.execPath,
+    [bin, "chat", "demo", "--temperature", "0", "-n", String(ref.chat_greedy_ids.length)],
+    { stdio: ["pipe", "pipe", "pipe"] },
+  );
   let out = "";
   child.stdout.on("data", (d: Buffer) => void (out += d.toString()));
   child.stdin.end(`${ref.chat_messages[0]!.content}\nAnd another one?\n/exit\nnever read\n`);
@@ -25,7 +33,9 @@ test("two turns and /exit: the first answer is transformers' greedy chat answer"
 });
 
 test("Ctrl-C stops the current answer; the chat goes on to /exit", { timeout: 180_000 }, async () => {
-  const child = spawn(process.execPath, [bin, "chat", "demo", "--temperature", "0", "-n", "100000", "-c", "2048"], { stdio: ["pipe", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [bin, "chat", "demo", "--temperature", "0", "-n", "100000", "-c", "2048"], {
+    stdio: ["pipe", "pipe", "pipe"],
+  });
   let out = "";
   child.stdout.on("data", (d: Buffer) => void (out += d.toString()));
   child.stdin.write("Tell me a long story.\n");

@@ -23,7 +23,8 @@ const SKIP = HAVE ? "" : ` (skipped: ${NO_FIXTURES})`;
 
 /** max |a - ref| / max |ref| (the fixtures README's agreement measure). */
 function relErr(a: Float32Array, ref: Float32Array): number {
-  let d = 0, m = 0;
+  let d = 0,
+    m = 0;
   for (let i = 0; i < ref.length; i++) {
     d = Math.max(d, Math.abs(a[i]! - ref[i]!));
     m = Math.max(m, Math.abs(ref[i]!));
@@ -41,7 +42,9 @@ function readF32(file: string): Float32Array {
 /** The issue #26 families, whose fixtures live in the repository (fixtures/hf, see its README). */
 const REPO_FAMILIES = ["granite", "smollm3", "phi4", "gptoss", "deepseek2"];
 const FAMILY_DIRS: [string, string][] = [
-  ...(HAVE ? ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"].map((f): [string, string] => [f, path.join(FIX, "hf", f)]) : []),
+  ...(HAVE
+    ? ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"].map((f): [string, string] => [f, path.join(FIX, "hf", f)])
+    : []),
   ...REPO_FAMILIES.map((f): [string, string] => [f, fixture("hf", f)]),
 ];
 
@@ -49,12 +52,16 @@ describe(`--backend cpu on the hf fixture families${SKIP}`, () => {
   for (const [fam, dir] of FAMILY_DIRS) {
     for (const weights of ["f32", "bf16"] as const) {
       test(`${fam} ${weights}: prefill and every decode row within 1e-4 of transformers, greedy ids equal`, () => {
-        const ref = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as { prompt_ids: number[]; greedy_ids: number[] };
+        const ref = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as {
+          prompt_ids: number[];
+          greedy_ids: number[];
+        };
         const full = openSafetensors(path.join(dir, "reference.safetensors")).readF32Sync("full_logits");
         const executor = createCpuExecutor({ threads: 2 });
         const engine = new Engine(LoadedModel.open(dir, { weights }), { executor, context: 64, tokenizer: null });
         try {
-          const V = engine.config.vocabSize, T = ref.prompt_ids.length;
+          const V = engine.config.vocabSize,
+            T = ref.prompt_ids.length;
           const row = (r: number): Float32Array => full.subarray(r * V, (r + 1) * V);
           const pre = engine.openSession();
           const errs: number[] = [relErr(pre.step(ref.prompt_ids), row(T - 1))];
@@ -78,7 +85,9 @@ describe(`--backend cpu on the hf fixture families${SKIP}`, () => {
           }
           expect(ids).toEqual(ref.greedy_ids);
           s.release();
-          console.log(`cpu ${fam} ${weights}: max rel err ${Math.max(...errs).toExponential(2)} over ${errs.length} rows`);
+          console.log(
+            `cpu ${fam} ${weights}: max rel err ${Math.max(...errs).toExponential(2)} over ${errs.length} rows`,
+          );
         } finally {
           engine.close();
           executor.dispose();
@@ -89,15 +98,24 @@ describe(`--backend cpu on the hf fixture families${SKIP}`, () => {
 });
 
 describe.skipIf(!HAVE)(`--backend cpu on the gguf fixture files, weights packed${SKIP}`, () => {
-  const files = HAVE ? fs.readdirSync(path.join(FIX, "gguf")).filter((f) => fs.statSync(path.join(FIX, "gguf", f)).isDirectory()) : [];
+  const files = HAVE
+    ? fs.readdirSync(path.join(FIX, "gguf")).filter((f) => fs.statSync(path.join(FIX, "gguf", f)).isDirectory())
+    : [];
   for (const fam of files) {
     for (const type of ["F32", "F16", "Q8_0", "Q4_K_M"]) {
       test(`${fam} ${type}: prompt logits within 1e-4 of the f64 forward of the stored weights`, () => {
         const dir = path.join(FIX, "gguf", fam);
-        const ref = JSON.parse(fs.readFileSync(path.join(dir, `reference-${type}.json`), "utf8")) as { prompt_ids: number[] };
+        const ref = JSON.parse(fs.readFileSync(path.join(dir, `reference-${type}.json`), "utf8")) as {
+          prompt_ids: number[];
+        };
         const f64 = readF32(path.join(dir, `f64-logits-${type}.bin`));
         const executor = createCpuExecutor({ threads: 2 });
-        const engine = Engine.load(path.join(dir, `model-${type}.gguf`), { executor, context: 24, prefillChunk: 8, tokenizer: null });
+        const engine = Engine.load(path.join(dir, `model-${type}.gguf`), {
+          executor,
+          context: 24,
+          prefillChunk: 8,
+          tokenizer: null,
+        });
         try {
           const V = engine.config.vocabSize;
           const s = engine.openSession();
@@ -110,9 +128,12 @@ describe.skipIf(!HAVE)(`--backend cpu on the gguf fixture files, weights packed$
             expect(err, `${type} position ${end - 1}`).toBeLessThanOrEqual(1e-4);
           }
           // Packed blocks are bound as bytes: the weights held are no more than the file (decoded f32 would be 3-7x).
-          const held = executor.deviceBytes().weights, file = fs.statSync(path.join(dir, `model-${type}.gguf`)).size;
+          const held = executor.deviceBytes().weights,
+            file = fs.statSync(path.join(dir, `model-${type}.gguf`)).size;
           expect(held).toBeLessThanOrEqual(file);
-          console.log(`cpu gguf ${fam} ${type}: max rel err ${worst.toExponential(2)}, weights held ${held} B of a ${file} B file`);
+          console.log(
+            `cpu gguf ${fam} ${type}: max rel err ${worst.toExponential(2)}, weights held ${held} B of a ${file} B file`,
+          );
         } finally {
           engine.close();
           executor.dispose();
@@ -126,25 +147,63 @@ describe("poot run | generate | logits --backend cpu on models/demo (the reposit
   const demo = path.join(repoRoot(), "models", "demo");
   test("greedy ids and text equal transformers' reference; prompt logits within 1e-4 of graph-ir's evaluate", async () => {
     const { bufferIo, runCli } = await import("@poot/cli");
-    const ref = JSON.parse(fs.readFileSync(path.join(demo, "reference.json"), "utf8")) as { prompt: string; prompt_ids: number[]; greedy_ids: number[]; greedy_text: string };
+    const ref = JSON.parse(fs.readFileSync(path.join(demo, "reference.json"), "utf8")) as {
+      prompt: string;
+      prompt_ids: number[];
+      greedy_ids: number[];
+      greedy_text: string;
+    };
     const poot = async (...argv: string[]): Promise<{ code: number; out: string; err: string }> => {
       const io = bufferIo();
       const code = await runCli(argv, { io });
       return { code, out: io.stdout(), err: io.stderr() };
     };
     const n = ref.greedy_ids.length;
-    const g = await poot("generate", demo, "--ids", ref.prompt_ids.join(","), "--max-tokens", String(n), "--greedy", "--ignore-eos", "--backend", "cpu");
+    const g = await poot(
+      "generate",
+      demo,
+      "--ids",
+      ref.prompt_ids.join(","),
+      "--max-tokens",
+      String(n),
+      "--greedy",
+      "--ignore-eos",
+      "--backend",
+      "cpu",
+    );
     expect(g.code, g.err).toBe(0);
     expect(JSON.parse(g.out)).toEqual(ref.greedy_ids);
-    const r = await poot("run", demo, "--prompt", ref.prompt, "--max-tokens", String(n), "--temperature", "0", "--ignore-eos", "--backend", "cpu");
+    const r = await poot(
+      "run",
+      demo,
+      "--prompt",
+      ref.prompt,
+      "--max-tokens",
+      String(n),
+      "--temperature",
+      "0",
+      "--ignore-eos",
+      "--backend",
+      "cpu",
+    );
     expect(r.code, r.err).toBe(0);
     expect(r.out).toBe(`${ref.greedy_text}\n`);
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "poot-cpu-"));
     try {
-      const got = path.join(tmp, "cpu.bin"), want = path.join(tmp, "ref.bin");
+      const got = path.join(tmp, "cpu.bin"),
+        want = path.join(tmp, "ref.bin");
       const l = await poot("logits", demo, "--ids", ref.prompt_ids.join(","), "--out", got, "--backend", "cpu");
       expect(l.code, l.err).toBe(0);
-      const e = await poot("logits", demo, "--ids", ref.prompt_ids.join(","), "--out", want, "--backend", "eval-reference");
+      const e = await poot(
+        "logits",
+        demo,
+        "--ids",
+        ref.prompt_ids.join(","),
+        "--out",
+        want,
+        "--backend",
+        "eval-reference",
+      );
       expect(e.code, e.err).toBe(0);
       expect(relErr(readF32(got), readF32(want))).toBeLessThanOrEqual(1e-4);
     } finally {

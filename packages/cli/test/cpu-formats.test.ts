@@ -16,11 +16,17 @@ function repoRoot(): string {
 }
 const DIR = path.join(repoRoot(), "fixtures", "gguf", "formats");
 
-interface FormatFixture { gguf: string; prompt_ids: number[]; llama_cpp_greedy_ids: number[]; reference_greedy_ids: number[] }
+interface FormatFixture {
+  gguf: string;
+  prompt_ids: number[];
+  llama_cpp_greedy_ids: number[];
+  reference_greedy_ids: number[];
+}
 
 /** max |a − ref| / max |ref|. */
 function relErr(a: Float32Array, ref: Float32Array): number {
-  let d = 0, m = 0;
+  let d = 0,
+    m = 0;
   for (let i = 0; i < ref.length; i++) {
     d = Math.max(d, Math.abs(a[i]! - ref[i]!));
     m = Math.max(m, Math.abs(ref[i]!));
@@ -36,7 +42,10 @@ function readF32(file: string): Float32Array {
 }
 
 describe("--backend cpu on fixtures/gguf/formats (llama.cpp-quantized), weights packed", () => {
-  for (const file of fs.readdirSync(DIR).filter((f) => f.endsWith(".json")).sort()) {
+  for (const file of fs
+    .readdirSync(DIR)
+    .filter((f) => f.endsWith(".json"))
+    .sort()) {
     const stem = file.slice(0, -".json".length);
     test(`${stem}: prompt logits within 1e-4 of the stored weights' forward; 16 greedy ids as llama.cpp's`, () => {
       const fx = JSON.parse(fs.readFileSync(path.join(DIR, file), "utf8")) as FormatFixture;
@@ -44,7 +53,8 @@ describe("--backend cpu on fixtures/gguf/formats (llama.cpp-quantized), weights 
       const executor = createCpuExecutor({ threads: 2 });
       const engine = Engine.load(path.join(DIR, fx.gguf), { executor, context: 40, prefillChunk: 8, tokenizer: null });
       try {
-        const V = engine.config.vocabSize, T = fx.prompt_ids.length;
+        const V = engine.config.vocabSize,
+          T = fx.prompt_ids.length;
         const s = engine.openSession();
         let worst = 0;
         let logits: Float32Array = new Float32Array(0);
@@ -65,9 +75,12 @@ describe("--backend cpu on fixtures/gguf/formats (llama.cpp-quantized), weights 
         while (k < ids.length && fx.llama_cpp_greedy_ids[k] === fx.reference_greedy_ids[k]) k++;
         expect(ids.slice(0, k)).toEqual(fx.llama_cpp_greedy_ids.slice(0, k));
         s.release();
-        const held = executor.deviceBytes().weights, size = fs.statSync(path.join(DIR, fx.gguf)).size;
+        const held = executor.deviceBytes().weights,
+          size = fs.statSync(path.join(DIR, fx.gguf)).size;
         expect(held).toBeLessThanOrEqual(size);
-        console.log(`cpu ${stem}: max rel err ${worst.toExponential(2)}; greedy = llama.cpp for ${k}/16; weights held ${held} B of a ${size} B file`);
+        console.log(
+          `cpu ${stem}: max rel err ${worst.toExponential(2)}; greedy = llama.cpp for ${k}/16; weights held ${held} B of a ${size} B file`,
+        );
       } finally {
         engine.close();
         executor.dispose();

@@ -25,7 +25,12 @@ function driverPresent(): boolean {
 }
 
 describe.skipIf(driverPresent())("--backend cuda without a CUDA driver (skipped where libcuda.so.1 loads)", () => {
-  test.each([["bench"], ["logits", "--ids", "1,2"], ["generate", "--ids", "1,2", "--greedy"], ["run", "--prompt", "hi"]])("poot %s exits 1 saying what is missing", async (cmd, ...rest) => {
+  test.each([
+    ["bench"],
+    ["logits", "--ids", "1,2"],
+    ["generate", "--ids", "1,2", "--greedy"],
+    ["run", "--prompt", "hi"],
+  ])("poot %s exits 1 saying what is missing", async (cmd, ...rest) => {
     const io = bufferIo();
     const code = await runCli([cmd, DEMO, "--backend", "cuda", ...rest], { io });
     expect(code).toBe(1);

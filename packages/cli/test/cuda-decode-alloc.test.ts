@@ -38,37 +38,49 @@ function allocateCalls(exec: CudaExecutor): number {
  * Prefills, decodes until the step is captured, then counts allocate calls over `steps` more decode steps;
  * `plant` runs inside each counted step (after the replay) to check the guard itself.
  */
-function decodeAllocations(steps: number, plant?: (exec: CudaExecutor) => void): { allocations: number; replays: number; dispatches: number } {
+function decodeAllocations(
+  steps: number,
+  plant?: (exec: CudaExecutor) => void,
+): { allocations: number; replays: number; dispatches: number } {
   const exec = createCudaExecutor({ cacheDir: path.join(os.tmpdir(), "poot-cuda-cache") });
   const engine = Engine.load(DEMO, { executor: exec, context: 64 });
   try {
     const s = engine.openSession();
     let logits = s.step([1, 2, 3, 4, 5, 6, 7, 8]);
     for (let i = 0; i < 2; i++) logits = s.step([argmax(logits)]);
-    const before = allocateCalls(exec), replays0 = engine.stats.replays, d0 = exec.dispatchesSubmitted();
+    const before = allocateCalls(exec),
+      replays0 = engine.stats.replays,
+      d0 = exec.dispatchesSubmitted();
     for (let i = 0; i < steps; i++) {
       logits = s.step([argmax(logits)]);
       plant?.(exec);
     }
-    return { allocations: allocateCalls(exec) - before, replays: engine.stats.replays - replays0, dispatches: exec.dispatchesSubmitted() - d0 };
+    return {
+      allocations: allocateCalls(exec) - before,
+      replays: engine.stats.replays - replays0,
+      dispatches: exec.dispatchesSubmitted() - d0,
+    };
   } finally {
     engine.close();
     exec.dispose();
   }
 }
 
-(why === undefined ? describe : describe.skip)(`CUDA decode steps allocate nothing${why === undefined ? "" : ` (skipped: ${why})`}`, () => {
-  it("32 replayed decode steps make no pool allocate call", () => {
-    const r = decodeAllocations(32);
-    expect(r.replays, "every counted step is a graph replay").toBe(32);
-    expect(r.allocations, "allocate calls during decode").toBe(0);
-    // `poot bench` reports dispatches per token from this counter: a replay counts its captured launches.
-    expect(r.dispatches).toBeGreaterThan(0);
-    expect(r.dispatches % 32, "the same launches every replayed step").toBe(0);
-  });
+(why === undefined ? describe : describe.skip)(
+  `CUDA decode steps allocate nothing${why === undefined ? "" : ` (skipped: ${why})`}`,
+  () => {
+    it("32 replayed decode steps make no pool allocate call", () => {
+      const r = decodeAllocations(32);
+      expect(r.replays, "every counted step is a graph replay").toBe(32);
+      expect(r.allocations, "allocate calls during decode").toBe(0);
+      // `poot bench` reports dispatches per token from this counter: a replay counts its captured launches.
+      expect(r.dispatches).toBeGreaterThan(0);
+      expect(r.dispatches % 32, "the same launches every replayed step").toBe(0);
+    });
 
-  it("the guard sees one planted allocation per step", () => {
-    const r = decodeAllocations(4, (exec) => exec.device.ctx.allocate(1024).dispose());
-    expect(r.allocations).toBe(4);
-  });
-});
+    it("the guard sees one planted allocation per step", () => {
+      const r = decodeAllocations(4, (exec) => exec.device.ctx.allocate(1024).dispose());
+      expect(r.allocations).toBe(4);
+    });
+  },
+);

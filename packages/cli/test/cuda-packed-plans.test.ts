@@ -18,7 +18,14 @@ import { fixture, needFixture } from "@poot/testkit";
 const missing = needFixture("gguf/llama3-w256/model-Q8_0.gguf", "gguf/llama3-w256/model-Q4_K_M.gguf");
 const dir = fixture("gguf/llama3-w256");
 const skip = missing === undefined ? "" : ` (skipped: ${missing})`;
-const info = { computeCapability: [9, 0], maxThreadsPerBlock: 1024, warpSize: 32, sharedBytesPerBlock: 49152, multiprocessors: 132, totalMemoryBytes: 2 ** 37 };
+const info = {
+  computeCapability: [9, 0],
+  maxThreadsPerBlock: 1024,
+  warpSize: 32,
+  sharedBytesPerBlock: 49152,
+  multiprocessors: 132,
+  totalMemoryBytes: 2 ** 37,
+};
 const caps = planCapsOf({ device: { info } } as unknown as CudaContext);
 // As CudaProgram.stage sets them.
 const synth = synthCapsOf(caps);
@@ -46,7 +53,10 @@ describe.skipIf(skip !== "")(`packed decode contractions on the CUDA caps${skip}
           const epi = (r.params as { epilogue?: Region | null }).epilogue ?? null;
           if (epi !== null && epi.nodes.some((n) => n.op === "Rope" || n.op === "DynamicUpdateSlice")) {
             // Few blocks (a small model's heads): a GEMV into the transient, then the per-block epilogue (0807).
-            expect((k.then ?? k).kernel.shared.map((s) => s.name), `plan ${i} stages its block`).toContain("acc");
+            expect(
+              (k.then ?? k).kernel.shared.map((s) => s.name),
+              `plan ${i} stages its block`,
+            ).toContain("acc");
             blocked++;
           }
         }

@@ -18,9 +18,20 @@ const bin = join(pkgDir, "bin/poot.mjs");
 const demo = join(pkgDir, "../../models/demo");
 
 /** Runs the bin; returns the exit code and stderr's lines, minus Dawn's own native log lines (C++ frames). */
-function poot(args: string[], env: Record<string, string> = {}): { code: number | null; lines: string[]; stderr: string } {
-  const r = spawnSync(process.execPath, [bin, ...args], { encoding: "utf8", env: { ...process.env, ...env }, timeout: 120_000 });
-  return { code: r.status, stderr: r.stderr, lines: r.stderr.split("\n").filter((l) => l.startsWith("poot") || l.startsWith("error")) };
+function poot(
+  args: string[],
+  env: Record<string, string> = {},
+): { code: number | null; lines: string[]; stderr: string } {
+  const r = spawnSync(process.execPath, [bin, ...args], {
+    encoding: "utf8",
+    env: { ...process.env, ...env },
+    timeout: 120_000,
+  });
+  return {
+    code: r.status,
+    stderr: r.stderr,
+    lines: r.stderr.split("\n").filter((l) => l.startsWith("poot") || l.startsWith("error")),
+  };
 }
 
 /** A JavaScript stack frame: `    at fn (file.js:1:2)` or `    at file.ts:3:4`. */
@@ -38,25 +49,52 @@ const noVulkanDriver = { VK_DRIVER_FILES: "/nonexistent/icd.json" };
 describe("backend failures through the bin", () => {
   test("cuda without a driver", { timeout: 120_000 }, async (t) => {
     if ((await probeBackend("cuda")).status === "available") t.skip("this machine has a CUDA device");
-    expectOneLine(poot(["run", demo, "--prompt", "hi", "--backend", "cuda", "--max-tokens", "2"]), 1, /^poot: --backend cuda: needs an NVIDIA GPU and its driver .*; install the NVIDIA driver or use --backend cpu$/);
+    expectOneLine(
+      poot(["run", demo, "--prompt", "hi", "--backend", "cuda", "--max-tokens", "2"]),
+      1,
+      /^poot: --backend cuda: needs an NVIDIA GPU and its driver .*; install the NVIDIA driver or use --backend cpu$/,
+    );
   });
 
   test("vulkan without a driver", { timeout: 120_000 }, () => {
-    expectOneLine(poot(["run", demo, "--prompt", "hi", "--backend", "vulkan", "--max-tokens", "2"], noVulkanDriver), 1, /^poot: --backend vulkan: no Vulkan (loader|device).*use --backend cpu$/);
+    expectOneLine(
+      poot(["run", demo, "--prompt", "hi", "--backend", "vulkan", "--max-tokens", "2"], noVulkanDriver),
+      1,
+      /^poot: --backend vulkan: no Vulkan (loader|device).*use --backend cpu$/,
+    );
   });
 
   test("wgpu without an adapter", { timeout: 120_000 }, () => {
-    expectOneLine(poot(["run", demo, "--prompt", "hi", "--backend", "wgpu", "--max-tokens", "2"], noVulkanDriver), 1, /^poot: --backend wgpu: no WebGPU adapter .*use --backend cpu$/);
+    expectOneLine(
+      poot(["run", demo, "--prompt", "hi", "--backend", "wgpu", "--max-tokens", "2"], noVulkanDriver),
+      1,
+      /^poot: --backend wgpu: no WebGPU adapter .*use --backend cpu$/,
+    );
   });
 
   test("device lost and out of memory, on the backends' own errors", () => {
     const cases: [string, Error, RegExp][] = [
       ["vulkan", new VulkanError("device-lost", "vkQueueSubmit: VK_ERROR_DEVICE_LOST"), /device was lost.*run again/],
-      ["vulkan", new VulkanError("out-of-memory", "vkAllocateMemory: VK_ERROR_OUT_OF_DEVICE_MEMORY"), /out of memory.*smaller model/],
+      [
+        "vulkan",
+        new VulkanError("out-of-memory", "vkAllocateMemory: VK_ERROR_OUT_OF_DEVICE_MEMORY"),
+        /out of memory.*smaller model/,
+      ],
       ["wgpu", new WgpuError("device-lost", "the device was lost (unknown)"), /device was lost/],
       ["wgpu", new WgpuError("out-of-memory", "createBuffer failed"), /out of memory.*smaller model/],
-      ["cuda", new CudaError("driver-call", "cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY", { call: "cuMemAlloc_v2", result: 2 }), /GPU is out of memory/],
-      ["wgpu", new WgpuError("no-webgpu", "the optional 'webgpu' package (Dawn) is not installed"), /npm install webgpu/],
+      [
+        "cuda",
+        new CudaError("driver-call", "cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY", {
+          call: "cuMemAlloc_v2",
+          result: 2,
+        }),
+        /GPU is out of memory/,
+      ],
+      [
+        "wgpu",
+        new WgpuError("no-webgpu", "the optional 'webgpu' package (Dawn) is not installed"),
+        /npm install webgpu/,
+      ],
     ];
     for (const [name, err, says] of cases) {
       const mapped = backendFailure(name, "run", err);
@@ -74,8 +112,16 @@ describe("bad arguments through the bin", () => {
     [["run", "--prompt", "hi", "--max-tokens", "abc"], 1, /^poot: --max-tokens must be an integer, got "abc"$/],
     [["run", "--prompt", "hi", "--temperature", "-1"], 1, /temperature must be a finite number >= 0/],
     [["run", "/nonexistent/model", "--prompt", "hi"], 1, /^poot: .*\/nonexistent\/model/],
-    [["generate", demo, "--ids", "99999999", "--backend", "cpu", "--max-tokens", "2", "--greedy"], 1, /^poot: .*token id 99999999 is outside the vocabulary \[0, 4096\)/],
-    [["generate", demo, "--ids", "99999999", "--backend", "interp", "--max-tokens", "2", "--greedy"], 1, /^poot: .*token id 99999999 is outside the vocabulary/],
+    [
+      ["generate", demo, "--ids", "99999999", "--backend", "cpu", "--max-tokens", "2", "--greedy"],
+      1,
+      /^poot: .*token id 99999999 is outside the vocabulary \[0, 4096\)/,
+    ],
+    [
+      ["generate", demo, "--ids", "99999999", "--backend", "interp", "--max-tokens", "2", "--greedy"],
+      1,
+      /^poot: .*token id 99999999 is outside the vocabulary/,
+    ],
   ] as [string[], 1 | 2, RegExp][])("%j", { timeout: 120_000 }, (args, code, says) => {
     expectOneLine(poot(args), code, says);
   });

@@ -32,9 +32,12 @@ async function skipReason(backend: "wgpu" | "vulkan"): Promise<string | undefine
     const p = probeVulkan();
     return p.ok ? undefined : `no Vulkan device: ${p.reason}`;
   }
-  if (!fs.existsSync(WORKER)) return "@poot/backend-wgpu is not built (its device worker runs from dist/): run `pnpm build`";
+  if (!fs.existsSync(WORKER))
+    return "@poot/backend-wgpu is not built (its device worker runs from dist/): run `pnpm build`";
   try {
-    return (await (await nodeGpu()).requestAdapter()) === null ? "no WebGPU adapter (eval \"$(bash .ci/lavapipe-setup)\" sets up lavapipe)" : undefined;
+    return (await (await nodeGpu()).requestAdapter()) === null
+      ? 'no WebGPU adapter (eval "$(bash .ci/lavapipe-setup)" sets up lavapipe)'
+      : undefined;
   } catch (e) {
     return `no WebGPU: ${(e as Error).message}`;
   }
@@ -47,23 +50,56 @@ async function poot(...argv: string[]): Promise<unknown> {
   return JSON.parse(io.stdout());
 }
 
-const P = 3, G = 3;
+const P = 3,
+  G = 3;
 
 /** Registers the dispatch-count checks of one backend (one test file per backend: see gpu-fixtures.ts). */
 export async function dispatchSuite(backend: "wgpu" | "vulkan"): Promise<void> {
   const skip = await skipReason(backend);
-  describe.skipIf(skip !== undefined)(`dispatches per decode token on ${backend}${skip !== undefined ? ` (skipped: ${skip})` : ""}`, () => {
-    for (const fam of ["llama3", "olmoe", "qwen35"]) {
-      test(`${fam}: poot bench counts what poot compile --explain predicts`, async () => {
-        const dir = path.join(FIX, fam);
-        const bench = (await poot("bench", dir, "--backend", backend, "--prompt-tokens", String(P), "--gen-tokens", String(G), "--runs", "1", "--json")) as { decodeDispatchesPerToken: number | null; kvLayout: { pageSize: number; pages: number; lanes: number } };
-        // bench's Engine runs one sequence (lanes 1 = --batch 1) with context = prompt + generated tokens, paged.
-        expect(bench.kvLayout.lanes).toBe(1);
-        const predicted = (await poot("compile", dir, "--target", backend, "--mode", "decode", "--context", String(P + G), "--page-size", String(bench.kvLayout.pageSize), "--pages", String(bench.kvLayout.pages), "--json")) as { fusedDispatches: number; unfusedDispatches: number };
-        expect(bench.decodeDispatchesPerToken).toBe(predicted.fusedDispatches);
-        // The fused program really is what runs (fusion removed launches on these models).
-        expect(predicted.fusedDispatches).toBeLessThan(predicted.unfusedDispatches);
-      }, 300_000);
-    }
-  });
+  describe.skipIf(skip !== undefined)(
+    `dispatches per decode token on ${backend}${skip !== undefined ? ` (skipped: ${skip})` : ""}`,
+    () => {
+      for (const fam of ["llama3", "olmoe", "qwen35"]) {
+        test(`${fam}: poot bench counts what poot compile --explain predicts`, async () => {
+          const dir = path.join(FIX, fam);
+          const bench = (await poot(
+            "bench",
+            dir,
+            "--backend",
+            backend,
+            "--prompt-tokens",
+            String(P),
+            "--gen-tokens",
+            String(G),
+            "--runs",
+            "1",
+            "--json",
+          )) as {
+            decodeDispatchesPerToken: number | null;
+            kvLayout: { pageSize: number; pages: number; lanes: number };
+          };
+          // bench's Engine runs one sequence (lanes 1 = --batch 1) with context = prompt + generated tokens, paged.
+          expect(bench.kvLayout.lanes).toBe(1);
+          const predicted = (await poot(
+            "compile",
+            dir,
+            "--target",
+            backend,
+            "--mode",
+            "decode",
+            "--context",
+            String(P + G),
+            "--page-size",
+            String(bench.kvLayout.pageSize),
+            "--pages",
+            String(bench.kvLayout.pages),
+            "--json",
+          )) as { fusedDispatches: number; unfusedDispatches: number };
+          expect(bench.decodeDispatchesPerToken).toBe(predicted.fusedDispatches);
+          // The fused program really is what runs (fusion removed launches on these models).
+          expect(predicted.fusedDispatches).toBeLessThan(predicted.unfusedDispatches);
+        }, 300_000);
+      }
+    },
+  );
 }

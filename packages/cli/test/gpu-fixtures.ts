@@ -28,16 +28,25 @@ async function skipReason(backend: "wgpu" | "vulkan"): Promise<string | undefine
   const missing = needFixture("hf");
   if (missing !== undefined) return missing;
   // .ci/lavapipe-setup's default folder (an older setup's folder as a fallback).
-  const mine = path.join(process.env["XDG_CACHE_HOME"] ?? path.join(os.homedir(), ".cache"), "poot", "lavapipe", "lavapipe_icd.json");
-  const icd = process.env["VK_DRIVER_FILES"] ?? (fs.existsSync(mine) ? mine : path.join(os.homedir(), ".cache", "lavapipe25", "lvp_icd.json"));
+  const mine = path.join(
+    process.env["XDG_CACHE_HOME"] ?? path.join(os.homedir(), ".cache"),
+    "poot",
+    "lavapipe",
+    "lavapipe_icd.json",
+  );
+  const icd =
+    process.env["VK_DRIVER_FILES"] ??
+    (fs.existsSync(mine) ? mine : path.join(os.homedir(), ".cache", "lavapipe25", "lvp_icd.json"));
   if (process.env["VK_DRIVER_FILES"] === undefined && fs.existsSync(icd)) process.env["VK_DRIVER_FILES"] = icd;
   if (backend === "vulkan") {
     const p = probeVulkan();
     return p.ok ? undefined : `no Vulkan device: ${p.reason}`;
   }
-  if (!fs.existsSync(WORKER)) return "@poot/backend-wgpu is not built (its device worker runs from dist/): run `pnpm build`";
+  if (!fs.existsSync(WORKER))
+    return "@poot/backend-wgpu is not built (its device worker runs from dist/): run `pnpm build`";
   try {
-    if ((await (await nodeGpu()).requestAdapter()) === null) return "no WebGPU adapter (eval \"$(bash .ci/lavapipe-setup)\" sets up lavapipe)";
+    if ((await (await nodeGpu()).requestAdapter()) === null)
+      return 'no WebGPU adapter (eval "$(bash .ci/lavapipe-setup)" sets up lavapipe)';
   } catch (e) {
     return `no WebGPU: ${(e as Error).message}`;
   }
@@ -50,10 +59,10 @@ async function loadReason(backend: "wgpu" | "vulkan"): Promise<string | undefine
   return r.ok ? undefined : r.reason;
 }
 
-
 /** max |a - ref| / max |ref|. */
 function relErr(a: Float32Array, ref: Float32Array): number {
-  let d = 0, m = 0;
+  let d = 0,
+    m = 0;
   for (let i = 0; i < ref.length; i++) {
     d = Math.max(d, Math.abs(a[i]! - ref[i]!));
     m = Math.max(m, Math.abs(ref[i]!));
@@ -67,44 +76,57 @@ const argmax = (a: Float32Array): number => a.reduce((b, x, i) => (x > a[b]! ? i
 export async function fixtureSuite(backend: "wgpu" | "vulkan"): Promise<void> {
   const skip = (await skipReason(backend)) ?? (await loadReason(backend));
   const families: [string, string][] = [
-    ...(fs.existsSync(FIX) ? ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"].map((f): [string, string] => [f, path.join(FIX, f)]) : []),
+    ...(fs.existsSync(FIX)
+      ? ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"].map((f): [string, string] => [f, path.join(FIX, f)])
+      : []),
     // The issue #26 families: fixtures in the repository (fixtures/hf, see its README).
     ...["granite", "smollm3", "phi4", "gptoss", "deepseek2"].map((f): [string, string] => [f, fixture("hf", f)]),
   ];
-  describe.skipIf(skip !== undefined)(`poot --backend ${backend} on the fixture families${skip !== undefined ? ` (skipped: ${skip})` : ""}`, () => {
-    for (const [fam, dir] of families) {
-      test(`${fam}: prefill and decode logits within 1e-4 of transformers, greedy ids equal`, () => {
-        const ref = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as { prompt_ids: number[]; greedy_ids: number[] };
-        const full = openSafetensors(path.join(dir, "reference.safetensors")).readF32Sync("full_logits");
-        const executor = createExecutor(backend, "test");
-        const engine = new Engine(LoadedModel.open(dir, { weights: "f32" }), { executor, context: 64, tokenizer: null });
-        try {
-          const V = engine.config.vocabSize, T = ref.prompt_ids.length;
-          const row = (r: number): Float32Array => full.subarray(r * V, (r + 1) * V);
-          const pre = engine.openSession();
-          expect(relErr(pre.step(ref.prompt_ids), row(T - 1)), "prefill").toBeLessThanOrEqual(1e-4);
-          pre.release();
-          // Decode one token at a time, fed the reference continuation so every row is comparable.
-          const s = engine.openSession();
-          let logits: Float32Array = new Float32Array(0);
-          for (let t = 0; t < T; t++) {
-            logits = s.step([ref.prompt_ids[t]!]);
-            expect(relErr(logits, row(t)), `decode position ${t}`).toBeLessThanOrEqual(1e-4);
+  describe.skipIf(skip !== undefined)(
+    `poot --backend ${backend} on the fixture families${skip !== undefined ? ` (skipped: ${skip})` : ""}`,
+    () => {
+      for (const [fam, dir] of families) {
+        test(`${fam}: prefill and decode logits within 1e-4 of transformers, greedy ids equal`, () => {
+          const ref = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as {
+            prompt_ids: number[];
+            greedy_ids: number[];
+          };
+          const full = openSafetensors(path.join(dir, "reference.safetensors")).readF32Sync("full_logits");
+          const executor = createExecutor(backend, "test");
+          const engine = new Engine(LoadedModel.open(dir, { weights: "f32" }), {
+            executor,
+            context: 64,
+            tokenizer: null,
+          });
+          try {
+            const V = engine.config.vocabSize,
+              T = ref.prompt_ids.length;
+            const row = (r: number): Float32Array => full.subarray(r * V, (r + 1) * V);
+            const pre = engine.openSession();
+            expect(relErr(pre.step(ref.prompt_ids), row(T - 1)), "prefill").toBeLessThanOrEqual(1e-4);
+            pre.release();
+            // Decode one token at a time, fed the reference continuation so every row is comparable.
+            const s = engine.openSession();
+            let logits: Float32Array = new Float32Array(0);
+            for (let t = 0; t < T; t++) {
+              logits = s.step([ref.prompt_ids[t]!]);
+              expect(relErr(logits, row(t)), `decode position ${t}`).toBeLessThanOrEqual(1e-4);
+            }
+            const ids: number[] = [];
+            for (let g = 0; g < ref.greedy_ids.length; g++) {
+              ids.push(argmax(logits));
+              if (g + 1 === ref.greedy_ids.length) break;
+              logits = s.step([ref.greedy_ids[g]!]);
+              expect(relErr(logits, row(T + g)), `decode position ${T + g}`).toBeLessThanOrEqual(1e-4);
+            }
+            expect(ids).toEqual(ref.greedy_ids);
+            s.release();
+          } finally {
+            engine.close();
+            executor.dispose();
           }
-          const ids: number[] = [];
-          for (let g = 0; g < ref.greedy_ids.length; g++) {
-            ids.push(argmax(logits));
-            if (g + 1 === ref.greedy_ids.length) break;
-            logits = s.step([ref.greedy_ids[g]!]);
-            expect(relErr(logits, row(T + g)), `decode position ${T + g}`).toBeLessThanOrEqual(1e-4);
-          }
-          expect(ids).toEqual(ref.greedy_ids);
-          s.release();
-        } finally {
-          engine.close();
-          executor.dispose();
-        }
-      }, 600_000);
-    }
-  });
+        }, 600_000);
+      }
+    },
+  );
 }

@@ -11,7 +11,13 @@ import type { AddressInfo } from "node:net";
 import * as path from "node:path";
 
 /** The demo model's files the fake repos hold (model.safetensors is an LFS file). */
-export const REPO_FILES = ["config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors"];
+export const REPO_FILES = [
+  "config.json",
+  "generation_config.json",
+  "tokenizer.json",
+  "tokenizer_config.json",
+  "model.safetensors",
+];
 /** The commit every fake repo's `main` points to. */
 export const COMMIT = "0123456789abcdef0123456789abcdef01234567";
 
@@ -35,7 +41,9 @@ export async function startHubServer(modelDir: string): Promise<HubServer> {
   const siblings = REPO_FILES.map((f) => {
     const data = files.get(f)!;
     const blobId = sha("sha1", `blob ${data.length}\0`, data);
-    return f.endsWith(".safetensors") ? { rfilename: f, size: data.length, blobId, lfs: { sha256: sha("sha256", data), size: data.length } } : { rfilename: f, size: data.length, blobId };
+    return f.endsWith(".safetensors")
+      ? { rfilename: f, size: data.length, blobId, lfs: { sha256: sha("sha256", data), size: data.length } }
+      : { rfilename: f, size: data.length, blobId };
   });
   const log: string[] = [];
   let dropped = false;
@@ -54,8 +62,11 @@ export async function startHubServer(modelDir: string): Promise<HubServer> {
       return;
     }
     if (api !== null) {
-      if (api[2] !== "main" && api[2] !== COMMIT) return void res.writeHead(404).end(JSON.stringify({ error: "Invalid rev id" }));
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ id: repo, sha: COMMIT, siblings }));
+      if (api[2] !== "main" && api[2] !== COMMIT)
+        return void res.writeHead(404).end(JSON.stringify({ error: "Invalid rev id" }));
+      res
+        .writeHead(200, { "content-type": "application/json" })
+        .end(JSON.stringify({ id: repo, sha: COMMIT, siblings }));
       return;
     }
     const name = decodeURIComponent(resolve![3]!);
@@ -70,7 +81,11 @@ export async function startHubServer(modelDir: string): Promise<HubServer> {
     const headers = { etag: `"${sib.lfs?.sha256 ?? sib.blobId}"`, "x-repo-commit": COMMIT, "accept-ranges": "bytes" };
     const range = /^bytes=(\d+)-$/.exec(req.headers.range ?? "");
     const start = range === null ? 0 : Number(range[1]);
-    res.writeHead(range === null ? 200 : 206, { ...headers, "content-length": String(data.length - start), ...(range === null ? {} : { "content-range": `bytes ${start}-${data.length - 1}/${data.length}` }) });
+    res.writeHead(range === null ? 200 : 206, {
+      ...headers,
+      "content-length": String(data.length - start),
+      ...(range === null ? {} : { "content-range": `bytes ${start}-${data.length - 1}/${data.length}` }),
+    });
     if (repo === "poot/demo" && name === "model.safetensors" && !dropped) {
       // The first download drops mid-file: the client must resume with a Range request.
       dropped = true;

@@ -19,40 +19,60 @@ const cuda = defaultTarget("cuda").caps as DeviceCaps;
 const synth = synthCapsFrom(cuda);
 
 const shapes: [number, number, number, "f32" | "bf16" | "f16", "bf16" | "f16", "nk" | "kn"][] = [
-  [1, 1, 1, "bf16", "bf16", "nk"], [17, 33, 20, "f32", "bf16", "nk"], [128, 256, 64, "f32", "bf16", "kn"], [70, 9, 24, "f16", "f16", "kn"],
+  [1, 1, 1, "bf16", "bf16", "nk"],
+  [17, 33, 20, "f32", "bf16", "nk"],
+  [128, 256, 64, "f32", "bf16", "kn"],
+  [70, 9, 24, "f16", "f16", "kn"],
 ];
 
 describe("tensor-core GEMM through PTX", () => {
   for (const [M, N, K, a, w, layout] of shapes) {
     for (const arch of ["sm_80", "sm_90"]) {
-      test.skipIf(missing !== undefined)(`M=${M} N=${N} K=${K} A ${a} W ${w} ${layout} assembles for ${arch}${missing ? ` (skipped: ${missing})` : ""}`, async () => {
-        const s = synthesizeMmaGemm({ name: "gemm_mma", M, N, K, aDtype: a, weight: { dtype: w, layout } }, synth);
-        const text = lowerPtx(s.kernel, codegenCaps("ptx", cuda), { arch }).text!;
-        expect(text).toContain(`mma.sync.aligned.m16n8k16.row.col.f32.${w}.${w}.f32`);
-        const r = await validatePtx(text, { arch });
-        expect(r.status === "invalid" ? r.message : r.status).toBe("ok");
-      });
+      test.skipIf(missing !== undefined)(
+        `M=${M} N=${N} K=${K} A ${a} W ${w} ${layout} assembles for ${arch}${missing ? ` (skipped: ${missing})` : ""}`,
+        async () => {
+          const s = synthesizeMmaGemm({ name: "gemm_mma", M, N, K, aDtype: a, weight: { dtype: w, layout } }, synth);
+          const text = lowerPtx(s.kernel, codegenCaps("ptx", cuda), { arch }).text!;
+          expect(text).toContain(`mma.sync.aligned.m16n8k16.row.col.f32.${w}.${w}.f32`);
+          const r = await validatePtx(text, { arch });
+          expect(r.status === "invalid" ? r.message : r.status).toBe("ok");
+        },
+      );
     }
   }
 
   // A bf16 model (Llama-3.2-1B's config.json, no weights needed): prefill contractions go to the tensor cores.
   const config = fixture("configs/llama-3.2-1b.json");
   const skip = missing ?? needFixture("configs/llama-3.2-1b.json");
-  test.skipIf(skip !== undefined)(`poot kernels on a bf16 config emits mma.sync for prefill and every kernel passes ptxas${skip ? ` (skipped: ${skip})` : ""}`, async () => {
-    const out = fs.mkdtempSync(path.join(tmpdir(), "poot-mma-"));
-    const io = bufferIo();
-    const code = await runCli(["kernels", config, "--target", "ptx", "--out", out, "--mode", "prefill", "--tokens", "16", "--validate"], { io });
-    const files = fs.readdirSync(out).filter((f) => f.endsWith(".ptx"));
-    expect(code, io.stderr()).toBe(0);
-    expect(io.stdout()).toContain(`ptx: kernels ${files.length}, passed ${files.length}, failed 0\n`);
-    const mma = files.filter((f) => fs.readFileSync(path.join(out, f), "utf8").includes("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"));
-    expect(mma.length).toBeGreaterThan(0);
-  }, 180_000);
+  test.skipIf(skip !== undefined)(
+    `poot kernels on a bf16 config emits mma.sync for prefill and every kernel passes ptxas${skip ? ` (skipped: ${skip})` : ""}`,
+    async () => {
+      const out = fs.mkdtempSync(path.join(tmpdir(), "poot-mma-"));
+      const io = bufferIo();
+      const code = await runCli(
+        ["kernels", config, "--target", "ptx", "--out", out, "--mode", "prefill", "--tokens", "16", "--validate"],
+        { io },
+      );
+      const files = fs.readdirSync(out).filter((f) => f.endsWith(".ptx"));
+      expect(code, io.stderr()).toBe(0);
+      expect(io.stdout()).toContain(`ptx: kernels ${files.length}, passed ${files.length}, failed 0\n`);
+      const mma = files.filter((f) =>
+        fs.readFileSync(path.join(out, f), "utf8").includes("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"),
+      );
+      expect(mma.length).toBeGreaterThan(0);
+    },
+    180_000,
+  );
 
   test("SPIR-V caps carry no matrix shapes, so the kernel is refused there", () => {
-    const s = synthesizeMmaGemm({ name: "gemm_mma", M: 17, N: 33, K: 20, weight: { dtype: "bf16", layout: "nk" } }, synth);
+    const s = synthesizeMmaGemm(
+      { name: "gemm_mma", M: 17, N: 33, K: 20, weight: { dtype: "bf16", layout: "nk" } },
+      synth,
+    );
     const vk = defaultTarget("vulkan").caps as DeviceCaps;
     expect(() => lowerSpirv(s.kernel, codegenCaps("spirv", vk))).toThrow(CodegenError);
-    expect(() => lowerSpirv(s.kernel, codegenCaps("spirv", vk))).toThrow(expect.objectContaining({ code: "missing-capability" }));
+    expect(() => lowerSpirv(s.kernel, codegenCaps("spirv", vk))).toThrow(
+      expect.objectContaining({ code: "missing-capability" }),
+    );
   });
 });

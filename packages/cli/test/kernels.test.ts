@@ -7,8 +7,16 @@ import { homedir, tmpdir } from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import {
-  assembleAmdgpu, assembleAmdgpuMany, openDawnDevice, validatePtx, validateSpirv, validateTargetCode,
-  type DawnDevice, type TargetName, type TargetValidation, type ValidateOptions,
+  assembleAmdgpu,
+  assembleAmdgpuMany,
+  openDawnDevice,
+  validatePtx,
+  validateSpirv,
+  validateTargetCode,
+  type DawnDevice,
+  type TargetName,
+  type TargetValidation,
+  type ValidateOptions,
 } from "@poot/codegen";
 import { bufferIo, runCli } from "@poot/cli";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -24,7 +32,10 @@ const NO_FIXTURES = needFixture("hf");
 const FIX = fixture("hf");
 const FAMILIES = ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"];
 const HAVE_FIX = NO_FIXTURES === undefined;
-const MODELS: [string, string][] = [["demo", path.join(ROOT, "models/demo")], ...(HAVE_FIX ? FAMILIES.map((f): [string, string] => [f, path.join(FIX, f)]) : [])];
+const MODELS: [string, string][] = [
+  ["demo", path.join(ROOT, "models/demo")],
+  ...(HAVE_FIX ? FAMILIES.map((f): [string, string] => [f, path.join(FIX, f)]) : []),
+];
 const EXT: Record<TargetName, string> = { wgsl: "wgsl", ptx: "ptx", spirv: "spv", amdgpu: "ll", wasm: "wasm" };
 const TARGETS: TargetName[] = ["wgsl", "ptx", "spirv", "amdgpu", "wasm"];
 const TMP = fs.mkdtempSync(path.join(tmpdir(), "poot-kernels-"));
@@ -37,12 +48,18 @@ async function poot(...argv: string[]): Promise<{ code: number; out: string; err
 
 // Which validators are installed (a missing one skips its target, saying why).
 const missing: Partial<Record<TargetName, string>> = {};
-for (const [t, probe] of [["ptx", () => validatePtx("", { arch: "sm_90" })], ["spirv", () => validateSpirv(new Uint8Array(0))], ["amdgpu", () => assembleAmdgpu("", { mcpu: "gfx90a" })]] as const) {
+for (const [t, probe] of [
+  ["ptx", () => validatePtx("", { arch: "sm_90" })],
+  ["spirv", () => validateSpirv(new Uint8Array(0))],
+  ["amdgpu", () => assembleAmdgpu("", { mcpu: "gfx90a" })],
+] as const) {
   const r = await probe();
   if (r.status === "unavailable") missing[t] = r.reason;
 }
 // lavapipe as written by .ci/lavapipe-setup, else the environment's Vulkan driver.
-const ICD = [path.join(homedir(), ".cache", "lavapipe25", "lvp_icd.json")].find((p) => fs.existsSync(p)) ?? process.env["VK_DRIVER_FILES"];
+const ICD =
+  [path.join(homedir(), ".cache", "lavapipe25", "lvp_icd.json")].find((p) => fs.existsSync(p)) ??
+  process.env["VK_DRIVER_FILES"];
 let dawn: DawnDevice | undefined;
 beforeAll(async () => {
   const r = await openDawnDevice(ICD === undefined ? {} : { vulkanDriverFiles: ICD });
@@ -64,12 +81,20 @@ function key(target: TargetName, name: string, bytes: Uint8Array): string {
 
 async function pool<T>(items: readonly T[], limit: number, work: (x: T) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: limit }, async () => {
-    while (next < items.length) await work(items[next++] as T);
-  }));
+  await Promise.all(
+    Array.from({ length: limit }, async () => {
+      while (next < items.length) await work(items[next++] as T);
+    }),
+  );
 }
 
-const failures = (runs: readonly TargetValidation[]): string[] => runs.filter((r) => r.result.status !== "ok").map((r) => `${r.label}: ${r.result.status === "invalid" ? r.result.message : r.result.status === "unavailable" ? r.result.reason : ""}`);
+const failures = (runs: readonly TargetValidation[]): string[] =>
+  runs
+    .filter((r) => r.result.status !== "ok")
+    .map(
+      (r) =>
+        `${r.label}: ${r.result.status === "invalid" ? r.result.message : r.result.status === "unavailable" ? r.result.reason : ""}`,
+    );
 
 describe(`every kernel of ${MODELS.map((m) => m[0]).join(", ")} (decode and prefill) passes its validator${HAVE_FIX ? "" : ` (fixture families skipped: ${NO_FIXTURES})`}`, () => {
   for (const target of TARGETS) {
@@ -81,7 +106,18 @@ describe(`every kernel of ${MODELS.map((m) => m[0]).join(", ")} (decode and pref
       for (const [fam, dir] of MODELS) {
         for (const mode of ["decode", "prefill"]) {
           const out = path.join(TMP, `${fam}-${mode}-${target}`);
-          const r = await poot("kernels", dir, "--target", target, "--out", out, "--mode", mode, "--tokens", mode === "prefill" ? "8" : "1");
+          const r = await poot(
+            "kernels",
+            dir,
+            "--target",
+            target,
+            "--out",
+            out,
+            "--mode",
+            mode,
+            "--tokens",
+            mode === "prefill" ? "8" : "1",
+          );
           expect(r.err).toBe("");
           expect(r.code).toBe(0);
           const written = fs.readdirSync(out).filter((f) => f.endsWith(`.${EXT[target]}`));
@@ -104,14 +140,25 @@ describe(`every kernel of ${MODELS.map((m) => m[0]).join(", ")} (decode and pref
         const texts = us.map((u) => new TextDecoder().decode(u.bytes));
         for (const mcpu of ["gfx90a", "gfx942", "gfx1100"]) {
           const rs = await assembleAmdgpuMany(texts, { mcpu });
-          rs.forEach((r, i) => void (r.status !== "ok" && bad.push(`${us[i]!.file}: ${failures([{ label: mcpu, result: r }]).join("; ")}`)));
+          rs.forEach(
+            (r, i) =>
+              void (
+                r.status !== "ok" && bad.push(`${us[i]!.file}: ${failures([{ label: mcpu, result: r }]).join("; ")}`)
+              ),
+          );
         }
-      } else await pool([...unique.values()], 2, async (u) => {
-        const code = target === "spirv" || target === "wasm" ? { target, binary: u.bytes } : { target, text: new TextDecoder().decode(u.bytes) };
-        const f = failures(await validateTargetCode(code, opts));
-        if (f.length > 0) bad.push(`${u.file}: ${f.join("; ")}`);
-      });
-      console.log(`${target}: ${files} kernel files, ${unique.size} distinct, emitted in ${((t1 - t0) / 1000).toFixed(1)} s, validated in ${((performance.now() - t1) / 1000).toFixed(1)} s`);
+      } else
+        await pool([...unique.values()], 2, async (u) => {
+          const code =
+            target === "spirv" || target === "wasm"
+              ? { target, binary: u.bytes }
+              : { target, text: new TextDecoder().decode(u.bytes) };
+          const f = failures(await validateTargetCode(code, opts));
+          if (f.length > 0) bad.push(`${u.file}: ${f.join("; ")}`);
+        });
+      console.log(
+        `${target}: ${files} kernel files, ${unique.size} distinct, emitted in ${((t1 - t0) / 1000).toFixed(1)} s, validated in ${((performance.now() - t1) / 1000).toFixed(1)} s`,
+      );
       expect(files).toBeGreaterThan(0);
       expect(bad).toEqual([]);
     }, 600_000);
@@ -139,7 +186,10 @@ describe("poot kernels --validate", () => {
       const w = await poot("kernels", path.join(ROOT, "models/demo"), "--target", "amdgpu", "--out", src);
       expect(w.code).toBe(0);
     }
-    const ll = fs.readdirSync(src).filter((f) => f.endsWith(".ll")).sort()[0] as string;
+    const ll = fs
+      .readdirSync(src)
+      .filter((f) => f.endsWith(".ll"))
+      .sort()[0] as string;
     fs.copyFileSync(path.join(src, ll), path.join(out, ll));
     const r = await poot("kernels", "--target", "amdgpu", "--out", out, "--validate");
     expect(r.code).toBe(0);
@@ -151,11 +201,33 @@ describe("poot kernels --validate", () => {
 
   // A planted file per target, and the text its validator answers with (the tools' own wording).
   const PLANTED: { target: TargetName; bytes: Uint8Array; says: RegExp }[] = [
-    { target: "ptx", bytes: new TextEncoder().encode(".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry planted() {\n  mov.u32 %r1, 1;\n  ret;\n}\n"), says: /ptxas .*error *: Unknown symbol '%r1'/ },
-    { target: "spirv", bytes: new Uint8Array([0x03, 0x02, 0x23, 0x07, 0x00, 0x03, 0x01, 0x00, 0, 0, 0, 0]), says: /error: line 0: Invalid SPIR-V header/ },
-    { target: "amdgpu", bytes: new TextEncoder().encode("define amdgpu_kernel void @planted() {\n  %x = add i32 %y, 1\n  ret void\n}\n"), says: /use of undefined value '%y'/ },
-    { target: "wasm", bytes: new Uint8Array([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01, 0x05]), says: /section \(code 1, "Type"\) extends past end of the module/ },
-    { target: "wgsl", bytes: new TextEncoder().encode("@compute @workgroup_size(1) fn main() { let x: f32 = undefined_thing; }\n"), says: /unresolved value 'undefined_thing'/ },
+    {
+      target: "ptx",
+      bytes: new TextEncoder().encode(
+        ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry planted() {\n  mov.u32 %r1, 1;\n  ret;\n}\n",
+      ),
+      says: /ptxas .*error *: Unknown symbol '%r1'/,
+    },
+    {
+      target: "spirv",
+      bytes: new Uint8Array([0x03, 0x02, 0x23, 0x07, 0x00, 0x03, 0x01, 0x00, 0, 0, 0, 0]),
+      says: /error: line 0: Invalid SPIR-V header/,
+    },
+    {
+      target: "amdgpu",
+      bytes: new TextEncoder().encode("define amdgpu_kernel void @planted() {\n  %x = add i32 %y, 1\n  ret void\n}\n"),
+      says: /use of undefined value '%y'/,
+    },
+    {
+      target: "wasm",
+      bytes: new Uint8Array([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01, 0x05]),
+      says: /section \(code 1, "Type"\) extends past end of the module/,
+    },
+    {
+      target: "wgsl",
+      bytes: new TextEncoder().encode("@compute @workgroup_size(1) fn main() { let x: f32 = undefined_thing; }\n"),
+      says: /unresolved value 'undefined_thing'/,
+    },
   ];
   for (const p of PLANTED) {
     test(`a planted malformed .${EXT[p.target]} fails ${p.target} validation with the validator's message`, async (ctx) => {

@@ -23,7 +23,8 @@ async function poot(...argv: string[]): Promise<{ code: number; out: string; err
 
 function relErr(a: Float32Array, ref: Float32Array): number {
   expect(a.length).toBe(ref.length);
-  let d = 0, m = 0;
+  let d = 0,
+    m = 0;
   for (let i = 0; i < ref.length; i++) {
     d = Math.max(d, Math.abs(a[i]! - ref[i]!));
     m = Math.max(m, Math.abs(ref[i]!));
@@ -35,17 +36,32 @@ describe.skipIf(!HAVE)(`model commands on fixtures/${HAVE ? "" : ` (skipped: ${N
   for (const fam of ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"]) {
     const dir = path.join(FIX, "hf", fam);
     test(`${fam}: poot logits (f32 and bf16) and poot generate --greedy match the references`, async () => {
-      const ref = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as { prompt_ids: number[]; greedy_ids: number[] };
+      const ref = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as {
+        prompt_ids: number[];
+        greedy_ids: number[];
+      };
       const want = openSafetensors(path.join(dir, "reference.safetensors")).readF32Sync("prompt_logits");
       for (const weights of ["f32", "bf16"]) {
         const out = path.join(tmp, `${fam}-${weights}.bin`);
         const r = await poot("logits", dir, "--ids", ref.prompt_ids.join(","), "--out", out, "--weights", weights);
         expect(r.code, r.err).toBe(0);
-        expect(r.out).toMatch(new RegExp(`^logits f32\\[${ref.prompt_ids.length},\\d+\\] .* -> ${out.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\n$`));
+        expect(r.out).toMatch(
+          new RegExp(
+            `^logits f32\\[${ref.prompt_ids.length},\\d+\\] .* -> ${out.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\n$`,
+          ),
+        );
         const b = fs.readFileSync(out);
         expect(relErr(new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4), want)).toBeLessThanOrEqual(1e-4);
       }
-      const g = await poot("generate", dir, "--ids", ref.prompt_ids.join(","), "--max-tokens", String(ref.greedy_ids.length), "--greedy");
+      const g = await poot(
+        "generate",
+        dir,
+        "--ids",
+        ref.prompt_ids.join(","),
+        "--max-tokens",
+        String(ref.greedy_ids.length),
+        "--greedy",
+      );
       expect(g.code, g.err).toBe(0);
       expect(JSON.parse(g.out)).toEqual(ref.greedy_ids);
     });
@@ -53,8 +69,19 @@ describe.skipIf(!HAVE)(`model commands on fixtures/${HAVE ? "" : ` (skipped: ${N
 
   test("poot generate on a GGUF file reproduces the reference greedy ids", async () => {
     const dir = path.join(FIX, "gguf", "qwen3");
-    const ref = JSON.parse(fs.readFileSync(path.join(dir, "reference-F32.json"), "utf8")) as { prompt_ids: number[]; reference_greedy_ids: number[] };
-    const g = await poot("generate", path.join(dir, "model-F32.gguf"), "--ids", ref.prompt_ids.join(","), "--max-tokens", "16", "--greedy");
+    const ref = JSON.parse(fs.readFileSync(path.join(dir, "reference-F32.json"), "utf8")) as {
+      prompt_ids: number[];
+      reference_greedy_ids: number[];
+    };
+    const g = await poot(
+      "generate",
+      path.join(dir, "model-F32.gguf"),
+      "--ids",
+      ref.prompt_ids.join(","),
+      "--max-tokens",
+      "16",
+      "--greedy",
+    );
     expect(g.code, g.err).toBe(0);
     expect(JSON.parse(g.out)).toEqual(ref.reference_greedy_ids);
   });
@@ -69,8 +96,22 @@ describe.skipIf(!HAVE)(`model commands on fixtures/${HAVE ? "" : ` (skipped: ${N
   ])("poot generate --compiled: %s compiled for %s gives the eval reference's greedy ids", async (rel, target) => {
     const model = fixture(rel);
     const gguf = rel.endsWith(".gguf");
-    const ref = JSON.parse(fs.readFileSync(gguf ? path.join(path.dirname(model), "reference-F32.json") : path.join(model, "reference.json"), "utf8")) as { prompt_ids: number[]; greedy_ids?: number[]; reference_greedy_ids?: number[] };
-    const args = ["generate", model, "--ids", ref.prompt_ids.join(","), "--max-tokens", "16", "--greedy", "--ignore-eos"];
+    const ref = JSON.parse(
+      fs.readFileSync(
+        gguf ? path.join(path.dirname(model), "reference-F32.json") : path.join(model, "reference.json"),
+        "utf8",
+      ),
+    ) as { prompt_ids: number[]; greedy_ids?: number[]; reference_greedy_ids?: number[] };
+    const args = [
+      "generate",
+      model,
+      "--ids",
+      ref.prompt_ids.join(","),
+      "--max-tokens",
+      "16",
+      "--greedy",
+      "--ignore-eos",
+    ];
     const primitive = await poot(...args);
     expect(primitive.code, primitive.err).toBe(0);
     const compiled = await poot(...args, "--compiled", "--target", target);
@@ -82,7 +123,10 @@ describe.skipIf(!HAVE)(`model commands on fixtures/${HAVE ? "" : ` (skipped: ${N
 
   test("poot tokenize reproduces the HF tokenizers reference ids (byte-level BPE)", async () => {
     const dir = path.join(FIX, "hf", "tokenizer-bytelevel");
-    const cases = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as { text: string; ids: number[] }[];
+    const cases = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as {
+      text: string;
+      ids: number[];
+    }[];
     for (const c of cases) {
       const r = await poot("tokenize", dir, "--text", c.text);
       expect(r.code, r.err).toBe(0);
@@ -94,10 +138,20 @@ describe.skipIf(!HAVE)(`model commands on fixtures/${HAVE ? "" : ` (skipped: ${N
     const dir = path.join(tmp, "chat-model");
     fs.mkdirSync(dir);
     fs.copyFileSync(path.join(FIX, "hf", "tokenizer-bytelevel", "tokenizer.json"), path.join(dir, "tokenizer.json"));
-    const template = "{{ bos_token }}{% for m in messages %}<{{ m.role }}>{{ m.content }}</{{ m.role }}>\n{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}";
-    fs.writeFileSync(path.join(dir, "tokenizer_config.json"), JSON.stringify({ chat_template: template, bos_token: "<s>" }));
+    const template =
+      "{{ bos_token }}{% for m in messages %}<{{ m.role }}>{{ m.content }}</{{ m.role }}>\n{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}";
+    fs.writeFileSync(
+      path.join(dir, "tokenizer_config.json"),
+      JSON.stringify({ chat_template: template, bos_token: "<s>" }),
+    );
     const msgs = path.join(tmp, "messages.json");
-    fs.writeFileSync(msgs, JSON.stringify([{ role: "system", content: "Be brief." }, { role: "user", content: "Hi" }]));
+    fs.writeFileSync(
+      msgs,
+      JSON.stringify([
+        { role: "system", content: "Be brief." },
+        { role: "user", content: "Hi" },
+      ]),
+    );
     const r = await poot("chat-template", dir, "--messages", msgs);
     expect(r.code, r.err).toBe(0);
     expect(r.out).toBe("<s><system>Be brief.</system>\n<user>Hi</user>\n<assistant>");
@@ -130,7 +184,10 @@ describe.skipIf(!HAVE)(`model commands on fixtures/${HAVE ? "" : ` (skipped: ${N
       [["logits", path.join(tmp, "nope"), "--ids", "1"], /nope/],
       [["logits", dir, "--ids", "1", "--backend", "tpu"], /unknown backend "tpu" \(available: .*cuda/],
       [["generate", dir, "--ids", "1", "--max-tokens", "2"], /--greedy/],
-      [["generate", dir, "--ids", "1", "--greedy", "--compiled", "--target", "tpu"], /--target must be one of .*cuda.*, got "tpu"/],
+      [
+        ["generate", dir, "--ids", "1", "--greedy", "--compiled", "--target", "tpu"],
+        /--target must be one of .*cuda.*, got "tpu"/,
+      ],
     ];
     for (const [argv, msg] of cases) {
       const r = await poot(...argv);

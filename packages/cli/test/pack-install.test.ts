@@ -19,8 +19,15 @@ const JS_FRAME = /^\s+at .*\.(m?js|ts|cjs):\d+/m;
 let work: string;
 let hub: HubServer;
 
-async function poot(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; out: string; err: string }> {
-  const child = spawn(path.join(work, "app/node_modules/.bin/poot"), args, { cwd: work, env: { ...process.env, HF_HOME: path.join(work, "hf"), HF_HUB_CACHE: "", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+async function poot(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; out: string; err: string }> {
+  const child = spawn(path.join(work, "app/node_modules/.bin/poot"), args, {
+    cwd: work,
+    env: { ...process.env, HF_HOME: path.join(work, "hf"), HF_HUB_CACHE: "", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let out = "";
   let err = "";
   child.stdout.on("data", (d: Buffer) => void (out += d.toString()));
@@ -46,7 +53,10 @@ describe.skipIf(!ENABLED)("@poot/cli installed with npm from the packed tarballs
     fs.mkdirSync(app);
     fs.writeFileSync(path.join(app, "package.json"), JSON.stringify({ name: "poot-pack-test", private: true }));
     const files = fs.readdirSync(tarballs).map((f) => path.join(tarballs, f));
-    const r = spawnSync("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error", ...files], { cwd: app, encoding: "utf8" });
+    const r = spawnSync("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error", ...files], {
+      cwd: app,
+      encoding: "utf8",
+    });
     if (r.status !== 0) throw new Error(`npm install of the tarballs failed: ${r.stderr}`);
     hub = await startHubServer(demo);
   }, 600_000);
@@ -59,9 +69,16 @@ describe.skipIf(!ENABLED)("@poot/cli installed with npm from the packed tarballs
     const inst = path.join(work, "app/node_modules/@poot");
     for (const pkg of fs.readdirSync(inst)) {
       const files = fs.readdirSync(path.join(inst, pkg), { recursive: true }) as string[];
-      expect(files.filter((f) => f.endsWith(".tsbuildinfo") || /\.test\.(js|ts|d\.ts)$/.test(f)), pkg).toEqual([]);
+      expect(
+        files.filter((f) => f.endsWith(".tsbuildinfo") || /\.test\.(js|ts|d\.ts)$/.test(f)),
+        pkg,
+      ).toEqual([]);
       expect(files, pkg).toContain("LICENSE");
-      expect((JSON.parse(fs.readFileSync(path.join(inst, pkg, "package.json"), "utf8")) as { repository?: unknown }).repository, pkg).toBeDefined();
+      expect(
+        (JSON.parse(fs.readFileSync(path.join(inst, pkg, "package.json"), "utf8")) as { repository?: unknown })
+          .repository,
+        pkg,
+      ).toBeDefined();
     }
   });
 
@@ -86,6 +103,8 @@ describe.skipIf(!ENABLED)("@poot/cli installed with npm from the packed tarballs
     const r = await poot(["pull", "poot/demo"], { HF_ENDPOINT: hub.url });
     expect(r.code, r.err).toBe(0);
     expect(r.err).toContain("poot pull: poot/demo@main");
-    expect(fs.existsSync(path.join(work, "hf/hub/models--poot--demo/snapshots", COMMIT, "model.safetensors"))).toBe(true);
+    expect(fs.existsSync(path.join(work, "hf/hub/models--poot--demo/snapshots", COMMIT, "model.safetensors"))).toBe(
+      true,
+    );
   });
 });

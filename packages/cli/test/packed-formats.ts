@@ -51,19 +51,24 @@ export function randomBlocks(r: () => number, t: GGMLTypeName, blocks: number): 
   const q = QUANT_FORMATS[t];
   const bytes = Uint8Array.from({ length: blocks * q.blockBytes }, () => Math.floor(r() * 256));
   for (let b = 0; b < blocks; b++) {
-    for (const f of q.fields) if (f.kind === "f16") for (let k = 0; k < f.count; k++) bytes[b * q.blockBytes + f.offset + 2 * k + 1]! &= 0xbf;
+    for (const f of q.fields)
+      if (f.kind === "f16") for (let k = 0; k < f.count; k++) bytes[b * q.blockBytes + f.offset + 2 * k + 1]! &= 0xbf;
     // MXFP4's E8M0 exponent byte: scales 2^-10 .. 2^5, so sums of products stay far from overflow and subnormals.
-    for (const f of q.fields) if (f.name === "e" && f.kind === "u8") bytes[b * q.blockBytes + f.offset] = 118 + (bytes[b * q.blockBytes + f.offset]! & 15);
+    for (const f of q.fields)
+      if (f.name === "e" && f.kind === "u8")
+        bytes[b * q.blockBytes + f.offset] = 118 + (bytes[b * q.blockBytes + f.offset]! & 15);
   }
   return bytes;
 }
-
 
 /** The fixtures folder, or undefined when fixtures/gguf is missing (outside CI only: CI fails instead). */
 export const FIXTURES: string | undefined = needFixture("gguf") === undefined ? fixture() : undefined;
 
 // GGUF files whose tensors were written by ggml's own quantizers: Q4_K and Q6_K (llama3-w256), Q5_0, Q5_1, Q8_0 (olmoe).
-const GGUFS = [["llama3-w256", "model-Q4_K_M.gguf"], ["olmoe", "model-Q4_K_M.gguf"]] as const;
+const GGUFS = [
+  ["llama3-w256", "model-Q4_K_M.gguf"],
+  ["olmoe", "model-Q4_K_M.gguf"],
+] as const;
 
 /** The repo's files quantized by llama.cpp's llama_model_quantize (fixtures/gguf/formats): every format of issue #26. */
 export const FORMAT_GGUFS: string = fixture("gguf", "formats");
@@ -72,10 +77,17 @@ export const FORMAT_GGUFS: string = fixture("gguf", "formats");
  * A ggml-encoded [rows, K] slice of a fixture tensor of type `t` (its first rows; of a 3-D expert stack, the first
  * expert's), or undefined when none exists. Looks in the shared fixture files first, then in fixtures/gguf/formats.
  */
-export function fixtureRows(t: GGMLTypeName, rows: number): { readonly name: string; readonly K: number; readonly bytes: Uint8Array } | undefined {
+export function fixtureRows(
+  t: GGMLTypeName,
+  rows: number,
+): { readonly name: string; readonly K: number; readonly bytes: Uint8Array } | undefined {
   const files = [
     ...(FIXTURES === undefined ? [] : GGUFS.map(([fam, file]) => path.join(FIXTURES!, "gguf", fam, file))),
-    ...fs.readdirSync(FORMAT_GGUFS).filter((f) => f.endsWith(".gguf")).sort().map((f) => path.join(FORMAT_GGUFS, f)),
+    ...fs
+      .readdirSync(FORMAT_GGUFS)
+      .filter((f) => f.endsWith(".gguf"))
+      .sort()
+      .map((f) => path.join(FORMAT_GGUFS, f)),
   ];
   for (const file of files) {
     const g = openGGUF(file);
@@ -117,18 +129,28 @@ export function run(kernel: Kernel, launch: InterpretLaunch): void {
 }
 
 /** Expects |actual − expected| ≤ rel · scale (elementwise), naming the worst element; NaN (an unwritten element) fails. */
-export function expectClose(actual: ArrayLike<number>, expected: ArrayLike<number>, scale: ArrayLike<number>, rel: number): void {
+export function expectClose(
+  actual: ArrayLike<number>,
+  expected: ArrayLike<number>,
+  scale: ArrayLike<number>,
+  rel: number,
+): void {
   expect(actual.length).toBe(expected.length);
-  let worst = -1, worstErr = 0;
+  let worst = -1,
+    worstErr = 0;
   for (let i = 0; i < expected.length; i++) {
     const err = Math.abs((actual[i] as number) - (expected[i] as number)) / (rel * (scale[i] as number) + 1e-30);
     if (!(err <= 1) && (worst < 0 || !(err <= worstErr))) [worst, worstErr] = [i, err];
   }
-  if (worst >= 0) expect.fail(`element ${worst}: got ${actual[worst]}, expected ${expected[worst]} (tolerance ${rel * (scale[worst] as number)})`);
+  if (worst >= 0)
+    expect.fail(
+      `element ${worst}: got ${actual[worst]}, expected ${expected[worst]} (tolerance ${rel * (scale[worst] as number)})`,
+    );
 }
 
 /** Expects element-by-element equality (the same f32 values), reporting the first mismatch. */
 export function expectExact(actual: ArrayLike<number>, expected: ArrayLike<number>): void {
   expect(actual.length).toBe(expected.length);
-  for (let i = 0; i < expected.length; i++) if (!Object.is(actual[i], expected[i])) expect.fail(`element ${i}: got ${actual[i]}, expected ${expected[i]}`);
+  for (let i = 0; i < expected.length; i++)
+    if (!Object.is(actual[i], expected[i])) expect.fail(`element ${i}: got ${actual[i]}, expected ${expected[i]}`);
 }

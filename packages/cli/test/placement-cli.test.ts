@@ -17,7 +17,12 @@ const HAVE = fs.existsSync(path.join(FIXTURES, "hf", "llama3"));
 
 describe.skipIf(!HAVE)("placement flags through the CLI (llama3 fixture: 2 layers)", () => {
   const dir = path.join(FIXTURES, "hf", "llama3");
-  const ref = HAVE ? (JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as { prompt_ids: number[]; greedy_ids: number[] }) : { prompt_ids: [], greedy_ids: [] };
+  const ref = HAVE
+    ? (JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as {
+        prompt_ids: number[];
+        greedy_ids: number[];
+      })
+    : { prompt_ids: [], greedy_ids: [] };
   const cut = dir;
 
   const bad: [string[], RegExp][] = [
@@ -27,8 +32,14 @@ describe.skipIf(!HAVE)("placement flags through the CLI (llama3 fixture: 2 layer
     [["--place", "0-2:eval"], /the model has layers 0-1/],
     [["--gpu-layers", "x"], /--gpu-layers must be a non-negative integer, got "x"/],
     [["-ngl", "1", "--place", "0-1:cpu"], /--gpu-layers and --place both/],
-    [["--place", "0-1:eval", "--device-memory", "1K"], /--device-memory 1024 bytes is smaller than the largest block placed on eval \(layer 0, 147968 bytes of weights\)/],
-    [["-ngl", "1", "--host-memory", "100"], /--host-memory 100 bytes is smaller than the largest block placed on cpu \(layer 0, 147968 bytes of weights\)/],
+    [
+      ["--place", "0-1:eval", "--device-memory", "1K"],
+      /--device-memory 1024 bytes is smaller than the largest block placed on eval \(layer 0, 147968 bytes of weights\)/,
+    ],
+    [
+      ["-ngl", "1", "--host-memory", "100"],
+      /--host-memory 100 bytes is smaller than the largest block placed on cpu \(layer 0, 147968 bytes of weights\)/,
+    ],
     [["--place", "0-1:eval", "--device-memory", "lots"], /--device-memory must be a size like 512M or 2G, got "lots"/],
   ];
   for (const cmd of ["run", "generate", "bench", "serve"]) {
@@ -50,33 +61,97 @@ describe.skipIf(!HAVE)("placement flags through the CLI (llama3 fixture: 2 layer
 
   test("generate with a split placement and with -ngl gives transformers' greedy ids", async () => {
     const n = 8;
-    for (const flags of [["--place", "0:eval,1:eval-reference,head:eval"], ["--backend", "eval", "-ngl", "1"]]) {
-      const r = await poot("generate", dir, "--ids", ref.prompt_ids.join(","), "--max-tokens", String(n), "--greedy", "--ignore-eos", ...flags);
+    for (const flags of [
+      ["--place", "0:eval,1:eval-reference,head:eval"],
+      ["--backend", "eval", "-ngl", "1"],
+    ]) {
+      const r = await poot(
+        "generate",
+        dir,
+        "--ids",
+        ref.prompt_ids.join(","),
+        "--max-tokens",
+        String(n),
+        "--greedy",
+        "--ignore-eos",
+        ...flags,
+      );
       expect(r.err).toBe("");
       expect(JSON.parse(r.out)).toEqual(ref.greedy_ids.slice(0, n));
     }
   });
 
   test("bench and compile --explain report the placement, bytes per device and hand-offs per token", async () => {
-    const b = await poot("bench", dir, "--backend", "eval", "-ngl", "1", "--prompt-tokens", "4", "--gen-tokens", "3", "--runs", "1", "--json");
+    const b = await poot(
+      "bench",
+      dir,
+      "--backend",
+      "eval",
+      "-ngl",
+      "1",
+      "--prompt-tokens",
+      "4",
+      "--gen-tokens",
+      "3",
+      "--runs",
+      "1",
+      "--json",
+    );
     expect(b.code).toBe(0);
-    const rep = JSON.parse(b.out) as { placement: { unitsPerToken: number; handoffsPerToken: number; measuredHandoffsPerToken: number; weightBytesByDevice: Record<string, number> } };
+    const rep = JSON.parse(b.out) as {
+      placement: {
+        unitsPerToken: number;
+        handoffsPerToken: number;
+        measuredHandoffsPerToken: number;
+        weightBytesByDevice: Record<string, number>;
+      };
+    };
     expect(rep.placement.unitsPerToken).toBe(2);
     expect(rep.placement.handoffsPerToken).toBe(1);
     expect(rep.placement.measuredHandoffsPerToken).toBe(1);
     expect(Object.keys(rep.placement.weightBytesByDevice).sort()).toEqual(["cpu", "eval"]);
     const c = await poot("compile", dir, "--target", "cuda", "--explain", "--place", "0:cpu,1:cuda");
     expect(c.code).toBe(0);
-    expect(c.out).toMatch(/placement 0:cpu,1:cuda: 2 unit\(s\) per token, 1 hand-off\(s\) per token \(256 bytes each\)/);
-    expect(c.out).toMatch(/cpu +embed, layer 0\n +cuda +layer 1, head\n +weights per device: cpu [\d.]+ MB, cuda [\d.]+ MB/);
+    expect(c.out).toMatch(
+      /placement 0:cpu,1:cuda: 2 unit\(s\) per token, 1 hand-off\(s\) per token \(256 bytes each\)/,
+    );
+    expect(c.out).toMatch(
+      /cpu +embed, layer 0\n +cuda +layer 1, head\n +weights per device: cpu [\d.]+ MB, cuda [\d.]+ MB/,
+    );
   });
 
   test("--device-memory below the weights pages blocks: same greedy ids; bench reports page-ins", async () => {
     const n = 6;
-    const g = await poot("generate", dir, "--ids", ref.prompt_ids.join(","), "--max-tokens", String(n), "--greedy", "--ignore-eos", "--backend", "eval", "--device-memory", "200000");
+    const g = await poot(
+      "generate",
+      dir,
+      "--ids",
+      ref.prompt_ids.join(","),
+      "--max-tokens",
+      String(n),
+      "--greedy",
+      "--ignore-eos",
+      "--backend",
+      "eval",
+      "--device-memory",
+      "200000",
+    );
     expect(g.err).toBe("");
     expect(JSON.parse(g.out)).toEqual(ref.greedy_ids.slice(0, n));
-    const b = await poot("bench", dir, "--backend", "eval", "--device-memory", "200000", "--prompt-tokens", "4", "--gen-tokens", "3", "--runs", "1");
+    const b = await poot(
+      "bench",
+      dir,
+      "--backend",
+      "eval",
+      "--device-memory",
+      "200000",
+      "--prompt-tokens",
+      "4",
+      "--gen-tokens",
+      "3",
+      "--runs",
+      "1",
+    );
     expect(b.code).toBe(0);
     expect(b.out).toMatch(/paged \(weights above the budget, LRU\): eval budget 0\.2 MB/);
     expect(b.out).toMatch(/paging: \d+ page-ins \([\d.]+ MB read\), \d+ page-outs, \d+ ms stalled on page-ins/);

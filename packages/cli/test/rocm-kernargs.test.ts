@@ -9,8 +9,13 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import {
-  expectedLayout, packKernargs, readCodeObjectMetadata, RocmError, signatureOf,
-  type CodeObjectMetadata, type KernelMeta,
+  expectedLayout,
+  packKernargs,
+  readCodeObjectMetadata,
+  RocmError,
+  signatureOf,
+  type CodeObjectMetadata,
+  type KernelMeta,
 } from "@poot/backend-rocm";
 import { fixture, needFixture } from "@poot/testkit";
 import { afterAll, describe, expect, test } from "vitest";
@@ -22,7 +27,10 @@ const run = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 const FAMILIES = ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"];
 const NO_FIXTURES = needFixture(...FAMILIES.map((f) => `hf/${f}`));
-const MODELS: [string, string][] = [["demo", path.join(ROOT, "models/demo")], ...(NO_FIXTURES === undefined ? FAMILIES.map((f): [string, string] => [f, fixture("hf", f)]) : [])];
+const MODELS: [string, string][] = [
+  ["demo", path.join(ROOT, "models/demo")],
+  ...(NO_FIXTURES === undefined ? FAMILIES.map((f): [string, string] => [f, fixture("hf", f)]) : []),
+];
 const ARCHS = ["gfx90a", "gfx942", "gfx1100"] as const;
 const TMP = fs.mkdtempSync(path.join(tmpdir(), "poot-rocm-kernargs-"));
 afterAll(() => fs.rmSync(TMP, { recursive: true, force: true }));
@@ -39,27 +47,35 @@ async function tool(...names: string[]): Promise<string | undefined> {
   }
   return undefined;
 }
-const TOOLS = { link: await tool("llvm-link-19", "llvm-link"), llc: await tool("llc-19", "llc"), lld: await tool("ld.lld-19", "ld.lld"), readobj: await tool("llvm-readobj-19", "llvm-readobj") };
-const MISSING = Object.entries(TOOLS).filter(([, v]) => v === undefined).map(([k]) => k);
+const TOOLS = {
+  link: await tool("llvm-link-19", "llvm-link"),
+  llc: await tool("llc-19", "llc"),
+  lld: await tool("ld.lld-19", "ld.lld"),
+  readobj: await tool("llvm-readobj-19", "llvm-readobj"),
+};
+const MISSING = Object.entries(TOOLS)
+  .filter(([, v]) => v === undefined)
+  .map(([k]) => k);
 
 /** Every distinct AMDGPU kernel of the models in both modes, renamed `<model>_<mode>_<name>` so one module holds all. */
 function allKernels(): { name: string; k: EmittedKernel; ir: string }[] {
   const out: { name: string; k: EmittedKernel; ir: string }[] = [];
   // The same kernel under another name (another layer, family or mode) adds nothing: one copy is checked.
   const seen = new Set<string>();
-  for (const [model, dir] of MODELS) for (const mode of ["decode", "prefill"] as const) {
-    const g = trace(dir, graphKind({ mode, batch: "1", context: "2048", tokens: mode === "prefill" ? "8" : "1" }));
-    for (const k of emitKernels(compileFor(g, "amdgpu", mode, dir), "amdgpu", dir)) {
-      const name = `${model}_${mode}_${k.code.entryPoint}`;
-      const text = k.code.text ?? "";
-      const key = text.split(k.code.entryPoint).join("\u0000");
-      if (seen.has(key)) continue;
-      seen.add(key);
-      const ir = text.replace(`@${k.code.entryPoint}(`, `@${name}(`);
-      expect(ir).not.toBe(text);
-      out.push({ name, k, ir });
+  for (const [model, dir] of MODELS)
+    for (const mode of ["decode", "prefill"] as const) {
+      const g = trace(dir, graphKind({ mode, batch: "1", context: "2048", tokens: mode === "prefill" ? "8" : "1" }));
+      for (const k of emitKernels(compileFor(g, "amdgpu", mode, dir), "amdgpu", dir)) {
+        const name = `${model}_${mode}_${k.code.entryPoint}`;
+        const text = k.code.text ?? "";
+        const key = text.split(k.code.entryPoint).join("\u0000");
+        if (seen.has(key)) continue;
+        seen.add(key);
+        const ir = text.replace(`@${k.code.entryPoint}(`, `@${name}(`);
+        expect(ir).not.toBe(text);
+        out.push({ name, k, ir });
+      }
     }
-  }
   return out;
 }
 
@@ -72,7 +88,15 @@ async function codeObject(irs: string[], mcpu: string): Promise<string> {
     return f;
   });
   await run(TOOLS.link as string, ["-o", path.join(dir, "all.bc"), ...srcs]);
-  await run(TOOLS.llc as string, ["-mtriple=amdgcn-amd-amdhsa", `-mcpu=${mcpu}`, "-O2", "-filetype=obj", "-o", path.join(dir, "all.o"), path.join(dir, "all.bc")]);
+  await run(TOOLS.llc as string, [
+    "-mtriple=amdgcn-amd-amdhsa",
+    `-mcpu=${mcpu}`,
+    "-O2",
+    "-filetype=obj",
+    "-o",
+    path.join(dir, "all.o"),
+    path.join(dir, "all.bc"),
+  ]);
   await run(TOOLS.lld as string, ["-shared", "-o", path.join(dir, "all.hsaco"), path.join(dir, "all.o")]);
   return path.join(dir, "all.hsaco");
 }
@@ -88,17 +112,25 @@ async function readobjMetadata(file: string): Promise<CodeObjectMetadata> {
   return {
     version: doc["amdhsa.version"] as number[],
     target: doc["amdhsa.target"] as string,
-    kernels: kernels.map((k): KernelMeta => ({
-      name: String(k[".name"]), symbol: String(k[".symbol"]),
-      kernargSegmentSize: k[".kernarg_segment_size"] as number, kernargSegmentAlign: k[".kernarg_segment_align"] as number,
-      groupSegmentFixedSize: k[".group_segment_fixed_size"] as number, privateSegmentFixedSize: k[".private_segment_fixed_size"] as number,
-      wavefrontSize: k[".wavefront_size"] as number, maxFlatWorkgroupSize: k[".max_flat_workgroup_size"] as number,
-      args: ((k[".args"] ?? []) as Record<string, unknown>[]).map((a) => ({
-        offset: a[".offset"] as number, size: a[".size"] as number, valueKind: a[".value_kind"] as string,
-        ...(a[".name"] === undefined ? {} : { name: String(a[".name"]) }),
-        ...(a[".address_space"] === undefined ? {} : { addressSpace: a[".address_space"] as string }),
-      })),
-    })),
+    kernels: kernels.map(
+      (k): KernelMeta => ({
+        name: String(k[".name"]),
+        symbol: String(k[".symbol"]),
+        kernargSegmentSize: k[".kernarg_segment_size"] as number,
+        kernargSegmentAlign: k[".kernarg_segment_align"] as number,
+        groupSegmentFixedSize: k[".group_segment_fixed_size"] as number,
+        privateSegmentFixedSize: k[".private_segment_fixed_size"] as number,
+        wavefrontSize: k[".wavefront_size"] as number,
+        maxFlatWorkgroupSize: k[".max_flat_workgroup_size"] as number,
+        args: ((k[".args"] ?? []) as Record<string, unknown>[]).map((a) => ({
+          offset: a[".offset"] as number,
+          size: a[".size"] as number,
+          valueKind: a[".value_kind"] as string,
+          ...(a[".name"] === undefined ? {} : { name: String(a[".name"]) }),
+          ...(a[".address_space"] === undefined ? {} : { addressSpace: a[".address_space"] as string }),
+        })),
+      }),
+    ),
   };
 }
 
@@ -110,7 +142,10 @@ describe.skipIf(MISSING.length > 0)(`${TITLE}${MISSING.length ? ` (skipped: no $
   for (const mcpu of ARCHS) {
     test(`${mcpu}: the parsed metadata equals llvm-readobj's, the packer's offsets equal the metadata's`, async () => {
       const t0 = performance.now();
-      const file = await codeObject(KERNELS.map((x) => x.ir), mcpu);
+      const file = await codeObject(
+        KERNELS.map((x) => x.ir),
+        mcpu,
+      );
       const ours = readCodeObjectMetadata(new Uint8Array(fs.readFileSync(file)));
       built.set(mcpu, { file, ours });
       const theirs = await readobjMetadata(file);
@@ -122,10 +157,15 @@ describe.skipIf(MISSING.length > 0)(`${TITLE}${MISSING.length ? ` (skipped: no $
         const meta = ours.kernels.find((m) => m.name === name) as KernelMeta;
         const sig = { ...signatureOf(k.code, k.kernel.uniforms), name };
         const [x, y, z] = k.code.workgroupSize;
-        const p = packKernargs(meta, sig, {
-          buffers: Array.from({ length: sig.buffers }, (_, i) => 0x7f00_0000_0000n + BigInt(i) * 0x1000n),
-          uniforms: sig.uniforms.map((u, i) => (u.type === "f32" ? 0.5 + i : i + 1)),
-        }, { grid: [3, 2, 1], block: [x, y, z] });
+        const p = packKernargs(
+          meta,
+          sig,
+          {
+            buffers: Array.from({ length: sig.buffers }, (_, i) => 0x7f00_0000_0000n + BigInt(i) * 0x1000n),
+            uniforms: sig.uniforms.map((u, i) => (u.type === "f32" ? 0.5 + i : i + 1)),
+          },
+          { grid: [3, 2, 1], block: [x, y, z] },
+        );
         const explicit = meta.args.filter((a) => !a.valueKind.startsWith("hidden_"));
         expect(p.offsets, name).toEqual(explicit.map((a) => a.offset));
         expect(p.offsets, name).toEqual(expectedLayout(sig).map((a) => a.offset));
@@ -133,7 +173,9 @@ describe.skipIf(MISSING.length > 0)(`${TITLE}${MISSING.length ? ` (skipped: no $
         hidden += p.filled.length;
       }
       expect(hidden).toBeGreaterThan(0);
-      console.log(`${mcpu}: ${KERNELS.length} kernels (${KERNELS.filter((x) => x.name.includes("_decode_")).length} decode, ${KERNELS.filter((x) => x.name.includes("_prefill_")).length} prefill) in one code object, checked in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      console.log(
+        `${mcpu}: ${KERNELS.length} kernels (${KERNELS.filter((x) => x.name.includes("_decode_")).length} decode, ${KERNELS.filter((x) => x.name.includes("_prefill_")).length} prefill) in one code object, checked in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+      );
     }, 120_000);
   }
 
@@ -143,7 +185,10 @@ describe.skipIf(MISSING.length > 0)(`${TITLE}${MISSING.length ? ` (skipped: no $
     const { name, k } = KERNELS.find((x) => x.k.kernel.uniforms.length > 0) as (typeof KERNELS)[number];
     const meta = b.ours.kernels.find((m) => m.name === name) as KernelMeta;
     const i = meta.args.findIndex((a) => a.valueKind === "by_value");
-    const shifted: KernelMeta = { ...meta, args: meta.args.map((a, j) => (j === i ? { ...a, offset: a.offset + 4 } : a)) };
+    const shifted: KernelMeta = {
+      ...meta,
+      args: meta.args.map((a, j) => (j === i ? { ...a, offset: a.offset + 4 } : a)),
+    };
     const sig = { ...signatureOf(k.code, k.kernel.uniforms), name };
     const values = { buffers: Array.from({ length: sig.buffers }, () => 0n), uniforms: sig.uniforms.map(() => 0) };
     const [x, y, z] = k.code.workgroupSize;
@@ -155,7 +200,9 @@ describe.skipIf(MISSING.length > 0)(`${TITLE}${MISSING.length ? ` (skipped: no $
     }
     expect(err).toBeInstanceOf(RocmError);
     expect((err as RocmError).code).toBe("kernarg_mismatch");
-    expect((err as RocmError).message).toContain(`kernel ${name}: argument ${i}: the code object has by_value at ${meta.args[i]!.offset + 4}`);
+    expect((err as RocmError).message).toContain(
+      `kernel ${name}: argument ${i}: the code object has by_value at ${meta.args[i]!.offset + 4}`,
+    );
     const theirs = await readobjMetadata(b.file);
     const planted = { ...b.ours, kernels: b.ours.kernels.map((m) => (m.name === name ? shifted : m)) };
     expect(planted).not.toEqual(theirs);

@@ -12,7 +12,8 @@ import { fixture, needFixture } from "@poot/testkit";
 const NO_FIXTURES = needFixture("hf/llama3");
 const FIX = fixture();
 const HAVE = NO_FIXTURES === undefined;
-const SUMMARY = /^prompt (\d+) tokens, generated (\d+) tokens \((eos|stop|length)\), prefill [\d.]+ tok\/s, decode [\d.]+ tok\/s \[(auto: (cuda|vulkan|wgpu|cpu)|eval)\]\n$/;
+const SUMMARY =
+  /^prompt (\d+) tokens, generated (\d+) tokens \((eos|stop|length)\), prefill [\d.]+ tok\/s, decode [\d.]+ tok\/s \[(auto: (cuda|vulkan|wgpu|cpu)|eval)\]\n$/;
 
 async function poot(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
   const io = bufferIo();
@@ -40,8 +41,21 @@ describe.skipIf(!HAVE)(`poot run on the llama3 fixture${HAVE ? "" : ` (skipped: 
   }, 60_000);
 
   test("a seed reproduces sampled text; --stop cuts before the stop string", async () => {
-    const args = ["run", dir, "--prompt", prompt, "--temperature", "1.2", "--max-tokens", "12", "--seed", "7", "--ignore-eos"];
-    const a = await poot(...args), b = await poot(...args);
+    const args = [
+      "run",
+      dir,
+      "--prompt",
+      prompt,
+      "--temperature",
+      "1.2",
+      "--max-tokens",
+      "12",
+      "--seed",
+      "7",
+      "--ignore-eos",
+    ];
+    const a = await poot(...args),
+      b = await poot(...args);
     expect(a.code).toBe(0);
     expect(a.out).toBe(b.out);
     const text = a.out.slice(0, -1);
@@ -89,14 +103,43 @@ describe("the default model", () => {
   });
 
   const demo = findDemoModel();
-  test.skipIf(demo === null)("poot run with no MODEL uses models/demo: greedy text equals transformers' (plain and --chat)", async () => {
-    const ref = JSON.parse(fs.readFileSync(path.join(demo!, "reference.json"), "utf8")) as { prompt: string; greedy_ids: number[]; greedy_text: string; chat_messages: { content: string }[]; chat_greedy_text: string; chat_greedy_ids: number[] };
-    const r = await poot("run", "--prompt", ref.prompt, "--temperature", "0", "--max-tokens", String(ref.greedy_ids.length), "--ignore-eos");
-    expect(r.code).toBe(0);
-    expect(r.out).toBe(`${ref.greedy_text}\n`);
-    expect(r.err).toMatch(SUMMARY);
-    const c = await poot("run", "--chat", "--prompt", ref.chat_messages[0]!.content, "--temperature", "0", "--max-tokens", String(ref.chat_greedy_ids.length));
-    expect(c.code).toBe(0);
-    expect(c.out).toBe(`${ref.chat_greedy_text}\n`);
-  }, 120_000);
+  test.skipIf(demo === null)(
+    "poot run with no MODEL uses models/demo: greedy text equals transformers' (plain and --chat)",
+    async () => {
+      const ref = JSON.parse(fs.readFileSync(path.join(demo!, "reference.json"), "utf8")) as {
+        prompt: string;
+        greedy_ids: number[];
+        greedy_text: string;
+        chat_messages: { content: string }[];
+        chat_greedy_text: string;
+        chat_greedy_ids: number[];
+      };
+      const r = await poot(
+        "run",
+        "--prompt",
+        ref.prompt,
+        "--temperature",
+        "0",
+        "--max-tokens",
+        String(ref.greedy_ids.length),
+        "--ignore-eos",
+      );
+      expect(r.code).toBe(0);
+      expect(r.out).toBe(`${ref.greedy_text}\n`);
+      expect(r.err).toMatch(SUMMARY);
+      const c = await poot(
+        "run",
+        "--chat",
+        "--prompt",
+        ref.chat_messages[0]!.content,
+        "--temperature",
+        "0",
+        "--max-tokens",
+        String(ref.chat_greedy_ids.length),
+      );
+      expect(c.code).toBe(0);
+      expect(c.out).toBe(`${ref.chat_greedy_text}\n`);
+    },
+    120_000,
+  );
 });

@@ -12,26 +12,44 @@ import { createExecutor } from "../src/commands/backends.js";
 
 const DEMO = fileURLToPath(new URL("../../../models/demo", import.meta.url));
 
-const defaults: ServeCliOptions = { backend: "eval", host: "127.0.0.1", port: "0", maxBatch: "4", maxQueue: "16", weights: "f32", prepare: false, ctx: "64" };
+const defaults: ServeCliOptions = {
+  backend: "eval",
+  host: "127.0.0.1",
+  port: "0",
+  maxBatch: "4",
+  maxQueue: "16",
+  weights: "f32",
+  prepare: false,
+  ctx: "64",
+};
 
 describe("poot serve", () => {
   test("--help lists the options", async () => {
     const io = bufferIo();
     expect(await runCli(["serve", "--help"], { io })).toBe(0);
-    for (const flag of ["--backend", "--host", "--port", "--api-key", "--max-batch", "--ctx", "--chat-template"]) expect(io.stdout()).toContain(flag);
+    for (const flag of ["--backend", "--host", "--port", "--api-key", "--max-batch", "--ctx", "--chat-template"])
+      expect(io.stdout()).toContain(flag);
     expect(io.stdout()).toContain('(default: "127.0.0.1")');
   });
 
   test("bad options are CliErrors before anything loads", async () => {
     const io = bufferIo();
-    await expect(startServe(DEMO, { ...defaults, port: "99999" }, io, createExecutor)).rejects.toMatchObject({ code: "bad-input" });
+    await expect(startServe(DEMO, { ...defaults, port: "99999" }, io, createExecutor)).rejects.toMatchObject({
+      code: "bad-input",
+    });
     await expect(startServe(DEMO, { ...defaults, maxBatch: "0" }, io, createExecutor)).rejects.toBeInstanceOf(CliError);
-    await expect(startServe(DEMO, { ...defaults, backend: "tpu" }, io, createExecutor)).rejects.toMatchObject({ code: "bad-input" });
+    await expect(startServe(DEMO, { ...defaults, backend: "tpu" }, io, createExecutor)).rejects.toMatchObject({
+      code: "bad-input",
+    });
     await expect(startServe(path.join(DEMO, "nope"), defaults, io, createExecutor)).rejects.toBeInstanceOf(CliError);
-    await expect(startServe(DEMO, { ...defaults, chatTemplate: "/nonexistent/t.jinja" }, io, createExecutor)).rejects.toMatchObject({ code: "file-unreadable" });
+    await expect(
+      startServe(DEMO, { ...defaults, chatTemplate: "/nonexistent/t.jinja" }, io, createExecutor),
+    ).rejects.toMatchObject({ code: "file-unreadable" });
   });
 
-  test("the demo model: binds 127.0.0.1, applies its chat template, greedy chat equals the reference loop", { timeout: 300_000 }, async () => {
+  test("the demo model: binds 127.0.0.1, applies its chat template, greedy chat equals the reference loop", {
+    timeout: 300_000,
+  }, async () => {
     const io = bufferIo();
     const started = await startServe(DEMO, defaults, io, createExecutor);
     try {
@@ -47,7 +65,11 @@ describe("poot serve", () => {
       try {
         const g = m.generate(ids, 5, m.config.eosTokenIds).ids.filter((id) => !m.config.eosTokenIds.includes(id));
         expect(r.choices[0]!.message.content).toBe(tok.decode(g, { skipSpecial: true }));
-        expect(r.usage).toEqual({ prompt_tokens: ids.length, completion_tokens: g.length, total_tokens: ids.length + g.length });
+        expect(r.usage).toEqual({
+          prompt_tokens: ids.length,
+          completion_tokens: g.length,
+          total_tokens: ids.length + g.length,
+        });
       } finally {
         m.close();
       }

@@ -28,7 +28,8 @@ async function poot(...argv: string[]): Promise<{ code: number; out: string; err
 /** max |a - ref| / max |ref|. */
 function relErr(a: Float32Array, ref: Float32Array): number {
   expect(a.length).toBe(ref.length);
-  let d = 0, m = 0;
+  let d = 0,
+    m = 0;
   for (let i = 0; i < ref.length; i++) {
     d = Math.max(d, Math.abs(a[i]! - ref[i]!));
     m = Math.max(m, Math.abs(ref[i]!));
@@ -36,24 +37,55 @@ function relErr(a: Float32Array, ref: Float32Array): number {
   return d / m;
 }
 
-describe.skipIf(why !== undefined)(`poot --backend vulkan on fixtures/${why === undefined ? "" : ` (skipped: ${why})`}`, () => {
-  // Every family with f32 weights; bf16 weights on llama3 only (lavapipe compiles each new pipeline with LLVM,
-  // and every extra program costs seconds on a shared CPU).
-  for (const fam of ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"]) {
-    const dir = path.join(FIX, "hf", fam);
-    test(`${fam}: logits within 1e-4 of transformers and greedy ids equal`, async () => {
-      const ref = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as { prompt_ids: number[]; greedy_ids: number[] };
-      const want = openSafetensors(path.join(dir, "reference.safetensors")).readF32Sync("prompt_logits");
-      for (const weights of fam === "llama3" ? ["f32", "bf16"] : ["f32"]) {
-        const out = path.join(tmp, `${fam}-${weights}.bin`);
-        const r = await poot("logits", dir, "--backend", "vulkan", "--ids", ref.prompt_ids.join(","), "--out", out, "--weights", weights);
-        expect(r.code, r.err).toBe(0);
-        const b = fs.readFileSync(out);
-        expect(relErr(new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4), want), `${fam} ${weights}`).toBeLessThanOrEqual(1e-4);
-      }
-      const g = await poot("generate", dir, "--backend", "vulkan", "--ids", ref.prompt_ids.join(","), "--max-tokens", String(ref.greedy_ids.length), "--greedy", "--ignore-eos");
-      expect(g.code, g.err).toBe(0);
-      expect(JSON.parse(g.out)).toEqual(ref.greedy_ids);
-    }, 600_000);
-  }
-});
+describe.skipIf(why !== undefined)(
+  `poot --backend vulkan on fixtures/${why === undefined ? "" : ` (skipped: ${why})`}`,
+  () => {
+    // Every family with f32 weights; bf16 weights on llama3 only (lavapipe compiles each new pipeline with LLVM,
+    // and every extra program costs seconds on a shared CPU).
+    for (const fam of ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"]) {
+      const dir = path.join(FIX, "hf", fam);
+      test(`${fam}: logits within 1e-4 of transformers and greedy ids equal`, async () => {
+        const ref = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as {
+          prompt_ids: number[];
+          greedy_ids: number[];
+        };
+        const want = openSafetensors(path.join(dir, "reference.safetensors")).readF32Sync("prompt_logits");
+        for (const weights of fam === "llama3" ? ["f32", "bf16"] : ["f32"]) {
+          const out = path.join(tmp, `${fam}-${weights}.bin`);
+          const r = await poot(
+            "logits",
+            dir,
+            "--backend",
+            "vulkan",
+            "--ids",
+            ref.prompt_ids.join(","),
+            "--out",
+            out,
+            "--weights",
+            weights,
+          );
+          expect(r.code, r.err).toBe(0);
+          const b = fs.readFileSync(out);
+          expect(
+            relErr(new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4), want),
+            `${fam} ${weights}`,
+          ).toBeLessThanOrEqual(1e-4);
+        }
+        const g = await poot(
+          "generate",
+          dir,
+          "--backend",
+          "vulkan",
+          "--ids",
+          ref.prompt_ids.join(","),
+          "--max-tokens",
+          String(ref.greedy_ids.length),
+          "--greedy",
+          "--ignore-eos",
+        );
+        expect(g.code, g.err).toBe(0);
+        expect(JSON.parse(g.out)).toEqual(ref.greedy_ids);
+      }, 600_000);
+    }
+  },
+);

@@ -31,7 +31,12 @@ export interface DeviceCaps {
    * (`{ m: 16, n: 8, k: 16, input: "bf16" }` = PTX `mma.sync` m16n8k16). Absent or empty = none: a kernel
    * with an `mma` statement is then refused with `missing-capability`.
    */
-  readonly matrixShapes?: readonly { readonly m: number; readonly n: number; readonly k: number; readonly input: string }[];
+  readonly matrixShapes?: readonly {
+    readonly m: number;
+    readonly n: number;
+    readonly k: number;
+    readonly input: string;
+  }[];
 }
 
 /** Targets codegen lowers to. */
@@ -46,7 +51,11 @@ export type BindingSlot =
    * each member into one buffer at a 4-byte-aligned word offset it chooses and writes that offset to
    * the uniform `offsetUniform`.
    */
-  | { readonly kind: "packed"; readonly slot: number; readonly members: readonly { readonly buffer: string; readonly offsetUniform: string }[] }
+  | {
+      readonly kind: "packed";
+      readonly slot: number;
+      readonly members: readonly { readonly buffer: string; readonly offsetUniform: string }[];
+    }
   /** All scalar uniforms (plus packing offsets) as consecutive 4-byte words, in `order`. */
   | { readonly kind: "uniforms"; readonly slot: number; readonly order: readonly string[] };
 

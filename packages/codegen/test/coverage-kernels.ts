@@ -6,7 +6,24 @@ import { kernel, type Kernel } from "@poot/kernel-dsl";
 
 /** Scalar ops over a 2-D (8×2) workgroup; every output element written by exactly one thread. */
 export const scalarOps = kernel("scalar_ops", { workgroupSize: [8, 2, 1] }, (k) => {
-  const { buffer, wid, nwg, wgSize, localIndex, u32, i32, f32, let_, var_, for_, while_, if_, break_, continue_, privateArray } = k;
+  const {
+    buffer,
+    wid,
+    nwg,
+    wgSize,
+    localIndex,
+    u32,
+    i32,
+    f32,
+    let_,
+    var_,
+    for_,
+    while_,
+    if_,
+    break_,
+    continue_,
+    privateArray,
+  } = k;
   const { log, sqrt, rsqrt, tanh, erf, sin, cos, floor, abs, min, max, select, fma } = k;
   const fin = buffer("fin", "f32", "read");
   const iin = buffer("iin", "i32", "read");
@@ -18,10 +35,25 @@ export const scalarOps = kernel("scalar_ops", { workgroupSize: [8, 2, 1] }, (k) 
   const x = let_(fin.at(gi), "x");
   const a = let_(iin.at(gi), "a");
   const b = let_(uin.at(gi), "b");
-  fout.set(gi.mul(5), log(abs(x).add(1)).add(sqrt(abs(x))).add(rsqrt(abs(x).add(0.5))));
+  fout.set(
+    gi.mul(5),
+    log(abs(x).add(1))
+      .add(sqrt(abs(x)))
+      .add(rsqrt(abs(x).add(0.5))),
+  );
   fout.set(gi.mul(5).add(1), tanh(x).add(erf(x)));
-  fout.set(gi.mul(5).add(2), sin(x).add(cos(x)).add(floor(x.mul(3))));
-  fout.set(gi.mul(5).add(3), select(x.gt(0), min(x, f32(0.25)), max(x, f32(-0.25))).add(x.rem(0.3)).add(fma(x, x, f32(-1))));
+  fout.set(
+    gi.mul(5).add(2),
+    sin(x)
+      .add(cos(x))
+      .add(floor(x.mul(3))),
+  );
+  fout.set(
+    gi.mul(5).add(3),
+    select(x.gt(0), min(x, f32(0.25)), max(x, f32(-0.25)))
+      .add(x.rem(0.3))
+      .add(fma(x, x, f32(-1))),
+  );
   // A private array filled in a loop, then summed with continue and break.
   const arr = privateArray("arr", "f32", 6);
   for_(u32(0), 6, 1, (j) => arr.set(j, x.mul(j.f32()).add(arr.at(j))), "j");
@@ -36,11 +68,22 @@ export const scalarOps = kernel("scalar_ops", { workgroupSize: [8, 2, 1] }, (k) 
   fout.set(gi.mul(5).add(4), s);
   iout.set(gi.mul(3), x.mul(3e9).i32()); // saturates
   iout.set(gi.mul(3).add(1), a.shl(3).shr(1).xor(a.rem(7)).sub(a.div(3)).add(a.not()));
-  iout.set(gi.mul(3).add(2), min(a, i32(5)).add(max(a, i32(-5))).add(abs(a)).neg());
+  iout.set(
+    gi.mul(3).add(2),
+    min(a, i32(5))
+      .add(max(a, i32(-5)))
+      .add(abs(a))
+      .neg(),
+  );
   uout.set(gi.mul(4), x.bitcast("u32"));
   uout.set(gi.mul(4).add(1), b.shr(5).or(b.shl(27)).add(b.div(7)).add(b.rem(11)));
   uout.set(gi.mul(4).add(2), x.mul(-1e3).u32().add(nwg.x).add(wgSize.y)); // negative saturates to 0
-  uout.set(gi.mul(4).add(3), select(a.lt(0).and(b.gt(100)), u32(1), u32(2)).add(x.ne(x).u32()).add(a.bitcast("u32").shr(31)));
+  uout.set(
+    gi.mul(4).add(3),
+    select(a.lt(0).and(b.gt(100)), u32(1), u32(2))
+      .add(x.ne(x).u32())
+      .add(a.bitcast("u32").shr(31)),
+  );
 });
 
 /** Narrow storage: f16, u8 and i8 loads and stores, f16 pack/unpack, vec2 math. */

@@ -28,7 +28,8 @@ export const gemv = kernel("gemv_tree", { workgroupSize: [64, 1, 1] }, (k) => {
 
 /** out[row] = Σ_k a[row, k]: one subgroup per row, lanes stride over k, then a subgroup reduction. */
 export const rowSum = kernel("row_sum_subgroup", { workgroupSize: [64, 1, 1] }, (k) => {
-  const { buffer, uniform, wid, u32, f32, var_, let_, for_, if_, subgroupAdd, subgroupId, subgroupLane, subgroupSize } = k;
+  const { buffer, uniform, wid, u32, f32, var_, let_, for_, if_, subgroupAdd, subgroupId, subgroupLane, subgroupSize } =
+    k;
   const a = buffer("a", "f32", "read");
   const out = buffer("out", "f32", "write");
   const K = uniform("k", "u32");

@@ -3,11 +3,27 @@
 // typed `missing-capability` error.
 
 import { describe, expect, test } from "vitest";
-import { CodegenError, lowerAmdgpu, lowerPtx, lowerSpirv, lowerWasm, lowerWgsl, validatePtx, type DeviceCaps, type ValidationResult } from "@poot/codegen";
+import {
+  CodegenError,
+  lowerAmdgpu,
+  lowerPtx,
+  lowerSpirv,
+  lowerWasm,
+  lowerWgsl,
+  validatePtx,
+  type DeviceCaps,
+  type ValidationResult,
+} from "@poot/codegen";
 import { kernel, type Kernel, type MmaInput } from "@poot/kernel-dsl";
 import { AMD_CAPS, CUDA_CAPS, VULKAN_CAPS, WASM_CAPS, WEBGPU_CAPS } from "./helpers.js";
 
-const TC_CAPS: DeviceCaps = { ...CUDA_CAPS, matrixShapes: [{ m: 16, n: 8, k: 16, input: "f16" }, { m: 16, n: 8, k: 16, input: "bf16" }] };
+const TC_CAPS: DeviceCaps = {
+  ...CUDA_CAPS,
+  matrixShapes: [
+    { m: 16, n: 8, k: 16, input: "f16" },
+    { m: 16, n: 8, k: 16, input: "bf16" },
+  ],
+};
 
 /** One warp: each lane's fragments are read as words (lane-major), multiplied and written back. */
 function fragmentKernel(input: MmaInput): Kernel {
@@ -76,17 +92,23 @@ describe("PTX mma", () => {
 
   for (const input of ["bf16", "f16"] as const) {
     for (const arch of ["sm_80", "sm_90"]) {
-      test.skipIf(missing !== undefined)(`mma_frag_${input} assembles for ${arch}${missing ? ` (skipped: ${missing})` : ""}`, async () => {
-        const text = lowerPtx(fragmentKernel(input), TC_CAPS, { arch }).text!;
-        expect(text).toContain(`mma.sync.aligned.m16n8k16.row.col.f32.${input}.${input}.f32`);
-        const r = await validatePtx(text, { arch });
-        expect(r.status === "invalid" ? r.message : r.status).toBe("ok");
-      });
+      test.skipIf(missing !== undefined)(
+        `mma_frag_${input} assembles for ${arch}${missing ? ` (skipped: ${missing})` : ""}`,
+        async () => {
+          const text = lowerPtx(fragmentKernel(input), TC_CAPS, { arch }).text!;
+          expect(text).toContain(`mma.sync.aligned.m16n8k16.row.col.f32.${input}.${input}.f32`);
+          const r = await validatePtx(text, { arch });
+          expect(r.status === "invalid" ? r.message : r.status).toBe("ok");
+        },
+      );
     }
   }
 
   test.skipIf(missing !== undefined)("a planted malformed mma (a 3-register B fragment) fails ptxas", async () => {
-    const text = lowerPtx(fragmentKernel("bf16"), TC_CAPS).text!.replace(/(mma\.sync[^;]*?\}, \{[^}]*\}, \{)([^}]*)\}/, "$1$2, $2}");
+    const text = lowerPtx(fragmentKernel("bf16"), TC_CAPS).text!.replace(
+      /(mma\.sync[^;]*?\}, \{[^}]*\}, \{)([^}]*)\}/,
+      "$1$2, $2}",
+    );
     expect(text).not.toBe(lowerPtx(fragmentKernel("bf16"), TC_CAPS).text);
     expect((await validatePtx(text, { arch: "sm_80" })).status).toBe("invalid");
   });
@@ -105,9 +127,15 @@ describe("mma refusals", () => {
   };
   test("PTX without matrix units in the caps", () => {
     const e = refused(() => lowerPtx(k, CUDA_CAPS));
-    expect([e.code, e.context.construct, e.context.kernel]).toEqual(["missing-capability", "mma.m16n8k16.bf16", "mma_frag_bf16"]);
+    expect([e.code, e.context.construct, e.context.kernel]).toEqual([
+      "missing-capability",
+      "mma.m16n8k16.bf16",
+      "mma_frag_bf16",
+    ]);
     // f16 units only: bf16 is still refused.
-    expect(refused(() => lowerPtx(k, { ...CUDA_CAPS, matrixShapes: [{ m: 16, n: 8, k: 16, input: "f16" }] })).code).toBe("missing-capability");
+    expect(
+      refused(() => lowerPtx(k, { ...CUDA_CAPS, matrixShapes: [{ m: 16, n: 8, k: 16, input: "f16" }] })).code,
+    ).toBe("missing-capability");
   });
   test.each([
     ["wgsl", () => lowerWgsl(k, { ...WEBGPU_CAPS, subgroupSize: 32, matrixShapes: TC_CAPS.matrixShapes })],

@@ -3,8 +3,21 @@
 
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import {
-  assembleAmdgpu, assembleAmdgpuMany, lowerAmdgpu, lowerPtx, lowerSpirv, lowerWasm, lowerWgsl, openDawnDevice, SpirvModule,
-  validatePtx, validateSpirv, validateWasm, validateWgsl, type DawnDevice, type ValidationResult,
+  assembleAmdgpu,
+  assembleAmdgpuMany,
+  lowerAmdgpu,
+  lowerPtx,
+  lowerSpirv,
+  lowerWasm,
+  lowerWgsl,
+  openDawnDevice,
+  SpirvModule,
+  validatePtx,
+  validateSpirv,
+  validateWasm,
+  validateWgsl,
+  type DawnDevice,
+  type ValidationResult,
 } from "@poot/codegen";
 import { kernel } from "@poot/kernel-dsl";
 import { ALL_KERNELS as MAIN_KERNELS } from "./kernels.js";
@@ -31,18 +44,24 @@ function expectOk(r: ValidationResult): void {
 describe("ptxas", () => {
   for (const k of ALL_KERNELS) {
     for (const arch of ["sm_80", "sm_90"]) {
-      test.skipIf(ptxMissing !== undefined)(`${k.name} assembles for ${arch}${ptxMissing ? ` (skipped: ${ptxMissing})` : ""}`, async () => {
-        expectOk(await validatePtx(lowerPtx(k, CUDA_CAPS).text!, { arch }));
-      });
+      test.skipIf(ptxMissing !== undefined)(
+        `${k.name} assembles for ${arch}${ptxMissing ? ` (skipped: ${ptxMissing})` : ""}`,
+        async () => {
+          expectOk(await validatePtx(lowerPtx(k, CUDA_CAPS).text!, { arch }));
+        },
+      );
     }
   }
-  test.skipIf(ptxMissing !== undefined)("without caps.bf16, bf16 rounding uses integer ops and still assembles", async () => {
-    for (const k of ALL_KERNELS.filter((x) => x.name === "bf16_scale")) {
-      const text = lowerPtx(k, { ...CUDA_CAPS, bf16: false }).text!;
-      expect(text).not.toMatch(/cvt\.rn\.bf16/);
-      expectOk(await validatePtx(text, { arch: "sm_80" }));
-    }
-  });
+  test.skipIf(ptxMissing !== undefined)(
+    "without caps.bf16, bf16 rounding uses integer ops and still assembles",
+    async () => {
+      for (const k of ALL_KERNELS.filter((x) => x.name === "bf16_scale")) {
+        const text = lowerPtx(k, { ...CUDA_CAPS, bf16: false }).text!;
+        expect(text).not.toMatch(/cvt\.rn\.bf16/);
+        expectOk(await validatePtx(text, { arch: "sm_80" }));
+      }
+    },
+  );
   test.skipIf(ptxMissing !== undefined)("a planted malformed kernel (undeclared register) fails", async () => {
     const text = lowerPtx(ALL_KERNELS[0]!, CUDA_CAPS).text!.replace(/^\s*\.reg \.f32 .*$/m, "");
     const r = await validatePtx(text, { arch: "sm_90" });
@@ -53,9 +72,12 @@ describe("ptxas", () => {
 
 describe("spirv-val --target-env vulkan1.1", () => {
   for (const k of ALL_KERNELS) {
-    test.skipIf(spirvMissing !== undefined)(`${k.name} validates${spirvMissing ? ` (skipped: ${spirvMissing})` : ""}`, async () => {
-      expectOk(await validateSpirv(lowerSpirv(k, VULKAN_CAPS).binary!));
-    });
+    test.skipIf(spirvMissing !== undefined)(
+      `${k.name} validates${spirvMissing ? ` (skipped: ${spirvMissing})` : ""}`,
+      async () => {
+        expectOk(await validateSpirv(lowerSpirv(k, VULKAN_CAPS).binary!));
+      },
+    );
   }
   test.skipIf(spirvMissing !== undefined)("a planted malformed module (integer add of floats) fails", async () => {
     const m = new SpirvModule();
@@ -76,31 +98,43 @@ describe("spirv-val --target-env vulkan1.1", () => {
 describe("llc + ld.lld (AMDGPU code objects)", () => {
   for (const k of ALL_KERNELS) {
     for (const mcpu of ["gfx90a", "gfx942", "gfx1100"]) {
-      test.skipIf(llcMissing !== undefined)(`${k.name} builds a .hsaco for ${mcpu}${llcMissing ? ` (skipped: ${llcMissing})` : ""}`, async () => {
-        const r = await assembleAmdgpu(lowerAmdgpu(k, AMD_CAPS).text!, { mcpu });
-        expectOk(r);
-        // An ELF shared object for the AMDGPU machine (EM_AMDGPU = 224).
-        const elf = r.status === "ok" ? r.artifact! : new Uint8Array();
-        expect([...elf.subarray(0, 4)]).toEqual([0x7f, 0x45, 0x4c, 0x46]);
-        expect(elf[18]! | (elf[19]! << 8)).toBe(224);
-      });
+      test.skipIf(llcMissing !== undefined)(
+        `${k.name} builds a .hsaco for ${mcpu}${llcMissing ? ` (skipped: ${llcMissing})` : ""}`,
+        async () => {
+          const r = await assembleAmdgpu(lowerAmdgpu(k, AMD_CAPS).text!, { mcpu });
+          expectOk(r);
+          // An ELF shared object for the AMDGPU machine (EM_AMDGPU = 224).
+          const elf = r.status === "ok" ? r.artifact! : new Uint8Array();
+          expect([...elf.subarray(0, 4)]).toEqual([0x7f, 0x45, 0x4c, 0x46]);
+          expect(elf[18]! | (elf[19]! << 8)).toBe(224);
+        },
+      );
     }
   }
   test.skipIf(llcMissing !== undefined)("a planted malformed kernel (undefined value) fails", async () => {
-    const text = lowerAmdgpu(ALL_KERNELS[0]!, AMD_CAPS).text!.replace("ret void", "store i32 %undefined_value, ptr addrspace(1) null, align 4\n  ret void");
+    const text = lowerAmdgpu(ALL_KERNELS[0]!, AMD_CAPS).text!.replace(
+      "ret void",
+      "store i32 %undefined_value, ptr addrspace(1) null, align 4\n  ret void",
+    );
     const r = await assembleAmdgpu(text, { mcpu: "gfx942" });
     expect(r.status).toBe("invalid");
     expect(r.status === "invalid" && r.message).toMatch(/undefined_value/);
   });
-  test.skipIf(llcMissing !== undefined)("batched: every kernel passes in one link, a planted bad one is named alone, a repeated name splits the batch", async () => {
-    const good = ALL_KERNELS.map((k) => lowerAmdgpu(k, AMD_CAPS).text!);
-    const bad = good[0]!.replace("ret void", "store i32 %undefined_value, ptr addrspace(1) null, align 4\n  ret void");
-    const irs = [...good, bad, good[1]!];
-    const rs = await assembleAmdgpuMany(irs, { mcpu: "gfx942" });
-    expect(rs.map((r) => r.status)).toEqual([...good.map(() => "ok"), "invalid", "ok"]);
-    const r = rs[good.length]!;
-    expect(r.status === "invalid" && r.message).toMatch(/undefined_value/);
-  });
+  test.skipIf(llcMissing !== undefined)(
+    "batched: every kernel passes in one link, a planted bad one is named alone, a repeated name splits the batch",
+    async () => {
+      const good = ALL_KERNELS.map((k) => lowerAmdgpu(k, AMD_CAPS).text!);
+      const bad = good[0]!.replace(
+        "ret void",
+        "store i32 %undefined_value, ptr addrspace(1) null, align 4\n  ret void",
+      );
+      const irs = [...good, bad, good[1]!];
+      const rs = await assembleAmdgpuMany(irs, { mcpu: "gfx942" });
+      expect(rs.map((r) => r.status)).toEqual([...good.map(() => "ok"), "invalid", "ok"]);
+      const r = rs[good.length]!;
+      expect(r.status === "invalid" && r.message).toMatch(/undefined_value/);
+    },
+  );
 });
 
 describe("WebAssembly.validate", () => {

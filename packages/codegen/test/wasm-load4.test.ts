@@ -34,7 +34,10 @@ const k = kernel("load4_ops", { workgroupSize: [N, 1, 1] }, (b) => {
   of.set(o.add(2), floats.at4(at, "vec4<f32>").mul(si.cast("vec4<f32>")));
   const w = words.at4(at, "vec4<u32>");
   const four = let_(u32(4), "four");
-  const nib = let_(w.shr(vec("vec4<u32>", four, four, four, four)).and(vec("vec4<u32>", u32(15), u32(15), u32(15), u32(15))), "nib");
+  const nib = let_(
+    w.shr(vec("vec4<u32>", four, four, four, four)).and(vec("vec4<u32>", u32(15), u32(15), u32(15), u32(15))),
+    "nib",
+  );
   ou.set(o.add(2), nib.or(zu.shl(vec("vec4<u32>", u32(1), u32(9), u32(31), u32(33)))));
   ou.set(o.add(3), w.xor(zu).not());
   oi.set(o.add(1), si.shr(vec("vec4<i32>", b.i32(1), b.i32(3), b.i32(7), b.i32(35))));
@@ -54,9 +57,13 @@ function inputs(seed: number): Record<string, KernelBuffer> {
   return {
     bytes: Uint8Array.from({ length: len }, () => next() & 0xff),
     sbytes: Int8Array.from({ length: len }, () => (next() & 0xff) - 128),
-    halves: Uint16Array.from({ length: len }, (_, i) => (i % 3 === 0 ? halfSpecials[(next() >>> 8) % halfSpecials.length]! : next() & 0xffff)),
+    halves: Uint16Array.from({ length: len }, (_, i) =>
+      i % 3 === 0 ? halfSpecials[(next() >>> 8) % halfSpecials.length]! : next() & 0xffff,
+    ),
     bhalves: Uint16Array.from({ length: len }, () => next() & 0xffff),
-    floats: Float32Array.from({ length: len }, (_, i) => (i % 2 === 0 ? floatSpecials[(next() >>> 8) % floatSpecials.length]! : ((next() & 0xffff) - 32768) / 64)),
+    floats: Float32Array.from({ length: len }, (_, i) =>
+      i % 2 === 0 ? floatSpecials[(next() >>> 8) % floatSpecials.length]! : ((next() & 0xffff) - 32768) / 64,
+    ),
     words: Uint32Array.from({ length: len }, () => next()),
     oi: new Int32Array(4 * 6 * N),
     ou: new Uint32Array(4 * 6 * N),
@@ -66,16 +73,20 @@ function inputs(seed: number): Record<string, KernelBuffer> {
 
 /** The 32-bit patterns of a buffer; f32 NaNs as one pattern (the IR leaves NaN payloads and signs unspecified). */
 const bits = (b: KernelBuffer): number[] =>
-  Array.from(new Uint32Array(b.buffer, b.byteOffset, b.byteLength / 4), (x, i) => (b instanceof Float32Array && Number.isNaN(b[i]) ? 0x7fc00000 : x));
+  Array.from(new Uint32Array(b.buffer, b.byteOffset, b.byteLength / 4), (x, i) =>
+    b instanceof Float32Array && Number.isNaN(b[i]) ? 0x7fc00000 : x,
+  );
 
 describe("load4 on the Wasm target", () => {
   test("matches the interpreter bit for bit (every element type, bit ops, shifts, casts)", () => {
     const code = lowerWasm(k, WASM_CAPS);
     for (const seed of [1, 2, 3, 4]) {
-      const ref = inputs(seed), got = inputs(seed);
+      const ref = inputs(seed),
+        got = inputs(seed);
       interpret(k, { grid: [1], buffers: ref, subgroupSize: 1 });
       runWasm(code, { grid: [1, 1, 1], buffers: got, uniforms: {}, uniformTypes: {} });
-      for (const name of ["oi", "ou", "of"]) expect(bits(got[name]!), `${name}, seed ${seed}`).toEqual(bits(ref[name]!));
+      for (const name of ["oi", "ou", "of"])
+        expect(bits(got[name]!), `${name}, seed ${seed}`).toEqual(bits(ref[name]!));
     }
   });
 

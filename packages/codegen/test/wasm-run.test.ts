@@ -10,7 +10,8 @@ import { WASM_CAPS } from "./helpers.js";
 import { runWasm } from "./wasm-runner.js";
 
 describe("Wasm kernels match the interpreter", () => {
-  test("every test kernel has a case", () => expect(cases.map((c) => c.kernel.name).sort()).toEqual(ALL_KERNELS.map((k) => k.name).sort()));
+  test("every test kernel has a case", () =>
+    expect(cases.map((c) => c.kernel.name).sort()).toEqual(ALL_KERNELS.map((k) => k.name).sort()));
   for (const c of [...cases, ...coverageCases.filter((x) => x.kernel.name !== "subgroup_ops")]) {
     test(`${c.kernel.name} on random inputs`, () => {
       for (const seed of [1, 2, 3]) {
@@ -41,20 +42,38 @@ describe("a one-thread workgroup lowers its barriers away", () => {
     const y = b.buffer("y", "f32", "write");
     const s = b.shared("s", "f32", 8);
     const base = b.let_(b.wid.x.mul(8), "base");
-    b.for_(b.u32(0), 8, 1, (i) => {
-      const v = b.let_(x.at(base.add(i)).mul(b.f32(2)), "v");
-      s.set(i, v);
-      b.barrier();
-    }, "i");
+    b.for_(
+      b.u32(0),
+      8,
+      1,
+      (i) => {
+        const v = b.let_(x.at(base.add(i)).mul(b.f32(2)), "v");
+        s.set(i, v);
+        b.barrier();
+      },
+      "i",
+    );
     b.if_(b.wid.x.lt(3), () => b.barrier());
     b.barrier();
     const acc = b.var_(b.f32(0), "acc");
-    b.for_(b.u32(0), 8, 1, (i) => {
-      acc.set(acc.add(s.at(b.u32(7).sub(i))));
-      y.set(base.add(i), acc);
-    }, "j");
+    b.for_(
+      b.u32(0),
+      8,
+      1,
+      (i) => {
+        acc.set(acc.add(s.at(b.u32(7).sub(i))));
+        y.set(base.add(i), acc);
+      },
+      "j",
+    );
   });
-  const c: Case = { kernel: reverse, grid: [4, 1, 1], uniforms: {}, tol: 0, buffers: (r) => ({ x: Float32Array.from({ length: 32 }, () => r() * 4 - 2), y: new Float32Array(32).fill(NaN) }) };
+  const c: Case = {
+    kernel: reverse,
+    grid: [4, 1, 1],
+    uniforms: {},
+    tol: 0,
+    buffers: (r) => ({ x: Float32Array.from({ length: 32 }, () => r() * 4 - 2), y: new Float32Array(32).fill(NaN) }),
+  };
 
   test("matches the interpreter, reports no barriers and keeps no frame slots", () => {
     const code = lowerWasm(reverse, WASM_CAPS);

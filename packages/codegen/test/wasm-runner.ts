@@ -6,7 +6,11 @@ import { erf, f16BitsToF32, f32ToF16Bits, type KernelBuffer } from "@poot/kernel
 import type { TargetCode } from "@poot/codegen";
 
 type WasmGlobal = {
-  Memory: new (d: { initial: number; maximum: number; shared: boolean }) => { buffer: SharedArrayBuffer; grow(n: number): number };
+  Memory: new (d: {
+    initial: number;
+    maximum: number;
+    shared: boolean;
+  }) => { buffer: SharedArrayBuffer; grow(n: number): number };
   Module: new (b: Uint8Array) => object;
   Instance: new (m: object, i: object) => { exports: Record<string, (...a: number[]) => void> };
 };
@@ -60,14 +64,24 @@ export function runWasm(code: TargetCode, launch: WasmLaunch): void {
   launch.grid.forEach((n, a) => words.setUint32(4 * (tail + a), n, true));
   words.setUint32(4 * (tail + 3), shared, true);
   words.setUint32(4 * (tail + 4), scratch, true);
-  const math = { exp: Math.exp, log: Math.log, tanh: Math.tanh, erf, sin: Math.sin, cos: Math.cos, f16_to_f32: f16BitsToF32, f32_to_f16: f32ToF16Bits };
+  const math = {
+    exp: Math.exp,
+    log: Math.log,
+    tanh: Math.tanh,
+    erf,
+    sin: Math.sin,
+    cos: Math.cos,
+    f16_to_f32: f16BitsToF32,
+    f32_to_f16: f32ToF16Bits,
+  };
   const inst = new WA.Instance(new WA.Module(code.binary!), { env: { memory }, math });
   const fn = inst.exports[code.entryPoint]!;
   for (let z = 0; z < launch.grid[2]; z++)
-    for (let y = 0; y < launch.grid[1]; y++)
-      for (let x = 0; x < launch.grid[0]; x++) fn(0, x, y, z, 0, threads);
+    for (let y = 0; y < launch.grid[1]; y++) for (let x = 0; x < launch.grid[0]; x++) fn(0, x, y, z, 0, threads);
   bufferSlots.forEach((b, i) => {
     const dst = launch.buffers[b.buffer]!;
-    new Uint8Array(dst.buffer, dst.byteOffset, dst.byteLength).set(bytes.subarray(offsets[i]!, offsets[i]! + dst.byteLength));
+    new Uint8Array(dst.buffer, dst.byteOffset, dst.byteLength).set(
+      bytes.subarray(offsets[i]!, offsets[i]! + dst.byteLength),
+    );
   });
 }

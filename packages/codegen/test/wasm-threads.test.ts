@@ -10,7 +10,11 @@ import { WASM_CAPS } from "./helpers.js";
 import { rng } from "./cases.js";
 
 type Mem = { buffer: SharedArrayBuffer };
-const WA = (globalThis as unknown as { WebAssembly: { Memory: new (d: { initial: number; maximum: number; shared: boolean }) => Mem } }).WebAssembly;
+const WA = (
+  globalThis as unknown as {
+    WebAssembly: { Memory: new (d: { initial: number; maximum: number; shared: boolean }) => Mem };
+  }
+).WebAssembly;
 
 describe("Wasm kernels on worker_threads", () => {
   test("histogram_atomics over 16 workgroups on 2 workers matches the interpreter", async () => {
@@ -31,7 +35,10 @@ describe("Wasm kernels on worker_threads", () => {
     const [valsAt, histAt, totalAt] = [1024, 1024 + vals.byteLength, 1024 + vals.byteLength + 64];
     bytes.set(new Uint8Array(vals.buffer), valsAt);
     const perWorker = (k: number): number => 8192 + k * (abi["sharedBytes"]! + 64 * abi["frameBytes"]! + 64);
-    for (const [k, at] of [[0, args0], [1, args1]] as const) {
+    for (const [k, at] of [
+      [0, args0],
+      [1, args1],
+    ] as const) {
       [valsAt, histAt, totalAt, n, groups, 1, 1].forEach((w, i) => view.setUint32(at + 4 * i, w, true));
       view.setUint32(at + 28, perWorker(k), true); // shared memory
       view.setUint32(at + 32, perWorker(k) + abi["sharedBytes"]! + 16, true); // frames
@@ -41,13 +48,29 @@ describe("Wasm kernels on worker_threads", () => {
     const run = (argsAddr: number, ids: number[]): Promise<void> =>
       new Promise((resolve, reject) => {
         const w = new Worker(new URL("./wasm-worker.mjs", import.meta.url), {
-          workerData: { binary: code.binary, memory, entry: code.entryPoint, argsAddr, groups: ids.map((x) => [x, 0, 0]), threads: 64 },
+          workerData: {
+            binary: code.binary,
+            memory,
+            entry: code.entryPoint,
+            argsAddr,
+            groups: ids.map((x) => [x, 0, 0]),
+            threads: 64,
+          },
         });
         w.on("message", () => resolve());
         w.on("error", reject);
       });
     const ids = Array.from({ length: groups }, (_, i) => i);
-    await Promise.all([run(args0, ids.filter((i) => i % 2 === 0)), run(args1, ids.filter((i) => i % 2 === 1))]);
+    await Promise.all([
+      run(
+        args0,
+        ids.filter((i) => i % 2 === 0),
+      ),
+      run(
+        args1,
+        ids.filter((i) => i % 2 === 1),
+      ),
+    ]);
 
     expect(Array.from(new Uint32Array(memory.buffer, histAt, 16))).toEqual(Array.from(ref.hist));
     const total = new Float32Array(memory.buffer, totalAt, 1)[0]!;

@@ -11,7 +11,14 @@ function bytesOf(a: KernelBuffer): Uint8Array {
 }
 
 /** Runs `code` (lowered from `kernel`) over `grid` workgroups; writable buffers are updated in place. */
-export async function runWgsl(device: GPUDevice, kernel: Kernel, code: TargetCode, grid: readonly [number, number, number], buffers: Record<string, KernelBuffer>, uniforms: Record<string, number>): Promise<void> {
+export async function runWgsl(
+  device: GPUDevice,
+  kernel: Kernel,
+  code: TargetCode,
+  grid: readonly [number, number, number],
+  buffers: Record<string, KernelBuffer>,
+  uniforms: Record<string, number>,
+): Promise<void> {
   const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
   const layoutEntries: GPUBindGroupLayoutEntry[] = [];
   const entries: GPUBindGroupEntry[] = [];
@@ -29,7 +36,11 @@ export async function runWgsl(device: GPUDevice, kernel: Kernel, code: TargetCod
       const p = kernel.buffers.find((b) => b.name === slot.buffer)!;
       const buf = make(bytesOf(buffers[slot.buffer]!), usage);
       const readOnly = p.access === "read" && !p.atomic;
-      layoutEntries.push({ binding: slot.slot, visibility: GPUShaderStage.COMPUTE, buffer: { type: readOnly ? "read-only-storage" : "storage" } });
+      layoutEntries.push({
+        binding: slot.slot,
+        visibility: GPUShaderStage.COMPUTE,
+        buffer: { type: readOnly ? "read-only-storage" : "storage" },
+      });
       entries.push({ binding: slot.slot, resource: { buffer: buf } });
       if (!readOnly) readBack.push({ name: slot.buffer, buf, bytes: buffers[slot.buffer]!.byteLength });
     } else if (slot.kind === "packed") {
@@ -42,7 +53,11 @@ export async function runWgsl(device: GPUDevice, kernel: Kernel, code: TargetCod
         uniformValues.set(m.offsetUniform, at / 4);
         at += pad4(parts[i]!.byteLength);
       });
-      layoutEntries.push({ binding: slot.slot, visibility: GPUShaderStage.COMPUTE, buffer: { type: "read-only-storage" } });
+      layoutEntries.push({
+        binding: slot.slot,
+        visibility: GPUShaderStage.COMPUTE,
+        buffer: { type: "read-only-storage" },
+      });
       entries.push({ binding: slot.slot, resource: { buffer: make(all, usage) } });
     } else {
       const words = new DataView(new ArrayBuffer(Math.max(16, Math.ceil((slot.order.length * 4) / 16) * 16)));
@@ -52,7 +67,10 @@ export async function runWgsl(device: GPUDevice, kernel: Kernel, code: TargetCod
         else words.setUint32(4 * i, uniformValues.get(name)! >>> 0, true);
       });
       layoutEntries.push({ binding: slot.slot, visibility: GPUShaderStage.COMPUTE, buffer: { type: "uniform" } });
-      entries.push({ binding: slot.slot, resource: { buffer: make(new Uint8Array(words.buffer), GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST) } });
+      entries.push({
+        binding: slot.slot,
+        resource: { buffer: make(new Uint8Array(words.buffer), GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST) },
+      });
     }
   }
   const bgl = device.createBindGroupLayout({ entries: layoutEntries });
@@ -69,7 +87,10 @@ export async function runWgsl(device: GPUDevice, kernel: Kernel, code: TargetCod
   pass.dispatchWorkgroups(grid[0], grid[1], grid[2]);
   pass.end();
   const staging = readBack.map((r) => {
-    const s = device.createBuffer({ size: Math.max(16, pad4(r.bytes)), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    const s = device.createBuffer({
+      size: Math.max(16, pad4(r.bytes)),
+      usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+    });
     enc.copyBufferToBuffer(r.buf, 0, s, 0, pad4(r.bytes));
     return s;
   });

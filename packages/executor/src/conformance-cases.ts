@@ -47,7 +47,12 @@ function elementwise(d: ConformanceDType): ConformanceCase {
   b.output("y", y);
   b.output("z", b.select(b.cmp("Gt", x, 0), b.sqrt(b.add(b.mul(x, x), 1)), b.div(w, 3)));
   b.output("stored", b.cast(y, d));
-  return { name: `elementwise ${d}`, graph: b.build(), weights: { w: stored(d, seededFloats(1, 32)) }, steps: [1, 2, 3].map((s) => ({ x: seededFloats(10 + s, 32, -3, 3) })) };
+  return {
+    name: `elementwise ${d}`,
+    graph: b.build(),
+    weights: { w: stored(d, seededFloats(1, 32)) },
+    steps: [1, 2, 3].map((s) => ({ x: seededFloats(10 + s, 32, -3, 3) })),
+  };
 }
 
 /** Reduce: last-axis keepdim sum, a leading-axis max, and an all-axes min. */
@@ -57,7 +62,12 @@ function reduce(d: ConformanceDType): ConformanceCase {
   b.output("sum", b.sum(x, [2], true));
   b.output("max", b.reduce("max", x, [0]));
   b.output("min", b.reduce("min", x, [0, 1, 2]));
-  return { name: `reduce ${d}`, graph: b.build(), weights: { bias: stored(d, seededFloats(2, 7)) }, steps: [1, 2].map((s) => ({ x: seededFloats(20 + s, 105, -5, 5) })) };
+  return {
+    name: `reduce ${d}`,
+    graph: b.build(),
+    weights: { bias: stored(d, seededFloats(2, 7)) },
+    steps: [1, 2].map((s) => ({ x: seededFloats(20 + s, 105, -5, 5) })),
+  };
 }
 
 /** MatMul: a linear layer over a stored weight (x @ W^T), batch-broadcast products, an odd contraction length. */
@@ -70,8 +80,18 @@ function matmul(d: ConformanceDType): ConformanceCase {
   // K = 7 is not a multiple of 4 (blocked kernels' remainder path); a rank-2 right operand broadcasts.
   b.output("odd", b.matmul(b.slot("Token", "c", "f32", [2, 3, 7]), b.f32(b.const("r", d, [7, 5]))));
   return {
-    name: `matmul ${d}`, graph: b.build(), weights: { w: stored(d, seededFloats(3, 128)), m: stored(d, seededFloats(4, 20)), r: stored(d, seededFloats(7, 35)) },
-    steps: [1, 2].map((s) => ({ x: seededFloats(30 + s, 48), a: seededFloats(40 + s, 24), c: seededFloats(70 + s, 42) })),
+    name: `matmul ${d}`,
+    graph: b.build(),
+    weights: {
+      w: stored(d, seededFloats(3, 128)),
+      m: stored(d, seededFloats(4, 20)),
+      r: stored(d, seededFloats(7, 35)),
+    },
+    steps: [1, 2].map((s) => ({
+      x: seededFloats(30 + s, 48),
+      a: seededFloats(40 + s, 24),
+      c: seededFloats(70 + s, 42),
+    })),
   };
 }
 
@@ -82,8 +102,14 @@ function gather(d: ConformanceDType): ConformanceCase {
   b.output("rows", b.embedding(b.const("table", d, [10, 6]), ids));
   b.output("cols", b.gather(b.slot("Token", "x", "f32", [3, 5]), b.computed("i32", [2], new Int32Array([4, 1])), 1));
   return {
-    name: `gather ${d}`, graph: b.build(), weights: { table: stored(d, seededFloats(5, 60)) },
-    steps: [[0, 9, 3, 3], [7, 2, 0, 5], [1, 1, 1, 8]].map((v, s) => ({ ids: v, x: seededFloats(50 + s, 15) })),
+    name: `gather ${d}`,
+    graph: b.build(),
+    weights: { table: stored(d, seededFloats(5, 60)) },
+    steps: [
+      [0, 9, 3, 3],
+      [7, 2, 0, 5],
+      [1, 1, 1, 8],
+    ].map((v, s) => ({ ids: v, x: seededFloats(50 + s, 15) })),
   };
 }
 
@@ -106,7 +132,12 @@ function state(d: ConformanceDType): ConformanceCase {
   b.output("colsum", b.sum(next, [1]));
   b.output("acc", accNext);
   const positions = [0, 1, 2, 5, 1];
-  return { name: `state ${d}`, graph: b.build(), weights: { scale: stored(d, seededFloats(6, 4, 0.5, 2)) }, steps: positions.map((p, s) => ({ pos: [p], x: seededFloats(60 + s, 8) })) };
+  return {
+    name: `state ${d}`,
+    graph: b.build(),
+    weights: { scale: stored(d, seededFloats(6, 4, 0.5, 2)) },
+    steps: positions.map((p, s) => ({ pos: [p], x: seededFloats(60 + s, 8) })),
+  };
 }
 
 /** Movement of step data: transposes (inner axis moved and kept), broadcasts (leading and inner axes), concat. */
@@ -118,7 +149,12 @@ function movement(d: ConformanceDType): ConformanceCase {
   const col = b.slot("Token", "col", "f32", [3, 1]);
   b.output("bcast", b.broadcast(col, [2, 3, 4]));
   b.output("cat", b.concat([x, b.broadcast(b.reshape(col, [1, 3, 1]), [2, 3, 1])], 2));
-  return { name: `movement ${d}`, graph: b.build(), weights: { bias: stored(d, seededFloats(8, 4)) }, steps: [1, 2].map((s) => ({ x: seededFloats(80 + s, 24), col: seededFloats(90 + s, 3) })) };
+  return {
+    name: `movement ${d}`,
+    graph: b.build(),
+    weights: { bias: stored(d, seededFloats(8, 4)) },
+    steps: [1, 2].map((s) => ({ x: seededFloats(80 + s, 24), col: seededFloats(90 + s, 3) })),
+  };
 }
 
 /** Every case for one weight dtype. */

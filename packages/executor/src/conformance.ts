@@ -22,10 +22,12 @@ export interface ConformanceOptions {
 /** Largest |a - b| relative to max(1, max |b|); integer outputs must be equal (tolerance 0). */
 export function relativeError(actual: ArrayLike<number>, expected: ArrayLike<number>): number {
   if (actual.length !== expected.length) return Infinity;
-  let scale = 1, err = 0;
+  let scale = 1,
+    err = 0;
   for (let i = 0; i < expected.length; i++) scale = Math.max(scale, Math.abs(expected[i]!));
   for (let i = 0; i < expected.length; i++) {
-    const a = actual[i]!, e = expected[i]!;
+    const a = actual[i]!,
+      e = expected[i]!;
     // Equal infinities and NaN-vs-NaN agree; anything else non-finite is an infinite error.
     if (a === e || (Number.isNaN(a) && Number.isNaN(e))) continue;
     err = Math.max(err, Math.abs(a - e) / scale);
@@ -36,7 +38,8 @@ export function relativeError(actual: ArrayLike<number>, expected: ArrayLike<num
 
 function zeroState(c: ConformanceCase): Record<string, HostData> {
   const out: Record<string, HostData> = {};
-  for (const s of c.graph.states) out[s.key] = new Float64Array(c.graph.values[s.input]!.shape.reduce((a, d) => a * d, 1));
+  for (const s of c.graph.states)
+    out[s.key] = new Float64Array(c.graph.values[s.input]!.shape.reduce((a, d) => a * d, 1));
   return out;
 }
 
@@ -56,7 +59,10 @@ export function checkConformanceCase(exec: Executor, c: ConformanceCase, tol: nu
       expect(relativeError(got, want), `${c.name} step ${step} output ${o.name}`).toBeLessThanOrEqual(tol);
     }
     for (const s of c.graph.states) {
-      expect(relativeError(state!.read(s.key), r.state[s.key]!.data), `${c.name} step ${step} state ${s.key}`).toBeLessThanOrEqual(tol);
+      expect(
+        relativeError(state!.read(s.key), r.state[s.key]!.data),
+        `${c.name} step ${step} state ${s.key}`,
+      ).toBeLessThanOrEqual(tol);
     }
     oracleState = Object.fromEntries(Object.entries(r.state).map(([k, t]) => [k, t.data]));
   });
@@ -94,7 +100,8 @@ export function runConformance(name: string, makeExecutor: () => Executor, optio
       }
     }
 
-    const stateCase = (): ConformanceCase => conformanceCases(options.dtypes[0] ?? "f32").find((c) => c.name.startsWith("state"))!;
+    const stateCase = (): ConformanceCase =>
+      conformanceCases(options.dtypes[0] ?? "f32").find((c) => c.name.startsWith("state"))!;
 
     it("capture then replay re-runs the step with the slots' new values against the captured State", () => {
       const exec = makeExecutor();
@@ -114,7 +121,11 @@ export function runConformance(name: string, makeExecutor: () => Executor, optio
         for (const [k, v] of Object.entries(s1)) prog.writeSlot(k, v);
         prog.replay();
         const r0 = evaluate(c.graph, { consts: c.weights, slots: s0, state: zeroState(c) });
-        const r1 = evaluate(c.graph, { consts: c.weights, slots: s1, state: Object.fromEntries(Object.entries(r0.state).map(([k, t]) => [k, t.data])) });
+        const r1 = evaluate(c.graph, {
+          consts: c.weights,
+          slots: s1,
+          state: Object.fromEntries(Object.entries(r0.state).map(([k, t]) => [k, t.data])),
+        });
         expect(relativeError(prog.readOutput("acc"), r1.outputs.acc!.data)).toBeLessThanOrEqual(tol);
         expect(relativeError(st.read("cache"), r1.state.cache!.data)).toBeLessThanOrEqual(tol);
       } finally {
@@ -128,12 +139,14 @@ export function runConformance(name: string, makeExecutor: () => Executor, optio
         const c = stateCase();
         exec.bindWeights((key) => c.weights[key]!);
         const prog = exec.stage(c.graph);
-        const a = prog.createState(), b = prog.createState();
+        const a = prog.createState(),
+          b = prog.createState();
         expect(a.lanes).toBe(2);
         for (const [k, v] of Object.entries(c.steps[0]!)) prog.writeSlot(k, v);
         prog.run(a);
         b.copyLanes(a, 1, 0);
-        const src = a.read("cache"), dst = b.read("cache");
+        const src = a.read("cache"),
+          dst = b.read("cache");
         const per = src.length / 2;
         expect(Array.from(dst.subarray(0, per))).toEqual(Array.from(src.subarray(per)));
         expect(Array.from(dst.subarray(per)).every((v) => v === 0)).toBe(true);

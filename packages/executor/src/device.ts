@@ -15,9 +15,20 @@ export type DeviceOp<B extends DeviceBuffer, L> =
   /** Make a slot's last written value visible to the launches (a host-to-device copy where slots are staged). */
   | { readonly kind: "slot-in"; readonly buffer: B }
   /** A kernel launch bound by {@link Device.bind}. */
-  | { readonly kind: "launch"; readonly launch: L; readonly grid: readonly [number, number, number]; readonly label: string }
+  | {
+      readonly kind: "launch";
+      readonly launch: L;
+      readonly grid: readonly [number, number, number];
+      readonly label: string;
+    }
   /** Byte-region copies from one buffer to another, in order. */
-  | { readonly kind: "copy"; readonly from: B; readonly to: B; readonly regions: readonly ByteRegion[]; readonly label: string };
+  | {
+      readonly kind: "copy";
+      readonly from: B;
+      readonly to: B;
+      readonly regions: readonly ByteRegion[];
+      readonly label: string;
+    };
 
 /** Why a device failed: stable codes a caller can branch on. */
 export type DeviceErrorCode =

@@ -53,7 +53,9 @@ export class ExecutorError extends Error {
     message: string,
     readonly context: ExecutorErrorContext = {},
   ) {
-    super(`[${code}]${context.program !== undefined ? ` program ${context.program}:` : ""}${context.key !== undefined ? ` "${context.key}":` : ""} ${message}`);
+    super(
+      `[${code}]${context.program !== undefined ? ` program ${context.program}:` : ""}${context.key !== undefined ? ` "${context.key}":` : ""} ${message}`,
+    );
   }
 }
 

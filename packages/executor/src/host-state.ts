@@ -11,14 +11,20 @@ export type HostBuffer = Float32Array | Uint16Array | Int32Array | Uint32Array |
 /** A zeroed host buffer of `n` elements of `dtype`. */
 export function allocHostBuffer(dtype: ScalarDType, n: number): HostBuffer {
   switch (dtype) {
-    case "f32": return new Float32Array(n);
+    case "f32":
+      return new Float32Array(n);
     case "f16":
-    case "bf16": return new Uint16Array(n);
-    case "i32": return new Int32Array(n);
-    case "u32": return new Uint32Array(n);
+    case "bf16":
+      return new Uint16Array(n);
+    case "i32":
+      return new Int32Array(n);
+    case "u32":
+      return new Uint32Array(n);
     case "u8":
-    case "bool": return new Uint8Array(n);
-    default: return dtype satisfies never;
+    case "bool":
+      return new Uint8Array(n);
+    default:
+      return dtype satisfies never;
   }
 }
 
@@ -51,7 +57,8 @@ export function loadHost(dtype: ScalarDType, src: HostBuffer, into?: OutputData)
   const widen = dtype === "f16" ? f16BitsToF32 : dtype === "bf16" ? bf16BitsToF32 : null;
   if (widen === null) {
     const Ctor = src.constructor as new (n: number) => OutputData;
-    const out = into !== undefined && into.length >= src.length && into.constructor === Ctor ? into : new Ctor(src.length);
+    const out =
+      into !== undefined && into.length >= src.length && into.constructor === Ctor ? into : new Ctor(src.length);
     out.set(src as never);
     return out;
   }
@@ -74,7 +81,11 @@ export class HostStateSet implements StateSet {
   private disposed = false;
 
   /** @param schema - the program layout; @param program - its name, for messages; @param onDispose - told when freed. */
-  constructor(readonly schema: ProgramSchema, private readonly program: string, private readonly onDispose?: (s: HostStateSet) => void) {
+  constructor(
+    readonly schema: ProgramSchema,
+    private readonly program: string,
+    private readonly onDispose?: (s: HostStateSet) => void,
+  ) {
     this.lanes = laneCount(schema);
     for (const s of schema.states.values()) this.buffers.set(s.key, allocHostBuffer(s.dtype, s.size));
   }
@@ -89,7 +100,12 @@ export class HostStateSet implements StateSet {
   buffer(key: string): HostBuffer {
     this.alive();
     const b = this.buffers.get(key);
-    if (b === undefined) throw new ExecutorError("unknown-state", `no state "${key}" (states: ${[...this.buffers.keys()].join(", ") || "none"})`, { program: this.program, key });
+    if (b === undefined)
+      throw new ExecutorError(
+        "unknown-state",
+        `no state "${key}" (states: ${[...this.buffers.keys()].join(", ") || "none"})`,
+        { program: this.program, key },
+      );
     return b;
   }
 
@@ -104,22 +120,39 @@ export class HostStateSet implements StateSet {
 
   write(key: string, data: ArrayLike<number>): void {
     const s = this.spec(key);
-    if (data.length !== s.size) throw new ExecutorError("state-mismatch", `state takes ${s.size} elements, got ${data.length}`, { program: this.program, key, expected: s.size, actual: data.length });
+    if (data.length !== s.size)
+      throw new ExecutorError("state-mismatch", `state takes ${s.size} elements, got ${data.length}`, {
+        program: this.program,
+        key,
+        expected: s.size,
+        actual: data.length,
+      });
     storeHost(s.dtype, this.buffer(key), data);
   }
 
   copyLanes(from: StateSet, fromLane: number, toLane: number, count = 1): void {
     this.alive();
-    if (!(from instanceof HostStateSet)) throw new ExecutorError("unknown-state", "lanes copy only between StateSets of one executor", { program: this.program });
-    if (!sameLaneLayout(this.schema, from.schema)) throw new ExecutorError("unknown-state", "the two StateSets have different per-lane layouts", { program: this.program });
+    if (!(from instanceof HostStateSet))
+      throw new ExecutorError("unknown-state", "lanes copy only between StateSets of one executor", {
+        program: this.program,
+      });
+    if (!sameLaneLayout(this.schema, from.schema))
+      throw new ExecutorError("unknown-state", "the two StateSets have different per-lane layouts", {
+        program: this.program,
+      });
     const bad = (lane: number, lanes: number) => !Number.isInteger(lane) || lane < 0 || lane + count > lanes;
     if (!Number.isInteger(count) || count < 1 || bad(fromLane, from.lanes) || bad(toLane, this.lanes)) {
-      throw new ExecutorError("state-mismatch", `cannot copy ${count} lane(s) ${fromLane} -> ${toLane} between sets of ${from.lanes} and ${this.lanes} lanes`, { program: this.program, expected: this.lanes, actual: `${fromLane}->${toLane}x${count}` });
+      throw new ExecutorError(
+        "state-mismatch",
+        `cannot copy ${count} lane(s) ${fromLane} -> ${toLane} between sets of ${from.lanes} and ${this.lanes} lanes`,
+        { program: this.program, expected: this.lanes, actual: `${fromLane}->${toLane}x${count}` },
+      );
     }
     for (const s of this.schema.states.values()) {
       // Lanes are the leading dimension, so a lane is one contiguous run of the buffer.
       const per = s.size / this.lanes;
-      const src = from.buffer(s.key), dst = this.buffer(s.key);
+      const src = from.buffer(s.key),
+        dst = this.buffer(s.key);
       dst.set(src.subarray(fromLane * per, (fromLane + count) * per) as never, toLane * per);
     }
   }

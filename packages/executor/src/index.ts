@@ -6,7 +6,18 @@
  * backends (eval, interp) are `@poot/backend-reference`.
  * @packageDocumentation
  */
-export type { CompiledGraph, DeviceBytes, Executor, ExecutorCaps, OutputData, StageInput, StageOptions, StagedProgram, StateSet, WeightSource } from "./contract.js";
+export type {
+  CompiledGraph,
+  DeviceBytes,
+  Executor,
+  ExecutorCaps,
+  OutputData,
+  StageInput,
+  StageOptions,
+  StagedProgram,
+  StateSet,
+  WeightSource,
+} from "./contract.js";
 export { stageParts } from "./contract.js";
 export { ExecutorError } from "./errors.js";
 export type { ExecutorErrorCode, ExecutorErrorContext } from "./errors.js";
@@ -24,4 +35,14 @@ export type { KernelTiming, Lower } from "./staged.js";
 export { DeviceStateSet } from "./staged-state.js";
 export { stateCopies, viewRegions } from "./regions.js";
 export type { ByteRegion, StateCopy } from "./regions.js";
-export type { LoweredArg, LoweredBuffer, LoweredBufferKind, LoweredCopy, LoweredKernel, LoweredLaunch, LoweredOutput, LoweredProgram, LoweringTarget } from "./lowering/types.js";
+export type {
+  LoweredArg,
+  LoweredBuffer,
+  LoweredBufferKind,
+  LoweredCopy,
+  LoweredKernel,
+  LoweredLaunch,
+  LoweredOutput,
+  LoweredProgram,
+  LoweringTarget,
+} from "./lowering/types.js";

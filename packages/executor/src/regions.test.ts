@@ -33,7 +33,9 @@ describe("viewRegions", () => {
       return viewRegions(g, v, rootOf(v));
     };
     // x[a, b, c] sits at a*12 + b*4 + c of its root.
-    const t201: number[] = [], t102: number[] = [], bcast: number[] = [];
+    const t201: number[] = [],
+      t102: number[] = [],
+      bcast: number[] = [];
     for (let i = 0; i < 4; i++) for (let j = 0; j < 2; j++) for (let k = 0; k < 3; k++) t201.push(j * 12 + k * 4 + i);
     for (let i = 0; i < 3; i++) for (let j = 0; j < 2; j++) for (let k = 0; k < 4; k++) t102.push(j * 12 + i * 4 + k);
     for (let i = 0; i < 2; i++) for (let j = 0; j < 3; j++) for (let k = 0; k < 4; k++) bcast.push(j);
@@ -59,7 +61,13 @@ describe("stateCopies", () => {
     b.setState(s, b.transpose(y, [1, 0]));
     const cache = b.state("cache", "f32", [4, 2]);
     const zero = b.computed("i32", [], new Int32Array([0]));
-    b.setState(cache, b.dynamicUpdateSlice(cache, b.slot("Token", "row", "f32", [1, 2]), [b.reshape(b.slot("Pos", "pos", "i32", [1]), []), zero]));
+    b.setState(
+      cache,
+      b.dynamicUpdateSlice(cache, b.slot("Token", "row", "f32", [1, 2]), [
+        b.reshape(b.slot("Pos", "pos", "i32", [1]), []),
+        zero,
+      ]),
+    );
     b.output("y", y);
     const { g, rootOf } = compiled(b.build());
     const copies = stateCopies(g, rootOf);

@@ -37,7 +37,8 @@ export interface StateCopy {
 export function stateCopies(g: Graph, rootOf: (v: ValueId) => ValueId): StateCopy[] {
   const out: StateCopy[] = [];
   for (const s of g.states) {
-    const from = rootOf(s.output), to = rootOf(s.input);
+    const from = rootOf(s.output),
+      to = rootOf(s.input);
     if (from !== to) out.push({ key: s.key, from, to, regions: viewRegions(g, s.output, from) });
   }
   return out;

@@ -1,6 +1,18 @@
 // The buffer, slot and state schema of a graph that every backend shares: what the host writes per step,
 // which State pairs persist, what comes out, and the checks a slot or state write must pass.
-import { dtypeName, isPacked, numel, storageBytes, type ConstSource, type DType, type Graph, type HostData, type ScalarDType, type SlotKind, type ValueType } from "@poot/graph-ir";
+import {
+  dtypeName,
+  isPacked,
+  numel,
+  storageBytes,
+  type ConstSource,
+  type DType,
+  type Graph,
+  type HostData,
+  type ScalarDType,
+  type SlotKind,
+  type ValueType,
+} from "@poot/graph-ir";
 import { ExecutorError } from "./errors.js";
 
 /** A per-step host input. */
@@ -66,7 +78,12 @@ export interface ProgramSchema {
 }
 
 function scalar(dtype: DType, what: string, key: string): ScalarDType {
-  if (isPacked(dtype)) throw new ExecutorError("unsupported-dtype", `${what} of packed dtype ${dtypeName(dtype)}: only weights may be packed`, { key });
+  if (isPacked(dtype))
+    throw new ExecutorError(
+      "unsupported-dtype",
+      `${what} of packed dtype ${dtypeName(dtype)}: only weights may be packed`,
+      { key },
+    );
   return dtype;
 }
 
@@ -76,8 +93,16 @@ export function schemaOf(graph: Graph): ProgramSchema {
   const consts = new Map<string, ConstSpec>();
   for (const v of graph.values) {
     const s = v.storage;
-    if (s.kind === "slot") slots.set(s.key, { key: s.key, slot: s.slot, dtype: scalar(v.dtype, "slot", s.key), shape: v.shape, size: numel(v.shape) });
-    else if (s.kind === "const") consts.set(s.key, { key: s.key, dtype: v.dtype, shape: v.shape, bytes: storageBytes(v.dtype, numel(v.shape)) });
+    if (s.kind === "slot")
+      slots.set(s.key, {
+        key: s.key,
+        slot: s.slot,
+        dtype: scalar(v.dtype, "slot", s.key),
+        shape: v.shape,
+        size: numel(v.shape),
+      });
+    else if (s.kind === "const")
+      consts.set(s.key, { key: s.key, dtype: v.dtype, shape: v.shape, bytes: storageBytes(v.dtype, numel(v.shape)) });
   }
   const states = new Map<string, StateSpec>();
   for (const p of graph.states) {
@@ -87,7 +112,12 @@ export function schemaOf(graph: Graph): ProgramSchema {
   const outputs = new Map<string, OutputSpec>();
   for (const o of graph.outputs) {
     const v = graph.values[o.value]!;
-    outputs.set(o.name, { name: o.name, dtype: scalar(v.dtype, "output", o.name), shape: v.shape, size: numel(v.shape) });
+    outputs.set(o.name, {
+      name: o.name,
+      dtype: scalar(v.dtype, "output", o.name),
+      shape: v.shape,
+      size: numel(v.shape),
+    });
   }
   return { slots, states, outputs, consts };
 }
@@ -95,14 +125,22 @@ export function schemaOf(graph: Graph): ProgramSchema {
 /** Checks that `data` fits a slot: element count, and integer values in the dtype's range. */
 export function checkSlotData(spec: SlotSpec, data: ArrayLike<number>, program: string): void {
   if (data.length !== spec.size) {
-    throw new ExecutorError("slot-mismatch", `slot ${dtypeName(spec.dtype)}[${spec.shape.join(",")}] takes ${spec.size} elements, got ${data.length}`, { program, key: spec.key, expected: spec.size, actual: data.length });
+    throw new ExecutorError(
+      "slot-mismatch",
+      `slot ${dtypeName(spec.dtype)}[${spec.shape.join(",")}] takes ${spec.size} elements, got ${data.length}`,
+      { program, key: spec.key, expected: spec.size, actual: data.length },
+    );
   }
   const range = INT_RANGE[spec.dtype];
   if (range === undefined) return;
   for (let i = 0; i < data.length; i++) {
     const x = data[i]!;
     if (!Number.isInteger(x) || x < range[0] || x > range[1]) {
-      throw new ExecutorError("slot-mismatch", `element ${i} is ${x}, not a ${spec.dtype} value`, { program, key: spec.key, actual: x });
+      throw new ExecutorError("slot-mismatch", `element ${i} is ${x}, not a ${spec.dtype} value`, {
+        program,
+        key: spec.key,
+        actual: x,
+      });
     }
   }
 }
@@ -112,12 +150,17 @@ export function checkSlotData(spec: SlotSpec, data: ArrayLike<number>, program: 
  * `weight-mismatch` unless it holds numel(shape) elements, or, for a packed dtype, its storage bytes as a Uint8Array.
  */
 export function readWeight(source: ConstSource | null, key: string, type: ValueType, program: string): HostData {
-  if (source === null) throw new ExecutorError("unbound-weights", "the program reads weights: call bindWeights first", { program, key });
+  if (source === null)
+    throw new ExecutorError("unbound-weights", "the program reads weights: call bindWeights first", { program, key });
   const data = source(key, type);
   const packed = isPacked(type.dtype);
   const want = packed ? storageBytes(type.dtype, numel(type.shape)) : numel(type.shape);
   if (data.length !== want || (packed && !(data instanceof Uint8Array))) {
-    throw new ExecutorError("weight-mismatch", `weight source returned ${data.length} elements, expected ${want}${packed ? " bytes (Uint8Array)" : ""}`, { program, key, expected: want, actual: data.length });
+    throw new ExecutorError(
+      "weight-mismatch",
+      `weight source returned ${data.length} elements, expected ${want}${packed ? " bytes (Uint8Array)" : ""}`,
+      { program, key, expected: want, actual: data.length },
+    );
   }
   return data;
 }

@@ -18,7 +18,12 @@ export class DeviceStateSet<B extends DeviceBuffer = DeviceBuffer> implements St
   #disposed = false;
 
   /** @param device - where the buffers live; @param schema - the layout; @param program - for messages. */
-  constructor(device: Device<B>, readonly schema: ProgramSchema, program: string, onDispose: (s: DeviceStateSet<B>) => void) {
+  constructor(
+    device: Device<B>,
+    readonly schema: ProgramSchema,
+    program: string,
+    onDispose: (s: DeviceStateSet<B>) => void,
+  ) {
     this.#device = device;
     this.#program = program;
     this.#onDispose = onDispose;
@@ -42,7 +47,12 @@ export class DeviceStateSet<B extends DeviceBuffer = DeviceBuffer> implements St
   buffer(key: string): B {
     this.#alive();
     const b = this.#buffers.get(key);
-    if (b === undefined) throw new ExecutorError("unknown-state", `no state "${key}" (states: ${[...this.#buffers.keys()].join(", ") || "none"})`, { program: this.#program, key });
+    if (b === undefined)
+      throw new ExecutorError(
+        "unknown-state",
+        `no state "${key}" (states: ${[...this.#buffers.keys()].join(", ") || "none"})`,
+        { program: this.#program, key },
+      );
     return b;
   }
 
@@ -58,7 +68,13 @@ export class DeviceStateSet<B extends DeviceBuffer = DeviceBuffer> implements St
 
   write(key: string, data: ArrayLike<number>): void {
     const s = this.#spec(key);
-    if (data.length !== s.size) throw new ExecutorError("state-mismatch", `state takes ${s.size} elements, got ${data.length}`, { program: this.#program, key, expected: s.size, actual: data.length });
+    if (data.length !== s.size)
+      throw new ExecutorError("state-mismatch", `state takes ${s.size} elements, got ${data.length}`, {
+        program: this.#program,
+        key,
+        expected: s.size,
+        actual: data.length,
+      });
     this.#device.sync();
     this.#device.upload(this.buffer(key), storageOf(s.dtype, s.size, data));
     this.#device.sync();
@@ -67,15 +83,25 @@ export class DeviceStateSet<B extends DeviceBuffer = DeviceBuffer> implements St
   copyLanes(from: StateSet, fromLane: number, toLane: number, count = 1): void {
     this.#alive();
     if (!(from instanceof DeviceStateSet) || !sameLaneLayout(this.schema, from.schema)) {
-      throw new ExecutorError("unknown-state", "the two StateSets have different per-lane layouts (or another executor)", { program: this.#program });
+      throw new ExecutorError(
+        "unknown-state",
+        "the two StateSets have different per-lane layouts (or another executor)",
+        { program: this.#program },
+      );
     }
     const bad = (lane: number, lanes: number): boolean => !Number.isInteger(lane) || lane < 0 || lane + count > lanes;
     if (!Number.isInteger(count) || count < 1 || bad(fromLane, from.lanes) || bad(toLane, this.lanes)) {
-      throw new ExecutorError("state-mismatch", `cannot copy ${count} lane(s) ${fromLane} -> ${toLane} between sets of ${from.lanes} and ${this.lanes} lanes`, { program: this.#program, expected: this.lanes, actual: `${fromLane}->${toLane}x${count}` });
+      throw new ExecutorError(
+        "state-mismatch",
+        `cannot copy ${count} lane(s) ${fromLane} -> ${toLane} between sets of ${from.lanes} and ${this.lanes} lanes`,
+        { program: this.#program, expected: this.lanes, actual: `${fromLane}->${toLane}x${count}` },
+      );
     }
     for (const s of this.schema.states.values()) {
       const per = (s.size / this.lanes) * elementBytes(s.dtype);
-      this.#device.copy((from as DeviceStateSet<B>).buffer(s.key), this.buffer(s.key), [{ srcOffset: fromLane * per, dstOffset: toLane * per, bytes: count * per }]);
+      this.#device.copy((from as DeviceStateSet<B>).buffer(s.key), this.buffer(s.key), [
+        { srcOffset: fromLane * per, dstOffset: toLane * per, bytes: count * per },
+      ]);
     }
     this.#device.sync();
   }

@@ -3,7 +3,16 @@
 // once per StateSet (and once more for replay) and resubmitted. Every backend's executor is this over its Device.
 
 import { dtypeName } from "@poot/graph-ir";
-import type { DeviceBytes, Executor, OutputData, StageInput, StageOptions, StagedProgram, StateSet, WeightSource } from "./contract.js";
+import type {
+  DeviceBytes,
+  Executor,
+  OutputData,
+  StageInput,
+  StageOptions,
+  StagedProgram,
+  StateSet,
+  WeightSource,
+} from "./contract.js";
 import type { Device, DeviceBuffer, DeviceOp } from "./device.js";
 import { ExecutorError } from "./errors.js";
 import type { LoweredBuffer, LoweredProgram } from "./lowering/types.js";
@@ -29,7 +38,9 @@ export interface KernelTiming {
 export type Lower = (input: StageInput, name: string) => LoweredProgram;
 
 /** The generic executor over one device. */
-export class DeviceExecutor<B extends DeviceBuffer = DeviceBuffer, K = unknown, L = unknown, R = unknown> implements Executor {
+export class DeviceExecutor<B extends DeviceBuffer = DeviceBuffer, K = unknown, L = unknown, R = unknown>
+  implements Executor
+{
   readonly caps: Device["caps"];
   readonly #weights = new Map<string, B>();
   readonly #programs = new Set<DeviceProgram<B, K, L, R>>();
@@ -43,7 +54,10 @@ export class DeviceExecutor<B extends DeviceBuffer = DeviceBuffer, K = unknown, 
   epoch = 0;
 
   /** @param device - the device (disposed with the executor); @param lower - how a stage input is lowered for it. */
-  constructor(readonly device: Device<B, K, L, R>, readonly lower: Lower) {
+  constructor(
+    readonly device: Device<B, K, L, R>,
+    readonly lower: Lower,
+  ) {
     this.caps = device.caps;
   }
 
@@ -80,7 +94,12 @@ export class DeviceExecutor<B extends DeviceBuffer = DeviceBuffer, K = unknown, 
     const lowered = this.lower(input, name);
     const s = lowered.schema;
     for (const x of [...s.slots.values(), ...s.states.values(), ...s.outputs.values()]) {
-      if (!this.caps.dtypes.includes(x.dtype)) throw new ExecutorError("unsupported-dtype", `dtype ${dtypeName(x.dtype)} is not held by the ${this.caps.kind} executor`, { program: name, key: "key" in x ? x.key : x.name });
+      if (!this.caps.dtypes.includes(x.dtype))
+        throw new ExecutorError(
+          "unsupported-dtype",
+          `dtype ${dtypeName(x.dtype)} is not held by the ${this.caps.kind} executor`,
+          { program: name, key: "key" in x ? x.key : x.name },
+        );
     }
     const p = new DeviceProgram(this, lowered);
     this.#programs.add(p);
@@ -113,7 +132,8 @@ export class DeviceExecutor<B extends DeviceBuffer = DeviceBuffer, K = unknown, 
   }
 
   deviceBytes(): DeviceBytes {
-    let state = 0, io = 0;
+    let state = 0,
+      io = 0;
     for (const s of this.states) state += s.bytes;
     for (const p of this.#programs) io += p.ioBytes();
     return { weights: this.#weightBytes, state, io, total: this.#weightBytes + state + io };
@@ -143,7 +163,9 @@ interface Recorded<L, R> {
 }
 
 /** A LoweredProgram staged on a device (`@poot/executor`'s StagedProgram). */
-export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L = unknown, R = unknown> implements StagedProgram {
+export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L = unknown, R = unknown>
+  implements StagedProgram
+{
   readonly name: string;
   readonly schema: ProgramSchema;
   readonly #exec: DeviceExecutor<B, K, L, R>;
@@ -161,7 +183,10 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
   #last: DeviceStateSet<B> | null = null;
   #disposed = false;
 
-  constructor(exec: DeviceExecutor<B, K, L, R>, /** What runs. */ readonly lowered: LoweredProgram) {
+  constructor(
+    exec: DeviceExecutor<B, K, L, R>,
+    /** What runs. */ readonly lowered: LoweredProgram,
+  ) {
     this.#exec = exec;
     this.#device = exec.device;
     this.name = lowered.name;
@@ -196,7 +221,14 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
     this.#last = st;
     const step = this.lowered.launches.filter((l) => l.phase === "step");
     const times = ops.flatMap((op, i) => (op.kind === "launch" ? [us[i]!] : []));
-    return step.map((l, i) => ({ op: l.op, eqn: l.eqn, kernel: this.lowered.kernels[l.kernel]!.code.entryPoint, grid: l.grid, bytes: Object.values(l.args).reduce((a, x) => a + this.#byId.get(x.buffer)!.bytes, 0), us: times[i]! }));
+    return step.map((l, i) => ({
+      op: l.op,
+      eqn: l.eqn,
+      kernel: this.lowered.kernels[l.kernel]!.code.entryPoint,
+      grid: l.grid,
+      bytes: Object.values(l.args).reduce((a, x) => a + this.#byId.get(x.buffer)!.bytes, 0),
+      us: times[i]!,
+    }));
   }
 
   /** Kernel launches per step (what the lowering predicts and `dispatchesSubmitted` counts). */
@@ -208,7 +240,10 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
     const b = this.#byId.get(id)!;
     if (b.kind === "weight") return this.#exec.weight(b, this.name);
     if (b.kind === "state") {
-      if (state === null) throw new ExecutorError("unknown-state", "the program has state: pass a StateSet from createState()", { program: this.name });
+      if (state === null)
+        throw new ExecutorError("unknown-state", "the program has state: pass a StateSet from createState()", {
+          program: this.name,
+        });
       return state.buffer(b.key!);
     }
     return this.#owned.get(id)!;
@@ -216,7 +251,8 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
 
   /** The operations of `phase` against `state`: snapshot copies and launches, then (steps) the State copies. */
   #ops(phase: "step" | "bind", state: DeviceStateSet<B> | null): { ops: DeviceOp<B, L>[]; launches: L[] } {
-    const ops: DeviceOp<B, L>[] = [], launches: L[] = [];
+    const ops: DeviceOp<B, L>[] = [],
+      launches: L[] = [];
     if (phase === "step") for (const b of this.#slots.values()) ops.push({ kind: "slot-in", buffer: b });
     for (const l of this.lowered.launches) {
       if (l.phase !== phase) continue;
@@ -227,7 +263,13 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
         if (a.snapshot === true) {
           const snap = this.#device.allocate(b.bytes, "snapshot", `${this.name} snapshot`);
           this.#snapshots.push(snap);
-          ops.push({ kind: "copy", from: b, to: snap, regions: [{ srcOffset: 0, dstOffset: 0, bytes: b.bytes }], label: `snapshot ${arg}` });
+          ops.push({
+            kind: "copy",
+            from: b,
+            to: snap,
+            regions: [{ srcOffset: 0, dstOffset: 0, bytes: b.bytes }],
+            label: `snapshot ${arg}`,
+          });
           b = snap;
         }
         buffers[arg] = b;
@@ -237,7 +279,14 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
       ops.push({ kind: "launch", launch, grid: l.grid, label: `${l.op} (${this.lowered.kernels[l.kernel]!.name})` });
     }
     if (phase === "step") {
-      for (const c of this.lowered.stateCopies) ops.push({ kind: "copy", from: this.#buffer(c.from, state), to: this.#buffer(c.to, state), regions: c.regions, label: `state ${c.key}` });
+      for (const c of this.lowered.stateCopies)
+        ops.push({
+          kind: "copy",
+          from: this.#buffer(c.from, state),
+          to: this.#buffer(c.to, state),
+          regions: c.regions,
+          label: `state ${c.key}`,
+        });
     }
     return { ops, launches };
   }
@@ -285,7 +334,12 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
   writeSlot(key: string, data: ArrayLike<number>): void {
     this.#alive();
     const spec = this.schema.slots.get(key);
-    if (spec === undefined) throw new ExecutorError("unknown-slot", `no slot "${key}" (slots: ${[...this.schema.slots.keys()].join(", ") || "none"})`, { program: this.name, key });
+    if (spec === undefined)
+      throw new ExecutorError(
+        "unknown-slot",
+        `no slot "${key}" (slots: ${[...this.schema.slots.keys()].join(", ") || "none"})`,
+        { program: this.name, key },
+      );
     checkSlotData(spec, data, this.name);
     // A slot the compiled step never reads (removed as dead) still counts as written.
     const b = this.#slots.get(key);
@@ -296,20 +350,34 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
   #check(state: StateSet | undefined): DeviceStateSet<B> | null {
     this.#alive();
     for (const key of this.schema.slots.keys()) {
-      if (!this.#written.has(key)) throw new ExecutorError("slot-unwritten", "slot was never written", { program: this.name, key });
+      if (!this.#written.has(key))
+        throw new ExecutorError("slot-unwritten", "slot was never written", { program: this.name, key });
     }
     const st = this.#checkState(state);
-    if (this.lowered.buffers.some((b) => b.kind === "weight") && !this.#exec.bound) throw new ExecutorError("unbound-weights", "the program reads weights: call bindWeights first", { program: this.name });
+    if (this.lowered.buffers.some((b) => b.kind === "weight") && !this.#exec.bound)
+      throw new ExecutorError("unbound-weights", "the program reads weights: call bindWeights first", {
+        program: this.name,
+      });
     return st;
   }
 
   #checkState(state: StateSet | undefined): DeviceStateSet<B> | null {
     if (this.schema.states.size === 0) return null;
-    if (state === undefined) throw new ExecutorError("unknown-state", `the program has ${this.schema.states.size} state(s): pass a StateSet from createState()`, { program: this.name });
-    if (!(state instanceof DeviceStateSet) || !this.#exec.states.has(state)) throw new ExecutorError("unknown-state", "StateSet was not made by this executor", { program: this.name });
+    if (state === undefined)
+      throw new ExecutorError(
+        "unknown-state",
+        `the program has ${this.schema.states.size} state(s): pass a StateSet from createState()`,
+        { program: this.name },
+      );
+    if (!(state instanceof DeviceStateSet) || !this.#exec.states.has(state))
+      throw new ExecutorError("unknown-state", "StateSet was not made by this executor", { program: this.name });
     for (const s of this.schema.states.values()) {
       const t = state.schema.states.get(s.key);
-      if (t === undefined || t.size !== s.size || t.dtype !== s.dtype) throw new ExecutorError("unknown-state", "StateSet layout differs from the program's", { program: this.name, key: s.key });
+      if (t === undefined || t.size !== s.size || t.dtype !== s.dtype)
+        throw new ExecutorError("unknown-state", "StateSet layout differs from the program's", {
+          program: this.name,
+          key: s.key,
+        });
     }
     return state as DeviceStateSet<B>;
   }
@@ -327,10 +395,16 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
     this.#alive();
     const spec = this.schema.outputs.get(name);
     const o = this.lowered.outputs.find((x) => x.name === name);
-    if (spec === undefined || o === undefined) throw new ExecutorError("unknown-output", `no output "${name}" (outputs: ${[...this.schema.outputs.keys()].join(", ")})`, { program: this.name, key: name });
+    if (spec === undefined || o === undefined)
+      throw new ExecutorError(
+        "unknown-output",
+        `no output "${name}" (outputs: ${[...this.schema.outputs.keys()].join(", ")})`,
+        { program: this.name, key: name },
+      );
     const buf = this.#buffer(o.buffer, this.#last);
     const bytes = o.regions.reduce((a, r) => a + r.bytes, 0);
-    if (o.regions.length === 1) return outputOf(spec.dtype, this.#device.download(buf, o.regions[0]!.srcOffset, bytes), spec.size, into);
+    if (o.regions.length === 1)
+      return outputOf(spec.dtype, this.#device.download(buf, o.regions[0]!.srcOffset, bytes), spec.size, into);
     // A strided view of its root (a transpose, a broadcast): read the root once and gather its runs.
     const all = this.#device.download(buf, 0, buf.bytes);
     const out = new Uint8Array(bytes);

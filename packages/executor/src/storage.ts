@@ -18,7 +18,11 @@ export function storageOf(dtype: DType, n: number, data: HostData): ArrayBufferV
 /** A typed view of device bytes in the storage array of `dtype` (copied first when misaligned for it). */
 export function viewOf(dtype: ScalarDType, bytes: Uint8Array, n: number): HostBuffer {
   const like = allocHostBuffer(dtype, 0);
-  const Ctor = like.constructor as (new (b: ArrayBufferLike, o: number, n: number) => HostBuffer) & { BYTES_PER_ELEMENT: number };
+  const Ctor = like.constructor as (new (
+    b: ArrayBufferLike,
+    o: number,
+    n: number,
+  ) => HostBuffer) & { BYTES_PER_ELEMENT: number };
   const src = bytes.byteOffset % Ctor.BYTES_PER_ELEMENT === 0 ? bytes : bytes.slice();
   return new Ctor(src.buffer, src.byteOffset, n);
 }

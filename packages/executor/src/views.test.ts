@@ -7,10 +7,21 @@ import { viewLayout, viewRuns as runs } from "./views.js";
 describe("runs", () => {
   test("a dense layout is one run; a last-axis slice [1, 3, 4] of [1, 3, 5] at offset 1 is three runs", () => {
     expect(runs({ shape: [2, 3], strides: [3, 1], offset: 4 })).toEqual([[4, 6]]);
-    expect(runs({ shape: [1, 3, 4], strides: [15, 5, 1], offset: 1 })).toEqual([[1, 4], [6, 4], [11, 4]]);
+    expect(runs({ shape: [1, 3, 4], strides: [15, 5, 1], offset: 1 })).toEqual([
+      [1, 4],
+      [6, 4],
+      [11, 4],
+    ]);
   });
   test("a transposed [3, 2] view of a [2, 3] buffer is one element per run", () => {
-    expect(runs({ shape: [3, 2], strides: [1, 3], offset: 0 })).toEqual([[0, 1], [3, 1], [1, 1], [4, 1], [2, 1], [5, 1]]);
+    expect(runs({ shape: [3, 2], strides: [1, 3], offset: 0 })).toEqual([
+      [0, 1],
+      [3, 1],
+      [1, 1],
+      [4, 1],
+      [2, 1],
+      [5, 1],
+    ]);
   });
 });
 
@@ -30,7 +41,10 @@ describe("viewLayout", () => {
     const b = new Builder();
     const s = b.state("s", "f32", [4, 2]);
     const zero = b.computed("i32", [], new Int32Array([0]));
-    const next = b.dynamicUpdateSlice(s, b.slot("Token", "row", "f32", [1, 2]), [b.reshape(b.slot("Pos", "pos", "i32", [1]), []), zero]);
+    const next = b.dynamicUpdateSlice(s, b.slot("Token", "row", "f32", [1, 2]), [
+      b.reshape(b.slot("Pos", "pos", "i32", [1]), []),
+      zero,
+    ]);
     b.setState(s, next);
     expect(viewLayout(b.build(), next.id, s.id)).toEqual({ shape: [4, 2], strides: [2, 1], offset: 0 });
   });

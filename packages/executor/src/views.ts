@@ -30,17 +30,29 @@ export function viewLayout(g: Graph, v: ValueId, root: ValueId): ViewLayout {
   const shape = val.shape;
   switch (e.op) {
     case "Reshape":
-      invariant(src.shape.every((d, i) => d === 1 || src.strides[i] === stridesOf(src.shape)[i]), `reshape of a strided view (value ${v})`);
+      invariant(
+        src.shape.every((d, i) => d === 1 || src.strides[i] === stridesOf(src.shape)[i]),
+        `reshape of a strided view (value ${v})`,
+      );
       return { shape, strides: stridesOf(shape), offset: src.offset };
     case "Transpose":
       return { shape, strides: (e.params.perm as number[]).map((p) => src.strides[p]!), offset: src.offset };
     case "Slice": {
-      const start = e.params.start as number[], step = e.params.step as number[];
-      return { shape, strides: src.strides.map((s, i) => s * step[i]!), offset: src.offset + start.reduce((a, x, i) => a + x * src.strides[i]!, 0) };
+      const start = e.params.start as number[],
+        step = e.params.step as number[];
+      return {
+        shape,
+        strides: src.strides.map((s, i) => s * step[i]!),
+        offset: src.offset + start.reduce((a, x, i) => a + x * src.strides[i]!, 0),
+      };
     }
     case "Broadcast": {
       const pad = shape.length - src.shape.length;
-      return { shape, strides: shape.map((_, i) => (i < pad || src.shape[i - pad] === 1 ? 0 : src.strides[i - pad]!)), offset: src.offset };
+      return {
+        shape,
+        strides: shape.map((_, i) => (i < pad || src.shape[i - pad] === 1 ? 0 : src.strides[i - pad]!)),
+        offset: src.offset,
+      };
     }
     default:
       invariant(false, `value ${v}: ${e.op} is listed as a view but has no layout rule`);
@@ -53,7 +65,8 @@ export function viewLayout(g: Graph, v: ValueId, root: ValueId): ViewLayout {
  */
 export function viewRuns(l: ViewLayout): [number, number][] {
   // The innermost axes that are laid out densely form one run.
-  let inner = l.shape.length, len = 1;
+  let inner = l.shape.length,
+    len = 1;
   while (inner > 0) {
     const d = inner - 1;
     if (l.shape[d] !== 1 && l.strides[d] !== len) break;
@@ -64,7 +77,8 @@ export function viewRuns(l: ViewLayout): [number, number][] {
   const out: [number, number][] = [];
   const n = outer.reduce((a, b) => a * b, 1);
   for (let i = 0; i < n; i++) {
-    let rest = i, off = l.offset;
+    let rest = i,
+      off = l.offset;
     for (let d = outer.length - 1; d >= 0; d--) {
       off += (rest % outer[d]!) * l.strides[d]!;
       rest = Math.floor(rest / outer[d]!);

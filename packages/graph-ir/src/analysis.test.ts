@@ -58,14 +58,21 @@ describe("eval bindings", () => {
     expect(asked).toEqual(["w"]);
     expect([...r.outputs.pw!.data]).toEqual([2, 6]); // 1 + 2^-9 rounds to 1 in bf16.
     expect([...r.state.acc!.data]).toEqual([11, 23]);
-    const bits = evaluate(g(), { consts: { w: Uint16Array.of(0x3fc0, 0xc000) }, slots: { p: [1] }, state: { acc: [0, 0] } });
+    const bits = evaluate(g(), {
+      consts: { w: Uint16Array.of(0x3fc0, 0xc000) },
+      slots: { p: [1] },
+      state: { acc: [0, 0] },
+    });
     expect([...bits.outputs.pw!.data]).toEqual([1.5, -2]);
   });
   test("typed binding errors", () => {
     expectCode(() => evaluate(g(), { slots: { p: [1] }, state: { acc: [0, 0] } }), "unbound-const");
     expectCode(() => evaluate(g(), { consts: { w: [1, 2] }, state: { acc: [0, 0] } }), "unbound-slot");
     expectCode(() => evaluate(g(), { consts: { w: [1, 2] }, slots: { p: [1] } }), "unbound-state");
-    const e = expectCode(() => evaluate(g(), { consts: { w: [1, 2, 3] }, slots: { p: [1] }, state: { acc: [0, 0] } }), "binding-mismatch");
+    const e = expectCode(
+      () => evaluate(g(), { consts: { w: [1, 2, 3] }, slots: { p: [1] }, state: { acc: [0, 0] } }),
+      "binding-mismatch",
+    );
     expect(e.context.key).toBe("w");
   });
 });

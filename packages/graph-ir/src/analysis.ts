@@ -45,7 +45,8 @@ export function peakTransientBytes(g: Graph, options: OpsOption = {}): number {
     const free = Math.max(lastUse[id]!, defAt[id]!) + 1;
     delta[free] = delta[free]! - bytes;
   });
-  let live = 0, peak = 0;
+  let live = 0,
+    peak = 0;
   for (let k = 0; k <= end; k++) {
     live += delta[k]!;
     peak = Math.max(peak, live);

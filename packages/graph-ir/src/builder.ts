@@ -92,9 +92,11 @@ export class Builder extends GraphBuilder {
   ropeRotateHalf(x: Ref, cos: Ref, sin: Ref, name?: string): Ref {
     const xf = this.f32(x);
     const d = this.lastDim(xf, "ropeRotateHalf");
-    if (d % 2 !== 0) throw new GraphError("shape-mismatch", `ropeRotateHalf needs an even last dim, got ${d}`, { values: [x.id] });
+    if (d % 2 !== 0)
+      throw new GraphError("shape-mismatch", `ropeRotateHalf needs an even last dim, got ${d}`, { values: [x.id] });
     const r = xf.shape.length;
-    const lo = xf.shape.map(() => 0), hi = [...xf.shape];
+    const lo = xf.shape.map(() => 0),
+      hi = [...xf.shape];
     const x1 = this.slice(xf, lo, [...hi.slice(0, r - 1), d / 2]);
     const x2 = this.slice(xf, [...lo.slice(0, r - 1), d / 2], hi);
     const rot = this.concat([this.neg(x2), x1], -1);
@@ -106,7 +108,8 @@ export class Builder extends GraphBuilder {
     if (nRep === 1) return x;
     const r = x.shape.length;
     const a = axis < 0 ? axis + r : axis;
-    if (a < 0 || a >= r) throw new GraphError("bad-axis", `repeatKv axis ${axis} out of range for rank ${r}`, { values: [x.id] });
+    if (a < 0 || a >= r)
+      throw new GraphError("bad-axis", `repeatKv axis ${axis} out of range for rank ${r}`, { values: [x.id] });
     const s = x.shape;
     const expanded = this.reshape(x, [...s.slice(0, a + 1), 1, ...s.slice(a + 1)]);
     const b = this.broadcast(expanded, [...s.slice(0, a + 1), nRep, ...s.slice(a + 1)]);
@@ -115,7 +118,9 @@ export class Builder extends GraphBuilder {
 
   /** softmax(q @ k^T * scale (+ mask)) @ v with q [..., Tq, D], k [..., Tk, D], v [..., Tk, Dv]. */
   attentionMasked(q: Ref, k: Ref, v: Ref, options: AttentionOptions, name?: string): Ref {
-    const qf = this.f32(q), kf = this.f32(k), vf = this.f32(v);
+    const qf = this.f32(q),
+      kf = this.f32(k),
+      vf = this.f32(v);
     const r = kf.shape.length;
     if (r < 2) throw new GraphError("shape-mismatch", "attention needs rank >= 2 keys", { values: [k.id] });
     const perm = kf.shape.map((_, i) => i);
@@ -123,13 +128,17 @@ export class Builder extends GraphBuilder {
     perm[r - 1] = r - 2;
     let scores = this.mul(this.matmul(qf, this.transpose(kf, perm)), options.scale);
     const m = options.mask;
-    if (m !== undefined) scores = "additive" in m ? this.add(scores, this.f32(m.additive)) : this.select(m.select, scores, -Infinity);
+    if (m !== undefined)
+      scores = "additive" in m ? this.add(scores, this.f32(m.additive)) : this.select(m.select, scores, -Infinity);
     return this.matmul(this.softmax(scores, -1), vf, name);
   }
 
   /** x @ W^T (+ bias) for an HF-layout [N, K] weight, dense or packed (decoded with DecodePacked). */
   linear(x: Ref, weight: Ref, bias?: Ref, name?: string): Ref {
-    if (weight.shape.length !== 2) throw new GraphError("shape-mismatch", `linear weight must be [N, K], got rank ${weight.shape.length}`, { values: [weight.id] });
+    if (weight.shape.length !== 2)
+      throw new GraphError("shape-mismatch", `linear weight must be [N, K], got rank ${weight.shape.length}`, {
+        values: [weight.id],
+      });
     const w = isPacked(weight.dtype) ? this.decodePacked(weight) : this.f32(weight);
     const xf = this.f32(x);
     const x2 = xf.shape.length === 1 ? this.reshape(xf, [1, xf.shape[0]!]) : xf;

@@ -35,9 +35,17 @@ function roundRNE(x: number, p: number, emin: number, emax: number): number {
 const nextUp = (x: number): number => bitsToF32(x >= 0 ? f32ToBits(x) + 1 : f32ToBits(x) - 1);
 const nextDown = (x: number): number => bitsToF32(x > 0 ? f32ToBits(x) - 1 : x === 0 ? 0x80000001 : f32ToBits(x) + 1);
 
-function checkFormat(name: string, widen: (b: number) => number, narrow: (x: number) => number, expBits: number, mantBits: number): void {
+function checkFormat(
+  name: string,
+  widen: (b: number) => number,
+  narrow: (x: number) => number,
+  expBits: number,
+  mantBits: number,
+): void {
   const bias = 2 ** (expBits - 1) - 1;
-  const p = mantBits + 1, emin = 1 - bias, emax = bias;
+  const p = mantBits + 1,
+    emin = 1 - bias,
+    emax = bias;
   describe(name, () => {
     test("widening is exact for all 65536 patterns and narrowing inverts it", () => {
       let nan = 0;

@@ -39,12 +39,22 @@ export interface EvalResult {
   readonly state: { readonly [key: string]: Tensor };
 }
 
-function bind(v: Value, host: HostData | undefined, code: "unbound-const" | "unbound-slot" | "unbound-state", key: string): Tensor {
-  if (host === undefined) throw new GraphError(code, `no data bound for ${v.storage.kind} value`, { key, values: [v.id] });
+function bind(
+  v: Value,
+  host: HostData | undefined,
+  code: "unbound-const" | "unbound-slot" | "unbound-state",
+  key: string,
+): Tensor {
+  if (host === undefined)
+    throw new GraphError(code, `no data bound for ${v.storage.kind} value`, { key, values: [v.id] });
   const t = tensorFromHost(v.dtype, v.shape, host);
   if (t === null) {
     const want = isPacked(v.dtype) ? `a Uint8Array of the packed byte size` : `${numel(v.shape)} elements`;
-    throw new GraphError("binding-mismatch", `bound ${host.length} elements for ${dtypeName(v.dtype)}[${v.shape.join(",")}]; expected ${want}`, { key, values: [v.id] });
+    throw new GraphError(
+      "binding-mismatch",
+      `bound ${host.length} elements for ${dtypeName(v.dtype)}[${v.shape.join(",")}]; expected ${want}`,
+      { key, values: [v.id] },
+    );
   }
   return t;
 }
@@ -77,7 +87,11 @@ export function evaluate(graph: Graph, bindings: EvalBindings = {}, options: Eva
   const env = new Array<Tensor | undefined>(graph.values.length);
   // Last use per value so intermediates can be dropped as soon as they are dead.
   const lastUse = new Int32Array(graph.values.length).fill(-1);
-  graph.eqns.forEach((e, k) => e.inputs.forEach((o) => { if (!isLiteral(o)) lastUse[o] = k; }));
+  graph.eqns.forEach((e, k) =>
+    e.inputs.forEach((o) => {
+      if (!isLiteral(o)) lastUse[o] = k;
+    }),
+  );
   const keep = new Set<number>([...graph.outputs.map((o) => o.value), ...graph.states.map((s) => s.output)]);
   const get = (id: number): Tensor => {
     let t = env[id];

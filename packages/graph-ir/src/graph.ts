@@ -16,7 +16,16 @@ export interface ValueType {
 }
 
 /** Well-known per-step slot kinds; other strings are allowed for executor-specific slots. */
-export type SlotKind = "Token" | "Pos" | "SeqLen" | "Mask" | "SlotMap" | "PageTable" | "BlockTable" | "Logits" | (string & {});
+export type SlotKind =
+  | "Token"
+  | "Pos"
+  | "SeqLen"
+  | "Mask"
+  | "SlotMap"
+  | "PageTable"
+  | "BlockTable"
+  | "Logits"
+  | (string & {});
 
 /** Raw stored data of a Computed value: the storage dtype's array (f16/bf16 as Uint16Array bits, packed as bytes). */
 export type StoredData = Float32Array | Uint16Array | Int32Array | Uint32Array | Uint8Array;
@@ -59,7 +68,13 @@ export interface Literal {
 export type Operand = ValueId | Literal;
 
 /** JSON-compatible parameter value. */
-export type ParamValue = number | string | boolean | null | readonly ParamValue[] | { readonly [k: string]: ParamValue };
+export type ParamValue =
+  | number
+  | string
+  | boolean
+  | null
+  | readonly ParamValue[]
+  | { readonly [k: string]: ParamValue };
 
 /** Op parameters: plain JSON data. */
 export type Params = { readonly [k: string]: ParamValue };

@@ -7,10 +7,29 @@
 export { GraphError, InvariantError, invariant } from "./errors.js";
 export type { GraphErrorCode, GraphErrorContext } from "./errors.js";
 
-export { SCALAR_DTYPES, dtypeEquals, dtypeName, isFloat, isInt, isPacked, isScalarDType, scalarByteSize, storageBytes } from "./dtype.js";
+export {
+  SCALAR_DTYPES,
+  dtypeEquals,
+  dtypeName,
+  isFloat,
+  isInt,
+  isPacked,
+  isScalarDType,
+  scalarByteSize,
+  storageBytes,
+} from "./dtype.js";
 export type { DType, PackedDType, ScalarDType } from "./dtype.js";
 
-export { bf16BitsToF32, bitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToBits, f32ToF16Bits, roundToBf16, roundToF16 } from "./convert.js";
+export {
+  bf16BitsToF32,
+  bitsToF32,
+  f16BitsToF32,
+  f32ToBf16Bits,
+  f32ToBits,
+  f32ToF16Bits,
+  roundToBf16,
+  roundToF16,
+} from "./convert.js";
 
 export { decodeBlock, decodePacked, validatePackedFormat } from "./packed.js";
 export type { DecodeBinaryOp, DecodeExpr, DecodeLoadType, PackedFormat } from "./packed.js";
@@ -19,7 +38,23 @@ export { broadcastShapes, numel, shapeEquals, shapeString, stridesOf } from "./s
 export type { Shape } from "./shape.js";
 
 export { isLiteral } from "./graph.js";
-export type { Eqn, Graph, GraphOutput, Literal, Operand, ParamValue, Params, SlotKind, StatePair, Storage, StorageKind, StoredData, Value, ValueId, ValueType } from "./graph.js";
+export type {
+  Eqn,
+  Graph,
+  GraphOutput,
+  Literal,
+  Operand,
+  ParamValue,
+  Params,
+  SlotKind,
+  StatePair,
+  Storage,
+  StorageKind,
+  StoredData,
+  Value,
+  ValueId,
+  ValueType,
+} from "./graph.js";
 
 export { allocData, roundInPlace, tensorFromHost } from "./tensor.js";
 export type { HostData, Tensor, TensorData } from "./tensor.js";
@@ -30,7 +65,15 @@ export { PRIMITIVE_OPS, extendOps } from "./ops/table.js";
 export type { PrimitiveOp } from "./ops/table.js";
 export type { CastParams } from "./ops/elementwise.js";
 export type { ReduceKind, ReduceParams } from "./ops/reduce.js";
-export type { BroadcastParams, ConcatParams, DynamicSliceParams, GatherParams, ReshapeParams, SliceParams, TransposeParams } from "./ops/movement.js";
+export type {
+  BroadcastParams,
+  ConcatParams,
+  DynamicSliceParams,
+  GatherParams,
+  ReshapeParams,
+  SliceParams,
+  TransposeParams,
+} from "./ops/movement.js";
 export type { IotaParams } from "./ops/linalg.js";
 export { erf } from "./ops/erf.js";
 

@@ -7,7 +7,12 @@ import { GRAPH_JSON_VERSION, graphFromJson, graphToJson, graphToJsonString } fro
 import type { PackedFormat } from "./packed.js";
 import { printGraph } from "./printer.js";
 
-const Q: PackedFormat = { name: "u8x2", blockSize: 2, bytesPerBlock: 2, decode: { op: "load", type: "u8", offset: { op: "i" } } };
+const Q: PackedFormat = {
+  name: "u8x2",
+  blockSize: 2,
+  bytesPerBlock: 2,
+  decode: { op: "load", type: "u8", offset: { op: "i" } },
+};
 
 /** A graph touching every storage class, packed data, names and awkward literals. */
 function sample() {
@@ -58,7 +63,8 @@ describe("JSON", () => {
     expect(printGraph(g2)).toBe(printGraph(g));
     expect(graphToJsonString(g2)).toBe(json);
     const bind = { consts: { w: [1, 2, 3, 4, 5, 6] }, slots: { pos: [2] }, state: { kv: new Array(12).fill(0.25) } };
-    const r1 = evaluate(g, bind), r2 = evaluate(g2, bind);
+    const r1 = evaluate(g, bind),
+      r2 = evaluate(g2, bind);
     for (const k of Object.keys(r1.outputs)) expect([...r2.outputs[k]!.data]).toEqual([...r1.outputs[k]!.data]);
     expect([...r2.state.kv!.data]).toEqual([...r1.state.kv!.data]);
     // Hand check: y = row sums [3,7,11] + [1,-2,0.5]; the KV row at pos 2 holds it.
@@ -76,11 +82,17 @@ describe("JSON", () => {
     expectCode(() => graphFromJson("{not json"), "json-parse");
     expectCode(() => graphFromJson({ ...j, values: "nope" }), "json-parse");
     expectCode(() => graphFromJson({ ...j, formats: {} }), "json-parse");
-    const e = expectCode(() => graphFromJson({ ...j, eqns: [{ op: "Add", inputs: [0, { lit: "x", dtype: "f32" }], out: 1 }] }), "json-parse");
+    const e = expectCode(
+      () => graphFromJson({ ...j, eqns: [{ op: "Add", inputs: [0, { lit: "x", dtype: "f32" }], out: 1 }] }),
+      "json-parse",
+    );
     expect(e.context.path).toBe("$.eqns[0].inputs[1].lit");
     expect(GRAPH_JSON_VERSION).toBe(1);
     const g = sample();
-    const bad = { ...g, eqns: g.eqns.map((e, k) => (k === 0 ? { ...e, params: { ...e.params, extra: Infinity } } : e)) };
+    const bad = {
+      ...g,
+      eqns: g.eqns.map((e, k) => (k === 0 ? { ...e, params: { ...e.params, extra: Infinity } } : e)),
+    };
     expect(expectCode(() => graphToJson(bad), "bad-param").context.eqn).toBe(0);
   });
 });

@@ -3,7 +3,16 @@
 
 import { isPacked, isScalarDType, type DType } from "./dtype.js";
 import { GraphError } from "./errors.js";
-import { isLiteral, type Eqn, type Graph, type Operand, type ParamValue, type Storage, type StoredData, type Value } from "./graph.js";
+import {
+  isLiteral,
+  type Eqn,
+  type Graph,
+  type Operand,
+  type ParamValue,
+  type Storage,
+  type StoredData,
+  type Value,
+} from "./graph.js";
 import type { PackedFormat } from "./packed.js";
 import { storedClass, validateGraph, type OpsOption } from "./validate.js";
 
@@ -34,7 +43,11 @@ function perr(path: string, message: string): never {
 /** Stored data of dtype `d` over a copy of `bytes` (little-endian, as every supported host is). */
 function storedArray(d: DType, bytes: Uint8Array): StoredData {
   const cls = storedClass(d);
-  if (bytes.byteLength % cls.BYTES_PER_ELEMENT !== 0) throw new GraphError("json-parse", `computed data of ${bytes.byteLength} bytes is not a whole number of ${cls.name} elements`);
+  if (bytes.byteLength % cls.BYTES_PER_ELEMENT !== 0)
+    throw new GraphError(
+      "json-parse",
+      `computed data of ${bytes.byteLength} bytes is not a whole number of ${cls.name} elements`,
+    );
   return new cls(bytes.slice().buffer);
 }
 
@@ -82,9 +95,19 @@ export function graphToJson(g: Graph): unknown {
   });
   g.eqns.forEach((e, k) => {
     // JSON has no NaN/Infinity; params must stay plain finite data to round-trip.
-    if (!finiteParams(e.params)) throw new GraphError("bad-param", "params contain a non-finite number, which JSON cannot hold", { eqn: k, op: e.op, values: [e.out] });
+    if (!finiteParams(e.params))
+      throw new GraphError("bad-param", "params contain a non-finite number, which JSON cannot hold", {
+        eqn: k,
+        op: e.op,
+        values: [e.out],
+      });
   });
-  const eqns = g.eqns.map((e) => ({ op: e.op, inputs: e.inputs.map((o) => (isLiteral(o) ? { lit: encNum(o.lit), dtype: o.dtype } : o)), params: e.params, out: e.out }));
+  const eqns = g.eqns.map((e) => ({
+    op: e.op,
+    inputs: e.inputs.map((o) => (isLiteral(o) ? { lit: encNum(o.lit), dtype: o.dtype } : o)),
+    params: e.params,
+    out: e.out,
+  }));
   return { version: GRAPH_JSON_VERSION, formats, values, eqns, outputs: g.outputs, states: g.states };
 }
 
@@ -131,7 +154,12 @@ export function graphFromJson(input: unknown, options: OpsOption = {}): Graph {
     }
   }
   const root = obj(raw, "$");
-  if (root.version !== GRAPH_JSON_VERSION) throw new GraphError("json-version", `unsupported graph JSON version ${JSON.stringify(root.version)}; this reader understands ${GRAPH_JSON_VERSION}`, { path: "$.version" });
+  if (root.version !== GRAPH_JSON_VERSION)
+    throw new GraphError(
+      "json-version",
+      `unsupported graph JSON version ${JSON.stringify(root.version)}; this reader understands ${GRAPH_JSON_VERSION}`,
+      { path: "$.version" },
+    );
   const formats = obj(root.formats ?? {}, "$.formats") as Record<string, PackedFormat>;
   const dtype = (x: unknown, path: string): DType => {
     if (isScalarDType(x)) return x;
@@ -148,12 +176,23 @@ export function graphFromJson(input: unknown, options: OpsOption = {}): Graph {
     const s = obj(v.storage, `${p}.storage`);
     let storage: Storage;
     switch (s.kind) {
-      case "device": storage = { kind: "device" }; break;
-      case "const": storage = { kind: "const", key: str(s.key, `${p}.storage.key`) }; break;
-      case "state": storage = { kind: "state", key: str(s.key, `${p}.storage.key`) }; break;
-      case "slot": storage = { kind: "slot", key: str(s.key, `${p}.storage.key`), slot: str(s.slot, `${p}.storage.slot`) }; break;
-      case "computed": storage = { kind: "computed", data: storedArray(d, fromBase64(s.base64, `${p}.storage.base64`)) }; break;
-      default: return perr(`${p}.storage.kind`, `unknown storage kind ${JSON.stringify(s.kind)}`);
+      case "device":
+        storage = { kind: "device" };
+        break;
+      case "const":
+        storage = { kind: "const", key: str(s.key, `${p}.storage.key`) };
+        break;
+      case "state":
+        storage = { kind: "state", key: str(s.key, `${p}.storage.key`) };
+        break;
+      case "slot":
+        storage = { kind: "slot", key: str(s.key, `${p}.storage.key`), slot: str(s.slot, `${p}.storage.slot`) };
+        break;
+      case "computed":
+        storage = { kind: "computed", data: storedArray(d, fromBase64(s.base64, `${p}.storage.base64`)) };
+        break;
+      default:
+        return perr(`${p}.storage.kind`, `unknown storage kind ${JSON.stringify(s.kind)}`);
     }
     const value: Value = { id: int(v.id, `${p}.id`), dtype: d, shape, storage };
     return v.name === undefined ? value : { ...value, name: str(v.name, `${p}.name`) };
@@ -167,7 +206,12 @@ export function graphFromJson(input: unknown, options: OpsOption = {}): Graph {
       if (!isScalarDType(l.dtype)) perr(`${p}.inputs[${j}].dtype`, "literal needs a scalar dtype");
       return { lit: decNum(l.lit, `${p}.inputs[${j}].lit`), dtype: l.dtype };
     });
-    return { op: str(e.op, `${p}.op`), inputs, params: obj(e.params ?? {}, `${p}.params`) as Eqn["params"], out: int(e.out, `${p}.out`) };
+    return {
+      op: str(e.op, `${p}.op`),
+      inputs,
+      params: obj(e.params ?? {}, `${p}.params`) as Eqn["params"],
+      out: int(e.out, `${p}.out`),
+    };
   });
   const outputs = arr(root.outputs, "$.outputs").map((x, i) => {
     const o = obj(x, `$.outputs[${i}]`);
@@ -175,7 +219,11 @@ export function graphFromJson(input: unknown, options: OpsOption = {}): Graph {
   });
   const states = arr(root.states, "$.states").map((x, i) => {
     const s = obj(x, `$.states[${i}]`);
-    return { key: str(s.key, `$.states[${i}].key`), input: int(s.input, `$.states[${i}].input`), output: int(s.output, `$.states[${i}].output`) };
+    return {
+      key: str(s.key, `$.states[${i}].key`),
+      input: int(s.input, `$.states[${i}].input`),
+      output: int(s.output, `$.states[${i}].output`),
+    };
   });
   const g: Graph = { values, eqns, outputs, states };
   validateGraph(g, options);

@@ -8,20 +8,39 @@ const i: DecodeExpr = { op: "i" };
 
 /** GGUF Q8_0 as data: f16 scale d at byte 0, then 32 int8 quants; x_i = d * q_i. */
 const Q8_0: PackedFormat = {
-  name: "q8_0", blockSize: 32, bytesPerBlock: 34,
-  decode: { op: "mul", a: { op: "load", type: "f16", offset: c(0) }, b: { op: "load", type: "i8", offset: { op: "add", a: c(2), b: i } } },
+  name: "q8_0",
+  blockSize: 32,
+  bytesPerBlock: 34,
+  decode: {
+    op: "mul",
+    a: { op: "load", type: "f16", offset: c(0) },
+    b: { op: "load", type: "i8", offset: { op: "add", a: c(2), b: i } },
+  },
 };
 
 /** GGUF Q4_0 as data: f16 d, 16 bytes of nibbles; x_j = d*((qs[j]&15)-8), x_{j+16} = d*((qs[j]>>4)-8). */
 const Q4_0: PackedFormat = {
-  name: "q4_0", blockSize: 32, bytesPerBlock: 18,
+  name: "q4_0",
+  blockSize: 32,
+  bytesPerBlock: 18,
   decode: {
-    op: "let", name: "d", value: { op: "load", type: "f16", offset: c(0) },
+    op: "let",
+    name: "d",
+    value: { op: "load", type: "f16", offset: c(0) },
     body: {
-      op: "mul", a: { op: "var", name: "d" },
+      op: "mul",
+      a: { op: "var", name: "d" },
       b: {
         op: "sub",
-        a: { op: "and", a: { op: "shr", a: { op: "load", type: "u8", offset: { op: "add", a: c(2), b: { op: "and", a: i, b: c(15) } } }, b: { op: "mul", a: { op: "shr", a: i, b: c(4) }, b: c(4) } }, b: c(15) },
+        a: {
+          op: "and",
+          a: {
+            op: "shr",
+            a: { op: "load", type: "u8", offset: { op: "add", a: c(2), b: { op: "and", a: i, b: c(15) } } },
+            b: { op: "mul", a: { op: "shr", a: i, b: c(4) }, b: c(4) },
+          },
+          b: c(15),
+        },
         b: c(8),
       },
     },
@@ -42,7 +61,13 @@ describe("decode recipes as data", () => {
     const qs = Array.from({ length: 32 }, (_, k) => k * 7 - 100);
     const bytes = new Uint8Array(2 + 34 * 2);
     bytes.set(q8Block(0.0625, qs), 2);
-    bytes.set(q8Block(-1.5, qs.map((q) => -q)), 36);
+    bytes.set(
+      q8Block(
+        -1.5,
+        qs.map((q) => -q),
+      ),
+      36,
+    );
     const out = new Float64Array(40).fill(99);
     decodeBlock(Q8_0, bytes, 2, out, 4);
     decodeBlock(Q8_0, bytes, 36, out, 8);

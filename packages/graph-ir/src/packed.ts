@@ -8,7 +8,21 @@ import { GraphError } from "./errors.js";
 export type DecodeLoadType = "u8" | "i8" | "u16" | "i16" | "u32" | "f16" | "bf16" | "f32";
 
 /** Binary operators of a decode recipe; shl/shr/and/or/xor/idiv/mod act on integer operands (u32 for bit ops). */
-export type DecodeBinaryOp = "add" | "sub" | "mul" | "div" | "idiv" | "mod" | "shl" | "shr" | "and" | "or" | "xor" | "lt" | "min" | "max";
+export type DecodeBinaryOp =
+  | "add"
+  | "sub"
+  | "mul"
+  | "div"
+  | "idiv"
+  | "mod"
+  | "shl"
+  | "shr"
+  | "and"
+  | "or"
+  | "xor"
+  | "lt"
+  | "min"
+  | "max";
 
 /**
  * A node of a decode recipe giving element `i` of a block from the block's bytes.
@@ -42,7 +56,9 @@ type Compiled = (i: number, view: DataView, base: number, env: Float64Array) => 
 
 // Each `let` node gets its own slot in a per-format Float64Array (resolved at compile time, no name lookups).
 type Scope = ReadonlyMap<string, number>;
-interface Slots { count: number }
+interface Slots {
+  count: number;
+}
 
 function fail(format: string, message: string): never {
   throw new GraphError("packed-format", message, { key: format });
@@ -67,12 +83,15 @@ function compile(f: PackedFormat, e: DecodeExpr, scope: Scope, slots: Slots): Co
       return (i, view, base, env) => {
         const o = off(i, view, base, env);
         // Loads outside the block are a malformed recipe, not a short read.
-        if (!Number.isInteger(o) || o < 0 || o > limit) fail(name, `load ${e.type} at byte ${o} is outside the ${f.bytesPerBlock}-byte block (element ${i})`);
+        if (!Number.isInteger(o) || o < 0 || o > limit)
+          fail(name, `load ${e.type} at byte ${o} is outside the ${f.bytesPerBlock}-byte block (element ${i})`);
         return read(view, base + o);
       };
     }
     case "select": {
-      const c = compile(f, e.cond, scope, slots), a = compile(f, e.a, scope, slots), b = compile(f, e.b, scope, slots);
+      const c = compile(f, e.cond, scope, slots),
+        a = compile(f, e.a, scope, slots),
+        b = compile(f, e.b, scope, slots);
       return (i, v, base, env) => (c(i, v, base, env) !== 0 ? a(i, v, base, env) : b(i, v, base, env));
     }
     case "f32": {
@@ -100,55 +119,90 @@ function compile(f: PackedFormat, e: DecodeExpr, scope: Scope, slots: Slots): Co
 
 function loader(t: DecodeLoadType): (v: DataView, o: number) => number {
   switch (t) {
-    case "u8": return (v, o) => v.getUint8(o);
-    case "i8": return (v, o) => v.getInt8(o);
-    case "u16": return (v, o) => v.getUint16(o, true);
-    case "i16": return (v, o) => v.getInt16(o, true);
-    case "u32": return (v, o) => v.getUint32(o, true);
-    case "f16": return (v, o) => f16BitsToF32(v.getUint16(o, true));
-    case "bf16": return (v, o) => bf16BitsToF32(v.getUint16(o, true));
-    case "f32": return (v, o) => v.getFloat32(o, true);
-    default: return t satisfies never;
+    case "u8":
+      return (v, o) => v.getUint8(o);
+    case "i8":
+      return (v, o) => v.getInt8(o);
+    case "u16":
+      return (v, o) => v.getUint16(o, true);
+    case "i16":
+      return (v, o) => v.getInt16(o, true);
+    case "u32":
+      return (v, o) => v.getUint32(o, true);
+    case "f16":
+      return (v, o) => f16BitsToF32(v.getUint16(o, true));
+    case "bf16":
+      return (v, o) => bf16BitsToF32(v.getUint16(o, true));
+    case "f32":
+      return (v, o) => v.getFloat32(o, true);
+    default:
+      return t satisfies never;
   }
 }
 
-function compileBinary(f: PackedFormat, e: Extract<DecodeExpr, { a: DecodeExpr; b: DecodeExpr }>, scope: Scope, slots: Slots): Compiled {
+function compileBinary(
+  f: PackedFormat,
+  e: Extract<DecodeExpr, { a: DecodeExpr; b: DecodeExpr }>,
+  scope: Scope,
+  slots: Slots,
+): Compiled {
   if (e.op === "select") return fail(f.name, "unreachable");
-  const a = compile(f, e.a, scope, slots), b = compile(f, e.b, scope, slots);
+  const a = compile(f, e.a, scope, slots),
+    b = compile(f, e.b, scope, slots);
   const op = binaryFn(f.name, e.op);
   return (i, v, base, env) => op(a(i, v, base, env), b(i, v, base, env));
 }
 
 function binaryFn(name: string, op: DecodeBinaryOp): (x: number, y: number) => number {
   switch (op) {
-    case "add": return (x, y) => x + y;
-    case "sub": return (x, y) => x - y;
-    case "mul": return (x, y) => x * y;
-    case "div": return (x, y) => x / y;
-    case "idiv": return (x, y) => Math.floor(x / y);
-    case "mod": return (x, y) => x - Math.floor(x / y) * y;
+    case "add":
+      return (x, y) => x + y;
+    case "sub":
+      return (x, y) => x - y;
+    case "mul":
+      return (x, y) => x * y;
+    case "div":
+      return (x, y) => x / y;
+    case "idiv":
+      return (x, y) => Math.floor(x / y);
+    case "mod":
+      return (x, y) => x - Math.floor(x / y) * y;
     // Bit operators work on the unsigned 32-bit pattern of integer operands.
-    case "shl": return (x, y) => (x << y) >>> 0;
-    case "shr": return (x, y) => x >>> 0 >>> y;
-    case "and": return (x, y) => (x & y) >>> 0;
-    case "or": return (x, y) => (x | y) >>> 0;
-    case "xor": return (x, y) => (x ^ y) >>> 0;
-    case "lt": return (x, y) => (x < y ? 1 : 0);
-    case "min": return (x, y) => Math.min(x, y);
-    case "max": return (x, y) => Math.max(x, y);
-    default: return fail(name, `unknown decode op ${String(op satisfies never)}`);
+    case "shl":
+      return (x, y) => (x << y) >>> 0;
+    case "shr":
+      return (x, y) => (x >>> 0) >>> y;
+    case "and":
+      return (x, y) => (x & y) >>> 0;
+    case "or":
+      return (x, y) => (x | y) >>> 0;
+    case "xor":
+      return (x, y) => (x ^ y) >>> 0;
+    case "lt":
+      return (x, y) => (x < y ? 1 : 0);
+    case "min":
+      return (x, y) => Math.min(x, y);
+    case "max":
+      return (x, y) => Math.max(x, y);
+    default:
+      return fail(name, `unknown decode op ${String(op satisfies never)}`);
   }
 }
 
-interface CompiledFormat { readonly fn: Compiled; readonly slots: number }
+interface CompiledFormat {
+  readonly fn: Compiled;
+  readonly slots: number;
+}
 
 const cache = new WeakMap<PackedFormat, CompiledFormat>();
 
 /** Checks a format descriptor (sizes and recipe shape) and throws `packed-format` if malformed. */
 export function validatePackedFormat(f: PackedFormat): void {
   if (typeof f.name !== "string" || f.name.length === 0) fail(String(f.name), "format needs a name");
-  if (!Number.isInteger(f.blockSize) || f.blockSize < 1) fail(f.name, `blockSize ${f.blockSize} must be a positive integer`);
-  if (!Number.isInteger(f.bytesPerBlock) || f.bytesPerBlock < 1) fail(f.name, `bytesPerBlock ${f.bytesPerBlock} must be a positive integer`);
+  if (!Number.isInteger(f.blockSize) || f.blockSize < 1)
+    fail(f.name, `blockSize ${f.blockSize} must be a positive integer`);
+  if (!Number.isInteger(f.bytesPerBlock) || f.bytesPerBlock < 1)
+    fail(f.name, `bytesPerBlock ${f.bytesPerBlock} must be a positive integer`);
   compiled(f);
 }
 
@@ -167,7 +221,13 @@ function compiled(f: PackedFormat): CompiledFormat {
  * Decodes one block starting at `bytes[byteOffset]` into `out[outOffset .. outOffset + blockSize)`,
  * each element rounded to f32.
  */
-export function decodeBlock(f: PackedFormat, bytes: Uint8Array, byteOffset: number, out: Float64Array | Float32Array, outOffset: number): void {
+export function decodeBlock(
+  f: PackedFormat,
+  bytes: Uint8Array,
+  byteOffset: number,
+  out: Float64Array | Float32Array,
+  outOffset: number,
+): void {
   if (byteOffset < 0 || byteOffset + f.bytesPerBlock > bytes.length) {
     fail(f.name, `block at byte ${byteOffset} overruns the ${bytes.length}-byte buffer`);
   }

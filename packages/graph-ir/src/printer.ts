@@ -25,7 +25,10 @@ function operand(o: Operand): string {
 function param(v: ParamValue): string {
   if (typeof v === "number") return num(v);
   if (Array.isArray(v)) return `[${v.map(param).join(",")}]`;
-  if (v !== null && typeof v === "object") return `{${Object.entries(v).map(([k, x]) => `${k}=${param(x)}`).join(" ")}}`;
+  if (v !== null && typeof v === "object")
+    return `{${Object.entries(v)
+      .map(([k, x]) => `${k}=${param(x)}`)
+      .join(" ")}}`;
   return String(v);
 }
 

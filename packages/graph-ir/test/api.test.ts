@@ -1,5 +1,13 @@
 import { expect, test } from "vitest";
-import { Builder, dispatchCount, evaluate, extendOps, graphFromJson, graphToJsonString, printGraph } from "@poot/graph-ir";
+import {
+  Builder,
+  dispatchCount,
+  evaluate,
+  extendOps,
+  graphFromJson,
+  graphToJsonString,
+  printGraph,
+} from "@poot/graph-ir";
 
 test("build, print, round-trip and evaluate a tiny graph", () => {
   const b = new Builder();
@@ -14,7 +22,9 @@ test("build, print, round-trip and evaluate a tiny graph", () => {
   const r = evaluate(g2, { slots: { x: [1, 2, 3, 4, 5, 6] }, consts: { w: [1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 1] } });
   const out = r.outputs.y!.data;
   // Row 0 logits [1,2,3,6]: softmax by hand in float64.
-  const l = [1, 2, 3, 6], m = Math.max(...l), s = l.reduce((a, v) => a + Math.exp(v - m), 0);
+  const l = [1, 2, 3, 6],
+    m = Math.max(...l),
+    s = l.reduce((a, v) => a + Math.exp(v - m), 0);
   for (let j = 0; j < 4; j++) expect(out[j]).toBeCloseTo(Math.exp(l[j]! - m) / s, 6);
   expect(dispatchCount(g)).toBeGreaterThan(0);
 });
@@ -29,7 +39,10 @@ test("the README example runs and matches a hand computation", () => {
   const graph = b.build();
   expect(printGraph(graph)).toContain("# logits");
   const embed = new Float32Array(128).map((_, i) => Math.sin(i));
-  const { outputs } = evaluate(graph, { consts: { embed, norm: new Float32Array(8).fill(1) }, slots: { ids: [1, 4, 9] } });
+  const { outputs } = evaluate(graph, {
+    consts: { embed, norm: new Float32Array(8).fill(1) },
+    slots: { ids: [1, 4, 9] },
+  });
   expect(outputs.logits!.shape).toEqual([3, 16]);
   // Hand: bf16-rounded table, rmsNorm of row 4, dot with row 7.
   const bf = (v: number): number => {
@@ -48,7 +61,10 @@ test("a composite op registers through extendOps and flows through Builder, eval
   const ops = extendOps({
     // A toy fused row op: x * rsqrt(mean(x^2) + 1e-6) over the last axis, the chain rmsNorm emits.
     FusedRmsNorm: {
-      arity: 1, category: "composite", view: false, doc: "rmsNorm without weight",
+      arity: 1,
+      category: "composite",
+      view: false,
+      doc: "rmsNorm without weight",
       infer: ([x], _p, ctx) => (x!.dtype === "f32" ? x! : ctx.fail("dtype-mismatch", "f32 only")),
       evaluate: ([x]) => {
         const d = x!.shape[x!.shape.length - 1]!;
@@ -70,7 +86,8 @@ test("a composite op registers through extendOps and flows through Builder, eval
   expect(printGraph(g)).toContain("%1:f32[2,2] = fusedrmsnorm %0  # layers.0.norm");
   expect(dispatchCount(g, { ops })).toBe(2);
   const r = evaluate(g, { consts: { x: [3, 4, 0, 2] } }, { ops });
-  const s0 = Math.sqrt(12.5 + 1e-6), s1 = Math.sqrt(2 + 1e-6);
+  const s0 = Math.sqrt(12.5 + 1e-6),
+    s1 = Math.sqrt(2 + 1e-6);
   expect([...r.outputs.y!.data]).toEqual([3 / s0 + 1, 4 / s0 + 1, 1, 2 / s1 + 1].map(Math.fround));
   expect(() => evaluate(g, { consts: { x: [3, 4, 0, 2] } })).toThrow(/unknown-op/);
 });

@@ -16,8 +16,11 @@ function close(got: ArrayLike<number>, want: readonly number[], tol = 2e-6): voi
   });
 }
 
-const T = 3, D = 8;
-const x = rand(T * D, 21), w = rand(D, 22).map((v) => Math.fround(v + 1)), bias = rand(D, 23);
+const T = 3,
+  D = 8;
+const x = rand(T * D, 21),
+  w = rand(D, 22).map((v) => Math.fround(v + 1)),
+  bias = rand(D, 23);
 
 describe("Builder helpers against float64 loops", () => {
   test("rmsNorm", () => {
@@ -28,7 +31,10 @@ describe("Builder helpers against float64 loops", () => {
       const inv = 1 / Math.sqrt(ss / D + 1e-5);
       for (let d = 0; d < D; d++) want.push(x[t * D + d]! * inv * w[d]!);
     }
-    close(run((b) => b.rmsNorm(b.const("x", "f32", [T, D]), b.const("w", "f32", [D]), 1e-5), { x, w }), want);
+    close(
+      run((b) => b.rmsNorm(b.const("x", "f32", [T, D]), b.const("w", "f32", [D]), 1e-5), { x, w }),
+      want,
+    );
   });
 
   test("layerNorm", () => {
@@ -39,7 +45,13 @@ describe("Builder helpers against float64 loops", () => {
       const variance = row.reduce((a, v) => a + (v - mean) ** 2, 0) / D;
       row.forEach((v, d) => want.push(((v - mean) / Math.sqrt(variance + 1e-5)) * w[d]! + bias[d]!));
     }
-    close(run((b) => b.layerNorm(b.const("x", "f32", [T, D]), b.const("w", "f32", [D]), b.const("bias", "f32", [D]), 1e-5), { x, w, bias }), want);
+    close(
+      run(
+        (b) => b.layerNorm(b.const("x", "f32", [T, D]), b.const("w", "f32", [D]), b.const("bias", "f32", [D]), 1e-5),
+        { x, w, bias },
+      ),
+      want,
+    );
   });
 
   test("softmax (max-subtracted) survives large logits", () => {
@@ -51,7 +63,10 @@ describe("Builder helpers against float64 loops", () => {
       const z = row.reduce((a, v) => a + Math.exp(v - m), 0);
       row.forEach((v) => want.push(Math.exp(v - m) / z));
     }
-    close(run((b) => b.softmax(b.const("x", "f32", [T, D])), { x: big }), want);
+    close(
+      run((b) => b.softmax(b.const("x", "f32", [T, D])), { x: big }),
+      want,
+    );
   });
 
   test("silu, gelu (erf and tanh), swiglu, geglu", () => {
@@ -59,32 +74,64 @@ describe("Builder helpers against float64 loops", () => {
     const geluErf = (v: number): number => 0.5 * v * (1 + erfRef(v / Math.SQRT2));
     const geluTanh = (v: number): number => 0.5 * v * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (v + 0.044715 * v ** 3)));
     const xs = x.map((v) => v * 3);
-    close(run((b) => b.silu(b.const("x", "f32", [T, D])), { x: xs }), xs.map(silu));
-    close(run((b) => b.gelu(b.const("x", "f32", [T, D]), "erf"), { x: xs }), xs.map(geluErf));
-    close(run((b) => b.gelu(b.const("x", "f32", [T, D]), "tanh"), { x: xs }), xs.map(geluTanh));
-    close(run((b) => b.swiglu(b.const("g", "f32", [T, D]), b.const("u", "f32", [T, D])), { g: xs, u: x }), xs.map((v, k) => silu(v) * x[k]!));
-    close(run((b) => b.geglu(b.const("g", "f32", [T, D]), b.const("u", "f32", [T, D]), "tanh"), { g: xs, u: x }), xs.map((v, k) => geluTanh(v) * x[k]!));
+    close(
+      run((b) => b.silu(b.const("x", "f32", [T, D])), { x: xs }),
+      xs.map(silu),
+    );
+    close(
+      run((b) => b.gelu(b.const("x", "f32", [T, D]), "erf"), { x: xs }),
+      xs.map(geluErf),
+    );
+    close(
+      run((b) => b.gelu(b.const("x", "f32", [T, D]), "tanh"), { x: xs }),
+      xs.map(geluTanh),
+    );
+    close(
+      run((b) => b.swiglu(b.const("g", "f32", [T, D]), b.const("u", "f32", [T, D])), { g: xs, u: x }),
+      xs.map((v, k) => silu(v) * x[k]!),
+    );
+    close(
+      run((b) => b.geglu(b.const("g", "f32", [T, D]), b.const("u", "f32", [T, D]), "tanh"), { g: xs, u: x }),
+      xs.map((v, k) => geluTanh(v) * x[k]!),
+    );
   });
 
   test("ropeRotateHalf with per-position cos/sin", () => {
     const pos = [0, 1, 5];
-    const cos: number[] = [], sin: number[] = [], want: number[] = [];
-    for (let t = 0; t < T; t++) for (let d = 0; d < D; d++) {
-      const theta = pos[t]! * 10000 ** (-(2 * (d % (D / 2))) / D);
-      cos.push(Math.fround(Math.cos(theta)));
-      sin.push(Math.fround(Math.sin(theta)));
-    }
-    for (let t = 0; t < T; t++) for (let d = 0; d < D; d++) {
-      const h = D / 2;
-      const rot = d < h ? -x[t * D + d + h]! : x[t * D + d - h]!;
-      want.push(x[t * D + d]! * cos[t * D + d]! + rot * sin[t * D + d]!);
-    }
-    close(run((b) => b.ropeRotateHalf(b.const("x", "f32", [T, D]), b.const("cos", "f32", [T, D]), b.const("sin", "f32", [T, D])), { x, cos, sin }), want);
+    const cos: number[] = [],
+      sin: number[] = [],
+      want: number[] = [];
+    for (let t = 0; t < T; t++)
+      for (let d = 0; d < D; d++) {
+        const theta = pos[t]! * 10000 ** (-(2 * (d % (D / 2))) / D);
+        cos.push(Math.fround(Math.cos(theta)));
+        sin.push(Math.fround(Math.sin(theta)));
+      }
+    for (let t = 0; t < T; t++)
+      for (let d = 0; d < D; d++) {
+        const h = D / 2;
+        const rot = d < h ? -x[t * D + d + h]! : x[t * D + d - h]!;
+        want.push(x[t * D + d]! * cos[t * D + d]! + rot * sin[t * D + d]!);
+      }
+    close(
+      run(
+        (b) =>
+          b.ropeRotateHalf(b.const("x", "f32", [T, D]), b.const("cos", "f32", [T, D]), b.const("sin", "f32", [T, D])),
+        { x, cos, sin },
+      ),
+      want,
+    );
   });
 
   test("attentionMasked with GQA (repeatKv) and a causal additive or select mask", () => {
-    const H = 4, HKV = 2, Tq = 3, Tk = 3, Dh = 4;
-    const q = rand(H * Tq * Dh, 31), k = rand(HKV * Tk * Dh, 32), v = rand(HKV * Tk * Dh, 33);
+    const H = 4,
+      HKV = 2,
+      Tq = 3,
+      Tk = 3,
+      Dh = 4;
+    const q = rand(H * Tq * Dh, 31),
+      k = rand(HKV * Tk * Dh, 32),
+      v = rand(HKV * Tk * Dh, 33);
     const scale = 1 / Math.sqrt(Dh);
     const want: number[] = [];
     for (let h = 0; h < H; h++) {
@@ -98,7 +145,8 @@ describe("Builder helpers against float64 loops", () => {
         }
         const m = Math.max(...s);
         const z = s.reduce((a, e) => a + Math.exp(e - m), 0);
-        for (let d = 0; d < Dh; d++) want.push(s.reduce((a, e, j) => a + (Math.exp(e - m) / z) * v[(kvh * Tk + j) * Dh + d]!, 0));
+        for (let d = 0; d < Dh; d++)
+          want.push(s.reduce((a, e, j) => a + (Math.exp(e - m) / z) * v[(kvh * Tk + j) * Dh + d]!, 0));
       }
     }
     const additive = Array.from({ length: Tq * Tk }, (_, n) => (n % Tk <= Math.floor(n / Tk) ? 0 : -Infinity));
@@ -108,7 +156,8 @@ describe("Builder helpers against float64 loops", () => {
       const qq = b.const("q", "f32", [H, Tq, Dh]);
       const kk = b.repeatKv(b.const("k", "f32", [HKV, Tk, Dh]), H / HKV, 0);
       const vv = b.repeatKv(b.const("v", "f32", [HKV, Tk, Dh]), H / HKV, 0);
-      const mask = mode === "additive" ? { additive: b.const("m", "f32", [Tq, Tk]) } : { select: b.const("m", "bool", [Tq, Tk]) };
+      const mask =
+        mode === "additive" ? { additive: b.const("m", "f32", [Tq, Tk]) } : { select: b.const("m", "bool", [Tq, Tk]) };
       b.output("out", b.attentionMasked(qq, kk, vv, { scale, mask }));
       const r = evaluate(b.build(), { consts: { q, k, v, m: mode === "additive" ? additive : keep } });
       close(r.outputs.out!.data, want);
@@ -116,17 +165,33 @@ describe("Builder helpers against float64 loops", () => {
   });
 
   test("linear: dense HF [N, K] and packed weights, plus embedding", () => {
-    const N = 3, K = 4;
-    const wt = rand(N * K, 41), xb = rand(2 * K, 42), bb = rand(N, 43);
+    const N = 3,
+      K = 4;
+    const wt = rand(N * K, 41),
+      xb = rand(2 * K, 42),
+      bb = rand(N, 43);
     const want: number[] = [];
-    for (let t = 0; t < 2; t++) for (let n = 0; n < N; n++) {
-      let acc = bb[n]!;
-      for (let kk = 0; kk < K; kk++) acc += xb[t * K + kk]! * wt[n * K + kk]!;
-      want.push(acc);
-    }
-    close(run((b) => b.linear(b.const("x", "f32", [2, K]), b.const("w", "f32", [N, K]), b.const("b", "f32", [N])), { x: xb, w: wt, b: bb }), want);
+    for (let t = 0; t < 2; t++)
+      for (let n = 0; n < N; n++) {
+        let acc = bb[n]!;
+        for (let kk = 0; kk < K; kk++) acc += xb[t * K + kk]! * wt[n * K + kk]!;
+        want.push(acc);
+      }
+    close(
+      run((b) => b.linear(b.const("x", "f32", [2, K]), b.const("w", "f32", [N, K]), b.const("b", "f32", [N])), {
+        x: xb,
+        w: wt,
+        b: bb,
+      }),
+      want,
+    );
     // Packed: one byte per element, value = byte - 128, blocks of 2.
-    const P: PackedFormat = { name: "s8", blockSize: 2, bytesPerBlock: 2, decode: { op: "sub", a: { op: "load", type: "u8", offset: { op: "i" } }, b: { op: "const", value: 128 } } };
+    const P: PackedFormat = {
+      name: "s8",
+      blockSize: 2,
+      bytesPerBlock: 2,
+      decode: { op: "sub", a: { op: "load", type: "u8", offset: { op: "i" } }, b: { op: "const", value: 128 } },
+    };
     const bytes = Uint8Array.from({ length: N * K }, (_, n) => (n * 29) % 256);
     const wq = [...bytes].map((v) => v - 128);
     const b = new Builder();
@@ -134,7 +199,10 @@ describe("Builder helpers against float64 loops", () => {
     b.output("y", b.linear(b.const("x", "f32", [K]), wp));
     b.output("e", b.embedding(wp, b.const("ids", "i32", [2])));
     const r = evaluate(b.build(), { consts: { w: bytes, x: xb.slice(0, K), ids: [2, 0] } });
-    close(r.outputs.y!.data, [0, 1, 2].map((n) => [0, 1, 2, 3].reduce((a, kk) => a + xb[kk]! * wq[n * K + kk]!, 0)));
+    close(
+      r.outputs.y!.data,
+      [0, 1, 2].map((n) => [0, 1, 2, 3].reduce((a, kk) => a + xb[kk]! * wq[n * K + kk]!, 0)),
+    );
     expect([...r.outputs.e!.data]).toEqual([...wq.slice(8, 12), ...wq.slice(0, 4)]);
   });
 });
@@ -155,7 +223,8 @@ describe("Builder typed errors at trace time", () => {
 
 // Independent erf oracle: composite Simpson integration of 2/sqrt(pi) * exp(-t^2) on [0, x].
 function erfRef(x: number): number {
-  const n = 2000, h = x / n;
+  const n = 2000,
+    h = x / n;
   let s = 1 + Math.exp(-x * x);
   for (let i = 1; i < n; i++) s += (i % 2 === 1 ? 4 : 2) * Math.exp(-((i * h) ** 2));
   return ((s * h) / 3) * (2 / Math.sqrt(Math.PI));

@@ -2,7 +2,20 @@
 // Shared by unit tests (src/**) and public-API tests (test/**).
 
 import { expect } from "vitest";
-import { Builder, GraphError, PRIMITIVE_OPS, evaluate, opContext, type DType, type GraphErrorCode, type Literal, type Params, type Shape, type Tensor, type ValueType } from "@poot/graph-ir";
+import {
+  Builder,
+  GraphError,
+  PRIMITIVE_OPS,
+  evaluate,
+  opContext,
+  type DType,
+  type GraphErrorCode,
+  type Literal,
+  type Params,
+  type Shape,
+  type Tensor,
+  type ValueType,
+} from "@poot/graph-ir";
 
 /** An input tensor given as plain numbers. */
 export interface T {

@@ -22,7 +22,11 @@ export function compile(graph: Graph, target: Target, options: CompileOptions = 
   try {
     validateGraph(graph, { ops: PLAN_OPS });
   } catch (e) {
-    if (e instanceof GraphError) throw new PlanError("invalid-graph", e.message, { ...(e.context.eqn === undefined ? {} : { eqn: e.context.eqn }), ...(e.context.op === undefined ? {} : { op: e.context.op }) });
+    if (e instanceof GraphError)
+      throw new PlanError("invalid-graph", e.message, {
+        ...(e.context.eqn === undefined ? {} : { eqn: e.context.eqn }),
+        ...(e.context.op === undefined ? {} : { op: e.context.op }),
+      });
     throw e;
   }
   const draft = new Draft(graph, PLAN_OPS);
@@ -33,7 +37,10 @@ export function compile(graph: Graph, target: Target, options: CompileOptions = 
   const decline = (d: Decline): void => {
     // Sweeps revisit equations; report each near-match once.
     const key = `${d.pattern}:${d.value}:${d.check}`;
-    if (!seen.has(key)) { seen.add(key); declines.push(d); }
+    if (!seen.has(key)) {
+      seen.add(key);
+      declines.push(d);
+    }
   };
   for (const pass of enabledPasses(opts)) {
     reports.push(runPass(pass, { draft, target, options: opts, decline, numericalDeclines }));
@@ -46,5 +53,17 @@ export function compile(graph: Graph, target: Target, options: CompileOptions = 
   const roots = new Map([...lay].map(([v, a]) => [v, a.root]));
   const alignment = target.kind === "aie" ? 64 : target.caps.bindingAlignment;
   const buffers = planBuffers(optimized, plans, roots, Math.max(4, alignment));
-  return new Program({ graph: optimized, source: graph, target, valueMap, compileMs: performance.now() - t0, reports, declines, numericalDeclines, plans, buffers, slots: slotSchema(optimized) });
+  return new Program({
+    graph: optimized,
+    source: graph,
+    target,
+    valueMap,
+    compileMs: performance.now() - t0,
+    reports,
+    declines,
+    numericalDeclines,
+    plans,
+    buffers,
+    slots: slotSchema(optimized),
+  });
 }

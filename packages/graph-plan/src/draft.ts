@@ -1,7 +1,21 @@
 // The mutable graph the pass pipeline edits: value ids stay stable across every pass (so reports can
 // name source values); equations are replaced, removed or inserted, and `toGraph` renumbers at the end.
 
-import { isLiteral, type DType, type Eqn, type Graph, type GraphOutput, type IotaParams, type Operand, type OpTable, type Shape, type StatePair, type Storage, type Value, type ValueId } from "@poot/graph-ir";
+import {
+  isLiteral,
+  type DType,
+  type Eqn,
+  type Graph,
+  type GraphOutput,
+  type IotaParams,
+  type Operand,
+  type OpTable,
+  type Shape,
+  type StatePair,
+  type Storage,
+  type Value,
+  type ValueId,
+} from "@poot/graph-ir";
 import { invariant } from "./errors.js";
 
 /** A graph under rewriting. */
@@ -42,7 +56,8 @@ export class Draft {
       for (const o of e.inputs) if (!isLiteral(o)) this.readers[o]!.push(k);
     });
     // Queued insertions read through their anchor, so dead-equation removal in the same sweep keeps their inputs.
-    for (const [k, list] of this.pending) for (const e of list) for (const o of e.inputs) if (!isLiteral(o)) this.readers[o]!.push(k);
+    for (const [k, list] of this.pending)
+      for (const e of list) for (const o of e.inputs) if (!isLiteral(o)) this.readers[o]!.push(k);
     this.dirty = false;
   }
 
@@ -50,7 +65,7 @@ export class Draft {
   def(v: ValueId): Eqn | undefined {
     this.index();
     const k = this.defAt[v] ?? -1;
-    return k < 0 ? undefined : this.eqns[k] ?? undefined;
+    return k < 0 ? undefined : (this.eqns[k] ?? undefined);
   }
 
   /** Index of the equation defining `v`, or -1. */
@@ -137,7 +152,9 @@ export class Draft {
   /** Adds a value (Device values need an equation defining them). */
   addValue(dtype: DType, shape: Shape, storage: Storage, name?: string): ValueId {
     const id = this.values.length;
-    this.values.push(name === undefined ? { id, dtype, shape: [...shape], storage } : { id, dtype, shape: [...shape], storage, name });
+    this.values.push(
+      name === undefined ? { id, dtype, shape: [...shape], storage } : { id, dtype, shape: [...shape], storage, name },
+    );
     // A new value has no readers and no definition yet: extend the index instead of rebuilding it.
     if (!this.dirty) {
       this.readers.push([]);
@@ -179,9 +196,13 @@ export class Draft {
       for (const o of e!.inputs) if (!isLiteral(o)) keep.add(o);
     }
     for (const o of this.outputs) keep.add(o.value);
-    for (const s of this.states) { keep.add(s.input); keep.add(s.output); }
+    for (const s of this.states) {
+      keep.add(s.input);
+      keep.add(s.output);
+    }
     // Consts, slots and states stay even when unread: they are the program's binding schema.
-    for (const v of this.values) if (v.storage.kind === "const" || v.storage.kind === "slot" || v.storage.kind === "state") keep.add(v.id);
+    for (const v of this.values)
+      if (v.storage.kind === "const" || v.storage.kind === "slot" || v.storage.kind === "state") keep.add(v.id);
     const map = new Map<ValueId, ValueId>();
     const values: Value[] = [];
     for (const v of this.values) {

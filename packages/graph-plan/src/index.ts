@@ -33,4 +33,14 @@ export type { ArgMaxChunkParams } from "./composite/argmax.js";
 export { evalRegion, typeRegion } from "./region.js";
 export type { Region, RegionArg, RegionLiteral, RegionNode } from "./region.js";
 
-export type { Access, BufferAssignment, BufferPlan, Dispatch, KernelKind, KernelRequest, KernelSource, Plan, SlotSpec } from "./plan/types.js";
+export type {
+  Access,
+  BufferAssignment,
+  BufferPlan,
+  Dispatch,
+  KernelKind,
+  KernelRequest,
+  KernelSource,
+  Plan,
+  SlotSpec,
+} from "./plan/types.js";

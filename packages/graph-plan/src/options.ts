@@ -65,11 +65,23 @@ export function resolveOptions(o: CompileOptions = {}): ResolvedOptions {
     contractionEpilogues: o.contractionEpilogues ?? "any",
     horizontalFusion: o.horizontalFusion ?? "grouped",
   };
-  if (r.horizontalFusion !== "shared-epilogue" && r.horizontalFusion !== "grouped") throw new PlanError("bad-option", `horizontalFusion must be "shared-epilogue" or "grouped", got ${JSON.stringify(r.horizontalFusion)}`, { key: "horizontalFusion" });
-  if (r.contractionEpilogues !== "any" && r.contractionEpilogues !== "own-element") throw new PlanError("bad-option", `contractionEpilogues must be "any" or "own-element", got ${JSON.stringify(r.contractionEpilogues)}`, { key: "contractionEpilogues" });
-  if (r.mode !== "decode" && r.mode !== "prefill") throw new PlanError("bad-option", `mode must be decode or prefill, got ${JSON.stringify(r.mode)}`, { key: "mode" });
+  if (r.horizontalFusion !== "shared-epilogue" && r.horizontalFusion !== "grouped")
+    throw new PlanError(
+      "bad-option",
+      `horizontalFusion must be "shared-epilogue" or "grouped", got ${JSON.stringify(r.horizontalFusion)}`,
+      { key: "horizontalFusion" },
+    );
+  if (r.contractionEpilogues !== "any" && r.contractionEpilogues !== "own-element")
+    throw new PlanError(
+      "bad-option",
+      `contractionEpilogues must be "any" or "own-element", got ${JSON.stringify(r.contractionEpilogues)}`,
+      { key: "contractionEpilogues" },
+    );
+  if (r.mode !== "decode" && r.mode !== "prefill")
+    throw new PlanError("bad-option", `mode must be decode or prefill, got ${JSON.stringify(r.mode)}`, { key: "mode" });
   for (const k of ["argmaxSplitAbove", "argmaxChunk", "maxRegionNodes", "maxFoldElements"] as const) {
-    if (!Number.isSafeInteger(r[k]) || r[k] < 1) throw new PlanError("bad-option", `${k} must be a positive integer, got ${String(r[k])}`, { key: k });
+    if (!Number.isSafeInteger(r[k]) || r[k] < 1)
+      throw new PlanError("bad-option", `${k} must be a positive integer, got ${String(r[k])}`, { key: k });
   }
   return r;
 }

@@ -37,7 +37,19 @@ export class Program {
   private readonly slotList: readonly SlotSpec[];
 
   /** Assembled by `compile`; not meant to be built by hand. */
-  constructor(init: { graph: Graph; source: Graph; target: Target; valueMap: ReadonlyMap<ValueId, ValueId>; compileMs: number; reports: readonly PassReport[]; declines: readonly Decline[]; numericalDeclines: readonly NumericalDecline[]; plans: readonly Plan[]; buffers: BufferPlan; slots: readonly SlotSpec[] }) {
+  constructor(init: {
+    graph: Graph;
+    source: Graph;
+    target: Target;
+    valueMap: ReadonlyMap<ValueId, ValueId>;
+    compileMs: number;
+    reports: readonly PassReport[];
+    declines: readonly Decline[];
+    numericalDeclines: readonly NumericalDecline[];
+    plans: readonly Plan[];
+    buffers: BufferPlan;
+    slots: readonly SlotSpec[];
+  }) {
     this.graph = init.graph;
     this.source = init.source;
     this.target = init.target;

@@ -1,7 +1,22 @@
 // Regions: the fused expression DAG carried in a composite op's params (plain JSON data). A region is
 // a small graph of primitive nodes over the composite's inputs; its reference semantics run each node.
 
-import { numel, opContext, roundInPlace, tensorFromHost, typeString, dtypeEquals, shapeEquals, type OpContext, type OpTable, type Params, type ScalarDType, type Tensor, type TensorData, type ValueType } from "@poot/graph-ir";
+import {
+  numel,
+  opContext,
+  roundInPlace,
+  tensorFromHost,
+  typeString,
+  dtypeEquals,
+  shapeEquals,
+  type OpContext,
+  type OpTable,
+  type Params,
+  type ScalarDType,
+  type Tensor,
+  type TensorData,
+  type ValueType,
+} from "@poot/graph-ir";
 
 /** A literal scalar inside a region (same shape as graph-ir's Literal, as a plain type so params stay JSON data). */
 export type RegionLiteral = { readonly lit: number; readonly dtype: ScalarDType };
@@ -49,7 +64,14 @@ export function isNodeArg(a: RegionArg): a is { readonly node: number } {
 /** Reads a region out of params, failing with bad-param when it is not shaped like one. */
 export function regionParam(ctx: OpContext, v: unknown, name = "region"): Region {
   const r = v as Region | undefined;
-  if (r === null || typeof r !== "object" || !Array.isArray(r.nodes) || !Number.isInteger(r.result) || r.result < 0 || r.result >= r.nodes.length) {
+  if (
+    r === null ||
+    typeof r !== "object" ||
+    !Array.isArray(r.nodes) ||
+    !Number.isInteger(r.result) ||
+    r.result < 0 ||
+    r.result >= r.nodes.length
+  ) {
     ctx.fail("bad-param", `param ${name} is not a region`);
   }
   return r;
@@ -60,7 +82,8 @@ export function typeRegion(region: Region, inputs: readonly ValueType[], ops: Op
   const types: ValueType[] = [];
   region.nodes.forEach((n, k) => {
     const def = ops[n.op];
-    if (def === undefined || def.category === "composite" && n.op !== "Rope") outer.fail("unknown-op", `region node ${k} uses op ${n.op}, which regions cannot hold`);
+    if (def === undefined || (def.category === "composite" && n.op !== "Rope"))
+      outer.fail("unknown-op", `region node ${k} uses op ${n.op}, which regions cannot hold`);
     const argTypes = n.args.map((a): ValueType => {
       if (isLiteralArg(a)) return { dtype: a.dtype, shape: [] };
       if (isInputArg(a)) {
@@ -69,12 +92,17 @@ export function typeRegion(region: Region, inputs: readonly ValueType[], ops: Op
         return t;
       }
       const t = types[(a as { node: number }).node];
-      if (t === undefined || (a as { node: number }).node >= k) return outer.fail("bad-param", `region node ${k} reads node ${(a as { node: number }).node}, which is not earlier`);
+      if (t === undefined || (a as { node: number }).node >= k)
+        return outer.fail(
+          "bad-param",
+          `region node ${k} reads node ${(a as { node: number }).node}, which is not earlier`,
+        );
       return t;
     });
     const ctx = opContext(n.op, outer.values, outer.eqn);
     const arity = def!.arity;
-    if (typeof arity === "number" ? n.args.length !== arity : n.args.length < arity.min) outer.fail("bad-arity", `region node ${k} (${n.op}) has ${n.args.length} operands`);
+    if (typeof arity === "number" ? n.args.length !== arity : n.args.length < arity.min)
+      outer.fail("bad-arity", `region node ${k} (${n.op}) has ${n.args.length} operands`);
     const t = def!.infer(argTypes, n.params, ctx);
     if (!dtypeEquals(t.dtype, n.dtype) || !shapeEquals(t.shape, n.shape)) {
       outer.fail("shape-mismatch", `region node ${k} (${n.op}) declares ${typeString(n)} but gives ${typeString(t)}`);
@@ -88,7 +116,11 @@ export function typeRegion(region: Region, inputs: readonly ValueType[], ops: Op
 export function evalRegion(region: Region, inputs: readonly Tensor[], ops: OpTable, outer: OpContext): TensorData {
   const vals: Tensor[] = [];
   const lastUse = new Int32Array(region.nodes.length).fill(-1);
-  region.nodes.forEach((n, k) => n.args.forEach((a) => { if (isNodeArg(a)) lastUse[a.node] = k; }));
+  region.nodes.forEach((n, k) =>
+    n.args.forEach((a) => {
+      if (isNodeArg(a)) lastUse[a.node] = k;
+    }),
+  );
   region.nodes.forEach((n, k) => {
     const args = n.args.map((a): Tensor => {
       if (isInputArg(a)) return inputs[a.in]!;
@@ -103,7 +135,9 @@ export function evalRegion(region: Region, inputs: readonly Tensor[], ops: OpTab
     roundInPlace(n.dtype, data);
     vals[k] = { dtype: n.dtype, shape: n.shape, data };
     // Free intermediates early: a region can hold a whole KV cache copy.
-    n.args.forEach((a) => { if (isNodeArg(a) && lastUse[a.node] === k && a.node !== region.result) vals[a.node] = undefined as never; });
+    n.args.forEach((a) => {
+      if (isNodeArg(a) && lastUse[a.node] === k && a.node !== region.result) vals[a.node] = undefined as never;
+    });
   });
   const r = vals[region.result]!;
   return r.data.length === numel(r.shape) ? r.data : r.data.slice(0, numel(r.shape));

@@ -52,8 +52,20 @@ export interface NumericalDecline {
 
 /** Names of the passes, in their fixed order. */
 export type PassName =
-  | "canonicalize" | "cse" | "iota-folding" | "rope-attention" | "dce" | "packed" | "legalize"
-  | "dense-bf16" | "routed-experts" | "reduction-prep" | "fusion" | "tiling" | "flash-regions" | "horizontal-groups";
+  | "canonicalize"
+  | "cse"
+  | "iota-folding"
+  | "rope-attention"
+  | "dce"
+  | "packed"
+  | "legalize"
+  | "dense-bf16"
+  | "routed-experts"
+  | "reduction-prep"
+  | "fusion"
+  | "tiling"
+  | "flash-regions"
+  | "horizontal-groups";
 
 /** What a rule asks the driver to do to the equation it matched. */
 export type Rewrite =
@@ -125,14 +137,22 @@ export interface PassReport {
 const MAX_SWEEPS = 16;
 
 /** Applies a pass's rules until a sweep changes nothing. */
-export function runPass(pass: Pass, cx: Omit<RuleContext, "scratch" | "passScratch" | "numericalDecline"> & { numericalDeclines: NumericalDecline[] }): PassReport {
+export function runPass(
+  pass: Pass,
+  cx: Omit<RuleContext, "scratch" | "passScratch" | "numericalDecline"> & { numericalDeclines: NumericalDecline[] },
+): PassReport {
   const d = cx.draft;
   const t0 = performance.now();
   const before = d.eqnCount();
   const rewrites: Record<string, number> = {};
   const seen = new Set<string>();
   const ctx: RuleContext = {
-    draft: d, target: cx.target, options: cx.options, scratch: new Map(), passScratch: new Map(), decline: cx.decline,
+    draft: d,
+    target: cx.target,
+    options: cx.options,
+    scratch: new Map(),
+    passScratch: new Map(),
+    decline: cx.decline,
     numericalDecline(rule, value, reason, detail) {
       // One report per (rule, value) even though sweeps revisit the equation.
       const key = `${rule}:${value}`;
@@ -162,7 +182,14 @@ export function runPass(pass: Pass, cx: Omit<RuleContext, "scratch" | "passScrat
     d.compact();
     if (!changed) break;
   }
-  return { name: pass.name, numerics: pass.numerics, eqnsBefore: before, eqnsAfter: d.eqnCount(), rewrites, ms: performance.now() - t0 };
+  return {
+    name: pass.name,
+    numerics: pass.numerics,
+    eqnsBefore: before,
+    eqnsAfter: d.eqnCount(),
+    rewrites,
+    ms: performance.now() - t0,
+  };
 }
 
 function apply(d: Draft, k: number, e: Eqn, r: Rewrite): void {

@@ -90,24 +90,98 @@ const TC_16: readonly MatrixShape[] = [
 // Offline defaults: what a typical device of each kind reports (or grants when asked) before anything is measured.
 const GPU_DEFAULTS: { readonly [K in Exclude<BackendKind, "aie">]: DeviceCaps } = {
   // The CPU executor runs "workgroups" as host tasks over SIMD lanes; L2-sized scratch stands in for shared memory.
-  cpu: { maxWorkgroupSize: 1024, maxWorkgroupDims: [1024, 1024, 64], maxGrid: [2 ** 31 - 1, 65535, 65535], sharedBytes: 1 << 20, subgroupSize: 8, maxStorageBuffers: 4096, maxBindingBytes: 2 ** 48, bindingAlignment: 64, dtypes: { f16: true, bf16: true }, matrixShapes: [], computeUnits: 2 },
+  cpu: {
+    maxWorkgroupSize: 1024,
+    maxWorkgroupDims: [1024, 1024, 64],
+    maxGrid: [2 ** 31 - 1, 65535, 65535],
+    sharedBytes: 1 << 20,
+    subgroupSize: 8,
+    maxStorageBuffers: 4096,
+    maxBindingBytes: 2 ** 48,
+    bindingAlignment: 64,
+    dtypes: { f16: true, bf16: true },
+    matrixShapes: [],
+    computeUnits: 2,
+  },
   // WebGPU spec defaults, except what a desktop Dawn adapter grants when the executor requests its limits: the binding
   // size, and 16 storage buffers per stage (lavapipe, CI's device; decision 0402: a q/k/v group binds 11).
-  wgpu: { maxWorkgroupSize: 256, maxWorkgroupDims: [256, 256, 64], maxGrid: [65535, 65535, 65535], sharedBytes: 16384, subgroupSize: 32, maxStorageBuffers: 16, maxBindingBytes: 2 ** 30, bindingAlignment: 256, dtypes: { f16: true, bf16: false }, matrixShapes: [], computeUnits: 32 },
-  vulkan: { maxWorkgroupSize: 1024, maxWorkgroupDims: [1024, 1024, 64], maxGrid: [2 ** 31 - 1, 65535, 65535], sharedBytes: 49152, subgroupSize: 32, maxStorageBuffers: 1024, maxBindingBytes: 2 ** 32 - 1, bindingAlignment: 64, dtypes: { f16: true, bf16: false }, matrixShapes: [{ m: 16, n: 16, k: 16, input: "f16" }], computeUnits: 64 },
+  wgpu: {
+    maxWorkgroupSize: 256,
+    maxWorkgroupDims: [256, 256, 64],
+    maxGrid: [65535, 65535, 65535],
+    sharedBytes: 16384,
+    subgroupSize: 32,
+    maxStorageBuffers: 16,
+    maxBindingBytes: 2 ** 30,
+    bindingAlignment: 256,
+    dtypes: { f16: true, bf16: false },
+    matrixShapes: [],
+    computeUnits: 32,
+  },
+  vulkan: {
+    maxWorkgroupSize: 1024,
+    maxWorkgroupDims: [1024, 1024, 64],
+    maxGrid: [2 ** 31 - 1, 65535, 65535],
+    sharedBytes: 49152,
+    subgroupSize: 32,
+    maxStorageBuffers: 1024,
+    maxBindingBytes: 2 ** 32 - 1,
+    bindingAlignment: 64,
+    dtypes: { f16: true, bf16: false },
+    matrixShapes: [{ m: 16, n: 16, k: 16, input: "f16" }],
+    computeUnits: 64,
+  },
   // An H100/H200-class part: 227 KiB opt-in shared memory, 132 SMs, mma.sync m16n8k16.
-  cuda: { maxWorkgroupSize: 1024, maxWorkgroupDims: [1024, 1024, 64], maxGrid: [2 ** 31 - 1, 65535, 65535], sharedBytes: 232448, subgroupSize: 32, maxStorageBuffers: 512, maxBindingBytes: 2 ** 48, bindingAlignment: 16, dtypes: { f16: true, bf16: true }, matrixShapes: TC_16, computeUnits: 132 },
+  cuda: {
+    maxWorkgroupSize: 1024,
+    maxWorkgroupDims: [1024, 1024, 64],
+    maxGrid: [2 ** 31 - 1, 65535, 65535],
+    sharedBytes: 232448,
+    subgroupSize: 32,
+    maxStorageBuffers: 512,
+    maxBindingBytes: 2 ** 48,
+    bindingAlignment: 16,
+    dtypes: { f16: true, bf16: true },
+    matrixShapes: TC_16,
+    computeUnits: 132,
+  },
   // An MI300-class part: wave64, 64 KiB LDS, MFMA 16x16x16.
-  rocm: { maxWorkgroupSize: 1024, maxWorkgroupDims: [1024, 1024, 1024], maxGrid: [2 ** 31 - 1, 65535, 65535], sharedBytes: 65536, subgroupSize: 64, maxStorageBuffers: 512, maxBindingBytes: 2 ** 48, bindingAlignment: 16, dtypes: { f16: true, bf16: true }, matrixShapes: [{ m: 16, n: 16, k: 16, input: "f16" }, { m: 16, n: 16, k: 16, input: "bf16" }], computeUnits: 304 },
+  rocm: {
+    maxWorkgroupSize: 1024,
+    maxWorkgroupDims: [1024, 1024, 1024],
+    maxGrid: [2 ** 31 - 1, 65535, 65535],
+    sharedBytes: 65536,
+    subgroupSize: 64,
+    maxStorageBuffers: 512,
+    maxBindingBytes: 2 ** 48,
+    bindingAlignment: 16,
+    dtypes: { f16: true, bf16: true },
+    matrixShapes: [
+      { m: 16, n: 16, k: 16, input: "f16" },
+      { m: 16, n: 16, k: 16, input: "bf16" },
+    ],
+    computeUnits: 304,
+  },
 };
 
 // An XDNA2-class array: 8 columns x 4 compute rows, 64 KiB per tile, 512 KiB memory tile per column.
-const AIE_DEFAULT: AieCaps = { columns: 8, rows: 4, tileLocalBytes: 65536, memTileBytes: 524288, vectorBits: 512, dmaChannels: 2, maxBindingBytes: 2 ** 32 - 1, dtypes: { f16: false, bf16: true }, matrixShapes: [{ m: 4, n: 8, k: 8, input: "bf16" }] };
+const AIE_DEFAULT: AieCaps = {
+  columns: 8,
+  rows: 4,
+  tileLocalBytes: 65536,
+  memTileBytes: 524288,
+  vectorBits: 512,
+  dmaChannels: 2,
+  maxBindingBytes: 2 ** 32 - 1,
+  dtypes: { f16: false, bf16: true },
+  matrixShapes: [{ m: 4, n: 8, k: 8, input: "bf16" }],
+};
 
 /** The offline default target of a backend kind (overridable field by field). */
 export function defaultTarget(kind: BackendKind, overrides: Partial<DeviceCaps> & Partial<AieCaps> = {}): Target {
   if (kind === "aie") return makeTarget({ kind, caps: { ...AIE_DEFAULT, ...pick(overrides, AIE_DEFAULT) } });
-  if (!Object.hasOwn(GPU_DEFAULTS, kind)) throw new PlanError("bad-target", `unknown backend kind ${JSON.stringify(kind)}`, { key: "kind" });
+  if (!Object.hasOwn(GPU_DEFAULTS, kind))
+    throw new PlanError("bad-target", `unknown backend kind ${JSON.stringify(kind)}`, { key: "kind" });
   const base = GPU_DEFAULTS[kind];
   return makeTarget({ kind, caps: { ...base, ...pick(overrides, base) } });
 }
@@ -120,17 +194,26 @@ function pick<T extends object>(o: object, like: T): Partial<T> {
 
 /** Validates a target: every limit a positive integer, the kind known. Returns it unchanged. */
 export function makeTarget(t: Target): Target {
-  if (!BACKEND_KINDS.includes(t.kind)) throw new PlanError("bad-target", `unknown backend kind ${JSON.stringify(t.kind)}`, { key: "kind" });
+  if (!BACKEND_KINDS.includes(t.kind))
+    throw new PlanError("bad-target", `unknown backend kind ${JSON.stringify(t.kind)}`, { key: "kind" });
   const ints: [string, unknown][] = Object.entries(t.caps).filter(([, v]) => typeof v === "number");
   for (const [k, v] of ints) {
-    if (!Number.isSafeInteger(v) || (v as number) <= 0) throw new PlanError("bad-target", `caps.${k} must be a positive integer, got ${String(v)}`, { key: k });
+    if (!Number.isSafeInteger(v) || (v as number) <= 0)
+      throw new PlanError("bad-target", `caps.${k} must be a positive integer, got ${String(v)}`, { key: k });
   }
   if (t.kind !== "aie") {
     const c = t.caps;
-    for (const [name, arr] of [["maxWorkgroupDims", c.maxWorkgroupDims], ["maxGrid", c.maxGrid]] as const) {
-      if (arr.length !== 3 || arr.some((x) => !Number.isSafeInteger(x) || x <= 0)) throw new PlanError("bad-target", `caps.${name} must be three positive integers`, { key: name });
+    for (const [name, arr] of [
+      ["maxWorkgroupDims", c.maxWorkgroupDims],
+      ["maxGrid", c.maxGrid],
+    ] as const) {
+      if (arr.length !== 3 || arr.some((x) => !Number.isSafeInteger(x) || x <= 0))
+        throw new PlanError("bad-target", `caps.${name} must be three positive integers`, { key: name });
     }
-    if ((c.subgroupSize & (c.subgroupSize - 1)) !== 0) throw new PlanError("bad-target", `caps.subgroupSize ${c.subgroupSize} must be a power of two`, { key: "subgroupSize" });
+    if ((c.subgroupSize & (c.subgroupSize - 1)) !== 0)
+      throw new PlanError("bad-target", `caps.subgroupSize ${c.subgroupSize} must be a power of two`, {
+        key: "subgroupSize",
+      });
   }
   return t;
 }
@@ -159,5 +242,13 @@ export function planLimits(t: Target): PlanLimits {
   const c = t.caps;
   const lanes = c.vectorBits / 32;
   // One AIE tile runs one "workgroup" of f32 vector lanes; its data memory is the shared memory.
-  return { maxWorkgroupSize: lanes, maxGrid: [c.columns * c.rows * 65536, 1, 1], sharedBytes: c.tileLocalBytes, subgroupSize: lanes, maxStorageBuffers: c.dmaChannels * 2 + 1, maxBindingBytes: c.maxBindingBytes, computeUnits: c.columns * c.rows };
+  return {
+    maxWorkgroupSize: lanes,
+    maxGrid: [c.columns * c.rows * 65536, 1, 1],
+    sharedBytes: c.tileLocalBytes,
+    subgroupSize: lanes,
+    maxStorageBuffers: c.dmaChannels * 2 + 1,
+    maxBindingBytes: c.maxBindingBytes,
+    computeUnits: c.columns * c.rows,
+  };
 }

@@ -8,9 +8,15 @@ import { PLAN_OPS, compile, defaultTarget, type Program } from "@poot/graph-plan
 import { bindingsFor, compareEval, opCounts } from "./util.js";
 
 interface Case {
-  tq: number; s: number; heads: number; kv: number; d: number;
+  tq: number;
+  s: number;
+  heads: number;
+  kv: number;
+  d: number;
   mask: "causal" | "sliding" | "wrong" | "none" | "additive" | "finite-fill";
-  softCap?: number; state?: boolean; kvBroadcast?: boolean;
+  softCap?: number;
+  state?: boolean;
+  kvBroadcast?: boolean;
 }
 
 function build(c: Case): Graph {
@@ -20,7 +26,8 @@ function build(c: Case): Graph {
   const kvShape = [1, c.kvBroadcast === true ? 1 : c.kv, c.s, c.d];
   let k: Ref, v: Ref;
   if (c.state === true) {
-    const kc = b.state("k_cache", "f32", kvShape), vc = b.state("v_cache", "f32", kvShape);
+    const kc = b.state("k_cache", "f32", kvShape),
+      vc = b.state("v_cache", "f32", kvShape);
     const zero = b.computed("i32", [], new Int32Array([0]));
     const p0 = b.reshape(pos, []);
     k = b.dynamicUpdateSlice(kc, b.const("k_new", "f32", [...kvShape.slice(0, 2), c.tq, c.d]), [zero, zero, p0, zero]);
@@ -43,12 +50,23 @@ function build(c: Case): Graph {
   let s = b.mul(b.matmul(q, b.transpose(k, [0, 1, 3, 2])), 1 / Math.sqrt(c.d));
   if (c.softCap !== undefined) s = b.mul(b.tanh(b.div(s, c.softCap)), c.softCap);
   switch (c.mask) {
-    case "causal": s = b.select(b.cmp("Le", kIdx, L), s, -Infinity); break;
-    case "sliding": s = b.select(b.bit("And", b.cmp("Le", kIdx, L), b.cmp("Gt", kIdx, b.sub(L, 3))), s, -Infinity); break;
-    case "wrong": s = b.select(b.cmp("Ge", kIdx, L), s, -Infinity); break;
-    case "finite-fill": s = b.select(b.cmp("Le", kIdx, L), s, -1e9); break;
-    case "additive": s = b.add(s, b.slot("Mask", "mask", "f32", [1, 1, c.tq, c.s])); break;
-    case "none": break;
+    case "causal":
+      s = b.select(b.cmp("Le", kIdx, L), s, -Infinity);
+      break;
+    case "sliding":
+      s = b.select(b.bit("And", b.cmp("Le", kIdx, L), b.cmp("Gt", kIdx, b.sub(L, 3))), s, -Infinity);
+      break;
+    case "wrong":
+      s = b.select(b.cmp("Ge", kIdx, L), s, -Infinity);
+      break;
+    case "finite-fill":
+      s = b.select(b.cmp("Le", kIdx, L), s, -1e9);
+      break;
+    case "additive":
+      s = b.add(s, b.slot("Mask", "mask", "f32", [1, 1, c.tq, c.s]));
+      break;
+    case "none":
+      break;
   }
   b.output("y", b.matmul(b.softmax(s), v));
   return b.build();
@@ -71,18 +89,30 @@ describe("attention is rewritten", () => {
     const att = p.graph.eqns.find((e) => e.op === "Attention")!;
     expect(att.params).toMatchObject({ mask: "causal", groups: 2, softCap: null });
     expect(p.declines()).toEqual([]);
-    expect(p.plans().find((x) => x.op === "Attention")!.kernel).toMatchObject({ provenance: "synthesized", request: { kind: "attention" } });
+    expect(p.plans().find((x) => x.op === "Attention")!.kernel).toMatchObject({
+      provenance: "synthesized",
+      request: { kind: "attention" },
+    });
   });
 
   test("prefill, sliding window of 3, tanh soft-cap", () => {
     const p = run({ ...base, tq: 4, mask: "sliding", softCap: 5 }, 3);
-    expect(p.graph.eqns.find((e) => e.op === "Attention")!.params).toMatchObject({ mask: "sliding", window: 3, softCap: 5 });
-    expect((p.graph.eqns.find((e) => e.op === "Attention")!.params.schedule as { shape: string }).shape).toBe("flash-prefill");
+    expect(p.graph.eqns.find((e) => e.op === "Attention")!.params).toMatchObject({
+      mask: "sliding",
+      window: 3,
+      softCap: 5,
+    });
+    expect((p.graph.eqns.find((e) => e.op === "Attention")!.params.schedule as { shape: string }).shape).toBe(
+      "flash-prefill",
+    );
   });
 
   test("an additive host mask (Mask slot) over plain K/V", () => {
     const p = run({ ...base, tq: 3, mask: "additive", state: false });
-    expect(p.graph.eqns.find((e) => e.op === "Attention")!.params).toMatchObject({ mask: "additive", maskApply: "add" });
+    expect(p.graph.eqns.find((e) => e.op === "Attention")!.params).toMatchObject({
+      mask: "additive",
+      maskApply: "add",
+    });
   });
 
   test("multi-head without GQA (groups = 1)", () => {
@@ -106,7 +136,8 @@ describe("gates refuse what they must", () => {
   test("a RoPE chain rotating the wrong way is declined at its first failed check", () => {
     const b = new Builder();
     const x = b.const("x", "f32", [2, 8]);
-    const x1 = b.slice(x, [0, 0], [2, 4]), x2 = b.slice(x, [0, 4], [2, 8]);
+    const x1 = b.slice(x, [0, 0], [2, 4]),
+      x2 = b.slice(x, [0, 4], [2, 8]);
     const rot = b.concat([x1, b.neg(x2)], -1);
     b.output("y", b.add(b.mul(x, b.const("cos", "f32", [2, 8])), b.mul(rot, b.const("sin", "f32", [2, 8]))));
     const g = b.build();
@@ -124,15 +155,23 @@ describe("numerical declines", () => {
     b.output("y", b.mul(b.cast(b.cast(x, "bf16"), "f32"), 2));
     const g = b.build();
     const p = compile(g, defaultTarget("cuda"));
-    expect(p.numericalDeclines()).toEqual([expect.objectContaining({ pass: "canonicalize", rule: "cast-roundtrip", reason: "narrowing-cast" })]);
-    const { got } = compareEval(g, p.graph, PLAN_OPS, { consts: {}, state: {}, slots: { x: [1.00390625, 3.14159, -2.5e-3, 65504.7] } });
+    expect(p.numericalDeclines()).toEqual([
+      expect.objectContaining({ pass: "canonicalize", rule: "cast-roundtrip", reason: "narrowing-cast" }),
+    ]);
+    const { got } = compareEval(g, p.graph, PLAN_OPS, {
+      consts: {},
+      state: {},
+      slots: { x: [1.00390625, 3.14159, -2.5e-3, 65504.7] },
+    });
     // 1 + 2^-8 is not a bf16 value: it rounds (ties to even) to 1 before doubling.
     expect(got.outputs.y!.data[0]).toBe(2);
   });
 
   test("an attention chain computed in bf16 is declined (compute-dtype) and reported as narrow compute", () => {
     const b = new Builder();
-    const q = b.const("q", "bf16", [1, 2, 1, 4]), k = b.const("k", "bf16", [1, 2, 5, 4]), v = b.const("v", "bf16", [1, 2, 5, 4]);
+    const q = b.const("q", "bf16", [1, 2, 1, 4]),
+      k = b.const("k", "bf16", [1, 2, 5, 4]),
+      v = b.const("v", "bf16", [1, 2, 5, 4]);
     const s = b.mul(b.matmul(q, b.transpose(k, [0, 1, 3, 2])), 0.5);
     const m = b.reduce("max", s, [-1], true);
     const e = b.exp(b.sub(s, m));
@@ -152,10 +191,17 @@ describe("numerical declines", () => {
     b.output("c", b.div(x, 4));
     const g = b.build();
     const p = compile(g, defaultTarget("cpu"));
-    expect(p.numericalDeclines().map((d) => [d.pass, d.reason])).toEqual([["canonicalize", "inexact-reciprocal"], ["canonicalize", "signed-zero"]]);
+    expect(p.numericalDeclines().map((d) => [d.pass, d.reason])).toEqual([
+      ["canonicalize", "inexact-reciprocal"],
+      ["canonicalize", "signed-zero"],
+    ]);
     expect(p.passes().map((r) => r.name)).toContain("canonicalize");
     // -0 stays -0 through x + 0 only if the add is kept: -0 + 0 = +0.
-    const { got } = compareEval(g, p.graph, PLAN_OPS, { consts: { x: Float32Array.from([-0, 1, 3, 1e-30, -7, 0.1]) }, state: {}, slots: {} });
+    const { got } = compareEval(g, p.graph, PLAN_OPS, {
+      consts: { x: Float32Array.from([-0, 1, 3, 1e-30, -7, 0.1]) },
+      state: {},
+      slots: {},
+    });
     expect(Object.is(got.outputs.b!.data[0], 0)).toBe(true);
     expect(got.outputs.c!.data[4]).toBe(-1.75);
   });

@@ -7,8 +7,13 @@ import { BACKEND_KINDS, PLAN_OPS, compile, defaultTarget } from "@poot/graph-pla
 import { bindingsFor, compareEval, opCounts } from "./util.js";
 
 interface Moe {
-  readonly T: number; readonly D: number; readonly F: number; readonly E: number; readonly topK: number;
-  readonly renormalize?: boolean; readonly act?: "silu" | "gelu";
+  readonly T: number;
+  readonly D: number;
+  readonly F: number;
+  readonly E: number;
+  readonly topK: number;
+  readonly renormalize?: boolean;
+  readonly act?: "silu" | "gelu";
   /** "topk": the tracers' gates; "dense": softmax weights on every expert (must be refused). */
   readonly weighting?: "topk" | "dense" | "finite-fill";
   readonly wDtype?: "f32" | "bf16" | "q8_0";
@@ -16,8 +21,14 @@ interface Moe {
 
 /** GGUF Q8_0 (f16 scale, 32 int8 quants): GGUF files store experts stacked and packed. */
 const Q8: PackedFormat = {
-  name: "q8_0", blockSize: 32, bytesPerBlock: 34,
-  decode: { op: "mul", a: { op: "load", type: "f16", offset: { op: "const", value: 0 } }, b: { op: "load", type: "i8", offset: { op: "add", a: { op: "const", value: 2 }, b: { op: "i" } } } },
+  name: "q8_0",
+  blockSize: 32,
+  bytesPerBlock: 34,
+  decode: {
+    op: "mul",
+    a: { op: "load", type: "f16", offset: { op: "const", value: 0 } },
+    b: { op: "load", type: "i8", offset: { op: "add", a: { op: "const", value: 2 }, b: { op: "i" } } },
+  },
 };
 
 /** Q8_0 blocks with a 1/64 scale (f16 0x2400) and pseudo-random quants. */
@@ -35,7 +46,10 @@ function moeGraph(m: Moe): Graph {
   const b = new Builder();
   const { T, D, F, E, topK } = m;
   const x = b.slot("Hidden", "x", "f32", [T, D]);
-  const w = (key: string, shape: number[]): Ref => (m.wDtype === "q8_0" ? b.decodePacked(b.const(key, { packed: Q8 }, shape)) : b.f32(b.const(key, m.wDtype ?? "f32", shape)));
+  const w = (key: string, shape: number[]): Ref =>
+    m.wDtype === "q8_0"
+      ? b.decodePacked(b.const(key, { packed: Q8 }, shape))
+      : b.f32(b.const(key, m.wDtype ?? "f32", shape));
   const probs = b.softmax(b.linear(x, b.const("layers.0.router", "f32", [E, D])), -1);
   let gates: Ref;
   if (m.weighting === "dense") gates = probs;
@@ -51,7 +65,9 @@ function moeGraph(m: Moe): Graph {
     gates = b.select(chosen!, probs, m.weighting === "finite-fill" ? 1e-3 : 0);
     if (m.renormalize === true) gates = b.div(gates, b.sum(gates, [1], true));
   }
-  const wg = w("layers.0.experts.gate", [E, F, D]), wu = w("layers.0.experts.up", [E, F, D]), wd = w("layers.0.experts.down", [E, D, F]);
+  const wg = w("layers.0.experts.gate", [E, F, D]),
+    wu = w("layers.0.experts.up", [E, F, D]),
+    wd = w("layers.0.experts.down", [E, D, F]);
   const xe = b.broadcast(b.reshape(x, [1, T, D]), [E, T, D]);
   const g = b.matmul(xe, b.transpose(wg, [0, 2, 1]));
   const u = b.matmul(xe, b.transpose(wu, [0, 2, 1]));
@@ -92,7 +108,9 @@ describe("routed experts as gate-routed IndexedMatMul", () => {
     const g = moeGraph(m);
     const bind = bindingsFor(g, 4, { x: xData(m) });
     const consts: Record<string, unknown> = { ...bind.consts };
-    ["gate", "up", "down"].forEach((r, i) => { consts[`layers.0.experts.${r}`] = q8Bytes(m.E * m.D * m.F, i + 1); });
+    ["gate", "up", "down"].forEach((r, i) => {
+      consts[`layers.0.experts.${r}`] = q8Bytes(m.E * m.D * m.F, i + 1);
+    });
     const binds = { ...bind, consts } as unknown as typeof bind;
     for (const kind of ["cuda", "wgpu"] as const) {
       const p = compile(g, defaultTarget(kind), { mode: "prefill" });
@@ -118,7 +136,9 @@ describe("routed experts as gate-routed IndexedMatMul", () => {
     const p = compile(g, defaultTarget("wgpu"));
     expect(opCounts(p.graph).IndexedMatMul).toBeUndefined();
     expect(p.declines()).toContainEqual(expect.objectContaining({ pattern: "experts", check: "weighting" }));
-    expect(compareEval(g, p.graph, PLAN_OPS, bindingsFor(g, 5, { x: xData({ T: 2, D: 8, F: 6, E: 4, topK: 2 }) })).worst).toBeLessThanOrEqual(1e-6);
+    expect(
+      compareEval(g, p.graph, PLAN_OPS, bindingsFor(g, 5, { x: xData({ T: 2, D: 8, F: 6, E: 4, topK: 2 }) })).worst,
+    ).toBeLessThanOrEqual(1e-6);
   });
 
   test("gates that are not zero outside the chosen experts (a finite fill) are refused", () => {
@@ -130,7 +150,10 @@ describe("routed experts as gate-routed IndexedMatMul", () => {
 
   test("an expert activation read outside the chain is refused (the rewrite would drop it)", () => {
     const b = new Builder();
-    const T = 1, D = 8, F = 4, E = 4;
+    const T = 1,
+      D = 8,
+      F = 4,
+      E = 4;
     const x = b.slot("Hidden", "x", "f32", [T, D]);
     const probs = b.softmax(b.linear(x, b.const("router", "f32", [E, D])), -1);
     const hit = b.cmp("Eq", b.iota([T, E], 1, "i32"), b.argmax(probs, 1, true));
@@ -154,12 +177,14 @@ describe("routed experts as gate-routed IndexedMatMul", () => {
     const probs = evaluate(g, bind).outputs.y!;
     expect(Number.isFinite(probs.data[0])).toBe(true);
     // Poison every expert's down weights with Inf except the router's choice, found from the router alone.
-    const router = bind.consts["layers.0.router"]!, x = [1, 0.5, -0.25, 2];
+    const router = bind.consts["layers.0.router"]!,
+      x = [1, 0.5, -0.25, 2];
     const logits = [0, 1, 2, 3].map((e) => x.reduce((s, v, k) => s + v * router[e * 4 + k]!, 0));
     const top = logits.indexOf(Math.max(...logits));
     const wd = bind.consts["layers.0.experts.down"]!;
     for (let e = 0; e < 4; e++) if (e !== top) wd.fill(Infinity, e * 8, (e + 1) * 8);
-    const dense = evaluate(g, bind).outputs.y!, routed = evaluate(p.graph, bind, { ops: PLAN_OPS }).outputs.y!;
+    const dense = evaluate(g, bind).outputs.y!,
+      routed = evaluate(p.graph, bind, { ops: PLAN_OPS }).outputs.y!;
     expect(Array.from(dense.data).some(Number.isNaN)).toBe(true);
     expect(Array.from(routed.data).every(Number.isFinite)).toBe(true);
   });

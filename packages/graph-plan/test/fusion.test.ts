@@ -14,15 +14,24 @@ function check(g: Graph, slots: Record<string, ArrayLike<number>> = {}, seed = 1
 }
 
 const regionOps = (p: Program, op: string): string[][] =>
-  p.graph.eqns.filter((e) => e.op === op).map((e) => ((e.params.region ?? e.params.epilogue) as { nodes: { op: string }[] } | null)?.nodes.map((n) => n.op) ?? []);
+  p.graph.eqns
+    .filter((e) => e.op === op)
+    .map(
+      (e) =>
+        ((e.params.region ?? e.params.epilogue) as { nodes: { op: string }[] } | null)?.nodes.map((n) => n.op) ?? [],
+    );
 
 describe("fusion kinds", () => {
   test("pointwise chain with a value read several times (GeGLU, tanh GELU) is one Fused region", () => {
     const b = new Builder();
     // Per-step inputs (slots): work over weights alone would run once at bind time instead.
-    const g0 = b.slot("Hidden", "g", "f32", [3, 16]), u = b.slot("Hidden", "u", "f32", [3, 16]);
+    const g0 = b.slot("Hidden", "g", "f32", [3, 16]),
+      u = b.slot("Hidden", "u", "f32", [3, 16]);
     b.output("y", b.geglu(g0, u, "tanh"));
-    const p = check(b.build(), { g: Array.from({ length: 48 }, (_, i) => Math.sin(i) * 3), u: Array.from({ length: 48 }, (_, i) => Math.cos(i)) });
+    const p = check(b.build(), {
+      g: Array.from({ length: 48 }, (_, i) => Math.sin(i) * 3),
+      u: Array.from({ length: 48 }, (_, i) => Math.cos(i)),
+    });
     expect(opCounts(p.graph)).toEqual({ Fused: 1 });
     expect(p.dispatchCount()).toBe(1);
     // x is read by x*x*x, x+.., x*0.5: one input, several reads inside the region.
@@ -41,7 +50,11 @@ describe("fusion kinds", () => {
   test.each([
     ["RMSNorm", (b: Builder, x: ReturnType<Builder["const"]>) => b.rmsNorm(x, b.const("w", "f32", [24]), 1e-6)],
     ["softmax with a pointwise epilogue", (b: Builder, x: ReturnType<Builder["const"]>) => b.mul(b.softmax(x), 3)],
-    ["LayerNorm", (b: Builder, x: ReturnType<Builder["const"]>) => b.layerNorm(x, b.const("w", "f32", [24]), b.const("bias", "f32", [24]), 1e-5)],
+    [
+      "LayerNorm",
+      (b: Builder, x: ReturnType<Builder["const"]>) =>
+        b.layerNorm(x, b.const("w", "f32", [24]), b.const("bias", "f32", [24]), 1e-5),
+    ],
   ])("%s is one reduction-rooted FusedRow", (_n, f) => {
     const b = new Builder();
     b.output("y", f(b, b.const("x", "f32", [5, 24])));
@@ -65,7 +78,10 @@ describe("fusion kinds", () => {
   });
 
   test("batched KV writes: one in-place update per sequence chain into the projection's epilogue within 8 bindings", () => {
-    const B = 6, H = 2, S = 8, D = 4;
+    const B = 6,
+      H = 2,
+      S = 8,
+      D = 4;
     const b = new Builder();
     const x = b.slot("Hidden", "x", "f32", [B, 16]);
     const pos = b.slot("Pos", "pos", "i32", [B]);
@@ -86,9 +102,15 @@ describe("fusion kinds", () => {
     const ep = p.graph.eqns[0]!.params.epilogue as { nodes: { op: string }[] };
     expect(ep.nodes.filter((n) => n.op === "DynamicUpdateSlice").length).toBe(B);
     const plan = p.plans()[0]!;
-    expect(plan.kernel.provenance === "synthesized" && new Set([...plan.kernel.request.inputs.map((a) => a.root), plan.kernel.request.output.root]).size).toBeLessThanOrEqual(8);
+    expect(
+      plan.kernel.provenance === "synthesized" &&
+        new Set([...plan.kernel.request.inputs.map((a) => a.root), plan.kernel.request.output.root]).size,
+    ).toBeLessThanOrEqual(8);
     expect(p.buffers().aliases.get(p.graph.states[0]!.output)).toBe(p.graph.states[0]!.input);
-    const binds = bindingsFor(g, 6, { x: Array.from({ length: B * 16 }, (_, i) => Math.cos(i)), pos: [0, 7, 3, 3, 5, 1] });
+    const binds = bindingsFor(g, 6, {
+      x: Array.from({ length: B * 16 }, (_, i) => Math.cos(i)),
+      pos: [0, 7, 3, 3, 5, 1],
+    });
     expect(compareEval(g, p.graph, PLAN_OPS, binds).worst).toBeLessThanOrEqual(1e-6);
   });
 
@@ -115,8 +137,12 @@ describe("fusion kinds", () => {
     expect(e.params.accDtype).toBe("bf16");
     // Independent check of the rounding point: compute in float64, round to bf16, then add.
     const consts = bindingsFor(g, 7, {}).consts;
-    const bf = (v: number): number => { const bits = f32ToBf16Bits(v); return new Float32Array(new Uint32Array([bits << 16]).buffer)[0]!; };
-    const a = Array.from(consts.a!, bf), w = Array.from(consts.w!, bf);
+    const bf = (v: number): number => {
+      const bits = f32ToBf16Bits(v);
+      return new Float32Array(new Uint32Array([bits << 16]).buffer)[0]!;
+    };
+    const a = Array.from(consts.a!, bf),
+      w = Array.from(consts.w!, bf);
     let acc = 0;
     for (let k = 0; k < 32; k++) acc += a[k]! * w[k * 8]!;
     const want = Math.fround(bf(acc) + consts.r![0]!);
@@ -137,8 +163,16 @@ describe("fusion kinds", () => {
   test("computed-constant CSE: two equal RoPE tables become one, gathered once", () => {
     const b = new Builder();
     const pos = b.slot("Pos", "pos", "i32", [1]);
-    const t1 = b.computed("f32", [6, 4], Float32Array.from({ length: 24 }, (_, i) => Math.cos(i)));
-    const t2 = b.computed("f32", [6, 4], Float32Array.from({ length: 24 }, (_, i) => Math.cos(i)));
+    const t1 = b.computed(
+      "f32",
+      [6, 4],
+      Float32Array.from({ length: 24 }, (_, i) => Math.cos(i)),
+    );
+    const t2 = b.computed(
+      "f32",
+      [6, 4],
+      Float32Array.from({ length: 24 }, (_, i) => Math.cos(i)),
+    );
     const x = b.const("x", "f32", [1, 4]);
     b.output("a", b.mul(x, b.gather(t1, pos)));
     b.output("b", b.add(x, b.gather(t2, pos)));
@@ -158,8 +192,14 @@ describe("fusion kinds", () => {
 
   test("packed contraction and packed row gather", () => {
     const q8: PackedFormat = {
-      name: "q8_0", blockSize: 32, bytesPerBlock: 34,
-      decode: { op: "mul", a: { op: "load", type: "f16", offset: { op: "const", value: 0 } }, b: { op: "load", type: "i8", offset: { op: "add", a: { op: "const", value: 2 }, b: { op: "i" } } } },
+      name: "q8_0",
+      blockSize: 32,
+      bytesPerBlock: 34,
+      decode: {
+        op: "mul",
+        a: { op: "load", type: "f16", offset: { op: "const", value: 0 } },
+        b: { op: "load", type: "i8", offset: { op: "add", a: { op: "const", value: 2 }, b: { op: "i" } } },
+      },
     };
     const b = new Builder();
     const table = b.const("emb", { packed: q8 }, [5, 32]);
@@ -169,13 +209,18 @@ describe("fusion kinds", () => {
     // Packed weights: a finite f16 scale (0x3800 = 0.5) then int8 quants.
     const packedBytes = (rows: number, seed: number): Uint8Array => {
       const u = new Uint8Array(rows * 34);
-      for (let r = 0; r < rows; r++) { u[r * 34] = 0x00; u[r * 34 + 1] = 0x38; for (let i = 0; i < 32; i++) u[r * 34 + 2 + i] = (seed * 31 + r * 7 + i * 13) & 0xff; }
+      for (let r = 0; r < rows; r++) {
+        u[r * 34] = 0x00;
+        u[r * 34 + 1] = 0x38;
+        for (let i = 0; i < 32; i++) u[r * 34 + 2 + i] = (seed * 31 + r * 7 + i * 13) & 0xff;
+      }
       return u;
     };
     const p = compile(g, defaultTarget("cuda"));
     expect(Object.keys(opCounts(p.graph)).sort()).toEqual(["PackedContraction", "PackedRowGather"]);
     const binds = { consts: { emb: packedBytes(5, 1), w: packedBytes(3, 2) }, slots: { ids: [4, 1] } };
-    const ref = evaluate(g, binds).outputs.y!, got = evaluate(p.graph, binds, { ops: PLAN_OPS }).outputs.y!;
+    const ref = evaluate(g, binds).outputs.y!,
+      got = evaluate(p.graph, binds, { ops: PLAN_OPS }).outputs.y!;
     expect(Array.from(got.data)).toEqual(Array.from(ref.data));
   });
 });

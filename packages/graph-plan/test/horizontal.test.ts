@@ -8,44 +8,68 @@ import { buildLlama, TINY } from "./llama.js";
 import { bindingsFor, compareEval } from "./util.js";
 
 /** Names of the values each group's members define. */
-const groupNames = (p: Program): string[][] => p.horizontalGroups().map((g) => g.map((k) => p.graph.values[p.graph.eqns[k]!.out]!.name ?? "?"));
+const groupNames = (p: Program): string[][] =>
+  p.horizontalGroups().map((g) => g.map((k) => p.graph.values[p.graph.eqns[k]!.out]!.name ?? "?"));
 
 describe('horizontalFusion "grouped" on the tiny Llama', () => {
-  test.each(BACKEND_KINDS)("%s: q/k/v of each layer form one group (one dispatch) where the bindings fit, and it evaluates equal", (kind) => {
-    for (const shape of [TINY, { ...TINY, weightDtype: "bf16" as const }]) {
-      const g = buildLlama(shape);
-      const plain = compile(g, defaultTarget(kind), { horizontalFusion: "shared-epilogue" });
-      const p = compile(g, defaultTarget(kind));
-      expect(plain.horizontalGroups()).toEqual([]);
-      const wide = planLimits(defaultTarget(kind)).maxStorageBuffers > 8;
-      const want = wide ? Array.from({ length: shape.layers }, (_, l) => [`layers.${l}.q`, `layers.${l}.k_cache_out`, `layers.${l}.v_cache_out`]) : [];
-      expect(groupNames(p)).toEqual(want);
-      for (const grp of p.horizontalGroups()) {
-        const es = grp.map((k) => p.graph.eqns[k]!);
-        // Consecutive, one A, each member its own epilogue (RoPE on q and k, in-place cache writes on k and v).
-        expect(grp).toEqual(grp.map((_, i) => grp[0]! + i));
-        expect(new Set(es.map((e) => e.inputs[0])).size).toBe(1);
-        expect(es.every((e) => e.params.epilogue !== null)).toBe(true);
+  test.each(BACKEND_KINDS)(
+    "%s: q/k/v of each layer form one group (one dispatch) where the bindings fit, and it evaluates equal",
+    (kind) => {
+      for (const shape of [TINY, { ...TINY, weightDtype: "bf16" as const }]) {
+        const g = buildLlama(shape);
+        const plain = compile(g, defaultTarget(kind), { horizontalFusion: "shared-epilogue" });
+        const p = compile(g, defaultTarget(kind));
+        expect(plain.horizontalGroups()).toEqual([]);
+        const wide = planLimits(defaultTarget(kind)).maxStorageBuffers > 8;
+        const want = wide
+          ? Array.from({ length: shape.layers }, (_, l) => [
+              `layers.${l}.q`,
+              `layers.${l}.k_cache_out`,
+              `layers.${l}.v_cache_out`,
+            ])
+          : [];
+        expect(groupNames(p)).toEqual(want);
+        for (const grp of p.horizontalGroups()) {
+          const es = grp.map((k) => p.graph.eqns[k]!);
+          // Consecutive, one A, each member its own epilogue (RoPE on q and k, in-place cache writes on k and v).
+          expect(grp).toEqual(grp.map((_, i) => grp[0]! + i));
+          expect(new Set(es.map((e) => e.inputs[0])).size).toBe(1);
+          expect(es.every((e) => e.params.epilogue !== null)).toBe(true);
+        }
+        // Narrow targets say why: one dispatch would bind more buffers than they allow.
+        if (!wide)
+          expect(
+            p
+              .declines()
+              .filter((d) => d.pattern === "horizontal")
+              .map((d) => d.check),
+          ).toContain("bindings");
+        // Each group is one launch instead of three.
+        expect(p.dispatchCount()).toBe(plain.dispatchCount() - 2 * want.length);
+        for (const [l, n] of p.dispatchBreakdown().perLayer)
+          expect(n).toBe(plain.dispatchBreakdown().perLayer.get(l)! - (wide ? 2 : 0));
+        const { worst } = compareEval(g, p.graph, PLAN_OPS, bindingsFor(g, 17, { ids: [6], pos: [4] }));
+        expect(worst).toBeLessThanOrEqual(1e-6);
       }
-      // Narrow targets say why: one dispatch would bind more buffers than they allow.
-      if (!wide) expect(p.declines().filter((d) => d.pattern === "horizontal").map((d) => d.check)).toContain("bindings");
-      // Each group is one launch instead of three.
-      expect(p.dispatchCount()).toBe(plain.dispatchCount() - 2 * want.length);
-      for (const [l, n] of p.dispatchBreakdown().perLayer) expect(n).toBe(plain.dispatchBreakdown().perLayer.get(l)! - (wide ? 2 : 0));
-      const { worst } = compareEval(g, p.graph, PLAN_OPS, bindingsFor(g, 17, { ids: [6], pos: [4] }));
-      expect(worst).toBeLessThanOrEqual(1e-6);
-    }
-  });
+    },
+  );
 
   test("prefill (more than 8 rows) forms no group and says the members are not GEMVs", () => {
     const g = buildLlama({ ...TINY, tokens: 12 });
     const p = compile(g, defaultTarget("cuda"), { mode: "prefill", horizontalFusion: "grouped" });
     expect(p.horizontalGroups()).toEqual([]);
-    expect(p.declines().filter((d) => d.name === "layers.0.q").map((d) => d.check)).toEqual(["gemv"]);
+    expect(
+      p
+        .declines()
+        .filter((d) => d.name === "layers.0.q")
+        .map((d) => d.check),
+    ).toEqual(["gemv"]);
   });
 
   test("an unknown value is a typed bad-option error", () => {
-    expect(() => compile(buildLlama(TINY), defaultTarget("cuda"), { horizontalFusion: "all" as "grouped" })).toThrow(/horizontalFusion/);
+    expect(() => compile(buildLlama(TINY), defaultTarget("cuda"), { horizontalFusion: "all" as "grouped" })).toThrow(
+      /horizontalFusion/,
+    );
   });
 });
 
@@ -53,7 +77,17 @@ describe("the horizontal gate refuses", () => {
   const grouped = (b: Builder): Program => {
     const g = b.build();
     const p = compile(g, defaultTarget("cuda"), { horizontalFusion: "grouped" });
-    expect(compareEval(g, p.graph, PLAN_OPS, bindingsFor(g, 3, { x: Array.from({ length: 16 }, (_, i) => Math.sin(i)), y: Array.from({ length: 16 }, (_, i) => Math.cos(i)) })).worst).toBeLessThanOrEqual(1e-6);
+    expect(
+      compareEval(
+        g,
+        p.graph,
+        PLAN_OPS,
+        bindingsFor(g, 3, {
+          x: Array.from({ length: 16 }, (_, i) => Math.sin(i)),
+          y: Array.from({ length: 16 }, (_, i) => Math.cos(i)),
+        }),
+      ).worst,
+    ).toBeLessThanOrEqual(1e-6);
     return p;
   };
 
@@ -83,7 +117,9 @@ describe("the horizontal gate refuses", () => {
     const p = grouped(b);
     expect(p.horizontalGroups()).toEqual([]);
     const nd = p.numericalDeclines().filter((d) => d.pass === "horizontal-groups");
-    expect(nd.map((d) => [d.reason, d.detail])).toEqual([["read-differs", "one weight is read transposed and the other is not"]]);
+    expect(nd.map((d) => [d.reason, d.detail])).toEqual([
+      ["read-differs", "one weight is read transposed and the other is not"],
+    ]);
   });
 
   test("A read through a different view of its source: a typed numerical decline", () => {
@@ -93,7 +129,12 @@ describe("the horizontal gate refuses", () => {
     b.output("c", b.linear(b.reshape(x, [1, 1, 16]), b.const("w2", "f32", [8, 16])));
     const p = grouped(b);
     expect(p.horizontalGroups()).toEqual([]);
-    expect(p.numericalDeclines().filter((d) => d.pass === "horizontal-groups").map((d) => d.reason)).toEqual(["read-differs"]);
+    expect(
+      p
+        .numericalDeclines()
+        .filter((d) => d.pass === "horizontal-groups")
+        .map((d) => d.reason),
+    ).toEqual(["read-differs"]);
   });
 
   test("a contraction whose epilogue reads the other's result (joining would race)", () => {
@@ -105,6 +146,11 @@ describe("the horizontal gate refuses", () => {
     b.output("c", b.add(b.linear(x, b.const("w2", "f32", [8, 16])), b.mul(a, a)));
     const p = grouped(b);
     expect(p.horizontalGroups()).toEqual([]);
-    expect(p.declines().filter((d) => d.pattern === "horizontal").map((d) => d.check)).toContain("dependent");
+    expect(
+      p
+        .declines()
+        .filter((d) => d.pattern === "horizontal")
+        .map((d) => d.check),
+    ).toContain("dependent");
   });
 });

@@ -23,7 +23,12 @@ describe("literal operands of unfused primitives reach the kernel request", () =
       // One value input; the literal is not an input, so it must be in the region.
       expect(req.inputs.length).toBe(1);
       expect(req.region).not.toBeNull();
-      const r = evalRegion(req.region!, [tensorFromHost("f32", [2, 3], Float64Array.from(xs))!], PLAN_OPS, opContext(pl.op, [pl.out], pl.eqn));
+      const r = evalRegion(
+        req.region!,
+        [tensorFromHost("f32", [2, 3], Float64Array.from(xs))!],
+        PLAN_OPS,
+        opContext(pl.op, [pl.out], pl.eqn),
+      );
       expect(Array.from(r)).toEqual(want[pl.op]);
     }
   });

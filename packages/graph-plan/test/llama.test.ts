@@ -34,7 +34,12 @@ test("decode steps chained through the KV state stay equal to the primitive grap
     b = { ...b, slots: { ids: [(pos * 13 + 1) % TINY.vocab], pos: [pos] } };
     const { worst, ref } = compareEval(g, p.graph, PLAN_OPS, b);
     expect(worst).toBeLessThanOrEqual(1e-6);
-    b = { ...b, state: Object.fromEntries(Object.entries(ref.state).map(([k, t]) => [k, Float32Array.from(t.data as Float64Array)])) };
+    b = {
+      ...b,
+      state: Object.fromEntries(
+        Object.entries(ref.state).map(([k, t]) => [k, Float32Array.from(t.data as Float64Array)]),
+      ),
+    };
   }
 });
 
@@ -46,7 +51,10 @@ test("greedy argmax over a long vocabulary runs in two stages and picks the same
   expect(opCounts(p.graph).ArgMaxCombine).toBe(1);
   const { got, ref } = compareEval(g, p.graph, PLAN_OPS, bindingsFor(g, 5, { ids: [4, 50, 96], pos: [2] }));
   expect(Array.from(got.outputs.next!.data)).toEqual(Array.from(ref.outputs.next!.data));
-  const imported = p.plans().filter((pl) => pl.kernel.provenance === "imported").map((pl) => (pl.kernel as { name: string }).name);
+  const imported = p
+    .plans()
+    .filter((pl) => pl.kernel.provenance === "imported")
+    .map((pl) => (pl.kernel as { name: string }).name);
   expect(imported).toEqual(expect.arrayContaining(["argmax_chunk", "argmax_combine"]));
 });
 
@@ -55,31 +63,52 @@ test("fusion off keeps one dispatch per primitive and still evaluates equal", ()
   const fused = compile(g, defaultTarget("cuda"));
   const plain = compile(g, defaultTarget("cuda"), { fusion: false, recognize: false });
   expect(plain.dispatchCount()).toBeGreaterThan(fused.dispatchCount() * 3);
-  expect(compareEval(g, plain.graph, PLAN_OPS, bindingsFor(g, 9, { ids: [2], pos: [4] })).worst).toBeLessThanOrEqual(1e-6);
+  expect(compareEval(g, plain.graph, PLAN_OPS, bindingsFor(g, 9, { ids: [2], pos: [4] })).worst).toBeLessThanOrEqual(
+    1e-6,
+  );
 });
 
 describe('contractionEpilogues "own-element" (the CUDA executor\'s setting)', () => {
   /** Contractions whose epilogue holds an op outside what a thread applies to its own accumulator. */
   const crossElement = (p: ReturnType<typeof compile>): number =>
-    p.graph.eqns.filter((e) => e.op === "ContractionEpilogue" && /"op":"(Rope|DynamicUpdateSlice|Reduce|Reshape|Transpose|Slice)"/.test(JSON.stringify(e.params.epilogue ?? null))).length;
+    p.graph.eqns.filter(
+      (e) =>
+        e.op === "ContractionEpilogue" &&
+        /"op":"(Rope|DynamicUpdateSlice|Reduce|Reshape|Transpose|Slice)"/.test(
+          JSON.stringify(e.params.epilogue ?? null),
+        ),
+    ).length;
 
   test.each([
     ["decode", { ...TINY, weightDtype: "bf16" as const }, "decode"],
     ["prefill of 12 tokens", { ...TINY, tokens: 12 }, "prefill"],
-  ] as const)("%s: RoPE and KV writes leave the contractions, gate/up stay joined only for GEMVs, and it evaluates equal", (_n, shape, mode) => {
-    const g = buildLlama(shape);
-    const any = compile(g, defaultTarget("cuda"), { mode });
-    const own = compile(g, defaultTarget("cuda"), { mode, contractionEpilogues: "own-element" });
-    // The default fuses them (so the check below can fail), the option does not.
-    expect(crossElement(any)).toBeGreaterThan(0);
-    expect(crossElement(own)).toBe(0);
-    const twoHeads = own.graph.eqns.filter((e) => e.op === "ContractionEpilogue" && e.params.heads === 2).length;
-    expect(twoHeads).toBe(shape.tokens <= 8 ? shape.layers : 0);
-    const { worst } = compareEval(g, own.graph, PLAN_OPS, bindingsFor(g, 13, { ids: Array.from({ length: shape.tokens }, (_, i) => (5 * i + 1) % shape.vocab), pos: [0] }));
-    expect(worst).toBeLessThanOrEqual(1e-6);
-  });
+  ] as const)(
+    "%s: RoPE and KV writes leave the contractions, gate/up stay joined only for GEMVs, and it evaluates equal",
+    (_n, shape, mode) => {
+      const g = buildLlama(shape);
+      const any = compile(g, defaultTarget("cuda"), { mode });
+      const own = compile(g, defaultTarget("cuda"), { mode, contractionEpilogues: "own-element" });
+      // The default fuses them (so the check below can fail), the option does not.
+      expect(crossElement(any)).toBeGreaterThan(0);
+      expect(crossElement(own)).toBe(0);
+      const twoHeads = own.graph.eqns.filter((e) => e.op === "ContractionEpilogue" && e.params.heads === 2).length;
+      expect(twoHeads).toBe(shape.tokens <= 8 ? shape.layers : 0);
+      const { worst } = compareEval(
+        g,
+        own.graph,
+        PLAN_OPS,
+        bindingsFor(g, 13, {
+          ids: Array.from({ length: shape.tokens }, (_, i) => (5 * i + 1) % shape.vocab),
+          pos: [0],
+        }),
+      );
+      expect(worst).toBeLessThanOrEqual(1e-6);
+    },
+  );
 
   test("an unknown value is a typed bad-option error", () => {
-    expect(() => compile(buildLlama(TINY), defaultTarget("cuda"), { contractionEpilogues: "some" as "any" })).toThrow(/contractionEpilogues/);
+    expect(() => compile(buildLlama(TINY), defaultTarget("cuda"), { contractionEpilogues: "some" as "any" })).toThrow(
+      /contractionEpilogues/,
+    );
   });
 });

@@ -9,7 +9,12 @@ import { buildLlama, TINY } from "./llama.js";
 const cuda = (over: Partial<DeviceCaps>): Target => defaultTarget("cuda", over);
 
 function refusal(fn: () => unknown): PlanError {
-  try { fn(); } catch (e) { if (e instanceof PlanError) return e; throw e; }
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof PlanError) return e;
+    throw e;
+  }
   throw new Error("expected a PlanError");
 }
 
@@ -28,12 +33,15 @@ describe("plans", () => {
     // Contractions without an epilogue use the imported GEMV; those with one are synthesized with their region; k and v
     // are written by their q/k/v group's one dispatch (decision 0402).
     const gemvs = p.plans().filter((pl) => pl.op === "ContractionEpilogue");
-    expect(gemvs.filter((pl) => pl.kernel.provenance === "none" && pl.kernel.reason === "grouped").length).toBe(2 * TINY.layers);
+    expect(gemvs.filter((pl) => pl.kernel.provenance === "none" && pl.kernel.reason === "grouped").length).toBe(
+      2 * TINY.layers,
+    );
     for (const pl of gemvs) {
       if (pl.kernel.provenance === "none") continue;
       const ep = p.graph.eqns[pl.eqn]!.params.epilogue;
       expect(pl.kernel.provenance).toBe(ep === null ? "imported" : "synthesized");
-      if (pl.kernel.provenance === "imported") expect(pl.kernel.metadata.every((x) => Number.isInteger(x) && x >= 0 && x < 2 ** 32)).toBe(true);
+      if (pl.kernel.provenance === "imported")
+        expect(pl.kernel.metadata.every((x) => Number.isInteger(x) && x >= 0 && x < 2 ** 32)).toBe(true);
     }
   });
 
@@ -56,12 +64,14 @@ describe("plans", () => {
     const buf = p.buffers();
     expect(buf.arenaBytes).toBeLessThan(buf.unsharedBytes);
     const t = buf.transients;
-    for (let i = 0; i < t.length; i++) for (let j = i + 1; j < t.length; j++) {
-      const a = t[i]!, c = t[j]!;
-      const timeOverlap = a.live[0] <= c.live[1] && c.live[0] <= a.live[1];
-      const memOverlap = a.offset < c.offset + c.bytes && c.offset < a.offset + a.bytes;
-      expect(timeOverlap && memOverlap).toBe(false);
-    }
+    for (let i = 0; i < t.length; i++)
+      for (let j = i + 1; j < t.length; j++) {
+        const a = t[i]!,
+          c = t[j]!;
+        const timeOverlap = a.live[0] <= c.live[1] && c.live[0] <= a.live[1];
+        const memOverlap = a.offset < c.offset + c.bytes && c.offset < a.offset + a.bytes;
+        expect(timeOverlap && memOverlap).toBe(false);
+      }
     for (const a of t) {
       const v = p.graph.values[a.value]!;
       expect(a.bytes).toBeGreaterThanOrEqual(storageBytes(v.dtype, numel(v.shape)));
@@ -69,7 +79,10 @@ describe("plans", () => {
   });
 
   test("slot schema lists Token and Pos at stable aligned offsets", () => {
-    expect(p.slots().map((s) => [s.key, s.slot, s.offset, s.bytes])).toEqual([["ids", "Token", 0, 4], ["pos", "Pos", 16, 4]]);
+    expect(p.slots().map((s) => [s.key, s.slot, s.offset, s.bytes])).toEqual([
+      ["ids", "Token", 0, 4],
+      ["pos", "Pos", 16, 4],
+    ]);
   });
 });
 
@@ -82,7 +95,12 @@ test("equations over weights only (stacking expert weights) are prepared once at
   const concat = p.plans().find((x) => x.op === "Concat")!;
   expect(concat.phase).toBe("bind");
   expect(p.bindDispatchCount()).toBe(1);
-  expect(p.dispatchCount()).toBe(p.plans().filter((x) => x.phase === "step").reduce((a, x) => a + x.dispatches.length, 0));
+  expect(p.dispatchCount()).toBe(
+    p
+      .plans()
+      .filter((x) => x.phase === "step")
+      .reduce((a, x) => a + x.dispatches.length, 0),
+  );
   expect(p.buffers().preparedBytes).toBe(2 * 8 * 4 * 4);
   expect(p.buffers().transients.some((t) => t.value === concat.out)).toBe(false);
   // The tiny Llama reads a slot everywhere: nothing is bind-time there.
@@ -93,7 +111,12 @@ describe("planner refusals name the equation and the capability", () => {
   test("attention that cannot fit a 16-key tile in shared memory", () => {
     const e = refusal(() => compile(buildLlama(TINY), cuda({ sharedBytes: 512 })));
     expect(e.code).toBe("missing-capability");
-    expect(e.context).toMatchObject({ op: "Attention", capability: "sharedBytes", needed: 2 * 16 * 16 * 4, available: 512 });
+    expect(e.context).toMatchObject({
+      op: "Attention",
+      capability: "sharedBytes",
+      needed: 2 * 16 * 16 * 4,
+      available: 512,
+    });
     expect(e.context.eqn).toBeTypeOf("number");
   });
 
@@ -127,8 +150,13 @@ describe("planner refusals name the equation and the capability", () => {
 
 describe("targets", () => {
   test("offline defaults exist and validate for every kind", () => {
-    for (const k of ["cpu", "wgpu", "vulkan", "cuda", "rocm", "aie"] as const) expect(makeTarget(defaultTarget(k)).kind).toBe(k);
-    expect(defaultTarget("wgpu").caps).toMatchObject({ maxWorkgroupSize: 256, sharedBytes: 16384, maxStorageBuffers: 16 });
+    for (const k of ["cpu", "wgpu", "vulkan", "cuda", "rocm", "aie"] as const)
+      expect(makeTarget(defaultTarget(k)).kind).toBe(k);
+    expect(defaultTarget("wgpu").caps).toMatchObject({
+      maxWorkgroupSize: 256,
+      sharedBytes: 16384,
+      maxStorageBuffers: 16,
+    });
   });
 
   test("bad caps are typed errors", () => {

@@ -43,7 +43,11 @@ export class Val<T extends ValueType = ValueType> {
   /** Coerces `o` to an expression of type `t` (numbers/booleans become literals). */
   protected operand(o: Val | number | boolean, t: ValueType = this.type): Expr {
     if (o instanceof Val) {
-      if (o.type !== t) throw new KernelDslError(this.owner.kernelName, `operand type ${o.type} where ${t} is required (cast explicitly)`);
+      if (o.type !== t)
+        throw new KernelDslError(
+          this.owner.kernelName,
+          `operand type ${o.type} where ${t} is required (cast explicitly)`,
+        );
       return o.expr;
     }
     return literal(this.owner, t, o);
@@ -60,45 +64,82 @@ export class Val<T extends ValueType = ValueType> {
   }
 
   /** `this + o` (wrapping for integers). */
-  add(o: Val<T> | number): Val<T> { return this.bin("add", o); }
+  add(o: Val<T> | number): Val<T> {
+    return this.bin("add", o);
+  }
   /** `this - o`. */
-  sub(o: Val<T> | number): Val<T> { return this.bin("sub", o); }
+  sub(o: Val<T> | number): Val<T> {
+    return this.bin("sub", o);
+  }
   /** `this * o`. */
-  mul(o: Val<T> | number): Val<T> { return this.bin("mul", o); }
+  mul(o: Val<T> | number): Val<T> {
+    return this.bin("mul", o);
+  }
   /** `this / o` (truncating for integers). */
-  div(o: Val<T> | number): Val<T> { return this.bin("div", o); }
+  div(o: Val<T> | number): Val<T> {
+    return this.bin("div", o);
+  }
   /** Remainder (truncating). */
-  rem(o: Val<T> | number): Val<T> { return this.bin("rem", o); }
+  rem(o: Val<T> | number): Val<T> {
+    return this.bin("rem", o);
+  }
   /** Bitwise (logical on bool) and. */
-  and(o: Val<T> | number | boolean): Val<T> { return this.bin("and", o); }
+  and(o: Val<T> | number | boolean): Val<T> {
+    return this.bin("and", o);
+  }
   /** Bitwise (logical on bool) or. */
-  or(o: Val<T> | number | boolean): Val<T> { return this.bin("or", o); }
+  or(o: Val<T> | number | boolean): Val<T> {
+    return this.bin("or", o);
+  }
   /** Bitwise (logical on bool) xor. */
-  xor(o: Val<T> | number | boolean): Val<T> { return this.bin("xor", o); }
+  xor(o: Val<T> | number | boolean): Val<T> {
+    return this.bin("xor", o);
+  }
   /** Shift left (count mod 32). */
-  shl(o: Val<T> | number): Val<T> { return this.bin("shl", o); }
+  shl(o: Val<T> | number): Val<T> {
+    return this.bin("shl", o);
+  }
   /** Shift right: arithmetic for i32, logical for u32. */
-  shr(o: Val<T> | number): Val<T> { return this.bin("shr", o); }
+  shr(o: Val<T> | number): Val<T> {
+    return this.bin("shr", o);
+  }
   /** Negation. */
-  neg(): Val<T> { return this.un("neg"); }
+  neg(): Val<T> {
+    return this.un("neg");
+  }
   /** Bitwise not (logical on bool). */
-  not(): Val<T> { return this.un("not"); }
+  not(): Val<T> {
+    return this.un("not");
+  }
   /** `this == o`. */
-  eq(o: Val<T> | number | boolean): Val<"bool"> { return this.cmp("eq", o); }
+  eq(o: Val<T> | number | boolean): Val<"bool"> {
+    return this.cmp("eq", o);
+  }
   /** `this != o`. */
-  ne(o: Val<T> | number | boolean): Val<"bool"> { return this.cmp("ne", o); }
+  ne(o: Val<T> | number | boolean): Val<"bool"> {
+    return this.cmp("ne", o);
+  }
   /** `this < o`. */
-  lt(o: Val<T> | number): Val<"bool"> { return this.cmp("lt", o); }
+  lt(o: Val<T> | number): Val<"bool"> {
+    return this.cmp("lt", o);
+  }
   /** `this <= o`. */
-  le(o: Val<T> | number): Val<"bool"> { return this.cmp("le", o); }
+  le(o: Val<T> | number): Val<"bool"> {
+    return this.cmp("le", o);
+  }
   /** `this > o`. */
-  gt(o: Val<T> | number): Val<"bool"> { return this.cmp("gt", o); }
+  gt(o: Val<T> | number): Val<"bool"> {
+    return this.cmp("gt", o);
+  }
   /** `this >= o`. */
-  ge(o: Val<T> | number): Val<"bool"> { return this.cmp("ge", o); }
+  ge(o: Val<T> | number): Val<"bool"> {
+    return this.cmp("ge", o);
+  }
 
   /** Value conversion to `to` (see the IR `cast`). */
   cast<U extends ValueType>(to: U): Val<U> {
-    if (lanesOf(to) !== lanesOf(this.type)) throw new KernelDslError(this.owner.kernelName, `cast ${this.type} -> ${to} changes the lane count`);
+    if (lanesOf(to) !== lanesOf(this.type))
+      throw new KernelDslError(this.owner.kernelName, `cast ${this.type} -> ${to} changes the lane count`);
     return new Val({ k: "cast", type: to, a: this.expr }, to, this.owner);
   }
   /** Reinterpret the 32-bit pattern as `to`. */
@@ -106,26 +147,41 @@ export class Val<T extends ValueType = ValueType> {
     return new Val({ k: "bitcast", type: to, a: this.expr }, to, this.owner);
   }
   /** Shorthand for `cast("f32")`. */
-  f32(): Val<"f32"> { return this.cast("f32"); }
+  f32(): Val<"f32"> {
+    return this.cast("f32");
+  }
   /** Shorthand for `cast("u32")`. */
-  u32(): Val<"u32"> { return this.cast("u32"); }
+  u32(): Val<"u32"> {
+    return this.cast("u32");
+  }
   /** Shorthand for `cast("i32")`. */
-  i32(): Val<"i32"> { return this.cast("i32"); }
+  i32(): Val<"i32"> {
+    return this.cast("i32");
+  }
 
   /** Vector component `lane`. */
   lane(lane: number): Val<ElemOfType<T>> {
-    if (!isVecType(this.type) || lane < 0 || lane >= lanesOf(this.type)) throw new KernelDslError(this.owner.kernelName, `no lane ${lane} in ${this.type}`);
+    if (!isVecType(this.type) || lane < 0 || lane >= lanesOf(this.type))
+      throw new KernelDslError(this.owner.kernelName, `no lane ${lane} in ${this.type}`);
     const t = elemOf(this.type) as ElemOfType<T>;
     return new Val({ k: "extract", type: t as VecElem, a: this.expr, lane }, t, this.owner);
   }
   /** Component 0 of a vector. */
-  get x(): Val<ElemOfType<T>> { return this.lane(0); }
+  get x(): Val<ElemOfType<T>> {
+    return this.lane(0);
+  }
   /** Component 1 of a vector. */
-  get y(): Val<ElemOfType<T>> { return this.lane(1); }
+  get y(): Val<ElemOfType<T>> {
+    return this.lane(1);
+  }
   /** Component 2 of a vec4. */
-  get z(): Val<ElemOfType<T>> { return this.lane(2); }
+  get z(): Val<ElemOfType<T>> {
+    return this.lane(2);
+  }
   /** Component 3 of a vec4. */
-  get w(): Val<ElemOfType<T>> { return this.lane(3); }
+  get w(): Val<ElemOfType<T>> {
+    return this.lane(3);
+  }
 }
 
 /** A mutable private variable; `set` emits an assignment at the current point of the body. */

@@ -3,7 +3,22 @@
 
 import { KernelDslError } from "./errors.js";
 import { load4Types, widenedType } from "./ir.js";
-import type { AddressSpace, AtomicOp, AxisBuiltin, ElemType, Expr, Kernel, MathFn, MmaInput, PackFormat, Size, Stmt, SubgroupOp, ValueType, VecType } from "./ir.js";
+import type {
+  AddressSpace,
+  AtomicOp,
+  AxisBuiltin,
+  ElemType,
+  Expr,
+  Kernel,
+  MathFn,
+  MmaInput,
+  PackFormat,
+  Size,
+  Stmt,
+  SubgroupOp,
+  ValueType,
+  VecType,
+} from "./ir.js";
 import { Val, Var, literal } from "./dsl-val.js";
 import type { IndexType, ValOwner } from "./dsl-val.js";
 import { assertValidKernel } from "./validate.js";
@@ -20,7 +35,13 @@ export interface KernelOptions {
 export type Index = Val<"u32"> | number;
 
 /** The value type a load of element type `E` produces (storage-only types widen). */
-export type Widened<E extends ElemType> = E extends "bf16" | "f16" ? "f32" : E extends "u8" ? "u32" : E extends "i8" ? "i32" : E;
+export type Widened<E extends ElemType> = E extends "bf16" | "f16"
+  ? "f32"
+  : E extends "u8"
+    ? "u32"
+    : E extends "i8"
+      ? "i32"
+      : E;
 /** Element types an atomic add supports. */
 export type AtomicType = "u32" | "i32" | "f32";
 
@@ -36,17 +57,25 @@ export class Arr<E extends ElemType = ElemType> {
   /** Loads element `i` now (bound to a fresh immutable), widened for bf16/f16/u8/i8. */
   at(i: Index): Val<Widened<E>> {
     const type = widenedType(this.elem);
-    return this.b.bind({ k: "load", type, space: this.space, array: this.name, index: this.b.idx(i) }, `${this.name}_v`) as unknown as Val<Widened<E>>;
+    return this.b.bind(
+      { k: "load", type, space: this.space, array: this.name, index: this.b.idx(i) },
+      `${this.name}_v`,
+    ) as unknown as Val<Widened<E>>;
   }
   /**
    * Loads elements `i` … `i + 3` of a global buffer of scalar elements as one vec4 now (`load4`, a SIMD load),
    * widened like `at`; for u8/i8 buffers `type` picks zero (`vec4<u32>`) or sign (`vec4<i32>`) extension.
    */
   at4<T extends "vec4<f32>" | "vec4<i32>" | "vec4<u32>">(i: Index, type?: T): Val<T> {
-    if (this.space !== "global") throw new KernelDslError(this.b.kernelName, `load4 of ${this.space} array ${this.name}: only global buffers`);
+    if (this.space !== "global")
+      throw new KernelDslError(this.b.kernelName, `load4 of ${this.space} array ${this.name}: only global buffers`);
     const t = type ?? (load4Types(this.elem)[0] as T | undefined);
-    if (t === undefined) throw new KernelDslError(this.b.kernelName, `load4 of ${this.name}: its elements (${this.elem}) are not scalars`);
-    return this.b.bind({ k: "load4", type: t, array: this.name, index: this.b.idx(i) }, `${this.name}_v4`) as unknown as Val<T>;
+    if (t === undefined)
+      throw new KernelDslError(this.b.kernelName, `load4 of ${this.name}: its elements (${this.elem}) are not scalars`);
+    return this.b.bind(
+      { k: "load4", type: t, array: this.name, index: this.b.idx(i) },
+      `${this.name}_v4`,
+    ) as unknown as Val<T>;
   }
   /** Stores `v` to element `i` (narrowed for storage-only element types). */
   set(i: Index, v: Val<Widened<E>> | number): void {
@@ -58,7 +87,12 @@ export class Arr<E extends ElemType = ElemType> {
     if (this.space === "private") throw new KernelDslError(this.b.kernelName, "atomics on private arrays");
     const name = op === "store" ? undefined : this.b.fresh(`${this.name}_old`);
     const st: Stmt = {
-      s: "atomic", op, type, space: this.space, array: this.name, index: this.b.idx(i),
+      s: "atomic",
+      op,
+      type,
+      space: this.space,
+      array: this.name,
+      index: this.b.idx(i),
       ...(value === undefined ? {} : { value: this.b.coerce(value, type) }),
       ...(compare === undefined ? {} : { compare: this.b.coerce(compare, type) }),
       ...(name === undefined ? {} : { name }),
@@ -67,19 +101,33 @@ export class Arr<E extends ElemType = ElemType> {
     return new Val({ k: "local", type, name: name ?? "_" }, type, this.b) as Val<Extract<E, AtomicType>>;
   }
   /** Atomic add; returns the old value. */
-  atomicAdd(i: Index, v: Val | number): Val<Extract<E, AtomicType>> { return this.atomic("add", i, v); }
+  atomicAdd(i: Index, v: Val | number): Val<Extract<E, AtomicType>> {
+    return this.atomic("add", i, v);
+  }
   /** Atomic max; returns the old value. */
-  atomicMax(i: Index, v: Val | number): Val<Extract<E, AtomicType>> { return this.atomic("max", i, v); }
+  atomicMax(i: Index, v: Val | number): Val<Extract<E, AtomicType>> {
+    return this.atomic("max", i, v);
+  }
   /** Atomic min; returns the old value. */
-  atomicMin(i: Index, v: Val | number): Val<Extract<E, AtomicType>> { return this.atomic("min", i, v); }
+  atomicMin(i: Index, v: Val | number): Val<Extract<E, AtomicType>> {
+    return this.atomic("min", i, v);
+  }
   /** Atomic exchange; returns the old value. */
-  atomicExchange(i: Index, v: Val | number): Val<Extract<E, AtomicType>> { return this.atomic("exchange", i, v); }
+  atomicExchange(i: Index, v: Val | number): Val<Extract<E, AtomicType>> {
+    return this.atomic("exchange", i, v);
+  }
   /** Atomic compare-and-swap: writes `v` if the element equals `compare`; returns the old value. */
-  atomicCmpxchg(i: Index, compare: Val | number, v: Val | number): Val<Extract<E, AtomicType>> { return this.atomic("cmpxchg", i, v, compare); }
+  atomicCmpxchg(i: Index, compare: Val | number, v: Val | number): Val<Extract<E, AtomicType>> {
+    return this.atomic("cmpxchg", i, v, compare);
+  }
   /** Atomic load. */
-  atomicLoad(i: Index): Val<Extract<E, AtomicType>> { return this.atomic("load", i); }
+  atomicLoad(i: Index): Val<Extract<E, AtomicType>> {
+    return this.atomic("load", i);
+  }
   /** Atomic store. */
-  atomicStore(i: Index, v: Val | number): void { this.atomic("store", i, v); }
+  atomicStore(i: Index, v: Val | number): void {
+    this.atomic("store", i, v);
+  }
 }
 
 /** Per-axis builtin values. */
@@ -94,7 +142,11 @@ export class Builder implements ValOwner {
   private readonly blocks: Stmt[][] = [[]];
   private readonly used = new Set<string>();
   private loopDepth = 0;
-  /** @internal */ readonly decl: { buffers: Kernel["buffers"][number][]; uniforms: Kernel["uniforms"][number][]; shared: Kernel["shared"][number][] } = { buffers: [], uniforms: [], shared: [] };
+  /** @internal */ readonly decl: {
+    buffers: Kernel["buffers"][number][];
+    uniforms: Kernel["uniforms"][number][];
+    shared: Kernel["shared"][number][];
+  } = { buffers: [], uniforms: [], shared: [] };
 
   /** @internal */
   constructor(
@@ -104,7 +156,9 @@ export class Builder implements ValOwner {
     for (const s of specNames) this.used.add(s);
   }
 
-  /** @internal */ emit = (st: Stmt): void => { (this.blocks[this.blocks.length - 1] as Stmt[]).push(st); };
+  /** @internal */ emit = (st: Stmt): void => {
+    (this.blocks[this.blocks.length - 1] as Stmt[]).push(st);
+  };
   /** @internal */ fresh = (hint: string): string => {
     let name = hint;
     for (let n = 1; this.used.has(name); n++) name = `${hint}_${n}`;
@@ -137,8 +191,19 @@ export class Builder implements ValOwner {
 
   // ── declarations ──
   /** Declares a storage buffer (binding = declaration order unless given). */
-  buffer = <E extends ElemType>(name: string, elem: E, access: "read" | "write" | "read_write", opts: { binding?: number; atomic?: boolean } = {}): Arr<E> => {
-    this.decl.buffers.push({ name: this.declName(name), binding: opts.binding ?? this.decl.buffers.length, elem, access, ...(opts.atomic === true ? { atomic: true } : {}) });
+  buffer = <E extends ElemType>(
+    name: string,
+    elem: E,
+    access: "read" | "write" | "read_write",
+    opts: { binding?: number; atomic?: boolean } = {},
+  ): Arr<E> => {
+    this.decl.buffers.push({
+      name: this.declName(name),
+      binding: opts.binding ?? this.decl.buffers.length,
+      elem,
+      access,
+      ...(opts.atomic === true ? { atomic: true } : {}),
+    });
     return new Arr(name, elem, "global", this);
   };
   /** Declares a scalar uniform parameter. */
@@ -147,8 +212,18 @@ export class Builder implements ValOwner {
     return new Val({ k: "param", type, name }, type, this);
   };
   /** Declares a workgroup-shared array. */
-  shared = <E extends Exclude<ValueType, "bool">>(name: string, elem: E, length: Size, opts: { atomic?: boolean } = {}): Arr<E> => {
-    this.decl.shared.push({ name: this.declName(name), elem, length, ...(opts.atomic === true ? { atomic: true } : {}) });
+  shared = <E extends Exclude<ValueType, "bool">>(
+    name: string,
+    elem: E,
+    length: Size,
+    opts: { atomic?: boolean } = {},
+  ): Arr<E> => {
+    this.decl.shared.push({
+      name: this.declName(name),
+      elem,
+      length,
+      ...(opts.atomic === true ? { atomic: true } : {}),
+    });
     return new Arr(name, elem, "workgroup", this);
   };
   /** Declares a private (per-thread) array, zero-initialized, here in the body. */
@@ -176,10 +251,26 @@ export class Builder implements ValOwner {
   /** Workgroup id. */ wid: Axes = this.axes("workgroup_id");
   /** Number of workgroups in the grid. */ nwg: Axes = this.axes("num_workgroups");
   /** Workgroup size. */ wgSize: Axes = this.axes("workgroup_size");
-  /** Linearized local index. */ localIndex = new Val<"u32">({ k: "builtin", type: "u32", name: "local_index" }, "u32", this);
-  /** Subgroup index within the workgroup. */ subgroupId = new Val<"u32">({ k: "builtin", type: "u32", name: "subgroup_id" }, "u32", this);
-  /** Lane within the subgroup. */ subgroupLane = new Val<"u32">({ k: "builtin", type: "u32", name: "subgroup_lane" }, "u32", this);
-  /** Subgroup size (a launch/caps value). */ subgroupSize = new Val<"u32">({ k: "builtin", type: "u32", name: "subgroup_size" }, "u32", this);
+  /** Linearized local index. */ localIndex = new Val<"u32">(
+    { k: "builtin", type: "u32", name: "local_index" },
+    "u32",
+    this,
+  );
+  /** Subgroup index within the workgroup. */ subgroupId = new Val<"u32">(
+    { k: "builtin", type: "u32", name: "subgroup_id" },
+    "u32",
+    this,
+  );
+  /** Lane within the subgroup. */ subgroupLane = new Val<"u32">(
+    { k: "builtin", type: "u32", name: "subgroup_lane" },
+    "u32",
+    this,
+  );
+  /** Subgroup size (a launch/caps value). */ subgroupSize = new Val<"u32">(
+    { k: "builtin", type: "u32", name: "subgroup_size" },
+    "u32",
+    this,
+  );
 
   // ── bindings ──
   /** Binds `v` to a fresh immutable (evaluated here, once). */
@@ -199,13 +290,27 @@ export class Builder implements ValOwner {
     this.emit({ s: "if", cond: cond.expr, then: t, else: e });
   };
   /** `for (i = start; i < end; i += step) body(i)` over u32 or i32 (type of `start`). */
-  for_ = <T extends IndexType>(start: Val<T>, end: Val<T> | number, step: Val<T> | number, body: (i: Val<T>) => void, name = "i"): void => {
+  for_ = <T extends IndexType>(
+    start: Val<T>,
+    end: Val<T> | number,
+    step: Val<T> | number,
+    body: (i: Val<T>) => void,
+    name = "i",
+  ): void => {
     const v = this.fresh(name);
     const t = start.type;
     this.loopDepth++;
     const b = this.block(() => body(new Val({ k: "local", type: t, name: v }, t, this)));
     this.loopDepth--;
-    this.emit({ s: "for", var: v, type: t, start: start.expr, end: this.coerce(end, t), step: this.coerce(step, t), body: b });
+    this.emit({
+      s: "for",
+      var: v,
+      type: t,
+      start: start.expr,
+      end: this.coerce(end, t),
+      step: this.coerce(step, t),
+      body: b,
+    });
   };
   /** `while (cond) body()`; `cond` may be a function whose loads are re-evaluated every iteration. */
   while_ = (cond: Val<"bool"> | (() => Val<"bool">), body: () => void): void => {
@@ -246,7 +351,8 @@ export class Builder implements ValOwner {
   /** |x| */ abs = <T extends ValueType>(x: Val<T>): Val<T> => this.call("abs", [x]);
   /** min(a, b) */ min = <T extends ValueType>(a: Val<T>, b: Val<T>): Val<T> => this.call("min", [a, b]);
   /** max(a, b) */ max = <T extends ValueType>(a: Val<T>, b: Val<T>): Val<T> => this.call("max", [a, b]);
-  /** a*b+c, rounded once */ fma = <T extends ValueType>(a: Val<T>, b: Val<T>, c: Val<T>): Val<T> => this.call("fma", [a, b, c]);
+  /** a*b+c, rounded once */ fma = <T extends ValueType>(a: Val<T>, b: Val<T>, c: Val<T>): Val<T> =>
+    this.call("fma", [a, b, c]);
   /** `cond ? a : b` (both evaluated). */
   select = <T extends ValueType>(cond: Val<"bool">, a: Val<T>, b: Val<T> | number): Val<T> =>
     new Val({ k: "select", type: a.type, cond: cond.expr, a: a.expr, b: this.coerce(b, a.type) }, a.type, this);
@@ -254,25 +360,38 @@ export class Builder implements ValOwner {
   vec = <T extends VecType>(type: T, ...elems: Val[]): Val<T> =>
     new Val({ k: "vec", type, elems: elems.map((e) => e.expr) }, type, this);
   /** Packs f32 (pair) into 16-bit float bits in a u32, round-to-nearest-even. */
-  pack = (fmt: PackFormat, v: Val<"f32"> | Val<"vec2<f32>">): Val<"u32"> => new Val({ k: "pack", type: "u32", fmt, a: v.expr }, "u32", this);
+  pack = (fmt: PackFormat, v: Val<"f32"> | Val<"vec2<f32>">): Val<"u32"> =>
+    new Val({ k: "pack", type: "u32", fmt, a: v.expr }, "u32", this);
   /** Unpacks 16-bit float bits from a u32 into f32 (bf16/f16) or vec2<f32> (bf16x2/f16x2). */
   unpack = <F extends PackFormat>(fmt: F, v: Val<"u32">): Val<F extends "bf16x2" | "f16x2" ? "vec2<f32>" : "f32"> => {
-    const type = (fmt === "bf16x2" || fmt === "f16x2" ? "vec2<f32>" : "f32") as F extends "bf16x2" | "f16x2" ? "vec2<f32>" : "f32";
+    const type = (fmt === "bf16x2" || fmt === "f16x2" ? "vec2<f32>" : "f32") as F extends "bf16x2" | "f16x2"
+      ? "vec2<f32>"
+      : "f32";
     return new Val({ k: "unpack", type, fmt, a: v.expr }, type, this);
   };
 
   // ── subgroups ──
   private sg<T extends ValueType>(op: SubgroupOp, v: Val<T>, lane?: Index): Val<T> {
     const name = this.fresh(`sg_${op}`);
-    this.emit({ s: "subgroup", name, type: v.type, op, value: v.expr, ...(lane === undefined ? {} : { lane: this.idx(lane) }) });
+    this.emit({
+      s: "subgroup",
+      name,
+      type: v.type,
+      op,
+      value: v.expr,
+      ...(lane === undefined ? {} : { lane: this.idx(lane) }),
+    });
     return new Val({ k: "local", type: v.type, name }, v.type, this);
   }
   /** Sum over the subgroup. */ subgroupAdd = <T extends ValueType>(v: Val<T>): Val<T> => this.sg("reduce_add", v);
   /** Max over the subgroup. */ subgroupMax = <T extends ValueType>(v: Val<T>): Val<T> => this.sg("reduce_max", v);
   /** Min over the subgroup. */ subgroupMin = <T extends ValueType>(v: Val<T>): Val<T> => this.sg("reduce_min", v);
-  /** `v` from lane `lane` (uniform). */ broadcast = <T extends ValueType>(v: Val<T>, lane: Index): Val<T> => this.sg("broadcast", v, lane);
-  /** `v` from lane `lane_id ^ mask`. */ shuffleXor = <T extends ValueType>(v: Val<T>, mask: Index): Val<T> => this.sg("shuffle_xor", v, mask);
-  /** `v` from lane `src`. */ shuffle = <T extends ValueType>(v: Val<T>, src: Index): Val<T> => this.sg("shuffle_idx", v, src);
+  /** `v` from lane `lane` (uniform). */ broadcast = <T extends ValueType>(v: Val<T>, lane: Index): Val<T> =>
+    this.sg("broadcast", v, lane);
+  /** `v` from lane `lane_id ^ mask`. */ shuffleXor = <T extends ValueType>(v: Val<T>, mask: Index): Val<T> =>
+    this.sg("shuffle_xor", v, mask);
+  /** `v` from lane `src`. */ shuffle = <T extends ValueType>(v: Val<T>, src: Index): Val<T> =>
+    this.sg("shuffle_idx", v, src);
 
   /**
    * Warp-scope matrix multiply-accumulate m16n8k16 (see the `mma` statement): this lane's A fragment (`vec4<u32>` of
@@ -296,8 +415,13 @@ export class Builder implements ValOwner {
  * order. Throws `KernelDslError` on misuse and `KernelValidationError` if the result is invalid.
  */
 export function kernel(name: string, options: KernelOptions, body: (k: Builder) => void): Kernel {
-  const specs = Object.entries(options.specs ?? {}).map(([n, d]) => (d === undefined ? { name: n } : { name: n, default: d }));
-  const b = new Builder(name, specs.map((s) => s.name));
+  const specs = Object.entries(options.specs ?? {}).map(([n, d]) =>
+    d === undefined ? { name: n } : { name: n, default: d },
+  );
+  const b = new Builder(
+    name,
+    specs.map((s) => s.name),
+  );
   body(b);
   const k: Kernel = {
     name,

@@ -37,7 +37,10 @@ export class KernelValidationError extends Error {
   ) {
     const first = issues[0];
     if (first === undefined) throw new Error("invariant: KernelValidationError with no issues");
-    super(`kernel ${kernel}: ${first.code} at ${first.path}: ${first.message}` + (issues.length > 1 ? ` (+${issues.length - 1} more)` : ""));
+    super(
+      `kernel ${kernel}: ${first.code} at ${first.path}: ${first.message}` +
+        (issues.length > 1 ? ` (+${issues.length - 1} more)` : ""),
+    );
     this.code = first.code;
     this.path = first.path;
   }

@@ -10,7 +10,13 @@ export type SyncPoint =
   | { readonly kind: "barrier"; readonly path: string }
   | { readonly kind: "subgroup"; readonly path: string; readonly op: SubgroupOp; readonly type: ValueType }
   /** A warp-scope `mma`: T.sv holds [a, b, c] of the lane. */
-  | { readonly kind: "subgroup"; readonly path: string; readonly op: "mma"; readonly type: "vec4<f32>"; readonly input: MmaInput };
+  | {
+      readonly kind: "subgroup";
+      readonly path: string;
+      readonly op: "mma";
+      readonly type: "vec4<f32>";
+      readonly input: MmaInput;
+    };
 
 /** The generated source and its sync table. */
 export interface CompiledSource {
@@ -18,8 +24,19 @@ export interface CompiledSource {
   readonly syncs: readonly SyncPoint[];
 }
 
-const AXIS_FIELD: Record<string, string> = { global_id: "g", local_id: "l", workgroup_id: "w", num_workgroups: "n", workgroup_size: "s" };
-const SCALAR_FIELD: Record<string, string> = { local_index: "li", subgroup_id: "sg", subgroup_lane: "lane", subgroup_size: "sgs" };
+const AXIS_FIELD: Record<string, string> = {
+  global_id: "g",
+  local_id: "l",
+  workgroup_id: "w",
+  num_workgroups: "n",
+  workgroup_size: "s",
+};
+const SCALAR_FIELD: Record<string, string> = {
+  local_index: "li",
+  subgroup_id: "sg",
+  subgroup_lane: "lane",
+  subgroup_size: "sgs",
+};
 
 function num(v: number): string {
   if (Number.isNaN(v)) return "NaN";
@@ -36,17 +53,28 @@ function scalarBinary(op: string, t: ScalarType, a: string, b: string): string {
   if (t === "bool") return op === "and" ? `!!(${a} & ${b})` : op === "or" ? `!!(${a} | ${b})` : `(${a} !== ${b})`;
   const wrap = t === "i32" ? "| 0" : ">>> 0";
   switch (op) {
-    case "add": return `((${a} + ${b}) ${wrap})`;
-    case "sub": return `((${a} - ${b}) ${wrap})`;
-    case "mul": return `(Math.imul(${a}, ${b}) ${wrap})`;
-    case "div": return `H.div(${a}, ${b}, ${t === "i32"})`;
-    case "rem": return `H.rem(${a}, ${b}, ${t === "i32"})`;
-    case "and": return `((${a} & ${b}) ${wrap})`;
-    case "or": return `((${a} | ${b}) ${wrap})`;
-    case "xor": return `((${a} ^ ${b}) ${wrap})`;
-    case "shl": return `((${a} << (${b} & 31)) ${wrap})`;
-    case "shr": return t === "i32" ? `(${a} >> (${b} & 31))` : `(${a} >>> (${b} & 31))`;
-    default: throw new Error(`invariant: binary op ${op}`);
+    case "add":
+      return `((${a} + ${b}) ${wrap})`;
+    case "sub":
+      return `((${a} - ${b}) ${wrap})`;
+    case "mul":
+      return `(Math.imul(${a}, ${b}) ${wrap})`;
+    case "div":
+      return `H.div(${a}, ${b}, ${t === "i32"})`;
+    case "rem":
+      return `H.rem(${a}, ${b}, ${t === "i32"})`;
+    case "and":
+      return `((${a} & ${b}) ${wrap})`;
+    case "or":
+      return `((${a} | ${b}) ${wrap})`;
+    case "xor":
+      return `((${a} ^ ${b}) ${wrap})`;
+    case "shl":
+      return `((${a} << (${b} & 31)) ${wrap})`;
+    case "shr":
+      return t === "i32" ? `(${a} >> (${b} & 31))` : `(${a} >>> (${b} & 31))`;
+    default:
+      throw new Error(`invariant: binary op ${op}`);
   }
 }
 
@@ -58,13 +86,21 @@ function scalarCall(fn: string, t: ScalarType, args: string[]): string {
     return `Math.${fn}(${a}, ${b})`;
   }
   switch (fn) {
-    case "rsqrt": return `fr(1 / Math.sqrt(${a}))`;
-    case "erf": return `fr(H.erf(${a}))`;
+    case "rsqrt":
+      return `fr(1 / Math.sqrt(${a}))`;
+    case "erf":
+      return `fr(H.erf(${a}))`;
     // a*b is exact in float64 for f32 inputs, so only the final add rounds (twice: f64 then f32).
-    case "fma": return `fr(${a} * ${b} + ${c})`;
-    case "abs": case "floor": return `Math.${fn}(${a})`;
-    case "min": case "max": return `Math.${fn}(${a}, ${b})`;
-    default: return `fr(Math.${fn}(${a}))`;
+    case "fma":
+      return `fr(${a} * ${b} + ${c})`;
+    case "abs":
+    case "floor":
+      return `Math.${fn}(${a})`;
+    case "min":
+    case "max":
+      return `Math.${fn}(${a}, ${b})`;
+    default:
+      return `fr(Math.${fn}(${a}))`;
   }
 }
 
@@ -93,7 +129,11 @@ function lanewise(t: ValueType, operands: string[], f: (xs: string[]) => string)
 }
 
 /** Generates the thread generator's source for `body` with spec constants resolved by `spec`. */
-export function compileKernelSource(body: readonly Stmt[], spec: (s: Size) => number, bufferElem: (array: string) => ElemType | undefined = () => undefined): CompiledSource {
+export function compileKernelSource(
+  body: readonly Stmt[],
+  spec: (s: Size) => number,
+  bufferElem: (array: string) => ElemType | undefined = () => undefined,
+): CompiledSource {
   const syncs: SyncPoint[] = [];
 
   const ex = (e: Expr): string => {
@@ -119,11 +159,21 @@ export function compileKernelSource(body: readonly Stmt[], spec: (s: Size) => nu
       case "unary": {
         const el = elemOf(e.type);
         return lanewise(e.type, [ex(e.a)], ([a]) =>
-          e.op === "neg" ? (el === "i32" ? `((-${a}) | 0)` : `(-${a})`) : el === "bool" ? `(!${a})` : el === "u32" ? `((~${a}) >>> 0)` : `(~${a})`,
+          e.op === "neg"
+            ? el === "i32"
+              ? `((-${a}) | 0)`
+              : `(-${a})`
+            : el === "bool"
+              ? `(!${a})`
+              : el === "u32"
+                ? `((~${a}) >>> 0)`
+                : `(~${a})`,
         );
       }
       case "binary":
-        return lanewise(e.type, [ex(e.a), ex(e.b)], ([a, b]) => scalarBinary(e.op, elemOf(e.type), a as string, b as string));
+        return lanewise(e.type, [ex(e.a), ex(e.b)], ([a, b]) =>
+          scalarBinary(e.op, elemOf(e.type), a as string, b as string),
+        );
       case "cmp": {
         const sym: Record<string, string> = { eq: "===", ne: "!==", lt: "<", le: "<=", gt: ">", ge: ">=" };
         return `(${ex(e.a)} ${sym[e.op] ?? "?"} ${ex(e.b)})`;
@@ -162,7 +212,9 @@ export function compileKernelSource(body: readonly Stmt[], spec: (s: Size) => nu
         out.push(`${ind}let v_${s.name} = ${ex(s.init)};`);
         return;
       case "array":
-        out.push(`${ind}const L_${s.name} = E.priv(${JSON.stringify(s.name)}, ${JSON.stringify(s.elem)}, ${spec(s.length)}); const S_${s.name} = L_${s.name}.store;`);
+        out.push(
+          `${ind}const L_${s.name} = E.priv(${JSON.stringify(s.name)}, ${JSON.stringify(s.elem)}, ${spec(s.length)}); const S_${s.name} = L_${s.name}.store;`,
+        );
         return;
       case "assign":
         out.push(`${ind}v_${s.name} = ${ex(s.value)};`);
@@ -211,7 +263,12 @@ export function compileKernelSource(body: readonly Stmt[], spec: (s: Size) => nu
         out.push(`${ind}const v_${s.name} = yield ${syncs.length - 1};`);
         return;
       case "atomic": {
-        const args = [JSON.stringify(s.op), ex(s.index), s.value === undefined ? "0" : ex(s.value), s.compare === undefined ? "0" : ex(s.compare)];
+        const args = [
+          JSON.stringify(s.op),
+          ex(s.index),
+          s.value === undefined ? "0" : ex(s.value),
+          s.compare === undefined ? "0" : ex(s.compare),
+        ];
         const call = `A_${s.array}(${args.join(", ")})`;
         out.push(s.name === undefined ? `${ind}${call};` : `${ind}const v_${s.name} = ${call};`);
         return;

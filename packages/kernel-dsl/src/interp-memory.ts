@@ -12,12 +12,25 @@ export type KernelBuffer = Float32Array | Int32Array | Uint32Array | Uint16Array
 /** The typed-array class that backs each element type (bf16/f16 as raw Uint16 bits, vectors flattened). */
 export function arrayClassFor(elem: ElemType): { readonly name: string; readonly make: (n: number) => KernelBuffer } {
   switch (elem) {
-    case "f32": case "vec2<f32>": case "vec4<f32>": return { name: "Float32Array", make: (n) => new Float32Array(n) };
-    case "i32": case "vec2<i32>": case "vec4<i32>": return { name: "Int32Array", make: (n) => new Int32Array(n) };
-    case "u32": case "vec2<u32>": case "vec4<u32>": return { name: "Uint32Array", make: (n) => new Uint32Array(n) };
-    case "bf16": case "f16": return { name: "Uint16Array", make: (n) => new Uint16Array(n) };
-    case "u8": return { name: "Uint8Array", make: (n) => new Uint8Array(n) };
-    case "i8": return { name: "Int8Array", make: (n) => new Int8Array(n) };
+    case "f32":
+    case "vec2<f32>":
+    case "vec4<f32>":
+      return { name: "Float32Array", make: (n) => new Float32Array(n) };
+    case "i32":
+    case "vec2<i32>":
+    case "vec4<i32>":
+      return { name: "Int32Array", make: (n) => new Int32Array(n) };
+    case "u32":
+    case "vec2<u32>":
+    case "vec4<u32>":
+      return { name: "Uint32Array", make: (n) => new Uint32Array(n) };
+    case "bf16":
+    case "f16":
+      return { name: "Uint16Array", make: (n) => new Uint16Array(n) };
+    case "u8":
+      return { name: "Uint8Array", make: (n) => new Uint8Array(n) };
+    case "i8":
+      return { name: "Int8Array", make: (n) => new Int8Array(n) };
     default:
       elem satisfies never;
       throw new Error("invariant: element type");
@@ -55,7 +68,8 @@ export class RaceTracker {
   }
   read(i: number, t: number): void {
     const ep = this.epoch;
-    if (this.wEpoch[i] === ep && this.wThread[i] !== t) this.onRace(i, this.wThread[i] as number, t, "written by thread %a then read by thread %b");
+    if (this.wEpoch[i] === ep && this.wThread[i] !== t)
+      this.onRace(i, this.wThread[i] as number, t, "written by thread %a then read by thread %b");
     if (this.rEpoch[i] !== ep) {
       this.rEpoch[i] = ep;
       this.rThread[i] = t;
@@ -64,8 +78,10 @@ export class RaceTracker {
   }
   write(i: number, t: number): void {
     const ep = this.epoch;
-    if (this.wEpoch[i] === ep && this.wThread[i] !== t) this.onRace(i, this.wThread[i] as number, t, "written by thread %a and by thread %b");
-    if (this.rEpoch[i] === ep && this.rThread[i] !== t) this.onRace(i, this.rThread[i] as number, t, "read by thread %a then written by thread %b");
+    if (this.wEpoch[i] === ep && this.wThread[i] !== t)
+      this.onRace(i, this.wThread[i] as number, t, "written by thread %a and by thread %b");
+    if (this.rEpoch[i] === ep && this.rThread[i] !== t)
+      this.onRace(i, this.rThread[i] as number, t, "read by thread %a then written by thread %b");
     this.wEpoch[i] = ep;
     this.wThread[i] = t;
   }
@@ -83,7 +99,12 @@ export function makeAccessors(
   const lanes = lanesOf(elem);
   const length = data.length / lanes;
   const oob = (i: number, what: string): never => {
-    throw new KernelRuntimeError("out_of_bounds", kernel, `${what} ${array}[${i}] outside [0, ${length})`, { array, index: i, length, ...where() });
+    throw new KernelRuntimeError("out_of_bounds", kernel, `${what} ${array}[${i}] outside [0, ${length})`, {
+      array,
+      index: i,
+      length,
+      ...where(),
+    });
   };
   let load: Accessors["load"];
   let store: Accessors["store"];
@@ -118,13 +139,26 @@ export function makeAccessors(
     if (!(i < length)) oob(i, `atomic ${op} on`);
     const old = data[i] as number;
     switch (op) {
-      case "add": data[i] = old + v; break;
-      case "max": data[i] = Math.max(old, v); break;
-      case "min": data[i] = Math.min(old, v); break;
-      case "exchange": case "store": data[i] = v; break;
-      case "cmpxchg": if (old === cmp) data[i] = v; break;
-      case "load": break;
-      default: throw new Error(`invariant: atomic op ${op}`);
+      case "add":
+        data[i] = old + v;
+        break;
+      case "max":
+        data[i] = Math.max(old, v);
+        break;
+      case "min":
+        data[i] = Math.min(old, v);
+        break;
+      case "exchange":
+      case "store":
+        data[i] = v;
+        break;
+      case "cmpxchg":
+        if (old === cmp) data[i] = v;
+        break;
+      case "load":
+        break;
+      default:
+        throw new Error(`invariant: atomic op ${op}`);
     }
     return old;
   };

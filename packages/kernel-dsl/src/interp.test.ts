@@ -6,8 +6,11 @@ import { kernel } from "./dsl.js";
 import { KernelRuntimeError } from "./errors.js";
 import { interpret } from "./interp.js";
 
-const run1 = (k: Parameters<typeof interpret>[0], buffers: Parameters<typeof interpret>[1]["buffers"], extra: Partial<Parameters<typeof interpret>[1]> = {}): void =>
-  interpret(k, { grid: [1], buffers, ...extra });
+const run1 = (
+  k: Parameters<typeof interpret>[0],
+  buffers: Parameters<typeof interpret>[1]["buffers"],
+  extra: Partial<Parameters<typeof interpret>[1]> = {},
+): void => interpret(k, { grid: [1], buffers, ...extra });
 
 describe("interpret: synchronization errors", () => {
   it("reports a barrier reached by only some threads", () => {
@@ -15,7 +18,9 @@ describe("interpret: synchronization errors", () => {
       buffer("o", "u32", "write");
       if_(lid.x.lt(4), () => barrier());
     });
-    expect(() => run1(k, { o: new Uint32Array(1) })).toThrow(expect.objectContaining({ code: "barrier_divergence", kernel: "half_barrier" }));
+    expect(() => run1(k, { o: new Uint32Array(1) })).toThrow(
+      expect.objectContaining({ code: "barrier_divergence", kernel: "half_barrier" }),
+    );
   });
 
   it("reports a subgroup op reached by only some lanes", () => {
@@ -23,7 +28,9 @@ describe("interpret: synchronization errors", () => {
       const o = buffer("o", "u32", "write");
       if_(lid.x.lt(4), () => o.set(lid.x, subgroupAdd(lid.x)));
     });
-    expect(() => run1(k, { o: new Uint32Array(8) }, { subgroupSize: 8 })).toThrow(expect.objectContaining({ code: "subgroup_divergence" }));
+    expect(() => run1(k, { o: new Uint32Array(8) }, { subgroupSize: 8 })).toThrow(
+      expect.objectContaining({ code: "subgroup_divergence" }),
+    );
   });
 
   it("does not report a race for disjoint writes, nor when a barrier separates write and read", () => {
@@ -43,27 +50,42 @@ describe("interpret: synchronization errors", () => {
     const k = kernel("ww", { workgroupSize: [4, 1, 1] }, ({ lid, shared }) => {
       shared("s", "u32", 1).set(0, lid.x);
     });
-    expect(() => run1(k, {})).toThrow(expect.objectContaining({ code: "race", detail: expect.objectContaining({ array: "s", index: 0, threads: [0, 1] }) }));
+    expect(() => run1(k, {})).toThrow(
+      expect.objectContaining({
+        code: "race",
+        detail: expect.objectContaining({ array: "s", index: 0, threads: [0, 1] }),
+      }),
+    );
   });
 });
 
 describe("interpret: subgroup ops", () => {
   it("shuffle_xor, shuffle_idx, broadcast, reduce max/min per subgroup", () => {
-    const k = kernel("sg_ops", { workgroupSize: [16, 1, 1] }, ({ lid, subgroupLane, buffer, shuffleXor, shuffle, broadcast, subgroupMax, subgroupMin, u32 }) => {
-      const o = buffer("o", "u32", "write");
-      const v = lid.x.mul(lid.x);
-      o.set(lid.x.mul(5), shuffleXor(v, 1));
-      o.set(lid.x.mul(5).add(1), shuffle(v, subgroupLane.add(1).rem(4)));
-      o.set(lid.x.mul(5).add(2), broadcast(v, u32(2)));
-      o.set(lid.x.mul(5).add(3), subgroupMax(v));
-      o.set(lid.x.mul(5).add(4), subgroupMin(v));
-    });
+    const k = kernel(
+      "sg_ops",
+      { workgroupSize: [16, 1, 1] },
+      ({ lid, subgroupLane, buffer, shuffleXor, shuffle, broadcast, subgroupMax, subgroupMin, u32 }) => {
+        const o = buffer("o", "u32", "write");
+        const v = lid.x.mul(lid.x);
+        o.set(lid.x.mul(5), shuffleXor(v, 1));
+        o.set(lid.x.mul(5).add(1), shuffle(v, subgroupLane.add(1).rem(4)));
+        o.set(lid.x.mul(5).add(2), broadcast(v, u32(2)));
+        o.set(lid.x.mul(5).add(3), subgroupMax(v));
+        o.set(lid.x.mul(5).add(4), subgroupMin(v));
+      },
+    );
     const o = new Uint32Array(80);
     run1(k, { o }, { subgroupSize: 4 });
     for (let t = 0; t < 16; t++) {
       const g = t - (t % 4);
       const sq = (x: number): number => x * x;
-      expect(Array.from(o.subarray(t * 5, t * 5 + 5))).toEqual([sq(t ^ 1), sq(g + ((t % 4) + 1) % 4), sq(g + 2), sq(g + 3), sq(g)]);
+      expect(Array.from(o.subarray(t * 5, t * 5 + 5))).toEqual([
+        sq(t ^ 1),
+        sq(g + (((t % 4) + 1) % 4)),
+        sq(g + 2),
+        sq(g + 3),
+        sq(g),
+      ]);
     }
   });
 });
@@ -98,7 +120,9 @@ describe("interpret: arithmetic semantics", () => {
     const k = kernel("divz", { workgroupSize: [1, 1, 1] }, ({ buffer, uniform }) => {
       buffer("o", "u32", "write").set(0, uniform("a", "u32").div(uniform("b", "u32")));
     });
-    expect(() => run1(k, { o: new Uint32Array(1) }, { uniforms: { a: 1, b: 0 } })).toThrow(expect.objectContaining({ code: "division_by_zero" }));
+    expect(() => run1(k, { o: new Uint32Array(1) }, { uniforms: { a: 1, b: 0 } })).toThrow(
+      expect.objectContaining({ code: "division_by_zero" }),
+    );
   });
 
   it("runs vec4 loads, private arrays, while with a loading condition, continue and cmpxchg", () => {
@@ -112,7 +136,10 @@ describe("interpret: arithmetic semantics", () => {
       const q = v.at(1);
       p.set(0, q.x.add(q.w));
       const i = var_(u32(0), "i");
-      while_(() => stop.at(i).eq(0), () => i.set(i.add(1)));
+      while_(
+        () => stop.at(i).eq(0),
+        () => i.set(i.add(1)),
+      );
       const acc = var_(f32(0), "acc");
       for_(u32(0), 6, 1, (j) => {
         if_(j.rem(2).eq(1), () => continue_());
@@ -158,7 +185,9 @@ describe("interpret: arithmetic semantics", () => {
     const k = kernel("launch", { workgroupSize: [1, 1, 1] }, ({ buffer, uniform }) => {
       buffer("o", "f32", "write").set(0, uniform("x", "f32"));
     });
-    expect(() => run1(k, { o: new Float64Array(1) as unknown as Float32Array }, { uniforms: { x: 1 } })).toThrow(KernelRuntimeError);
+    expect(() => run1(k, { o: new Float64Array(1) as unknown as Float32Array }, { uniforms: { x: 1 } })).toThrow(
+      KernelRuntimeError,
+    );
     expect(() => run1(k, { o: new Float32Array(1) })).toThrow(expect.objectContaining({ code: "bad_launch" }));
   });
 

@@ -7,7 +7,17 @@ import { compileKernelSource } from "./interp-compile.js";
 import type { SyncPoint } from "./interp-compile.js";
 import { RaceTracker, arrayClassFor, makeAccessors, poison } from "./interp-memory.js";
 import type { Accessors, KernelBuffer } from "./interp-memory.js";
-import { bf16BitsToF32, bitsToF32, erf, f16BitsToF32, f32ToBf16Bits, f32ToBits, f32ToF16Bits, f32ToI32, f32ToU32 } from "./numeric.js";
+import {
+  bf16BitsToF32,
+  bitsToF32,
+  erf,
+  f16BitsToF32,
+  f32ToBf16Bits,
+  f32ToBits,
+  f32ToF16Bits,
+  f32ToI32,
+  f32ToU32,
+} from "./numeric.js";
 import { assertValidKernel } from "./validate.js";
 import { MMA_LANES, mmaM16n8k16 } from "./mma.js";
 
@@ -31,9 +41,27 @@ type ThreadGen = Generator<number, void, number>;
 type ThreadFn = (E: unknown, T: Thread) => ThreadGen;
 
 interface Thread {
-  li: number; l0: number; l1: number; l2: number; g0: number; g1: number; g2: number; w0: number; w1: number; w2: number;
-  n0: number; n1: number; n2: number; s0: number; s1: number; s2: number; sg: number; lane: number; sgs: number;
-  sv: unknown; sl: number;
+  li: number;
+  l0: number;
+  l1: number;
+  l2: number;
+  g0: number;
+  g1: number;
+  g2: number;
+  w0: number;
+  w1: number;
+  w2: number;
+  n0: number;
+  n1: number;
+  n2: number;
+  s0: number;
+  s1: number;
+  s2: number;
+  sg: number;
+  lane: number;
+  sgs: number;
+  sv: unknown;
+  sl: number;
 }
 
 const compiled = new WeakMap<Kernel, Map<string, { fn: ThreadFn; syncs: readonly SyncPoint[] }>>();
@@ -44,10 +72,17 @@ function helpers(kernel: string): Record<string, unknown> {
   };
   return {
     div: (a: number, b: number, signed: boolean) => (b === 0 ? zero() : signed ? (a / b) | 0 : Math.trunc(a / b) >>> 0),
-    rem: (a: number, b: number, signed: boolean) => (b === 0 ? zero() : signed ? a % b | 0 : a % b >>> 0),
+    rem: (a: number, b: number, signed: boolean) => (b === 0 ? zero() : signed ? (a % b) | 0 : (a % b) >>> 0),
     sel: (c: boolean, a: unknown, b: unknown) => (c ? a : b),
-    erf, f2i: f32ToI32, f2u: f32ToU32, f2b: f32ToBits, b2f: bitsToF32,
-    pack_bf16: f32ToBf16Bits, pack_f16: f32ToF16Bits, unpack_bf16: bf16BitsToF32, unpack_f16: f16BitsToF32,
+    erf,
+    f2i: f32ToI32,
+    f2u: f32ToU32,
+    f2b: f32ToBits,
+    b2f: bitsToF32,
+    pack_bf16: f32ToBf16Bits,
+    pack_f16: f32ToF16Bits,
+    unpack_bf16: bf16BitsToF32,
+    unpack_f16: f16BitsToF32,
     pack_bf16x2: (v: number[]) => (f32ToBf16Bits(v[0] as number) | (f32ToBf16Bits(v[1] as number) << 16)) >>> 0,
     pack_f16x2: (v: number[]) => (f32ToF16Bits(v[0] as number) | (f32ToF16Bits(v[1] as number) << 16)) >>> 0,
     unpack_bf16x2: (u: number) => [bf16BitsToF32(u & 0xffff), bf16BitsToF32(u >>> 16)],
@@ -55,7 +90,11 @@ function helpers(kernel: string): Record<string, unknown> {
   };
 }
 
-function compile(kernel: Kernel, spec: (s: Size) => number, key: string): { fn: ThreadFn; syncs: readonly SyncPoint[] } {
+function compile(
+  kernel: Kernel,
+  spec: (s: Size) => number,
+  key: string,
+): { fn: ThreadFn; syncs: readonly SyncPoint[] } {
   let perKernel = compiled.get(kernel);
   if (perKernel === undefined) compiled.set(kernel, (perKernel = new Map()));
   const hit = perKernel.get(key);
@@ -63,8 +102,14 @@ function compile(kernel: Kernel, spec: (s: Size) => number, key: string): { fn: 
   const elems = new Map(kernel.buffers.map((b) => [b.name, b.elem] as const));
   const { source, syncs } = compileKernelSource(kernel.body, spec, (array) => elems.get(array));
   const arrays = [...kernel.buffers.map((b) => b.name), ...kernel.shared.map((s) => s.name)];
-  const hoist = arrays.map((n) => `const L_${n} = E.L.${n}.load, S_${n} = E.L.${n}.store, A_${n} = E.L.${n}.atomic;`).join("\n");
-  const factory = new Function("H", "fr", `"use strict";\nreturn function* thread(E, T) {\n${hoist}\n${source}\n};`) as (h: unknown, fr: unknown) => ThreadFn;
+  const hoist = arrays
+    .map((n) => `const L_${n} = E.L.${n}.load, S_${n} = E.L.${n}.store, A_${n} = E.L.${n}.atomic;`)
+    .join("\n");
+  const factory = new Function(
+    "H",
+    "fr",
+    `"use strict";\nreturn function* thread(E, T) {\n${hoist}\n${source}\n};`,
+  ) as (h: unknown, fr: unknown) => ThreadFn;
   const entry = { fn: factory(helpers(kernel.name), Math.fround), syncs };
   perKernel.set(key, entry);
   return entry;
@@ -90,26 +135,36 @@ export function interpret(kernel: Kernel, launch: InterpretLaunch): void {
   const spec = (s: Size): number => (typeof s === "number" ? s : (specValues.get(s.spec) as number));
   const [wx, wy, wz] = kernel.workgroupSize.map(spec) as [number, number, number];
   const [gx = 1, gy = 1, gz = 1] = launch.grid;
-  if (![gx, gy, gz].every((g) => Number.isInteger(g) && g >= 1)) bad(`grid ${launch.grid.join("x")} must be positive integers`);
+  if (![gx, gy, gz].every((g) => Number.isInteger(g) && g >= 1))
+    bad(`grid ${launch.grid.join("x")} must be positive integers`);
   const sgs = launch.subgroupSize ?? 32;
-  if (!Number.isInteger(sgs) || sgs < 1 || sgs > 128 || (sgs & (sgs - 1)) !== 0) bad(`subgroup size ${sgs} is not a power of two in [1, 128]`);
+  if (!Number.isInteger(sgs) || sgs < 1 || sgs > 128 || (sgs & (sgs - 1)) !== 0)
+    bad(`subgroup size ${sgs} is not a power of two in [1, 128]`);
   const uniforms: Record<string, number> = {};
   for (const u of kernel.uniforms) {
     const v = launch.uniforms?.[u.name];
     if (typeof v !== "number") bad(`missing uniform ${u.name}`);
-    const ok = u.type === "f32" || (Number.isInteger(v) && (u.type === "u32" ? (v as number) >= 0 && (v as number) <= 0xffffffff : (v as number) >= -0x80000000 && (v as number) <= 0x7fffffff));
+    const ok =
+      u.type === "f32" ||
+      (Number.isInteger(v) &&
+        (u.type === "u32"
+          ? (v as number) >= 0 && (v as number) <= 0xffffffff
+          : (v as number) >= -0x80000000 && (v as number) <= 0x7fffffff));
     if (!ok) bad(`uniform ${u.name} = ${v} is not a valid ${u.type}`);
     uniforms[u.name] = u.type === "f32" ? Math.fround(v as number) : (v as number);
   }
 
   let wg: [number, number, number] = [0, 0, 0];
-  const where = (): { workgroup: readonly [number, number, number] } => ({ workgroup: [...wg] as [number, number, number] });
+  const where = (): { workgroup: readonly [number, number, number] } => ({
+    workgroup: [...wg] as [number, number, number],
+  });
   const L: Record<string, Accessors> = {};
   for (const b of kernel.buffers) {
     const data = launch.buffers[b.name];
     const cls = arrayClassFor(b.elem);
     if (data === undefined) bad(`missing buffer ${b.name}`);
-    if ((data as KernelBuffer).constructor.name !== cls.name) bad(`buffer ${b.name} (${b.elem}) must be a ${cls.name}, got ${(data as KernelBuffer).constructor.name}`);
+    if ((data as KernelBuffer).constructor.name !== cls.name)
+      bad(`buffer ${b.name} (${b.elem}) must be a ${cls.name}, got ${(data as KernelBuffer).constructor.name}`);
     L[b.name] = makeAccessors(name, b.name, b.elem, data as KernelBuffer, undefined, where);
   }
   const trackers: RaceTracker[] = [];
@@ -122,13 +177,22 @@ export function interpret(kernel: Kernel, launch: InterpretLaunch): void {
     let race: RaceTracker | undefined;
     if (s.atomic !== true) {
       race = new RaceTracker(len, (index, a, b, what) => {
-        throw new KernelRuntimeError("race", name, `data race on workgroup array ${s.name}[${index}] in workgroup (${wg.join(", ")}): ${what.replace("%a", String(a)).replace("%b", String(b))} with no barrier between`, { array: s.name, index, length: len, ...where(), threads: a === -2 ? [b] : [a, b] });
+        throw new KernelRuntimeError(
+          "race",
+          name,
+          `data race on workgroup array ${s.name}[${index}] in workgroup (${wg.join(", ")}): ${what.replace("%a", String(a)).replace("%b", String(b))} with no barrier between`,
+          { array: s.name, index, length: len, ...where(), threads: a === -2 ? [b] : [a, b] },
+        );
       });
       trackers.push(race);
     }
     L[s.name] = makeAccessors(name, s.name, s.elem, data, race, where);
   }
-  const priv = (arr: string, elem: Parameters<typeof arrayClassFor>[0], len: number): Accessors["load"] & { store: Accessors["store"] } => {
+  const priv = (
+    arr: string,
+    elem: Parameters<typeof arrayClassFor>[0],
+    len: number,
+  ): Accessors["load"] & { store: Accessors["store"] } => {
     const lanes = elem.startsWith("vec4") ? 4 : elem.startsWith("vec2") ? 2 : 1;
     const acc = makeAccessors(name, arr, elem, arrayClassFor(elem).make(len * lanes), undefined, where);
     return Object.assign((i: number, t: { li: number }) => acc.load(i, t), { store: acc.store });
@@ -147,10 +211,31 @@ export function interpret(kernel: Kernel, launch: InterpretLaunch): void {
         const threads: Thread[] = [];
         const gens: ThreadGen[] = [];
         for (let li = 0; li < n; li++) {
-          const l0 = li % wx, l1 = Math.floor(li / wx) % wy, l2 = Math.floor(li / (wx * wy));
+          const l0 = li % wx,
+            l1 = Math.floor(li / wx) % wy,
+            l2 = Math.floor(li / (wx * wy));
           const T: Thread = {
-            li, l0, l1, l2, g0: x * wx + l0, g1: y * wy + l1, g2: z * wz + l2, w0: x, w1: y, w2: z,
-            n0: gx, n1: gy, n2: gz, s0: wx, s1: wy, s2: wz, sg: Math.floor(li / sgs), lane: li % sgs, sgs, sv: 0, sl: 0,
+            li,
+            l0,
+            l1,
+            l2,
+            g0: x * wx + l0,
+            g1: y * wy + l1,
+            g2: z * wz + l2,
+            w0: x,
+            w1: y,
+            w2: z,
+            n0: gx,
+            n1: gy,
+            n2: gz,
+            s0: wx,
+            s1: wy,
+            s2: wz,
+            sg: Math.floor(li / sgs),
+            lane: li % sgs,
+            sgs,
+            sv: 0,
+            sl: 0,
           };
           threads.push(T);
           gens.push(fn(env, T));
@@ -165,8 +250,13 @@ const DONE = -1;
 
 /** Interleaves one workgroup's threads: each runs to its next sync point; barriers and subgroup ops release together. */
 function runWorkgroup(
-  kernel: string, threads: Thread[], gens: ThreadGen[], syncs: readonly SyncPoint[], sgs: number,
-  trackers: RaceTracker[], wg: readonly [number, number, number],
+  kernel: string,
+  threads: Thread[],
+  gens: ThreadGen[],
+  syncs: readonly SyncPoint[],
+  sgs: number,
+  trackers: RaceTracker[],
+  wg: readonly [number, number, number],
 ): void {
   const n = threads.length;
   // at[i]: the sync point thread i waits at, or DONE; resume[i]: the value to resume it with, undefined = blocked.
@@ -177,7 +267,10 @@ function runWorkgroup(
     at[i] = r.done === true ? DONE : r.value;
     resume[i] = undefined;
   };
-  const detail = (threadsIn: number[]): { workgroup: readonly [number, number, number]; threads: number[] } => ({ workgroup: wg, threads: threadsIn });
+  const detail = (threadsIn: number[]): { workgroup: readonly [number, number, number]; threads: number[] } => ({
+    workgroup: wg,
+    threads: threadsIn,
+  });
   for (;;) {
     for (let i = 0; i < n; i++) if (resume[i] !== undefined) step(i);
     let progressed = false;
@@ -186,7 +279,8 @@ function runWorkgroup(
       const end = Math.min(base + sgs, n);
       const first = at[base] as number;
       if (first < 0 || (syncs[first] as SyncPoint).kind !== "subgroup") {
-        for (let i = base; i < end; i++) if ((at[i] as number) >= 0 && (syncs[at[i] as number] as SyncPoint).kind === "subgroup") anySubgroup = true;
+        for (let i = base; i < end; i++)
+          if ((at[i] as number) >= 0 && (syncs[at[i] as number] as SyncPoint).kind === "subgroup") anySubgroup = true;
         continue;
       }
       anySubgroup = true;
@@ -198,17 +292,32 @@ function runWorkgroup(
     }
     if (progressed) continue;
     if (anySubgroup) {
-      const lanes = [...at.keys()].filter((i) => (at[i] as number) >= 0 && (syncs[at[i] as number] as SyncPoint).kind === "subgroup");
+      const lanes = [...at.keys()].filter(
+        (i) => (at[i] as number) >= 0 && (syncs[at[i] as number] as SyncPoint).kind === "subgroup",
+      );
       const sp = syncs[at[lanes[0] as number] as number] as SyncPoint;
-      throw new KernelRuntimeError("subgroup_divergence", kernel, `subgroup op at ${sp.path}: not every lane of subgroup ${Math.floor((lanes[0] as number) / sgs)} reached it together (workgroup ${wg.join(", ")})`, detail(lanes));
+      throw new KernelRuntimeError(
+        "subgroup_divergence",
+        kernel,
+        `subgroup op at ${sp.path}: not every lane of subgroup ${Math.floor((lanes[0] as number) / sgs)} reached it together (workgroup ${wg.join(", ")})`,
+        detail(lanes),
+      );
     }
     const waiting = [...at.keys()].filter((i) => at[i] !== DONE);
     if (waiting.length === 0) return;
     const b = at[waiting[0] as number] as number;
     const stray = [...at.keys()].filter((i) => at[i] !== b);
     if (stray.length > 0) {
-      const what = at[stray[0] as number] === DONE ? "had returned" : `waits at ${(syncs[at[stray[0] as number] as number] as SyncPoint).path}`;
-      throw new KernelRuntimeError("barrier_divergence", kernel, `barrier at ${(syncs[b] as SyncPoint).path}: thread ${waiting[0]} waits there but thread ${stray[0]} ${what} (workgroup ${wg.join(", ")})`, detail([waiting[0] as number, stray[0] as number]));
+      const what =
+        at[stray[0] as number] === DONE
+          ? "had returned"
+          : `waits at ${(syncs[at[stray[0] as number] as number] as SyncPoint).path}`;
+      throw new KernelRuntimeError(
+        "barrier_divergence",
+        kernel,
+        `barrier at ${(syncs[b] as SyncPoint).path}: thread ${waiting[0]} waits there but thread ${stray[0]} ${what} (workgroup ${wg.join(", ")})`,
+        detail([waiting[0] as number, stray[0] as number]),
+      );
     }
     // Every thread is at the same barrier: a new race interval starts.
     for (const t of trackers) t.epoch++;
@@ -217,16 +326,31 @@ function runWorkgroup(
 }
 
 function subgroupStep(
-  kernel: string, sp: Extract<SyncPoint, { kind: "subgroup" }>, threads: Thread[], base: number, end: number,
-  resume: (unknown)[], wg: readonly [number, number, number],
+  kernel: string,
+  sp: Extract<SyncPoint, { kind: "subgroup" }>,
+  threads: Thread[],
+  base: number,
+  end: number,
+  resume: unknown[],
+  wg: readonly [number, number, number],
 ): void {
   const count = end - base;
   if (sp.op === "mma") {
     if (count !== MMA_LANES) {
-      throw new KernelRuntimeError("bad_launch", kernel, `mma at ${sp.path} needs a subgroup of ${MMA_LANES} lanes, subgroup ${base / count} has ${count} (launch with subgroupSize 32 and a workgroup of whole warps)`, { workgroup: wg, threads: [base] });
+      throw new KernelRuntimeError(
+        "bad_launch",
+        kernel,
+        `mma at ${sp.path} needs a subgroup of ${MMA_LANES} lanes, subgroup ${base / count} has ${count} (launch with subgroupSize 32 and a workgroup of whole warps)`,
+        { workgroup: wg, threads: [base] },
+      );
     }
     const ops = threads.slice(base, end).map((t) => t.sv as [number[], number[], number[]]);
-    const d = mmaM16n8k16(sp.input, ops.map((o) => o[0]), ops.map((o) => o[1]), ops.map((o) => o[2]));
+    const d = mmaM16n8k16(
+      sp.input,
+      ops.map((o) => o[0]),
+      ops.map((o) => o[1]),
+      ops.map((o) => o[2]),
+    );
     for (let i = 0; i < count; i++) resume[base + i] = d[i];
     return;
   }
@@ -234,7 +358,12 @@ function subgroupStep(
   const wrap = sp.type === "f32" ? Math.fround : sp.type === "i32" ? (v: number) => v | 0 : (v: number) => v >>> 0;
   const src = (lane: number, i: number): number => {
     if (!(lane >= 0 && lane < count)) {
-      throw new KernelRuntimeError("out_of_bounds", kernel, `subgroup ${sp.op} at ${sp.path}: lane ${base + i} reads lane ${lane} of a subgroup of ${count}`, { index: lane, length: count, workgroup: wg, threads: [base + i] });
+      throw new KernelRuntimeError(
+        "out_of_bounds",
+        kernel,
+        `subgroup ${sp.op} at ${sp.path}: lane ${base + i} reads lane ${lane} of a subgroup of ${count}`,
+        { index: lane, length: count, workgroup: wg, threads: [base + i] },
+      );
     }
     return vals[lane] as number;
   };
@@ -242,17 +371,33 @@ function subgroupStep(
     const t = threads[base + i] as Thread;
     let r: number;
     switch (sp.op) {
-      case "reduce_add": r = vals.reduce((a, v) => wrap(a + v), 0); break;
-      case "reduce_max": r = Math.max(...vals); break;
-      case "reduce_min": r = Math.min(...vals); break;
+      case "reduce_add":
+        r = vals.reduce((a, v) => wrap(a + v), 0);
+        break;
+      case "reduce_max":
+        r = Math.max(...vals);
+        break;
+      case "reduce_min":
+        r = Math.min(...vals);
+        break;
       case "broadcast": {
         const l0 = (threads[base] as Thread).sl;
-        if (t.sl !== l0) throw new KernelRuntimeError("subgroup_divergence", kernel, `broadcast at ${sp.path}: lane operand is not uniform (${l0} vs ${t.sl})`, { workgroup: wg, threads: [base, base + i] });
+        if (t.sl !== l0)
+          throw new KernelRuntimeError(
+            "subgroup_divergence",
+            kernel,
+            `broadcast at ${sp.path}: lane operand is not uniform (${l0} vs ${t.sl})`,
+            { workgroup: wg, threads: [base, base + i] },
+          );
         r = src(t.sl, i);
         break;
       }
-      case "shuffle_xor": r = src(i ^ t.sl, i); break;
-      case "shuffle_idx": r = src(t.sl, i); break;
+      case "shuffle_xor":
+        r = src(i ^ t.sl, i);
+        break;
+      case "shuffle_idx":
+        r = src(t.sl, i);
+        break;
       default:
         throw new Error(`invariant: subgroup op ${String((sp as { op: unknown }).op)}`);
     }

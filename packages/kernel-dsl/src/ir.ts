@@ -118,7 +118,19 @@ export type CmpOp = "eq" | "ne" | "lt" | "le" | "gt" | "ge";
  * fma(a,b,c) = a*b+c rounded once. Arity: fma 3, min/max 2, the rest 1.
  */
 export type MathFn =
-  | "exp" | "log" | "sqrt" | "rsqrt" | "tanh" | "erf" | "sin" | "cos" | "abs" | "min" | "max" | "fma" | "floor";
+  | "exp"
+  | "log"
+  | "sqrt"
+  | "rsqrt"
+  | "tanh"
+  | "erf"
+  | "sin"
+  | "cos"
+  | "abs"
+  | "min"
+  | "max"
+  | "fma"
+  | "floor";
 
 /**
  * Pack/unpack between f32 and 16-bit float bit patterns held in a u32.
@@ -144,7 +156,13 @@ export type Expr =
    * Read element `index` (u32, in elements) of a buffer (global), shared array (workgroup) or private
    * array. `type` is the element type widened to a value type (bf16 -> f32, u8 -> u32, i8 -> i32).
    */
-  | { readonly k: "load"; readonly type: ValueType; readonly space: AddressSpace; readonly array: string; readonly index: Expr }
+  | {
+      readonly k: "load";
+      readonly type: ValueType;
+      readonly space: AddressSpace;
+      readonly array: string;
+      readonly index: Expr;
+    }
   | { readonly k: "unary"; readonly type: ValueType; readonly op: UnaryOp; readonly a: Expr }
   | { readonly k: "binary"; readonly type: ValueType; readonly op: BinaryOp; readonly a: Expr; readonly b: Expr }
   | { readonly k: "cmp"; readonly type: "bool"; readonly op: CmpOp; readonly a: Expr; readonly b: Expr }
@@ -172,14 +190,21 @@ export type Expr =
    * Every element must be in bounds. Only targets that report SIMD loads lower it (Wasm); the others refuse the
    * kernel with codegen's `missing-capability`.
    */
-  | { readonly k: "load4"; readonly type: "vec4<f32>" | "vec4<i32>" | "vec4<u32>"; readonly array: string; readonly index: Expr };
+  | {
+      readonly k: "load4";
+      readonly type: "vec4<f32>" | "vec4<i32>" | "vec4<u32>";
+      readonly array: string;
+      readonly index: Expr;
+    };
 
 // ── statements ──
 
 /** Subgroup operations. Every lane of the subgroup must execute them together (uniform within it). */
 export type SubgroupOp =
   /** Sum / max / min of `value` over all lanes; every lane gets the result. */
-  | "reduce_add" | "reduce_max" | "reduce_min"
+  | "reduce_add"
+  | "reduce_max"
+  | "reduce_min"
   /** Every lane gets `value` from lane `lane` (a value uniform over the subgroup). */
   | "broadcast"
   /** Lane i gets `value` from lane `i ^ lane`. */
@@ -211,15 +236,26 @@ export type Stmt =
   /** Assign to a `var`. */
   | { readonly s: "assign"; readonly name: string; readonly value: Expr }
   /** Write `value` to element `index` of an array in `space` (narrowed for storage-only types). */
-  | { readonly s: "store"; readonly space: AddressSpace; readonly array: string; readonly index: Expr; readonly value: Expr }
+  | {
+      readonly s: "store";
+      readonly space: AddressSpace;
+      readonly array: string;
+      readonly index: Expr;
+      readonly value: Expr;
+    }
   /**
    * `for (var = start; var < end; var += step) body` over i32 or u32; `var` is immutable in the body;
    * start/end/step are evaluated once, before the first iteration; step > 0. The increment never wraps:
    * the loop ends once `var + step >= end` mathematically (codegen must not let the counter overflow).
    */
   | {
-      readonly s: "for"; readonly var: string; readonly type: "i32" | "u32";
-      readonly start: Expr; readonly end: Expr; readonly step: Expr; readonly body: readonly Stmt[];
+      readonly s: "for";
+      readonly var: string;
+      readonly type: "i32" | "u32";
+      readonly start: Expr;
+      readonly end: Expr;
+      readonly step: Expr;
+      readonly body: readonly Stmt[];
     }
   /** `while (cond) body`; leave early with `break`. */
   | { readonly s: "while"; readonly cond: Expr; readonly body: readonly Stmt[] }
@@ -237,8 +273,12 @@ export type Stmt =
    * reduce_* on f32/i32/u32). `lane` (u32) is required for broadcast, shuffle_xor and shuffle_idx.
    */
   | {
-      readonly s: "subgroup"; readonly name: string; readonly type: ValueType; readonly op: SubgroupOp;
-      readonly value: Expr; readonly lane?: Expr;
+      readonly s: "subgroup";
+      readonly name: string;
+      readonly type: ValueType;
+      readonly op: SubgroupOp;
+      readonly value: Expr;
+      readonly lane?: Expr;
     }
   /**
    * Atomic op on element `index` of an atomic buffer (global) or atomic shared array (workgroup).
@@ -246,8 +286,15 @@ export type Stmt =
    * (the element type). `value` absent only for `load`; `compare` present only for `cmpxchg`.
    */
   | {
-      readonly s: "atomic"; readonly op: AtomicOp; readonly type: "u32" | "i32" | "f32"; readonly space: "global" | "workgroup";
-      readonly array: string; readonly index: Expr; readonly value?: Expr; readonly compare?: Expr; readonly name?: string;
+      readonly s: "atomic";
+      readonly op: AtomicOp;
+      readonly type: "u32" | "i32" | "f32";
+      readonly space: "global" | "workgroup";
+      readonly array: string;
+      readonly index: Expr;
+      readonly value?: Expr;
+      readonly compare?: Expr;
+      readonly name?: string;
     }
   /**
    * Warp-scope matrix multiply-accumulate D = A·B + C of shape m16n8k16: every lane of a subgroup of exactly 32
@@ -259,8 +306,13 @@ export type Stmt =
    * unspecified (the interpreter sums C first, then k ascending).
    */
   | {
-      readonly s: "mma"; readonly name: string; readonly shape: MmaShape; readonly input: MmaInput;
-      readonly a: Expr; readonly b: Expr; readonly c: Expr;
+      readonly s: "mma";
+      readonly name: string;
+      readonly shape: MmaShape;
+      readonly input: MmaInput;
+      readonly a: Expr;
+      readonly b: Expr;
+      readonly c: Expr;
     }
   /** This thread finishes. A thread that returned must not be awaited by a later barrier/subgroup op. */
   | { readonly s: "return" };

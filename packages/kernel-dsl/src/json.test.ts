@@ -36,14 +36,26 @@ describe(".kir.json", () => {
   it("is canonical: key order of the input object does not change the bytes", () => {
     const reordered = JSON.parse(JSON.stringify(scaleKernel, Object.keys(scaleKernel).reverse())) as Kernel;
     expect(toKirJson({ ...reordered, ...scaleKernel })).toBe(toKirJson(scaleKernel));
-    const shuffled: Kernel = { body: scaleKernel.body, shared: [], uniforms: scaleKernel.uniforms, buffers: scaleKernel.buffers, specs: scaleKernel.specs, workgroupSize: scaleKernel.workgroupSize, name: "scale" };
+    const shuffled: Kernel = {
+      body: scaleKernel.body,
+      shared: [],
+      uniforms: scaleKernel.uniforms,
+      buffers: scaleKernel.buffers,
+      specs: scaleKernel.specs,
+      workgroupSize: scaleKernel.workgroupSize,
+      name: "scale",
+    };
     expect(toKirJson(shuffled)).toBe(toKirJson(scaleKernel));
   });
 
   it("rejects malformed documents with typed errors", () => {
-    expect(() => parseKirJson("{", "a.kir.json")).toThrow(expect.objectContaining({ code: "bad_json", file: "a.kir.json" }));
+    expect(() => parseKirJson("{", "a.kir.json")).toThrow(
+      expect.objectContaining({ code: "bad_json", file: "a.kir.json" }),
+    );
     expect(() => parseKirJson('{"format":"other"}')).toThrow(KirJsonError);
-    expect(() => parseKirJson('{"format":"poot.kir","version":2,"kernel":{}}')).toThrow(expect.objectContaining({ code: "bad_version" }));
+    expect(() => parseKirJson('{"format":"poot.kir","version":2,"kernel":{}}')).toThrow(
+      expect.objectContaining({ code: "bad_version" }),
+    );
     const broken = JSON.parse(toKirJson(scaleKernel)) as { kernel: { workgroupSize: unknown[] } };
     broken.kernel.workgroupSize = [0, 1, 1];
     expect(() => parseKirJson(JSON.stringify(broken))).toThrow(KernelValidationError);
@@ -77,8 +89,8 @@ describe("specialize", () => {
     expect(s.workgroupSize).toEqual([32, 1, 1]);
     expect(s.specs).toEqual([]);
     expect(JSON.stringify(s)).not.toContain('"spec"');
-    expect(() => specialize(kernel("needs", { workgroupSize: [{ spec: "W" }, 1, 1], specs: { W: undefined } }, () => {}))).toThrow(
-      expect.objectContaining({ code: "bad_size" }),
-    );
+    expect(() =>
+      specialize(kernel("needs", { workgroupSize: [{ spec: "W" }, 1, 1], specs: { W: undefined } }, () => {})),
+    ).toThrow(expect.objectContaining({ code: "bad_size" }));
   });
 });

@@ -21,7 +21,8 @@ function encodeValue(v: unknown): unknown {
     for (const key of Object.keys(o).sort()) {
       const x = o[key];
       if (x === undefined) continue;
-      if (key === "value" && o["k"] === "const" && typeof x === "number" && (!Number.isFinite(x) || Object.is(x, -0))) out[key] = Object.is(x, -0) ? "-0" : String(x);
+      if (key === "value" && o["k"] === "const" && typeof x === "number" && (!Number.isFinite(x) || Object.is(x, -0)))
+        out[key] = Object.is(x, -0) ? "-0" : String(x);
       else out[key] = encodeValue(x);
     }
     return out;
@@ -66,7 +67,8 @@ export function parseKirJson(text: string, file?: string): Kernel {
     throw new KirJsonError("bad_format", `not a ${KIR_FORMAT} document`, file);
   }
   const { version, kernel } = doc as { version?: unknown; kernel?: unknown };
-  if (version !== KIR_VERSION) throw new KirJsonError("bad_version", `version ${String(version)} (this reader knows ${KIR_VERSION})`, file);
+  if (version !== KIR_VERSION)
+    throw new KirJsonError("bad_version", `version ${String(version)} (this reader knows ${KIR_VERSION})`, file);
   if (kernel === null || typeof kernel !== "object") throw new KirJsonError("bad_format", "missing kernel", file);
   const k = decodeValue(kernel) as Record<string, unknown>;
   for (const field of ["name", "workgroupSize", "specs", "buffers", "uniforms", "shared", "body"]) {

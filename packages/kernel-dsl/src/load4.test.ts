@@ -10,7 +10,10 @@ import { printKernel } from "./print.js";
 import { validateKernel } from "./validate.js";
 
 /** A kernel storing load4(src, 1 + 4·thread) lanes into a vec4 output (two threads). */
-function copy4(elem: "u8" | "i8" | "f16" | "bf16" | "f32" | "i32", type: "vec4<f32>" | "vec4<i32>" | "vec4<u32>"): Kernel {
+function copy4(
+  elem: "u8" | "i8" | "f16" | "bf16" | "f32" | "i32",
+  type: "vec4<f32>" | "vec4<i32>" | "vec4<u32>",
+): Kernel {
   return kernel(`copy4_${elem}_${type.slice(5, 8)}`, { workgroupSize: [2, 1, 1] }, ({ lid, buffer }) => {
     const src = buffer("src", elem, "read");
     const o = buffer("o", type, "write");
@@ -52,16 +55,31 @@ describe("load4 in the interpreter", () => {
 
   it("reports an element past the end (the last lane), not only the first", () => {
     const bytes = new Uint8Array(8); // thread 1 reads 5..8: element 8 is out of bounds
-    expect(() => interpret(copy4("u8", "vec4<u32>"), { grid: [1], buffers: { src: bytes, o: new Uint32Array(8) } }))
-      .toThrow(expect.objectContaining({ code: "out_of_bounds", detail: expect.objectContaining({ array: "src", index: 8 }) }));
+    expect(() =>
+      interpret(copy4("u8", "vec4<u32>"), { grid: [1], buffers: { src: bytes, o: new Uint32Array(8) } }),
+    ).toThrow(
+      expect.objectContaining({ code: "out_of_bounds", detail: expect.objectContaining({ array: "src", index: 8 }) }),
+    );
   });
 });
 
 describe("load4 in the validator, printer and JSON form", () => {
   const k = copy4("u8", "vec4<i32>");
   const swap = (e: Partial<Expr> & { array?: string }, elem?: string, access?: string): Kernel => {
-    const lets = k.body.map((s) => (s.s === "let" && s.value.k === "load4" ? { ...s, type: (e.type ?? s.type) as never, value: { ...s.value, ...e } as Expr } : s));
-    return { ...k, body: lets, buffers: k.buffers.map((b) => (b.name === "src" ? { ...b, ...(elem ? { elem: elem as never } : {}), ...(access ? { access: access as never } : {}) } : b)) };
+    const lets = k.body.map((s) =>
+      s.s === "let" && s.value.k === "load4"
+        ? { ...s, type: (e.type ?? s.type) as never, value: { ...s.value, ...e } as Expr }
+        : s,
+    );
+    return {
+      ...k,
+      body: lets,
+      buffers: k.buffers.map((b) =>
+        b.name === "src"
+          ? { ...b, ...(elem ? { elem: elem as never } : {}), ...(access ? { access: access as never } : {}) }
+          : b,
+      ),
+    };
   };
   const codes = (x: Kernel): string[] => validateKernel(x).map((i) => i.code);
 

@@ -18,11 +18,27 @@ describe("m16n8k16 fragment layout (PTX ISA 9.7.14.5.8, .f16/.bf16)", () => {
   it("matches the ISA's row/column formulas at sample lanes", () => {
     // lane 5: groupID 1, threadID_in_group 1.
     expect([0, 1, 2, 3, 4, 5, 6, 7].map((i) => mmaACoord(5, i))).toEqual([
-      { row: 1, col: 2 }, { row: 1, col: 3 }, { row: 9, col: 2 }, { row: 9, col: 3 },
-      { row: 1, col: 10 }, { row: 1, col: 11 }, { row: 9, col: 10 }, { row: 9, col: 11 },
+      { row: 1, col: 2 },
+      { row: 1, col: 3 },
+      { row: 9, col: 2 },
+      { row: 9, col: 3 },
+      { row: 1, col: 10 },
+      { row: 1, col: 11 },
+      { row: 9, col: 10 },
+      { row: 9, col: 11 },
     ]);
-    expect([0, 1, 2, 3].map((i) => mmaBCoord(5, i))).toEqual([{ row: 2, col: 1 }, { row: 3, col: 1 }, { row: 10, col: 1 }, { row: 11, col: 1 }]);
-    expect([0, 1, 2, 3].map((i) => mmaCCoord(5, i))).toEqual([{ row: 1, col: 2 }, { row: 1, col: 3 }, { row: 9, col: 2 }, { row: 9, col: 3 }]);
+    expect([0, 1, 2, 3].map((i) => mmaBCoord(5, i))).toEqual([
+      { row: 2, col: 1 },
+      { row: 3, col: 1 },
+      { row: 10, col: 1 },
+      { row: 11, col: 1 },
+    ]);
+    expect([0, 1, 2, 3].map((i) => mmaCCoord(5, i))).toEqual([
+      { row: 1, col: 2 },
+      { row: 1, col: 3 },
+      { row: 9, col: 2 },
+      { row: 9, col: 3 },
+    ]);
     // lane 31: groupID 7, threadID_in_group 3.
     expect(mmaACoord(31, 7)).toEqual({ row: 15, col: 15 });
     expect(mmaBCoord(31, 3)).toEqual({ row: 15, col: 7 });
@@ -30,12 +46,18 @@ describe("m16n8k16 fragment layout (PTX ISA 9.7.14.5.8, .f16/.bf16)", () => {
   });
 
   it("covers every element of A, B and C exactly once over the 32 lanes", () => {
-    const seen = (n: number, f: (lane: number, i: number) => { row: number; col: number }, cols: number, per: number): number[] => {
+    const seen = (
+      n: number,
+      f: (lane: number, i: number) => { row: number; col: number },
+      cols: number,
+      per: number,
+    ): number[] => {
       const hits = new Array<number>(n).fill(0);
-      for (let lane = 0; lane < 32; lane++) for (let i = 0; i < per; i++) {
-        const { row, col } = f(lane, i);
-        hits[row * cols + col]! += 1;
-      }
+      for (let lane = 0; lane < 32; lane++)
+        for (let i = 0; i < per; i++) {
+          const { row, col } = f(lane, i);
+          hits[row * cols + col]! += 1;
+        }
       return hits;
     };
     expect(seen(256, mmaACoord, 16, 8).every((h) => h === 1)).toBe(true);
@@ -62,8 +84,14 @@ function tileKernel(input: MmaInput, warps: number): Kernel {
     const fmt = input === "bf16" ? "bf16x2" : "f16x2";
     const pair = (x: Val<"f32">, y: Val<"f32">): Val<"u32"> => pack(fmt, vec("vec2<f32>", x, y));
     const words: Val<"u32">[] = [];
-    for (const [dr, dc] of [[0, 0], [8, 0], [0, 8], [8, 8]] as const) {
-      const r = g.add(dr), c = t.mul(2).add(dc);
+    for (const [dr, dc] of [
+      [0, 0],
+      [8, 0],
+      [0, 8],
+      [8, 8],
+    ] as const) {
+      const r = g.add(dr),
+        c = t.mul(2).add(dc);
       words.push(let_(pair(aAt(r, c), aAt(r, c.add(1))), "aw"));
     }
     const bw = [0, 8].map((dk) => let_(pair(bAt(t.mul(2).add(dk), g), bAt(t.mul(2).add(dk + 1), g)), "bw"));
@@ -94,30 +122,51 @@ describe("interpret: mma", () => {
       const D = new Float32Array(warps * 128).fill(Number.NaN);
       interpret(tileKernel(input, warps), { grid: [1], buffers: { A, B, C, D }, subgroupSize: 32 });
       let maxErr = 0;
-      for (let w = 0; w < warps; w++) for (let m = 0; m < 16; m++) for (let n = 0; n < 8; n++) {
-        let want = C[w * 128 + m * 8 + n] as number;
-        for (let k = 0; k < 16; k++) want += fromBits(A[w * 256 + m * 16 + k] as number) * fromBits(B[w * 128 + k * 8 + n] as number);
-        maxErr = Math.max(maxErr, Math.abs((D[w * 128 + m * 8 + n] as number) - want));
-      }
+      for (let w = 0; w < warps; w++)
+        for (let m = 0; m < 16; m++)
+          for (let n = 0; n < 8; n++) {
+            let want = C[w * 128 + m * 8 + n] as number;
+            for (let k = 0; k < 16; k++)
+              want += fromBits(A[w * 256 + m * 16 + k] as number) * fromBits(B[w * 128 + k * 8 + n] as number);
+            maxErr = Math.max(maxErr, Math.abs((D[w * 128 + m * 8 + n] as number) - want));
+          }
       expect(maxErr).toBeLessThan(1e-5);
     });
   }
 
   it("refuses a subgroup that is not a 32-lane warp", () => {
     const k = tileKernel("bf16", 1);
-    const buffers = { A: new Uint16Array(512), B: new Uint16Array(256), C: new Float32Array(256), D: new Float32Array(256) };
-    expect(() => interpret(k, { grid: [1], buffers, subgroupSize: 16 })).toThrow(expect.objectContaining({ code: "bad_launch" }));
+    const buffers = {
+      A: new Uint16Array(512),
+      B: new Uint16Array(256),
+      C: new Float32Array(256),
+      D: new Float32Array(256),
+    };
+    expect(() => interpret(k, { grid: [1], buffers, subgroupSize: 16 })).toThrow(
+      expect.objectContaining({ code: "bad_launch" }),
+    );
   });
 
   it("reports lanes that do not reach the mma together", () => {
-    const k = kernel("mma_diverge", { workgroupSize: [32, 1, 1] }, ({ buffer, if_, mma, vec, u32, f32, subgroupLane }) => {
-      const D = buffer("D", "f32", "write");
-      if_(subgroupLane.lt(16), () => {
-        const d = mma("bf16", vec("vec4<u32>", u32(0), u32(0), u32(0), u32(0)), vec("vec2<u32>", u32(0), u32(0)), vec("vec4<f32>", f32(0), f32(0), f32(0), f32(0)));
-        D.set(subgroupLane, d.lane(0));
-      });
-    });
-    expect(() => interpret(k, { grid: [1], buffers: { D: new Float32Array(32) }, subgroupSize: 32 })).toThrow(expect.objectContaining({ code: "subgroup_divergence" }));
+    const k = kernel(
+      "mma_diverge",
+      { workgroupSize: [32, 1, 1] },
+      ({ buffer, if_, mma, vec, u32, f32, subgroupLane }) => {
+        const D = buffer("D", "f32", "write");
+        if_(subgroupLane.lt(16), () => {
+          const d = mma(
+            "bf16",
+            vec("vec4<u32>", u32(0), u32(0), u32(0), u32(0)),
+            vec("vec2<u32>", u32(0), u32(0)),
+            vec("vec4<f32>", f32(0), f32(0), f32(0), f32(0)),
+          );
+          D.set(subgroupLane, d.lane(0));
+        });
+      },
+    );
+    expect(() => interpret(k, { grid: [1], buffers: { D: new Float32Array(32) }, subgroupSize: 32 })).toThrow(
+      expect.objectContaining({ code: "subgroup_divergence" }),
+    );
   });
 });
 

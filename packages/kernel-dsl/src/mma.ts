@@ -20,7 +20,8 @@ export const MMA_LANES = 32;
  * groupID = lane >> 2, tig = lane & 3: row = groupID (+8 for i in {2,3,6,7}), col = 2·tig + (i & 1) (+8 for i ≥ 4).
  */
 export function mmaACoord(lane: number, i: number): { readonly row: number; readonly col: number } {
-  const g = lane >> 2, t = lane & 3;
+  const g = lane >> 2,
+    t = lane & 3;
   return { row: g + ((i >> 1) & 1) * 8, col: 2 * t + (i & 1) + (i >= 4 ? 8 : 0) };
 }
 
@@ -30,7 +31,8 @@ export function mmaACoord(lane: number, i: number): { readonly row: number; read
  * row (k) = 2·tig + (i & 1) (+8 for i ≥ 2), col (n) = groupID.
  */
 export function mmaBCoord(lane: number, i: number): { readonly row: number; readonly col: number } {
-  const g = lane >> 2, t = lane & 3;
+  const g = lane >> 2,
+    t = lane & 3;
   return { row: 2 * t + (i & 1) + (i >= 2 ? 8 : 0), col: g };
 }
 
@@ -39,7 +41,8 @@ export function mmaBCoord(lane: number, i: number): { readonly row: number; read
  * row = groupID (+8 for i ≥ 2), col = 2·tig + (i & 1).
  */
 export function mmaCCoord(lane: number, i: number): { readonly row: number; readonly col: number } {
-  const g = lane >> 2, t = lane & 3;
+  const g = lane >> 2,
+    t = lane & 3;
   return { row: g + (i >= 2 ? 8 : 0), col: 2 * t + (i & 1) };
 }
 
@@ -52,9 +55,15 @@ export function mmaCCoord(lane: number, i: number): { readonly row: number; read
  * rounding is in the sums. Hardware sums in an unspecified order (and may keep extra bits), so tests of kernels
  * that use `mma` compare with a tolerance, never bit for bit.
  */
-export function mmaM16n8k16(input: MmaInput, a: readonly (readonly number[])[], b: readonly (readonly number[])[], c: readonly (readonly number[])[]): number[][] {
+export function mmaM16n8k16(
+  input: MmaInput,
+  a: readonly (readonly number[])[],
+  b: readonly (readonly number[])[],
+  c: readonly (readonly number[])[],
+): number[][] {
   const half = input === "bf16" ? bf16BitsToF32 : f16BitsToF32;
-  const elem = (words: readonly number[], i: number): number => half(((words[i >> 1] as number) >>> ((i & 1) * 16)) & 0xffff);
+  const elem = (words: readonly number[], i: number): number =>
+    half(((words[i >> 1] as number) >>> ((i & 1) * 16)) & 0xffff);
   const A = new Float64Array(MMA_M * MMA_K);
   const B = new Float64Array(MMA_K * MMA_N);
   const C = new Float64Array(MMA_M * MMA_N);
@@ -74,7 +83,8 @@ export function mmaM16n8k16(input: MmaInput, a: readonly (readonly number[])[], 
   for (let m = 0; m < MMA_M; m++) {
     for (let n = 0; n < MMA_N; n++) {
       let acc = C[m * MMA_N + n] as number;
-      for (let k = 0; k < MMA_K; k++) acc = Math.fround(acc + (A[m * MMA_K + k] as number) * (B[k * MMA_N + n] as number));
+      for (let k = 0; k < MMA_K; k++)
+        acc = Math.fround(acc + (A[m * MMA_K + k] as number) * (B[k * MMA_N + n] as number));
       D[m * MMA_N + n] = acc;
     }
   }

@@ -20,7 +20,24 @@ function refRound(v: number, m: number, emin: number, emax: number): number {
 }
 
 function samples(): number[] {
-  const out: number[] = [0, -0, 1, -1, 65504, 65520, 65519.99, 2 ** -24, 2 ** -25, 3 * 2 ** -26, 2 ** -14, 1 + 2 ** -11, 1 + 3 * 2 ** -11, 3.4e38, -3.4e38, 1e-40];
+  const out: number[] = [
+    0,
+    -0,
+    1,
+    -1,
+    65504,
+    65520,
+    65519.99,
+    2 ** -24,
+    2 ** -25,
+    3 * 2 ** -26,
+    2 ** -14,
+    1 + 2 ** -11,
+    1 + 3 * 2 ** -11,
+    3.4e38,
+    -3.4e38,
+    1e-40,
+  ];
   let s = 12345;
   for (let i = 0; i < 4000; i++) {
     s = (Math.imul(s, 1103515245) + 12345) >>> 0;
@@ -66,7 +83,14 @@ describe("conversions and erf", () => {
 
   it("erf matches tabulated values to f32 accuracy", () => {
     // Abramowitz & Stegun table 7.1 values.
-    const table: [number, number][] = [[0.1, 0.1124629160], [0.5, 0.5204998778], [1, 0.8427007929], [2, 0.9953222650], [-1.5, -0.9661051465], [1e-4, 1.1283791633e-4]];
+    const table: [number, number][] = [
+      [0.1, 0.112462916],
+      [0.5, 0.5204998778],
+      [1, 0.8427007929],
+      [2, 0.995322265],
+      [-1.5, -0.9661051465],
+      [1e-4, 1.1283791633e-4],
+    ];
     for (const [x, want] of table) expect(Math.abs(erf(x) - want) / Math.abs(want)).toBeLessThan(2e-7);
   });
 });

@@ -61,20 +61,37 @@ export async function compileKernelSources(srcDir: string, options: PootcOptions
       const rel = relative(root, file);
       const bundled = join(tmp, `m${n}.mjs`);
       try {
-        await build({ entryPoints: [file], bundle: true, platform: "node", format: "esm", target: "node20", outfile: bundled, conditions: [...(options.conditions ?? ["source"])], logLevel: "silent", external: ["esbuild"] });
+        await build({
+          entryPoints: [file],
+          bundle: true,
+          platform: "node",
+          format: "esm",
+          target: "node20",
+          outfile: bundled,
+          conditions: [...(options.conditions ?? ["source"])],
+          logLevel: "silent",
+          external: ["esbuild"],
+        });
       } catch (e) {
         throw new PootcError("bundle_failed", (e as Error).message, rel);
       }
       const mod = (await import(pathToFileURL(bundled).href)) as Record<string, unknown>;
       for (const [exportName, value] of Object.entries(mod)) {
         const kernels = Array.isArray(value) && value.every(isKernel) ? value : isKernel(value) ? [value] : [];
-        if (kernels.length === 0 && Array.isArray(value) === false && value !== null && typeof value === "object" && "body" in value) {
+        if (
+          kernels.length === 0 &&
+          Array.isArray(value) === false &&
+          value !== null &&
+          typeof value === "object" &&
+          "body" in value
+        ) {
           throw new PootcError("bad_export", `export ${exportName} looks like a kernel but is incomplete`, rel);
         }
         for (const k of kernels) {
           assertValidKernel(k);
           const prev = seen.get(k.name);
-          if (prev !== undefined) throw new PootcError("duplicate_kernel", `kernel ${k.name} is also exported by ${prev}`, rel);
+          if (prev !== undefined)
+            throw new PootcError("duplicate_kernel", `kernel ${k.name} is also exported by ${prev}`, rel);
           seen.set(k.name, rel);
           outputs.push({ source: rel, kernel: k.name, asset: `${k.name}.kir.json`, text: toKirJson(k) });
         }
@@ -97,7 +114,9 @@ export async function compileKernelSources(srcDir: string, options: PootcOptions
  */
 export async function checkKernelAssets(outputs: readonly PootcOutput[], assetsDir: string): Promise<string[]> {
   const problems: string[] = [];
-  const existing = new Set((await readdir(assetsDir).catch(() => [] as string[])).filter((f) => f.endsWith(".kir.json")));
+  const existing = new Set(
+    (await readdir(assetsDir).catch(() => [] as string[])).filter((f) => f.endsWith(".kir.json")),
+  );
   for (const o of outputs) {
     const text = await readFile(join(assetsDir, o.asset), "utf8").catch(() => undefined);
     if (text === undefined) problems.push(`${o.asset} (missing)`);

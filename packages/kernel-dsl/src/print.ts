@@ -3,7 +3,18 @@
 
 import type { Expr, Kernel, Size, Stmt } from "./ir.js";
 
-const BIN: Record<string, string> = { add: "+", sub: "-", mul: "*", div: "/", rem: "%", and: "&", or: "|", xor: "^", shl: "<<", shr: ">>" };
+const BIN: Record<string, string> = {
+  add: "+",
+  sub: "-",
+  mul: "*",
+  div: "/",
+  rem: "%",
+  and: "&",
+  or: "|",
+  xor: "^",
+  shl: "<<",
+  shr: ">>",
+};
 const CMP: Record<string, string> = { eq: "==", ne: "!=", lt: "<", le: "<=", gt: ">", ge: ">=" };
 const AXES = ["x", "y", "z"] as const;
 
@@ -80,7 +91,9 @@ function printStmt(st: Stmt, ind: string, out: string[]): void {
       out.push(`${ind}${st.array}[${printExpr(st.index)}] = ${printExpr(st.value)};`);
       return;
     case "for":
-      out.push(`${ind}for (${st.var}: ${st.type} = ${printExpr(st.start)}; ${st.var} < ${printExpr(st.end)}; ${st.var} += ${printExpr(st.step)}) {`);
+      out.push(
+        `${ind}for (${st.var}: ${st.type} = ${printExpr(st.start)}; ${st.var} < ${printExpr(st.end)}; ${st.var} += ${printExpr(st.step)}) {`,
+      );
       printBlock(st.body, inner, out);
       out.push(`${ind}}`);
       return;
@@ -105,10 +118,14 @@ function printStmt(st: Stmt, ind: string, out: string[]): void {
       out.push(`${ind}${st.s};`);
       return;
     case "subgroup":
-      out.push(`${ind}let ${st.name}: ${st.type} = subgroup_${st.op}(${printExpr(st.value)}${st.lane === undefined ? "" : `, ${printExpr(st.lane)}`});`);
+      out.push(
+        `${ind}let ${st.name}: ${st.type} = subgroup_${st.op}(${printExpr(st.value)}${st.lane === undefined ? "" : `, ${printExpr(st.lane)}`});`,
+      );
       return;
     case "mma":
-      out.push(`${ind}let ${st.name}: vec4<f32> = mma_${st.shape}_${st.input}(${printExpr(st.a)}, ${printExpr(st.b)}, ${printExpr(st.c)});`);
+      out.push(
+        `${ind}let ${st.name}: vec4<f32> = mma_${st.shape}_${st.input}(${printExpr(st.a)}, ${printExpr(st.b)}, ${printExpr(st.c)});`,
+      );
       return;
     case "atomic": {
       const args = [`&${st.array}[${printExpr(st.index)}]`];
@@ -133,7 +150,8 @@ export function printKernel(kernel: Kernel): string {
     out.push(`  @binding(${b.binding}) buffer ${b.name}: array<${elem}>, ${b.access};`);
   }
   for (const u of kernel.uniforms) out.push(`  uniform ${u.name}: ${u.type};`);
-  for (const s of kernel.shared) out.push(`  shared ${s.name}: array<${s.atomic === true ? `atomic<${s.elem}>` : s.elem}, ${size(s.length)}>;`);
+  for (const s of kernel.shared)
+    out.push(`  shared ${s.name}: array<${s.atomic === true ? `atomic<${s.elem}>` : s.elem}, ${size(s.length)}>;`);
   printBlock(kernel.body, "  ", out);
   out.push("}");
   return out.join("\n") + "\n";

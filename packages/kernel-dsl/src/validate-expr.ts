@@ -10,7 +10,14 @@ export type Binding =
   | { readonly kind: "local"; readonly type: ValueType; readonly mutable: boolean }
   | { readonly kind: "param"; readonly type: ValueType }
   | { readonly kind: "spec" }
-  | { readonly kind: "array"; readonly space: "global" | "workgroup" | "private"; readonly elem: ElemType; readonly atomic: boolean; readonly readable: boolean; readonly writable: boolean };
+  | {
+      readonly kind: "array";
+      readonly space: "global" | "workgroup" | "private";
+      readonly elem: ElemType;
+      readonly atomic: boolean;
+      readonly readable: boolean;
+      readonly writable: boolean;
+    };
 
 /** Scope plus an issue sink. */
 export interface ExprContext {
@@ -18,7 +25,18 @@ export interface ExprContext {
   readonly report: (code: KernelValidationCode, path: string, message: string) => void;
 }
 
-const VALUE_TYPES = new Set<string>(["bool", "i32", "u32", "f32", "vec2<f32>", "vec4<f32>", "vec2<i32>", "vec4<i32>", "vec2<u32>", "vec4<u32>"]);
+const VALUE_TYPES = new Set<string>([
+  "bool",
+  "i32",
+  "u32",
+  "f32",
+  "vec2<f32>",
+  "vec4<f32>",
+  "vec2<i32>",
+  "vec4<i32>",
+  "vec2<u32>",
+  "vec4<u32>",
+]);
 const FLOAT_ONLY = new Set(["exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sin", "cos", "floor", "fma"]);
 
 /** True if `t` is a ValueType string. */
@@ -30,7 +48,10 @@ export function isValueType(t: unknown): t is ValueType {
 export function literalProblem(type: string, value: unknown): string | undefined {
   if (type === "bool") return typeof value === "boolean" ? undefined : "bool literal must be true/false";
   if (typeof value !== "number") return `${type} literal must be a number`;
-  if (type === "f32") return Number.isNaN(value) || Math.fround(value) === value ? undefined : `${value} is not exactly representable in f32`;
+  if (type === "f32")
+    return Number.isNaN(value) || Math.fround(value) === value
+      ? undefined
+      : `${value} is not exactly representable in f32`;
   if (!Number.isInteger(value)) return `${type} literal ${value} is not an integer`;
   if (type === "i32" && (value < -2147483648 || value > 2147483647)) return `${value} out of i32 range`;
   if (type === "u32" && (value < 0 || value > 4294967295)) return `${value} out of u32 range`;
@@ -56,7 +77,8 @@ export function checkExpr(e: Expr, path: string, cx: ExprContext): ValueType {
     case "local":
     case "param": {
       const b = cx.lookup(e.name);
-      if (b === undefined || (b.kind !== "local" && b.kind !== "param")) cx.report("unknown_name", path, `no ${e.k} named ${e.name} in scope`);
+      if (b === undefined || (b.kind !== "local" && b.kind !== "param"))
+        cx.report("unknown_name", path, `no ${e.k} named ${e.name} in scope`);
       else if (b.kind !== e.k) cx.report("unknown_name", path, `${e.name} is a ${b.kind}, not a ${e.k}`);
       else if (b.type !== e.type) mismatch(`type of ${e.name}`, b.type, e.type);
       return e.type;
@@ -73,7 +95,8 @@ export function checkExpr(e: Expr, path: string, cx: ExprContext): ValueType {
       const scalarNames = ["local_index", "subgroup_id", "subgroup_lane", "subgroup_size"];
       if (axisNames.includes(e.name)) {
         const axis = (e as { axis?: unknown }).axis;
-        if (axis !== 0 && axis !== 1 && axis !== 2) cx.report("bad_literal", path, `builtin ${e.name} needs axis 0, 1 or 2`);
+        if (axis !== 0 && axis !== 1 && axis !== 2)
+          cx.report("bad_literal", path, `builtin ${e.name} needs axis 0, 1 or 2`);
       } else if (!scalarNames.includes(e.name)) cx.report("unknown_name", path, `unknown builtin ${String(e.name)}`);
       return e.type;
     }
@@ -101,7 +124,8 @@ export function checkExpr(e: Expr, path: string, cx: ExprContext): ValueType {
       if (b.atomic) cx.report("atomic_misuse", path, `${e.array} is atomic; read it with an atomic load`);
       if (!b.readable) cx.report("access_violation", path, `${e.array} is write-only`);
       const types = load4Types(b.elem);
-      if (types.length === 0) cx.report("bad_vector", path, `load4 needs a buffer of scalar elements, ${e.array} holds ${b.elem}`);
+      if (types.length === 0)
+        cx.report("bad_vector", path, `load4 needs a buffer of scalar elements, ${e.array} holds ${b.elem}`);
       else if (!types.includes(e.type as never)) mismatch("type", types.join(" or "), e.type);
       return e.type;
     }
@@ -121,7 +145,8 @@ export function checkExpr(e: Expr, path: string, cx: ExprContext): ValueType {
       const el = elemOf(e.type);
       const arith = ["add", "sub", "mul", "div", "rem"].includes(e.op);
       const bits = ["and", "or", "xor"].includes(e.op);
-      if (el === "bool" ? !bits : el === "f32" ? !arith : false) cx.report("bad_operand_type", path, `${e.op} on ${e.type}`);
+      if (el === "bool" ? !bits : el === "f32" ? !arith : false)
+        cx.report("bad_operand_type", path, `${e.op} on ${e.type}`);
       return e.type;
     }
     case "cmp": {
@@ -153,14 +178,17 @@ export function checkExpr(e: Expr, path: string, cx: ExprContext): ValueType {
         if (t !== e.type) mismatch(`args[${i}]`, e.type, t);
       });
       const el = elemOf(e.type);
-      if (el === "bool" || (el !== "f32" && FLOAT_ONLY.has(e.fn))) cx.report("bad_operand_type", path, `${e.fn} on ${e.type}`);
+      if (el === "bool" || (el !== "f32" && FLOAT_ONLY.has(e.fn)))
+        cx.report("bad_operand_type", path, `${e.fn} on ${e.type}`);
       return e.type;
     }
     case "cast":
     case "bitcast": {
       const at = sub(e.a, "a");
-      if (lanesOf(at) !== lanesOf(e.type)) cx.report("bad_vector", path, `${e.k} ${at} -> ${e.type} changes the lane count`);
-      if (e.k === "bitcast" && (elemOf(at) === "bool" || elemOf(e.type) === "bool")) cx.report("bad_operand_type", path, "bitcast of bool");
+      if (lanesOf(at) !== lanesOf(e.type))
+        cx.report("bad_vector", path, `${e.k} ${at} -> ${e.type} changes the lane count`);
+      if (e.k === "bitcast" && (elemOf(at) === "bool" || elemOf(e.type) === "bool"))
+        cx.report("bad_operand_type", path, "bitcast of bool");
       return e.type;
     }
     case "pack": {
@@ -182,7 +210,8 @@ export function checkExpr(e: Expr, path: string, cx: ExprContext): ValueType {
         mismatch("type", "a vector", e.type);
         return e.type;
       }
-      if (e.elems.length !== lanesOf(e.type)) cx.report("bad_vector", path, `${e.type} needs ${lanesOf(e.type)} components, got ${e.elems.length}`);
+      if (e.elems.length !== lanesOf(e.type))
+        cx.report("bad_vector", path, `${e.type} needs ${lanesOf(e.type)} components, got ${e.elems.length}`);
       e.elems.forEach((x, i) => {
         const t = sub(x, `elems[${i}]`);
         if (t !== elemOf(e.type)) mismatch(`elems[${i}]`, elemOf(e.type), t);
@@ -193,7 +222,8 @@ export function checkExpr(e: Expr, path: string, cx: ExprContext): ValueType {
       const at = sub(e.a, "a");
       if (!isVecType(at)) cx.report("bad_vector", path, `extract from scalar ${at}`);
       else {
-        if (!Number.isInteger(e.lane) || e.lane < 0 || e.lane >= lanesOf(at)) cx.report("bad_vector", path, `lane ${e.lane} out of range for ${at}`);
+        if (!Number.isInteger(e.lane) || e.lane < 0 || e.lane >= lanesOf(at))
+          cx.report("bad_vector", path, `lane ${e.lane} out of range for ${at}`);
         if (elemOf(at) !== e.type) mismatch("type", elemOf(at), e.type);
       }
       return e.type;

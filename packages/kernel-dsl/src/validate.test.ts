@@ -33,9 +33,21 @@ describe("validateKernel", () => {
   it("accepts a well-formed kernel", () => {
     const ok = base([
       { s: "let", name: "x", type: "f32", value: load("src") },
-      { s: "store", space: "workgroup", array: "tile", index: { k: "builtin", type: "u32", name: "local_index" }, value: { k: "local", type: "f32", name: "x" } },
+      {
+        s: "store",
+        space: "workgroup",
+        array: "tile",
+        index: { k: "builtin", type: "u32", name: "local_index" },
+        value: { k: "local", type: "f32", name: "x" },
+      },
       { s: "barrier" },
-      { s: "store", space: "global", array: "dst", index: gid, value: { k: "call", type: "f32", fn: "exp", args: [{ k: "local", type: "f32", name: "x" }] } },
+      {
+        s: "store",
+        space: "global",
+        array: "dst",
+        index: gid,
+        value: { k: "call", type: "f32", fn: "exp", args: [{ k: "local", type: "f32", name: "x" }] },
+      },
       { s: "atomic", op: "add", type: "u32", space: "global", array: "cnt", index: u(0), value: u(1), name: "old" },
     ]);
     expect(validateKernel(ok)).toEqual([]);
@@ -44,18 +56,46 @@ describe("validateKernel", () => {
   const cases: [KernelValidationCode, string, Kernel][] = [
     ["bad_name", "body[0]", base([{ s: "let", name: "1x", type: "u32", value: u(1) }])],
     ["duplicate_name", "body[0]", base([{ s: "let", name: "src", type: "u32", value: u(1) }])],
-    ["unknown_name", "body[0].value", base([{ s: "let", name: "a", type: "u32", value: { k: "local", type: "u32", name: "nope" } }])],
+    [
+      "unknown_name",
+      "body[0].value",
+      base([{ s: "let", name: "a", type: "u32", value: { k: "local", type: "u32", name: "nope" } }]),
+    ],
     ["type_mismatch", "body[0].value", base([{ s: "let", name: "a", type: "u32", value: f(1) }])],
-    ["bad_operand_type", "body[0].value", base([{ s: "let", name: "a", type: "f32", value: { k: "binary", type: "f32", op: "shl", a: f(1), b: f(2) } }])],
+    [
+      "bad_operand_type",
+      "body[0].value",
+      base([{ s: "let", name: "a", type: "f32", value: { k: "binary", type: "f32", op: "shl", a: f(1), b: f(2) } }]),
+    ],
     ["bad_literal", "body[0].value", base([{ s: "let", name: "a", type: "f32", value: f(0.1) }])],
     ["bad_size", "workgroupSize[0]", base([], { workgroupSize: [0, 1, 1] })],
-    ["bad_binding", "buffers[1].binding", base([], { buffers: [{ name: "a", binding: 0, elem: "f32", access: "read" }, { name: "b", binding: 0, elem: "f32", access: "read" }] })],
-    ["assign_to_immutable", "body[1]", base([{ s: "let", name: "a", type: "u32", value: u(1) }, { s: "assign", name: "a", value: u(2) }])],
+    [
+      "bad_binding",
+      "buffers[1].binding",
+      base([], {
+        buffers: [
+          { name: "a", binding: 0, elem: "f32", access: "read" },
+          { name: "b", binding: 0, elem: "f32", access: "read" },
+        ],
+      }),
+    ],
+    [
+      "assign_to_immutable",
+      "body[1]",
+      base([
+        { s: "let", name: "a", type: "u32", value: u(1) },
+        { s: "assign", name: "a", value: u(2) },
+      ]),
+    ],
     ["access_violation", "body[0]", base([{ s: "store", space: "global", array: "src", index: gid, value: f(1) }])],
     ["atomic_misuse", "body[0]", base([{ s: "store", space: "global", array: "cnt", index: gid, value: u(1) }])],
     ["bad_control_flow", "body[0]", base([{ s: "break" }])],
     ["bad_subgroup", "body[0]", base([{ s: "subgroup", name: "b", type: "f32", op: "broadcast", value: f(1) }])],
-    ["bad_vector", "body[0].value", base([{ s: "let", name: "v", type: "vec4<f32>", value: { k: "vec", type: "vec4<f32>", elems: [f(1), f(2)] } }])],
+    [
+      "bad_vector",
+      "body[0].value",
+      base([{ s: "let", name: "v", type: "vec4<f32>", value: { k: "vec", type: "vec4<f32>", elems: [f(1), f(2)] } }]),
+    ],
   ];
   for (const [code, path, kernel] of cases) {
     it(`reports ${code} at ${path}`, () => {
@@ -67,7 +107,12 @@ describe("validateKernel", () => {
 
   it("scopes block declarations: a let inside an if is not visible after it", () => {
     const k = base([
-      { s: "if", cond: { k: "const", type: "bool", value: true }, then: [{ s: "let", name: "a", type: "u32", value: u(1) }], else: [] },
+      {
+        s: "if",
+        cond: { k: "const", type: "bool", value: true },
+        then: [{ s: "let", name: "a", type: "u32", value: u(1) }],
+        else: [],
+      },
       { s: "let", name: "b", type: "u32", value: { k: "local", type: "u32", name: "a" } },
     ]);
     expect(validateKernel(k).map((i) => `${i.code}@${i.path}`)).toEqual(["unknown_name@body[1].value"]);
@@ -78,14 +123,28 @@ describe("validateKernel", () => {
       { s: "let", name: "a", type: "f32", value: load("dst") },
       { s: "atomic", op: "load", type: "f32", space: "workgroup", array: "tile", index: u(0), name: "b" },
     ]);
-    expect(validateKernel(k).map((i) => `${i.code}@${i.path}`)).toEqual(["access_violation@body[0].value", "atomic_misuse@body[1]"]);
+    expect(validateKernel(k).map((i) => `${i.code}@${i.path}`)).toEqual([
+      "access_violation@body[0].value",
+      "atomic_misuse@body[1]",
+    ]);
   });
 
   it("checks the for variable is immutable and loop-scoped", () => {
     const k = base([
-      { s: "for", var: "i", type: "u32", start: u(0), end: u(4), step: u(1), body: [{ s: "assign", name: "i", value: u(3) }] },
+      {
+        s: "for",
+        var: "i",
+        type: "u32",
+        start: u(0),
+        end: u(4),
+        step: u(1),
+        body: [{ s: "assign", name: "i", value: u(3) }],
+      },
       { s: "let", name: "j", type: "u32", value: { k: "local", type: "u32", name: "i" } },
     ]);
-    expect(validateKernel(k).map((i) => `${i.code}@${i.path}`)).toEqual(["assign_to_immutable@body[0].body[0]", "unknown_name@body[1].value"]);
+    expect(validateKernel(k).map((i) => `${i.code}@${i.path}`)).toEqual([
+      "assign_to_immutable@body[0].body[0]",
+      "unknown_name@body[1].value",
+    ]);
   });
 });

@@ -9,7 +9,21 @@ import { checkExpr, isValueType } from "./validate-expr.js";
 import type { Binding, ExprContext } from "./validate-expr.js";
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const ELEM_TYPES = new Set(["i32", "u32", "f32", "vec2<f32>", "vec4<f32>", "vec2<i32>", "vec4<i32>", "vec2<u32>", "vec4<u32>", "bf16", "f16", "u8", "i8"]);
+const ELEM_TYPES = new Set([
+  "i32",
+  "u32",
+  "f32",
+  "vec2<f32>",
+  "vec4<f32>",
+  "vec2<i32>",
+  "vec4<i32>",
+  "vec2<u32>",
+  "vec4<u32>",
+  "bf16",
+  "f16",
+  "u8",
+  "i8",
+]);
 
 /** Returns every problem in `kernel` (empty when valid). */
 export function validateKernel(kernel: Kernel): KernelValidationIssue[] {
@@ -29,7 +43,8 @@ export function validateKernel(kernel: Kernel): KernelValidationIssue[] {
 
   kernel.specs.forEach((s, i) => {
     declare(s.name, { kind: "spec" }, `specs[${i}]`);
-    if (s.default !== undefined && !(Number.isInteger(s.default) && s.default > 0)) report("bad_size", `specs[${i}].default`, "default must be a positive integer");
+    if (s.default !== undefined && !(Number.isInteger(s.default) && s.default > 0))
+      report("bad_size", `specs[${i}].default`, "default must be a positive integer");
   });
   const checkSize = (size: Size, path: string): void => {
     if (typeof size === "number") {
@@ -43,23 +58,46 @@ export function validateKernel(kernel: Kernel): KernelValidationIssue[] {
   kernel.buffers.forEach((b, i) => {
     const path = `buffers[${i}]`;
     const atomic = b.atomic === true;
-    declare(b.name, { kind: "array", space: "global", elem: b.elem, atomic, readable: b.access !== "write", writable: b.access !== "read" }, path);
-    if (!Number.isInteger(b.binding) || b.binding < 0 || bindings.has(b.binding)) report("bad_binding", `${path}.binding`, `binding ${b.binding} is negative, fractional or reused`);
+    declare(
+      b.name,
+      {
+        kind: "array",
+        space: "global",
+        elem: b.elem,
+        atomic,
+        readable: b.access !== "write",
+        writable: b.access !== "read",
+      },
+      path,
+    );
+    if (!Number.isInteger(b.binding) || b.binding < 0 || bindings.has(b.binding))
+      report("bad_binding", `${path}.binding`, `binding ${b.binding} is negative, fractional or reused`);
     bindings.add(b.binding);
-    if (!ELEM_TYPES.has(b.elem)) report("type_mismatch", `${path}.elem`, `${String(b.elem)} is not a storage element type`);
-    if (atomic && !["u32", "i32", "f32"].includes(b.elem)) report("atomic_misuse", `${path}.elem`, `atomic buffer of ${b.elem}`);
-    if (!["read", "write", "read_write"].includes(b.access)) report("access_violation", `${path}.access`, `unknown access ${String(b.access)}`);
-    if (atomic && b.access !== "read_write") report("atomic_misuse", `${path}.access`, "atomic buffers must be read_write");
+    if (!ELEM_TYPES.has(b.elem))
+      report("type_mismatch", `${path}.elem`, `${String(b.elem)} is not a storage element type`);
+    if (atomic && !["u32", "i32", "f32"].includes(b.elem))
+      report("atomic_misuse", `${path}.elem`, `atomic buffer of ${b.elem}`);
+    if (!["read", "write", "read_write"].includes(b.access))
+      report("access_violation", `${path}.access`, `unknown access ${String(b.access)}`);
+    if (atomic && b.access !== "read_write")
+      report("atomic_misuse", `${path}.access`, "atomic buffers must be read_write");
   });
   kernel.uniforms.forEach((u, i) => {
     declare(u.name, { kind: "param", type: u.type }, `uniforms[${i}]`);
-    if (!["u32", "i32", "f32"].includes(u.type)) report("type_mismatch", `uniforms[${i}].type`, `uniform of ${String(u.type)}`);
+    if (!["u32", "i32", "f32"].includes(u.type))
+      report("type_mismatch", `uniforms[${i}].type`, `uniform of ${String(u.type)}`);
   });
   kernel.shared.forEach((s, i) => {
     const path = `shared[${i}]`;
-    declare(s.name, { kind: "array", space: "workgroup", elem: s.elem, atomic: s.atomic === true, readable: true, writable: true }, path);
-    if (!isValueType(s.elem) || (s.elem as string) === "bool") report("type_mismatch", `${path}.elem`, `shared array of ${String(s.elem)}`);
-    if (s.atomic === true && !["u32", "i32", "f32"].includes(s.elem)) report("atomic_misuse", `${path}.elem`, `atomic shared array of ${s.elem}`);
+    declare(
+      s.name,
+      { kind: "array", space: "workgroup", elem: s.elem, atomic: s.atomic === true, readable: true, writable: true },
+      path,
+    );
+    if (!isValueType(s.elem) || (s.elem as string) === "bool")
+      report("type_mismatch", `${path}.elem`, `shared array of ${String(s.elem)}`);
+    if (s.atomic === true && !["u32", "i32", "f32"].includes(s.elem))
+      report("atomic_misuse", `${path}.elem`, `atomic shared array of ${s.elem}`);
     checkSize(s.length, `${path}.length`);
   });
 
@@ -100,11 +138,18 @@ export function validateKernel(kernel: Kernel): KernelValidationIssue[] {
         return;
       }
       case "array": {
-        if (!isValueType(st.elem) || (st.elem as string) === "bool") report("type_mismatch", p, `private array of ${String(st.elem)}`);
+        if (!isValueType(st.elem) || (st.elem as string) === "bool")
+          report("type_mismatch", p, `private array of ${String(st.elem)}`);
         if (typeof st.length === "number") {
-          if (!Number.isInteger(st.length) || st.length < 1) report("bad_size", `${p}.length`, `${st.length} is not a positive integer`);
-        } else if (scope.get(st.length.spec)?.kind !== "spec") report("bad_size", `${p}.length`, `no spec constant named ${st.length.spec}`);
-        local(st.name, { kind: "array", space: "private", elem: st.elem, atomic: false, readable: true, writable: true }, p);
+          if (!Number.isInteger(st.length) || st.length < 1)
+            report("bad_size", `${p}.length`, `${st.length} is not a positive integer`);
+        } else if (scope.get(st.length.spec)?.kind !== "spec")
+          report("bad_size", `${p}.length`, `no spec constant named ${st.length.spec}`);
+        local(
+          st.name,
+          { kind: "array", space: "private", elem: st.elem, atomic: false, readable: true, writable: true },
+          p,
+        );
         return;
       }
       case "assign": {
@@ -129,16 +174,20 @@ export function validateKernel(kernel: Kernel): KernelValidationIssue[] {
         }
         if (b.atomic) report("atomic_misuse", p, `${st.array} is atomic; write it with an atomic store`);
         if (!b.writable) report("access_violation", p, `${st.array} is read-only`);
-        const want = b.elem === "bf16" || b.elem === "f16" ? "f32" : b.elem === "u8" ? "u32" : b.elem === "i8" ? "i32" : b.elem;
-        if (vt !== want) report("type_mismatch", `${p}.value`, `store to ${st.array}: value must be ${want}, got ${vt}`);
+        const want =
+          b.elem === "bf16" || b.elem === "f16" ? "f32" : b.elem === "u8" ? "u32" : b.elem === "i8" ? "i32" : b.elem;
+        if (vt !== want)
+          report("type_mismatch", `${p}.value`, `store to ${st.array}: value must be ${want}, got ${vt}`);
         return;
       }
       case "for": {
-        if (st.type !== "i32" && st.type !== "u32") report("type_mismatch", p, `for variable must be i32 or u32, got ${String(st.type)}`);
+        if (st.type !== "i32" && st.type !== "u32")
+          report("type_mismatch", p, `for variable must be i32 or u32, got ${String(st.type)}`);
         expect(st.start, "start", st.type);
         expect(st.end, "end", st.type);
         expect(st.step, "step", st.type);
-        if (st.step.k === "const" && typeof st.step.value === "number" && st.step.value <= 0) report("bad_literal", `${p}.step`, "for step must be positive");
+        if (st.step.k === "const" && typeof st.step.value === "number" && st.step.value <= 0)
+          report("bad_literal", `${p}.step`, "for step must be positive");
         const inner = new Map(scope);
         local(st.var, { kind: "local", type: st.type, mutable: false }, p);
         inner.set(st.var, { kind: "local", type: st.type, mutable: false });
@@ -177,7 +226,8 @@ export function validateKernel(kernel: Kernel): KernelValidationIssue[] {
       }
       case "mma": {
         if (st.shape !== "m16n8k16") report("bad_mma", `${p}.shape`, `mma shape ${String(st.shape)} is not m16n8k16`);
-        if (st.input !== "bf16" && st.input !== "f16") report("bad_mma", `${p}.input`, `mma input ${String(st.input)} is not bf16 or f16`);
+        if (st.input !== "bf16" && st.input !== "f16")
+          report("bad_mma", `${p}.input`, `mma input ${String(st.input)} is not bf16 or f16`);
         expect(st.a, "a", "vec4<u32>");
         expect(st.b, "b", "vec2<u32>");
         expect(st.c, "c", "vec4<f32>");
@@ -187,13 +237,22 @@ export function validateKernel(kernel: Kernel): KernelValidationIssue[] {
       case "atomic": {
         expect(st.index, "index", "u32");
         const b = scope.get(st.array);
-        if (b?.kind !== "array" || b.space !== st.space) report("unknown_name", p, `no ${st.space} array named ${st.array}`);
+        if (b?.kind !== "array" || b.space !== st.space)
+          report("unknown_name", p, `no ${st.space} array named ${st.array}`);
         else if (!b.atomic) report("atomic_misuse", p, `${st.array} is not declared atomic`);
-        else if (b.elem !== st.type) report("type_mismatch", p, `atomic on ${st.array} must have type ${b.elem}, got ${st.type}`);
-        if (st.type === "f32" && st.op !== "add" && st.op !== "load" && st.op !== "store" && st.op !== "exchange") report("atomic_misuse", p, `atomic ${st.op} on f32`);
-        if ((st.op === "load") !== (st.value === undefined)) report("atomic_misuse", `${p}.value`, st.op === "load" ? "atomic load takes no value" : `atomic ${st.op} needs a value`);
+        else if (b.elem !== st.type)
+          report("type_mismatch", p, `atomic on ${st.array} must have type ${b.elem}, got ${st.type}`);
+        if (st.type === "f32" && st.op !== "add" && st.op !== "load" && st.op !== "store" && st.op !== "exchange")
+          report("atomic_misuse", p, `atomic ${st.op} on f32`);
+        if ((st.op === "load") !== (st.value === undefined))
+          report(
+            "atomic_misuse",
+            `${p}.value`,
+            st.op === "load" ? "atomic load takes no value" : `atomic ${st.op} needs a value`,
+          );
         if (st.value !== undefined) expect(st.value, "value", st.type);
-        if ((st.op === "cmpxchg") !== (st.compare !== undefined)) report("atomic_misuse", `${p}.compare`, "compare is present exactly for cmpxchg");
+        if ((st.op === "cmpxchg") !== (st.compare !== undefined))
+          report("atomic_misuse", `${p}.compare`, "compare is present exactly for cmpxchg");
         if (st.compare !== undefined) expect(st.compare, "compare", st.type);
         if (st.op === "store" && st.name !== undefined) report("atomic_misuse", p, "atomic store has no result");
         if (st.name !== undefined) local(st.name, { kind: "local", type: st.type, mutable: false }, p);

@@ -52,7 +52,11 @@ describe("gemv_f32 (shared-memory tree reduction)", () => {
     const [N, K] = [2, 100];
     let err: unknown;
     try {
-      interpret(gemv_f32_missing_barrier, { grid: [N], buffers: { W: randF32(N * K, rand), x: randF32(K, rand), y: new Float32Array(N) }, uniforms: { K, N } });
+      interpret(gemv_f32_missing_barrier, {
+        grid: [N],
+        buffers: { W: randF32(N * K, rand), x: randF32(K, rand), y: new Float32Array(N) },
+        uniforms: { K, N },
+      });
     } catch (e) {
       err = e;
     }
@@ -69,8 +73,17 @@ describe("gemv_f32 (shared-memory tree reduction)", () => {
   it("reports an out-of-bounds read with the buffer and index", () => {
     const [N, K] = [2, 10];
     const run = (): void =>
-      interpret(gemv_f32, { grid: [N], buffers: { W: new Float32Array(N * K - 1), x: new Float32Array(K), y: new Float32Array(N) }, uniforms: { K, N } });
-    expect(run).toThrow(expect.objectContaining({ code: "out_of_bounds", detail: expect.objectContaining({ array: "W", index: N * K - 1, length: N * K - 1 }) }));
+      interpret(gemv_f32, {
+        grid: [N],
+        buffers: { W: new Float32Array(N * K - 1), x: new Float32Array(K), y: new Float32Array(N) },
+        uniforms: { K, N },
+      });
+    expect(run).toThrow(
+      expect.objectContaining({
+        code: "out_of_bounds",
+        detail: expect.objectContaining({ array: "W", index: N * K - 1, length: N * K - 1 }),
+      }),
+    );
   });
 });
 
@@ -107,14 +120,25 @@ describe("rowsum_subgroup (subgroup reduce)", () => {
 
 describe("bf16_unpack_repack", () => {
   const special = [0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc1, 0x0001, 0x807f, 0x7f7f, 0x3f80, 0xc2f7];
-  for (const [n, scale] of [[1, 3], [63, 0.1], [130, 1.5e38]] as const) {
+  for (const [n, scale] of [
+    [1, 3],
+    [63, 0.1],
+    [130, 1.5e38],
+  ] as const) {
     it(`n=${n} scale=${scale}`, () => {
       const rand = rng(n);
       const halves = Array.from({ length: 2 * n }, (_, i) => special[i] ?? Math.floor(rand() * 65536));
-      const packed = Uint32Array.from({ length: n }, (_, i) => ((halves[2 * i] as number) | ((halves[2 * i + 1] as number) << 16)) >>> 0);
+      const packed = Uint32Array.from(
+        { length: n },
+        (_, i) => ((halves[2 * i] as number) | ((halves[2 * i + 1] as number) << 16)) >>> 0,
+      );
       const out = new Float32Array(2 * n).fill(NaN);
       const repacked = new Uint32Array(n).fill(0xdeadbeef);
-      interpret(bf16_unpack_repack, { grid: [Math.ceil(n / 64)], buffers: { packed, out, repacked }, uniforms: { n, scale } });
+      interpret(bf16_unpack_repack, {
+        grid: [Math.ceil(n / 64)],
+        buffers: { packed, out, repacked },
+        uniforms: { n, scale },
+      });
       const s32 = Math.fround(scale);
       for (let j = 0; j < 2 * n; j++) {
         const v = refBf16(halves[j] as number);
@@ -129,7 +153,12 @@ describe("bf16_unpack_repack", () => {
 });
 
 describe("histogram (workgroup + global atomics)", () => {
-  for (const [n, B] of [[1, 16], [31, 16], [100, 5], [1000, 16]] as const) {
+  for (const [n, B] of [
+    [1, 16],
+    [31, 16],
+    [100, 5],
+    [1000, 16],
+  ] as const) {
     it(`n=${n} B=${B}`, () => {
       const rand = rng(n + B);
       const values = Uint32Array.from({ length: n }, () => Math.floor(rand() * 1e6));

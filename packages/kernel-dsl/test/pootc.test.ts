@@ -17,7 +17,13 @@ const assetsDir = join(here, "fixtures/assets");
 describe("pootc", () => {
   it("regenerates every committed asset byte-for-byte (and no stale ones exist)", async () => {
     const outputs = await compileKernelSources(srcDir);
-    expect(outputs.map((o) => o.kernel)).toEqual(["bf16_unpack_repack", "gemv_f32", "gemv_f32_missing_barrier", "histogram", "rowsum_subgroup"]);
+    expect(outputs.map((o) => o.kernel)).toEqual([
+      "bf16_unpack_repack",
+      "gemv_f32",
+      "gemv_f32_missing_barrier",
+      "histogram",
+      "rowsum_subgroup",
+    ]);
     const committed = (await readdir(assetsDir)).sort();
     expect(committed).toEqual(outputs.map((o) => o.asset));
     for (const o of outputs) expect(o.text).toBe(await readFile(join(assetsDir, o.asset), "utf8"));

@@ -4,8 +4,19 @@ import { workerData } from "node:worker_threads";
 import { f16BitsToF32, f32ToF16Bits } from "../../kernel-dsl/dist/index.js";
 
 const { binary, memory, entry, argsAddr, groups, threads, ctlAddr, probe } = workerData;
-const erf = (x) => { throw new Error(`erf(${x}) is not used by GEMV kernels`); };
-const math = { exp: Math.exp, log: Math.log, tanh: Math.tanh, erf, sin: Math.sin, cos: Math.cos, f16_to_f32: f16BitsToF32, f32_to_f16: f32ToF16Bits };
+const erf = (x) => {
+  throw new Error(`erf(${x}) is not used by GEMV kernels`);
+};
+const math = {
+  exp: Math.exp,
+  log: Math.log,
+  tanh: Math.tanh,
+  erf,
+  sin: Math.sin,
+  cos: Math.cos,
+  f16_to_f32: f16BitsToF32,
+  f32_to_f16: f32ToF16Bits,
+};
 const inst = new WebAssembly.Instance(new WebAssembly.Module(binary), { env: { memory }, math });
 const fn = inst.exports[entry];
 // ctl words: [0] generation, [1] workers done, [2] stop.

@@ -14,7 +14,12 @@ function linearId(k: Builder) {
 }
 
 /** Clamped row id of output row r. */
-function rowId(k: Builder, ids: ReturnType<Builder["buffer"]>, r: ReturnType<Builder["u32"]>, V: ReturnType<Builder["u32"]>) {
+function rowId(
+  k: Builder,
+  ids: ReturnType<Builder["buffer"]>,
+  r: ReturnType<Builder["u32"]>,
+  V: ReturnType<Builder["u32"]>,
+) {
   const { let_, min, max } = k;
   const id = ids.at(r) as unknown as ReturnType<Builder["i32"]>;
   return let_(min(max(id, k.i32(0)).u32(), V.sub(1)), "id");
@@ -37,15 +42,21 @@ export const gather_rows_packed = kernel("gather_rows_packed", opts, (k) => {
   const total = let_(R.mul(rowBytes), "total");
   if_(e.mul(4).lt(total), () => {
     const word = var_(u32(0), "word");
-    for_(u32(0), 4, 1, (j) => {
-      const ob = let_(e.mul(4).add(j), "ob");
-      if_(ob.lt(total), () => {
-        const r = let_(ob.div(rowBytes), "r");
-        const id = rowId(k, ids, r, V);
-        const src = let_(id.mul(rowBytes).add(ob.sub(r.mul(rowBytes))), "src");
-        word.set(word.or(byteAt(table, src).shl(j.mul(8))));
-      });
-    }, "j");
+    for_(
+      u32(0),
+      4,
+      1,
+      (j) => {
+        const ob = let_(e.mul(4).add(j), "ob");
+        if_(ob.lt(total), () => {
+          const r = let_(ob.div(rowBytes), "r");
+          const id = rowId(k, ids, r, V);
+          const src = let_(id.mul(rowBytes).add(ob.sub(r.mul(rowBytes))), "src");
+          word.set(word.or(byteAt(table, src).shl(j.mul(8))));
+        });
+      },
+      "j",
+    );
     out.set(e, word);
   });
 });

@@ -23,21 +23,29 @@ function gemmBody(elem: "f32" | "bf16") {
     const row = let_(wid.y.mul(T).add(ly), "row");
     const col = let_(wid.x.mul(T).add(lx), "col");
     const acc = var_(f32(0), "acc");
-    for_(u32(0), K, T, (t0) => {
-      const a = var_(f32(0), "a");
-      const ka = let_(t0.add(lx), "ka");
-      if_(row.lt(M).and(ka.lt(K)), () => a.set(A.at(row.mul(K).add(ka))));
-      As.set(ly.mul(T).add(lx), a);
-      const bv = var_(f32(0), "bv");
-      const kb = let_(t0.add(ly), "kb");
-      // transB = 1: B is [N, K] (HF linear layout); the index choice is uniform over the launch.
-      if_(kb.lt(K).and(col.lt(N)), () => bv.set(Bm.at(k.select(transB.ne(0), col.mul(K).add(kb), kb.mul(N).add(col)))));
-      Bs.set(ly.mul(T).add(lx), bv);
-      barrier();
-      for_(u32(0), T, 1, (kk) => acc.set(acc.add(As.at(ly.mul(T).add(kk)).mul(Bs.at(kk.mul(T).add(lx))))), "kk");
-      // The next iteration overwrites the tiles: everyone must be done reading them.
-      barrier();
-    }, "t0");
+    for_(
+      u32(0),
+      K,
+      T,
+      (t0) => {
+        const a = var_(f32(0), "a");
+        const ka = let_(t0.add(lx), "ka");
+        if_(row.lt(M).and(ka.lt(K)), () => a.set(A.at(row.mul(K).add(ka))));
+        As.set(ly.mul(T).add(lx), a);
+        const bv = var_(f32(0), "bv");
+        const kb = let_(t0.add(ly), "kb");
+        // transB = 1: B is [N, K] (HF linear layout); the index choice is uniform over the launch.
+        if_(kb.lt(K).and(col.lt(N)), () =>
+          bv.set(Bm.at(k.select(transB.ne(0), col.mul(K).add(kb), kb.mul(N).add(col)))),
+        );
+        Bs.set(ly.mul(T).add(lx), bv);
+        barrier();
+        for_(u32(0), T, 1, (kk) => acc.set(acc.add(As.at(ly.mul(T).add(kk)).mul(Bs.at(kk.mul(T).add(lx))))), "kk");
+        // The next iteration overwrites the tiles: everyone must be done reading them.
+        barrier();
+      },
+      "t0",
+    );
     if_(row.lt(M).and(col.lt(N)), () => C.set(row.mul(N).add(col), acc));
   };
 }

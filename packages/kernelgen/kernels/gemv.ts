@@ -28,20 +28,32 @@ function knBody(elem: WeightElem) {
     const part = shared("part", "f32", { spec: "PART" });
     const acc = privateArray("acc", "f32", { spec: "MAXB" });
     if_(n.lt(N), () => {
-      for_(ty, K, WGY, (kk) => {
-        const w = let_(W.at(kk.mul(N).add(n)), "w");
-        for_(u32(0), B, 1, (b) => acc.set(b, acc.at(b).add(x.at(b.mul(K).add(kk)).mul(w))), "b");
-      }, "k");
+      for_(
+        ty,
+        K,
+        WGY,
+        (kk) => {
+          const w = let_(W.at(kk.mul(N).add(n)), "w");
+          for_(u32(0), B, 1, (b) => acc.set(b, acc.at(b).add(x.at(b.mul(K).add(kk)).mul(w))), "b");
+        },
+        "k",
+      );
     });
     for_(u32(0), B, 1, (b) => part.set(b.mul(WGX).add(tx).mul(WGY).add(ty), acc.at(b)), "b");
     barrier();
     if_(ty.eq(0).and(n.lt(N)), () => {
-      for_(u32(0), B, 1, (b) => {
-        const s = var_(f32(0), "s");
-        const base = let_(b.mul(WGX).add(tx).mul(WGY), "base");
-        for_(u32(0), WGY, 1, (j) => s.set(s.add(part.at(base.add(j)))), "j");
-        y.set(b.mul(N).add(n), s);
-      }, "b");
+      for_(
+        u32(0),
+        B,
+        1,
+        (b) => {
+          const s = var_(f32(0), "s");
+          const base = let_(b.mul(WGX).add(tx).mul(WGY), "base");
+          for_(u32(0), WGY, 1, (j) => s.set(s.add(part.at(base.add(j)))), "j");
+          y.set(b.mul(N).add(n), s);
+        },
+        "b",
+      );
     });
   };
 }
@@ -53,7 +65,8 @@ function knBody(elem: WeightElem) {
  */
 function nkBody(elem: WeightElem) {
   return (k: Builder): void => {
-    const { buffer, uniform, shared, spec, lid, wid, nwg, u32, var_, let_, for_, if_, while_, barrier, privateArray } = k;
+    const { buffer, uniform, shared, spec, lid, wid, nwg, u32, var_, let_, for_, if_, while_, barrier, privateArray } =
+      k;
     const W = buffer("W", elem, "read");
     const x = buffer("x", "f32", "read");
     const y = buffer("y", "f32", "write");
@@ -66,17 +79,29 @@ function nkBody(elem: WeightElem) {
     const t = let_(lid.x, "tid");
     const n = let_(wid.y.mul(nwg.x).add(wid.x), "n");
     if_(n.lt(N), () => {
-      for_(t, K, WG, (kk) => {
-        const w = let_(W.at(n.mul(K).add(kk)), "w");
-        for_(u32(0), B, 1, (b) => acc.set(b, acc.at(b).add(x.at(b.mul(K).add(kk)).mul(w))), "b");
-      }, "k");
+      for_(
+        t,
+        K,
+        WG,
+        (kk) => {
+          const w = let_(W.at(n.mul(K).add(kk)), "w");
+          for_(u32(0), B, 1, (b) => acc.set(b, acc.at(b).add(x.at(b.mul(K).add(kk)).mul(w))), "b");
+        },
+        "k",
+      );
     });
     for_(u32(0), B, 1, (b) => part.set(b.mul(WG).add(t), acc.at(b)), "b");
     barrier();
     const s = var_(WG.shr(1), "s");
     while_(s.gt(0), () => {
       if_(t.lt(s), () => {
-        for_(u32(0), B, 1, (b) => part.set(b.mul(WG).add(t), part.at(b.mul(WG).add(t)).add(part.at(b.mul(WG).add(t).add(s)))), "b");
+        for_(
+          u32(0),
+          B,
+          1,
+          (b) => part.set(b.mul(WG).add(t), part.at(b.mul(WG).add(t)).add(part.at(b.mul(WG).add(t).add(s)))),
+          "b",
+        );
       });
       barrier();
       s.set(s.shr(1));
@@ -85,7 +110,10 @@ function nkBody(elem: WeightElem) {
   };
 }
 
-const kn = { workgroupSize: [{ spec: "WGX" }, { spec: "WGY" }, 1] as const, specs: { WGX: 32, WGY: 4, MAXB: 8, PART: 1024 } };
+const kn = {
+  workgroupSize: [{ spec: "WGX" }, { spec: "WGY" }, 1] as const,
+  specs: { WGX: 32, WGY: 4, MAXB: 8, PART: 1024 },
+};
 const nk = { workgroupSize: [{ spec: "WG" }, 1, 1] as const, specs: { WG: 64, MAXB: 8, PART: 512 } };
 
 /** GEMV, f32 [K, N] weight. Specs WGX=32, WGY=4, MAXB=8, PART = MAXB·WGX·WGY. Uniforms K, N, B (≤ MAXB). ceil(N/WGX) workgroups, linearized over grid x/y. */

@@ -45,48 +45,62 @@ function samplerBody(truncate: boolean) {
       const topP = let_(topPBuf.at(b), "top_p");
       const kEff = let_(select(greedy, u32(1), select(topK.eq(0), V, topK)), "k_eff");
       const limited = let_(kEff.lt(V).or(topP.lt(1)), "limited");
-      if_(limited, () => {
-        const mLocal = var_(f32(-Infinity), "m_local");
-        for_(tid, V, WG, (i) => mLocal.set(k.max(mLocal, score(i))), "i");
-        const m = blockReduce(k, "max", WG, tid, mLocal, sv);
-        const zLocal = var_(f32(0), "z_local");
-        for_(tid, V, WG, (i) => zLocal.set(zLocal.add(exp(score(i).sub(m)))), "i");
-        const Z = blockReduce(k, "add", WG, tid, zLocal, sv);
-        const cum = var_(f32(0), "cum");
-        const count = var_(u32(0), "count");
-        const prevV = var_(f32(Infinity), "prev_v");
-        const prevI = var_(u32(0), "prev_i");
-        const first = var_(k.bool(true), "first");
-        // A flag instead of `break`: some targets cannot leave a loop that contains barriers early.
-        const done = var_(k.bool(false), "done");
-        // Each pass finds the next token after (prevV, prevI) in the order; every thread sees the same winner.
-        while_(count.lt(kEff).and(done.not()), () => {
-          const best = var_(f32(-Infinity), "best");
-          const bestIdx = var_(u32(0xffffffff), "best_i");
-          for_(tid, V, WG, (i) => {
-            const s = score(i);
-            const after = let_(first.or(s.lt(prevV)).or(s.eq(prevV).and(i.gt(prevI))), "after");
-            if_(after.and(beats(s, i, best, bestIdx)), () => {
-              best.set(s);
-              bestIdx.set(i);
-            });
-          }, "i");
-          const w = blockArgmax(k, WG, tid, best, bestIdx, sv, si);
-          if_(w.i.eq(0xffffffff), () => done.set(true), () => {
-            thV.set(w.v);
-            thI.set(w.i);
-            prevV.set(w.v);
-            prevI.set(w.i);
-            first.set(false);
-            count.set(count.add(1));
-            cum.set(cum.add(exp(w.v.sub(m)).div(Z)));
-            if_(cum.ge(topP), () => done.set(true));
+      if_(
+        limited,
+        () => {
+          const mLocal = var_(f32(-Infinity), "m_local");
+          for_(tid, V, WG, (i) => mLocal.set(k.max(mLocal, score(i))), "i");
+          const m = blockReduce(k, "max", WG, tid, mLocal, sv);
+          const zLocal = var_(f32(0), "z_local");
+          for_(tid, V, WG, (i) => zLocal.set(zLocal.add(exp(score(i).sub(m)))), "i");
+          const Z = blockReduce(k, "add", WG, tid, zLocal, sv);
+          const cum = var_(f32(0), "cum");
+          const count = var_(u32(0), "count");
+          const prevV = var_(f32(Infinity), "prev_v");
+          const prevI = var_(u32(0), "prev_i");
+          const first = var_(k.bool(true), "first");
+          // A flag instead of `break`: some targets cannot leave a loop that contains barriers early.
+          const done = var_(k.bool(false), "done");
+          // Each pass finds the next token after (prevV, prevI) in the order; every thread sees the same winner.
+          while_(count.lt(kEff).and(done.not()), () => {
+            const best = var_(f32(-Infinity), "best");
+            const bestIdx = var_(u32(0xffffffff), "best_i");
+            for_(
+              tid,
+              V,
+              WG,
+              (i) => {
+                const s = score(i);
+                const after = let_(first.or(s.lt(prevV)).or(s.eq(prevV).and(i.gt(prevI))), "after");
+                if_(after.and(beats(s, i, best, bestIdx)), () => {
+                  best.set(s);
+                  bestIdx.set(i);
+                });
+              },
+              "i",
+            );
+            const w = blockArgmax(k, WG, tid, best, bestIdx, sv, si);
+            if_(
+              w.i.eq(0xffffffff),
+              () => done.set(true),
+              () => {
+                thV.set(w.v);
+                thI.set(w.i);
+                prevV.set(w.v);
+                prevI.set(w.i);
+                first.set(false);
+                count.set(count.add(1));
+                cum.set(cum.add(exp(w.v.sub(m)).div(Z)));
+                if_(cum.ge(topP), () => done.set(true));
+              },
+            );
           });
-        });
-      }, () => {
-        thV.set(f32(-Infinity));
-        thI.set(u32(0xffffffff));
-      });
+        },
+        () => {
+          thV.set(f32(-Infinity));
+          thI.set(u32(0xffffffff));
+        },
+      );
     }
     const key0 = let_(rng.at(b.mul(4)), "key0");
     const key1 = let_(rng.at(b.mul(4).add(1)), "key1");
@@ -95,22 +109,28 @@ function samplerBody(truncate: boolean) {
     const best = var_(f32(-Infinity), "gbest");
     const bestIdx = var_(u32(0xffffffff), "gbest_i");
     const groups = let_(V.add(3).shr(2), "groups");
-    for_(tid, groups, WG, (g) => {
-      const words = philox4x32(k, [g, u32(0), c2, c3], [key0, key1]);
-      words.forEach((word, lane) => {
-        const i = let_(g.mul(4).add(lane), "gi");
-        if_(i.lt(V), () => {
-          const s = score(i);
-          const kept = let_(s.gt(thV).or(s.eq(thV).and(i.le(thI))), "kept");
-          const noise = let_(log(uniformOpenFromBits(word)).neg(), "e");
-          const z = let_(select(greedy, s, s.sub(log(noise))), "z");
-          if_(kept.and(s.gt(-Infinity)).and(beats(z, i, best, bestIdx)), () => {
-            best.set(z);
-            bestIdx.set(i);
+    for_(
+      tid,
+      groups,
+      WG,
+      (g) => {
+        const words = philox4x32(k, [g, u32(0), c2, c3], [key0, key1]);
+        words.forEach((word, lane) => {
+          const i = let_(g.mul(4).add(lane), "gi");
+          if_(i.lt(V), () => {
+            const s = score(i);
+            const kept = let_(s.gt(thV).or(s.eq(thV).and(i.le(thI))), "kept");
+            const noise = let_(log(uniformOpenFromBits(word)).neg(), "e");
+            const z = let_(select(greedy, s, s.sub(log(noise))), "z");
+            if_(kept.and(s.gt(-Infinity)).and(beats(z, i, best, bestIdx)), () => {
+              best.set(z);
+              bestIdx.set(i);
+            });
           });
         });
-      });
-    }, "g");
+      },
+      "g",
+    );
     const w = blockArgmax(k, WG, tid, best, bestIdx, sv, si);
     // A row with no finite logit has no winner: report token 0 rather than an out-of-range id.
     if_(tid.eq(0), () => out.set(b, select(w.i.eq(0xffffffff), u32(0), w.i).i32()));

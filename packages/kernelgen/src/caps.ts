@@ -34,7 +34,12 @@ export interface SynthCaps {
    * Matrix-unit (tensor core) shapes, as graph-plan's `MatrixShape` (`{ m: 16, n: 8, k: 16, input: "bf16" }` =
    * PTX mma.sync m16n8k16). Absent or empty = none; the tensor-core GEMM is synthesized only when listed.
    */
-  readonly matrixShapes?: readonly { readonly m: number; readonly n: number; readonly k: number; readonly input: string }[];
+  readonly matrixShapes?: readonly {
+    readonly m: number;
+    readonly n: number;
+    readonly k: number;
+    readonly input: string;
+  }[];
   /** Streaming multiprocessors / compute units (sizes flash-decode's split). */
   readonly computeUnits?: number;
   /**
@@ -92,30 +97,58 @@ export function grid2d(workgroups: number, caps: Pick<SynthCaps, "maxGridDim">):
   const n = Math.max(1, workgroups);
   if (n <= maxX) return [n, 1, 1];
   const y = Math.ceil(n / maxX);
-  if (y > maxY) throw new KernelgenError("exceeds_caps", `${n} workgroups exceed the grid limit ${maxX}·${maxY}`, { synth: "grid2d", param: "workgroups", value: n });
+  if (y > maxY)
+    throw new KernelgenError("exceeds_caps", `${n} workgroups exceed the grid limit ${maxX}·${maxY}`, {
+      synth: "grid2d",
+      param: "workgroups",
+      value: n,
+    });
   return [Math.ceil(n / y), y, 1];
 }
 
 /** Throws `exceeds_caps` naming `synth` unless every axis of `grid` is an integer within the caps' per-axis limits. */
-export function checkGrid(synth: string, grid: readonly [number, number, number], caps: Pick<SynthCaps, "maxGridDim">): void {
+export function checkGrid(
+  synth: string,
+  grid: readonly [number, number, number],
+  caps: Pick<SynthCaps, "maxGridDim">,
+): void {
   const lim = gridLimits(caps);
   grid.forEach((g, i) => {
     if (!Number.isInteger(g) || g < 0 || g > lim[i]!) {
-      throw new KernelgenError("exceeds_caps", `grid [${grid.join(", ")}]: axis ${"xyz"[i]} must be an integer in [0, ${lim[i]}]`, { synth, param: "grid", value: grid });
+      throw new KernelgenError(
+        "exceeds_caps",
+        `grid [${grid.join(", ")}]: axis ${"xyz"[i]} must be an integer in [0, ${lim[i]}]`,
+        { synth, param: "grid", value: grid },
+      );
     }
   });
 }
 
 /** Throws `bad_shape` unless every dim is a positive integer. */
 export function checkShape(synth: string, param: string, shape: readonly number[]): void {
-  if (!shape.every((d) => Number.isInteger(d) && d >= 1)) throw new KernelgenError("bad_shape", `shape [${shape.join(", ")}] must have positive integer dims`, { synth, param, value: shape });
+  if (!shape.every((d) => Number.isInteger(d) && d >= 1))
+    throw new KernelgenError("bad_shape", `shape [${shape.join(", ")}] must have positive integer dims`, {
+      synth,
+      param,
+      value: shape,
+    });
 }
 
 /** Throws `bad_param` unless caps are sane. */
 export function checkCaps(synth: string, caps: SynthCaps): void {
-  if (!Number.isInteger(caps.maxWorkgroup) || caps.maxWorkgroup < 1) throw new KernelgenError("bad_param", `maxWorkgroup ${caps.maxWorkgroup}`, { synth, param: "caps.maxWorkgroup", value: caps.maxWorkgroup });
+  if (!Number.isInteger(caps.maxWorkgroup) || caps.maxWorkgroup < 1)
+    throw new KernelgenError("bad_param", `maxWorkgroup ${caps.maxWorkgroup}`, {
+      synth,
+      param: "caps.maxWorkgroup",
+      value: caps.maxWorkgroup,
+    });
   const sg = caps.subgroupSize;
-  if (sg !== undefined && (!Number.isInteger(sg) || sg < 1 || (sg & (sg - 1)) !== 0)) throw new KernelgenError("bad_param", `subgroupSize ${sg} is not a power of two`, { synth, param: "caps.subgroupSize", value: sg });
+  if (sg !== undefined && (!Number.isInteger(sg) || sg < 1 || (sg & (sg - 1)) !== 0))
+    throw new KernelgenError("bad_param", `subgroupSize ${sg} is not a power of two`, {
+      synth,
+      param: "caps.subgroupSize",
+      value: sg,
+    });
 }
 
 /** Product of dims. */

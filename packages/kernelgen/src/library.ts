@@ -44,13 +44,19 @@ export function importedKernel(name: ImportedKernelName): Kernel {
   const hit = cache.get(name);
   if (hit !== undefined) return hit;
   if (!(IMPORTED_KERNELS as readonly string[]).includes(name)) {
-    throw new KernelgenError("unknown_kernel", `no imported kernel named ${JSON.stringify(name)}`, { synth: "importedKernel", value: name });
+    throw new KernelgenError("unknown_kernel", `no imported kernel named ${JSON.stringify(name)}`, {
+      synth: "importedKernel",
+      value: name,
+    });
   }
   let text: string;
   try {
     text = readFileSync(assetUrl(name), "utf8");
   } catch (e) {
-    throw new KernelgenError("bad_asset", `cannot read the asset of ${name}: ${(e as Error).message}`, { synth: "importedKernel", value: name });
+    throw new KernelgenError("bad_asset", `cannot read the asset of ${name}: ${(e as Error).message}`, {
+      synth: "importedKernel",
+      value: name,
+    });
   }
   const k = parseKirJson(text, `${name}.kir.json`);
   cache.set(name, k);

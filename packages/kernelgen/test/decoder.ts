@@ -6,7 +6,16 @@ import { randomBlocks } from "./formats.js";
 import { randF32, rng } from "./helpers.js";
 
 /** Decoder dimensions. */
-export interface Dims { readonly T: number; readonly hidden: number; readonly heads: number; readonly kvHeads: number; readonly headDim: number; readonly ffn: number; readonly maxSeq: number; readonly wDtype: "f32" | "bf16" | PackedFormat }
+export interface Dims {
+  readonly T: number;
+  readonly hidden: number;
+  readonly heads: number;
+  readonly kvHeads: number;
+  readonly headDim: number;
+  readonly ffn: number;
+  readonly maxSeq: number;
+  readonly wDtype: "f32" | "bf16" | PackedFormat;
+}
 
 /** One Llama-style layer (RMSNorm, q/k/v, rotate-half RoPE at the Pos slot, KV-cache states, causal GQA, o, SwiGLU) and a head. */
 export function decoder(d: Dims): Graph {
@@ -21,7 +30,11 @@ export function decoder(d: Dims): Graph {
   const positions = b.add(b.broadcast(pos, [T]), b.iota([T], 0, "i32"));
   const cos = b.reshape(b.gather(cosT, positions, 0), [1, 1, T, D]);
   const sin = b.reshape(b.gather(sinT, positions, 0), [1, 1, T, D]);
-  const keep = b.cmp("Le", b.iota([1, 1, 1, d.maxSeq], 3, "i32"), b.add(b.reshape(p0, [1, 1, 1, 1]), b.iota([1, 1, T, 1], 2, "i32")));
+  const keep = b.cmp(
+    "Le",
+    b.iota([1, 1, 1, d.maxSeq], 3, "i32"),
+    b.add(b.reshape(p0, [1, 1, 1, 1]), b.iota([1, 1, T, 1], 2, "i32")),
+  );
   const wd: DType = typeof d.wDtype === "string" ? d.wDtype : { packed: d.wDtype };
   const w = (name: string, shape: number[]): Ref => b.const(name, shape.length === 1 ? "f32" : wd, shape);
   const embed = w("embed", [40, d.hidden]);
@@ -37,7 +50,10 @@ export function decoder(d: Dims): Graph {
   const vc2 = b.dynamicUpdateSlice(vc, v, [zero, zero, p0, zero]);
   b.setState(kc, kc2);
   b.setState(vc, vc2);
-  const att = b.attentionMasked(q, b.repeatKv(kc2, H / KV, 1), b.repeatKv(vc2, H / KV, 1), { scale: 1 / Math.sqrt(D), mask: { select: keep } });
+  const att = b.attentionMasked(q, b.repeatKv(kc2, H / KV, 1), b.repeatKv(vc2, H / KV, 1), {
+    scale: 1 / Math.sqrt(D),
+    mask: { select: keep },
+  });
   const o = b.linear(b.reshape(b.transpose(att, [0, 2, 1, 3]), [T, H * D]), w("wo", [d.hidden, H * D]));
   const x1 = b.add(x, o);
   const h2 = b.rmsNorm(x1, w("ln2", [d.hidden]), 1e-5);
@@ -56,16 +72,21 @@ export function bindings(g: Graph, d: Dims, pos: number, seed: number) {
   const state: Record<string, Float32Array> = {};
   for (const v of g.values) {
     const n = v.shape.reduce((a, x) => a * x, 1);
-    if (v.storage.kind === "const") consts[v.storage.key] = typeof v.dtype === "object" ? (randomBlocks(r, v.dtype.packed, n / v.dtype.packed.blockSize) as never) : randF32(r, n, 0.5);
+    if (v.storage.kind === "const")
+      consts[v.storage.key] =
+        typeof v.dtype === "object"
+          ? (randomBlocks(r, v.dtype.packed, n / v.dtype.packed.blockSize) as never)
+          : randF32(r, n, 0.5);
     if (v.storage.kind === "state") state[v.storage.key] = randF32(r, n, 0.5);
   }
   // Real RoPE tables (angles p / 10000^(2i/D)) so the rotation is a rotation.
   const D = d.headDim;
-  for (let p = 0; p < d.maxSeq; p++) for (let i = 0; i < D / 2; i++) {
-    const a = p / 10000 ** ((2 * i) / D);
-    consts["rope.cos"]![p * D + i] = consts["rope.cos"]![p * D + i + D / 2] = Math.cos(a);
-    consts["rope.sin"]![p * D + i] = consts["rope.sin"]![p * D + i + D / 2] = Math.sin(a);
-  }
+  for (let p = 0; p < d.maxSeq; p++)
+    for (let i = 0; i < D / 2; i++) {
+      const a = p / 10000 ** ((2 * i) / D);
+      consts["rope.cos"]![p * D + i] = consts["rope.cos"]![p * D + i + D / 2] = Math.cos(a);
+      consts["rope.sin"]![p * D + i] = consts["rope.sin"]![p * D + i + D / 2] = Math.sin(a);
+    }
   const ids = Int32Array.from({ length: d.T }, (_, i) => (i * 7 + 3) % 40);
   return { consts, state, slots: { ids, pos: Int32Array.of(pos) } };
 }

@@ -26,11 +26,14 @@ export function randF32(r: () => number, n: number, scale = 1): Float32Array {
 
 /** bf16 bits of n random values in [-1, 1). */
 export function randBf16(r: () => number, n: number): Uint16Array {
-  return Uint16Array.from({ length: n }, () => f32ToBf16Bits((r() * 2 - 1)));
+  return Uint16Array.from({ length: n }, () => f32ToBf16Bits(r() * 2 - 1));
 }
 
 /** Builds a graph with `fn` (returning named outputs) and evaluates it with graph-ir's float64 oracle. */
-export function oracle(fn: (b: Builder) => Record<string, Ref>, consts: Record<string, HostData>): Record<string, Float64Array | Int32Array | Uint32Array | Uint8Array> {
+export function oracle(
+  fn: (b: Builder) => Record<string, Ref>,
+  consts: Record<string, HostData>,
+): Record<string, Float64Array | Int32Array | Uint32Array | Uint8Array> {
   const b = new Builder();
   for (const [name, ref] of Object.entries(fn(b))) b.output(name, ref);
   const { outputs } = evaluate(b.build(), { consts });
@@ -56,7 +59,13 @@ export function run(kernel: Kernel, launch: InterpretLaunch): void {
 }
 
 /** Expects |actual - expected| ≤ rel · scale + abs, elementwise, with a message naming the worst index. */
-export function expectClose(actual: ArrayLike<number>, expected: ArrayLike<number>, scale: ArrayLike<number> | number, rel = 1e-5, abs = 1e-30): void {
+export function expectClose(
+  actual: ArrayLike<number>,
+  expected: ArrayLike<number>,
+  scale: ArrayLike<number> | number,
+  rel = 1e-5,
+  abs = 1e-30,
+): void {
   expect(actual.length).toBe(expected.length);
   let worst = -1;
   let worstErr = 0;
@@ -83,6 +92,7 @@ export function expectClose(actual: ArrayLike<number>, expected: ArrayLike<numbe
 export function expectExact(actual: ArrayLike<number>, expected: ArrayLike<number>): void {
   expect(actual.length).toBe(expected.length);
   for (let i = 0; i < expected.length; i++) {
-    if (!Object.is(actual[i], expected[i]) && actual[i] !== expected[i]) expect.fail(`element ${i}: got ${actual[i]}, expected ${expected[i]}`);
+    if (!Object.is(actual[i], expected[i]) && actual[i] !== expected[i])
+      expect.fail(`element ${i}: got ${actual[i]}, expected ${expected[i]}`);
   }
 }

@@ -6,17 +6,36 @@ import { KernelgenError, importedLaunch } from "@poot/kernelgen";
 import { expectClose, oracle, poisoned, randBf16, randF32, rng, run } from "./helpers.js";
 
 /** y = x @ W (W stored [K, N], or [N, K] and transposed) and Σ|x||W| (the accumulation error's scale) from the oracle. */
-function matmulOracle(x: ArrayLike<number>, w: ArrayLike<number>, M: number, K: number, N: number, wDtype: "f32" | "bf16", layout: "kn" | "nk" = "kn") {
-  return oracle((b) => {
-    const xr = b.const("x", "f32", [M, K]);
-    const stored = b.f32(b.const("w", wDtype, layout === "kn" ? [K, N] : [N, K]));
-    const wr = layout === "kn" ? stored : b.transpose(stored, [1, 0]);
-    return { y: b.matmul(xr, wr), s: b.matmul(b.unary("Abs", xr), b.unary("Abs", wr)) };
-  }, { x, w });
+function matmulOracle(
+  x: ArrayLike<number>,
+  w: ArrayLike<number>,
+  M: number,
+  K: number,
+  N: number,
+  wDtype: "f32" | "bf16",
+  layout: "kn" | "nk" = "kn",
+) {
+  return oracle(
+    (b) => {
+      const xr = b.const("x", "f32", [M, K]);
+      const stored = b.f32(b.const("w", wDtype, layout === "kn" ? [K, N] : [N, K]));
+      const wr = layout === "kn" ? stored : b.transpose(stored, [1, 0]);
+      return { y: b.matmul(xr, wr), s: b.matmul(b.unary("Abs", xr), b.unary("Abs", wr)) };
+    },
+    { x, w },
+  );
 }
 
 describe("imported GEMV", () => {
-  const shapes: [number, number, number][] = [[1, 1, 1], [1, 7, 1], [1, 1, 65], [1, 33, 70], [1, 130, 129], [3, 40, 33], [8, 17, 64]];
+  const shapes: [number, number, number][] = [
+    [1, 1, 1],
+    [1, 7, 1],
+    [1, 1, 65],
+    [1, 33, 70],
+    [1, 130, 129],
+    [3, 40, 33],
+    [8, 17, 64],
+  ];
   for (const elem of ["f32", "bf16"] as const) {
     for (const layout of ["kn", "nk"] as const) {
       for (const [B, K, N] of shapes) {
@@ -36,7 +55,18 @@ describe("imported GEMV", () => {
   }
   // Wider than the grid's x limit: the N (nk) or ceil(N/32) (kn) workgroups split over x and y, the kernel
   // linearizing wid.y·nwg.x + wid.x; a small maxGridDim makes the split (and its surplus workgroups) cheap to interpret.
-  const wide = { nk: [[64, 1, 3, 1000], [40, 2, 4, 1000], [7, 3, 2, 45]], kn: [[5, 2, 4, 700], [3, 1, 3, 200], [4, 3, 2, 500]] } as const;
+  const wide = {
+    nk: [
+      [64, 1, 3, 1000],
+      [40, 2, 4, 1000],
+      [7, 3, 2, 45],
+    ],
+    kn: [
+      [5, 2, 4, 700],
+      [3, 1, 3, 200],
+      [4, 3, 2, 500],
+    ],
+  } as const;
   for (const layout of ["kn", "nk"] as const) {
     for (const [maxGridDim, B, K, N] of wide[layout]) {
       it(`gemv_bf16_${layout} N=${N} past maxGridDim=${maxGridDim} computes every column`, () => {
@@ -66,24 +96,43 @@ describe("imported GEMV", () => {
   });
   it("refuses launches whose grid cannot fit the limits with exceeds_caps", () => {
     // The tiled GEMM does not linearize: 16·65536 columns need 65536 workgroups along x.
-    expect(() => importedLaunch("gemm_tiled_f32", [1, 16 * 65536, 4, 0])).toThrow(expect.objectContaining({ code: "exceeds_caps" }));
-    expect(importedLaunch("gemm_tiled_f32", [1, 16 * 65536, 4, 0], { maxGridDim: 2 ** 31 - 1 }).grid).toEqual([65536, 1, 1]);
+    expect(() => importedLaunch("gemm_tiled_f32", [1, 16 * 65536, 4, 0])).toThrow(
+      expect.objectContaining({ code: "exceeds_caps" }),
+    );
+    expect(importedLaunch("gemm_tiled_f32", [1, 16 * 65536, 4, 0], { maxGridDim: 2 ** 31 - 1 }).grid).toEqual([
+      65536, 1, 1,
+    ]);
     // argmax_chunk puts rows on y, the sampler rows on x.
-    expect(() => importedLaunch("argmax_chunk", [8, 8, 65536])).toThrow(expect.objectContaining({ code: "exceeds_caps" }));
-    expect(() => importedLaunch("sample_gumbel", [8, 70000], { maxGridDim: 65535 })).toThrow(expect.objectContaining({ code: "exceeds_caps" }));
+    expect(() => importedLaunch("argmax_chunk", [8, 8, 65536])).toThrow(
+      expect.objectContaining({ code: "exceeds_caps" }),
+    );
+    expect(() => importedLaunch("sample_gumbel", [8, 70000], { maxGridDim: 65535 })).toThrow(
+      expect.objectContaining({ code: "exceeds_caps" }),
+    );
     // Even a split over x and y has a limit.
-    expect(() => importedLaunch("gemv_f32_nk", [4, 101, 1, 8], { maxGridDim: 10 })).toThrow(expect.objectContaining({ code: "exceeds_caps" }));
+    expect(() => importedLaunch("gemv_f32_nk", [4, 101, 1, 8], { maxGridDim: 10 })).toThrow(
+      expect.objectContaining({ code: "exceeds_caps" }),
+    );
   });
   it("refuses more than 8 rows and unknown names with typed errors", () => {
     expect(() => importedLaunch("gemv_f32_kn", [4, 4, 9, 8])).toThrow(expect.objectContaining({ code: "bad_param" }));
-    expect(() => importedLaunch("packed_row_gather", [1, 2, 3])).toThrow(expect.objectContaining({ code: "unknown_kernel" }));
+    expect(() => importedLaunch("packed_row_gather", [1, 2, 3])).toThrow(
+      expect.objectContaining({ code: "unknown_kernel" }),
+    );
     expect(() => importedLaunch("gemm_tiled_f32", [4, 4])).toThrow(KernelgenError);
   });
 });
 
 describe("imported tiled GEMM", () => {
   for (const elem of ["f32", "bf16"] as const) {
-    for (const [M, K, N, t] of [[1, 1, 1, 0], [1, 20, 17, 1], [16, 16, 16, 0], [19, 33, 1, 1], [35, 18, 21, 0], [35, 18, 21, 1]] as const) {
+    for (const [M, K, N, t] of [
+      [1, 1, 1, 0],
+      [1, 20, 17, 1],
+      [16, 16, 16, 0],
+      [19, 33, 1, 1],
+      [35, 18, 21, 0],
+      [35, 18, 21, 1],
+    ] as const) {
       it(`gemm_tiled_${elem} M=${M} K=${K} N=${N} transB=${t}`, () => {
         const r = rng(M * 131 + K * 17 + N + (elem === "bf16" ? 3 : 0) + t);
         const A = randF32(r, M * K);

@@ -29,12 +29,19 @@ describe("imported kernel assets", () => {
   }, 60_000);
 
   it("importedKernel loads each asset as the kernel its source exports", () => {
-    const sources = new Map(Object.values({ ...argmax, ...convert, ...gather, ...gemm, ...gemv, ...random, ...samplers }).map((k) => [k.name, k]));
+    const sources = new Map(
+      Object.values({ ...argmax, ...convert, ...gather, ...gemm, ...gemv, ...random, ...samplers }).map((k) => [
+        k.name,
+        k,
+      ]),
+    );
     for (const name of IMPORTED_KERNELS) expect(importedKernel(name)).toEqual(sources.get(name));
   });
 
   it("an unknown name is a typed error", () => {
     expect(() => importedKernel("nope" as ImportedKernelName)).toThrow(KernelgenError);
-    expect(() => importedKernel("nope" as ImportedKernelName)).toThrow(expect.objectContaining({ code: "unknown_kernel" }));
+    expect(() => importedKernel("nope" as ImportedKernelName)).toThrow(
+      expect.objectContaining({ code: "unknown_kernel" }),
+    );
   });
 });

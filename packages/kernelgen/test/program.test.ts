@@ -10,14 +10,25 @@ import { BASE, bindings, decoder } from "./decoder.js";
 import { Q4_0, Q8_0 } from "./formats.js";
 import { expectClose, expectExact } from "./helpers.js";
 
-
 describe("graph-plan programs run through synthesized kernels", () => {
   for (const [label, d, pos, kind, contraction] of [
     ["decode, f32 weights, cuda-like caps (subgroups)", BASE, 5, "cuda", "gemv"],
     ["decode, bf16 weights, wgpu-like caps", { ...BASE, wDtype: "bf16" }, 11, "wgpu", "gemv"],
     ["prefill of 10 tokens (GEMM paths)", { ...BASE, T: 10 }, 0, "vulkan", "gemm"],
-    ["decode with Q8_0 weights (packed contractions, packed embedding rows)", { ...BASE, ffn: 64, wDtype: Q8_0 }, 3, "rocm", "dequant-gemv"],
-    ["prefill of 9 tokens with Q4_0 weights (dequant GEMM)", { ...BASE, T: 9, ffn: 64, wDtype: Q4_0 }, 2, "cpu", "dequant-gemm"],
+    [
+      "decode with Q8_0 weights (packed contractions, packed embedding rows)",
+      { ...BASE, ffn: 64, wDtype: Q8_0 },
+      3,
+      "rocm",
+      "dequant-gemv",
+    ],
+    [
+      "prefill of 9 tokens with Q4_0 weights (dequant GEMM)",
+      { ...BASE, T: 9, ffn: 64, wDtype: Q4_0 },
+      2,
+      "cpu",
+      "dequant-gemm",
+    ],
   ] as const) {
     it(label, () => {
       const g = decoder(d);
@@ -30,7 +41,8 @@ describe("graph-plan programs run through synthesized kernels", () => {
       // Logits are sums over 32-64 products of O(1) values: 2e-5 relative to the largest logit covers f32 order.
       const scale = Math.max(...Array.from(want, Math.abs));
       expectClose(run.outputs.logits as Float32Array, want, scale, 2e-5);
-      for (const key of ["k_cache", "v_cache"]) expectClose(run.state[key] as Float32Array, ref.state[key]!.data, 1, 1e-5);
+      for (const key of ["k_cache", "v_cache"])
+        expectClose(run.state[key] as Float32Array, ref.state[key]!.data, 1, 1e-5);
       expectExact(run.outputs.next as Int32Array, ref.outputs.next!.data);
       // The layer's contractions (q, k, v — one group dispatch in decode, decision 0402 —, o, gate/up — possibly fused
       // into one —, down, head) ran as the expected kind.
@@ -55,7 +67,8 @@ describe("flash-decode attention in a whole program", () => {
     const ref = evaluate(g, bind);
     const want = ref.outputs.logits!.data;
     expectClose(split.outputs.logits as Float32Array, want, Math.max(...Array.from(want, Math.abs)), 2e-5);
-    for (const key of ["k_cache", "v_cache"]) expectClose(split.state[key] as Float32Array, ref.state[key]!.data, 1, 1e-5);
+    for (const key of ["k_cache", "v_cache"])
+      expectClose(split.state[key] as Float32Array, ref.state[key]!.data, 1, 1e-5);
     expectExact(split.outputs.next as Int32Array, ref.outputs.next!.data);
     expect(split.kinds.attention).toBe(1);
   });
@@ -98,7 +111,12 @@ describe("interpretProgram state and output views", () => {
       const run = interpretProgram(prog, { slots, state: st });
       const want = evaluate(g, { slots, state: ref });
       expectExact(run.state.win as Float32Array, want.state.win!.data);
-      expectClose(run.outputs.y as Float32Array, want.outputs.y!.data, Array.from(want.outputs.y!.data, Math.abs), 1e-6);
+      expectClose(
+        run.outputs.y as Float32Array,
+        want.outputs.y!.data,
+        Array.from(want.outputs.y!.data, Math.abs),
+        1e-6,
+      );
       st = run.state as Record<string, ArrayLike<number>>;
       ref = { win: Float32Array.from(want.state.win!.data) };
     }

@@ -19,11 +19,17 @@ function normGraph(rows: number, cols: number) {
 describe("row regions with few rows on 32-wide subgroups", () => {
   const target = defaultTarget("cuda");
   const caps = { ...synthCapsFrom(target.caps as never), computeUnits: 132 };
-  for (const [rows, cols, wg] of [[1, 2048, 1024], [3, 1000, 1024], [160, 512, 256]] as const) {
+  for (const [rows, cols, wg] of [
+    [1, 2048, 1024],
+    [3, 1000, 1024],
+    [160, 512, 256],
+  ] as const) {
     it(`RMSNorm ${rows} x ${cols}: ${wg} threads a row, against the f64 evaluation`, () => {
       const g = normGraph(rows, cols);
       const prog = compile(g, target, { mode: "decode", preferImported: false });
-      const rowPlans = prog.plans().filter((p) => p.kernel.provenance === "synthesized" && p.kernel.request.kind === "reduction-row");
+      const rowPlans = prog
+        .plans()
+        .filter((p) => p.kernel.provenance === "synthesized" && p.kernel.request.kind === "reduction-row");
       expect(rowPlans).toHaveLength(1);
       const k = planKernel(rowPlans[0]!.kernel as never, caps, "norm");
       expect(k.kernel.workgroupSize[0]).toBe(wg);
@@ -36,10 +42,24 @@ describe("row regions with few rows on 32-wide subgroups", () => {
   }
 
   it("keeps 256 threads without 32-wide subgroups, on serial-thread caps, or with rows enough for every unit", () => {
-    expect(rowWorkgroupLimit(1, { maxWorkgroup: 1024, sharedBytes: 49152, subgroupSize: 32, computeUnits: 132 })).toBe(1024);
-    expect(rowWorkgroupLimit(1, { maxWorkgroup: 1024, sharedBytes: 49152, subgroupSize: 8, computeUnits: 132 })).toBe(256);
+    expect(rowWorkgroupLimit(1, { maxWorkgroup: 1024, sharedBytes: 49152, subgroupSize: 32, computeUnits: 132 })).toBe(
+      1024,
+    );
+    expect(rowWorkgroupLimit(1, { maxWorkgroup: 1024, sharedBytes: 49152, subgroupSize: 8, computeUnits: 132 })).toBe(
+      256,
+    );
     expect(rowWorkgroupLimit(1, { maxWorkgroup: 1024, sharedBytes: 49152, subgroupSize: 32 })).toBe(256);
-    expect(rowWorkgroupLimit(132, { maxWorkgroup: 1024, sharedBytes: 49152, subgroupSize: 32, computeUnits: 132 })).toBe(256);
-    expect(rowWorkgroupLimit(1, { maxWorkgroup: 256, sharedBytes: 1 << 16, subgroupSize: 32, computeUnits: 132, serialThreads: true })).toBe(256);
+    expect(
+      rowWorkgroupLimit(132, { maxWorkgroup: 1024, sharedBytes: 49152, subgroupSize: 32, computeUnits: 132 }),
+    ).toBe(256);
+    expect(
+      rowWorkgroupLimit(1, {
+        maxWorkgroup: 256,
+        sharedBytes: 1 << 16,
+        subgroupSize: 32,
+        computeUnits: 132,
+        serialThreads: true,
+      }),
+    ).toBe(256);
   });
 });

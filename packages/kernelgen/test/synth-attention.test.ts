@@ -5,7 +5,13 @@
 import { Builder, bf16BitsToF32, evaluate, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from "@poot/graph-ir";
 import { describe, expect, it } from "vitest";
 import { printKernel } from "@poot/kernel-dsl";
-import { attentionLanes, attentionMinSplitKeys, attentionSplits, cpuSynthCaps, synthesizeAttention } from "@poot/kernelgen";
+import {
+  attentionLanes,
+  attentionMinSplitKeys,
+  attentionSplits,
+  cpuSynthCaps,
+  synthesizeAttention,
+} from "@poot/kernelgen";
 import type { AttentionRequest, SynthCaps } from "@poot/kernelgen";
 import { expectClose, poisoned, randBf16, randF32, rng, run } from "./helpers.js";
 
@@ -27,23 +33,34 @@ function reference(c: Case, q: ArrayLike<number>, k: ArrayLike<number>, v: Array
   const kvDt = c.kvDtype ?? "f32";
   const g = new Builder();
   const headMajorQ = c.strides?.q !== undefined;
-  const qh = g.f32(headMajorQ ? g.const("q", c.qDtype ?? "f32", [B, H, Tq, D]) : g.transpose(g.const("q", c.qDtype ?? "f32", [B, Tq, H, D]), [0, 2, 1, 3]));
+  const qh = g.f32(
+    headMajorQ
+      ? g.const("q", c.qDtype ?? "f32", [B, H, Tq, D])
+      : g.transpose(g.const("q", c.qDtype ?? "f32", [B, Tq, H, D]), [0, 2, 1, 3]),
+  );
   const cache = (key: string, w: number) => {
     const raw = g.f32(g.const(key, kvDt, c.kvLayout === "hsd" ? [B, Hkv, S, w] : [B, S, Hkv, w]));
     const hsd = c.kvLayout === "hsd" ? raw : g.transpose(raw, [0, 2, 1, 3]);
     return g.repeatKv(hsd, H / Hkv, 1); // [B, H, S, w]
   };
-  const kh = cache("k", D), vh = cache("v", Dv);
+  const kh = cache("k", D),
+    vh = cache("v", Dv);
   let s = g.mul(g.matmul(qh, g.transpose(kh, [0, 1, 3, 2])), scale);
   if (c.softCap !== undefined) s = g.mul(g.tanh(g.div(s, c.softCap)), c.softCap);
   const mask = new Uint8Array(B * Tq * S);
   for (let bi = 0; bi < B; bi++) {
     for (let t = 0; t < Tq; t++) {
       const p = c.pos0 + t + (c.ragged?.[bi] ?? 0);
-      for (let j = 0; j < S; j++) mask[(bi * Tq + t) * S + j] = (c.mask === "none" || j <= p) && (c.mask !== "sliding" || j > p - c.window!) ? 1 : 0;
+      for (let j = 0; j < S; j++)
+        mask[(bi * Tq + t) * S + j] =
+          (c.mask === "none" || j <= p) && (c.mask !== "sliding" || j > p - c.window!) ? 1 : 0;
     }
   }
-  const masked = g.select(g.broadcast(g.cast(g.reshape(g.const("mask", "u8", [B * Tq, S]), [B, 1, Tq, S]), "bool"), [B, H, Tq, S]), s, -Infinity);
+  const masked = g.select(
+    g.broadcast(g.cast(g.reshape(g.const("mask", "u8", [B * Tq, S]), [B, 1, Tq, S]), "bool"), [B, H, Tq, S]),
+    s,
+    -Infinity,
+  );
   const o = g.matmul(g.softmax(masked), vh); // [B, H, Tq, Dv]
   const stored = c.outDtype === undefined || c.outDtype === "f32" ? o : g.f32(g.cast(o, c.outDtype));
   g.output("o", headMajorQ ? stored : g.transpose(stored, [0, 2, 1, 3]));
@@ -60,7 +77,10 @@ function check(c: Case, caps: SynthCaps, seed: number) {
   const k = c.kvDtype === "bf16" ? randBf16(r, nk * c.headDim) : stored(randF32(r, nk * c.headDim), c.kvDtype);
   const v = c.kvDtype === "bf16" ? randBf16(r, nk * Dv) : stored(randF32(r, nk * Dv), c.kvDtype);
   const s = synthesizeAttention({ ...c, name: "attn", scale }, caps);
-  const limit = Int32Array.from({ length: B * c.queries }, (_, i) => c.pos0 + (i % c.queries) + (c.ragged?.[Math.floor(i / c.queries)] ?? 0));
+  const limit = Int32Array.from(
+    { length: B * c.queries },
+    (_, i) => c.pos0 + (i % c.queries) + (c.ragged?.[Math.floor(i / c.queries)] ?? 0),
+  );
   const inputs = { q, k, v, ...(c.mask === "none" ? {} : { limit }) };
   let out;
   if (s.split === undefined) {
@@ -77,9 +97,16 @@ function check(c: Case, caps: SynthCaps, seed: number) {
   // Outputs are convex combinations of values in [-1, 1]: accumulation-order noise is bounded by ~1e-5 absolute,
   // plus one ulp of a 16-bit output type (f32 noise may cross its rounding boundary).
   const od = c.outDtype ?? "f32";
-  const got = Array.from(out as ArrayLike<number>, (x) => (od === "bf16" ? bf16BitsToF32(x) : od === "f16" ? f16BitsToF32(x) : x));
+  const got = Array.from(out as ArrayLike<number>, (x) =>
+    od === "bf16" ? bf16BitsToF32(x) : od === "f16" ? f16BitsToF32(x) : x,
+  );
   const ulp = od === "bf16" ? 2 ** -7 : od === "f16" ? 2 ** -10 : 0;
-  expectClose(got, want, Array.from(want, (w) => 1 + (ulp * Math.abs(w)) / 1e-5), 1e-5);
+  expectClose(
+    got,
+    want,
+    Array.from(want, (w) => 1 + (ulp * Math.abs(w)) / 1e-5),
+    1e-5,
+  );
   return s;
 }
 
@@ -95,27 +122,39 @@ describe("synthesized attention", () => {
   it("paged KV: two sequences read their keys through scrambled page tables of one shared pool", () => {
     const r = rng(11);
     const c: Case = { batch: 2, queries: 1, heads: 4, kvHeads: 2, headDim: 8, keys: 16, mask: "causal", pos0: 13 };
-    const ps = 4, rows = 12 * ps, D = 8, Hkv = 2;
+    const ps = 4,
+      rows = 12 * ps,
+      D = 8,
+      Hkv = 2;
     const table = Int32Array.from([7, 2, 10, 5, 1, 11, 4, 8]);
     const q = randF32(r, 2 * 4 * D, 2);
-    const poolK = randF32(r, rows * Hkv * D), poolV = randF32(r, rows * Hkv * D);
+    const poolK = randF32(r, rows * Hkv * D),
+      poolV = randF32(r, rows * Hkv * D);
     // The reference reads contiguous token-major caches [B, S, Hkv, D] copied out of the pool page by page.
     const gather = (pool: Float32Array) => {
       const out = new Float32Array(2 * 16 * Hkv * D);
-      for (let b = 0; b < 2; b++) for (let j = 0; j < 16; j++) {
-        const row = table[b * 4 + Math.floor(j / ps)]! * ps + (j % ps);
-        out.set(pool.subarray(row * Hkv * D, (row + 1) * Hkv * D), (b * 16 + j) * Hkv * D);
-      }
+      for (let b = 0; b < 2; b++)
+        for (let j = 0; j < 16; j++) {
+          const row = table[b * 4 + Math.floor(j / ps)]! * ps + (j % ps);
+          out.set(pool.subarray(row * Hkv * D, (row + 1) * Hkv * D), (b * 16 + j) * Hkv * D);
+        }
       return out;
     };
     const scale = 1 / Math.sqrt(D);
-    const s = synthesizeAttention({ ...c, name: "attn", scale, paged: { pageSize: ps }, strides: { k: [0, D, Hkv * D, 1], v: [0, D, Hkv * D, 1] } }, CAPS);
+    const s = synthesizeAttention(
+      { ...c, name: "attn", scale, paged: { pageSize: ps }, strides: { k: [0, D, Hkv * D, 1], v: [0, D, Hkv * D, 1] } },
+      CAPS,
+    );
     const out = poisoned(s.kernel, "out", 2 * 4 * D);
-    run(s.kernel, { grid: [...s.grid], buffers: { q, k: poolK, v: poolV, out, limit: Int32Array.from([13, 13]), pages: table } });
+    run(s.kernel, {
+      grid: [...s.grid],
+      buffers: { q, k: poolK, v: poolV, out, limit: Int32Array.from([13, 13]), pages: table },
+    });
     expectClose(out as Float32Array, reference(c, q, gather(poolK), gather(poolV), scale), 1, 1e-5);
-    expect(() => synthesizeAttention({ ...c, name: "attn", scale, paged: { pageSize: 5 } }, CAPS)).toThrow(/pageSize 5/);
+    expect(() => synthesizeAttention({ ...c, name: "attn", scale, paged: { pageSize: 5 } }, CAPS)).toThrow(
+      /pageSize 5/,
+    );
   });
-
 
   it("decode: one query at position 22 of a 40-key cache, GQA 4:2, token-major", () => {
     check({ queries: 1, heads: 4, kvHeads: 2, headDim: 8, keys: 40, mask: "causal", pos0: 22 }, CAPS, 1);
@@ -123,14 +162,35 @@ describe("synthesized attention", () => {
 
   it("cpu caps (serial threads): one lane per (query, head) walks every key; decode and sliding prefill", () => {
     const cpu = cpuSynthCaps();
-    expect(synthesizeAttention({ name: "a", queries: 1, heads: 4, kvHeads: 2, headDim: 8, keys: 40, scale: 1, mask: "causal" }, cpu).lanes).toBe(1);
+    expect(
+      synthesizeAttention(
+        { name: "a", queries: 1, heads: 4, kvHeads: 2, headDim: 8, keys: 40, scale: 1, mask: "causal" },
+        cpu,
+      ).lanes,
+    ).toBe(1);
     check({ queries: 1, heads: 4, kvHeads: 2, headDim: 8, keys: 40, mask: "causal", pos0: 22 }, cpu, 7);
-    check({ queries: 3, heads: 2, kvHeads: 2, headDim: 6, valueDim: 5, keys: 16, mask: "sliding", window: 4, softCap: 0.7, pos0: 7 }, cpu, 8);
+    check(
+      {
+        queries: 3,
+        heads: 2,
+        kvHeads: 2,
+        headDim: 6,
+        valueDim: 5,
+        keys: 16,
+        mask: "sliding",
+        window: 4,
+        softCap: 0.7,
+        pos0: 7,
+      },
+      cpu,
+      8,
+    );
   });
 
   describe("cpu caps with SIMD loads: vec4 q·k and p·v over load4 (decision 0954)", () => {
     const cpu = cpuSynthCaps();
-    const usesLoad4 = (c: Omit<Case, "pos0">, caps: SynthCaps): boolean => printKernel(synthesizeAttention({ ...c, name: "a", scale: 1 }, caps).kernel).includes("+0..3 as vec4<f32>");
+    const usesLoad4 = (c: Omit<Case, "pos0">, caps: SynthCaps): boolean =>
+      printKernel(synthesizeAttention({ ...c, name: "a", scale: 1 }, caps).kernel).includes("+0..3 as vec4<f32>");
     it("decode at Llama-3.2-1B head dims (64), GQA 4:1, f32 / bf16 / f16 caches, live lengths 1, 17, 40", () => {
       const c = { queries: 1, heads: 4, kvHeads: 1, headDim: 64, keys: 40, mask: "causal" } as const;
       expect(usesLoad4(c, cpu)).toBe(true);
@@ -139,39 +199,159 @@ describe("synthesized attention", () => {
       check({ ...c, pos0: 25, kvDtype: "f16", kvLayout: "hsd", outDtype: "f16" }, cpu, 34);
     });
     it("head dims of 4 and 12 (fewer quads than partial sums), value dim ≠ head dim, sliding prefill with soft-cap", () => {
-      check({ queries: 3, heads: 2, kvHeads: 1, headDim: 12, valueDim: 4, keys: 16, mask: "sliding", window: 5, softCap: 0.7, pos0: 9 }, cpu, 35);
+      check(
+        {
+          queries: 3,
+          heads: 2,
+          kvHeads: 1,
+          headDim: 12,
+          valueDim: 4,
+          keys: 16,
+          mask: "sliding",
+          window: 5,
+          softCap: 0.7,
+          pos0: 9,
+        },
+        cpu,
+        35,
+      );
       check({ queries: 2, heads: 1, kvHeads: 1, headDim: 4, keys: 3, mask: "none", pos0: 0 }, cpu, 36);
     });
     it("flash-decode splits and batch-major strides keep the SIMD row; dims or strides off 4 keep the scalar loop", () => {
       check({ queries: 1, heads: 4, kvHeads: 2, headDim: 16, keys: 40, mask: "causal", pos0: 30, splits: 3 }, cpu, 37);
-      check({ batch: 2, queries: 2, heads: 2, kvHeads: 2, headDim: 8, keys: 9, mask: "causal", kvLayout: "hsd", pos0: 5, ragged: [0, 2] }, cpu, 38);
+      check(
+        {
+          batch: 2,
+          queries: 2,
+          heads: 2,
+          kvHeads: 2,
+          headDim: 8,
+          keys: 9,
+          mask: "causal",
+          kvLayout: "hsd",
+          pos0: 5,
+          ragged: [0, 2],
+        },
+        cpu,
+        38,
+      );
       expect(usesLoad4({ queries: 1, heads: 2, kvHeads: 2, headDim: 6, keys: 8, mask: "causal" }, cpu)).toBe(false);
-      expect(usesLoad4({ queries: 1, heads: 2, kvHeads: 2, headDim: 8, valueDim: 6, keys: 8, mask: "causal" }, cpu)).toBe(false);
-      expect(usesLoad4({ queries: 1, heads: 2, kvHeads: 2, headDim: 8, keys: 8, mask: "causal", strides: { k: [0, 1, 16, 2] } }, cpu)).toBe(false);
-      expect(usesLoad4({ queries: 1, heads: 2, kvHeads: 2, headDim: 8, keys: 8, mask: "causal" }, { ...cpu, simdLoads: false })).toBe(false);
+      expect(
+        usesLoad4({ queries: 1, heads: 2, kvHeads: 2, headDim: 8, valueDim: 6, keys: 8, mask: "causal" }, cpu),
+      ).toBe(false);
+      expect(
+        usesLoad4(
+          { queries: 1, heads: 2, kvHeads: 2, headDim: 8, keys: 8, mask: "causal", strides: { k: [0, 1, 16, 2] } },
+          cpu,
+        ),
+      ).toBe(false);
+      expect(
+        usesLoad4(
+          { queries: 1, heads: 2, kvHeads: 2, headDim: 8, keys: 8, mask: "causal" },
+          { ...cpu, simdLoads: false },
+        ),
+      ).toBe(false);
       check({ queries: 1, heads: 2, kvHeads: 2, headDim: 8, valueDim: 6, keys: 8, mask: "causal", pos0: 6 }, cpu, 39);
     });
   });
 
   it("prefill: causal over 9 tokens, MQA (8 heads, 1 kv head), head-major bf16 cache", () => {
-    check({ queries: 9, heads: 8, kvHeads: 1, headDim: 16, keys: 9, mask: "causal", kvLayout: "hsd", kvDtype: "bf16", pos0: 0 }, CAPS, 2);
+    check(
+      {
+        queries: 9,
+        heads: 8,
+        kvHeads: 1,
+        headDim: 16,
+        keys: 9,
+        mask: "causal",
+        kvLayout: "hsd",
+        kvDtype: "bf16",
+        pos0: 0,
+      },
+      CAPS,
+      2,
+    );
   });
 
   it("chunked prefill with a sliding window and soft-cap, value dim ≠ head dim", () => {
-    check({ queries: 3, heads: 2, kvHeads: 2, headDim: 6, valueDim: 5, keys: 16, mask: "sliding", window: 4, softCap: 0.7, pos0: 7 }, CAPS, 3);
+    check(
+      {
+        queries: 3,
+        heads: 2,
+        kvHeads: 2,
+        headDim: 6,
+        valueDim: 5,
+        keys: 16,
+        mask: "sliding",
+        window: 4,
+        softCap: 0.7,
+        pos0: 7,
+      },
+      CAPS,
+      3,
+    );
   });
 
   it("batch of 2 with head-major q and out (graph-plan's [B, H, T, D]) via explicit strides", () => {
     const [B, H, Tq, D, S, Hkv] = [2, 2, 3, 4, 5, 1];
-    check({
-      batch: B, queries: Tq, heads: H, kvHeads: Hkv, headDim: D, keys: S, mask: "causal", kvLayout: "hsd", pos0: 2,
-      strides: { q: [H * Tq * D, Tq * D, D, 1], out: [H * Tq * D, Tq * D, D, 1], k: [Hkv * S * D, S * D, D, 1], v: [Hkv * S * D, S * D, D, 1] },
-    }, CAPS, 6);
+    check(
+      {
+        batch: B,
+        queries: Tq,
+        heads: H,
+        kvHeads: Hkv,
+        headDim: D,
+        keys: S,
+        mask: "causal",
+        kvLayout: "hsd",
+        pos0: 2,
+        strides: {
+          q: [H * Tq * D, Tq * D, D, 1],
+          out: [H * Tq * D, Tq * D, D, 1],
+          k: [Hkv * S * D, S * D, D, 1],
+          v: [Hkv * S * D, S * D, D, 1],
+        },
+      },
+      CAPS,
+      6,
+    );
   });
 
   it("decode and prefill with 16-bit queries, caches and outputs (bf16 q / f16 cache / bf16 out; f16 everywhere)", () => {
-    check({ queries: 1, heads: 4, kvHeads: 2, headDim: 8, keys: 13, mask: "causal", pos0: 12, qDtype: "bf16", kvDtype: "f16", outDtype: "bf16" }, CAPS, 7);
-    check({ queries: 5, heads: 2, kvHeads: 1, headDim: 6, keys: 9, mask: "sliding", window: 3, kvLayout: "hsd", pos0: 4, qDtype: "f16", kvDtype: "f16", outDtype: "f16" }, CAPS, 8);
+    check(
+      {
+        queries: 1,
+        heads: 4,
+        kvHeads: 2,
+        headDim: 8,
+        keys: 13,
+        mask: "causal",
+        pos0: 12,
+        qDtype: "bf16",
+        kvDtype: "f16",
+        outDtype: "bf16",
+      },
+      CAPS,
+      7,
+    );
+    check(
+      {
+        queries: 5,
+        heads: 2,
+        kvHeads: 1,
+        headDim: 6,
+        keys: 9,
+        mask: "sliding",
+        window: 3,
+        kvLayout: "hsd",
+        pos0: 4,
+        qDtype: "f16",
+        kvDtype: "f16",
+        outDtype: "f16",
+      },
+      CAPS,
+      8,
+    );
   });
 
   it("unmasked attention, one key, and fewer lanes when workgroup memory is small", () => {
@@ -186,11 +366,29 @@ describe("synthesized attention", () => {
     it(`${kind} mask tensor [Tq, Tk] broadcast over heads, with a fully masked query row`, () => {
       const [Tq, H, Hkv, D, S] = [3, 2, 1, 4, 6];
       const r = rng(kind === "bool" ? 41 : 42);
-      const q = randF32(r, Tq * H * D, 2), k = randF32(r, S * Hkv * D), v = randF32(r, S * Hkv * D);
+      const q = randF32(r, Tq * H * D, 2),
+        k = randF32(r, S * Hkv * D),
+        v = randF32(r, S * Hkv * D);
       // Row 0 keeps nothing (its output is defined as zeros); rows 1, 2 keep a random subset including key 1.
       const keep = Array.from({ length: Tq * S }, (_, i) => (i < S ? 0 : i % S === 1 || r() < 0.5 ? 1 : 0));
-      const mask = kind === "bool" ? Uint8Array.from(keep) : Float32Array.from(keep, (x, i) => (x === 1 ? (i % 3) * 0.25 : -Infinity));
-      const s = synthesizeAttention({ name: "am", queries: Tq, heads: H, kvHeads: Hkv, headDim: D, keys: S, scale: 0.5, mask: kind, maskTensor: { dtype: kind === "bool" ? "bool" : "f32", strides: [0, 0, S, 1] } }, CAPS);
+      const mask =
+        kind === "bool"
+          ? Uint8Array.from(keep)
+          : Float32Array.from(keep, (x, i) => (x === 1 ? (i % 3) * 0.25 : -Infinity));
+      const s = synthesizeAttention(
+        {
+          name: "am",
+          queries: Tq,
+          heads: H,
+          kvHeads: Hkv,
+          headDim: D,
+          keys: S,
+          scale: 0.5,
+          mask: kind,
+          maskTensor: { dtype: kind === "bool" ? "bool" : "f32", strides: [0, 0, S, 1] },
+        },
+        CAPS,
+      );
       const out = poisoned(s.kernel, "out", Tq * H * D);
       run(s.kernel, { grid: [...s.grid], buffers: { q, k, v, mask, out } });
       const g = new Builder();
@@ -198,7 +396,10 @@ describe("synthesized attention", () => {
       const kh = g.repeatKv(g.transpose(g.const("k", "f32", [S, Hkv, D]), [1, 0, 2]), H / Hkv, 0);
       const vh = g.repeatKv(g.transpose(g.const("v", "f32", [S, Hkv, D]), [1, 0, 2]), H / Hkv, 0);
       const sc = g.mul(g.matmul(qh, g.transpose(kh, [0, 2, 1])), 0.5);
-      const m = kind === "bool" ? g.select(g.broadcast(g.cast(g.const("mask", "u8", [Tq, S]), "bool"), [H, Tq, S]), sc, -Infinity) : g.add(sc, g.const("mask", "f32", [Tq, S]));
+      const m =
+        kind === "bool"
+          ? g.select(g.broadcast(g.cast(g.const("mask", "u8", [Tq, S]), "bool"), [H, Tq, S]), sc, -Infinity)
+          : g.add(sc, g.const("mask", "f32", [Tq, S]));
       g.output("o", g.transpose(g.matmul(g.softmax(m), vh), [1, 0, 2]));
       const want = Array.from(evaluate(g.build(), { consts: { q, k, v, mask } }).outputs.o!.data);
       // Query 0 sees no key: the reference's softmax is NaN there, the kernel writes zeros (documented).
@@ -208,29 +409,92 @@ describe("synthesized attention", () => {
   }
 
   it("refuses heads that are not a multiple of kv heads and caps that cannot hold one lane", () => {
-    expect(() => synthesizeAttention({ name: "a", queries: 1, heads: 3, kvHeads: 2, headDim: 4, keys: 4, mask: "causal", scale: 1 }, CAPS)).toThrow(expect.objectContaining({ code: "bad_shape" }));
-    expect(() => synthesizeAttention({ name: "a", queries: 1, heads: 1, kvHeads: 1, headDim: 64, keys: 4, mask: "causal", scale: 1 }, { maxWorkgroup: 64, sharedBytes: 256 })).toThrow(expect.objectContaining({ code: "exceeds_caps" }));
+    expect(() =>
+      synthesizeAttention(
+        { name: "a", queries: 1, heads: 3, kvHeads: 2, headDim: 4, keys: 4, mask: "causal", scale: 1 },
+        CAPS,
+      ),
+    ).toThrow(expect.objectContaining({ code: "bad_shape" }));
+    expect(() =>
+      synthesizeAttention(
+        { name: "a", queries: 1, heads: 1, kvHeads: 1, headDim: 64, keys: 4, mask: "causal", scale: 1 },
+        { maxWorkgroup: 64, sharedBytes: 256 },
+      ),
+    ).toThrow(expect.objectContaining({ code: "exceeds_caps" }));
   });
 
   describe("flash-decode (split over the live KV length, then a combine dispatch)", () => {
     // 4 splits of at least 4 keys: live lengths 1 (three empty splits), 15 / 16 / 17 around the 4 × 4 boundary, 40.
     for (const len of [1, 15, 16, 17, 40]) {
       it(`decode, GQA 8:2, live length ${len} of 40`, () => {
-        const s = check({ queries: 1, heads: 8, kvHeads: 2, headDim: 8, keys: 40, mask: "causal", pos0: len - 1, splits: 4, minSplitKeys: 4 }, CAPS, 100 + len);
+        const s = check(
+          {
+            queries: 1,
+            heads: 8,
+            kvHeads: 2,
+            headDim: 8,
+            keys: 40,
+            mask: "causal",
+            pos0: len - 1,
+            splits: 4,
+            minSplitKeys: 4,
+          },
+          CAPS,
+          100 + len,
+        );
         expect(s.split?.partElements).toBe(8 * 4 * (8 + 2));
       });
     }
 
     it("ragged batch of 3 (live lengths 4, 13, 34), head-major bf16 cache", () => {
-      check({ batch: 3, queries: 1, heads: 4, kvHeads: 1, headDim: 8, keys: 40, mask: "causal", kvLayout: "hsd", kvDtype: "bf16", pos0: 3, ragged: [0, 9, 30], splits: 5, minSplitKeys: 3 }, CAPS, 120);
+      check(
+        {
+          batch: 3,
+          queries: 1,
+          heads: 4,
+          kvHeads: 1,
+          headDim: 8,
+          keys: 40,
+          mask: "causal",
+          kvLayout: "hsd",
+          kvDtype: "bf16",
+          pos0: 3,
+          ragged: [0, 9, 30],
+          splits: 5,
+          minSplitKeys: 3,
+        },
+        CAPS,
+        120,
+      );
     });
 
     it("chunked prefill with a sliding window, soft-cap and value dim ≠ head dim", () => {
-      check({ queries: 3, heads: 4, kvHeads: 2, headDim: 6, valueDim: 5, keys: 48, mask: "sliding", window: 11, softCap: 0.7, pos0: 30, splits: 3, minSplitKeys: 2 }, CAPS, 121);
+      check(
+        {
+          queries: 3,
+          heads: 4,
+          kvHeads: 2,
+          headDim: 6,
+          valueDim: 5,
+          keys: 48,
+          mask: "sliding",
+          window: 11,
+          softCap: 0.7,
+          pos0: 30,
+          splits: 3,
+          minSplitKeys: 2,
+        },
+        CAPS,
+        121,
+      );
     });
 
     it("unmasked attention over the whole cache with more splits than keys per split", () => {
-      check({ queries: 2, heads: 2, kvHeads: 2, headDim: 4, keys: 9, mask: "none", pos0: 0, splits: 7, minSplitKeys: 1 }, CAPS, 122);
+      check(
+        { queries: 2, heads: 2, kvHeads: 2, headDim: 4, keys: 9, mask: "none", pos0: 0, splits: 7, minSplitKeys: 1 },
+        CAPS,
+        122,
+      );
     });
 
     it("attentionSplits fills an idle device twice over, only with long enough caches", () => {
@@ -242,34 +506,106 @@ describe("synthesized attention", () => {
     });
 
     it("refuses a bad split count", () => {
-      expect(() => synthesizeAttention({ name: "a", queries: 1, heads: 1, kvHeads: 1, headDim: 4, keys: 4, mask: "causal", scale: 1, splits: 0 }, CAPS)).toThrow(expect.objectContaining({ code: "bad_param" }));
+      expect(() =>
+        synthesizeAttention(
+          { name: "a", queries: 1, heads: 1, kvHeads: 1, headDim: 4, keys: 4, mask: "causal", scale: 1, splits: 0 },
+          CAPS,
+        ),
+      ).toThrow(expect.objectContaining({ code: "bad_param" }));
     });
   });
 
   describe("warp per key (32-wide subgroups with splitAttention: the CUDA executor's caps)", () => {
-    const WARP_CAPS: SynthCaps = { maxWorkgroup: 1024, subgroupSize: 32, sharedBytes: 49152, computeUnits: 132, splitAttention: true };
+    const WARP_CAPS: SynthCaps = {
+      maxWorkgroup: 1024,
+      subgroupSize: 32,
+      sharedBytes: 49152,
+      computeUnits: 132,
+      splitAttention: true,
+    };
     it("decode at Llama-3.2-1B head dims (64), GQA 4:1, token-major f32 cache, live lengths across the warps' trips", () => {
       for (const pos0 of [0, 5, 16, 37]) {
-        const s = check({ queries: 1, heads: 4, kvHeads: 1, headDim: 64, keys: 40, mask: "causal", pos0 }, WARP_CAPS, 300 + pos0);
+        const s = check(
+          { queries: 1, heads: 4, kvHeads: 1, headDim: 64, keys: 40, mask: "causal", pos0 },
+          WARP_CAPS,
+          300 + pos0,
+        );
         expect(s.lanes).toBe(128);
         expect(s.kernel.shared.map((x) => x.name)).not.toContain("qs");
       }
     });
 
     it("head and value dims that are not multiples of 32 (lanes past the row), sliding window, soft-cap, chunked prefill", () => {
-      check({ queries: 3, heads: 4, kvHeads: 2, headDim: 40, valueDim: 20, keys: 48, mask: "sliding", window: 11, softCap: 0.7, pos0: 30 }, WARP_CAPS, 310);
+      check(
+        {
+          queries: 3,
+          heads: 4,
+          kvHeads: 2,
+          headDim: 40,
+          valueDim: 20,
+          keys: 48,
+          mask: "sliding",
+          window: 11,
+          softCap: 0.7,
+          pos0: 30,
+        },
+        WARP_CAPS,
+        310,
+      );
     });
 
     it("flash-decode splits of 16 keys (4 warps x 4 keys), live lengths 1, 16, 17, 40; ragged bf16 batch", () => {
       expect(attentionMinSplitKeys(64, 64, WARP_CAPS)).toBe(16);
       expect(attentionMinSplitKeys(64, 64, WARP_CAPS, true)).toBe(128); // a mask tensor keeps the lane-per-key kernel
-      for (const len of [1, 16, 17, 40]) check({ queries: 1, heads: 8, kvHeads: 2, headDim: 32, keys: 40, mask: "causal", pos0: len - 1, splits: 3 }, WARP_CAPS, 320 + len);
-      check({ batch: 3, queries: 1, heads: 4, kvHeads: 1, headDim: 32, keys: 40, mask: "causal", kvLayout: "hsd", kvDtype: "bf16", qDtype: "bf16", outDtype: "bf16", pos0: 3, ragged: [0, 9, 30], splits: 5, minSplitKeys: 3 }, WARP_CAPS, 330);
+      for (const len of [1, 16, 17, 40])
+        check(
+          { queries: 1, heads: 8, kvHeads: 2, headDim: 32, keys: 40, mask: "causal", pos0: len - 1, splits: 3 },
+          WARP_CAPS,
+          320 + len,
+        );
+      check(
+        {
+          batch: 3,
+          queries: 1,
+          heads: 4,
+          kvHeads: 1,
+          headDim: 32,
+          keys: 40,
+          mask: "causal",
+          kvLayout: "hsd",
+          kvDtype: "bf16",
+          qDtype: "bf16",
+          outDtype: "bf16",
+          pos0: 3,
+          ragged: [0, 9, 30],
+          splits: 5,
+          minSplitKeys: 3,
+        },
+        WARP_CAPS,
+        330,
+      );
     });
 
     it("unmasked attention with f16 caches; a bool mask tensor takes the lane-per-key kernel", () => {
-      check({ queries: 2, heads: 2, kvHeads: 2, headDim: 32, keys: 9, mask: "none", kvDtype: "f16", pos0: 0 }, WARP_CAPS, 340);
-      const s = synthesizeAttention({ name: "a", queries: 1, heads: 2, kvHeads: 2, headDim: 32, keys: 9, scale: 1, mask: "bool", maskTensor: { dtype: "bool", strides: [0, 0, 9, 1] } }, WARP_CAPS);
+      check(
+        { queries: 2, heads: 2, kvHeads: 2, headDim: 32, keys: 9, mask: "none", kvDtype: "f16", pos0: 0 },
+        WARP_CAPS,
+        340,
+      );
+      const s = synthesizeAttention(
+        {
+          name: "a",
+          queries: 1,
+          heads: 2,
+          kvHeads: 2,
+          headDim: 32,
+          keys: 9,
+          scale: 1,
+          mask: "bool",
+          maskTensor: { dtype: "bool", strides: [0, 0, 9, 1] },
+        },
+        WARP_CAPS,
+      );
       expect(s.kernel.shared.map((x) => x.name)).toContain("qs"); // the lane-per-key kernel's query in shared memory
     });
   });

@@ -27,7 +27,21 @@ function check(f: PackedFormat, B: number, blocksPerRow: number, N: number, caps
 describe("dequant GEMV from format descriptors", () => {
   const formats = [Q8_0, Q4_0, Q4_1, Q5_0, TEST_MIX];
   for (const f of formats) {
-    for (const [B, nb, N, caps] of [[1, 1, 1, TREE], [1, 3, 7, SG], [3, 5, 33, TREE], [2, 9, 4, SG], [11, 2, 5, SG], [1, 3, 9, CPU], [3, 2, 17, CPU], [10, 1, 3, CPU], [1, 3, 7, VEC], [2, 9, 4, VEC], [1, 16, 5, VEC], [3, 32, 3, VEC], [10, 8, 2, VEC]] as const) {
+    for (const [B, nb, N, caps] of [
+      [1, 1, 1, TREE],
+      [1, 3, 7, SG],
+      [3, 5, 33, TREE],
+      [2, 9, 4, SG],
+      [11, 2, 5, SG],
+      [1, 3, 9, CPU],
+      [3, 2, 17, CPU],
+      [10, 1, 3, CPU],
+      [1, 3, 7, VEC],
+      [2, 9, 4, VEC],
+      [1, 16, 5, VEC],
+      [3, 32, 3, VEC],
+      [10, 8, 2, VEC],
+    ] as const) {
       it(`${f.name}: ${B > 8 ? "GEMM, " : ""}batch ${B}, ${nb} blocks per row, N=${N} (${caps === CPU ? "cpu: serial threads" : caps === VEC ? "cuda: lanes split blocks" : caps.subgroupSize === undefined ? "tree" : "subgroups"})`, () => {
         check(f, B, nb, N, caps, nb * 131 + N * 7 + B + f.bytesPerBlock);
       });
@@ -55,7 +69,14 @@ describe("dequant GEMV from format descriptors", () => {
   });
 
   it("rejects K that is not a multiple of the block size and malformed recipes", () => {
-    expect(() => synthesizeDequantGemv({ name: "dq", K: 40, N: 2, format: Q8_0 }, TREE)).toThrow(expect.objectContaining({ code: "bad_shape" }));
-    expect(() => synthesizeDequantGemv({ name: "dq", K: 32, N: 2, format: { ...Q8_0, name: "bad", decode: { op: "var", name: "nope" } } }, TREE)).toThrow(expect.objectContaining({ code: "bad_format" }));
+    expect(() => synthesizeDequantGemv({ name: "dq", K: 40, N: 2, format: Q8_0 }, TREE)).toThrow(
+      expect.objectContaining({ code: "bad_shape" }),
+    );
+    expect(() =>
+      synthesizeDequantGemv(
+        { name: "dq", K: 32, N: 2, format: { ...Q8_0, name: "bad", decode: { op: "var", name: "nope" } } },
+        TREE,
+      ),
+    ).toThrow(expect.objectContaining({ code: "bad_format" }));
   });
 });

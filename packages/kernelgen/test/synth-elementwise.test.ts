@@ -14,7 +14,10 @@ const CAPS: SynthCaps = { maxWorkgroup: 256, sharedBytes: 16384 };
 interface Case {
   readonly shape: number[];
   readonly inputs: (ElementwiseInput & { data: ArrayLike<number> })[];
-  readonly build: (d: Dual, leaves: Record<string, ReturnType<Dual["leaf"]>>) => Record<string, { node: ReturnType<Dual["leaf"]>; dtype: ElementwiseOutput["dtype"] }>;
+  readonly build: (
+    d: Dual,
+    leaves: Record<string, ReturnType<Dual["leaf"]>>,
+  ) => Record<string, { node: ReturnType<Dual["leaf"]>; dtype: ElementwiseOutput["dtype"] }>;
 }
 
 /** Runs the synthesized region and the graph oracle; returns both per output. */
@@ -31,7 +34,11 @@ function check(c: Case, caps = CAPS, rel = 1e-6) {
     consts[inp.name] = inp.data;
   }
   const outs = c.build(d, leaves);
-  const outputs: ElementwiseOutput[] = Object.entries(outs).map(([name, o]) => ({ name, dtype: o.dtype, node: o.node.i }));
+  const outputs: ElementwiseOutput[] = Object.entries(outs).map(([name, o]) => ({
+    name,
+    dtype: o.dtype,
+    node: o.node.i,
+  }));
   for (const [name, o] of Object.entries(outs)) {
     const widened = o.dtype === "bf16" || o.dtype === "f16" ? g.cast(o.node.ref, o.dtype) : o.node.ref;
     g.output(name, g.broadcast(widened, c.shape));
@@ -46,9 +53,24 @@ function check(c: Case, caps = CAPS, rel = 1e-6) {
   for (const o of outputs) {
     const want = ref[o.name]!.data;
     const got = buffers[o.name]!;
-    if (o.dtype === "bf16") expectExact(Array.from(got, (x) => x), Array.from(want, (x) => f32ToBf16Bits(x)));
-    else if (o.dtype === "f16") expectExact(Array.from(got, (x) => x), Array.from(want, (x) => f32ToF16Bits(x)));
-    else if (o.dtype === "f32") expectClose(got, want, Array.from(want, (x) => Math.abs(x)), rel, 1e-7);
+    if (o.dtype === "bf16")
+      expectExact(
+        Array.from(got, (x) => x),
+        Array.from(want, (x) => f32ToBf16Bits(x)),
+      );
+    else if (o.dtype === "f16")
+      expectExact(
+        Array.from(got, (x) => x),
+        Array.from(want, (x) => f32ToF16Bits(x)),
+      );
+    else if (o.dtype === "f32")
+      expectClose(
+        got,
+        want,
+        Array.from(want, (x) => Math.abs(x)),
+        rel,
+        1e-7,
+      );
     else expectExact(got, want);
   }
   return s;
@@ -62,7 +84,12 @@ describe("synthesized elementwise regions", () => {
       shape,
       inputs: [
         { name: "a", dtype: "f32", shape, data: randF32(r, 105, 4) },
-        { name: "b", dtype: "bf16", shape: [5, 1], data: Uint16Array.from({ length: 5 }, () => f32ToBf16Bits(r() * 2 - 1)) },
+        {
+          name: "b",
+          dtype: "bf16",
+          shape: [5, 1],
+          data: Uint16Array.from({ length: 5 }, () => f32ToBf16Bits(r() * 2 - 1)),
+        },
         { name: "c", dtype: "f32", shape: [7], data: randF32(r, 7) },
       ],
       build: (d, { a, b, c }) => ({
@@ -85,7 +112,10 @@ describe("synthesized elementwise regions", () => {
       ],
       build: (d, { x, y }) => ({
         q: { node: d.bin("div", x!, y!), dtype: "i32" },
-        s: { node: d.bin("xor", d.bin("shl", x!, d.const(3, "i32")), d.bin("shr", x!, d.const(2, "i32"))), dtype: "i32" },
+        s: {
+          node: d.bin("xor", d.bin("shl", x!, d.const(3, "i32")), d.bin("shr", x!, d.const(2, "i32"))),
+          dtype: "i32",
+        },
         f: { node: d.bin("mul", d.cast(x!, "f32"), d.const(0.5, "f32")), dtype: "f32" },
         t: { node: d.cast(d.bin("mul", d.cast(y!, "f32"), d.const(2.75, "f32")), "i32"), dtype: "i32" },
       }),
@@ -97,18 +127,22 @@ describe("synthesized elementwise regions", () => {
     const n = 257;
     const a = Float32Array.from({ length: n }, () => r() * 3 + 0.01);
     const p = Float32Array.from({ length: n }, () => Math.round(r() * 6 - 3) / 2);
-    check({
-      shape: [n],
-      inputs: [
-        { name: "a", dtype: "f32", shape: [n], data: a },
-        { name: "p", dtype: "f32", shape: [n], data: p },
-      ],
-      build: (d, { a, p }) => ({
-        e: { node: d.bin("add", d.un("erf", a!), d.un("tanh", d.un("neg", a!))), dtype: "f32" },
-        w: { node: d.bin("pow", d.bin("sub", a!, d.const(1.5, "f32")), p!), dtype: "f32" },
-        l: { node: d.bin("mul", d.un("log", a!), d.round(d.un("sqrt", a!), "bf16")), dtype: "f32" },
-      }),
-    }, CAPS, 4e-6);
+    check(
+      {
+        shape: [n],
+        inputs: [
+          { name: "a", dtype: "f32", shape: [n], data: a },
+          { name: "p", dtype: "f32", shape: [n], data: p },
+        ],
+        build: (d, { a, p }) => ({
+          e: { node: d.bin("add", d.un("erf", a!), d.un("tanh", d.un("neg", a!))), dtype: "f32" },
+          w: { node: d.bin("pow", d.bin("sub", a!, d.const(1.5, "f32")), p!), dtype: "f32" },
+          l: { node: d.bin("mul", d.un("log", a!), d.round(d.un("sqrt", a!), "bf16")), dtype: "f32" },
+        }),
+      },
+      CAPS,
+      4e-6,
+    );
   });
 
   it("one element, and a transposed strided view with an iota leaf", () => {
@@ -123,12 +157,21 @@ describe("synthesized elementwise regions", () => {
     const xt = g.transpose(g.const("x", "f32", [4, 3]), [1, 0]);
     g.output("y", g.add(xt, g.cast(g.iota([3, 4], 1), "f32")));
     const want = evaluate(g.build(), { consts: { x } }).outputs.y!.data;
-    const s = synthesizeElementwise({
-      name: "tr", shape: [3, 4],
-      inputs: [{ name: "x", dtype: "f32", shape: [4, 3], strides: [1, 3] }],
-      nodes: [{ op: "leaf", name: "x" }, { op: "leaf", name: "#1" }, { op: "cast", to: "f32", a: 1 }, { op: "binary", fn: "add", a: 0, b: 2 }],
-      outputs: [{ name: "y", dtype: "f32", node: 3 }],
-    }, CAPS);
+    const s = synthesizeElementwise(
+      {
+        name: "tr",
+        shape: [3, 4],
+        inputs: [{ name: "x", dtype: "f32", shape: [4, 3], strides: [1, 3] }],
+        nodes: [
+          { op: "leaf", name: "x" },
+          { op: "leaf", name: "#1" },
+          { op: "cast", to: "f32", a: 1 },
+          { op: "binary", fn: "add", a: 0, b: 2 },
+        ],
+        outputs: [{ name: "y", dtype: "f32", node: 3 }],
+      },
+      CAPS,
+    );
     const y = poisoned(s.kernel, "y", 12);
     run(s.kernel, { grid: [...s.grid], buffers: { x, y } });
     expectExact(y as Float32Array, want);
@@ -136,18 +179,67 @@ describe("synthesized elementwise regions", () => {
 
   it("a small workgroup limit still covers every element (many workgroups)", () => {
     const r = rng(5);
-    const s = check({
-      shape: [2, 33],
-      inputs: [{ name: "a", dtype: "f16", shape: [2, 33], data: Uint16Array.from({ length: 66 }, () => 0x3c00 + Math.floor(r() * 512)) }],
-      build: (d, { a }) => ({ y: { node: d.bin("mul", a!, a!), dtype: "f16" } }),
-    }, { maxWorkgroup: 8, sharedBytes: 0 });
+    const s = check(
+      {
+        shape: [2, 33],
+        inputs: [
+          {
+            name: "a",
+            dtype: "f16",
+            shape: [2, 33],
+            data: Uint16Array.from({ length: 66 }, () => 0x3c00 + Math.floor(r() * 512)),
+          },
+        ],
+        build: (d, { a }) => ({ y: { node: d.bin("mul", a!, a!), dtype: "f16" } }),
+      },
+      { maxWorkgroup: 8, sharedBytes: 0 },
+    );
     expect(s.grid[0]).toBe(9);
   });
 
   it("ill-typed DAGs and bad shapes are typed errors", () => {
-    const base = { name: "bad", shape: [2], inputs: [{ name: "a", dtype: "f32" as const, shape: [2] }], outputs: [{ name: "y", dtype: "f32" as const, node: 1 }] };
-    expect(() => synthesizeElementwise({ ...base, nodes: [{ op: "leaf", name: "a" }, { op: "binary", fn: "shl", a: 0, b: 0 }] }, CAPS)).toThrow(expect.objectContaining({ code: "bad_dtype" }));
-    expect(() => synthesizeElementwise({ ...base, nodes: [{ op: "leaf", name: "zz" }, { op: "unary", fn: "exp", a: 0 }] }, CAPS)).toThrow(KernelgenError);
-    expect(() => synthesizeElementwise({ ...base, inputs: [{ name: "a", dtype: "f32", shape: [3] }], nodes: [{ op: "leaf", name: "a" }, { op: "unary", fn: "exp", a: 0 }] }, CAPS)).toThrow(expect.objectContaining({ code: "bad_shape" }));
+    const base = {
+      name: "bad",
+      shape: [2],
+      inputs: [{ name: "a", dtype: "f32" as const, shape: [2] }],
+      outputs: [{ name: "y", dtype: "f32" as const, node: 1 }],
+    };
+    expect(() =>
+      synthesizeElementwise(
+        {
+          ...base,
+          nodes: [
+            { op: "leaf", name: "a" },
+            { op: "binary", fn: "shl", a: 0, b: 0 },
+          ],
+        },
+        CAPS,
+      ),
+    ).toThrow(expect.objectContaining({ code: "bad_dtype" }));
+    expect(() =>
+      synthesizeElementwise(
+        {
+          ...base,
+          nodes: [
+            { op: "leaf", name: "zz" },
+            { op: "unary", fn: "exp", a: 0 },
+          ],
+        },
+        CAPS,
+      ),
+    ).toThrow(KernelgenError);
+    expect(() =>
+      synthesizeElementwise(
+        {
+          ...base,
+          inputs: [{ name: "a", dtype: "f32", shape: [3] }],
+          nodes: [
+            { op: "leaf", name: "a" },
+            { op: "unary", fn: "exp", a: 0 },
+          ],
+        },
+        CAPS,
+      ),
+    ).toThrow(expect.objectContaining({ code: "bad_shape" }));
   });
 });

@@ -23,4 +23,6 @@ const input = arg("in", path.join(repoRoot(), "models", "demo"));
 const out = arg("out", path.join(input, "model.gguf"));
 const t0 = performance.now();
 const r = convertLlamaToGGUF(input, out, { name: "poot-demo" });
-console.log(`wrote ${r.path}: ${r.bytes} bytes, ${r.tensors} tensors, in ${((performance.now() - t0) / 1000).toFixed(2)} s`);
+console.log(
+  `wrote ${r.path}: ${r.bytes} bytes, ${r.tensors} tensors, in ${((performance.now() - t0) / 1000).toFixed(2)} s`,
+);

@@ -48,8 +48,10 @@ function readJson(file: string): Json {
 function ropeParams(cfg: Json, layerType?: string): [number, Json] {
   let rp = cfg["rope_parameters"] as Json | undefined;
   if (rp !== undefined && rp !== null && Object.keys(rp).length > 0) {
-    if (layerType !== undefined && typeof rp[layerType] === "object" && rp[layerType] !== null) rp = rp[layerType] as Json;
-    else if (!("rope_theta" in rp) && typeof rp["full_attention"] === "object" && rp["full_attention"] !== null) rp = rp["full_attention"] as Json;
+    if (layerType !== undefined && typeof rp[layerType] === "object" && rp[layerType] !== null)
+      rp = rp[layerType] as Json;
+    else if (!("rope_theta" in rp) && typeof rp["full_attention"] === "object" && rp["full_attention"] !== null)
+      rp = rp["full_attention"] as Json;
     return [Number(rp["rope_theta"] ?? 10000), rp];
   }
   return [Number(cfg["rope_theta"] ?? 10000), (cfg["rope_scaling"] as Json | null) ?? {}];
@@ -58,10 +60,14 @@ function ropeParams(cfg: Json, layerType?: string): [number, Json] {
 /** llama3 RoPE frequency factors, in float32 as numpy 2 computes them. */
 function llama3RopeFactors(cfg: Json, headDim: number): Float32Array {
   const [theta, rs] = ropeParams(cfg);
-  const factor = Number(rs["factor"] ?? 8), lo = Number(rs["low_freq_factor"] ?? 1), hi = Number(rs["high_freq_factor"] ?? 4);
+  const factor = Number(rs["factor"] ?? 8),
+    lo = Number(rs["low_freq_factor"] ?? 1),
+    hi = Number(rs["high_freq_factor"] ?? 4);
   const old = Number(rs["original_max_position_embeddings"] ?? 8192);
-  const f = Math.fround, out = new Float32Array(headDim / 2);
-  const loWl = old / lo, hiWl = old / hi;
+  const f = Math.fround,
+    out = new Float32Array(headDim / 2);
+  const loWl = old / lo,
+    hiWl = old / hi;
   for (let i = 0; i < headDim / 2; i++) {
     const freq = f(1 / f(Math.pow(theta, f(f(2 * i) / headDim))));
     const wl = f(f(2 * Math.PI) / freq);
@@ -81,14 +87,18 @@ function ropeFactors(spec: GeneratedFixture, computed: Float32Array): Float32Arr
   if (spec.ropeFreqs === undefined) return computed;
   const rec = Float32Array.from(spec.ropeFreqs);
   const bad = computed.findIndex((x, i) => !(Math.abs(x - rec[i]!) <= 1e-6 * Math.abs(x)));
-  if (rec.length !== computed.length || bad >= 0) throw new Error(`${spec.path}: recorded ropeFreqs differ from the computed llama3 factors by more than 1e-6 (index ${bad})`);
+  if (rec.length !== computed.length || bad >= 0)
+    throw new Error(
+      `${spec.path}: recorded ropeFreqs differ from the computed llama3 factors by more than 1e-6 (index ${bad})`,
+    );
   return rec;
 }
 
 /** Float32 -> IEEE half bits, round to nearest even (ggml's GGML_FP32_TO_FP16). */
 function f32ToF16(v: number): number {
   const u = new Uint32Array(new Float32Array([v]).buffer)[0]!;
-  const sign = (u >>> 16) & 0x8000, exp = (u >>> 23) & 0xff;
+  const sign = (u >>> 16) & 0x8000,
+    exp = (u >>> 23) & 0xff;
   let mant = u & 0x7fffff;
   if (exp === 0xff) return sign | 0x7c00 | (mant !== 0 ? 0x200 : 0);
   const e = exp - 127 + 15;
@@ -96,7 +106,9 @@ function f32ToF16(v: number): number {
   if (e <= 0) {
     if (e < -10) return sign;
     mant |= 0x800000;
-    const shift = 14 - e, half = 1 << (shift - 1), rem = mant & ((1 << shift) - 1);
+    const shift = 14 - e,
+      half = 1 << (shift - 1),
+      rem = mant & ((1 << shift) - 1);
     let h = mant >>> shift;
     if (rem > half || (rem === half && (h & 1) === 1)) h++;
     return sign | h;
@@ -115,11 +127,14 @@ function toF16(a: Float32Array): Uint8Array {
 
 /** ggml's quantize_row_q8_0_ref: per 32 values an f16 scale amax/127 and round-half-away int8s. */
 function toQ8_0(a: Float32Array): Uint8Array {
-  const out = new Uint8Array((a.length / 32) * 34), dv = new DataView(out.buffer), f = Math.fround;
+  const out = new Uint8Array((a.length / 32) * 34),
+    dv = new DataView(out.buffer),
+    f = Math.fround;
   for (let b = 0; b < a.length / 32; b++) {
     let amax = 0;
     for (let j = 0; j < 32; j++) amax = Math.max(amax, Math.abs(a[b * 32 + j]!));
-    const d = f(amax / 127), id = d !== 0 ? f(1 / d) : 0;
+    const d = f(amax / 127),
+      id = d !== 0 ? f(1 / d) : 0;
     dv.setUint16(b * 34, f32ToF16(d), true);
     for (let j = 0; j < 32; j++) {
       const x = f(a[b * 32 + j]! * id);
@@ -132,15 +147,20 @@ function toQ8_0(a: Float32Array): Uint8Array {
 /** The tokenizer.ggml.* keys of a byte-level BPE tokenizer.json, as hf2gguf's add_tokenizer writes them. */
 function tokenizerKeys(tj: Json, cfg: Json, nVocab: number): Record<string, GGUFWriteValue> {
   const model = tj["model"] as { type: string; vocab: Record<string, number>; merges?: (string | string[])[] };
-  const norm = JSON.stringify(tj["normalizer"] ?? null) + JSON.stringify(tj["pre_tokenizer"] ?? null) + JSON.stringify(tj["decoder"] ?? null);
+  const norm =
+    JSON.stringify(tj["normalizer"] ?? null) +
+    JSON.stringify(tj["pre_tokenizer"] ?? null) +
+    JSON.stringify(tj["decoder"] ?? null);
   if (model.type !== "BPE" || !norm.includes("ByteLevel")) throw new Error("only byte-level BPE tokenizers regenerate");
   const vocab = new Map(Object.entries(model.vocab));
   const added = new Map<number, { content: string; special?: boolean }>();
-  for (const t of (tj["added_tokens"] ?? []) as { id: number; content: string; special?: boolean }[]) added.set(t.id, t);
+  for (const t of (tj["added_tokens"] ?? []) as { id: number; content: string; special?: boolean }[])
+    added.set(t.id, t);
   for (const [id, t] of added) if (!vocab.has(t.content)) vocab.set(t.content, id);
   const idToTok = new Map<number, string>();
   for (const [t, id] of vocab) idToTok.set(id, t);
-  const tokens: string[] = [], types: number[] = [];
+  const tokens: string[] = [],
+    types: number[] = [];
   for (let i = 0; i < nVocab; i++) {
     const t = idToTok.get(i);
     if (t === undefined) {
@@ -156,16 +176,28 @@ function tokenizerKeys(tj: Json, cfg: Json, nVocab: number): Record<string, GGUF
     "tokenizer.ggml.pre": { type: "string", value: "llama-bpe" },
     "tokenizer.ggml.tokens": { type: "array", elem: "string", value: tokens },
     "tokenizer.ggml.token_type": { type: "array", elem: "i32", value: types },
-    "tokenizer.ggml.merges": { type: "array", elem: "string", value: (model.merges ?? []).map((m) => (typeof m === "string" ? m : m.join(" "))) },
+    "tokenizer.ggml.merges": {
+      type: "array",
+      elem: "string",
+      value: (model.merges ?? []).map((m) => (typeof m === "string" ? m : m.join(" "))),
+    },
   };
-  for (const [key, ck] of [["bos", "bos_token_id"], ["eos", "eos_token_id"], ["padding", "pad_token_id"]] as const) {
+  for (const [key, ck] of [
+    ["bos", "bos_token_id"],
+    ["eos", "eos_token_id"],
+    ["padding", "pad_token_id"],
+  ] as const) {
     let v = cfg[ck] as number | number[] | null | undefined;
     if (Array.isArray(v)) v = v[0];
-    if (typeof v === "number" && v >= 0 && v < nVocab) keys[`tokenizer.ggml.${key}_token_id`] = { type: "u32", value: v };
+    if (typeof v === "number" && v >= 0 && v < nVocab)
+      keys[`tokenizer.ggml.${key}_token_id`] = { type: "u32", value: v };
   }
   const pp = tj["post_processor"];
   const pps = JSON.stringify(pp ?? null);
-  const bos = pp !== undefined && pp !== null && (pps.toLowerCase().includes("bos") || pps.includes("<s>") || pps.includes("begin_of_text"));
+  const bos =
+    pp !== undefined &&
+    pp !== null &&
+    (pps.toLowerCase().includes("bos") || pps.includes("<s>") || pps.includes("begin_of_text"));
   keys["tokenizer.ggml.add_bos_token"] = { type: "bool", value: bos };
   keys["tokenizer.ggml.add_eos_token"] = { type: "bool", value: false };
   return keys;
@@ -174,33 +206,55 @@ function tokenizerKeys(tj: Json, cfg: Json, nVocab: number): Record<string, GGUF
 /** Writes the GGUF file `spec` describes from the fixtures folder `root` to `out`; returns its bytes. */
 export function buildFixtureGGUF(root: string, spec: GeneratedFixture): Uint8Array {
   const dir = path.join(root, spec.source);
-  const cfg = readJson(path.join(dir, "config.json")), tj = readJson(path.join(dir, "tokenizer.json"));
+  const cfg = readJson(path.join(dir, "config.json")),
+    tj = readJson(path.join(dir, "tokenizer.json"));
   const archName = ((cfg["architectures"] ?? []) as string[])[0];
   const arch = archName === "LlamaForCausalLM" ? "llama" : archName === "Qwen3ForCausalLM" ? "qwen3" : undefined;
-  if (arch === undefined) throw new Error(`${spec.source}: architecture ${archName} does not regenerate (llama and qwen3 only)`);
+  if (arch === undefined)
+    throw new Error(`${spec.source}: architecture ${archName} does not regenerate (llama and qwen3 only)`);
   const st = openSafetensors(path.join(dir, spec.weights));
   try {
-    const H = Number(cfg["num_attention_heads"]), KV = Number(cfg["num_key_value_heads"] ?? H), L = Number(cfg["num_hidden_layers"]);
+    const H = Number(cfg["num_attention_heads"]),
+      KV = Number(cfg["num_key_value_heads"] ?? H),
+      L = Number(cfg["num_hidden_layers"]);
     const hd = Number(cfg["head_dim"] ?? 0) || Number(cfg["hidden_size"]) / H;
     const tensors: [string, Float32Array, number[]][] = [];
     const get = (n: string): [Float32Array, number[]] => [st.readF32Sync(n), [...st.info(n).shape]];
     const add = (name: string, [d, s]: [Float32Array, number[]]) => tensors.push([name, d, s]);
     const permuted = (n: string, heads: number): [Float32Array, number[]] => {
-      const [d, s] = get(n), cols = s[1]!, out = new Float32Array(d.length);
+      const [d, s] = get(n),
+        cols = s[1]!,
+        out = new Float32Array(d.length);
       llamaQKRowOrder(heads, hd).forEach((src, g) => out.set(d.subarray(src * cols, (src + 1) * cols), g * cols));
       return [out, s];
     };
     add("token_embd.weight", get("model.embed_tokens.weight"));
-    const [theta, rs] = ropeParams(cfg, ((cfg["layer_types"] ?? []) as string[]).includes("full_attention") ? "full_attention" : undefined);
+    const [theta, rs] = ropeParams(
+      cfg,
+      ((cfg["layer_types"] ?? []) as string[]).includes("full_attention") ? "full_attention" : undefined,
+    );
     const ropeType = String(rs["rope_type"] ?? rs["type"] ?? "default");
-    if (arch === "llama" && ropeType === "llama3") add("rope_freqs.weight", [ropeFactors(spec, llama3RopeFactors(cfg, hd)), [hd / 2]]);
+    if (arch === "llama" && ropeType === "llama3")
+      add("rope_freqs.weight", [ropeFactors(spec, llama3RopeFactors(cfg, hd)), [hd / 2]]);
     for (let i = 0; i < L; i++) {
-      const p = `model.layers.${i}.`, b = `blk.${i}.`;
+      const p = `model.layers.${i}.`,
+        b = `blk.${i}.`;
       add(`${b}attn_norm.weight`, get(`${p}input_layernorm.weight`));
-      add(`${b}attn_q.weight`, arch === "llama" ? permuted(`${p}self_attn.q_proj.weight`, H) : get(`${p}self_attn.q_proj.weight`));
-      add(`${b}attn_k.weight`, arch === "llama" ? permuted(`${p}self_attn.k_proj.weight`, KV) : get(`${p}self_attn.k_proj.weight`));
+      add(
+        `${b}attn_q.weight`,
+        arch === "llama" ? permuted(`${p}self_attn.q_proj.weight`, H) : get(`${p}self_attn.q_proj.weight`),
+      );
+      add(
+        `${b}attn_k.weight`,
+        arch === "llama" ? permuted(`${p}self_attn.k_proj.weight`, KV) : get(`${p}self_attn.k_proj.weight`),
+      );
       add(`${b}attn_v.weight`, get(`${p}self_attn.v_proj.weight`));
-      for (const [x, g] of [["q", "attn_q"], ["k", "attn_k"], ["v", "attn_v"], ["o", "attn_output"]] as const) {
+      for (const [x, g] of [
+        ["q", "attn_q"],
+        ["k", "attn_k"],
+        ["v", "attn_v"],
+        ["o", "attn_output"],
+      ] as const) {
         if (st.has(`${p}self_attn.${x}_proj.bias`)) add(`${b}${g}.bias`, get(`${p}self_attn.${x}_proj.bias`));
       }
       add(`${b}attn_output.weight`, get(`${p}self_attn.o_proj.weight`));
@@ -241,17 +295,28 @@ export function buildFixtureGGUF(root: string, spec: GeneratedFixture): Uint8Arr
     if (ropeType === "linear") {
       meta[`${arch}.rope.scaling.type`] = { type: "string", value: "linear" };
       meta[`${arch}.rope.scaling.factor`] = { type: "f32", value: Number(rs["factor"]) };
-    } else if (ropeType !== "default" && ropeType !== "llama3") throw new Error(`${spec.source}: rope type ${ropeType} does not regenerate`);
+    } else if (ropeType !== "default" && ropeType !== "llama3")
+      throw new Error(`${spec.source}: rope type ${ropeType} does not regenerate`);
     meta["general.file_type"] = u32(FILE_TYPE[spec.type]);
     meta["general.quantization_version"] = u32(2);
     Object.assign(meta, tokenizerKeys(tj, cfg, nVocab));
     // hf2gguf's choose_types: matrices take the file's type, norms and 1-D tensors stay F32.
-    const fmt = tensors.map(([n, , s]) => (n.endsWith("weight") && s.length >= 2 && !n.includes("_norm.weight") ? spec.type : "F32"));
-    const enc = encodeGGUFHeader(meta, tensors.map(([n, , s], i) => ({ name: n, ggmlDims: [...s].reverse(), format: QUANT_FORMATS[fmt[i]!] })));
+    const fmt = tensors.map(([n, , s]) =>
+      n.endsWith("weight") && s.length >= 2 && !n.includes("_norm.weight") ? spec.type : "F32",
+    );
+    const enc = encodeGGUFHeader(
+      meta,
+      tensors.map(([n, , s], i) => ({ name: n, ggmlDims: [...s].reverse(), format: QUANT_FORMATS[fmt[i]!] })),
+    );
     const out = new Uint8Array(enc.header.length + enc.dataLength);
     out.set(enc.header);
     tensors.forEach(([, d], i) => {
-      const bytes = fmt[i] === "F16" ? toF16(d) : fmt[i] === "Q8_0" ? toQ8_0(d) : new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
+      const bytes =
+        fmt[i] === "F16"
+          ? toF16(d)
+          : fmt[i] === "Q8_0"
+            ? toQ8_0(d)
+            : new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
       out.set(bytes, enc.header.length + enc.placements[i]!.offset);
     });
     return out;
@@ -267,7 +332,7 @@ export function sha256(bytes: Uint8Array): string {
 
 /** The generated-file list of the fixtures folder `root`. */
 export function readGeneratedList(root: string): GeneratedFixture[] {
-  return (readJson(path.join(root, "generated.json"))["files"] as GeneratedFixture[]);
+  return readJson(path.join(root, "generated.json"))["files"] as GeneratedFixture[];
 }
 
 /**
@@ -278,7 +343,9 @@ export function regenerate(root: string, spec: GeneratedFixture, outRoot = root)
   const bytes = buildFixtureGGUF(root, spec);
   const got = sha256(bytes);
   if (got !== spec.sha256 || bytes.byteLength !== spec.bytes) {
-    throw new Error(`fixtures/${spec.path}: regenerated file differs from the recorded original (sha256 ${got}, ${bytes.byteLength} bytes; recorded ${spec.sha256}, ${spec.bytes} bytes)`);
+    throw new Error(
+      `fixtures/${spec.path}: regenerated file differs from the recorded original (sha256 ${got}, ${bytes.byteLength} bytes; recorded ${spec.sha256}, ${spec.bytes} bytes)`,
+    );
   }
   const out = path.join(outRoot, spec.path);
   fs.mkdirSync(path.dirname(out), { recursive: true });

@@ -51,7 +51,8 @@ function unstack(prefix: string, t: Widened, roles: readonly [string, number, nu
   const out: Widened[] = [];
   for (let e = 0; e < E; e++) {
     for (const [role, r0, r1] of roles) {
-      const start = ((e * rows + r0) * cols) * 4, end = ((e * rows + r1) * cols) * 4;
+      const start = (e * rows + r0) * cols * 4,
+        end = (e * rows + r1) * cols * 4;
       out.push({ name: `${prefix}.${e}.${role}.weight`, shape: [r1 - r0, cols], bytes: t.bytes.slice(start, end) });
     }
   }
@@ -61,7 +62,10 @@ function unstack(prefix: string, t: Widened, roles: readonly [string, number, nu
 /** The float32 safetensors bytes `spec` describes, from the fixtures folder `root`. */
 export function buildFixtureSafetensors(root: string, spec: GeneratedSafetensors): Uint8Array {
   const src = path.join(root, spec.from);
-  const cfg = JSON.parse(fs.readFileSync(path.join(path.dirname(src), "config.json"), "utf8")) as Record<string, unknown>;
+  const cfg = JSON.parse(fs.readFileSync(path.join(path.dirname(src), "config.json"), "utf8")) as Record<
+    string,
+    unknown
+  >;
   const st = openSafetensors(src);
   try {
     let tensors: Widened[] = [];
@@ -72,7 +76,18 @@ export function buildFixtureSafetensors(root: string, spec: GeneratedSafetensors
       const m = /^(.*\.mlp\.experts)\.(gate_up_proj|down_proj)$/.exec(t.name);
       if (spec.unfuseExperts === true && m !== null) {
         const rows = t.shape[1]!;
-        tensors.push(...unstack(m[1]!, w, m[2] === "gate_up_proj" ? [["gate_proj", 0, rows / 2], ["up_proj", rows / 2, rows]] : [["down_proj", 0, rows]]));
+        tensors.push(
+          ...unstack(
+            m[1]!,
+            w,
+            m[2] === "gate_up_proj"
+              ? [
+                  ["gate_proj", 0, rows / 2],
+                  ["up_proj", rows / 2, rows],
+                ]
+              : [["down_proj", 0, rows]],
+          ),
+        );
       } else tensors.push(w);
     }
     tensors = tensors.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));

@@ -4,7 +4,14 @@ import { randomFillSync } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
-import { QUANT_FORMATS, encodeGGUFHeader, readHFConfig, type GGUFWriteTensor, type GGUFWriteValue, type QuantFormat } from "../src/index.js";
+import {
+  QUANT_FORMATS,
+  encodeGGUFHeader,
+  readHFConfig,
+  type GGUFWriteTensor,
+  type GGUFWriteValue,
+  type QuantFormat,
+} from "../src/index.js";
 import { fixture } from "@poot/testkit";
 
 /** The package folder (this script also runs bundled from .cache/scripts). */
@@ -55,24 +62,40 @@ for (let i = 0; i < L; i++) {
 tensors.push({ name: "output_norm.weight", ggmlDims: [H], format: QUANT_FORMATS.F32 });
 
 // A vocabulary of realistic size (token strings and merges are synthetic) so header parsing costs what it would.
-const tokens = Array.from({ length: V }, (_, i) => (i < 256 ? `<0x${i.toString(16).padStart(2, "0").toUpperCase()}>` : `tok${i}`));
-const merges = Array.from({ length: 280_000 }, (_, i) => `tok${256 + (i % (V - 256))} tok${256 + ((i * 7919) % (V - 256))}`);
+const tokens = Array.from({ length: V }, (_, i) =>
+  i < 256 ? `<0x${i.toString(16).padStart(2, "0").toUpperCase()}>` : `tok${i}`,
+);
+const merges = Array.from(
+  { length: 280_000 },
+  (_, i) => `tok${256 + (i % (V - 256))} tok${256 + ((i * 7919) % (V - 256))}`,
+);
 const s = (value: string): GGUFWriteValue => ({ type: "string", value });
 const u32 = (value: number): GGUFWriteValue => ({ type: "u32", value });
 const f32 = (value: number): GGUFWriteValue => ({ type: "f32", value });
 const metadata: Record<string, GGUFWriteValue> = {
-  "general.architecture": s("llama"), "general.name": s("random Llama-3.2-1B-shaped benchmark model"),
-  "llama.vocab_size": u32(V), "llama.context_length": u32(c.maxPositions), "llama.embedding_length": u32(H),
-  "llama.block_count": u32(L), "llama.feed_forward_length": u32(I), "llama.attention.head_count": u32(numHeads),
-  "llama.attention.head_count_kv": u32(numKVHeads), "llama.attention.layer_norm_rms_epsilon": f32(c.rmsNormEps),
-  "llama.attention.key_length": u32(headDim), "llama.attention.value_length": u32(headDim),
-  "llama.rope.freq_base": f32(c.rope.theta), "llama.rope.dimension_count": u32(headDim),
-  "general.file_type": u32({ F16: 1, Q8_0: 7, Q4_K_M: 15 }[type]!), "general.quantization_version": u32(2),
-  "tokenizer.ggml.model": s("gpt2"), "tokenizer.ggml.pre": s("llama-bpe"),
+  "general.architecture": s("llama"),
+  "general.name": s("random Llama-3.2-1B-shaped benchmark model"),
+  "llama.vocab_size": u32(V),
+  "llama.context_length": u32(c.maxPositions),
+  "llama.embedding_length": u32(H),
+  "llama.block_count": u32(L),
+  "llama.feed_forward_length": u32(I),
+  "llama.attention.head_count": u32(numHeads),
+  "llama.attention.head_count_kv": u32(numKVHeads),
+  "llama.attention.layer_norm_rms_epsilon": f32(c.rmsNormEps),
+  "llama.attention.key_length": u32(headDim),
+  "llama.attention.value_length": u32(headDim),
+  "llama.rope.freq_base": f32(c.rope.theta),
+  "llama.rope.dimension_count": u32(headDim),
+  "general.file_type": u32({ F16: 1, Q8_0: 7, Q4_K_M: 15 }[type]!),
+  "general.quantization_version": u32(2),
+  "tokenizer.ggml.model": s("gpt2"),
+  "tokenizer.ggml.pre": s("llama-bpe"),
   "tokenizer.ggml.tokens": { type: "array", elem: "string", value: tokens },
   "tokenizer.ggml.token_type": { type: "array", elem: "i32", value: tokens.map(() => 1) },
   "tokenizer.ggml.merges": { type: "array", elem: "string", value: merges },
-  "tokenizer.ggml.bos_token_id": u32(c.bosTokenId ?? 0), "tokenizer.ggml.eos_token_id": u32(c.eosTokenIds[0] ?? 0),
+  "tokenizer.ggml.bos_token_id": u32(c.bosTokenId ?? 0),
+  "tokenizer.ggml.eos_token_id": u32(c.eosTokenIds[0] ?? 0),
 };
 
 /** Random small f16 bits (|x| in [2^-12, 2^-5)) for block scales: valid, finite, nonzero. */
@@ -85,7 +108,10 @@ function fixBlocks(f: QuantFormat, buf: Uint8Array): void {
     for (const h of halves) {
       for (let k = 0; k < h.count; k++) {
         const at = o + h.offset + 2 * k;
-        const v = f.name === "F16" ? (buf[at]! | (buf[at + 1]! << 8) & 0x83ff) | ((12 + (buf[at + 1]! & 3)) << 10) : smallF16(buf[at]! | (buf[at + 1]! << 8));
+        const v =
+          f.name === "F16"
+            ? buf[at]! | ((buf[at + 1]! << 8) & 0x83ff) | ((12 + (buf[at + 1]! & 3)) << 10)
+            : smallF16(buf[at]! | (buf[at + 1]! << 8));
         buf[at] = v & 0xff;
         buf[at + 1] = v >> 8;
       }
@@ -114,7 +140,8 @@ const pool = (f: QuantFormat): Uint8Array => {
 let pos = enc.header.length;
 let rot = 0;
 for (let i = 0; i < tensors.length; i++) {
-  const t = tensors[i]!, pl = enc.placements[i]!;
+  const t = tensors[i]!,
+    pl = enc.placements[i]!;
   const start = enc.header.length + pl.offset;
   if (start > pos) fs.writeSync(fd, new Uint8Array(start - pos));
   const p = pool(t.format);
@@ -132,4 +159,6 @@ for (let i = 0; i < tensors.length; i++) {
 fs.closeSync(fd);
 const counts: Record<string, number> = {};
 for (const t of tensors) counts[t.format.name] = (counts[t.format.name] ?? 0) + 1;
-console.log(`wrote ${out}: ${(fs.statSync(out).size / 2 ** 20).toFixed(1)} MiB, ${tensors.length} tensors ${JSON.stringify(counts)}, header ${(enc.header.length / 2 ** 20).toFixed(2)} MiB, in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+console.log(
+  `wrote ${out}: ${(fs.statSync(out).size / 2 ** 20).toFixed(1)} MiB, ${tensors.length} tensors ${JSON.stringify(counts)}, header ${(enc.header.length / 2 ** 20).toFixed(2)} MiB, in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+);

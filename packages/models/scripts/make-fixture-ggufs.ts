@@ -17,9 +17,12 @@ try {
   if (unknown.length > 0) throw new Error(`not in fixtures/generated.json: ${unknown.join(", ")}`);
   for (const spec of list.filter((s) => want.length === 0 || want.includes(s.path))) {
     const started = Date.now();
-    if ((spec.type as string) === "safetensors-f32") writeChecked(path.resolve(root), spec as unknown as GeneratedSafetensors);
+    if ((spec.type as string) === "safetensors-f32")
+      writeChecked(path.resolve(root), spec as unknown as GeneratedSafetensors);
     else regenerate(path.resolve(root), spec);
-    console.log(`fixtures/${spec.path}: regenerated, sha256 ${spec.sha256.slice(0, 12)}… matches (${Date.now() - started} ms)`);
+    console.log(
+      `fixtures/${spec.path}: regenerated, sha256 ${spec.sha256.slice(0, 12)}… matches (${Date.now() - started} ms)`,
+    );
   }
 } catch (e) {
   console.error(`make-fixture-ggufs: ${(e as Error).message}`);
@@ -31,7 +34,9 @@ function writeChecked(root: string, spec: GeneratedSafetensors): void {
   const bytes = buildFixtureSafetensors(root, spec);
   const got = sha256(bytes);
   if (got !== spec.sha256 || bytes.byteLength !== spec.bytes) {
-    throw new Error(`fixtures/${spec.path}: regenerated file differs from the recorded original (sha256 ${got}, ${bytes.byteLength} bytes; recorded ${spec.sha256}, ${spec.bytes} bytes)`);
+    throw new Error(
+      `fixtures/${spec.path}: regenerated file differs from the recorded original (sha256 ${got}, ${bytes.byteLength} bytes; recorded ${spec.sha256}, ${spec.bytes} bytes)`,
+    );
   }
   const out = path.join(root, spec.path);
   const tmp = `${out}.${process.pid}.tmp`;

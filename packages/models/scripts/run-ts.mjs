@@ -11,6 +11,16 @@ if (!script) {
   process.exit(2);
 }
 const out = path.join(pkg, ".cache", "scripts", path.basename(script).replace(/\.ts$/, ".mjs"));
-await build({ entryPoints: [path.resolve(script)], bundle: true, platform: "node", format: "esm", target: "node20", packages: "external", conditions: ["source"], outfile: out, logLevel: "warning" });
+await build({
+  entryPoints: [path.resolve(script)],
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node20",
+  packages: "external",
+  conditions: ["source"],
+  outfile: out,
+  logLevel: "warning",
+});
 process.argv = [process.argv[0], out, ...args];
 await import(pathToFileURL(out).href);

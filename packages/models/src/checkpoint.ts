@@ -57,11 +57,20 @@ export interface TensorExpectation {
 export function requireTensor(ck: Checkpoint, name: string, expect: TensorExpectation = {}): TensorInfo {
   const t = ck.info(name);
   const ctx = { file: t.file, tensor: name, offset: t.byteOffset };
-  if (expect.shape !== undefined && (expect.shape.length !== t.shape.length || expect.shape.some((d, i) => d !== t.shape[i]))) {
-    throw new ModelError("bad-shape", `expected shape [${expect.shape.join(", ")}], found [${t.shape.join(", ")}]`, { ...ctx, value: t.shape });
+  if (
+    expect.shape !== undefined &&
+    (expect.shape.length !== t.shape.length || expect.shape.some((d, i) => d !== t.shape[i]))
+  ) {
+    throw new ModelError("bad-shape", `expected shape [${expect.shape.join(", ")}], found [${t.shape.join(", ")}]`, {
+      ...ctx,
+      value: t.shape,
+    });
   }
   if (expect.dtypes !== undefined && !expect.dtypes.includes(t.dtype)) {
-    throw new ModelError("wrong-dtype", `expected ${expect.dtypes.join(" | ")}, found ${t.dtype}`, { ...ctx, value: t.dtype });
+    throw new ModelError("wrong-dtype", `expected ${expect.dtypes.join(" | ")}, found ${t.dtype}`, {
+      ...ctx,
+      value: t.dtype,
+    });
   }
   return t;
 }

@@ -5,18 +5,33 @@ import { ConfigError, UnknownArchitectureError } from "./errors.js";
 import type { GGUFCheckpoint, GGUFValue } from "./gguf.js";
 
 const GGUF_ARCHS: Record<string, Architecture> = {
-  llama: "llama", mistral: "mistral", qwen2: "qwen2", qwen3: "qwen3", gemma2: "gemma2", gemma3: "gemma3", phi3: "phi3",
-  olmoe: "olmoe", qwen3moe: "qwen3moe", qwen35: "qwen35",
+  llama: "llama",
+  mistral: "mistral",
+  qwen2: "qwen2",
+  qwen3: "qwen3",
+  gemma2: "gemma2",
+  gemma3: "gemma3",
+  phi3: "phi3",
+  olmoe: "olmoe",
+  qwen3moe: "qwen3moe",
+  qwen35: "qwen35",
 };
 
 /** Routing of the GGUF MoE families (Mixtral, OLMoE, Qwen3-MoE): softmax then top-k, no extras. */
-const PLAIN_ROUTING = { routing: "softmax-topk", routedScale: 1, sharedIntermediateSize: 0, firstDenseLayers: 0, clampedSwiglu: null } as const;
+const PLAIN_ROUTING = {
+  routing: "softmax-topk",
+  routedScale: 1,
+  sharedIntermediateSize: 0,
+  firstDenseLayers: 0,
+  clampedSwiglu: null,
+} as const;
 
 /** Builds a ModelConfig from a GGUF file's metadata (and its tensor directory, for tied embeddings / rope_freqs). */
 export function configFromGGUF(g: GGUFCheckpoint): ModelConfig {
   const file = g.path;
   const archStr = g.get("general.architecture");
-  if (typeof archStr !== "string") throw new ConfigError("missing-metadata", "general.architecture is missing", { file, key: "general.architecture" });
+  if (typeof archStr !== "string")
+    throw new ConfigError("missing-metadata", "general.architecture is missing", { file, key: "general.architecture" });
   let arch = GGUF_ARCHS[archStr];
   if (arch === undefined) throw new UnknownArchitectureError(archStr, file);
   const key = (k: string) => `${archStr}.${k}`;
@@ -27,7 +42,8 @@ export function configFromGGUF(g: GGUFCheckpoint): ModelConfig {
       if (dflt !== undefined) return dflt;
       throw new ConfigError("missing-metadata", `metadata ${key(k)} is missing`, { file, key: key(k) });
     }
-    if (typeof v !== "number") throw new ConfigError("bad-metadata", `metadata ${key(k)} must be a number`, { file, key: key(k), value: v });
+    if (typeof v !== "number")
+      throw new ConfigError("bad-metadata", `metadata ${key(k)} must be a number`, { file, key: key(k), value: v });
     return v;
   };
   const tokens = g.get("tokenizer.ggml.tokens");
@@ -56,15 +72,24 @@ export function configFromGGUF(g: GGUFCheckpoint): ModelConfig {
   const eos = g.get("tokenizer.ggml.eos_token_id");
   const bos = g.get("tokenizer.ggml.bos_token_id");
   return {
-    architecture: arch, sourceArchitecture: archStr, source: "gguf",
-    vocabSize, hiddenSize: hidden, intermediateSize: ff, numLayers, numHeads,
-    numKVHeads: num("attention.head_count_kv", numHeads), headDim,
-    rmsNormEps: num("attention.layer_norm_rms_epsilon", 1e-6), maxPositions: num("context_length", 0),
+    architecture: arch,
+    sourceArchitecture: archStr,
+    source: "gguf",
+    vocabSize,
+    hiddenSize: hidden,
+    intermediateSize: ff,
+    numLayers,
+    numHeads,
+    numKVHeads: num("attention.head_count_kv", numHeads),
+    headDim,
+    rmsNormEps: num("attention.layer_norm_rms_epsilon", 1e-6),
+    maxPositions: num("context_length", 0),
     hiddenAct: isGemma ? "gelu_tanh" : "silu",
     rope: { theta: num("rope.freq_base", 10000), rotaryDim, scaling },
     ropeLocal: arch === "gemma3" ? { theta: num("rope.freq_base_swa", 10000), rotaryDim, scaling: null } : null,
     ropeFreqsTensor: g.has("rope_freqs.weight") ? "rope_freqs.weight" : null,
-    layerTypes, slidingWindow,
+    layerTypes,
+    slidingWindow,
     tieWordEmbeddings: !g.has("output.weight"),
     attentionBias: g.has("blk.0.attn_q.bias"),
     qkNorm: g.has("blk.0.attn_q_norm.weight"),
@@ -76,9 +101,16 @@ export function configFromGGUF(g: GGUFCheckpoint): ModelConfig {
     attnLogitSoftcap: typeof get("attn_logit_softcapping") === "number" ? num("attn_logit_softcapping") : null,
     finalLogitSoftcap: typeof get("final_logit_softcapping") === "number" ? num("final_logit_softcapping") : null,
     fusedQKV: g.has("blk.0.attn_qkv.weight"),
-    moe: expertCount > 0
-      ? { numExperts: expertCount, topK: num("expert_used_count"), normTopKProb: arch === "mixtral" || (arch === "qwen3moe" && get("expert_weights_norm") !== false), expertIntermediateSize: num("expert_feed_forward_length", ff), ...PLAIN_ROUTING }
-      : null,
+    moe:
+      expertCount > 0
+        ? {
+            numExperts: expertCount,
+            topK: num("expert_used_count"),
+            normTopKProb: arch === "mixtral" || (arch === "qwen3moe" && get("expert_weights_norm") !== false),
+            expertIntermediateSize: num("expert_feed_forward_length", ff),
+            ...PLAIN_ROUTING,
+          }
+        : null,
     linearAttention: null,
     attnOutputGate: false,
     residualScale: null,

@@ -6,20 +6,57 @@
  * `phi3`).
  */
 export type Architecture =
-  | "llama" | "mistral" | "qwen2" | "qwen3" | "gemma2" | "gemma3" | "phi3" | "mixtral" | "olmoe" | "qwen3moe" | "qwen35"
-  | "granite" | "smollm3" | "gptoss" | "deepseek2";
+  | "llama"
+  | "mistral"
+  | "qwen2"
+  | "qwen3"
+  | "gemma2"
+  | "gemma3"
+  | "phi3"
+  | "mixtral"
+  | "olmoe"
+  | "qwen3moe"
+  | "qwen35"
+  | "granite"
+  | "smollm3"
+  | "gptoss"
+  | "deepseek2";
 
 /** Every architecture, in a stable order. */
 export const ARCHITECTURES: readonly Architecture[] = [
-  "llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "mixtral", "olmoe", "qwen3moe", "qwen35",
-  "granite", "smollm3", "gptoss", "deepseek2",
+  "llama",
+  "mistral",
+  "qwen2",
+  "qwen3",
+  "gemma2",
+  "gemma3",
+  "phi3",
+  "mixtral",
+  "olmoe",
+  "qwen3moe",
+  "qwen35",
+  "granite",
+  "smollm3",
+  "gptoss",
+  "deepseek2",
 ];
 
 /** RoPE frequency scaling. `llama3` rescales low frequencies (Llama 3.1/3.2); `linear` divides positions. */
 export type RopeScaling =
-  | { readonly type: "llama3"; readonly factor: number; readonly lowFreqFactor: number; readonly highFreqFactor: number; readonly originalMaxPositions: number }
+  | {
+      readonly type: "llama3";
+      readonly factor: number;
+      readonly lowFreqFactor: number;
+      readonly highFreqFactor: number;
+      readonly originalMaxPositions: number;
+    }
   | { readonly type: "linear"; readonly factor: number }
-  | { readonly type: "longrope"; readonly shortFactor: readonly number[]; readonly longFactor: readonly number[]; readonly originalMaxPositions: number }
+  | {
+      readonly type: "longrope";
+      readonly shortFactor: readonly number[];
+      readonly longFactor: readonly number[];
+      readonly originalMaxPositions: number;
+    }
   | YarnScaling;
 
 /**

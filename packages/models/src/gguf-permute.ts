@@ -20,9 +20,15 @@ export function llamaQKRowOrder(nHead: number, headDim: number): Int32Array {
  * Reorders the rows of a GGUF `llama` Q/K weight (row-major [nHead·headDim, cols], any element type,
  * including packed rows of `rowBytes` bytes) back to Hugging Face order.
  */
-export function unpermuteLlamaQK<T extends Float32Array | Uint8Array>(data: T, nHead: number, headDim: number, rowLength: number): T {
+export function unpermuteLlamaQK<T extends Float32Array | Uint8Array>(
+  data: T,
+  nHead: number,
+  headDim: number,
+  rowLength: number,
+): T {
   const order = llamaQKRowOrder(nHead, headDim);
   const out = new (data.constructor as { new (n: number): T })(data.length);
-  for (let g = 0; g < order.length; g++) out.set(data.subarray(g * rowLength, (g + 1) * rowLength), order[g]! * rowLength);
+  for (let g = 0; g < order.length; g++)
+    out.set(data.subarray(g * rowLength, (g + 1) * rowLength), order[g]! * rowLength);
   return out;
 }

@@ -25,7 +25,10 @@ export class HeaderReader {
   /** Throws `truncated` unless `n` more bytes exist. */
   need(n: number, what: string): void {
     if (n > this.remaining()) {
-      throw new CheckpointFormatError("truncated", `${what} needs ${n} bytes but ${this.remaining()} remain`, { file: this.src.label, offset: this.pos });
+      throw new CheckpointFormatError("truncated", `${what} needs ${n} bytes but ${this.remaining()} remain`, {
+        file: this.src.label,
+        offset: this.pos,
+      });
     }
   }
 

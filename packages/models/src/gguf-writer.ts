@@ -5,10 +5,17 @@ import type { QuantFormat } from "./quant/format.js";
 
 /** A typed metadata entry to write (the type decides the encoding; arrays name their element type). */
 export type GGUFWriteValue =
-  | { readonly type: "u8" | "i8" | "u16" | "i16" | "u32" | "i32" | "f32" | "u64" | "i64" | "f64"; readonly value: number | bigint }
+  | {
+      readonly type: "u8" | "i8" | "u16" | "i16" | "u32" | "i32" | "f32" | "u64" | "i64" | "f64";
+      readonly value: number | bigint;
+    }
   | { readonly type: "bool"; readonly value: boolean }
   | { readonly type: "string"; readonly value: string }
-  | { readonly type: "array"; readonly elem: "u8" | "i8" | "u16" | "i16" | "u32" | "i32" | "f32" | "string" | "bool" | "u64" | "i64" | "f64"; readonly value: readonly (number | bigint | string | boolean)[] };
+  | {
+      readonly type: "array";
+      readonly elem: "u8" | "i8" | "u16" | "i16" | "u32" | "i32" | "f32" | "string" | "bool" | "u64" | "i64" | "f64";
+      readonly value: readonly (number | bigint | string | boolean)[];
+    };
 
 /** A tensor to declare: ggml dims (fastest first) and format; data follows in declaration order. */
 export interface GGUFWriteTensor {
@@ -17,7 +24,21 @@ export interface GGUFWriteTensor {
   readonly format: QuantFormat;
 }
 
-const TYPE_ID = { u8: 0, i8: 1, u16: 2, i16: 3, u32: 4, i32: 5, f32: 6, bool: 7, string: 8, array: 9, u64: 10, i64: 11, f64: 12 } as const;
+const TYPE_ID = {
+  u8: 0,
+  i8: 1,
+  u16: 2,
+  i16: 3,
+  u32: 4,
+  i32: 5,
+  f32: 6,
+  bool: 7,
+  string: 8,
+  array: 9,
+  u64: 10,
+  i64: 11,
+  f64: 12,
+} as const;
 
 class Sink {
   private chunks: Uint8Array[] = [];
@@ -28,23 +49,50 @@ class Sink {
   }
   scalar(kind: keyof typeof TYPE_ID, v: number | bigint | boolean | string): void {
     if (kind === "string") return this.str(v as string);
-    const size = { u8: 1, i8: 1, bool: 1, u16: 2, i16: 2, u32: 4, i32: 4, f32: 4, u64: 8, i64: 8, f64: 8, array: 0 }[kind];
+    const size = { u8: 1, i8: 1, bool: 1, u16: 2, i16: 2, u32: 4, i32: 4, f32: 4, u64: 8, i64: 8, f64: 8, array: 0 }[
+      kind
+    ];
     const b = new Uint8Array(size);
     const dv = new DataView(b.buffer);
     switch (kind) {
-      case "u8": dv.setUint8(0, Number(v)); break;
-      case "i8": dv.setInt8(0, Number(v)); break;
-      case "bool": dv.setUint8(0, v ? 1 : 0); break;
-      case "u16": dv.setUint16(0, Number(v), true); break;
-      case "i16": dv.setInt16(0, Number(v), true); break;
-      case "u32": dv.setUint32(0, Number(v), true); break;
-      case "i32": dv.setInt32(0, Number(v), true); break;
-      case "f32": dv.setFloat32(0, Number(v), true); break;
-      case "u64": dv.setBigUint64(0, BigInt(v as number | bigint), true); break;
-      case "i64": dv.setBigInt64(0, BigInt(v as number | bigint), true); break;
-      case "f64": dv.setFloat64(0, Number(v), true); break;
-      case "array": invariant(false, "array is not a scalar"); break;
-      default: kind satisfies never;
+      case "u8":
+        dv.setUint8(0, Number(v));
+        break;
+      case "i8":
+        dv.setInt8(0, Number(v));
+        break;
+      case "bool":
+        dv.setUint8(0, v ? 1 : 0);
+        break;
+      case "u16":
+        dv.setUint16(0, Number(v), true);
+        break;
+      case "i16":
+        dv.setInt16(0, Number(v), true);
+        break;
+      case "u32":
+        dv.setUint32(0, Number(v), true);
+        break;
+      case "i32":
+        dv.setInt32(0, Number(v), true);
+        break;
+      case "f32":
+        dv.setFloat32(0, Number(v), true);
+        break;
+      case "u64":
+        dv.setBigUint64(0, BigInt(v as number | bigint), true);
+        break;
+      case "i64":
+        dv.setBigInt64(0, BigInt(v as number | bigint), true);
+        break;
+      case "f64":
+        dv.setFloat64(0, Number(v), true);
+        break;
+      case "array":
+        invariant(false, "array is not a scalar");
+        break;
+      default:
+        kind satisfies never;
     }
     this.push(b);
   }
@@ -75,7 +123,11 @@ export interface EncodedGGUFHeader {
 }
 
 /** Encodes a GGUF v3 header; tensor data must then be written at `header.length + placement.offset`. */
-export function encodeGGUFHeader(metadata: Readonly<Record<string, GGUFWriteValue>>, tensors: readonly GGUFWriteTensor[], alignment = 32): EncodedGGUFHeader {
+export function encodeGGUFHeader(
+  metadata: Readonly<Record<string, GGUFWriteValue>>,
+  tensors: readonly GGUFWriteTensor[],
+  alignment = 32,
+): EncodedGGUFHeader {
   const s = new Sink();
   s.scalar("u32", 0x46554747);
   s.scalar("u32", 3);

@@ -12,8 +12,19 @@ export type GGUFValue = number | bigint | boolean | string | GGUFValue[];
 
 /** GGUF metadata value type ids (gguf spec `gguf_metadata_value_type`). */
 export const GGUF_VALUE_TYPE = {
-  UINT8: 0, INT8: 1, UINT16: 2, INT16: 3, UINT32: 4, INT32: 5, FLOAT32: 6, BOOL: 7,
-  STRING: 8, ARRAY: 9, UINT64: 10, INT64: 11, FLOAT64: 12,
+  UINT8: 0,
+  INT8: 1,
+  UINT16: 2,
+  INT16: 3,
+  UINT32: 4,
+  INT32: 5,
+  FLOAT32: 6,
+  BOOL: 7,
+  STRING: 8,
+  ARRAY: 9,
+  UINT64: 10,
+  INT64: 11,
+  FLOAT64: 12,
 } as const;
 
 /** Minimum encoded size of one value of each type, to bound array counts before allocating. */
@@ -53,26 +64,39 @@ export interface GGUFHeader {
 
 function readValue(r: HeaderReader, type: number, key: string, depth: number): GGUFValue {
   switch (type) {
-    case 0: return r.u8();
-    case 1: return r.i8();
-    case 2: return r.u16();
-    case 3: return r.i16();
-    case 4: return r.u32();
-    case 5: return r.i32();
-    case 6: return r.f32();
+    case 0:
+      return r.u8();
+    case 1:
+      return r.i8();
+    case 2:
+      return r.u16();
+    case 3:
+      return r.i16();
+    case 4:
+      return r.u32();
+    case 5:
+      return r.i32();
+    case 6:
+      return r.f32();
     case 7: {
       const at = r.pos;
       const b = r.u8("bool");
-      if (b > 1) throw new CheckpointFormatError("bad-header", `bool value ${b}`, { file: r.src.label, offset: at, key });
+      if (b > 1)
+        throw new CheckpointFormatError("bad-header", `bool value ${b}`, { file: r.src.label, offset: at, key });
       return b === 1;
     }
-    case 8: return r.string(`value of ${key}`);
+    case 8:
+      return r.string(`value of ${key}`);
     case 9: {
       const at = r.pos;
       const elemType = r.u32("array type");
       const count = r.u64("array length");
       if (elemType > 12 || (elemType === 9 && depth > 4)) {
-        throw new CheckpointFormatError("bad-header", `array element type ${elemType}`, { file: r.src.label, offset: at, key });
+        throw new CheckpointFormatError("bad-header", `array element type ${elemType}`, {
+          file: r.src.label,
+          offset: at,
+          key,
+        });
       }
       r.need(count * MIN_BYTES[elemType]!, `array of ${count}`);
       const out: GGUFValue[] = new Array(count);
@@ -87,9 +111,14 @@ function readValue(r: HeaderReader, type: number, key: string, depth: number): G
       const v = r.i64Big();
       return v <= BigInt(Number.MAX_SAFE_INTEGER) && v >= BigInt(Number.MIN_SAFE_INTEGER) ? Number(v) : v;
     }
-    case 12: return r.f64();
+    case 12:
+      return r.f64();
     default:
-      throw new CheckpointFormatError("bad-header", `unknown metadata value type ${type}`, { file: r.src.label, offset: r.pos - 4, key });
+      throw new CheckpointFormatError("bad-header", `unknown metadata value type ${type}`, {
+        file: r.src.label,
+        offset: r.pos - 4,
+        key,
+      });
   }
 }
 
@@ -98,9 +127,15 @@ export function parseGGUFHeader(src: ByteSource): GGUFHeader {
   const file = src.label;
   const r = new HeaderReader(src);
   const magic = r.u32("magic");
-  if (magic !== 0x46554747) throw new CheckpointFormatError("bad-magic", `magic 0x${magic.toString(16)} is not "GGUF"`, { file, offset: 0 });
+  if (magic !== 0x46554747)
+    throw new CheckpointFormatError("bad-magic", `magic 0x${magic.toString(16)} is not "GGUF"`, { file, offset: 0 });
   const version = r.u32("version");
-  if (version !== 2 && version !== 3) throw new CheckpointFormatError("unsupported-version", `GGUF version ${version} (only 2 and 3)`, { file, offset: 4, value: version });
+  if (version !== 2 && version !== 3)
+    throw new CheckpointFormatError("unsupported-version", `GGUF version ${version} (only 2 and 3)`, {
+      file,
+      offset: 4,
+      value: version,
+    });
   const tensorCount = r.u64("tensor count");
   const kvCount = r.u64("metadata count");
   // Each KV takes >= 8+4 bytes and each tensor info >= 8+4+4+8: reject counts the file cannot hold.
@@ -110,14 +145,19 @@ export function parseGGUFHeader(src: ByteSource): GGUFHeader {
     const at = r.pos;
     const key = r.string("metadata key");
     const type = r.u32("value type");
-    if (metadata.has(key)) throw new CheckpointFormatError("bad-header", "duplicate metadata key", { file, offset: at, key });
+    if (metadata.has(key))
+      throw new CheckpointFormatError("bad-header", "duplicate metadata key", { file, offset: at, key });
     metadata.set(key, readValue(r, type, key, 0));
   }
   let alignment = GGUF_DEFAULT_ALIGNMENT;
   const al = metadata.get("general.alignment");
   if (al !== undefined) {
     if (typeof al !== "number" || !Number.isInteger(al) || al <= 0 || (al & (al - 1)) !== 0 || al > 1 << 20) {
-      throw new CheckpointFormatError("bad-header", `general.alignment ${String(al)} is not a power of two`, { file, key: "general.alignment", value: al });
+      throw new CheckpointFormatError("bad-header", `general.alignment ${String(al)} is not a power of two`, {
+        file,
+        key: "general.alignment",
+        value: al,
+      });
     }
     alignment = al;
   }
@@ -126,10 +166,16 @@ export function parseGGUFHeader(src: ByteSource): GGUFHeader {
   for (let i = 0; i < tensorCount; i++) {
     const at = r.pos;
     const name = r.string("tensor name");
-    if (names.has(name)) throw new CheckpointFormatError("bad-header", "duplicate tensor name", { file, offset: at, tensor: name });
+    if (names.has(name))
+      throw new CheckpointFormatError("bad-header", "duplicate tensor name", { file, offset: at, tensor: name });
     names.add(name);
     const nDims = r.u32("n_dims");
-    if (nDims > MAX_DIMS) throw new CheckpointFormatError("bad-shape", `${nDims} dims (max ${MAX_DIMS})`, { file, offset: at, tensor: name });
+    if (nDims > MAX_DIMS)
+      throw new CheckpointFormatError("bad-shape", `${nDims} dims (max ${MAX_DIMS})`, {
+        file,
+        offset: at,
+        tensor: name,
+      });
     const dims: number[] = [];
     for (let d = 0; d < nDims; d++) dims.push(r.u64("dim"));
     raw.push({ name, dims, type: r.u32("tensor type"), rel: r.u64("tensor offset"), at });
@@ -140,28 +186,59 @@ export function parseGGUFHeader(src: ByteSource): GGUFHeader {
   for (const t of raw) {
     const format = formatById(t.type);
     if (format === undefined) {
-      throw new UnsupportedTensorTypeError("unsupported-dtype", `tensor type ${ggmlTypeName(t.type)} (ggml type id ${t.type}) is not supported`, { file, tensor: t.name, offset: t.at, value: t.type });
+      throw new UnsupportedTensorTypeError(
+        "unsupported-dtype",
+        `tensor type ${ggmlTypeName(t.type)} (ggml type id ${t.type}) is not supported`,
+        { file, tensor: t.name, offset: t.at, value: t.type },
+      );
     }
     let n = 1;
     for (const d of t.dims) n *= d;
     const row = t.dims[0] ?? 1;
     if (!Number.isSafeInteger(n) || row % format.blockElems !== 0) {
-      throw new CheckpointFormatError("bad-shape", `dims [${t.dims.join(", ")}] do not fit ${format.name} blocks of ${format.blockElems}`, { file, tensor: t.name, offset: t.at });
+      throw new CheckpointFormatError(
+        "bad-shape",
+        `dims [${t.dims.join(", ")}] do not fit ${format.name} blocks of ${format.blockElems}`,
+        { file, tensor: t.name, offset: t.at },
+      );
     }
     const byteLength = (n / format.blockElems) * format.blockBytes;
-    if (t.rel % alignment !== 0) throw new CheckpointFormatError("misaligned", `offset ${t.rel} is not a multiple of ${alignment}`, { file, tensor: t.name, offset: dataOffset + t.rel });
+    if (t.rel % alignment !== 0)
+      throw new CheckpointFormatError("misaligned", `offset ${t.rel} is not a multiple of ${alignment}`, {
+        file,
+        tensor: t.name,
+        offset: dataOffset + t.rel,
+      });
     if (t.rel + byteLength > dataSize) {
-      throw new CheckpointFormatError("out-of-bounds", `data [${t.rel}, ${t.rel + byteLength}) past the data section (${dataSize} bytes)`, { file, tensor: t.name, offset: dataOffset + t.rel });
+      throw new CheckpointFormatError(
+        "out-of-bounds",
+        `data [${t.rel}, ${t.rel + byteLength}) past the data section (${dataSize} bytes)`,
+        { file, tensor: t.name, offset: dataOffset + t.rel },
+      );
     }
     tensors.push({
-      name: t.name, dtype: format.name, shape: [...t.dims].reverse(), ggmlDims: t.dims, ggmlType: t.type, format,
-      byteOffset: dataOffset + t.rel, byteLength, file, relativeOffset: t.rel,
+      name: t.name,
+      dtype: format.name,
+      shape: [...t.dims].reverse(),
+      ggmlDims: t.dims,
+      ggmlType: t.type,
+      format,
+      byteOffset: dataOffset + t.rel,
+      byteLength,
+      file,
+      relativeOffset: t.rel,
     });
   }
   const sorted = [...tensors].sort((a, b) => a.byteOffset - b.byteOffset || a.byteLength - b.byteLength);
   for (let i = 1; i < sorted.length; i++) {
-    const p = sorted[i - 1]!, c = sorted[i]!;
-    if (c.byteOffset < p.byteOffset + p.byteLength) throw new CheckpointFormatError("overlap", `overlaps tensor ${p.name}`, { file, tensor: c.name, offset: c.byteOffset });
+    const p = sorted[i - 1]!,
+      c = sorted[i]!;
+    if (c.byteOffset < p.byteOffset + p.byteLength)
+      throw new CheckpointFormatError("overlap", `overlaps tensor ${p.name}`, {
+        file,
+        tensor: c.name,
+        offset: c.byteOffset,
+      });
   }
   return { version, metadata, tensors, alignment, dataOffset };
 }

@@ -27,10 +27,26 @@ export { decodePacked, packedByteLength } from "./quant/format.js";
 export { QK_K } from "./quant/kquants.js";
 export { QUANT_FORMATS, formatById, ggmlTypeName } from "./quant/registry.js";
 export type { OpenSafetensorsOptions, SafetensorsDType, SafetensorsHeader } from "./safetensors.js";
-export { SAFETENSORS_DTYPE_BYTES, SafetensorsCheckpoint, openSafetensors, parseSafetensorsHeader, safetensorsFromBytes } from "./safetensors.js";
+export {
+  SAFETENSORS_DTYPE_BYTES,
+  SafetensorsCheckpoint,
+  openSafetensors,
+  parseSafetensorsHeader,
+  safetensorsFromBytes,
+} from "./safetensors.js";
 export type { ByteSource } from "./source.js";
 export { FileSource, MemorySource } from "./source.js";
-export type { Architecture, LayerKind, LinearAttentionConfig, MlaConfig, ModelConfig, MoeConfig, RopeConfig, RopeScaling, YarnScaling } from "./config.js";
+export type {
+  Architecture,
+  LayerKind,
+  LinearAttentionConfig,
+  MlaConfig,
+  ModelConfig,
+  MoeConfig,
+  RopeConfig,
+  RopeScaling,
+  YarnScaling,
+} from "./config.js";
 export { ARCHITECTURES } from "./config.js";
 export { configFromGGUF } from "./config-gguf.js";
 export { parseHFConfig, readHFConfig } from "./config-hf.js";

@@ -9,9 +9,19 @@ import { FileSource, MemorySource, type ByteSource } from "./source.js";
 
 /** safetensors dtypes this reader accepts, with their element sizes in bytes. */
 export const SAFETENSORS_DTYPE_BYTES = {
-  F64: 8, F32: 4, F16: 2, BF16: 2,
-  I64: 8, I32: 4, I16: 2, I8: 1,
-  U64: 8, U32: 4, U16: 2, U8: 1, BOOL: 1,
+  F64: 8,
+  F32: 4,
+  F16: 2,
+  BF16: 2,
+  I64: 8,
+  I32: 4,
+  I16: 2,
+  I8: 1,
+  U64: 8,
+  U32: 4,
+  U16: 2,
+  U8: 1,
+  BOOL: 1,
 } as const;
 
 /** A safetensors dtype name. */
@@ -37,12 +47,18 @@ function isDType(s: unknown): s is SafetensorsDType {
 /** Parses and validates the header of a safetensors file from any byte source (reads the header only). */
 export function parseSafetensorsHeader(src: ByteSource): SafetensorsHeader {
   const file = src.label;
-  const fail = (msg: string, offset: number, tensor?: string, code: "bad-header" | "bad-json" | "truncated" | "out-of-bounds" | "overlap" | "bad-shape" = "bad-header") =>
-    new CheckpointFormatError(code, msg, { file, offset, tensor });
-  if (src.size < 8) throw fail(`file is ${src.size} bytes, shorter than the 8-byte header length`, 0, undefined, "truncated");
+  const fail = (
+    msg: string,
+    offset: number,
+    tensor?: string,
+    code: "bad-header" | "bad-json" | "truncated" | "out-of-bounds" | "overlap" | "bad-shape" = "bad-header",
+  ) => new CheckpointFormatError(code, msg, { file, offset, tensor });
+  if (src.size < 8)
+    throw fail(`file is ${src.size} bytes, shorter than the 8-byte header length`, 0, undefined, "truncated");
   const lenBytes = src.readSync(0, 8);
   const len = Number(new DataView(lenBytes.buffer).getBigUint64(0, true));
-  if (len > src.size - 8) throw fail(`header length ${len} exceeds the file (${src.size} bytes)`, 0, undefined, "truncated");
+  if (len > src.size - 8)
+    throw fail(`header length ${len} exceeds the file (${src.size} bytes)`, 0, undefined, "truncated");
   if (len > MAX_HEADER_BYTES) throw fail(`header length ${len} exceeds ${MAX_HEADER_BYTES}`, 0);
   const dataStart = 8 + len;
   let json: unknown;
@@ -50,15 +66,26 @@ export function parseSafetensorsHeader(src: ByteSource): SafetensorsHeader {
     json = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(src.readSync(8, len)));
   } catch (cause) {
     if (cause instanceof ModelError) throw cause;
-    throw new CheckpointFormatError("bad-json", `header is not valid UTF-8 JSON: ${(cause as Error).message}`, { file, offset: 8 }, { cause });
+    throw new CheckpointFormatError(
+      "bad-json",
+      `header is not valid UTF-8 JSON: ${(cause as Error).message}`,
+      { file, offset: 8 },
+      { cause },
+    );
   }
-  if (typeof json !== "object" || json === null || Array.isArray(json)) throw fail("header JSON is not an object", 8, undefined, "bad-json");
+  if (typeof json !== "object" || json === null || Array.isArray(json))
+    throw fail("header JSON is not an object", 8, undefined, "bad-json");
   const dataSize = src.size - dataStart;
   const tensors: TensorInfo[] = [];
   let metadata: Record<string, string> = {};
   for (const [name, entry] of Object.entries(json)) {
     if (name === "__metadata__") {
-      if (typeof entry !== "object" || entry === null || Array.isArray(entry) || !Object.values(entry).every((v) => typeof v === "string")) {
+      if (
+        typeof entry !== "object" ||
+        entry === null ||
+        Array.isArray(entry) ||
+        !Object.values(entry).every((v) => typeof v === "string")
+      ) {
         throw fail("__metadata__ must map strings to strings", 8, undefined, "bad-json");
       }
       metadata = entry as Record<string, string>;
@@ -67,21 +94,48 @@ export function parseSafetensorsHeader(src: ByteSource): SafetensorsHeader {
     if (typeof entry !== "object" || entry === null) throw fail("entry is not an object", 8, name, "bad-json");
     const { dtype, shape, data_offsets: offs } = entry as Record<string, unknown>;
     if (!isDType(dtype)) {
-      throw new UnsupportedTensorTypeError("unsupported-dtype", `unsupported dtype ${JSON.stringify(dtype)}`, { file, tensor: name, offset: 8, value: dtype });
+      throw new UnsupportedTensorTypeError("unsupported-dtype", `unsupported dtype ${JSON.stringify(dtype)}`, {
+        file,
+        tensor: name,
+        offset: 8,
+        value: dtype,
+      });
     }
-    if (!Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && d >= 0)) throw fail("shape must be an array of non-negative integers", 8, name, "bad-shape");
-    if (!Array.isArray(offs) || offs.length !== 2 || !offs.every((o) => Number.isSafeInteger(o) && o >= 0)) throw fail("data_offsets must be [begin, end]", 8, name);
+    if (!Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && d >= 0))
+      throw fail("shape must be an array of non-negative integers", 8, name, "bad-shape");
+    if (!Array.isArray(offs) || offs.length !== 2 || !offs.every((o) => Number.isSafeInteger(o) && o >= 0))
+      throw fail("data_offsets must be [begin, end]", 8, name);
     const [begin, end] = offs as [number, number];
-    if (begin > end || end > dataSize) throw fail(`data_offsets [${begin}, ${end}] outside the data section (${dataSize} bytes)`, dataStart + begin, name, "out-of-bounds");
+    if (begin > end || end > dataSize)
+      throw fail(
+        `data_offsets [${begin}, ${end}] outside the data section (${dataSize} bytes)`,
+        dataStart + begin,
+        name,
+        "out-of-bounds",
+      );
     const expected = numel(shape) * SAFETENSORS_DTYPE_BYTES[dtype];
-    if (expected !== end - begin) throw fail(`shape [${shape.join(", ")}] × ${dtype} is ${expected} bytes but data_offsets span ${end - begin}`, dataStart + begin, name, "bad-shape");
-    tensors.push({ name, dtype, shape: shape as number[], byteOffset: dataStart + begin, byteLength: end - begin, file });
+    if (expected !== end - begin)
+      throw fail(
+        `shape [${shape.join(", ")}] × ${dtype} is ${expected} bytes but data_offsets span ${end - begin}`,
+        dataStart + begin,
+        name,
+        "bad-shape",
+      );
+    tensors.push({
+      name,
+      dtype,
+      shape: shape as number[],
+      byteOffset: dataStart + begin,
+      byteLength: end - begin,
+      file,
+    });
   }
   tensors.sort((a, b) => a.byteOffset - b.byteOffset || a.byteLength - b.byteLength);
   for (let i = 1; i < tensors.length; i++) {
     const prev = tensors[i - 1]!;
     const cur = tensors[i]!;
-    if (cur.byteOffset < prev.byteOffset + prev.byteLength) throw fail(`overlaps tensor ${prev.name}`, cur.byteOffset, cur.name, "overlap");
+    if (cur.byteOffset < prev.byteOffset + prev.byteLength)
+      throw fail(`overlaps tensor ${prev.name}`, cur.byteOffset, cur.name, "overlap");
   }
   return { tensors, metadata, dataStart };
 }
@@ -103,7 +157,12 @@ export function toF32(info: TensorInfo, bytes: Uint8Array): Float32Array {
       return out;
     }
     default:
-      throw new ModelError("wrong-dtype", `tensor of dtype ${info.dtype} cannot be read as f32`, { file: info.file, tensor: info.name, offset: info.byteOffset, value: info.dtype });
+      throw new ModelError("wrong-dtype", `tensor of dtype ${info.dtype} cannot be read as f32`, {
+        file: info.file,
+        tensor: info.name,
+        offset: info.byteOffset,
+        value: info.dtype,
+      });
   }
 }
 
@@ -127,11 +186,17 @@ export class SafetensorsCheckpoint implements Checkpoint {
     readonly metadata: Record<string, string>,
     headers: SafetensorsHeader[],
   ) {
-    for (const h of headers) for (const t of h.tensors) {
-      if (this.byName.has(t.name)) throw new CheckpointFormatError("overlap", "tensor defined in two shards", { file: t.file, tensor: t.name, offset: t.byteOffset });
-      this.byName.set(t.name, t);
-      this.list.push(t);
-    }
+    for (const h of headers)
+      for (const t of h.tensors) {
+        if (this.byName.has(t.name))
+          throw new CheckpointFormatError("overlap", "tensor defined in two shards", {
+            file: t.file,
+            tensor: t.name,
+            offset: t.byteOffset,
+          });
+        this.byName.set(t.name, t);
+        this.list.push(t);
+      }
   }
 
   tensors(): readonly TensorInfo[] {
@@ -176,11 +241,23 @@ function readIndex(indexPath: string): Record<string, string> {
   try {
     json = JSON.parse(fs.readFileSync(indexPath, "utf8"));
   } catch (cause) {
-    throw new CheckpointFormatError("bad-json", `cannot read shard index: ${(cause as Error).message}`, { file: indexPath }, { cause });
+    throw new CheckpointFormatError(
+      "bad-json",
+      `cannot read shard index: ${(cause as Error).message}`,
+      { file: indexPath },
+      { cause },
+    );
   }
   const map = (json as { weight_map?: unknown } | null)?.weight_map;
-  if (typeof map !== "object" || map === null || !Object.values(map).every((v) => typeof v === "string" && !v.includes("/") && !v.includes("\\"))) {
-    throw new CheckpointFormatError("bad-json", "weight_map must map tensor names to shard file names", { file: indexPath, key: "weight_map" });
+  if (
+    typeof map !== "object" ||
+    map === null ||
+    !Object.values(map).every((v) => typeof v === "string" && !v.includes("/") && !v.includes("\\"))
+  ) {
+    throw new CheckpointFormatError("bad-json", "weight_map must map tensor names to shard file names", {
+      file: indexPath,
+      key: "weight_map",
+    });
   }
   return map as Record<string, string>;
 }
@@ -210,8 +287,7 @@ export function openSafetensors(pathOrFolder: string, options: OpenSafetensorsOp
     if (options.fileName === undefined && fs.existsSync(index)) {
       weightMap = readIndex(index);
       files = [...new Set(Object.values(weightMap))].map((f) => path.join(pathOrFolder, f));
-    }
-    else files = [path.join(pathOrFolder, options.fileName ?? "model.safetensors")];
+    } else files = [path.join(pathOrFolder, options.fileName ?? "model.safetensors")];
   } else files = [pathOrFolder];
   const sources = new Map<string, ByteSource>();
   try {
@@ -226,7 +302,11 @@ export function openSafetensors(pathOrFolder: string, options: OpenSafetensorsOp
     for (const [name, shard] of Object.entries(weightMap ?? {})) {
       const file = path.join(pathOrFolder, shard);
       if (!ck.has(name)) throw new MissingTensorError(name, file);
-      if (ck.info(name).file !== file) throw new CheckpointFormatError("bad-header", `index maps it to ${shard} but it is in ${ck.info(name).file}`, { file, tensor: name });
+      if (ck.info(name).file !== file)
+        throw new CheckpointFormatError("bad-header", `index maps it to ${shard} but it is in ${ck.info(name).file}`, {
+          file,
+          tensor: name,
+        });
     }
     return ck;
   } catch (e) {

@@ -18,8 +18,17 @@ export interface ByteSource {
 }
 
 function checkRange(src: ByteSource, offset: number, length: number): void {
-  if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(length) || offset < 0 || length < 0 || offset + length > src.size) {
-    throw new CheckpointFormatError("truncated", `read of ${length} bytes past the end (size ${src.size})`, { file: src.label, offset });
+  if (
+    !Number.isSafeInteger(offset) ||
+    !Number.isSafeInteger(length) ||
+    offset < 0 ||
+    length < 0 ||
+    offset + length > src.size
+  ) {
+    throw new CheckpointFormatError("truncated", `read of ${length} bytes past the end (size ${src.size})`, {
+      file: src.label,
+      offset,
+    });
   }
 }
 
@@ -53,7 +62,11 @@ export class FileSource implements ByteSource {
     // A positioned read may return fewer bytes than asked; loop until filled.
     while (done < length) {
       const n = fs.readSync(fd, out, done, length - done, offset + done);
-      if (n === 0) throw new CheckpointFormatError("truncated", "file ended while reading", { file: this.label, offset: offset + done });
+      if (n === 0)
+        throw new CheckpointFormatError("truncated", "file ended while reading", {
+          file: this.label,
+          offset: offset + done,
+        });
       done += n;
     }
     return out;
@@ -68,7 +81,11 @@ export class FileSource implements ByteSource {
       const n = await new Promise<number>((resolve, reject) =>
         fs.read(fd, out, done, length - done, offset + done, (err, bytes) => (err ? reject(err) : resolve(bytes))),
       );
-      if (n === 0) throw new CheckpointFormatError("truncated", "file ended while reading", { file: this.label, offset: offset + done });
+      if (n === 0)
+        throw new CheckpointFormatError("truncated", "file ended while reading", {
+          file: this.label,
+          offset: offset + done,
+        });
       done += n;
     }
     return out;

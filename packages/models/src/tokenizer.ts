@@ -51,7 +51,8 @@ export interface TokenizerMeta {
 
 function tokenString(v: unknown): string | null {
   if (typeof v === "string") return v;
-  if (typeof v === "object" && v !== null && typeof (v as { content?: unknown }).content === "string") return (v as { content: string }).content;
+  if (typeof v === "object" && v !== null && typeof (v as { content?: unknown }).content === "string")
+    return (v as { content: string }).content;
   return null;
 }
 
@@ -81,9 +82,17 @@ export class Tokenizer {
    * Builds a tokenizer from a parsed tokenizer.json and optional tokenizer_config.json.
    * `meta` overrides what the config says (used by the GGUF path).
    */
-  constructor(tokenizerJson: unknown, tokenizerConfig: Record<string, unknown> = {}, meta: Partial<TokenizerMeta> = {}) {
+  constructor(
+    tokenizerJson: unknown,
+    tokenizerConfig: Record<string, unknown> = {},
+    meta: Partial<TokenizerMeta> = {},
+  ) {
     this.label = meta.label ?? "<tokenizer.json>";
-    if (typeof tokenizerJson !== "object" || tokenizerJson === null || typeof (tokenizerJson as { model?: unknown }).model !== "object") {
+    if (
+      typeof tokenizerJson !== "object" ||
+      tokenizerJson === null ||
+      typeof (tokenizerJson as { model?: unknown }).model !== "object"
+    ) {
       throw new TokenizerError("tokenizer", "tokenizer.json must be an object with a model", { file: this.label });
     }
     // Rust `tokenizers` does no clean-up on decode; transformers only does when the config asks.
@@ -91,21 +100,39 @@ export class Tokenizer {
     try {
       this.hf = new HFTokenizer(tokenizerJson as object, config);
     } catch (cause) {
-      throw new TokenizerError("tokenizer", `cannot build tokenizer: ${(cause as Error).message}`, { file: this.label }, { cause });
+      throw new TokenizerError(
+        "tokenizer",
+        `cannot build tokenizer: ${(cause as Error).message}`,
+        { file: this.label },
+        { cause },
+      );
     }
-    const tj = tokenizerJson as { model: { vocab?: unknown }; added_tokens?: { id: number; content: string; special?: boolean }[] };
+    const tj = tokenizerJson as {
+      model: { vocab?: unknown };
+      added_tokens?: { id: number; content: string; special?: boolean }[];
+    };
     this.source = { json: tokenizerJson as object, config };
-    this.specialTokens = (tj.added_tokens ?? []).filter((a) => a.special === true).map((a) => a.content).sort((a, b) => b.length - a.length);
+    this.specialTokens = (tj.added_tokens ?? [])
+      .filter((a) => a.special === true)
+      .map((a) => a.content)
+      .sort((a, b) => b.length - a.length);
     this.vocab = new Map();
     const v = tj.model.vocab;
     if (Array.isArray(v)) v.forEach((e, i) => this.vocab.set(Array.isArray(e) ? String(e[0]) : String(e), i));
-    else if (typeof v === "object" && v !== null) for (const [k, id] of Object.entries(v)) this.vocab.set(k, id as number);
+    else if (typeof v === "object" && v !== null)
+      for (const [k, id] of Object.entries(v)) this.vocab.set(k, id as number);
     for (const a of tj.added_tokens ?? []) this.vocab.set(a.content, a.id);
     this.inverse = new Map([...this.vocab].map(([k, id]) => [id, k]));
     this.bosToken = meta.bosToken !== undefined ? meta.bosToken : tokenString(tokenizerConfig.bos_token);
     this.eosToken = meta.eosToken !== undefined ? meta.eosToken : tokenString(tokenizerConfig.eos_token);
     const ct = meta.chatTemplate !== undefined ? meta.chatTemplate : tokenizerConfig.chat_template;
-    this.chatTemplate = typeof ct === "string" ? ct : Array.isArray(ct) ? ((ct.find((t: { name?: string }) => t.name === "default") as { template?: string } | undefined)?.template ?? null) : null;
+    this.chatTemplate =
+      typeof ct === "string"
+        ? ct
+        : Array.isArray(ct)
+          ? ((ct.find((t: { name?: string }) => t.name === "default") as { template?: string } | undefined)?.template ??
+            null)
+          : null;
   }
 
   /** Loads `tokenizer.json` (+ `tokenizer_config.json` when present) from a model folder. */
@@ -114,7 +141,12 @@ export class Tokenizer {
       try {
         return JSON.parse(fs.readFileSync(path.join(folder, f), "utf8"));
       } catch (cause) {
-        throw new TokenizerError("tokenizer", `cannot read ${f}: ${(cause as Error).message}`, { file: path.join(folder, f) }, { cause });
+        throw new TokenizerError(
+          "tokenizer",
+          `cannot read ${f}: ${(cause as Error).message}`,
+          { file: path.join(folder, f) },
+          { cause },
+        );
       }
     };
     const cfgPath = path.join(folder, "tokenizer_config.json");
@@ -130,11 +162,11 @@ export class Tokenizer {
   }
   /** Id of the BOS token, or null. */
   get bosTokenId(): number | null {
-    return this.bosToken === null ? null : this.tokenToId(this.bosToken) ?? null;
+    return this.bosToken === null ? null : (this.tokenToId(this.bosToken) ?? null);
   }
   /** Id of the EOS token, or null. */
   get eosTokenId(): number | null {
-    return this.eosToken === null ? null : this.tokenToId(this.eosToken) ?? null;
+    return this.eosToken === null ? null : (this.tokenToId(this.eosToken) ?? null);
   }
   /** Id of a token string (vocabulary or added token). */
   tokenToId(token: string): number | undefined {
@@ -152,10 +184,17 @@ export class Tokenizer {
   /** Encodes text to ids and token strings. */
   encodeWithTokens(text: string, options: EncodeOptions = {}): { ids: number[]; tokens: string[] } {
     try {
-      const e = this.hfFor(options.parseSpecial ?? true).encode(text, { add_special_tokens: options.addSpecial ?? false });
+      const e = this.hfFor(options.parseSpecial ?? true).encode(text, {
+        add_special_tokens: options.addSpecial ?? false,
+      });
       return { ids: e.ids, tokens: e.tokens };
     } catch (cause) {
-      throw new TokenizerError("tokenizer", `cannot encode: ${(cause as Error).message}`, { file: this.label }, { cause });
+      throw new TokenizerError(
+        "tokenizer",
+        `cannot encode: ${(cause as Error).message}`,
+        { file: this.label },
+        { cause },
+      );
     }
   }
   private hfFor(parseSpecial: boolean): HFTokenizer {
@@ -165,7 +204,9 @@ export class Tokenizer {
       // and vocabulary tokenize them like any other text; their aliases split out instead, in the same one pass
       // (so sections between them are pre-tokenized exactly as with the real strings).
       const j = this.source.json as { added_tokens?: { special?: boolean; content: string }[] };
-      const added = (j.added_tokens ?? []).map((a) => (a.special === true ? { ...a, content: this.specialAlias(a.content)! } : a));
+      const added = (j.added_tokens ?? []).map((a) =>
+        a.special === true ? { ...a, content: this.specialAlias(a.content)! } : a,
+      );
       this.plain = new HFTokenizer({ ...j, added_tokens: added }, this.source.config);
     }
     return this.plain;
@@ -184,14 +225,19 @@ export class Tokenizer {
   decode(ids: readonly number[], options: DecodeOptions = {}): string {
     if (ids.length === 0) return "";
     for (const id of ids) {
-      if (!this.inverse.has(id)) throw new TokenizerError("tokenizer", `token id ${id} is not in the vocabulary`, { file: this.label, value: id });
+      if (!this.inverse.has(id))
+        throw new TokenizerError("tokenizer", `token id ${id} is not in the vocabulary`, {
+          file: this.label,
+          value: id,
+        });
     }
     return this.hf.decode([...ids], { skip_special_tokens: options.skipSpecial ?? false });
   }
 
   /** Renders the chat template with `messages` (HF `apply_chat_template(tokenize=False)`). */
   applyChatTemplate(messages: readonly ChatMessage[], options: ChatTemplateOptions = {}): string {
-    if (this.chatTemplate === null) throw new TokenizerError("chat-template", "this tokenizer has no chat template", { file: this.label });
+    if (this.chatTemplate === null)
+      throw new TokenizerError("chat-template", "this tokenizer has no chat template", { file: this.label });
     try {
       this.template ??= new Template(this.chatTemplate);
       return this.template.render({
@@ -202,7 +248,12 @@ export class Tokenizer {
         messages,
       });
     } catch (cause) {
-      throw new TokenizerError("chat-template", `chat template failed: ${(cause as Error).message}`, { file: this.label }, { cause });
+      throw new TokenizerError(
+        "chat-template",
+        `chat template failed: ${(cause as Error).message}`,
+        { file: this.label },
+        { cause },
+      );
     }
   }
 

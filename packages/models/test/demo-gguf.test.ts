@@ -7,8 +7,17 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import {
-  ConfigError, Tokenizer, configFromGGUF, convertLlamaToGGUF, llamaQKRowOrder, openGGUF, openSafetensors,
-  tokenizerFromGGUF, unpermuteLlamaQK, type GGUFCheckpoint, type SafetensorsCheckpoint,
+  ConfigError,
+  Tokenizer,
+  configFromGGUF,
+  convertLlamaToGGUF,
+  llamaQKRowOrder,
+  openGGUF,
+  openSafetensors,
+  tokenizerFromGGUF,
+  unpermuteLlamaQK,
+  type GGUFCheckpoint,
+  type SafetensorsCheckpoint,
 } from "@poot/models";
 
 /**
@@ -25,8 +34,17 @@ function repoRoot(): string {
 const demo = path.join(repoRoot(), "models", "demo");
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "poot-demo-gguf-"));
 const out = path.join(tmp, "model.gguf");
-const config = JSON.parse(fs.readFileSync(path.join(demo, "config.json"), "utf8")) as Record<string, number | boolean | object>;
-const reference = JSON.parse(fs.readFileSync(path.join(demo, "reference.json"), "utf8")) as { prompt: string; prompt_ids: number[]; chat_messages: { role: string; content: string }[]; chat_text: string; chat_ids: number[] };
+const config = JSON.parse(fs.readFileSync(path.join(demo, "config.json"), "utf8")) as Record<
+  string,
+  number | boolean | object
+>;
+const reference = JSON.parse(fs.readFileSync(path.join(demo, "reference.json"), "utf8")) as {
+  prompt: string;
+  prompt_ids: number[];
+  chat_messages: { role: string; content: string }[];
+  chat_text: string;
+  chat_ids: number[];
+};
 let g: GGUFCheckpoint;
 let st: SafetensorsCheckpoint;
 
@@ -68,13 +86,20 @@ describe("convertLlamaToGGUF on models/demo", () => {
 
   test("every tensor holds the safetensors values (Q/K rows un-permuted, norms widened exactly)", () => {
     const headDim = config.head_dim as number;
-    const stNames = st.tensors().map((t) => t.name).sort();
+    const stNames = st
+      .tensors()
+      .map((t) => t.name)
+      .sort();
     expect(g.tensors()).toHaveLength(stNames.length);
     let checked = 0;
     for (const t of g.tensors()) {
       const m = /^blk\.(\d+)\.(\w+)\.weight$/.exec(t.name);
-      const hf = t.name === "token_embd.weight" ? "model.embed_tokens.weight" : t.name === "output_norm.weight" ? "model.norm.weight"
-        : `model.layers.${m![1]}.${{ attn_norm: "input_layernorm", attn_q: "self_attn.q_proj", attn_k: "self_attn.k_proj", attn_v: "self_attn.v_proj", attn_output: "self_attn.o_proj", ffn_norm: "post_attention_layernorm", ffn_gate: "mlp.gate_proj", ffn_up: "mlp.up_proj", ffn_down: "mlp.down_proj" }[m![2]!]}.weight`;
+      const hf =
+        t.name === "token_embd.weight"
+          ? "model.embed_tokens.weight"
+          : t.name === "output_norm.weight"
+            ? "model.norm.weight"
+            : `model.layers.${m![1]}.${{ attn_norm: "input_layernorm", attn_q: "self_attn.q_proj", attn_k: "self_attn.k_proj", attn_v: "self_attn.v_proj", attn_output: "self_attn.o_proj", ffn_norm: "post_attention_layernorm", ffn_gate: "mlp.gate_proj", ffn_up: "mlp.up_proj", ffn_down: "mlp.down_proj" }[m![2]!]}.weight`;
       const s = st.info(hf);
       expect(t.shape, t.name).toEqual(s.shape);
       expect(s.dtype).toBe("BF16");
@@ -88,7 +113,12 @@ describe("convertLlamaToGGUF on models/demo", () => {
       } else {
         expect(t.dtype).toBe("BF16");
         let bytes = g.readSync(t.name).slice();
-        const heads = m?.[2] === "attn_q" ? (config.num_attention_heads as number) : m?.[2] === "attn_k" ? (config.num_key_value_heads as number) : 0;
+        const heads =
+          m?.[2] === "attn_q"
+            ? (config.num_attention_heads as number)
+            : m?.[2] === "attn_k"
+              ? (config.num_key_value_heads as number)
+              : 0;
         if (heads > 0) bytes = unpermuteLlamaQK(bytes, heads, headDim, 2 * t.shape[1]!);
         expect(Buffer.from(bytes.buffer).equals(Buffer.from(want.buffer)), t.name).toBe(true);
       }
@@ -109,7 +139,13 @@ describe("convertLlamaToGGUF on models/demo", () => {
   test("the GGUF tokenizer encodes like tokenizer.json and like the Python tokenizer of the reference", () => {
     const fromGGUF = tokenizerFromGGUF(g);
     const fromJson = Tokenizer.fromFolder(demo);
-    const texts = [reference.prompt, "In the beginning God created the heaven and the earth.\n", "  tabs\tand  spaces \n\n", "Ünïcödé — «quotes» 123456", "<|user|>hi<|assistant|>there<|eos|>"];
+    const texts = [
+      reference.prompt,
+      "In the beginning God created the heaven and the earth.\n",
+      "  tabs\tand  spaces \n\n",
+      "Ünïcödé — «quotes» 123456",
+      "<|user|>hi<|assistant|>there<|eos|>",
+    ];
     for (const s of texts) expect(fromGGUF.encode(s), s).toEqual(fromJson.encode(s));
     // The ids recorded by Hugging Face's Python tokenizer on the GPU machine.
     expect(fromGGUF.encode(reference.prompt, { addSpecial: true })).toEqual(reference.prompt_ids);
@@ -122,7 +158,10 @@ describe("convertLlamaToGGUF on models/demo", () => {
   test("a non-llama config is a typed error", () => {
     const bad = fs.mkdtempSync(path.join(os.tmpdir(), "poot-demo-bad-"));
     try {
-      fs.writeFileSync(path.join(bad, "config.json"), JSON.stringify({ ...config, architectures: ["Qwen2ForCausalLM"], model_type: "qwen2" }));
+      fs.writeFileSync(
+        path.join(bad, "config.json"),
+        JSON.stringify({ ...config, architectures: ["Qwen2ForCausalLM"], model_type: "qwen2" }),
+      );
       expect(() => convertLlamaToGGUF(bad, path.join(bad, "m.gguf"))).toThrow(ConfigError);
     } finally {
       fs.rmSync(bad, { recursive: true, force: true });

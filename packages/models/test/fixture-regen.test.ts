@@ -23,11 +23,14 @@ describe("regenerated GGUF fixtures", () => {
     try {
       const src = path.join(tmp, spec.source);
       fs.mkdirSync(src, { recursive: true });
-      for (const f of fs.readdirSync(path.join(root, spec.source))) fs.copyFileSync(path.join(root, spec.source, f), path.join(src, f));
+      for (const f of fs.readdirSync(path.join(root, spec.source)))
+        fs.copyFileSync(path.join(root, spec.source, f), path.join(src, f));
       const w = fs.readFileSync(path.join(src, spec.weights));
       w[w.byteLength - 1]! ^= 0x01;
       fs.writeFileSync(path.join(src, spec.weights), w);
-      expect(() => regenerate(tmp, spec)).toThrow(`fixtures/${spec.path}: regenerated file differs from the recorded original`);
+      expect(() => regenerate(tmp, spec)).toThrow(
+        `fixtures/${spec.path}: regenerated file differs from the recorded original`,
+      );
       expect(fs.existsSync(path.join(tmp, spec.path))).toBe(false);
     } finally {
       fs.rmSync(tmp, { recursive: true, force: true });
@@ -37,6 +40,8 @@ describe("regenerated GGUF fixtures", () => {
   test("planted violation: a recorded llama3 RoPE factor off by 1e-4 is refused", () => {
     const spec = list.find((s) => s.ropeFreqs !== undefined)!;
     const bad = { ...spec, ropeFreqs: spec.ropeFreqs!.map((v, i) => (i === 4 ? v * 1.0001 : v)) };
-    expect(() => buildFixtureGGUF(root, bad)).toThrow("recorded ropeFreqs differ from the computed llama3 factors by more than 1e-6 (index 4)");
+    expect(() => buildFixtureGGUF(root, bad)).toThrow(
+      "recorded ropeFreqs differ from the computed llama3 factors by more than 1e-6 (index 4)",
+    );
   });
 });

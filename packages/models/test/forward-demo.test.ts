@@ -9,14 +9,19 @@ import { LoadedModel, Tokenizer, openSafetensors } from "@poot/models";
 const DEMO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../models/demo");
 
 interface DemoReference {
-  prompt: string; prompt_ids: number[]; greedy_ids: number[];
-  chat_messages: { role: string; content: string }[]; chat_text: string; chat_ids: number[];
+  prompt: string;
+  prompt_ids: number[];
+  greedy_ids: number[];
+  chat_messages: { role: string; content: string }[];
+  chat_text: string;
+  chat_ids: number[];
 }
 
 /** max |a - ref| / max |ref|. */
 function relErr(a: ArrayLike<number>, ref: ArrayLike<number>): number {
   expect(a.length).toBe(ref.length);
-  let d = 0, m = 0;
+  let d = 0,
+    m = 0;
   for (let i = 0; i < ref.length; i++) {
     d = Math.max(d, Math.abs(a[i]! - ref[i]!));
     m = Math.max(m, Math.abs(ref[i]!));

@@ -13,7 +13,8 @@ const FAMILIES = ["mistral", "qwen2", "gemma2", "gemma3-mixed", "phi3", "mixtral
 
 function relErr(a: ArrayLike<number>, ref: ArrayLike<number>): number {
   expect(a.length).toBe(ref.length);
-  let d = 0, m = 0;
+  let d = 0,
+    m = 0;
   for (let i = 0; i < ref.length; i++) {
     d = Math.max(d, Math.abs(a[i]! - ref[i]!));
     m = Math.max(m, Math.abs(ref[i]!));
@@ -25,14 +26,19 @@ describe("self-made family fixtures", () => {
   for (const fam of FAMILIES) {
     test(`${fam}: prompt logits, greedy ids with the KV cache, prompt+greedy logits`, () => {
       const dir = path.join(ROOT, fam);
-      const ref = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as { prompt_ids: number[]; greedy_ids: number[] };
+      const ref = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as {
+        prompt_ids: number[];
+        greedy_ids: number[];
+      };
       const refs = openSafetensors(path.join(dir, "reference.safetensors"));
       const m = LoadedModel.open(dir);
       expect(m.config.architecture).toBe(fam.replace(/-.*/, ""));
       const rel = relErr(m.logits(ref.prompt_ids), refs.readF32Sync("prompt_logits"));
       const gen = m.generate(ref.prompt_ids, ref.greedy_ids.length);
       const full = relErr(m.logits([...ref.prompt_ids, ...ref.greedy_ids]), refs.readF32Sync("full_logits"));
-      console.log(`${fam}: prompt rel ${rel.toExponential(2)}, full rel ${full.toExponential(2)}, greedy ${JSON.stringify(gen.ids)}`);
+      console.log(
+        `${fam}: prompt rel ${rel.toExponential(2)}, full rel ${full.toExponential(2)}, greedy ${JSON.stringify(gen.ids)}`,
+      );
       expect(rel).toBeLessThanOrEqual(1e-4);
       expect(gen.ids).toEqual(ref.greedy_ids);
       expect(full).toBeLessThanOrEqual(1e-4);
@@ -45,11 +51,15 @@ describe("self-made family fixtures", () => {
 describe("Phi-3 LongRoPE (original context 16, max 64)", () => {
   test("short factors up to 16 tokens, long ones past it, cos/sin scaled by sqrt(1 + ln 4 / ln 16)", () => {
     const dir = path.join(ROOT, "phi3-longrope");
-    const ref = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as { prompt_ids: number[]; greedy_ids: number[] };
+    const ref = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as {
+      prompt_ids: number[];
+      greedy_ids: number[];
+    };
     const refs = openSafetensors(path.join(dir, "reference.safetensors"));
     const full = refs.readF32Sync("full_logits");
     const m = LoadedModel.open(dir);
-    const V = m.config.vocabSize, T = ref.prompt_ids.length;
+    const V = m.config.vocabSize,
+      T = ref.prompt_ids.length;
     // The 12-token prompt runs on the short factors; the 20-token one-pass forward on the long ones.
     expect(relErr(m.logits(ref.prompt_ids), refs.readF32Sync("prompt_logits"))).toBeLessThanOrEqual(1e-4);
     expect(relErr(m.logits([...ref.prompt_ids, ...ref.greedy_ids]), full)).toBeLessThanOrEqual(1e-4);

@@ -12,7 +12,8 @@ const FIXTURES = NO_FIXTURES === undefined ? fixture() : undefined;
 
 function relErr(a: ArrayLike<number>, ref: ArrayLike<number>): number {
   expect(a.length).toBe(ref.length);
-  let d = 0, m = 0;
+  let d = 0,
+    m = 0;
   for (let i = 0; i < ref.length; i++) {
     d = Math.max(d, Math.abs(a[i]! - ref[i]!));
     m = Math.max(m, Math.abs(ref[i]!));
@@ -25,25 +26,42 @@ function readF32(file: string): Float32Array {
   return new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
 }
 
-interface Reference { prompt_ids: number[]; reference_greedy_ids: number[] }
+interface Reference {
+  prompt_ids: number[];
+  reference_greedy_ids: number[];
+}
 
-const files: [string, string][] = FIXTURES === undefined ? [] : fs.readdirSync(fixture("gguf"))
-  .filter((d) => fs.statSync(fixture("gguf", d)).isDirectory())
-  .flatMap((d) => fs.readdirSync(fixture("gguf", d)).filter((f) => /^model-.*\.gguf$/.test(f)).map((f): [string, string] => [d, f]));
+const files: [string, string][] =
+  FIXTURES === undefined
+    ? []
+    : fs
+        .readdirSync(fixture("gguf"))
+        .filter((d) => fs.statSync(fixture("gguf", d)).isDirectory())
+        .flatMap((d) =>
+          fs
+            .readdirSync(fixture("gguf", d))
+            .filter((f) => /^model-.*\.gguf$/.test(f))
+            .map((f): [string, string] => [d, f]),
+        );
 
-describe.skipIf(FIXTURES === undefined)(`same model from HF and GGUF (${FIXTURES === undefined ? NO_FIXTURES : "present"})`, () => {
-  for (const fam of ["llama3", "qwen3", "gemma3", "olmoe"]) {
-    test(`${fam}: model-F32.gguf and the HF folder give the same logits (Q/K order, 1+w norms, rope_freqs, repeated KV heads)`, () => {
-      const ids = (JSON.parse(fs.readFileSync(fixture("gguf", fam, "reference-F32.json"), "utf8")) as Reference).prompt_ids;
-      const hf = LoadedModel.open(fixture("hf", fam)), gguf = LoadedModel.open(fixture("gguf", fam, "model-F32.gguf"));
-      const rel = relErr(gguf.logits(ids), hf.logits(ids));
-      console.log(`${fam}: GGUF vs HF rel ${rel.toExponential(2)}`);
-      expect(rel).toBeLessThanOrEqual(1e-5);
-      hf.close();
-      gguf.close();
-    });
-  }
-});
+describe.skipIf(FIXTURES === undefined)(
+  `same model from HF and GGUF (${FIXTURES === undefined ? NO_FIXTURES : "present"})`,
+  () => {
+    for (const fam of ["llama3", "qwen3", "gemma3", "olmoe"]) {
+      test(`${fam}: model-F32.gguf and the HF folder give the same logits (Q/K order, 1+w norms, rope_freqs, repeated KV heads)`, () => {
+        const ids = (JSON.parse(fs.readFileSync(fixture("gguf", fam, "reference-F32.json"), "utf8")) as Reference)
+          .prompt_ids;
+        const hf = LoadedModel.open(fixture("hf", fam)),
+          gguf = LoadedModel.open(fixture("gguf", fam, "model-F32.gguf"));
+        const rel = relErr(gguf.logits(ids), hf.logits(ids));
+        console.log(`${fam}: GGUF vs HF rel ${rel.toExponential(2)}`);
+        expect(rel).toBeLessThanOrEqual(1e-5);
+        hf.close();
+        gguf.close();
+      });
+    }
+  },
+);
 
 describe.skipIf(FIXTURES === undefined)(`GGUF fixtures (${FIXTURES === undefined ? NO_FIXTURES : "present"})`, () => {
   for (const [fam, file] of files) {
@@ -57,7 +75,8 @@ describe.skipIf(FIXTURES === undefined)(`GGUF fixtures (${FIXTURES === undefined
       const llama = relErr(logits, readF32(path.join(dir, `logits-${type}.bin`)));
       console.log(`${fam} ${type}: rel vs f64 ${rel.toExponential(2)}; vs llama.cpp ${llama.toExponential(2)}`);
       expect(rel).toBeLessThanOrEqual(1e-4);
-      if (type === "F32") expect(m.generate(ref.prompt_ids, ref.reference_greedy_ids.length).ids).toEqual(ref.reference_greedy_ids);
+      if (type === "F32")
+        expect(m.generate(ref.prompt_ids, ref.reference_greedy_ids.length).ids).toEqual(ref.reference_greedy_ids);
       m.close();
     });
   }

@@ -14,7 +14,8 @@ const FAMILIES = ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"] as const;
 /** max |a - ref| / max |ref|. */
 function relErr(a: ArrayLike<number>, ref: ArrayLike<number>): number {
   expect(a.length).toBe(ref.length);
-  let d = 0, m = 0;
+  let d = 0,
+    m = 0;
   for (let i = 0; i < ref.length; i++) {
     d = Math.max(d, Math.abs(a[i]! - ref[i]!));
     m = Math.max(m, Math.abs(ref[i]!));
@@ -22,7 +23,10 @@ function relErr(a: ArrayLike<number>, ref: ArrayLike<number>): number {
   return d / m;
 }
 
-interface Reference { prompt_ids: number[]; greedy_ids: number[] }
+interface Reference {
+  prompt_ids: number[];
+  greedy_ids: number[];
+}
 
 describe.skipIf(FIXTURES === undefined)(`HF fixtures (${FIXTURES === undefined ? NO_FIXTURES : "present"})`, () => {
   for (const fam of FAMILIES) {
@@ -53,9 +57,12 @@ describe.skipIf(FIXTURES === undefined)(`HF fixtures (${FIXTURES === undefined ?
         const m = LoadedModel.open(dir);
         const gen = m.generate(ref.prompt_ids, ref.greedy_ids.length);
         expect(gen.ids).toEqual(ref.greedy_ids);
-        const V = m.config.vocabSize, T = ref.prompt_ids.length;
+        const V = m.config.vocabSize,
+          T = ref.prompt_ids.length;
         // Each decode step's logits are rows T-1 .. T+14 of the one-pass full logits.
-        gen.logits.forEach((row, n) => expect(relErr(row, fullLogits.subarray((T - 1 + n) * V, (T + n) * V))).toBeLessThanOrEqual(1e-4));
+        gen.logits.forEach((row, n) =>
+          expect(relErr(row, fullLogits.subarray((T - 1 + n) * V, (T + n) * V))).toBeLessThanOrEqual(1e-4),
+        );
         const rel = relErr(m.logits([...ref.prompt_ids, ...ref.greedy_ids]), fullLogits);
         console.log(`${fam} full rel ${rel.toExponential(2)}`);
         expect(rel).toBeLessThanOrEqual(1e-4);

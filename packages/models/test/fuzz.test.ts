@@ -2,7 +2,15 @@
 // no other exception, no hang (bounded run time), no huge allocation (heap growth checked).
 import * as fs from "node:fs";
 import { expect, test } from "vitest";
-import { GGUFCheckpoint, MemorySource, ModelError, QUANT_FORMATS, encodeGGUFHeader, parseGGUFHeader, parseSafetensorsHeader } from "@poot/models";
+import {
+  GGUFCheckpoint,
+  MemorySource,
+  ModelError,
+  QUANT_FORMATS,
+  encodeGGUFHeader,
+  parseGGUFHeader,
+  parseSafetensorsHeader,
+} from "@poot/models";
 import { fixture, needFixture } from "@poot/testkit";
 
 // The fixture folders this file reads (in the repo's fixtures/; CI fails when one is missing).
@@ -26,7 +34,11 @@ function mutate(src: Uint8Array, r: () => number): Uint8Array {
   let b = src.slice();
   const kind = pick(6);
   const hot = () => (r() < 0.7 ? pick(Math.min(b.length, 512)) : pick(b.length));
-  if (kind === 0) for (let i = 0, n = 1 + pick(8); i < n; i++) { const at = hot(); b[at] = b[at]! ^ (1 << pick(8)); }
+  if (kind === 0)
+    for (let i = 0, n = 1 + pick(8); i < n; i++) {
+      const at = hot();
+      b[at] = b[at]! ^ (1 << pick(8));
+    }
   else if (kind === 1) for (let i = 0, n = 1 + pick(4); i < n; i++) b[hot()] = [0, 0xff, 0x7f, 0x80, 0x01][pick(5)]!;
   else if (kind === 2) {
     const at = hot();
@@ -34,14 +46,16 @@ function mutate(src: Uint8Array, r: () => number): Uint8Array {
     for (let i = 0; i < 8 && at + i < b.length; i++) b[at + i] = Number((v >> BigInt(8 * i)) & 0xffn);
   } else if (kind === 3) b = b.slice(0, pick(b.length));
   else if (kind === 4) {
-    const at = pick(b.length), len = pick(16);
+    const at = pick(b.length),
+      len = pick(16);
     const end = Math.min(b.length, at + len);
     const cut = new Uint8Array(b.length - (end - at));
     cut.set(b.subarray(0, at));
     cut.set(b.subarray(end), at);
     b = cut;
   } else {
-    const at = pick(b.length), ins = Array.from({ length: 1 + pick(8) }, () => pick(256));
+    const at = pick(b.length),
+      ins = Array.from({ length: 1 + pick(8) }, () => pick(256));
     const grown = new Uint8Array(b.length + ins.length);
     grown.set(b.subarray(0, at));
     grown.set(ins, at);
@@ -51,9 +65,15 @@ function mutate(src: Uint8Array, r: () => number): Uint8Array {
   return b;
 }
 
-function fuzz(seeds: Uint8Array[], n: number, seed: number, parse: (src: MemorySource) => unknown): { ok: number; typed: number } {
+function fuzz(
+  seeds: Uint8Array[],
+  n: number,
+  seed: number,
+  parse: (src: MemorySource) => unknown,
+): { ok: number; typed: number } {
   const r = rng(seed);
-  let ok = 0, typed = 0;
+  let ok = 0,
+    typed = 0;
   const heap0 = process.memoryUsage().heapUsed;
   for (let i = 0; i < n; i++) {
     // The last seed (a real fixture header, ~10x larger) gets one input in ten.
@@ -62,7 +82,8 @@ function fuzz(seeds: Uint8Array[], n: number, seed: number, parse: (src: MemoryS
       parse(new MemorySource(input, `fuzz#${i}`));
       ok++;
     } catch (e) {
-      if (!(e instanceof ModelError)) throw new Error(`input #${i} (seed ${seed}) raised a non-ModelError: ${String(e)}`);
+      if (!(e instanceof ModelError))
+        throw new Error(`input #${i} (seed ${seed}) raised a non-ModelError: ${String(e)}`);
       typed++;
     }
   }
@@ -94,12 +115,14 @@ function smallGGUF(): Uint8Array {
 }
 
 function smallSafetensors(): Uint8Array {
-  const json = new TextEncoder().encode(JSON.stringify({
-    __metadata__: { format: "pt" },
-    a: { dtype: "F32", shape: [2, 2], data_offsets: [0, 16] },
-    b: { dtype: "BF16", shape: [3], data_offsets: [16, 22] },
-    c: { dtype: "I8", shape: [2], data_offsets: [22, 24] },
-  }));
+  const json = new TextEncoder().encode(
+    JSON.stringify({
+      __metadata__: { format: "pt" },
+      a: { dtype: "F32", shape: [2, 2], data_offsets: [0, 16] },
+      b: { dtype: "BF16", shape: [3], data_offsets: [16, 22] },
+      c: { dtype: "I8", shape: [2], data_offsets: [22, 24] },
+    }),
+  );
   const out = new Uint8Array(8 + json.length + 24);
   new DataView(out.buffer).setBigUint64(0, BigInt(json.length), true);
   out.set(json, 8);
@@ -164,7 +187,9 @@ test("GGUF files with IQ4_NL / IQ4_XS / MXFP4 / Q4_0 / Q5_K tensors: 100,000 mut
   expect(open(new MemorySource(seed))).toBe(64 * 2 + 256 + 32 * 4 + 32 + 256);
   const t0 = performance.now();
   const res = fuzz([seed], 100_000, 2626, open);
-  console.log(`GGUF formats fuzz: ${res.ok} opened and decoded, ${res.typed} typed errors in ${(performance.now() - t0).toFixed(0)} ms`);
+  console.log(
+    `GGUF formats fuzz: ${res.ok} opened and decoded, ${res.typed} typed errors in ${(performance.now() - t0).toFixed(0)} ms`,
+  );
   expect(res.ok + res.typed).toBe(100_000);
   expect(res.typed).toBeGreaterThan(10_000);
   expect(res.ok).toBeGreaterThan(10_000);
@@ -174,7 +199,8 @@ test("planted: a decoder that throws a plain Error on a format's bytes fails the
   const seed = formatsGGUF();
   const bad = (s: MemorySource): void => {
     const g = new GGUFCheckpoint(s);
-    for (const t of g.tensors()) if (t.dtype === "MXFP4" && g.readF32Sync(t.name).some((x) => x === 0)) throw new Error("planted");
+    for (const t of g.tensors())
+      if (t.dtype === "MXFP4" && g.readF32Sync(t.name).some((x) => x === 0)) throw new Error("planted");
   };
   expect(() => fuzz([seed], 2_000, 2627, bad)).toThrow(/non-ModelError/);
 });

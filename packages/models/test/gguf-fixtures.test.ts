@@ -9,7 +9,9 @@ import { fixture, needFixture } from "@poot/testkit";
 const NO_FIXTURES = needFixture("gguf");
 const FIXTURES = NO_FIXTURES === undefined ? fixture() : undefined;
 
-const families = FIXTURES ? fs.readdirSync(fixture("gguf")).filter((f) => fs.existsSync(fixture("gguf", f, "model-F32.gguf"))) : [];
+const families = FIXTURES
+  ? fs.readdirSync(fixture("gguf")).filter((f) => fs.existsSync(fixture("gguf", f, "model-F32.gguf")))
+  : [];
 
 /**
  * Max allowed |Δ| for one block given the F32 reference values of that block (float64 arithmetic).
@@ -20,24 +22,45 @@ const families = FIXTURES ? fs.readdirSync(fixture("gguf")).filter((f) => fs.exi
  * is the distance to that top level (up to one step), elsewhere d/2.
  */
 function bound(format: string, ref: Float32Array, start: number, n: number): (x: number) => number {
-  let amax = 0, lo = Infinity, hi = -Infinity;
+  let amax = 0,
+    lo = Infinity,
+    hi = -Infinity;
   for (let i = start; i < start + n; i++) {
     const v = ref[i]!;
-    amax = Math.max(amax, Math.abs(v)); lo = Math.min(lo, v); hi = Math.max(hi, v);
+    amax = Math.max(amax, Math.abs(v));
+    lo = Math.min(lo, v);
+    hi = Math.max(hi, v);
   }
   const sym = (qmax: number) => (amax / qmax) * (0.5 + qmax * 2 ** -11) + 1e-12;
-  const asym = (levels: number) => ((hi - lo) / (levels - 1)) * 0.5 + Math.abs(lo) * 2 ** -11 + (hi - lo) * 2 ** -11 + 1e-12;
+  const asym = (levels: number) =>
+    ((hi - lo) / (levels - 1)) * 0.5 + Math.abs(lo) * 2 ** -11 + (hi - lo) * 2 ** -11 + 1e-12;
   switch (format) {
-    case "F32": return () => 0;
-    case "F16": return (x) => Math.abs(x) * 2 ** -11 + 2 ** -25;
-    case "Q8_0": { const b = sym(127); return () => b; }
-    case "Q4_0": return clampedSym(ref, start, n, 8);
-    case "Q5_0": return clampedSym(ref, start, n, 16);
-    case "Q4_1": { const b = asym(16); return () => b; }
-    case "Q5_1": { const b = asym(32); return () => b; }
-    case "Q4_K": return () => (hi - lo) / 15;
-    case "Q6_K": return () => amax / 31;
-    default: throw new Error(`no bound for ${format}`);
+    case "F32":
+      return () => 0;
+    case "F16":
+      return (x) => Math.abs(x) * 2 ** -11 + 2 ** -25;
+    case "Q8_0": {
+      const b = sym(127);
+      return () => b;
+    }
+    case "Q4_0":
+      return clampedSym(ref, start, n, 8);
+    case "Q5_0":
+      return clampedSym(ref, start, n, 16);
+    case "Q4_1": {
+      const b = asym(16);
+      return () => b;
+    }
+    case "Q5_1": {
+      const b = asym(32);
+      return () => b;
+    }
+    case "Q4_K":
+      return () => (hi - lo) / 15;
+    case "Q6_K":
+      return () => amax / 31;
+    default:
+      throw new Error(`no bound for ${format}`);
   }
 }
 
@@ -49,49 +72,67 @@ function clampedSym(ref: Float32Array, start: number, n: number, qmax: number): 
   if (d === 0) return () => slack;
   return (x) => {
     const t = x / d;
-    return t > qmax - 1.5 ? Math.abs(t - (qmax - 1)) * Math.abs(d) + Math.abs(d) / 2 ** 11 * qmax + slack : Math.abs(d) / 2 + slack;
+    return t > qmax - 1.5
+      ? Math.abs(t - (qmax - 1)) * Math.abs(d) + (Math.abs(d) / 2 ** 11) * qmax + slack
+      : Math.abs(d) / 2 + slack;
   };
 }
 
 const worstByFormat: Record<string, number> = {};
 afterAll(() => {
-  if (Object.keys(worstByFormat).length > 0) console.log(`max |Δ| / bound per format: ${JSON.stringify(worstByFormat)}`);
+  if (Object.keys(worstByFormat).length > 0)
+    console.log(`max |Δ| / bound per format: ${JSON.stringify(worstByFormat)}`);
 });
 
-describe.skipIf(!FIXTURES)(`GGUF fixtures decode within quantization bounds${FIXTURES ? "" : ` (${NO_FIXTURES})`}`, () => {
-  for (const fam of families) {
-    for (const type of ["F16", "Q8_0", "Q4_K_M"]) {
-      test(`${fam} ${type}`, () => {
-        const ref = openGGUF(fixture("gguf", fam, "model-F32.gguf"));
-        const q = openGGUF(fixture("gguf", fam, `model-${type}.gguf`));
-        expect(q.tensors().map((t) => t.name).sort()).toEqual(ref.tensors().map((t) => t.name).sort());
-        const seen = new Set<string>();
-        for (const t of q.tensors() as GGUFTensorInfo[]) {
-          expect(t.shape).toEqual(ref.info(t.name).shape);
-          const want = ref.readF32Sync(t.name);
-          const got = q.readF32Sync(t.name);
-          expect(got.length).toBe(want.length);
-          seen.add(t.dtype);
-          const n = t.format.blockElems === 1 ? 32 : t.format.blockElems;
-          let worst = 0;
-          for (let s = 0; s < want.length; s += n) {
-            const bf = bound(t.dtype, want, s, Math.min(n, want.length - s));
-            for (let i = s; i < Math.min(s + n, want.length); i++) {
-              const bnd = bf(want[i]!);
-              const err = Math.abs(got[i]! - want[i]!);
-              if (err > bnd) throw new Error(`${fam} ${type} ${t.name} (${t.dtype}) element ${i}: |Δ| ${err} > bound ${bnd}`);
-              worst = Math.max(worst, bnd > 0 ? err / bnd : 0);
+describe.skipIf(!FIXTURES)(
+  `GGUF fixtures decode within quantization bounds${FIXTURES ? "" : ` (${NO_FIXTURES})`}`,
+  () => {
+    for (const fam of families) {
+      for (const type of ["F16", "Q8_0", "Q4_K_M"]) {
+        test(`${fam} ${type}`, () => {
+          const ref = openGGUF(fixture("gguf", fam, "model-F32.gguf"));
+          const q = openGGUF(fixture("gguf", fam, `model-${type}.gguf`));
+          expect(
+            q
+              .tensors()
+              .map((t) => t.name)
+              .sort(),
+          ).toEqual(
+            ref
+              .tensors()
+              .map((t) => t.name)
+              .sort(),
+          );
+          const seen = new Set<string>();
+          for (const t of q.tensors() as GGUFTensorInfo[]) {
+            expect(t.shape).toEqual(ref.info(t.name).shape);
+            const want = ref.readF32Sync(t.name);
+            const got = q.readF32Sync(t.name);
+            expect(got.length).toBe(want.length);
+            seen.add(t.dtype);
+            const n = t.format.blockElems === 1 ? 32 : t.format.blockElems;
+            let worst = 0;
+            for (let s = 0; s < want.length; s += n) {
+              const bf = bound(t.dtype, want, s, Math.min(n, want.length - s));
+              for (let i = s; i < Math.min(s + n, want.length); i++) {
+                const bnd = bf(want[i]!);
+                const err = Math.abs(got[i]! - want[i]!);
+                if (err > bnd)
+                  throw new Error(`${fam} ${type} ${t.name} (${t.dtype}) element ${i}: |Δ| ${err} > bound ${bnd}`);
+                worst = Math.max(worst, bnd > 0 ? err / bnd : 0);
+              }
             }
+            expect(worst).toBeLessThanOrEqual(1);
+            worstByFormat[t.dtype] = Math.max(worstByFormat[t.dtype] ?? 0, worst);
           }
-          expect(worst).toBeLessThanOrEqual(1);
-          worstByFormat[t.dtype] = Math.max(worstByFormat[t.dtype] ?? 0, worst);
-        }
-        if (type === "Q4_K_M" && fam.endsWith("-w256")) expect([...seen].sort()).toEqual(["F32", "Q4_K", "Q6_K"]);
-        ref.close(); q.close();
-      });
+          if (type === "Q4_K_M" && fam.endsWith("-w256")) expect([...seen].sort()).toEqual(["F32", "Q4_K", "Q6_K"]);
+          ref.close();
+          q.close();
+        });
+      }
     }
-  }
-});
+  },
+);
 
 describe.skipIf(!FIXTURES)("GGUF header facts", () => {
   test("llama3 Q4_K_M: version 3, alignment 32, row-major shapes, README tensor type counts", () => {

@@ -30,7 +30,10 @@ export interface FormatFixture {
   readonly dequant_sha256: Record<string, string>;
 }
 
-const FILES = fs.readdirSync(DIR).filter((f) => f.endsWith(".json")).sort();
+const FILES = fs
+  .readdirSync(DIR)
+  .filter((f) => f.endsWith(".json"))
+  .sort();
 
 function readF32(file: string): Float32Array {
   const b = fs.readFileSync(file);
@@ -40,7 +43,8 @@ function readF32(file: string): Float32Array {
 /** max |a − ref| / max |ref| (the fixtures' agreement measure). */
 function relErr(a: Float32Array, ref: Float32Array): number {
   expect(a.length).toBe(ref.length);
-  let d = 0, m = 0;
+  let d = 0,
+    m = 0;
   for (let i = 0; i < ref.length; i++) {
     d = Math.max(d, Math.abs(a[i]! - ref[i]!));
     m = Math.max(m, Math.abs(ref[i]!));
@@ -57,8 +61,13 @@ const agreeing = (a: readonly number[], b: readonly number[]): number => {
 
 describe("GGUF files quantized by llama.cpp (fixtures/gguf/formats)", () => {
   test("the fixtures cover every format of the issue", () => {
-    const types = new Set(FILES.flatMap((f) => Object.keys((JSON.parse(fs.readFileSync(path.join(DIR, f), "utf8")) as FormatFixture).tensor_types)));
-    for (const t of ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q5_K", "Q3_K", "Q2_K", "IQ4_NL", "IQ4_XS", "MXFP4"]) expect(types.has(t), t).toBe(true);
+    const types = new Set(
+      FILES.flatMap((f) =>
+        Object.keys((JSON.parse(fs.readFileSync(path.join(DIR, f), "utf8")) as FormatFixture).tensor_types),
+      ),
+    );
+    for (const t of ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q5_K", "Q3_K", "Q2_K", "IQ4_NL", "IQ4_XS", "MXFP4"])
+      expect(types.has(t), t).toBe(true);
   });
 
   test("planted: IQ4_NL bytes decoded by a linear 4-bit recipe (Q4_0's, same layout) miss ggml's hash", () => {
@@ -66,11 +75,19 @@ describe("GGUF files quantized by llama.cpp (fixtures/gguf/formats)", () => {
     const g = openGGUF(path.join(DIR, fx.gguf));
     try {
       const t = g.tensors().find((x) => x.dtype === "IQ4_NL")!;
-      const wrong = Float32Array.from(decodePacked(ggmlPackedFormat("Q4_0")!, g.readSync(t.name), t.shape.reduce((a, b) => a * b, 1)));
+      const wrong = Float32Array.from(
+        decodePacked(
+          ggmlPackedFormat("Q4_0")!,
+          g.readSync(t.name),
+          t.shape.reduce((a, b) => a * b, 1),
+        ),
+      );
       const sha = crypto.createHash("sha256").update(new Uint8Array(wrong.buffer)).digest("hex");
       expect(sha).not.toBe(fx.dequant_sha256[t.name]);
       const right = Float32Array.from(decodePacked(ggmlPackedFormat("IQ4_NL")!, g.readSync(t.name), wrong.length));
-      expect(crypto.createHash("sha256").update(new Uint8Array(right.buffer)).digest("hex")).toBe(fx.dequant_sha256[t.name]);
+      expect(crypto.createHash("sha256").update(new Uint8Array(right.buffer)).digest("hex")).toBe(
+        fx.dequant_sha256[t.name],
+      );
     } finally {
       g.close();
     }
@@ -92,7 +109,10 @@ describe("GGUF files quantized by llama.cpp (fixtures/gguf/formats)", () => {
             expect(typeof dt === "object" && dt.packed.name, t.name).toBe(t.dtype.toLowerCase());
           }
           const f32 = g.readF32Sync(t.name);
-          const sha = crypto.createHash("sha256").update(new Uint8Array(f32.buffer, f32.byteOffset, f32.byteLength)).digest("hex");
+          const sha = crypto
+            .createHash("sha256")
+            .update(new Uint8Array(f32.buffer, f32.byteOffset, f32.byteLength))
+            .digest("hex");
           expect(sha, `${t.name} (${t.dtype})`).toBe(fx.dequant_sha256[t.name]);
         }
         expect(seen).toEqual(fx.tensor_types);
@@ -104,9 +124,11 @@ describe("GGUF files quantized by llama.cpp (fixtures/gguf/formats)", () => {
     test(`${stem}: eval logits within 1e-4 of llama.cpp's F32 forward of the stored weights; top-1 and greedy as llama.cpp`, () => {
       const m = LoadedModel.open(path.join(DIR, fx.gguf));
       try {
-        const V = fx.vocab, T = fx.prompt_ids.length;
+        const V = fx.vocab,
+          T = fx.prompt_ids.length;
         const logits = m.logits(fx.prompt_ids);
-        const ref = readF32(path.join(DIR, `${stem}.ref.bin`)), llama = readF32(path.join(DIR, `${stem}.llama.bin`));
+        const ref = readF32(path.join(DIR, `${stem}.ref.bin`)),
+          llama = readF32(path.join(DIR, `${stem}.llama.bin`));
         const rel = relErr(logits, ref);
         let compared = 0;
         for (let t = 0; t < T; t++) {
@@ -124,7 +146,9 @@ describe("GGUF files quantized by llama.cpp (fixtures/gguf/formats)", () => {
           expect(ids).toEqual(fx.reference_greedy_ids);
           expect(ids.slice(0, k)).toEqual(fx.llama_cpp_greedy_ids.slice(0, k));
         }
-        console.log(`eval ${stem}: rel ${rel.toExponential(2)} (vs llama.cpp ${relErr(logits, llama).toExponential(2)}); top-1 = llama.cpp at ${compared}/${T}; greedy = llama.cpp for ${k}/16`);
+        console.log(
+          `eval ${stem}: rel ${rel.toExponential(2)} (vs llama.cpp ${relErr(logits, llama).toExponential(2)}); top-1 = llama.cpp at ${compared}/${T}; greedy = llama.cpp for ${k}/16`,
+        );
         expect(rel).toBeLessThanOrEqual(1e-4);
       } finally {
         m.close();

@@ -1,23 +1,40 @@
 // GGUF: self-written files round-trip (all metadata value types, row-major shapes, packed reads),
 // and bad input (truncation, bad magic/version, unknown tensor type, misalignment, overlap) gives typed errors.
 import { describe, expect, test } from "vitest";
-import { GGUFCheckpoint, MemorySource, ModelError, QUANT_FORMATS, UnsupportedTensorTypeError, encodeGGUFHeader, type GGUFWriteTensor } from "@poot/models";
+import {
+  GGUFCheckpoint,
+  MemorySource,
+  ModelError,
+  QUANT_FORMATS,
+  UnsupportedTensorTypeError,
+  encodeGGUFHeader,
+  type GGUFWriteTensor,
+} from "@poot/models";
 
 function gguf(tensors: GGUFWriteTensor[], fill: (name: string, bytes: Uint8Array) => void = () => {}): Uint8Array {
   const enc = encodeGGUFHeader(
     {
       "general.architecture": { type: "string", value: "llama" },
-      "t.u8": { type: "u8", value: 200 }, "t.i8": { type: "i8", value: -5 }, "t.u16": { type: "u16", value: 65000 },
-      "t.i16": { type: "i16", value: -300 }, "t.u32": { type: "u32", value: 4e9 }, "t.i32": { type: "i32", value: -7 },
-      "t.f32": { type: "f32", value: 0.5 }, "t.bool": { type: "bool", value: true }, "t.u64": { type: "u64", value: 2n ** 60n },
-      "t.i64": { type: "i64", value: -9n }, "t.f64": { type: "f64", value: 1e300 },
-      "t.arr": { type: "array", elem: "string", value: ["a", "ü", ""] }, "t.arrf": { type: "array", elem: "f32", value: [1.5, -2] },
+      "t.u8": { type: "u8", value: 200 },
+      "t.i8": { type: "i8", value: -5 },
+      "t.u16": { type: "u16", value: 65000 },
+      "t.i16": { type: "i16", value: -300 },
+      "t.u32": { type: "u32", value: 4e9 },
+      "t.i32": { type: "i32", value: -7 },
+      "t.f32": { type: "f32", value: 0.5 },
+      "t.bool": { type: "bool", value: true },
+      "t.u64": { type: "u64", value: 2n ** 60n },
+      "t.i64": { type: "i64", value: -9n },
+      "t.f64": { type: "f64", value: 1e300 },
+      "t.arr": { type: "array", elem: "string", value: ["a", "ü", ""] },
+      "t.arrf": { type: "array", elem: "f32", value: [1.5, -2] },
     },
     tensors,
   );
   const out = new Uint8Array(enc.header.length + enc.dataLength);
   out.set(enc.header);
-  for (const p of enc.placements) fill(p.name, out.subarray(enc.header.length + p.offset, enc.header.length + p.offset + p.byteLength));
+  for (const p of enc.placements)
+    fill(p.name, out.subarray(enc.header.length + p.offset, enc.header.length + p.offset + p.byteLength));
   return out;
 }
 
@@ -39,14 +56,31 @@ function err(bytes: Uint8Array): ModelError {
 describe("round trip", () => {
   test("metadata of every type, row-major shape, packed bytes, decode", () => {
     const bytes = gguf(T, (name, b) => {
-      if (name === "w") for (let r = 0; r < 3; r++) { b[34 * r] = 0x00; b[34 * r + 1] = 0x3c; for (let j = 0; j < 32; j++) b[34 * r + 2 + j] = (j - 16) & 0xff; }
+      if (name === "w")
+        for (let r = 0; r < 3; r++) {
+          b[34 * r] = 0x00;
+          b[34 * r + 1] = 0x3c;
+          for (let j = 0; j < 32; j++) b[34 * r + 2 + j] = (j - 16) & 0xff;
+        }
       else new Uint8Array(b.buffer, b.byteOffset, 20).set(new Uint8Array(new Float32Array([1, 2, 3, 4, 5]).buffer));
     });
     const g = new GGUFCheckpoint(new MemorySource(bytes, "m.gguf"));
     const md = Object.fromEntries(g.metadata);
     expect(md).toEqual({
-      "general.architecture": "llama", "t.u8": 200, "t.i8": -5, "t.u16": 65000, "t.i16": -300, "t.u32": 4e9, "t.i32": -7,
-      "t.f32": 0.5, "t.bool": true, "t.u64": 2n ** 60n, "t.i64": -9, "t.f64": 1e300, "t.arr": ["a", "ü", ""], "t.arrf": [1.5, -2],
+      "general.architecture": "llama",
+      "t.u8": 200,
+      "t.i8": -5,
+      "t.u16": 65000,
+      "t.i16": -300,
+      "t.u32": 4e9,
+      "t.i32": -7,
+      "t.f32": 0.5,
+      "t.bool": true,
+      "t.u64": 2n ** 60n,
+      "t.i64": -9,
+      "t.f64": 1e300,
+      "t.arr": ["a", "ü", ""],
+      "t.arrf": [1.5, -2],
     });
     const w = g.info("w");
     expect([w.dtype, w.shape, w.ggmlDims, w.byteLength, w.byteOffset % 32]).toEqual(["Q8_0", [3, 32], [32, 3], 102, 0]);
@@ -74,9 +108,11 @@ describe("bad input", () => {
     }
   });
   test("bad magic / version", () => {
-    const a = good.slice(); a[0] = 0x47 ^ 1;
+    const a = good.slice();
+    a[0] = 0x47 ^ 1;
     expect(err(a).code).toBe("bad-magic");
-    const b = good.slice(); b[4] = 1;
+    const b = good.slice();
+    b[4] = 1;
     expect([err(b).code, err(b).offset]).toEqual(["unsupported-version", 4]);
   });
   test("unsupported tensor type names the type id and tensor", () => {
@@ -84,7 +120,16 @@ describe("bad input", () => {
     // Patch w's type (u32 after name and dims) to IQ2_XXS (16).
     const name = new TextEncoder().encode("w");
     let at = -1;
-    for (let i = 0; i < bytes.length - 9; i++) if (bytes[i] === 1 && bytes.subarray(i + 1, i + 8).every((x) => x === 0) && bytes[i + 8] === name[0] && bytes[i + 9] === 2) { at = i + 9; break; }
+    for (let i = 0; i < bytes.length - 9; i++)
+      if (
+        bytes[i] === 1 &&
+        bytes.subarray(i + 1, i + 8).every((x) => x === 0) &&
+        bytes[i + 8] === name[0] &&
+        bytes[i + 9] === 2
+      ) {
+        at = i + 9;
+        break;
+      }
     const typeAt = at + 4 + 16;
     bytes[typeAt] = 16;
     const e = err(bytes);

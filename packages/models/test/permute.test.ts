@@ -20,11 +20,15 @@ describe.skipIf(!FIXTURES)("llama Q/K permutation", () => {
       expect(Array.from(q)).not.toEqual(Array.from(hq));
       expect(Array.from(unpermuteLlamaQK(q, c.numHeads, c.headDim, c.hiddenSize))).toEqual(Array.from(hq));
       expect(Array.from(unpermuteLlamaQK(k, c.numKVHeads, c.headDim, c.hiddenSize))).toEqual(Array.from(hk));
-      expect(Array.from(await g.readF32(`blk.${l}.attn_v.weight`))).toEqual(Array.from(await s.readF32(`model.layers.${l}.self_attn.v_proj.weight`)));
+      expect(Array.from(await g.readF32(`blk.${l}.attn_v.weight`))).toEqual(
+        Array.from(await s.readF32(`model.layers.${l}.self_attn.v_proj.weight`)),
+      );
     }
     const g3 = openGGUF(fixture("gguf", "qwen3", "model-F32.gguf"));
     const s3 = openSafetensors(fixture("hf", "qwen3"));
-    expect(Array.from(await g3.readF32("blk.0.attn_q.weight"))).toEqual(Array.from(await s3.readF32("model.layers.0.self_attn.q_proj.weight")));
+    expect(Array.from(await g3.readF32("blk.0.attn_q.weight"))).toEqual(
+      Array.from(await s3.readF32("model.layers.0.self_attn.q_proj.weight")),
+    );
   });
   test("packed rows permute as bytes: Q8_0 decode of un-permuted rows = un-permuted decode", async () => {
     const c = readHFConfig(fixture("hf", "llama3"));

@@ -41,10 +41,25 @@ describe("self-made files", () => {
   test("single file: dtypes widen exactly, shapes and offsets", async () => {
     const data = new Uint8Array([...f16, ...bf16, ...f32]);
     const file = path.join(tmp, "one.safetensors");
-    fs.writeFileSync(file, build({ __metadata__: { format: "pt" }, a: { dtype: "F16", shape: [2], data_offsets: [0, 4] }, b: { dtype: "BF16", shape: [1, 2], data_offsets: [4, 8] }, c: { dtype: "F32", shape: [], data_offsets: [8, 12] } }, data));
+    fs.writeFileSync(
+      file,
+      build(
+        {
+          __metadata__: { format: "pt" },
+          a: { dtype: "F16", shape: [2], data_offsets: [0, 4] },
+          b: { dtype: "BF16", shape: [1, 2], data_offsets: [4, 8] },
+          c: { dtype: "F32", shape: [], data_offsets: [8, 12] },
+        },
+        data,
+      ),
+    );
     const ck = openSafetensors(file);
     expect(ck.metadata).toEqual({ format: "pt" });
-    expect(ck.tensors().map((t) => [t.name, t.dtype, t.shape])).toEqual([["a", "F16", [2]], ["b", "BF16", [1, 2]], ["c", "F32", []]]);
+    expect(ck.tensors().map((t) => [t.name, t.dtype, t.shape])).toEqual([
+      ["a", "F16", [2]],
+      ["b", "BF16", [1, 2]],
+      ["c", "F32", []],
+    ]);
     expect(Array.from(await ck.readF32("a"))).toEqual([1.5, -2]);
     expect(Array.from(ck.readF32Sync("b"))).toEqual([1, -0.5]);
     expect(Array.from(await ck.readF32("c"))).toEqual([3.25]);
@@ -55,17 +70,43 @@ describe("self-made files", () => {
   });
   test("sharded folder via model.safetensors.index.json", async () => {
     const dir = fs.mkdtempSync(path.join(tmp, "shard-"));
-    fs.writeFileSync(path.join(dir, "model-00001-of-00002.safetensors"), build({ x: { dtype: "F16", shape: [2], data_offsets: [0, 4] } }, f16));
-    fs.writeFileSync(path.join(dir, "model-00002-of-00002.safetensors"), build({ y: { dtype: "F32", shape: [1], data_offsets: [0, 4] } }, f32));
-    fs.writeFileSync(path.join(dir, "model.safetensors.index.json"), JSON.stringify({ metadata: {}, weight_map: { x: "model-00001-of-00002.safetensors", y: "model-00002-of-00002.safetensors" } }));
+    fs.writeFileSync(
+      path.join(dir, "model-00001-of-00002.safetensors"),
+      build({ x: { dtype: "F16", shape: [2], data_offsets: [0, 4] } }, f16),
+    );
+    fs.writeFileSync(
+      path.join(dir, "model-00002-of-00002.safetensors"),
+      build({ y: { dtype: "F32", shape: [1], data_offsets: [0, 4] } }, f32),
+    );
+    fs.writeFileSync(
+      path.join(dir, "model.safetensors.index.json"),
+      JSON.stringify({
+        metadata: {},
+        weight_map: { x: "model-00001-of-00002.safetensors", y: "model-00002-of-00002.safetensors" },
+      }),
+    );
     const ck = openSafetensors(dir);
-    expect(ck.tensors().map((t) => t.name).sort()).toEqual(["x", "y"]);
+    expect(
+      ck
+        .tensors()
+        .map((t) => t.name)
+        .sort(),
+    ).toEqual(["x", "y"]);
     expect(Array.from(await ck.readF32("x"))).toEqual([1.5, -2]);
     expect(Array.from(await ck.readF32("y"))).toEqual([3.25]);
     expect(ck.info("y").file).toBe(path.join(dir, "model-00002-of-00002.safetensors"));
     ck.close();
     // An index naming a tensor no shard holds is a typed missing-tensor error naming it.
-    fs.writeFileSync(path.join(dir, "model.safetensors.index.json"), JSON.stringify({ weight_map: { x: "model-00001-of-00002.safetensors", y: "model-00002-of-00002.safetensors", z: "model-00002-of-00002.safetensors" } }));
+    fs.writeFileSync(
+      path.join(dir, "model.safetensors.index.json"),
+      JSON.stringify({
+        weight_map: {
+          x: "model-00001-of-00002.safetensors",
+          y: "model-00002-of-00002.safetensors",
+          z: "model-00002-of-00002.safetensors",
+        },
+      }),
+    );
     const e = errorOf(() => openSafetensors(dir));
     expect([e.code, e.tensor]).toEqual(["missing-tensor", "z"]);
   });
@@ -83,14 +124,64 @@ describe("bad input gives typed errors with context", () => {
   const good = { t: { dtype: "F32", shape: [2], data_offsets: [0, 8] } };
   const cases: [string, Uint8Array, string, string | undefined][] = [
     ["too short", new Uint8Array(5), "truncated", undefined],
-    ["header length past end", (() => { const b = build(good, new Uint8Array(8)); new DataView(b.buffer).setBigUint64(0, 1n << 40n, true); return b; })(), "truncated", undefined],
-    ["bad JSON", (() => { const b = build(good, new Uint8Array(8)); b[8] = 0x7b; b[9] = 0x7b; return b; })(), "bad-json", undefined],
+    [
+      "header length past end",
+      (() => {
+        const b = build(good, new Uint8Array(8));
+        new DataView(b.buffer).setBigUint64(0, 1n << 40n, true);
+        return b;
+      })(),
+      "truncated",
+      undefined,
+    ],
+    [
+      "bad JSON",
+      (() => {
+        const b = build(good, new Uint8Array(8));
+        b[8] = 0x7b;
+        b[9] = 0x7b;
+        return b;
+      })(),
+      "bad-json",
+      undefined,
+    ],
     ["JSON array", build([1, 2], new Uint8Array(0)), "bad-json", undefined],
-    ["unknown dtype", build({ t: { dtype: "F7", shape: [2], data_offsets: [0, 8] } }, new Uint8Array(8)), "unsupported-dtype", "t"],
-    ["shape × dtype ≠ bytes", build({ t: { dtype: "F32", shape: [3], data_offsets: [0, 8] } }, new Uint8Array(8)), "bad-shape", "t"],
-    ["negative dim", build({ t: { dtype: "F32", shape: [-2], data_offsets: [0, 8] } }, new Uint8Array(8)), "bad-shape", "t"],
-    ["data past end", build({ t: { dtype: "F32", shape: [4], data_offsets: [0, 16] } }, new Uint8Array(8)), "out-of-bounds", "t"],
-    ["overlap", build({ a: { dtype: "F32", shape: [2], data_offsets: [0, 8] }, b: { dtype: "F32", shape: [1], data_offsets: [4, 8] } }, new Uint8Array(8)), "overlap", "b"],
+    [
+      "unknown dtype",
+      build({ t: { dtype: "F7", shape: [2], data_offsets: [0, 8] } }, new Uint8Array(8)),
+      "unsupported-dtype",
+      "t",
+    ],
+    [
+      "shape × dtype ≠ bytes",
+      build({ t: { dtype: "F32", shape: [3], data_offsets: [0, 8] } }, new Uint8Array(8)),
+      "bad-shape",
+      "t",
+    ],
+    [
+      "negative dim",
+      build({ t: { dtype: "F32", shape: [-2], data_offsets: [0, 8] } }, new Uint8Array(8)),
+      "bad-shape",
+      "t",
+    ],
+    [
+      "data past end",
+      build({ t: { dtype: "F32", shape: [4], data_offsets: [0, 16] } }, new Uint8Array(8)),
+      "out-of-bounds",
+      "t",
+    ],
+    [
+      "overlap",
+      build(
+        {
+          a: { dtype: "F32", shape: [2], data_offsets: [0, 8] },
+          b: { dtype: "F32", shape: [1], data_offsets: [4, 8] },
+        },
+        new Uint8Array(8),
+      ),
+      "overlap",
+      "b",
+    ],
   ];
   for (const [what, bytes, code, tensor] of cases) {
     test(what, () => {
@@ -116,9 +207,16 @@ describe.skipIf(!FIXTURES)("fixture folders", () => {
       const bf = openSafetensors(fixture("hf", fam), { fileName: "model.bf16.safetensors" });
       // The bf16 files (transformers 5 save format) also store tied lm_head and stack MoE experts.
       const common = f32.tensors().filter((t) => bf.has(t.name));
-      const extra = bf.tensors().filter((t) => !f32.has(t.name)).map((t) => t.name);
-      expect(extra.every((n) => n === "lm_head.weight" || /\.mlp\.experts\.(gate_up_proj|down_proj)$/.test(n))).toBe(true);
-      expect(common.length + f32.tensors().filter((t) => /\.experts\.\d+\./.test(t.name)).length).toBe(f32.tensors().length);
+      const extra = bf
+        .tensors()
+        .filter((t) => !f32.has(t.name))
+        .map((t) => t.name);
+      expect(extra.every((n) => n === "lm_head.weight" || /\.mlp\.experts\.(gate_up_proj|down_proj)$/.test(n))).toBe(
+        true,
+      );
+      expect(common.length + f32.tensors().filter((t) => /\.experts\.\d+\./.test(t.name)).length).toBe(
+        f32.tensors().length,
+      );
       for (const t of common) {
         expect(t.dtype).toBe("F32");
         expect(bf.info(t.name).dtype).toBe("BF16");
@@ -140,11 +238,14 @@ describe.skipIf(!FIXTURES)("fixture folders", () => {
           expect(Array.from(dn.subarray(e * 2048, (e + 1) * 2048))).toEqual(Array.from(d));
         }
       }
-      f32.close(); bf.close();
+      f32.close();
+      bf.close();
     });
   }
   test("reference.safetensors logits have the [T, V] shape of reference.json", async () => {
-    const ref = JSON.parse(fs.readFileSync(fixture("hf", "llama3", "reference.json"), "utf8")) as { prompt_ids: number[] };
+    const ref = JSON.parse(fs.readFileSync(fixture("hf", "llama3", "reference.json"), "utf8")) as {
+      prompt_ids: number[];
+    };
     const ck = openSafetensors(fixture("hf", "llama3", "reference.safetensors"));
     const info = ck.info("prompt_logits");
     expect(info.shape[0]).toBe(ref.prompt_ids.length);

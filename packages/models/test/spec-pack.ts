@@ -27,7 +27,8 @@ export function putF16(b: Uint8Array, o: number, x: number): void {
 export function pack2bit(L: number[], qs: Uint8Array, base: number): void {
   for (let j = 0; j < 256; j += 128) {
     for (let l = 0; l < 32; l++) {
-      qs[base + j / 4 + l] = (L[j + l]! & 3) | ((L[j + l + 32]! & 3) << 2) | ((L[j + l + 64]! & 3) << 4) | ((L[j + l + 96]! & 3) << 6);
+      qs[base + j / 4 + l] =
+        (L[j + l]! & 3) | ((L[j + l + 32]! & 3) << 2) | ((L[j + l + 64]! & 3) << 4) | ((L[j + l + 96]! & 3) << 6);
     }
   }
 }

@@ -35,7 +35,13 @@ export interface TokenLogprob {
 
 /** One streamed event: a sampled token and the text it releases (possibly empty), or trailing text. */
 export type GenerationEvent =
-  | { readonly kind: "token"; readonly id: number; readonly text: string; readonly logprob?: number; readonly top?: readonly TokenLogprob[] }
+  | {
+      readonly kind: "token";
+      readonly id: number;
+      readonly text: string;
+      readonly logprob?: number;
+      readonly top?: readonly TokenLogprob[];
+    }
   | { readonly kind: "text"; readonly text: string };
 
 /** What a finished generation returns. */
@@ -57,7 +63,11 @@ export interface GenerationResult {
 }
 
 /** Log-softmax of the chosen id and the `k` most likely ids, in float64. */
-export function tokenLogprobs(logits: ArrayLike<number>, id: number, k: number): { logprob: number; top: TokenLogprob[] } {
+export function tokenLogprobs(
+  logits: ArrayLike<number>,
+  id: number,
+  k: number,
+): { logprob: number; top: TokenLogprob[] } {
   let max = -Infinity;
   for (let i = 0; i < logits.length; i++) max = Math.max(max, logits[i]!);
   let z = 0;
@@ -77,14 +87,30 @@ export function tokenLogprobs(logits: ArrayLike<number>, id: number, k: number):
  */
 export function checkGenerate(engine: Engine, prompt: readonly number[], options: GenerateOptions): void {
   checkSampling(options);
-  if (!Number.isSafeInteger(options.maxTokens) || options.maxTokens < 1) throw new RuntimeError("bad-sampling", `maxTokens must be a positive integer, got ${options.maxTokens}`, { param: "maxTokens", value: options.maxTokens });
+  if (!Number.isSafeInteger(options.maxTokens) || options.maxTokens < 1)
+    throw new RuntimeError("bad-sampling", `maxTokens must be a positive integer, got ${options.maxTokens}`, {
+      param: "maxTokens",
+      value: options.maxTokens,
+    });
   const lp = options.logprobs;
-  if (lp !== undefined && !(Number.isInteger(lp) && lp >= 0 && lp <= 20)) throw new RuntimeError("bad-sampling", `logprobs must be an integer in [0, 20], got ${lp}`, { param: "logprobs", value: lp });
+  if (lp !== undefined && !(Number.isInteger(lp) && lp >= 0 && lp <= 20))
+    throw new RuntimeError("bad-sampling", `logprobs must be an integer in [0, 20], got ${lp}`, {
+      param: "logprobs",
+      value: lp,
+    });
   if (prompt.length === 0) throw new RuntimeError("bad-tokens", "the prompt has no tokens");
   const V = engine.config.vocabSize;
-  for (const id of prompt) if (!Number.isInteger(id) || id < 0 || id >= V) throw new RuntimeError("bad-tokens", `token id ${id} is outside the vocabulary [0, ${V})`, { value: id });
-  if (prompt.length >= engine.context) throw new RuntimeError("context-overflow", `the prompt has ${prompt.length} tokens; the context holds ${engine.context}`, { value: prompt.length });
-  if ((options.stop ?? []).length > 0 && engine.tokenizer === null) throw new RuntimeError("bad-config", "stop strings need a tokenizer; this engine has none", { param: "stop" });
+  for (const id of prompt)
+    if (!Number.isInteger(id) || id < 0 || id >= V)
+      throw new RuntimeError("bad-tokens", `token id ${id} is outside the vocabulary [0, ${V})`, { value: id });
+  if (prompt.length >= engine.context)
+    throw new RuntimeError(
+      "context-overflow",
+      `the prompt has ${prompt.length} tokens; the context holds ${engine.context}`,
+      { value: prompt.length },
+    );
+  if ((options.stop ?? []).length > 0 && engine.tokenizer === null)
+    throw new RuntimeError("bad-config", "stop strings need a tokenizer; this engine has none", { param: "stop" });
 }
 
 /** The decoding state of one request over one session. */
@@ -101,11 +127,16 @@ export class Decoding {
   private readonly eos: readonly number[];
 
   /** Checks the options; throws RuntimeError on bad ones. */
-  constructor(engine: Engine, readonly session: Session, readonly prompt: readonly number[], readonly options: GenerateOptions) {
+  constructor(
+    engine: Engine,
+    readonly session: Session,
+    readonly prompt: readonly number[],
+    readonly options: GenerateOptions,
+  ) {
     checkGenerate(engine, prompt, options);
     const tok = engine.tokenizer;
     const stops = options.stop ?? [];
-    this.eos = options.ignoreEos === true ? [] : options.stopTokenIds ?? engine.config.eosTokenIds;
+    this.eos = options.ignoreEos === true ? [] : (options.stopTokenIds ?? engine.config.eosTokenIds);
     this.rng = new Rng(options.seed ?? randomSeed());
     this.decoder = tok === null ? null : tok.streamDecoder({ skipSpecial: true });
     this.matcher = new StopMatcher(stops);
@@ -126,7 +157,11 @@ export class Decoding {
     const piece = this.matcher.push(this.decoder === null ? "" : this.decoder.push(id));
     this.text += piece.text;
     const lp = this.options.logprobs;
-    const events: GenerationEvent[] = [lp === undefined ? { kind: "token", id, text: piece.text } : { kind: "token", id, text: piece.text, ...tokenLogprobs(logits, id, lp) }];
+    const events: GenerationEvent[] = [
+      lp === undefined
+        ? { kind: "token", id, text: piece.text }
+        : { kind: "token", id, text: piece.text, ...tokenLogprobs(logits, id, lp) },
+    ];
     if (piece.stop !== null) this.finish = "stop";
     else if (this.ids.length >= this.options.maxTokens || s.remaining < 1) this.finish = "length";
     // The last token stays queued too, so a follow-up step continues the sequence.

@@ -5,7 +5,16 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import type { Executor, StageInput, StagedProgram, StateSet } from "@poot/executor";
 import type { Graph } from "@poot/graph-ir";
-import { checkpointConsts, isGGUF, loadTokenizer, LoadedModel, type ModelConfig, type OpenModelOptions, type PagedLayout, type Tokenizer } from "@poot/models";
+import {
+  checkpointConsts,
+  isGGUF,
+  loadTokenizer,
+  LoadedModel,
+  type ModelConfig,
+  type OpenModelOptions,
+  type PagedLayout,
+  type Tokenizer,
+} from "@poot/models";
 import { RuntimeError, invariant } from "./errors.js";
 import { BlockPipeline, type BlockDevice, type PipelineStats, type PlacementReport } from "./blocks/pipeline.js";
 import type { PagerStats } from "./blocks/pager.js";
@@ -109,7 +118,16 @@ export class Engine {
   /** The tokenizer, or null when the engine runs ids only. */
   readonly tokenizer: Tokenizer | null;
   /** Work counters. */
-  readonly stats: EngineStats = { prefillTokens: 0, prefillMs: 0, decodeTokens: 0, decodeMs: 0, programsStaged: 0, stageMs: 0, captures: 0, replays: 0 };
+  readonly stats: EngineStats = {
+    prefillTokens: 0,
+    prefillMs: 0,
+    decodeTokens: 0,
+    decodeMs: 0,
+    programsStaged: 0,
+    stageMs: 0,
+    captures: 0,
+    replays: 0,
+  };
   private readonly programs = new Map<string, StagedProgram>();
   private readonly sessions = new Set<Session>();
   private nextId = 1;
@@ -126,20 +144,43 @@ export class Engine {
    * @param model - an opened model (its checkpoint stays owned by the caller until {@link Engine.close}).
    * @param options - executor, context and prefill chunk.
    */
-  constructor(readonly model: LoadedModel, readonly options: EngineOptions) {
+  constructor(
+    readonly model: LoadedModel,
+    readonly options: EngineOptions,
+  ) {
     const cfg = model.config;
     this.context = options.context ?? Math.min(cfg.maxPositions, 2048);
-    if (!Number.isSafeInteger(this.context) || this.context < 2) throw new RuntimeError("bad-config", `context must be an integer >= 2, got ${options.context}`, { param: "context", value: options.context });
+    if (!Number.isSafeInteger(this.context) || this.context < 2)
+      throw new RuntimeError("bad-config", `context must be an integer >= 2, got ${options.context}`, {
+        param: "context",
+        value: options.context,
+      });
     this.prefillChunk = options.prefillChunk ?? 64;
     const c = this.prefillChunk;
-    if (!Number.isSafeInteger(c) || c < 1 || (c & (c - 1)) !== 0) throw new RuntimeError("bad-config", `prefillChunk must be a power of two, got ${c}`, { param: "prefillChunk", value: c });
+    if (!Number.isSafeInteger(c) || c < 1 || (c & (c - 1)) !== 0)
+      throw new RuntimeError("bad-config", `prefillChunk must be a power of two, got ${c}`, {
+        param: "prefillChunk",
+        value: c,
+      });
     this.tokenizer = options.tokenizer ?? null;
     const pageSize = options.pageSize ?? 16;
-    if (!Number.isSafeInteger(pageSize) || pageSize < 1 || (pageSize & (pageSize - 1)) !== 0) throw new RuntimeError("bad-config", `pageSize must be a power of two, got ${pageSize}`, { param: "pageSize", value: pageSize });
+    if (!Number.isSafeInteger(pageSize) || pageSize < 1 || (pageSize & (pageSize - 1)) !== 0)
+      throw new RuntimeError("bad-config", `pageSize must be a power of two, got ${pageSize}`, {
+        param: "pageSize",
+        value: pageSize,
+      });
     const lanes = options.maxSequences ?? 8;
-    if (!Number.isSafeInteger(lanes) || lanes < 1) throw new RuntimeError("bad-config", `maxSequences must be a positive integer, got ${lanes}`, { param: "maxSequences", value: lanes });
+    if (!Number.isSafeInteger(lanes) || lanes < 1)
+      throw new RuntimeError("bad-config", `maxSequences must be a positive integer, got ${lanes}`, {
+        param: "maxSequences",
+        value: lanes,
+      });
     const pages = options.kvPages ?? lanes * Math.ceil(this.context / pageSize);
-    if (!Number.isSafeInteger(pages) || pages < 1) throw new RuntimeError("bad-config", `kvPages must be a positive integer, got ${pages}`, { param: "kvPages", value: pages });
+    if (!Number.isSafeInteger(pages) || pages < 1)
+      throw new RuntimeError("bad-config", `kvPages must be a positive integer, got ${pages}`, {
+        param: "kvPages",
+        value: pages,
+      });
     this.paged = { pageSize, pages, lanes };
     this.pool = new KvPool(pageSize, pages, lanes);
     const weights = checkpointConsts(model.checkpoint);
@@ -147,8 +188,17 @@ export class Engine {
     else {
       const devices = options.devices ?? [];
       const compile = options.compileGraph;
-      const paging = options.budgets === undefined ? undefined : { budgets: options.budgets, factories: options.deviceFactories ?? {}, weights };
-      this.pipeline = new BlockPipeline(devices, options.placement, compile, () => this.model.graph({ kind: "decode", context: this.context, tokens: 1, paged: this.paged }), paging);
+      const paging =
+        options.budgets === undefined
+          ? undefined
+          : { budgets: options.budgets, factories: options.deviceFactories ?? {}, weights };
+      this.pipeline = new BlockPipeline(
+        devices,
+        options.placement,
+        compile,
+        () => this.model.graph({ kind: "decode", context: this.context, tokens: 1, paged: this.paged }),
+        paging,
+      );
       for (const ex of new Set(devices.map((d) => d.executor))) ex.bindWeights(weights);
     }
   }
@@ -158,7 +208,10 @@ export class Engine {
    * State goes with it and its weights are read on its new device; the next step runs it there.
    */
   relocate(placement: Placement): void {
-    if (this.pipeline === null) throw new RuntimeError("bad-placement", "relocation needs an engine made with a placement", { param: "placement" });
+    if (this.pipeline === null)
+      throw new RuntimeError("bad-placement", "relocation needs an engine made with a placement", {
+        param: "placement",
+      });
     this.pipeline.relocate(placement);
   }
 
@@ -204,7 +257,8 @@ export class Engine {
     const m = LoadedModel.open(model, options.weights === undefined ? {} : { weights: options.weights });
     try {
       const hasTokenizer = isGGUF(model) || fs.existsSync(path.join(model, "tokenizer.json"));
-      const tokenizer = options.tokenizer !== undefined ? options.tokenizer : hasTokenizer ? loadTokenizer(model) : null;
+      const tokenizer =
+        options.tokenizer !== undefined ? options.tokenizer : hasTokenizer ? loadTokenizer(model) : null;
       return new Engine(m, { ...options, tokenizer });
     } catch (e) {
       m.close();
@@ -235,7 +289,11 @@ export class Engine {
       reserved = this.pool.pagesFor(Math.min(options.reserveTokens, this.context));
       if (!this.pool.reserve(reserved)) {
         if (lane !== null) this.pool.releaseLane(lane);
-        throw new RuntimeError("kv-full", `${reserved} KV page(s) cannot be reserved: ${this.pool.available} of ${this.pool.pages} free`, { value: reserved, session: id });
+        throw new RuntimeError(
+          "kv-full",
+          `${reserved} KV page(s) cannot be reserved: ${this.pool.available} of ${this.pool.pages} free`,
+          { value: reserved, session: id },
+        );
       }
     }
     const s = new Session(this, id, lane, reserved);
@@ -260,18 +318,24 @@ export class Engine {
 
   /** The paged decode program of `tokens` new tokens for one sequence (staged once). */
   decodeProgram(tokens: number): StagedProgram {
-    return this.staged(`decode-${tokens}`, tokens === 1 ? "decode" : "prefill", () => this.model.graph({ kind: "decode", context: this.context, tokens, paged: this.paged }));
+    return this.staged(`decode-${tokens}`, tokens === 1 ? "decode" : "prefill", () =>
+      this.model.graph({ kind: "decode", context: this.context, tokens, paged: this.paged }),
+    );
   }
 
   /** The paged batched decode program of `batch` sequences (staged once). */
   batchProgram(batch: number): StagedProgram {
-    return this.staged(`batch-${batch}`, "decode", () => this.model.graph({ kind: "batched-decode", batch, context: this.context, paged: this.paged }));
+    return this.staged(`batch-${batch}`, "decode", () =>
+      this.model.graph({ kind: "batched-decode", batch, context: this.context, paged: this.paged }),
+    );
   }
 
   /** Writes the page-table, slot-map and lane slots of `seqs` running `tokens` new tokens each from their lengths. */
   private writePaging(p: StagedProgram, seqs: readonly { session: Session; start: number }[], tokens: number): void {
-    const per = this.pagesPerSequence, ps = this.paged.pageSize;
-    const table = new Int32Array(seqs.length * per), map = new Int32Array(seqs.length * tokens);
+    const per = this.pagesPerSequence,
+      ps = this.paged.pageSize;
+    const table = new Int32Array(seqs.length * per),
+      map = new Int32Array(seqs.length * tokens);
     seqs.forEach(({ session, start }, i) => {
       const pages = session.pages;
       table.set(pages, i * per);
@@ -282,7 +346,11 @@ export class Engine {
     });
     p.writeSlot("page_table", table);
     p.writeSlot("slot_map", map);
-    if (this.needsLane()) p.writeSlot("state_lane", seqs.map(({ session }) => session.lane!));
+    if (this.needsLane())
+      p.writeSlot(
+        "state_lane",
+        seqs.map(({ session }) => session.lane!),
+      );
   }
 
   private staged(name: string, mode: "decode" | "prefill", trace: () => Graph): StagedProgram {
@@ -292,7 +360,9 @@ export class Engine {
       if (this.pipeline !== null) p = this.pipeline.program(name, mode, trace);
       else {
         const g = trace();
-        p = this.executor.stage(this.options.compileGraph === undefined ? g : this.options.compileGraph(g, mode), { name });
+        p = this.executor.stage(this.options.compileGraph === undefined ? g : this.options.compileGraph(g, mode), {
+          name,
+        });
       }
       this.stats.stageMs += performance.now() - t0;
       this.stats.programsStaged++;
@@ -325,7 +395,8 @@ export class Engine {
     session.grow(start + ids.length);
     const state = this.state();
     const V = this.config.vocabSize;
-    let pos = start, off = 0;
+    let pos = start,
+      off = 0;
     let last: Float32Array | null = null;
     for (const c of this.chunks(ids.length)) {
       const t0 = performance.now();
@@ -399,18 +470,27 @@ export class Engine {
    * session with more than one token pending first runs the others alone. Returns each session's logits [V].
    */
   stepBatch(sessions: readonly Session[]): Float32Array[] {
-    if (new Set(sessions).size !== sessions.length) throw new RuntimeError("bad-session", "a session appears twice in one batch");
+    if (new Set(sessions).size !== sessions.length)
+      throw new RuntimeError("bad-session", "a session appears twice in one batch");
     for (const s of sessions) s.checkStep();
     if (sessions.length === 1) return [sessions[0]!.step()];
-    const B = sessions.length, V = this.config.vocabSize;
+    const B = sessions.length,
+      V = this.config.vocabSize;
     const last = sessions.map((s) => s.prefillAllButLast());
     const prog = this.batchProgram(B);
     for (const s of sessions) s.grow(s.length + 1);
     const t0 = performance.now();
     // Every session's pages and lane are in the one shared StateSet: the step reads them through its slots.
     prog.writeSlot("ids", last);
-    prog.writeSlot("pos", sessions.map((s) => s.length));
-    this.writePaging(prog, sessions.map((s) => ({ session: s, start: s.length })), 1);
+    prog.writeSlot(
+      "pos",
+      sessions.map((s) => s.length),
+    );
+    this.writePaging(
+      prog,
+      sessions.map((s) => ({ session: s, start: s.length })),
+      1,
+    );
     prog.run(this.state());
     const logits = prog.readOutput("logits") as Float32Array;
     const rows = sessions.map((s, i) => {

@@ -8,12 +8,18 @@ import type { Session } from "./session.js";
  * Generates after `prompt` in `session` (a fresh session, or one continuing a conversation), yielding
  * events as tokens are sampled; the generator's return value is the {@link GenerationResult}.
  */
-export function* generate(engine: Engine, session: Session, prompt: readonly number[], options: GenerateOptions): Generator<GenerationEvent, GenerationResult, void> {
+export function* generate(
+  engine: Engine,
+  session: Session,
+  prompt: readonly number[],
+  options: GenerateOptions,
+): Generator<GenerationEvent, GenerationResult, void> {
   const d = new Decoding(engine, session, prompt, options);
   const t0 = performance.now();
   let logits = session.step(prompt);
   const prefillMs = performance.now() - t0;
-  let decodeMs = 0, decodeSteps = 0;
+  let decodeMs = 0,
+    decodeSteps = 0;
   for (;;) {
     yield* d.accept(logits);
     if (d.finish !== null) break;
@@ -22,11 +28,24 @@ export function* generate(engine: Engine, session: Session, prompt: readonly num
     decodeMs += performance.now() - t1;
     decodeSteps++;
   }
-  return { ids: d.ids, text: d.text, finishReason: d.finish, promptTokens: prompt.length, prefillMs, decodeMs, decodeSteps };
+  return {
+    ids: d.ids,
+    text: d.text,
+    finishReason: d.finish,
+    promptTokens: prompt.length,
+    prefillMs,
+    decodeMs,
+    decodeSteps,
+  };
 }
 
 /** Runs {@link generate} to the end and returns its result (events dropped). */
-export function generateAll(engine: Engine, session: Session, prompt: readonly number[], options: GenerateOptions): GenerationResult {
+export function generateAll(
+  engine: Engine,
+  session: Session,
+  prompt: readonly number[],
+  options: GenerateOptions,
+): GenerationResult {
   const it = generate(engine, session, prompt, options);
   for (;;) {
     const r = it.next();
@@ -35,7 +54,12 @@ export function generateAll(engine: Engine, session: Session, prompt: readonly n
 }
 
 /** {@link generate} as an async generator that yields to the event loop between tokens (for servers). */
-export async function* generateAsync(engine: Engine, session: Session, prompt: readonly number[], options: GenerateOptions): AsyncGenerator<GenerationEvent, GenerationResult, void> {
+export async function* generateAsync(
+  engine: Engine,
+  session: Session,
+  prompt: readonly number[],
+  options: GenerateOptions,
+): AsyncGenerator<GenerationEvent, GenerationResult, void> {
   const it = generate(engine, session, prompt, options);
   for (;;) {
     const r = it.next();

@@ -24,7 +24,8 @@ describe("KvPool", () => {
     pool.release(b);
     expect(() => pool.release([a[0]!])).toThrow(/released twice/);
     expect(pool.stats).toMatchObject({ pagesInUse: 0, pagesFree: 6 });
-    const l0 = pool.takeLane(1), l1 = pool.takeLane(2);
+    const l0 = pool.takeLane(1),
+      l1 = pool.takeLane(2);
     expect(l0).not.toBe(l1);
     expect(() => pool.takeLane(3)).toThrow(expect.objectContaining({ code: "kv-full" }));
     pool.releaseLane(l0);

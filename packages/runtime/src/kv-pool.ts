@@ -31,7 +31,11 @@ export class KvPool {
    * @param pages - pages in the pool.
    * @param lanes - recurrent-state lanes (0 when the model has no recurrent state).
    */
-  constructor(readonly pageSize: number, readonly pages: number, readonly lanes: number) {
+  constructor(
+    readonly pageSize: number,
+    readonly pages: number,
+    readonly lanes: number,
+  ) {
     // Lowest ids first (pop from the end).
     this.freePages = Array.from({ length: pages }, (_, i) => pages - 1 - i);
     this.freeLanes = Array.from({ length: lanes }, (_, i) => lanes - 1 - i);
@@ -50,8 +54,13 @@ export class KvPool {
   /** Current counters. */
   get stats(): KvPoolStats {
     return {
-      pageSize: this.pageSize, pagesTotal: this.pages, pagesInUse: this.pages - this.freePages.length, pagesReserved: this.reserved,
-      pagesFree: this.freePages.length - this.reserved, lanesTotal: this.lanes, lanesInUse: this.lanes - this.freeLanes.length,
+      pageSize: this.pageSize,
+      pagesTotal: this.pages,
+      pagesInUse: this.pages - this.freePages.length,
+      pagesReserved: this.reserved,
+      pagesFree: this.freePages.length - this.reserved,
+      lanesTotal: this.lanes,
+      lanesInUse: this.lanes - this.freeLanes.length,
     };
   }
 
@@ -74,10 +83,17 @@ export class KvPool {
    * Throws `RuntimeError("kv-full")` (taking nothing) when they are not there.
    */
   take(n: number, fromReserve: number, session: number): number[] {
-    invariant(fromReserve >= 0 && fromReserve <= n && fromReserve <= this.reserved, `take(${n}, ${fromReserve}) of ${this.reserved} reserved`);
+    invariant(
+      fromReserve >= 0 && fromReserve <= n && fromReserve <= this.reserved,
+      `take(${n}, ${fromReserve}) of ${this.reserved} reserved`,
+    );
     const extra = n - fromReserve;
     if (extra > this.available) {
-      throw new RuntimeError("kv-full", `the KV page pool is full: ${extra} more page(s) of ${this.pageSize} tokens needed, ${Math.max(0, this.available)} of ${this.pages} free`, { value: extra, session });
+      throw new RuntimeError(
+        "kv-full",
+        `the KV page pool is full: ${extra} more page(s) of ${this.pageSize} tokens needed, ${Math.max(0, this.available)} of ${this.pages} free`,
+        { value: extra, session },
+      );
     }
     this.reserved -= fromReserve;
     const out: number[] = [];
@@ -88,7 +104,10 @@ export class KvPool {
   /** Gives pages back. */
   release(pages: readonly number[]): void {
     for (const p of pages) {
-      invariant(Number.isInteger(p) && p >= 0 && p < this.pages && !this.freePages.includes(p), `page ${p} released twice or never taken`);
+      invariant(
+        Number.isInteger(p) && p >= 0 && p < this.pages && !this.freePages.includes(p),
+        `page ${p} released twice or never taken`,
+      );
       this.freePages.push(p);
     }
   }
@@ -96,13 +115,21 @@ export class KvPool {
   /** Takes a recurrent-state lane; throws `RuntimeError("kv-full")` when every lane is held. */
   takeLane(session: number): number {
     const l = this.freeLanes.pop();
-    if (l === undefined) throw new RuntimeError("kv-full", `all ${this.lanes} recurrent-state lanes are held: release a session or raise maxSequences`, { value: this.lanes, session });
+    if (l === undefined)
+      throw new RuntimeError(
+        "kv-full",
+        `all ${this.lanes} recurrent-state lanes are held: release a session or raise maxSequences`,
+        { value: this.lanes, session },
+      );
     return l;
   }
 
   /** Gives a lane back. */
   releaseLane(lane: number): void {
-    invariant(lane >= 0 && lane < this.lanes && !this.freeLanes.includes(lane), `lane ${lane} released twice or never taken`);
+    invariant(
+      lane >= 0 && lane < this.lanes && !this.freeLanes.includes(lane),
+      `lane ${lane} released twice or never taken`,
+    );
     this.freeLanes.push(lane);
   }
 }

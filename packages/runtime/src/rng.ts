@@ -30,7 +30,10 @@ export class Rng {
   /** A generator with the given raw state words (for checking against the published reference outputs). */
   static fromState(s0: number, s1: number, s2: number, s3: number): Rng {
     const r = new Rng(0);
-    r.s0 = s0 >>> 0; r.s1 = s1 >>> 0; r.s2 = s2 >>> 0; r.s3 = s3 >>> 0;
+    r.s0 = s0 >>> 0;
+    r.s1 = s1 >>> 0;
+    r.s2 = s2 >>> 0;
+    r.s3 = s3 >>> 0;
     return r;
   }
 
@@ -44,13 +47,17 @@ export class Rng {
     this.s0 ^= this.s3;
     this.s2 ^= t;
     this.s3 = rotl(this.s3, 11);
-    this.s0 >>>= 0; this.s1 >>>= 0; this.s2 >>>= 0; this.s3 >>>= 0;
+    this.s0 >>>= 0;
+    this.s1 >>>= 0;
+    this.s2 >>>= 0;
+    this.s3 >>>= 0;
     return result;
   }
 
   /** A uniform float in [0, 1) with 53 random bits. */
   next(): number {
-    const hi = this.nextU32() >>> 5, lo = this.nextU32() >>> 6;
+    const hi = this.nextU32() >>> 5,
+      lo = this.nextU32() >>> 6;
     return (hi * 67108864 + lo) / 9007199254740992;
   }
 }

@@ -38,7 +38,10 @@ describe("samplingDistribution", () => {
   });
 
   it("NaN or all -inf logits are a bad-logits error, never a silent token 0", () => {
-    for (const row of [[Number.NaN, Number.NaN], [-Infinity, -Infinity]]) {
+    for (const row of [
+      [Number.NaN, Number.NaN],
+      [-Infinity, -Infinity],
+    ]) {
       for (const t of [0, 1]) {
         let err: unknown;
         try {

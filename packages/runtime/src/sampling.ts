@@ -46,7 +46,8 @@ export function checkSampling(o: SamplingOptions): void {
   if (o.topK !== undefined && !(Number.isInteger(o.topK) && o.topK >= 0)) bad("topK", o.topK, "an integer >= 0");
   if (o.topP !== undefined && !(o.topP > 0 && o.topP <= 1)) bad("topP", o.topP, "in (0, 1]");
   if (o.minP !== undefined && !(o.minP >= 0 && o.minP <= 1)) bad("minP", o.minP, "in [0, 1]");
-  if (o.repetitionPenalty !== undefined && !(Number.isFinite(o.repetitionPenalty) && o.repetitionPenalty > 0)) bad("repetitionPenalty", o.repetitionPenalty, "a finite number > 0");
+  if (o.repetitionPenalty !== undefined && !(Number.isFinite(o.repetitionPenalty) && o.repetitionPenalty > 0))
+    bad("repetitionPenalty", o.repetitionPenalty, "a finite number > 0");
   for (const p of ["frequencyPenalty", "presencePenalty"] as const) {
     const v = o[p];
     if (v !== undefined && !Number.isFinite(v)) bad(p, v, "a finite number");
@@ -63,7 +64,12 @@ export function checkSampling(o: SamplingOptions): void {
  * repetition (HF: positive logits divided, negative multiplied) over `context` (every token in the session), then
  * frequency and presence over `generated` (OpenAI). Bias ids outside the vocabulary are ignored (callers check).
  */
-export function applyPenalties(logits: Float32Array, context: readonly number[], generated: readonly number[], o: SamplingOptions): void {
+export function applyPenalties(
+  logits: Float32Array,
+  context: readonly number[],
+  generated: readonly number[],
+  o: SamplingOptions,
+): void {
   for (const [id, v] of o.logitBias ?? []) if (id < logits.length) logits[id] = logits[id]! + v;
   const rep = o.repetitionPenalty ?? 1;
   if (rep !== 1) {
@@ -72,7 +78,8 @@ export function applyPenalties(logits: Float32Array, context: readonly number[],
       logits[id] = l > 0 ? l / rep : l * rep;
     }
   }
-  const freq = o.frequencyPenalty ?? 0, pres = o.presencePenalty ?? 0;
+  const freq = o.frequencyPenalty ?? 0,
+    pres = o.presencePenalty ?? 0;
   if (freq !== 0 || pres !== 0) {
     const counts = new Map<number, number>();
     for (const id of generated) counts.set(id, (counts.get(id) ?? 0) + 1);
@@ -85,7 +92,8 @@ export function argmax(logits: ArrayLike<number>): number {
   let best = 0;
   for (let i = 1; i < logits.length; i++) if (logits[i]! > logits[best]!) best = i;
   // NaN compares false, so an all-NaN row would silently pick token 0.
-  if (!(logits[best]! > -Infinity)) throw new RuntimeError("bad-logits", `no token has a finite logit (max ${logits[best]})`, { value: logits[best] });
+  if (!(logits[best]! > -Infinity))
+    throw new RuntimeError("bad-logits", `no token has a finite logit (max ${logits[best]})`, { value: logits[best] });
   return best;
 }
 
@@ -106,7 +114,8 @@ export function samplingDistribution(logits: ArrayLike<number>, o: SamplingOptio
     p[i] = e;
     if (e > 0) order.push(i);
   }
-  if (order.length === 0) throw new RuntimeError("bad-logits", `no token has a finite probability (max logit ${max})`, { value: max });
+  if (order.length === 0)
+    throw new RuntimeError("bad-logits", `no token has a finite probability (max logit ${max})`, { value: max });
   order.sort((a, b) => p[b]! - p[a]! || a - b);
   let keep = order.length;
   const topK = o.topK ?? 0;
@@ -155,7 +164,13 @@ export function drawToken(d: Distribution, rng: Rng): number {
 }
 
 /** Penalties, then greedy or a seeded draw: the next token after `logits` (not modified). */
-export function sampleToken(logits: Float32Array, context: readonly number[], generated: readonly number[], o: SamplingOptions, rng: Rng): number {
+export function sampleToken(
+  logits: Float32Array,
+  context: readonly number[],
+  generated: readonly number[],
+  o: SamplingOptions,
+  rng: Rng,
+): number {
   const penalized = Float32Array.from(logits);
   applyPenalties(penalized, context, generated, o);
   if ((o.temperature ?? 1) === 0) return argmax(penalized);

@@ -2,7 +2,13 @@
 // control), are prefilled alone, then decode one token per round together through the batched decode graph;
 // each leaves the batch the round it finishes and its pages go back to the pool.
 import type { Engine } from "./engine.js";
-import { Decoding, checkGenerate, type GenerateOptions, type GenerationEvent, type GenerationResult } from "./decoding.js";
+import {
+  Decoding,
+  checkGenerate,
+  type GenerateOptions,
+  type GenerationEvent,
+  type GenerationResult,
+} from "./decoding.js";
 import { RuntimeError } from "./errors.js";
 
 /** Options of {@link Scheduler}. */
@@ -62,10 +68,17 @@ export class Scheduler {
   private polling: ReturnType<typeof setTimeout> | null = null;
 
   /** @param engine - the model to run; @param options - batch and queue limits. */
-  constructor(private readonly engine: Engine, options: SchedulerOptions = {}) {
+  constructor(
+    private readonly engine: Engine,
+    options: SchedulerOptions = {},
+  ) {
     this.maxBatch = options.maxBatch ?? 8;
     this.maxWaiting = options.maxWaiting ?? Infinity;
-    if (!Number.isSafeInteger(this.maxBatch) || this.maxBatch < 1) throw new RuntimeError("bad-config", `maxBatch must be a positive integer, got ${options.maxBatch}`, { param: "maxBatch", value: options.maxBatch });
+    if (!Number.isSafeInteger(this.maxBatch) || this.maxBatch < 1)
+      throw new RuntimeError("bad-config", `maxBatch must be a positive integer, got ${options.maxBatch}`, {
+        param: "maxBatch",
+        value: options.maxBatch,
+      });
   }
 
   /** KV pages a request is admitted with: enough for its prompt and every token it may generate. */
@@ -80,14 +93,37 @@ export class Scheduler {
    */
   submit(prompt: readonly number[], options: GenerateOptions, onEvent?: (ev: GenerationEvent) => void): RequestHandle {
     checkGenerate(this.engine, prompt, options);
-    const need = this.pagesNeeded(prompt, options), pool = this.engine.pool;
+    const need = this.pagesNeeded(prompt, options),
+      pool = this.engine.pool;
     if (need > pool.pages) {
-      throw new RuntimeError("kv-capacity", `the request needs ${need} KV pages of ${pool.pageSize} tokens (${prompt.length} prompt + ${options.maxTokens} max tokens) but the pool has ${pool.pages}`, { param: "maxTokens", value: need });
+      throw new RuntimeError(
+        "kv-capacity",
+        `the request needs ${need} KV pages of ${pool.pageSize} tokens (${prompt.length} prompt + ${options.maxTokens} max tokens) but the pool has ${pool.pages}`,
+        { param: "maxTokens", value: need },
+      );
     }
-    if (this.waitingQ.length >= this.maxWaiting) throw new RuntimeError("busy", `${this.waitingQ.length} requests are already waiting`, { value: this.waitingQ.length });
+    if (this.waitingQ.length >= this.maxWaiting)
+      throw new RuntimeError("busy", `${this.waitingQ.length} requests are already waiting`, {
+        value: this.waitingQ.length,
+      });
     let resolve!: (r: GenerationResult) => void, reject!: (e: unknown) => void;
-    const result = new Promise<GenerationResult>((res, rej) => { resolve = res; reject = rej; });
-    const req: Request = { id: this.nextId++, prompt: [...prompt], options, onEvent, resolve, reject, decoding: null, prefillMs: 0, firstTokenAt: 0, steps: 0, done: false };
+    const result = new Promise<GenerationResult>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    const req: Request = {
+      id: this.nextId++,
+      prompt: [...prompt],
+      options,
+      onEvent,
+      resolve,
+      reject,
+      decoding: null,
+      prefillMs: 0,
+      firstTokenAt: 0,
+      steps: 0,
+      done: false,
+    };
     this.waitingQ.push(req);
     this.wake();
     return { id: req.id, result, cancel: () => this.cancel(req) };
@@ -95,7 +131,12 @@ export class Scheduler {
 
   /** Current counters. */
   get stats(): SchedulerStats {
-    return { active: this.activeSet.length, waiting: this.waitingQ.length, completed: this.completed, rounds: this.rounds };
+    return {
+      active: this.activeSet.length,
+      waiting: this.waitingQ.length,
+      completed: this.completed,
+      rounds: this.rounds,
+    };
   }
 
   private cancel(req: Request): void {
@@ -124,7 +165,8 @@ export class Scheduler {
     try {
       // First come, first served: the head waits for pages rather than being overtaken by smaller requests.
       // At most one prefill per round, so a burst of arrivals does not hold the event loop for many prompts.
-      if (this.activeSet.length < this.maxBatch && this.waitingQ.length > 0 && this.fits(this.waitingQ[0]!)) this.admit(this.waitingQ.shift()!);
+      if (this.activeSet.length < this.maxBatch && this.waitingQ.length > 0 && this.fits(this.waitingQ[0]!))
+        this.admit(this.waitingQ.shift()!);
       const batch = this.activeSet.filter((r) => !r.done);
       if (batch.length > 0) {
         const rows = this.engine.stepBatch(batch.map((r) => r.decoding!.session));
@@ -188,8 +230,13 @@ export class Scheduler {
     this.drop(req);
     const d = req.decoding;
     req.resolve({
-      ids: d?.ids ?? [], text: d?.text ?? "", finishReason: reason, promptTokens: req.prompt.length, prefillMs: req.prefillMs,
-      decodeMs: req.firstTokenAt === 0 ? 0 : performance.now() - req.firstTokenAt, decodeSteps: req.steps,
+      ids: d?.ids ?? [],
+      text: d?.text ?? "",
+      finishReason: reason,
+      promptTokens: req.prompt.length,
+      prefillMs: req.prefillMs,
+      decodeMs: req.firstTokenAt === 0 ? 0 : performance.now() - req.firstTokenAt,
+      decodeSteps: req.steps,
     });
   }
 

@@ -21,7 +21,8 @@ describe.skipIf(!fs.existsSync(path.join(DEMO, "config.json")))("Session on mode
     const engine = Engine.load(DEMO, { executor: exec, context: 16, prefillChunk: 4, pageSize: 4, kvPages: 5 });
     try {
       const ids = [0, 346, 950, 413, 2038, 476, 263];
-      const a = engine.openSession(), b = engine.openSession();
+      const a = engine.openSession(),
+        b = engine.openSession();
       expect(engine.pool.stats).toMatchObject({ pagesTotal: 5, pagesInUse: 0 });
       const whole = a.step(ids);
       // One shared pool: 8 layers x (k, v) x [5 pages x 4 rows, 2 heads, 64] f32, whatever the session count.
@@ -63,9 +64,11 @@ describe.skipIf(!fs.existsSync(path.join(DEMO, "config.json")))("Session on mode
       expect(engine.stats.prefillTokens).toBe(6);
       expect(engine.stats.decodeTokens).toBe(1);
       // Single-token steps are captured once against the shared StateSet; every later one replays (any session).
-      const a = engine.openSession(), b = engine.openSession();
+      const a = engine.openSession(),
+        b = engine.openSession();
       a.step([0, 346]);
-      const c0 = engine.stats.captures, r0 = engine.stats.replays;
+      const c0 = engine.stats.captures,
+        r0 = engine.stats.replays;
       a.step([950]);
       a.step([413]);
       a.step([2038]);

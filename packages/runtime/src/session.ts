@@ -15,7 +15,12 @@ export class Session {
    * @param lane - the session's recurrent-state lane, or null when the model has none.
    * @param reserved - pages promised to this session by the pool, taken first as it grows.
    */
-  constructor(private readonly engine: Engine, readonly id: number, /** @internal */ readonly lane: number | null, private reserved: number) {}
+  constructor(
+    private readonly engine: Engine,
+    readonly id: number,
+    /** @internal */ readonly lane: number | null,
+    private reserved: number,
+  ) {}
 
   /** The pool pages holding this session's keys and values, in position order. */
   get pages(): readonly number[] {
@@ -46,9 +51,18 @@ export class Session {
   feed(ids: readonly number[]): void {
     this.alive();
     const V = this.engine.config.vocabSize;
-    for (const id of ids) if (!Number.isInteger(id) || id < 0 || id >= V) throw new RuntimeError("bad-tokens", `token id ${id} is outside the vocabulary [0, ${V})`, { value: id, session: this.id });
+    for (const id of ids)
+      if (!Number.isInteger(id) || id < 0 || id >= V)
+        throw new RuntimeError("bad-tokens", `token id ${id} is outside the vocabulary [0, ${V})`, {
+          value: id,
+          session: this.id,
+        });
     if (ids.length > this.remaining) {
-      throw new RuntimeError("context-overflow", `${ids.length} more tokens do not fit: ${this.held.length} held + ${this.pending.length} queued of a ${this.engine.context}-token context`, { value: ids.length, session: this.id });
+      throw new RuntimeError(
+        "context-overflow",
+        `${ids.length} more tokens do not fit: ${this.held.length} held + ${this.pending.length} queued of a ${this.engine.context}-token context`,
+        { value: ids.length, session: this.id },
+      );
     }
     this.pending.push(...ids);
   }
@@ -93,7 +107,8 @@ export class Session {
   /** @internal Throws unless the session is open, owned by its engine and has tokens queued. */
   checkStep(): void {
     this.alive();
-    if (this.pending.length === 0) throw new RuntimeError("bad-tokens", "nothing to run: feed or commit tokens first", { session: this.id });
+    if (this.pending.length === 0)
+      throw new RuntimeError("bad-tokens", "nothing to run: feed or commit tokens first", { session: this.id });
   }
 
   /** @internal Runs all queued tokens but the last (a prompt before a batched step); returns the last. */
@@ -115,6 +130,7 @@ export class Session {
   }
 
   private alive(): void {
-    if (this.released || !this.engine.owns(this)) throw new RuntimeError("bad-session", `session ${this.id} was released`, { session: this.id });
+    if (this.released || !this.engine.owns(this))
+      throw new RuntimeError("bad-session", `session ${this.id} was released`, { session: this.id });
   }
 }

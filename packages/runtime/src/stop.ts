@@ -22,7 +22,8 @@ export class StopMatcher {
   push(text: string): StopPush {
     if (this.done) return { text: "", stop: null };
     const buf = this.held + text;
-    let first = -1, which: string | null = null;
+    let first = -1,
+      which: string | null = null;
     for (const s of this.stops) {
       const i = buf.indexOf(s);
       if (i >= 0 && (first < 0 || i < first)) {

@@ -16,10 +16,16 @@ function argmax(row: ArrayLike<number>): number {
 }
 
 /** Greedy `n` tokens after `prompt`; before the token with index k in `moves`, relocates to `moves[k]`. */
-export function greedyRun(engine: Engine, prompt: readonly number[], n: number, moves: ReadonlyMap<number, Placement> = new Map()): Run {
+export function greedyRun(
+  engine: Engine,
+  prompt: readonly number[],
+  n: number,
+  moves: ReadonlyMap<number, Placement> = new Map(),
+): Run {
   const s = engine.openSession();
   try {
-    const ids: number[] = [], logits: Float32Array[] = [];
+    const ids: number[] = [],
+      logits: Float32Array[] = [];
     let row = s.step(prompt);
     for (let k = 0; k < n; k++) {
       logits.push(row.slice());
@@ -40,7 +46,8 @@ export function maxRelErr(a: Run, ref: Run): number {
   let worst = 0;
   ref.logits.forEach((r, k) => {
     const x = a.logits[k]!;
-    let d = 0, m = 0;
+    let d = 0,
+      m = 0;
     for (let i = 0; i < r.length; i++) {
       d = Math.max(d, Math.abs(x[i]! - r[i]!));
       m = Math.max(m, Math.abs(r[i]!));
@@ -53,7 +60,8 @@ export function maxRelErr(a: Run, ref: Run): number {
 /** The gate: throws naming the first difference when `a` does not give the same answer as `ref`. */
 export function assertSameAnswer(a: Run, ref: Run, what: string, tol = 1e-6): void {
   const k = ref.ids.findIndex((id, i) => a.ids[i] !== id);
-  if (k >= 0 || a.ids.length !== ref.ids.length) throw new Error(`${what}: greedy ids differ at step ${k}: ${a.ids.join(",")} vs ${ref.ids.join(",")}`);
+  if (k >= 0 || a.ids.length !== ref.ids.length)
+    throw new Error(`${what}: greedy ids differ at step ${k}: ${a.ids.join(",")} vs ${ref.ids.join(",")}`);
   const e = maxRelErr(a, ref);
   if (!(e <= tol)) throw new Error(`${what}: logits differ by ${e.toExponential(2)} (relative), more than ${tol}`);
 }

@@ -16,7 +16,13 @@ function repoRoot(): string {
 const DEMO = path.join(repoRoot(), "models", "demo");
 const HAVE = fs.existsSync(path.join(DEMO, "reference.json"));
 
-interface DemoReference { prompt_ids: number[]; greedy_ids: number[]; greedy_text: string; chat_ids: number[]; chat_greedy_ids: number[] }
+interface DemoReference {
+  prompt_ids: number[];
+  greedy_ids: number[];
+  greedy_text: string;
+  chat_ids: number[];
+  chat_greedy_ids: number[];
+}
 
 describe.skipIf(!HAVE)("models/demo through the runtime (skipped when absent)", () => {
   test("plain and chat prompts: greedy ids and text equal transformers'; first-step logits within 1e-4", () => {
@@ -25,20 +31,29 @@ describe.skipIf(!HAVE)("models/demo through the runtime (skipped when absent)", 
     const engine = Engine.load(DEMO, { executor: createEvalExecutor(), context: 64, prefillChunk: 8 });
     try {
       const s = engine.openSession();
-      const V = engine.config.vocabSize, T = ref.prompt_ids.length;
+      const V = engine.config.vocabSize,
+        T = ref.prompt_ids.length;
       const first = s.step(ref.prompt_ids);
       const want = prompt.subarray((T - 1) * V, T * V);
-      let d = 0, m = 0;
+      let d = 0,
+        m = 0;
       for (let i = 0; i < V; i++) {
         d = Math.max(d, Math.abs(first[i]! - want[i]!));
         m = Math.max(m, Math.abs(want[i]!));
       }
       expect(d / m).toBeLessThanOrEqual(1e-4);
       s.release();
-      const plain = generateAll(engine, engine.openSession(), ref.prompt_ids, { maxTokens: ref.greedy_ids.length, temperature: 0, ignoreEos: true });
+      const plain = generateAll(engine, engine.openSession(), ref.prompt_ids, {
+        maxTokens: ref.greedy_ids.length,
+        temperature: 0,
+        ignoreEos: true,
+      });
       expect(plain.ids).toEqual(ref.greedy_ids);
       expect(plain.text).toBe(ref.greedy_text);
-      const chat = generateAll(engine, engine.openSession(), ref.chat_ids, { maxTokens: ref.chat_greedy_ids.length, temperature: 0 });
+      const chat = generateAll(engine, engine.openSession(), ref.chat_ids, {
+        maxTokens: ref.chat_greedy_ids.length,
+        temperature: 0,
+      });
       expect(chat.ids).toEqual(ref.chat_greedy_ids.slice(0, chat.ids.length));
       expect(chat.ids.length === ref.chat_greedy_ids.length || chat.finishReason === "eos").toBe(true);
     } finally {

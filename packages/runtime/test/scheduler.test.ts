@@ -10,7 +10,10 @@ import { fixture, needFixture } from "@poot/testkit";
 const NO_FIXTURES = needFixture("hf");
 const FIXTURES = NO_FIXTURES === undefined ? fixture() : undefined;
 
-interface Reference { prompt_ids: number[]; greedy_ids: number[] }
+interface Reference {
+  prompt_ids: number[];
+  greedy_ids: number[];
+}
 
 describe.skipIf(FIXTURES === undefined)(`scheduler (${FIXTURES === undefined ? NO_FIXTURES : "present"})`, () => {
   for (const fam of ["llama3", "qwen35"] as const) {
@@ -20,8 +23,18 @@ describe.skipIf(FIXTURES === undefined)(`scheduler (${FIXTURES === undefined ? N
       try {
         const sched = new Scheduler(engine, { maxBatch: 2 });
         // Request k starts after `start` greedy tokens, so its continuation is greedy_ids[start..].
-        const plan = [{ start: 0, n: 6 }, { start: 3, n: 3 }, { start: 7, n: 5 }];
-        const handles = plan.map(({ start, n }) => sched.submit([...ref.prompt_ids, ...ref.greedy_ids.slice(0, start)], { maxTokens: n, temperature: 0, ignoreEos: true }));
+        const plan = [
+          { start: 0, n: 6 },
+          { start: 3, n: 3 },
+          { start: 7, n: 5 },
+        ];
+        const handles = plan.map(({ start, n }) =>
+          sched.submit([...ref.prompt_ids, ...ref.greedy_ids.slice(0, start)], {
+            maxTokens: n,
+            temperature: 0,
+            ignoreEos: true,
+          }),
+        );
         expect(sched.stats.waiting).toBe(3);
         const results = await Promise.all(handles.map((h) => h.result));
         results.forEach((r, i) => {
@@ -40,13 +53,21 @@ describe.skipIf(FIXTURES === undefined)(`scheduler (${FIXTURES === undefined ? N
 
   test("admission control: a request waits until its KV pages are free, one that can never fit is refused; no page leaks", async () => {
     const ref = JSON.parse(fs.readFileSync(fixture("hf", "llama3", "reference.json"), "utf8")) as Reference;
-    const T = ref.prompt_ids.length, n = 5;
+    const T = ref.prompt_ids.length,
+      n = 5;
     // Pages of 4 tokens; the pool holds one request of T + n tokens but not two.
     const per = Math.ceil((T + n) / 4);
-    const engine = Engine.load(fixture("hf", "llama3"), { executor: createEvalExecutor(), context: 40, pageSize: 4, kvPages: per + 1 });
+    const engine = Engine.load(fixture("hf", "llama3"), {
+      executor: createEvalExecutor(),
+      context: 40,
+      pageSize: 4,
+      kvPages: per + 1,
+    });
     try {
       const sched = new Scheduler(engine, { maxBatch: 4 });
-      expect(() => sched.submit(ref.prompt_ids, { maxTokens: 4 * (per + 2) - T, temperature: 0 })).toThrow(expect.objectContaining({ code: "kv-capacity" }));
+      expect(() => sched.submit(ref.prompt_ids, { maxTokens: 4 * (per + 2) - T, temperature: 0 })).toThrow(
+        expect.objectContaining({ code: "kv-capacity" }),
+      );
       const opts = { maxTokens: n, temperature: 0, ignoreEos: true };
       const seen: number[] = [];
       const first = sched.submit(ref.prompt_ids, opts, () => seen.push(sched.stats.waiting));
@@ -97,7 +118,11 @@ describe.skipIf(FIXTURES === undefined)(`scheduler (${FIXTURES === undefined ? N
       const opts = (seed: number) => ({ maxTokens: 6, temperature: 1.1, topP: 0.9, seed, ignoreEos: true });
       const alone = await new Scheduler(engine, { maxBatch: 1 }).submit(ref.prompt_ids, opts(5)).result;
       const sched = new Scheduler(engine, { maxBatch: 3 });
-      const [x, y, z] = [sched.submit(ref.prompt_ids, opts(5)), sched.submit(ref.prompt_ids.slice(0, 12), opts(6)), sched.submit(ref.prompt_ids, opts(7))];
+      const [x, y, z] = [
+        sched.submit(ref.prompt_ids, opts(5)),
+        sched.submit(ref.prompt_ids.slice(0, 12), opts(6)),
+        sched.submit(ref.prompt_ids, opts(7)),
+      ];
       const rx = await x.result;
       await Promise.all([y.result, z.result]);
       expect(rx.ids).toEqual(alone.ids);

@@ -16,7 +16,12 @@ const G = Number(tokensArg ?? 16);
 const prompt = [128000, 791, 4062, 14198, 39935, 35308, 927, 279, 16053, 5679, 13, 578, 4062, 14198, 39935, 35308];
 
 function run(executor: Executor): { first: Float32Array; ids: number[] } {
-  const engine = new Engine(LoadedModel.open(model!), { executor, context: prompt.length + G, tokenizer: null, prefillChunk: 16 });
+  const engine = new Engine(LoadedModel.open(model!), {
+    executor,
+    context: prompt.length + G,
+    tokenizer: null,
+    prefillChunk: 16,
+  });
   try {
     const s = engine.openSession();
     const first = s.step(prompt);
@@ -31,13 +36,22 @@ function run(executor: Executor): { first: Float32Array; ids: number[] } {
 
 const cuda = run(createCudaExecutor({ cacheDir: "/tmp/poot-cuda-cache" }));
 const ref = run(createEvalExecutor());
-let d = 0, m = 0;
+let d = 0,
+  m = 0;
 for (let i = 0; i < ref.first.length; i++) {
   d = Math.max(d, Math.abs(cuda.first[i]! - ref.first[i]!));
   m = Math.max(m, Math.abs(ref.first[i]!));
 }
 const idsEqual = cuda.ids.every((x, i) => x === ref.ids[i]);
-const report = { model, logitsRelErr: d / m, maxAbsLogit: m, idsEqual, cuda: cuda.ids, eval: ref.ids, ok: d / m <= 1e-3 && idsEqual };
+const report = {
+  model,
+  logitsRelErr: d / m,
+  maxAbsLogit: m,
+  idsEqual,
+  cuda: cuda.ids,
+  eval: ref.ids,
+  ok: d / m <= 1e-3 && idsEqual,
+};
 const outDir = process.env.OUT ?? ".gpu/out";
 fs.mkdirSync(outDir, { recursive: true });
 fs.writeFileSync(path.join(outDir, `cuda-vs-eval-${path.basename(model)}.json`), JSON.stringify(report, null, 1));

@@ -19,7 +19,9 @@ const P = Number(promptArg);
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "poot-first-token-"));
 const make = (cache) => {
   const c = cache === undefined ? {} : { cache };
-  return backend === "cuda" ? createCudaExecutor({ ...c, cacheDir: path.join(dir, "cubins") }) : createVulkanExecutor(c);
+  return backend === "cuda"
+    ? createCudaExecutor({ ...c, cacheDir: path.join(dir, "cubins") })
+    : createVulkanExecutor(c);
 };
 
 function start(label, useCache) {
@@ -33,7 +35,15 @@ function start(label, useCache) {
     const staged = performance.now() - t0;
     engine.openSession().step(ids);
     const first = performance.now() - t0;
-    console.log(JSON.stringify({ label, backend, stagedMs: Math.round(staged), firstTokenMs: Math.round(first), cache: cache?.stats() ?? "off" }));
+    console.log(
+      JSON.stringify({
+        label,
+        backend,
+        stagedMs: Math.round(staged),
+        firstTokenMs: Math.round(first),
+        cache: cache?.stats() ?? "off",
+      }),
+    );
     return first;
   } finally {
     engine.close();
@@ -44,5 +54,13 @@ function start(label, useCache) {
 start("warm-up (fills the cache)", true);
 const cold = start("no lowering cache", false);
 const warm = start("lowering cache hits", true);
-console.log(JSON.stringify({ model, backend, coldMs: Math.round(cold), warmMs: Math.round(warm), ratio: Number((cold / warm).toFixed(2)) }));
+console.log(
+  JSON.stringify({
+    model,
+    backend,
+    coldMs: Math.round(cold),
+    warmMs: Math.round(warm),
+    ratio: Number((cold / warm).toFixed(2)),
+  }),
+);
 fs.rmSync(dir, { recursive: true, force: true });

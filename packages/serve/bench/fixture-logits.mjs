@@ -14,11 +14,18 @@ import { createEvalExecutor, createInterpExecutor } from "@poot/backend-referenc
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 const FIX = process.env.POOT_FIXTURES ?? path.resolve(root, "../shared/fixtures/hf");
-const make = { eval: () => createEvalExecutor(), interp: () => createInterpExecutor(), cpu: () => createCpuExecutor({}), vulkan: () => createVulkanExecutor({}), wgpu: () => createSyncWgpuExecutor({}) };
+const make = {
+  eval: () => createEvalExecutor(),
+  interp: () => createInterpExecutor(),
+  cpu: () => createCpuExecutor({}),
+  vulkan: () => createVulkanExecutor({}),
+  wgpu: () => createSyncWgpuExecutor({}),
+};
 const families = (process.env.FAMILIES ?? "llama3,qwen3,gemma3,olmoe,qwen35").split(",");
 
 function relErr(a, ref) {
-  let d = 0, m = 0;
+  let d = 0,
+    m = 0;
   for (let i = 0; i < ref.length; i++) {
     d = Math.max(d, Math.abs(a[i] - ref[i]));
     m = Math.max(m, Math.abs(ref[i]));
@@ -34,13 +41,15 @@ for (const backend of process.argv.slice(2)) {
     const executor = make[backend]();
     const engine = new Engine(LoadedModel.open(dir, { weights: "f32" }), { executor, context: 64, tokenizer: null });
     try {
-      const V = engine.config.vocabSize, T = ref.prompt_ids.length;
+      const V = engine.config.vocabSize,
+        T = ref.prompt_ids.length;
       const row = (r) => full.subarray(r * V, (r + 1) * V);
       const pre = engine.openSession();
       const prefill = relErr(pre.step(ref.prompt_ids), row(T - 1));
       pre.release();
       const s = engine.openSession();
-      let logits, decode = 0;
+      let logits,
+        decode = 0;
       for (let t = 0; t < T; t++) decode = Math.max(decode, relErr((logits = s.step([ref.prompt_ids[t]])), row(t)));
       const ids = [];
       for (let g = 0; g < ref.greedy_ids.length; g++) {
@@ -48,7 +57,15 @@ for (const backend of process.argv.slice(2)) {
         if (g + 1 === ref.greedy_ids.length) break;
         decode = Math.max(decode, relErr((logits = s.step([ref.greedy_ids[g]])), row(T + g)));
       }
-      console.log(JSON.stringify({ backend, family: fam, prefill: Number(prefill.toExponential(4)), decode: Number(decode.toExponential(4)), greedy: JSON.stringify(ids) === JSON.stringify(ref.greedy_ids) }));
+      console.log(
+        JSON.stringify({
+          backend,
+          family: fam,
+          prefill: Number(prefill.toExponential(4)),
+          decode: Number(decode.toExponential(4)),
+          greedy: JSON.stringify(ids) === JSON.stringify(ref.greedy_ids),
+        }),
+      );
     } finally {
       engine.close();
       executor.dispose();

@@ -11,14 +11,31 @@ import OpenAI from "openai";
 const DEMO = path.resolve("models/demo");
 const outDir = process.env.OUT ?? ".gpu/out";
 fs.mkdirSync(outDir, { recursive: true });
-const MAX_TOKENS = 32, RUNS = 5;
+const MAX_TOKENS = 32,
+  RUNS = 5;
 
-async function chat(client: OpenAI, i: number): Promise<{ text: string; tokens: number; ttft: number; gaps: number[] }> {
+async function chat(
+  client: OpenAI,
+  i: number,
+): Promise<{ text: string; tokens: number; ttft: number; gaps: number[] }> {
   const t0 = performance.now();
-  const stream = await client.chat.completions.create({ model: "demo", messages: [{ role: "user", content: `Tell me a fortune about number ${i}.` }], max_tokens: MAX_TOKENS, temperature: 0, logprobs: true, stream: true, ignore_eos: true } as never);
-  let text = "", tokens = 0, last = 0, ttft = 0;
+  const stream = await client.chat.completions.create({
+    model: "demo",
+    messages: [{ role: "user", content: `Tell me a fortune about number ${i}.` }],
+    max_tokens: MAX_TOKENS,
+    temperature: 0,
+    logprobs: true,
+    stream: true,
+    ignore_eos: true,
+  } as never);
+  let text = "",
+    tokens = 0,
+    last = 0,
+    ttft = 0;
   const gaps: number[] = [];
-  for await (const chunk of stream as unknown as AsyncIterable<{ choices: { delta: { content?: string }; logprobs?: { content?: unknown[] } | null }[] }>) {
+  for await (const chunk of stream as unknown as AsyncIterable<{
+    choices: { delta: { content?: string }; logprobs?: { content?: unknown[] } | null }[];
+  }>) {
     for (const c of chunk.choices) {
       const n = c.logprobs?.content?.length ?? 0;
       if (n === 0) continue;
@@ -33,7 +50,8 @@ async function chat(client: OpenAI, i: number): Promise<{ text: string; tokens: 
   return { text, tokens, ttft, gaps };
 }
 
-const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? NaN;
+const pct = (xs: number[], p: number): number =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? NaN;
 const report: Record<string, unknown> = { date: new Date().toISOString(), maxTokens: MAX_TOKENS, runs: RUNS };
 const executor = createCudaExecutor({ cacheDir: "/tmp/poot-cuda-cache" });
 const engine = Engine.load(DEMO, { executor, context: 128, prefillChunk: 16 });
@@ -46,11 +64,15 @@ for (const clients of [16, 64]) {
   const ids = Array.from({ length: clients }, (_, i) => i);
   await chat(client, 0);
   await Promise.all(ids.map((i) => chat(client, i)));
-  const seq: number[] = [], con: number[] = [], ttft: number[] = [], gaps: number[] = [];
+  const seq: number[] = [],
+    con: number[] = [],
+    ttft: number[] = [],
+    gaps: number[] = [];
   let mismatches = 0;
   for (let run = 0; run < RUNS; run++) {
     const alone = new Map<number, string>();
-    let t0 = performance.now(), toks = 0;
+    let t0 = performance.now(),
+      toks = 0;
     for (let i = 0; i < 8; i++) {
       const r = await chat(client, i);
       alone.set(i, r.text);
@@ -67,7 +89,13 @@ for (const clients of [16, 64]) {
     }
   }
   const metrics = await (await fetch(`${url}/metrics`)).text();
-  const gauge = (name: string): number => Number(metrics.split("\n").find((l) => l.startsWith(`${name} `))?.split(" ")[1]);
+  const gauge = (name: string): number =>
+    Number(
+      metrics
+        .split("\n")
+        .find((l) => l.startsWith(`${name} `))
+        ?.split(" ")[1],
+    );
   const r = {
     clients,
     concurrentTokPerSec: pct(con, 50),

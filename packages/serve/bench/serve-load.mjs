@@ -22,7 +22,10 @@ const { values: o } = parseArgs({
     "chat-template": { type: "string" },
   },
 });
-const CLIENTS = Number(o.clients), MAX_TOKENS = Number(o["max-tokens"]), RUNS = Number(o.runs), SEQ = Number(o.sequential);
+const CLIENTS = Number(o.clients),
+  MAX_TOKENS = Number(o["max-tokens"]),
+  RUNS = Number(o.runs),
+  SEQ = Number(o.sequential);
 const bin = fileURLToPath(new URL("../../cli/bin/poot.mjs", import.meta.url));
 if (!existsSync(new URL("../../cli/dist/index.js", import.meta.url))) {
   console.error("bench: @poot/cli is not built; run `pnpm build` first");
@@ -31,9 +34,31 @@ if (!existsSync(new URL("../../cli/dist/index.js", import.meta.url))) {
 
 /** Starts `poot serve` on a free loopback port; resolves to its URL and the child process. */
 function startServer() {
-  const args = [bin, "serve", o.model, "--port", "0", "--ctx", o.ctx, "--max-batch", o["max-batch"], "--max-queue", String(CLIENTS * 2), "--backend", o.backend, "--model-name", "bench", "--queue-timeout", "0"];
+  const args = [
+    bin,
+    "serve",
+    o.model,
+    "--port",
+    "0",
+    "--ctx",
+    o.ctx,
+    "--max-batch",
+    o["max-batch"],
+    "--max-queue",
+    String(CLIENTS * 2),
+    "--backend",
+    o.backend,
+    "--model-name",
+    "bench",
+    "--queue-timeout",
+    "0",
+  ];
   if (o["chat-template"] !== undefined) args.push("--chat-template", o["chat-template"]);
-  const child = spawn(process.execPath, [...(process.env.POOT_BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean), ...args], { stdio: ["ignore", "inherit", "pipe"] });
+  const child = spawn(
+    process.execPath,
+    [...(process.env.POOT_BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean), ...args],
+    { stdio: ["ignore", "inherit", "pipe"] },
+  );
   return new Promise((resolve, reject) => {
     let err = "";
     child.stderr.on("data", (d) => {
@@ -52,8 +77,19 @@ const prompts = Array.from({ length: CLIENTS }, (_, i) => `Tell me a fortune abo
 async function chat(client, i) {
   const t0 = performance.now();
   // logprobs make the server send one chunk per token, so the client sees every token's arrival.
-  const stream = await client.chat.completions.create({ model: "bench", messages: [{ role: "user", content: prompts[i] }], max_tokens: MAX_TOKENS, temperature: 0, ignore_eos: true, logprobs: true, stream: true });
-  let text = "", tokens = 0, last = 0, ttft = 0;
+  const stream = await client.chat.completions.create({
+    model: "bench",
+    messages: [{ role: "user", content: prompts[i] }],
+    max_tokens: MAX_TOKENS,
+    temperature: 0,
+    ignore_eos: true,
+    logprobs: true,
+    stream: true,
+  });
+  let text = "",
+    tokens = 0,
+    last = 0,
+    ttft = 0;
   const gaps = [];
   for await (const chunk of stream) {
     for (const c of chunk.choices) {
@@ -85,7 +121,8 @@ async function metric(url, name) {
 /** Polls GET /health every 20 ms until stop() (same client process, so its own latency is included). */
 function healthPoller(url) {
   const ms = [];
-  let on = true, bad = 0;
+  let on = true,
+    bad = 0;
   const done = (async () => {
     while (on) {
       const t0 = performance.now();
@@ -96,7 +133,14 @@ function healthPoller(url) {
       await new Promise((res) => setTimeout(res, 20));
     }
   })();
-  return { ms, stop: async () => { on = false; await done; return bad; } };
+  return {
+    ms,
+    stop: async () => {
+      on = false;
+      await done;
+      return bad;
+    },
+  };
 }
 
 const { url, child } = await startServer();
@@ -105,7 +149,12 @@ try {
   // Warm-up: stages the prefill and decode programs so neither phase pays for compiling them.
   await chat(client, 0);
   await Promise.all(prompts.map((_, i) => chat(client, i)));
-  const seqRates = [], conRates = [], reqRates = [], ttfts = [], gaps = [], health = [];
+  const seqRates = [],
+    conRates = [],
+    reqRates = [],
+    ttfts = [],
+    gaps = [],
+    health = [];
   const alone = new Map();
   for (let run = 0; run < RUNS; run++) {
     let toks = 0;
@@ -122,14 +171,17 @@ try {
     const ms = performance.now() - t1;
     if ((await poll.stop()) > 0) throw new Error("/health answered other than 200 under load");
     health.push(...poll.ms);
-    for (const [i, text] of alone) if (all[i].text !== text) throw new Error(`client ${i}: concurrent text differs from its sequential run`);
+    for (const [i, text] of alone)
+      if (all[i].text !== text) throw new Error(`client ${i}: concurrent text differs from its sequential run`);
     conRates.push((all.reduce((n, r) => n + r.tokens, 0) / ms) * 1000);
     reqRates.push((CLIENTS / ms) * 1000);
     for (const r of all) {
       ttfts.push(r.ttft);
       gaps.push(...r.gaps);
     }
-    console.log(`run ${run + 1}/${RUNS}: concurrent ${conRates.at(-1).toFixed(2)} tok/s, sequential ${seqRates.at(-1).toFixed(2)} tok/s`);
+    console.log(
+      `run ${run + 1}/${RUNS}: concurrent ${conRates.at(-1).toFixed(2)} tok/s, sequential ${seqRates.at(-1).toFixed(2)} tok/s`,
+    );
   }
   const pages = await metric(url, "poot_kv_pages_in_use");
   const open = await metric(url, "poot_engine_open_sequences");
@@ -137,7 +189,10 @@ try {
   const cpu = os.cpus();
   console.log(`
 ### poot serve: ${CLIENTS} concurrent streaming chat clients vs one at a time
-machine:  ${cpu[0]?.model.trim()} x${cpu.length}, ${os.platform()} ${os.release()}, node ${process.version}, backend ${o.backend}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(" ")} (shared machine)
+machine:  ${cpu[0]?.model.trim()} x${cpu.length}, ${os.platform()} ${os.release()}, node ${process.version}, backend ${o.backend}; load average ${os
+    .loadavg()
+    .map((x) => x.toFixed(1))
+    .join(" ")} (shared machine)
 date:     ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC
 command:  node bench/serve-load.mjs ${process.argv.slice(2).join(" ")} (model ${o.model}, ctx ${o.ctx}, max batch ${o["max-batch"]}, ${MAX_TOKENS} greedy tokens per request; median of ${RUNS} runs)
 baseline: the same server answering ${SEQ} of the requests one at a time (median of ${RUNS} runs, interleaved)

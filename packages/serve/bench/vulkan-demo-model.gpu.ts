@@ -8,7 +8,10 @@ import { openSafetensors } from "@poot/models";
 import { Engine, generateAll } from "@poot/runtime";
 import { createVulkanExecutor, type VulkanProgram } from "@poot/backend-vulkan";
 
-interface DemoReference { prompt_ids: number[]; greedy_ids: number[] }
+interface DemoReference {
+  prompt_ids: number[];
+  greedy_ids: number[];
+}
 const DEMO = path.resolve("models/demo");
 const outDir = process.env.OUT ?? ".gpu/out";
 fs.mkdirSync(outDir, { recursive: true });
@@ -22,10 +25,12 @@ function demo(): Record<string, unknown> {
   const engine = Engine.load(DEMO, { executor, context: 64, prefillChunk: 8 });
   try {
     const s = engine.openSession();
-    const V = engine.config.vocabSize, T = ref.prompt_ids.length;
+    const V = engine.config.vocabSize,
+      T = ref.prompt_ids.length;
     const first = s.step(ref.prompt_ids);
     const want = prompt.subarray((T - 1) * V, T * V);
-    let d = 0, m = 0;
+    let d = 0,
+      m = 0;
     for (let i = 0; i < V; i++) {
       d = Math.max(d, Math.abs(first[i]! - want[i]!));
       m = Math.max(m, Math.abs(want[i]!));
@@ -33,12 +38,27 @@ function demo(): Record<string, unknown> {
     s.release();
     const n = ref.greedy_ids.length;
     const before = { ...engine.stats };
-    const r = generateAll(engine, engine.openSession(), ref.prompt_ids, { maxTokens: n, temperature: 0, ignoreEos: true });
-    const decodeTokens = engine.stats.decodeTokens - before.decodeTokens, decodeMs = engine.stats.decodeMs - before.decodeMs;
+    const r = generateAll(engine, engine.openSession(), ref.prompt_ids, {
+      maxTokens: n,
+      temperature: 0,
+      ignoreEos: true,
+    });
+    const decodeTokens = engine.stats.decodeTokens - before.decodeTokens,
+      decodeMs = engine.stats.decodeMs - before.decodeMs;
     const idsEqual = r.ids.length === n && r.ids.every((x: number, i: number) => x === ref.greedy_ids[i]);
     const ok = d / m <= 1e-4 && idsEqual;
     if (!ok) failures++;
-    return { ok, logitsRelErr: d / m, idsEqual, ids: r.ids, want: ref.greedy_ids, decodeTokens, decodeMs, decodeTokPerSec: (1000 * decodeTokens) / decodeMs, device: executor.caps.device };
+    return {
+      ok,
+      logitsRelErr: d / m,
+      idsEqual,
+      ids: r.ids,
+      want: ref.greedy_ids,
+      decodeTokens,
+      decodeMs,
+      decodeTokPerSec: (1000 * decodeTokens) / decodeMs,
+      device: executor.caps.device,
+    };
   } finally {
     engine.close();
     executor.dispose();
@@ -56,7 +76,8 @@ function llama1b(dir: string): Record<string, unknown> {
     const before = { ...engine.stats };
     const s = engine.openSession();
     const r = generateAll(engine, s, prompt, { maxTokens: 64, temperature: 0, ignoreEos: true });
-    const decodeTokens = engine.stats.decodeTokens - before.decodeTokens, decodeMs = engine.stats.decodeMs - before.decodeMs;
+    const decodeTokens = engine.stats.decodeTokens - before.decodeTokens,
+      decodeMs = engine.stats.decodeMs - before.decodeMs;
     // One more decode step on a fresh session, for per-dispatch GPU timestamps.
     const s2 = engine.openSession();
     s2.step(prompt);
@@ -65,9 +86,20 @@ function llama1b(dir: string): Record<string, unknown> {
     const t = executor.device.timings(prog.recordingOf(engine.state())) ?? [];
     const gpuMs = t.reduce((a, x) => a + x.ns, 0) / 1e6;
     return {
-      warmIds: warm.ids.length, generated: r.ids.length, loadAndWarmMs: loadMs, decodeTokens, decodeMs, decodeTokPerSec: (1000 * decodeTokens) / decodeMs,
-      dispatchesPerToken: prog.dispatchesPerStep(), gpuMsPerToken: gpuMs, fallbacks: prog.lowered.fallbacks, deviceBytes: executor.deviceBytes(),
-      slowest: [...t].sort((a, b) => b.ns - a.ns).slice(0, 8).map((x) => `${x.label} ${(x.ns / 1e3).toFixed(1)} us`),
+      warmIds: warm.ids.length,
+      generated: r.ids.length,
+      loadAndWarmMs: loadMs,
+      decodeTokens,
+      decodeMs,
+      decodeTokPerSec: (1000 * decodeTokens) / decodeMs,
+      dispatchesPerToken: prog.dispatchesPerStep(),
+      gpuMsPerToken: gpuMs,
+      fallbacks: prog.lowered.fallbacks,
+      deviceBytes: executor.deviceBytes(),
+      slowest: [...t]
+        .sort((a, b) => b.ns - a.ns)
+        .slice(0, 8)
+        .map((x) => `${x.label} ${(x.ns / 1e3).toFixed(1)} us`),
     };
   } finally {
     engine.close();
@@ -75,7 +107,10 @@ function llama1b(dir: string): Record<string, unknown> {
   }
 }
 
-for (const [name, fn] of [["demo", demo], ["llama1b", () => llama1b(process.env.LLAMA1B ?? "/tmp/llama1b")]] as const) {
+for (const [name, fn] of [
+  ["demo", demo],
+  ["llama1b", () => llama1b(process.env.LLAMA1B ?? "/tmp/llama1b")],
+] as const) {
   try {
     report[name] = fn();
   } catch (e) {

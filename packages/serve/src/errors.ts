@@ -73,7 +73,12 @@ export type ApiErrorType = "invalid_request_error" | "authentication_error" | "r
 
 /** The JSON body of an error response, as the OpenAI API and its clients expect it. */
 export interface ApiErrorBody {
-  readonly error: { readonly message: string; readonly type: ApiErrorType; readonly param: string | null; readonly code: ApiErrorCode };
+  readonly error: {
+    readonly message: string;
+    readonly type: ApiErrorType;
+    readonly param: string | null;
+    readonly code: ApiErrorCode;
+  };
 }
 
 /** An HTTP API error: status, OpenAI error type, stable code and the parameter it concerns. */

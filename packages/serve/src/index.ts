@@ -9,13 +9,41 @@ export { serveCommand, startServe } from "./commands/serve.js";
 export type { ServeCliOptions, StartedServer } from "./commands/serve.js";
 export { ApiError, CliError, invariant } from "./errors.js";
 export type { ApiErrorBody, ApiErrorCode, ApiErrorType, CliErrorCode } from "./errors.js";
-export type { Admission, EngineSequence, EngineStats, SamplingParams, SequenceEvent, SequenceOptions, ServeEngine, TokenLogprob } from "./server/engine.js";
+export type {
+  Admission,
+  EngineSequence,
+  EngineStats,
+  SamplingParams,
+  SequenceEvent,
+  SequenceOptions,
+  ServeEngine,
+  TokenLogprob,
+} from "./server/engine.js";
 export type { ServerMetrics } from "./server/metrics.js";
 export { RuntimeServeEngine } from "./server/runtime-engine.js";
 export type { RuntimeServeEngineOptions } from "./server/runtime-engine.js";
 export { Scheduler } from "./server/scheduler.js";
-export type { DoneEvent, ErrorEvent, FinishReason, GenerationEvent, GenerationJob, GenerationRequest, SchedulerObserver, SchedulerOptions, TokenEvent } from "./server/scheduler.js";
+export type {
+  DoneEvent,
+  ErrorEvent,
+  FinishReason,
+  GenerationEvent,
+  GenerationJob,
+  GenerationRequest,
+  SchedulerObserver,
+  SchedulerOptions,
+  TokenEvent,
+} from "./server/scheduler.js";
 export { createServer } from "./server/server.js";
 export type { PootServer, ServerOptions, SocketLimits } from "./server/server.js";
-export { blockCutOf, createDevices, cutOfGraph, describePlacement, engineDevices, placementOptions, placementReportOf, planPlacement } from "./placement.js";
+export {
+  blockCutOf,
+  createDevices,
+  cutOfGraph,
+  describePlacement,
+  engineDevices,
+  placementOptions,
+  placementReportOf,
+  planPlacement,
+} from "./placement.js";
 export type { PlacedDevices, PlacementFlags, PlacementPlan } from "./placement.js";

@@ -4,7 +4,19 @@
 // package loads no backend).
 import type { Command } from "commander";
 import { LoadedModel, ModelError } from "@poot/models";
-import { RuntimeError, findBlocks, formatPlacement, gpuLayers, parsePlacement, parseSize, unitSpans, type BlockCut, type BlockDevice, type Placement, type PlacementReport } from "@poot/runtime";
+import {
+  RuntimeError,
+  findBlocks,
+  formatPlacement,
+  gpuLayers,
+  parsePlacement,
+  parseSize,
+  unitSpans,
+  type BlockCut,
+  type BlockDevice,
+  type Placement,
+  type PlacementReport,
+} from "@poot/runtime";
 import type { Executor } from "@poot/executor";
 import type { Graph } from "@poot/graph-ir";
 import type { ExecutorFactory } from "./command.js";
@@ -46,8 +58,13 @@ function cliErrors<T>(command: string, model: string, fn: () => T): T {
   try {
     return fn();
   } catch (err) {
-    if (err instanceof RuntimeError) throw new CliError("bad-input", err.message.replace(/^\[[a-z-]+\] /, ""), { command, file: model });
-    if (err instanceof ModelError) throw new CliError(err.code === "io" ? "file-unreadable" : "bad-input", err.message, { command, file: err.file ?? model });
+    if (err instanceof RuntimeError)
+      throw new CliError("bad-input", err.message.replace(/^\[[a-z-]+\] /, ""), { command, file: model });
+    if (err instanceof ModelError)
+      throw new CliError(err.code === "io" ? "file-unreadable" : "bad-input", err.message, {
+        command,
+        file: err.file ?? model,
+      });
     throw err;
   }
 }
@@ -68,9 +85,19 @@ export function blockCutOf(model: string, weights: "f32" | "bf16", command: stri
  * The placement the flags ask for, checked against MODEL (its layers and block sizes, from the header only),
  * or null when no placement flag is given (everything on `--backend` as one program, as before).
  */
-export function planPlacement(o: PlacementFlags, backend: string, model: string, weights: "f32" | "bf16", command: string, known: readonly string[], cutOf: () => BlockCut = () => blockCutOf(model, weights, command)): PlacementPlan | null {
-  if (o.gpuLayers === undefined && o.place === undefined && o.deviceMemory === undefined && o.hostMemory === undefined) return null;
-  if (o.gpuLayers !== undefined && o.place !== undefined) throw new CliError("bad-input", "--gpu-layers and --place both say where layers go: give one", { command });
+export function planPlacement(
+  o: PlacementFlags,
+  backend: string,
+  model: string,
+  weights: "f32" | "bf16",
+  command: string,
+  known: readonly string[],
+  cutOf: () => BlockCut = () => blockCutOf(model, weights, command),
+): PlacementPlan | null {
+  if (o.gpuLayers === undefined && o.place === undefined && o.deviceMemory === undefined && o.hostMemory === undefined)
+    return null;
+  if (o.gpuLayers !== undefined && o.place !== undefined)
+    throw new CliError("bad-input", "--gpu-layers and --place both say where layers go: give one", { command });
   const sizes = cliErrors(command, model, () => ({
     device: o.deviceMemory === undefined ? undefined : parseSize(o.deviceMemory, "--device-memory"),
     host: o.hostMemory === undefined ? undefined : parseSize(o.hostMemory, "--host-memory"),
@@ -81,7 +108,10 @@ export function planPlacement(o: PlacementFlags, backend: string, model: string,
     if (o.place !== undefined) return parsePlacement(o.place, L, known);
     if (o.gpuLayers !== undefined) {
       const n = Number(o.gpuLayers);
-      if (o.gpuLayers.trim() === "" || !Number.isSafeInteger(n) || n < 0) throw new CliError("bad-input", `--gpu-layers must be a non-negative integer, got "${o.gpuLayers}"`, { command });
+      if (o.gpuLayers.trim() === "" || !Number.isSafeInteger(n) || n < 0)
+        throw new CliError("bad-input", `--gpu-layers must be a non-negative integer, got "${o.gpuLayers}"`, {
+          command,
+        });
       return gpuLayers(n, L, backend, HOST_DEVICE);
     }
     return { layers: L, devices: Array.from({ length: L + 2 }, () => backend) };
@@ -97,11 +127,15 @@ export function planPlacement(o: PlacementFlags, backend: string, model: string,
     let largest: BlockCut["blocks"][number] | null = null;
     for (const b of cut.blocks) {
       if (placement.devices[b.index] !== d) continue;
-      for (const c of b.consts) if (!seen.has(c)) (seen.add(c), (total += cut.constBytes.get(c)!));
+      for (const c of b.consts) if (!seen.has(c)) seen.add(c), (total += cut.constBytes.get(c)!);
       if (largest === null || b.weightBytes > largest.weightBytes) largest = b;
     }
     if (budget !== undefined && largest !== null && largest.weightBytes > budget) {
-      throw new CliError("bad-input", `${flag} ${budget} bytes is smaller than the largest block placed on ${d} (${largest.name}, ${largest.weightBytes} bytes of weights)`, { command, file: model });
+      throw new CliError(
+        "bad-input",
+        `${flag} ${budget} bytes is smaller than the largest block placed on ${d} (${largest.name}, ${largest.weightBytes} bytes of weights)`,
+        { command, file: model },
+      );
     }
     weightBytes[d] = total;
     if (budget !== undefined) budgets[d] = budget;
@@ -120,7 +154,12 @@ export interface PlacedDevices {
 }
 
 /** Creates one executor per device of `plan` with `make` (none but the backend's when `plan` is null). */
-export function createDevices(plan: PlacementPlan | null, backend: string, command: string, make: ExecutorFactory): PlacedDevices {
+export function createDevices(
+  plan: PlacementPlan | null,
+  backend: string,
+  command: string,
+  make: ExecutorFactory,
+): PlacedDevices {
   const names = plan === null ? [backend] : [...new Set([backend, ...plan.devices])];
   const made: BlockDevice[] = [];
   try {
@@ -142,13 +181,29 @@ export function createDevices(plan: PlacementPlan | null, backend: string, comma
  * The engine options of a plan: the placement and its devices, with the budgets and executor factories of the
  * devices that have a budget (they page when their weights do not fit), or nothing (the single-program default).
  */
-export function engineDevices(plan: PlacementPlan | null, placed: PlacedDevices, make: ExecutorFactory): { readonly placement?: Placement; readonly devices?: readonly BlockDevice[]; readonly budgets?: Readonly<Record<string, number>>; readonly deviceFactories?: Readonly<Record<string, () => Executor>> } {
+export function engineDevices(
+  plan: PlacementPlan | null,
+  placed: PlacedDevices,
+  make: ExecutorFactory,
+): {
+  readonly placement?: Placement;
+  readonly devices?: readonly BlockDevice[];
+  readonly budgets?: Readonly<Record<string, number>>;
+  readonly deviceFactories?: Readonly<Record<string, () => Executor>>;
+} {
   if (plan === null) return {};
-  const budgets = Object.keys(plan.budgets).length === 0 ? {} : {
-    budgets: plan.budgets,
-    deviceFactories: Object.fromEntries(Object.keys(plan.budgets).map((d) => [d, () => make(d, "paging")])),
+  const budgets =
+    Object.keys(plan.budgets).length === 0
+      ? {}
+      : {
+          budgets: plan.budgets,
+          deviceFactories: Object.fromEntries(Object.keys(plan.budgets).map((d) => [d, () => make(d, "paging")])),
+        };
+  return {
+    placement: plan.placement,
+    devices: placed.devices.filter((d) => plan.devices.includes(d.name)),
+    ...budgets,
   };
-  return { placement: plan.placement, devices: placed.devices.filter((d) => plan.devices.includes(d.name)), ...budgets };
 }
 
 /** Megabytes with one decimal. */
@@ -162,8 +217,12 @@ export function describePlacement(r: PlacementReport): string[] {
   return [
     `placement ${formatPlacement(r.placement)}: ${r.unitsPerToken} unit(s) per token, ${r.handoffsPerToken} hand-off(s) per token (${r.handoffBytesPerToken} bytes each)`,
     ...r.units.map((u) => `  ${u.device.padEnd(7)} ${u.blocks}`),
-    `  weights per device: ${Object.entries(r.weightBytesByDevice).map(([d, b]) => `${d} ${mb(b)}`).join(", ")}`,
-    ...(paged.length === 0 ? [] : [`  paged (weights above the budget, LRU): ${paged.map(([d, b]) => `${d} budget ${mb(b)}`).join(", ")}`]),
+    `  weights per device: ${Object.entries(r.weightBytesByDevice)
+      .map(([d, b]) => `${d} ${mb(b)}`)
+      .join(", ")}`,
+    ...(paged.length === 0
+      ? []
+      : [`  paged (weights above the budget, LRU): ${paged.map(([d, b]) => `${d} budget ${mb(b)}`).join(", ")}`]),
   ];
 }
 
@@ -174,7 +233,8 @@ export function placementReportOf(cut: BlockCut, placement: Placement): Placemen
   for (const s of spans) {
     const seen = new Set<string>();
     let bytes = 0;
-    for (let b = s.first; b <= s.last; b++) for (const c of cut.blocks[b]!.consts) if (!seen.has(c)) (seen.add(c), (bytes += cut.constBytes.get(c)!));
+    for (let b = s.first; b <= s.last; b++)
+      for (const c of cut.blocks[b]!.consts) if (!seen.has(c)) seen.add(c), (bytes += cut.constBytes.get(c)!);
     weightBytesByDevice[s.device] = (weightBytesByDevice[s.device] ?? 0) + bytes;
   }
   const names = (s: { first: number; last: number }) => cut.blocks.slice(s.first, s.last + 1).map((b) => b.name);
@@ -192,7 +252,8 @@ function compact(names: readonly string[]): string {
   const layers = names.filter((n) => n.startsWith("layer ")).map((n) => Number(n.slice(6)));
   const out: string[] = [];
   if (names.includes("embed")) out.push("embed");
-  if (layers.length > 0) out.push(layers.length === 1 ? `layer ${layers[0]}` : `layers ${layers[0]}-${layers[layers.length - 1]}`);
+  if (layers.length > 0)
+    out.push(layers.length === 1 ? `layer ${layers[0]}` : `layers ${layers[0]}-${layers[layers.length - 1]}`);
   if (names.includes("head")) out.push("head");
   return out.join(", ");
 }

@@ -7,8 +7,11 @@ import { rawRequest, type RawResponse } from "./raw-http.js";
 import { DEMO, startTestServer, waitFor, type TestServer } from "./server-helpers.js";
 
 const M = "demo";
-const errorOf = (r: RawResponse): { code: string; param: string | null; message: string; type: string } => JSON.parse(r.body).error;
-const health = async (url: string): Promise<{ status: number; body: { status: string; active_sequences: number; queue_depth: number } }> => {
+const errorOf = (r: RawResponse): { code: string; param: string | null; message: string; type: string } =>
+  JSON.parse(r.body).error;
+const health = async (
+  url: string,
+): Promise<{ status: number; body: { status: string; active_sequences: number; queue_depth: number } }> => {
   const r = await rawRequest(url, "GET", "/health");
   return { status: r.status, body: JSON.parse(r.body) };
 };
@@ -21,15 +24,23 @@ describe("a small KV cache (2 pages of 16 tokens, context 64)", { timeout: 300_0
   afterAll(async () => s?.close());
 
   test("prompt + max_tokens past the KV cache: 400 naming max_tokens and the limit", async () => {
-    const r = await rawRequest(s.url, "POST", "/v1/completions", { json: { model: M, prompt: [5, 6, 7, 8], max_tokens: 40 } });
+    const r = await rawRequest(s.url, "POST", "/v1/completions", {
+      json: { model: M, prompt: [5, 6, 7, 8], max_tokens: 40 },
+    });
     expect(r.status).toBe(400);
-    expect(errorOf(r)).toMatchObject({ code: "context_length_exceeded", param: "max_tokens", type: "invalid_request_error" });
+    expect(errorOf(r)).toMatchObject({
+      code: "context_length_exceeded",
+      param: "max_tokens",
+      type: "invalid_request_error",
+    });
     expect(errorOf(r).message).toContain("KV cache holds 32 tokens");
     expect(errorOf(r).message).toContain("at most 28");
   });
 
   test("chat without max_tokens: the default fits the KV cache (200, not a 503 about a max_tokens never sent)", async () => {
-    const r = await rawRequest(s.url, "POST", "/v1/chat/completions", { json: { model: M, messages: [{ role: "user", content: "Tell me a fortune." }], temperature: 0, ignore_eos: true } });
+    const r = await rawRequest(s.url, "POST", "/v1/chat/completions", {
+      json: { model: M, messages: [{ role: "user", content: "Tell me a fortune." }], temperature: 0, ignore_eos: true },
+    });
     expect(r.status).toBe(200);
     const body = JSON.parse(r.body);
     expect(body.usage.prompt_tokens + body.usage.completion_tokens).toBe(32);
@@ -37,17 +48,23 @@ describe("a small KV cache (2 pages of 16 tokens, context 64)", { timeout: 300_0
   });
 
   test("a chat over the context names messages", async () => {
-    const r = await rawRequest(s.url, "POST", "/v1/chat/completions", { json: { model: M, messages: [{ role: "user", content: "word ".repeat(60) }] } });
+    const r = await rawRequest(s.url, "POST", "/v1/chat/completions", {
+      json: { model: M, messages: [{ role: "user", content: "word ".repeat(60) }] },
+    });
     expect(r.status).toBe(400);
     expect(errorOf(r)).toMatchObject({ code: "context_length_exceeded", param: "messages" });
   });
 
   test("more generations than the queue holds: 400 naming prompt (5 prompts) or n (n = 5), with the limit", async () => {
-    const prompts = await rawRequest(s.url, "POST", "/v1/completions", { json: { model: M, prompt: ["a", "b", "c", "d", "e"], max_tokens: 1 } });
+    const prompts = await rawRequest(s.url, "POST", "/v1/completions", {
+      json: { model: M, prompt: ["a", "b", "c", "d", "e"], max_tokens: 1 },
+    });
     expect(prompts.status).toBe(400);
     expect(errorOf(prompts)).toMatchObject({ code: "too_many_generations", param: "prompt" });
     expect(errorOf(prompts).message).toContain("at most 4");
-    const n = await rawRequest(s.url, "POST", "/v1/chat/completions", { json: { model: M, messages: [{ role: "user", content: "hi" }], n: 5, max_tokens: 1 } });
+    const n = await rawRequest(s.url, "POST", "/v1/chat/completions", {
+      json: { model: M, messages: [{ role: "user", content: "hi" }], n: 5, max_tokens: 1 },
+    });
     expect(n.status).toBe(400);
     expect(errorOf(n)).toMatchObject({ code: "too_many_generations", param: "n" });
   });
@@ -61,13 +78,17 @@ describe("one batch slot, a queue of one, no queue timeout", { timeout: 300_000 
   afterAll(async () => s?.close());
 
   /** A generation that holds the only slot for a while (60 tokens past EOS). */
-  const long = (): Promise<RawResponse> => rawRequest(s.url, "POST", "/v1/completions", { json: { model: M, prompt: [5, 6], max_tokens: 60, ignore_eos: true } });
+  const long = (): Promise<RawResponse> =>
+    rawRequest(s.url, "POST", "/v1/completions", {
+      json: { model: M, prompt: [5, 6], max_tokens: 60, ignore_eos: true },
+    });
 
   /** Waits until only `a` runs: the slot is taken and nothing (left from an earlier test) waits. */
-  const onlyOne = async (): Promise<void> => waitFor(async () => {
-    const h = (await health(s.url)).body;
-    return h.active_sequences === 1 && h.queue_depth === 0;
-  });
+  const onlyOne = async (): Promise<void> =>
+    waitFor(async () => {
+      const h = (await health(s.url)).body;
+      return h.active_sequences === 1 && h.queue_depth === 0;
+    });
 
   test("full queue: 429 rate_limit_error with an integer Retry-After; the queued request still completes", async () => {
     const a = long();
@@ -105,13 +126,17 @@ describe("one batch slot, a queue of one, a 1.5 s queue timeout", { timeout: 300
   afterAll(async () => s?.close());
 
   /** A generation that holds the only slot for a while (60 tokens past EOS). */
-  const long = (): Promise<RawResponse> => rawRequest(s.url, "POST", "/v1/completions", { json: { model: M, prompt: [5, 6], max_tokens: 60, ignore_eos: true } });
+  const long = (): Promise<RawResponse> =>
+    rawRequest(s.url, "POST", "/v1/completions", {
+      json: { model: M, prompt: [5, 6], max_tokens: 60, ignore_eos: true },
+    });
 
   /** Waits until only `a` runs: the slot is taken and nothing (left from an earlier test) waits. */
-  const onlyOne = async (): Promise<void> => waitFor(async () => {
-    const h = (await health(s.url)).body;
-    return h.active_sequences === 1 && h.queue_depth === 0;
-  });
+  const onlyOne = async (): Promise<void> =>
+    waitFor(async () => {
+      const h = (await health(s.url)).body;
+      return h.active_sequences === 1 && h.queue_depth === 0;
+    });
 
   test("a request waiting past --queue-timeout: 503 queue_timeout, and the one running is unaffected", async () => {
     const a = long();
@@ -134,7 +159,9 @@ describe("one batch slot, a queue of one, a 1.5 s queue timeout", { timeout: 300
   test("a streamed request that times out in the queue gets the 503 status too (headers wait for the first event)", async () => {
     const a = long();
     await onlyOne();
-    const b = await rawRequest(s.url, "POST", "/v1/completions", { json: { model: M, prompt: [7], max_tokens: 1, stream: true } });
+    const b = await rawRequest(s.url, "POST", "/v1/completions", {
+      json: { model: M, prompt: [7], max_tokens: 1, stream: true },
+    });
     const ra = await a;
     if (b.status === 503) expect(errorOf(b)).toMatchObject({ code: "queue_timeout" });
     else expect(b.body).toContain("data: [DONE]");
@@ -142,5 +169,4 @@ describe("one batch slot, a queue of one, a 1.5 s queue timeout", { timeout: 300
     expect(ra.status).toBe(200);
     console.log(`queue timeout (stream): b answered ${b.status}`);
   });
-
 });

@@ -49,8 +49,14 @@ const VARIANTS: readonly Variant[] = [
 /** Each variant's status without a key, with a wrong key, and with the right one. */
 async function statuses(url: string, v: Variant): Promise<{ none: number; wrong: number; right: number }> {
   const send = (headers: Record<string, string>): Promise<number> =>
-    rawRequest(url, v.method, v.target, { headers, ...(v.json === undefined ? {} : { json: v.json }) }).then((r) => r.status);
-  return { none: await send({}), wrong: await send({ authorization: "Bearer sk-wrong" }), right: await send({ authorization: `Bearer ${KEY}` }) };
+    rawRequest(url, v.method, v.target, { headers, ...(v.json === undefined ? {} : { json: v.json }) }).then(
+      (r) => r.status,
+    );
+  return {
+    none: await send({}),
+    wrong: await send({ authorization: "Bearer sk-wrong" }),
+    right: await send({ authorization: `Bearer ${KEY}` }),
+  };
 }
 
 describe("API key on the routed path, through a real socket", { timeout: 300_000 }, () => {
@@ -67,10 +73,17 @@ describe("API key on the routed path, through a real socket", { timeout: 300_000
   test("the 401 is OpenAI-shaped; the Bearer scheme is case-insensitive; a bare key is not a Bearer credential", async () => {
     const r = await rawRequest(s.url, "GET", "/%76%31/models");
     expect(JSON.parse(r.body)).toMatchObject({ error: { type: "authentication_error", code: "invalid_api_key" } });
-    expect((await rawRequest(s.url, "GET", "/v1/models", { headers: { authorization: `bearer ${KEY}` } })).status).toBe(200);
+    expect((await rawRequest(s.url, "GET", "/v1/models", { headers: { authorization: `bearer ${KEY}` } })).status).toBe(
+      200,
+    );
     expect((await rawRequest(s.url, "GET", "/v1/models", { headers: { authorization: KEY } })).status).toBe(401);
-    expect((await rawRequest(s.url, "GET", "/v1/models", { headers: { authorization: `Bearer ${KEY}x` } })).status).toBe(401);
-    expect((await rawRequest(s.url, "GET", "/v1/models", { headers: { authorization: `Bearer ${KEY.slice(0, -1)}` } })).status).toBe(401);
+    expect(
+      (await rawRequest(s.url, "GET", "/v1/models", { headers: { authorization: `Bearer ${KEY}x` } })).status,
+    ).toBe(401);
+    expect(
+      (await rawRequest(s.url, "GET", "/v1/models", { headers: { authorization: `Bearer ${KEY.slice(0, -1)}` } }))
+        .status,
+    ).toBe(401);
   });
 
   test("the issue's literal absolute-form `GET http://x/v1/models` is refused before auth: x is not a loopback name (421)", async () => {
@@ -80,7 +93,9 @@ describe("API key on the routed path, through a real socket", { timeout: 300_000
   test("unknown paths need the key too (401 without, 404 with): they reveal nothing to a client without one", async () => {
     for (const target of ["/v1/embeddings", "/admin", "/%2e%2e/etc/passwd", "*"]) {
       expect((await rawRequest(s.url, "GET", target)).status).toBe(401);
-      expect((await rawRequest(s.url, "GET", target, { headers: { authorization: `Bearer ${KEY}` } })).status).toBe(404);
+      expect((await rawRequest(s.url, "GET", target, { headers: { authorization: `Bearer ${KEY}` } })).status).toBe(
+        404,
+      );
     }
   });
 
@@ -106,7 +121,9 @@ describe("metricsAuth puts /metrics behind the key", { timeout: 300_000 }, () =>
   test("/metrics (and /%6detrics) 401 without the key, 200 with it; /health still open", async () => {
     for (const target of ["/metrics", "/%6detrics", "/METRICS"]) {
       expect((await rawRequest(s.url, "GET", target)).status).toBe(401);
-      expect((await rawRequest(s.url, "GET", target, { headers: { authorization: `Bearer ${KEY}` } })).status).toBe(200);
+      expect((await rawRequest(s.url, "GET", target, { headers: { authorization: `Bearer ${KEY}` } })).status).toBe(
+        200,
+      );
     }
     expect((await rawRequest(s.url, "GET", "/health")).status).toBe(200);
   });
@@ -135,6 +152,7 @@ describe("planted violation: the pre-#20 raw-URL check fails this table", () => 
   test("the issue's four bypasses answer 200 without a key there, so the table above would catch a regression", async () => {
     const bypassed: string[] = [];
     for (const v of VARIANTS) if ((await statuses(url, v)).none === 200) bypassed.push(v.target);
-    for (const t of ["/%761/completions", "/%76%31/chat/completions", "/v%31/models", "http://localhost/v1/models"]) expect(bypassed).toContain(t);
+    for (const t of ["/%761/completions", "/%76%31/chat/completions", "/v%31/models", "http://localhost/v1/models"])
+      expect(bypassed).toContain(t);
   });
 });

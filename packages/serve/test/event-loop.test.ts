@@ -13,7 +13,8 @@ const STALL_MS = 100;
 
 /** Runs `work` while a 5 ms interval timer records how late each tick fired; resolves to the worst lateness. */
 async function worstTimerLag<T>(work: () => Promise<T>): Promise<{ result: T; lagMs: number }> {
-  let last = performance.now(), worst = 0;
+  let last = performance.now(),
+    worst = 0;
   const timer = setInterval(() => {
     const now = performance.now();
     worst = Math.max(worst, now - last - 5);
@@ -44,7 +45,9 @@ describe("tokenizing in the text worker", { timeout: 120_000 }, () => {
     const on = await worstTimerLag(async () => tok.encode(MEGA, { addSpecial: true }));
     expect(off.result).toEqual(on.result);
     expect(off.result.length).toBeGreaterThan(100_000);
-    console.log(`1 MiB encode: worst timer lag ${off.lagMs.toFixed(1)} ms in the worker, ${on.lagMs.toFixed(0)} ms on the main thread`);
+    console.log(
+      `1 MiB encode: worst timer lag ${off.lagMs.toFixed(1)} ms in the worker, ${on.lagMs.toFixed(0)} ms on the main thread`,
+    );
     expect(on.lagMs).toBeGreaterThan(STALL_MS);
     // On an overloaded machine the main thread can be descheduled for longer than the bound whatever it runs, so
     // the gate is the bound or a tenth of the main-thread stall, whichever is larger.
@@ -71,27 +74,40 @@ describe("prompts that can never fit are refused before tokenizing", { timeout: 
       }
     })();
     const t0 = performance.now();
-    const answers = await Promise.all(Array.from({ length: 8 }, (_, i) =>
-      rawRequest(s.url, "POST", i % 2 === 0 ? "/v1/completions" : "/v1/chat/completions", {
-        json: i % 2 === 0 ? { model: "demo", prompt: MEGA } : { model: "demo", messages: [{ role: "user", content: MEGA }] },
-      })));
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        rawRequest(s.url, "POST", i % 2 === 0 ? "/v1/completions" : "/v1/chat/completions", {
+          json:
+            i % 2 === 0
+              ? { model: "demo", prompt: MEGA }
+              : { model: "demo", messages: [{ role: "user", content: MEGA }] },
+        }),
+      ),
+    );
     const ms = performance.now() - t0;
     on = false;
     await poll;
     answers.forEach((r, i) => {
       expect(r.status).toBe(400);
-      expect(JSON.parse(r.body).error).toMatchObject({ code: "context_length_exceeded", param: i % 2 === 0 ? "prompt" : "messages" });
+      expect(JSON.parse(r.body).error).toMatchObject({
+        code: "context_length_exceeded",
+        param: i % 2 === 0 ? "prompt" : "messages",
+      });
       expect(JSON.parse(r.body).error.message).toMatch(/maximum context length is 64 tokens.*bytes of text/);
     });
     health.sort((a, b) => a - b);
-    console.log(`8 x 1 MiB refused in ${ms.toFixed(0)} ms; /health ${health.length} polls, max ${health.at(-1)!.toFixed(1)} ms`);
+    console.log(
+      `8 x 1 MiB refused in ${ms.toFixed(0)} ms; /health ${health.length} polls, max ${health.at(-1)!.toFixed(1)} ms`,
+    );
     expect(health.length).toBeGreaterThan(0);
     // Receiving and parsing 8 MiB of JSON is the only work left on the loop.
     expect(health.at(-1)!).toBeLessThan(500);
   });
 
   test("a prompt under the byte bound is still tokenized and measured exactly", async () => {
-    const r = await s.client.completions.create({ model: "demo", prompt: "x ".repeat(200), max_tokens: 1 }).catch((e: { status: number; error: { param: string } }) => e);
+    const r = await s.client.completions
+      .create({ model: "demo", prompt: "x ".repeat(200), max_tokens: 1 })
+      .catch((e: { status: number; error: { param: string } }) => e);
     // 400 tokens or so: over the context, found by tokenizing (the byte bound alone lets it through).
     expect((r as { status: number }).status).toBe(400);
     expect((r as { error: { param: string } }).error.param).toBe("prompt");

@@ -20,7 +20,11 @@ describe.skipIf(LLAMA3 === null)(`KV page admission control${SKIP_NOTE}`, { time
     const r = s.client.completions.create({ model: M, prompt: "x", max_tokens: 40 });
     await expect(r).rejects.toBeInstanceOf(OpenAI.BadRequestError);
     await expect(r).rejects.toMatchObject({ status: 400, code: "context_length_exceeded", param: "max_tokens" });
-    const raw = await fetch(`${s.url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: M, prompt: "x", max_tokens: 40 }) });
+    const raw = await fetch(`${s.url}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: M, prompt: "x", max_tokens: 40 }),
+    });
     const body = (await raw.json()) as { error: { message: string; type: string } };
     expect(body.error.type).toBe("invalid_request_error");
     expect(body.error.message).toMatch(/KV cache holds 32 tokens .* at most \d+/);
@@ -28,7 +32,10 @@ describe.skipIf(LLAMA3 === null)(`KV page admission control${SKIP_NOTE}`, { time
 
   test("a request that fits the pool but not its free pages waits, then completes; no page is left", async () => {
     const abortA = new AbortController();
-    const a = (await s.client.completions.create({ model: M, prompt: "a", max_tokens: 20, ignore_eos: true, stream: true } as never, { signal: abortA.signal })) as unknown as AsyncIterable<{ choices: { text: string }[] }>;
+    const a = (await s.client.completions.create(
+      { model: M, prompt: "a", max_tokens: 20, ignore_eos: true, stream: true } as never,
+      { signal: abortA.signal },
+    )) as unknown as AsyncIterable<{ choices: { text: string }[] }>;
     const itA = a[Symbol.asyncIterator]();
     await itA.next();
     // A holds (or has reserved) both pages: B must wait even though a batch slot is free.

@@ -2,7 +2,16 @@
 // counters move by exactly what the requests did, and a client that disconnects mid-stream is cancelled
 // with its sequence released (the runtime's own open-session count returns to zero).
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { LLAMA3, LLAMA3_TEMPLATE, SKIP_NOTE, metric, parsePrometheus, startTestServer, waitFor, type TestServer } from "./server-helpers.js";
+import {
+  LLAMA3,
+  LLAMA3_TEMPLATE,
+  SKIP_NOTE,
+  metric,
+  parsePrometheus,
+  startTestServer,
+  waitFor,
+  type TestServer,
+} from "./server-helpers.js";
 
 const M = "llama3";
 
@@ -17,7 +26,9 @@ describe.skipIf(LLAMA3 === null)(`metrics and cancellation${SKIP_NOTE}`, { timeo
     expect(() => parsePrometheus("poot_x{a=b} 1\n")).toThrow();
     expect(() => parsePrometheus("poot x 1\n")).toThrow();
     expect(() => parsePrometheus("# TYPE poot_x countr\n")).toThrow();
-    expect(parsePrometheus('poot_x{a="1",b="q\\"x"} 2.5e3\n').samples).toEqual([{ name: "poot_x", labels: { a: "1", b: 'q"x' }, value: 2500 }]);
+    expect(parsePrometheus('poot_x{a="1",b="q\\"x"} 2.5e3\n').samples).toEqual([
+      { name: "poot_x", labels: { a: "1", b: 'q"x' }, value: 2500 },
+    ]);
   });
 
   test("/metrics is Prometheus text with every documented family, typed", async () => {
@@ -41,11 +52,30 @@ describe.skipIf(LLAMA3 === null)(`metrics and cancellation${SKIP_NOTE}`, { timeo
 
   test("counters move by what the requests did; histograms count one TTFT per choice and one ITL per later token", async () => {
     const before = parsePrometheus(await (await fetch(`${s.url}/metrics`)).text()).samples;
-    const get = (samples: typeof before, name: string, labels: Record<string, string> = {}) => samples.find((x) => x.name === name && Object.entries(labels).every(([k, v]) => x.labels[k] === v))?.value ?? 0;
-    const a = await s.client.completions.create({ model: M, prompt: "one two", max_tokens: 5, ignore_eos: true } as never);
-    const b = await s.client.chat.completions.create({ model: M, messages: [{ role: "user", content: "three" }], max_tokens: 4, n: 2, ignore_eos: true } as never);
+    const get = (samples: typeof before, name: string, labels: Record<string, string> = {}) =>
+      samples.find((x) => x.name === name && Object.entries(labels).every(([k, v]) => x.labels[k] === v))?.value ?? 0;
+    const a = await s.client.completions.create({
+      model: M,
+      prompt: "one two",
+      max_tokens: 5,
+      ignore_eos: true,
+    } as never);
+    const b = await s.client.chat.completions.create({
+      model: M,
+      messages: [{ role: "user", content: "three" }],
+      max_tokens: 4,
+      n: 2,
+      ignore_eos: true,
+    } as never);
     // A streamed request (its reply is hijacked for SSE) is counted like the others.
-    const c = await s.client.chat.completions.create({ model: M, messages: [{ role: "user", content: "four" }], max_tokens: 3, ignore_eos: true, stream: true, stream_options: { include_usage: true } } as never);
+    const c = await s.client.chat.completions.create({
+      model: M,
+      messages: [{ role: "user", content: "four" }],
+      max_tokens: 3,
+      ignore_eos: true,
+      stream: true,
+      stream_options: { include_usage: true },
+    } as never);
     let uc = { prompt_tokens: 0, completion_tokens: 0 };
     for await (const chunk of c as unknown as AsyncIterable<{ usage?: typeof uc }>) if (chunk.usage) uc = chunk.usage;
     expect(uc.completion_tokens).toBe(3);
@@ -56,7 +86,8 @@ describe.skipIf(LLAMA3 === null)(`metrics and cancellation${SKIP_NOTE}`, { timeo
       after = parsePrometheus(await (await fetch(`${s.url}/metrics`)).text()).samples;
       return get(after, "poot_requests_total", chat200) - get(before, "poot_requests_total", chat200) >= 2;
     }, 10_000);
-    const d = (name: string, labels: Record<string, string> = {}) => get(after, name, labels) - get(before, name, labels);
+    const d = (name: string, labels: Record<string, string> = {}) =>
+      get(after, name, labels) - get(before, name, labels);
     const ua = (a as { usage: { prompt_tokens: number; completion_tokens: number } }).usage;
     const ub = (b as { usage: { prompt_tokens: number; completion_tokens: number } }).usage;
     expect(ua.completion_tokens).toBe(5);
@@ -81,7 +112,13 @@ describe.skipIf(LLAMA3 === null)(`metrics and cancellation${SKIP_NOTE}`, { timeo
   test("while a stream runs its sequence shows in active sequences and KV pages; a client that disconnects frees it", async () => {
     const cancelled = await metric(s.url, "poot_generations_total", { reason: "cancelled" });
     const generated = await metric(s.url, "poot_generation_tokens_total");
-    const stream = await s.client.completions.create({ model: M, prompt: "keep going", max_tokens: 50, ignore_eos: true, stream: true } as never);
+    const stream = await s.client.completions.create({
+      model: M,
+      prompt: "keep going",
+      max_tokens: 50,
+      ignore_eos: true,
+      stream: true,
+    } as never);
     let chunks = 0;
     for await (const _ of stream as unknown as AsyncIterable<unknown>) {
       if (++chunks < 3) continue;
@@ -106,7 +143,9 @@ describe.skipIf(LLAMA3 === null)(`metrics and cancellation${SKIP_NOTE}`, { timeo
 
   test("a non-streamed request whose client goes away is cancelled too", async () => {
     const abort = new AbortController();
-    const p = s.client.completions.create({ model: M, prompt: "long", max_tokens: 50, ignore_eos: true } as never, { signal: abort.signal });
+    const p = s.client.completions.create({ model: M, prompt: "long", max_tokens: 50, ignore_eos: true } as never, {
+      signal: abort.signal,
+    });
     await waitFor(async () => (await metric(s.url, "poot_active_sequences")) === 1);
     const cancelled = await metric(s.url, "poot_generations_total", { reason: "cancelled" });
     abort.abort();

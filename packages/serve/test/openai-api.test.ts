@@ -5,7 +5,15 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { LoadedModel, Tokenizer, openSafetensors } from "@poot/models";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { LLAMA3, LLAMA3_TEMPLATE, SKIP_NOTE, llama3Tokenizer, metric, startTestServer, type TestServer } from "./server-helpers.js";
+import {
+  LLAMA3,
+  LLAMA3_TEMPLATE,
+  SKIP_NOTE,
+  llama3Tokenizer,
+  metric,
+  startTestServer,
+  type TestServer,
+} from "./server-helpers.js";
 
 const CTX = 64;
 
@@ -44,7 +52,14 @@ describe.skipIf(LLAMA3 === null)(`openai client against the llama3 fixture${SKIP
   });
 
   test("greedy completion of the fixture prompt ids: the reference greedy ids, logprobs within 1e-3 of transformers'", async () => {
-    const r = await s.client.completions.create({ model: MODEL, prompt: ref.prompt_ids, max_tokens: 16, temperature: 0, logprobs: 2, ignore_eos: true } as never);
+    const r = await s.client.completions.create({
+      model: MODEL,
+      prompt: ref.prompt_ids,
+      max_tokens: 16,
+      temperature: 0,
+      logprobs: 2,
+      ignore_eos: true,
+    } as never);
     const c = r.choices[0]!;
     // Token strings the server reports are the fixture's greedy ids, one by one.
     expect(c.logprobs!.tokens).toEqual(ref.greedy_ids.map((id) => tok.decode([id])));
@@ -79,7 +94,10 @@ describe.skipIf(LLAMA3 === null)(`openai client against the llama3 fixture${SKIP
   });
 
   test("chat: the template is applied; non-streamed and streamed answers equal the reference greedy text", async () => {
-    const messages = [{ role: "system" as const, content: "Be brief." }, { role: "user" as const, content: "Hello there" }];
+    const messages = [
+      { role: "system" as const, content: "Be brief." },
+      { role: "user" as const, content: "Hello there" },
+    ];
     const ids = tok.encode(tok.applyChatTemplate(messages), { addSpecial: false });
     const want = greedyText(ids, 10);
     const r = await s.client.chat.completions.create({ model: MODEL, messages, max_tokens: 10, temperature: 0 });
@@ -87,7 +105,14 @@ describe.skipIf(LLAMA3 === null)(`openai client against the llama3 fixture${SKIP
     expect(r.choices[0]!.message.role).toBe("assistant");
     expect(r.choices[0]!.message.content).toBe(want.text);
     expect(r.usage!.prompt_tokens).toBe(ids.length);
-    const stream = await s.client.chat.completions.create({ model: MODEL, messages, max_tokens: 10, temperature: 0, stream: true, stream_options: { include_usage: true } });
+    const stream = await s.client.chat.completions.create({
+      model: MODEL,
+      messages,
+      max_tokens: 10,
+      temperature: 0,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     let text = "";
     let finish: string | null = null;
     let usage: unknown = null;
@@ -108,7 +133,18 @@ describe.skipIf(LLAMA3 === null)(`openai client against the llama3 fixture${SKIP
   });
 
   test("the raw stream is server-sent events ending with data: [DONE]", async () => {
-    const res = await fetch(`${s.url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: MODEL, prompt: "Hi", max_tokens: 3, temperature: 0, stream: true, ignore_eos: true }) });
+    const res = await fetch(`${s.url}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        model: MODEL,
+        prompt: "Hi",
+        max_tokens: 3,
+        temperature: 0,
+        stream: true,
+        ignore_eos: true,
+      }),
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
     const body = await res.text();
@@ -125,18 +161,45 @@ describe.skipIf(LLAMA3 === null)(`openai client against the llama3 fixture${SKIP
     const stop = full.slice(6, 9);
     const cut = full.indexOf(stop);
     expect(cut).toBeGreaterThan(0);
-    const r = await s.client.completions.create({ model: MODEL, prompt: ref.prompt_ids, max_tokens: 16, temperature: 0, stop: ["never-in-this-text", stop], ignore_eos: true } as never);
+    const r = await s.client.completions.create({
+      model: MODEL,
+      prompt: ref.prompt_ids,
+      max_tokens: 16,
+      temperature: 0,
+      stop: ["never-in-this-text", stop],
+      ignore_eos: true,
+    } as never);
     expect(r.choices[0]!.text).toBe(full.slice(0, cut));
     expect(r.choices[0]!.finish_reason).toBe("stop");
-    const stream = await s.client.completions.create({ model: MODEL, prompt: ref.prompt_ids, max_tokens: 16, temperature: 0, stop, stream: true, ignore_eos: true } as never);
+    const stream = await s.client.completions.create({
+      model: MODEL,
+      prompt: ref.prompt_ids,
+      max_tokens: 16,
+      temperature: 0,
+      stop,
+      stream: true,
+      ignore_eos: true,
+    } as never);
     let text = "";
-    for await (const chunk of stream as unknown as AsyncIterable<{ choices: { text: string }[] }>) text += chunk.choices.map((c) => c.text).join("");
+    for await (const chunk of stream as unknown as AsyncIterable<{ choices: { text: string }[] }>)
+      text += chunk.choices.map((c) => c.text).join("");
     expect(text).toBe(full.slice(0, cut));
   });
 
   test("seeds reproduce: the same seed gives the same sampled text, another seed differs; n choices use distinct streams", async () => {
-    const ask = (seed: number, n = 1) => s.client.completions.create({ model: MODEL, prompt: ref.prompt_ids, max_tokens: 12, temperature: 1.5, seed, n, ignore_eos: true } as never);
-    const a = await ask(7), b = await ask(7), c = await ask(8);
+    const ask = (seed: number, n = 1) =>
+      s.client.completions.create({
+        model: MODEL,
+        prompt: ref.prompt_ids,
+        max_tokens: 12,
+        temperature: 1.5,
+        seed,
+        n,
+        ignore_eos: true,
+      } as never);
+    const a = await ask(7),
+      b = await ask(7),
+      c = await ask(8);
     expect(a.choices[0]!.text).toBe(b.choices[0]!.text);
     expect(a.choices[0]!.text).not.toBe(c.choices[0]!.text);
     // With n = 2 and seed 7, choice 0 is seed 7's text and choice 1 is seed 8's.
@@ -148,24 +211,58 @@ describe.skipIf(LLAMA3 === null)(`openai client against the llama3 fixture${SKIP
   });
 
   test("a stream with n = 2 interleaves both choices, each ending with its finish reason; echo prepends the prompt", async () => {
-    const stream = await s.client.completions.create({ model: MODEL, prompt: "Tell", max_tokens: 4, temperature: 0.9, seed: 3, n: 2, stream: true, ignore_eos: true } as never);
+    const stream = await s.client.completions.create({
+      model: MODEL,
+      prompt: "Tell",
+      max_tokens: 4,
+      temperature: 0.9,
+      seed: 3,
+      n: 2,
+      stream: true,
+      ignore_eos: true,
+    } as never);
     const text = ["", ""];
     const finish: (string | null)[] = [null, null];
-    for await (const chunk of stream as unknown as AsyncIterable<{ choices: { index: number; text: string; finish_reason: string | null }[] }>) {
+    for await (const chunk of stream as unknown as AsyncIterable<{
+      choices: { index: number; text: string; finish_reason: string | null }[];
+    }>) {
       for (const c of chunk.choices) {
         text[c.index] += c.text;
         finish[c.index] = c.finish_reason ?? finish[c.index]!;
       }
     }
     expect(finish).toEqual(["length", "length"]);
-    const whole = await s.client.completions.create({ model: MODEL, prompt: "Tell", max_tokens: 4, temperature: 0.9, seed: 3, n: 2, ignore_eos: true } as never);
+    const whole = await s.client.completions.create({
+      model: MODEL,
+      prompt: "Tell",
+      max_tokens: 4,
+      temperature: 0.9,
+      seed: 3,
+      n: 2,
+      ignore_eos: true,
+    } as never);
     expect(whole.choices.map((c) => c.text)).toEqual(text);
-    const echo = await s.client.completions.create({ model: MODEL, prompt: "Tell", max_tokens: 4, temperature: 0.9, seed: 3, echo: true, ignore_eos: true } as never);
+    const echo = await s.client.completions.create({
+      model: MODEL,
+      prompt: "Tell",
+      max_tokens: 4,
+      temperature: 0.9,
+      seed: 3,
+      echo: true,
+      ignore_eos: true,
+    } as never);
     expect(echo.choices[0]!.text).toBe(`Tell${text[0]}`);
   });
 
   test("chat logprobs: top_logprobs per token, the chosen token's logprob first under greedy", async () => {
-    const r = await s.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "x" }], max_tokens: 4, temperature: 0, logprobs: true, top_logprobs: 3 });
+    const r = await s.client.chat.completions.create({
+      model: MODEL,
+      messages: [{ role: "user", content: "x" }],
+      max_tokens: 4,
+      temperature: 0,
+      logprobs: true,
+      top_logprobs: 3,
+    });
     const content = r.choices[0]!.logprobs!.content!;
     expect(content.length).toBe(r.usage!.completion_tokens);
     for (const t of content) {
@@ -181,7 +278,9 @@ describe.skipIf(LLAMA3 === null)(`openai client against the llama3 fixture${SKIP
     const prompts = ["Once upon", "In the beginning", "The meaning of life", "A B C", "1 2 3", "Hello"];
     const alone = prompts.map((p) => greedyText(tok.encode(p, { addSpecial: true }), 8).text);
     const steps0 = await metric(s.url, "poot_engine_steps_total");
-    const together = await Promise.all(prompts.map((prompt) => s.client.completions.create({ model: MODEL, prompt, max_tokens: 8, temperature: 0 })));
+    const together = await Promise.all(
+      prompts.map((prompt) => s.client.completions.create({ model: MODEL, prompt, max_tokens: 8, temperature: 0 })),
+    );
     expect(together.map((r) => r.choices[0]!.text)).toEqual(alone);
     const tokens = together.reduce((n, r) => n + r.usage!.completion_tokens, 0);
     // Run one by one this would take one step per token; batching (max 4) needs far fewer.

@@ -29,7 +29,7 @@ export function parseResponse(raw: string): RawResponse {
   let body = raw.slice(head + 4);
   if (headers["transfer-encoding"] === "chunked") {
     let out = "";
-    for (let rest = body; ;) {
+    for (let rest = body; ; ) {
       const nl = rest.indexOf("\r\n");
       const n = parseInt(rest.slice(0, nl), 16);
       if (!(n > 0)) break;
@@ -54,12 +54,20 @@ export interface RawRequestOptions {
 }
 
 /** Sends `METHOD TARGET HTTP/1.1` exactly as given to `url`'s host and port, with `Connection: close`. */
-export function rawRequest(url: string, method: string, target: string, o: RawRequestOptions = {}): Promise<RawResponse> {
+export function rawRequest(
+  url: string,
+  method: string,
+  target: string,
+  o: RawRequestOptions = {},
+): Promise<RawResponse> {
   const { hostname, port } = new URL(url);
   const body = o.json === undefined ? "" : JSON.stringify(o.json);
   const headers: Record<string, string> = { host: o.host ?? "localhost", connection: "close", ...o.headers };
-  if (o.json !== undefined) Object.assign(headers, { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)) });
-  const text = `${method} ${target} HTTP/1.1\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join("")}\r\n${body}`;
+  if (o.json !== undefined)
+    Object.assign(headers, { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)) });
+  const text = `${method} ${target} HTTP/1.1\r\n${Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join("")}\r\n${body}`;
   return new Promise((resolve, reject) => {
     const sock = net.connect(Number(port), hostname.replace(/^\[|\]$/g, ""));
     const chunks: Buffer[] = [];

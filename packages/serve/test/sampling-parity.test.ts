@@ -27,7 +27,12 @@ function reference(o: SamplingOptions): Map<number, number> {
   // OpenAI: mu[j] - c[j] * alpha_frequency - float(c[j] > 0) * alpha_presence, c over generated tokens.
   const count = new Map<number, number>();
   for (const id of GENERATED) count.set(id, (count.get(id) ?? 0) + 1);
-  l = l.map((x, j) => x - (count.get(j) ?? 0) * (o.frequencyPenalty ?? 0) - ((count.get(j) ?? 0) > 0 ? 1 : 0) * (o.presencePenalty ?? 0));
+  l = l.map(
+    (x, j) =>
+      x -
+      (count.get(j) ?? 0) * (o.frequencyPenalty ?? 0) -
+      ((count.get(j) ?? 0) > 0 ? 1 : 0) * (o.presencePenalty ?? 0),
+  );
   // HF warpers in generate()'s order: temperature, top_k, top_p (off here), min_p.
   const t = o.temperature ?? 1;
   let scores = l.map((x) => x / t);
@@ -68,7 +73,16 @@ function expectSame(got: Map<number, number>, want: Map<number, number>): void {
 }
 
 const CASES: [string, SamplingOptions][] = [
-  ["logit_bias", { logitBias: new Map([[4, 5.5], [5, -3], [11, 100]]) }],
+  [
+    "logit_bias",
+    {
+      logitBias: new Map([
+        [4, 5.5],
+        [5, -3],
+        [11, 100],
+      ]),
+    },
+  ],
   ["logit_bias (ban)", { logitBias: new Map([[5, -100]]) }],
   ["presence_penalty", { presencePenalty: 1.5 }],
   ["frequency_penalty", { frequencyPenalty: 0.8 }],
@@ -79,22 +93,39 @@ const CASES: [string, SamplingOptions][] = [
   ["top_k with temperature", { topK: 5, temperature: 0.7 }],
   ["min_p", { minP: 0.2 }],
   ["min_p with temperature", { minP: 0.05, temperature: 1.6 }],
-  ["all together", { logitBias: new Map([[1, 2]]), presencePenalty: 0.4, frequencyPenalty: 0.3, repetitionPenalty: 1.2, topK: 6, minP: 0.02, temperature: 0.9 }],
+  [
+    "all together",
+    {
+      logitBias: new Map([[1, 2]]),
+      presencePenalty: 0.4,
+      frequencyPenalty: 0.3,
+      repetitionPenalty: 1.2,
+      topK: 6,
+      minP: 0.02,
+      temperature: 0.9,
+    },
+  ],
 ];
 
 describe("the runtime sampler against float64 references of each parameter's definition", () => {
-  test.each(CASES)("%s: the same distribution as the reference, and a different one from the parameter-free sampler", (_name, o) => {
-    const want = reference(o);
-    expectSame(runtime(o), want);
-    // Planted violation: a sampler that ignores the parameter gives the distribution without it, which the
-    // reference says is wrong.
-    const ignoring = runtime({ temperature: o.temperature ?? 1 });
-    const differs = [...want].some(([id, p]) => Math.abs((ignoring.get(id) ?? 0) - p) > 1e-6) || ignoring.size !== want.size;
-    expect(differs).toBe(true);
-  });
+  test.each(CASES)(
+    "%s: the same distribution as the reference, and a different one from the parameter-free sampler",
+    (_name, o) => {
+      const want = reference(o);
+      expectSame(runtime(o), want);
+      // Planted violation: a sampler that ignores the parameter gives the distribution without it, which the
+      // reference says is wrong.
+      const ignoring = runtime({ temperature: o.temperature ?? 1 });
+      const differs =
+        [...want].some(([id, p]) => Math.abs((ignoring.get(id) ?? 0) - p) > 1e-6) || ignoring.size !== want.size;
+      expect(differs).toBe(true);
+    },
+  );
 });
 
-describe("through the server: each parameter changes the tokens as its reference predicts", { timeout: 300_000 }, () => {
+describe("through the server: each parameter changes the tokens as its reference predicts", {
+  timeout: 300_000,
+}, () => {
   let s: TestServer;
   const tok = loadTokenizer(DEMO);
   const PROMPT_IDS = tok.encode("Once upon a time", { addSpecial: true });
@@ -103,8 +134,18 @@ describe("through the server: each parameter changes the tokens as its reference
   }, 120_000);
   afterAll(async () => s?.close());
 
-  const complete = async (extra: Record<string, unknown>, n = 6): Promise<{ text: string; tokens: string[]; top: Record<string, number>[] }> => {
-    const r = await s.client.completions.create({ model: "demo", prompt: PROMPT_IDS, max_tokens: n, ignore_eos: true, logprobs: 5, ...extra } as never);
+  const complete = async (
+    extra: Record<string, unknown>,
+    n = 6,
+  ): Promise<{ text: string; tokens: string[]; top: Record<string, number>[] }> => {
+    const r = await s.client.completions.create({
+      model: "demo",
+      prompt: PROMPT_IDS,
+      max_tokens: n,
+      ignore_eos: true,
+      logprobs: 5,
+      ...extra,
+    } as never);
     const c = r.choices[0]!;
     return { text: c.text, tokens: c.logprobs!.tokens!, top: c.logprobs!.top_logprobs! as Record<string, number>[] };
   };
@@ -124,16 +165,21 @@ describe("through the server: each parameter changes the tokens as its reference
     expect((await complete({ temperature: 1.5, top_k: 1, seed: 7 })).tokens).toEqual(greedy.tokens);
     expect((await complete({ temperature: 1.5, min_p: 1, seed: 7 })).tokens).toEqual(greedy.tokens);
     // Planted: without the filter, the same seed at temperature 1.5 strays from greedy.
-    expect((await complete({ temperature: 1.5, seed: 7 }, 16)).tokens).not.toEqual((await complete({ temperature: 0 }, 16)).tokens);
+    expect((await complete({ temperature: 1.5, seed: 7 }, 16)).tokens).not.toEqual(
+      (await complete({ temperature: 0 }, 16)).tokens,
+    );
   });
 
   test("presence and frequency penalties under greedy: each token is the argmax of raw logprob - penalties (OpenAI)", async () => {
-    const pres = 1.2, freq = 0.9;
+    const pres = 1.2,
+      freq = 0.9;
     const r = await complete({ temperature: 0, presence_penalty: pres, frequency_penalty: freq }, 10);
     const seen = new Map<string, number>();
     r.tokens.forEach((t, i) => {
       // Logprobs are of the raw distribution; the penalties shift logits, and logprob differences equal logit differences.
-      const scored = Object.entries(r.top[i]!).map(([s2, lp]) => [s2, lp - (seen.get(s2) ?? 0) * freq - ((seen.get(s2) ?? 0) > 0 ? pres : 0)] as const);
+      const scored = Object.entries(r.top[i]!).map(
+        ([s2, lp]) => [s2, lp - (seen.get(s2) ?? 0) * freq - ((seen.get(s2) ?? 0) > 0 ? pres : 0)] as const,
+      );
       const best = scored.reduce((a, b) => (b[1] > a[1] ? b : a));
       expect(t).toBe(best[0]);
       seen.set(t, (seen.get(t) ?? 0) + 1);
@@ -142,7 +188,14 @@ describe("through the server: each parameter changes the tokens as its reference
   });
 
   test("bad values are 400s naming the parameter", async () => {
-    for (const [body, param] of [[{ top_k: -2 }, "top_k"], [{ min_p: 1.5 }, "min_p"], [{ repetition_penalty: 0 }, "repetition_penalty"], [{ logit_bias: { "99999": 1 } }, "logit_bias"], [{ logit_bias: { x: 1 } }, "logit_bias"], [{ logit_bias: { "5": 101 } }, "logit_bias"]] as const) {
+    for (const [body, param] of [
+      [{ top_k: -2 }, "top_k"],
+      [{ min_p: 1.5 }, "min_p"],
+      [{ repetition_penalty: 0 }, "repetition_penalty"],
+      [{ logit_bias: { "99999": 1 } }, "logit_bias"],
+      [{ logit_bias: { x: 1 } }, "logit_bias"],
+      [{ logit_bias: { "5": 101 } }, "logit_bias"],
+    ] as const) {
       const e = await complete(body as Record<string, unknown>).catch((err: { status: number; param: string }) => err);
       expect(e).toMatchObject({ status: 400 });
       expect((e as { param: string }).param).toMatch(new RegExp(`^${param}`));

@@ -49,17 +49,37 @@ export interface TestServer {
 }
 
 /** Starts a server for `model` on the eval backend over the real runtime, listening on 127.0.0.1:0. */
-export async function startTestServer(model: string, options: { context: number; chatTemplate?: string; kvPages?: number; pageSize?: number; executor?: () => Executor } & Partial<Omit<ServerOptions, "engine">>): Promise<TestServer> {
+export async function startTestServer(
+  model: string,
+  options: {
+    context: number;
+    chatTemplate?: string;
+    kvPages?: number;
+    pageSize?: number;
+    executor?: () => Executor;
+  } & Partial<Omit<ServerOptions, "engine">>,
+): Promise<TestServer> {
   const executor = options.executor?.() ?? createEvalExecutor();
   const engine = Engine.load(model, {
-    executor, context: options.context, maxSequences: options.maxBatch ?? 8,
-    ...(options.kvPages === undefined ? {} : { kvPages: options.kvPages }), ...(options.pageSize === undefined ? {} : { pageSize: options.pageSize }),
+    executor,
+    context: options.context,
+    maxSequences: options.maxBatch ?? 8,
+    ...(options.kvPages === undefined ? {} : { kvPages: options.kvPages }),
+    ...(options.pageSize === undefined ? {} : { pageSize: options.pageSize }),
   });
   // Tokenizing in the worker thread, as `poot serve` does.
-  const serveEngine = new RuntimeServeEngine(engine, { tokenizerSource: model, ...(options.chatTemplate === undefined ? {} : { chatTemplate: options.chatTemplate }) });
+  const serveEngine = new RuntimeServeEngine(engine, {
+    tokenizerSource: model,
+    ...(options.chatTemplate === undefined ? {} : { chatTemplate: options.chatTemplate }),
+  });
   const server = createServer({ modelId: path.basename(model), ...options, engine: serveEngine });
   const url = await server.listen({ port: 0 });
-  const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: options.apiKey ?? "unused", maxRetries: 0, timeout: 300_000 });
+  const client = new OpenAI({
+    baseURL: `${url}/v1`,
+    apiKey: options.apiKey ?? "unused",
+    maxRetries: 0,
+    timeout: 300_000,
+  });
   return {
     url,
     server,
@@ -97,7 +117,8 @@ export function parsePrometheus(text: string): { samples: Sample[]; types: Map<s
       const m = new RegExp(`^# (HELP|TYPE) (${NAME})(?: (.*))?$`).exec(line);
       if (m === null) throw new Error(`bad comment line: ${line}`);
       if (m[1] === "TYPE") {
-        if (!["counter", "gauge", "histogram", "summary", "untyped"].includes(m[3] ?? "")) throw new Error(`bad type: ${line}`);
+        if (!["counter", "gauge", "histogram", "summary", "untyped"].includes(m[3] ?? ""))
+          throw new Error(`bad type: ${line}`);
         types.set(m[2]!, m[3]!);
       }
       continue;
@@ -114,7 +135,8 @@ export function parsePrometheus(text: string): { samples: Sample[]; types: Map<s
     }
     const v = m[3]!;
     const value = v === "+Inf" ? Infinity : v === "-Inf" ? -Infinity : v === "NaN" ? NaN : Number(v);
-    if (!/^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(v) && !["+Inf", "-Inf", "NaN"].includes(v)) throw new Error(`bad value: ${line}`);
+    if (!/^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(v) && !["+Inf", "-Inf", "NaN"].includes(v))
+      throw new Error(`bad value: ${line}`);
     samples.push({ name: m[1]!, labels, value });
   }
   return { samples, types };

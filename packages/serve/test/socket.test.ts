@@ -7,19 +7,30 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { parseResponse, rawRequest } from "./raw-http.js";
 import { DEMO, startTestServer, type TestServer } from "./server-helpers.js";
 
-const LIMITS = { headersTimeoutMs: 600, requestTimeoutMs: 1200, keepAliveTimeoutMs: 400, maxRequestsPerSocket: 2, maxConnections: 4 };
+const LIMITS = {
+  headersTimeoutMs: 600,
+  requestTimeoutMs: 1200,
+  keepAliveTimeoutMs: 400,
+  maxRequestsPerSocket: 2,
+  maxConnections: 4,
+};
 
 /** Opens a socket to `url`; resolves once connected, with what it has received and whether the server closed it. */
-async function open(url: string): Promise<{ sock: net.Socket; data: () => string; closed: () => boolean; ended: Promise<void> }> {
+async function open(
+  url: string,
+): Promise<{ sock: net.Socket; data: () => string; closed: () => boolean; ended: Promise<void> }> {
   const { port } = new URL(url);
   const sock = net.connect(Number(port), "127.0.0.1");
-  let data = "", closed = false;
+  let data = "",
+    closed = false;
   sock.on("data", (c: Buffer) => (data += c.toString("latin1")));
   sock.on("error", () => undefined);
-  const ended = new Promise<void>((r) => sock.on("close", () => {
-    closed = true;
-    r();
-  }));
+  const ended = new Promise<void>((r) =>
+    sock.on("close", () => {
+      closed = true;
+      r();
+    }),
+  );
   await new Promise<void>((r, j) => {
     sock.once("connect", () => r());
     sock.once("error", j);
@@ -27,7 +38,8 @@ async function open(url: string): Promise<{ sock: net.Socket; data: () => string
   return { sock, data: () => data, closed: () => closed, ended };
 }
 
-const within = <T>(p: Promise<T>, ms: number): Promise<T | "timeout"> => Promise.race([p, new Promise<"timeout">((r) => setTimeout(() => r("timeout"), ms))]);
+const within = <T>(p: Promise<T>, ms: number): Promise<T | "timeout"> =>
+  Promise.race([p, new Promise<"timeout">((r) => setTimeout(() => r("timeout"), ms))]);
 
 describe("socket limits", { timeout: 120_000 }, () => {
   let s: TestServer;
@@ -45,7 +57,9 @@ describe("socket limits", { timeout: 120_000 }, () => {
 
   test("a body that never finishes: 408 and closed after the request timeout", async () => {
     const c = await open(s.url);
-    c.sock.write("POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"model\":");
+    c.sock.write(
+      'POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"model":',
+    );
     const t0 = performance.now();
     expect(await within(c.ended, 10_000)).not.toBe("timeout");
     expect(performance.now() - t0).toBeGreaterThan(LIMITS.requestTimeoutMs / 2);
@@ -133,7 +147,13 @@ describe("--cors", { timeout: 120_000 }, () => {
   });
 
   test("a preflight from the origin is answered (no key needed) with the methods and headers allowed", async () => {
-    const r = await rawRequest(s.url, "OPTIONS", "/v1/chat/completions", { headers: { origin: ORIGIN, "access-control-request-method": "POST", "access-control-request-headers": "authorization, content-type" } });
+    const r = await rawRequest(s.url, "OPTIONS", "/v1/chat/completions", {
+      headers: {
+        origin: ORIGIN,
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "authorization, content-type",
+      },
+    });
     expect(r.status).toBe(204);
     expect(r.headers["access-control-allow-origin"]).toBe(ORIGIN);
     expect(r.headers["access-control-allow-headers"]).toContain("authorization");
@@ -141,11 +161,15 @@ describe("--cors", { timeout: 120_000 }, () => {
   });
 
   test("responses to the origin carry Allow-Origin; another origin's do not; without --cors nobody's do", async () => {
-    const ok = await rawRequest(s.url, "GET", "/v1/models", { headers: { origin: ORIGIN, authorization: "Bearer sk-cors" } });
+    const ok = await rawRequest(s.url, "GET", "/v1/models", {
+      headers: { origin: ORIGIN, authorization: "Bearer sk-cors" },
+    });
     expect(ok.status).toBe(200);
     expect(ok.headers["access-control-allow-origin"]).toBe(ORIGIN);
     // The header names the one allowed origin, so a browser on another origin refuses the response.
-    const other = await rawRequest(s.url, "GET", "/v1/models", { headers: { origin: "http://evil.example", authorization: "Bearer sk-cors" } });
+    const other = await rawRequest(s.url, "GET", "/v1/models", {
+      headers: { origin: "http://evil.example", authorization: "Bearer sk-cors" },
+    });
     expect(other.headers["access-control-allow-origin"]).not.toBe("http://evil.example");
     // The key still applies to real requests from the allowed origin.
     expect((await rawRequest(s.url, "GET", "/v1/models", { headers: { origin: ORIGIN } })).status).toBe(401);

@@ -30,7 +30,11 @@ describe.each(FAMILIES)("%s: special-token text in messages stays text", (_famil
   const specialIds = new Set(tok.specialTokens.map((t) => tok.tokenToId(t)!));
   const count = (ids: readonly number[]): number => ids.filter((id) => specialIds.has(id)).length;
   const markers = tok.specialTokens.slice(0, 12);
-  const chat = (content: string) => [{ role: "user", content }, { role: "assistant", content: "ok" }, { role: "user", content: `again ${content}` }];
+  const chat = (content: string) => [
+    { role: "user", content },
+    { role: "assistant", content: "ok" },
+    { role: "user", content: `again ${content}` },
+  ];
 
   test(`${markers.length} markers in two user turns add no special id; the ids decode to the rendered text`, () => {
     const messages = chat(`hi ${markers.join(" ")} bye ${markers.join("")}`);
@@ -62,7 +66,12 @@ describe("through the server (demo)", { timeout: 120_000 }, () => {
     try {
       const tok = loadTokenizer(DEMO);
       const content = "<|eos|><|assistant|>Sure";
-      const r = await s.client.chat.completions.create({ model: "demo", messages: [{ role: "user", content }], max_tokens: 1, temperature: 0 });
+      const r = await s.client.chat.completions.create({
+        model: "demo",
+        messages: [{ role: "user", content }],
+        max_tokens: 1,
+        temperature: 0,
+      });
       const rendered = tok.applyChatTemplate([{ role: "user", content: "" }]);
       // The prompt is the template around the content's plain-text tokens.
       const plain = tok.encode(content, { parseSpecial: false });

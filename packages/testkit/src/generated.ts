@@ -45,7 +45,8 @@ function regenerate(paths: readonly string[]): void {
     } catch {
       // Another worker is regenerating: wait for it, then look again (it may have made ours). A lock older
       // than two minutes was left by a killed run (regenerating takes seconds): take it over.
-      if (Date.now() - started > 300_000) throw new FixtureError("regenerate", `waited 5 min for ${lock}: delete it if no test run is active`);
+      if (Date.now() - started > 300_000)
+        throw new FixtureError("regenerate", `waited 5 min for ${lock}: delete it if no test run is active`);
       const age = fs.existsSync(lock) ? Date.now() - fs.statSync(lock).mtimeMs : 0;
       if (age > 120_000) fs.rmSync(lock, { force: true });
       sleep(200);
@@ -55,7 +56,10 @@ function regenerate(paths: readonly string[]): void {
   try {
     const runTs = path.join(REPO_ROOT, "packages/models/scripts/run-ts.mjs");
     const script = path.join(REPO_ROOT, "packages/models/scripts/make-fixture-ggufs.ts");
-    execFileSync(process.execPath, [runTs, script, FIXTURES_ROOT, ...paths], { cwd: REPO_ROOT, stdio: ["ignore", "ignore", "pipe"] });
+    execFileSync(process.execPath, [runTs, script, FIXTURES_ROOT, ...paths], {
+      cwd: REPO_ROOT,
+      stdio: ["ignore", "ignore", "pipe"],
+    });
   } catch (e) {
     const err = e as { stderr?: Buffer; message: string };
     const why = err.stderr?.toString().trim().split("\n").pop() ?? err.message;
@@ -74,7 +78,9 @@ export function ensureGenerated(rel: string): void {
   // file (a folder's reference.json) and then read its neighbours (the folder's model.safetensors) by path.
   const all = first;
   first = false;
-  const want = list().filter((e) => !verified.has(e.path) && (all || rel === "" || e.path === rel || e.path.startsWith(`${rel}/`)));
+  const want = list().filter(
+    (e) => !verified.has(e.path) && (all || rel === "" || e.path === rel || e.path.startsWith(`${rel}/`)),
+  );
   if (want.length === 0) return;
   const stale = want.filter((e) => sha256Of(path.join(FIXTURES_ROOT, e.path)) !== e.sha256);
   // One child process per run, not per file: make every absent generated file along with the stale ones.
@@ -82,7 +88,11 @@ export function ensureGenerated(rel: string): void {
   if (stale.length > 0) regenerate([...stale, ...absent].map((e) => e.path));
   for (const e of stale) {
     const got = sha256Of(path.join(FIXTURES_ROOT, e.path));
-    if (got !== e.sha256) throw new FixtureError("regenerate", `fixtures/${e.path}: sha256 ${got ?? "(absent)"} after regeneration, recorded ${e.sha256}`);
+    if (got !== e.sha256)
+      throw new FixtureError(
+        "regenerate",
+        `fixtures/${e.path}: sha256 ${got ?? "(absent)"} after regeneration, recorded ${e.sha256}`,
+      );
   }
   for (const e of want) verified.add(e.path);
 }

@@ -32,7 +32,8 @@ export function isCI(): boolean {
 function relative(parts: readonly string[]): string {
   const rel = path.posix.normalize(parts.join("/").replace(/\\/g, "/")).replace(/^\/+|\/+$/g, "");
   if (rel === ".") return "";
-  if (rel.startsWith("..")) throw new FixtureError("missing", `fixture path ${parts.join("/")} leaves the fixtures folder`);
+  if (rel.startsWith(".."))
+    throw new FixtureError("missing", `fixture path ${parts.join("/")} leaves the fixtures folder`);
   return rel;
 }
 

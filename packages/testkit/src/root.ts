@@ -8,7 +8,8 @@ function findRepo(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) {
     const up = path.dirname(dir);
-    if (up === dir) throw new Error("@poot/testkit: no pnpm-workspace.yaml above the package (run it inside the poot repository)");
+    if (up === dir)
+      throw new Error("@poot/testkit: no pnpm-workspace.yaml above the package (run it inside the poot repository)");
     dir = up;
   }
   return dir;

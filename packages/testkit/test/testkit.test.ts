@@ -10,7 +10,8 @@ afterEach(() => vi.unstubAllEnvs());
 
 describe("fixture()", () => {
   test("resolves parts or a slash path to the same absolute path under fixtures/", () => {
-    const a = fixture("hf/llama3"), b = fixture("hf", "llama3");
+    const a = fixture("hf/llama3"),
+      b = fixture("hf", "llama3");
     expect(a).toBe(b);
     expect(path.isAbsolute(a)).toBe(true);
     expect(fs.existsSync(path.join(a, "config.json"))).toBe(true);
@@ -38,12 +39,16 @@ describe("needFixture()", () => {
     vi.stubEnv("CI", "true");
     expect(isCI()).toBe(true);
     expect(() => needFixture("hf/no-such-family")).toThrow(FixtureError);
-    expect(() => needFixture("hf/no-such-family")).toThrow("fixture missing: fixtures/hf/no-such-family (CI set: fixture tests must run)");
+    expect(() => needFixture("hf/no-such-family")).toThrow(
+      "fixture missing: fixtures/hf/no-such-family (CI set: fixture tests must run)",
+    );
   });
 });
 
 describe("regenerated GGUF fixtures (fixtures/generated.json)", () => {
-  const list = JSON.parse(fs.readFileSync(fixture("generated.json"), "utf8")) as { files: { path: string; sha256: string; bytes: number }[] };
+  const list = JSON.parse(fs.readFileSync(fixture("generated.json"), "utf8")) as {
+    files: { path: string; sha256: string; bytes: number }[];
+  };
   test.each(list.files.map((f) => [f.path, f] as const))("%s matches the recorded sha256 of the original", (rel, f) => {
     const file = fixture(rel);
     const bytes = fs.readFileSync(file);
@@ -53,6 +58,11 @@ describe("regenerated GGUF fixtures (fixtures/generated.json)", () => {
 
   test("a folder holding generated files has them all after fixture(folder)", () => {
     const dir = fixture("gguf/qwen3-w256");
-    expect(fs.readdirSync(dir).filter((f) => f.startsWith("model-")).sort()).toEqual(["model-F16.gguf", "model-F32.gguf", "model-Q4_K_M.gguf", "model-Q8_0.gguf"]);
+    expect(
+      fs
+        .readdirSync(dir)
+        .filter((f) => f.startsWith("model-"))
+        .sort(),
+    ).toEqual(["model-F16.gguf", "model-F32.gguf", "model-Q4_K_M.gguf", "model-Q8_0.gguf"]);
   });
 });

@@ -17,6 +17,9 @@ export function generateArchitecture() {
   const h1 = /^#\s+(.+)$/m.exec(text);
   const body = h1 === null ? text : text.slice(h1.index + h1[0].length);
   const title = `${h1?.[1]?.trim() ?? "Architecture"}: the design document`;
-  write(out, `---\ntitle: ${JSON.stringify(title)}\ndescription: "The repository's architecture document (docs/architecture.md)."\n---\n\n${links(body.replace(/\]\(decisions\/README\.md\)/g, "](/decisions/)").replace(/\]\(decisions\//g, "](")).trim()}\n`);
+  write(
+    out,
+    `---\ntitle: ${JSON.stringify(title)}\ndescription: "The repository's architecture document (docs/architecture.md)."\n---\n\n${links(body.replace(/\]\(decisions\/README\.md\)/g, "](/decisions/)").replace(/\]\(decisions\//g, "](")).trim()}\n`,
+  );
   return true;
 }

@@ -11,12 +11,19 @@ export function leadingNumber(text) {
   return m === null ? null : Number(m[1].replace(/,/g, ""));
 }
 
-const cells = (line) => line.trim().replace(/^\|/, "").replace(/\|$/, "").split("|").map((c) => c.trim());
+const cells = (line) =>
+  line
+    .trim()
+    .replace(/^\|/, "")
+    .replace(/\|$/, "")
+    .split("|")
+    .map((c) => c.trim());
 
 /** Parses BENCHMARKS.md text into sections with metadata and tables. */
 export function parseBenchmarks(text) {
   const sections = [];
-  let cur = null, table = null;
+  let cur = null,
+    table = null;
   for (const line of text.split("\n")) {
     const h = /^###\s+(.+)$/.exec(line);
     if (h !== null) {

@@ -10,8 +10,19 @@ function describe(cmd) {
     name: cmd.name(),
     usage: cmd.usage(),
     description: cmd.description(),
-    arguments: cmd.registeredArguments.map((a) => ({ name: a.name(), required: a.required, variadic: a.variadic, description: a.description, default: a.defaultValue })),
-    options: cmd.options.map((o) => ({ flags: o.flags, description: o.description, required: o.mandatory === true, default: o.defaultValue })),
+    arguments: cmd.registeredArguments.map((a) => ({
+      name: a.name(),
+      required: a.required,
+      variadic: a.variadic,
+      description: a.description,
+      default: a.defaultValue,
+    })),
+    options: cmd.options.map((o) => ({
+      flags: o.flags,
+      description: o.description,
+      required: o.mandatory === true,
+      default: o.defaultValue,
+    })),
     help: cmd.helpInformation(),
   };
 }
@@ -43,7 +54,8 @@ export function generateCli() {
     L.push(`## poot ${c.name}`, "", cell(c.description), "", "```", `poot ${c.name} ${c.usage}`, "```", "");
     if (c.arguments.length > 0) {
       L.push("| argument | required | description |", "| --- | --- | --- |");
-      for (const a of c.arguments) L.push(`| \`${a.name}${a.variadic ? "..." : ""}\` | ${a.required ? "yes" : "no"} | ${cell(a.description)} |`);
+      for (const a of c.arguments)
+        L.push(`| \`${a.name}${a.variadic ? "..." : ""}\` | ${a.required ? "yes" : "no"} | ${cell(a.description)} |`);
       L.push("");
     }
     L.push("| option | description | default |", "| --- | --- | --- |");
@@ -51,7 +63,17 @@ export function generateCli() {
       const def = o.default === undefined ? (o.required ? "required" : "") : `\`${cell(JSON.stringify(o.default))}\``;
       L.push(`| \`${cell(o.flags)}\` | ${cell(o.description)} | ${def} |`);
     }
-    L.push("", "<details><summary><code>--help</code></summary>", "", "```text", c.help.trimEnd(), "```", "", "</details>", "");
+    L.push(
+      "",
+      "<details><summary><code>--help</code></summary>",
+      "",
+      "```text",
+      c.help.trimEnd(),
+      "```",
+      "",
+      "</details>",
+      "",
+    );
   }
   write(join(DOCS, "reference/cli.md"), L.join("\n"));
   return m;

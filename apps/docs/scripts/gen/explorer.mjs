@@ -5,7 +5,15 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import wabtInit from "wabt";
-import { KERNEL_TARGETS, bufferIo, compileFor, compileReport, emitKernels, runCli, traceModelFile } from "../cli-source.mjs";
+import {
+  KERNEL_TARGETS,
+  bufferIo,
+  compileFor,
+  compileReport,
+  emitKernels,
+  runCli,
+  traceModelFile,
+} from "../cli-source.mjs";
 import { GEN_DATA, GEN_PUBLIC, REPO, write } from "./paths.mjs";
 
 /** The models the explorer shows: the demo model and Llama-3.2-1B's config (traced without weights). */
@@ -34,15 +42,29 @@ function disassembler() {
       if (code.text !== undefined) return code.text;
       if (code.target === "wasm") {
         wabt ??= await wabtInit();
-        const m = wabt.readWasm(code.binary, { readDebugNames: true, threads: true, simd: true, bulk_memory: true, multi_value: true, sign_extension: true, sat_float_to_int: true });
-        try { return m.toText({ foldExprs: false, inlineExport: false }); } finally { m.destroy(); }
+        const m = wabt.readWasm(code.binary, {
+          readDebugNames: true,
+          threads: true,
+          simd: true,
+          bulk_memory: true,
+          multi_value: true,
+          sign_extension: true,
+          sat_float_to_int: true,
+        });
+        try {
+          return m.toText({ foldExprs: false, inlineExport: false });
+        } finally {
+          m.destroy();
+        }
       }
       const f = join(tmp, "k.spv");
       writeFileSync(f, code.binary);
       try {
         return execFileSync("spirv-dis", [f], { encoding: "utf8" });
       } catch (e) {
-        throw new Error(`spirv-dis (SPIRV-Tools, apt package spirv-tools) is needed to show SPIR-V: ${e.message.split("\n")[0]}`);
+        throw new Error(
+          `spirv-dis (SPIRV-Tools, apt package spirv-tools) is needed to show SPIR-V: ${e.message.split("\n")[0]}`,
+        );
       }
     },
     dispose: () => rmSync(tmp, { recursive: true, force: true }),
@@ -69,10 +91,19 @@ function layerGroups(program, kernelOf) {
     seen.set(key0, n + 1);
     const v = program.graph.values[p.out];
     out.push({
-      plan: i, eqn: p.eqn, op: p.op, kind, key: `${key0}#${n}`, provenance: src.provenance,
-      kernel: src.provenance === "imported" ? src.name : kind, launches: p.dispatches.length,
-      name: v?.name ?? `%${p.out}`, type: v === undefined ? "" : `${v.dtype}[${v.shape.join(",")}]`,
-      fused: groupOps(p), members: src.request?.group?.length ?? 1, kernelFile: kernelOf?.get(i) ?? null,
+      plan: i,
+      eqn: p.eqn,
+      op: p.op,
+      kind,
+      key: `${key0}#${n}`,
+      provenance: src.provenance,
+      kernel: src.provenance === "imported" ? src.name : kind,
+      launches: p.dispatches.length,
+      name: v?.name ?? `%${p.out}`,
+      type: v === undefined ? "" : `${v.dtype}[${v.shape.join(",")}]`,
+      fused: groupOps(p),
+      members: src.request?.group?.length ?? 1,
+      kernelFile: kernelOf?.get(i) ?? null,
     });
   });
   return out;
@@ -84,12 +115,16 @@ function layerGroups(program, kernelOf) {
  * value named `layers.L.` and the first named `layers.L+1.` (views marked: a view is no dispatch).
  */
 function layerPrimitives(graph, isView) {
-  const first = (L) => graph.values.find((v) => v.name !== undefined && v.name.includes(`layers.${L}.`))?.id ?? Infinity;
-  const lo = first(0), hi = first(1);
-  return graph.eqns.filter((e) => e.out >= lo && e.out < hi).map((e) => {
-    const v = graph.values[e.out];
-    return { op: e.op, id: e.out, name: v.name ?? "", type: `${v.dtype}[${v.shape.join(",")}]`, view: isView(e.op) };
-  });
+  const first = (L) =>
+    graph.values.find((v) => v.name !== undefined && v.name.includes(`layers.${L}.`))?.id ?? Infinity;
+  const lo = first(0),
+    hi = first(1);
+  return graph.eqns
+    .filter((e) => e.out >= lo && e.out < hi)
+    .map((e) => {
+      const v = graph.values[e.out];
+      return { op: e.op, id: e.out, name: v.name ?? "", type: `${v.dtype}[${v.shape.join(",")}]`, view: isView(e.op) };
+    });
 }
 
 /** Writes src/generated/explorer.json and public/generated/kernels/<model>/<target>/<kernel>.txt. */
@@ -110,8 +145,13 @@ export async function generateExplorer() {
         const program = compileFor(graph, target, "decode", file);
         const mine = compileReport(graph, program);
         // The page must show what `poot compile` prints; the program whose kernels we lower must be that program.
-        const same = mine.fusedDispatches === report.fusedDispatches && JSON.stringify(mine.dispatches) === JSON.stringify(report.dispatches);
-        if (!same) throw new Error(`explorer: the ${target} kernels' program of ${m.path} differs from \`poot compile --target ${kind}\` (${mine.fusedDispatches} vs ${report.fusedDispatches} dispatches)`);
+        const same =
+          mine.fusedDispatches === report.fusedDispatches &&
+          JSON.stringify(mine.dispatches) === JSON.stringify(report.dispatches);
+        if (!same)
+          throw new Error(
+            `explorer: the ${target} kernels' program of ${m.path} differs from \`poot compile --target ${kind}\` (${mine.fusedDispatches} vs ${report.fusedDispatches} dispatches)`,
+          );
         const kernels = emitKernels(program, target, file);
         const kernelOf = new Map();
         for (const k of kernels) {
@@ -123,10 +163,13 @@ export async function generateExplorer() {
           const k = kernels.find((x) => x.name === g.kernelFile);
           write(join(GEN_PUBLIC, "kernels", m.id, target, `${g.kernelFile}.txt`), await dis.text(k.code));
           const combine = kernels.find((x) => x.name === `${g.kernelFile}_combine`);
-          if (combine !== undefined) write(join(GEN_PUBLIC, "kernels", m.id, target, `${combine.name}.txt`), await dis.text(combine.code));
+          if (combine !== undefined)
+            write(join(GEN_PUBLIC, "kernels", m.id, target, `${combine.name}.txt`), await dis.text(combine.code));
         }
         backends[kind] = {
-          kind, target, sameAsCompile: same,
+          kind,
+          target,
+          sameAsCompile: same,
           report: { ...report, passes: report.passes, dispatches: undefined },
           layer0: groups,
         };

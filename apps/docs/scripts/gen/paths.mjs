@@ -22,5 +22,7 @@ export function write(file, text) {
 
 /** Escapes text for a Markdown table cell. */
 export function cell(text) {
-  return String(text ?? "").replace(/\|/g, "\\|").replace(/\n/g, " ");
+  return String(text ?? "")
+    .replace(/\|/g, "\\|")
+    .replace(/\n/g, " ");
 }

@@ -6,7 +6,30 @@ import { build } from "esbuild";
 import { GEN_PUBLIC, REPO, SITE } from "./paths.mjs";
 
 /** The builtins' names libraries import for file-system paths the page never takes. */
-const NAMES = ["readFileSync", "existsSync", "statSync", "openSync", "readSync", "closeSync", "fstatSync", "writeFileSync", "mkdirSync", "readdirSync", "join", "dirname", "basename", "resolve", "extname", "isAbsolute", "relative", "createHash", "randomInt", "fileURLToPath", "cpus", "availableParallelism"];
+const NAMES = [
+  "readFileSync",
+  "existsSync",
+  "statSync",
+  "openSync",
+  "readSync",
+  "closeSync",
+  "fstatSync",
+  "writeFileSync",
+  "mkdirSync",
+  "readdirSync",
+  "join",
+  "dirname",
+  "basename",
+  "resolve",
+  "extname",
+  "isAbsolute",
+  "relative",
+  "createHash",
+  "randomInt",
+  "fileURLToPath",
+  "cpus",
+  "availableParallelism",
+];
 
 // A path that reaches a Node builtin in the page fails loudly instead of bundling Node into it.
 const nodeStub = {
@@ -21,15 +44,29 @@ const nodeStub = {
 };
 
 /** The demo model's files the page fetches. */
-export const DEMO_FILES = ["config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "generation_config.json"];
+export const DEMO_FILES = [
+  "config.json",
+  "model.safetensors",
+  "tokenizer.json",
+  "tokenizer_config.json",
+  "generation_config.json",
+];
 
 /** Writes public/generated/playground/{page,worker}.js and public/generated/demo/*. */
 export async function generatePlayground() {
   const out = join(GEN_PUBLIC, "playground");
   await build({
     entryPoints: { page: join(SITE, "src/playground/page.ts"), worker: join(SITE, "src/playground/worker.ts") },
-    outdir: out, bundle: true, format: "esm", platform: "browser", target: "es2022", conditions: ["source"], logLevel: "warning",
-    minify: true, plugins: [nodeStub], external: ["webgpu"],
+    outdir: out,
+    bundle: true,
+    format: "esm",
+    platform: "browser",
+    target: "es2022",
+    conditions: ["source"],
+    logLevel: "warning",
+    minify: true,
+    plugins: [nodeStub],
+    external: ["webgpu"],
   });
   mkdirSync(join(GEN_PUBLIC, "demo"), { recursive: true });
   for (const f of DEMO_FILES) copyFileSync(join(REPO, "models/demo", f), join(GEN_PUBLIC, "demo", f));

@@ -18,6 +18,9 @@ async function get(base: URL, name: string): Promise<Response> {
 export async function loadDemo(base: URL): Promise<DemoModel> {
   const config = parseHFConfig(await (await get(base, "config.json")).json(), "config.json");
   const bytes = new Uint8Array(await (await get(base, "model.safetensors")).arrayBuffer());
-  const tokenizer = new Tokenizer(await (await get(base, "tokenizer.json")).json(), (await (await get(base, "tokenizer_config.json")).json()) as Record<string, unknown>);
+  const tokenizer = new Tokenizer(
+    await (await get(base, "tokenizer.json")).json(),
+    (await (await get(base, "tokenizer_config.json")).json()) as Record<string, unknown>,
+  );
   return { model: LoadedModel.fromCheckpoint(config, safetensorsFromBytes(bytes, "model.safetensors")), tokenizer };
 }

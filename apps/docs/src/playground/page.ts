@@ -7,8 +7,18 @@ import { loadDemo, type DemoModel } from "./model.js";
 import type { GenerateRequest, WorkerEvent } from "./protocol.js";
 import { generateWgpu } from "./wgpu.js";
 
-interface El { textContent: string | null; value: string; disabled: boolean; dataset: Record<string, string | undefined>; addEventListener(t: string, f: (e: { preventDefault(): void }) => void): void }
-interface PageWorker { onmessage: ((e: { data: WorkerEvent }) => void) | null; onerror: ((e: { message: string }) => void) | null; postMessage(m: GenerateRequest): void }
+interface El {
+  textContent: string | null;
+  value: string;
+  disabled: boolean;
+  dataset: Record<string, string | undefined>;
+  addEventListener(t: string, f: (e: { preventDefault(): void }) => void): void;
+}
+interface PageWorker {
+  onmessage: ((e: { data: WorkerEvent }) => void) | null;
+  onerror: ((e: { message: string }) => void) | null;
+  postMessage(m: GenerateRequest): void;
+}
 const page = globalThis as unknown as {
   document: { getElementById(id: string): El | null };
   Worker: new (url: URL, options: { type: "module" }) => PageWorker;
@@ -31,16 +41,25 @@ async function webgpu(): Promise<{ adapter: string | null; note: string }> {
     ctx.dispose();
     return { adapter: name, note: `WebGPU adapter: ${name}` };
   } catch (e) {
-    if (e instanceof WgpuError) return { adapter: null, note: `no WebGPU here (${e.code}): the CPU backend runs the model` };
+    if (e instanceof WgpuError)
+      return { adapter: null, note: `no WebGPU here (${e.code}): the CPU backend runs the model` };
     throw e;
   }
 }
 
 function main(): void {
-  const root = $("playground"), form = $("pg-form"), prompt = $("pg-prompt"), maxTokens = $("pg-max"), go = $("pg-go");
-  const out = $("pg-out"), backend = $("pg-backend"), speed = $("pg-speed"), status = $("pg-status");
+  const root = $("playground"),
+    form = $("pg-form"),
+    prompt = $("pg-prompt"),
+    maxTokens = $("pg-max"),
+    go = $("pg-go");
+  const out = $("pg-out"),
+    backend = $("pg-backend"),
+    speed = $("pg-speed"),
+    status = $("pg-status");
   if (!page.crossOriginIsolated) {
-    status.textContent = "this page is not cross-origin isolated (COOP/COEP headers), so the CPU backend cannot share memory with its workers";
+    status.textContent =
+      "this page is not cross-origin isolated (COOP/COEP headers), so the CPU backend cannot share memory with its workers";
     root.dataset["state"] = "error";
     return;
   }
@@ -89,10 +108,17 @@ function main(): void {
         demo ??= loadDemo(new URL("../demo/", import.meta.url));
         const d = await demo;
         status.textContent = "compiling kernels and generating on WebGPU…";
-        const done = await generateWgpu(await openWgpu(page.navigator.gpu), d, req.prompt, req.maxTokens, (t) => onEvent({ kind: "text", text: t }));
+        const done = await generateWgpu(await openWgpu(page.navigator.gpu), d, req.prompt, req.maxTokens, (t) =>
+          onEvent({ kind: "text", text: t }),
+        );
         onEvent({ ...done, device: `wgpu (${done.device})` });
       } catch (e) {
-        onEvent({ kind: "error", name: (e as Error).name, code: (e as { code?: string }).code, message: (e as Error).message });
+        onEvent({
+          kind: "error",
+          name: (e as Error).name,
+          code: (e as { code?: string }).code,
+          message: (e as Error).message,
+        });
       }
     });
   });

@@ -11,5 +11,14 @@ export interface GenerateRequest {
 export type WorkerEvent =
   | { readonly kind: "status"; readonly text: string }
   | { readonly kind: "text"; readonly text: string }
-  | { readonly kind: "done"; readonly ids: number[]; readonly text: string; readonly promptIds: number[]; readonly device: string; readonly decodeTps: number; readonly prefillTps: number; readonly finish: string }
+  | {
+      readonly kind: "done";
+      readonly ids: number[];
+      readonly text: string;
+      readonly promptIds: number[];
+      readonly device: string;
+      readonly decodeTps: number;
+      readonly prefillTps: number;
+      readonly finish: string;
+    }
   | { readonly kind: "error"; readonly name: string; readonly code?: string; readonly message: string };

@@ -18,7 +18,13 @@ function argmax(a: ArrayLike<number>): number {
 }
 
 /** Greedy generation on WebGPU; `onText` receives the text as it is decoded. */
-export async function generateWgpu(ctx: Awaited<ReturnType<typeof openWgpu>>, demo: DemoModel, prompt: string, maxTokens: number, onText: (t: string) => void): Promise<Done> {
+export async function generateWgpu(
+  ctx: Awaited<ReturnType<typeof openWgpu>>,
+  demo: DemoModel,
+  prompt: string,
+  maxTokens: number,
+  onText: (t: string) => void,
+): Promise<Done> {
   const { model, tokenizer } = demo;
   const promptIds = tokenizer.encode(prompt, { addSpecial: true });
   const context = Math.min(model.config.maxPositions, promptIds.length + maxTokens);
@@ -40,10 +46,16 @@ export async function generateWgpu(ctx: Awaited<ReturnType<typeof openWgpu>>, de
     const stream = tokenizer.streamDecoder({ skipSpecial: true });
     const eos = new Set(model.config.eosTokenIds);
     const ids: number[] = [];
-    let text = "", finish = "length", decodeMs = 0, steps = 0;
+    let text = "",
+      finish = "length",
+      decodeMs = 0,
+      steps = 0;
     for (;;) {
       const id = argmax(logits);
-      if (eos.has(id)) { finish = "eos"; break; }
+      if (eos.has(id)) {
+        finish = "eos";
+        break;
+      }
       ids.push(id);
       const piece = stream.push(id);
       text += piece;
@@ -57,7 +69,16 @@ export async function generateWgpu(ctx: Awaited<ReturnType<typeof openWgpu>>, de
     const rest = stream.flush();
     if (rest !== "") onText(rest);
     text += rest;
-    return { kind: "done", ids, text, promptIds, device: ctx.caps.adapter, finish, prefillTps: (promptIds.length / prefillMs) * 1000, decodeTps: steps > 0 ? (steps / decodeMs) * 1000 : 0 };
+    return {
+      kind: "done",
+      ids,
+      text,
+      promptIds,
+      device: ctx.caps.adapter,
+      finish,
+      prefillTps: (promptIds.length / prefillMs) * 1000,
+      decodeTps: steps > 0 ? (steps / decodeMs) * 1000 : 0,
+    };
   } finally {
     executor.dispose();
   }

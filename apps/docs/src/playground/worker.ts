@@ -37,7 +37,16 @@ async function run(req: GenerateRequest): Promise<void> {
       const r = it.next();
       if (r.done === true) {
         const v = r.value;
-        post({ kind: "done", ids: [...v.ids], text: v.text, promptIds, device: `cpu (${executor.caps.device})`, finish: v.finishReason ?? "", prefillTps: (v.promptTokens / v.prefillMs) * 1000, decodeTps: v.decodeSteps > 0 ? (v.decodeSteps / v.decodeMs) * 1000 : 0 });
+        post({
+          kind: "done",
+          ids: [...v.ids],
+          text: v.text,
+          promptIds,
+          device: `cpu (${executor.caps.device})`,
+          finish: v.finishReason ?? "",
+          prefillTps: (v.promptTokens / v.prefillMs) * 1000,
+          decodeTps: v.decodeSteps > 0 ? (v.decodeSteps / v.decodeMs) * 1000 : 0,
+        });
         return;
       }
       if (r.value.text !== "") post({ kind: "text", text: r.value.text });
@@ -49,5 +58,7 @@ async function run(req: GenerateRequest): Promise<void> {
 }
 
 scope.onmessage = (e) => {
-  run(e.data).catch((err: Error) => post({ kind: "error", name: err.name, code: (err as { code?: string }).code, message: err.message }));
+  run(e.data).catch((err: Error) =>
+    post({ kind: "error", name: err.name, code: (err as { code?: string }).code, message: err.message }),
+  );
 };

@@ -37,7 +37,10 @@ export function loadNodeNative(): NativeLibrary | null {
   try {
     lib = (require(koffiPath) as { load(p: string): { func(s: string): (...a: unknown[]) => unknown } }).load(path);
   } catch (e) {
-    throw new CpuError("unsupported-platform", `the native CPU kernels at ${path} do not load: ${String(e)} (the executor option native: false runs the Wasm kernels)`);
+    throw new CpuError(
+      "unsupported-platform",
+      `the native CPU kernels at ${path} do not load: ${String(e)} (the executor option native: false runs the Wasm kernels)`,
+    );
   }
   const isaOf = lib.func("const char *poot_native_isa(void)");
   const force = lib.func("int poot_native_force(const char *isa)");
@@ -45,9 +48,14 @@ export function loadNodeNative(): NativeLibrary | null {
   if (isa === "none") return (loaded = null);
   const sourceHash = lib.func("const char *poot_native_source_hash(void)")() as string;
   const addr = lib.func("uint64_t poot_native_addr(const void *p)");
-  const make = new Function("require", `${NATIVE_THREAD_SOURCE}\nreturn nativeKernel;`)(require) as (ref: NativeRef) => (args: number, x: number) => void;
+  const make = new Function("require", `${NATIVE_THREAD_SOURCE}\nreturn nativeKernel;`)(require) as (
+    ref: NativeRef,
+  ) => (args: number, x: number) => void;
   loaded = {
-    path, koffi: koffiPath, sourceHash, hostKernel: make,
+    path,
+    koffi: koffiPath,
+    sourceHash,
+    hostKernel: make,
     get isa() {
       return isaOf() as string;
     },

@@ -7,7 +7,14 @@ import { isDense } from "@poot/kernelgen";
 import type { Access, KernelRequest, Plan, Region, RegionNode } from "@poot/graph-plan";
 
 /** Weight formats of the native kernels (the C enum in native/src/poot_cpu.h). */
-export const NATIVE_FORMATS: Readonly<Record<string, number>> = { f32: 1, f16: 2, bf16: 3, q8_0: 8, q4_k: 12, q6_k: 14 };
+export const NATIVE_FORMATS: Readonly<Record<string, number>> = {
+  f32: 1,
+  f16: 2,
+  bf16: 3,
+  q8_0: 8,
+  q4_k: 12,
+  q6_k: 14,
+};
 
 /** Epilogues the C kernel applies itself. */
 export const EPI = { NONE: 0, ADD: 1, HEADS2: 2 } as const;
@@ -61,7 +68,14 @@ export function routeNative(plan: Plan, threads: number): NativeRoute | null {
   const req = src.request;
   const p = req.params as Record<string, unknown>;
   const heads = (p.heads ?? 1) as number;
-  if (!CONTRACTIONS.has(req.kind) || req.group !== undefined || p.transposeB !== true || (p.accDtype ?? "f32") !== "f32" || (heads !== 1 && heads !== 2)) return null;
+  if (
+    !CONTRACTIONS.has(req.kind) ||
+    req.group !== undefined ||
+    p.transposeB !== true ||
+    (p.accDtype ?? "f32") !== "f32" ||
+    (heads !== 1 && heads !== 2)
+  )
+    return null;
   const A = req.inputs[0] as Access;
   const Bs = req.inputs.slice(1, 1 + heads);
   const extras = req.inputs.slice(1 + heads);
@@ -69,33 +83,79 @@ export function routeNative(plan: Plan, threads: number): NativeRoute | null {
   const B = Bs[0] as Access;
   const fmt = formatOf(B.dtype);
   if (fmt === undefined || A.dtype !== "f32" || !isDense(A)) return null;
-  if (Bs.some((b) => b.shape.length !== 2 || b.shape[1] !== K || !isDense(b) || formatOf(b.dtype) !== fmt || b.shape[0] !== B.shape[0])) return null;
+  if (
+    Bs.some(
+      (b) =>
+        b.shape.length !== 2 ||
+        b.shape[1] !== K ||
+        !isDense(b) ||
+        formatOf(b.dtype) !== fmt ||
+        b.shape[0] !== B.shape[0],
+    )
+  )
+    return null;
   if (isPacked(B.dtype) && K % B.dtype.packed.blockSize !== 0) return null;
-  const N = B.shape[0] as number, M = numel(A.shape.slice(0, -1));
+  const N = B.shape[0] as number,
+    M = numel(A.shape.slice(0, -1));
   const R = rowsPerGroup(N, threads);
   const grid = [Math.ceil(N / R), 1, 1] as const;
   const out = req.output;
   const epi = (p.epilogue ?? null) as Region | null;
-  const x = { kind: "input", index: 0 } as const, y = { kind: "output" } as const;
+  const x = { kind: "input", index: 0 } as const,
+    y = { kind: "output" } as const;
   const weights = Bs.map((_, h) => ({ kind: "input", index: 1 + h }) as const);
   const plain = out.dtype === "f32" && isDense(out) && numel(out.shape) === M * N;
   const uniforms = (e: number): number[] => [fmt, e, M, N, K, R];
-  if (heads === 1 && epi === null && plain) return { buffers: [x, weights[0]!, y], uniforms: uniforms(EPI.NONE), grid, scratchBytes: 0, epilogue: null };
+  if (heads === 1 && epi === null && plain)
+    return { buffers: [x, weights[0]!, y], uniforms: uniforms(EPI.NONE), grid, scratchBytes: 0, epilogue: null };
   const r = extras[0];
-  if (heads === 1 && plain && isResidualAdd(epi) && r !== undefined && extras.length === 1 && r.dtype === "f32" && isDense(r) && numel(r.shape) === M * N) {
-    return { buffers: [x, weights[0]!, { kind: "input", index: 1 + heads }, y], uniforms: uniforms(EPI.ADD), grid, scratchBytes: 0, epilogue: null };
+  if (
+    heads === 1 &&
+    plain &&
+    isResidualAdd(epi) &&
+    r !== undefined &&
+    extras.length === 1 &&
+    r.dtype === "f32" &&
+    isDense(r) &&
+    numel(r.shape) === M * N
+  ) {
+    return {
+      buffers: [x, weights[0]!, { kind: "input", index: 1 + heads }, y],
+      uniforms: uniforms(EPI.ADD),
+      grid,
+      scratchBytes: 0,
+      epilogue: null,
+    };
   }
   // Any other elementwise epilogue: accumulators to scratch, then the region as an elementwise Wasm phase.
   if (epi === null || epi.nodes.some((n) => n.op === "Reduce")) return null;
   const accShape = [...A.shape.slice(0, -1), N];
-  const acc = (h: number): Access => ({ value: -1 - h, root: -1 - h, dtype: "f32", shape: accShape, strides: stridesOf(accShape), offset: 0 });
-  const request: KernelRequest = { kind: "elementwise", op: "Fused", inputs: [...Bs.map((_, h) => acc(h)), ...extras], output: out, params: {}, region: epi, emulated16: req.emulated16 };
+  const acc = (h: number): Access => ({
+    value: -1 - h,
+    root: -1 - h,
+    dtype: "f32",
+    shape: accShape,
+    strides: stridesOf(accShape),
+    offset: 0,
+  });
+  const request: KernelRequest = {
+    kind: "elementwise",
+    op: "Fused",
+    inputs: [...Bs.map((_, h) => acc(h)), ...extras],
+    output: out,
+    params: {},
+    region: epi,
+    emulated16: req.emulated16,
+  };
   const scratch = Array.from({ length: heads }, (_, h) => ({ kind: "scratch", offset: h * M * N * 4 }) as const);
   return {
     buffers: heads === 2 ? [x, weights[0]!, weights[1]!, scratch[0]!] : [x, weights[0]!, scratch[0]!],
     uniforms: uniforms(heads === 2 ? EPI.HEADS2 : EPI.NONE),
     grid,
     scratchBytes: heads * M * N * 4,
-    epilogue: { request, binding: (i) => (i < heads ? scratch[i]! : { kind: "input", index: 1 + heads + (i - heads) }) },
+    epilogue: {
+      request,
+      binding: (i) => (i < heads ? scratch[i]! : { kind: "input", index: 1 + heads + (i - heads) }),
+    },
   };
 }

@@ -15,7 +15,10 @@ describe("the prebuilt native kernels", () => {
     const path = prebuiltPath("linux", "x64");
     expect(path, "native/prebuilt/linux-x64/libpoot_cpu.so is committed").not.toBeNull();
     // Read as bytes, so the check runs on any machine, not only where the object loads.
-    expect(readFileSync(path!).includes(Buffer.from(want)), `the object was built from other sources than ${want}`).toBe(true);
+    expect(
+      readFileSync(path!).includes(Buffer.from(want)),
+      `the object was built from other sources than ${want}`,
+    ).toBe(true);
     const lib = process.platform === "linux" && process.arch === "x64" ? loadNodeNative() : null;
     if (lib !== null) expect(lib.sourceHash).toBe(want);
   });

@@ -16,7 +16,8 @@ export interface NativeRef {
 }
 
 /** The C entry every native GEMV phase calls, as koffi declares it. */
-export const NATIVE_GEMV_SIGNATURE = "void poot_native_gemv(uint64_t base, uint32_t args, uint32_t group, uint32_t nbuf)";
+export const NATIVE_GEMV_SIGNATURE =
+  "void poot_native_gemv(uint64_t base, uint32_t args, uint32_t group, uint32_t nbuf)";
 
 /**
  * Defines `nativeKernel(ref)`: the phase loop's `fn(args, x, y, z, t0, t1)` for a native kernel (one call per

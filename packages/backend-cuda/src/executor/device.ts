@@ -2,7 +2,16 @@
 // twin copied in at the start of each step), PTX modules through the on-disk JIT cache, launches on the context's
 // stream, and a recorded step either enqueued as it is (run) or captured once as a CUDA graph (replay).
 
-import { DeviceError, type ByteRegion, type Device, type DeviceCaps, type DeviceOp, type LoweredBufferKind, type LoweredKernel, type LoweringTarget } from "@poot/executor";
+import {
+  DeviceError,
+  type ByteRegion,
+  type Device,
+  type DeviceCaps,
+  type DeviceOp,
+  type LoweredBufferKind,
+  type LoweredKernel,
+  type LoweringTarget,
+} from "@poot/executor";
 import { fusionPolicy } from "@poot/executor/lowering";
 import type { CompileOptions } from "@poot/graph-plan";
 import { ptxArch, type CompiledKernel, type CudaContext } from "../context.js";
@@ -38,7 +47,16 @@ export interface CudaRecording {
 export function cudaLowering(ctx: CudaContext, compile: CompileOptions = {}): LoweringTarget {
   const plan = planCapsOf(ctx);
   const policy = fusionPolicy("cuda", compile);
-  return { kind: "cuda", language: "ptx", plan, synth: synthCapsOf(plan), codegen: ctx.caps, lowerOptions: { arch: ptxArch(ctx.device.info) }, ...policy, snapshotInPlace: true };
+  return {
+    kind: "cuda",
+    language: "ptx",
+    plan,
+    synth: synthCapsOf(plan),
+    codegen: ctx.caps,
+    lowerOptions: { arch: ptxArch(ctx.device.info) },
+    ...policy,
+    snapshotInPlace: true,
+  };
 }
 
 /** A CudaContext as a Device of the generic staged program. */
@@ -46,9 +64,19 @@ export class CudaComputeDevice implements Device<CudaBuffer, CompiledKernel, Cud
   readonly caps: DeviceCaps;
   #staging: PinnedBuffer | null = null;
 
-  constructor(readonly ctx: CudaContext, compile: CompileOptions = {}) {
+  constructor(
+    readonly ctx: CudaContext,
+    compile: CompileOptions = {},
+  ) {
     const i = ctx.device.info;
-    this.caps = { kind: "cuda", device: `${i.name} (${i.arch})`, dtypes: ["f32", "f16", "bf16", "i32", "u32", "u8", "bool"], capture: true, deviceMemoryBytes: i.totalMemoryBytes, lowering: cudaLowering(ctx, compile) };
+    this.caps = {
+      kind: "cuda",
+      device: `${i.name} (${i.arch})`,
+      dtypes: ["f32", "f16", "bf16", "i32", "u32", "u8", "bool"],
+      capture: true,
+      deviceMemoryBytes: i.totalMemoryBytes,
+      lowering: cudaLowering(ctx, compile),
+    };
   }
 
   allocate(bytes: number, kind: LoweredBufferKind | "snapshot"): CudaBuffer {
@@ -56,7 +84,8 @@ export class CudaComputeDevice implements Device<CudaBuffer, CompiledKernel, Cud
       const dev = this.ctx.allocate(Math.max(4, bytes));
       return kind === "slot" ? { bytes, dev, pinned: this.ctx.pinned(Math.max(4, bytes)) } : { bytes, dev };
     } catch (e) {
-      if (e instanceof CudaError && /OUT_OF_MEMORY/.test(e.message)) throw new DeviceError("out-of-memory", `${bytes} bytes: ${e.message}`, "cuda");
+      if (e instanceof CudaError && /OUT_OF_MEMORY/.test(e.message))
+        throw new DeviceError("out-of-memory", `${bytes} bytes: ${e.message}`, "cuda");
       throw e;
     }
   }
@@ -96,8 +125,18 @@ export class CudaComputeDevice implements Device<CudaBuffer, CompiledKernel, Cud
     return this.ctx.load(kernel.code, kernel);
   }
 
-  bind(kernel: CompiledKernel, buffers: Readonly<Record<string, CudaBuffer>>, uniforms: Readonly<Record<string, number>>): CudaLaunch {
-    return { kernel, params: kernel.bind({ buffers: Object.fromEntries(Object.entries(buffers).map(([k, b]) => [k, b.dev])), uniforms }) };
+  bind(
+    kernel: CompiledKernel,
+    buffers: Readonly<Record<string, CudaBuffer>>,
+    uniforms: Readonly<Record<string, number>>,
+  ): CudaLaunch {
+    return {
+      kernel,
+      params: kernel.bind({
+        buffers: Object.fromEntries(Object.entries(buffers).map(([k, b]) => [k, b.dev])),
+        uniforms,
+      }),
+    };
   }
 
   unbind(launch: CudaLaunch): void {

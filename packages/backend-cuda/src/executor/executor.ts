@@ -16,7 +16,9 @@ export interface CudaExecutorOptions extends CudaContextOptions {
 }
 
 /** The CUDA executor: the generic staged program on a CUDA device. */
-export type CudaExecutor = DeviceExecutor<CudaBuffer, CompiledKernel, CudaLaunch, CudaRecording> & { readonly device: CudaComputeDevice };
+export type CudaExecutor = DeviceExecutor<CudaBuffer, CompiledKernel, CudaLaunch, CudaRecording> & {
+  readonly device: CudaComputeDevice;
+};
 
 /** A program staged on CUDA. */
 export type CudaProgram = DeviceProgram<CudaBuffer, CompiledKernel, CudaLaunch, CudaRecording>;
@@ -26,10 +28,14 @@ export function createCudaExecutor(options: CudaExecutorOptions = {}): CudaExecu
   const device = new CudaComputeDevice(createCudaContext(options), options.compile);
   const target = device.caps.lowering;
   const cache = options.cache;
-  return new DeviceExecutor(device, (input, name) => (cache !== undefined ? cache.lower(input, target, name) : lowerProgram(input, target, { name }))) as CudaExecutor;
+  return new DeviceExecutor(device, (input, name) =>
+    cache !== undefined ? cache.lower(input, target, name) : lowerProgram(input, target, { name }),
+  ) as CudaExecutor;
 }
 
 /** The CUDA context of an executor made by {@link createCudaExecutor}, or null for any other executor. */
 export function cudaContextOf(executor: Executor): CudaContext | null {
-  return executor instanceof DeviceExecutor && executor.device instanceof CudaComputeDevice ? executor.device.ctx : null;
+  return executor instanceof DeviceExecutor && executor.device instanceof CudaComputeDevice
+    ? executor.device.ctx
+    : null;
 }

@@ -7,9 +7,19 @@ import type { CudaDeviceInfo } from "../device.js";
 import { planCapsOf } from "./plan-caps.js";
 
 const H200 = {
-  name: "NVIDIA H200", ordinal: 0, computeCapability: [9, 0], arch: "sm_90", driverVersion: 13000, multiprocessors: 132,
-  totalMemoryBytes: 150109880320, maxThreadsPerBlock: 1024, sharedBytesPerBlock: 49152, sharedBytesOptin: 232448, warpSize: 32,
-  memoryBusWidthBits: 6016, memoryClockKHz: 3201000,
+  name: "NVIDIA H200",
+  ordinal: 0,
+  computeCapability: [9, 0],
+  arch: "sm_90",
+  driverVersion: 13000,
+  multiprocessors: 132,
+  totalMemoryBytes: 150109880320,
+  maxThreadsPerBlock: 1024,
+  sharedBytesPerBlock: 49152,
+  sharedBytesOptin: 232448,
+  warpSize: 32,
+  memoryBusWidthBits: 6016,
+  memoryClockKHz: 3201000,
 } satisfies CudaDeviceInfo;
 const ctxOf = (info: CudaDeviceInfo): CudaContext => ({ device: { info } }) as unknown as CudaContext;
 

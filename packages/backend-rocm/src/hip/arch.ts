@@ -18,7 +18,11 @@ export function pickCodeObject<T>(gcnArchName: string, objects: Readonly<Record<
   const hit = objects[arch];
   if (hit !== undefined) return hit;
   const available = Object.keys(objects).sort();
-  throw new RocmError("no_code_object", `no code object for this GPU (${gcnArchName}); code objects exist for ${available.join(", ") || "no architecture"}`, { arch: gcnArchName, available });
+  throw new RocmError(
+    "no_code_object",
+    `no code object for this GPU (${gcnArchName}); code objects exist for ${available.join(", ") || "no architecture"}`,
+    { arch: gcnArchName, available },
+  );
 }
 
 /** Finds the `gcnArchName` string in a raw hipDeviceProp_t (its offset differs between ROCm ABIs). */

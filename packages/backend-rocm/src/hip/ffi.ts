@@ -29,7 +29,8 @@ export const HIP_PROTOTYPES = {
   hipStreamSynchronize: "int hipStreamSynchronize(void *stream)",
   hipStreamBeginCapture: "int hipStreamBeginCapture(void *stream, int mode)",
   hipStreamEndCapture: "int hipStreamEndCapture(void *stream, _Out_ void **graph)",
-  hipGraphInstantiate: "int hipGraphInstantiate(_Out_ void **exec, void *graph, void *errorNode, void *log, size_t logSize)",
+  hipGraphInstantiate:
+    "int hipGraphInstantiate(_Out_ void **exec, void *graph, void *errorNode, void *log, size_t logSize)",
   hipGraphLaunch: "int hipGraphLaunch(void *exec, void *stream)",
   hipGraphExecDestroy: "int hipGraphExecDestroy(void *exec)",
   hipGraphDestroy: "int hipGraphDestroy(void *graph)",

@@ -37,5 +37,9 @@ export function loadHipLibrary(options: HipLibraryOptions = {}): { lib: ReturnTy
       // Not there or not loadable: try the next candidate.
     }
   }
-  throw new RocmError("no_runtime", `no ROCm runtime: libamdhip64 not found (tried ${tried.join(", ")}); install ROCm or set ROCM_PATH`, { tried });
+  throw new RocmError(
+    "no_runtime",
+    `no ROCm runtime: libamdhip64 not found (tried ${tried.join(", ")}); install ROCm or set ROCM_PATH`,
+    { tried },
+  );
 }

@@ -15,7 +15,9 @@ export interface HipRuntimeOptions extends HipLibraryOptions {
 }
 
 // The `extra` markers of hipModuleLaunchKernel (hip_runtime_api.h: HIP_LAUNCH_PARAM_*).
-const PARAM_BUFFER_POINTER = 1n, PARAM_BUFFER_SIZE = 2n, PARAM_END = 3n;
+const PARAM_BUFFER_POINTER = 1n,
+  PARAM_BUFFER_SIZE = 2n,
+  PARAM_END = 3n;
 // hipStreamCaptureModeGlobal.
 const CAPTURE_GLOBAL = 0;
 
@@ -43,7 +45,11 @@ export class HipRuntime {
     const count = [0];
     check(api, "hipGetDeviceCount", api.hipGetDeviceCount(count), "no_device");
     const device = options.device ?? 0;
-    if ((count[0] ?? 0) <= device) throw new RocmError("no_device", `no AMD GPU ${device}: the HIP runtime (${path}) reports ${count[0] ?? 0} devices`);
+    if ((count[0] ?? 0) <= device)
+      throw new RocmError(
+        "no_device",
+        `no AMD GPU ${device}: the HIP runtime (${path}) reports ${count[0] ?? 0} devices`,
+      );
     check(api, "hipSetDevice", api.hipSetDevice(device));
     return new HipRuntime(api, path, device, readArch(lib, api, device));
   }
@@ -73,7 +79,14 @@ export class HipRuntime {
   }
 
   /** Launches `fn` on `stream` (null: the default stream) with a packed kernarg segment. */
-  launch(fn: Handle, grid: readonly number[], block: readonly number[], kernargs: Uint8Array, stream: Handle = null, sharedBytes = 0): void {
+  launch(
+    fn: Handle,
+    grid: readonly number[],
+    block: readonly number[],
+    kernargs: Uint8Array,
+    stream: Handle = null,
+    sharedBytes = 0,
+  ): void {
     // HIP copies the kernargs when it enqueues the launch, so the native block is freed right after the call.
     // One native block: the size_t that HIP_LAUNCH_PARAM_BUFFER_SIZE points at, then the segment (8-aligned).
     const buf = koffi.alloc("uint8_t", 8 + Math.max(8, kernargs.length));
@@ -83,7 +96,19 @@ export class HipRuntime {
       block8.set(kernargs, 8);
       const at = koffi.address(buf);
       const extra = new BigUint64Array([PARAM_BUFFER_POINTER, at + 8n, PARAM_BUFFER_SIZE, at, PARAM_END]);
-      const r = this.api.hipModuleLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], sharedBytes, stream, null, extra);
+      const r = this.api.hipModuleLaunchKernel(
+        fn,
+        grid[0],
+        grid[1],
+        grid[2],
+        block[0],
+        block[1],
+        block[2],
+        sharedBytes,
+        stream,
+        null,
+        extra,
+      );
       check(this.api, "hipModuleLaunchKernel", r);
     } finally {
       koffi.free(buf);

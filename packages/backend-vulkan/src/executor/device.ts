@@ -3,7 +3,16 @@
 // resubmitted (Vulkan's replay). Submissions wait on the queue's fence, so `sync` has nothing left to wait for.
 
 import { cpus } from "node:os";
-import { DeviceError, type ByteRegion, type Device, type DeviceCaps, type DeviceOp, type LoweredBufferKind, type LoweredKernel, type LoweringTarget } from "@poot/executor";
+import {
+  DeviceError,
+  type ByteRegion,
+  type Device,
+  type DeviceCaps,
+  type DeviceOp,
+  type LoweredBufferKind,
+  type LoweredKernel,
+  type LoweringTarget,
+} from "@poot/executor";
 import { makeTarget, type CompileOptions, type Target } from "@poot/graph-plan";
 import { synthCapsFrom } from "@poot/kernelgen";
 import type { VulkanBuffer } from "../buffer.js";
@@ -36,9 +45,23 @@ export function vulkanTarget(device: VulkanDevice, computeUnits?: number): Targe
 }
 
 /** What programs are lowered for on `device`: SPIR-V, with strided fallback kernels for requests kernelgen declines. */
-export function vulkanLowering(device: VulkanDevice, compile: CompileOptions = {}, computeUnits?: number): LoweringTarget {
+export function vulkanLowering(
+  device: VulkanDevice,
+  compile: CompileOptions = {},
+  computeUnits?: number,
+): LoweringTarget {
   const plan = vulkanTarget(device, computeUnits).caps as LoweringTarget["plan"];
-  return { kind: "vulkan", language: "spirv", plan, synth: synthCapsFrom(plan), codegen: device.caps, compile, snapshotInPlace: false, variant: "vulkan-strided-fallback-1", fallback: fallbackKernel };
+  return {
+    kind: "vulkan",
+    language: "spirv",
+    plan,
+    synth: synthCapsFrom(plan),
+    codegen: device.caps,
+    compile,
+    snapshotInPlace: false,
+    variant: "vulkan-strided-fallback-1",
+    fallback: fallbackKernel,
+  };
 }
 
 /** Options of {@link VulkanComputeDevice}. */
@@ -57,7 +80,10 @@ export interface VulkanComputeOptions {
 export class VulkanComputeDevice implements Device<VulkanBuffer, VulkanKernel, BoundKernel, Recording> {
   readonly caps: DeviceCaps;
 
-  constructor(readonly vk: VulkanDevice, private readonly options: VulkanComputeOptions) {
+  constructor(
+    readonly vk: VulkanDevice,
+    private readonly options: VulkanComputeOptions,
+  ) {
     this.caps = {
       kind: "vulkan",
       device: `${vk.info.name} (Vulkan ${vk.info.apiVersion})`,
@@ -72,7 +98,8 @@ export class VulkanComputeDevice implements Device<VulkanBuffer, VulkanKernel, B
     try {
       return this.vk.createBuffer(Math.max(4, bytes), kind === "slot" ? "host" : "device", label);
     } catch (e) {
-      if (e instanceof VulkanError && /OUT_OF_(DEVICE|HOST)_MEMORY/.test(e.message)) throw new DeviceError("out-of-memory", `${bytes} bytes for ${label}: ${e.message}`, "vulkan");
+      if (e instanceof VulkanError && /OUT_OF_(DEVICE|HOST)_MEMORY/.test(e.message))
+        throw new DeviceError("out-of-memory", `${bytes} bytes for ${label}: ${e.message}`, "vulkan");
       throw e;
     }
   }
@@ -99,7 +126,16 @@ export class VulkanComputeDevice implements Device<VulkanBuffer, VulkanKernel, B
   }
 
   #copy(from: VulkanBuffer, to: VulkanBuffer, regions: readonly ByteRegion[], label: string): Step {
-    return { kind: "copy", src: from, srcOffset: 0, dst: to, dstOffset: 0, bytes: 0, regions: regions.map((r) => ({ srcOffset: r.srcOffset, dstOffset: r.dstOffset, size: r.bytes })), label };
+    return {
+      kind: "copy",
+      src: from,
+      srcOffset: 0,
+      dst: to,
+      dstOffset: 0,
+      bytes: 0,
+      regions: regions.map((r) => ({ srcOffset: r.srcOffset, dstOffset: r.dstOffset, size: r.bytes })),
+      label,
+    };
   }
 
   zero(buffer: VulkanBuffer): void {
@@ -110,7 +146,11 @@ export class VulkanComputeDevice implements Device<VulkanBuffer, VulkanKernel, B
     return VulkanKernel.create(this.vk, kernel, kernel.code);
   }
 
-  bind(kernel: VulkanKernel, buffers: Readonly<Record<string, VulkanBuffer>>, uniforms: Readonly<Record<string, number>>): BoundKernel {
+  bind(
+    kernel: VulkanKernel,
+    buffers: Readonly<Record<string, VulkanBuffer>>,
+    uniforms: Readonly<Record<string, number>>,
+  ): BoundKernel {
     return kernel.bind(buffers, uniforms);
   }
 

@@ -26,7 +26,9 @@ export interface VulkanExecutorOptions extends DeviceOptions {
 }
 
 /** The Vulkan executor: the generic staged program on a Vulkan device. */
-export type VulkanExecutor = DeviceExecutor<VulkanBuffer, VulkanKernel, BoundKernel, Recording> & { readonly device: VulkanComputeDevice };
+export type VulkanExecutor = DeviceExecutor<VulkanBuffer, VulkanKernel, BoundKernel, Recording> & {
+  readonly device: VulkanComputeDevice;
+};
 
 /** A program staged on Vulkan. */
 export type VulkanProgram = DeviceProgram<VulkanBuffer, VulkanKernel, BoundKernel, Recording>;
@@ -45,5 +47,7 @@ export function createVulkanExecutor(options: VulkanExecutorOptions = {}): Vulka
   });
   const target = device.caps.lowering;
   const cache = options.cache;
-  return new DeviceExecutor(device, (input, name) => (cache !== undefined ? cache.lower(input, target, name) : lowerProgram(input, target, { name }))) as VulkanExecutor;
+  return new DeviceExecutor(device, (input, name) =>
+    cache !== undefined ? cache.lower(input, target, name) : lowerProgram(input, target, { name }),
+  ) as VulkanExecutor;
 }

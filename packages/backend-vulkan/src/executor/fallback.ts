@@ -47,7 +47,8 @@ function stridedReduce(name: string, req: KernelRequest, caps: SynthCaps): Reque
   const red = [...axes].sort((a, b) => a - b);
   const keptShape = kept.map((i) => x.shape[i]!);
   const redShape = red.map((i) => x.shape[i]!);
-  const nOut = numel(keptShape), nRed = numel(redShape);
+  const nOut = numel(keptShape),
+    nRed = numel(redShape);
   const kern = kernel(name, { workgroupSize: [WG, 1, 1] }, (k) => {
     const src = k.buffer("x", x.dtype as ElemType, "read");
     const dst = k.buffer("out", out.dtype as ElemType, "write");
@@ -58,20 +59,33 @@ function stridedReduce(name: string, req: KernelRequest, caps: SynthCaps): Reque
       kept.forEach((d, j) => (coords[d] = kc[j]!));
       const init = p.kind === "sum" ? 0 : p.kind === "max" ? -Infinity : Infinity;
       const acc = k.var_(k.f32(init), "acc");
-      k.for_(k.u32(0), k.u32(nRed), 1, (r) => {
-        const rc = split(k, r, redShape, "r");
-        red.forEach((d, j) => (coords[d] = rc[j]!));
-        const v = k.let_(src.at(index(k, x, coords)) as Val<"f32">, "v");
-        // max/min propagate NaN like graph-ir's reference (a NaN element makes the result NaN).
-        if (p.kind === "sum") acc.set(acc.add(v));
-        else acc.set(k.select(v.ne(v).or(acc.ne(acc)), k.f32(NaN), p.kind === "max" ? k.max(acc, v) : k.min(acc, v)));
-      }, "ri");
+      k.for_(
+        k.u32(0),
+        k.u32(nRed),
+        1,
+        (r) => {
+          const rc = split(k, r, redShape, "r");
+          red.forEach((d, j) => (coords[d] = rc[j]!));
+          const v = k.let_(src.at(index(k, x, coords)) as Val<"f32">, "v");
+          // max/min propagate NaN like graph-ir's reference (a NaN element makes the result NaN).
+          if (p.kind === "sum") acc.set(acc.add(v));
+          else acc.set(k.select(v.ne(v).or(acc.ne(acc)), k.f32(NaN), p.kind === "max" ? k.max(acc, v) : k.min(acc, v)));
+        },
+        "ri",
+      );
       // The output keeps the kept axes in order (and size-1 reduced axes when keepdim).
       const oc = p.keepdim ? x.shape.map((_, d) => (axes.includes(d) ? k.u32(0) : kc[kept.indexOf(d)]!)) : kc;
       dst.set(index(k, out, oc), acc);
     });
   });
-  return { kernel: kern, grid: grid2d(Math.ceil(nOut / WG), caps), bindings: [{ buffer: "x", source: { kind: "input", index: 0 } }, { buffer: "out", source: { kind: "output" } }] };
+  return {
+    kernel: kern,
+    grid: grid2d(Math.ceil(nOut / WG), caps),
+    bindings: [
+      { buffer: "x", source: { kind: "input", index: 0 } },
+      { buffer: "out", source: { kind: "output" } },
+    ],
+  };
 }
 
 /** A batched contraction out[..., m, n] = Σ_k A[..., m, k] · B[..., k, n] (B as [..., n, k] when transposed). */
@@ -100,15 +114,29 @@ function stridedMatMul(name: string, req: KernelRequest, caps: SynthCaps): Reque
         return [...coords, ...inner];
       };
       const acc = k.var_(k.f32(0), "acc");
-      k.for_(k.u32(0), k.u32(K), 1, (kk) => {
-        const av = a.at(index(k, A, onto(A, [oc[r - 2]!, kk]))) as Val<"f32">;
-        const bv = b.at(index(k, B, onto(B, transposeB ? [oc[r - 1]!, kk] : [kk, oc[r - 1]!]))) as Val<"f32">;
-        acc.set(k.fma(av, bv, acc));
-      }, "kk");
+      k.for_(
+        k.u32(0),
+        k.u32(K),
+        1,
+        (kk) => {
+          const av = a.at(index(k, A, onto(A, [oc[r - 2]!, kk]))) as Val<"f32">;
+          const bv = b.at(index(k, B, onto(B, transposeB ? [oc[r - 1]!, kk] : [kk, oc[r - 1]!]))) as Val<"f32">;
+          acc.set(k.fma(av, bv, acc));
+        },
+        "kk",
+      );
       c.set(index(k, out, oc), acc);
     });
   });
-  return { kernel: kern, grid: grid2d(Math.ceil(nOut / WG), caps), bindings: [{ buffer: "A", source: { kind: "input", index: 0 } }, { buffer: "B", source: { kind: "input", index: 1 } }, { buffer: "C", source: { kind: "output" } }] };
+  return {
+    kernel: kern,
+    grid: grid2d(Math.ceil(nOut / WG), caps),
+    bindings: [
+      { buffer: "A", source: { kind: "input", index: 0 } },
+      { buffer: "B", source: { kind: "input", index: 1 } },
+      { buffer: "C", source: { kind: "output" } },
+    ],
+  };
 }
 
 /** A strided kernel for `req` when it is a plain reduction or contraction, else null. */

@@ -12,9 +12,17 @@ describe("bindings", () => {
     const s = loadVulkan().struct;
     // sizeof() of each struct as gcc 12 reports it against vulkan_core.h 1.3.239.
     const sizes: Record<string, number> = {
-      VkPhysicalDeviceLimits: 504, VkPhysicalDeviceProperties: 824, VkPhysicalDeviceFeatures: 220, VkPhysicalDeviceVulkan12Features: 208,
-      VkPhysicalDeviceVulkan11Features: 64, VkQueueFamilyProperties: 24, VkPhysicalDeviceMemoryProperties: 520, VkWriteDescriptorSet: 64,
-      VkComputePipelineCreateInfo: 96, VkSubmitInfo: 72, VkDebugUtilsMessengerCallbackDataEXT: 96,
+      VkPhysicalDeviceLimits: 504,
+      VkPhysicalDeviceProperties: 824,
+      VkPhysicalDeviceFeatures: 220,
+      VkPhysicalDeviceVulkan12Features: 208,
+      VkPhysicalDeviceVulkan11Features: 64,
+      VkQueueFamilyProperties: 24,
+      VkPhysicalDeviceMemoryProperties: 520,
+      VkWriteDescriptorSet: 64,
+      VkComputePipelineCreateInfo: 96,
+      VkSubmitInfo: 72,
+      VkDebugUtilsMessengerCallbackDataEXT: 96,
     };
     for (const [name, size] of Object.entries(sizes)) expect(koffi.sizeof(s[name]!), name).toBe(size);
   });
@@ -51,7 +59,21 @@ describe("bindings", () => {
     }
     let err: unknown;
     try {
-      const h = createHandle(vk.fn.vkCreateInstance!, "vkCreateInstance", { sType: 1, pNext: null, flags: 0, pApplicationInfo: null, enabledLayerCount: 1, ppEnabledLayerNames: ["VK_LAYER_poot_does_not_exist"], enabledExtensionCount: 0, ppEnabledExtensionNames: null }, null);
+      const h = createHandle(
+        vk.fn.vkCreateInstance!,
+        "vkCreateInstance",
+        {
+          sType: 1,
+          pNext: null,
+          flags: 0,
+          pApplicationInfo: null,
+          enabledLayerCount: 1,
+          ppEnabledLayerNames: ["VK_LAYER_poot_does_not_exist"],
+          enabledExtensionCount: 0,
+          ppEnabledExtensionNames: null,
+        },
+        null,
+      );
       vk.fn.vkDestroyInstance!(h, null);
     } catch (e) {
       err = e;

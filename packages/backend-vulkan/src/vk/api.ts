@@ -30,7 +30,9 @@ function adapt(proto: string): string {
   let p = proto.replace(/^PFN_vkVoidFunction /, "void * ");
   for (const s of NULL_ONLY) p = p.replace(new RegExp(`const ${s}\\*`, "g"), "void *");
   // Non-const pointer parameters are outputs (handles, counts, property structs): copy back after the call.
-  return p.replace(/([(,]\s*)(?!const\b)(\w+\*+ \w+)/g, (_m, pre: string, decl: string) => (decl.startsWith("void*") ? `${pre}${decl}` : `${pre}_Inout_ ${decl}`));
+  return p.replace(/([(,]\s*)(?!const\b)(\w+\*+ \w+)/g, (_m, pre: string, decl: string) =>
+    decl.startsWith("void*") ? `${pre}${decl}` : `${pre}_Inout_ ${decl}`,
+  );
 }
 
 let loaded: VkLib | undefined;
@@ -71,7 +73,10 @@ export function loadVulkan(path = "libvulkan.so.1"): VkLib {
       const ptr: unknown = fn.vkGetInstanceProcAddr!(instance, name);
       const proto = protos.get(name);
       if (proto === undefined || ptr === null || ptr === 0n) {
-        throw new VulkanError("missing-layer", `the instance does not provide ${name} (is its extension enabled?)`, { call: "vkGetInstanceProcAddr", name });
+        throw new VulkanError("missing-layer", `the instance does not provide ${name} (is its extension enabled?)`, {
+          call: "vkGetInstanceProcAddr",
+          name,
+        });
       }
       return koffi.decode(ptr, proto) as VkFunction;
     },
@@ -81,13 +86,30 @@ export function loadVulkan(path = "libvulkan.so.1"): VkLib {
 
 /** Names of VkResult values, for messages. */
 const RESULT_NAMES: Record<number, string> = {
-  0: "VK_SUCCESS", 1: "VK_NOT_READY", 2: "VK_TIMEOUT", 3: "VK_EVENT_SET", 4: "VK_EVENT_RESET", 5: "VK_INCOMPLETE",
-  [-1]: "VK_ERROR_OUT_OF_HOST_MEMORY", [-2]: "VK_ERROR_OUT_OF_DEVICE_MEMORY", [-3]: "VK_ERROR_INITIALIZATION_FAILED",
-  [-4]: "VK_ERROR_DEVICE_LOST", [-5]: "VK_ERROR_MEMORY_MAP_FAILED", [-6]: "VK_ERROR_LAYER_NOT_PRESENT",
-  [-7]: "VK_ERROR_EXTENSION_NOT_PRESENT", [-8]: "VK_ERROR_FEATURE_NOT_PRESENT", [-9]: "VK_ERROR_INCOMPATIBLE_DRIVER",
-  [-10]: "VK_ERROR_TOO_MANY_OBJECTS", [-11]: "VK_ERROR_FORMAT_NOT_SUPPORTED", [-12]: "VK_ERROR_FRAGMENTED_POOL",
-  [-13]: "VK_ERROR_UNKNOWN", [-1000069000]: "VK_ERROR_OUT_OF_POOL_MEMORY", [-1000072003]: "VK_ERROR_INVALID_EXTERNAL_HANDLE",
-  [-1000161000]: "VK_ERROR_FRAGMENTATION", [-1000011001]: "VK_ERROR_VALIDATION_FAILED_EXT", [-1000012000]: "VK_ERROR_INVALID_SHADER_NV",
+  0: "VK_SUCCESS",
+  1: "VK_NOT_READY",
+  2: "VK_TIMEOUT",
+  3: "VK_EVENT_SET",
+  4: "VK_EVENT_RESET",
+  5: "VK_INCOMPLETE",
+  [-1]: "VK_ERROR_OUT_OF_HOST_MEMORY",
+  [-2]: "VK_ERROR_OUT_OF_DEVICE_MEMORY",
+  [-3]: "VK_ERROR_INITIALIZATION_FAILED",
+  [-4]: "VK_ERROR_DEVICE_LOST",
+  [-5]: "VK_ERROR_MEMORY_MAP_FAILED",
+  [-6]: "VK_ERROR_LAYER_NOT_PRESENT",
+  [-7]: "VK_ERROR_EXTENSION_NOT_PRESENT",
+  [-8]: "VK_ERROR_FEATURE_NOT_PRESENT",
+  [-9]: "VK_ERROR_INCOMPATIBLE_DRIVER",
+  [-10]: "VK_ERROR_TOO_MANY_OBJECTS",
+  [-11]: "VK_ERROR_FORMAT_NOT_SUPPORTED",
+  [-12]: "VK_ERROR_FRAGMENTED_POOL",
+  [-13]: "VK_ERROR_UNKNOWN",
+  [-1000069000]: "VK_ERROR_OUT_OF_POOL_MEMORY",
+  [-1000072003]: "VK_ERROR_INVALID_EXTERNAL_HANDLE",
+  [-1000161000]: "VK_ERROR_FRAGMENTATION",
+  [-1000011001]: "VK_ERROR_VALIDATION_FAILED_EXT",
+  [-1000012000]: "VK_ERROR_INVALID_SHADER_NV",
 };
 
 /** The name of a VkResult value. */

@@ -54,12 +54,23 @@ export const ShaderStage = { COMPUTE: 0x20 } as const;
 export const PipelineBindPoint = { COMPUTE: 1 } as const;
 
 /** VkPipelineStageFlagBits. */
-export const PipelineStage = { TOP_OF_PIPE: 0x1, COMPUTE_SHADER: 0x800, TRANSFER: 0x1000, BOTTOM_OF_PIPE: 0x2000, HOST: 0x4000 } as const;
+export const PipelineStage = {
+  TOP_OF_PIPE: 0x1,
+  COMPUTE_SHADER: 0x800,
+  TRANSFER: 0x1000,
+  BOTTOM_OF_PIPE: 0x2000,
+  HOST: 0x4000,
+} as const;
 
 /** VkAccessFlagBits. */
 export const Access = {
-  UNIFORM_READ: 0x8, SHADER_READ: 0x20, SHADER_WRITE: 0x40, TRANSFER_READ: 0x800, TRANSFER_WRITE: 0x1000,
-  HOST_READ: 0x2000, HOST_WRITE: 0x4000,
+  UNIFORM_READ: 0x8,
+  SHADER_READ: 0x20,
+  SHADER_WRITE: 0x40,
+  TRANSFER_READ: 0x800,
+  TRANSFER_WRITE: 0x1000,
+  HOST_READ: 0x2000,
+  HOST_WRITE: 0x4000,
 } as const;
 
 /** VkCommandPoolCreateFlagBits. */
@@ -75,7 +86,14 @@ export const DescriptorPoolCreate = { FREE_DESCRIPTOR_SET: 0x1 } as const;
 export const Query = { TIMESTAMP: 2, RESULT_64: 0x1, RESULT_WAIT: 0x2 } as const;
 
 /** VkSubgroupFeatureFlagBits. */
-export const SubgroupFeature = { BASIC: 0x1, VOTE: 0x2, ARITHMETIC: 0x4, BALLOT: 0x8, SHUFFLE: 0x10, SHUFFLE_RELATIVE: 0x20 } as const;
+export const SubgroupFeature = {
+  BASIC: 0x1,
+  VOTE: 0x2,
+  ARITHMETIC: 0x4,
+  BALLOT: 0x8,
+  SHUFFLE: 0x10,
+  SHUFFLE_RELATIVE: 0x20,
+} as const;
 
 /** VkDebugUtilsMessageSeverityFlagBitsEXT. */
 export const Severity = { VERBOSE: 0x1, INFO: 0x10, WARNING: 0x100, ERROR: 0x1000 } as const;

@@ -19,16 +19,44 @@ const SIZES: Record<string, number> = {
 
 /** Vulkan handle types; all are 64-bit (dispatchable ones are pointers on 64-bit hosts), carried as bigint. */
 export const HANDLE_TYPES = [
-  "VkInstance", "VkPhysicalDevice", "VkDevice", "VkQueue", "VkCommandBuffer", "VkBuffer", "VkDeviceMemory",
-  "VkShaderModule", "VkPipeline", "VkPipelineLayout", "VkPipelineCache", "VkDescriptorSetLayout",
-  "VkDescriptorPool", "VkDescriptorSet", "VkCommandPool", "VkFence", "VkSemaphore", "VkQueryPool",
-  "VkSampler", "VkDebugUtilsMessengerEXT",
+  "VkInstance",
+  "VkPhysicalDevice",
+  "VkDevice",
+  "VkQueue",
+  "VkCommandBuffer",
+  "VkBuffer",
+  "VkDeviceMemory",
+  "VkShaderModule",
+  "VkPipeline",
+  "VkPipelineLayout",
+  "VkPipelineCache",
+  "VkDescriptorSetLayout",
+  "VkDescriptorPool",
+  "VkDescriptorSet",
+  "VkCommandPool",
+  "VkFence",
+  "VkSemaphore",
+  "VkQueryPool",
+  "VkSampler",
+  "VkDebugUtilsMessengerEXT",
 ] as const;
 
 const PRIMITIVES: Record<string, string> = {
-  void: "void", char: "char", float: "float", double: "double", int: "int", size_t: "size_t",
-  uint8_t: "uint8_t", int32_t: "int32_t", uint32_t: "uint32_t", int64_t: "int64_t", uint64_t: "uint64_t",
-  VkDeviceSize: "uint64_t", VkDeviceAddress: "uint64_t", VkBool32: "uint32_t", VkFlags: "uint32_t",
+  void: "void",
+  char: "char",
+  float: "float",
+  double: "double",
+  int: "int",
+  size_t: "size_t",
+  uint8_t: "uint8_t",
+  int32_t: "int32_t",
+  uint32_t: "uint32_t",
+  int64_t: "int64_t",
+  uint64_t: "uint64_t",
+  VkDeviceSize: "uint64_t",
+  VkDeviceAddress: "uint64_t",
+  VkBool32: "uint32_t",
+  VkFlags: "uint32_t",
 };
 
 const declared = new Map<string, TypeObject | string>();

@@ -1,7 +1,17 @@
 // The WebGPU executor: `@poot/executor`'s contract with promises where WebGPU is asynchronous (staging,
 // running, reading back). Weights are bound lazily, once per executor, and shared by every staged program.
 
-import { ExecutorError, storageOf, readWeight, schemaOf, type DeviceBytes, type ExecutorCaps, type ProgramSchema, type StageOptions, type WeightSource } from "@poot/executor";
+import {
+  ExecutorError,
+  storageOf,
+  readWeight,
+  schemaOf,
+  type DeviceBytes,
+  type ExecutorCaps,
+  type ProgramSchema,
+  type StageOptions,
+  type WeightSource,
+} from "@poot/executor";
 import { dtypeName, numel, storageBytes, validateGraph, type Graph, type Value } from "@poot/graph-ir";
 import type { WgpuBuffer } from "../buffers.js";
 import type { CompileOptions } from "@poot/graph-plan";
@@ -56,7 +66,11 @@ export class WgpuExecutor {
   bindWeights(source: WeightSource): void {
     this.#alive();
     this.#source = source;
-    for (const w of this.#weights.values()) void w.then((b) => b.destroy(), () => undefined);
+    for (const w of this.#weights.values())
+      void w.then(
+        (b) => b.destroy(),
+        () => undefined,
+      );
     this.#weights.clear();
     this.#weightBytes = 0;
     this.#epoch++;
@@ -80,7 +94,11 @@ export class WgpuExecutor {
     const name = options.name ?? "program";
     const schema = schemaOf(graph);
     for (const s of [...schema.slots.values(), ...schema.states.values(), ...schema.outputs.values()]) {
-      if (!(DTYPES as readonly string[]).includes(s.dtype)) throw new ExecutorError("unsupported-dtype", `dtype ${dtypeName(s.dtype)} is not held by the wgpu executor`, { program: name, key: "key" in s ? s.key : s.name });
+      if (!(DTYPES as readonly string[]).includes(s.dtype))
+        throw new ExecutorError("unsupported-dtype", `dtype ${dtypeName(s.dtype)} is not held by the wgpu executor`, {
+          program: name,
+          key: "key" in s ? s.key : s.name,
+        });
     }
     const p = await WgpuProgram.stage(this.#host, graph, schema, name, this.#compile);
     this.#programs.add(p);
@@ -95,7 +113,8 @@ export class WgpuExecutor {
 
   /** Device bytes held now. */
   deviceBytes(): DeviceBytes {
-    let state = 0, io = 0;
+    let state = 0,
+      io = 0;
     for (const s of this.#states) state += s.bytes;
     for (const p of this.#programs) io += p.ioBytes();
     return { weights: this.#weightBytes, state, io, total: this.#weightBytes + state + io };

@@ -2,7 +2,17 @@
 // imported by kernelgen and lowered to WGSL by codegen, bound once per StateSet and replayed as one Step.
 
 import type { TargetCode } from "@poot/codegen";
-import { ExecutorError, outputOf, storageOf, checkSlotData, elementBytes, viewLayout as rootLayout, viewRuns, type OutputData, type ProgramSchema } from "@poot/executor";
+import {
+  ExecutorError,
+  outputOf,
+  storageOf,
+  checkSlotData,
+  elementBytes,
+  viewLayout as rootLayout,
+  viewRuns,
+  type OutputData,
+  type ProgramSchema,
+} from "@poot/executor";
 import { numel, storageBytes, type Eqn, type Graph, type Value } from "@poot/graph-ir";
 import { compile, makeTarget, type CompileOptions, type Plan, type Program } from "@poot/graph-plan";
 import type { Kernel } from "@poot/kernel-dsl";
@@ -59,7 +69,10 @@ export class WgpuProgram {
   readonly #owned = new Map<number, WgpuBuffer>();
   // Copies of in-place operands, one per binding that needs it.
   readonly #snapshots: WgpuBuffer[] = [];
-  readonly #steps = new Map<WgpuStateSet | null, { step: Step; kernels: BoundKernel[]; epoch: number; outputs: Map<string, WgpuBuffer> }>();
+  readonly #steps = new Map<
+    WgpuStateSet | null,
+    { step: Step; kernels: BoundKernel[]; epoch: number; outputs: Map<string, WgpuBuffer> }
+  >();
   #prepared = -1;
   #producers: Map<number, Eqn> | undefined;
   #last: WgpuStateSet | null = null;
@@ -68,7 +81,14 @@ export class WgpuProgram {
 
   readonly #ident: string;
 
-  private constructor(host: ProgramHost, name: string, schema: ProgramSchema, program: Program, lowered: Lowered[], ident: string) {
+  private constructor(
+    host: ProgramHost,
+    name: string,
+    schema: ProgramSchema,
+    program: Program,
+    lowered: Lowered[],
+    ident: string,
+  ) {
     this.#host = host;
     this.#ident = ident;
     this.name = name;
@@ -78,11 +98,18 @@ export class WgpuProgram {
   }
 
   /** Compiles `graph` for the device and lowers every plan's kernel; buffers are made here, bind groups at first run. */
-  static async stage(host: ProgramHost, graph: Graph, schema: ProgramSchema, name: string, options: CompileOptions = {}): Promise<WgpuProgram> {
+  static async stage(
+    host: ProgramHost,
+    graph: Graph,
+    schema: ProgramSchema,
+    name: string,
+    options: CompileOptions = {},
+  ): Promise<WgpuProgram> {
     const caps = host.ctx.caps;
     const plan = planCaps(caps);
     const program = compile(graph, makeTarget({ kind: "wgpu", caps: plan }), options);
-    const synth = synthCapsFrom(plan), lower = codegenCaps(caps);
+    const synth = synthCapsFrom(plan),
+      lower = codegenCaps(caps);
     const lowered: Lowered[] = [];
     // Kernel names must be identifiers (they become WGSL entry points).
     const ident = name.replace(/[^A-Za-z0-9_]/g, "_").replace(/^(?=[0-9])/, "k");
@@ -94,12 +121,28 @@ export class WgpuProgram {
         k = planKernel(src, synth, `${ident}_p${i}_${p.op.toLowerCase()}`);
       } catch (e) {
         if (!(e instanceof KernelgenError)) throw e;
-        throw new WgpuError("unsupported-kernel", `plan ${i} (${p.op}, ${src.request.kind}, eqn ${p.eqn}) of ${name}: ${e.message}`, { operation: "stage", kernel: p.op, eqn: p.eqn });
+        throw new WgpuError(
+          "unsupported-kernel",
+          `plan ${i} (${p.op}, ${src.request.kind}, eqn ${p.eqn}) of ${name}: ${e.message}`,
+          { operation: "stage", kernel: p.op, eqn: p.eqn },
+        );
       }
-      lowered.push({ plan: p, kernel: k.kernel, code: lowerForWgpu(k.kernel, lower), grid: k.grid, uniforms: k.uniforms, bindings: k.bindings, ...(k.fallback !== undefined ? { fallback: k.fallback } : {}) });
+      lowered.push({
+        plan: p,
+        kernel: k.kernel,
+        code: lowerForWgpu(k.kernel, lower),
+        grid: k.grid,
+        uniforms: k.uniforms,
+        bindings: k.bindings,
+        ...(k.fallback !== undefined ? { fallback: k.fallback } : {}),
+      });
     });
     const prog = new WgpuProgram(host, name, schema, program, lowered, ident);
-    for (const s of schema.slots.values()) prog.#slots.set(s.key, await host.ctx.buffers.create("slot", s.size * elementBytes(s.dtype), `${name} slot ${s.key}`));
+    for (const s of schema.slots.values())
+      prog.#slots.set(
+        s.key,
+        await host.ctx.buffers.create("slot", s.size * elementBytes(s.dtype), `${name} slot ${s.key}`),
+      );
     return prog;
   }
 
@@ -112,17 +155,26 @@ export class WgpuProgram {
     const v = this.program.graph.values[root] as Value;
     const s = v.storage;
     switch (s.kind) {
-      case "const": return this.#host.weight(s.key, v, this.name);
-      case "slot": return this.#slots.get(s.key)!;
+      case "const":
+        return this.#host.weight(s.key, v, this.name);
+      case "slot":
+        return this.#slots.get(s.key)!;
       case "state":
-        if (state === null) throw new ExecutorError("unknown-state", "the program has state: pass a StateSet from createState()", { program: this.name });
+        if (state === null)
+          throw new ExecutorError("unknown-state", "the program has state: pass a StateSet from createState()", {
+            program: this.name,
+          });
         return state.buffer(s.key);
       case "computed":
       case "device": {
         let b = this.#owned.get(root);
         if (b === undefined) {
           const n = numel(v.shape);
-          b = await this.#host.ctx.buffers.create(s.kind === "computed" ? "weight" : "io", storageBytes(v.dtype, n), `${this.name} v${root}`);
+          b = await this.#host.ctx.buffers.create(
+            s.kind === "computed" ? "weight" : "io",
+            storageBytes(v.dtype, n),
+            `${this.name} v${root}`,
+          );
           if (s.kind === "computed") b.write(storageOf(v.dtype, n, s.data));
           this.#owned.set(root, b);
         }
@@ -155,7 +207,9 @@ export class WgpuProgram {
         }
         args[buffer] = { buffer: b, changes: true };
       }
-      out.push(await this.#host.ctx.bind({ kernel: l.kernel, code: l.code, grid: l.grid, args, uniforms: l.uniforms, before }));
+      out.push(
+        await this.#host.ctx.bind({ kernel: l.kernel, code: l.code, grid: l.grid, args, uniforms: l.uniforms, before }),
+      );
     }
     return out;
   }
@@ -174,14 +228,16 @@ export class WgpuProgram {
     // A state_out computed elsewhere than in place is copied into its State buffer after the step (donation).
     const after: PackCopy[] = [];
     for (const s of this.program.graph.states) {
-      const from = this.#root(s.output), to = this.#root(s.input);
+      const from = this.#root(s.output),
+        to = this.#root(s.input);
       if (from === to) continue;
       const dst = await this.#buffer(to, state);
       // A strided state_out (a slice of a concatenation) goes in by its contiguous runs: copies, not a kernel.
       const runs = this.#copyRuns(s.output, from);
       if (runs !== null) {
         const src = await this.#buffer(from, state);
-        for (const [at, to, bytes] of runs) after.push({ from: src.gpu, fromOffset: at, to: dst.gpu, toOffset: to, bytes });
+        for (const [at, to, bytes] of runs)
+          after.push({ from: src.gpu, fromOffset: at, to: dst.gpu, toOffset: to, bytes });
         continue;
       }
       const src = await this.#dense(s.output, state, kernels);
@@ -220,16 +276,32 @@ export class WgpuProgram {
     const root = this.#root(v);
     if (root === v) return this.#buffer(root, state);
     const l = viewLayout(g, v, (this.#producers ??= producersOf(g)));
-    if (l.root !== root) throw new WgpuError("internal", `value ${v} of ${this.name}: its view chain ends at ${l.root}, graph-plan aliases it to ${root}`, { operation: "stage" });
+    if (l.root !== root)
+      throw new WgpuError(
+        "internal",
+        `value ${v} of ${this.name}: its view chain ends at ${l.root}, graph-plan aliases it to ${root}`,
+        { operation: "stage" },
+      );
     if (isDensePrefix(g, v, l)) return this.#buffer(root, state);
     const val = g.values[v] as Value;
     let dense = this.#owned.get(v);
     if (dense === undefined) {
-      dense = await this.#host.ctx.buffers.create("io", storageBytes(val.dtype, numel(val.shape)), `${this.name} dense v${v}`);
+      dense = await this.#host.ctx.buffers.create(
+        "io",
+        storageBytes(val.dtype, numel(val.shape)),
+        `${this.name} dense v${v}`,
+      );
       this.#owned.set(v, dense);
     }
     const k = viewCopyKernel(g, v, l, synthCapsFrom(planCaps(this.#host.ctx.caps)), `${this.#ident}_view${v}`);
-    kernels.push(await this.#host.ctx.bind({ kernel: k.kernel, code: lowerForWgpu(k.kernel, codegenCaps(this.#host.ctx.caps)), grid: k.grid, args: { x: { buffer: await this.#buffer(root, state) }, y: { buffer: dense } } }));
+    kernels.push(
+      await this.#host.ctx.bind({
+        kernel: k.kernel,
+        code: lowerForWgpu(k.kernel, codegenCaps(this.#host.ctx.caps)),
+        grid: k.grid,
+        args: { x: { buffer: await this.#buffer(root, state) }, y: { buffer: dense } },
+      }),
+    );
     return dense;
   }
 
@@ -243,7 +315,12 @@ export class WgpuProgram {
   writeSlot(key: string, data: ArrayLike<number>): void {
     this.#alive();
     const spec = this.schema.slots.get(key);
-    if (spec === undefined) throw new ExecutorError("unknown-slot", `no slot "${key}" (slots: ${[...this.schema.slots.keys()].join(", ") || "none"})`, { program: this.name, key });
+    if (spec === undefined)
+      throw new ExecutorError(
+        "unknown-slot",
+        `no slot "${key}" (slots: ${[...this.schema.slots.keys()].join(", ") || "none"})`,
+        { program: this.name, key },
+      );
     checkSlotData(spec, data, this.name);
     this.#slots.get(key)!.write(storageOf(spec.dtype, spec.size, data));
     this.#written.add(key);
@@ -251,11 +328,21 @@ export class WgpuProgram {
 
   #checkState(state: WgpuStateSet | undefined): WgpuStateSet | null {
     if (this.schema.states.size === 0) return null;
-    if (state === undefined) throw new ExecutorError("unknown-state", `the program has ${this.schema.states.size} state(s): pass a StateSet from createState()`, { program: this.name });
-    if (!this.#host.ownsState(state)) throw new ExecutorError("unknown-state", "StateSet was not made by this executor", { program: this.name });
+    if (state === undefined)
+      throw new ExecutorError(
+        "unknown-state",
+        `the program has ${this.schema.states.size} state(s): pass a StateSet from createState()`,
+        { program: this.name },
+      );
+    if (!this.#host.ownsState(state))
+      throw new ExecutorError("unknown-state", "StateSet was not made by this executor", { program: this.name });
     for (const s of this.schema.states.values()) {
       const t = state.schema.states.get(s.key);
-      if (t === undefined || t.size !== s.size || t.dtype !== s.dtype) throw new ExecutorError("unknown-state", "StateSet layout differs from the program's", { program: this.name, key: s.key });
+      if (t === undefined || t.size !== s.size || t.dtype !== s.dtype)
+        throw new ExecutorError("unknown-state", "StateSet layout differs from the program's", {
+          program: this.name,
+          key: s.key,
+        });
     }
     return state;
   }
@@ -264,7 +351,8 @@ export class WgpuProgram {
   async run(state?: WgpuStateSet): Promise<void> {
     this.#alive();
     for (const key of this.schema.slots.keys()) {
-      if (!this.#written.has(key)) throw new ExecutorError("slot-unwritten", "slot was never written", { program: this.name, key });
+      if (!this.#written.has(key))
+        throw new ExecutorError("slot-unwritten", "slot was never written", { program: this.name, key });
     }
     const st = this.#checkState(state);
     await (await this.#stepFor(st)).submit();
@@ -275,7 +363,12 @@ export class WgpuProgram {
   async readOutput(name: string, into?: OutputData): Promise<OutputData> {
     this.#alive();
     const spec = this.schema.outputs.get(name);
-    if (spec === undefined) throw new ExecutorError("unknown-output", `no output "${name}" (outputs: ${[...this.schema.outputs.keys()].join(", ")})`, { program: this.name, key: name });
+    if (spec === undefined)
+      throw new ExecutorError(
+        "unknown-output",
+        `no output "${name}" (outputs: ${[...this.schema.outputs.keys()].join(", ")})`,
+        { program: this.name, key: name },
+      );
     const o = this.program.graph.outputs.find((x) => x.name === name)!;
     const buf = this.#steps.get(this.#last)?.outputs.get(name) ?? (await this.#buffer(this.#root(o.value), this.#last));
     return outputOf(spec.dtype, await buf.read(0, storageBytes(spec.dtype, spec.size)), spec.size, into);
@@ -293,7 +386,8 @@ export class WgpuProgram {
   /** Replays the captured step against the StateSet it was captured with. */
   async replay(): Promise<void> {
     this.#alive();
-    if (this.#captured === null) throw new ExecutorError("not-captured", "replay before capture", { program: this.name });
+    if (this.#captured === null)
+      throw new ExecutorError("not-captured", "replay before capture", { program: this.name });
     await (await this.#stepFor(this.#captured.state)).submit();
     this.#last = this.#captured.state;
   }

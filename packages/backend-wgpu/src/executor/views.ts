@@ -27,17 +27,28 @@ export function viewLayout(g: Graph, v: ValueId, producers: ReadonlyMap<ValueId,
   switch (e.op) {
     case "Reshape": {
       const dense = stridesOf(sv.shape);
-      return sv.shape.every((d, i) => d === 1 || src.strides[i] === dense[i]) ? { root: src.root, strides: stridesOf(val.shape), offset: src.offset } : own;
+      return sv.shape.every((d, i) => d === 1 || src.strides[i] === dense[i])
+        ? { root: src.root, strides: stridesOf(val.shape), offset: src.offset }
+        : own;
     }
     case "Transpose":
       return { root: src.root, strides: (e.params.perm as number[]).map((p) => src.strides[p]!), offset: src.offset };
     case "Slice": {
-      const start = e.params.start as number[], step = e.params.step as number[];
-      return { root: src.root, strides: src.strides.map((s, i) => s * step[i]!), offset: src.offset + start.reduce((a, x, i) => a + x * src.strides[i]!, 0) };
+      const start = e.params.start as number[],
+        step = e.params.step as number[];
+      return {
+        root: src.root,
+        strides: src.strides.map((s, i) => s * step[i]!),
+        offset: src.offset + start.reduce((a, x, i) => a + x * src.strides[i]!, 0),
+      };
     }
     default: {
       const pad = val.shape.length - sv.shape.length;
-      return { root: src.root, strides: val.shape.map((_, i) => (i < pad || sv.shape[i - pad] === 1 ? 0 : src.strides[i - pad]!)), offset: src.offset };
+      return {
+        root: src.root,
+        strides: val.shape.map((_, i) => (i < pad || sv.shape[i - pad] === 1 ? 0 : src.strides[i - pad]!)),
+        offset: src.offset,
+      };
     }
   }
 }
@@ -60,5 +71,14 @@ export function viewCopyKernel(g: Graph, v: ValueId, l: ViewLayout, caps: SynthC
   const dtype = val.dtype as ScalarDType;
   const shape = val.shape.length === 0 ? [1] : val.shape;
   const strides = val.shape.length === 0 ? [0] : l.strides;
-  return synthesizeElementwise({ name, shape, inputs: [{ name: "x", dtype, shape, strides, offset: l.offset }], nodes: [{ op: "leaf", name: "x" }], outputs: [{ name: "y", dtype, node: 0 }] }, caps);
+  return synthesizeElementwise(
+    {
+      name,
+      shape,
+      inputs: [{ name: "x", dtype, shape, strides, offset: l.offset }],
+      nodes: [{ op: "leaf", name: "x" }],
+      outputs: [{ name: "y", dtype, node: 0 }],
+    },
+    caps,
+  );
 }

@@ -4,7 +4,19 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from "node:worker_threads";
-import { ExecutorError, schemaOf, type DeviceBytes, type Executor, type ExecutorCaps, type OutputData, type ProgramSchema, type StageOptions, type StagedProgram, type StateSet, type WeightSource } from "@poot/executor";
+import {
+  ExecutorError,
+  schemaOf,
+  type DeviceBytes,
+  type Executor,
+  type ExecutorCaps,
+  type OutputData,
+  type ProgramSchema,
+  type StageOptions,
+  type StagedProgram,
+  type StateSet,
+  type WeightSource,
+} from "@poot/executor";
 import { isPacked, numel, storageBytes, validateGraph, type Graph } from "@poot/graph-ir";
 import { WgpuError } from "../errors.js";
 import type { OpenOptions, Reply, Request, WireError } from "./protocol.js";
@@ -21,8 +33,18 @@ export interface SyncWgpuOptions extends Partial<OpenOptions> {
 const PREFIX = /^\[[^\]]+\](?: program [^:]*:)?(?: "[^"]*":)? /;
 
 function rebuild(e: WireError): Error {
-  if (e.name === "ExecutorError" && e.code !== undefined) return new ExecutorError(e.code as ExecutorError["code"], e.message.replace(PREFIX, ""), (e.context ?? {}) as ExecutorError["context"]);
-  if (e.name === "WgpuError" && e.code !== undefined) return new WgpuError(e.code as WgpuError["code"], e.message.replace(/^[a-z-]+: /, ""), (e.context ?? {}) as WgpuError["context"]);
+  if (e.name === "ExecutorError" && e.code !== undefined)
+    return new ExecutorError(
+      e.code as ExecutorError["code"],
+      e.message.replace(PREFIX, ""),
+      (e.context ?? {}) as ExecutorError["context"],
+    );
+  if (e.name === "WgpuError" && e.code !== undefined)
+    return new WgpuError(
+      e.code as WgpuError["code"],
+      e.message.replace(/^[a-z-]+: /, ""),
+      (e.context ?? {}) as WgpuError["context"],
+    );
   const err = new Error(e.message);
   err.name = e.name;
   return err;
@@ -41,8 +63,14 @@ class Channel {
     this.#port = port1;
     this.#timeout = timeoutMs;
     // The worker runs built JavaScript: a dev-time `--conditions source` (vitest) would make it load .ts sources.
-    const execArgv = process.execArgv.filter((a, i, all) => !/^(--conditions|-C)(=|$)/.test(a) && !/^(--conditions|-C)$/.test(all[i - 1] ?? ""));
-    this.#worker = new Worker(url, { workerData: { signal: this.#signal.buffer, port: port2 }, transferList: [port2], execArgv });
+    const execArgv = process.execArgv.filter(
+      (a, i, all) => !/^(--conditions|-C)(=|$)/.test(a) && !/^(--conditions|-C)$/.test(all[i - 1] ?? ""),
+    );
+    this.#worker = new Worker(url, {
+      workerData: { signal: this.#signal.buffer, port: port2 },
+      transferList: [port2],
+      execArgv,
+    });
     // The worker must not keep the process alive once the executor is dropped.
     this.#worker.unref();
   }
@@ -51,14 +79,21 @@ class Channel {
     // 1 -> 0 only: a worker that failed to load leaves 2, which every later call reads as its error.
     Atomics.compareExchange(this.#signal, 0, 1, 0);
     this.#port.postMessage(r);
-    if (Atomics.wait(this.#signal, 0, 0, this.#timeout) === "timed-out") throw new WgpuError("device-lost", `the device worker did not answer ${r.op} within ${this.#timeout} ms`, { operation: r.op });
+    if (Atomics.wait(this.#signal, 0, 0, this.#timeout) === "timed-out")
+      throw new WgpuError("device-lost", `the device worker did not answer ${r.op} within ${this.#timeout} ms`, {
+        operation: r.op,
+      });
     if (Atomics.load(this.#signal, 0) === 2) {
       const failed = receiveMessageOnPort(this.#port) as { message: Reply } | undefined;
-      this.#failure ??= failed !== undefined && !failed.message.ok ? rebuild(failed.message.error) : new WgpuError("no-webgpu", "the device worker failed to start", { operation: r.op });
+      this.#failure ??=
+        failed !== undefined && !failed.message.ok
+          ? rebuild(failed.message.error)
+          : new WgpuError("no-webgpu", "the device worker failed to start", { operation: r.op });
       throw this.#failure;
     }
     const m = receiveMessageOnPort(this.#port) as { message: Reply } | undefined;
-    if (m === undefined) throw new WgpuError("device-lost", `the device worker signalled ${r.op} without a reply`, { operation: r.op });
+    if (m === undefined)
+      throw new WgpuError("device-lost", `the device worker signalled ${r.op} without a reply`, { operation: r.op });
     if (!m.message.ok) throw rebuild(m.message.error);
     return m.message.value;
   }
@@ -71,7 +106,13 @@ class Channel {
 
 class SyncStateSet implements StateSet {
   readonly bytes: number;
-  constructor(readonly ch: Channel, readonly sid: number, readonly schema: ProgramSchema, readonly lanes: number, private readonly onDispose: (s: SyncStateSet) => void) {
+  constructor(
+    readonly ch: Channel,
+    readonly sid: number,
+    readonly schema: ProgramSchema,
+    readonly lanes: number,
+    private readonly onDispose: (s: SyncStateSet) => void,
+  ) {
     let n = 0;
     for (const s of schema.states.values()) n += storageBytes(s.dtype, s.size);
     this.bytes = n;
@@ -83,7 +124,8 @@ class SyncStateSet implements StateSet {
     this.ch.call({ op: "stateWrite", sid: this.sid, key, data: Array.from(data) });
   }
   copyLanes(from: StateSet, fromLane: number, toLane: number, count = 1): void {
-    if (!(from instanceof SyncStateSet) || from.ch !== this.ch) throw new ExecutorError("unknown-state", "lanes copy only between StateSets of one executor", {});
+    if (!(from instanceof SyncStateSet) || from.ch !== this.ch)
+      throw new ExecutorError("unknown-state", "lanes copy only between StateSets of one executor", {});
     this.ch.call({ op: "copyLanes", sid: this.sid, from: from.sid, fromLane, toLane, count });
   }
   zero(): void {
@@ -97,23 +139,45 @@ class SyncStateSet implements StateSet {
 
 class SyncProgram implements StagedProgram {
   readonly #written = new Set<string>();
-  constructor(readonly exec: SyncWgpuExecutor, readonly ch: Channel, readonly pid: number, readonly name: string, readonly schema: ProgramSchema) {}
+  constructor(
+    readonly exec: SyncWgpuExecutor,
+    readonly ch: Channel,
+    readonly pid: number,
+    readonly name: string,
+    readonly schema: ProgramSchema,
+  ) {}
   createState(): StateSet {
     const r = this.ch.call({ op: "createState", pid: this.pid }) as { sid: number; lanes: number };
     return this.exec.track(new SyncStateSet(this.ch, r.sid, this.schema, r.lanes, (s) => this.exec.untrack(s)));
   }
   writeSlot(key: string, data: ArrayLike<number>): void {
-    this.ch.call({ op: "writeSlot", pid: this.pid, key, data: data instanceof Float32Array || data instanceof Int32Array || data instanceof Uint32Array ? data : Array.from(data) });
+    this.ch.call({
+      op: "writeSlot",
+      pid: this.pid,
+      key,
+      data:
+        data instanceof Float32Array || data instanceof Int32Array || data instanceof Uint32Array
+          ? data
+          : Array.from(data),
+    });
     this.#written.add(key);
   }
   /** The contract's checks that come before weights are read (slots written, State given), in its order. */
   #precheck(state: StateSet | undefined): void {
-    for (const key of this.schema.slots.keys()) if (!this.#written.has(key)) throw new ExecutorError("slot-unwritten", "slot was never written", { program: this.name, key });
-    if (this.schema.states.size > 0 && state === undefined) throw new ExecutorError("unknown-state", `the program has ${this.schema.states.size} state(s): pass a StateSet from createState()`, { program: this.name });
+    for (const key of this.schema.slots.keys())
+      if (!this.#written.has(key))
+        throw new ExecutorError("slot-unwritten", "slot was never written", { program: this.name, key });
+    if (this.schema.states.size > 0 && state === undefined)
+      throw new ExecutorError(
+        "unknown-state",
+        `the program has ${this.schema.states.size} state(s): pass a StateSet from createState()`,
+        { program: this.name },
+      );
   }
   #sid(state: StateSet | undefined): number | null {
     if (state === undefined) return null;
-    if (!(state instanceof SyncStateSet) || state.ch !== this.ch) throw new ExecutorError("unknown-state", "StateSet was not made by this executor", { program: this.name });
+    if (!(state instanceof SyncStateSet) || state.ch !== this.ch)
+      throw new ExecutorError("unknown-state", "StateSet was not made by this executor", { program: this.name });
     return state.sid;
   }
   run(state?: StateSet): void {
@@ -131,7 +195,10 @@ class SyncProgram implements StagedProgram {
     return got;
   }
   capture(state?: StateSet): boolean {
-    if (this.schema.states.size > 0 && state === undefined) throw new ExecutorError("unknown-state", "capture needs the StateSet the step runs against", { program: this.name });
+    if (this.schema.states.size > 0 && state === undefined)
+      throw new ExecutorError("unknown-state", "capture needs the StateSet the step runs against", {
+        program: this.name,
+      });
     const sid = this.#sid(state);
     this.exec.sendWeights(this);
     return this.ch.call({ op: "capture", pid: this.pid, sid }) as boolean;
@@ -147,9 +214,17 @@ class SyncProgram implements StagedProgram {
 
 /** The built worker: beside the bundled module in dist/, or the package's dist/ when running from src/sync/. */
 function defaultWorker(): URL {
-  const candidates = [new URL("./sync-worker.js", import.meta.url), new URL("../../dist/sync-worker.js", import.meta.url)];
+  const candidates = [
+    new URL("./sync-worker.js", import.meta.url),
+    new URL("../../dist/sync-worker.js", import.meta.url),
+  ];
   const found = candidates.find((u) => existsSync(fileURLToPath(u)));
-  if (found === undefined) throw new WgpuError("no-webgpu", "the device worker (dist/sync-worker.js) is not built: run `pnpm build`, or pass workerUrl", { operation: "createSyncWgpuExecutor" });
+  if (found === undefined)
+    throw new WgpuError(
+      "no-webgpu",
+      "the device worker (dist/sync-worker.js) is not built: run `pnpm build`, or pass workerUrl",
+      { operation: "createSyncWgpuExecutor" },
+    );
   return found;
 }
 
@@ -164,7 +239,10 @@ export class SyncWgpuExecutor implements Executor {
 
   constructor(options: SyncWgpuOptions = {}) {
     this.#ch = new Channel(options.workerUrl ?? defaultWorker(), options.timeoutMs ?? 600_000);
-    this.caps = this.#ch.call({ op: "open", options: { gpu: options.gpu ?? {}, device: options.device ?? {}, executor: options.executor ?? {} } }) as ExecutorCaps;
+    this.caps = this.#ch.call({
+      op: "open",
+      options: { gpu: options.gpu ?? {}, device: options.device ?? {}, executor: options.executor ?? {} },
+    }) as ExecutorCaps;
   }
 
   bindWeights(source: WeightSource): void {
@@ -179,11 +257,21 @@ export class SyncWgpuExecutor implements Executor {
     const missing = [...p.schema.consts.values()].filter((c) => !this.#sent.has(c.key));
     if (missing.length === 0) return;
     const source = this.#source;
-    if (source === null) throw new ExecutorError("unbound-weights", "the program reads weights: call bindWeights first", { program: p.name, key: missing[0]!.key });
+    if (source === null)
+      throw new ExecutorError("unbound-weights", "the program reads weights: call bindWeights first", {
+        program: p.name,
+        key: missing[0]!.key,
+      });
     const entries = missing.map((c) => {
       const d = source(c.key, { dtype: c.dtype, shape: c.shape });
       const want = isPacked(c.dtype) ? c.bytes : numel(c.shape);
-      if (d.length !== want) throw new ExecutorError("weight-mismatch", `weight source returned ${d.length} elements, expected ${want}`, { program: p.name, key: c.key, expected: want, actual: d.length });
+      if (d.length !== want)
+        throw new ExecutorError("weight-mismatch", `weight source returned ${d.length} elements, expected ${want}`, {
+          program: p.name,
+          key: c.key,
+          expected: want,
+          actual: d.length,
+        });
       return [c.key, d] as const;
     });
     this.#ch.call({ op: "weights", entries });

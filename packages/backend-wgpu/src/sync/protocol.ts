@@ -36,7 +36,14 @@ export type Request =
   | { readonly op: "disposeProgram"; readonly pid: number }
   | { readonly op: "stateRead"; readonly sid: number; readonly key: string }
   | { readonly op: "stateWrite"; readonly sid: number; readonly key: string; readonly data: ArrayLike<number> }
-  | { readonly op: "copyLanes"; readonly sid: number; readonly from: number; readonly fromLane: number; readonly toLane: number; readonly count: number }
+  | {
+      readonly op: "copyLanes";
+      readonly sid: number;
+      readonly from: number;
+      readonly fromLane: number;
+      readonly toLane: number;
+      readonly count: number;
+    }
   | { readonly op: "zero"; readonly sid: number }
   | { readonly op: "disposeState"; readonly sid: number }
   | { readonly op: "deviceBytes" }

@@ -13,7 +13,14 @@ import type { Reply, Request, WireError, WorkerInit } from "./protocol.js";
 function wire(e: unknown): WireError {
   if (e instanceof Error) {
     const x = e as Error & { code?: unknown; context?: unknown };
-    return { name: e.name, message: e.message, ...(typeof x.code === "string" ? { code: x.code } : {}), ...(typeof x.context === "object" && x.context !== null ? { context: { ...(x.context as Record<string, unknown>) } } : {}) };
+    return {
+      name: e.name,
+      message: e.message,
+      ...(typeof x.code === "string" ? { code: x.code } : {}),
+      ...(typeof x.context === "object" && x.context !== null
+        ? { context: { ...(x.context as Record<string, unknown>) } }
+        : {}),
+    };
   }
   return { name: "Error", message: String(e) };
 }
@@ -55,7 +62,8 @@ export function serveWorker(init: WorkerInit): void {
         // The caller sends each weight before the first run that reads it; a missing one is a caller bug.
         need().bindWeights((key) => {
           const d = weights.get(key);
-          if (d === undefined) throw new ExecutorError("unbound-weights", "weight was not sent to the device worker", { key });
+          if (d === undefined)
+            throw new ExecutorError("unbound-weights", "weight was not sent to the device worker", { key });
           return d;
         });
         return null;

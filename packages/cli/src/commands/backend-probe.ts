@@ -50,7 +50,13 @@ function probeCuda(): BackendStatus {
   } catch (err) {
     if (err instanceof cuda.CudaError && err.code === "no-driver") {
       const noDevice = /no CUDA device/.test(err.message);
-      return { name: "cuda", status: noDevice ? "no device" : "no driver", device: null, gpu: false, detail: err.message };
+      return {
+        name: "cuda",
+        status: noDevice ? "no device" : "no driver",
+        device: null,
+        gpu: false,
+        detail: err.message,
+      };
     }
     return { name: "cuda", status: "no device", device: null, gpu: false, detail: (err as Error).message };
   }
@@ -62,19 +68,39 @@ function probeRocm(rocmPath: string | undefined): BackendStatus {
   try {
     const hip = rocm.HipRuntime.open(rocmPath === undefined ? {} : { rocmPath });
     // Not `gpu: true`: auto must not pick a backend that cannot run a model yet.
-    return { name: "rocm", status: "available", device: hip.gcnArchName, gpu: false, detail: "HIP runtime and GPU found; the ROCm executor is not built yet (issue #24)" };
+    return {
+      name: "rocm",
+      status: "available",
+      device: hip.gcnArchName,
+      gpu: false,
+      detail: "HIP runtime and GPU found; the ROCm executor is not built yet (issue #24)",
+    };
   } catch (err) {
-    if (err instanceof rocm.RocmError && err.code === "no_runtime") return { name: "rocm", status: "no driver", device: null, gpu: false, detail: err.message };
+    if (err instanceof rocm.RocmError && err.code === "no_runtime")
+      return { name: "rocm", status: "no driver", device: null, gpu: false, detail: err.message };
     return { name: "rocm", status: "no device", device: null, gpu: false, detail: (err as Error).message };
   }
 }
 
 function probeVulkan(): BackendStatus {
   const r = loadedGpuModule("vulkan")!.probeVulkan();
-  if (!r.ok) return { name: "vulkan", status: /loader|libvulkan|INCOMPATIBLE_DRIVER/i.test(r.reason) ? "no driver" : "no device", device: null, gpu: false, detail: r.reason };
+  if (!r.ok)
+    return {
+      name: "vulkan",
+      status: /loader|libvulkan|INCOMPATIBLE_DRIVER/i.test(r.reason) ? "no driver" : "no device",
+      device: null,
+      gpu: false,
+      detail: r.reason,
+    };
   const best = r.devices.find((d) => d.type === "discrete") ?? r.devices.find((d) => d.type !== "cpu") ?? r.devices[0]!;
   const gpu = best.type !== "cpu";
-  return { name: "vulkan", status: "available", device: `${best.name} (${best.type})`, gpu, detail: gpu ? "" : "a CPU emulation: auto prefers the cpu backend" };
+  return {
+    name: "vulkan",
+    status: "available",
+    device: `${best.name} (${best.type})`,
+    gpu,
+    detail: gpu ? "" : "a CPU emulation: auto prefers the cpu backend",
+  };
 }
 
 async function probeWgpu(): Promise<BackendStatus> {
@@ -83,14 +109,40 @@ async function probeWgpu(): Promise<BackendStatus> {
   try {
     gpu = await wgpu.nodeGpu();
   } catch (err) {
-    return { name: "wgpu", status: "missing package", device: null, gpu: false, detail: `${(err as Error).message.split(":")[0]} (npm install webgpu)` };
+    return {
+      name: "wgpu",
+      status: "missing package",
+      device: null,
+      gpu: false,
+      detail: `${(err as Error).message.split(":")[0]} (npm install webgpu)`,
+    };
   }
   const adapter = await gpu.requestAdapter();
-  if (adapter === null) return { name: "wgpu", status: "no device", device: null, gpu: false, detail: "WebGPU offers no adapter (no GPU driver; on Linux Dawn needs Vulkan)" };
-  const info = adapter.info as { vendor: string; architecture: string; device: string; description: string; isFallbackAdapter?: boolean };
-  const emulated = info.isFallbackAdapter === true || info.architecture === "software" || /llvmpipe|swiftshader/i.test(info.device);
+  if (adapter === null)
+    return {
+      name: "wgpu",
+      status: "no device",
+      device: null,
+      gpu: false,
+      detail: "WebGPU offers no adapter (no GPU driver; on Linux Dawn needs Vulkan)",
+    };
+  const info = adapter.info as {
+    vendor: string;
+    architecture: string;
+    device: string;
+    description: string;
+    isFallbackAdapter?: boolean;
+  };
+  const emulated =
+    info.isFallbackAdapter === true || info.architecture === "software" || /llvmpipe|swiftshader/i.test(info.device);
   const device = info.description || info.device || info.vendor || "WebGPU adapter";
-  return { name: "wgpu", status: "available", device, gpu: !emulated, detail: emulated ? "a CPU emulation: auto prefers the cpu backend" : "" };
+  return {
+    name: "wgpu",
+    status: "available",
+    device,
+    gpu: !emulated,
+    detail: emulated ? "a CPU emulation: auto prefers the cpu backend" : "",
+  };
 }
 
 /** The status of one backend; never throws for a missing package, driver or device. */
@@ -110,7 +162,12 @@ export async function resolveAuto(): Promise<{ readonly backend: string; readonl
   const tried: BackendStatus[] = [];
   for (const name of AUTO_ORDER) {
     // Dawn runs on Vulkan on Linux: when Vulkan sees only an emulation, WebGPU would too.
-    if (name === "wgpu" && os.platform() === "linux" && tried.some((t) => t.name === "vulkan" && t.status === "available")) continue;
+    if (
+      name === "wgpu" &&
+      os.platform() === "linux" &&
+      tried.some((t) => t.name === "vulkan" && t.status === "available")
+    )
+      continue;
     const st = await probeBackend(name);
     tried.push(st);
     if (st.status === "available" && st.gpu) return { backend: name, tried };

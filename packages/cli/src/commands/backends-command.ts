@@ -13,7 +13,8 @@ export const backendsCommand: CommandModule = {
       .option("--json", "print one JSON object: { auto, backends: [{ name, status, device, gpu, detail }] }")
       .action(async (o: { json?: boolean }) => {
         const statuses: BackendStatus[] = [];
-        for (const name of Object.keys(BACKEND_ROLES).filter((n) => n !== "auto")) statuses.push(await probeBackend(name));
+        for (const name of Object.keys(BACKEND_ROLES).filter((n) => n !== "auto"))
+          statuses.push(await probeBackend(name));
         const auto = (await resolveAuto()).backend;
         if (o.json === true) {
           io.out(`${JSON.stringify({ auto, backends: statuses }, null, 1)}\n`);

@@ -20,10 +20,17 @@ export const executorSettings: { threads?: number } = {};
  * Executor factories by backend name, given the compile options of executors that compile (the eval backends
  * ignore them). The GPU backends are optional packages: their modules are imported by {@link loadBackend} first.
  */
-export const EXECUTORS: Readonly<Record<string, (compile: CompileOptions, cache: LoweringCache | undefined) => Executor>> = {
+export const EXECUTORS: Readonly<
+  Record<string, (compile: CompileOptions, cache: LoweringCache | undefined) => Executor>
+> = {
   // codegen's Wasm SIMD kernels on worker_threads (one per core) over one shared memory; a step is one fused region.
   // Native GEMVs (prebuilt, decision 0952) serve the contractions they can; POOT_CPU_NATIVE=0 runs Wasm only.
-  cpu: (compile) => createCpuExecutor({ compile, native: process.env["POOT_CPU_NATIVE"] !== "0", ...(executorSettings.threads === undefined ? {} : { threads: executorSettings.threads }) }),
+  cpu: (compile) =>
+    createCpuExecutor({
+      compile,
+      native: process.env["POOT_CPU_NATIVE"] !== "0",
+      ...(executorSettings.threads === undefined ? {} : { threads: executorSettings.threads }),
+    }),
   eval: () => createEvalExecutor(),
   // The literal oracle: graph-ir's `evaluate` every step, nothing folded (slow; for checking and baselines).
   "eval-reference": () => createEvalExecutor({ foldWeights: false }),
@@ -31,21 +38,29 @@ export const EXECUTORS: Readonly<Record<string, (compile: CompileOptions, cache:
   // (very slow; checks the whole Program: plans, buffers, synthesized and imported kernels).
   interp: (compile) => createInterpExecutor({ compile }),
   // Vulkan through libvulkan.so.1; the loader picks the driver (VK_DRIVER_FILES selects one, e.g. lavapipe).
-  vulkan: (compile, cache) => gpuModule("vulkan").createVulkanExecutor({ compile, ...(cache !== undefined ? { cache } : {}) }),
+  vulkan: (compile, cache) =>
+    gpuModule("vulkan").createVulkanExecutor({ compile, ...(cache !== undefined ? { cache } : {}) }),
   // WebGPU through Dawn (the Vulkan loader finds drivers through VK_DRIVER_FILES, e.g. lavapipe): the fused
   // Program graph-plan compiles for the device's wgpu target (decision 0702).
   wgpu: (compile) => gpuModule("wgpu").createSyncWgpuExecutor({ executor: { compile } }),
   // NVIDIA GPUs through the CUDA driver (libcuda.so.1 via koffi; no toolkit needed). Decode steps replay as CUDA
   // graphs; JIT-compiled kernels are cached on disk under the OS temp folder.
   cuda: (compile, cache) =>
-    gpuModule("cuda").createCudaExecutor({ cacheDir: path.join(os.tmpdir(), "poot-cuda-cache"), compile, ...(cache !== undefined ? { cache } : {}) }),
+    gpuModule("cuda").createCudaExecutor({
+      cacheDir: path.join(os.tmpdir(), "poot-cuda-cache"),
+      compile,
+      ...(cache !== undefined ? { cache } : {}),
+    }),
   // AMD GPUs through HIP (libamdhip64 via koffi; ROCM_PATH names the ROCm root). Only the runtime, code object
   // metadata and kernel arguments exist so far: opening it reports a missing runtime or device, else says so.
   rocm: () => {
     const rocm = gpuModule("rocm");
     const rocmPath = process.env["ROCM_PATH"];
     const hip = rocm.HipRuntime.open(rocmPath === undefined ? {} : { rocmPath });
-    throw new CliError("command-failed", `--backend rocm: found the HIP runtime and a ${hip.gcnArchName} GPU, but the ROCm executor is not built yet (issue #24); use --backend vulkan or cpu`);
+    throw new CliError(
+      "command-failed",
+      `--backend rocm: found the HIP runtime and a ${hip.gcnArchName} GPU, but the ROCm executor is not built yet (issue #24); use --backend vulkan or cpu`,
+    );
   },
 };
 
@@ -64,7 +79,9 @@ export async function loadBackend(name: string, command: string): Promise<void> 
  * `lowered`); none when `POOT_CACHE_DIR` is `off`. Warnings (a corrupted entry rebuilt) go to `warn`.
  */
 export function loweringCache(warn: (message: string) => void): LoweringCache | undefined {
-  const dir = process.env["POOT_CACHE_DIR"] ?? path.join(process.env["XDG_CACHE_HOME"] ?? path.join(os.homedir(), ".cache"), "poot");
+  const dir =
+    process.env["POOT_CACHE_DIR"] ??
+    path.join(process.env["XDG_CACHE_HOME"] ?? path.join(os.homedir(), ".cache"), "poot");
   return dir === "off" ? undefined : new LoweringCache({ dir: path.join(dir, "lowered"), warn });
 }
 
@@ -72,9 +89,19 @@ export function loweringCache(warn: (message: string) => void): LoweringCache | 
  * A fresh executor for `--backend name` (compiling with `compile`; lowering through `cache` on the backends that
  * run the shared staged program), or a CliError listing the available ones.
  */
-export function createExecutor(name: string, command: string, compile: CompileOptions = {}, cache?: LoweringCache): Executor {
+export function createExecutor(
+  name: string,
+  command: string,
+  compile: CompileOptions = {},
+  cache?: LoweringCache,
+): Executor {
   const make = EXECUTORS[name];
-  if (make === undefined) throw new CliError("bad-input", `unknown backend "${name}" (available: ${BACKEND_NAMES.join(", ")}; \`poot backends\` shows which work here)`, { command });
+  if (make === undefined)
+    throw new CliError(
+      "bad-input",
+      `unknown backend "${name}" (available: ${BACKEND_NAMES.join(", ")}; \`poot backends\` shows which work here)`,
+      { command },
+    );
   try {
     return make(compile, cache);
   } catch (err) {
@@ -90,27 +117,52 @@ export function backendFailure(name: string, command: string, err: unknown): unk
   if (err instanceof CliError || !(err instanceof Error)) return err;
   const code = (err as { code?: unknown }).code;
   const result = (err as { context?: { result?: unknown } }).context?.result;
-  const fail = (what: string, todo: string) => new CliError("command-failed", `--backend ${name}: ${what} (${err.message.split("\n")[0]}); ${todo}`, { command });
+  const fail = (what: string, todo: string) =>
+    new CliError("command-failed", `--backend ${name}: ${what} (${err.message.split("\n")[0]}); ${todo}`, { command });
   switch (err.name) {
     case "CudaError":
-      if (code === "no-driver") return fail("needs an NVIDIA GPU and its driver (libcuda.so.1)", "install the NVIDIA driver or use --backend cpu");
+      if (code === "no-driver")
+        return fail(
+          "needs an NVIDIA GPU and its driver (libcuda.so.1)",
+          "install the NVIDIA driver or use --backend cpu",
+        );
       if (result === 2) return fail("the GPU is out of memory", "use a smaller model or --context, or --backend cpu");
       return fail("the CUDA driver failed", "check `nvidia-smi`, or use --backend cpu");
     case "RocmError":
-      if (code === "no_runtime") return fail("needs an AMD GPU and the ROCm runtime (libamdhip64)", "install ROCm (ROCM_PATH names its root) or use --backend cpu");
+      if (code === "no_runtime")
+        return fail(
+          "needs an AMD GPU and the ROCm runtime (libamdhip64)",
+          "install ROCm (ROCM_PATH names its root) or use --backend cpu",
+        );
       if (code === "no_device") return fail("no AMD GPU", "check `rocminfo`, or use --backend cpu");
       return fail("the HIP runtime failed", "use --backend cpu");
     case "VulkanError":
-      if (code === "loader-missing" || /INCOMPATIBLE_DRIVER/.test(err.message)) return fail("no Vulkan loader (libvulkan.so.1)", "install libvulkan1 and a Vulkan driver, or use --backend cpu");
-      if (code === "no-device") return fail("no Vulkan device", "install a Vulkan driver (VK_DRIVER_FILES selects one), or use --backend cpu");
-      if (code === "device-lost") return fail("the Vulkan device was lost", "run again; if it repeats, update the driver or use --backend cpu");
-      if (code === "out-of-memory" || code === "no-memory-type") return fail("the device is out of memory", "use a smaller model or --context, or --backend cpu");
+      if (code === "loader-missing" || /INCOMPATIBLE_DRIVER/.test(err.message))
+        return fail(
+          "no Vulkan loader (libvulkan.so.1)",
+          "install libvulkan1 and a Vulkan driver, or use --backend cpu",
+        );
+      if (code === "no-device")
+        return fail("no Vulkan device", "install a Vulkan driver (VK_DRIVER_FILES selects one), or use --backend cpu");
+      if (code === "device-lost")
+        return fail("the Vulkan device was lost", "run again; if it repeats, update the driver or use --backend cpu");
+      if (code === "out-of-memory" || code === "no-memory-type")
+        return fail("the device is out of memory", "use a smaller model or --context, or --backend cpu");
       return fail("Vulkan failed", "use --backend cpu");
     case "WgpuError":
-      if (code === "no-webgpu") return fail("WebGPU (the optional `webgpu` package) is not available", "npm install webgpu, or use --backend cpu");
-      if (code === "no-adapter") return fail("no WebGPU adapter", "install a GPU driver (Vulkan on Linux), or use --backend cpu");
+      if (code === "no-webgpu")
+        return fail(
+          "WebGPU (the optional `webgpu` package) is not available",
+          "npm install webgpu, or use --backend cpu",
+        );
+      if (code === "no-adapter")
+        return fail("no WebGPU adapter", "install a GPU driver (Vulkan on Linux), or use --backend cpu");
       if (code === "device-lost") return fail("the WebGPU device was lost", "run again, or use --backend cpu");
-      if (code === "out-of-memory" || code === "limit-exceeded") return fail("the device is out of memory or over its limits", "use a smaller model or --context, or --backend cpu");
+      if (code === "out-of-memory" || code === "limit-exceeded")
+        return fail(
+          "the device is out of memory or over its limits",
+          "use a smaller model or --context, or --backend cpu",
+        );
       return fail("WebGPU failed", "use --backend cpu");
     case "CpuError":
       if (code === "out-of-memory") return fail("out of memory", "use a smaller model or --context");
@@ -154,6 +206,9 @@ export function findDemoModel(from: string = path.dirname(fileURLToPath(import.m
 /** The `--horizontal-fusion` flag as a compile option (decision 0402), or a CliError naming the choices. */
 export function horizontalFusion(text: string | undefined, command: string): CompileOptions {
   if (text === undefined) return {};
-  if (text !== "grouped" && text !== "shared-epilogue") throw new CliError("bad-input", `--horizontal-fusion must be grouped or shared-epilogue, got "${text}"`, { command });
+  if (text !== "grouped" && text !== "shared-epilogue")
+    throw new CliError("bad-input", `--horizontal-fusion must be grouped or shared-epilogue, got "${text}"`, {
+      command,
+    });
   return { horizontalFusion: text };
 }

@@ -27,11 +27,17 @@ export async function measureBandwidth(threads: number, ms = 600): Promise<Bandw
   const go = new SharedArrayBuffer(8);
   const flag = new Int32Array(go);
   const bytes = 64 << 20;
-  const workers = Array.from({ length: threads }, () => new Worker(PROBE, { eval: true, workerData: { bytes, ms, go } }));
-  const done = workers.map((w) => new Promise<{ bytes: number; ms: number }>((resolve, reject) => {
-    w.once("message", resolve);
-    w.once("error", reject);
-  }));
+  const workers = Array.from(
+    { length: threads },
+    () => new Worker(PROBE, { eval: true, workerData: { bytes, ms, go } }),
+  );
+  const done = workers.map(
+    (w) =>
+      new Promise<{ bytes: number; ms: number }>((resolve, reject) => {
+        w.once("message", resolve);
+        w.once("error", reject);
+      }),
+  );
   // Start every thread together once each has touched its buffers, so the copies overlap.
   while (Atomics.load(flag, 1) < threads) await new Promise((r) => setTimeout(r, 5));
   Atomics.store(flag, 0, 1);

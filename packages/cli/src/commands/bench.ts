@@ -7,7 +7,14 @@ import { CpuExecutor } from "@poot/backend-cpu";
 import { measureBandwidth } from "./bandwidth.js";
 import { CliError } from "../errors.js";
 import { BACKEND_NAMES, createExecutor, horizontalFusion, loweringCache, measureFloorBandwidth } from "./backends.js";
-import { createDevices, describePlacement, engineDevices, placementOptions, planPlacement, type PlacementFlags } from "@poot/serve";
+import {
+  createDevices,
+  describePlacement,
+  engineDevices,
+  placementOptions,
+  planPlacement,
+  type PlacementFlags,
+} from "@poot/serve";
 import type { CommandModule } from "./index.js";
 import { parseNumber } from "./numbers.js";
 import { progressBar } from "./progress.js";
@@ -48,7 +55,12 @@ export interface BenchReport {
   /** The paged KV layout the runtime traced the decode graph with (one sequence: `lanes` is 1, `--batch 1`). */
   readonly kvLayout: PagedLayout;
   /** Device bytes after the runs (weights, state, io). */
-  readonly deviceBytes: { readonly weights: number; readonly state: number; readonly io: number; readonly total: number };
+  readonly deviceBytes: {
+    readonly weights: number;
+    readonly state: number;
+    readonly io: number;
+    readonly total: number;
+  };
   /** Median milliseconds from the prompt to the first token's logits (the whole prefill). */
   readonly timeToFirstTokenMs: number;
   /**
@@ -86,7 +98,12 @@ export interface BandwidthFloor {
 /** The floor of a decode step that reads `bytesPerToken` at `copyGBps`, against its measured ms per token. */
 export function bandwidthFloor(copyGBps: number, bytesPerToken: number, decodeMsPerToken: number): BandwidthFloor {
   const floorMsPerToken = (bytesPerToken / (copyGBps * 1e9)) * 1e3;
-  return { copyGBps, floorMsPerToken, fractionOfFloor: floorMsPerToken / decodeMsPerToken, decodeGBps: bytesPerToken / (decodeMsPerToken * 1e-3) / 1e9 };
+  return {
+    copyGBps,
+    floorMsPerToken,
+    fractionOfFloor: floorMsPerToken / decodeMsPerToken,
+    decodeGBps: bytesPerToken / (decodeMsPerToken * 1e-3) / 1e9,
+  };
 }
 
 function median(xs: readonly number[]): number {
@@ -99,117 +116,216 @@ function median(xs: readonly number[]): number {
 export const bench: CommandModule = {
   name: "bench",
   register: (program, io) => {
-    placementOptions(program
-      .command("bench"))
+    placementOptions(program.command("bench"))
       .description("time prefill and decode on a backend (median of several runs)")
       .argument("<model>", "a Hugging Face model folder or a .gguf file")
       .option("--backend <name>", `where to run: ${BACKEND_NAMES.join(" | ")}`, "auto")
       .option("--prompt-tokens <n>", "prompt length (random ids, seeded)", "128")
-      .option("--gen-tokens <n>", "tokens to generate (greedy, EOS ignored; decode rates count the steps after the first)", "64")
+      .option(
+        "--gen-tokens <n>",
+        "tokens to generate (greedy, EOS ignored; decode rates count the steps after the first)",
+        "64",
+      )
       .option("--runs <n>", "timed runs after one warm-up", "3")
       .option("--weights <kind>", "HF folders: f32 or bf16", "f32")
       .option("--prefill-chunk <n>", "largest prefill step in tokens (a power of two)", "64")
       .option("--horizontal-fusion <mode>", "grouped (default: q/k/v as one dispatch) | shared-epilogue (a baseline)")
       .option("--json", "print JSON instead of a table")
-      .action(async (model: string, o: PlacementFlags & { backend: string; promptTokens: string; genTokens: string; runs: string; weights: string; prefillChunk: string; horizontalFusion?: string; json?: boolean }) => {
-        const P = parseNumber("--prompt-tokens", o.promptTokens, "int", "bench");
-        const G = parseNumber("--gen-tokens", o.genTokens, "int", "bench");
-        const runs = parseNumber("--runs", o.runs, "int", "bench");
-        const prefillChunk = parseNumber("--prefill-chunk", o.prefillChunk, "int", "bench");
-        if (P < 1 || G < 2 || runs < 1) throw new CliError("bad-input", "--prompt-tokens >= 1, --gen-tokens >= 2 and --runs >= 1 are required", { command: "bench" });
-        if (o.weights !== "f32" && o.weights !== "bf16") throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command: "bench" });
-        const weights: "f32" | "bf16" = o.weights;
-        const fusion = horizontalFusion(o.horizontalFusion, "bench");
-        const cache = loweringCache((m) => io.err(`${m}\n`));
-        const make = (n: string, c: string) => createExecutor(n, c, fusion, cache);
-        const plan = planPlacement(o, o.backend, model, weights, "bench", BACKEND_NAMES);
-        const placed = createDevices(plan, o.backend, "bench", make);
-        const executor = placed.executor;
-        let engine: Engine | null = null;
-        try {
-          const m = LoadedModel.open(model, { weights });
-          engine = new Engine(m, { executor, context: P + G, tokenizer: null, prefillChunk, maxSequences: 1, ...engineDevices(plan, placed, make) });
-          const e = engine;
-          const rng = new Rng(1);
-          const prompt = Array.from({ length: P }, () => Math.floor(rng.next() * e.config.vocabSize));
-          const bar = progressBar("bench  ", runs + 1);
-          const handoffs: number[] = [];
-          const pre: number[] = [], dec: number[] = [], ms: number[] = [], cpuPre: number[] = [], cpuDec: number[] = [], ttft: number[] = [], perToken: number[] = [], regs: number[] = [], natives: number[] = [];
-          let stateBytes = 0;
-          const cpu = executor instanceof CpuExecutor ? executor : null;
-          const dispatches = (): number | null => executor.dispatchesSubmitted?.() ?? null;
-          const cpuMs = () => {
-            const u = process.cpuUsage();
-            return (u.user + u.system) / 1000;
-          };
-          for (let r = 0; r <= runs; r++) {
-            const s = e.openSession();
-            const w0 = performance.now(), c0 = cpuMs();
-            let logits = s.step(prompt);
-            const w1p = performance.now(), c1p = cpuMs();
-            // Counter reads sit outside both timed intervals (on wgpu each is a worker round trip).
-            const d1 = dispatches(), r1 = cpu?.stats().regions, n1 = cpu?.stats().nativeDispatches, h1 = e.pipelineStats?.handoffs;
-            const w1 = performance.now(), c1 = cpuMs();
-            for (let k = 1; k < G; k++) logits = s.step([argmax(logits)]);
-            const w2 = performance.now(), c2 = cpuMs();
-            const d2 = dispatches(), r2 = cpu?.stats().regions, n2 = cpu?.stats().nativeDispatches, h2 = e.pipelineStats?.handoffs;
-            stateBytes = placed.devices.reduce((n, d) => n + d.executor.deviceBytes().state, 0);
-            s.release();
-            bar?.update(r + 1);
-            // Run 0 warms up (stages programs, binds weights).
-            if (r === 0) continue;
-            if (d1 !== null && d2 !== null) perToken.push((d2 - d1) / (G - 1));
-            if (r1 !== undefined && r2 !== undefined) regs.push((r2 - r1) / (G - 1));
-            if (h1 !== undefined && h2 !== undefined) handoffs.push((h2 - h1) / (G - 1));
-            if (n1 !== undefined && n2 !== undefined) natives.push((n2 - n1) / (G - 1));
-            pre.push((P / (w1p - w0)) * 1000);
-            dec.push(((G - 1) / (w2 - w1)) * 1000);
-            ms.push((w2 - w1) / (G - 1));
-            ttft.push(w1p - w0);
-            cpuPre.push((P / (c1p - c0)) * 1000);
-            cpuDec.push(((G - 1) / (c2 - c1)) * 1000);
+      .action(
+        async (
+          model: string,
+          o: PlacementFlags & {
+            backend: string;
+            promptTokens: string;
+            genTokens: string;
+            runs: string;
+            weights: string;
+            prefillChunk: string;
+            horizontalFusion?: string;
+            json?: boolean;
+          },
+        ) => {
+          const P = parseNumber("--prompt-tokens", o.promptTokens, "int", "bench");
+          const G = parseNumber("--gen-tokens", o.genTokens, "int", "bench");
+          const runs = parseNumber("--runs", o.runs, "int", "bench");
+          const prefillChunk = parseNumber("--prefill-chunk", o.prefillChunk, "int", "bench");
+          if (P < 1 || G < 2 || runs < 1)
+            throw new CliError("bad-input", "--prompt-tokens >= 1, --gen-tokens >= 2 and --runs >= 1 are required", {
+              command: "bench",
+            });
+          if (o.weights !== "f32" && o.weights !== "bf16")
+            throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command: "bench" });
+          const weights: "f32" | "bf16" = o.weights;
+          const fusion = horizontalFusion(o.horizontalFusion, "bench");
+          const cache = loweringCache((m) => io.err(`${m}\n`));
+          const make = (n: string, c: string) => createExecutor(n, c, fusion, cache);
+          const plan = planPlacement(o, o.backend, model, weights, "bench", BACKEND_NAMES);
+          const placed = createDevices(plan, o.backend, "bench", make);
+          const executor = placed.executor;
+          let engine: Engine | null = null;
+          try {
+            const m = LoadedModel.open(model, { weights });
+            engine = new Engine(m, {
+              executor,
+              context: P + G,
+              tokenizer: null,
+              prefillChunk,
+              maxSequences: 1,
+              ...engineDevices(plan, placed, make),
+            });
+            const e = engine;
+            const rng = new Rng(1);
+            const prompt = Array.from({ length: P }, () => Math.floor(rng.next() * e.config.vocabSize));
+            const bar = progressBar("bench  ", runs + 1);
+            const handoffs: number[] = [];
+            const pre: number[] = [],
+              dec: number[] = [],
+              ms: number[] = [],
+              cpuPre: number[] = [],
+              cpuDec: number[] = [],
+              ttft: number[] = [],
+              perToken: number[] = [],
+              regs: number[] = [],
+              natives: number[] = [];
+            let stateBytes = 0;
+            const cpu = executor instanceof CpuExecutor ? executor : null;
+            const dispatches = (): number | null => executor.dispatchesSubmitted?.() ?? null;
+            const cpuMs = () => {
+              const u = process.cpuUsage();
+              return (u.user + u.system) / 1000;
+            };
+            for (let r = 0; r <= runs; r++) {
+              const s = e.openSession();
+              const w0 = performance.now(),
+                c0 = cpuMs();
+              let logits = s.step(prompt);
+              const w1p = performance.now(),
+                c1p = cpuMs();
+              // Counter reads sit outside both timed intervals (on wgpu each is a worker round trip).
+              const d1 = dispatches(),
+                r1 = cpu?.stats().regions,
+                n1 = cpu?.stats().nativeDispatches,
+                h1 = e.pipelineStats?.handoffs;
+              const w1 = performance.now(),
+                c1 = cpuMs();
+              for (let k = 1; k < G; k++) logits = s.step([argmax(logits)]);
+              const w2 = performance.now(),
+                c2 = cpuMs();
+              const d2 = dispatches(),
+                r2 = cpu?.stats().regions,
+                n2 = cpu?.stats().nativeDispatches,
+                h2 = e.pipelineStats?.handoffs;
+              stateBytes = placed.devices.reduce((n, d) => n + d.executor.deviceBytes().state, 0);
+              s.release();
+              bar?.update(r + 1);
+              // Run 0 warms up (stages programs, binds weights).
+              if (r === 0) continue;
+              if (d1 !== null && d2 !== null) perToken.push((d2 - d1) / (G - 1));
+              if (r1 !== undefined && r2 !== undefined) regs.push((r2 - r1) / (G - 1));
+              if (h1 !== undefined && h2 !== undefined) handoffs.push((h2 - h1) / (G - 1));
+              if (n1 !== undefined && n2 !== undefined) natives.push((n2 - n1) / (G - 1));
+              pre.push((P / (w1p - w0)) * 1000);
+              dec.push(((G - 1) / (w2 - w1)) * 1000);
+              ms.push((w2 - w1) / (G - 1));
+              ttft.push(w1p - w0);
+              cpuPre.push((P / (c1p - c0)) * 1000);
+              cpuDec.push(((G - 1) / (c2 - c1)) * 1000);
+            }
+            bar?.stop();
+            if (perToken.some((d) => d !== perToken[0]))
+              throw new CliError(
+                "command-failed",
+                `dispatches per decode token differ between runs: ${perToken.join(", ")}`,
+                { command: "bench" },
+              );
+            // Every device's bytes: a split model holds weights and State on each.
+            const deviceBytes = placed.devices
+              .map((d) => d.executor.deviceBytes())
+              .reduce((a, b) => ({
+                weights: a.weights + b.weights,
+                state: a.state + b.state,
+                io: a.io + b.io,
+                total: a.total + b.total,
+              }));
+            // The State holds `context` = P + G positions; the timed steps read positions up to P + 1 ... P + G - 1.
+            const meanLive = P + G / 2;
+            const bytesPerToken = deviceBytes.weights + (stateBytes / (P + G)) * meanLive;
+            const decodeMsPerToken = median(ms);
+            // The floor: the device's own copy bandwidth (CUDA), or the host's for the CPU backend; measured now.
+            const copyGBps =
+              cpu !== null
+                ? (await measureBandwidth(os.availableParallelism())).bytesPerSecond / 1e9
+                : measureFloorBandwidth(executor);
+            const report: BenchReport = {
+              model,
+              backend: o.backend,
+              promptTokens: P,
+              genTokens: G,
+              runs,
+              prefillTokS: median(pre),
+              decodeTokS: median(dec),
+              decodeMsPerToken,
+              prefillTokPerCpuS: median(cpuPre),
+              decodeTokPerCpuS: median(cpuDec),
+              stageMs: e.stats.stageMs,
+              decodeDispatchesPerToken: perToken[0] ?? null,
+              kvLayout: e.paged,
+              regionsPerToken: regs.length > 0 ? median(regs) : null,
+              cpuKernels: cpu === null ? null : cpuKernels(cpu, natives),
+              loadAverage: os.loadavg()[0]!,
+              deviceBytes,
+              timeToFirstTokenMs: median(ttft),
+              bytesPerToken,
+              placement: plan === null ? null : { ...e.placementReport()!, measuredHandoffsPerToken: median(handoffs) },
+              paging: e.pagerStats === null || e.pagerStats.pageIns === 0 ? null : { ...e.pagerStats },
+              floor: copyGBps === null ? null : bandwidthFloor(copyGBps, bytesPerToken, decodeMsPerToken),
+            };
+            if (o.json === true) io.out(`${JSON.stringify(report, null, 2)}\n`);
+            else {
+              io.out(`model ${model} on ${o.backend}: prompt ${P}, generate ${G}, median of ${runs}\n`);
+              io.out(
+                `  prefill ${report.prefillTokS.toFixed(2)} tok/s (${report.prefillTokPerCpuS.toFixed(2)} per CPU-second)\n`,
+              );
+              io.out(`  time to first token ${report.timeToFirstTokenMs.toFixed(2)} ms\n`);
+              io.out(
+                `  decode  ${report.decodeTokS.toFixed(2)} tok/s (${report.decodeMsPerToken.toFixed(3)} ms/token; ${report.decodeTokPerCpuS.toFixed(2)} per CPU-second)${report.decodeDispatchesPerToken !== null ? `, ${report.decodeDispatchesPerToken} dispatches/token${report.regionsPerToken !== null ? ` in ${report.regionsPerToken} region(s)` : ""}` : ""}\n`,
+              );
+              if (report.cpuKernels !== null) io.out(`  kernels ${report.cpuKernels}\n`);
+              if (report.placement !== null)
+                io.out(
+                  `${describePlacement(report.placement)
+                    .map((l) => `  ${l}`)
+                    .join("\n")}\n  hand-offs counted: ${report.placement.measuredHandoffsPerToken} per decode token\n`,
+                );
+              const pg = report.paging;
+              if (pg !== null)
+                io.out(
+                  `  paging: ${pg.pageIns} page-ins (${(pg.pageInBytes / 1e6).toFixed(1)} MB read), ${pg.pageOuts} page-outs, ${pg.stallMs.toFixed(0)} ms stalled on page-ins\n`,
+                );
+              io.out(`  bytes/token ${(report.bytesPerToken / 1e6).toFixed(1)} MB (weights + live KV)\n`);
+              const f = report.floor;
+              if (f !== null)
+                io.out(
+                  `  floor: copy ${f.copyGBps.toFixed(0)} GB/s -> ${f.floorMsPerToken.toFixed(3)} ms/token; decode reads ${f.decodeGBps.toFixed(f.decodeGBps < 10 ? 2 : 0)} GB/s = ${(100 * f.fractionOfFloor).toFixed(1)}% of the floor\n`,
+                );
+              io.out(
+                `  load average ${report.loadAverage.toFixed(2)}, staging ${report.stageMs.toFixed(0)} ms, device bytes ${report.deviceBytes.total} (weights ${report.deviceBytes.weights}, state ${report.deviceBytes.state})\n`,
+              );
+            }
+          } catch (err) {
+            if (err instanceof ModelError)
+              throw new CliError(err.code === "io" ? "file-unreadable" : "bad-input", err.message, {
+                command: "bench",
+                file: err.file ?? model,
+              });
+            if (err instanceof RuntimeError)
+              throw new CliError("bad-input", err.message, { command: "bench", file: model });
+            throw err;
+          } finally {
+            engine?.close();
+            placed.dispose();
           }
-          bar?.stop();
-          if (perToken.some((d) => d !== perToken[0])) throw new CliError("command-failed", `dispatches per decode token differ between runs: ${perToken.join(", ")}`, { command: "bench" });
-          // Every device's bytes: a split model holds weights and State on each.
-          const deviceBytes = placed.devices.map((d) => d.executor.deviceBytes()).reduce((a, b) => ({ weights: a.weights + b.weights, state: a.state + b.state, io: a.io + b.io, total: a.total + b.total }));
-          // The State holds `context` = P + G positions; the timed steps read positions up to P + 1 ... P + G - 1.
-          const meanLive = P + G / 2;
-          const bytesPerToken = deviceBytes.weights + (stateBytes / (P + G)) * meanLive;
-          const decodeMsPerToken = median(ms);
-          // The floor: the device's own copy bandwidth (CUDA), or the host's for the CPU backend; measured now.
-          const copyGBps = cpu !== null ? (await measureBandwidth(os.availableParallelism())).bytesPerSecond / 1e9 : measureFloorBandwidth(executor);
-          const report: BenchReport = {
-            model, backend: o.backend, promptTokens: P, genTokens: G, runs,
-            prefillTokS: median(pre), decodeTokS: median(dec), decodeMsPerToken, prefillTokPerCpuS: median(cpuPre), decodeTokPerCpuS: median(cpuDec), stageMs: e.stats.stageMs,
-            decodeDispatchesPerToken: perToken[0] ?? null, kvLayout: e.paged, regionsPerToken: regs.length > 0 ? median(regs) : null, cpuKernels: cpu === null ? null : cpuKernels(cpu, natives), loadAverage: os.loadavg()[0]!, deviceBytes,
-            timeToFirstTokenMs: median(ttft), bytesPerToken,
-            placement: plan === null ? null : { ...e.placementReport()!, measuredHandoffsPerToken: median(handoffs) },
-            paging: e.pagerStats === null || e.pagerStats.pageIns === 0 ? null : { ...e.pagerStats }, floor: copyGBps === null ? null : bandwidthFloor(copyGBps, bytesPerToken, decodeMsPerToken),
-          };
-          if (o.json === true) io.out(`${JSON.stringify(report, null, 2)}\n`);
-          else {
-            io.out(`model ${model} on ${o.backend}: prompt ${P}, generate ${G}, median of ${runs}\n`);
-            io.out(`  prefill ${report.prefillTokS.toFixed(2)} tok/s (${report.prefillTokPerCpuS.toFixed(2)} per CPU-second)\n`);
-            io.out(`  time to first token ${report.timeToFirstTokenMs.toFixed(2)} ms\n`);
-            io.out(`  decode  ${report.decodeTokS.toFixed(2)} tok/s (${report.decodeMsPerToken.toFixed(3)} ms/token; ${report.decodeTokPerCpuS.toFixed(2)} per CPU-second)${report.decodeDispatchesPerToken !== null ? `, ${report.decodeDispatchesPerToken} dispatches/token${report.regionsPerToken !== null ? ` in ${report.regionsPerToken} region(s)` : ""}` : ""}\n`);
-            if (report.cpuKernels !== null) io.out(`  kernels ${report.cpuKernels}\n`);
-            if (report.placement !== null) io.out(`${describePlacement(report.placement).map((l) => `  ${l}`).join("\n")}\n  hand-offs counted: ${report.placement.measuredHandoffsPerToken} per decode token\n`);
-            const pg = report.paging;
-            if (pg !== null) io.out(`  paging: ${pg.pageIns} page-ins (${(pg.pageInBytes / 1e6).toFixed(1)} MB read), ${pg.pageOuts} page-outs, ${pg.stallMs.toFixed(0)} ms stalled on page-ins\n`);
-            io.out(`  bytes/token ${(report.bytesPerToken / 1e6).toFixed(1)} MB (weights + live KV)\n`);
-            const f = report.floor;
-            if (f !== null) io.out(`  floor: copy ${f.copyGBps.toFixed(0)} GB/s -> ${f.floorMsPerToken.toFixed(3)} ms/token; decode reads ${f.decodeGBps.toFixed(f.decodeGBps < 10 ? 2 : 0)} GB/s = ${(100 * f.fractionOfFloor).toFixed(1)}% of the floor\n`);
-            io.out(`  load average ${report.loadAverage.toFixed(2)}, staging ${report.stageMs.toFixed(0)} ms, device bytes ${report.deviceBytes.total} (weights ${report.deviceBytes.weights}, state ${report.deviceBytes.state})\n`);
-          }
-        } catch (err) {
-          if (err instanceof ModelError) throw new CliError(err.code === "io" ? "file-unreadable" : "bad-input", err.message, { command: "bench", file: err.file ?? model });
-          if (err instanceof RuntimeError) throw new CliError("bad-input", err.message, { command: "bench", file: model });
-          throw err;
-        } finally {
-          engine?.close();
-          placed.dispose();
-        }
-      });
+        },
+      );
   },
 };

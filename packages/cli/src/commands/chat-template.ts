@@ -11,7 +11,10 @@ function readMessages(file: string): ChatMessage[] {
   try {
     text = readFileSync(file, "utf8");
   } catch (err) {
-    throw new CliError("file-unreadable", `cannot read ${file}: ${(err as Error).message}`, { command: "chat-template", file });
+    throw new CliError("file-unreadable", `cannot read ${file}: ${(err as Error).message}`, {
+      command: "chat-template",
+      file,
+    });
   }
   let json: unknown;
   try {
@@ -19,8 +22,20 @@ function readMessages(file: string): ChatMessage[] {
   } catch (err) {
     throw new CliError("bad-input", `${file}: not JSON: ${(err as Error).message}`, { command: "chat-template", file });
   }
-  const ok = Array.isArray(json) && json.every((m) => typeof m === "object" && m !== null && typeof (m as ChatMessage).role === "string" && typeof (m as ChatMessage).content === "string");
-  if (!ok) throw new CliError("bad-input", `${file}: expected a JSON array of {"role": string, "content": string}`, { command: "chat-template", file });
+  const ok =
+    Array.isArray(json) &&
+    json.every(
+      (m) =>
+        typeof m === "object" &&
+        m !== null &&
+        typeof (m as ChatMessage).role === "string" &&
+        typeof (m as ChatMessage).content === "string",
+    );
+  if (!ok)
+    throw new CliError("bad-input", `${file}: expected a JSON array of {"role": string, "content": string}`, {
+      command: "chat-template",
+      file,
+    });
   return json as ChatMessage[];
 }
 
@@ -36,7 +51,9 @@ export const chatTemplate: CommandModule = {
       .option("--no-generation-prompt", "do not append the assistant turn header")
       .action((model: string, options: { messages: string; generationPrompt: boolean }) => {
         const messages = readMessages(options.messages);
-        const text = withModelErrors("chat-template", model, () => loadTokenizer(model).applyChatTemplate(messages, { addGenerationPrompt: options.generationPrompt }));
+        const text = withModelErrors("chat-template", model, () =>
+          loadTokenizer(model).applyChatTemplate(messages, { addGenerationPrompt: options.generationPrompt }),
+        );
         // Printed exactly as rendered (no newline added), so it can be piped into a tokenizer.
         io.out(text);
       });

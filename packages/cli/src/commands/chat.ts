@@ -46,16 +46,28 @@ export const chat: CommandModule = {
       .option("--weights <kind>", "HF folders: f32 or bf16", "f32")
       .action(async (modelArg: string | undefined, o: ChatOptions) => {
         const model = modelArg ?? findDemoModel();
-        if (model === null) throw new CliError("file-unreadable", "no MODEL given and the demo model is not installed", { command: "chat" });
-        if (o.weights !== "f32" && o.weights !== "bf16") throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command: "chat" });
+        if (model === null)
+          throw new CliError("file-unreadable", "no MODEL given and the demo model is not installed", {
+            command: "chat",
+          });
+        if (o.weights !== "f32" && o.weights !== "bf16")
+          throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command: "chat" });
         const gen: GenerateOptions = generateOptions({ ...o, prompt: "", target: "cpu" }, "chat");
         const executor = createExecutor(o.backend, "chat");
         const m = LoadedModel.open(model, { weights: o.weights });
         const tok = loadTokenizer(model);
-        const context = o.context === undefined ? Math.min(m.config.maxPositions, 2048) : parseNumber("--context", o.context, "int", "chat");
+        const context =
+          o.context === undefined
+            ? Math.min(m.config.maxPositions, 2048)
+            : parseNumber("--context", o.context, "int", "chat");
         const engine = new Engine(m, { executor, context, tokenizer: tok, maxSequences: 1 });
-        const messages: { role: string; content: string }[] = o.system === undefined ? [] : [{ role: "system", content: o.system }];
-        const rl = readline.createInterface({ input: process.stdin, output: process.stderr, terminal: process.stdin.isTTY === true });
+        const messages: { role: string; content: string }[] =
+          o.system === undefined ? [] : [{ role: "system", content: o.system }];
+        const rl = readline.createInterface({
+          input: process.stdin,
+          output: process.stderr,
+          terminal: process.stdin.isTTY === true,
+        });
         let answering = false;
         let stop = false;
         let closed = false;
@@ -82,7 +94,9 @@ export const chat: CommandModule = {
           wake = null;
           return queued.shift() ?? null;
         };
-        io.err(`poot chat: ${model} on ${o.autoBackend === true ? "auto: " : ""}${o.backend} (context ${context}); /exit leaves, Ctrl-C stops an answer\n`);
+        io.err(
+          `poot chat: ${model} on ${o.autoBackend === true ? "auto: " : ""}${o.backend} (context ${context}); /exit leaves, Ctrl-C stops an answer\n`,
+        );
         try {
           for (;;) {
             if (process.stdin.isTTY === true) rl.setPrompt("> "), rl.prompt();
@@ -91,9 +105,17 @@ export const chat: CommandModule = {
             if (line.trim() === "") continue;
             messages.push({ role: "user", content: line });
             const ids = tok.encode(tok.applyChatTemplate(messages), { addSpecial: false });
-            if (ids.length >= context) throw new CliError("bad-input", `the conversation has ${ids.length} tokens; the context holds ${context} (-c)`, { command: "chat" });
+            if (ids.length >= context)
+              throw new CliError(
+                "bad-input",
+                `the conversation has ${ids.length} tokens; the context holds ${context} (-c)`,
+                { command: "chat" },
+              );
             const session = engine.openSession();
-            const it = generate(engine, session, ids, { ...gen, maxTokens: Math.min(gen.maxTokens, context - ids.length) });
+            const it = generate(engine, session, ids, {
+              ...gen,
+              maxTokens: Math.min(gen.maxTokens, context - ids.length),
+            });
             answering = true;
             stop = false;
             let answer = "";

@@ -16,9 +16,21 @@ export interface PlacedOn {
 }
 
 /** An engine sized for `tokens` positions; it owns `m` from now on (closing the engine closes the model). */
-function engineFor(m: LoadedModel, executor: Executor, tokens: number, compileGraph?: CompileGraph, placed: PlacedOn = {}): Engine {
+function engineFor(
+  m: LoadedModel,
+  executor: Executor,
+  tokens: number,
+  compileGraph?: CompileGraph,
+  placed: PlacedOn = {},
+): Engine {
   const context = Math.max(2, Math.min(m.config.maxPositions, tokens));
-  return new Engine(m, { executor, context, maxSequences: 1, ...(compileGraph === undefined ? {} : { compileGraph }), ...placed });
+  return new Engine(m, {
+    executor,
+    context,
+    maxSequences: 1,
+    ...(compileGraph === undefined ? {} : { compileGraph }),
+    ...placed,
+  });
 }
 
 /** The prompt's logits [T, V] from one prefill step of T tokens. Closes `m`. */
@@ -35,7 +47,15 @@ export function executorLogits(m: LoadedModel, executor: Executor, ids: readonly
  * Greedy ids after the prompt (at most `maxTokens`, stopping after a `stop` id), staging `compileGraph(graph)`
  * instead of each traced graph when given, with the blocks where `placed` says. Closes `m`.
  */
-export function executorGreedy(m: LoadedModel, executor: Executor, ids: readonly number[], maxTokens: number, stop: readonly number[], compileGraph?: CompileGraph, placed: PlacedOn = {}): number[] {
+export function executorGreedy(
+  m: LoadedModel,
+  executor: Executor,
+  ids: readonly number[],
+  maxTokens: number,
+  stop: readonly number[],
+  compileGraph?: CompileGraph,
+  placed: PlacedOn = {},
+): number[] {
   const engine = engineFor(m, executor, ids.length + maxTokens, compileGraph, placed);
   try {
     const s = engine.openSession();

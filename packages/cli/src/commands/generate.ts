@@ -12,8 +12,7 @@ import { openForForward, parseIds, withModelErrors, type ForwardOptions } from "
 export const generate: CommandModule = {
   name: "generate",
   register: (program, io) => {
-    placementOptions(program
-      .command("generate"))
+    placementOptions(program.command("generate"))
       .description("generate tokens after a prompt with the KV cache; prints the new ids as JSON")
       .argument("<model>", "a Hugging Face model folder or a .gguf file")
       .requiredOption("--ids <ids>", "comma-separated prompt token ids")
@@ -27,14 +26,28 @@ export const generate: CommandModule = {
       .action((model: string, options: GenerateOptions & PlacementFlags) => {
         const ids = parseIds(options.ids, "generate");
         const n = Number(options.maxTokens);
-        if (!Number.isSafeInteger(n) || n < 1) throw new CliError("bad-input", `--max-tokens must be a positive integer, got "${options.maxTokens}"`, { command: "generate" });
-        if (options.greedy !== true) throw new CliError("bad-input", "only greedy decoding is available: pass --greedy", { command: "generate" });
+        if (!Number.isSafeInteger(n) || n < 1)
+          throw new CliError("bad-input", `--max-tokens must be a positive integer, got "${options.maxTokens}"`, {
+            command: "generate",
+          });
+        if (options.greedy !== true)
+          throw new CliError("bad-input", "only greedy decoding is available: pass --greedy", { command: "generate" });
         const compileGraph = options.compiled === true ? compiler(options.target, model) : undefined;
         const make = (n: string, c: string) => createExecutor(n, c);
-        const plan = planPlacement(options, options.backend, model, options.weights === "bf16" ? "bf16" : "f32", "generate", BACKEND_NAMES);
+        const plan = planPlacement(
+          options,
+          options.backend,
+          model,
+          options.weights === "bf16" ? "bf16" : "f32",
+          "generate",
+          BACKEND_NAMES,
+        );
         // The eval backend runs the model's own forward, unless compiled programs or a placement are asked for:
         // those are staged on executors (eval's evaluates each composite op by its reference semantics).
-        const placed = options.backend === "eval" && compileGraph === undefined && plan === null ? null : createDevices(plan, options.backend, "generate", make);
+        const placed =
+          options.backend === "eval" && compileGraph === undefined && plan === null
+            ? null
+            : createDevices(plan, options.backend, "generate", make);
         let m: ReturnType<typeof openForForward>;
         try {
           m = openForForward("generate", model, options);
@@ -44,7 +57,11 @@ export const generate: CommandModule = {
         }
         try {
           const stop = options.ignoreEos === true ? [] : m.config.eosTokenIds;
-          const gen = withModelErrors("generate", model, () => (placed === null ? m.generate(ids, n, stop).ids : executorGreedy(m, placed.executor, ids, n, stop, compileGraph, engineDevices(plan, placed, make))));
+          const gen = withModelErrors("generate", model, () =>
+            placed === null
+              ? m.generate(ids, n, stop).ids
+              : executorGreedy(m, placed.executor, ids, n, stop, compileGraph, engineDevices(plan, placed, make)),
+          );
           io.out(`${JSON.stringify(gen)}\n`);
         } finally {
           if (placed === null) m.close();
@@ -54,16 +71,27 @@ export const generate: CommandModule = {
   },
 };
 
-type GenerateOptions = ForwardOptions & { ids: string; maxTokens: string; greedy?: boolean; ignoreEos?: boolean; compiled?: boolean; target: string };
+type GenerateOptions = ForwardOptions & {
+  ids: string;
+  maxTokens: string;
+  greedy?: boolean;
+  ignoreEos?: boolean;
+  compiled?: boolean;
+  target: string;
+};
 
 /** graph-plan's compile for `--target`, with planner refusals as one-line CLI errors naming the model. */
 function compiler(target: string, model: string): CompileGraph {
-  if (!(BACKEND_KINDS as readonly string[]).includes(target)) throw new CliError("bad-input", `--target must be one of ${BACKEND_KINDS.join(", ")}, got "${target}"`, { command: "generate" });
+  if (!(BACKEND_KINDS as readonly string[]).includes(target))
+    throw new CliError("bad-input", `--target must be one of ${BACKEND_KINDS.join(", ")}, got "${target}"`, {
+      command: "generate",
+    });
   return (g, mode) => {
     try {
       return compile(g, defaultTarget(target as BackendKind), { mode });
     } catch (err) {
-      if (err instanceof PlanError) throw new CliError("command-failed", err.message, { command: "generate", file: model });
+      if (err instanceof PlanError)
+        throw new CliError("command-failed", err.message, { command: "generate", file: model });
       throw err;
     }
   };

@@ -8,7 +8,12 @@ type VulkanModule = typeof import("@poot/backend-vulkan");
 type WgpuModule = typeof import("@poot/backend-wgpu/node");
 
 /** The package each GPU backend lives in. */
-export const GPU_PACKAGES = { cuda: "@poot/backend-cuda", rocm: "@poot/backend-rocm", vulkan: "@poot/backend-vulkan", wgpu: "@poot/backend-wgpu" } as const;
+export const GPU_PACKAGES = {
+  cuda: "@poot/backend-cuda",
+  rocm: "@poot/backend-rocm",
+  vulkan: "@poot/backend-vulkan",
+  wgpu: "@poot/backend-wgpu",
+} as const;
 
 /** A GPU backend name. */
 export type GpuBackend = keyof typeof GPU_PACKAGES;
@@ -49,14 +54,18 @@ export async function loadGpuModule(name: GpuBackend): Promise<GpuLoad> {
   } catch (err) {
     const pkg = missingPackage(err);
     if (pkg === null) throw err;
-    return { ok: false, reason: `the package ${pkg} is not installed (npm install ${pkg === "a dependency" ? GPU_PACKAGES[name] : pkg})` };
+    return {
+      ok: false,
+      reason: `the package ${pkg} is not installed (npm install ${pkg === "a dependency" ? GPU_PACKAGES[name] : pkg})`,
+    };
   }
 }
 
 /** A loaded GPU backend's module; throws a CliError when {@link loadGpuModule} has not loaded it. */
 export function gpuModule<K extends GpuBackend>(name: K): GpuModules[K] {
   const mod = loaded[name];
-  if (mod === undefined) throw new CliError("command-failed", `--backend ${name}: the package ${GPU_PACKAGES[name]} is not loaded`);
+  if (mod === undefined)
+    throw new CliError("command-failed", `--backend ${name}: the package ${GPU_PACKAGES[name]} is not loaded`);
   return mod as GpuModules[K];
 }
 

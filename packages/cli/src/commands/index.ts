@@ -40,5 +40,32 @@ export interface CommandModule {
  * The built-in subcommands, in the order `poot --help` lists them. Add a command by writing
  * `src/commands/<name>.ts` that exports a {@link CommandModule} and listing it here.
  */
-export const commands: readonly CommandModule[] = [run, chat, serveCommand((name, command) => createExecutor(name, command, {}, loweringCache((m) => process.stderr.write(`${m}
-`))), BACKEND_NAMES), bench, ir, logits, generate, tokenize, chatTemplate, trace, compileCommand, kernelsCommand, backendsCommand, pull, list];
+export const commands: readonly CommandModule[] = [
+  run,
+  chat,
+  serveCommand(
+    (name, command) =>
+      createExecutor(
+        name,
+        command,
+        {},
+        loweringCache((m) =>
+          process.stderr.write(`${m}
+`),
+        ),
+      ),
+    BACKEND_NAMES,
+  ),
+  bench,
+  ir,
+  logits,
+  generate,
+  tokenize,
+  chatTemplate,
+  trace,
+  compileCommand,
+  kernelsCommand,
+  backendsCommand,
+  pull,
+  list,
+];

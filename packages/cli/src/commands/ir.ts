@@ -18,7 +18,10 @@ export const ir: CommandModule = {
         try {
           text = readFileSync(file, "utf8");
         } catch (err) {
-          throw new CliError("file-unreadable", `cannot read ${file}: ${(err as Error).message}`, { command: "ir", file });
+          throw new CliError("file-unreadable", `cannot read ${file}: ${(err as Error).message}`, {
+            command: "ir",
+            file,
+          });
         }
         let graph;
         try {

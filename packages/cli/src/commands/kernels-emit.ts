@@ -1,7 +1,14 @@
 // The kernels of a compiled Program lowered for one codegen target: each plan's kernel from kernelgen's
 // `planKernel` (imported or synthesized, the same mapping the executors use), then the target's `lower`.
 import { CodegenError, TARGETS, type DeviceCaps as CodegenCaps, type TargetCode, type TargetName } from "@poot/codegen";
-import { compile, defaultTarget, PlanError, type BackendKind, type DeviceCaps as PlanCaps, type Program } from "@poot/graph-plan";
+import {
+  compile,
+  defaultTarget,
+  PlanError,
+  type BackendKind,
+  type DeviceCaps as PlanCaps,
+  type Program,
+} from "@poot/graph-plan";
 import type { Graph } from "@poot/graph-ir";
 import { KernelgenError, planKernel, synthCapsFrom } from "@poot/kernelgen";
 import type { ElemType, Kernel } from "@poot/kernel-dsl";
@@ -11,7 +18,13 @@ import { CliError, invariant } from "../errors.js";
 export const KERNEL_TARGETS: readonly TargetName[] = ["wgsl", "ptx", "spirv", "amdgpu", "wasm"];
 
 /** The backend kind whose default caps each target's kernels are planned for. */
-export const BACKEND_OF: Readonly<Record<TargetName, BackendKind>> = { wgsl: "wgpu", ptx: "cuda", spirv: "vulkan", amdgpu: "rocm", wasm: "cpu" };
+export const BACKEND_OF: Readonly<Record<TargetName, BackendKind>> = {
+  wgsl: "wgpu",
+  ptx: "cuda",
+  spirv: "vulkan",
+  amdgpu: "rocm",
+  wasm: "cpu",
+};
 
 /** The planner caps of `target`: the backend kind's defaults, with one-lane subgroups for Wasm (decision 0920). */
 export function planCapsFor(target: TargetName): { kind: BackendKind; overrides: Partial<PlanCaps> } {
@@ -71,7 +84,10 @@ export function emitKernels(program: Program, target: TargetName, file: string):
   const t = program.target;
   invariant(t.kind !== "aie", "poot kernels plans for GPU-like targets only");
   // As the CUDA executor plans them: attention may split over the KV length, with a combine dispatch (decision 0804).
-  const synth = { ...synthCapsFrom(t.caps), ...(target === "ptx" ? { splitAttention: true, splitBlockGemv: true } : {}) };
+  const synth = {
+    ...synthCapsFrom(t.caps),
+    ...(target === "ptx" ? { splitAttention: true, splitBlockGemv: true } : {}),
+  };
   const caps = codegenCaps(target, t.caps);
   const byName = new Map<string, EmittedKernel>();
   const byIr = new Map<string, EmittedKernel>();
@@ -82,7 +98,10 @@ export function emitKernels(program: Program, target: TargetName, file: string):
     try {
       const k = planKernel(src, synth, synthName);
       const name = src.provenance === "imported" && k.fallback === undefined ? src.name : synthName;
-      for (const [stem, kernel] of [[name, k.kernel], ...(k.then === undefined ? [] : [[`${name}_combine`, k.then.kernel] as const])] as const) {
+      for (const [stem, kernel] of [
+        [name, k.kernel],
+        ...(k.then === undefined ? [] : [[`${name}_combine`, k.then.kernel] as const]),
+      ] as const) {
         // Plans of repeated layers get the same kernel under another name: keep the first, list the plans.
         const key = JSON.stringify({ ...kernel, name: "" });
         const seen = byName.get(stem) ?? byIr.get(key);
@@ -96,7 +115,10 @@ export function emitKernels(program: Program, target: TargetName, file: string):
       }
     } catch (err) {
       if (err instanceof KernelgenError || err instanceof CodegenError) {
-        throw new CliError("command-failed", `plan ${i} (${plan.op}, eqn ${plan.eqn}) for ${target}: ${err.message}`, { command: "kernels", file });
+        throw new CliError("command-failed", `plan ${i} (${plan.op}, eqn ${plan.eqn}) for ${target}: ${err.message}`, {
+          command: "kernels",
+          file,
+        });
       }
       throw err;
     }

@@ -23,8 +23,13 @@ export const list: CommandModule = {
         }
         const w = Math.max(...models.map((m) => m.repoId.length));
         for (const m of models) {
-          const refs = Object.entries(m.refs).map(([r, c]) => `${r}=${c.slice(0, 8)}`).join(" ") || m.snapshots.map((s) => s.slice(0, 8)).join(" ");
-          io.out(`${m.repoId.padEnd(w)}  ${formatBytes(m.bytes).padStart(9)}  ${String(m.files).padStart(3)} files  ${refs}\n`);
+          const refs =
+            Object.entries(m.refs)
+              .map(([r, c]) => `${r}=${c.slice(0, 8)}`)
+              .join(" ") || m.snapshots.map((s) => s.slice(0, 8)).join(" ");
+          io.out(
+            `${m.repoId.padEnd(w)}  ${formatBytes(m.bytes).padStart(9)}  ${String(m.files).padStart(3)} files  ${refs}\n`,
+          );
         }
       });
   },

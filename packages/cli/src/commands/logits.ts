@@ -24,37 +24,67 @@ export const logits: CommandModule = {
       .option("--weights <kind>", "HF folders: f32 (model.safetensors) or bf16 (model.bf16.safetensors)", "f32")
       .option("--compiled", "evaluate the compiled (optimized) graph instead of the primitive one")
       .option("--target <kind>", `with --compiled: the target compiled for (${BACKEND_KINDS.join(" | ")})`, "cpu")
-      .action((model: string, options: ForwardOptions & { ids: string; out?: string; compiled?: boolean; target: string }) => {
-        const ids = parseIds(options.ids, "logits");
-        const m = openForForward("logits", model, options);
-        // Executor backends own the model through their engine; eval runs the model's own forward.
-        const executor = options.backend === "eval" || options.compiled === true ? null : createExecutor(options.backend, "logits");
-        try {
-          const out = withModelErrors("logits", model, () => (options.compiled === true ? compiledLogits(m, model, ids, options) : executor === null ? m.logits(ids) : executorLogits(m, executor, ids)));
-          const V = m.config.vocabSize, T = ids.length;
-          if (options.out !== undefined) {
-            try {
-              writeFileSync(options.out, new Uint8Array(out.buffer, out.byteOffset, out.byteLength));
-            } catch (err) {
-              throw new CliError("file-unreadable", `cannot write ${options.out}: ${(err as Error).message}`, { command: "logits", file: options.out });
+      .action(
+        (
+          model: string,
+          options: ForwardOptions & { ids: string; out?: string; compiled?: boolean; target: string },
+        ) => {
+          const ids = parseIds(options.ids, "logits");
+          const m = openForForward("logits", model, options);
+          // Executor backends own the model through their engine; eval runs the model's own forward.
+          const executor =
+            options.backend === "eval" || options.compiled === true ? null : createExecutor(options.backend, "logits");
+          try {
+            const out = withModelErrors("logits", model, () =>
+              options.compiled === true
+                ? compiledLogits(m, model, ids, options)
+                : executor === null
+                  ? m.logits(ids)
+                  : executorLogits(m, executor, ids),
+            );
+            const V = m.config.vocabSize,
+              T = ids.length;
+            if (options.out !== undefined) {
+              try {
+                writeFileSync(options.out, new Uint8Array(out.buffer, out.byteOffset, out.byteLength));
+              } catch (err) {
+                throw new CliError("file-unreadable", `cannot write ${options.out}: ${(err as Error).message}`, {
+                  command: "logits",
+                  file: options.out,
+                });
+              }
             }
+            let maxAbs = 0;
+            for (const x of out) maxAbs = Math.max(maxAbs, Math.abs(x));
+            const last = argmax(out.subarray((T - 1) * V));
+            io.out(
+              `logits f32[${T},${V}] max|x|=${maxAbs.toPrecision(6)} last-argmax=${last}${options.out === undefined ? "" : ` -> ${options.out}`}\n`,
+            );
+          } finally {
+            if (executor === null) m.close();
+            else executor.dispose();
           }
-          let maxAbs = 0;
-          for (const x of out) maxAbs = Math.max(maxAbs, Math.abs(x));
-          const last = argmax(out.subarray((T - 1) * V));
-          io.out(`logits f32[${T},${V}] max|x|=${maxAbs.toPrecision(6)} last-argmax=${last}${options.out === undefined ? "" : ` -> ${options.out}`}\n`);
-        } finally {
-          if (executor === null) m.close();
-          else executor.dispose();
-        }
-      });
+        },
+      );
   },
 };
 
 /** Prompt logits from the optimized graph of `--target`, evaluated with the composite ops' reference semantics. */
-function compiledLogits(m: LoadedModel, model: string, ids: readonly number[], options: ForwardOptions & { target: string }): Float32Array {
-  if (!(BACKEND_KINDS as readonly string[]).includes(options.target)) throw new CliError("bad-input", `--target must be one of ${BACKEND_KINDS.join(", ")}, got "${options.target}"`, { command: "logits" });
-  for (const id of ids) if (id >= m.config.vocabSize) throw new CliError("bad-input", `token id ${id} is outside the vocabulary [0, ${m.config.vocabSize})`, { command: "logits" });
+function compiledLogits(
+  m: LoadedModel,
+  model: string,
+  ids: readonly number[],
+  options: ForwardOptions & { target: string },
+): Float32Array {
+  if (!(BACKEND_KINDS as readonly string[]).includes(options.target))
+    throw new CliError("bad-input", `--target must be one of ${BACKEND_KINDS.join(", ")}, got "${options.target}"`, {
+      command: "logits",
+    });
+  for (const id of ids)
+    if (id >= m.config.vocabSize)
+      throw new CliError("bad-input", `token id ${id} is outside the vocabulary [0, ${m.config.vocabSize})`, {
+        command: "logits",
+      });
   const g = m.graph({ kind: "prefill", tokens: ids.length });
   let graph;
   try {
@@ -65,7 +95,11 @@ function compiledLogits(m: LoadedModel, model: string, ids: readonly number[], o
   }
   const ckpt = openCheckpoint(model, options.weights === "bf16" ? { fileName: "model.bf16.safetensors" } : {});
   try {
-    const r = evaluate(graph, { consts: checkpointConsts(ckpt), slots: { ids: Int32Array.from(ids) } }, { ops: PLAN_OPS });
+    const r = evaluate(
+      graph,
+      { consts: checkpointConsts(ckpt), slots: { ids: Int32Array.from(ids) } },
+      { ops: PLAN_OPS },
+    );
     return Float32Array.from(r.outputs.logits!.data as Float64Array);
   } finally {
     ckpt.close();

@@ -39,7 +39,9 @@ export function withModelErrors<T>(command: string, model: string, fn: () => T):
 /** Opens MODEL for a forward command after checking --backend and --weights. */
 export function openForForward(command: string, model: string, options: ForwardOptions): LoadedModel {
   if (!BACKENDS.includes(options.backend)) {
-    throw new CliError("bad-input", `unknown backend "${options.backend}" (available: ${BACKENDS.join(", ")})`, { command });
+    throw new CliError("bad-input", `unknown backend "${options.backend}" (available: ${BACKENDS.join(", ")})`, {
+      command,
+    });
   }
   if (options.weights !== "f32" && options.weights !== "bf16") {
     throw new CliError("bad-input", `--weights must be f32 or bf16, got "${options.weights}"`, { command });

@@ -8,7 +8,10 @@ import { findDemoModel } from "./backends.js";
 export function resolveModelArg(arg: string, command: string): string {
   if (arg === "demo") {
     const demo = findDemoModel();
-    if (demo === null) throw new CliError("file-unreadable", "the demo model (@poot/demo-model) is not installed next to the CLI", { command });
+    if (demo === null)
+      throw new CliError("file-unreadable", "the demo model (@poot/demo-model) is not installed next to the CLI", {
+        command,
+      });
     return demo;
   }
   return resolveModelName(arg, hubCacheDir(), command);
@@ -16,11 +19,18 @@ export function resolveModelArg(arg: string, command: string): string {
 
 /** The prompt from stdin (one trailing newline dropped); a CliError when stdin is a terminal or empty. */
 export async function readStdinPrompt(): Promise<string> {
-  if (process.stdin.isTTY === true) throw new CliError("bad-input", "no prompt: pass -p TEXT (--prompt), or pipe the prompt on stdin", { command: "run" });
+  if (process.stdin.isTTY === true)
+    throw new CliError("bad-input", "no prompt: pass -p TEXT (--prompt), or pipe the prompt on stdin", {
+      command: "run",
+    });
   const chunks: Buffer[] = [];
   for await (const c of process.stdin) chunks.push(c as Buffer);
-  const text = Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "");
-  if (text === "") throw new CliError("bad-input", "no prompt: stdin was empty; pass -p TEXT (--prompt) or pipe a prompt", { command: "run" });
+  const text = Buffer.concat(chunks)
+    .toString("utf8")
+    .replace(/\r?\n$/, "");
+  if (text === "")
+    throw new CliError("bad-input", "no prompt: stdin was empty; pass -p TEXT (--prompt) or pipe a prompt", {
+      command: "run",
+    });
   return text;
 }
-

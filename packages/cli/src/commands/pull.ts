@@ -12,12 +12,15 @@ export const pull: CommandModule = {
   register: (program, io) => {
     program
       .command("pull")
-      .description("download a model from the Hugging Face Hub into the local HF cache (HF_ENDPOINT, HF_TOKEN, HF_HUB_CACHE)")
+      .description(
+        "download a model from the Hugging Face Hub into the local HF cache (HF_ENDPOINT, HF_TOKEN, HF_HUB_CACHE)",
+      )
       .argument("<repo>", "a Hub repo id, org/name")
       .option("--revision <rev>", "branch, tag or commit", "main")
       .option("--include <glob...>", "only the files matching these globs (e.g. '*.gguf')")
       .action(async (repo: string, o: { revision: string; include?: string[] }) => {
-        if (!REPO_ID.test(repo)) throw new CliError("bad-input", `"${repo}" is not a Hub repo id (org/name)`, { command: "pull" });
+        if (!REPO_ID.test(repo))
+          throw new CliError("bad-input", `"${repo}" is not a Hub repo id (org/name)`, { command: "pull" });
         // Only the CLI reads the environment; the downloader takes it as options.
         const endpoint = process.env["HF_ENDPOINT"] || "https://huggingface.co";
         const token = process.env["HF_TOKEN"] || undefined;
@@ -25,7 +28,12 @@ export const pull: CommandModule = {
         let bar: ReturnType<typeof progressBar> = null;
         let current = "";
         const r = await pullRepo({
-          endpoint, repoId: repo, revision: o.revision, cache, ...(o.include === undefined ? {} : { include: o.include }), ...(token === undefined ? {} : { token }),
+          endpoint,
+          repoId: repo,
+          revision: o.revision,
+          cache,
+          ...(o.include === undefined ? {} : { include: o.include }),
+          ...(token === undefined ? {} : { token }),
           onProgress: (file, done, total) => {
             if (file !== current) {
               bar?.stop();
@@ -38,7 +46,9 @@ export const pull: CommandModule = {
         (bar as ReturnType<typeof progressBar>)?.stop();
         const total = r.files.reduce((a, f) => a + f.bytes, 0);
         const fetched = r.files.filter((f) => f.downloaded).length;
-        io.err(`poot pull: ${repo}@${o.revision} (${r.commit.slice(0, 12)}): ${r.files.length} files, ${formatBytes(total)} (${fetched} downloaded, ${r.files.length - fetched} cached) in ${r.snapshot}\n`);
+        io.err(
+          `poot pull: ${repo}@${o.revision} (${r.commit.slice(0, 12)}): ${r.files.length} files, ${formatBytes(total)} (${fetched} downloaded, ${r.files.length - fetched} cached) in ${r.snapshot}\n`,
+        );
       });
   },
 };

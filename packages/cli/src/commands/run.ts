@@ -6,7 +6,14 @@ import { BACKEND_KINDS, PlanError, compile, defaultTarget, type BackendKind } fr
 import { LoadedModel, ModelError, loadTokenizer } from "@poot/models";
 import { CliError } from "../errors.js";
 import { BACKEND_NAMES, createExecutor, executorSettings, findDemoModel, loweringCache } from "./backends.js";
-import { createDevices, describePlacement, engineDevices, placementOptions, planPlacement, type PlacementFlags } from "@poot/serve";
+import {
+  createDevices,
+  describePlacement,
+  engineDevices,
+  placementOptions,
+  planPlacement,
+  type PlacementFlags,
+} from "@poot/serve";
 import type { CommandModule } from "./index.js";
 import { progressBar } from "./progress.js";
 import { parseNumber } from "./numbers.js";
@@ -41,7 +48,8 @@ export interface RunOptions extends PlacementFlags {
 export function generateOptions(o: RunOptions, command: string): GenerateOptions {
   const num = (flag: string, v: string, kind: "int" | "float") => parseNumber(flag, v, kind, command);
   const maxTokens = num("--max-tokens", o.maxTokens, "int");
-  if (maxTokens < 1) throw new CliError("bad-input", `--max-tokens must be a positive integer, got ${maxTokens}`, { command });
+  if (maxTokens < 1)
+    throw new CliError("bad-input", `--max-tokens must be a positive integer, got ${maxTokens}`, { command });
   const options: GenerateOptions = {
     maxTokens,
     temperature: num("--temperature", o.temperature, "float"),
@@ -67,7 +75,11 @@ function userErrors<T>(model: string, fn: () => T): T {
   try {
     return fn();
   } catch (err) {
-    if (err instanceof ModelError) throw new CliError(err.code === "io" ? "file-unreadable" : "bad-input", err.message, { command: "run", file: err.file ?? model });
+    if (err instanceof ModelError)
+      throw new CliError(err.code === "io" ? "file-unreadable" : "bad-input", err.message, {
+        command: "run",
+        file: err.file ?? model,
+      });
     if (err instanceof RuntimeError) throw new CliError("bad-input", err.message, { command: "run", file: model });
     if (err instanceof PlanError) throw new CliError("command-failed", err.message, { command: "run", file: model });
     throw err;
@@ -78,8 +90,7 @@ function userErrors<T>(model: string, fn: () => T): T {
 export const run: CommandModule = {
   name: "run",
   register: (program, io) => {
-    placementOptions(program
-      .command("run"))
+    placementOptions(program.command("run"))
       .description("generate text from a prompt, streaming it; ends with a speed summary on stderr")
       .argument("[model]", "a Hugging Face model folder or a .gguf file (default: the bundled demo model)")
       .option("-m, --model <model>", "the model, instead of the MODEL argument")
@@ -98,24 +109,43 @@ export const run: CommandModule = {
       .option("--weights <kind>", "HF folders: f32 (model.safetensors) or bf16 (model.bf16.safetensors)", "f32")
       .option("--ignore-eos", "keep generating past end-of-sequence tokens")
       .option("-t, --threads <n>", "CPU backend: worker threads (default: one per core)")
-      .option("--json", "print one JSON object (text, token counts, finish reason, tok/s, backend) instead of streaming")
+      .option(
+        "--json",
+        "print one JSON object (text, token counts, finish reason, tok/s, backend) instead of streaming",
+      )
       .option("--compiled", "run the compiled (optimized) programs instead of the primitive graphs")
       .option("--target <kind>", `with --compiled: the target compiled for (${BACKEND_KINDS.join(" | ")})`, "cpu")
       .action(async (modelArg: string | undefined, o: RunOptions) => {
-        if (modelArg !== undefined && o.model !== undefined) throw new CliError("bad-input", `give the model once: MODEL (${modelArg}) or -m (${o.model})`, { command: "run" });
+        if (modelArg !== undefined && o.model !== undefined)
+          throw new CliError("bad-input", `give the model once: MODEL (${modelArg}) or -m (${o.model})`, {
+            command: "run",
+          });
         const model = modelArg ?? (o.model === undefined ? null : resolveModelArg(o.model, "run")) ?? findDemoModel();
         const promptText = o.prompt ?? (await readStdinPrompt());
         if (o.threads !== undefined) {
           const threads = parseNumber("--threads", o.threads, "int", "run");
-          if (threads < 1) throw new CliError("bad-input", `--threads must be >= 1, got ${threads}`, { command: "run" });
+          if (threads < 1)
+            throw new CliError("bad-input", `--threads must be >= 1, got ${threads}`, { command: "run" });
           executorSettings.threads = threads;
         }
-        if (model === null) throw new CliError("file-unreadable", "no MODEL given and the bundled demo model (models/demo) was not found next to the installed package", { command: "run" });
-        if (o.weights !== "f32" && o.weights !== "bf16") throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command: "run" });
+        if (model === null)
+          throw new CliError(
+            "file-unreadable",
+            "no MODEL given and the bundled demo model (models/demo) was not found next to the installed package",
+            { command: "run" },
+          );
+        if (o.weights !== "f32" && o.weights !== "bf16")
+          throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command: "run" });
         const gen = generateOptions(o, "run");
-        if (o.compiled === true && !(BACKEND_KINDS as readonly string[]).includes(o.target)) throw new CliError("bad-input", `--target must be one of ${BACKEND_KINDS.join(", ")}, got "${o.target}"`, { command: "run" });
+        if (o.compiled === true && !(BACKEND_KINDS as readonly string[]).includes(o.target))
+          throw new CliError("bad-input", `--target must be one of ${BACKEND_KINDS.join(", ")}, got "${o.target}"`, {
+            command: "run",
+          });
         const target = o.target as BackendKind;
-        const compileGraph = o.compiled === true ? (g: Graph, mode: "decode" | "prefill") => compile(g, defaultTarget(target), { mode }) : undefined;
+        const compileGraph =
+          o.compiled === true
+            ? (g: Graph, mode: "decode" | "prefill") => compile(g, defaultTarget(target), { mode })
+            : undefined;
         const cache = loweringCache((m) => io.err(`${m}\n`));
         const make = (n: string, c: string) => createExecutor(n, c, {}, cache);
         const plan = planPlacement(o, o.backend, model, o.weights as "f32" | "bf16", "run", BACKEND_NAMES);
@@ -131,13 +161,34 @@ export const run: CommandModule = {
           load?.update(1);
           const tok = userErrors(model, () => loadTokenizer(model));
           load?.update(2);
-          const text = o.chat === true ? userErrors(model, () => tok.applyChatTemplate([{ role: "user", content: promptText }])) : promptText;
+          const text =
+            o.chat === true
+              ? userErrors(model, () => tok.applyChatTemplate([{ role: "user", content: promptText }]))
+              : promptText;
           // A chat template writes its own BOS; a plain prompt gets the tokenizer's post-processor specials.
           const ids = userErrors(model, () => tok.encode(text, { addSpecial: o.chat !== true }));
           // The context is sized to the request: the eval backend's attention cost grows with it.
-          const context = o.context !== undefined ? parseNumber("--context", o.context, "int", "run") : Math.min(opened.config.maxPositions, ids.length + gen.maxTokens);
-          if (ids.length >= context) throw new CliError("bad-input", `the prompt has ${ids.length} tokens; the context holds ${context}`, { command: "run", file: model });
-          const e = userErrors(model, () => new Engine(opened, { executor, context, tokenizer: tok, maxSequences: 1, ...engineDevices(plan, placed, make), ...(compileGraph === undefined ? {} : { compileGraph }) }));
+          const context =
+            o.context !== undefined
+              ? parseNumber("--context", o.context, "int", "run")
+              : Math.min(opened.config.maxPositions, ids.length + gen.maxTokens);
+          if (ids.length >= context)
+            throw new CliError("bad-input", `the prompt has ${ids.length} tokens; the context holds ${context}`, {
+              command: "run",
+              file: model,
+            });
+          const e = userErrors(
+            model,
+            () =>
+              new Engine(opened, {
+                executor,
+                context,
+                tokenizer: tok,
+                maxSequences: 1,
+                ...engineDevices(plan, placed, make),
+                ...(compileGraph === undefined ? {} : { compileGraph }),
+              }),
+          );
           engine = e;
           load?.update(3);
           load?.stop();
@@ -165,12 +216,16 @@ export const run: CommandModule = {
           const decodeTps = res.decodeSteps > 0 ? (res.decodeSteps / res.decodeMs) * 1000 : 0;
           const backend = `${o.autoBackend === true ? "auto: " : ""}${o.backend}`;
           if (o.json === true) {
-            io.out(`${JSON.stringify({ text: answer, promptTokens: res.promptTokens, generatedTokens: generated, finishReason: res.finishReason, prefillTokensPerSecond: prefillTps, decodeTokensPerSecond: decodeTps, backend: o.backend, auto: o.autoBackend === true })}\n`);
+            io.out(
+              `${JSON.stringify({ text: answer, promptTokens: res.promptTokens, generatedTokens: generated, finishReason: res.finishReason, prefillTokensPerSecond: prefillTps, decodeTokensPerSecond: decodeTps, backend: o.backend, auto: o.autoBackend === true })}\n`,
+            );
             return;
           }
           const report = e.placementReport();
           if (report !== null) io.err(`${describePlacement(report).join("\n")}\n`);
-          io.err(`prompt ${res.promptTokens} tokens, generated ${generated} tokens (${res.finishReason}), prefill ${prefillTps.toFixed(1)} tok/s, decode ${decodeTps.toFixed(1)} tok/s [${backend}]\n`);
+          io.err(
+            `prompt ${res.promptTokens} tokens, generated ${generated} tokens (${res.finishReason}), prefill ${prefillTps.toFixed(1)} tok/s, decode ${decodeTps.toFixed(1)} tok/s [${backend}]\n`,
+          );
         } finally {
           load?.stop();
           if (engine !== null) engine.close();

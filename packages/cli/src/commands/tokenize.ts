@@ -15,7 +15,9 @@ export const tokenize: CommandModule = {
       .requiredOption("--text <text>", "the text to tokenize")
       .option("--add-special", "add BOS/EOS as the tokenizer's post-processor says")
       .action((model: string, options: { text: string; addSpecial?: boolean }) => {
-        const ids = withModelErrors("tokenize", model, () => loadTokenizer(model).encode(options.text, { addSpecial: options.addSpecial === true }));
+        const ids = withModelErrors("tokenize", model, () =>
+          loadTokenizer(model).encode(options.text, { addSpecial: options.addSpecial === true }),
+        );
         io.out(`${JSON.stringify(ids)}\n`);
       });
   },

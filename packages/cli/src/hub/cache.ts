@@ -46,9 +46,19 @@ export function modelInFolder(dir: string): string | null {
 export function resolveModelName(arg: string, cache: string, command: string): string {
   if (fs.existsSync(arg) || !REPO_ID.test(arg)) return arg;
   const snap = snapshotDir(cache, arg);
-  if (snap === null) throw new CliError("file-unreadable", `${arg} is neither a path nor in the Hugging Face cache (${cache}); download it with \`poot pull ${arg}\``, { command, file: arg });
+  if (snap === null)
+    throw new CliError(
+      "file-unreadable",
+      `${arg} is neither a path nor in the Hugging Face cache (${cache}); download it with \`poot pull ${arg}\``,
+      { command, file: arg },
+    );
   const model = modelInFolder(snap);
-  if (model === null) throw new CliError("bad-input", `${arg} (${snap}) has no config.json and not exactly one .gguf file; pass the file's path`, { command, file: snap });
+  if (model === null)
+    throw new CliError(
+      "bad-input",
+      `${arg} (${snap}) has no config.json and not exactly one .gguf file; pass the file's path`,
+      { command, file: snap },
+    );
   return model;
 }
 
@@ -76,7 +86,8 @@ export function listCache(cache: string): CachedModel[] {
     const repoId = entry.slice("models--".length).split("--").join("/");
     const refs: Record<string, string> = {};
     const refsDir = path.join(dir, "refs");
-    if (fs.existsSync(refsDir)) for (const r of fs.readdirSync(refsDir)) refs[r] = fs.readFileSync(path.join(refsDir, r), "utf8").trim();
+    if (fs.existsSync(refsDir))
+      for (const r of fs.readdirSync(refsDir)) refs[r] = fs.readFileSync(path.join(refsDir, r), "utf8").trim();
     const snapsDir = path.join(dir, "snapshots");
     const snapshots = fs.existsSync(snapsDir) ? fs.readdirSync(snapsDir) : [];
     let bytes = 0;

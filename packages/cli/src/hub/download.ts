@@ -64,19 +64,35 @@ export function globToRegExp(glob: string): RegExp {
 function httpError(status: number, what: string, o: PullOptions): CliError {
   const revision = o.revision ?? "main";
   if (status === 401 || status === 403) {
-    const how = o.token === undefined ? "set HF_TOKEN to a token with access" : "HF_TOKEN was sent and refused: check the token and that you accepted the repo's terms";
-    return new CliError("command-failed", `${what}: HTTP ${status} (${o.repoId} is gated or private); ${how}`, { command: "pull" });
+    const how =
+      o.token === undefined
+        ? "set HF_TOKEN to a token with access"
+        : "HF_TOKEN was sent and refused: check the token and that you accepted the repo's terms";
+    return new CliError("command-failed", `${what}: HTTP ${status} (${o.repoId} is gated or private); ${how}`, {
+      command: "pull",
+    });
   }
-  if (status === 404) return new CliError("command-failed", `${what}: HTTP 404: no repo ${o.repoId} at revision ${revision} on ${o.endpoint} (check the name and --revision)`, { command: "pull" });
-  return new CliError("command-failed", `${what}: HTTP ${status} from ${o.endpoint}; try again later`, { command: "pull" });
+  if (status === 404)
+    return new CliError(
+      "command-failed",
+      `${what}: HTTP 404: no repo ${o.repoId} at revision ${revision} on ${o.endpoint} (check the name and --revision)`,
+      { command: "pull" },
+    );
+  return new CliError("command-failed", `${what}: HTTP ${status} from ${o.endpoint}; try again later`, {
+    command: "pull",
+  });
 }
 
 async function get(url: string, o: PullOptions, headers: Record<string, string> = {}): Promise<Response> {
   try {
-    return await fetch(url, { headers: { ...headers, ...(o.token === undefined ? {} : { authorization: `Bearer ${o.token}` }) } });
+    return await fetch(url, {
+      headers: { ...headers, ...(o.token === undefined ? {} : { authorization: `Bearer ${o.token}` }) },
+    });
   } catch (err) {
     const cause = (err as { cause?: { message?: string } }).cause?.message ?? (err as Error).message;
-    throw new CliError("command-failed", `cannot reach ${o.endpoint} (${cause}); check the network or HF_ENDPOINT`, { command: "pull" });
+    throw new CliError("command-failed", `cannot reach ${o.endpoint} (${cause}); check the network or HF_ENDPOINT`, {
+      command: "pull",
+    });
   }
 }
 
@@ -99,7 +115,15 @@ function digest(file: string, lfs: boolean): string {
 }
 
 /** Downloads one file into `blob`, resuming `blob.incomplete`; verifies it against `etag`. */
-async function fetchBlob(o: PullOptions, url: string, name: string, blob: string, etag: string, lfs: boolean, size: number): Promise<void> {
+async function fetchBlob(
+  o: PullOptions,
+  url: string,
+  name: string,
+  blob: string,
+  etag: string,
+  lfs: boolean,
+  size: number,
+): Promise<void> {
   const partial = `${blob}.incomplete`;
   const attempts = o.attempts ?? 5;
   for (let attempt = 1; ; attempt++) {
@@ -120,13 +144,22 @@ async function fetchBlob(o: PullOptions, url: string, name: string, blob: string
       break;
     } catch (err) {
       await new Promise<void>((resolve) => out.end(() => resolve()));
-      if (attempt >= attempts) throw new CliError("command-failed", `downloading ${name}: the connection dropped ${attempts} times (${(err as Error).message}); run \`poot pull\` again to resume`, { command: "pull" });
+      if (attempt >= attempts)
+        throw new CliError(
+          "command-failed",
+          `downloading ${name}: the connection dropped ${attempts} times (${(err as Error).message}); run \`poot pull\` again to resume`,
+          { command: "pull" },
+        );
     }
   }
   const got = digest(partial, lfs);
   if (got !== etag) {
     fs.rmSync(partial, { force: true });
-    throw new CliError("command-failed", `${name} is corrupted: its ${lfs ? "sha256" : "git sha1"} is ${got}, the Hub says ${etag}; the partial file was removed, run \`poot pull\` again`, { command: "pull" });
+    throw new CliError(
+      "command-failed",
+      `${name} is corrupted: its ${lfs ? "sha256" : "git sha1"} is ${got}, the Hub says ${etag}; the partial file was removed, run \`poot pull\` again`,
+      { command: "pull" },
+    );
   }
   fs.renameSync(partial, blob);
 }
@@ -135,24 +168,41 @@ async function fetchBlob(o: PullOptions, url: string, name: string, blob: string
 export async function pullRepo(o: PullOptions): Promise<PullResult> {
   const revision = o.revision ?? "main";
   const endpoint = o.endpoint.replace(/\/+$/, "");
-  const infoRes = await get(`${endpoint}/api/models/${o.repoId}/revision/${encodeURIComponent(revision)}?blobs=true`, o);
+  const infoRes = await get(
+    `${endpoint}/api/models/${o.repoId}/revision/${encodeURIComponent(revision)}?blobs=true`,
+    o,
+  );
   if (!infoRes.ok) throw httpError(infoRes.status, `cannot list ${o.repoId}`, o);
   const info = (await infoRes.json()) as { sha?: string; siblings?: Sibling[] };
-  if (typeof info.sha !== "string" || !Array.isArray(info.siblings)) throw new CliError("command-failed", `${endpoint} answered the repo listing of ${o.repoId} without a commit or file list`, { command: "pull" });
+  if (typeof info.sha !== "string" || !Array.isArray(info.siblings))
+    throw new CliError(
+      "command-failed",
+      `${endpoint} answered the repo listing of ${o.repoId} without a commit or file list`,
+      { command: "pull" },
+    );
   const commit = info.sha;
   const include = (o.include ?? []).map(globToRegExp);
   const wanted = info.siblings.filter((s) => include.length === 0 || include.some((re) => re.test(s.rfilename)));
-  if (wanted.length === 0) throw new CliError("bad-input", `no file of ${o.repoId} matches --include ${(o.include ?? []).join(" ")}`, { command: "pull" });
+  if (wanted.length === 0)
+    throw new CliError("bad-input", `no file of ${o.repoId} matches --include ${(o.include ?? []).join(" ")}`, {
+      command: "pull",
+    });
   const repo = repoFolder(o.cache, o.repoId);
   const snapshot = path.join(repo, "snapshots", commit);
   fs.mkdirSync(path.join(repo, "blobs"), { recursive: true });
   const files: { path: string; bytes: number; downloaded: boolean }[] = [];
   for (const s of wanted) {
-    if (s.rfilename.split("/").some((part) => part === ".." || part === "") || path.isAbsolute(s.rfilename)) throw new CliError("bad-input", `the Hub listed an unsafe file name ${JSON.stringify(s.rfilename)}`, { command: "pull" });
+    if (s.rfilename.split("/").some((part) => part === ".." || part === "") || path.isAbsolute(s.rfilename))
+      throw new CliError("bad-input", `the Hub listed an unsafe file name ${JSON.stringify(s.rfilename)}`, {
+        command: "pull",
+      });
     const lfs = s.lfs !== undefined;
     const etag = s.lfs?.sha256 ?? s.blobId;
     const size = s.lfs?.size ?? s.size ?? 0;
-    if (etag === undefined) throw new CliError("command-failed", `${endpoint} listed ${s.rfilename} without a blob id; cannot verify it`, { command: "pull" });
+    if (etag === undefined)
+      throw new CliError("command-failed", `${endpoint} listed ${s.rfilename} without a blob id; cannot verify it`, {
+        command: "pull",
+      });
     const blob = path.join(repo, "blobs", etag);
     const downloaded = !fs.existsSync(blob);
     if (downloaded) {

@@ -6,7 +6,30 @@ import { fileURLToPath } from "node:url";
 import { build, type Plugin } from "esbuild";
 
 /** The builtins' names the libraries import (a missing one is undefined in the page, and fails when called). */
-const NAMES = ["readFileSync", "existsSync", "statSync", "openSync", "readSync", "closeSync", "fstatSync", "writeFileSync", "mkdirSync", "readdirSync", "join", "dirname", "basename", "resolve", "extname", "isAbsolute", "relative", "createHash", "randomInt", "fileURLToPath", "cpus", "availableParallelism"];
+const NAMES = [
+  "readFileSync",
+  "existsSync",
+  "statSync",
+  "openSync",
+  "readSync",
+  "closeSync",
+  "fstatSync",
+  "writeFileSync",
+  "mkdirSync",
+  "readdirSync",
+  "join",
+  "dirname",
+  "basename",
+  "resolve",
+  "extname",
+  "isAbsolute",
+  "relative",
+  "createHash",
+  "randomInt",
+  "fileURLToPath",
+  "cpus",
+  "availableParallelism",
+];
 
 const nodeStub: Plugin = {
   name: "node-builtins-unavailable",
@@ -24,7 +47,14 @@ export async function bundlePage(): Promise<{ page: string; worker: string }> {
   const one = async (file: string): Promise<string> => {
     const r = await build({
       entryPoints: [fileURLToPath(new URL(file, import.meta.url))],
-      bundle: true, format: "esm", platform: "browser", target: "es2022", conditions: ["source"], write: false, logLevel: "silent", plugins: [nodeStub],
+      bundle: true,
+      format: "esm",
+      platform: "browser",
+      target: "es2022",
+      conditions: ["source"],
+      write: false,
+      logLevel: "silent",
+      plugins: [nodeStub],
       // webgpu (Dawn) is Node's GPU; the page uses navigator.gpu.
       external: ["webgpu"],
     });

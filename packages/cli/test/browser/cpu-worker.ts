@@ -17,7 +17,8 @@ async function run(threads: number): Promise<PageRun> {
   const executor = await createCpuExecutor({ threads });
   const engine = new Engine(fx.model, { executor, context: 64, tokenizer: null });
   try {
-    const T = fx.promptIds.length, rows: PageRun["rows"][number][] = [];
+    const T = fx.promptIds.length,
+      rows: PageRun["rows"][number][] = [];
     const pre = engine.openSession();
     rows.push({ position: T - 1, logits: pre.step(fx.promptIds) });
     pre.release();
@@ -40,7 +41,14 @@ async function run(threads: number): Promise<PageRun> {
 
 scope.onmessage = (e) => {
   run(e.data.threads).then(
-    (r) => scope.postMessage({ ok: r }, r.rows.map((x) => x.logits.buffer)),
-    (err: Error) => scope.postMessage({ error: { name: err.name, code: (err as { code?: string }).code, message: err.message, stack: err.stack } }),
+    (r) =>
+      scope.postMessage(
+        { ok: r },
+        r.rows.map((x) => x.logits.buffer),
+      ),
+    (err: Error) =>
+      scope.postMessage({
+        error: { name: err.name, code: (err as { code?: string }).code, message: err.message, stack: err.stack },
+      }),
   );
 };

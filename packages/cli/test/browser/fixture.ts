@@ -30,7 +30,11 @@ export async function loadFixture(): Promise<PageFixture> {
   const config = parseHFConfig(await (await get("config.json")).json(), "config.json");
   const bytes = new Uint8Array(await (await get("model.safetensors")).arrayBuffer());
   const ref = (await (await get("reference.json")).json()) as { prompt_ids: number[]; greedy_ids: number[] };
-  return { model: LoadedModel.fromCheckpoint(config, safetensorsFromBytes(bytes, "model.safetensors")), promptIds: ref.prompt_ids, greedyIds: ref.greedy_ids };
+  return {
+    model: LoadedModel.fromCheckpoint(config, safetensorsFromBytes(bytes, "model.safetensors")),
+    promptIds: ref.prompt_ids,
+    greedyIds: ref.greedy_ids,
+  };
 }
 
 /** Index of the largest value. */

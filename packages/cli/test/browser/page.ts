@@ -26,10 +26,18 @@ const page = globalThis as unknown as {
   result?: unknown;
 };
 
-const failure = (e: unknown): Failure => ({ name: (e as Error).name, code: (e as { code?: string }).code, message: (e as Error).message, stack: (e as Error).stack });
+const failure = (e: unknown): Failure => ({
+  name: (e as Error).name,
+  code: (e as { code?: string }).code,
+  message: (e as Error).message,
+  stack: (e as Error).stack,
+});
 
 /** Plain arrays for the test (page.evaluate returns JSON-like values). */
-const plain = (o: Outcome): unknown => ("ok" in o ? { ok: { ...o.ok, rows: o.ok.rows.map((r) => ({ position: r.position, logits: Array.from(r.logits) })) } } : o);
+const plain = (o: Outcome): unknown =>
+  "ok" in o
+    ? { ok: { ...o.ok, rows: o.ok.rows.map((r) => ({ position: r.position, logits: Array.from(r.logits) })) } }
+    : o;
 
 /** The WebGPU path: one prefill over prompt + reference continuation; row r are the logits after token r. */
 async function runWgpu(ctx: Awaited<ReturnType<typeof openWgpu>>): Promise<PageRun> {
@@ -43,7 +51,12 @@ async function runWgpu(ctx: Awaited<ReturnType<typeof openWgpu>>): Promise<PageR
   const all = (await p.readOutput("logits")) as Float32Array;
   const V = fx.model.config.vocabSize;
   const rows = ids.map((_, r) => ({ position: r, logits: all.slice(r * V, (r + 1) * V) }));
-  return { backend: "wgpu", device: ctx.caps.adapter, rows, ids: rows.slice(fx.promptIds.length - 1).map((r) => argmax(r.logits)) };
+  return {
+    backend: "wgpu",
+    device: ctx.caps.adapter,
+    rows,
+    ids: rows.slice(fx.promptIds.length - 1).map((r) => argmax(r.logits)),
+  };
 }
 
 function runCpu(threads: number): Promise<Outcome> {
@@ -71,7 +84,10 @@ async function main(): Promise<unknown> {
   }
   const isolated = page.crossOriginIsolated;
   // The CPU executor refuses a page's main thread (it would block it): the error the page gets instead of a hang.
-  const mainThread = await createCpuExecutor({ threads: 1 }).then((e) => (e.dispose(), "accepted"), (e: unknown) => failure(e));
+  const mainThread = await createCpuExecutor({ threads: 1 }).then(
+    (e) => (e.dispose(), "accepted"),
+    (e: unknown) => failure(e),
+  );
   if (ctx !== undefined && force !== "cpu") {
     try {
       return { webgpu, isolated, mainThread, run: plain({ ok: await runWgpu(ctx) }) };

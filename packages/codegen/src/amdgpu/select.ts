@@ -7,7 +7,18 @@ import { CodegenError } from "../errors.js";
 
 /** LLVM type of an IR value type. */
 export function llType(t: ValueType | ElemType): string {
-  const scalar = (e: string): string => (e === "bool" ? "i1" : e === "f32" ? "float" : e === "f16" ? "half" : e === "bf16" || e === "i16" ? "i16" : e === "u8" || e === "i8" ? "i8" : "i32");
+  const scalar = (e: string): string =>
+    e === "bool"
+      ? "i1"
+      : e === "f32"
+        ? "float"
+        : e === "f16"
+          ? "half"
+          : e === "bf16" || e === "i16"
+            ? "i16"
+            : e === "u8" || e === "i8"
+              ? "i8"
+              : "i32";
   const n = lanesOf(t);
   return n === 1 ? scalar(t) : `<${n} x ${scalar(elemOf(t as ValueType))}>`;
 }
@@ -31,7 +42,11 @@ export class AmdgpuEmitter implements RegTarget<string> {
   private readonly loops: { cont: string; exit: string }[] = [];
   readonly paramVal = new Map<string, string>();
 
-  constructor(private readonly kernel: string, private readonly subgroupSize: number, private readonly wg: readonly [number, number, number]) {}
+  constructor(
+    private readonly kernel: string,
+    private readonly subgroupSize: number,
+    private readonly wg: readonly [number, number, number],
+  ) {}
 
   private tmp(): string {
     return `%v${++this.n}`;
@@ -63,7 +78,11 @@ export class AmdgpuEmitter implements RegTarget<string> {
     return this.def(call);
   }
   private unsupported(what: string): never {
-    throw new CodegenError("unsupported", `AMDGPU lowering cannot express ${what}`, { kernel: this.kernel, target: "amdgpu", construct: what });
+    throw new CodegenError("unsupported", `AMDGPU lowering cannot express ${what}`, {
+      kernel: this.kernel,
+      target: "amdgpu",
+      construct: what,
+    });
   }
 
   constant(type: ValueType, value: number | boolean): string {
@@ -74,8 +93,16 @@ export class AmdgpuEmitter implements RegTarget<string> {
   builtin(name: string, axis: 0 | 1 | 2 | undefined): string {
     const ax = ["x", "y", "z"][axis ?? 0]!;
     switch (name) {
-      case "local_id": return this.intrinsic(`declare i32 @llvm.amdgcn.workitem.id.${ax}()`, `call i32 @llvm.amdgcn.workitem.id.${ax}()`);
-      case "workgroup_id": return this.intrinsic(`declare i32 @llvm.amdgcn.workgroup.id.${ax}()`, `call i32 @llvm.amdgcn.workgroup.id.${ax}()`);
+      case "local_id":
+        return this.intrinsic(
+          `declare i32 @llvm.amdgcn.workitem.id.${ax}()`,
+          `call i32 @llvm.amdgcn.workitem.id.${ax}()`,
+        );
+      case "workgroup_id":
+        return this.intrinsic(
+          `declare i32 @llvm.amdgcn.workgroup.id.${ax}()`,
+          `call i32 @llvm.amdgcn.workgroup.id.${ax}()`,
+        );
       case "global_id": {
         const w = this.builtin("workgroup_id", axis);
         const l = this.builtin("local_id", axis);
@@ -83,7 +110,10 @@ export class AmdgpuEmitter implements RegTarget<string> {
       }
       case "num_workgroups": {
         // grid_size_{x,y,z} of the HSA dispatch packet (bytes 12, 16, 20), in work-items.
-        const dp = this.intrinsic("declare ptr addrspace(4) @llvm.amdgcn.dispatch.ptr()", "call ptr addrspace(4) @llvm.amdgcn.dispatch.ptr()");
+        const dp = this.intrinsic(
+          "declare ptr addrspace(4) @llvm.amdgcn.dispatch.ptr()",
+          "call ptr addrspace(4) @llvm.amdgcn.dispatch.ptr()",
+        );
         const gp = this.def(`getelementptr inbounds i8, ptr addrspace(4) ${dp}, i64 ${12 + 4 * (axis ?? 0)}`);
         const grid = this.def(`load i32, ptr addrspace(4) ${gp}, align 4`);
         return this.def(`udiv i32 ${grid}, ${this.wg[axis ?? 0]}`);
@@ -94,12 +124,20 @@ export class AmdgpuEmitter implements RegTarget<string> {
         return this.def(`add i32 ${this.def(`mul i32 ${zy}, ${this.wg[0]}`)}, ${x}`);
       }
       case "subgroup_lane": {
-        const lo = this.intrinsic("declare i32 @llvm.amdgcn.mbcnt.lo(i32, i32)", "call i32 @llvm.amdgcn.mbcnt.lo(i32 -1, i32 0)");
+        const lo = this.intrinsic(
+          "declare i32 @llvm.amdgcn.mbcnt.lo(i32, i32)",
+          "call i32 @llvm.amdgcn.mbcnt.lo(i32 -1, i32 0)",
+        );
         if (this.subgroupSize === 32) return lo;
-        return this.intrinsic("declare i32 @llvm.amdgcn.mbcnt.hi(i32, i32)", `call i32 @llvm.amdgcn.mbcnt.hi(i32 -1, i32 ${lo})`);
+        return this.intrinsic(
+          "declare i32 @llvm.amdgcn.mbcnt.hi(i32, i32)",
+          `call i32 @llvm.amdgcn.mbcnt.hi(i32 -1, i32 ${lo})`,
+        );
       }
-      case "subgroup_id": return this.def(`udiv i32 ${this.builtin("local_index", undefined)}, ${this.subgroupSize}`);
-      default: return this.unsupported(`builtin ${name}`);
+      case "subgroup_id":
+        return this.def(`udiv i32 ${this.builtin("local_index", undefined)}, ${this.subgroupSize}`);
+      default:
+        return this.unsupported(`builtin ${name}`);
     }
   }
 
@@ -120,11 +158,16 @@ export class AmdgpuEmitter implements RegTarget<string> {
     const align = elem === "bf16" || elem === "f16" ? 2 : elem === "u8" || elem === "i8" ? 1 : 4 * lanesOf(elem);
     const raw = this.def(`load ${llType(elem)}, ptr addrspace(${as}) ${p}, align ${align}`);
     switch (elem) {
-      case "bf16": return this.def(`bitcast i32 ${this.def(`shl i32 ${this.def(`zext i16 ${raw} to i32`)}, 16`)} to float`);
-      case "f16": return this.def(`fpext half ${raw} to float`);
-      case "u8": return this.def(`zext i8 ${raw} to i32`);
-      case "i8": return this.def(`sext i8 ${raw} to i32`);
-      default: return type === elem ? raw : raw;
+      case "bf16":
+        return this.def(`bitcast i32 ${this.def(`shl i32 ${this.def(`zext i16 ${raw} to i32`)}, 16`)} to float`);
+      case "f16":
+        return this.def(`fpext half ${raw} to float`);
+      case "u8":
+        return this.def(`zext i8 ${raw} to i32`);
+      case "i8":
+        return this.def(`sext i8 ${raw} to i32`);
+      default:
+        return type === elem ? raw : raw;
     }
   }
 
@@ -151,7 +194,10 @@ export class AmdgpuEmitter implements RegTarget<string> {
 
   unary(op: string, type: ValueType, a: string): string {
     const t = llType(type);
-    if (op === "neg") return elemOf(type) === "f32" ? this.def(`fneg ${t} ${a}`) : this.def(`sub ${t} ${lanesOf(type) > 1 ? "zeroinitializer" : "0"}, ${a}`);
+    if (op === "neg")
+      return elemOf(type) === "f32"
+        ? this.def(`fneg ${t} ${a}`)
+        : this.def(`sub ${t} ${lanesOf(type) > 1 ? "zeroinitializer" : "0"}, ${a}`);
     return this.def(`xor ${t} ${a}, ${type === "bool" ? "true" : lanesOf(type) > 1 ? `splat (i32 -1)` : "-1"}`);
   }
 
@@ -161,18 +207,28 @@ export class AmdgpuEmitter implements RegTarget<string> {
     const f = e === "f32";
     const s = e === "i32";
     switch (op) {
-      case "add": return this.def(`${f ? "fadd" : "add"} ${t} ${a}, ${b}`);
-      case "sub": return this.def(`${f ? "fsub" : "sub"} ${t} ${a}, ${b}`);
-      case "mul": return this.def(`${f ? "fmul" : "mul"} ${t} ${a}, ${b}`);
-      case "div": return this.def(`${f ? "fdiv" : s ? "sdiv" : "udiv"} ${t} ${a}, ${b}`);
-      case "rem": return this.def(`${f ? "frem" : s ? "srem" : "urem"} ${t} ${a}, ${b}`);
-      case "and": case "or": case "xor": return this.def(`${op} ${t} ${a}, ${b}`);
-      case "shl": case "shr": {
+      case "add":
+        return this.def(`${f ? "fadd" : "add"} ${t} ${a}, ${b}`);
+      case "sub":
+        return this.def(`${f ? "fsub" : "sub"} ${t} ${a}, ${b}`);
+      case "mul":
+        return this.def(`${f ? "fmul" : "mul"} ${t} ${a}, ${b}`);
+      case "div":
+        return this.def(`${f ? "fdiv" : s ? "sdiv" : "udiv"} ${t} ${a}, ${b}`);
+      case "rem":
+        return this.def(`${f ? "frem" : s ? "srem" : "urem"} ${t} ${a}, ${b}`);
+      case "and":
+      case "or":
+      case "xor":
+        return this.def(`${op} ${t} ${a}, ${b}`);
+      case "shl":
+      case "shr": {
         // The IR takes shift counts mod 32; LLVM makes larger counts poison.
         const c = this.def(`and ${t} ${b}, ${lanesOf(type) > 1 ? "splat (i32 31)" : "31"}`);
         return this.def(`${op === "shl" ? "shl" : s ? "ashr" : "lshr"} ${t} ${a}, ${c}`);
       }
-      default: return this.unsupported(`binary ${op}`);
+      default:
+        return this.unsupported(`binary ${op}`);
     }
   }
 
@@ -193,9 +249,18 @@ export class AmdgpuEmitter implements RegTarget<string> {
 
   private math(name: string, type: ValueType, args: readonly string[]): string {
     const t = llType(type);
-    const suffix = lanesOf(type) > 1 ? `v${lanesOf(type)}${elemOf(type) === "f32" ? "f32" : "i32"}` : elemOf(type) === "f32" ? "f32" : "i32";
-    this.declares.add(`declare ${t} @llvm.${name}.${suffix}(${args.map(() => t).join(", ")}${name === "abs" ? ", i1" : ""})`);
-    return this.def(`call ${t} @llvm.${name}.${suffix}(${args.map((x) => `${t} ${x}`).join(", ")}${name === "abs" ? ", i1 false" : ""})`);
+    const suffix =
+      lanesOf(type) > 1
+        ? `v${lanesOf(type)}${elemOf(type) === "f32" ? "f32" : "i32"}`
+        : elemOf(type) === "f32"
+          ? "f32"
+          : "i32";
+    this.declares.add(
+      `declare ${t} @llvm.${name}.${suffix}(${args.map(() => t).join(", ")}${name === "abs" ? ", i1" : ""})`,
+    );
+    return this.def(
+      `call ${t} @llvm.${name}.${suffix}(${args.map((x) => `${t} ${x}`).join(", ")}${name === "abs" ? ", i1 false" : ""})`,
+    );
   }
 
   call(fn: string, type: ValueType, args: readonly string[]): string {
@@ -203,8 +268,16 @@ export class AmdgpuEmitter implements RegTarget<string> {
     const e = elemOf(type);
     const one = lanesOf(type) > 1 ? `splat (float 1.0)` : "1.0";
     switch (fn) {
-      case "exp": case "log": case "sqrt": case "sin": case "cos": case "floor": case "fma": return this.math(fn, type, args);
-      case "rsqrt": return this.def(`fdiv ${t} ${one}, ${this.math("sqrt", type, args)}`);
+      case "exp":
+      case "log":
+      case "sqrt":
+      case "sin":
+      case "cos":
+      case "floor":
+      case "fma":
+        return this.math(fn, type, args);
+      case "rsqrt":
+        return this.def(`fdiv ${t} ${one}, ${this.math("sqrt", type, args)}`);
       case "tanh": {
         // tanh(x) = 1 - 2 / (exp(2x) + 1): no tanh instruction on AMDGPU.
         const two = lanesOf(type) > 1 ? `splat (float 2.0)` : "2.0";
@@ -214,18 +287,25 @@ export class AmdgpuEmitter implements RegTarget<string> {
       case "erf": {
         if (lanesOf(type) > 1) return this.unsupported("vector erf");
         const ax = this.math("fabs", "f32", args);
-        const tt = this.def(`fdiv float 1.0, ${this.def(`fadd float 1.0, ${this.def(`fmul float ${ax}, ${llFloat(0.3275911)}`)}`)}`);
+        const tt = this.def(
+          `fdiv float 1.0, ${this.def(`fadd float 1.0, ${this.def(`fmul float ${ax}, ${llFloat(0.3275911)}`)}`)}`,
+        );
         let p = llFloat(1.061405429);
-        for (const c of [-1.453152027, 1.421413741, -0.284496736, 0.254829592]) p = this.def(`fadd float ${this.def(`fmul float ${p}, ${tt}`)}, ${llFloat(c)}`);
+        for (const c of [-1.453152027, 1.421413741, -0.284496736, 0.254829592])
+          p = this.def(`fadd float ${this.def(`fmul float ${p}, ${tt}`)}, ${llFloat(c)}`);
         p = this.def(`fmul float ${p}, ${tt}`);
         const ex = this.math("exp", "f32", [this.def(`fneg float ${this.def(`fmul float ${ax}, ${ax}`)}`)]);
         const r = this.def(`fsub float 1.0, ${this.def(`fmul float ${p}, ${ex}`)}`);
         return this.math("copysign", "f32", [r, args[0]!]);
       }
-      case "abs": return e === "f32" ? this.math("fabs", type, args) : e === "u32" ? args[0]! : this.math("abs", type, args);
-      case "min": return this.math(e === "f32" ? "minnum" : e === "i32" ? "smin" : "umin", type, args);
-      case "max": return this.math(e === "f32" ? "maxnum" : e === "i32" ? "smax" : "umax", type, args);
-      default: return this.unsupported(`math ${fn}`);
+      case "abs":
+        return e === "f32" ? this.math("fabs", type, args) : e === "u32" ? args[0]! : this.math("abs", type, args);
+      case "min":
+        return this.math(e === "f32" ? "minnum" : e === "i32" ? "smin" : "umin", type, args);
+      case "max":
+        return this.math(e === "f32" ? "maxnum" : e === "i32" ? "smax" : "umax", type, args);
+      default:
+        return this.unsupported(`math ${fn}`);
     }
   }
 
@@ -235,8 +315,12 @@ export class AmdgpuEmitter implements RegTarget<string> {
     const ft = llType(from);
     const tt = llType(to);
     if (fe === te || (fe !== "f32" && te !== "f32" && fe !== "bool" && te !== "bool")) return a;
-    if (te === "bool") return fe === "f32" ? this.def(`fcmp une ${ft} ${a}, ${lanesOf(from) > 1 ? "zeroinitializer" : "0.0"}`) : this.def(`icmp ne ${ft} ${a}, ${lanesOf(from) > 1 ? "zeroinitializer" : "0"}`);
-    if (fe === "bool") return te === "f32" ? this.def(`uitofp ${ft} ${a} to ${tt}`) : this.def(`zext ${ft} ${a} to ${tt}`);
+    if (te === "bool")
+      return fe === "f32"
+        ? this.def(`fcmp une ${ft} ${a}, ${lanesOf(from) > 1 ? "zeroinitializer" : "0.0"}`)
+        : this.def(`icmp ne ${ft} ${a}, ${lanesOf(from) > 1 ? "zeroinitializer" : "0"}`);
+    if (fe === "bool")
+      return te === "f32" ? this.def(`uitofp ${ft} ${a} to ${tt}`) : this.def(`zext ${ft} ${a} to ${tt}`);
     if (fe === "f32") {
       // The saturating forms map NaN to 0 and clamp, as the IR requires.
       const name = te === "i32" ? "fptosi.sat" : "fptoui.sat";
@@ -253,7 +337,11 @@ export class AmdgpuEmitter implements RegTarget<string> {
 
   pack(fmt: string, a: string): string {
     const lanes = fmt.endsWith("x2") ? [this.extract("vec2<f32>", 0, a), this.extract("vec2<f32>", 1, a)] : [a];
-    const bits = lanes.map((x) => (fmt.startsWith("bf16") ? this.bf16Bits(x) : this.def(`zext i16 ${this.def(`bitcast half ${this.def(`fptrunc float ${x} to half`)} to i16`)} to i32`)));
+    const bits = lanes.map((x) =>
+      fmt.startsWith("bf16")
+        ? this.bf16Bits(x)
+        : this.def(`zext i16 ${this.def(`bitcast half ${this.def(`fptrunc float ${x} to half`)} to i16`)} to i32`),
+    );
     return bits.length === 1 ? bits[0]! : this.def(`or i32 ${bits[0]}, ${this.def(`shl i32 ${bits[1]}, 16`)}`);
   }
 
@@ -305,24 +393,43 @@ export class AmdgpuEmitter implements RegTarget<string> {
     return acc;
   }
 
-  atomic(op: string, type: "u32" | "i32" | "f32", space: "global" | "workgroup", array: string, index: string, value: string | undefined, compare: string | undefined): string | undefined {
+  atomic(
+    op: string,
+    type: "u32" | "i32" | "f32",
+    space: "global" | "workgroup",
+    array: string,
+    index: string,
+    value: string | undefined,
+    compare: string | undefined,
+  ): string | undefined {
     const p = this.pointer(space, array, type, index);
     const t = llType(type);
     const as = SPACE[space];
     const scope = space === "global" ? "agent" : "workgroup";
-    const rmw = (k: string): string => this.def(`atomicrmw ${k} ptr addrspace(${as}) ${p}, ${t} ${value} syncscope("${scope}") monotonic, align 4`);
+    const rmw = (k: string): string =>
+      this.def(`atomicrmw ${k} ptr addrspace(${as}) ${p}, ${t} ${value} syncscope("${scope}") monotonic, align 4`);
     switch (op) {
-      case "add": return rmw(type === "f32" ? "fadd" : "add");
-      case "max": return rmw(type === "i32" ? "max" : "umax");
-      case "min": return rmw(type === "i32" ? "min" : "umin");
-      case "exchange": return rmw("xchg");
+      case "add":
+        return rmw(type === "f32" ? "fadd" : "add");
+      case "max":
+        return rmw(type === "i32" ? "max" : "umax");
+      case "min":
+        return rmw(type === "i32" ? "min" : "umin");
+      case "exchange":
+        return rmw("xchg");
       case "cmpxchg": {
-        const pair = this.def(`cmpxchg ptr addrspace(${as}) ${p}, ${t} ${compare}, ${t} ${value} syncscope("${scope}") monotonic monotonic, align 4`);
+        const pair = this.def(
+          `cmpxchg ptr addrspace(${as}) ${p}, ${t} ${compare}, ${t} ${value} syncscope("${scope}") monotonic monotonic, align 4`,
+        );
         return this.def(`extractvalue { ${t}, i1 } ${pair}, 0`);
       }
-      case "load": return this.def(`load atomic ${t}, ptr addrspace(${as}) ${p} syncscope("${scope}") monotonic, align 4`);
-      case "store": this.emit(`store atomic ${t} ${value}, ptr addrspace(${as}) ${p} syncscope("${scope}") monotonic, align 4`); return undefined;
-      default: return this.unsupported(`atomic ${op}`);
+      case "load":
+        return this.def(`load atomic ${t}, ptr addrspace(${as}) ${p} syncscope("${scope}") monotonic, align 4`);
+      case "store":
+        this.emit(`store atomic ${t} ${value}, ptr addrspace(${as}) ${p} syncscope("${scope}") monotonic, align 4`);
+        return undefined;
+      default:
+        return this.unsupported(`atomic ${op}`);
     }
   }
 

@@ -40,7 +40,16 @@ export interface CStyleDialect {
   /** A subgroup op producing a value. */
   subgroup(op: SubgroupOp, type: ValueType, value: string, lane: string | undefined): string;
   /** Lines performing an atomic op; `result` names the immutable to define, if any. */
-  atomic(op: AtomicOp, type: ValueType, space: string, array: string, index: string, value: string | undefined, compare: string | undefined, result: string | undefined): string[];
+  atomic(
+    op: AtomicOp,
+    type: ValueType,
+    space: string,
+    array: string,
+    index: string,
+    value: string | undefined,
+    compare: string | undefined,
+    result: string | undefined,
+  ): string[];
   /** The workgroup barrier statement. */
   barrier(): string;
   /** Declares an immutable local. */
@@ -53,7 +62,18 @@ export interface CStyleDialect {
   length(size: number | { readonly spec: string }): number;
 }
 
-const BIN: Record<string, string> = { add: "+", sub: "-", mul: "*", div: "/", rem: "%", and: "&", or: "|", xor: "^", shl: "<<", shr: ">>" };
+const BIN: Record<string, string> = {
+  add: "+",
+  sub: "-",
+  mul: "*",
+  div: "/",
+  rem: "%",
+  and: "&",
+  or: "|",
+  xor: "^",
+  shl: "<<",
+  shr: ">>",
+};
 const CMP: Record<string, string> = { eq: "==", ne: "!=", lt: "<", le: "<=", gt: ">", ge: ">=" };
 
 /** Prints expressions and statement blocks for one dialect. */
@@ -67,12 +87,18 @@ export class CStylePrinter {
   expr(e: Expr): string {
     const d = this.d;
     switch (e.k) {
-      case "const": return d.literal(e.type, e.value);
-      case "local": return d.ident(e.name);
-      case "param": return d.param(e.name);
-      case "spec": return d.spec(e.name);
-      case "builtin": return d.builtin(e.name, "axis" in e ? e.axis : undefined);
-      case "load": return d.load(e.space, e.array, this.expr(e.index), e.type);
+      case "const":
+        return d.literal(e.type, e.value);
+      case "local":
+        return d.ident(e.name);
+      case "param":
+        return d.param(e.name);
+      case "spec":
+        return d.spec(e.name);
+      case "builtin":
+        return d.builtin(e.name, "axis" in e ? e.axis : undefined);
+      case "load":
+        return d.load(e.space, e.array, this.expr(e.index), e.type);
       case "unary":
         if (e.op === "neg") return `(-${this.expr(e.a)})`;
         return e.type === "bool" ? `(!${this.expr(e.a)})` : `(~${this.expr(e.a)})`;
@@ -83,17 +109,34 @@ export class CStylePrinter {
         // Logical and/or on bool use the non-short-circuit bitwise forms: both sides are pure.
         return `(${a} ${BIN[e.op]} ${b})`;
       }
-      case "cmp": return `(${this.expr(e.a)} ${CMP[e.op]} ${this.expr(e.b)})`;
-      case "select": return d.select(this.expr(e.cond), this.expr(e.a), this.expr(e.b), e.type);
-      case "call": return d.call(e.fn, e.args.map((a) => this.expr(a)), e.type);
-      case "cast": return d.cast(this.expr(e.a), e.a.type, e.type);
-      case "bitcast": return d.bitcast(this.expr(e.a), e.type);
-      case "pack": return d.pack(e.fmt, this.expr(e.a));
-      case "unpack": return d.unpack(e.fmt, this.expr(e.a));
-      case "vec": return d.vec(e.type, e.elems.map((a) => this.expr(a)));
-      case "extract": return `${this.expr(e.a)}[${e.lane}]`;
+      case "cmp":
+        return `(${this.expr(e.a)} ${CMP[e.op]} ${this.expr(e.b)})`;
+      case "select":
+        return d.select(this.expr(e.cond), this.expr(e.a), this.expr(e.b), e.type);
+      case "call":
+        return d.call(
+          e.fn,
+          e.args.map((a) => this.expr(a)),
+          e.type,
+        );
+      case "cast":
+        return d.cast(this.expr(e.a), e.a.type, e.type);
+      case "bitcast":
+        return d.bitcast(this.expr(e.a), e.type);
+      case "pack":
+        return d.pack(e.fmt, this.expr(e.a));
+      case "unpack":
+        return d.unpack(e.fmt, this.expr(e.a));
+      case "vec":
+        return d.vec(
+          e.type,
+          e.elems.map((a) => this.expr(a)),
+        );
+      case "extract":
+        return `${this.expr(e.a)}[${e.lane}]`;
       // prepare() refuses load4 for every C-style target; kept as a typed error should a caller skip it.
-      case "load4": throw new CodegenError("missing-capability", "this target has no SIMD load4", { construct: "load4" });
+      case "load4":
+        throw new CodegenError("missing-capability", "this target has no SIMD load4", { construct: "load4" });
       default:
         e satisfies never;
         throw new Error("unreachable");
@@ -109,11 +152,21 @@ export class CStylePrinter {
     const d = this.d;
     for (const s of body) {
       switch (s.s) {
-        case "let": this.emit(indent, d.declLet(d.ident(s.name), s.type, this.expr(s.value))); break;
-        case "var": this.emit(indent, d.declVar(d.ident(s.name), s.type, this.expr(s.init))); break;
-        case "array": this.emit(indent, d.declArray(d.ident(s.name), s.elem, d.length(s.length))); break;
-        case "assign": this.emit(indent, `${d.ident(s.name)} = ${this.expr(s.value)};`); break;
-        case "store": this.emit(indent, d.store(s.space, s.array, this.expr(s.index), this.expr(s.value))); break;
+        case "let":
+          this.emit(indent, d.declLet(d.ident(s.name), s.type, this.expr(s.value)));
+          break;
+        case "var":
+          this.emit(indent, d.declVar(d.ident(s.name), s.type, this.expr(s.init)));
+          break;
+        case "array":
+          this.emit(indent, d.declArray(d.ident(s.name), s.elem, d.length(s.length)));
+          break;
+        case "assign":
+          this.emit(indent, `${d.ident(s.name)} = ${this.expr(s.value)};`);
+          break;
+        case "store":
+          this.emit(indent, d.store(s.space, s.array, this.expr(s.index), this.expr(s.value)));
+          break;
         case "for": {
           // Bounds are evaluated once (IR semantics), so hoist end and step into immutables.
           const v = d.ident(s.var);
@@ -121,7 +174,10 @@ export class CStylePrinter {
           const step = `${v}_step`;
           this.emit(indent, d.declLet(end, s.type, this.expr(s.end)));
           this.emit(indent, d.declLet(step, s.type, this.expr(s.step)));
-          this.emit(indent, `for (${d.declVar(v, s.type, this.expr(s.start)).replace(/;$/, "")}; ${v} < ${end}; ${v} = ${v} + ${step}) {`);
+          this.emit(
+            indent,
+            `for (${d.declVar(v, s.type, this.expr(s.start)).replace(/;$/, "")}; ${v} < ${end}; ${v} = ${v} + ${step}) {`,
+          );
           this.loop(s.body, indent);
           this.emit(indent, "}");
           break;
@@ -145,20 +201,43 @@ export class CStylePrinter {
           invariant(this.loopDepth > 0, `${s.s} outside a loop`);
           this.emit(indent, `${s.s};`);
           break;
-        case "barrier": this.emit(indent, d.barrier()); break;
+        case "barrier":
+          this.emit(indent, d.barrier());
+          break;
         case "subgroup":
-          this.emit(indent, d.declLet(d.ident(s.name), s.type, d.subgroup(s.op, s.type, this.expr(s.value), s.lane ? this.expr(s.lane) : undefined)));
+          this.emit(
+            indent,
+            d.declLet(
+              d.ident(s.name),
+              s.type,
+              d.subgroup(s.op, s.type, this.expr(s.value), s.lane ? this.expr(s.lane) : undefined),
+            ),
+          );
           break;
         case "atomic": {
-          const lines = d.atomic(s.op, s.type, s.space, s.array, this.expr(s.index), s.value ? this.expr(s.value) : undefined, s.compare ? this.expr(s.compare) : undefined, s.name === undefined ? undefined : d.ident(s.name));
+          const lines = d.atomic(
+            s.op,
+            s.type,
+            s.space,
+            s.array,
+            this.expr(s.index),
+            s.value ? this.expr(s.value) : undefined,
+            s.compare ? this.expr(s.compare) : undefined,
+            s.name === undefined ? undefined : d.ident(s.name),
+          );
           for (const l of lines) this.emit(indent, l);
           break;
         }
         case "mma":
           // prepare() refuses mma for every C-style target; reaching here is a codegen bug.
-          throw new CodegenError("missing-capability", "this target has no matrix-unit instructions", { construct: `mma.${s.shape}.${s.input}` });
-        case "return": this.emit(indent, "return;"); break;
-        default: s satisfies never;
+          throw new CodegenError("missing-capability", "this target has no matrix-unit instructions", {
+            construct: `mma.${s.shape}.${s.input}`,
+          });
+        case "return":
+          this.emit(indent, "return;");
+          break;
+        default:
+          s satisfies never;
       }
     }
   }

@@ -5,7 +5,15 @@ import { CodegenError } from "../errors.js";
 import { lowerWgsl } from "../wgsl/target.js";
 import { prepare } from "./prepare.js";
 
-const caps: DeviceCaps = { maxWorkgroup: 256, subgroupSize: undefined, sharedBytes: 1024, dtypes: ["f32"], maxStorageBuffers: 4, f16: false, bf16: false };
+const caps: DeviceCaps = {
+  maxWorkgroup: 256,
+  subgroupSize: undefined,
+  sharedBytes: 1024,
+  dtypes: ["f32"],
+  maxStorageBuffers: 4,
+  f16: false,
+  bf16: false,
+};
 
 const wide = kernel("wide", { workgroupSize: [{ spec: "WG" }, 1, 1], specs: { WG: 64 } }, ({ buffer, gid }) => {
   const o = buffer("o", "u32", "write");
@@ -37,9 +45,12 @@ describe("capability checks give typed errors", () => {
     expect(prepare(wide, caps, "wgsl").workgroupSize).toEqual([64, 1, 1]);
     expect(prepare(wide, caps, "wgsl", { specs: { WG: 128 } }).workgroupSize).toEqual([128, 1, 1]);
   });
-  test("a workgroup larger than the device allows", () => expect(codeOf(() => prepare(wide, caps, "wgsl", { specs: { WG: 512 } }))).toBe("missing-capability"));
-  test("more shared memory than the device has", () => expect(codeOf(() => prepare(bigShared, caps, "ptx"))).toBe("missing-capability"));
-  test("subgroup ops on a device without subgroups", () => expect(codeOf(() => prepare(sg, caps, "spirv"))).toBe("missing-capability"));
+  test("a workgroup larger than the device allows", () =>
+    expect(codeOf(() => prepare(wide, caps, "wgsl", { specs: { WG: 512 } }))).toBe("missing-capability"));
+  test("more shared memory than the device has", () =>
+    expect(codeOf(() => prepare(bigShared, caps, "ptx"))).toBe("missing-capability"));
+  test("subgroup ops on a device without subgroups", () =>
+    expect(codeOf(() => prepare(sg, caps, "spirv"))).toBe("missing-capability"));
   test("more written buffers than bindings (nothing packable)", () => {
     const e = (() => {
       try {

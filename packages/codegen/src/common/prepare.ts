@@ -1,7 +1,16 @@
 // Target-independent facts about a kernel: resolved specialization values, sizes, and usage flags.
 // Every lowering starts here, so capability checks and spec resolution are done once, the same way.
 
-import { elemBytes, type BufferParam, type Expr, type Kernel, type SharedArray, type Size, type Stmt, type ValueType } from "@poot/kernel-dsl";
+import {
+  elemBytes,
+  type BufferParam,
+  type Expr,
+  type Kernel,
+  type SharedArray,
+  type Size,
+  type Stmt,
+  type ValueType,
+} from "@poot/kernel-dsl";
 import { CodegenError } from "../errors.js";
 import type { DeviceCaps, LowerOptions, TargetName } from "../caps.js";
 
@@ -37,7 +46,11 @@ export interface PreparedKernel {
 export function sizeOf(size: Size, specs: ReadonlyMap<string, number>, kernel: string): number {
   if (typeof size === "number") return size;
   const v = specs.get(size.spec);
-  if (v === undefined) throw new CodegenError("invalid-kernel", `unknown specialization constant ${size.spec}`, { kernel, construct: size.spec });
+  if (v === undefined)
+    throw new CodegenError("invalid-kernel", `unknown specialization constant ${size.spec}`, {
+      kernel,
+      construct: size.spec,
+    });
   return v;
 }
 
@@ -57,50 +70,107 @@ export function walkStmts(body: readonly Stmt[], f: (s: Stmt) => void): void {
 export function walkExpr(e: Expr, f: (e: Expr) => void): void {
   f(e);
   switch (e.k) {
-    case "load": case "load4": return walkExpr(e.index, f);
-    case "unary": case "cast": case "bitcast": case "pack": case "unpack": case "extract": return walkExpr(e.a, f);
-    case "binary": case "cmp": walkExpr(e.a, f); return walkExpr(e.b, f);
-    case "select": walkExpr(e.cond, f); walkExpr(e.a, f); return walkExpr(e.b, f);
-    case "call": return e.args.forEach((a) => walkExpr(a, f));
-    case "vec": return e.elems.forEach((a) => walkExpr(a, f));
-    case "const": case "local": case "param": case "spec": case "builtin": return;
-    default: e satisfies never;
+    case "load":
+    case "load4":
+      return walkExpr(e.index, f);
+    case "unary":
+    case "cast":
+    case "bitcast":
+    case "pack":
+    case "unpack":
+    case "extract":
+      return walkExpr(e.a, f);
+    case "binary":
+    case "cmp":
+      walkExpr(e.a, f);
+      return walkExpr(e.b, f);
+    case "select":
+      walkExpr(e.cond, f);
+      walkExpr(e.a, f);
+      return walkExpr(e.b, f);
+    case "call":
+      return e.args.forEach((a) => walkExpr(a, f));
+    case "vec":
+      return e.elems.forEach((a) => walkExpr(a, f));
+    case "const":
+    case "local":
+    case "param":
+    case "spec":
+    case "builtin":
+      return;
+    default:
+      e satisfies never;
   }
 }
 
 /** The expressions directly held by a statement (not those of nested blocks). */
 export function stmtExprs(s: Stmt): Expr[] {
   switch (s.s) {
-    case "let": case "assign": return [s.value];
-    case "var": return [s.init];
-    case "store": return [s.index, s.value];
-    case "for": return [s.start, s.end, s.step];
-    case "while": case "if": return [s.cond];
-    case "subgroup": return s.lane ? [s.value, s.lane] : [s.value];
-    case "mma": return [s.a, s.b, s.c];
-    case "atomic": return [s.index, ...(s.value ? [s.value] : []), ...(s.compare ? [s.compare] : [])];
-    case "array": case "break": case "continue": case "barrier": case "return": return [];
-    default: s satisfies never; return [];
+    case "let":
+    case "assign":
+      return [s.value];
+    case "var":
+      return [s.init];
+    case "store":
+      return [s.index, s.value];
+    case "for":
+      return [s.start, s.end, s.step];
+    case "while":
+    case "if":
+      return [s.cond];
+    case "subgroup":
+      return s.lane ? [s.value, s.lane] : [s.value];
+    case "mma":
+      return [s.a, s.b, s.c];
+    case "atomic":
+      return [s.index, ...(s.value ? [s.value] : []), ...(s.compare ? [s.compare] : [])];
+    case "array":
+    case "break":
+    case "continue":
+    case "barrier":
+    case "return":
+      return [];
+    default:
+      s satisfies never;
+      return [];
   }
 }
 
 /** Resolves specs and checks the kernel against the device caps. */
-export function prepare(kernel: Kernel, caps: DeviceCaps, target: TargetName, options: LowerOptions = {}): PreparedKernel {
+export function prepare(
+  kernel: Kernel,
+  caps: DeviceCaps,
+  target: TargetName,
+  options: LowerOptions = {},
+): PreparedKernel {
   const specs = new Map<string, number>();
   for (const d of kernel.specs) {
     const v = options.specs?.[d.name] ?? d.default;
-    if (v === undefined) throw new CodegenError("invalid-kernel", `no value for specialization constant ${d.name}`, { kernel: kernel.name, target, construct: d.name });
+    if (v === undefined)
+      throw new CodegenError("invalid-kernel", `no value for specialization constant ${d.name}`, {
+        kernel: kernel.name,
+        target,
+        construct: d.name,
+      });
     specs.set(d.name, v);
   }
   const wg = kernel.workgroupSize.map((s) => sizeOf(s, specs, kernel.name)) as [number, number, number];
   const invocations = wg[0] * wg[1] * wg[2];
   if (invocations > caps.maxWorkgroup) {
-    throw new CodegenError("missing-capability", `workgroup of ${invocations} invocations exceeds the device maximum ${caps.maxWorkgroup}`, { kernel: kernel.name, target, construct: "workgroupSize", value: wg });
+    throw new CodegenError(
+      "missing-capability",
+      `workgroup of ${invocations} invocations exceeds the device maximum ${caps.maxWorkgroup}`,
+      { kernel: kernel.name, target, construct: "workgroupSize", value: wg },
+    );
   }
   const shared = kernel.shared.map((a) => ({ ...a, len: sizeOf(a.length, specs, kernel.name) }));
   const sharedBytes = shared.reduce((n, a) => n + a.len * elemBytes(a.elem), 0);
   if (sharedBytes > caps.sharedBytes) {
-    throw new CodegenError("missing-capability", `kernel needs ${sharedBytes} bytes of shared memory, device has ${caps.sharedBytes}`, { kernel: kernel.name, target, construct: "shared", value: sharedBytes });
+    throw new CodegenError(
+      "missing-capability",
+      `kernel needs ${sharedBytes} bytes of shared memory, device has ${caps.sharedBytes}`,
+      { kernel: kernel.name, target, construct: "shared", value: sharedBytes },
+    );
   }
   const privates: PrivateArray[] = [];
   const stored = new Set<string>();
@@ -111,14 +181,19 @@ export function prepare(kernel: Kernel, caps: DeviceCaps, target: TargetName, op
     if (s.s === "subgroup" || s.s === "mma") usesSubgroups = true;
     for (const e of stmtExprs(s)) {
       walkExpr(e, (x) => {
-        if (x.k === "builtin" && (x.name === "subgroup_id" || x.name === "subgroup_lane" || x.name === "subgroup_size")) usesSubgroups = true;
+        if (x.k === "builtin" && (x.name === "subgroup_id" || x.name === "subgroup_lane" || x.name === "subgroup_size"))
+          usesSubgroups = true;
       });
     }
   });
   checkMma(kernel, caps, target);
   checkLoad4(kernel, target);
   if (usesSubgroups && caps.subgroupSize === undefined) {
-    throw new CodegenError("missing-capability", "kernel uses subgroup operations but the device has none", { kernel: kernel.name, target, construct: "subgroup" });
+    throw new CodegenError("missing-capability", "kernel uses subgroup operations but the device has none", {
+      kernel: kernel.name,
+      target,
+      construct: "subgroup",
+    });
   }
   return {
     kernel,
@@ -143,7 +218,12 @@ function checkLoad4(kernel: Kernel, target: TargetName): void {
   walkStmts(kernel.body, (s) => {
     for (const e of stmtExprs(s)) {
       walkExpr(e, (x) => {
-        if (x.k === "load4") throw new CodegenError("missing-capability", `the ${target} target has no SIMD load4 (of ${x.array} as ${x.type})`, { kernel: kernel.name, target, construct: "load4" });
+        if (x.k === "load4")
+          throw new CodegenError(
+            "missing-capability",
+            `the ${target} target has no SIMD load4 (of ${x.array} as ${x.type})`,
+            { kernel: kernel.name, target, construct: "load4" },
+          );
       });
     }
   });
@@ -161,9 +241,23 @@ function checkMma(kernel: Kernel, caps: DeviceCaps, target: TargetName): void {
     if (s.s !== "mma") return;
     const shape = `m16n8k16.${s.input}`;
     const ctx = { kernel: kernel.name, target, construct: `mma.${shape}` };
-    if (!MMA_TARGETS.has(target)) throw new CodegenError("missing-capability", `the ${target} target has no matrix-unit instructions for mma ${shape}`, ctx);
+    if (!MMA_TARGETS.has(target))
+      throw new CodegenError(
+        "missing-capability",
+        `the ${target} target has no matrix-unit instructions for mma ${shape}`,
+        ctx,
+      );
     const has = (caps.matrixShapes ?? []).some((m) => m.m === 16 && m.n === 8 && m.k === 16 && m.input === s.input);
-    if (!has) throw new CodegenError("missing-capability", `the device caps report no matrix unit of shape ${shape}`, { ...ctx, value: caps.matrixShapes ?? [] });
-    if (caps.subgroupSize !== 32) throw new CodegenError("missing-capability", `mma ${shape} needs 32-lane subgroups, the device has ${String(caps.subgroupSize)}`, { ...ctx, value: caps.subgroupSize });
+    if (!has)
+      throw new CodegenError("missing-capability", `the device caps report no matrix unit of shape ${shape}`, {
+        ...ctx,
+        value: caps.matrixShapes ?? [],
+      });
+    if (caps.subgroupSize !== 32)
+      throw new CodegenError(
+        "missing-capability",
+        `mma ${shape} needs 32-lane subgroups, the device has ${String(caps.subgroupSize)}`,
+        { ...ctx, value: caps.subgroupSize },
+      );
   });
 }

@@ -1,7 +1,21 @@
 // The shared driver of register-machine targets (PTX, LLVM IR, SPIR-V, Wasm): walks statements and
 // expressions once, leaving each target only instruction selection and its way of expressing control flow.
 
-import type { AddressSpace, AtomicOp, BinaryOp, CmpOp, ElemType, Expr, MathFn, MmaInput, PackFormat, Stmt, SubgroupOp, UnaryOp, ValueType } from "@poot/kernel-dsl";
+import type {
+  AddressSpace,
+  AtomicOp,
+  BinaryOp,
+  CmpOp,
+  ElemType,
+  Expr,
+  MathFn,
+  MmaInput,
+  PackFormat,
+  Stmt,
+  SubgroupOp,
+  UnaryOp,
+  ValueType,
+} from "@poot/kernel-dsl";
 import { CodegenError, invariant } from "../errors.js";
 import type { PreparedKernel } from "./prepare.js";
 
@@ -31,7 +45,15 @@ export interface RegTarget<V> {
   subgroup(op: SubgroupOp, type: ValueType, value: V, lane: V | undefined): V;
   /** Warp-scope m16n8k16 matrix multiply-accumulate (only targets with matrix units implement it). */
   mma?(input: MmaInput, a: V, b: V, c: V): V;
-  atomic(op: AtomicOp, type: "u32" | "i32" | "f32", space: "global" | "workgroup", array: string, index: V, value: V | undefined, compare: V | undefined): V | undefined;
+  atomic(
+    op: AtomicOp,
+    type: "u32" | "i32" | "f32",
+    space: "global" | "workgroup",
+    array: string,
+    index: V,
+    value: V | undefined,
+    compare: V | undefined,
+  ): V | undefined;
   barrier(): void;
   /** Declares a mutable variable holding `init`. */
   newVar(name: string, type: ValueType, init: V): void;
@@ -88,19 +110,31 @@ export function makeDriver<V>(p: PreparedKernel, t: RegTarget<V>, options: Drive
   const kernel = p.kernel.name;
   const elemOfArray = (space: AddressSpace, array: string): ElemType => {
     const e = elems.get(`${space}:${array}`);
-    if (e === undefined) throw new CodegenError("invalid-kernel", `unknown ${space} array ${array}`, { kernel, target: p.target, construct: array });
+    if (e === undefined)
+      throw new CodegenError("invalid-kernel", `unknown ${space} array ${array}`, {
+        kernel,
+        target: p.target,
+        construct: array,
+      });
     return e;
   };
 
   const expr = (e: Expr): V => {
     switch (e.k) {
-      case "const": return t.constant(e.type, e.value);
+      case "const":
+        return t.constant(e.type, e.value);
       case "local": {
         const b = env.get(e.name);
-        if (b === undefined) throw new CodegenError("invalid-kernel", `unknown local ${e.name}`, { kernel, target: p.target, construct: e.name });
+        if (b === undefined)
+          throw new CodegenError("invalid-kernel", `unknown local ${e.name}`, {
+            kernel,
+            target: p.target,
+            construct: e.name,
+          });
         return b.kind === "value" ? b.v : t.readVar(e.name, b.type);
       }
-      case "param": return t.param(e.name, e.type);
+      case "param":
+        return t.param(e.name, e.type);
       case "spec": {
         const v = p.specs.get(e.name);
         invariant(v !== undefined, `spec ${e.name} resolved by prepare()`);
@@ -110,23 +144,39 @@ export function makeDriver<V>(p: PreparedKernel, t: RegTarget<V>, options: Drive
         if (e.name === "workgroup_size") return t.constant("u32", p.workgroupSize[e.axis]);
         if (e.name === "subgroup_size") return t.constant("u32", p.subgroupSize);
         return t.builtin(e.name, "axis" in e ? e.axis : undefined);
-      case "load": return t.load(e.space, e.array, elemOfArray(e.space, e.array), expr(e.index), e.type);
-      case "unary": return t.unary(e.op, e.type, expr(e.a));
-      case "binary": return t.binary(e.op, e.type, expr(e.a), expr(e.b));
-      case "cmp": return t.cmp(e.op, e.a.type, expr(e.a), expr(e.b));
+      case "load":
+        return t.load(e.space, e.array, elemOfArray(e.space, e.array), expr(e.index), e.type);
+      case "unary":
+        return t.unary(e.op, e.type, expr(e.a));
+      case "binary":
+        return t.binary(e.op, e.type, expr(e.a), expr(e.b));
+      case "cmp":
+        return t.cmp(e.op, e.a.type, expr(e.a), expr(e.b));
       case "select": {
         const c = expr(e.cond);
         return t.select(e.type, c, expr(e.a), expr(e.b));
       }
-      case "call": return t.call(e.fn, e.type, e.args.map(expr));
-      case "cast": return t.cast(e.a.type, e.type, expr(e.a));
-      case "bitcast": return t.bitcast(e.a.type, e.type, expr(e.a));
-      case "pack": return t.pack(e.fmt, expr(e.a));
-      case "unpack": return t.unpack(e.fmt, e.type, expr(e.a));
-      case "vec": return t.vec(e.type, e.elems.map(expr));
-      case "extract": return t.extract(e.a.type, e.lane, expr(e.a));
+      case "call":
+        return t.call(e.fn, e.type, e.args.map(expr));
+      case "cast":
+        return t.cast(e.a.type, e.type, expr(e.a));
+      case "bitcast":
+        return t.bitcast(e.a.type, e.type, expr(e.a));
+      case "pack":
+        return t.pack(e.fmt, expr(e.a));
+      case "unpack":
+        return t.unpack(e.fmt, e.type, expr(e.a));
+      case "vec":
+        return t.vec(e.type, e.elems.map(expr));
+      case "extract":
+        return t.extract(e.a.type, e.lane, expr(e.a));
       case "load4":
-        if (t.load4 === undefined) throw new CodegenError("missing-capability", `the ${p.target} target cannot lower load4`, { kernel, target: p.target, construct: "load4" });
+        if (t.load4 === undefined)
+          throw new CodegenError("missing-capability", `the ${p.target} target cannot lower load4`, {
+            kernel,
+            target: p.target,
+            construct: "load4",
+          });
         return t.load4(e.array, elemOfArray("global", e.array), expr(e.index), e.type);
       default:
         e satisfies never;
@@ -140,7 +190,9 @@ export function makeDriver<V>(p: PreparedKernel, t: RegTarget<V>, options: Drive
 
   const stmt = (s: Stmt): void => {
     switch (s.s) {
-      case "let": bindValue(s.name, s.type, expr(s.value)); return;
+      case "let":
+        bindValue(s.name, s.type, expr(s.value));
+        return;
       case "var":
         t.newVar(s.name, s.type, expr(s.init));
         env.set(s.name, { kind: "var", type: s.type });
@@ -153,7 +205,12 @@ export function makeDriver<V>(p: PreparedKernel, t: RegTarget<V>, options: Drive
       }
       case "assign": {
         const b = env.get(s.name);
-        if (b?.kind !== "var") throw new CodegenError("invalid-kernel", `assignment to ${s.name}, which is not a var`, { kernel, target: p.target, construct: s.name });
+        if (b?.kind !== "var")
+          throw new CodegenError("invalid-kernel", `assignment to ${s.name}, which is not a var`, {
+            kernel,
+            target: p.target,
+            construct: s.name,
+          });
         t.writeVar(s.name, b.type, expr(s.value));
         return;
       }
@@ -176,19 +233,40 @@ export function makeDriver<V>(p: PreparedKernel, t: RegTarget<V>, options: Drive
         );
         return;
       }
-      case "while": t.loop(() => expr(s.cond), () => block(s.body), () => {}); return;
-      case "if": t.ifElse(expr(s.cond), () => block(s.then), s.else.length > 0 ? () => block(s.else) : undefined); return;
-      case "break": t.breakLoop(); return;
-      case "continue": t.continueLoop(); return;
-      case "barrier": t.barrier(); return;
+      case "while":
+        t.loop(
+          () => expr(s.cond),
+          () => block(s.body),
+          () => {},
+        );
+        return;
+      case "if":
+        t.ifElse(expr(s.cond), () => block(s.then), s.else.length > 0 ? () => block(s.else) : undefined);
+        return;
+      case "break":
+        t.breakLoop();
+        return;
+      case "continue":
+        t.continueLoop();
+        return;
+      case "barrier":
+        t.barrier();
+        return;
       case "subgroup": {
         const v = expr(s.value);
         bindValue(s.name, s.type, t.subgroup(s.op, s.type, v, s.lane ? expr(s.lane) : undefined));
         return;
       }
       case "mma": {
-        if (t.mma === undefined) throw new CodegenError("missing-capability", `the ${p.target} target cannot lower mma`, { kernel, target: p.target, construct: `mma.${s.shape}.${s.input}` });
-        const a = expr(s.a), b = expr(s.b), c = expr(s.c);
+        if (t.mma === undefined)
+          throw new CodegenError("missing-capability", `the ${p.target} target cannot lower mma`, {
+            kernel,
+            target: p.target,
+            construct: `mma.${s.shape}.${s.input}`,
+          });
+        const a = expr(s.a),
+          b = expr(s.b),
+          c = expr(s.c);
         bindValue(s.name, "vec4<f32>", t.mma(s.input, a, b, c));
         return;
       }
@@ -203,8 +281,11 @@ export function makeDriver<V>(p: PreparedKernel, t: RegTarget<V>, options: Drive
         }
         return;
       }
-      case "return": t.ret(); return;
-      default: s satisfies never;
+      case "return":
+        t.ret();
+        return;
+      default:
+        s satisfies never;
     }
   };
 

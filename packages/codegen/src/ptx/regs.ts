@@ -8,7 +8,13 @@ import { CodegenError } from "../errors.js";
 export type Cls = "p" | "r" | "f" | "rd" | "h";
 
 /** Splits a vector operand `{%f1, %f2}` into its registers (a scalar stays one). */
-export const split = (v: string): string[] => (v.startsWith("{") ? v.slice(1, -1).split(",").map((s) => s.trim()) : [v]);
+export const split = (v: string): string[] =>
+  v.startsWith("{")
+    ? v
+        .slice(1, -1)
+        .split(",")
+        .map((s) => s.trim())
+    : [v];
 /** Joins registers into a vector operand. */
 export const join = (regs: readonly string[]): string => (regs.length === 1 ? regs[0]! : `{${regs.join(", ")}}`);
 
@@ -58,7 +64,11 @@ export abstract class PtxBase {
     return d;
   }
   protected unsupported(what: string): never {
-    throw new CodegenError("unsupported", `PTX cannot express ${what}`, { kernel: this.kernel, target: "ptx", construct: what });
+    throw new CodegenError("unsupported", `PTX cannot express ${what}`, {
+      kernel: this.kernel,
+      target: "ptx",
+      construct: what,
+    });
   }
 
   newVar(name: string, type: ValueType, init: string): void {

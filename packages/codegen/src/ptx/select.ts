@@ -28,9 +28,15 @@ export class PtxEmitter extends PtxBase implements RegTarget<string> {
     const ax = ["x", "y", "z"][axis ?? 0]!;
     const d = this.reg("r");
     switch (name) {
-      case "local_id": this.emit(`mov.u32 ${d}, %tid.${ax};`); break;
-      case "workgroup_id": this.emit(`mov.u32 ${d}, %ctaid.${ax};`); break;
-      case "num_workgroups": this.emit(`mov.u32 ${d}, %nctaid.${ax};`); break;
+      case "local_id":
+        this.emit(`mov.u32 ${d}, %tid.${ax};`);
+        break;
+      case "workgroup_id":
+        this.emit(`mov.u32 ${d}, %ctaid.${ax};`);
+        break;
+      case "num_workgroups":
+        this.emit(`mov.u32 ${d}, %nctaid.${ax};`);
+        break;
       case "global_id": {
         const c = this.builtin("workgroup_id", axis);
         const t = this.builtin("local_id", axis);
@@ -44,9 +50,14 @@ export class PtxEmitter extends PtxBase implements RegTarget<string> {
         this.emit(`mad.lo.u32 ${d}, ${yz}, ${this.wg[0]}, ${x};`);
         break;
       }
-      case "subgroup_lane": this.emit(`mov.u32 ${d}, %laneid;`); break;
-      case "subgroup_id": this.emit(`div.u32 ${d}, ${this.builtin("local_index", undefined)}, ${this.subgroupSize};`); break;
-      default: this.unsupported(`builtin ${name}`);
+      case "subgroup_lane":
+        this.emit(`mov.u32 ${d}, %laneid;`);
+        break;
+      case "subgroup_id":
+        this.emit(`div.u32 ${d}, ${this.builtin("local_index", undefined)}, ${this.subgroupSize};`);
+        break;
+      default:
+        this.unsupported(`builtin ${name}`);
     }
     return d;
   }
@@ -97,12 +108,18 @@ export class PtxEmitter extends PtxBase implements RegTarget<string> {
         this.emit(`cvt.f32.f16 ${d}, ${h};`);
         return d;
       }
-      case "u8": this.emit(`ld.${ss}.u8 ${d}, ${addr};`); return d;
-      case "i8": this.emit(`ld.${ss}.s8 ${d}, ${addr};`); return d;
+      case "u8":
+        this.emit(`ld.${ss}.u8 ${d}, ${addr};`);
+        return d;
+      case "i8":
+        this.emit(`ld.${ss}.s8 ${d}, ${addr};`);
+        return d;
       default: {
         const n = lanesOf(elem);
         // Vector elements become one vector load (ld.v2 / ld.v4), naturally aligned by the buffer layout.
-        this.emit(`ld.${ss}${n > 1 ? `.v${n}` : ""}.${elemOf(elem as ValueType) === "f32" ? "f32" : "b32"} ${d}, ${addr};`);
+        this.emit(
+          `ld.${ss}${n > 1 ? `.v${n}` : ""}.${elemOf(elem as ValueType) === "f32" ? "f32" : "b32"} ${d}, ${addr};`,
+        );
         return d;
       }
     }
@@ -123,10 +140,15 @@ export class PtxEmitter extends PtxBase implements RegTarget<string> {
         this.emit(`st.${ss}.b16 ${addr}, ${h};`);
         return;
       }
-      case "u8": case "i8": this.emit(`st.${ss}.u8 ${addr}, ${value};`); return;
+      case "u8":
+      case "i8":
+        this.emit(`st.${ss}.u8 ${addr}, ${value};`);
+        return;
       default: {
         const n = lanesOf(elem);
-        this.emit(`st.${ss}${n > 1 ? `.v${n}` : ""}.${elemOf(elem as ValueType) === "f32" ? "f32" : "b32"} ${addr}, ${value};`);
+        this.emit(
+          `st.${ss}${n > 1 ? `.v${n}` : ""}.${elemOf(elem as ValueType) === "f32" ? "f32" : "b32"} ${addr}, ${value};`,
+        );
       }
     }
   }
@@ -142,10 +164,14 @@ export class PtxEmitter extends PtxBase implements RegTarget<string> {
     const bits = e === "bool" ? "pred" : "b32";
     return this.lanes(type, [a, b], (d, x, y) => {
       switch (op) {
-        case "add": return `add.${s} ${d}, ${x}, ${y};`;
-        case "sub": return `sub.${s} ${d}, ${x}, ${y};`;
-        case "mul": return e === "f32" ? `mul.rn.f32 ${d}, ${x}, ${y};` : `mul.lo.${s} ${d}, ${x}, ${y};`;
-        case "div": return e === "f32" ? `div.rn.f32 ${d}, ${x}, ${y};` : `div.${s} ${d}, ${x}, ${y};`;
+        case "add":
+          return `add.${s} ${d}, ${x}, ${y};`;
+        case "sub":
+          return `sub.${s} ${d}, ${x}, ${y};`;
+        case "mul":
+          return e === "f32" ? `mul.rn.f32 ${d}, ${x}, ${y};` : `mul.lo.${s} ${d}, ${x}, ${y};`;
+        case "div":
+          return e === "f32" ? `div.rn.f32 ${d}, ${x}, ${y};` : `div.${s} ${d}, ${x}, ${y};`;
         case "rem": {
           if (e !== "f32") return `rem.${s} ${d}, ${x}, ${y};`;
           // fmod: x - trunc(x / y) * y.
@@ -155,9 +181,12 @@ export class PtxEmitter extends PtxBase implements RegTarget<string> {
           this.emit(`neg.f32 ${q}, ${q};`);
           return `fma.rn.f32 ${d}, ${q}, ${y}, ${x};`;
         }
-        case "and": return `and.${bits} ${d}, ${x}, ${y};`;
-        case "or": return `or.${bits} ${d}, ${x}, ${y};`;
-        case "xor": return `xor.${bits} ${d}, ${x}, ${y};`;
+        case "and":
+          return `and.${bits} ${d}, ${x}, ${y};`;
+        case "or":
+          return `or.${bits} ${d}, ${x}, ${y};`;
+        case "xor":
+          return `xor.${bits} ${d}, ${x}, ${y};`;
         case "shl":
         case "shr": {
           // PTX clamps shift counts; the IR takes them mod 32.
@@ -165,7 +194,8 @@ export class PtxEmitter extends PtxBase implements RegTarget<string> {
           this.emit(`and.b32 ${c}, ${y}, 31;`);
           return op === "shl" ? `shl.b32 ${d}, ${x}, ${c};` : `shr.${e === "i32" ? "s32" : "u32"} ${d}, ${x}, ${c};`;
         }
-        default: return this.unsupported(`binary ${op}`);
+        default:
+          return this.unsupported(`binary ${op}`);
       }
     });
   }
@@ -196,7 +226,11 @@ export class PtxEmitter extends PtxBase implements RegTarget<string> {
       this.emit(`or.pred ${d}, ${t1}, ${t2};`);
       return d;
     }
-    return this.lanes(type, [a, b], (d, x, y) => `selp.${elemOf(type) === "f32" ? "f32" : "b32"} ${d}, ${x}, ${y}, ${cond};`);
+    return this.lanes(
+      type,
+      [a, b],
+      (d, x, y) => `selp.${elemOf(type) === "f32" ? "f32" : "b32"} ${d}, ${x}, ${y}, ${cond};`,
+    );
   }
 
   call(fn: string, type: ValueType, args: readonly string[]): string {
@@ -213,18 +247,30 @@ export class PtxEmitter extends PtxBase implements RegTarget<string> {
           this.emit(`lg2.approx.f32 ${t}, ${x};`);
           return `mul.f32 ${d}, ${t}, ${f32Imm(Math.LN2)};`;
         }
-        case "sqrt": return `sqrt.rn.f32 ${d}, ${x};`;
-        case "rsqrt": return `rsqrt.approx.f32 ${d}, ${x};`;
-        case "tanh": return `tanh.approx.f32 ${d}, ${x};`;
-        case "sin": return `sin.approx.f32 ${d}, ${x};`;
-        case "cos": return `cos.approx.f32 ${d}, ${x};`;
-        case "floor": return `cvt.rmi.f32.f32 ${d}, ${x};`;
-        case "fma": return `fma.rn.f32 ${d}, ${x}, ${y}, ${z};`;
-        case "abs": return e === "u32" ? `mov.b32 ${d}, ${x};` : `abs.${this.sfx(type)} ${d}, ${x};`;
-        case "min": return `min.${this.sfx(type)} ${d}, ${x}, ${y};`;
-        case "max": return `max.${this.sfx(type)} ${d}, ${x}, ${y};`;
-        case "erf": return this.erf(d, x!);
-        default: return this.unsupported(`math ${fn}`);
+        case "sqrt":
+          return `sqrt.rn.f32 ${d}, ${x};`;
+        case "rsqrt":
+          return `rsqrt.approx.f32 ${d}, ${x};`;
+        case "tanh":
+          return `tanh.approx.f32 ${d}, ${x};`;
+        case "sin":
+          return `sin.approx.f32 ${d}, ${x};`;
+        case "cos":
+          return `cos.approx.f32 ${d}, ${x};`;
+        case "floor":
+          return `cvt.rmi.f32.f32 ${d}, ${x};`;
+        case "fma":
+          return `fma.rn.f32 ${d}, ${x}, ${y}, ${z};`;
+        case "abs":
+          return e === "u32" ? `mov.b32 ${d}, ${x};` : `abs.${this.sfx(type)} ${d}, ${x};`;
+        case "min":
+          return `min.${this.sfx(type)} ${d}, ${x}, ${y};`;
+        case "max":
+          return `max.${this.sfx(type)} ${d}, ${x}, ${y};`;
+        case "erf":
+          return this.erf(d, x!);
+        default:
+          return this.unsupported(`math ${fn}`);
       }
     });
   }
@@ -239,7 +285,8 @@ export class PtxEmitter extends PtxBase implements RegTarget<string> {
     this.emit(`fma.rn.f32 ${t}, ${ax}, ${f32Imm(0.3275911)}, ${f32Imm(1)};`);
     this.emit(`rcp.rn.f32 ${t}, ${t};`);
     this.emit(`mov.f32 ${p}, ${f32Imm(1.061405429)};`);
-    for (const c of [-1.453152027, 1.421413741, -0.284496736, 0.254829592]) this.emit(`fma.rn.f32 ${p}, ${p}, ${t}, ${f32Imm(c)};`);
+    for (const c of [-1.453152027, 1.421413741, -0.284496736, 0.254829592])
+      this.emit(`fma.rn.f32 ${p}, ${p}, ${t}, ${f32Imm(c)};`);
     this.emit(`mul.f32 ${p}, ${p}, ${t};`);
     this.emit(`mul.f32 ${e}, ${ax}, ${ax};`);
     this.emit(`mul.f32 ${e}, ${e}, ${f32Imm(-Math.LOG2E)};`);
@@ -253,8 +300,12 @@ export class PtxEmitter extends PtxBase implements RegTarget<string> {
   cast(from: ValueType, to: ValueType, a: string): string {
     const fe = elemOf(from);
     const te = elemOf(to);
-    if (te === "bool") return this.lanes(to, [a], (d, x) => `setp.ne.${this.sfx(from)} ${d}, ${x}, ${fe === "f32" ? f32Imm(0) : 0};`);
-    if (fe === "bool") return this.lanes(to, [a], (d, x) => (te === "f32" ? `selp.f32 ${d}, ${f32Imm(1)}, ${f32Imm(0)}, ${x};` : `selp.b32 ${d}, 1, 0, ${x};`));
+    if (te === "bool")
+      return this.lanes(to, [a], (d, x) => `setp.ne.${this.sfx(from)} ${d}, ${x}, ${fe === "f32" ? f32Imm(0) : 0};`);
+    if (fe === "bool")
+      return this.lanes(to, [a], (d, x) =>
+        te === "f32" ? `selp.f32 ${d}, ${f32Imm(1)}, ${f32Imm(0)}, ${x};` : `selp.b32 ${d}, 1, 0, ${x};`,
+      );
     return this.lanes(to, [a], (d, x) => {
       if (fe === te || (fe !== "f32" && te !== "f32")) return `mov.b32 ${d}, ${x};`;
       // cvt.rzi saturates and maps NaN to 0, matching the IR's f32 -> int rule.
@@ -361,23 +412,44 @@ export class PtxEmitter extends PtxBase implements RegTarget<string> {
     return d;
   }
 
-  atomic(op: string, type: "u32" | "i32" | "f32", space: "global" | "workgroup", array: string, index: string, value: string | undefined, compare: string | undefined): string | undefined {
+  atomic(
+    op: string,
+    type: "u32" | "i32" | "f32",
+    space: "global" | "workgroup",
+    array: string,
+    index: string,
+    value: string | undefined,
+    compare: string | undefined,
+  ): string | undefined {
     const [addr, ss] = this.address(space, array, type, index);
     const t = type === "f32" ? "f32" : type === "i32" ? "s32" : "u32";
     const d = this.fresh(type);
     switch (op) {
-      case "add": this.emit(`atom.${ss}.add.${t} ${d}, ${addr}, ${value};`); return d;
-      case "max": case "min": this.emit(`atom.${ss}.${op}.${t} ${d}, ${addr}, ${value};`); return d;
-      case "exchange": this.emit(`atom.${ss}.exch.b32 ${d}, ${addr}, ${value};`); return d;
-      case "cmpxchg": this.emit(`atom.${ss}.cas.b32 ${d}, ${addr}, ${compare}, ${value};`); return d;
-      case "load": this.emit(`ld.relaxed.gpu.${ss}.b32 ${d}, ${addr};`); return d;
-      case "store": this.emit(`st.relaxed.gpu.${ss}.b32 ${addr}, ${value};`); return undefined;
-      default: return this.unsupported(`atomic ${op}`);
+      case "add":
+        this.emit(`atom.${ss}.add.${t} ${d}, ${addr}, ${value};`);
+        return d;
+      case "max":
+      case "min":
+        this.emit(`atom.${ss}.${op}.${t} ${d}, ${addr}, ${value};`);
+        return d;
+      case "exchange":
+        this.emit(`atom.${ss}.exch.b32 ${d}, ${addr}, ${value};`);
+        return d;
+      case "cmpxchg":
+        this.emit(`atom.${ss}.cas.b32 ${d}, ${addr}, ${compare}, ${value};`);
+        return d;
+      case "load":
+        this.emit(`ld.relaxed.gpu.${ss}.b32 ${d}, ${addr};`);
+        return d;
+      case "store":
+        this.emit(`st.relaxed.gpu.${ss}.b32 ${addr}, ${value};`);
+        return undefined;
+      default:
+        return this.unsupported(`atomic ${op}`);
     }
   }
 
   barrier(): void {
     this.emit("bar.sync 0;");
   }
-
 }

@@ -36,7 +36,8 @@ export function lowerPtx(kernel: Kernel, caps: DeviceCaps, options: PtxOptions =
     e.emit(`ld.param.${u.type === "f32" ? "f32" : u.type === "i32" ? "s32" : "u32"} ${r}, [${kernel.name}_${u.name}];`);
     e.paramReg.set(u.name, r);
   }
-  if (kernel.uniforms.length > 0) slots.push({ kind: "uniforms", slot: slots.length, order: kernel.uniforms.map((u) => u.name) });
+  if (kernel.uniforms.length > 0)
+    slots.push({ kind: "uniforms", slot: slots.length, order: kernel.uniforms.map((u) => u.name) });
   driveBody(p, e);
   e.emit("ret;");
 
@@ -57,7 +58,15 @@ export function lowerPtx(kernel: Kernel, caps: DeviceCaps, options: PtxOptions =
   for (const [c, n] of Object.entries(e.counts)) if (n > 0) out.push(`  .reg ${decl[c]} %${c}<${n + 1}>;`);
   for (const l of e.locals) out.push(`  .local .align 16 .b8 ${l.name}[${l.bytes}];`);
   out.push(...e.lines, "}");
-  return { target: "ptx", kernel: kernel.name, entryPoint: kernel.name, ext: "ptx", text: `${out.join("\n")}\n`, workgroupSize: p.workgroupSize, bindings: slots };
+  return {
+    target: "ptx",
+    kernel: kernel.name,
+    entryPoint: kernel.name,
+    ext: "ptx",
+    text: `${out.join("\n")}\n`,
+    workgroupSize: p.workgroupSize,
+    bindings: slots,
+  };
 }
 
 /** The PTX target (NVIDIA). */

@@ -114,7 +114,11 @@ export class SpirvFunction {
    * `cond` runs in its own block and returns the bool that keeps the loop going; `step` runs in the
    * continue target, which is the only block allowed to branch back to the header.
    */
-  loop(cond: () => number, body: (labels: { readonly merge: number; readonly cont: number }) => void, step: () => void): void {
+  loop(
+    cond: () => number,
+    body: (labels: { readonly merge: number; readonly cont: number }) => void,
+    step: () => void,
+  ): void {
     const header = this.mod.id();
     const condL = this.mod.id();
     const bodyL = this.mod.id();

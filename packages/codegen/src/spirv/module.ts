@@ -148,7 +148,10 @@ export class SpirvModule {
    * A struct type. Structs are never deduplicated because their decorations (Block, Offset)
    * belong to the id; each call returns a fresh type.
    */
-  typeStruct(members: readonly number[], layout?: { readonly block: boolean; readonly offsets: readonly number[] }): number {
+  typeStruct(
+    members: readonly number[],
+    layout?: { readonly block: boolean; readonly offsets: readonly number[] },
+  ): number {
     const id = this.id();
     this.globals.push(...instruction(Op.TypeStruct, [id, ...members]));
     if (layout) {

@@ -47,7 +47,16 @@ export class SpirvEmitter implements RegTarget<number> {
     const m = this.m;
     const n = lanesOf(t);
     const e = n > 1 ? elemOf(t as ValueType) : t;
-    const s = e === "bool" ? m.typeBool() : e === "f32" ? m.typeFloat(32) : e === "f16" ? m.typeFloat(16) : e === "bf16" ? m.typeInt(16, false) : m.typeInt(32, false);
+    const s =
+      e === "bool"
+        ? m.typeBool()
+        : e === "f32"
+          ? m.typeFloat(32)
+          : e === "f16"
+            ? m.typeFloat(16)
+            : e === "bf16"
+              ? m.typeInt(16, false)
+              : m.typeInt(32, false);
     return n > 1 ? m.typeVector(s, n) : s;
   }
   private op(opcode: number, t: ValueType, ...operands: number[]): number {
@@ -63,13 +72,22 @@ export class SpirvEmitter implements RegTarget<number> {
     this.fn.stmt(opcode, ...operands);
   }
   private unsupported(what: string): never {
-    throw new CodegenError("unsupported", `SPIR-V lowering cannot express ${what}`, { kernel: this.kernel, target: "spirv", construct: what });
+    throw new CodegenError("unsupported", `SPIR-V lowering cannot express ${what}`, {
+      kernel: this.kernel,
+      target: "spirv",
+      construct: what,
+    });
   }
   private u(v: number): number {
     return this.m.u32(v);
   }
   private splat(t: ValueType, scalar: number): number {
-    return lanesOf(t) > 1 ? this.m.constantComposite(this.type(t), Array.from({ length: lanesOf(t) }, () => scalar)) : scalar;
+    return lanesOf(t) > 1
+      ? this.m.constantComposite(
+          this.type(t),
+          Array.from({ length: lanesOf(t) }, () => scalar),
+        )
+      : scalar;
   }
 
   constant(type: ValueType, value: number | boolean): number {
@@ -80,7 +98,8 @@ export class SpirvEmitter implements RegTarget<number> {
   builtin(name: string, axis: 0 | 1 | 2 | undefined): number {
     const ptr = this.builtins.get(name);
     if (ptr === undefined) return this.unsupported(`builtin ${name}`);
-    if (name === "subgroup_id") return this.op(Op.UDiv, "u32", this.builtin("local_index", undefined), this.u(this.subgroupSize));
+    if (name === "subgroup_id")
+      return this.op(Op.UDiv, "u32", this.builtin("local_index", undefined), this.u(this.subgroupSize));
     const isVec = name === "global_id" || name === "local_id" || name === "workgroup_id" || name === "num_workgroups";
     if (!isVec) return this.op(Op.Load, "u32", ptr);
     // The IR has no vec3; load the uvec3 builtin and take one component.
@@ -97,7 +116,9 @@ export class SpirvEmitter implements RegTarget<number> {
     const a = this.arrays.get(array)!;
     const ptrType = this.m.typePointer(a.storageClass, a.storedType);
     this.fn.ensureOpen();
-    const ptr = a.inBlock ? this.fn.op(Op.AccessChain, ptrType, a.variable, this.u(0), index) : this.fn.op(Op.AccessChain, ptrType, a.variable, index);
+    const ptr = a.inBlock
+      ? this.fn.op(Op.AccessChain, ptrType, a.variable, this.u(0), index)
+      : this.fn.op(Op.AccessChain, ptrType, a.variable, index);
     return { ptr, a };
   }
 
@@ -107,10 +128,25 @@ export class SpirvEmitter implements RegTarget<number> {
       // Narrow element inside a 32-bit word: shift it down (and sign-extend i8 with an arithmetic shift).
       const per = elem === "u8" || elem === "i8" ? 4 : 2;
       const bits = 32 / per;
-      const w = this.op(Op.Load, "u32", this.pointer(array, this.op(Op.ShiftRightLogical, "u32", index, this.u(per === 4 ? 2 : 1))).ptr);
+      const w = this.op(
+        Op.Load,
+        "u32",
+        this.pointer(array, this.op(Op.ShiftRightLogical, "u32", index, this.u(per === 4 ? 2 : 1))).ptr,
+      );
       const sh = this.op(Op.IMul, "u32", this.op(Op.BitwiseAnd, "u32", index, this.u(per - 1)), this.u(bits));
-      if (elem === "bf16") return this.op(Op.Bitcast, "f32", this.op(Op.ShiftLeftLogical, "u32", this.op(Op.ShiftRightLogical, "u32", w, sh), this.u(16)));
-      if (elem === "f16") return this.op(Op.VectorExtractDynamic, "f32", this.ext(GLSL.UnpackHalf2x16, "vec2<f32>", w), this.op(Op.BitwiseAnd, "u32", index, this.u(1)));
+      if (elem === "bf16")
+        return this.op(
+          Op.Bitcast,
+          "f32",
+          this.op(Op.ShiftLeftLogical, "u32", this.op(Op.ShiftRightLogical, "u32", w, sh), this.u(16)),
+        );
+      if (elem === "f16")
+        return this.op(
+          Op.VectorExtractDynamic,
+          "f32",
+          this.ext(GLSL.UnpackHalf2x16, "vec2<f32>", w),
+          this.op(Op.BitwiseAnd, "u32", index, this.u(1)),
+        );
       if (elem === "u8") return this.op(Op.BitwiseAnd, "u32", this.op(Op.ShiftRightLogical, "u32", w, sh), this.u(255));
       const up = this.op(Op.ShiftLeftLogical, "u32", w, this.op(Op.ISub, "u32", this.u(24), sh));
       return this.op(Op.ShiftRightArithmetic, "i32", up, this.u(24));
@@ -118,7 +154,12 @@ export class SpirvEmitter implements RegTarget<number> {
     const { ptr } = this.pointer(array, index);
     const raw = this.fn.op(Op.Load, a.storedType, ptr);
     if (elem === "f16") return this.op(Op.FConvert, "f32", raw);
-    if (elem === "bf16") return this.op(Op.Bitcast, "f32", this.op(Op.ShiftLeftLogical, "u32", this.op(Op.UConvert, "u32", raw), this.u(16)));
+    if (elem === "bf16")
+      return this.op(
+        Op.Bitcast,
+        "f32",
+        this.op(Op.ShiftLeftLogical, "u32", this.op(Op.UConvert, "u32", raw), this.u(16)),
+      );
     void type;
     return raw;
   }
@@ -132,7 +173,12 @@ export class SpirvEmitter implements RegTarget<number> {
       const mask = per === 4 ? 0xff : 0xffff;
       const w = this.pointer(array, this.op(Op.ShiftRightLogical, "u32", index, this.u(per === 4 ? 2 : 1))).ptr;
       const sh = this.op(Op.IMul, "u32", this.op(Op.BitwiseAnd, "u32", index, this.u(per - 1)), this.u(bits));
-      const raw = elem === "bf16" ? this.bf16Bits(value) : elem === "f16" ? this.ext(GLSL.PackHalf2x16, "u32", this.op(Op.CompositeConstruct, "vec2<f32>", value, this.m.f32(0))) : value;
+      const raw =
+        elem === "bf16"
+          ? this.bf16Bits(value)
+          : elem === "f16"
+            ? this.ext(GLSL.PackHalf2x16, "u32", this.op(Op.CompositeConstruct, "vec2<f32>", value, this.m.f32(0)))
+            : value;
       const field = this.op(Op.ShiftLeftLogical, "u32", this.op(Op.BitwiseAnd, "u32", raw, this.u(mask)), sh);
       const keep = this.op(Op.Not, "u32", this.op(Op.ShiftLeftLogical, "u32", this.u(mask), sh));
       const scope = this.u(Scope.Device);
@@ -153,7 +199,12 @@ export class SpirvEmitter implements RegTarget<number> {
     const b = this.op(Op.Bitcast, "u32", f);
     const hi = this.op(Op.ShiftRightLogical, "u32", b, this.u(16));
     const odd = this.op(Op.BitwiseAnd, "u32", hi, this.u(1));
-    const r = this.op(Op.ShiftRightLogical, "u32", this.op(Op.IAdd, "u32", this.op(Op.IAdd, "u32", b, this.u(0x7fff)), odd), this.u(16));
+    const r = this.op(
+      Op.ShiftRightLogical,
+      "u32",
+      this.op(Op.IAdd, "u32", this.op(Op.IAdd, "u32", b, this.u(0x7fff)), odd),
+      this.u(16),
+    );
     const q = this.op(Op.BitwiseOr, "u32", hi, this.u(0x40));
     return this.op(Op.Select, "u32", this.op(Op.IsNan, "bool", f), q, r);
   }
@@ -169,19 +220,34 @@ export class SpirvEmitter implements RegTarget<number> {
     const s = e === "i32";
     const bool = e === "bool";
     switch (op) {
-      case "add": return this.op(f ? Op.FAdd : Op.IAdd, type, a, b);
-      case "sub": return this.op(f ? Op.FSub : Op.ISub, type, a, b);
-      case "mul": return this.op(f ? Op.FMul : Op.IMul, type, a, b);
-      case "div": return this.op(f ? Op.FDiv : s ? Op.SDiv : Op.UDiv, type, a, b);
-      case "rem": return this.op(f ? Op.FRem : s ? Op.SRem : Op.UMod, type, a, b);
-      case "and": return this.op(bool ? Op.LogicalAnd : Op.BitwiseAnd, type, a, b);
-      case "or": return this.op(bool ? Op.LogicalOr : Op.BitwiseOr, type, a, b);
-      case "xor": return this.op(bool ? Op.LogicalNotEqual : Op.BitwiseXor, type, a, b);
-      case "shl": case "shr": {
+      case "add":
+        return this.op(f ? Op.FAdd : Op.IAdd, type, a, b);
+      case "sub":
+        return this.op(f ? Op.FSub : Op.ISub, type, a, b);
+      case "mul":
+        return this.op(f ? Op.FMul : Op.IMul, type, a, b);
+      case "div":
+        return this.op(f ? Op.FDiv : s ? Op.SDiv : Op.UDiv, type, a, b);
+      case "rem":
+        return this.op(f ? Op.FRem : s ? Op.SRem : Op.UMod, type, a, b);
+      case "and":
+        return this.op(bool ? Op.LogicalAnd : Op.BitwiseAnd, type, a, b);
+      case "or":
+        return this.op(bool ? Op.LogicalOr : Op.BitwiseOr, type, a, b);
+      case "xor":
+        return this.op(bool ? Op.LogicalNotEqual : Op.BitwiseXor, type, a, b);
+      case "shl":
+      case "shr": {
         const c = this.op(Op.BitwiseAnd, type, b, this.splat(type, this.u(31)));
-        return this.op(op === "shl" ? Op.ShiftLeftLogical : s ? Op.ShiftRightArithmetic : Op.ShiftRightLogical, type, a, c);
+        return this.op(
+          op === "shl" ? Op.ShiftLeftLogical : s ? Op.ShiftRightArithmetic : Op.ShiftRightLogical,
+          type,
+          a,
+          c,
+        );
       }
-      default: return this.unsupported(`binary ${op}`);
+      default:
+        return this.unsupported(`binary ${op}`);
     }
   }
 
@@ -209,31 +275,45 @@ export class SpirvEmitter implements RegTarget<number> {
     const e = elemOf(type);
     const [x, y, z] = args as [number, number, number];
     switch (fn) {
-      case "exp": return this.ext(GLSL.Exp, type, x);
-      case "log": return this.ext(GLSL.Log, type, x);
-      case "sqrt": return this.ext(GLSL.Sqrt, type, x);
-      case "rsqrt": return this.ext(GLSL.InverseSqrt, type, x);
-      case "tanh": return this.ext(GLSL.Tanh, type, x);
-      case "sin": return this.ext(GLSL.Sin, type, x);
-      case "cos": return this.ext(GLSL.Cos, type, x);
-      case "floor": return this.ext(GLSL.Floor, type, x);
-      case "fma": return this.ext(GLSL.Fma, type, x, y, z);
-      case "abs": return e === "f32" ? this.ext(GLSL.FAbs, type, x) : e === "i32" ? this.ext(GLSL.SAbs, type, x) : x;
-      case "min": return this.ext(e === "f32" ? GLSL.NMin : e === "i32" ? GLSL.SMin : GLSL.UMin, type, x, y);
-      case "max": return this.ext(e === "f32" ? GLSL.NMax : e === "i32" ? GLSL.SMax : GLSL.UMax, type, x, y);
+      case "exp":
+        return this.ext(GLSL.Exp, type, x);
+      case "log":
+        return this.ext(GLSL.Log, type, x);
+      case "sqrt":
+        return this.ext(GLSL.Sqrt, type, x);
+      case "rsqrt":
+        return this.ext(GLSL.InverseSqrt, type, x);
+      case "tanh":
+        return this.ext(GLSL.Tanh, type, x);
+      case "sin":
+        return this.ext(GLSL.Sin, type, x);
+      case "cos":
+        return this.ext(GLSL.Cos, type, x);
+      case "floor":
+        return this.ext(GLSL.Floor, type, x);
+      case "fma":
+        return this.ext(GLSL.Fma, type, x, y, z);
+      case "abs":
+        return e === "f32" ? this.ext(GLSL.FAbs, type, x) : e === "i32" ? this.ext(GLSL.SAbs, type, x) : x;
+      case "min":
+        return this.ext(e === "f32" ? GLSL.NMin : e === "i32" ? GLSL.SMin : GLSL.UMin, type, x, y);
+      case "max":
+        return this.ext(e === "f32" ? GLSL.NMax : e === "i32" ? GLSL.SMax : GLSL.UMax, type, x, y);
       case "erf": {
         // Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7), odd extension via sign(x).
         const f = (v: number): number => this.m.f32(v);
         const ax = this.ext(GLSL.FAbs, "f32", x);
         const t = this.op(Op.FDiv, "f32", f(1), this.ext(GLSL.Fma, "f32", ax, f(0.3275911), f(1)));
         let p = f(1.061405429);
-        for (const c of [-1.453152027, 1.421413741, -0.284496736, 0.254829592]) p = this.ext(GLSL.Fma, "f32", p, t, f(c));
+        for (const c of [-1.453152027, 1.421413741, -0.284496736, 0.254829592])
+          p = this.ext(GLSL.Fma, "f32", p, t, f(c));
         p = this.op(Op.FMul, "f32", p, t);
         const ex = this.ext(GLSL.Exp, "f32", this.op(Op.FNegate, "f32", this.op(Op.FMul, "f32", ax, ax)));
         const r = this.op(Op.FSub, "f32", f(1), this.op(Op.FMul, "f32", p, ex));
         return this.op(Op.Select, "f32", this.op(Op.FOrdLessThan, "bool", x, f(0)), this.op(Op.FNegate, "f32", r), r);
       }
-      default: return this.unsupported(`math ${fn}`);
+      default:
+        return this.unsupported(`math ${fn}`);
     }
   }
 
@@ -241,17 +321,31 @@ export class SpirvEmitter implements RegTarget<number> {
     const fe = elemOf(from);
     const te = elemOf(to);
     if (fe === te || (fe !== "f32" && te !== "f32" && fe !== "bool" && te !== "bool")) return a;
-    if (te === "bool") return fe === "f32" ? this.op(Op.FUnordNotEqual, to, a, this.splat(from, this.m.f32(0))) : this.op(Op.INotEqual, to, a, this.splat(from, this.u(0)));
-    if (fe === "bool") return this.op(Op.Select, to, a, this.splat(to, this.constant(te, 1)), this.splat(to, this.constant(te, 0)));
+    if (te === "bool")
+      return fe === "f32"
+        ? this.op(Op.FUnordNotEqual, to, a, this.splat(from, this.m.f32(0)))
+        : this.op(Op.INotEqual, to, a, this.splat(from, this.u(0)));
+    if (fe === "bool")
+      return this.op(Op.Select, to, a, this.splat(to, this.constant(te, 1)), this.splat(to, this.constant(te, 0)));
     if (fe === "f32") {
       // Vulkan leaves out-of-range conversions undefined: clamp first and map NaN to 0 (IR semantics).
       const lo = te === "i32" ? -2147483648 : 0;
       const hi = te === "i32" ? 2147483520 : 4294967040;
-      const c = this.ext(GLSL.NMin, from, this.ext(GLSL.NMax, from, a, this.splat(from, this.m.f32(lo))), this.splat(from, this.m.f32(hi)));
+      const c = this.ext(
+        GLSL.NMin,
+        from,
+        this.ext(GLSL.NMax, from, a, this.splat(from, this.m.f32(lo))),
+        this.splat(from, this.m.f32(hi)),
+      );
       const conv = this.op(te === "i32" ? Op.ConvertFToS : Op.ConvertFToU, to, c);
       const boolT = lanesOf(from) > 1 ? this.m.typeVector(this.m.typeBool(), lanesOf(from)) : this.m.typeBool();
       // At or above 2^31 (2^32) the clamp lands on the largest f32 below it; saturate to the integer maximum.
-      const over = this.fn.op(Op.FOrdGreaterThanEqual, boolT, a, this.splat(from, this.m.f32(te === "i32" ? 2147483648 : 4294967296)));
+      const over = this.fn.op(
+        Op.FOrdGreaterThanEqual,
+        boolT,
+        a,
+        this.splat(from, this.m.f32(te === "i32" ? 2147483648 : 4294967296)),
+      );
       const sat = this.op(Op.Select, to, over, this.splat(to, this.u(te === "i32" ? 0x7fffffff : 0xffffffff)), conv);
       const nan = this.fn.op(Op.IsNan, boolT, a);
       return this.op(Op.Select, to, nan, this.splat(to, this.u(0)), sat);
@@ -265,7 +359,8 @@ export class SpirvEmitter implements RegTarget<number> {
 
   pack(fmt: string, a: number): number {
     if (fmt === "f16x2") return this.ext(GLSL.PackHalf2x16, "u32", a);
-    if (fmt === "f16") return this.ext(GLSL.PackHalf2x16, "u32", this.op(Op.CompositeConstruct, "vec2<f32>", a, this.m.f32(0)));
+    if (fmt === "f16")
+      return this.ext(GLSL.PackHalf2x16, "u32", this.op(Op.CompositeConstruct, "vec2<f32>", a, this.m.f32(0)));
     if (fmt === "bf16") return this.bf16Bits(a);
     const lo = this.bf16Bits(this.op(Op.CompositeExtract, "f32", a, 0));
     const hi = this.bf16Bits(this.op(Op.CompositeExtract, "f32", a, 1));
@@ -293,16 +388,49 @@ export class SpirvEmitter implements RegTarget<number> {
     const sg = this.u(Scope.Subgroup);
     const e = elemOf(type);
     switch (op) {
-      case "reduce_add": return this.op(e === "f32" ? Op.GroupNonUniformFAdd : Op.GroupNonUniformIAdd, type, sg, GroupOperation.Reduce, value);
-      case "reduce_max": return this.op(e === "f32" ? Op.GroupNonUniformFMax : e === "i32" ? Op.GroupNonUniformSMax : Op.GroupNonUniformUMax, type, sg, GroupOperation.Reduce, value);
-      case "reduce_min": return this.op(e === "f32" ? Op.GroupNonUniformFMin : e === "i32" ? Op.GroupNonUniformSMin : Op.GroupNonUniformUMin, type, sg, GroupOperation.Reduce, value);
-      case "broadcast": case "shuffle_idx": return this.op(Op.GroupNonUniformShuffle, type, sg, value, lane!);
-      case "shuffle_xor": return this.op(Op.GroupNonUniformShuffleXor, type, sg, value, lane!);
-      default: return this.unsupported(`subgroup ${op}`);
+      case "reduce_add":
+        return this.op(
+          e === "f32" ? Op.GroupNonUniformFAdd : Op.GroupNonUniformIAdd,
+          type,
+          sg,
+          GroupOperation.Reduce,
+          value,
+        );
+      case "reduce_max":
+        return this.op(
+          e === "f32" ? Op.GroupNonUniformFMax : e === "i32" ? Op.GroupNonUniformSMax : Op.GroupNonUniformUMax,
+          type,
+          sg,
+          GroupOperation.Reduce,
+          value,
+        );
+      case "reduce_min":
+        return this.op(
+          e === "f32" ? Op.GroupNonUniformFMin : e === "i32" ? Op.GroupNonUniformSMin : Op.GroupNonUniformUMin,
+          type,
+          sg,
+          GroupOperation.Reduce,
+          value,
+        );
+      case "broadcast":
+      case "shuffle_idx":
+        return this.op(Op.GroupNonUniformShuffle, type, sg, value, lane!);
+      case "shuffle_xor":
+        return this.op(Op.GroupNonUniformShuffleXor, type, sg, value, lane!);
+      default:
+        return this.unsupported(`subgroup ${op}`);
     }
   }
 
-  atomic(op: string, type: "u32" | "i32" | "f32", space: "global" | "workgroup", array: string, index: number, value: number | undefined, compare: number | undefined): number | undefined {
+  atomic(
+    op: string,
+    type: "u32" | "i32" | "f32",
+    space: "global" | "workgroup",
+    array: string,
+    index: number,
+    value: number | undefined,
+    compare: number | undefined,
+  ): number | undefined {
     const { ptr } = this.pointer(array, index);
     const scope = this.u(space === "global" ? Scope.Device : Scope.Workgroup);
     const relaxed = this.u(MemorySemantics.None);
@@ -329,14 +457,23 @@ export class SpirvEmitter implements RegTarget<number> {
     }
     const s = type === "i32";
     switch (op) {
-      case "add": return rmw(Op.AtomicIAdd);
-      case "max": return rmw(s ? Op.AtomicSMax : Op.AtomicUMax);
-      case "min": return rmw(s ? Op.AtomicSMin : Op.AtomicUMin);
-      case "exchange": return rmw(Op.AtomicExchange);
-      case "cmpxchg": return this.op(Op.AtomicCompareExchange, "u32", ptr, scope, relaxed, relaxed, value!, compare!);
-      case "load": return this.op(Op.AtomicLoad, "u32", ptr, scope, relaxed);
-      case "store": this.stmt(Op.AtomicStore, ptr, scope, relaxed, value!); return undefined;
-      default: return this.unsupported(`atomic ${op}`);
+      case "add":
+        return rmw(Op.AtomicIAdd);
+      case "max":
+        return rmw(s ? Op.AtomicSMax : Op.AtomicUMax);
+      case "min":
+        return rmw(s ? Op.AtomicSMin : Op.AtomicUMin);
+      case "exchange":
+        return rmw(Op.AtomicExchange);
+      case "cmpxchg":
+        return this.op(Op.AtomicCompareExchange, "u32", ptr, scope, relaxed, relaxed, value!, compare!);
+      case "load":
+        return this.op(Op.AtomicLoad, "u32", ptr, scope, relaxed);
+      case "store":
+        this.stmt(Op.AtomicStore, ptr, scope, relaxed, value!);
+        return undefined;
+      default:
+        return this.unsupported(`atomic ${op}`);
     }
   }
 
@@ -360,7 +497,14 @@ export class SpirvEmitter implements RegTarget<number> {
     const arr = this.m.typeArray(this.type(elem), length);
     // OpConstantNull initializer: private arrays start as zero (IR semantics).
     const v = this.fn.localVariable(this.m.typePointer(StorageClass.Function, arr), this.m.constantNull(arr));
-    this.arrays.set(name, { variable: v, storageClass: StorageClass.Function, storedType: this.type(elem), elem: elem as ElemType, inBlock: false, words: false });
+    this.arrays.set(name, {
+      variable: v,
+      storageClass: StorageClass.Function,
+      storedType: this.type(elem),
+      elem: elem as ElemType,
+      inBlock: false,
+      words: false,
+    });
   }
 
   ifElse(cond: number, then: () => void, otherwise: (() => void) | undefined): void {
@@ -369,11 +513,15 @@ export class SpirvEmitter implements RegTarget<number> {
   }
   loop(cond: () => number, body: () => void, step: () => void): void {
     this.fn.ensureOpen();
-    this.fn.loop(cond, (labels) => {
-      this.loops.push(labels);
-      body();
-      this.loops.pop();
-    }, () => step());
+    this.fn.loop(
+      cond,
+      (labels) => {
+        this.loops.push(labels);
+        body();
+        this.loops.pop();
+      },
+      () => step(),
+    );
   }
   breakLoop(): void {
     this.fn.ensureOpen();

@@ -45,7 +45,14 @@ export function lowerSpirv(kernel: Kernel, caps: DeviceCaps, options: LowerOptio
     m.decorate(v, Decoration.DescriptorSet, 0);
     m.decorate(v, Decoration.Binding, slots.length);
     m.name(v, b.name);
-    e.arrays.set(b.name, { variable: v, storageClass: StorageClass.StorageBuffer, storedType: stored, elem: b.elem, inBlock: true, words });
+    e.arrays.set(b.name, {
+      variable: v,
+      storageClass: StorageClass.StorageBuffer,
+      storedType: stored,
+      elem: b.elem,
+      inBlock: true,
+      words,
+    });
     slots.push({ kind: "buffer", slot: slots.length, buffer: b.name });
   }
   if (kernel.uniforms.length > 0) {
@@ -65,11 +72,20 @@ export function lowerSpirv(kernel: Kernel, caps: DeviceCaps, options: LowerOptio
     const elemT = a.atomic ? m.typeInt(32, false) : e.type(a.elem);
     const v = m.variable(m.typePointer(StorageClass.Workgroup, m.typeArray(elemT, a.len)), StorageClass.Workgroup);
     m.name(v, a.name);
-    e.arrays.set(a.name, { variable: v, storageClass: StorageClass.Workgroup, storedType: elemT, elem: a.elem, inBlock: false, words: false });
+    e.arrays.set(a.name, {
+      variable: v,
+      storageClass: StorageClass.Workgroup,
+      storedType: elemT,
+      elem: a.elem,
+      inBlock: false,
+      words: false,
+    });
   }
 
   const used = new Set<string>();
-  walkStmts(kernel.body, (s) => stmtExprs(s).forEach((x) => walkExpr(x, (y) => void (y.k === "builtin" && used.add(y.name)))));
+  walkStmts(kernel.body, (s) =>
+    stmtExprs(s).forEach((x) => walkExpr(x, (y) => void (y.k === "builtin" && used.add(y.name)))),
+  );
   if (used.has("subgroup_id")) used.add("local_index");
   for (const name of used) {
     const b = BUILTINS[name];
@@ -82,14 +98,27 @@ export function lowerSpirv(kernel: Kernel, caps: DeviceCaps, options: LowerOptio
   }
   if (used.has("subgroup_id")) e.builtins.set("subgroup_id", e.builtins.get("local_index")!);
   if (p.usesSubgroups) {
-    for (const c of [Capability.GroupNonUniform, Capability.GroupNonUniformArithmetic, Capability.GroupNonUniformShuffle]) m.capability(c);
+    for (const c of [
+      Capability.GroupNonUniform,
+      Capability.GroupNonUniformArithmetic,
+      Capability.GroupNonUniformShuffle,
+    ])
+      m.capability(c);
   }
 
   driveBody(p, e);
   fn.end();
   m.entryPoint(ExecutionModel.GLCompute, fn.id, kernel.name, iface);
   m.executionMode(fn.id, ExecutionMode.LocalSize, ...p.workgroupSize);
-  return { target: "spirv", kernel: kernel.name, entryPoint: kernel.name, ext: "spv", binary: m.bytes(), workgroupSize: p.workgroupSize, bindings: slots };
+  return {
+    target: "spirv",
+    kernel: kernel.name,
+    entryPoint: kernel.name,
+    ext: "spv",
+    binary: m.bytes(),
+    workgroupSize: p.workgroupSize,
+    bindings: slots,
+  };
 }
 
 /** The SPIR-V target (Vulkan). */

@@ -20,7 +20,12 @@ export interface ValidateOptions {
   /** A WebGPU device for Tint (from `openDawnDevice`); without one WGSL results are "unavailable". */
   readonly wgslDevice?: GPUDevice;
   /** Tool paths; defaults are looked up on PATH. */
-  readonly tools?: { readonly ptxas?: string; readonly spirvVal?: string; readonly llc?: string; readonly lld?: string };
+  readonly tools?: {
+    readonly ptxas?: string;
+    readonly spirvVal?: string;
+    readonly llc?: string;
+    readonly lld?: string;
+  };
 }
 
 /** One validator run: what it was run for (an architecture, a GPU, or the target) and its result. */
@@ -30,30 +35,60 @@ export interface TargetValidation {
 }
 
 /** Validates emitted code (or code read back from a file: only `target` and `text`/`binary` are read) with its target's own tools. */
-export async function validateTargetCode(code: Pick<TargetCode, "target" | "text" | "binary">, options: ValidateOptions = {}): Promise<TargetValidation[]> {
+export async function validateTargetCode(
+  code: Pick<TargetCode, "target" | "text" | "binary">,
+  options: ValidateOptions = {},
+): Promise<TargetValidation[]> {
   const tools = options.tools ?? {};
   switch (code.target) {
     case "ptx": {
       const out: TargetValidation[] = [];
-      for (const arch of options.ptxArchs ?? ["sm_90", "sm_80"]) out.push({ label: arch, result: await validatePtx(code.text!, { arch, ...(tools.ptxas ? { ptxas: tools.ptxas } : {}) }) });
+      for (const arch of options.ptxArchs ?? ["sm_90", "sm_80"])
+        out.push({
+          label: arch,
+          result: await validatePtx(code.text!, { arch, ...(tools.ptxas ? { ptxas: tools.ptxas } : {}) }),
+        });
       return out;
     }
     case "amdgpu": {
       const out: TargetValidation[] = [];
       for (const mcpu of options.amdgpuTargets ?? ["gfx90a", "gfx942", "gfx1100"]) {
-        out.push({ label: mcpu, result: await assembleAmdgpu(code.text!, { mcpu, ...(tools.llc ? { llc: tools.llc } : {}), ...(tools.lld ? { lld: tools.lld } : {}) }) });
+        out.push({
+          label: mcpu,
+          result: await assembleAmdgpu(code.text!, {
+            mcpu,
+            ...(tools.llc ? { llc: tools.llc } : {}),
+            ...(tools.lld ? { lld: tools.lld } : {}),
+          }),
+        });
       }
       return out;
     }
     case "spirv":
-      return [{ label: options.spirvTargetEnv ?? "vulkan1.1", result: await validateSpirv(code.binary!, { ...(options.spirvTargetEnv ? { targetEnv: options.spirvTargetEnv } : {}), ...(tools.spirvVal ? { spirvVal: tools.spirvVal } : {}) }) }];
+      return [
+        {
+          label: options.spirvTargetEnv ?? "vulkan1.1",
+          result: await validateSpirv(code.binary!, {
+            ...(options.spirvTargetEnv ? { targetEnv: options.spirvTargetEnv } : {}),
+            ...(tools.spirvVal ? { spirvVal: tools.spirvVal } : {}),
+          }),
+        },
+      ];
     case "wasm":
       return [{ label: "wasm", result: validateWasm(code.binary!) }];
     case "wgsl":
-      return [{
-        label: "tint",
-        result: options.wgslDevice ? await validateWgsl(options.wgslDevice, code.text!) : { status: "unavailable", tool: "tint (dawn)", reason: "no WebGPU device given (open one with openDawnDevice)" },
-      }];
+      return [
+        {
+          label: "tint",
+          result: options.wgslDevice
+            ? await validateWgsl(options.wgslDevice, code.text!)
+            : {
+                status: "unavailable",
+                tool: "tint (dawn)",
+                reason: "no WebGPU device given (open one with openDawnDevice)",
+              },
+        },
+      ];
     default:
       code.target satisfies never;
       return [];

@@ -27,7 +27,15 @@ export async function assembleAmdgpu(ir: string, options: AmdgpuToolOptions): Pr
     const obj = join(dir, "kernel.o");
     const out = join(dir, "kernel.hsaco");
     await writeFile(src, ir);
-    const c = await runProcess(llc, ["-mtriple=amdgcn-amd-amdhsa", `-mcpu=${options.mcpu}`, "-O2", "-filetype=obj", "-o", obj, src]);
+    const c = await runProcess(llc, [
+      "-mtriple=amdgcn-amd-amdhsa",
+      `-mcpu=${options.mcpu}`,
+      "-O2",
+      "-filetype=obj",
+      "-o",
+      obj,
+      src,
+    ]);
     if (c.spawnError !== undefined) return { status: "unavailable", tool: llc, reason: c.spawnError };
     if (c.code !== 0) return { status: "invalid", tool: llc, message: c.output.trim() };
     const l = await runProcess(lld, ["-shared", "-o", out, obj]);
@@ -56,11 +64,15 @@ function kernelNames(ir: string): string[] {
  * {@link assembleAmdgpu}, so every failure names its own module and carries its own diagnostic. Results are in
  * input order; an "ok" from a batch carries no per-module artifact (use {@link assembleAmdgpu} for the `.hsaco`).
  */
-export async function assembleAmdgpuMany(irs: readonly string[], options: AmdgpuBatchOptions): Promise<ValidationResult[]> {
+export async function assembleAmdgpuMany(
+  irs: readonly string[],
+  options: AmdgpuBatchOptions,
+): Promise<ValidationResult[]> {
   const link = options.llvmLink ?? (await findTool(["llvm-link-19", "llvm-link"], ["--version"]));
   const llc = options.llc ?? (await findTool(["llc-19", "llc"], ["--version"]));
   const lld = options.lld ?? (await findTool(["ld.lld-19", "ld.lld"], ["--version"]));
-  const one = (ir: string): Promise<ValidationResult> => assembleAmdgpu(ir, { mcpu: options.mcpu, ...(llc ? { llc } : {}), ...(lld ? { lld } : {}) });
+  const one = (ir: string): Promise<ValidationResult> =>
+    assembleAmdgpu(ir, { mcpu: options.mcpu, ...(llc ? { llc } : {}), ...(lld ? { lld } : {}) });
   if (link === undefined || llc === undefined || lld === undefined) return Promise.all(irs.map(one));
   // Batches never hold two modules that define the same kernel name (llvm-link would refuse the pair).
   const batches: number[][] = [];
@@ -79,11 +91,13 @@ export async function assembleAmdgpuMany(irs: readonly string[], options: Amdgpu
   const out = new Array<ValidationResult>(irs.length);
   for (const b of batches) {
     const ok = await withTempDir(async (dir) => {
-      const srcs = await Promise.all(b.map(async (i, j) => {
-        const f = join(dir, `m${j}.ll`);
-        await writeFile(f, irs[i] as string);
-        return f;
-      }));
+      const srcs = await Promise.all(
+        b.map(async (i, j) => {
+          const f = join(dir, `m${j}.ll`);
+          await writeFile(f, irs[i] as string);
+          return f;
+        }),
+      );
       const linked = join(dir, "all.bc");
       const obj = join(dir, "all.o");
       const steps: [string, string[]][] = [

@@ -32,7 +32,9 @@ export interface DawnDevice {
 }
 
 /** Either an open device or why none could be opened. */
-export type DawnOpenResult = { readonly ok: true; readonly dawn: DawnDevice } | { readonly ok: false; readonly reason: string };
+export type DawnOpenResult =
+  | { readonly ok: true; readonly dawn: DawnDevice }
+  | { readonly ok: false; readonly reason: string };
 
 /** Dawn instances of open devices: collecting the instance while its device runs crashes Dawn. */
 const liveInstances = new Set<object>();
@@ -57,7 +59,8 @@ export async function openDawnDevice(options: DawnOptions = {}): Promise<DawnOpe
     return { ok: false, reason: `Dawn failed to start: ${String(e)}` };
   }
   const adapter = await gpu.requestAdapter();
-  if (adapter === null) return { ok: false, reason: "Dawn found no adapter (a Vulkan driver such as lavapipe is needed)" };
+  if (adapter === null)
+    return { ok: false, reason: "Dawn found no adapter (a Vulkan driver such as lavapipe is needed)" };
   const want: GPUFeatureName[] = [];
   const f16 = adapter.features.has("shader-f16");
   const subgroups = adapter.features.has("subgroups" as GPUFeatureName);
@@ -74,7 +77,9 @@ export async function openDawnDevice(options: DawnOptions = {}): Promise<DawnOpe
       adapterName: `${info.vendor} ${info.architecture} ${info.device} ${info.description}`.trim(),
       f16,
       subgroups,
-      ...(info.subgroupMinSize !== undefined && info.subgroupMaxSize !== undefined ? { subgroupSizes: [info.subgroupMinSize, info.subgroupMaxSize] as const } : {}),
+      ...(info.subgroupMinSize !== undefined && info.subgroupMaxSize !== undefined
+        ? { subgroupSizes: [info.subgroupMinSize, info.subgroupMaxSize] as const }
+        : {}),
       dispose: () => {
         device.destroy();
         liveInstances.delete(keep);
@@ -89,7 +94,13 @@ export async function validateWgsl(device: GPUDevice, source: string): Promise<V
   // device validates one module at a time, in call order.
   const prev = queues.get(device) ?? Promise.resolve();
   const run = prev.then(() => validateOne(device, source));
-  queues.set(device, run.then(() => undefined, () => undefined));
+  queues.set(
+    device,
+    run.then(
+      () => undefined,
+      () => undefined,
+    ),
+  );
   return run;
 }
 
@@ -102,9 +113,7 @@ async function validateOne(device: GPUDevice, source: string): Promise<Validatio
   const module = device.createShaderModule({ code: source });
   const info = await module.getCompilationInfo();
   const scopeError = await device.popErrorScope();
-  const errors = info.messages
-    .filter((m) => m.type === "error")
-    .map((m) => `${m.lineNum}:${m.linePos}: ${m.message}`);
+  const errors = info.messages.filter((m) => m.type === "error").map((m) => `${m.lineNum}:${m.linePos}: ${m.message}`);
   if (errors.length > 0) return { status: "invalid", tool, message: errors.join("\n") };
   if (scopeError !== null) return { status: "invalid", tool, message: scopeError.message };
   return { status: "ok", tool };

@@ -16,7 +16,8 @@ export interface PtxasOptions {
 /** Assembles `ptx` with `ptxas -arch=<arch>`; invalid PTX yields ptxas's diagnostics. */
 export async function validatePtx(ptx: string, options: PtxasOptions): Promise<ValidationResult> {
   const tool = options.ptxas ?? (await findTool(["ptxas", "/usr/local/cuda/bin/ptxas"], ["--version"]));
-  if (tool === undefined) return { status: "unavailable", tool: "ptxas", reason: "ptxas not found (install the CUDA toolkit)" };
+  if (tool === undefined)
+    return { status: "unavailable", tool: "ptxas", reason: "ptxas not found (install the CUDA toolkit)" };
   return withTempDir(async (dir) => {
     const src = join(dir, "kernel.ptx");
     await writeFile(src, ptx);

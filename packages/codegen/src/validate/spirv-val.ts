@@ -16,7 +16,8 @@ export interface SpirvValOptions {
 /** Validates a SPIR-V module; invalid modules yield spirv-val's diagnostics. */
 export async function validateSpirv(binary: Uint8Array, options: SpirvValOptions = {}): Promise<ValidationResult> {
   const tool = options.spirvVal ?? (await findTool(["spirv-val"], ["--version"]));
-  if (tool === undefined) return { status: "unavailable", tool: "spirv-val", reason: "spirv-val not found (apt install spirv-tools)" };
+  if (tool === undefined)
+    return { status: "unavailable", tool: "spirv-val", reason: "spirv-val not found (apt install spirv-tools)" };
   return withTempDir(async (dir) => {
     const file = join(dir, "kernel.spv");
     await writeFile(file, binary);

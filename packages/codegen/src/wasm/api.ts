@@ -5,8 +5,15 @@
 export interface WasmApi {
   validate(bytes: Uint8Array): boolean;
   Module: new (bytes: Uint8Array) => object;
-  Instance: new (module: object, imports: Record<string, Record<string, unknown>>) => { readonly exports: Record<string, unknown> };
-  Memory: new (desc: { initial: number; maximum?: number; shared?: boolean }) => { readonly buffer: ArrayBuffer | SharedArrayBuffer };
+  Instance: new (
+    module: object,
+    imports: Record<string, Record<string, unknown>>,
+  ) => { readonly exports: Record<string, unknown> };
+  Memory: new (desc: {
+    initial: number;
+    maximum?: number;
+    shared?: boolean;
+  }) => { readonly buffer: ArrayBuffer | SharedArrayBuffer };
 }
 
 /** The engine's WebAssembly namespace. */

@@ -7,7 +7,8 @@ import { Misc, Simd, W, type WasmCode } from "./code.js";
 import { ValType } from "./module.js";
 
 /** The Wasm value type of an IR value type. */
-export const vt = (t: ValueType): ValType => (lanesOf(t) > 1 ? ValType.v128 : elemOf(t) === "f32" ? ValType.f32 : ValType.i32);
+export const vt = (t: ValueType): ValType =>
+  lanesOf(t) > 1 ? ValType.v128 : elemOf(t) === "f32" ? ValType.f32 : ValType.i32;
 /** Whether a value type is f32 (or a vector of f32). */
 export const isF = (t: ValueType): boolean => elemOf(t) === "f32";
 
@@ -39,10 +40,20 @@ export abstract class WasmBase {
   registers = false;
   private readonly regs = new Map<string, number>();
 
-  constructor(readonly c: WasmCode, protected readonly kernel: string, protected readonly wg: readonly [number, number, number], protected readonly uniformIndex: ReadonlyMap<string, number>, protected readonly buffers: number) {}
+  constructor(
+    readonly c: WasmCode,
+    protected readonly kernel: string,
+    protected readonly wg: readonly [number, number, number],
+    protected readonly uniformIndex: ReadonlyMap<string, number>,
+    protected readonly buffers: number,
+  ) {}
 
   protected unsupported(what: string): never {
-    throw new CodegenError("unsupported", `Wasm lowering cannot express ${what}`, { kernel: this.kernel, target: "wasm", construct: what });
+    throw new CodegenError("unsupported", `Wasm lowering cannot express ${what}`, {
+      kernel: this.kernel,
+      target: "wasm",
+      construct: what,
+    });
   }
   /** Pops the stack top into a fresh local of type `t`. */
   protected put(t: ValueType): number {
@@ -120,7 +131,11 @@ export abstract class WasmBase {
       // Per-thread code cannot leave a loop that encloses its thread loop (that loop is a barrier region).
       if (this.ctl[i] === "thread") break;
     }
-    return this.unsupported(kind === "thread" ? "return outside a thread loop" : `${kind === "exit" ? "break" : "continue"} across a barrier region`);
+    return this.unsupported(
+      kind === "thread"
+        ? "return outside a thread loop"
+        : `${kind === "exit" ? "break" : "continue"} across a barrier region`,
+    );
   }
   ifElse(cond: number, then: () => void, otherwise: (() => void) | undefined): void {
     this.get(cond).c.open(W.if);

@@ -9,8 +9,8 @@ describe("WasmModule", () => {
     const m = new WasmModule();
     m.exportFunc("f", m.func([], [], new WasmCode(0)));
     expect([...m.encode()]).toEqual([
-      0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01, 0x04, 0x01, 0x60, 0x00, 0x00, 0x03, 0x02, 0x01, 0x00,
-      0x07, 0x05, 0x01, 0x01, 0x66, 0x00, 0x00, 0x0a, 0x04, 0x01, 0x02, 0x00, 0x0b,
+      0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01, 0x04, 0x01, 0x60, 0x00, 0x00, 0x03, 0x02, 0x01, 0x00, 0x07,
+      0x05, 0x01, 0x01, 0x66, 0x00, 0x00, 0x0a, 0x04, 0x01, 0x02, 0x00, 0x0b,
     ]);
   });
 
@@ -19,7 +19,14 @@ describe("WasmModule", () => {
     m.importMemory({ module: "env", name: "memory", minimum: 1, maximum: 4, shared: true });
     // addv(dst, a, b): dst[0..4] = a[0..4] + b[0..4] (f32x4); count(p) = atomic p[0] += 5, returns the old value.
     const add = new WasmCode(3);
-    add.opU(W.local_get, 0).opU(W.local_get, 1).simdMem(Simd.v128_load, 4).opU(W.local_get, 2).simdMem(Simd.v128_load, 4).simd(Simd.f32x4_add).simdMem(Simd.v128_store, 4);
+    add
+      .opU(W.local_get, 0)
+      .opU(W.local_get, 1)
+      .simdMem(Simd.v128_load, 4)
+      .opU(W.local_get, 2)
+      .simdMem(Simd.v128_load, 4)
+      .simd(Simd.f32x4_add)
+      .simdMem(Simd.v128_store, 4);
     const count = new WasmCode(1);
     count.opU(W.local_get, 0).i32(5).atomic(Atomic.i32_rmw_add, 2);
     m.exportFunc("addv", m.func([ValType.i32, ValType.i32, ValType.i32], [], add));

@@ -109,7 +109,10 @@ export class WasmModule {
         if (m) {
           w.name(m.module).name(m.name).byte(0x02);
           // Limits flags: 0 = min, 1 = min+max, 3 = min+max+shared.
-          if (m.shared) w.byte(0x03).u32(m.minimum).u32(m.maximum ?? m.minimum);
+          if (m.shared)
+            w.byte(0x03)
+              .u32(m.minimum)
+              .u32(m.maximum ?? m.minimum);
           else if (m.maximum !== undefined) w.byte(0x01).u32(m.minimum).u32(m.maximum);
           else w.byte(0x00).u32(m.minimum);
         }

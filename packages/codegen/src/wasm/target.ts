@@ -27,10 +27,15 @@ const hasBarrier = (body: readonly Stmt[]): boolean => {
 function withoutBarriers(body: readonly Stmt[]): Stmt[] {
   return body.flatMap((s): Stmt[] => {
     switch (s.s) {
-      case "barrier": return [];
-      case "for": case "while": return [{ ...s, body: withoutBarriers(s.body) }];
-      case "if": return [{ ...s, then: withoutBarriers(s.then), else: withoutBarriers(s.else) }];
-      default: return [s];
+      case "barrier":
+        return [];
+      case "for":
+      case "while":
+        return [{ ...s, body: withoutBarriers(s.body) }];
+      case "if":
+        return [{ ...s, then: withoutBarriers(s.then), else: withoutBarriers(s.else) }];
+      default:
+        return [s];
     }
   });
 }
@@ -50,13 +55,22 @@ export function lowerWasm(source: Kernel, caps: DeviceCaps, options: WasmOptions
   const kernel = one ? { ...source, body: withoutBarriers(source.body) } : source;
   const p = one ? { ...p0, kernel: { ...p0.kernel, body: withoutBarriers(p0.kernel.body) } } : p0;
   if (p.usesSubgroups && p.subgroupSize !== 1) {
-    throw new CodegenError("missing-capability", `the Wasm target runs subgroups of one lane; caps ask for ${p.subgroupSize}`, { kernel: kernel.name, target: "wasm", construct: "subgroupSize" });
+    throw new CodegenError(
+      "missing-capability",
+      `the Wasm target runs subgroups of one lane; caps ask for ${p.subgroupSize}`,
+      { kernel: kernel.name, target: "wasm", construct: "subgroupSize" },
+    );
   }
   const m = new WasmModule();
   m.importMemory({ module: "env", name: "memory", minimum: 1, maximum: options.maxPages ?? 65536, shared: true });
   for (const name of MATH_IMPORTS) {
     const f16in = name === "f16_to_f32";
-    m.importFunc("math", name, [f16in || name === "f32_to_f16" ? (f16in ? ValType.i32 : ValType.f32) : ValType.f32], [name === "f32_to_f16" ? ValType.i32 : ValType.f32]);
+    m.importFunc(
+      "math",
+      name,
+      [f16in || name === "f32_to_f16" ? (f16in ? ValType.i32 : ValType.f32) : ValType.f32],
+      [name === "f32_to_f16" ? ValType.i32 : ValType.f32],
+    );
   }
   const code = new WasmCode(6);
   const [ARGS, WX, WY, WZ, FIRST, LAST] = [0, 1, 2, 3, 4, 5];
@@ -68,18 +82,35 @@ export function lowerWasm(source: Kernel, caps: DeviceCaps, options: WasmOptions
   const shared = code.local(ValType.i32);
   const scratch = code.local(ValType.i32);
   const frameSize = code.local(ValType.i32);
-  e.ctx = { args: ARGS, wg: [WX, WY, WZ], t, frame, shared, threadDone: () => code.opU(W.local_get, frame).i32(1).mem(W.i32_store, 2, 0) };
+  e.ctx = {
+    args: ARGS,
+    wg: [WX, WY, WZ],
+    t,
+    frame,
+    shared,
+    threadDone: () => code.opU(W.local_get, frame).i32(1).mem(W.i32_store, 2, 0),
+  };
   const slots: BindingSlot[] = [];
   p.buffers.forEach((b, i) => {
     const l = code.local(ValType.i32);
-    code.opU(W.local_get, ARGS).mem(W.i32_load, 2, 4 * i).opU(W.local_set, l);
+    code
+      .opU(W.local_get, ARGS)
+      .mem(W.i32_load, 2, 4 * i)
+      .opU(W.local_set, l);
     e.bufferBase.set(b.name, l);
     slots.push({ kind: "buffer", slot: i, buffer: b.name });
   });
-  if (kernel.uniforms.length > 0) slots.push({ kind: "uniforms", slot: slots.length, order: kernel.uniforms.map((u) => u.name) });
+  if (kernel.uniforms.length > 0)
+    slots.push({ kind: "uniforms", slot: slots.length, order: kernel.uniforms.map((u) => u.name) });
   const tail = nb + kernel.uniforms.length + 3;
-  code.opU(W.local_get, ARGS).mem(W.i32_load, 2, 4 * tail).opU(W.local_set, shared);
-  code.opU(W.local_get, ARGS).mem(W.i32_load, 2, 4 * (tail + 1)).opU(W.local_set, scratch);
+  code
+    .opU(W.local_get, ARGS)
+    .mem(W.i32_load, 2, 4 * tail)
+    .opU(W.local_set, shared);
+  code
+    .opU(W.local_get, ARGS)
+    .mem(W.i32_load, 2, 4 * (tail + 1))
+    .opU(W.local_set, scratch);
   let sharedBytes = 0;
   for (const a of p.shared) {
     sharedBytes = Math.ceil(sharedBytes / 16) * 16;
@@ -107,7 +138,15 @@ export function lowerWasm(source: Kernel, caps: DeviceCaps, options: WasmOptions
     code.op(W.end).op(W.end);
   };
   const setFrame = (): void => {
-    code.opU(W.local_get, scratch).opU(W.local_get, t).opU(W.local_get, FIRST).op(W.i32_sub).opU(W.local_get, frameSize).op(W.i32_mul).op(W.i32_add).opU(W.local_set, frame);
+    code
+      .opU(W.local_get, scratch)
+      .opU(W.local_get, t)
+      .opU(W.local_get, FIRST)
+      .op(W.i32_sub)
+      .opU(W.local_get, frameSize)
+      .op(W.i32_mul)
+      .op(W.i32_add)
+      .opU(W.local_set, frame);
   };
   /** Uniform control (regions with barriers): evaluate with the first thread of the range. */
   const asFirst = <T>(f: () => T): T => {
@@ -135,9 +174,22 @@ export function lowerWasm(source: Kernel, caps: DeviceCaps, options: WasmOptions
   };
   const regionStmt = (s: Stmt, dr: Driver<number>): void => {
     switch (s.s) {
-      case "barrier": return; // all threads of the range finished the previous region
-      case "if": e.ifElse(asFirst(() => dr.expr(s.cond)), () => uniformBlock(s.then), s.else.length ? () => uniformBlock(s.else) : undefined); return;
-      case "while": e.loop(() => asFirst(() => dr.expr(s.cond)), () => uniformBlock(s.body), () => {}); return;
+      case "barrier":
+        return; // all threads of the range finished the previous region
+      case "if":
+        e.ifElse(
+          asFirst(() => dr.expr(s.cond)),
+          () => uniformBlock(s.then),
+          s.else.length ? () => uniformBlock(s.else) : undefined,
+        );
+        return;
+      case "while":
+        e.loop(
+          () => asFirst(() => dr.expr(s.cond)),
+          () => uniformBlock(s.body),
+          () => {},
+        );
+        return;
       case "for": {
         const [start, end, step] = asFirst(() => [dr.expr(s.start), dr.expr(s.end), dr.expr(s.step)]);
         const v = code.local(ValType.i32);
@@ -145,19 +197,29 @@ export function lowerWasm(source: Kernel, caps: DeviceCaps, options: WasmOptions
         e.uniformVars.set(s.var, v);
         dr.bindVar(s.var, s.type);
         const lt = s.type === "i32" ? W.i32_lt_s : W.i32_lt_u;
-        e.loop(() => {
-          const c = code.local(ValType.i32);
-          code.opU(W.local_get, v).opU(W.local_get, end).op(lt).opU(W.local_set, c);
-          return c;
-        }, () => uniformBlock(s.body), () => void code.opU(W.local_get, v).opU(W.local_get, step).op(W.i32_add).opU(W.local_set, v));
+        e.loop(
+          () => {
+            const c = code.local(ValType.i32);
+            code.opU(W.local_get, v).opU(W.local_get, end).op(lt).opU(W.local_set, c);
+            return c;
+          },
+          () => uniformBlock(s.body),
+          () => void code.opU(W.local_get, v).opU(W.local_get, step).op(W.i32_add).opU(W.local_set, v),
+        );
         return;
       }
-      default: throw new CodegenError("unsupported", `a barrier inside '${s.s}' cannot be split into thread regions`, { kernel: kernel.name, target: "wasm", construct: s.s });
+      default:
+        throw new CodegenError("unsupported", `a barrier inside '${s.s}' cannot be split into thread regions`, {
+          kernel: kernel.name,
+          target: "wasm",
+          construct: s.s,
+        });
     }
   };
 
   // Zero every frame's "returned" flag first (whatever the scratch held before: frames are reused), then run the body.
-  const zeroFlags = (): void => threadLoop(() => void code.opU(W.local_get, frame).i32(0).mem(W.i32_store, 2, 0), false);
+  const zeroFlags = (): void =>
+    threadLoop(() => void code.opU(W.local_get, frame).i32(0).mem(W.i32_store, 2, 0), false);
   allocateFrame(e, p.kernel.body, p.privates);
   const frameBytes = Math.ceil(e.frameBytes / 16) * 16;
   code.i32(frameBytes).opU(W.local_set, frameSize);
@@ -166,7 +228,13 @@ export function lowerWasm(source: Kernel, caps: DeviceCaps, options: WasmOptions
   const fn = m.func([ValType.i32, ValType.i32, ValType.i32, ValType.i32, ValType.i32, ValType.i32], [], code);
   m.exportFunc(kernel.name, fn);
   return {
-    target: "wasm", kernel: kernel.name, entryPoint: kernel.name, ext: "wasm", binary: m.encode(), workgroupSize: p.workgroupSize, bindings: slots,
+    target: "wasm",
+    kernel: kernel.name,
+    entryPoint: kernel.name,
+    ext: "wasm",
+    binary: m.encode(),
+    workgroupSize: p.workgroupSize,
+    bindings: slots,
     abi: { frameBytes, sharedBytes, argWords: tail + 2, barriers: barriers ? 1 : 0 },
   };
 }
@@ -176,17 +244,28 @@ function allocateFrame(e: WasmEmitter, body: readonly Stmt[], privates: readonly
   walkStmts(body, (s) => {
     const size = (t: string): number => (t.startsWith("vec") ? 16 : 4);
     switch (s.s) {
-      case "let": case "var": case "subgroup": if (!e.registers) e.slot(s.name, s.type, size(s.type)); break;
-      case "mma": if (!e.registers) e.slot(s.name, "vec4<f32>", 16); break;
-      case "atomic": if (s.name !== undefined && !e.registers) e.slot(s.name, s.type, 4); break;
+      case "let":
+      case "var":
+      case "subgroup":
+        if (!e.registers) e.slot(s.name, s.type, size(s.type));
+        break;
+      case "mma":
+        if (!e.registers) e.slot(s.name, "vec4<f32>", 16);
+        break;
+      case "atomic":
+        if (s.name !== undefined && !e.registers) e.slot(s.name, s.type, 4);
+        break;
       // Loop variables of loops with barriers are uniform and live in a Wasm local instead.
-      case "for": if (!hasBarrier(s.body) && !e.registers) e.slot(s.var, s.type, 4); break;
+      case "for":
+        if (!hasBarrier(s.body) && !e.registers) e.slot(s.var, s.type, 4);
+        break;
       case "array": {
         const a = privates.find((x) => x.name === s.name)!;
         e.slot(s.name, "array", 4 * (s.elem.startsWith("vec") ? Number(s.elem[3]) : 1) * a.length);
         break;
       }
-      default: break;
+      default:
+        break;
     }
   });
 }

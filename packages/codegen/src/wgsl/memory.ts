@@ -6,7 +6,13 @@ import { wgslIdent } from "./names.js";
 
 /** How one buffer is reached in WGSL. */
 export type WgslBufferPlan =
-  | { readonly how: "direct"; readonly buf: BufferParam; readonly slot: number; readonly wgslElem: string; readonly atomicWords: boolean }
+  | {
+      readonly how: "direct";
+      readonly buf: BufferParam;
+      readonly slot: number;
+      readonly wgslElem: string;
+      readonly atomicWords: boolean;
+    }
   | { readonly how: "packed"; readonly buf: BufferParam; readonly offset: string };
 
 /** Name of the packed-inputs buffer. */
@@ -64,20 +70,40 @@ export function loadHelper(plan: WgslBufferPlan, nativeF16: boolean, type: Value
   const sig = `fn ld_${name}(i: u32) -> ${type} {`;
   let body: string;
   switch (elem) {
-    case "bf16": body = `return bitcast<f32>((${word(plan, "i >> 1u")} >> ((i & 1u) * 16u)) << 16u);`; break;
-    case "f16":
-      body = nativeF16 && plan.how === "direct" ? `return f32(${name}[i]);` : `return unpack2x16float(${word(plan, "i >> 1u")})[i & 1u];`;
+    case "bf16":
+      body = `return bitcast<f32>((${word(plan, "i >> 1u")} >> ((i & 1u) * 16u)) << 16u);`;
       break;
-    case "u8": body = `return (${word(plan, "i >> 2u")} >> ((i & 3u) * 8u)) & 0xffu;`; break;
-    case "i8": body = `return bitcast<i32>(${word(plan, "i >> 2u")} << ((3u - (i & 3u)) * 8u)) >> 24u;`; break;
-    case "f32": body = `return bitcast<f32>(${word(plan, "i")});`; break;
-    case "u32": body = `return ${word(plan, "i")};`; break;
-    case "i32": body = `return bitcast<i32>(${word(plan, "i")});`; break;
+    case "f16":
+      body =
+        nativeF16 && plan.how === "direct"
+          ? `return f32(${name}[i]);`
+          : `return unpack2x16float(${word(plan, "i >> 1u")})[i & 1u];`;
+      break;
+    case "u8":
+      body = `return (${word(plan, "i >> 2u")} >> ((i & 3u) * 8u)) & 0xffu;`;
+      break;
+    case "i8":
+      body = `return bitcast<i32>(${word(plan, "i >> 2u")} << ((3u - (i & 3u)) * 8u)) >> 24u;`;
+      break;
+    case "f32":
+      body = `return bitcast<f32>(${word(plan, "i")});`;
+      break;
+    case "u32":
+      body = `return ${word(plan, "i")};`;
+      break;
+    case "i32":
+      body = `return bitcast<i32>(${word(plan, "i")});`;
+      break;
     default: {
       // Vectors from words: lanes consecutive, 4 bytes each.
       const n = lanesOf(elem);
       const parts = Array.from({ length: n }, (_, l) => word(plan, `i * ${n}u + ${l}u`));
-      const conv = type.startsWith("vec2<f32") || type.startsWith("vec4<f32") ? "bitcast<f32>" : type.includes("i32") ? "bitcast<i32>" : "";
+      const conv =
+        type.startsWith("vec2<f32") || type.startsWith("vec4<f32")
+          ? "bitcast<f32>"
+          : type.includes("i32")
+            ? "bitcast<i32>"
+            : "";
       body = `return ${type}(${parts.map((p) => `${conv}(${p})`).join(", ")});`;
     }
   }
@@ -91,7 +117,13 @@ export function storeHelper(plan: WgslBufferPlan, nativeF16: boolean, type: Valu
   const name = wgslIdent(plan.buf.name);
   if (!isWordPacked(elem, nativeF16)) return undefined;
   const bits =
-    elem === "bf16" ? "bf16_bits(v)" : elem === "f16" ? "pack2x16float(vec2<f32>(v, 0.0)) & 0xffffu" : elem === "u8" ? "v & 0xffu" : "bitcast<u32>(v) & 0xffu";
+    elem === "bf16"
+      ? "bf16_bits(v)"
+      : elem === "f16"
+        ? "pack2x16float(vec2<f32>(v, 0.0)) & 0xffffu"
+        : elem === "u8"
+          ? "v & 0xffu"
+          : "bitcast<u32>(v) & 0xffu";
   const wide = elem === "bf16" || elem === "f16";
   const w = wide ? "i >> 1u" : "i >> 2u";
   const shift = wide ? "(i & 1u) * 16u" : "(i & 3u) * 8u";
@@ -107,8 +139,14 @@ export function storeHelper(plan: WgslBufferPlan, nativeF16: boolean, type: Valu
 }
 
 /** WGSL element type of a directly bound buffer. */
-export function directElem(buf: BufferParam, nativeF16: boolean, storedNarrow: boolean): { wgslElem: string; atomicWords: boolean } {
-  if (buf.atomic) return { wgslElem: "atomic<u32>".replace("u32", buf.elem === "i32" ? "i32" : "u32"), atomicWords: false };
-  if (isWordPacked(buf.elem, nativeF16)) return storedNarrow ? { wgslElem: "atomic<u32>", atomicWords: true } : { wgslElem: "u32", atomicWords: false };
+export function directElem(
+  buf: BufferParam,
+  nativeF16: boolean,
+  storedNarrow: boolean,
+): { wgslElem: string; atomicWords: boolean } {
+  if (buf.atomic)
+    return { wgslElem: "atomic<u32>".replace("u32", buf.elem === "i32" ? "i32" : "u32"), atomicWords: false };
+  if (isWordPacked(buf.elem, nativeF16))
+    return storedNarrow ? { wgslElem: "atomic<u32>", atomicWords: true } : { wgslElem: "u32", atomicWords: false };
   return { wgslElem: isVecType(buf.elem) || buf.elem !== "f16" ? buf.elem : "f16", atomicWords: false };
 }

@@ -5,7 +5,16 @@ import { wgslIdent } from "./names.js";
 
 describe("WGSL identifiers", () => {
   test("keywords, builtin functions and generated names are renamed; others kept", () => {
-    expect(["loop", "select", "exp", "params", "gid", "ld_w", "acc", "row"].map(wgslIdent)).toEqual(["loop_", "select_", "exp_", "params_", "gid_", "ld_w_", "acc", "row"]);
+    expect(["loop", "select", "exp", "params", "gid", "ld_w", "acc", "row"].map(wgslIdent)).toEqual([
+      "loop_",
+      "select_",
+      "exp_",
+      "params_",
+      "gid_",
+      "ld_w_",
+      "acc",
+      "row",
+    ]);
   });
   test("a kernel whose names clash with WGSL prints them renamed everywhere", () => {
     const k = kernel("clash", { workgroupSize: [8, 1, 1] }, ({ buffer, uniform, gid, let_, exp }) => {
@@ -15,7 +24,15 @@ describe("WGSL identifiers", () => {
       const e = let_(exp(select.at(gid.x)).mul(params), "exp");
       loop.set(gid.x, e);
     });
-    const text = lowerWgsl(k, { maxWorkgroup: 64, subgroupSize: undefined, sharedBytes: 0, dtypes: ["f32"], maxStorageBuffers: 8, f16: false, bf16: false }).text!;
+    const text = lowerWgsl(k, {
+      maxWorkgroup: 64,
+      subgroupSize: undefined,
+      sharedBytes: 0,
+      dtypes: ["f32"],
+      maxStorageBuffers: 8,
+      f16: false,
+      bf16: false,
+    }).text!;
     expect(text).toContain("var<storage, read> select_: array<f32>;");
     expect(text).toContain("params_: f32,");
     expect(text).toContain("let exp_: f32 = (exp(");

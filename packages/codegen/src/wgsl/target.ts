@@ -7,15 +7,48 @@ import { CStylePrinter, type CStyleDialect } from "../common/cstyle.js";
 import { prepare, sizeOf, walkExpr, walkStmts, stmtExprs } from "../common/prepare.js";
 import { CodegenError } from "../errors.js";
 import { wgslIdent } from "./names.js";
-import { directElem, isWordPacked, loadHelper, PACKED, storeHelper, WGSL_HELPERS, type WgslBufferPlan } from "./memory.js";
+import {
+  directElem,
+  isWordPacked,
+  loadHelper,
+  PACKED,
+  storeHelper,
+  WGSL_HELPERS,
+  type WgslBufferPlan,
+} from "./memory.js";
 
-const MATH: Record<string, string> = { exp: "exp", log: "log", sqrt: "sqrt", rsqrt: "inverseSqrt", tanh: "tanh", erf: "erf_f32", sin: "sin", cos: "cos", abs: "abs", min: "min", max: "max", fma: "fma", floor: "floor" };
-const SUBGROUP: Record<string, string> = { reduce_add: "subgroupAdd", reduce_max: "subgroupMax", reduce_min: "subgroupMin", broadcast: "subgroupShuffle", shuffle_xor: "subgroupShuffleXor", shuffle_idx: "subgroupShuffle" };
+const MATH: Record<string, string> = {
+  exp: "exp",
+  log: "log",
+  sqrt: "sqrt",
+  rsqrt: "inverseSqrt",
+  tanh: "tanh",
+  erf: "erf_f32",
+  sin: "sin",
+  cos: "cos",
+  abs: "abs",
+  min: "min",
+  max: "max",
+  fma: "fma",
+  floor: "floor",
+};
+const SUBGROUP: Record<string, string> = {
+  reduce_add: "subgroupAdd",
+  reduce_max: "subgroupMax",
+  reduce_min: "subgroupMin",
+  broadcast: "subgroupShuffle",
+  shuffle_xor: "subgroupShuffleXor",
+  shuffle_idx: "subgroupShuffle",
+};
 const AXES = ["x", "y", "z"] as const;
 
-
 /** Decides which buffers are bound directly and which are packed, within `maxStorageBuffers`. */
-function planBuffers(kernel: Kernel, caps: DeviceCaps, stored: ReadonlySet<string>, nativeF16: boolean): { plans: Map<string, WgslBufferPlan>; slots: BindingSlot[]; offsets: string[] } {
+function planBuffers(
+  kernel: Kernel,
+  caps: DeviceCaps,
+  stored: ReadonlySet<string>,
+  nativeF16: boolean,
+): { plans: Map<string, WgslBufferPlan>; slots: BindingSlot[]; offsets: string[] } {
   const bufs = [...kernel.buffers].sort((a, b) => a.binding - b.binding);
   const plans = new Map<string, WgslBufferPlan>();
   let packed: typeof bufs = [];
@@ -24,7 +57,11 @@ function planBuffers(kernel: Kernel, caps: DeviceCaps, stored: ReadonlySet<strin
     const need = bufs.length - caps.maxStorageBuffers + 1;
     const candidates = bufs.filter((b) => b.access === "read" && !b.atomic).reverse();
     if (candidates.length < need || need < 2) {
-      throw new CodegenError("binding-limit", `kernel binds ${bufs.length} buffers; the device allows ${caps.maxStorageBuffers} and only ${candidates.length} are read-only and packable`, { kernel: kernel.name, target: "wgsl", value: bufs.length });
+      throw new CodegenError(
+        "binding-limit",
+        `kernel binds ${bufs.length} buffers; the device allows ${caps.maxStorageBuffers} and only ${candidates.length} are read-only and packable`,
+        { kernel: kernel.name, target: "wgsl", value: bufs.length },
+      );
     }
     packed = candidates.slice(0, need);
   }
@@ -84,16 +121,30 @@ export function lowerWgsl(kernel: Kernel, caps: DeviceCaps, options: LowerOption
     },
     builtin: (name, axis) => {
       switch (name) {
-        case "global_id": return `gid.${AXES[axis!]}`;
-        case "local_id": return `lid.${AXES[axis!]}`;
-        case "workgroup_id": return `wid.${AXES[axis!]}`;
-        case "num_workgroups": return `nwg.${AXES[axis!]}`;
-        case "workgroup_size": return `${p.workgroupSize[axis!]}u`;
-        case "local_index": return "lidx";
-        case "subgroup_lane": return "sg_lane";
-        case "subgroup_size": return "sg_size";
-        case "subgroup_id": return "(lidx / sg_size)";
-        default: throw new CodegenError("unsupported", `builtin ${name}`, { kernel: kernel.name, target: "wgsl", construct: name });
+        case "global_id":
+          return `gid.${AXES[axis!]}`;
+        case "local_id":
+          return `lid.${AXES[axis!]}`;
+        case "workgroup_id":
+          return `wid.${AXES[axis!]}`;
+        case "num_workgroups":
+          return `nwg.${AXES[axis!]}`;
+        case "workgroup_size":
+          return `${p.workgroupSize[axis!]}u`;
+        case "local_index":
+          return "lidx";
+        case "subgroup_lane":
+          return "sg_lane";
+        case "subgroup_size":
+          return "sg_size";
+        case "subgroup_id":
+          return "(lidx / sg_size)";
+        default:
+          throw new CodegenError("unsupported", `builtin ${name}`, {
+            kernel: kernel.name,
+            target: "wgsl",
+            construct: name,
+          });
       }
     },
     param: (name) => `params.${id(name)}`,
@@ -110,9 +161,19 @@ export function lowerWgsl(kernel: Kernel, caps: DeviceCaps, options: LowerOption
     store: (space, array, index, value) => {
       if (space !== "global") return `${id(array)}[${index}] = ${value};`;
       const plan = plans.get(array)!;
-      const type = plan.buf.elem === "bf16" || plan.buf.elem === "f16" ? "f32" : plan.buf.elem === "u8" ? "u32" : plan.buf.elem === "i8" ? "i32" : plan.buf.elem;
+      const type =
+        plan.buf.elem === "bf16" || plan.buf.elem === "f16"
+          ? "f32"
+          : plan.buf.elem === "u8"
+            ? "u32"
+            : plan.buf.elem === "i8"
+              ? "i32"
+              : plan.buf.elem;
       const h = storeHelper(plan, nativeF16, type as ValueType);
-      if (h === undefined) return plan.buf.elem === "f16" ? `${id(array)}[${index}] = f16(${value});` : `${id(array)}[${index}] = ${value};`;
+      if (h === undefined)
+        return plan.buf.elem === "f16"
+          ? `${id(array)}[${index}] = f16(${value});`
+          : `${id(array)}[${index}] = ${value};`;
       if (plan.buf.elem === "bf16") need("bf16_bits");
       helpers.set(`st_${array}`, h);
       return `st_${id(array)}(${index}, ${value});`;
@@ -137,25 +198,40 @@ export function lowerWgsl(kernel: Kernel, caps: DeviceCaps, options: LowerOption
     bitcast: (a, to) => `bitcast<${to}>(${a})`,
     pack: (fmt, a) => {
       switch (fmt) {
-        case "f16x2": return `pack2x16float(${a})`;
-        case "f16": return `(pack2x16float(vec2<f32>(${a}, 0.0)) & 0xffffu)`;
-        case "bf16": need("bf16_bits"); return `bf16_bits(${a})`;
-        case "bf16x2": need("bf16_bits"); return `(bf16_bits((${a}).x) | (bf16_bits((${a}).y) << 16u))`;
-        default: fmt satisfies never; return "";
+        case "f16x2":
+          return `pack2x16float(${a})`;
+        case "f16":
+          return `(pack2x16float(vec2<f32>(${a}, 0.0)) & 0xffffu)`;
+        case "bf16":
+          need("bf16_bits");
+          return `bf16_bits(${a})`;
+        case "bf16x2":
+          need("bf16_bits");
+          return `(bf16_bits((${a}).x) | (bf16_bits((${a}).y) << 16u))`;
+        default:
+          fmt satisfies never;
+          return "";
       }
     },
     unpack: (fmt, a) => {
       switch (fmt) {
-        case "f16x2": return `unpack2x16float(${a})`;
-        case "f16": return `unpack2x16float(${a}).x`;
-        case "bf16": return `bitcast<f32>(${a} << 16u)`;
-        case "bf16x2": return `vec2<f32>(bitcast<f32>(${a} << 16u), bitcast<f32>(${a} & 0xffff0000u))`;
-        default: fmt satisfies never; return "";
+        case "f16x2":
+          return `unpack2x16float(${a})`;
+        case "f16":
+          return `unpack2x16float(${a}).x`;
+        case "bf16":
+          return `bitcast<f32>(${a} << 16u)`;
+        case "bf16x2":
+          return `vec2<f32>(bitcast<f32>(${a} << 16u), bitcast<f32>(${a} & 0xffff0000u))`;
+        default:
+          fmt satisfies never;
+          return "";
       }
     },
     select: (c, a, b) => `select(${b}, ${a}, ${c})`,
     vec: (type, elems) => `${type}(${elems.join(", ")})`,
-    subgroup: (op, _type, value, lane) => (lane === undefined ? `${SUBGROUP[op]}(${value})` : `${SUBGROUP[op]}(${value}, ${lane})`),
+    subgroup: (op, _type, value, lane) =>
+      lane === undefined ? `${SUBGROUP[op]}(${value})` : `${SUBGROUP[op]}(${value}, ${lane})`,
     atomic: (op, type, _space, array, index, value, compare, result) => {
       const ptr = `&${id(array)}[${index}]`;
       const def = (expr: string): string => (result === undefined ? `${expr};` : `let ${result} = ${expr};`);
@@ -173,12 +249,18 @@ export function lowerWgsl(kernel: Kernel, caps: DeviceCaps, options: LowerOption
         ];
       }
       switch (op) {
-        case "add": return [def(`atomicAdd(${ptr}, ${value})`)];
-        case "max": return [def(`atomicMax(${ptr}, ${value})`)];
-        case "min": return [def(`atomicMin(${ptr}, ${value})`)];
-        case "exchange": return [def(`atomicExchange(${ptr}, ${value})`)];
-        case "load": return [def(`atomicLoad(${ptr})`)];
-        case "store": return [`atomicStore(${ptr}, ${value});`];
+        case "add":
+          return [def(`atomicAdd(${ptr}, ${value})`)];
+        case "max":
+          return [def(`atomicMax(${ptr}, ${value})`)];
+        case "min":
+          return [def(`atomicMin(${ptr}, ${value})`)];
+        case "exchange":
+          return [def(`atomicExchange(${ptr}, ${value})`)];
+        case "load":
+          return [def(`atomicLoad(${ptr})`)];
+        case "store":
+          return [`atomicStore(${ptr}, ${value});`];
         case "cmpxchg": {
           // WGSL only has the weak form; retry spurious failures to get the IR's strong semantics.
           const r = result ?? `_old_${array}`;
@@ -191,7 +273,9 @@ export function lowerWgsl(kernel: Kernel, caps: DeviceCaps, options: LowerOption
             ...(result === undefined ? [] : [`let ${result} = ${r}_v;`]),
           ];
         }
-        default: op satisfies never; return [];
+        default:
+          op satisfies never;
+          return [];
       }
     },
     barrier: () => "workgroupBarrier();",
@@ -227,13 +311,20 @@ export function lowerWgsl(kernel: Kernel, caps: DeviceCaps, options: LowerOption
     out.push("}");
     out.push(`@group(0) @binding(${slot}) var<uniform> params: Params;`);
   }
-  for (const a of p.shared) out.push(`var<workgroup> ${id(a.name)}: array<${a.atomic ? (a.elem === "i32" ? "atomic<i32>" : "atomic<u32>") : a.elem}, ${a.len}>;`);
+  for (const a of p.shared)
+    out.push(
+      `var<workgroup> ${id(a.name)}: array<${a.atomic ? (a.elem === "i32" ? "atomic<i32>" : "atomic<u32>") : a.elem}, ${a.len}>;`,
+    );
   out.push("");
   for (const h of helpers.values()) out.push(h, "");
   const used = new Set<string>();
-  walkStmts(kernel.body, (s) => stmtExprs(s).forEach((e) => walkExpr(e, (x) => {
-    if (x.k === "builtin") used.add(x.name);
-  })));
+  walkStmts(kernel.body, (s) =>
+    stmtExprs(s).forEach((e) =>
+      walkExpr(e, (x) => {
+        if (x.k === "builtin") used.add(x.name);
+      }),
+    ),
+  );
   const args: string[] = [];
   if (used.has("global_id")) args.push("@builtin(global_invocation_id) gid: vec3<u32>");
   if (used.has("local_id")) args.push("@builtin(local_invocation_id) lid: vec3<u32>");
@@ -247,7 +338,15 @@ export function lowerWgsl(kernel: Kernel, caps: DeviceCaps, options: LowerOption
   out.push(`fn ${kernel.name}(${args.join(", ")}) {`);
   out.push(...bodyLines);
   out.push("}");
-  return { target: "wgsl", kernel: kernel.name, entryPoint: kernel.name, ext: "wgsl", text: `${out.join("\n")}\n`, workgroupSize: p.workgroupSize, bindings: slots };
+  return {
+    target: "wgsl",
+    kernel: kernel.name,
+    entryPoint: kernel.name,
+    ext: "wgsl",
+    text: `${out.join("\n")}\n`,
+    workgroupSize: p.workgroupSize,
+    bindings: slots,
+  };
 }
 
 /** The WGSL target (WebGPU). */

@@ -19,7 +19,14 @@ export function loweringKey(input: StageInput | Program, target: LoweringTarget,
   const graph = input instanceof Program ? input.source : stageParts(input).graph;
   const { fallback: _f, fixup: _x, ...data } = target;
   const h = createHash("sha256");
-  h.update(JSON.stringify({ version: LOWERING_VERSION, name, target: data, compiled: input instanceof Program ? input.target : null }));
+  h.update(
+    JSON.stringify({
+      version: LOWERING_VERSION,
+      name,
+      target: data,
+      compiled: input instanceof Program ? input.target : null,
+    }),
+  );
   h.update(graphToJsonString(graph));
   return h.digest("hex");
 }
@@ -115,7 +122,12 @@ export class LoweringCache {
   write(lowered: LoweredProgram): void {
     if (this.last !== "rebuilt") this.last = "miss";
     const body = serialize(lowered);
-    const header = JSON.stringify({ format: "poot-lowered", version: LOWERING_VERSION, key: lowered.key, sha256: createHash("sha256").update(body).digest("hex") });
+    const header = JSON.stringify({
+      format: "poot-lowered",
+      version: LOWERING_VERSION,
+      key: lowered.key,
+      sha256: createHash("sha256").update(body).digest("hex"),
+    });
     try {
       fs.mkdirSync(this.dir, { recursive: true });
       const tmp = `${this.file(lowered.key)}.${process.pid}.tmp`;

@@ -8,6 +8,16 @@ export type { LowerProgramOptions } from "./lower.js";
 export { LOWERING_VERSION, LoweringCache, deserialize, loweringKey, serialize } from "./cache.js";
 export type { CacheOutcome, CacheStats, LoweringCacheOptions } from "./cache.js";
 export { launchesOf } from "./types.js";
-export type { LoweredArg, LoweredBuffer, LoweredBufferKind, LoweredCopy, LoweredKernel, LoweredLaunch, LoweredOutput, LoweredProgram, LoweringTarget } from "./types.js";
+export type {
+  LoweredArg,
+  LoweredBuffer,
+  LoweredBufferKind,
+  LoweredCopy,
+  LoweredKernel,
+  LoweredLaunch,
+  LoweredOutput,
+  LoweredProgram,
+  LoweringTarget,
+} from "./types.js";
 export { BACKEND_OF, LANGUAGE_OF, codegenCapsFor, defaultLowering, fusionPolicy } from "./targets.js";
 export type { FusionPolicy } from "./targets.js";

@@ -11,7 +11,14 @@ import { ExecutorError, invariant } from "../errors.js";
 import { stateCopies, viewRegions } from "../regions.js";
 import { schemaOf } from "../schema.js";
 import { bytesOf, storageOf } from "../storage.js";
-import type { LoweredArg, LoweredBuffer, LoweredKernel, LoweredLaunch, LoweredProgram, LoweringTarget } from "./types.js";
+import type {
+  LoweredArg,
+  LoweredBuffer,
+  LoweredKernel,
+  LoweredLaunch,
+  LoweredProgram,
+  LoweringTarget,
+} from "./types.js";
 
 /** Options of {@link lowerProgram}. */
 export interface LowerProgramOptions {
@@ -22,8 +29,16 @@ export interface LowerProgramOptions {
 }
 
 /** A compiled program for exactly this target is used as it is; anything else is compiled (again) from its graph. */
-function compiled(input: StageInput | Program, target: LoweringTarget, name: string): { program: Program; source: Graph; reused?: true } {
-  if (input instanceof Program && input.target.kind === target.kind && JSON.stringify(input.target.caps) === JSON.stringify(target.plan)) {
+function compiled(
+  input: StageInput | Program,
+  target: LoweringTarget,
+  name: string,
+): { program: Program; source: Graph; reused?: true } {
+  if (
+    input instanceof Program &&
+    input.target.kind === target.kind &&
+    JSON.stringify(input.target.caps) === JSON.stringify(target.plan)
+  ) {
     return { program: input, source: input.source, reused: true };
   }
   const source = input instanceof Program ? input.source : stageParts(input).graph;
@@ -32,9 +47,15 @@ function compiled(input: StageInput | Program, target: LoweringTarget, name: str
   try {
     const by = target.bySize;
     const size = by === undefined ? {} : (stepTokens(source) ?? Infinity) <= by.maxStepTokens ? by.small : by.large;
-    return { program: compile(source, makeTarget({ kind: target.kind, caps: target.plan }), { ...size, ...target.compile }), source };
+    return {
+      program: compile(source, makeTarget({ kind: target.kind, caps: target.plan }), { ...size, ...target.compile }),
+      source,
+    };
   } catch (e) {
-    if (e instanceof PlanError) throw new ExecutorError("unsupported-program", `graph-plan cannot compile ${name}: ${e.message}`, { program: name });
+    if (e instanceof PlanError)
+      throw new ExecutorError("unsupported-program", `graph-plan cannot compile ${name}: ${e.message}`, {
+        program: name,
+      });
     throw e;
   }
 }
@@ -54,12 +75,24 @@ function kernelOf(program: Program, i: number, target: LoweringTarget, name: str
     return planKernel(src, target.synth, name);
   } catch (e) {
     if (!(e instanceof KernelgenError)) throw e;
-    const fb = (e.code === "bad_param" || e.code === "bad_shape") && target.fallback !== undefined ? target.fallback(src.request, target.synth, name) : null;
+    const fb =
+      (e.code === "bad_param" || e.code === "bad_shape") && target.fallback !== undefined
+        ? target.fallback(src.request, target.synth, name)
+        : null;
     if (fb === null || fb.bindings === undefined) {
-      throw new ExecutorError("unsupported-program", `plan ${i} (${p.op}, ${src.request.kind}, eqn ${p.eqn}): ${e.message}`, { program: name });
+      throw new ExecutorError(
+        "unsupported-program",
+        `plan ${i} (${p.op}, ${src.request.kind}, eqn ${p.eqn}): ${e.message}`,
+        { program: name },
+      );
     }
     fallbacks.push(`${name}: ${e.message}`);
-    return { kernel: fb.kernel, grid: fb.grid, uniforms: "uniforms" in fb ? (fb.uniforms as Record<string, number>) : {}, bindings: fb.bindings };
+    return {
+      kernel: fb.kernel,
+      grid: fb.grid,
+      uniforms: "uniforms" in fb ? (fb.uniforms as Record<string, number>) : {},
+      bindings: fb.bindings,
+    };
   }
 }
 
@@ -68,7 +101,11 @@ function kernelOf(program: Program, i: number, target: LoweringTarget, name: str
  * it is), maps every plan to a kernel, lowers each kernel to the target's language, and lays out the buffers,
  * launches, state copies and outputs. Throws `ExecutorError("unsupported-program")` naming the plan it cannot serve.
  */
-export function lowerProgram(input: StageInput | Program, target: LoweringTarget, options: LowerProgramOptions = {}): LoweredProgram {
+export function lowerProgram(
+  input: StageInput | Program,
+  target: LoweringTarget,
+  options: LowerProgramOptions = {},
+): LoweredProgram {
   const name = options.name ?? "program";
   const t0 = performance.now();
   const { program, source, reused } = compiled(input, target, name);
@@ -78,7 +115,12 @@ export function lowerProgram(input: StageInput | Program, target: LoweringTarget
   const rootOf = (v: ValueId): ValueId => bp.aliases.get(v) ?? v;
   const live = new Map(bp.transients.map((t) => [t.value, t.live] as const));
   // Values a bind-phase plan writes are prepared once per weight binding, not transients of a step.
-  const prepared = new Set(program.plans().filter((p) => p.phase === "bind" && p.kernel.provenance !== "none").map((p) => rootOf(p.kernel.provenance === "none" ? p.out : p.kernel.request.output.root)));
+  const prepared = new Set(
+    program
+      .plans()
+      .filter((p) => p.phase === "bind" && p.kernel.provenance !== "none")
+      .map((p) => rootOf(p.kernel.provenance === "none" ? p.out : p.kernel.request.output.root)),
+  );
   const buffers = new Map<number, LoweredBuffer>();
   const own = (root: ValueId): number => {
     if (buffers.has(root)) return root;
@@ -87,16 +129,33 @@ export function lowerProgram(input: StageInput | Program, target: LoweringTarget
     const n = numel(v.shape);
     const base = { id: root, bytes: storageBytes(v.dtype, n), dtype: v.dtype, shape: v.shape };
     switch (s.kind) {
-      case "const": buffers.set(root, { ...base, kind: "weight", key: s.key }); break;
-      case "slot": buffers.set(root, { ...base, kind: "slot", key: s.key }); break;
-      case "state": buffers.set(root, { ...base, kind: "state", key: s.key }); break;
-      case "computed": buffers.set(root, { ...base, kind: "computed", data: bytesOf(storageOf(v.dtype, n, s.data as HostData)).slice() }); break;
+      case "const":
+        buffers.set(root, { ...base, kind: "weight", key: s.key });
+        break;
+      case "slot":
+        buffers.set(root, { ...base, kind: "slot", key: s.key });
+        break;
+      case "state":
+        buffers.set(root, { ...base, kind: "state", key: s.key });
+        break;
+      case "computed":
+        buffers.set(root, {
+          ...base,
+          kind: "computed",
+          data: bytesOf(storageOf(v.dtype, n, s.data as HostData)).slice(),
+        });
+        break;
       case "device": {
         const l = live.get(root);
-        buffers.set(root, { ...base, kind: prepared.has(root) ? "prepared" : "transient", ...(l !== undefined ? { live: l } : {}) });
+        buffers.set(root, {
+          ...base,
+          kind: prepared.has(root) ? "prepared" : "transient",
+          ...(l !== undefined ? { live: l } : {}),
+        });
         break;
       }
-      default: s satisfies never;
+      default:
+        s satisfies never;
     }
     return root;
   };
@@ -116,28 +175,63 @@ export function lowerProgram(input: StageInput | Program, target: LoweringTarget
     const extra: Record<string, LoweredArg> = {};
     if (k.transient !== undefined) {
       const id = -++scratch;
-      buffers.set(id, { id, kind: "scratch", bytes: 4 * k.transient.elements, dtype: "f32", shape: [k.transient.elements] });
+      buffers.set(id, {
+        id,
+        kind: "scratch",
+        bytes: 4 * k.transient.elements,
+        dtype: "f32",
+        shape: [k.transient.elements],
+      });
       extra[k.transient.buffer] = { buffer: id };
     }
     for (const pk of k.then === undefined ? [k] : [k, k.then]) {
       const args: Record<string, LoweredArg> = { ...extra };
       for (const { buffer, source: b } of pk.bindings) {
         const root = b.kind === "output" ? outRoot : own(rootOf(req.inputs[b.index]!.root));
-        args[buffer] = b.kind === "input" && root === outRoot && target.snapshotInPlace ? { buffer: root, snapshot: true } : { buffer: root };
+        args[buffer] =
+          b.kind === "input" && root === outRoot && target.snapshotInPlace
+            ? { buffer: root, snapshot: true }
+            : { buffer: root };
       }
       let code: TargetCode;
       try {
         code = lower(pk.kernel, target.codegen, target.lowerOptions as never);
       } catch (e) {
-        throw new ExecutorError("unsupported-program", `plan ${i} (${p.op}, eqn ${p.eqn}) for ${target.language}: ${(e as Error).message}`, { program: name });
+        throw new ExecutorError(
+          "unsupported-program",
+          `plan ${i} (${p.op}, eqn ${p.eqn}) for ${target.language}: ${(e as Error).message}`,
+          { program: name },
+        );
       }
       if (target.fixup !== undefined) code = target.fixup(code);
-      kernels.push({ name: pk.kernel.name, code, uniforms: pk.kernel.uniforms.map((u) => ({ name: u.name, type: u.type as "f32" | "i32" | "u32" })) });
-      launches.push({ kernel: kernels.length - 1, plan: i, op: p.op, eqn: p.eqn, phase: p.phase, grid: [...pk.grid] as [number, number, number], uniforms: pk.uniforms, args });
+      kernels.push({
+        name: pk.kernel.name,
+        code,
+        uniforms: pk.kernel.uniforms.map((u) => ({ name: u.name, type: u.type as "f32" | "i32" | "u32" })),
+      });
+      launches.push({
+        kernel: kernels.length - 1,
+        plan: i,
+        op: p.op,
+        eqn: p.eqn,
+        phase: p.phase,
+        grid: [...pk.grid] as [number, number, number],
+        uniforms: pk.uniforms,
+        args,
+      });
     }
   });
-  const outputs = g.outputs.map((o) => ({ name: o.name, buffer: own(rootOf(o.value)), regions: viewRegions(g, o.value, rootOf(o.value)) }));
-  const copies = stateCopies(g, rootOf).map((c) => ({ key: c.key, from: own(c.from), to: own(c.to), regions: c.regions }));
+  const outputs = g.outputs.map((o) => ({
+    name: o.name,
+    buffer: own(rootOf(o.value)),
+    regions: viewRegions(g, o.value, rootOf(o.value)),
+  }));
+  const copies = stateCopies(g, rootOf).map((c) => ({
+    key: c.key,
+    from: own(c.from),
+    to: own(c.to),
+    regions: c.regions,
+  }));
   // Slots the compiled step never reads were removed as dead: writing them is still allowed (schema), with no buffer.
   for (const v of g.values) if (v.storage.kind === "slot") own(v.id);
   return {

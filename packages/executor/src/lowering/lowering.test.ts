@@ -13,23 +13,30 @@ import { defaultLowering } from "./targets.js";
 const LANGUAGES = ["wgsl", "ptx", "spirv", "wasm"] as const;
 
 describe("lowerProgram", () => {
-  test.each(LANGUAGES)("%s: every conformance case lowers; launches = graph-plan's dispatches; buffers cover every argument", (language) => {
-    const target = defaultLowering(language);
-    for (const c of conformanceCases("f32")) {
-      const p = lowerProgram(c.graph, target, { name: c.name });
-      const ids = new Set(p.buffers.map((b) => b.id));
-      // Split kernels (flash-decode's combine) are the only launches beyond graph-plan's list; none here.
-      expect(p.launches.filter((l) => l.phase === "step").length, c.name).toBe(p.predicted.step);
-      for (const l of p.launches) {
-        for (const a of Object.values(l.args)) expect(ids.has(a.buffer), `${c.name} ${l.op}`).toBe(true);
-        const code = p.kernels[l.kernel]!.code;
-        expect(code.target).toBe(language);
-        expect((code.text?.length ?? 0) + (code.binary?.length ?? 0)).toBeGreaterThan(0);
+  test.each(LANGUAGES)(
+    "%s: every conformance case lowers; launches = graph-plan's dispatches; buffers cover every argument",
+    (language) => {
+      const target = defaultLowering(language);
+      for (const c of conformanceCases("f32")) {
+        const p = lowerProgram(c.graph, target, { name: c.name });
+        const ids = new Set(p.buffers.map((b) => b.id));
+        // Split kernels (flash-decode's combine) are the only launches beyond graph-plan's list; none here.
+        expect(p.launches.filter((l) => l.phase === "step").length, c.name).toBe(p.predicted.step);
+        for (const l of p.launches) {
+          for (const a of Object.values(l.args)) expect(ids.has(a.buffer), `${c.name} ${l.op}`).toBe(true);
+          const code = p.kernels[l.kernel]!.code;
+          expect(code.target).toBe(language);
+          expect((code.text?.length ?? 0) + (code.binary?.length ?? 0)).toBeGreaterThan(0);
+        }
+        for (const o of p.outputs) expect(ids.has(o.buffer)).toBe(true);
+        for (const s of p.schema.slots.keys())
+          expect(
+            p.buffers.some((b) => b.kind === "slot" && b.key === s) ||
+              c.graph.values.every((v) => v.storage.kind !== "slot" || v.storage.key !== s),
+          ).toBe(true);
       }
-      for (const o of p.outputs) expect(ids.has(o.buffer)).toBe(true);
-      for (const s of p.schema.slots.keys()) expect(p.buffers.some((b) => b.kind === "slot" && b.key === s) || c.graph.values.every((v) => v.storage.kind !== "slot" || v.storage.key !== s)).toBe(true);
-    }
-  });
+    },
+  );
 
   test("a graph with State: the state_out is written in place or copied into its State buffer", () => {
     const c = conformanceCases("f32").find((x) => x.name.startsWith("state"))!;
@@ -59,7 +66,9 @@ describe("LoweringCache", () => {
     expect(b).toEqual(a);
     expect(cache.stats()).toEqual({ hits: 1, misses: 1, rebuilt: 0 });
     expect(loweringKey(c.graph, defaultLowering("ptx"), "m")).not.toBe(a.key);
-    expect(loweringKey(c.graph, { ...target, plan: { ...target.plan, sharedBytes: target.plan.sharedBytes / 2 } }, "m")).not.toBe(a.key);
+    expect(
+      loweringKey(c.graph, { ...target, plan: { ...target.plan, sharedBytes: target.plan.sharedBytes / 2 } }, "m"),
+    ).not.toBe(a.key);
     expect(loweringKey(c.graph, target, "other")).not.toBe(a.key);
   });
 

@@ -7,10 +7,22 @@ import { synthCapsFrom } from "@poot/kernelgen";
 import type { LoweringTarget } from "./types.js";
 
 /** The backend kind whose default caps each language's kernels are planned for. */
-export const BACKEND_OF: Readonly<Record<TargetName, Exclude<BackendKind, "aie">>> = { wgsl: "wgpu", ptx: "cuda", spirv: "vulkan", amdgpu: "rocm", wasm: "cpu" };
+export const BACKEND_OF: Readonly<Record<TargetName, Exclude<BackendKind, "aie">>> = {
+  wgsl: "wgpu",
+  ptx: "cuda",
+  spirv: "vulkan",
+  amdgpu: "rocm",
+  wasm: "cpu",
+};
 
 /** The language each backend kind's kernels are lowered to. */
-export const LANGUAGE_OF: Readonly<Record<Exclude<BackendKind, "aie">, TargetName>> = { wgpu: "wgsl", cuda: "ptx", vulkan: "spirv", rocm: "amdgpu", cpu: "wasm" };
+export const LANGUAGE_OF: Readonly<Record<Exclude<BackendKind, "aie">, TargetName>> = {
+  wgpu: "wgsl",
+  cuda: "ptx",
+  vulkan: "spirv",
+  rocm: "amdgpu",
+  cpu: "wasm",
+};
 
 /** A backend kind's fusion policy: compile options, and options by step size (see {@link LoweringTarget.bySize}). */
 export interface FusionPolicy {
@@ -26,12 +38,24 @@ export interface FusionPolicy {
  */
 export function fusionPolicy(kind: Exclude<BackendKind, "aie">, compile: CompileOptions = {}): FusionPolicy {
   switch (kind) {
-    case "cpu": return { compile: { horizontalFusion: "shared-epilogue", ...compile } };
+    case "cpu":
+      return { compile: { horizontalFusion: "shared-epilogue", ...compile } };
     case "cuda": {
-      const bySize = compile.contractionEpilogues !== undefined ? undefined : { maxStepTokens: 8, small: { contractionEpilogues: "any" as const }, large: { contractionEpilogues: "own-element" as const } };
-      return { compile: { horizontalFusion: "shared-epilogue", ...compile }, ...(bySize !== undefined ? { bySize } : {}) };
+      const bySize =
+        compile.contractionEpilogues !== undefined
+          ? undefined
+          : {
+              maxStepTokens: 8,
+              small: { contractionEpilogues: "any" as const },
+              large: { contractionEpilogues: "own-element" as const },
+            };
+      return {
+        compile: { horizontalFusion: "shared-epilogue", ...compile },
+        ...(bySize !== undefined ? { bySize } : {}),
+      };
     }
-    default: return { compile };
+    default:
+      return { compile };
   }
 }
 
@@ -63,7 +87,10 @@ export function codegenCapsFor(language: TargetName, caps: PlanCaps): CodegenCap
 export function defaultLowering(language: TargetName, compile: CompileOptions = {}): LoweringTarget {
   const kind = BACKEND_OF[language];
   const plan = defaultTarget(kind, language === "wasm" ? { subgroupSize: 1 } : {}).caps as PlanCaps;
-  const synth = { ...synthCapsFrom(plan), ...(language === "ptx" ? { vectorLoads: true, splitAttention: true, splitBlockGemv: true } : {}) };
+  const synth = {
+    ...synthCapsFrom(plan),
+    ...(language === "ptx" ? { vectorLoads: true, splitAttention: true, splitBlockGemv: true } : {}),
+  };
   const policy = fusionPolicy(kind, compile);
   return {
     kind,

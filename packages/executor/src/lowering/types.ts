@@ -32,7 +32,9 @@ export interface LoweringTarget {
    * Fusion policy by step size: graphs of at most `maxStepTokens` tokens a step (the elements of their Token slots)
    * compile with `small` added to `compile`, larger ones with `large` (CUDA: block-GEMV epilogues for decode only).
    */
-  readonly bySize?: { readonly maxStepTokens: number; readonly small: CompileOptions; readonly large: CompileOptions } | undefined;
+  readonly bySize?:
+    | { readonly maxStepTokens: number; readonly small: CompileOptions; readonly large: CompileOptions }
+    | undefined;
   /**
    * Whether a kernel operand that is also its output is read from a copy taken before the launch (devices whose
    * blocks may read what another block already wrote: CUDA, WebGPU).

@@ -9,7 +9,8 @@ export function erf(x: number): number {
   const ax = Math.abs(x);
   if (ax < 3) {
     // erf(x) = 2/sqrt(pi) * sum_n (-1)^n x^(2n+1) / (n! (2n+1)); converges fast for |x| < 3.
-    let term = x, sum = x;
+    let term = x,
+      sum = x;
     const x2 = x * x;
     for (let n = 1; n < 200; n++) {
       term *= -x2 / n;
@@ -22,7 +23,9 @@ export function erf(x: number): number {
   if (ax > 6) return Math.sign(x);
   // erfc(x) = exp(-x^2)/sqrt(pi) * 1/(x + (1/2)/(x + 1/(x + (3/2)/(x + ...)))), evaluated by Lentz.
   const tiny = 1e-300;
-  let f = ax, c = ax, d = 0;
+  let f = ax,
+    c = ax,
+    d = 0;
   for (let k = 1; k < 300; k++) {
     const a = k / 2;
     d = ax + a * d;

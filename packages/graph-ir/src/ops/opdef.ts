@@ -64,7 +64,8 @@ export function typeString(t: ValueType): string {
 
 /** Fails unless `d` is one of `allowed` (by scalar name). */
 export function requireDType(ctx: OpContext, what: string, d: DType, allowed: readonly string[]): void {
-  if (isPacked(d) || !allowed.includes(d)) ctx.fail("dtype-mismatch", `${what} has dtype ${dtypeName(d)}; expected one of ${allowed.join(", ")}`);
+  if (isPacked(d) || !allowed.includes(d))
+    ctx.fail("dtype-mismatch", `${what} has dtype ${dtypeName(d)}; expected one of ${allowed.join(", ")}`);
 }
 
 /** Normalizes a possibly negative axis against `rank`, failing with bad-axis. */
@@ -77,7 +78,8 @@ export function normAxis(ctx: OpContext, axis: unknown, rank: number): number {
 
 /** Reads an integer-array param, failing with bad-param. */
 export function intList(ctx: OpContext, name: string, v: unknown): number[] {
-  if (!Array.isArray(v) || !v.every((x) => Number.isInteger(x))) ctx.fail("bad-param", `param ${name} must be an integer array`);
+  if (!Array.isArray(v) || !v.every((x) => Number.isInteger(x)))
+    ctx.fail("bad-param", `param ${name} must be an integer array`);
   return v as number[];
 }
 

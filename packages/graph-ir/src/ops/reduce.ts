@@ -17,7 +17,9 @@ const KINDS: readonly string[] = ["sum", "max", "min", "argmax"];
 
 /** Reduce[kind, axes, keepdim]: empty sum is 0, empty max/min are -Inf/+Inf (floats); argmax needs one axis. */
 export const Reduce: OpDef<ReduceParams> = {
-  arity: 1, category: "reduce", view: false,
+  arity: 1,
+  category: "reduce",
+  view: false,
   doc: "reduce `axes` with sum | max | min | argmax (-> i32, first maximal index); keepdim keeps size-1 dims",
   infer([x], p, ctx) {
     if (!KINDS.includes(p.kind)) ctx.fail("bad-param", `Reduce.kind must be one of ${KINDS.join(", ")}`);
@@ -45,8 +47,14 @@ export const Reduce: OpDef<ReduceParams> = {
     const redDims = axes.slice().sort((a, b) => a - b);
     const nOut = numel(out.shape);
     const nRed = numel(redDims.map((i) => shape[i]!));
-    const redOff = offsets(redDims.map((i) => shape[i]!), redDims.map((i) => str[i]!));
-    const keptOff = offsets(keptDims.map((i) => shape[i]!), keptDims.map((i) => str[i]!));
+    const redOff = offsets(
+      redDims.map((i) => shape[i]!),
+      redDims.map((i) => str[i]!),
+    );
+    const keptOff = offsets(
+      keptDims.map((i) => shape[i]!),
+      keptDims.map((i) => str[i]!),
+    );
     const src = x!.data;
     const data: TensorData = allocData(out.dtype, nOut);
     for (let o = 0; o < nOut; o++) {
@@ -71,7 +79,8 @@ export const Reduce: OpDef<ReduceParams> = {
           break;
         }
         case "argmax": {
-          let m = -Infinity, best = 0;
+          let m = -Infinity,
+            best = 0;
           for (let r = 0; r < nRed; r++) {
             const v = src[base + redOff[r]!]!;
             // NaN counts as the maximum (first NaN wins), like numpy.argmax.

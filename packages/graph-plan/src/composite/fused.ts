@@ -15,11 +15,14 @@ export type FusedParams = {
 
 /** A region of pointwise ops, views and index loads, run as one kernel. */
 export const Fused: OpDef<FusedParams> = {
-  arity: { min: 0 }, category: "composite", view: false,
+  arity: { min: 0 },
+  category: "composite",
+  view: false,
   doc: "pointwise region: each node evaluated as its primitive and rounded to its dtype",
   infer(inputs, p, ctx) {
     const r = regionParam(ctx, p.region);
-    if (r.nodes.some((n) => n.op === "Reduce" || n.op === "MatMul")) ctx.fail("bad-param", "a Fused region holds no reductions or contractions; use FusedRow or ContractionEpilogue");
+    if (r.nodes.some((n) => n.op === "Reduce" || n.op === "MatMul"))
+      ctx.fail("bad-param", "a Fused region holds no reductions or contractions; use FusedRow or ContractionEpilogue");
     return typeRegion(r, inputs, REGION_OPS, ctx);
   },
   evaluate: (inputs, p, _o, ctx) => evalRegion(p.region, inputs, REGION_OPS, ctx),
@@ -27,7 +30,9 @@ export const Fused: OpDef<FusedParams> = {
 
 /** A region whose reductions all run along the last axis with keepdim (one row per workgroup), plus its epilogue. */
 export const FusedRow: OpDef<FusedParams> = {
-  arity: { min: 1 }, category: "composite", view: false,
+  arity: { min: 1 },
+  category: "composite",
+  view: false,
   doc: "row region: last-axis keepdim reductions and pointwise ops, evaluated node by node",
   infer(inputs, p, ctx) {
     const r = regionParam(ctx, p.region);
@@ -37,7 +42,8 @@ export const FusedRow: OpDef<FusedParams> = {
     for (const n of reduces) {
       const axes = n.params.axes as number[];
       const rank = n.shape.length;
-      if (n.params.keepdim !== true || axes.length !== 1 || (axes[0] !== -1 && axes[0] !== rank - 1)) ctx.fail("bad-param", "FusedRow reductions must reduce the last axis with keepdim");
+      if (n.params.keepdim !== true || axes.length !== 1 || (axes[0] !== -1 && axes[0] !== rank - 1))
+        ctx.fail("bad-param", "FusedRow reductions must reduce the last axis with keepdim");
     }
     if (r.nodes.some((n) => n.op === "MatMul")) ctx.fail("bad-param", "a FusedRow region holds no contractions");
     return t;

@@ -1,7 +1,18 @@
 // IndexedMatMul: the routed-expert contraction. Each token row (or each token's slot row) times the [N, K] weight
 // of a selected expert; experts are named by ids, or by the non-zero entries of a dense gate matrix (routed experts).
 
-import { decodePacked, dtypeName, isPacked, numel, roundInPlace, type OpContext, type ScalarDType, type OpDef, type Tensor, type ValueType } from "@poot/graph-ir";
+import {
+  decodePacked,
+  dtypeName,
+  isPacked,
+  numel,
+  roundInPlace,
+  type OpContext,
+  type ScalarDType,
+  type OpDef,
+  type Tensor,
+  type ValueType,
+} from "@poot/graph-ir";
 import { evalRegion, regionParam, typeRegion, type Region } from "../region.js";
 import { REGION_OPS } from "./rope.js";
 import { requireFloat } from "./util.js";
@@ -40,33 +51,56 @@ export type IndexedMatMulParams = {
   readonly schedule?: { readonly [k: string]: number | string };
 };
 
-interface Shape3 { t: number; s: number; k: number; n: number; e: number; perSlot: boolean }
+interface Shape3 {
+  t: number;
+  s: number;
+  k: number;
+  n: number;
+  e: number;
+  perSlot: boolean;
+}
 
 function dims(inputs: readonly ValueType[], p: IndexedMatMulParams, ctx: OpContext): Shape3 {
   const h = p.heads ?? 1;
   if (!Number.isInteger(h) || h < 1) ctx.fail("bad-param", "heads must be a positive integer");
-  const x = inputs[0]!, ws = inputs.slice(1, 1 + h), route = inputs[1 + h];
-  if (route === undefined) return ctx.fail("bad-arity", `IndexedMatMul needs x, ${h} weight(s) and ${p.routing === undefined ? "ids" : "gates"}`);
+  const x = inputs[0]!,
+    ws = inputs.slice(1, 1 + h),
+    route = inputs[1 + h];
+  if (route === undefined)
+    return ctx.fail(
+      "bad-arity",
+      `IndexedMatMul needs x, ${h} weight(s) and ${p.routing === undefined ? "ids" : "gates"}`,
+    );
   requireFloat(ctx, "x", x.dtype);
   const w = ws[0]!;
   for (const wi of ws) {
     if (!isPacked(wi.dtype)) requireFloat(ctx, "w", wi.dtype);
-    if (wi.shape.length !== 3 || wi.shape.some((d, i) => d !== w.shape[i]) || dtypeName(wi.dtype) !== dtypeName(w.dtype)) ctx.fail("shape-mismatch", "the weights sharing x must all be [E, N, K] of one shape and dtype");
+    if (
+      wi.shape.length !== 3 ||
+      wi.shape.some((d, i) => d !== w.shape[i]) ||
+      dtypeName(wi.dtype) !== dtypeName(w.dtype)
+    )
+      ctx.fail("shape-mismatch", "the weights sharing x must all be [E, N, K] of one shape and dtype");
   }
   const [e, n, kw] = w.shape as [number, number, number];
   if (!["f32", "f16", "bf16"].includes(p.accDtype)) ctx.fail("bad-param", "accDtype must be a float dtype");
   const perSlot = x.shape.length === 3;
-  if (x.shape.length !== 2 && !(perSlot && p.routing !== undefined)) ctx.fail("shape-mismatch", "x must be [T, K] (or [T, S, K] per slot with gate routing)");
-  const t = x.shape[0]!, k = x.shape[x.shape.length - 1]!;
+  if (x.shape.length !== 2 && !(perSlot && p.routing !== undefined))
+    ctx.fail("shape-mismatch", "x must be [T, K] (or [T, S, K] per slot with gate routing)");
+  const t = x.shape[0]!,
+    k = x.shape[x.shape.length - 1]!;
   if (kw !== k) ctx.fail("shape-mismatch", `x has K=${k} but the weights are [${w.shape.join(",")}]`);
   if (p.routing === undefined) {
-    if (route.dtype !== "i32" || route.shape.length !== 2 || route.shape[0] !== t) ctx.fail("shape-mismatch", `ids must be i32 [${t}, S], got [${route.shape.join(",")}]`);
+    if (route.dtype !== "i32" || route.shape.length !== 2 || route.shape[0] !== t)
+      ctx.fail("shape-mismatch", `ids must be i32 [${t}, S], got [${route.shape.join(",")}]`);
     return { t, s: route.shape[1]!, k, n, e, perSlot };
   }
   const r = p.routing;
-  if (r.by !== "gates" || !Number.isInteger(r.slots) || r.slots < 1 || (r.combine !== "slots" && r.combine !== "sum")) ctx.fail("bad-param", "routing must be { by: gates, slots >= 1, combine: slots | sum, post }");
+  if (r.by !== "gates" || !Number.isInteger(r.slots) || r.slots < 1 || (r.combine !== "slots" && r.combine !== "sum"))
+    ctx.fail("bad-param", "routing must be { by: gates, slots >= 1, combine: slots | sum, post }");
   requireFloat(ctx, "gates", route.dtype);
-  if (route.shape.length !== 2 || route.shape[0] !== t || route.shape[1] !== e) ctx.fail("shape-mismatch", `gates must be [${t}, ${e}], got [${route.shape.join(",")}]`);
+  if (route.shape.length !== 2 || route.shape[0] !== t || route.shape[1] !== e)
+    ctx.fail("shape-mismatch", `gates must be [${t}, ${e}], got [${route.shape.join(",")}]`);
   if (perSlot && x.shape[1] !== r.slots) ctx.fail("shape-mismatch", `per-slot x must be [${t}, ${r.slots}, ${k}]`);
   if (r.combine === "slots" && r.post !== null) ctx.fail("bad-param", "post applies only to combine sum");
   return { t, s: r.slots, k, n, e, perSlot };
@@ -79,12 +113,23 @@ function infer(inputs: readonly ValueType[], p: IndexedMatMulParams, ctx: OpCont
   const extra = inputs.slice(2 + h);
   const acc: ValueType = { dtype: p.accDtype, shape: [d.t, d.s, d.n] };
   if (p.epilogue === null && h !== 1) ctx.fail("bad-arity", "several weights need an epilogue");
-  const slot = p.epilogue === null ? acc : typeRegion(regionParam(ctx, p.epilogue, "epilogue"), [...Array.from({ length: h }, () => acc), ...gate, ...extra], REGION_OPS, ctx);
+  const slot =
+    p.epilogue === null
+      ? acc
+      : typeRegion(
+          regionParam(ctx, p.epilogue, "epilogue"),
+          [...Array.from({ length: h }, () => acc), ...gate, ...extra],
+          REGION_OPS,
+          ctx,
+        );
   if (p.routing === undefined || p.routing.combine === "slots") return slot;
-  if (slot.shape.length !== 3 || slot.shape[0] !== d.t || slot.shape[1] !== d.s) ctx.fail("shape-mismatch", `the per-slot epilogue must give [${d.t}, ${d.s}, N]`);
+  if (slot.shape.length !== 3 || slot.shape[0] !== d.t || slot.shape[1] !== d.s)
+    ctx.fail("shape-mismatch", `the per-slot epilogue must give [${d.t}, ${d.s}, N]`);
   requireFloat(ctx, "the per-slot epilogue", slot.dtype);
   const sum: ValueType = { dtype: slot.dtype, shape: [d.t, slot.shape[2]!] };
-  return p.routing.post === null ? sum : typeRegion(regionParam(ctx, p.routing.post, "post"), [sum, ...extra], REGION_OPS, ctx);
+  return p.routing.post === null
+    ? sum
+    : typeRegion(regionParam(ctx, p.routing.post, "post"), [sum, ...extra], REGION_OPS, ctx);
 }
 
 /** Weights as f32 values: packed ones decoded exactly as DecodePacked (then stored as f32). */
@@ -101,7 +146,8 @@ function slotExperts(route: Tensor, p: IndexedMatMulParams, d: Shape3, ctx: OpCo
   if (p.routing === undefined) {
     for (let i = 0; i < ex.length; i++) {
       const id = route.data[i]!;
-      if (id < 0 || id >= d.e) ctx.fail("index-out-of-range", `expert id ${id} at [${Math.floor(i / d.s)},${i % d.s}] is outside [0, ${d.e})`);
+      if (id < 0 || id >= d.e)
+        ctx.fail("index-out-of-range", `expert id ${id} at [${Math.floor(i / d.s)},${i % d.s}] is outside [0, ${d.e})`);
       ex[i] = id;
     }
     return ex;
@@ -119,13 +165,17 @@ function slotExperts(route: Tensor, p: IndexedMatMulParams, d: Shape3, ctx: OpCo
 
 /** IndexedMatMul(x, w_0..w_{h-1}, ids | gates, ...extra): acc_h[t, s, n] = sum_k x[t, (s,) k] * w_h[expert(t, s), n, k]. */
 export const IndexedMatMul: OpDef<IndexedMatMulParams> = {
-  arity: { min: 3 }, category: "composite", view: false,
+  arity: { min: 3 },
+  category: "composite",
+  view: false,
   doc: "routed contraction: each token (slot) row times its selected experts' [N, K] weights, float64 sums in increasing k; the epilogue per slot; gate routing may sum the slots in ascending expert order",
   infer: (inputs, p, ctx) => infer(inputs, p, ctx),
   evaluate(inputs, p, out, ctx) {
     const d = dims(inputs, p, ctx);
     const h = p.heads ?? 1;
-    const x = inputs[0]!, route = inputs[1 + h]!, extra = inputs.slice(2 + h) as Tensor[];
+    const x = inputs[0]!,
+      route = inputs[1 + h]!,
+      extra = inputs.slice(2 + h) as Tensor[];
     const ex = slotExperts(route, p, d, ctx);
     const accs = inputs.slice(1, 1 + h).map((w) => {
       const wd = weightData(w);
@@ -160,15 +210,15 @@ export const IndexedMatMul: OpDef<IndexedMatMulParams> = {
     }
     // Empty slots are skipped: in the dense form they add 0 · y = ±0 to a sum that is never -0, which changes nothing.
     const sum = new Float64Array(d.t * n);
-    for (let t = 0; t < d.t; t++) for (let c = 0; c < n; c++) {
-      let s = 0;
-      for (let j = 0; j < d.s; j++) if (ex[t * d.s + j]! >= 0) s += slot[(t * d.s + j) * n + c]!;
-      sum[t * n + c] = s;
-    }
+    for (let t = 0; t < d.t; t++)
+      for (let c = 0; c < n; c++) {
+        let s = 0;
+        for (let j = 0; j < d.s; j++) if (ex[t * d.s + j]! >= 0) s += slot[(t * d.s + j) * n + c]!;
+        sum[t * n + c] = s;
+      }
     const sumDtype = (p.epilogue === null ? p.accDtype : p.epilogue.nodes[p.epilogue.result]!.dtype) as ScalarDType;
     roundInPlace(sumDtype, sum);
     if (p.routing.post === null) return sum;
     return evalRegion(p.routing.post, [{ dtype: sumDtype, shape: [d.t, n], data: sum }, ...extra], REGION_OPS, ctx);
   },
 };
-

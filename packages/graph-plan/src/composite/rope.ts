@@ -1,7 +1,15 @@
 // Rope: rotate-half rotary embedding as one op, and the op table that fused regions may use
 // (the primitives plus Rope, so a RoPE can sit inside a contraction's epilogue).
 
-import { PRIMITIVE_OPS, extendOps, numel, roundInPlace, type OpDef, type OpTable, type ScalarDType } from "@poot/graph-ir";
+import {
+  PRIMITIVE_OPS,
+  extendOps,
+  numel,
+  roundInPlace,
+  type OpDef,
+  type OpTable,
+  type ScalarDType,
+} from "@poot/graph-ir";
 import { broadcastMap, mustBroadcast, requireFloat } from "./util.js";
 
 /** Params of Rope. */
@@ -14,7 +22,9 @@ export type RopeParams = {
 
 /** Rope(x, cos, sin) = x*cos + concat(-x[D/2:], x[:D/2])*sin over the last axis; cos/sin broadcast to x. */
 export const Rope: OpDef<RopeParams> = {
-  arity: 3, category: "composite", view: false,
+  arity: 3,
+  category: "composite",
+  view: false,
   doc: "rotate-half RoPE: round(round(x*cos) + round(rotate_half(x)*sin)), each step rounded to `dtype`",
   infer([x, c, s], p, ctx) {
     requireFloat(ctx, "x", x!.dtype);
@@ -26,16 +36,22 @@ export const Rope: OpDef<RopeParams> = {
     if (d === undefined || d % 2 !== 0) ctx.fail("shape-mismatch", "Rope needs an even last dim");
     for (const t of [c!, s!]) {
       const b = mustBroadcast(ctx, x!.shape, t.shape, "cos/sin");
-      if (b.length !== x!.shape.length || b.some((v, i) => v !== x!.shape[i])) ctx.fail("shape-mismatch", "cos/sin must broadcast to x's shape");
+      if (b.length !== x!.shape.length || b.some((v, i) => v !== x!.shape[i]))
+        ctx.fail("shape-mismatch", "cos/sin must broadcast to x's shape");
     }
     return { dtype: p.dtype, shape: x!.shape };
   },
   evaluate([x, c, s], p, out) {
     const n = numel(out.shape);
-    const d = out.shape[out.shape.length - 1]!, h = d / 2;
-    const ic = broadcastMap(out.shape, c!.shape), is = broadcastMap(out.shape, s!.shape);
-    const xd = x!.data, cd = c!.data, sd = s!.data;
-    const m1 = new Float64Array(n), m2 = new Float64Array(n);
+    const d = out.shape[out.shape.length - 1]!,
+      h = d / 2;
+    const ic = broadcastMap(out.shape, c!.shape),
+      is = broadcastMap(out.shape, s!.shape);
+    const xd = x!.data,
+      cd = c!.data,
+      sd = s!.data;
+    const m1 = new Float64Array(n),
+      m2 = new Float64Array(n);
     for (let k = 0; k < n; k++) {
       const j = k % d;
       // rotate_half: first half takes -x[j + D/2], second half takes x[j - D/2].

@@ -13,13 +13,19 @@ import { Rope } from "./rope.js";
 /** Every composite op, by name. */
 export const COMPOSITE_OPS = {
   // ── regions ──
-  Fused, FusedRow,
+  Fused,
+  FusedRow,
   // ── contractions ──
-  ContractionEpilogue, PackedContraction, IndexedMatMul,
+  ContractionEpilogue,
+  PackedContraction,
+  IndexedMatMul,
   // ── recognized chains ──
-  Rope, Attention,
+  Rope,
+  Attention,
   // ── index and reduction stages ──
-  PackedRowGather, ArgMaxChunk, ArgMaxCombine,
+  PackedRowGather,
+  ArgMaxChunk,
+  ArgMaxCombine,
 } as const;
 
 /** Names of the composite ops. */

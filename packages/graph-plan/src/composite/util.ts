@@ -1,7 +1,16 @@
 // Small helpers shared by composite op definitions: param readers, broadcasting and widening.
 // Kept here so each op module holds only its typing rule and reference semantics.
 
-import { broadcastShapes, isFloat, isPacked, numel, stridesOf, type DType, type OpContext, type Shape } from "@poot/graph-ir";
+import {
+  broadcastShapes,
+  isFloat,
+  isPacked,
+  numel,
+  stridesOf,
+  type DType,
+  type OpContext,
+  type Shape,
+} from "@poot/graph-ir";
 
 /** Flat source index of every output element when `inShape` is numpy-broadcast to `outShape` (null: identity). */
 export function broadcastMap(outShape: Shape, inShape: Shape): Int32Array | null {
@@ -13,7 +22,8 @@ export function broadcastMap(outShape: Shape, inShape: Shape): Int32Array | null
   const outStr = stridesOf(outShape);
   const map = new Int32Array(n);
   for (let k = 0; k < n; k++) {
-    let rem = k, src = 0;
+    let rem = k,
+      src = 0;
     for (let d = 0; d < r; d++) {
       const idx = Math.floor(rem / outStr[d]!);
       rem -= idx * outStr[d]!;
@@ -38,12 +48,14 @@ export function requireFloat(ctx: OpContext, what: string, d: DType): void {
 
 /** Reads a number param. */
 export function numParam(ctx: OpContext, p: unknown, name: string): number {
-  if (typeof p !== "number" || !Number.isFinite(p)) return ctx.fail("bad-param", `param ${name} must be a finite number`);
+  if (typeof p !== "number" || !Number.isFinite(p))
+    return ctx.fail("bad-param", `param ${name} must be a finite number`);
   return p;
 }
 
 /** Reads a positive integer param. */
 export function intParam(ctx: OpContext, p: unknown, name: string, min = 1): number {
-  if (typeof p !== "number" || !Number.isInteger(p) || p < min) return ctx.fail("bad-param", `param ${name} must be an integer >= ${min}`);
+  if (typeof p !== "number" || !Number.isInteger(p) || p < min)
+    return ctx.fail("bad-param", `param ${name} must be an integer >= ${min}`);
   return p;
 }

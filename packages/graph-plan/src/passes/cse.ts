@@ -41,17 +41,22 @@ function computedCanon(d: Draft): Map<ValueId, ValueId> {
 
 const rules: Rule[] = [
   {
-    name: "computed-constant", ops: "*",
+    name: "computed-constant",
+    ops: "*",
     apply(_k, e: Eqn, cx) {
       // Computed values do not change during CSE, so their hashes are taken once per pass.
       let canon = cx.passScratch.get("canon") as Map<ValueId, ValueId> | undefined;
       if (canon === undefined) cx.passScratch.set("canon", (canon = computedCanon(cx.draft)));
       if (!e.inputs.some((o) => !isLiteral(o) && canon!.has(o))) return null;
-      return { kind: "replace", eqn: { ...e, inputs: e.inputs.map((o) => (!isLiteral(o) && canon!.has(o) ? canon!.get(o)! : o)) } };
+      return {
+        kind: "replace",
+        eqn: { ...e, inputs: e.inputs.map((o) => (!isLiteral(o) && canon!.has(o) ? canon!.get(o)! : o)) },
+      };
     },
   },
   {
-    name: "common-subexpression", ops: "*",
+    name: "common-subexpression",
+    ops: "*",
     apply(_k, e, cx) {
       let seen = cx.scratch.get("seen") as Map<string, ValueId> | undefined;
       if (seen === undefined) cx.scratch.set("seen", (seen = new Map()));
@@ -67,4 +72,9 @@ const rules: Rule[] = [
 ];
 
 /** The CSE pass. */
-export const cse: Pass = { name: "cse", numerics: "exact", doc: "merge equal equations and equal computed constants", rules };
+export const cse: Pass = {
+  name: "cse",
+  numerics: "exact",
+  doc: "merge equal equations and equal computed constants",
+  rules,
+};

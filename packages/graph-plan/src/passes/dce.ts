@@ -5,9 +5,16 @@ import type { Pass, Rule } from "../rules.js";
 
 /** Removes dead equations. */
 export const deadEquation: Rule = {
-  name: "dead-equation", ops: "*",
+  name: "dead-equation",
+  ops: "*",
   apply: (_k, e, cx) => (cx.draft.useCount(e.out) === 0 ? { kind: "remove" } : null),
 };
 
 /** The DCE pass. */
-export const dce: Pass = { name: "dce", numerics: "exact", doc: "remove equations nobody reads", rules: [deadEquation], reverse: true };
+export const dce: Pass = {
+  name: "dce",
+  numerics: "exact",
+  doc: "remove equations nobody reads",
+  rules: [deadEquation],
+  reverse: true,
+};

@@ -11,7 +11,12 @@ const CONTRACTIONS = ["ContractionEpilogue", "PackedContraction"];
 
 /** A near-match: the chain is a routed-expert sum, but one check fails. */
 class Refusal extends Error {
-  constructor(readonly check: string, detail: string) { super(detail); }
+  constructor(
+    readonly check: string,
+    detail: string,
+  ) {
+    super(detail);
+  }
 }
 
 function refuse(check: string, detail: string): never {
@@ -26,7 +31,8 @@ function onlyFor(cx: RuleContext, v: Operand, eqn: Eqn): boolean {
 /** A contraction over stacked expert weights [E, N, K] read transposed, with no epilogue yet. */
 function expertContraction(cx: RuleContext, o: Operand, experts: number): Eqn | undefined {
   const e = defIs(cx.draft, o, ...CONTRACTIONS);
-  if (e === undefined || e.params.epilogue !== null || e.params.transposeB !== true || (e.params.heads ?? 1) !== 1) return undefined;
+  if (e === undefined || e.params.epilogue !== null || e.params.transposeB !== true || (e.params.heads ?? 1) !== 1)
+    return undefined;
   const w = cx.draft.values[e.inputs[1] as number]!;
   return w.shape.length === 3 && w.shape[0] === experts ? e : undefined;
 }
@@ -44,9 +50,17 @@ function topKSlots(cx: RuleContext, g: ValueId): number {
     const sum = defIs(d, div.inputs[1], "Reduce");
     sel = defIs(d, div.inputs[0], "Select");
     const rank = d.values[g]!.shape.length;
-    if (sum === undefined || sum.params.kind !== "sum" || sum.params.keepdim !== true || !isLastAxis(sum.params.axes, rank) || sum.inputs[0] !== div.inputs[0]) refuse("weighting", "the gates divide by something other than their own row sum");
+    if (
+      sum === undefined ||
+      sum.params.kind !== "sum" ||
+      sum.params.keepdim !== true ||
+      !isLastAxis(sum.params.axes, rank) ||
+      sum.inputs[0] !== div.inputs[0]
+    )
+      refuse("weighting", "the gates divide by something other than their own row sum");
   }
-  if (sel === undefined) refuse("weighting", "the expert weighting is not a top-k gate (Select of a chosen mask, zero elsewhere)");
+  if (sel === undefined)
+    refuse("weighting", "the expert weighting is not a top-k gate (Select of a chosen mask, zero elsewhere)");
   if (!isScalar(d, sel.inputs[2], 0)) refuse("weighting", "the gates are not zero outside the chosen experts");
   const hits = (o: Operand, depth: number): number => {
     const or = defIs(d, o, "Or");
@@ -54,10 +68,19 @@ function topKSlots(cx: RuleContext, g: ValueId): number {
     const eq = defIs(d, o, "Eq");
     if (eq === undefined) return refuse("weighting", "the chosen mask is not an Or of one-hot expert picks");
     const [a, b] = eq.inputs;
-    const io = iotaOf(d, a) !== undefined ? a : b, idx = io === a ? b : a;
+    const io = iotaOf(d, a) !== undefined ? a : b,
+      idx = io === a ? b : a;
     const it = iotaOf(d, io);
     const iv = isLiteral(idx!) ? undefined : d.values[idx!];
-    if (it === undefined || it.axis !== 1 || iv === undefined || iv.dtype !== "i32" || iv.shape.length !== 2 || iv.shape[1] !== 1) refuse("weighting", "an expert pick is not Eq(iota over experts, one index per token)");
+    if (
+      it === undefined ||
+      it.axis !== 1 ||
+      iv === undefined ||
+      iv.dtype !== "i32" ||
+      iv.shape.length !== 2 ||
+      iv.shape[1] !== 1
+    )
+      refuse("weighting", "an expert pick is not Eq(iota over experts, one index per token)");
     return 1;
   };
   return hits(sel.inputs[0]!, 0);
@@ -81,7 +104,16 @@ function slotRegion(cx: RuleContext, h: ValueId, down: Eqn, experts: number): { 
     if (known !== undefined) return { node: known };
     const e = d.def(v);
     const val = d.values[v]!;
-    if (e === undefined || d.ops[e.op]?.category !== "elementwise" || val.shape.length !== shape.length || val.shape.some((x, i) => x !== shape[i])) refuse("expert-chain", `the expert activation contains ${e?.op ?? "an input"} [${val.shape.join(",")}], not an elementwise op over the expert projections`);
+    if (
+      e === undefined ||
+      d.ops[e.op]?.category !== "elementwise" ||
+      val.shape.length !== shape.length ||
+      val.shape.some((x, i) => x !== shape[i])
+    )
+      refuse(
+        "expert-chain",
+        `the expert activation contains ${e?.op ?? "an input"} [${val.shape.join(",")}], not an elementwise op over the expert projections`,
+      );
     readers.add(e);
     const args = e.inputs.map((o) => (isLiteral(o) ? o : walk(o)));
     nodes.push({ op: e.op, args, params: e.params, dtype: val.dtype as RegionNode["dtype"], shape: [] });
@@ -92,10 +124,12 @@ function slotRegion(cx: RuleContext, h: ValueId, down: Eqn, experts: number): { 
   if (heads.length === 0) refuse("expert-chain", "no expert projection feeds the down projection");
   // Every value the rewrite drops must be read only inside the chain.
   for (const v of [...nodeOf.keys(), ...heads.map((c) => c.out)]) {
-    if (d.isExternal(v) || !d.users(v).every((u) => readers.has(d.eqns[u]!))) refuse("users", `value %${v} of the expert chain is read outside it`);
+    if (d.isExternal(v) || !d.users(v).every((u) => readers.has(d.eqns[u]!)))
+      refuse("users", `value %${v} of the expert chain is read outside it`);
   }
   const a0 = heads[0]!.inputs[0];
-  if (heads.some((x) => x.inputs[0] !== a0 || x.op !== heads[0]!.op || x.params.accDtype !== heads[0]!.params.accDtype)) refuse("shared-input", "the expert projections read different inputs");
+  if (heads.some((x) => x.inputs[0] !== a0 || x.op !== heads[0]!.op || x.params.accDtype !== heads[0]!.params.accDtype))
+    refuse("shared-input", "the expert projections read different inputs");
   return { region: "in" in top ? null : { nodes, result: (top as { node: number }).node }, heads };
 }
 
@@ -105,13 +139,27 @@ function tokenRows(cx: RuleContext, a: Operand): ValueId {
   const bc = defIs(d, a, "Broadcast");
   const rs = bc === undefined ? undefined : defIs(d, bc.inputs[0], "Reshape");
   const x = rs?.inputs[0];
-  if (rs === undefined || x === undefined || isLiteral(x) || d.values[x]!.shape.length !== 2 || d.values[rs.out]!.shape[0] !== 1) refuse("shared-input", "the experts do not all read the same token rows");
+  if (
+    rs === undefined ||
+    x === undefined ||
+    isLiteral(x) ||
+    d.values[x]!.shape.length !== 2 ||
+    d.values[rs.out]!.shape[0] !== 1
+  )
+    refuse("shared-input", "the experts do not all read the same token rows");
   return x;
 }
 
 function rewrite(cx: RuleContext, root: Eqn): Rewrite | null {
   const d = cx.draft;
-  if (root.params.kind !== "sum" || root.params.keepdim !== false || !Array.isArray(root.params.axes) || root.params.axes.length !== 1 || root.params.axes[0] !== 0) return null;
+  if (
+    root.params.kind !== "sum" ||
+    root.params.keepdim !== false ||
+    !Array.isArray(root.params.axes) ||
+    root.params.axes.length !== 1 ||
+    root.params.axes[0] !== 0
+  )
+    return null;
   const mul = defIs(d, root.inputs[0], "Mul");
   if (mul === undefined || d.values[mul.out]!.shape.length !== 3) return null;
   const experts = d.values[mul.out]!.shape[0]!;
@@ -120,29 +168,58 @@ function rewrite(cx: RuleContext, root: Eqn): Rewrite | null {
   const y = expertContraction(cx, mul.inputs[yi]!, experts)!;
   // From here the chain is a weighted sum over expert outputs: a failed check is reported.
   const tr = defIs(d, defIs(d, mul.inputs[1 - yi], "Reshape")?.inputs[0], "Transpose");
-  if (tr === undefined || (tr.params.perm as number[]).join() !== "1,0" || isLiteral(tr.inputs[0]!)) refuse("weighting", "the expert outputs are not weighted by a [tokens, experts] gate matrix");
+  if (tr === undefined || (tr.params.perm as number[]).join() !== "1,0" || isLiteral(tr.inputs[0]!))
+    refuse("weighting", "the expert outputs are not weighted by a [tokens, experts] gate matrix");
   const gates = tr.inputs[0] as ValueId;
   const slots = topKSlots(cx, gates);
-  if (!onlyFor(cx, mul.out, root) || !onlyFor(cx, y.out, mul)) refuse("users", "a weighted expert output is read outside the sum");
+  if (!onlyFor(cx, mul.out, root) || !onlyFor(cx, y.out, mul))
+    refuse("users", "a weighted expert output is read outside the sum");
   const { region, heads } = slotRegion(cx, y.inputs[0] as ValueId, y, experts);
   const x = tokenRows(cx, heads[0]!.inputs[0]!);
   if (slots >= experts) refuse("weighting", `top-${slots} of ${experts} experts: routing saves nothing`);
-  const T = d.values[x]!.shape[0]!, F = d.values[y.inputs[0] as number]!.shape[2]!;
+  const T = d.values[x]!.shape[0]!,
+    F = d.values[y.inputs[0] as number]!.shape[2]!;
   const slotShape = [T, slots, F];
-  const upRegion: Region | null = region === null ? null : { ...region, nodes: region.nodes.map((n) => ({ ...n, shape: slotShape })) };
+  const upRegion: Region | null =
+    region === null ? null : { ...region, nodes: region.nodes.map((n) => ({ ...n, shape: slotShape })) };
   const hDtype = d.values[y.inputs[0] as number]!.dtype;
   const hv = d.addValue(hDtype, slotShape, { kind: "device" }, d.values[y.inputs[0] as number]!.name);
   const up: Eqn = {
-    op: "IndexedMatMul", inputs: [x, ...heads.map((c) => c.inputs[1]!), gates],
-    params: { accDtype: heads[0]!.params.accDtype!, ...(heads.length > 1 ? { heads: heads.length } : {}), epilogue: upRegion, routing: { by: "gates", slots, combine: "slots", post: null } }, out: hv,
+    op: "IndexedMatMul",
+    inputs: [x, ...heads.map((c) => c.inputs[1]!), gates],
+    params: {
+      accDtype: heads[0]!.params.accDtype!,
+      ...(heads.length > 1 ? { heads: heads.length } : {}),
+      epilogue: upRegion,
+      routing: { by: "gates", slots, combine: "slots", post: null },
+    },
+    out: hv,
   };
   // The gate weighting replays the traced Mul (same operand order and dtype), one slot at a time.
   const wv = d.values[mul.out]!;
-  const acc: RegionArg = { in: 0 }, gw: RegionArg = { in: 1 };
-  const weighting: Region = { nodes: [{ op: "Mul", args: yi === 0 ? [acc, gw] : [gw, acc], params: {}, dtype: wv.dtype as RegionNode["dtype"], shape: [T, slots, wv.shape[2]!] }], result: 0 };
+  const acc: RegionArg = { in: 0 },
+    gw: RegionArg = { in: 1 };
+  const weighting: Region = {
+    nodes: [
+      {
+        op: "Mul",
+        args: yi === 0 ? [acc, gw] : [gw, acc],
+        params: {},
+        dtype: wv.dtype as RegionNode["dtype"],
+        shape: [T, slots, wv.shape[2]!],
+      },
+    ],
+    result: 0,
+  };
   const down: Eqn = {
-    op: "IndexedMatMul", inputs: [hv, y.inputs[1]!, gates],
-    params: { accDtype: y.params.accDtype!, epilogue: weighting, routing: { by: "gates", slots, combine: "sum", post: null } }, out: root.out,
+    op: "IndexedMatMul",
+    inputs: [hv, y.inputs[1]!, gates],
+    params: {
+      accDtype: y.params.accDtype!,
+      epilogue: weighting,
+      routing: { by: "gates", slots, combine: "sum", post: null },
+    },
+    out: root.out,
   };
   return { kind: "replace", eqn: down, before: [up] };
 }
@@ -152,31 +229,66 @@ function residual(cx: RuleContext, e: Eqn): Rewrite | null {
   const d = cx.draft;
   const i = e.inputs.findIndex((o) => {
     const p = defIs(d, o, "IndexedMatMul");
-    return p !== undefined && (p.params.routing as { combine?: string } | undefined)?.combine === "sum" && (p.params.routing as { post: unknown }).post === null && onlyFor(cx, o, e);
+    return (
+      p !== undefined &&
+      (p.params.routing as { combine?: string } | undefined)?.combine === "sum" &&
+      (p.params.routing as { post: unknown }).post === null &&
+      onlyFor(cx, o, e)
+    );
   });
   if (i < 0) return null;
   const p = d.def(e.inputs[i] as ValueId)!;
   const other = e.inputs[1 - i]!;
-  const out = d.values[e.out]!, sum = d.values[p.out]!;
-  if (out.shape.length !== sum.shape.length || out.shape.some((x, k) => x !== sum.shape[k]) || out.dtype !== sum.dtype) return null;
+  const out = d.values[e.out]!,
+    sum = d.values[p.out]!;
+  if (out.shape.length !== sum.shape.length || out.shape.some((x, k) => x !== sum.shape[k]) || out.dtype !== sum.dtype)
+    return null;
   // Post inputs are (the sum, ...extra); extras follow x, the weights and the gates among the op's inputs.
   const self: RegionArg = { in: 0 };
-  const them: RegionArg = isLiteral(other) ? other : { in: p.inputs.length - 1 - ((p.params.heads as number | undefined) ?? 1) };
-  const post: Region = { nodes: [{ op: "Add", args: i === 0 ? [self, them] : [them, self], params: {}, dtype: out.dtype as RegionNode["dtype"], shape: [...out.shape] }], result: 0 };
+  const them: RegionArg = isLiteral(other)
+    ? other
+    : { in: p.inputs.length - 1 - ((p.params.heads as number | undefined) ?? 1) };
+  const post: Region = {
+    nodes: [
+      {
+        op: "Add",
+        args: i === 0 ? [self, them] : [them, self],
+        params: {},
+        dtype: out.dtype as RegionNode["dtype"],
+        shape: [...out.shape],
+      },
+    ],
+    result: 0,
+  };
   const routing = { ...(p.params.routing as object), post };
-  return { kind: "replace", eqn: { ...p, inputs: isLiteral(other) ? p.inputs : [...p.inputs, other], params: { ...p.params, routing } as Eqn["params"], out: e.out } };
+  return {
+    kind: "replace",
+    eqn: {
+      ...p,
+      inputs: isLiteral(other) ? p.inputs : [...p.inputs, other],
+      params: { ...p.params, routing } as Eqn["params"],
+      out: e.out,
+    },
+  };
 }
 
 const rules: Rule[] = [
   {
-    name: "routed-experts", ops: ["Reduce"],
+    name: "routed-experts",
+    ops: ["Reduce"],
     apply(_k, e, cx) {
       try {
         return rewrite(cx, e);
       } catch (err) {
         if (!(err instanceof Refusal)) throw err;
         const v = cx.draft.values[e.out]!;
-        cx.decline({ pattern: "experts", value: e.out, ...(v.name === undefined ? {} : { name: v.name }), check: err.check, detail: err.message });
+        cx.decline({
+          pattern: "experts",
+          value: e.out,
+          ...(v.name === undefined ? {} : { name: v.name }),
+          check: err.check,
+          detail: err.message,
+        });
         return null;
       }
     },
@@ -187,7 +299,8 @@ const rules: Rule[] = [
 
 /** The routed-experts pass. */
 export const routedExperts: Pass = {
-  name: "routed-experts", numerics: "exact",
+  name: "routed-experts",
+  numerics: "exact",
   doc: "dense top-k expert sums become gate-routed IndexedMatMuls (gate/up with the activation, down with the gate weighting and the residual); exact for finite expert outputs",
   rules,
   // Consumers first, so the dropped chain (and the sum a residual add absorbs) dies in the same sweep.

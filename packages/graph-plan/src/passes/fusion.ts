@@ -1,7 +1,16 @@
 // fusion: grows a region backwards from each consumer, absorbing producers read only inside it
 // (pointwise ops, views, index loads, last-axis row reductions, Rope, one contraction as head).
 
-import { isLiteral, isPacked, numel, shapeEquals, type Eqn, type Operand, type Params, type ValueId } from "@poot/graph-ir";
+import {
+  isLiteral,
+  isPacked,
+  numel,
+  shapeEquals,
+  type Eqn,
+  type Operand,
+  type Params,
+  type ValueId,
+} from "@poot/graph-ir";
 import type { Region, RegionArg, RegionNode } from "../region.js";
 import type { Pass, Rewrite, Rule, RuleContext } from "../rules.js";
 import { planLimits } from "../target.js";
@@ -24,7 +33,12 @@ function kindOf(cx: RuleContext, e: Eqn): Kind {
   if (VIEWS.has(e.op)) return "view";
   if (e.op === "Concat") return "concat";
   // Index loads read their table directly; the table must not be computed inside the step.
-  if (INDEX.has(e.op)) return !isLiteral(e.inputs[0]!) && d.storageOf(e.inputs[0] as number) !== "device" && !isPacked(d.values[e.inputs[0] as number]!.dtype) ? "index" : "none";
+  if (INDEX.has(e.op))
+    return !isLiteral(e.inputs[0]!) &&
+      d.storageOf(e.inputs[0] as number) !== "device" &&
+      !isPacked(d.values[e.inputs[0] as number]!.dtype)
+      ? "index"
+      : "none";
   if (e.op === "Reduce") {
     const rank = d.values[e.inputs[0] as number]!.shape.length;
     // Long argmaxes were split into stages already; a short one (router top-k) is one more row reduction.
@@ -39,7 +53,11 @@ function kindOf(cx: RuleContext, e: Eqn): Kind {
 /** A rank-0 compiler constant (a batch index, a zero start) becomes a literal inside a region: no binding. */
 function inlinable(cx: RuleContext, v: ValueId): boolean {
   const val = cx.draft.values[v]!;
-  return val.storage.kind === "computed" && val.shape.length === 0 && ["f32", "i32", "u32", "u8", "bool"].includes(val.dtype as string);
+  return (
+    val.storage.kind === "computed" &&
+    val.shape.length === 0 &&
+    ["f32", "i32", "u32", "u8", "bool"].includes(val.dtype as string)
+  );
 }
 
 /** An update can write in place: its target is a State read only here, or an in-place update of one read only here. */
@@ -65,8 +83,14 @@ function cheap(cx: RuleContext, e: Eqn, k: Kind, depth = 0): boolean {
 
 /** A second contraction may join the region as another head when it reads the same A the same way. */
 function sameA(d: RuleContext["draft"], h: Eqn, p: Eqn): boolean {
-  return p.op === h.op && p.inputs[0] === h.inputs[0] && p.params.transposeB === h.params.transposeB && p.params.accDtype === h.params.accDtype &&
-    shapeEquals(d.values[p.inputs[1] as number]!.shape, d.values[h.inputs[1] as number]!.shape) && shapeEquals(d.values[p.out]!.shape, d.values[h.out]!.shape);
+  return (
+    p.op === h.op &&
+    p.inputs[0] === h.inputs[0] &&
+    p.params.transposeB === h.params.transposeB &&
+    p.params.accDtype === h.params.accDtype &&
+    shapeEquals(d.values[p.inputs[1] as number]!.shape, d.values[h.inputs[1] as number]!.shape) &&
+    shapeEquals(d.values[p.out]!.shape, d.values[h.out]!.shape)
+  );
 }
 
 /** Ops an epilogue applied at the accumulator's own element may hold (besides pointwise ops and index loads). */
@@ -104,7 +128,9 @@ function grow(k0: number, root: Eqn, cx: RuleContext): Rewrite | null {
   const headRowsOk = (h: Eqn, r: number): boolean => {
     const b = d.values[h.inputs[1] as number]!.shape;
     const n = h.params.transposeB === true ? b[b.length - 2]! : b[b.length - 1]!;
-    const keepsLast = [...members.values()].every((m) => m.op !== "Transpose" || (m.params.perm as number[]).at(-1) === (m.params.perm as number[]).length - 1);
+    const keepsLast = [...members.values()].every(
+      (m) => m.op !== "Transpose" || (m.params.perm as number[]).at(-1) === (m.params.perm as number[]).length - 1,
+    );
     return r <= MAX_EPILOGUE_ROW && n % r === 0 && keepsLast;
   };
   const inputsOf = (): Set<ValueId> => {
@@ -167,11 +193,22 @@ function grow(k0: number, root: Eqn, cx: RuleContext): Rewrite | null {
       continue;
     }
     // Under "own-element" a headed region takes no RoPE, row reduction or in-place write after its head either.
-    if (cx.options.contractionEpilogues === "own-element" && heads.length > 0 && (pk === "reduce" || pk === "rope" || pk === "dus")) continue;
+    if (
+      cx.options.contractionEpilogues === "own-element" &&
+      heads.length > 0 &&
+      (pk === "reduce" || pk === "rope" || pk === "dus")
+    )
+      continue;
     if (pk === "reduce") {
       const x = d.values[p.inputs[0] as number]!.shape;
       // One reduction row per workgroup: it must hold whole region rows (a norm over all heads before a per-head RoPE).
-      if (x.at(-1)! % rowShape.at(-1)! !== 0 || numel(x) !== numel(rowShape) || heads.length > 1 || (heads.length === 1 && !headRowsOk(heads[0]!, x.at(-1)!))) continue;
+      if (
+        x.at(-1)! % rowShape.at(-1)! !== 0 ||
+        numel(x) !== numel(rowShape) ||
+        heads.length > 1 ||
+        (heads.length === 1 && !headRowsOk(heads[0]!, x.at(-1)!))
+      )
+        continue;
       rowLen = Math.max(rowLen, x.at(-1)!);
     }
     if (members.size + 1 > cx.options.maxRegionNodes) break;
@@ -215,7 +252,13 @@ function build(cx: RuleContext, members: Map<number, Eqn>, heads: readonly Eqn[]
   const nodes: RegionNode[] = order.map((k, idx) => {
     const e = members.get(k)!;
     const v = d.values[e.out]!;
-    const n: RegionNode = { op: e.op, args: e.inputs.map(arg), params: e.params, dtype: v.dtype as RegionNode["dtype"], shape: [...v.shape] };
+    const n: RegionNode = {
+      op: e.op,
+      args: e.inputs.map(arg),
+      params: e.params,
+      dtype: v.dtype as RegionNode["dtype"],
+      shape: [...v.shape],
+    };
     nodeOf.set(e.out, idx);
     return n;
   });
@@ -231,4 +274,10 @@ function build(cx: RuleContext, members: Map<number, Eqn>, heads: readonly Eqn[]
 const rules: Rule[] = [deadEquation, { name: "region", ops: "*", apply: (k, e, cx) => grow(k, e, cx) }];
 
 /** The fusion pass (walks consumers first). */
-export const fusion: Pass = { name: "fusion", numerics: "exact", doc: "pointwise regions, row regions, contraction epilogues and in-place KV writes", rules, reverse: true };
+export const fusion: Pass = {
+  name: "fusion",
+  numerics: "exact",
+  doc: "pointwise regions, row regions, contraction epilogues and in-place KV writes",
+  rules,
+  reverse: true,
+};

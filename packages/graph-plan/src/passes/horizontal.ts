@@ -52,8 +52,10 @@ function readDiffers(d: Draft, ref: Eqn, c: Eqn): string | undefined {
   if (c.inputs[0] !== ref.inputs[0]) return "A is read through a different view of its source";
   if (c.op !== ref.op) return `${c.op} and ${ref.op} decode their weights differently`;
   if (c.params.transposeB !== ref.params.transposeB) return "one weight is read transposed and the other is not";
-  if (c.params.accDtype !== ref.params.accDtype) return `accumulators round to ${String(c.params.accDtype)} and ${String(ref.params.accDtype)}`;
-  const b = d.values[c.inputs[1] as ValueId]!, rb = d.values[ref.inputs[1] as ValueId]!;
+  if (c.params.accDtype !== ref.params.accDtype)
+    return `accumulators round to ${String(c.params.accDtype)} and ${String(ref.params.accDtype)}`;
+  const b = d.values[c.inputs[1] as ValueId]!,
+    rb = d.values[ref.inputs[1] as ValueId]!;
   if (JSON.stringify(b.dtype) !== JSON.stringify(rb.dtype)) return "the weights have different storage dtypes";
   if (!shapeEquals(b.shape.slice(0, -2), rb.shape.slice(0, -2))) return "the weights have different batch dims";
   return undefined;
@@ -114,13 +116,35 @@ function groupOf(cx: RuleContext, e: Eqn): number[] {
     const c = d.eqns[k]!;
     if (c.params.group !== undefined) continue;
     const differs = k === first ? undefined : readDiffers(d, ref, c);
-    if (differs !== undefined) { cx.numericalDecline("group", c.out, "read-differs", differs); continue; }
-    if (numel(d.values[c.inputs[0] as ValueId]!.shape.slice(0, -1)) > GEMV_ROWS) { refuse(c, "gemv", `A has more than ${GEMV_ROWS} rows`); continue; }
-    if ((c.params.heads ?? 1) !== 1) { refuse(c, "shared-heads", "it already joins several B operands under one epilogue"); continue; }
-    if (((c.params.epilogue ?? null) as Region | null)?.nodes.some((n) => n.op === "Reduce") === true) { refuse(c, "row-epilogue", "its epilogue reduces rows (a per-head norm); grouped kernels do not serve row epilogues yet"); continue; }
-    if (dependsOn(d, c, outs, first)) { refuse(c, "dependent", "it reads another contraction of the group"); continue; }
+    if (differs !== undefined) {
+      cx.numericalDecline("group", c.out, "read-differs", differs);
+      continue;
+    }
+    if (numel(d.values[c.inputs[0] as ValueId]!.shape.slice(0, -1)) > GEMV_ROWS) {
+      refuse(c, "gemv", `A has more than ${GEMV_ROWS} rows`);
+      continue;
+    }
+    if ((c.params.heads ?? 1) !== 1) {
+      refuse(c, "shared-heads", "it already joins several B operands under one epilogue");
+      continue;
+    }
+    if (((c.params.epilogue ?? null) as Region | null)?.nodes.some((n) => n.op === "Reduce") === true) {
+      refuse(
+        c,
+        "row-epilogue",
+        "its epilogue reduces rows (a per-head norm); grouped kernels do not serve row epilogues yet",
+      );
+      continue;
+    }
+    if (dependsOn(d, c, outs, first)) {
+      refuse(c, "dependent", "it reads another contraction of the group");
+      continue;
+    }
     const next = [...group, k];
-    if (bindings(next.map((i) => d.eqns[i]!)) > planLimits(cx.target).maxStorageBuffers) { refuse(c, "bindings", "one dispatch would bind more buffers than the target allows"); continue; }
+    if (bindings(next.map((i) => d.eqns[i]!)) > planLimits(cx.target).maxStorageBuffers) {
+      refuse(c, "bindings", "one dispatch would bind more buffers than the target allows");
+      continue;
+    }
     group.push(k);
   }
   return placeable(cx, group);
@@ -137,19 +161,31 @@ function placeable(cx: RuleContext, group: readonly number[]): number[] {
   return group.filter((k) => {
     const m = d.eqns[k]!;
     const early = k !== last && d.users(m.out).some((u) => u < last);
-    const shared = m.inputs.some((o) => !isLiteral(o) && d.storageOf(o) === "state" && d.users(o).some((u) => !inGroup.has(u)));
+    const shared = m.inputs.some(
+      (o) => !isLiteral(o) && d.storageOf(o) === "state" && d.users(o).some((u) => !inGroup.has(u)),
+    );
     if (!early && !shared) return true;
     const name = d.values[m.out]!.name;
-    cx.decline({ pattern: "horizontal", value: m.out, ...(name === undefined ? {} : { name }), check: "order", detail: early ? "its result is read before the group's last member" : "a state it reads is read elsewhere" });
+    cx.decline({
+      pattern: "horizontal",
+      value: m.out,
+      ...(name === undefined ? {} : { name }),
+      check: "order",
+      detail: early ? "its result is read before the group's last member" : "a state it reads is read elsewhere",
+    });
     return false;
   });
 }
 
-const withGroup = (e: Eqn, index: number, size: number): Eqn => ({ ...e, params: { ...e.params, group: { index, size } satisfies HorizontalGroup } as Params });
+const withGroup = (e: Eqn, index: number, size: number): Eqn => ({
+  ...e,
+  params: { ...e.params, group: { index, size } satisfies HorizontalGroup } as Params,
+});
 
 const rules: Rule[] = [
   {
-    name: "group", ops: CONTRACTIONS,
+    name: "group",
+    ops: CONTRACTIONS,
     apply(k, e, cx): Rewrite | null {
       if (e.params.group !== undefined) return null;
       const g = groupOf(cx, e);
@@ -163,4 +199,9 @@ const rules: Rule[] = [
 ];
 
 /** The horizontal-group pass (schedule only: equations keep their semantics and only move). */
-export const horizontalGroups: Pass = { name: "horizontal-groups", numerics: "exact", doc: "GEMVs sharing A with distinct epilogues (q/k/v) proved joinable and placed side by side", rules };
+export const horizontalGroups: Pass = {
+  name: "horizontal-groups",
+  numerics: "exact",
+  doc: "GEMVs sharing A with distinct epilogues (q/k/v) proved joinable and placed side by side",
+  rules,
+};

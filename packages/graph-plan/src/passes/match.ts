@@ -53,9 +53,14 @@ export function peelUnitViews(d: Draft, v: ValueId): ValueId {
     const src = d.values[e.inputs[0] as number]!;
     const out = d.values[v]!;
     // Only views that keep every non-unit dim in order are peeled (a position index stays the same index).
-    const a = src.shape.filter((x) => x !== 1), b = out.shape.filter((x) => x !== 1);
+    const a = src.shape.filter((x) => x !== 1),
+      b = out.shape.filter((x) => x !== 1);
     if (e.op === "Reshape" && (a.length !== b.length || a.some((x, i) => x !== b[i]))) return v;
-    if (e.op === "Broadcast" && src.shape.some((x, i) => x !== 1 && x !== out.shape[out.shape.length - src.shape.length + i])) return v;
+    if (
+      e.op === "Broadcast" &&
+      src.shape.some((x, i) => x !== 1 && x !== out.shape[out.shape.length - src.shape.length + i])
+    )
+      return v;
     v = e.inputs[0] as number;
   }
 }

@@ -15,14 +15,35 @@ import { iotaFolding } from "./iota.js";
 import { legalize } from "./lowering.js";
 import { PIPELINE } from "./pipeline.js";
 
-function apply(g: Graph, passes: Pass[], target = defaultTarget("cuda")): { graph: Graph; rewrites: Record<string, number>[] } {
+function apply(
+  g: Graph,
+  passes: Pass[],
+  target = defaultTarget("cuda"),
+): { graph: Graph; rewrites: Record<string, number>[] } {
   const draft = new Draft(g, PLAN_OPS);
-  const rewrites = passes.map((p) => ({ ...runPass(p, { draft, target, options: resolveOptions(), decline: () => {}, numericalDeclines: [] }).rewrites }));
+  const rewrites = passes.map((p) => ({
+    ...runPass(p, { draft, target, options: resolveOptions(), decline: () => {}, numericalDeclines: [] }).rewrites,
+  }));
   return { graph: draft.toGraph().graph, rewrites };
 }
 
 test("the pipeline runs in DESIGN.md's fixed order (plus routed experts, decision 0401, and horizontal groups, 0402) and every pass declares its numerics", () => {
-  expect(PIPELINE.map((p) => p.name)).toEqual(["canonicalize", "cse", "iota-folding", "rope-attention", "dce", "packed", "legalize", "dense-bf16", "routed-experts", "reduction-prep", "fusion", "tiling", "flash-regions", "horizontal-groups"]);
+  expect(PIPELINE.map((p) => p.name)).toEqual([
+    "canonicalize",
+    "cse",
+    "iota-folding",
+    "rope-attention",
+    "dce",
+    "packed",
+    "legalize",
+    "dense-bf16",
+    "routed-experts",
+    "reduction-prep",
+    "fusion",
+    "tiling",
+    "flash-regions",
+    "horizontal-groups",
+  ]);
   for (const p of PIPELINE) expect(["exact", "declined-unless-proved"]).toContain(p.numerics);
 });
 
@@ -30,7 +51,8 @@ describe("single passes", () => {
   test("CSE merges equal equations; DCE removes what nobody reads", () => {
     const b = new Builder();
     const x = b.const("x", "f32", [4]);
-    const a1 = b.exp(x), a2 = b.exp(x);
+    const a1 = b.exp(x),
+      a2 = b.exp(x);
     b.exp(a1); // dead
     b.output("y", b.add(a1, a2));
     const { graph, rewrites } = apply(b.build(), [cse, dce]);
@@ -46,10 +68,16 @@ describe("single passes", () => {
     b.output("y", b.add(b.add(b.mul(x, table(0.5)), b.mul(x, table(0.5))), b.mul(x, table(0.25))));
     const g = b.build();
     const { graph } = apply(g, [iotaFolding, cse, dce]);
-    const used = new Set(graph.eqns.flatMap((e) => e.inputs).filter((o): o is number => typeof o === "number" && graph.values[o]!.storage.kind === "computed"));
+    const used = new Set(
+      graph.eqns
+        .flatMap((e) => e.inputs)
+        .filter((o): o is number => typeof o === "number" && graph.values[o]!.storage.kind === "computed"),
+    );
     expect(used.size).toBe(2);
     const xs = [1, 2, 3, 4, 5, 6];
-    expect(evaluate(graph, { consts: { x: xs } }).outputs.y!.data).toEqual(evaluate(g, { consts: { x: xs } }).outputs.y!.data);
+    expect(evaluate(graph, { consts: { x: xs } }).outputs.y!.data).toEqual(
+      evaluate(g, { consts: { x: xs } }).outputs.y!.data,
+    );
   });
 
   test("iota and all-constant equations fold into Computed values with eval's results", () => {

@@ -16,10 +16,30 @@ import { ropeRule } from "./rope.js";
 import { flashRegions, tiling } from "./schedule.js";
 
 /** RoPE and attention recognition. */
-export const ropeAttention: Pass = { name: "rope-attention", numerics: "exact", doc: "rotate-half chains become Rope; softmax(QK^T)V chains become Attention (gated)", rules: [ropeRule, attentionRule] };
+export const ropeAttention: Pass = {
+  name: "rope-attention",
+  numerics: "exact",
+  doc: "rotate-half chains become Rope; softmax(QK^T)V chains become Attention (gated)",
+  rules: [ropeRule, attentionRule],
+};
 
 /** Every pass in its fixed order. */
-export const PIPELINE: readonly Pass[] = [canonicalize, cse, iotaFolding, ropeAttention, dce, packed, legalize, denseBf16, routedExperts, reductionPrep, fusion, tiling, flashRegions, horizontalGroups];
+export const PIPELINE: readonly Pass[] = [
+  canonicalize,
+  cse,
+  iotaFolding,
+  ropeAttention,
+  dce,
+  packed,
+  legalize,
+  denseBf16,
+  routedExperts,
+  reductionPrep,
+  fusion,
+  tiling,
+  flashRegions,
+  horizontalGroups,
+];
 
 /** What a pass is, for reports and docs: its name, numerics declaration and one-line description. */
 export interface PassInfo {
@@ -32,18 +52,28 @@ export interface PassInfo {
 }
 
 /** The fixed pass order with each pass's numerics declaration (the rules themselves stay internal). */
-export const PASS_ORDER: readonly PassInfo[] = PIPELINE.map((p) => ({ name: p.name, numerics: p.numerics, doc: p.doc }));
+export const PASS_ORDER: readonly PassInfo[] = PIPELINE.map((p) => ({
+  name: p.name,
+  numerics: p.numerics,
+  doc: p.doc,
+}));
 
 /** The passes options enable, in the fixed order. */
 export function enabledPasses(o: ResolvedOptions): Pass[] {
   return PIPELINE.filter((p) => {
     switch (p.name) {
-      case "rope-attention": return o.recognize;
-      case "routed-experts": return o.recognize && o.routedExperts;
-      case "fusion": return o.fusion;
-      case "flash-regions": return o.fusion && o.recognize;
-      case "horizontal-groups": return o.fusion && o.horizontalFusion === "grouped";
-      default: return true;
+      case "rope-attention":
+        return o.recognize;
+      case "routed-experts":
+        return o.recognize && o.routedExperts;
+      case "fusion":
+        return o.fusion;
+      case "flash-regions":
+        return o.fusion && o.recognize;
+      case "horizontal-groups":
+        return o.fusion && o.horizontalFusion === "grouped";
+      default:
+        return true;
     }
   });
 }

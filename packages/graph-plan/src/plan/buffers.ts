@@ -7,7 +7,12 @@ import type { BufferAssignment, BufferPlan, Plan, SlotSpec } from "./types.js";
 const align = (x: number, a: number): number => Math.ceil(x / a) * a;
 
 /** Assigns arena offsets: largest buffers first, each at the lowest offset free during its lifetime. */
-export function planBuffers(g: Graph, plans: readonly Plan[], roots: ReadonlyMap<ValueId, ValueId>, alignment: number): BufferPlan {
+export function planBuffers(
+  g: Graph,
+  plans: readonly Plan[],
+  roots: ReadonlyMap<ValueId, ValueId>,
+  alignment: number,
+): BufferPlan {
   const end = plans.length;
   const defAt = new Map<ValueId, number>();
   const last = new Map<ValueId, number>();
@@ -17,7 +22,13 @@ export function planBuffers(g: Graph, plans: readonly Plan[], roots: ReadonlyMap
     const root = roots.get(p.out) ?? p.out;
     if (p.kernel.provenance !== "none" && p.kernel.request.group !== undefined) groupAt = i;
     const grouped = p.kernel.provenance === "none" && p.kernel.reason === "grouped";
-    if (root === p.out && (p.dispatches.length > 0 || grouped) && p.phase === "step" && g.values[p.out]!.storage.kind === "device") defAt.set(p.out, grouped ? groupAt : i);
+    if (
+      root === p.out &&
+      (p.dispatches.length > 0 || grouped) &&
+      p.phase === "step" &&
+      g.values[p.out]!.storage.kind === "device"
+    )
+      defAt.set(p.out, grouped ? groupAt : i);
     for (const o of g.eqns[p.eqn]!.inputs) {
       if (typeof o !== "number") continue;
       const r = roots.get(o) ?? o;
@@ -28,13 +39,19 @@ export function planBuffers(g: Graph, plans: readonly Plan[], roots: ReadonlyMap
   for (const s of g.states) last.set(roots.get(s.output) ?? s.output, end);
   const items = [...defAt.entries()].map(([v, d]) => {
     const val = g.values[v]!;
-    return { value: v, bytes: align(storageBytes(val.dtype, numel(val.shape)), alignment), live: [d, Math.max(d, last.get(v) ?? d)] as [number, number] };
+    return {
+      value: v,
+      bytes: align(storageBytes(val.dtype, numel(val.shape)), alignment),
+      live: [d, Math.max(d, last.get(v) ?? d)] as [number, number],
+    };
   });
   items.sort((a, b) => b.bytes - a.bytes || a.live[0] - b.live[0]);
   const placed: BufferAssignment[] = [];
   let arena = 0;
   for (const it of items) {
-    const clash = placed.filter((p) => p.live[0] <= it.live[1] && it.live[0] <= p.live[1]).sort((a, b) => a.offset - b.offset);
+    const clash = placed
+      .filter((p) => p.live[0] <= it.live[1] && it.live[0] <= p.live[1])
+      .sort((a, b) => a.offset - b.offset);
     let off = 0;
     for (const c of clash) {
       if (off + it.bytes <= c.offset) break;
@@ -45,14 +62,26 @@ export function planBuffers(g: Graph, plans: readonly Plan[], roots: ReadonlyMap
   }
   const aliases = new Map<ValueId, ValueId>();
   for (const [v, r] of roots) if (v !== r) aliases.set(v, r);
-  let constBytes = 0, stateBytes = 0, preparedBytes = 0;
-  for (const p of plans) if (p.phase === "bind" && p.dispatches.length > 0) preparedBytes += storageBytes(g.values[p.out]!.dtype, numel(g.values[p.out]!.shape));
+  let constBytes = 0,
+    stateBytes = 0,
+    preparedBytes = 0;
+  for (const p of plans)
+    if (p.phase === "bind" && p.dispatches.length > 0)
+      preparedBytes += storageBytes(g.values[p.out]!.dtype, numel(g.values[p.out]!.shape));
   for (const v of g.values) {
     const b = storageBytes(v.dtype, numel(v.shape));
     if (v.storage.kind === "const" || v.storage.kind === "computed") constBytes += b;
     if (v.storage.kind === "state") stateBytes += b;
   }
-  return { transients: placed.sort((a, b) => a.live[0] - b.live[0]), arenaBytes: arena, unsharedBytes: items.reduce((a, it) => a + it.bytes, 0), aliases, constBytes, stateBytes, preparedBytes };
+  return {
+    transients: placed.sort((a, b) => a.live[0] - b.live[0]),
+    arenaBytes: arena,
+    unsharedBytes: items.reduce((a, it) => a + it.bytes, 0),
+    aliases,
+    constBytes,
+    stateBytes,
+    preparedBytes,
+  };
 }
 
 /** The slot schema: every per-step input at a stable, 16-byte aligned offset of one host-written block. */

@@ -22,7 +22,12 @@ function groupRequest(members: readonly KernelRequest[]): KernelRequest {
 
 /** Whether a member can join: a step-time single launch with a request. */
 function joinable(p: Plan): boolean {
-  return p.phase === "step" && p.kernel.provenance !== "none" && p.dispatches.length === 1 && p.dispatches[0]!.chunk === undefined;
+  return (
+    p.phase === "step" &&
+    p.kernel.provenance !== "none" &&
+    p.dispatches.length === 1 &&
+    p.dispatches[0]!.chunk === undefined
+  );
 }
 
 /**
@@ -40,11 +45,19 @@ export function groupPlans(g: Graph, plans: readonly Plan[], L: PlanLimits): Pla
     const req = groupRequest(ps.map((p) => (p.kernel as { request: KernelRequest }).request));
     const roots = new Set([...req.inputs.map((a) => a.root), req.output.root]);
     if (roots.size > L.maxStorageBuffers) return;
-    const total = ps.reduce((a, p) => a + p.dispatches[0]!.grid[0] * p.dispatches[0]!.grid[1] * p.dispatches[0]!.grid[2], 0);
+    const total = ps.reduce(
+      (a, p) => a + p.dispatches[0]!.grid[0] * p.dispatches[0]!.grid[1] * p.dispatches[0]!.grid[2],
+      0,
+    );
     const wg = ps[0]!.dispatches[0]!.workgroup;
     const x = Math.min(total, L.maxGrid[0]);
-    out[k] = { ...ps[0]!, kernel: { provenance: "synthesized", request: req }, dispatches: [{ grid: [x, Math.ceil(total / x), 1], workgroup: wg }] };
-    for (let i = 1; i < ps.length; i++) out[k + i] = { ...ps[i]!, kernel: { provenance: "none", reason: "grouped" }, dispatches: [] };
+    out[k] = {
+      ...ps[0]!,
+      kernel: { provenance: "synthesized", request: req },
+      dispatches: [{ grid: [x, Math.ceil(total / x), 1], workgroup: wg }],
+    };
+    for (let i = 1; i < ps.length; i++)
+      out[k + i] = { ...ps[i]!, kernel: { provenance: "none", reason: "grouped" }, dispatches: [] };
   });
   return out;
 }

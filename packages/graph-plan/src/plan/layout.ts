@@ -9,7 +9,12 @@ import type { Access } from "./types.js";
  * The state buffer equation `e` writes in place, if any: a DynamicUpdateSlice (or a region ending in a chain
  * of them) whose target is a State, or another in-place write of one, read by nothing else.
  */
-export function writesStateInPlace(g: Graph, e: Eqn, readers: readonly number[][], lay: ReadonlyMap<ValueId, Access>): ValueId | undefined {
+export function writesStateInPlace(
+  g: Graph,
+  e: Eqn,
+  readers: readonly number[][],
+  lay: ReadonlyMap<ValueId, Access>,
+): ValueId | undefined {
   let stateArg: number | undefined;
   if (e.op === "DynamicUpdateSlice") stateArg = 0;
   else if (e.params.epilogue !== undefined || e.params.region !== undefined) {
@@ -43,7 +48,10 @@ export function layouts(g: Graph, readers: readonly number[][]): Map<ValueId, Ac
   for (const v of g.values) if (v.storage.kind !== "device") out.set(v.id, own(v.id));
   for (const e of g.eqns) {
     const st = writesStateInPlace(g, e, readers, out);
-    if (st !== undefined) { out.set(e.out, own(e.out, st)); continue; }
+    if (st !== undefined) {
+      out.set(e.out, own(e.out, st));
+      continue;
+    }
     const src = isLiteral(e.inputs[0] ?? { lit: 0, dtype: "f32" }) ? undefined : out.get(e.inputs[0] as number);
     const view = src === undefined ? undefined : viewLayout(g, e, src);
     out.set(e.out, view ?? own(e.out));
@@ -67,8 +75,13 @@ function viewLayout(g: Graph, e: Eqn, src: Access): Access | undefined {
       return { ...base, strides: perm.map((p) => src.strides[p]!), offset: src.offset };
     }
     case "Slice": {
-      const start = e.params.start as number[], step = e.params.step as number[];
-      return { ...base, strides: src.strides.map((s, i) => s * step[i]!), offset: src.offset + start.reduce((a, x, i) => a + x * src.strides[i]!, 0) };
+      const start = e.params.start as number[],
+        step = e.params.step as number[];
+      return {
+        ...base,
+        strides: src.strides.map((s, i) => s * step[i]!),
+        offset: src.offset + start.reduce((a, x, i) => a + x * src.strides[i]!, 0),
+      };
     }
     case "Broadcast": {
       const pad = o.shape.length - src.shape.length;

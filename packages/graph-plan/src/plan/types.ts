@@ -5,7 +5,17 @@ import type { DType, Params, Shape, SlotKind, ValueId } from "@poot/graph-ir";
 import type { Region } from "../region.js";
 
 /** Kernel kinds a synthesizer must produce. */
-export type KernelKind = "elementwise" | "reduction-row" | "gemv" | "gemm" | "attention" | "dequant-gemv" | "dequant-gemm" | "movement" | "rope" | "indexed-matmul";
+export type KernelKind =
+  | "elementwise"
+  | "reduction-row"
+  | "gemv"
+  | "gemm"
+  | "attention"
+  | "dequant-gemv"
+  | "dequant-gemm"
+  | "movement"
+  | "rope"
+  | "indexed-matmul";
 
 /** How a kernel reads or writes one bound tensor: a strided window of a buffer. */
 export interface Access {
@@ -52,7 +62,12 @@ export type KernelSource =
   /** Generated from the request by a kernelgen synthesizer. */
   | { readonly provenance: "synthesized"; readonly request: KernelRequest }
   /** A library kernel by name, launched with a u32 metadata buffer. */
-  | { readonly provenance: "imported"; readonly name: string; readonly metadata: readonly number[]; readonly request: KernelRequest }
+  | {
+      readonly provenance: "imported";
+      readonly name: string;
+      readonly metadata: readonly number[];
+      readonly request: KernelRequest;
+    }
   /** No kernel: a view/alias of another buffer, or a member written by its horizontal group's dispatch. */
   | { readonly provenance: "none"; readonly reason: "view" | "alias" | "grouped" };
 

@@ -18,7 +18,15 @@ export function beats(v: Val<"f32">, i: Val<"u32">, bv: Val<"f32">, bi: Val<"u32
  * Reduces each thread's (best, bestIdx) over the workgroup through shared arrays `sv`/`si` of length WG (a
  * power of two); afterwards every thread reads the winner from sv[0]/si[0]. Ends with a barrier.
  */
-export function blockArgmax(k: Builder, wg: Val<"u32">, tid: Val<"u32">, best: Var<"f32">, bestIdx: Var<"u32">, sv: Arr<"f32">, si: Arr<"u32">): { v: Val<"f32">; i: Val<"u32"> } {
+export function blockArgmax(
+  k: Builder,
+  wg: Val<"u32">,
+  tid: Val<"u32">,
+  best: Var<"f32">,
+  bestIdx: Var<"u32">,
+  sv: Arr<"f32">,
+  si: Arr<"u32">,
+): { v: Val<"f32">; i: Val<"u32"> } {
   const { var_, while_, if_, barrier, let_ } = k;
   sv.set(tid, best);
   si.set(tid, bestIdx);
@@ -46,7 +54,14 @@ export function blockArgmax(k: Builder, wg: Val<"u32">, tid: Val<"u32">, best: V
 }
 
 /** Workgroup sum or max of `x` through shared array `sh` (length WG, a power of two); every thread gets it. */
-export function blockReduce(k: Builder, op: "add" | "max", wg: Val<"u32">, tid: Val<"u32">, x: Val<"f32">, sh: Arr<"f32">): Val<"f32"> {
+export function blockReduce(
+  k: Builder,
+  op: "add" | "max",
+  wg: Val<"u32">,
+  tid: Val<"u32">,
+  x: Val<"f32">,
+  sh: Arr<"f32">,
+): Val<"f32"> {
   const { var_, while_, if_, barrier, let_, max } = k;
   sh.set(tid, x);
   barrier();

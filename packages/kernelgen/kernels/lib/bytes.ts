@@ -9,7 +9,11 @@ export function byteAt(words: Arr<"u32">, off: Val<"u32">): Val<"u32"> {
 }
 
 /** The f16 stored little-endian at bytes off, off+1, as f32 (exact). */
-export function f16At(words: Arr<"u32">, off: Val<"u32">, unpack: (fmt: "f16", v: Val<"u32">) => Val<"f32">): Val<"f32"> {
+export function f16At(
+  words: Arr<"u32">,
+  off: Val<"u32">,
+  unpack: (fmt: "f16", v: Val<"u32">) => Val<"f32">,
+): Val<"f32"> {
   return unpack("f16", byteAt(words, off).or(byteAt(words, off.add(1)).shl(8)));
 }
 

@@ -48,10 +48,17 @@ export function philox4x32(k: Builder, c: readonly Val<"u32">[], key: readonly V
 
 /** Uniform in [0, 1): the top 24 bits of `x` times 2^-24 (exact in f32). */
 export function uniformFromBits(x: Val<"u32">): Val<"f32"> {
-  return x.shr(8).f32().mul(2 ** -24);
+  return x
+    .shr(8)
+    .f32()
+    .mul(2 ** -24);
 }
 
 /** Uniform in the open interval (0, 1): (top 23 bits + 0.5) * 2^-23, exact in f32; safe under log. */
 export function uniformOpenFromBits(x: Val<"u32">): Val<"f32"> {
-  return x.shr(9).f32().add(0.5).mul(2 ** -23);
+  return x
+    .shr(9)
+    .f32()
+    .add(0.5)
+    .mul(2 ** -23);
 }

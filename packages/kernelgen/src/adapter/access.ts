@@ -21,7 +21,8 @@ export function elemForDType(d: DType): ElemType {
 export function accessIndex(b: Builder, a: Access, coords: Coords): Val<"u32"> {
   let idx: Val<"u32"> = b.u32(a.offset);
   a.strides.forEach((s, d) => {
-    if (s !== 0 && (a.shape[d] as number) > 1) idx = idx.add(s === 1 ? (coords[d] as Val<"u32">) : (coords[d] as Val<"u32">).mul(s));
+    if (s !== 0 && (a.shape[d] as number) > 1)
+      idx = idx.add(s === 1 ? (coords[d] as Val<"u32">) : (coords[d] as Val<"u32">).mul(s));
   });
   return b.let_(idx, "ai");
 }
@@ -45,7 +46,12 @@ export function isDense(a: Access): boolean {
 
 /** Throws `bad_shape` unless `a` is dense. */
 export function requireDense(synth: string, what: string, a: Access): void {
-  if (!isDense(a)) throw new KernelgenError("bad_shape", `${what} must be a dense row-major buffer (offset ${a.offset}, strides [${a.strides.join(", ")}])`, { synth, param: what, value: a.value });
+  if (!isDense(a))
+    throw new KernelgenError(
+      "bad_shape",
+      `${what} must be a dense row-major buffer (offset ${a.offset}, strides [${a.strides.join(", ")}])`,
+      { synth, param: what, value: a.value },
+    );
 }
 
 /** Splits linear index `e` into coordinates of `shape`. */

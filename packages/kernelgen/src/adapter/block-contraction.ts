@@ -23,9 +23,37 @@ const SYNTH = "blockContraction";
 
 /** Region ops evaluated at the same coordinates in every operand (operands of the node's shape keep positions). */
 const POINTWISE = new Set([
-  "Add", "Sub", "Mul", "Div", "Max", "Min", "Pow", "And", "Or", "Xor", "Shl", "Shr",
-  "Eq", "Ne", "Lt", "Le", "Gt", "Ge", "Neg", "Exp", "Log", "Sqrt", "Recip", "Tanh", "Erf", "Sin", "Cos", "Abs", "Not",
-  "Select", "Cast",
+  "Add",
+  "Sub",
+  "Mul",
+  "Div",
+  "Max",
+  "Min",
+  "Pow",
+  "And",
+  "Or",
+  "Xor",
+  "Shl",
+  "Shr",
+  "Eq",
+  "Ne",
+  "Lt",
+  "Le",
+  "Gt",
+  "Ge",
+  "Neg",
+  "Exp",
+  "Log",
+  "Sqrt",
+  "Recip",
+  "Tanh",
+  "Erf",
+  "Sin",
+  "Cos",
+  "Abs",
+  "Not",
+  "Select",
+  "Cast",
 ]);
 
 const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
@@ -51,26 +79,47 @@ export interface EpilogueBlocking {
  * (RoPE: its last axis). Null when the reads are not bounded that way (slices, gathers, concats, reductions,
  * broadcasts of the accumulator): the caller keeps the inline form.
  */
-export function epilogueBlocking(region: Region, heads: number, accShape: readonly number[], extras: readonly Access[], output: Access): EpilogueBlocking | null {
+export function epilogueBlocking(
+  region: Region,
+  heads: number,
+  accShape: readonly number[],
+  extras: readonly Access[],
+  output: Access,
+): EpilogueBlocking | null {
   const nodes = region.nodes;
   const dep = nodes.map(() => false);
   const argDep = (a: RegionArg): boolean => ("in" in a ? a.in < heads : "node" in a ? (dep[a.node] as boolean) : false);
-  nodes.forEach((n, i) => { dep[i] = n.args.some(argDep); });
-  const shapeOf = (a: RegionArg): readonly number[] => ("in" in a ? (a.in < heads ? accShape : ((extras[a.in - heads] as Access | undefined)?.shape ?? [])) : "node" in a ? (nodes[a.node] as RegionNode).shape : []);
+  nodes.forEach((n, i) => {
+    dep[i] = n.args.some(argDep);
+  });
+  const shapeOf = (a: RegionArg): readonly number[] =>
+    "in" in a
+      ? a.in < heads
+        ? accShape
+        : ((extras[a.in - heads] as Access | undefined)?.shape ?? [])
+      : "node" in a
+        ? (nodes[a.node] as RegionNode).shape
+        : [];
   const same = (x: readonly number[], y: readonly number[]) => x.length === y.length && x.every((d, i) => d === y[i]);
   const walk = (a: RegionArg): number | null => {
     if (!("node" in a) || !argDep(a)) return 1;
     const n = nodes[a.node] as RegionNode;
     const args = n.args as readonly RegionArg[];
     switch (n.op) {
-      case "Reshape": return walk(args[0] as RegionArg);
+      case "Reshape":
+        return walk(args[0] as RegionArg);
       case "Transpose": {
         const inShape = shapeOf(args[0] as RegionArg);
         const kept = (n.params as { perm: number[] }).perm.filter((s) => (inShape[s] as number) > 1);
         return kept.every((s, i) => i === 0 || s > (kept[i - 1] as number)) ? walk(args[0] as RegionArg) : null;
       }
       case "Rope": {
-        if ((n.params as { style?: string }).style !== "half" || args.slice(1).some(argDep) || !same(shapeOf(args[0] as RegionArg), n.shape)) return null;
+        if (
+          (n.params as { style?: string }).style !== "half" ||
+          args.slice(1).some(argDep) ||
+          !same(shapeOf(args[0] as RegionArg), n.shape)
+        )
+          return null;
         const g = walk(args[0] as RegionArg);
         return g === null ? null : lcm(g, n.shape[n.shape.length - 1] as number);
       }
@@ -92,7 +141,12 @@ export function epilogueBlocking(region: Region, heads: number, accShape: readon
   const res = nodes[region.result] as RegionNode;
   const x = res.args[0] as RegionArg | undefined;
   const target = x !== undefined && "in" in x && x.in >= heads ? extras[x.in - heads] : undefined;
-  const inPlace = res.op === "DynamicUpdateSlice" && target !== undefined && target.root === output.root && target.offset === output.offset && target.strides.every((s, d) => s === output.strides[d]);
+  const inPlace =
+    res.op === "DynamicUpdateSlice" &&
+    target !== undefined &&
+    target.root === output.root &&
+    target.offset === output.offset &&
+    target.strides.every((s, d) => s === output.strides[d]);
   if (inPlace) {
     const upd = res.args[1] as RegionArg;
     if (res.args.some((a, i) => i !== 1 && argDep(a)) || numel(shapeOf(upd)) !== total) return null;
@@ -151,7 +205,13 @@ function packedWeights(Bs: readonly Access[], A: Access, caps: SynthCaps): Packe
   if (!isPacked(B.dtype)) return Bs.some((x) => isPacked(x.dtype)) ? null : undefined;
   const f = B.dtype.packed;
   const same = Bs.every((x) => isPacked(x.dtype) && x.dtype.packed.name === f.name);
-  return same && caps.vectorLoads === true && caps.subgroupSize !== undefined && A.dtype === "f32" && f.blockSize % 8 === 0 ? f : null;
+  return same &&
+    caps.vectorLoads === true &&
+    caps.subgroupSize !== undefined &&
+    A.dtype === "f32" &&
+    f.blockSize % 8 === 0
+    ? f
+    : null;
 }
 
 /**
@@ -160,14 +220,30 @@ function packedWeights(Bs: readonly Access[], A: Access, caps: SynthCaps): Packe
  * does not fit workgroup memory). `workgroup` fixes the workgroup size (a member of a group): the block then holds about one output per
  * lane group of it.
  */
-export function blockGemv(inputs: readonly Access[], heads: number, epilogue: Region, accDtype: ScalarDType, transposeB: boolean, output: Access, caps: SynthCaps, workgroup?: number): BlockGemv | null {
+export function blockGemv(
+  inputs: readonly Access[],
+  heads: number,
+  epilogue: Region,
+  accDtype: ScalarDType,
+  transposeB: boolean,
+  output: Access,
+  caps: SynthCaps,
+  workgroup?: number,
+): BlockGemv | null {
   const A = inputs[0] as Access;
   const Bs = inputs.slice(1, 1 + heads);
   const extras = inputs.slice(1 + heads);
   const B = Bs[0] as Access;
   // Serial threads (the CPU): only where every dot product is a SIMD load4 loop (packed B read as bytes).
   const serial = caps.serialThreads === true;
-  if (serial && (workgroup !== undefined || caps.simdLoads !== true || isPacked(A.dtype) || !Bs.every((x) => simdDotApplies(A, x, transposeB)))) return null;
+  if (
+    serial &&
+    (workgroup !== undefined ||
+      caps.simdLoads !== true ||
+      isPacked(A.dtype) ||
+      !Bs.every((x) => simdDotApplies(A, x, transposeB)))
+  )
+    return null;
   if (epilogue.nodes.some((n) => n.op === "Reduce")) return null;
   if (B.shape.length !== 2 || ![A, ...Bs].every(isDense) || isPacked(A.dtype)) return null;
   // Packed weights ([N, K] rows of blocks) on the CUDA caps: lanes split each block, 8 elements a lane (decision 0806).
@@ -175,7 +251,12 @@ export function blockGemv(inputs: readonly Access[], heads: number, epilogue: Re
   if (packed === null) return null;
   const wDtype = B.dtype as ScalarDType;
   const xDtype = A.dtype as ScalarDType;
-  if (!serial && packed === undefined && (Bs.some((b) => b.dtype !== wDtype) || ![wDtype, xDtype].every((d) => d === "f32" || d === "bf16" || d === "f16"))) return null;
+  if (
+    !serial &&
+    packed === undefined &&
+    (Bs.some((b) => b.dtype !== wDtype) || ![wDtype, xDtype].every((d) => d === "f32" || d === "bf16" || d === "f16"))
+  )
+    return null;
   const K = A.shape[A.shape.length - 1] as number;
   const nk = transposeB || packed !== undefined || isPacked(B.dtype);
   const N = B.shape[nk ? 0 : 1] as number;
@@ -194,15 +275,46 @@ export function blockGemv(inputs: readonly Access[], heads: number, epilogue: Re
   const useSg = !serial && sg !== undefined && sg > 1 && sg <= caps.maxWorkgroup && lanesWant >= sg;
   const lanes = useSg ? (sg as number) : lanesWant;
   const g = blocking.granule;
-  const perWg = Math.max(1, Math.floor((workgroup ?? Math.min(serial ? SERIAL_BLOCK : 256, caps.maxWorkgroup)) / lanes));
+  const perWg = Math.max(
+    1,
+    Math.floor((workgroup ?? Math.min(serial ? SERIAL_BLOCK : 256, caps.maxWorkgroup)) / lanes),
+  );
   const Bk = Math.min(total, g * Math.ceil(perWg / g));
   // Serial threads: one thread per block computes its dot products, then its epilogue — no barrier, so the Wasm
   // target keeps every value in registers (a barrier puts each name in a memory frame).
   let wg = serial ? 1 : (workgroup ?? Math.max(lanes, pow2Workgroup(Bk * lanes, Math.min(caps.maxWorkgroup, 1024))));
   while (workgroup === undefined && wg > lanes && blockSharedBytes(Bk * heads, useSg, wg) > caps.sharedBytes) wg >>= 1;
   if (wg > caps.maxWorkgroup || blockSharedBytes(Bk * heads, useSg, wg) > caps.sharedBytes) return null;
-  const vec = useSg && caps.vectorLoads === true && transposeB && xDtype === "f32" && (wDtype === "bf16" || wDtype === "f16") && K % (8 * lanes) === 0;
-  return { inputs, heads, epilogue, accDtype, transposeB, output, xDtype, wDtype, K, N, accShape, total, blocking, lanes, useSg, Bk, wg, blocks: Math.ceil(total / Bk), vec, ...(packed !== undefined ? { packed } : {}), ...(serial ? { serial } : {}) };
+  const vec =
+    useSg &&
+    caps.vectorLoads === true &&
+    transposeB &&
+    xDtype === "f32" &&
+    (wDtype === "bf16" || wDtype === "f16") &&
+    K % (8 * lanes) === 0;
+  return {
+    inputs,
+    heads,
+    epilogue,
+    accDtype,
+    transposeB,
+    output,
+    xDtype,
+    wDtype,
+    K,
+    N,
+    accShape,
+    total,
+    blocking,
+    lanes,
+    useSg,
+    Bk,
+    wg,
+    blocks: Math.ceil(total / Bk),
+    vec,
+    ...(packed !== undefined ? { packed } : {}),
+    ...(serial ? { serial } : {}),
+  };
 }
 
 /** Workgroup memory of a block GEMV: the block's accumulators, and a lane-sum scratch without subgroups. */
@@ -219,7 +331,11 @@ export interface BlockBuffers {
 }
 
 /** Element type a block GEMV declares buffer `role` with (16-byte words for vector loads). */
-export function blockElem(g: BlockGemv, role: "x" | "w" | "extra" | "out", a: Access): Parameters<Builder["buffer"]>[1] {
+export function blockElem(
+  g: BlockGemv,
+  role: "x" | "w" | "extra" | "out",
+  a: Access,
+): Parameters<Builder["buffer"]>[1] {
   if (role === "x" && g.vec) return "vec4<f32>";
   if (role === "w" && g.vec) return "vec4<u32>";
   if (role === "w" && g.packed !== undefined) return "u32";
@@ -233,7 +349,15 @@ export function blockElem(g: BlockGemv, role: "x" | "w" | "extra" | "out", a: Ac
  * products into `accMem` (at least Bk·heads floats; `scratch` holds wg floats when there are no subgroups), a
  * barrier, then the epilogue per element reading workgroup memory. `blk` must be uniform across the workgroup.
  */
-export function emitBlockGemv(b: Builder, g: BlockGemv, bufs: BlockBuffers, blk: Val<"u32">, wg: number, accMem: Arr<"f32">, scratch: Arr<"f32"> | undefined): void {
+export function emitBlockGemv(
+  b: Builder,
+  g: BlockGemv,
+  bufs: BlockBuffers,
+  blk: Val<"u32">,
+  wg: number,
+  accMem: Arr<"f32">,
+  scratch: Arr<"f32"> | undefined,
+): void {
   const { let_, for_, if_, u32 } = b;
   const { lanes, Bk, total } = g;
   const warps = wg / lanes;
@@ -244,13 +368,19 @@ export function emitBlockGemv(b: Builder, g: BlockGemv, bufs: BlockBuffers, blk:
   const warp = let_(tid.div(lanes), "warp");
   const decs = blockDecoders(b, g, bufs.Ws);
   // Phase 1: the block's dot products, a group of lanes per output, `passes` rounds (uniform: group sums need every lane).
-  for_(u32(0), passes, 1, (pass) => {
-    const o = let_(pass.mul(warps).add(warp), "o");
-    const li = let_(base.add(o), "li");
-    const live = let_(o.lt(Bk).and(li.lt(total)), "live");
-    const totals = blockDots(b, g, bufs, decs, li, live, tid, lane, scratch);
-    if_(live.and(lane.eq(0)), () => totals.forEach((t, h) => accMem.set(o.add(h * Bk), t)));
-  }, "step");
+  for_(
+    u32(0),
+    passes,
+    1,
+    (pass) => {
+      const o = let_(pass.mul(warps).add(warp), "o");
+      const li = let_(base.add(o), "li");
+      const live = let_(o.lt(Bk).and(li.lt(total)), "live");
+      const totals = blockDots(b, g, bufs, decs, li, live, tid, lane, scratch);
+      if_(live.and(lane.eq(0)), () => totals.forEach((t, h) => accMem.set(o.add(h * Bk), t)));
+    },
+    "step",
+  );
   // One thread per workgroup (serial threads) needs no barrier: it wrote every accumulator it reads.
   if (wg > 1) b.barrier();
   emitBlockEpilogue(b, g, bufs, base, tid, wg, accMem);
@@ -266,7 +396,9 @@ export function declareDotBuffers(b: Builder, g: BlockGemv): Pick<BlockBuffers, 
 export function declareEpilogueBuffers(b: Builder, g: BlockGemv): Pick<BlockBuffers, "extras" | "out"> {
   const extras = g.inputs.slice(1 + g.heads);
   const aliased = extras.map((a) => a.root === g.output.root);
-  const own = extras.map((a, i) => (aliased[i] ? undefined : b.buffer(`in${1 + g.heads + i}`, blockElem(g, "extra", a), "read")));
+  const own = extras.map((a, i) =>
+    aliased[i] ? undefined : b.buffer(`in${1 + g.heads + i}`, blockElem(g, "extra", a), "read"),
+  );
   const out = b.buffer("out", blockElem(g, "out", g.output), aliased.some((v) => v) ? "read_write" : "write");
   return { extras: own.map((v) => v ?? out), out };
 }
@@ -280,11 +412,22 @@ export function blockDecoders(b: Builder, g: BlockGemv, Ws: readonly Arr[]): Ret
  * @internal Output `li`'s dot products (one per head), summed over its lane group and rounded to accDtype. Lanes
  * with `live` false compute nothing but still take part in the group sums (call with the whole group).
  */
-export function blockDots(b: Builder, g: BlockGemv, bufs: Pick<BlockBuffers, "x" | "Ws">, decs: ReturnType<typeof blockDecoder>[], li: Val<"u32">, live: Val<"bool">, tid: Val<"u32">, lane: Val<"u32">, scratch: Arr<"f32"> | undefined): Val<"f32">[] {
+export function blockDots(
+  b: Builder,
+  g: BlockGemv,
+  bufs: Pick<BlockBuffers, "x" | "Ws">,
+  decs: ReturnType<typeof blockDecoder>[],
+  li: Val<"u32">,
+  live: Val<"bool">,
+  tid: Val<"u32">,
+  lane: Val<"u32">,
+  scratch: Arr<"f32"> | undefined,
+): Val<"f32">[] {
   const { let_, var_, for_, if_, f32 } = b;
   const { heads, K, N, lanes, useSg, vec, packed, accDtype, transposeB, wDtype } = g;
   const { x, Ws } = bufs;
-  const round = (v: Val<"f32">): Val<"f32"> => (accDtype === "f32" ? v : b.unpack(accDtype as "bf16", b.pack(accDtype as "bf16", v)));
+  const round = (v: Val<"f32">): Val<"f32"> =>
+    accDtype === "f32" ? v : b.unpack(accDtype as "bf16", b.pack(accDtype as "bf16", v));
   const row = let_(li.div(N), "row");
   const n = let_(li.rem(N), "n");
   const accs = Ws.map((_, h) => var_(f32(0), `dot${h}`));
@@ -297,16 +440,31 @@ export function blockDots(b: Builder, g: BlockGemv, bufs: Pick<BlockBuffers, "x"
       packedSplitLoop(b, decs, packed, K, x as Arr<"f32">, n, lane, lanes, [let_(row.mul(K), "xr")], [accs]);
     } else if (vec) {
       const K8 = K / 8;
-      vecWordLoop(b, Ws as Arr<"vec4<u32>">[], x as Arr<"vec4<f32>">, let_(n.mul(K8), "rw"), [let_(row.mul(K / 4), "xr")], [accs], lane, { K8, lanes, unroll: vecUnroll(K8, lanes, heads), fmt: wDtype === "bf16" ? "bf16x2" : "f16x2" });
+      vecWordLoop(
+        b,
+        Ws as Arr<"vec4<u32>">[],
+        x as Arr<"vec4<f32>">,
+        let_(n.mul(K8), "rw"),
+        [let_(row.mul(K / 4), "xr")],
+        [accs],
+        lane,
+        { K8, lanes, unroll: vecUnroll(K8, lanes, heads), fmt: wDtype === "bf16" ? "bf16x2" : "f16x2" },
+      );
     } else {
-      for_(lane, K, lanes, (kk) => {
-        const xv = let_((x as Arr<"f32">).at(row.mul(K).add(kk)), "xv");
-        Ws.forEach((W, h) => {
-          const w = let_((W as Arr<"f32">).at(transposeB ? n.mul(K).add(kk) : kk.mul(N).add(n)), `w${h}`);
-          const acc = accs[h] as Var<"f32">;
-          acc.set(acc.add(xv.mul(w)));
-        });
-      }, "k");
+      for_(
+        lane,
+        K,
+        lanes,
+        (kk) => {
+          const xv = let_((x as Arr<"f32">).at(row.mul(K).add(kk)), "xv");
+          Ws.forEach((W, h) => {
+            const w = let_((W as Arr<"f32">).at(transposeB ? n.mul(K).add(kk) : kk.mul(N).add(n)), `w${h}`);
+            const acc = accs[h] as Var<"f32">;
+            acc.set(acc.add(xv.mul(w)));
+          });
+        },
+        "k",
+      );
     }
   });
   return accs.map((acc) => round(laneGroupSum(b, acc as Val<"f32">, lanes, useSg, scratch, tid, lane)));
@@ -316,7 +474,15 @@ export function blockDots(b: Builder, g: BlockGemv, bufs: Pick<BlockBuffers, "x"
  * @internal Phase 2 of a block GEMV: the epilogue per element of the block at `base` (Bk elements), reading the
  * accumulators from `accMem` (head h of output o at o + h·Bk) after the barrier that filled it.
  */
-export function emitBlockEpilogue(b: Builder, g: BlockGemv, bufs: Pick<BlockBuffers, "extras" | "out">, base: Val<"u32">, tid: Val<"u32">, wg: number, accMem: Arr<"f32">): void {
+export function emitBlockEpilogue(
+  b: Builder,
+  g: BlockGemv,
+  bufs: Pick<BlockBuffers, "extras" | "out">,
+  base: Val<"u32">,
+  tid: Val<"u32">,
+  wg: number,
+  accMem: Arr<"f32">,
+): void {
   const { let_, for_, if_, u32 } = b;
   const { heads, Bk, total, accShape, accDtype, epilogue, output } = g;
   const extras = g.inputs.slice(1 + heads);
@@ -325,31 +491,53 @@ export function emitBlockEpilogue(b: Builder, g: BlockGemv, bufs: Pick<BlockBuff
   const reader = (i: number, c: Coords) => {
     if (i >= heads) return loadAccess(b, bufs.extras[i - heads] as Arr, extras[i - heads] as Access, c);
     let lin: Val<"u32"> = u32(0);
-    c.forEach((v, d) => { if ((accShape[d] as number) > 1) lin = lin.add((accSt[d] as number) === 1 ? v : v.mul(accSt[d] as number)); });
+    c.forEach((v, d) => {
+      if ((accShape[d] as number) > 1) lin = lin.add((accSt[d] as number) === 1 ? v : v.mul(accSt[d] as number));
+    });
     return accMem.at(lin.sub(base).add(i * Bk));
   };
   const shapes = [...g.inputs.slice(1, 1 + heads).map(() => accShape), ...extras.map((a) => a.shape)];
-  const dtypes = [...g.inputs.slice(1, 1 + heads).map(() => accDtype), ...extras.map((a) => (isPacked(a.dtype) ? "u32" : a.dtype) as ScalarDType)];
+  const dtypes = [
+    ...g.inputs.slice(1, 1 + heads).map(() => accDtype),
+    ...extras.map((a) => (isPacked(a.dtype) ? "u32" : a.dtype) as ScalarDType),
+  ];
   const em = new RegionEmitter(b, epilogue, shapes, reader, SYNTH, dtypes);
   const { space, update } = g.blocking;
-  for_(tid, Bk, wg, (j) => {
-    em.scoped(() => {
-      const e = let_(base.add(j), "e");
-      if_(e.lt(total), () => em.scoped(() => {
-        const c = delinearize(b, e, space);
-        if (update === undefined) {
-          storeAccess(b, out, output, c, em.at(epilogue.result, c));
-          return;
-        }
-        // Window write: out[start + c] = update[c]; the rest of the (aliased) output already holds the cache.
-        const starts = c.map((_, d) => {
-          const v = em.arg(update.args[d + 2] as RegionArg, []) as Val<"i32">;
-          return let_(b.min(b.max(v, b.i32(0)), b.i32(Math.max(0, (output.shape[d] as number) - (space[d] as number)))).u32(), "start");
-        });
-        storeAccess(b, out, output, c.map((v, d) => v.add(starts[d] as Val<"u32">)), em.arg(update.args[1] as RegionArg, c));
-      }));
-    });
-  }, "j");
+  for_(
+    tid,
+    Bk,
+    wg,
+    (j) => {
+      em.scoped(() => {
+        const e = let_(base.add(j), "e");
+        if_(e.lt(total), () =>
+          em.scoped(() => {
+            const c = delinearize(b, e, space);
+            if (update === undefined) {
+              storeAccess(b, out, output, c, em.at(epilogue.result, c));
+              return;
+            }
+            // Window write: out[start + c] = update[c]; the rest of the (aliased) output already holds the cache.
+            const starts = c.map((_, d) => {
+              const v = em.arg(update.args[d + 2] as RegionArg, []) as Val<"i32">;
+              return let_(
+                b.min(b.max(v, b.i32(0)), b.i32(Math.max(0, (output.shape[d] as number) - (space[d] as number)))).u32(),
+                "start",
+              );
+            });
+            storeAccess(
+              b,
+              out,
+              output,
+              c.map((v, d) => v.add(starts[d] as Val<"u32">)),
+              em.arg(update.args[1] as RegionArg, c),
+            );
+          }),
+        );
+      });
+    },
+    "j",
+  );
 }
 
 /**
@@ -357,7 +545,16 @@ export function emitBlockEpilogue(b: Builder, g: BlockGemv, bufs: Pick<BlockBuff
  * (see `blockGemv`). Buffers in0 (A), in1.. (the B operands), the extras as in<request input index> (an extra
  * aliasing the output is read through `out`), then out.
  */
-export function blockContraction(name: string, inputs: readonly Access[], heads: number, epilogue: Region, accDtype: ScalarDType, transposeB: boolean, output: Access, caps: SynthCaps): SynthKernel | null {
+export function blockContraction(
+  name: string,
+  inputs: readonly Access[],
+  heads: number,
+  epilogue: Region,
+  accDtype: ScalarDType,
+  transposeB: boolean,
+  output: Access,
+  caps: SynthCaps,
+): SynthKernel | null {
   const g = blockGemv(inputs, heads, epilogue, accDtype, transposeB, output, caps);
   if (g === null) return null;
   const k = kernel(name, { workgroupSize: [g.wg, 1, 1] }, (b) => {

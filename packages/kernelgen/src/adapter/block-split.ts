@@ -9,7 +9,14 @@ import type { Access, Region } from "@poot/graph-plan";
 import type { ScalarDType } from "@poot/graph-ir";
 import { grid2d, pow2Workgroup } from "../caps.js";
 import type { SynthCaps, SynthKernel } from "../caps.js";
-import { blockDecoders, blockDots, blockGemv, declareDotBuffers, declareEpilogueBuffers, emitBlockEpilogue } from "./block-contraction.js";
+import {
+  blockDecoders,
+  blockDots,
+  blockGemv,
+  declareDotBuffers,
+  declareEpilogueBuffers,
+  emitBlockEpilogue,
+} from "./block-contraction.js";
 import type { BlockGemv } from "./block-contraction.js";
 
 /** Outputs (warps) per workgroup of the dot-product dispatch. */
@@ -27,11 +34,24 @@ export interface SplitBlockGemv {
  * fewer blocks than compute units. Null otherwise (the caller keeps the one-dispatch block GEMV or the inline form).
  * Buffers of `dots`: in0 (A), in1.. (the B operands), part; of `epilogue`: the extras, out, part.
  */
-export function splitBlockContraction(name: string, inputs: readonly Access[], heads: number, epilogue: Region, accDtype: ScalarDType, transposeB: boolean, output: Access, caps: SynthCaps): SplitBlockGemv | null {
+export function splitBlockContraction(
+  name: string,
+  inputs: readonly Access[],
+  heads: number,
+  epilogue: Region,
+  accDtype: ScalarDType,
+  transposeB: boolean,
+  output: Access,
+  caps: SynthCaps,
+): SplitBlockGemv | null {
   if (caps.splitBlockGemv !== true || caps.computeUnits === undefined) return null;
   const g = blockGemv(inputs, heads, epilogue, accDtype, transposeB, output, caps);
   if (g === null || !g.useSg || g.blocks >= caps.computeUnits) return null;
-  return { dots: dotsKernel(name, g, caps), epilogue: epilogueKernel(`${name}_epilogue`, g, caps), partElements: g.total * heads };
+  return {
+    dots: dotsKernel(name, g, caps),
+    epilogue: epilogueKernel(`${name}_epilogue`, g, caps),
+    partElements: g.total * heads,
+  };
 }
 
 /** Every output's dot products (head h of output li at part[h · total + li]), a warp per output. */
@@ -62,12 +82,18 @@ function epilogueKernel(name: string, g: BlockGemv, caps: SynthCaps): SynthKerne
     if_(blk.ge(g.blocks), () => return_());
     const base = let_(blk.mul(g.Bk), "base");
     const tid = let_(lid.x, "tid");
-    for_(tid, g.Bk, wg, (o) => {
-      const li = let_(base.add(o), "li");
-      if_(li.lt(g.total), () => {
-        for (let h = 0; h < g.heads; h++) accMem.set(o.add(h * g.Bk), part.at(li.add(h * g.total)));
-      });
-    }, "o");
+    for_(
+      tid,
+      g.Bk,
+      wg,
+      (o) => {
+        const li = let_(base.add(o), "li");
+        if_(li.lt(g.total), () => {
+          for (let h = 0; h < g.heads; h++) accMem.set(o.add(h * g.Bk), part.at(li.add(h * g.total)));
+        });
+      },
+      "o",
+    );
     barrier();
     emitBlockEpilogue(b, g, bufs, base, tid, wg, accMem);
   });

@@ -16,7 +16,9 @@ export function simdDotApplies(A: Access, B: Access, transposeB: boolean): boole
   const K = A.shape[A.shape.length - 1] as number;
   if (A.strides[A.strides.length - 1] !== 1 || B.shape.length !== 2) return false;
   if (isPacked(B.dtype)) return B.dtype.packed.blockSize % 4 === 0 && K % B.dtype.packed.blockSize === 0;
-  return transposeB && B.strides[1] === 1 && K % 4 === 0 && (B.dtype === "f32" || B.dtype === "bf16" || B.dtype === "f16");
+  return (
+    transposeB && B.strides[1] === 1 && K % 4 === 0 && (B.dtype === "f32" || B.dtype === "bf16" || B.dtype === "f16")
+  );
 }
 
 /**
@@ -33,15 +35,22 @@ export function simdDot(b: Builder, A: Access, a: Arr, B: Access, w: Arr, aCoord
     const f = B.dtype.packed;
     const nb = K / f.blockSize;
     const dec = unrolledDecoder(b, f, w as Arr<"u32">, blockDecoder(b, f, w as Arr<"u32">).binary);
-    for_(u32(0), nb, 1, (blk) => {
-      dec.block(let_(n.mul(nb).add(blk).mul(f.bytesPerBlock), "base"));
-      const k0 = let_(blk.mul(f.blockSize).add(aRow), "k0");
-      for (let i = 0; i < f.blockSize; i += 4) add((i / 4) % 4, a.at4(k0.add(i), "vec4<f32>"), dec.element4(i));
-    }, "blk");
+    for_(
+      u32(0),
+      nb,
+      1,
+      (blk) => {
+        dec.block(let_(n.mul(nb).add(blk).mul(f.bytesPerBlock), "base"));
+        const k0 = let_(blk.mul(f.blockSize).add(aRow), "k0");
+        for (let i = 0; i < f.blockSize; i += 4) add((i / 4) % 4, a.at4(k0.add(i), "vec4<f32>"), dec.element4(i));
+      },
+      "blk",
+    );
   } else {
     const wRow = accessIndex(b, B, [n, u32(0)]);
     const K16 = K - (K % 16);
-    const quad = (kk: Val<"u32">, q: number): void => add(q, a.at4(aRow.add(kk).add(4 * q), "vec4<f32>"), w.at4(wRow.add(kk).add(4 * q), "vec4<f32>"));
+    const quad = (kk: Val<"u32">, q: number): void =>
+      add(q, a.at4(aRow.add(kk).add(4 * q), "vec4<f32>"), w.at4(wRow.add(kk).add(4 * q), "vec4<f32>"));
     if (K16 > 0) for_(u32(0), K16, 16, (kk) => [0, 1, 2, 3].forEach((q) => quad(kk, q)), "k");
     if (K > K16) for_(u32(K16), K, 4, (kk) => quad(kk, 0), "k4");
   }

@@ -38,7 +38,12 @@ class GroupBuffers {
     if (g === undefined) {
       const i = this.req.inputs.findIndex((x) => x.root === a.root);
       const name = a.root === this.req.output.root ? "out" : i >= 0 ? `in${i}` : undefined;
-      if (name === undefined) throw new KernelgenError("bad_param", `group member access of value ${a.value} is not in the group request`, { synth: SYNTH, param: "group", value: a.value });
+      if (name === undefined)
+        throw new KernelgenError("bad_param", `group member access of value ${a.value} is not in the group request`, {
+          synth: SYNTH,
+          param: "group",
+          value: a.value,
+        });
       g = { name, elem, read: false, written: false };
       this.byRoot.set(a.root, g);
     }
@@ -50,7 +55,12 @@ class GroupBuffers {
 
   /** Declares every buffer (once). */
   declare(b: Builder): void {
-    this.arrays = new Map([...this.byRoot].map(([root, g]) => [root, b.buffer(g.name, g.elem, g.written ? (g.read ? "read_write" : "write") : "read")]));
+    this.arrays = new Map(
+      [...this.byRoot].map(([root, g]) => [
+        root,
+        b.buffer(g.name, g.elem, g.written ? (g.read ? "read_write" : "write") : "read"),
+      ]),
+    );
   }
 
   /** The array bound for access `a`. */
@@ -63,15 +73,28 @@ class GroupBuffers {
 function flags(m: KernelRequest): { accDtype: ScalarDType; transposeB: boolean; region: Region } {
   const p = m.params as Record<string, unknown>;
   const accDtype = (p.accDtype ?? "f32") as ScalarDType;
-  if ((p.heads ?? 1) !== 1) throw new KernelgenError("bad_param", "a group member joins one B operand", { synth: SYNTH, param: "heads", value: p.heads });
+  if ((p.heads ?? 1) !== 1)
+    throw new KernelgenError("bad_param", "a group member joins one B operand", {
+      synth: SYNTH,
+      param: "heads",
+      value: p.heads,
+    });
   const acc = [...(m.inputs[0] as Access).shape.slice(0, -1), m.output.shape[m.output.shape.length - 1] as number];
   // A member without an epilogue stores its rounded accumulator.
-  const region = m.region ?? { nodes: [{ op: "Cast", args: [{ in: 0 }], params: { to: accDtype } as never, dtype: accDtype, shape: acc }], result: 0 };
+  const region = m.region ?? {
+    nodes: [{ op: "Cast", args: [{ in: 0 }], params: { to: accDtype } as never, dtype: accDtype, shape: acc }],
+    result: 0,
+  };
   return { accDtype, transposeB: p.transposeB === true, region };
 }
 
 /** The group as block GEMVs sharing one workgroup size, or null when a member has no block form or they do not fit. */
-function blocked(req: KernelRequest, members: readonly KernelRequest[], name: string, caps: SynthCaps): SynthKernel | null {
+function blocked(
+  req: KernelRequest,
+  members: readonly KernelRequest[],
+  name: string,
+  caps: SynthCaps,
+): SynthKernel | null {
   const plan = (workgroup?: number): BlockGemv[] | null => {
     const gs: BlockGemv[] = [];
     for (const m of members) {
@@ -90,14 +113,20 @@ function blocked(req: KernelRequest, members: readonly KernelRequest[], name: st
   if (gs === null) return null;
   const accs = Math.max(...gs.map((g) => g.Bk));
   const g0 = gs[0] as BlockGemv;
-  if (gs.some((g) => g.lanes !== g0.lanes || g.useSg !== g0.useSg) || blockSharedBytes(accs, g0.useSg, wg) > caps.sharedBytes) return null;
+  if (
+    gs.some((g) => g.lanes !== g0.lanes || g.useSg !== g0.useSg) ||
+    blockSharedBytes(accs, g0.useSg, wg) > caps.sharedBytes
+  )
+    return null;
   const bufs = new GroupBuffers(req);
-  const typed = gs.every((g) => [
-    bufs.use(g.inputs[0] as Access, blockElem(g, "x", g.inputs[0] as Access), false),
-    bufs.use(g.inputs[1] as Access, blockElem(g, "w", g.inputs[1] as Access), false),
-    ...g.inputs.slice(2).map((a) => bufs.use(a, blockElem(g, "extra", a), false)),
-    bufs.use(g.output, blockElem(g, "out", g.output), true),
-  ].every((ok) => ok));
+  const typed = gs.every((g) =>
+    [
+      bufs.use(g.inputs[0] as Access, blockElem(g, "x", g.inputs[0] as Access), false),
+      bufs.use(g.inputs[1] as Access, blockElem(g, "w", g.inputs[1] as Access), false),
+      ...g.inputs.slice(2).map((a) => bufs.use(a, blockElem(g, "extra", a), false)),
+      bufs.use(g.output, blockElem(g, "out", g.output), true),
+    ].every((ok) => ok),
+  );
   // A buffer two members read as different types (16-byte words vs scalars) keeps the inline form.
   if (!typed) return null;
   const starts = gs.map((_, i) => gs.slice(0, i).reduce((a, g) => a + g.blocks, 0));
@@ -112,7 +141,12 @@ function blocked(req: KernelRequest, members: readonly KernelRequest[], name: st
     gs.forEach((g, i) => {
       const s = starts[i] as number;
       b.if_(blk.ge(s).and(blk.lt(s + g.blocks)), () => {
-        const io = { x: bufs.at(g.inputs[0] as Access), Ws: [bufs.at(g.inputs[1] as Access)], extras: g.inputs.slice(2).map((a) => bufs.at(a)), out: bufs.at(g.output) };
+        const io = {
+          x: bufs.at(g.inputs[0] as Access),
+          Ws: [bufs.at(g.inputs[1] as Access)],
+          extras: g.inputs.slice(2).map((a) => bufs.at(a)),
+          out: bufs.at(g.output),
+        };
         emitBlockGemv(b, g, io, b.let_(blk.sub(s), "mblk"), wg, accMem, scratch);
       });
     });
@@ -125,9 +159,19 @@ function inline(req: KernelRequest, members: readonly KernelRequest[], name: str
   const bufs = new GroupBuffers(req);
   const parts = members.map((m) => {
     const f = flags(m);
-    const typed = [...m.inputs.map((a) => bufs.use(a, elemForDType(a.dtype), false)), bufs.use(m.output, elemForDType(m.output.dtype), true)];
-    if (!typed.every((ok) => ok)) throw new KernelgenError("bad_dtype", "members of one group read a buffer as different types", { synth: SYNTH, param: "group" });
-    const src = contractionSource(m.inputs, 1, f.accDtype, f.transposeB, { buffers: () => ({ bufs: m.inputs.map((a) => bufs.at(a)), out: bufs.at(m.output) }), cpuSimd: caps.serialThreads === true && caps.simdLoads === true });
+    const typed = [
+      ...m.inputs.map((a) => bufs.use(a, elemForDType(a.dtype), false)),
+      bufs.use(m.output, elemForDType(m.output.dtype), true),
+    ];
+    if (!typed.every((ok) => ok))
+      throw new KernelgenError("bad_dtype", "members of one group read a buffer as different types", {
+        synth: SYNTH,
+        param: "group",
+      });
+    const src = contractionSource(m.inputs, 1, f.accDtype, f.transposeB, {
+      buffers: () => ({ bufs: m.inputs.map((a) => bufs.at(a)), out: bufs.at(m.output) }),
+      cpuSimd: caps.serialThreads === true && caps.simdLoads === true,
+    });
     return { m, region: f.region, src, it: regionSpace(f.region, src, m.output) };
   });
   const total = parts.reduce((a, p) => a + p.it.total, 0);
@@ -156,6 +200,10 @@ function inline(req: KernelRequest, members: readonly KernelRequest[], name: str
  */
 export function groupedContraction(req: KernelRequest, name: string, caps: SynthCaps): SynthKernel {
   const members = req.group ?? [];
-  if (members.length < 2) throw new KernelgenError("bad_param", "a group request needs at least two members", { synth: SYNTH, param: "group" });
+  if (members.length < 2)
+    throw new KernelgenError("bad_param", "a group request needs at least two members", {
+      synth: SYNTH,
+      param: "group",
+    });
   return blocked(req, members, name, caps) ?? inline(req, members, name, caps);
 }

@@ -48,16 +48,26 @@ export function reduceAsRows(req: KernelRequest): KernelRequest | null {
   if (axes.length === 1 && axes[0] === r - 1) return null;
   // Size-1 axes do not affect addressing; the others must form one stride run.
   const red = axes.filter((a) => x.shape[a] !== 1);
-  for (let i = 0; i + 1 < red.length; i++) if (x.strides[red[i]!] !== x.strides[red[i + 1]!]! * x.shape[red[i + 1]!]!) return null;
+  for (let i = 0; i + 1 < red.length; i++)
+    if (x.strides[red[i]!] !== x.strides[red[i + 1]!]! * x.shape[red[i + 1]!]!) return null;
   const kept = x.shape.map((_, i) => i).filter((i) => !axes.includes(i));
   const n = axes.reduce((a, i) => a * x.shape[i]!, 1);
   const last = red.length > 0 ? x.strides[red[red.length - 1]!]! : 1;
-  const xs: Access = { ...x, shape: [...kept.map((i) => x.shape[i]!), n], strides: [...kept.map((i) => x.strides[i]!), last] };
+  const xs: Access = {
+    ...x,
+    shape: [...kept.map((i) => x.shape[i]!), n],
+    strides: [...kept.map((i) => x.strides[i]!), last],
+  };
   const o = req.output;
   // The output is written densely in kept-axis order, as graph-plan lays it out.
   if (o.strides.some((s, i) => o.shape[i] !== 1 && s !== dense(o.shape)[i])) return null;
   const oshape = [...kept.map((i) => x.shape[i]!), 1];
-  return { ...req, inputs: [xs, ...req.inputs.slice(1)], output: { ...o, shape: oshape, strides: dense(oshape) }, params: { ...req.params, axes: [oshape.length - 1], keepdim: true } };
+  return {
+    ...req,
+    inputs: [xs, ...req.inputs.slice(1)],
+    output: { ...o, shape: oshape, strides: dense(oshape) },
+    params: { ...req.params, axes: [oshape.length - 1], keepdim: true },
+  };
 }
 
 /** A contraction whose weight has only size-1 batch dims, with those dims dropped (a shared [K, N] weight). */
@@ -85,12 +95,17 @@ export function synthesizesFaster(name: string, caps: SynthCaps): boolean {
  * The kernel of one plan: imported when the library has it (unless the synthesizer serves it faster on this
  * device, {@link synthesizesFaster}), else synthesized from the (rewritten) request.
  */
-export function planKernel(src: Exclude<KernelSource, { provenance: "none" }>, caps: SynthCaps, name: string): PlanKernel {
+export function planKernel(
+  src: Exclude<KernelSource, { provenance: "none" }>,
+  caps: SynthCaps,
+  name: string,
+): PlanKernel {
   let fallback: string | undefined;
   if (src.provenance === "imported" && !synthesizesFaster(src.name, caps)) {
     try {
       const l = importedLaunch(src.name, src.metadata, caps);
-      if (l.bindings !== undefined) return { kernel: l.kernel, grid: l.grid, uniforms: l.uniforms, bindings: l.bindings };
+      if (l.bindings !== undefined)
+        return { kernel: l.kernel, grid: l.grid, uniforms: l.uniforms, bindings: l.bindings };
       fallback = `imported ${src.name} has no bindings`;
     } catch (e) {
       if (!(e instanceof KernelgenError)) throw e;
@@ -99,6 +114,18 @@ export function planKernel(src: Exclude<KernelSource, { provenance: "none" }>, c
   }
   const req = reduceAsRows(src.request) ?? squeezeWeightBatch(src.request) ?? src.request;
   const k = synthesizeRequest(req, caps, name);
-  const then = k.then === undefined ? {} : { then: { kernel: k.then.kernel, grid: k.then.grid, uniforms: {}, bindings: k.then.bindings } };
-  return { kernel: k.kernel, grid: k.grid, uniforms: {}, bindings: k.bindings, ...(k.subgroupSize !== undefined ? { subgroupSize: k.subgroupSize } : {}), ...(fallback !== undefined ? { fallback } : {}), ...(k.transient !== undefined ? { transient: k.transient } : {}), ...then };
+  const then =
+    k.then === undefined
+      ? {}
+      : { then: { kernel: k.then.kernel, grid: k.then.grid, uniforms: {}, bindings: k.then.bindings } };
+  return {
+    kernel: k.kernel,
+    grid: k.grid,
+    uniforms: {},
+    bindings: k.bindings,
+    ...(k.subgroupSize !== undefined ? { subgroupSize: k.subgroupSize } : {}),
+    ...(fallback !== undefined ? { fallback } : {}),
+    ...(k.transient !== undefined ? { transient: k.transient } : {}),
+    ...then,
+  };
 }

@@ -17,17 +17,50 @@ type AnyVal = Val<ExprType>;
 /** Expression type of a graph scalar dtype (16-bit floats compute in f32, u8 in u32). */
 export function exprTypeOf(d: ScalarDType): ExprType {
   switch (d) {
-    case "f32": case "f16": case "bf16": return "f32";
-    case "i32": return "i32";
-    case "u32": case "u8": return "u32";
-    case "bool": return "bool";
-    default: return d satisfies never;
+    case "f32":
+    case "f16":
+    case "bf16":
+      return "f32";
+    case "i32":
+      return "i32";
+    case "u32":
+    case "u8":
+      return "u32";
+    case "bool":
+      return "bool";
+    default:
+      return d satisfies never;
   }
 }
 
-const BINARY: Record<string, string> = { Add: "add", Sub: "sub", Mul: "mul", Div: "div", Max: "max", Min: "min", Pow: "pow", And: "and", Or: "or", Xor: "xor", Shl: "shl", Shr: "shr" };
+const BINARY: Record<string, string> = {
+  Add: "add",
+  Sub: "sub",
+  Mul: "mul",
+  Div: "div",
+  Max: "max",
+  Min: "min",
+  Pow: "pow",
+  And: "and",
+  Or: "or",
+  Xor: "xor",
+  Shl: "shl",
+  Shr: "shr",
+};
 const CMP: Record<string, string> = { Eq: "eq", Ne: "ne", Lt: "lt", Le: "le", Gt: "gt", Ge: "ge" };
-const UNARY: Record<string, string> = { Neg: "neg", Exp: "exp", Log: "log", Sqrt: "sqrt", Recip: "recip", Tanh: "tanh", Erf: "erf", Sin: "sin", Cos: "cos", Abs: "abs", Not: "not" };
+const UNARY: Record<string, string> = {
+  Neg: "neg",
+  Exp: "exp",
+  Log: "log",
+  Sqrt: "sqrt",
+  Recip: "recip",
+  Tanh: "tanh",
+  Erf: "erf",
+  Sin: "sin",
+  Cos: "cos",
+  Abs: "abs",
+  Not: "not",
+};
 
 /** Reads region input `i` at coordinates of that input's shape. */
 export type InputReader = (i: number, coords: Coords) => AnyVal;
@@ -80,7 +113,10 @@ export class RegionEmitter {
   }
 
   private fail(node: number, msg: string): never {
-    throw new KernelgenError("bad_param", `region node ${node} (${this.region.nodes[node]?.op}): ${msg}`, { synth: this.synth, param: `region.nodes[${node}]` });
+    throw new KernelgenError("bad_param", `region node ${node} (${this.region.nodes[node]?.op}): ${msg}`, {
+      synth: this.synth,
+      param: `region.nodes[${node}]`,
+    });
   }
 
   /** Shape of an argument. */
@@ -100,10 +136,14 @@ export class RegionEmitter {
   private literal(v: number, d: ScalarDType): AnyVal {
     const { f32, i32, u32, bool } = this.b;
     switch (exprTypeOf(d)) {
-      case "f32": return f32(d === "bf16" ? roundToBf16(v) : d === "f16" ? roundToF16(v) : v);
-      case "i32": return i32(v | 0);
-      case "u32": return u32(d === "u8" ? v & 0xff : v >>> 0);
-      case "bool": return bool(v !== 0);
+      case "f32":
+        return f32(d === "bf16" ? roundToBf16(v) : d === "f16" ? roundToF16(v) : v);
+      case "i32":
+        return i32(v | 0);
+      case "u32":
+        return u32(d === "u8" ? v & 0xff : v >>> 0);
+      case "bool":
+        return bool(v !== 0);
     }
   }
 
@@ -165,20 +205,36 @@ export class RegionEmitter {
         const inShape = this.shapeOf(args[0] as RegionArg);
         const st = contiguousStrides(n.shape);
         let lin: Val<"u32"> = b.u32(0);
-        c.forEach((x, d) => { if ((n.shape[d] as number) > 1) lin = lin.add((st[d] as number) === 1 ? x : x.mul(st[d] as number)); });
+        c.forEach((x, d) => {
+          if ((n.shape[d] as number) > 1) lin = lin.add((st[d] as number) === 1 ? x : x.mul(st[d] as number));
+        });
         const linV = b.let_(lin, "lin");
         const inSt = contiguousStrides(inShape);
-        return argAt(0, inShape.map((d, j) => (d === 1 ? b.u32(0) : b.let_(j === 0 ? linV.div(inSt[j] as number) : linV.div(inSt[j] as number).rem(d), "ri"))));
+        return argAt(
+          0,
+          inShape.map((d, j) =>
+            d === 1
+              ? b.u32(0)
+              : b.let_(j === 0 ? linV.div(inSt[j] as number) : linV.div(inSt[j] as number).rem(d), "ri"),
+          ),
+        );
       }
-      case "Broadcast": return argAt(0, bcast(0));
+      case "Broadcast":
+        return argAt(0, bcast(0));
       case "Slice": {
-        const start = p.start as number[], step = p.step as number[];
-        return argAt(0, c.map((x, d) => x.mul(step[d] as number).add(start[d] as number)));
+        const start = p.start as number[],
+          step = p.step as number[];
+        return argAt(
+          0,
+          c.map((x, d) => x.mul(step[d] as number).add(start[d] as number)),
+        );
       }
       case "Transpose": {
         const perm = p.perm as number[];
         const inC: Val<"u32">[] = new Array(perm.length);
-        perm.forEach((src, d) => { inC[src] = c[d] as Val<"u32">; });
+        perm.forEach((src, d) => {
+          inC[src] = c[d] as Val<"u32">;
+        });
         return argAt(0, inC);
       }
       case "Iota": {
@@ -192,10 +248,23 @@ export class RegionEmitter {
         const t = exprTypeOf(n.dtype);
         const v = b.var_(zero(b, t), "cat");
         let lo = 0;
-        const parts = args.map((a) => { const s = this.shapeOf(a); const r = { lo, s }; lo += s[ax] as number; return r; });
+        const parts = args.map((a) => {
+          const s = this.shapeOf(a);
+          const r = { lo, s };
+          lo += s[ax] as number;
+          return r;
+        });
         const chain = (i: number): void => {
           const { lo: off, s } = parts[i] as { lo: number; s: readonly number[] };
-          const body = () => this.scoped(() => v.set(argAt(i, c.map((x, d) => (d === ax ? x.sub(off) : x)).map((x, d) => ((s[d] as number) === 1 ? b.u32(0) : x))) as Val<"f32">));
+          const body = () =>
+            this.scoped(() =>
+              v.set(
+                argAt(
+                  i,
+                  c.map((x, d) => (d === ax ? x.sub(off) : x)).map((x, d) => ((s[d] as number) === 1 ? b.u32(0) : x)),
+                ) as Val<"f32">,
+              ),
+            );
           if (i === parts.length - 1) return body();
           b.if_((c[ax] as Val<"u32">).lt(off + (s[ax] as number)), body, () => chain(i + 1));
         };
@@ -203,7 +272,8 @@ export class RegionEmitter {
         return v;
       }
       case "Gather": {
-        const ax = (p.axis as number) < 0 ? (p.axis as number) + this.shapeOf(args[0] as RegionArg).length : (p.axis as number);
+        const ax =
+          (p.axis as number) < 0 ? (p.axis as number) + this.shapeOf(args[0] as RegionArg).length : (p.axis as number);
         const xs = this.shapeOf(args[0] as RegionArg);
         const q = this.shapeOf(args[1] as RegionArg).length;
         const id = argAt(1, c.slice(ax, ax + q)) as Val<"i32">;
@@ -213,21 +283,40 @@ export class RegionEmitter {
       case "DynamicSlice": {
         const xs = this.shapeOf(args[0] as RegionArg);
         const sizes = p.sizes as number[];
-        return argAt(0, c.map((x, d) => x.add(startAt(this, b, args[d + 1] as RegionArg, (xs[d] as number) - (sizes[d] as number)))));
+        return argAt(
+          0,
+          c.map((x, d) => x.add(startAt(this, b, args[d + 1] as RegionArg, (xs[d] as number) - (sizes[d] as number)))),
+        );
       }
       case "DynamicUpdateSlice": {
         const us = this.shapeOf(args[1] as RegionArg);
-        const starts = c.map((_, d) => startAt(this, b, args[d + 2] as RegionArg, (n.shape[d] as number) - (us[d] as number)));
+        const starts = c.map((_, d) =>
+          startAt(this, b, args[d + 2] as RegionArg, (n.shape[d] as number) - (us[d] as number)),
+        );
         let inside: Val<"bool"> = b.bool(true);
-        c.forEach((x, d) => { inside = inside.and(x.ge(starts[d] as Val<"u32">)).and(x.lt((starts[d] as Val<"u32">).add(us[d] as number))); });
+        c.forEach((x, d) => {
+          inside = inside.and(x.ge(starts[d] as Val<"u32">)).and(x.lt((starts[d] as Val<"u32">).add(us[d] as number)));
+        });
         const v = b.var_(zero(b, exprTypeOf(n.dtype)), "dus");
-        b.if_(b.let_(inside, "inside"), () => this.scoped(() => v.set(argAt(1, c.map((x, d) => x.sub(starts[d] as Val<"u32">))) as Val<"f32">)),
-          () => this.scoped(() => v.set(argAt(0, c) as Val<"f32">)));
+        b.if_(
+          b.let_(inside, "inside"),
+          () =>
+            this.scoped(() =>
+              v.set(
+                argAt(
+                  1,
+                  c.map((x, d) => x.sub(starts[d] as Val<"u32">)),
+                ) as Val<"f32">,
+              ),
+            ),
+          () => this.scoped(() => v.set(argAt(0, c) as Val<"f32">)),
+        );
         return v;
       }
       case "Rope": {
         if (p.style !== "half") return this.fail(node, `Rope style ${String(p.style)}`);
-        const D = n.shape[n.shape.length - 1] as number, h = D / 2;
+        const D = n.shape[n.shape.length - 1] as number,
+          h = D / 2;
         const j = c[c.length - 1] as Val<"u32">;
         const first = b.let_(j.lt(h), "first");
         const partner = [...c.slice(0, -1), b.let_(b.select(first, j.add(h), j.sub(h)), "pj")];
@@ -264,10 +353,20 @@ function reduceInlineImpl(em: RegionEmitter, b: Builder, node: number, n: Region
   const kept: Val<"u32">[] = [];
   let ci = 0;
   for (let d = 0; d < r; d++) {
-    if (axes.includes(d)) { if (p.keepdim) ci++; kept.push(b.u32(0)); } else kept.push(c[ci++] as Val<"u32">);
+    if (axes.includes(d)) {
+      if (p.keepdim) ci++;
+      kept.push(b.u32(0));
+    } else kept.push(c[ci++] as Val<"u32">);
   }
   const init = p.kind === "sum" ? 0 : p.kind === "min" ? Infinity : -Infinity;
-  const acc = b.var_(isFloat ? b.f32(init) : srcType === "i32" ? b.i32(p.kind === "sum" ? 0 : p.kind === "min" ? 0x7fffffff : -0x80000000) : b.u32(p.kind === "min" ? 0xffffffff : 0), "racc") as unknown as { set(v: AnyVal): void } & AnyVal;
+  const acc = b.var_(
+    isFloat
+      ? b.f32(init)
+      : srcType === "i32"
+        ? b.i32(p.kind === "sum" ? 0 : p.kind === "min" ? 0x7fffffff : -0x80000000)
+        : b.u32(p.kind === "min" ? 0xffffffff : 0),
+    "racc",
+  ) as unknown as { set(v: AnyVal): void } & AnyVal;
   const bestI = p.kind === "argmax" ? b.var_(b.u32(0xffffffff), "rarg") : undefined;
   const loop = (k: number, coords: Val<"u32">[]): void => {
     if (k === axes.length) {
@@ -277,9 +376,13 @@ function reduceInlineImpl(em: RegionEmitter, b: Builder, node: number, n: Region
         if (p.kind === "argmax") {
           const j = coords[axes[0] as number] as Val<"u32">;
           // First maximal index; NaN counts as the maximum (numpy).
-          const vn = v.ne(v), an = a.ne(a);
+          const vn = v.ne(v),
+            an = a.ne(a);
           const better = isFloat ? an.not().and(vn.or(v.gt(a))) : v.gt(a);
-          b.if_(better.or((bestI as Val<"u32">).eq(0xffffffff)), () => { acc.set(v); (bestI as { set(x: AnyVal): void }).set(j); });
+          b.if_(better.or((bestI as Val<"u32">).eq(0xffffffff)), () => {
+            acc.set(v);
+            (bestI as { set(x: AnyVal): void }).set(j);
+          });
         } else if (p.kind === "sum") acc.set(a.add(v));
         else {
           const m = p.kind === "max" ? b.max(a, v) : b.min(a, v);
@@ -289,7 +392,17 @@ function reduceInlineImpl(em: RegionEmitter, b: Builder, node: number, n: Region
       return;
     }
     const ax = axes[k] as number;
-    b.for_(b.u32(0), inShape[ax] as number, 1, (j) => loop(k + 1, coords.map((x, d) => (d === ax ? j : x))), `r${ax}`);
+    b.for_(
+      b.u32(0),
+      inShape[ax] as number,
+      1,
+      (j) =>
+        loop(
+          k + 1,
+          coords.map((x, d) => (d === ax ? j : x)),
+        ),
+      `r${ax}`,
+    );
   };
   loop(0, kept);
   if (p.kind === "argmax") return (bestI as Val<"u32">).i32();

@@ -48,9 +48,16 @@ function accessSource(inputs: readonly Access[]): RegionSource {
 }
 
 /** Declares `in<i>` for each input not aliasing the output's root, then `out`; aliasing inputs map to `out`. */
-function declareBuffers(b: Builder, inputs: readonly Access[], output: Access, elemFor: (i: number) => ElemType | undefined = () => undefined): { bufs: Arr[]; out: Arr } {
+function declareBuffers(
+  b: Builder,
+  inputs: readonly Access[],
+  output: Access,
+  elemFor: (i: number) => ElemType | undefined = () => undefined,
+): { bufs: Arr[]; out: Arr } {
   const aliased = inputs.map((a) => a.root === output.root);
-  const own = inputs.map((a, i) => (aliased[i] ? undefined : b.buffer(`in${i}`, elemFor(i) ?? elemForDType(a.dtype), "read")));
+  const own = inputs.map((a, i) =>
+    aliased[i] ? undefined : b.buffer(`in${i}`, elemFor(i) ?? elemForDType(a.dtype), "read"),
+  );
   const out = b.buffer("out", elemForDType(output.dtype), aliased.some((x) => x) ? "read_write" : "write");
   return { bufs: own.map((x) => x ?? out), out };
 }
@@ -63,7 +70,8 @@ function inPlaceUpdate(region: Region, src: RegionSource, output: Access): Regio
   if (!("in" in x)) return undefined;
   const a = src.access(x.in);
   if (a === undefined) return undefined;
-  const same = a.root === output.root && a.offset === output.offset && a.strides.every((s, d) => s === output.strides[d]);
+  const same =
+    a.root === output.root && a.offset === output.offset && a.strides.every((s, d) => s === output.strides[d]);
   return same ? r : undefined;
 }
 
@@ -81,13 +89,23 @@ export interface RegionSpace {
 export function regionSpace(region: Region, src: RegionSource, output: Access): RegionSpace {
   const dus = inPlaceUpdate(region, src, output);
   const upd = dus === undefined ? undefined : (dus.args[1] as RegionArg);
-  const argShape = (a: RegionArg): readonly number[] => ("in" in a ? (src.shapes[a.in] as readonly number[]) : "node" in a ? (region.nodes[a.node] as RegionNode).shape : []);
+  const argShape = (a: RegionArg): readonly number[] =>
+    "in" in a ? (src.shapes[a.in] as readonly number[]) : "node" in a ? (region.nodes[a.node] as RegionNode).shape : [];
   const space = upd === undefined ? output.shape : argShape(upd);
   return { dus, space, total: Math.max(1, numel(space)) };
 }
 
 /** Emits element `e` (< total) of a region kernel: the output element, or the update element written in place. */
-export function emitRegionElement(b: Builder, region: Region, src: RegionSource, reader: InputReader, out: Arr, output: Access, it: RegionSpace, e: Val<"u32">): void {
+export function emitRegionElement(
+  b: Builder,
+  region: Region,
+  src: RegionSource,
+  reader: InputReader,
+  out: Arr,
+  output: Access,
+  it: RegionSpace,
+  e: Val<"u32">,
+): void {
   const { dus, space } = it;
   const em = new RegionEmitter(b, region, src.shapes, reader, SYNTH, src.dtypes);
   const c = delinearize(b, e, space);
@@ -98,9 +116,18 @@ export function emitRegionElement(b: Builder, region: Region, src: RegionSource,
   // Window write: out[start + c] = update[c]; everything else already holds x (same buffer).
   const starts = c.map((_, d) => {
     const v = em.arg(dus.args[d + 2] as RegionArg, []) as Val<"i32">;
-    return b.let_(b.min(b.max(v, b.i32(0)), b.i32(Math.max(0, (output.shape[d] as number) - (space[d] as number)))).u32(), "start");
+    return b.let_(
+      b.min(b.max(v, b.i32(0)), b.i32(Math.max(0, (output.shape[d] as number) - (space[d] as number)))).u32(),
+      "start",
+    );
   });
-  storeAccess(b, out, output, c.map((x, d) => x.add(starts[d] as Val<"u32">)), em.arg(dus.args[1] as RegionArg, c));
+  storeAccess(
+    b,
+    out,
+    output,
+    c.map((x, d) => x.add(starts[d] as Val<"u32">)),
+    em.arg(dus.args[1] as RegionArg, c),
+  );
 }
 
 /** One thread per output element (or per update element for an in-place cache write). Buffers: the source's, then out. */
@@ -116,7 +143,13 @@ function regionKernel(name: string, region: Region, src: RegionSource, output: A
 }
 
 /** One thread per output element (or per update element for an in-place cache write). Buffers in0.., out. */
-export function regionElementwise(name: string, region: Region, inputs: readonly Access[], output: Access, caps: SynthCaps): SynthKernel {
+export function regionElementwise(
+  name: string,
+  region: Region,
+  inputs: readonly Access[],
+  output: Access,
+  caps: SynthCaps,
+): SynthKernel {
   return regionKernel(name, region, accessSource(inputs), output, caps);
 }
 
@@ -130,15 +163,29 @@ function regionShape(region: Region, inputs: readonly Access[], a: RegionArg): r
  * A row region: every Reduce node (last axis, keepdim) runs as a workgroup reduction over the row (subgroups when
  * the caps have them), cached, then each output element of the row evaluates the result. One workgroup per row.
  */
-export function regionRow(name: string, region: Region, inputs: readonly Access[] | RegionSource, output: Access, caps: SynthCaps): SynthKernel {
+export function regionRow(
+  name: string,
+  region: Region,
+  inputs: readonly Access[] | RegionSource,
+  output: Access,
+  caps: SynthCaps,
+): SynthKernel {
   const src = Array.isArray(inputs) ? accessSource(inputs as readonly Access[]) : (inputs as RegionSource);
-  const regionShape = (_r: Region, _i: unknown, a: RegionArg): readonly number[] => ("in" in a ? (src.shapes[a.in] as readonly number[]) : "node" in a ? (region.nodes[a.node] as RegionNode).shape : []);
+  const regionShape = (_r: Region, _i: unknown, a: RegionArg): readonly number[] =>
+    "in" in a ? (src.shapes[a.in] as readonly number[]) : "node" in a ? (region.nodes[a.node] as RegionNode).shape : [];
   const oshape = output.shape;
   const cols = oshape[oshape.length - 1] ?? 1;
   const lead = oshape.slice(0, -1);
   const rows = Math.max(1, numel(lead));
   const reduces = region.nodes.map((n, i) => ({ n, i })).filter(({ n }) => n.op === "Reduce");
-  const widest = Math.max(cols, ...reduces.map(({ n }) => { const a = n.args[0] as RegionArg; const s = regionShape(region, inputs, a); return s[s.length - 1] ?? 1; }));
+  const widest = Math.max(
+    cols,
+    ...reduces.map(({ n }) => {
+      const a = n.args[0] as RegionArg;
+      const s = regionShape(region, inputs, a);
+      return s[s.length - 1] ?? 1;
+    }),
+  );
   const sg = caps.subgroupSize;
   let wg = pow2Workgroup(widest, Math.min(caps.maxWorkgroup, rowWorkgroupLimit(rows, caps)));
   const useSg = sg !== undefined && sg > 1 && wg >= sg;
@@ -167,32 +214,57 @@ export function regionRow(name: string, region: Region, inputs: readonly Access[
         // First maximal index (numpy order), as i32.
         const best = b.var_(b.f32(-Infinity), "abest");
         const bestI = b.var_(b.u32(0xffffffff), "abest_i");
-        b.for_(tid, srcShape[srcShape.length - 1] as number, wg, (j) => {
-          em.scoped(() => {
-            const v = em.arg(src, [...lc, j]) as Val<"f32">;
-            b.if_(argmaxBeats(v, j, best, bestI), () => { best.set(v); bestI.set(j); });
-          });
-        }, "j");
+        b.for_(
+          tid,
+          srcShape[srcShape.length - 1] as number,
+          wg,
+          (j) => {
+            em.scoped(() => {
+              const v = em.arg(src, [...lc, j]) as Val<"f32">;
+              b.if_(argmaxBeats(v, j, best, bestI), () => {
+                best.set(v);
+                bestI.set(j);
+              });
+            });
+          },
+          "j",
+        );
         const w = workgroupArgmax(b, best, bestI, wg, sv as Arr<"f32">, si as Arr<"u32">, tid);
         em.setOuter(i, [...lc, b.u32(0)], b.select(w.eq(0xffffffff), b.u32(0), w).i32());
         continue;
       }
-      if (kind !== "sum" && kind !== "max" && kind !== "min") throw new KernelgenError("bad_param", `row reduction ${kind} is not supported`, { synth: SYNTH, param: `region.nodes[${i}]` });
+      if (kind !== "sum" && kind !== "max" && kind !== "min")
+        throw new KernelgenError("bad_param", `row reduction ${kind} is not supported`, {
+          synth: SYNTH,
+          param: `region.nodes[${i}]`,
+        });
       const init = kind === "sum" ? 0 : kind === "max" ? -Infinity : Infinity;
       const acc = b.var_(b.f32(init), "racc");
-      b.for_(tid, srcShape[srcShape.length - 1] as number, wg, (j) => {
-        em.scoped(() => acc.set(combine(b, kind, acc, em.arg(src, [...lc, j]) as Val<"f32">)));
-      }, "j");
+      b.for_(
+        tid,
+        srcShape[srcShape.length - 1] as number,
+        wg,
+        (j) => {
+          em.scoped(() => acc.set(combine(b, kind, acc, em.arg(src, [...lc, j]) as Val<"f32">)));
+        },
+        "j",
+      );
       const total = workgroupReduce(b, kind, acc, wg, useSg ? sg : undefined, scratch, tid);
       em.setOuter(i, [...lc, b.u32(0)], total);
     }
-    b.for_(tid, cols, wg, (j) => {
-      em.scoped(() => {
-        // Size-1 axes are literal 0 so a bare reduction result hits the cached row value.
-        const c: Coords = em.broadcastTo([...rc, j], oshape, oshape);
-        storeAccess(b, out, output, c, em.at(region.result, c));
-      });
-    }, "c");
+    b.for_(
+      tid,
+      cols,
+      wg,
+      (j) => {
+        em.scoped(() => {
+          // Size-1 axes are literal 0 so a bare reduction result hits the cached row value.
+          const c: Coords = em.broadcastTo([...rc, j], oshape, oshape);
+          storeAccess(b, out, output, c, em.at(region.result, c));
+        });
+      },
+      "c",
+    );
   });
   return { kernel: k, grid: grid2d(rows, caps), ...(useSg ? { subgroupSize: sg } : {}) };
 }
@@ -208,7 +280,16 @@ export function rowWorkgroupLimit(rows: number, caps: SynthCaps): number {
 }
 
 /** Ops that move elements between positions: past one, an output row no longer names the same reduction row. */
-const LAYOUT_OPS = new Set(["Reshape", "Transpose", "Slice", "Concat", "Pad", "Gather", "DynamicSlice", "DynamicUpdateSlice"]);
+const LAYOUT_OPS = new Set([
+  "Reshape",
+  "Transpose",
+  "Slice",
+  "Concat",
+  "Pad",
+  "Gather",
+  "DynamicSlice",
+  "DynamicUpdateSlice",
+]);
 
 /** Whether every node that (transitively) reads reduce node `r` keeps element positions (elementwise or broadcast). */
 function rowAligned(region: Region, r: number): boolean {
@@ -226,12 +307,24 @@ function rowAligned(region: Region, r: number): boolean {
  * Packed decode: out (f32, dense) = decode(table) for DecodePacked, or decode(table[ids]) rows for PackedRowGather.
  * Buffers: table (u32 words), ids (row gather only), out. One thread per output element.
  */
-export function packedDecode(name: string, table: Access, ids: Access | undefined, output: Access, caps: SynthCaps): SynthKernel {
-  if (!isPacked(table.dtype)) throw new KernelgenError("bad_dtype", "the table must be packed", { synth: "packedDecode", param: "table" });
+export function packedDecode(
+  name: string,
+  table: Access,
+  ids: Access | undefined,
+  output: Access,
+  caps: SynthCaps,
+): SynthKernel {
+  if (!isPacked(table.dtype))
+    throw new KernelgenError("bad_dtype", "the table must be packed", { synth: "packedDecode", param: "table" });
   const f: PackedFormat = table.dtype.packed;
   const last = table.shape[table.shape.length - 1] ?? 0;
   // Rows of part of a block would make the decode read across rows: refuse them as graph-ir does.
-  if (last % f.blockSize !== 0) throw new KernelgenError("bad_shape", `packed table [${table.shape.join(", ")}]: rows must be whole ${f.name} blocks of ${f.blockSize}`, { synth: "packedDecode", param: "table", value: table.shape });
+  if (last % f.blockSize !== 0)
+    throw new KernelgenError(
+      "bad_shape",
+      `packed table [${table.shape.join(", ")}]: rows must be whole ${f.name} blocks of ${f.blockSize}`,
+      { synth: "packedDecode", param: "table", value: table.shape },
+    );
   const total = numel(output.shape);
   const rowElems = numel(table.shape.slice(1));
   const rowsInTable = table.shape[0] as number;
@@ -260,13 +353,33 @@ export function packedDecode(name: string, table: Access, ids: Access | undefine
  * A one-node region applying primitive `op` to the request's inputs (for unfused primitives). Throws `bad_param` when
  * the op needs more operands than the request carries (a literal operand the request does not hold).
  */
-export function singleNodeRegion(op: string, inputs: readonly Access[], params: Record<string, unknown>, output: Access): Region {
+export function singleNodeRegion(
+  op: string,
+  inputs: readonly Access[],
+  params: Record<string, unknown>,
+  output: Access,
+): Region {
   const arity = PLAN_OPS[op]?.arity;
   const need = typeof arity === "number" ? arity : (arity?.min ?? 0);
   if (inputs.length < need) {
-    throw new KernelgenError("bad_param", `${op} needs ${need} operands but the request has ${inputs.length} inputs (a literal operand is not in the request)`, { synth: SYNTH, param: "inputs", value: op });
+    throw new KernelgenError(
+      "bad_param",
+      `${op} needs ${need} operands but the request has ${inputs.length} inputs (a literal operand is not in the request)`,
+      { synth: SYNTH, param: "inputs", value: op },
+    );
   }
-  return { nodes: [{ op, args: inputs.map((_, i) => ({ in: i })), params: params as never, dtype: output.dtype as ScalarDType, shape: output.shape }], result: 0 };
+  return {
+    nodes: [
+      {
+        op,
+        args: inputs.map((_, i) => ({ in: i })),
+        params: params as never,
+        dtype: output.dtype as ScalarDType,
+        shape: output.shape,
+      },
+    ],
+    result: 0,
+  };
 }
 
 /** Options of {@link contractionSource}. */
@@ -282,7 +395,13 @@ export interface ContractionSourceOptions {
  * K-loop, rounded to accDtype; packed B decoded per element), then the extra operands. Buffers in0 (A), in1..
  * (the B operands), then the extras, named in<request input index>, unless `options.buffers` supplies them.
  */
-export function contractionSource(inputs: readonly Access[], heads: number, accDtype: ScalarDType, transposeB: boolean, options: ContractionSourceOptions = {}): RegionSource & { readonly accShape: readonly number[] } {
+export function contractionSource(
+  inputs: readonly Access[],
+  heads: number,
+  accDtype: ScalarDType,
+  transposeB: boolean,
+  options: ContractionSourceOptions = {},
+): RegionSource & { readonly accShape: readonly number[] } {
   const A = inputs[0] as Access;
   const Bs = inputs.slice(1, 1 + heads);
   const extras = inputs.slice(1 + heads);
@@ -291,7 +410,10 @@ export function contractionSource(inputs: readonly Access[], heads: number, accD
   const N = B0.shape[B0.shape.length - (transposeB ? 2 : 1)] as number;
   const aLead = A.shape.slice(0, -1);
   const bBatch = B0.shape.slice(0, -2);
-  const accShape = aLead.length - 1 >= bBatch.length ? [...aLead, N] : [...bBatch.slice(0, bBatch.length - (aLead.length - 1)), ...aLead, N];
+  const accShape =
+    aLead.length - 1 >= bBatch.length
+      ? [...aLead, N]
+      : [...bBatch.slice(0, bBatch.length - (aLead.length - 1)), ...aLead, N];
   const ar = accShape.length;
   return {
     accShape,
@@ -302,39 +424,68 @@ export function contractionSource(inputs: readonly Access[], heads: number, accD
       // CPU SIMD (serial threads + load4): B operands are read by simdDot, packed ones as bytes — only where this
       // source declares its own buffers (a horizontal group declares packed weights as words for every member).
       const { buffers, cpuSimd = false } = options;
-      const simd = Bs.map((B) => cpuSimd && simdDotApplies(A, B, transposeB) && (buffers === undefined || !isPacked(B.dtype)));
-      const u8 = (i: number) => (i >= 1 && i <= heads && simd[i - 1] && isPacked((Bs[i - 1] as Access).dtype) ? "u8" : undefined);
+      const simd = Bs.map(
+        (B) => cpuSimd && simdDotApplies(A, B, transposeB) && (buffers === undefined || !isPacked(B.dtype)),
+      );
+      const u8 = (i: number) =>
+        i >= 1 && i <= heads && simd[i - 1] && isPacked((Bs[i - 1] as Access).dtype) ? "u8" : undefined;
       const { bufs, out } = buffers === undefined ? declareBuffers(b, inputs, output, u8) : buffers(b, output);
-      const decs = Bs.map((B, h) => (isPacked(B.dtype) && !simd[h] ? blockDecoder(b, B.dtype.packed, bufs[1 + h] as Arr<"u32">) : undefined));
+      const decs = Bs.map((B, h) =>
+        isPacked(B.dtype) && !simd[h] ? blockDecoder(b, B.dtype.packed, bufs[1 + h] as Arr<"u32">) : undefined,
+      );
       const dot = (h: number, c: Coords): Val<"f32"> => {
         const B = Bs[h] as Access;
         const dec = decs[h];
         if (simd[h]) {
-          const acc = simdDot(b, A, bufs[0] as Arr, B, bufs[1 + h] as Arr, c.slice(ar - A.shape.length, ar).map((x, d) => ((A.shape[d] as number) === 1 ? b.u32(0) : x)), c[ar - 1] as Val<"u32">);
-          return b.let_(accDtype === "f32" ? acc : b.unpack(accDtype as "bf16", b.pack(accDtype as "bf16", acc)), "acc");
+          const acc = simdDot(
+            b,
+            A,
+            bufs[0] as Arr,
+            B,
+            bufs[1 + h] as Arr,
+            c.slice(ar - A.shape.length, ar).map((x, d) => ((A.shape[d] as number) === 1 ? b.u32(0) : x)),
+            c[ar - 1] as Val<"u32">,
+          );
+          return b.let_(
+            accDtype === "f32" ? acc : b.unpack(accDtype as "bf16", b.pack(accDtype as "bf16", acc)),
+            "acc",
+          );
         }
         const acc = b.var_(b.f32(0), "dot");
         const n = c[ar - 1] as Val<"u32">;
-        b.for_(b.u32(0), K, 1, (kk) => {
-          const ac = [...c.slice(ar - 1 - (A.shape.length - 1), ar - 1), kk].map((x, d) => ((A.shape[d] as number) === 1 ? b.u32(0) : x));
-          const av = loadAccess(b, bufs[0] as Arr, A, ac) as Val<"f32">;
-          let wv: Val<"f32">;
-          if (dec !== undefined) {
-            // Packed [N, K] rows blocked along K: element (n, k) is element k mod bs of block (n·K + k) / bs.
-            const f = (B.dtype as { packed: PackedFormat }).packed;
-            const lin = b.let_(n.mul(K).add(kk), "lin");
-            dec.block(b.let_(lin.div(f.blockSize).mul(f.bytesPerBlock), "base"));
-            wv = dec.element(b.let_(lin.rem(f.blockSize), "bi"));
-          } else {
-            const bb = c.slice(ar - 2 - bBatch.length, ar - 2);
-            const bc = [...bb, ...(transposeB ? [n, kk] : [kk, n])].map((x, d) => ((B.shape[d] as number) === 1 ? b.u32(0) : x));
-            wv = loadAccess(b, bufs[1 + h] as Arr, B, bc) as Val<"f32">;
-          }
-          acc.set(acc.add(av.mul(wv)));
-        }, "k");
+        b.for_(
+          b.u32(0),
+          K,
+          1,
+          (kk) => {
+            const ac = [...c.slice(ar - 1 - (A.shape.length - 1), ar - 1), kk].map((x, d) =>
+              (A.shape[d] as number) === 1 ? b.u32(0) : x,
+            );
+            const av = loadAccess(b, bufs[0] as Arr, A, ac) as Val<"f32">;
+            let wv: Val<"f32">;
+            if (dec !== undefined) {
+              // Packed [N, K] rows blocked along K: element (n, k) is element k mod bs of block (n·K + k) / bs.
+              const f = (B.dtype as { packed: PackedFormat }).packed;
+              const lin = b.let_(n.mul(K).add(kk), "lin");
+              dec.block(b.let_(lin.div(f.blockSize).mul(f.bytesPerBlock), "base"));
+              wv = dec.element(b.let_(lin.rem(f.blockSize), "bi"));
+            } else {
+              const bb = c.slice(ar - 2 - bBatch.length, ar - 2);
+              const bc = [...bb, ...(transposeB ? [n, kk] : [kk, n])].map((x, d) =>
+                (B.shape[d] as number) === 1 ? b.u32(0) : x,
+              );
+              wv = loadAccess(b, bufs[1 + h] as Arr, B, bc) as Val<"f32">;
+            }
+            acc.set(acc.add(av.mul(wv)));
+          },
+          "k",
+        );
         return b.let_(accDtype === "f32" ? acc : b.unpack(accDtype as "bf16", b.pack(accDtype as "bf16", acc)), "acc");
       };
-      return { reader: (i, c) => (i < heads ? dot(i, c) : loadAccess(b, bufs[1 + i] as Arr, extras[i - heads] as Access, c)), out };
+      return {
+        reader: (i, c) => (i < heads ? dot(i, c) : loadAccess(b, bufs[1 + i] as Arr, extras[i - heads] as Access, c)),
+        out,
+      };
     },
   };
 }
@@ -345,8 +496,24 @@ export function contractionSource(inputs: readonly Access[], heads: number, accD
  * kernel over `contractionSource`, so every accumulator it reads is computed where it is needed. Slower than the
  * GEMV/GEMM synthesizers; used only when the epilogue needs it.
  */
-export function inlineContraction(name: string, inputs: readonly Access[], heads: number, epilogue: Region | null, accDtype: ScalarDType, transposeB: boolean, output: Access, caps: SynthCaps): SynthKernel {
-  const src = contractionSource(inputs, heads, accDtype, transposeB, { cpuSimd: caps.serialThreads === true && caps.simdLoads === true });
-  const region: Region = epilogue ?? { nodes: [{ op: "Cast", args: [{ in: 0 }], params: { to: accDtype } as never, dtype: accDtype, shape: src.accShape }], result: 0 };
-  return region.nodes.some((n) => n.op === "Reduce") ? regionRow(name, region, src, output, caps) : regionKernel(name, region, src, output, caps);
+export function inlineContraction(
+  name: string,
+  inputs: readonly Access[],
+  heads: number,
+  epilogue: Region | null,
+  accDtype: ScalarDType,
+  transposeB: boolean,
+  output: Access,
+  caps: SynthCaps,
+): SynthKernel {
+  const src = contractionSource(inputs, heads, accDtype, transposeB, {
+    cpuSimd: caps.serialThreads === true && caps.simdLoads === true,
+  });
+  const region: Region = epilogue ?? {
+    nodes: [{ op: "Cast", args: [{ in: 0 }], params: { to: accDtype } as never, dtype: accDtype, shape: src.accShape }],
+    result: 0,
+  };
+  return region.nodes.some((n) => n.op === "Reduce")
+    ? regionRow(name, region, src, output, caps)
+    : regionKernel(name, region, src, output, caps);
 }

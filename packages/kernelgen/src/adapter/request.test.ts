@@ -14,7 +14,13 @@ const dense = (value: number, shape: number[], dtype: Access["dtype"] = "f32"): 
 
 const CAPS = { maxWorkgroup: 64, sharedBytes: 16384 };
 
-function req(kind: KernelRequest["kind"], op: string, inputs: Access[], output: Access, params: Record<string, unknown> = {}): KernelRequest {
+function req(
+  kind: KernelRequest["kind"],
+  op: string,
+  inputs: Access[],
+  output: Access,
+  params: Record<string, unknown> = {},
+): KernelRequest {
   return { kind, op, inputs, output, params: params as never, region: null, emulated16: false };
 }
 
@@ -25,8 +31,17 @@ describe("synthesizeRequest", () => {
   });
 
   it("splits decode attention (transient partials + a combine dispatch) only when the caps allow it", () => {
-    const q = dense(0, [1, 4, 1, 8]), k = dense(1, [1, 2, 512, 8]), v = dense(2, [1, 2, 512, 8]), lim = dense(3, [1, 1, 1, 1], "i32");
-    const r = req("attention", "Attention", [q, k, v, lim], dense(4, [1, 4, 1, 8]), { scale: 1, softCap: null, mask: "causal", window: 0, groups: 2 });
+    const q = dense(0, [1, 4, 1, 8]),
+      k = dense(1, [1, 2, 512, 8]),
+      v = dense(2, [1, 2, 512, 8]),
+      lim = dense(3, [1, 1, 1, 1], "i32");
+    const r = req("attention", "Attention", [q, k, v, lim], dense(4, [1, 4, 1, 8]), {
+      scale: 1,
+      softCap: null,
+      mask: "causal",
+      window: 0,
+      groups: 2,
+    });
     const caps = { ...CAPS, computeUnits: 132 };
     expect(synthesizeRequest(r, caps).then).toBeUndefined();
     const s = synthesizeRequest(r, { ...caps, splitAttention: true });
@@ -40,16 +55,27 @@ describe("synthesizeRequest", () => {
   it("passes matrix-unit shapes through, and picks the tensor-core GEMM for a bf16-weight prefill contraction only where caps list m16n8k16", () => {
     const cuda = synthCapsFrom(defaultTarget("cuda").caps as never);
     expect(cuda.matrixShapes).toContainEqual({ m: 16, n: 8, k: 16, input: "bf16" });
-    const r = (w: Access["dtype"]) => req("gemm", "ContractionEpilogue", [dense(0, [24, 40]), dense(1, [48, 40], w)], dense(2, [24, 48]), { transposeB: true, accDtype: "f32", epilogue: null });
-    const hasMma = (c: Parameters<typeof synthesizeRequest>[1], w: Access["dtype"]): boolean => JSON.stringify(synthesizeRequest(r(w), c).kernel.body).includes('"s":"mma"');
+    const r = (w: Access["dtype"]) =>
+      req("gemm", "ContractionEpilogue", [dense(0, [24, 40]), dense(1, [48, 40], w)], dense(2, [24, 48]), {
+        transposeB: true,
+        accDtype: "f32",
+        epilogue: null,
+      });
+    const hasMma = (c: Parameters<typeof synthesizeRequest>[1], w: Access["dtype"]): boolean =>
+      JSON.stringify(synthesizeRequest(r(w), c).kernel.body).includes('"s":"mma"');
     expect(hasMma(cuda, "bf16")).toBe(true);
     expect(synthesizeRequest(r("bf16"), cuda).subgroupSize).toBe(32);
     expect(hasMma(cuda, "f32")).toBe(false);
-    for (const kind of ["wgpu", "vulkan", "rocm", "cpu"] as const) expect(hasMma(synthCapsFrom(defaultTarget(kind).caps as never), "bf16")).toBe(false);
+    for (const kind of ["wgpu", "vulkan", "rocm", "cpu"] as const)
+      expect(hasMma(synthCapsFrom(defaultTarget(kind).caps as never), "bf16")).toBe(false);
 
     // The chosen kernel, bound as the adapter says, runs in the interpreter and matches an f64 product of the inputs.
     const rk = synthesizeRequest(r("bf16"), cuda);
-    expect(rk.bindings.map((b) => [b.buffer, b.source])).toEqual([["A", { kind: "input", index: 0 }], ["W", { kind: "input", index: 1 }], ["C", { kind: "output" }]]);
+    expect(rk.bindings.map((b) => [b.buffer, b.source])).toEqual([
+      ["A", { kind: "input", index: 0 }],
+      ["W", { kind: "input", index: 1 }],
+      ["C", { kind: "output" }],
+    ]);
     let seed = 3;
     const rnd = (): number => ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32) * 2 - 1;
     const A = Float32Array.from({ length: 24 * 40 }, rnd);
@@ -57,23 +83,37 @@ describe("synthesizeRequest", () => {
     const C = new Float32Array(24 * 48).fill(Number.NaN);
     interpret(rk.kernel, { grid: [...rk.grid], buffers: { A, W, C }, subgroupSize: rk.subgroupSize ?? 0 });
     let worst = 0;
-    for (let m = 0; m < 24; m++) for (let n = 0; n < 48; n++) {
-      let want = 0, scale = 0;
-      for (let k = 0; k < 40; k++) {
-        const t = (A[m * 40 + k] as number) * bf16BitsToF32(W[n * 40 + k] as number);
-        want += t;
-        scale += Math.abs(t);
+    for (let m = 0; m < 24; m++)
+      for (let n = 0; n < 48; n++) {
+        let want = 0,
+          scale = 0;
+        for (let k = 0; k < 40; k++) {
+          const t = (A[m * 40 + k] as number) * bf16BitsToF32(W[n * 40 + k] as number);
+          want += t;
+          scale += Math.abs(t);
+        }
+        worst = Math.max(worst, Math.abs((C[m * 48 + n] as number) - want) / scale);
       }
-      worst = Math.max(worst, Math.abs((C[m * 48 + n] as number) - want) / scale);
-    }
     expect(worst).toBeLessThan(1e-5);
   });
 
   it("refuses attention with an unknown mask kind, naming the mask", () => {
-    const q = dense(0, [1, 2, 1, 8]), k = dense(1, [1, 2, 4, 8]), v = dense(2, [1, 2, 4, 8]), m = dense(3, [1, 1, 1, 4], "bool");
-    const r = req("attention", "Attention", [q, k, v, m], dense(4, [1, 2, 1, 8]), { scale: 1, softCap: null, mask: "alibi", maskApply: "select", window: 0, groups: 1 });
+    const q = dense(0, [1, 2, 1, 8]),
+      k = dense(1, [1, 2, 4, 8]),
+      v = dense(2, [1, 2, 4, 8]),
+      m = dense(3, [1, 1, 1, 4], "bool");
+    const r = req("attention", "Attention", [q, k, v, m], dense(4, [1, 2, 1, 8]), {
+      scale: 1,
+      softCap: null,
+      mask: "alibi",
+      maskApply: "select",
+      window: 0,
+      groups: 1,
+    });
     expect(() => synthesizeRequest(r, CAPS)).toThrow(KernelgenError);
-    expect(() => synthesizeRequest(r, CAPS)).toThrow(expect.objectContaining({ code: "bad_param", context: expect.objectContaining({ param: "mask" }) }));
+    expect(() => synthesizeRequest(r, CAPS)).toThrow(
+      expect.objectContaining({ code: "bad_param", context: expect.objectContaining({ param: "mask" }) }),
+    );
   });
 
   it("leaves two-stage argmax to the imported library", () => {
@@ -83,18 +123,29 @@ describe("synthesizeRequest", () => {
 
   it("serves a strided (transposed view) weight through the inline contraction instead of the fixed-layout GEMV", () => {
     const w: Access = { ...dense(1, [8, 16]), strides: [1, 8] };
-    const r = req("gemv", "ContractionEpilogue", [dense(0, [1, 16]), w], dense(2, [1, 8]), { transposeB: true, accDtype: "f32", epilogue: null });
+    const r = req("gemv", "ContractionEpilogue", [dense(0, [1, 16]), w], dense(2, [1, 8]), {
+      transposeB: true,
+      accDtype: "f32",
+      epilogue: null,
+    });
     expect(synthesizeRequest(r, CAPS).bindings.map((x) => x.buffer)).toEqual(["in0", "in1", "out"]);
   });
 
   it("refuses a strided tensor where RoPE needs a dense one", () => {
     const x: Access = { ...dense(0, [2, 8]), strides: [1, 2] };
-    const r = req("rope", "Rope", [x, dense(1, [2, 8]), dense(2, [2, 8])], dense(3, [2, 8]), { style: "half", dtype: "f32" });
+    const r = req("rope", "Rope", [x, dense(1, [2, 8]), dense(2, [2, 8])], dense(3, [2, 8]), {
+      style: "half",
+      dtype: "f32",
+    });
     expect(() => synthesizeRequest(r, CAPS)).toThrow(expect.objectContaining({ code: "bad_shape" }));
   });
 
   it("binds every kernel buffer to a request input or the output", () => {
-    const r = req("gemv", "ContractionEpilogue", [dense(0, [2, 16]), dense(1, [8, 16])], dense(2, [2, 8]), { transposeB: true, accDtype: "f32", epilogue: null });
+    const r = req("gemv", "ContractionEpilogue", [dense(0, [2, 16]), dense(1, [8, 16])], dense(2, [2, 8]), {
+      transposeB: true,
+      accDtype: "f32",
+      epilogue: null,
+    });
     const k = synthesizeRequest(r, CAPS);
     expect(k.bindings).toEqual([
       { buffer: "x", source: { kind: "input", index: 0 } },
@@ -112,12 +163,26 @@ describe("regions with reductions outside row kernels", () => {
     const w = Float32Array.from({ length: 4 }, (_, i) => i - 1.5);
     const region = {
       nodes: [
-        { op: "Reduce", args: [{ in: 0 }], params: { kind: "max", axes: [1], keepdim: false }, dtype: "f32" as const, shape: [2, 4] },
+        {
+          op: "Reduce",
+          args: [{ in: 0 }],
+          params: { kind: "max", axes: [1], keepdim: false },
+          dtype: "f32" as const,
+          shape: [2, 4],
+        },
         { op: "Mul", args: [{ node: 0 }, { in: 1 }], params: {}, dtype: "f32" as const, shape: [2, 4] },
       ],
       result: 1,
     };
-    const r: KernelRequest = { kind: "elementwise", op: "Fused", inputs: [dense(0, [2, 3, 4]), dense(1, [4])], output: dense(2, [2, 4]), params: { region } as never, region: region as never, emulated16: false };
+    const r: KernelRequest = {
+      kind: "elementwise",
+      op: "Fused",
+      inputs: [dense(0, [2, 3, 4]), dense(1, [4])],
+      output: dense(2, [2, 4]),
+      params: { region } as never,
+      region: region as never,
+      emulated16: false,
+    };
     const k = synthesizeRequest(r, CAPS);
     const out = new Float32Array(8).fill(NaN);
     interpret(k.kernel, { grid: [...k.grid], buffers: { in0: x, in1: w, out } });
@@ -125,7 +190,15 @@ describe("regions with reductions outside row kernels", () => {
     g.output("y", g.mul(g.reduce("max", g.const("x", "f32", [2, 3, 4]), [1]), g.const("w", "f32", [4])));
     expect(Array.from(out)).toEqual(Array.from(evaluate(g.build(), { consts: { x, w } }).outputs.y!.data));
     // The bare op over a non-last axis (argmax, numpy order) is served the same way.
-    const ra: KernelRequest = { kind: "reduction-row", op: "Reduce", inputs: [dense(0, [2, 3, 4])], output: dense(1, [2, 4], "i32"), params: { kind: "argmax", axes: [1], keepdim: false } as never, region: null, emulated16: false };
+    const ra: KernelRequest = {
+      kind: "reduction-row",
+      op: "Reduce",
+      inputs: [dense(0, [2, 3, 4])],
+      output: dense(1, [2, 4], "i32"),
+      params: { kind: "argmax", axes: [1], keepdim: false } as never,
+      region: null,
+      emulated16: false,
+    };
     const ka = synthesizeRequest(ra, CAPS);
     const idx = new Int32Array(8).fill(-7);
     interpret(ka.kernel, { grid: [...ka.grid], buffers: { in0: x, out: idx } });
@@ -137,8 +210,18 @@ describe("regions with reductions outside row kernels", () => {
 
 describe("requests for unfused primitives", () => {
   it("a primitive whose literal operand is missing from the request is a typed error, not a malformed kernel", () => {
-    const r: KernelRequest = { kind: "elementwise", op: "Mul", inputs: [dense(0, [2, 3])], output: dense(1, [2, 3]), params: {} as never, region: null, emulated16: false };
-    expect(() => synthesizeRequest(r, CAPS)).toThrow(expect.objectContaining({ code: "bad_param", message: expect.stringContaining("literal operand") }));
+    const r: KernelRequest = {
+      kind: "elementwise",
+      op: "Mul",
+      inputs: [dense(0, [2, 3])],
+      output: dense(1, [2, 3]),
+      params: {} as never,
+      region: null,
+      emulated16: false,
+    };
+    expect(() => synthesizeRequest(r, CAPS)).toThrow(
+      expect.objectContaining({ code: "bad_param", message: expect.stringContaining("literal operand") }),
+    );
   });
 });
 
@@ -151,7 +234,13 @@ describe("row regions whose reduction is transposed before the output", () => {
     const region = {
       nodes: [
         { op: "Mul", args: [{ in: 0 }, { in: 0 }], params: {}, dtype: "f32" as const, shape: [T, H, D] },
-        { op: "Reduce", args: [{ node: 0 }], params: { kind: "sum", axes: [-1], keepdim: true }, dtype: "f32" as const, shape: [T, H, 1] },
+        {
+          op: "Reduce",
+          args: [{ node: 0 }],
+          params: { kind: "sum", axes: [-1], keepdim: true },
+          dtype: "f32" as const,
+          shape: [T, H, 1],
+        },
         { op: "Sqrt", args: [{ node: 1 }], params: {}, dtype: "f32" as const, shape: [T, H, 1] },
         { op: "Recip", args: [{ node: 2 }], params: {}, dtype: "f32" as const, shape: [T, H, 1] },
         { op: "Mul", args: [{ in: 0 }, { node: 3 }], params: {}, dtype: "f32" as const, shape: [T, H, D] },
@@ -159,14 +248,27 @@ describe("row regions whose reduction is transposed before the output", () => {
       ],
       result: 5,
     };
-    const r: KernelRequest = { kind: "reduction-row", op: "FusedRow", inputs: [dense(0, [T, H, D])], output: dense(1, [H, T, D]), params: { region } as never, region: region as never, emulated16: false };
+    const r: KernelRequest = {
+      kind: "reduction-row",
+      op: "FusedRow",
+      inputs: [dense(0, [T, H, D])],
+      output: dense(1, [H, T, D]),
+      params: { region } as never,
+      region: region as never,
+      emulated16: false,
+    };
     const k = synthesizeRequest(r, { ...CAPS, subgroupSize: 8 });
     const out = new Float32Array(T * H * D).fill(NaN);
-    interpret(k.kernel, { grid: [...k.grid], buffers: { in0: x, out }, ...(k.subgroupSize === undefined ? {} : { subgroupSize: k.subgroupSize }) });
+    interpret(k.kernel, {
+      grid: [...k.grid],
+      buffers: { in0: x, out },
+      ...(k.subgroupSize === undefined ? {} : { subgroupSize: k.subgroupSize }),
+    });
     const g = new Builder();
     const xv = g.const("x", "f32", [T, H, D]);
     g.output("y", g.transpose(g.mul(xv, g.recip(g.sqrt(g.reduce("sum", g.mul(xv, xv), [-1], true)))), [1, 0, 2]));
     const want = evaluate(g.build(), { consts: { x } }).outputs.y!.data;
-    for (let i = 0; i < want.length; i++) expect(Math.abs(out[i]! - want[i]!), `element ${i}`).toBeLessThanOrEqual(1e-6 * Math.max(1, Math.abs(want[i]!)));
+    for (let i = 0; i < want.length; i++)
+      expect(Math.abs(out[i]! - want[i]!), `element ${i}`).toBeLessThanOrEqual(1e-6 * Math.max(1, Math.abs(want[i]!)));
   });
 });

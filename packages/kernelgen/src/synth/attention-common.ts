@@ -63,7 +63,9 @@ export function declareAttentionIo(b: Builder, L: AttentionLayout): AttentionIo 
     ...(masked ? { limit: b.buffer("limit", "i32", "read") } : {}),
     ...(L.maskTensor === undefined ? {} : { mask: b.buffer("mask", elemOf(L.maskTensor.dtype), "read") as Arr<"f32"> }),
     ...(L.pageSize === undefined ? {} : { pages: b.buffer("pages", "i32", "read") }),
-    ...(L.splits === 1 ? { out: b.buffer("out", elemOf(L.outDtype), "write") as Arr<"f32"> } : { part: b.buffer("part", "f32", "write") as Arr<"f32"> }),
+    ...(L.splits === 1
+      ? { out: b.buffer("out", elemOf(L.outDtype), "write") as Arr<"f32"> }
+      : { part: b.buffer("part", "f32", "write") as Arr<"f32"> }),
   };
 }
 
@@ -95,7 +97,8 @@ export function attentionRow(b: Builder, L: AttentionLayout, io: AttentionIo): A
   const h = let_(rowId.div(L.Tq).rem(L.H), "h");
   const bb = let_(rowId.div(L.Tq * L.H), "bb");
   const kvh = let_(h.div(L.H / L.Hkv), "kvh");
-  const at = (s4: Strides4, head: Val<"u32">, tok: Val<"u32">): Val<"u32"> => let_(bb.mul(s4[0]).add(head.mul(s4[1])).add(tok.mul(s4[2])), "row");
+  const at = (s4: Strides4, head: Val<"u32">, tok: Val<"u32">): Val<"u32"> =>
+    let_(bb.mul(s4[0]).add(head.mul(s4[1])).add(tok.mul(s4[2])), "row");
   let lo: Val<"u32"> = u32(0);
   let hi: Val<"u32"> = u32(L.S);
   if (io.limit !== undefined) {
@@ -108,7 +111,16 @@ export function attentionRow(b: Builder, L: AttentionLayout, io: AttentionIo): A
     // short range are empty (they write an empty partial).
     const sp = let_(wgId.rem(L.splits), "split");
     const hiC = let_(max(hi, lo), "hi_c");
-    const chunk = let_(max(hiC.sub(lo).add(L.splits - 1).div(L.splits), u32(L.minSplit)), "chunk");
+    const chunk = let_(
+      max(
+        hiC
+          .sub(lo)
+          .add(L.splits - 1)
+          .div(L.splits),
+        u32(L.minSplit),
+      ),
+      "chunk",
+    );
     const sLo = let_(min(lo.add(sp.mul(chunk)), hiC), "s_lo");
     hi = let_(min(sLo.add(chunk), hiC), "s_hi");
     lo = sLo;
@@ -116,7 +128,17 @@ export function attentionRow(b: Builder, L: AttentionLayout, io: AttentionIo): A
   // Paged: key j lives in pool row pages[b, j / pageSize] · pageSize + j % pageSize.
   const ps = L.pageSize;
   const pages = io.pages;
-  const tokenRow = (j: Val<"u32">): Val<"u32"> => (pages === undefined || ps === undefined ? j : let_(pages.at(bb.mul(L.S / ps).add(j.div(ps))).u32().mul(ps).add(j.rem(ps)), "prow"));
+  const tokenRow = (j: Val<"u32">): Val<"u32"> =>
+    pages === undefined || ps === undefined
+      ? j
+      : let_(
+          pages
+            .at(bb.mul(L.S / ps).add(j.div(ps)))
+            .u32()
+            .mul(ps)
+            .add(j.rem(ps)),
+          "prow",
+        );
   return { wgId, t, h, bb, kvh, lo, hi, at, tokenRow };
 }
 
@@ -125,7 +147,17 @@ export function attentionRow(b: Builder, L: AttentionLayout, io: AttentionIo): A
  * the unnormalized partial at [row, split, ·] = wgId · (Dv + 2): max, sum, acc (an empty slice writes (-inf, 0, 0)).
  * Threads `tid` = 0..threads-1 each take output elements tid, tid + threads, ...
  */
-export function writeAttention(b: Builder, L: AttentionLayout, io: AttentionIo, r: AttentionRow, M: Val<"f32">, den: Val<"f32">, tid: Val<"u32">, threads: number, num: (d: Val<"u32">) => Val<"f32">): void {
+export function writeAttention(
+  b: Builder,
+  L: AttentionLayout,
+  io: AttentionIo,
+  r: AttentionRow,
+  M: Val<"f32">,
+  den: Val<"f32">,
+  tid: Val<"u32">,
+  threads: number,
+  num: (d: Val<"u32">) => Val<"f32">,
+): void {
   const { let_, for_, if_, f32, select } = b;
   if (io.part !== undefined) {
     const part = io.part;
@@ -140,9 +172,15 @@ export function writeAttention(b: Builder, L: AttentionLayout, io: AttentionIo, 
   }
   const out = io.out as Arr<"f32">;
   const oRow = r.at(L.os4, r.h, r.t);
-  for_(tid, L.Dv, threads, (d) => {
-    // A query with no visible key gets zeros (the graph's softmax over nothing would be NaN).
-    const o = let_(select(den.gt(0), num(d).div(den), f32(0)), "o");
-    storeAs(b, out, L.outDtype, oRow.add(d.mul(L.os4[3])), o);
-  }, "d");
+  for_(
+    tid,
+    L.Dv,
+    threads,
+    (d) => {
+      // A query with no visible key gets zeros (the graph's softmax over nothing would be NaN).
+      const o = let_(select(den.gt(0), num(d).div(den), f32(0)), "o");
+      storeAs(b, out, L.outDtype, oRow.add(d.mul(L.os4[3])), o);
+    },
+    "d",
+  );
 }

@@ -29,7 +29,9 @@ export interface LaneRow {
 /** True when the SIMD row ops serve: serial threads with SIMD loads, one lane, dims of multiples of 4, unit dim strides. */
 export function simdAttentionApplies(L: AttentionLayout, caps: SynthCaps, lanes: number): boolean {
   const unit = L.qs4[3] === 1 && L.ks4[3] === 1 && L.vs4[3] === 1;
-  return caps.serialThreads === true && caps.simdLoads === true && lanes === 1 && L.D % 4 === 0 && L.Dv % 4 === 0 && unit;
+  return (
+    caps.serialThreads === true && caps.simdLoads === true && lanes === 1 && L.D % 4 === 0 && L.Dv % 4 === 0 && unit
+  );
 }
 
 /** The SIMD row: q held as D / 4 vec4s read once with load4. */

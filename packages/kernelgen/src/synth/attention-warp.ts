@@ -23,25 +23,51 @@ export const ATTENTION_KEYS_PER_TRIP = 4;
  */
 export function warpAttentionFits(caps: SynthCaps, tensorMask: boolean, valueDim: number): boolean {
   const threads = WARP * ATTENTION_WARPS;
-  return caps.serialThreads !== true && caps.splitAttention === true && caps.subgroupSize === WARP && caps.maxWorkgroup >= threads && !tensorMask && ATTENTION_WARPS * (valueDim + 2) * 4 <= caps.sharedBytes;
+  return (
+    caps.serialThreads !== true &&
+    caps.splitAttention === true &&
+    caps.subgroupSize === WARP &&
+    caps.maxWorkgroup >= threads &&
+    !tensorMask &&
+    ATTENTION_WARPS * (valueDim + 2) * 4 <= caps.sharedBytes
+  );
 }
 
 /** The elements lane `lane` owns of a `n`-long row: lane, lane + 32, ...; `full` when every lane's index is < n. */
 function laneDims(b: Builder, lane: Val<"u32">, n: number): { readonly d: Val<"u32">; readonly full: boolean }[] {
-  return Array.from({ length: Math.ceil(n / WARP) }, (_, i) => ({ d: i === 0 ? lane : b.let_(lane.add(i * WARP), `dim${i}`), full: (i + 1) * WARP <= n }));
+  return Array.from({ length: Math.ceil(n / WARP) }, (_, i) => ({
+    d: i === 0 ? lane : b.let_(lane.add(i * WARP), `dim${i}`),
+    full: (i + 1) * WARP <= n,
+  }));
 }
 
 /** One element of a row at `base` with element stride `stride`; a dim past the row reads its last element (unused). */
-function loadDim(b: Builder, arr: AttentionIo["K"], base: Val<"u32">, stride: number, dim: { readonly d: Val<"u32">; readonly full: boolean }, n: number): Val<"f32"> {
+function loadDim(
+  b: Builder,
+  arr: AttentionIo["K"],
+  base: Val<"u32">,
+  stride: number,
+  dim: { readonly d: Val<"u32">; readonly full: boolean },
+  n: number,
+): Val<"f32"> {
   const d = dim.full ? dim.d : b.min(dim.d, b.u32(n - 1));
   return b.let_(arr.at(base.add(d.mul(stride))), "e");
 }
 
 /** The per-warp online softmax over the workgroup's keys; returns the warp's running max, sum and lane accumulators. */
-function warpKeys(b: Builder, L: AttentionLayout, io: AttentionIo, r: AttentionRow, lane: Val<"u32">, warp: Val<"u32">): { m: Var<"f32">; l: Var<"f32">; acc: Var<"f32">[] } {
+function warpKeys(
+  b: Builder,
+  L: AttentionLayout,
+  io: AttentionIo,
+  r: AttentionRow,
+  lane: Val<"u32">,
+  warp: Val<"u32">,
+): { m: Var<"f32">; l: Var<"f32">; acc: Var<"f32">[] } {
   const { let_, var_, for_, if_, f32, exp, tanh, max, select, subgroupAdd } = b;
-  const U = ATTENTION_KEYS_PER_TRIP, W = ATTENTION_WARPS;
-  const kd = laneDims(b, lane, L.D), vd = laneDims(b, lane, L.Dv);
+  const U = ATTENTION_KEYS_PER_TRIP,
+    W = ATTENTION_WARPS;
+  const kd = laneDims(b, lane, L.D),
+    vd = laneDims(b, lane, L.Dv);
   const qRow = r.at(L.qs4, r.h, r.t);
   // This lane's query elements (0 past the head dim, so those lanes add nothing to a score).
   const qv = kd.map((dim) => {
@@ -51,32 +77,43 @@ function warpKeys(b: Builder, L: AttentionLayout, io: AttentionIo, r: AttentionR
   const m = var_(f32(-Infinity), "m");
   const l = var_(f32(0), "l");
   const acc = vd.map((_, i) => var_(f32(0), `acc${i}`));
-  for_(r.lo.add(warp), r.hi, W * U, (j0) => {
-    // Keys j0, j0 + W, ...: a key past hi reads key j0 again and is skipped below (j0 < hi inside the loop).
-    const keys = Array.from({ length: U }, (_, u) => {
-      const ju = u === 0 ? j0 : let_(j0.add(u * W), `j${u}`);
-      const valid = u === 0 ? undefined : let_(ju.lt(r.hi), `ok${u}`);
-      const row = r.tokenRow(valid === undefined ? ju : let_(select(valid, ju, j0), `jc${u}`));
-      const kRow = r.at(L.ks4, r.kvh, row), vRow = r.at(L.vs4, r.kvh, row);
-      return { valid, k: kd.map((dim) => loadDim(b, io.K, kRow, L.ks4[3], dim, L.D)), v: vd.map((dim) => loadDim(b, io.V, vRow, L.vs4[3], dim, L.Dv)) };
-    });
-    for (const key of keys) {
-      let part: Val<"f32"> = qv[0]!.mul(key.k[0]!);
-      for (let i = 1; i < kd.length; i++) part = b.fma(qv[i]!, key.k[i]!, part);
-      let s = let_(subgroupAdd(part).mul(L.scale), "s");
-      if (L.softCap !== undefined) s = let_(tanh(s.div(L.softCap)).mul(L.softCap), "s_cap");
-      const keep = key.valid === undefined ? s.gt(-Infinity) : key.valid.and(s.gt(-Infinity));
-      // A skipped key (past the range, or a -inf score) changes nothing; the condition is the same on every lane.
-      if_(keep, () => {
-        const mNew = let_(max(m, s), "m_new");
-        const corr = let_(exp(m.sub(mNew)), "corr");
-        const pj = let_(exp(s.sub(mNew)), "pj");
-        l.set(l.mul(corr).add(pj));
-        acc.forEach((a, i) => a.set(a.mul(corr).add(pj.mul(key.v[i]!))));
-        m.set(mNew);
+  for_(
+    r.lo.add(warp),
+    r.hi,
+    W * U,
+    (j0) => {
+      // Keys j0, j0 + W, ...: a key past hi reads key j0 again and is skipped below (j0 < hi inside the loop).
+      const keys = Array.from({ length: U }, (_, u) => {
+        const ju = u === 0 ? j0 : let_(j0.add(u * W), `j${u}`);
+        const valid = u === 0 ? undefined : let_(ju.lt(r.hi), `ok${u}`);
+        const row = r.tokenRow(valid === undefined ? ju : let_(select(valid, ju, j0), `jc${u}`));
+        const kRow = r.at(L.ks4, r.kvh, row),
+          vRow = r.at(L.vs4, r.kvh, row);
+        return {
+          valid,
+          k: kd.map((dim) => loadDim(b, io.K, kRow, L.ks4[3], dim, L.D)),
+          v: vd.map((dim) => loadDim(b, io.V, vRow, L.vs4[3], dim, L.Dv)),
+        };
       });
-    }
-  }, "j");
+      for (const key of keys) {
+        let part: Val<"f32"> = qv[0]!.mul(key.k[0]!);
+        for (let i = 1; i < kd.length; i++) part = b.fma(qv[i]!, key.k[i]!, part);
+        let s = let_(subgroupAdd(part).mul(L.scale), "s");
+        if (L.softCap !== undefined) s = let_(tanh(s.div(L.softCap)).mul(L.softCap), "s_cap");
+        const keep = key.valid === undefined ? s.gt(-Infinity) : key.valid.and(s.gt(-Infinity));
+        // A skipped key (past the range, or a -inf score) changes nothing; the condition is the same on every lane.
+        if_(keep, () => {
+          const mNew = let_(max(m, s), "m_new");
+          const corr = let_(exp(m.sub(mNew)), "corr");
+          const pj = let_(exp(s.sub(mNew)), "pj");
+          l.set(l.mul(corr).add(pj));
+          acc.forEach((a, i) => a.set(a.mul(corr).add(pj.mul(key.v[i]!))));
+          m.set(mNew);
+        });
+      }
+    },
+    "j",
+  );
   return { m, l, acc };
 }
 

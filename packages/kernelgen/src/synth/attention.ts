@@ -49,7 +49,13 @@ export interface AttentionRequest {
   /** Default layouts of k and v: token-major [Tk, Hkv, ·] (`shd`) or head-major [Hkv, Tk, ·] (`hsd`). */
   readonly kvLayout?: "shd" | "hsd";
   /** Explicit element strides (override the defaults). */
-  readonly strides?: { readonly q?: Strides4; readonly k?: Strides4; readonly v?: Strides4; readonly out?: Strides4; readonly limit?: readonly [number, number, number] };
+  readonly strides?: {
+    readonly q?: Strides4;
+    readonly k?: Strides4;
+    readonly v?: Strides4;
+    readonly out?: Strides4;
+    readonly limit?: readonly [number, number, number];
+  };
   readonly qDtype?: StorageDType;
   readonly kvDtype?: StorageDType;
   readonly outDtype?: StorageDType;
@@ -84,7 +90,12 @@ export function attentionLanes(headDim: number, valueDim: number, caps: SynthCap
   const fits = (l: number): boolean => (l * (valueDim + 2) + headDim) * 4 <= caps.sharedBytes;
   let lanes = 1;
   while (caps.serialThreads !== true && lanes * 2 <= Math.min(caps.maxWorkgroup, 128) && fits(lanes * 2)) lanes *= 2;
-  if (!fits(lanes)) throw new KernelgenError("exceeds_caps", `one lane needs ${(valueDim + 2 + headDim) * 4} bytes of workgroup memory`, { synth: SYNTH, param: "caps.sharedBytes", value: caps.sharedBytes });
+  if (!fits(lanes))
+    throw new KernelgenError(
+      "exceeds_caps",
+      `one lane needs ${(valueDim + 2 + headDim) * 4} bytes of workgroup memory`,
+      { synth: SYNTH, param: "caps.sharedBytes", value: caps.sharedBytes },
+    );
   return lanes;
 }
 
@@ -104,14 +115,26 @@ export function attentionSplits(rows: number, keys: number, computeUnits: number
  * Generates the attention kernel. Buffers: q, k, v, limit (causal/sliding) or mask (bool/additive), pages (paged), then out, or
  * `part` when split. Grid: one workgroup per (batch, head, query[, split]).
  */
-export function synthesizeAttention(req: AttentionRequest, caps: SynthCaps): SynthKernel & { readonly lanes: number; readonly split?: SplitAttention } {
+export function synthesizeAttention(
+  req: AttentionRequest,
+  caps: SynthCaps,
+): SynthKernel & { readonly lanes: number; readonly split?: SplitAttention } {
   const L = attentionLayout(req, caps);
   const warp = warpAttentionFits(caps, L.maskTensor !== undefined, L.Dv);
   const lanes = warp ? 32 * ATTENTION_WARPS : attentionLanes(L.D, L.Dv, caps);
   const k = warp ? warpAttentionKernel(L) : laneAttentionKernel(L, lanes, caps);
   if (L.splits === 1) return { kernel: k, grid: grid2d(L.rows, caps), lanes };
-  const combine = combineKernel(`${req.name}_combine`, { rows: L.rows, splits: L.splits, Tq: L.Tq, H: L.H, Dv: L.Dv, os4: L.os4, outDtype: L.outDtype }, caps);
-  return { kernel: k, grid: grid2d(L.rows * L.splits, caps), lanes, split: { combine, partElements: L.rows * L.splits * (L.Dv + 2) } };
+  const combine = combineKernel(
+    `${req.name}_combine`,
+    { rows: L.rows, splits: L.splits, Tq: L.Tq, H: L.H, Dv: L.Dv, os4: L.os4, outDtype: L.outDtype },
+    caps,
+  );
+  return {
+    kernel: k,
+    grid: grid2d(L.rows * L.splits, caps),
+    lanes,
+    split: { combine, partElements: L.rows * L.splits * (L.Dv + 2) },
+  };
 }
 
 /**
@@ -119,7 +142,9 @@ export function synthesizeAttention(req: AttentionRequest, caps: SynthCaps): Syn
  * a split only adds the combine), or one trip of every warp of the warp-per-key kernel.
  */
 export function attentionMinSplitKeys(headDim: number, valueDim: number, caps: SynthCaps, tensorMask = false): number {
-  return warpAttentionFits(caps, tensorMask, valueDim) ? ATTENTION_WARPS * ATTENTION_KEYS_PER_TRIP : attentionLanes(headDim, valueDim, caps);
+  return warpAttentionFits(caps, tensorMask, valueDim)
+    ? ATTENTION_WARPS * ATTENTION_KEYS_PER_TRIP
+    : attentionLanes(headDim, valueDim, caps);
 }
 
 /** Checks the request and resolves its defaults (strides by layout, dtypes, splits). */
@@ -128,29 +153,73 @@ function attentionLayout(req: AttentionRequest, caps: SynthCaps): AttentionLayou
   const { queries: Tq, heads: H, kvHeads: Hkv, headDim: D, keys: S } = req;
   const Bn = req.batch ?? 1;
   const Dv = req.valueDim ?? D;
-  if (![Bn, Tq, H, Hkv, D, Dv, S].every((d) => Number.isInteger(d) && d >= 1)) throw new KernelgenError("bad_shape", "attention dims must be positive integers", { synth: SYNTH, param: "shape" });
-  if (H % Hkv !== 0) throw new KernelgenError("bad_shape", `heads ${H} is not a multiple of kvHeads ${Hkv}`, { synth: SYNTH, param: "kvHeads", value: Hkv });
-  if (req.mask === "sliding" && !(Number.isInteger(req.window) && (req.window as number) >= 1)) throw new KernelgenError("bad_param", `window ${req.window}`, { synth: SYNTH, param: "window", value: req.window });
-  if (req.softCap !== undefined && !(req.softCap > 0)) throw new KernelgenError("bad_param", `softCap ${req.softCap}`, { synth: SYNTH, param: "softCap", value: req.softCap });
+  if (![Bn, Tq, H, Hkv, D, Dv, S].every((d) => Number.isInteger(d) && d >= 1))
+    throw new KernelgenError("bad_shape", "attention dims must be positive integers", { synth: SYNTH, param: "shape" });
+  if (H % Hkv !== 0)
+    throw new KernelgenError("bad_shape", `heads ${H} is not a multiple of kvHeads ${Hkv}`, {
+      synth: SYNTH,
+      param: "kvHeads",
+      value: Hkv,
+    });
+  if (req.mask === "sliding" && !(Number.isInteger(req.window) && (req.window as number) >= 1))
+    throw new KernelgenError("bad_param", `window ${req.window}`, { synth: SYNTH, param: "window", value: req.window });
+  if (req.softCap !== undefined && !(req.softCap > 0))
+    throw new KernelgenError("bad_param", `softCap ${req.softCap}`, {
+      synth: SYNTH,
+      param: "softCap",
+      value: req.softCap,
+    });
   const qDtype = checkDType(SYNTH, "q", req.qDtype ?? "f32", ["f32", "bf16", "f16"]);
   const kvDtype = checkDType(SYNTH, "kv", req.kvDtype ?? "f32", ["f32", "bf16", "f16"]);
   const outDtype = checkDType(SYNTH, "out", req.outDtype ?? "f32", ["f32", "bf16", "f16"]);
-  const kvDefault = (w: number): Strides4 => (req.kvLayout === "hsd" ? [Hkv * S * w, S * w, w, 1] : [S * Hkv * w, w, Hkv * w, 1]);
+  const kvDefault = (w: number): Strides4 =>
+    req.kvLayout === "hsd" ? [Hkv * S * w, S * w, w, 1] : [S * Hkv * w, w, Hkv * w, 1];
   const ps = req.paged?.pageSize;
-  if (ps !== undefined && !(Number.isInteger(ps) && ps >= 1 && S % ps === 0)) throw new KernelgenError("bad_param", `pageSize ${ps} does not divide ${S} keys`, { synth: SYNTH, param: "paged.pageSize", value: ps });
+  if (ps !== undefined && !(Number.isInteger(ps) && ps >= 1 && S % ps === 0))
+    throw new KernelgenError("bad_param", `pageSize ${ps} does not divide ${S} keys`, {
+      synth: SYNTH,
+      param: "paged.pageSize",
+      value: ps,
+    });
   const tensorMask = req.mask === "bool" || req.mask === "additive" ? req.maskTensor : undefined;
-  if ((req.mask === "bool" || req.mask === "additive") && tensorMask === undefined) throw new KernelgenError("bad_param", `a ${req.mask} mask needs maskTensor`, { synth: SYNTH, param: "maskTensor" });
+  if ((req.mask === "bool" || req.mask === "additive") && tensorMask === undefined)
+    throw new KernelgenError("bad_param", `a ${req.mask} mask needs maskTensor`, { synth: SYNTH, param: "maskTensor" });
   const splits = req.splits ?? 1;
   const minSplit = req.minSplitKeys ?? attentionMinSplitKeys(D, Dv, caps, tensorMask !== undefined);
-  if (!(Number.isInteger(splits) && splits >= 1 && splits <= 1024)) throw new KernelgenError("bad_param", `splits ${splits}`, { synth: SYNTH, param: "splits", value: splits });
-  if (!(Number.isInteger(minSplit) && minSplit >= 1)) throw new KernelgenError("bad_param", `minSplitKeys ${minSplit}`, { synth: SYNTH, param: "minSplitKeys", value: minSplit });
+  if (!(Number.isInteger(splits) && splits >= 1 && splits <= 1024))
+    throw new KernelgenError("bad_param", `splits ${splits}`, { synth: SYNTH, param: "splits", value: splits });
+  if (!(Number.isInteger(minSplit) && minSplit >= 1))
+    throw new KernelgenError("bad_param", `minSplitKeys ${minSplit}`, {
+      synth: SYNTH,
+      param: "minSplitKeys",
+      value: minSplit,
+    });
   return {
-    name: req.name, batch: Bn, Tq, H, Hkv, D, Dv, S,
-    qs4: req.strides?.q ?? [Tq * H * D, D, H * D, 1], ks4: req.strides?.k ?? kvDefault(D), vs4: req.strides?.v ?? kvDefault(Dv),
-    os4: req.strides?.out ?? [Tq * H * Dv, Dv, H * Dv, 1], ls3: req.strides?.limit ?? [Tq, 0, 1],
-    mask: req.mask, ...(req.window === undefined ? {} : { window: req.window }), scale: req.scale, ...(req.softCap === undefined ? {} : { softCap: req.softCap }),
-    ...(tensorMask === undefined ? {} : { maskTensor: tensorMask }), ...(ps === undefined ? {} : { pageSize: ps }),
-    splits, minSplit, rows: Bn * H * Tq, qDtype, kvDtype, outDtype,
+    name: req.name,
+    batch: Bn,
+    Tq,
+    H,
+    Hkv,
+    D,
+    Dv,
+    S,
+    qs4: req.strides?.q ?? [Tq * H * D, D, H * D, 1],
+    ks4: req.strides?.k ?? kvDefault(D),
+    vs4: req.strides?.v ?? kvDefault(Dv),
+    os4: req.strides?.out ?? [Tq * H * Dv, Dv, H * Dv, 1],
+    ls3: req.strides?.limit ?? [Tq, 0, 1],
+    mask: req.mask,
+    ...(req.window === undefined ? {} : { window: req.window }),
+    scale: req.scale,
+    ...(req.softCap === undefined ? {} : { softCap: req.softCap }),
+    ...(tensorMask === undefined ? {} : { maskTensor: tensorMask }),
+    ...(ps === undefined ? {} : { pageSize: ps }),
+    splits,
+    minSplit,
+    rows: Bn * H * Tq,
+    qDtype,
+    kvDtype,
+    outDtype,
   };
 }
 
@@ -174,29 +243,37 @@ function laneAttentionKernel(L: AttentionLayout, lanes: number, caps: SynthCaps)
     const m = var_(f32(-Infinity), "m");
     const l = var_(f32(0), "l");
     const acc = row.acc();
-    for_(r.lo.add(lane), r.hi, lanes, (jj) => {
-      const j = r.tokenRow(jj);
-      const kr = r.at(L.ks4, r.kvh, j);
-      let s = let_(acc.dot(kr).mul(L.scale), "s");
-      if (L.softCap !== undefined) s = let_(tanh(s.div(L.softCap)).mul(L.softCap), "s_cap");
-      let keep: Val<"bool"> = b.bool(true);
-      if (io.mask !== undefined && L.maskTensor !== undefined) {
-        const ms = L.maskTensor.strides;
-        const mv = io.mask.at(r.bb.mul(ms[0]).add(r.h.mul(ms[1])).add(r.t.mul(ms[2])).add(jj.mul(ms[3]))) as Val<"f32">;
-        if (L.mask === "bool") keep = let_((mv as unknown as Val<"u32">).ne(0), "keep");
-        else s = let_(s.add(mv), "s_mask");
-      }
-      // A dropped key (or one whose score is -inf) changes nothing: skip it so exp(-inf - -inf) never appears.
-      if_(keep.and(s.gt(-Infinity)), () => {
-        const mNew = let_(max(m, s), "m_new");
-        // exp(-inf - finite) = 0 rescales nothing on the first key.
-        const corr = let_(exp(m.sub(mNew)), "corr");
-        const pj = let_(exp(s.sub(mNew)), "pj");
-        l.set(l.mul(corr).add(pj));
-        acc.accumulate(r.at(L.vs4, r.kvh, j), corr, pj);
-        m.set(mNew);
-      });
-    }, "j");
+    for_(
+      r.lo.add(lane),
+      r.hi,
+      lanes,
+      (jj) => {
+        const j = r.tokenRow(jj);
+        const kr = r.at(L.ks4, r.kvh, j);
+        let s = let_(acc.dot(kr).mul(L.scale), "s");
+        if (L.softCap !== undefined) s = let_(tanh(s.div(L.softCap)).mul(L.softCap), "s_cap");
+        let keep: Val<"bool"> = b.bool(true);
+        if (io.mask !== undefined && L.maskTensor !== undefined) {
+          const ms = L.maskTensor.strides;
+          const mv = io.mask.at(
+            r.bb.mul(ms[0]).add(r.h.mul(ms[1])).add(r.t.mul(ms[2])).add(jj.mul(ms[3])),
+          ) as Val<"f32">;
+          if (L.mask === "bool") keep = let_((mv as unknown as Val<"u32">).ne(0), "keep");
+          else s = let_(s.add(mv), "s_mask");
+        }
+        // A dropped key (or one whose score is -inf) changes nothing: skip it so exp(-inf - -inf) never appears.
+        if_(keep.and(s.gt(-Infinity)), () => {
+          const mNew = let_(max(m, s), "m_new");
+          // exp(-inf - finite) = 0 rescales nothing on the first key.
+          const corr = let_(exp(m.sub(mNew)), "corr");
+          const pj = let_(exp(s.sub(mNew)), "pj");
+          l.set(l.mul(corr).add(pj));
+          acc.accumulate(r.at(L.vs4, r.kvh, j), corr, pj);
+          m.set(mNew);
+        });
+      },
+      "j",
+    );
     sm.set(lane, m);
     sl.set(lane, l);
     acc.flush(sacc, lane);
@@ -217,7 +294,15 @@ function laneAttentionKernel(L: AttentionLayout, lanes: number, caps: SynthCaps)
  * The scalar row ops: the lanes stage q in workgroup memory; acc (a private array, declared by `acc()` after the
  * running max and sum) takes one element per step.
  */
-function scalarRowOps(b: Builder, L: AttentionLayout, io: AttentionIo, r: AttentionRow, qsh: Arr<"f32">, lane: Val<"u32">, lanes: number): LaneRow {
+function scalarRowOps(
+  b: Builder,
+  L: AttentionLayout,
+  io: AttentionIo,
+  r: AttentionRow,
+  qsh: Arr<"f32">,
+  lane: Val<"u32">,
+  lanes: number,
+): LaneRow {
   const { let_, var_, for_, u32, f32, barrier, privateArray } = b;
   const { D, Dv } = L;
   const qRow = r.at(L.qs4, r.h, r.t);
@@ -232,7 +317,21 @@ function scalarRowOps(b: Builder, L: AttentionLayout, io: AttentionIo, r: Attent
           for_(u32(0), D, 1, (d) => dot.set(dot.add(qsh.at(d).mul(io.K.at(kr.add(d.mul(L.ks4[3])))))), "dd");
           return dot;
         },
-        accumulate: (vr, corr, pj) => for_(u32(0), Dv, 1, (d) => acc.set(d, acc.at(d).mul(corr).add(pj.mul(io.V.at(vr.add(d.mul(L.vs4[3])))))), "dv"),
+        accumulate: (vr, corr, pj) =>
+          for_(
+            u32(0),
+            Dv,
+            1,
+            (d) =>
+              acc.set(
+                d,
+                acc
+                  .at(d)
+                  .mul(corr)
+                  .add(pj.mul(io.V.at(vr.add(d.mul(L.vs4[3]))))),
+              ),
+            "dv",
+          ),
         flush: (sacc, ln) => for_(u32(0), Dv, 1, (d) => sacc.set(ln.mul(Dv).add(d), acc.at(d)), "d"),
       };
     },
@@ -274,11 +373,35 @@ function combineKernel(name: string, c: CombineShape, caps: SynthCaps): SynthKer
     const den = var_(f32(0), "den");
     for_(u32(0), splits, 1, (i) => den.set(den.add(part.at(base.add(i.mul(Dv + 2)).add(1)).mul(weight(i)))), "i");
     const oRow = let_(bb.mul(os4[0]).add(h.mul(os4[1])).add(t.mul(os4[2])), "o_row");
-    for_(lid.x, Dv, wg, (d) => {
-      const num = var_(f32(0), "num");
-      for_(u32(0), splits, 1, (i) => num.set(num.add(part.at(base.add(i.mul(Dv + 2)).add(2).add(d)).mul(weight(i)))), "i");
-      storeAs(b, out, outDtype, oRow.add(d.mul(os4[3])), let_(select(den.gt(0), num.div(den), f32(0)), "o"));
-    }, "d");
+    for_(
+      lid.x,
+      Dv,
+      wg,
+      (d) => {
+        const num = var_(f32(0), "num");
+        for_(
+          u32(0),
+          splits,
+          1,
+          (i) =>
+            num.set(
+              num.add(
+                part
+                  .at(
+                    base
+                      .add(i.mul(Dv + 2))
+                      .add(2)
+                      .add(d),
+                  )
+                  .mul(weight(i)),
+              ),
+            ),
+          "i",
+        );
+        storeAs(b, out, outDtype, oRow.add(d.mul(os4[3])), let_(select(den.gt(0), num.div(den), f32(0)), "o"));
+      },
+      "d",
+    );
   });
   return { kernel: k, grid: grid2d(rows, caps) };
 }

@@ -41,25 +41,45 @@ export function serialDequantLoop(b: Builder, p: SerialDequantParts): void {
   // U partial sums per row and weight (vec4 when SIMD), used round-robin over the block's elements.
   const U = simd || f.blockSize % 4 === 0 ? 4 : 1;
   // (Typed as f32 sums: the vec4 and f32 forms take the same add/mul calls.)
-  const parts = accs.map((row, j) => row.map((acc, h) => Array.from({ length: U }, (_, q) => (simd ? (var_(zero4(b), `vacc${j}_${h}_${q}`) as unknown as Var<"f32">) : q === 0 ? acc : var_(f32(0), `part${j}_${h}_${q}`)))));
-  for_(u32(0), nb, 1, (blk) => {
-    const base = let_(n.mul(nb).add(blk).mul(f.bytesPerBlock), "base");
-    for (const dec of unrolled) dec.block(base);
-    const k0 = let_(blk.mul(f.blockSize), "k0");
-    const xk = xRow.map((xr) => let_(k0.add(xr), "xk"));
-    const step = simd ? 4 : 1;
-    for (let i = 0; i < f.blockSize; i += step) {
-      const q = (i / step) % U;
-      const ws = unrolled.map((dec) => (simd ? (dec.element4(i) as unknown as Val<"f32">) : dec.element(i)));
-      parts.forEach((row, j) => {
-        const xv = simd ? (x.at4((xk[j] as Val<"u32">).add(i)) as unknown as Val<"f32">) : let_(x.at((xk[j] as Val<"u32">).add(i)), "xv");
-        row.forEach((ps, h) => ps[q]!.set(ps[q]!.add(xv.mul(ws[h]!))));
-      });
-    }
-  }, "blk");
-  parts.forEach((row, j) => row.forEach((ps, h) => {
-    const acc = accs[j]![h]!;
-    if (simd) acc.set(sum4x4(b, ps as unknown as Val<"vec4<f32>">[]));
-    else if (U > 1) acc.set(acc.add(ps[1]!).add(ps[2]!.add(ps[3]!)));
-  }));
+  const parts = accs.map((row, j) =>
+    row.map((acc, h) =>
+      Array.from({ length: U }, (_, q) =>
+        simd
+          ? (var_(zero4(b), `vacc${j}_${h}_${q}`) as unknown as Var<"f32">)
+          : q === 0
+            ? acc
+            : var_(f32(0), `part${j}_${h}_${q}`),
+      ),
+    ),
+  );
+  for_(
+    u32(0),
+    nb,
+    1,
+    (blk) => {
+      const base = let_(n.mul(nb).add(blk).mul(f.bytesPerBlock), "base");
+      for (const dec of unrolled) dec.block(base);
+      const k0 = let_(blk.mul(f.blockSize), "k0");
+      const xk = xRow.map((xr) => let_(k0.add(xr), "xk"));
+      const step = simd ? 4 : 1;
+      for (let i = 0; i < f.blockSize; i += step) {
+        const q = (i / step) % U;
+        const ws = unrolled.map((dec) => (simd ? (dec.element4(i) as unknown as Val<"f32">) : dec.element(i)));
+        parts.forEach((row, j) => {
+          const xv = simd
+            ? (x.at4((xk[j] as Val<"u32">).add(i)) as unknown as Val<"f32">)
+            : let_(x.at((xk[j] as Val<"u32">).add(i)), "xv");
+          row.forEach((ps, h) => ps[q]!.set(ps[q]!.add(xv.mul(ws[h]!))));
+        });
+      }
+    },
+    "blk",
+  );
+  parts.forEach((row, j) =>
+    row.forEach((ps, h) => {
+      const acc = accs[j]![h]!;
+      if (simd) acc.set(sum4x4(b, ps as unknown as Val<"vec4<f32>">[]));
+      else if (U > 1) acc.set(acc.add(ps[1]!).add(ps[2]!.add(ps[3]!)));
+    }),
+  );
 }

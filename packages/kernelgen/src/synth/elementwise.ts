@@ -49,12 +49,19 @@ const SYNTH = "elementwise";
 export function synthesizeElementwise(req: ElementwiseRequest, caps: SynthCaps): SynthKernel {
   checkCaps(SYNTH, caps);
   checkShape(SYNTH, "shape", req.shape);
-  if (req.outputs.length === 0) throw new KernelgenError("bad_param", "a region needs at least one output", { synth: SYNTH, param: "outputs" });
+  if (req.outputs.length === 0)
+    throw new KernelgenError("bad_param", "a region needs at least one output", { synth: SYNTH, param: "outputs" });
   const inputs = new Map(req.inputs.map((inp) => [inp.name, inp]));
-  const strides = new Map(req.inputs.map((inp) => [inp.name, inp.strides ?? broadcastStrides(SYNTH, inp.name, inp.shape, req.shape)]));
+  const strides = new Map(
+    req.inputs.map((inp) => [inp.name, inp.strides ?? broadcastStrides(SYNTH, inp.name, inp.shape, req.shape)]),
+  );
   for (const inp of req.inputs) {
     checkDType(SYNTH, inp.name, inp.dtype);
-    if ((strides.get(inp.name) as number[]).length !== req.shape.length) throw new KernelgenError("bad_shape", `strides of ${inp.name} must have one entry per output axis`, { synth: SYNTH, param: inp.name });
+    if ((strides.get(inp.name) as number[]).length !== req.shape.length)
+      throw new KernelgenError("bad_shape", `strides of ${inp.name} must have one entry per output axis`, {
+        synth: SYNTH,
+        param: inp.name,
+      });
   }
   const leafType = (name: string): ExprType | undefined => {
     if (/^#\d+$/.test(name)) return Number(name.slice(1)) < req.shape.length ? "i32" : undefined;
@@ -65,8 +72,16 @@ export function synthesizeElementwise(req: ElementwiseRequest, caps: SynthCaps):
   for (const o of req.outputs) {
     checkDType(SYNTH, o.name, o.dtype);
     const t = types[o.node];
-    if (t === undefined) throw new KernelgenError("bad_param", `output ${o.name} refers to missing node ${o.node}`, { synth: SYNTH, param: o.name });
-    if (t !== valueTypeOf(o.dtype)) throw new KernelgenError("bad_dtype", `output ${o.name} is ${o.dtype} but node ${o.node} is ${t}`, { synth: SYNTH, param: o.name });
+    if (t === undefined)
+      throw new KernelgenError("bad_param", `output ${o.name} refers to missing node ${o.node}`, {
+        synth: SYNTH,
+        param: o.name,
+      });
+    if (t !== valueTypeOf(o.dtype))
+      throw new KernelgenError("bad_dtype", `output ${o.name} is ${o.dtype} but node ${o.node} is ${t}`, {
+        synth: SYNTH,
+        param: o.name,
+      });
   }
   const total = numelOf(req.shape);
   const wg = pow2Workgroup(total, Math.min(caps.maxWorkgroup, 256));
@@ -75,7 +90,13 @@ export function synthesizeElementwise(req: ElementwiseRequest, caps: SynthCaps):
     const outs = req.outputs.map((o) => ({ o, buf: b.buffer(o.name, elemOf(o.dtype), "write") }));
     const e = linearThread(b, wg);
     b.if_(e.lt(total), () => {
-      const idx = emitIndex(b, e, req.shape, [...req.inputs.map((i) => strides.get(i.name) as number[])], req.nodes.some((n) => n.op === "leaf" && n.name.startsWith("#")));
+      const idx = emitIndex(
+        b,
+        e,
+        req.shape,
+        [...req.inputs.map((i) => strides.get(i.name) as number[])],
+        req.nodes.some((n) => n.op === "leaf" && n.name.startsWith("#")),
+      );
       const loaded = new Map<string, Val<ExprType>>();
       const leaf = (name: string): Val<ExprType> => {
         if (name.startsWith("#")) return (idx.axes[Number(name.slice(1))] as Val<"u32">).i32();

@@ -36,18 +36,35 @@ export interface PreparedEpilogue {
 export function prepareEpilogue(synth: string, ep: Epilogue | undefined, outDtype: StorageDType): PreparedEpilogue {
   checkDType(synth, "out", outDtype);
   if (ep === undefined) {
-    if (valueTypeOf(outDtype) !== "f32") throw new KernelgenError("bad_dtype", `an ${outDtype} output needs an epilogue that converts the f32 accumulator`, { synth, param: "out" });
-    return { declare: () => {}, apply: (_b, acc) => (Array.isArray(acc) ? (acc[0] as Val<"f32">) : (acc as Val<"f32">)), type: "f32" };
+    if (valueTypeOf(outDtype) !== "f32")
+      throw new KernelgenError(
+        "bad_dtype",
+        `an ${outDtype} output needs an epilogue that converts the f32 accumulator`,
+        { synth, param: "out" },
+      );
+    return {
+      declare: () => {},
+      apply: (_b, acc) => (Array.isArray(acc) ? (acc[0] as Val<"f32">) : (acc as Val<"f32">)),
+      type: "f32",
+    };
   }
   const inputs = new Map(ep.inputs.map((i) => [i.name, i]));
   for (const i of ep.inputs) {
     checkDType(synth, i.name, i.dtype);
-    if (/^acc\d*$/.test(i.name)) throw new KernelgenError("bad_param", `an epilogue input may not be called ${i.name}`, { synth, param: i.name });
+    if (/^acc\d*$/.test(i.name))
+      throw new KernelgenError("bad_param", `an epilogue input may not be called ${i.name}`, { synth, param: i.name });
   }
-  const types = typeNodes(synth, ep.nodes, (n) => (/^acc\d*$/.test(n) ? "f32" : inputs.has(n) ? valueTypeOf(inputs.get(n)!.dtype) : undefined));
+  const types = typeNodes(synth, ep.nodes, (n) =>
+    /^acc\d*$/.test(n) ? "f32" : inputs.has(n) ? valueTypeOf(inputs.get(n)!.dtype) : undefined,
+  );
   const type = types[ep.node];
-  if (type === undefined) throw new KernelgenError("bad_param", `epilogue node ${ep.node} does not exist`, { synth, param: "epilogue.node" });
-  if (type !== valueTypeOf(outDtype)) throw new KernelgenError("bad_dtype", `epilogue yields ${type} but the output is ${outDtype}`, { synth, param: "epilogue.node" });
+  if (type === undefined)
+    throw new KernelgenError("bad_param", `epilogue node ${ep.node} does not exist`, { synth, param: "epilogue.node" });
+  if (type !== valueTypeOf(outDtype))
+    throw new KernelgenError("bad_dtype", `epilogue yields ${type} but the output is ${outDtype}`, {
+      synth,
+      param: "epilogue.node",
+    });
   const bufs = new Map<string, Arr>();
   return {
     type,
@@ -56,15 +73,26 @@ export function prepareEpilogue(synth: string, ep: Epilogue | undefined, outDtyp
     },
     apply: (b, acc, col, idx) => {
       const accs = Array.isArray(acc) ? acc : [acc as Val<"f32">];
-      const vals = emitNodes(b, ep.nodes, types, (n) => {
-        if (/^acc\d*$/.test(n)) {
-          const a = accs[n === "acc" ? 0 : Number(n.slice(3))];
-          if (a === undefined) throw new KernelgenError("bad_param", `epilogue reads ${n} but the contraction has ${accs.length} weight(s)`, { synth, param: n });
-          return a;
-        }
-        const i = inputs.get(n) as EpilogueInput;
-        return loadAs(bufs.get(n)!, i.dtype, i.kind === "col" ? col : idx);
-      }, [ep.node]);
+      const vals = emitNodes(
+        b,
+        ep.nodes,
+        types,
+        (n) => {
+          if (/^acc\d*$/.test(n)) {
+            const a = accs[n === "acc" ? 0 : Number(n.slice(3))];
+            if (a === undefined)
+              throw new KernelgenError(
+                "bad_param",
+                `epilogue reads ${n} but the contraction has ${accs.length} weight(s)`,
+                { synth, param: n },
+              );
+            return a;
+          }
+          const i = inputs.get(n) as EpilogueInput;
+          return loadAs(bufs.get(n)!, i.dtype, i.kind === "col" ? col : idx);
+        },
+        [ep.node],
+      );
       return vals[ep.node] as Val<ExprType>;
     },
   };

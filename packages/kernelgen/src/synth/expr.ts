@@ -7,9 +7,35 @@ import { KernelgenError } from "../errors.js";
 /** Value types of expression nodes (storage types widen to these on load). */
 export type ExprType = "f32" | "i32" | "u32" | "bool";
 /** Unary functions. `recip` = 1/x, `not` = bitwise (logical on bool). */
-export type UnaryFn = "neg" | "exp" | "log" | "sqrt" | "rsqrt" | "recip" | "tanh" | "erf" | "sin" | "cos" | "abs" | "floor" | "not";
+export type UnaryFn =
+  | "neg"
+  | "exp"
+  | "log"
+  | "sqrt"
+  | "rsqrt"
+  | "recip"
+  | "tanh"
+  | "erf"
+  | "sin"
+  | "cos"
+  | "abs"
+  | "floor"
+  | "not";
 /** Binary functions (operands of one type). */
-export type BinaryFn = "add" | "sub" | "mul" | "div" | "rem" | "max" | "min" | "pow" | "and" | "or" | "xor" | "shl" | "shr";
+export type BinaryFn =
+  | "add"
+  | "sub"
+  | "mul"
+  | "div"
+  | "rem"
+  | "max"
+  | "min"
+  | "pow"
+  | "and"
+  | "or"
+  | "xor"
+  | "shl"
+  | "shr";
 /** Comparisons (-> bool). */
 export type CmpFn = "eq" | "ne" | "lt" | "le" | "gt" | "ge";
 
@@ -29,20 +55,33 @@ export type ExprNode =
   | { readonly op: "round"; readonly to: "bf16" | "f16"; readonly a: number };
 
 /** Infers the type of every node; throws `bad_dtype` / `bad_param` on an ill-typed DAG. */
-export function typeNodes(synth: string, nodes: readonly ExprNode[], leafType: (name: string) => ExprType | undefined): ExprType[] {
+export function typeNodes(
+  synth: string,
+  nodes: readonly ExprNode[],
+  leafType: (name: string) => ExprType | undefined,
+): ExprType[] {
   const types: ExprType[] = [];
   const bad = (i: number, msg: string): never => {
     throw new KernelgenError("bad_dtype", `node ${i}: ${msg}`, { synth, param: `expr[${i}]`, value: nodes[i] });
   };
   const ref = (i: number, j: number): ExprType => {
-    if (!Number.isInteger(j) || j < 0 || j >= i) throw new KernelgenError("bad_param", `node ${i} refers to node ${j}, which is not an earlier node`, { synth, param: `expr[${i}]` });
+    if (!Number.isInteger(j) || j < 0 || j >= i)
+      throw new KernelgenError("bad_param", `node ${i} refers to node ${j}, which is not an earlier node`, {
+        synth,
+        param: `expr[${i}]`,
+      });
     return types[j] as ExprType;
   };
   nodes.forEach((n, i) => {
     switch (n.op) {
       case "leaf": {
         const t = leafType(n.name);
-        if (t === undefined) throw new KernelgenError("bad_param", `unknown leaf ${n.name}`, { synth, param: `expr[${i}]`, value: n.name });
+        if (t === undefined)
+          throw new KernelgenError("bad_param", `unknown leaf ${n.name}`, {
+            synth,
+            param: `expr[${i}]`,
+            value: n.name,
+          });
         types.push(t);
         return;
       }
@@ -51,28 +90,33 @@ export function typeNodes(synth: string, nodes: readonly ExprNode[], leafType: (
         return;
       case "unary": {
         const t = ref(i, n.a);
-        if (n.fn === "not" ? t === "f32" : n.fn === "neg" || n.fn === "abs" ? t === "bool" : t !== "f32") bad(i, `${n.fn} on ${t}`);
+        if (n.fn === "not" ? t === "f32" : n.fn === "neg" || n.fn === "abs" ? t === "bool" : t !== "f32")
+          bad(i, `${n.fn} on ${t}`);
         types.push(t);
         return;
       }
       case "binary": {
-        const a = ref(i, n.a), b = ref(i, n.b);
+        const a = ref(i, n.a),
+          b = ref(i, n.b);
         if (a !== b) bad(i, `${n.fn} of ${a} and ${b}`);
         const bits = n.fn === "and" || n.fn === "or" || n.fn === "xor";
-        if (bits ? a === "f32" : n.fn === "shl" || n.fn === "shr" ? a === "f32" || a === "bool" : a === "bool") bad(i, `${n.fn} on ${a}`);
+        if (bits ? a === "f32" : n.fn === "shl" || n.fn === "shr" ? a === "f32" || a === "bool" : a === "bool")
+          bad(i, `${n.fn} on ${a}`);
         if (n.fn === "pow" && a !== "f32") bad(i, `pow on ${a}`);
         types.push(a);
         return;
       }
       case "cmp": {
-        const a = ref(i, n.a), b = ref(i, n.b);
+        const a = ref(i, n.a),
+          b = ref(i, n.b);
         if (a !== b) bad(i, `${n.fn} of ${a} and ${b}`);
         types.push("bool");
         return;
       }
       case "select": {
         if (ref(i, n.cond) !== "bool") bad(i, "select condition must be bool");
-        const a = ref(i, n.a), b = ref(i, n.b);
+        const a = ref(i, n.a),
+          b = ref(i, n.b);
         if (a !== b) bad(i, `select of ${a} and ${b}`);
         types.push(a);
         return;
@@ -107,11 +151,20 @@ function pow(k: Builder, a: Val<"f32">, b: Val<"f32">): Val<"f32"> {
 /** Operand indices of a node. */
 export function operandsOf(n: ExprNode): number[] {
   switch (n.op) {
-    case "leaf": case "const": return [];
-    case "unary": case "cast": case "round": return [n.a];
-    case "binary": case "cmp": return [n.a, n.b];
-    case "select": return [n.cond, n.a, n.b];
-    default: return n satisfies never;
+    case "leaf":
+    case "const":
+      return [];
+    case "unary":
+    case "cast":
+    case "round":
+      return [n.a];
+    case "binary":
+    case "cmp":
+      return [n.a, n.b];
+    case "select":
+      return [n.cond, n.a, n.b];
+    default:
+      return n satisfies never;
   }
 }
 
@@ -132,7 +185,9 @@ export function reachable(nodes: readonly ExprNode[], roots: readonly number[]):
 export function leavesOf(nodes: readonly ExprNode[], roots: readonly number[]): Set<string> {
   const mark = reachable(nodes, roots);
   const out = new Set<string>();
-  nodes.forEach((n, i) => { if (mark[i] && n.op === "leaf") out.add(n.name); });
+  nodes.forEach((n, i) => {
+    if (mark[i] && n.op === "leaf") out.add(n.name);
+  });
   return out;
 }
 
@@ -141,9 +196,36 @@ export function leavesOf(nodes: readonly ExprNode[], roots: readonly number[]): 
  * `leaf(name)` supplies leaf values. With `roots`, only the nodes they reach are emitted. Returns node values
  * by index (undefined for nodes not emitted).
  */
-export function emitNodes(k: Builder, nodes: readonly ExprNode[], types: readonly ExprType[], leaf: (name: string) => AnyVal, roots?: readonly number[]): AnyVal[] {
+export function emitNodes(
+  k: Builder,
+  nodes: readonly ExprNode[],
+  types: readonly ExprType[],
+  leaf: (name: string) => AnyVal,
+  roots?: readonly number[],
+): AnyVal[] {
   const live = roots === undefined ? undefined : reachable(nodes, roots);
-  const { let_, f32, u32, i32, bool, select, exp, log, sqrt, rsqrt, tanh, erf, sin, cos, abs, floor, min, max, pack, unpack } = k;
+  const {
+    let_,
+    f32,
+    u32,
+    i32,
+    bool,
+    select,
+    exp,
+    log,
+    sqrt,
+    rsqrt,
+    tanh,
+    erf,
+    sin,
+    cos,
+    abs,
+    floor,
+    min,
+    max,
+    pack,
+    unpack,
+  } = k;
   const vals: AnyVal[] = [];
   const v = (j: number): AnyVal => vals[j] as AnyVal;
   nodes.forEach((n, i) => {
@@ -158,42 +240,85 @@ export function emitNodes(k: Builder, nodes: readonly ExprNode[], types: readonl
         e = leaf(n.name);
         break;
       case "const":
-        e = t === "bool" ? bool(n.value === true || n.value === 1) : t === "f32" ? f32(Number(n.value)) : t === "i32" ? i32(Number(n.value)) : u32(Number(n.value));
+        e =
+          t === "bool"
+            ? bool(n.value === true || n.value === 1)
+            : t === "f32"
+              ? f32(Number(n.value))
+              : t === "i32"
+                ? i32(Number(n.value))
+                : u32(Number(n.value));
         break;
       case "unary": {
         const a = v(n.a) as Val<"f32">;
         const fn = n.fn;
         switch (fn) {
-          case "neg": e = a.neg(); break;
-          case "not": e = a.not(); break;
-          case "exp": e = exp(a); break;
-          case "log": e = log(a); break;
-          case "sqrt": e = sqrt(a); break;
-          case "rsqrt": e = rsqrt(a); break;
-          case "recip": e = f32(1).div(a); break;
-          case "tanh": e = tanh(a); break;
-          case "erf": e = erf(a); break;
-          case "sin": e = sin(a); break;
-          case "cos": e = cos(a); break;
-          case "abs": e = abs(a); break;
-          case "floor": e = floor(a); break;
-          default: fn satisfies never; throw new Error("unreachable");
+          case "neg":
+            e = a.neg();
+            break;
+          case "not":
+            e = a.not();
+            break;
+          case "exp":
+            e = exp(a);
+            break;
+          case "log":
+            e = log(a);
+            break;
+          case "sqrt":
+            e = sqrt(a);
+            break;
+          case "rsqrt":
+            e = rsqrt(a);
+            break;
+          case "recip":
+            e = f32(1).div(a);
+            break;
+          case "tanh":
+            e = tanh(a);
+            break;
+          case "erf":
+            e = erf(a);
+            break;
+          case "sin":
+            e = sin(a);
+            break;
+          case "cos":
+            e = cos(a);
+            break;
+          case "abs":
+            e = abs(a);
+            break;
+          case "floor":
+            e = floor(a);
+            break;
+          default:
+            fn satisfies never;
+            throw new Error("unreachable");
         }
         break;
       }
       case "binary": {
-        const a = v(n.a) as Val<"f32">, b = v(n.b) as Val<"f32">;
+        const a = v(n.a) as Val<"f32">,
+          b = v(n.b) as Val<"f32">;
         const fn = n.fn;
         switch (fn) {
-          case "add": e = a.add(b); break;
-          case "sub": e = a.sub(b); break;
-          case "mul": e = a.mul(b); break;
+          case "add":
+            e = a.add(b);
+            break;
+          case "sub":
+            e = a.sub(b);
+            break;
+          case "mul":
+            e = a.mul(b);
+            break;
           case "div":
           case "rem": {
             // Integer division by zero gives 0 in the primitive graph; targets leave it undefined, so guard.
             if (t === "f32") e = fn === "div" ? a.div(b) : a.rem(b);
             else {
-              const ai = a as unknown as Val<"u32">, bi = b as unknown as Val<"u32">;
+              const ai = a as unknown as Val<"u32">,
+                bi = b as unknown as Val<"u32">;
               const safe = select(bi.eq(0), t === "i32" ? (i32(1) as unknown as Val<"u32">) : u32(1), bi);
               const q = fn === "div" ? ai.div(safe) : ai.rem(safe);
               e = select(bi.eq(0), t === "i32" ? (i32(0) as unknown as Val<"u32">) : u32(0), q);
@@ -207,18 +332,33 @@ export function emitNodes(k: Builder, nodes: readonly ExprNode[], types: readonl
             e = t === "f32" ? select(a.ne(a).or(b.ne(b)), a.add(b), m) : m;
             break;
           }
-          case "pow": e = pow(k, a, b); break;
-          case "and": e = a.and(b); break;
-          case "or": e = a.or(b); break;
-          case "xor": e = a.xor(b); break;
-          case "shl": e = a.shl(b); break;
-          case "shr": e = a.shr(b); break;
-          default: fn satisfies never; throw new Error("unreachable");
+          case "pow":
+            e = pow(k, a, b);
+            break;
+          case "and":
+            e = a.and(b);
+            break;
+          case "or":
+            e = a.or(b);
+            break;
+          case "xor":
+            e = a.xor(b);
+            break;
+          case "shl":
+            e = a.shl(b);
+            break;
+          case "shr":
+            e = a.shr(b);
+            break;
+          default:
+            fn satisfies never;
+            throw new Error("unreachable");
         }
         break;
       }
       case "cmp": {
-        const a = v(n.a) as Val<"f32">, b = v(n.b) as Val<"f32">;
+        const a = v(n.a) as Val<"f32">,
+          b = v(n.b) as Val<"f32">;
         e = a[n.fn](b);
         break;
       }

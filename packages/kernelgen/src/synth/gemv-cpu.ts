@@ -13,20 +13,35 @@ import { elemOf, storeAs } from "./storage.js";
 import type { StorageDType } from "./storage.js";
 
 /** Generates the SIMD [N, K] GEMV for serial-thread caps with `simdLoads`. Buffers: x, W (W1, …), epilogue inputs, y. */
-export function gemvNKSimd(req: GemvRequest, caps: SynthCaps, B: number, H: number, xDtype: StorageDType, wDtype: StorageDType, outDtype: StorageDType, ep: PreparedEpilogue): SynthKernel {
+export function gemvNKSimd(
+  req: GemvRequest,
+  caps: SynthCaps,
+  B: number,
+  H: number,
+  xDtype: StorageDType,
+  wDtype: StorageDType,
+  outDtype: StorageDType,
+  ep: PreparedEpilogue,
+): SynthKernel {
   const { K, N } = req;
-  const K16 = K - (K % 16), K4 = K - (K % 4);
+  const K16 = K - (K % 16),
+    K4 = K - (K % 4);
   const wg = pow2Workgroup(Math.min(N, 8), caps.maxWorkgroup);
   const k = kernel(req.name, { workgroupSize: [wg, 1, 1] }, (b) => {
     const { let_, var_, for_, if_, wid, nwg, lid, f32, u32 } = b;
     const x = b.buffer("x", elemOf(xDtype), "read") as Arr<"f32">;
-    const Ws = Array.from({ length: H }, (_, h) => b.buffer(h === 0 ? "W" : `W${h}`, elemOf(wDtype), "read") as Arr<"f32">);
+    const Ws = Array.from(
+      { length: H },
+      (_, h) => b.buffer(h === 0 ? "W" : `W${h}`, elemOf(wDtype), "read") as Arr<"f32">,
+    );
     ep.declare(b);
     const y = b.buffer("y", elemOf(outDtype), "write");
     const n = let_(wid.y.mul(nwg.x).add(wid.x).mul(wg).add(lid.x), "n");
     const live = let_(n.lt(N), "live");
     const zero = (): Val<"vec4<f32>"> => b.vec("vec4<f32>", f32(0), f32(0), f32(0), f32(0));
-    const parts = Array.from({ length: B }, (_, j) => Ws.map((_, h) => Array.from({ length: 4 }, (_, q) => var_(zero(), `vacc${j}_${h}_${q}`))));
+    const parts = Array.from({ length: B }, (_, j) =>
+      Ws.map((_, h) => Array.from({ length: 4 }, (_, q) => var_(zero(), `vacc${j}_${h}_${q}`))),
+    );
     const tails = Array.from({ length: B }, (_, j) => Ws.map((_, h) => var_(f32(0), `tail${j}_${h}`)));
     if_(live, () => {
       const row = let_(n.mul(K), "row");
@@ -38,16 +53,23 @@ export function gemvNKSimd(req: GemvRequest, caps: SynthCaps, B: number, H: numb
           ws.forEach((w, h) => to(j, h).set(to(j, h).add(xv.mul(w))));
         }
       };
-      if (K16 > 0) for_(u32(0), K16, 16, (kk) => [0, 1, 2, 3].forEach((q) => quad(kk, q, (j, h) => parts[j]![h]![q]!)), "k");
+      if (K16 > 0)
+        for_(u32(0), K16, 16, (kk) => [0, 1, 2, 3].forEach((q) => quad(kk, q, (j, h) => parts[j]![h]![q]!)), "k");
       if (K4 > K16) for_(u32(K16), K4, 4, (kk) => quad(kk, 0, (j, h) => parts[j]![h]![0]!), "k4");
       if (K > K4) {
-        for_(u32(K4), K, 1, (kk) => {
-          const ws = Ws.map((W) => W.at(row.add(kk)));
-          tails.forEach((rowT, j) => {
-            const xv = let_(x.at(kk.add(j * K)), "xv");
-            rowT.forEach((t, h) => t.set(t.add(xv.mul(ws[h] as Val<"f32">))));
-          });
-        }, "k1");
+        for_(
+          u32(K4),
+          K,
+          1,
+          (kk) => {
+            const ws = Ws.map((W) => W.at(row.add(kk)));
+            tails.forEach((rowT, j) => {
+              const xv = let_(x.at(kk.add(j * K)), "xv");
+              rowT.forEach((t, h) => t.set(t.add(xv.mul(ws[h] as Val<"f32">))));
+            });
+          },
+          "k1",
+        );
       }
     });
     parts.forEach((rowP, j) => {

@@ -16,9 +16,19 @@ export function contiguousStrides(shape: readonly number[]): number[] {
 }
 
 /** Strides of `inShape` (row-major) broadcast to `outShape` by numpy rules (0 on broadcast axes). */
-export function broadcastStrides(synth: string, name: string, inShape: readonly number[], outShape: readonly number[]): number[] {
+export function broadcastStrides(
+  synth: string,
+  name: string,
+  inShape: readonly number[],
+  outShape: readonly number[],
+): number[] {
   const r = outShape.length;
-  if (inShape.length > r) throw new KernelgenError("bad_shape", `${name} has rank ${inShape.length} > ${r}`, { synth, param: name, value: inShape });
+  if (inShape.length > r)
+    throw new KernelgenError("bad_shape", `${name} has rank ${inShape.length} > ${r}`, {
+      synth,
+      param: name,
+      value: inShape,
+    });
   const own = contiguousStrides(inShape);
   return outShape.map((od, d) => {
     const j = d - (r - inShape.length);
@@ -26,7 +36,11 @@ export function broadcastStrides(synth: string, name: string, inShape: readonly 
     const id = inShape[j] as number;
     if (id === od) return id === 1 ? 0 : (own[j] as number);
     if (id === 1) return 0;
-    throw new KernelgenError("bad_shape", `${name} [${inShape.join(", ")}] does not broadcast to [${outShape.join(", ")}]`, { synth, param: name, value: inShape });
+    throw new KernelgenError(
+      "bad_shape",
+      `${name} [${inShape.join(", ")}] does not broadcast to [${outShape.join(", ")}]`,
+      { synth, param: name, value: inShape },
+    );
   });
 }
 
@@ -48,7 +62,13 @@ export interface IndexParts {
  * Splits linear index `e` over `shape` into axis indices (skipped when every view is the contiguous layout and
  * no axis is needed, so the common case costs nothing) and returns strided offsets for `views`.
  */
-export function emitIndex(b: Builder, e: Val<"u32">, shape: readonly number[], views: readonly (readonly number[])[], needAxes = false): IndexParts {
+export function emitIndex(
+  b: Builder,
+  e: Val<"u32">,
+  shape: readonly number[],
+  views: readonly (readonly number[])[],
+  needAxes = false,
+): IndexParts {
   const { let_, u32 } = b;
   const contiguous = contiguousStrides(shape);
   const isContig = (s: readonly number[]) => s.every((x, d) => x === contiguous[d] || shape[d] === 1);
@@ -71,7 +91,8 @@ export function emitIndex(b: Builder, e: Val<"u32">, shape: readonly number[], v
       if (isContig(s)) return base === 0 ? e : let_(e.add(base), "off");
       let acc: Val<"u32"> = u32(base);
       s.forEach((st, d) => {
-        if (st !== 0 && shape[d] !== 1) acc = acc.add(st === 1 ? (axes[d] as Val<"u32">) : (axes[d] as Val<"u32">).mul(st));
+        if (st !== 0 && shape[d] !== 1)
+          acc = acc.add(st === 1 ? (axes[d] as Val<"u32">) : (axes[d] as Val<"u32">).mul(st));
       });
       return let_(acc, "off");
     },

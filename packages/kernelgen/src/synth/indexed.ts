@@ -36,10 +36,18 @@ export function synthesizeIndexedMatMul(req: IndexedMatMulRequest, caps: SynthCa
 }
 
 /** @internal The same with an already prepared epilogue (graph-plan regions come in this way). */
-export function synthesizeIndexedMatMulWith(req: IndexedMatMulRequest, caps: SynthCaps, ep: PreparedEpilogue): SynthKernel {
+export function synthesizeIndexedMatMulWith(
+  req: IndexedMatMulRequest,
+  caps: SynthCaps,
+  ep: PreparedEpilogue,
+): SynthKernel {
   checkCaps(SYNTH, caps);
   const { T, S, K, N, experts: E } = req;
-  if (![T, S, K, N, E].every((d) => Number.isInteger(d) && d >= 1)) throw new KernelgenError("bad_shape", "IndexedMatMul dims must be positive integers", { synth: SYNTH, param: "shape" });
+  if (![T, S, K, N, E].every((d) => Number.isInteger(d) && d >= 1))
+    throw new KernelgenError("bad_shape", "IndexedMatMul dims must be positive integers", {
+      synth: SYNTH,
+      param: "shape",
+    });
   const xDtype = checkDType(SYNTH, "x", req.xDtype ?? "f32", ["f32", "bf16", "f16"]);
   const wDtype = checkDType(SYNTH, "w", req.wDtype ?? "f32", ["f32", "bf16", "f16"]);
   const outDtype = req.outDtype ?? "f32";
@@ -49,7 +57,11 @@ export function synthesizeIndexedMatMulWith(req: IndexedMatMulRequest, caps: Syn
   const lanes = useSg ? (sg as number) : lanesWant;
   let wg = Math.max(lanes, pow2Workgroup(Math.min(N * lanes, 128), caps.maxWorkgroup));
   while (!useSg && wg > lanes && wg * 4 > caps.sharedBytes) wg >>= 1;
-  if (!useSg && wg * 4 > caps.sharedBytes) throw new KernelgenError("exceeds_caps", `needs ${wg * 4} bytes of workgroup memory`, { synth: SYNTH, param: "caps.sharedBytes" });
+  if (!useSg && wg * 4 > caps.sharedBytes)
+    throw new KernelgenError("exceeds_caps", `needs ${wg * 4} bytes of workgroup memory`, {
+      synth: SYNTH,
+      param: "caps.sharedBytes",
+    });
   const rowsPerWg = wg / lanes;
   const colBlocks = Math.ceil(N / rowsPerWg);
   const k = kernel(req.name, { workgroupSize: [wg, 1, 1] }, (b) => {
@@ -69,21 +81,27 @@ export function synthesizeIndexedMatMulWith(req: IndexedMatMulRequest, caps: Syn
     const live = let_(n.lt(N), "live");
     const wRow = let_(e.mul(N).add(n).mul(K), "w_row");
     // Every thread scans the routing table identically, so the branch below is uniform over the workgroup.
-    for_(u32(0), T * S, 1, (ts) => {
-      const id = let_(ids.at(ts), "id");
-      if_(id.u32().eq(e).and(id.ge(0)), () => {
-        const t = let_(ts.div(S), "t");
-        const acc = var_(f32(0), "acc");
-        if_(live, () => {
-          for_(lane, K, lanes, (kk) => acc.set(acc.add(x.at(t.mul(K).add(kk)).mul(w.at(wRow.add(kk))))), "k");
+    for_(
+      u32(0),
+      T * S,
+      1,
+      (ts) => {
+        const id = let_(ids.at(ts), "id");
+        if_(id.u32().eq(e).and(id.ge(0)), () => {
+          const t = let_(ts.div(S), "t");
+          const acc = var_(f32(0), "acc");
+          if_(live, () => {
+            for_(lane, K, lanes, (kk) => acc.set(acc.add(x.at(t.mul(K).add(kk)).mul(w.at(wRow.add(kk))))), "k");
+          });
+          const total = laneGroupSum(b, acc, lanes, useSg, scratch, tid, lane);
+          if_(live.and(lane.eq(0)), () => {
+            const idx = let_(ts.mul(N).add(n), "oi");
+            storeAs(b, out, outDtype, idx, ep.apply(b, total, n, idx));
+          });
         });
-        const total = laneGroupSum(b, acc, lanes, useSg, scratch, tid, lane);
-        if_(live.and(lane.eq(0)), () => {
-          const idx = let_(ts.mul(N).add(n), "oi");
-          storeAs(b, out, outDtype, idx, ep.apply(b, total, n, idx));
-        });
-      });
-    }, "ts");
+      },
+      "ts",
+    );
   });
   return { kernel: k, grid: grid2d(E * colBlocks, caps), ...(useSg ? { subgroupSize: sg } : {}) };
 }

@@ -17,7 +17,12 @@ import type { StorageDType } from "./storage.js";
 /** A movement op (graph-ir semantics; runtime starts and indices are clamped into range). */
 export type MovementOp =
   | { readonly op: "reshape"; readonly shape: readonly number[] }
-  | { readonly op: "slice"; readonly start: readonly number[]; readonly end: readonly number[]; readonly step?: readonly number[] }
+  | {
+      readonly op: "slice";
+      readonly start: readonly number[];
+      readonly end: readonly number[];
+      readonly step?: readonly number[];
+    }
   | { readonly op: "broadcast"; readonly shape: readonly number[] }
   | { readonly op: "transpose"; readonly perm: readonly number[] }
   /** Inputs x0..x{n-1} of shapes `shapes` (the request's `shape` is ignored) concatenated along `axis`. */
@@ -46,7 +51,13 @@ interface Plan {
   /** Extra i32 buffers (indices / starts). */
   readonly indexBuffers: { name: string; length: number }[];
   /** Emits the value of the output element at `axes` through `read(input, index)`. */
-  readonly gen: (b: Builder, axes: Val<"u32">[], read: (input: number, idx: Val<"u32">) => Val<ExprType>, idx: Map<string, Arr<"i32">>, type: ExprType) => Val<ExprType>;
+  readonly gen: (
+    b: Builder,
+    axes: Val<"u32">[],
+    read: (input: number, idx: Val<"u32">) => Val<ExprType>,
+    idx: Map<string, Arr<"i32">>,
+    type: ExprType,
+  ) => Val<ExprType>;
 }
 
 const bad = (msg: string, value?: unknown): never => {
@@ -55,7 +66,9 @@ const bad = (msg: string, value?: unknown): never => {
 
 function dot(b: Builder, axes: Val<"u32">[], strides: readonly number[], base: Val<"u32"> | number = 0): Val<"u32"> {
   let acc: Val<"u32"> = typeof base === "number" ? b.u32(base) : base;
-  strides.forEach((s, d) => { if (s !== 0) acc = acc.add(s === 1 ? (axes[d] as Val<"u32">) : (axes[d] as Val<"u32">).mul(s)); });
+  strides.forEach((s, d) => {
+    if (s !== 0) acc = acc.add(s === 1 ? (axes[d] as Val<"u32">) : (axes[d] as Val<"u32">).mul(s));
+  });
   return acc;
 }
 
@@ -67,52 +80,94 @@ function clampStart(b: Builder, v: Val<"i32">, hi: number): Val<"u32"> {
 function plan(shape: readonly number[], op: MovementOp): Plan {
   const r = shape.length;
   const st = contiguousStrides(shape);
-  const single = (outShape: number[], src: (b: Builder, axes: Val<"u32">[], idx: Map<string, Arr<"i32">>) => Val<"u32">, indexBuffers: Plan["indexBuffers"] = []): Plan => ({
-    outShape, inputs: [{ name: "x", shape: [...shape] }], indexBuffers,
+  const single = (
+    outShape: number[],
+    src: (b: Builder, axes: Val<"u32">[], idx: Map<string, Arr<"i32">>) => Val<"u32">,
+    indexBuffers: Plan["indexBuffers"] = [],
+  ): Plan => ({
+    outShape,
+    inputs: [{ name: "x", shape: [...shape] }],
+    indexBuffers,
     gen: (b, axes, read, idx) => read(0, b.let_(src(b, axes, idx), "src")),
   });
   switch (op.op) {
     case "reshape":
-      if (numelOf(op.shape) !== numelOf(shape)) bad(`reshape [${shape.join(",")}] -> [${op.shape.join(",")}] changes the element count`);
+      if (numelOf(op.shape) !== numelOf(shape))
+        bad(`reshape [${shape.join(",")}] -> [${op.shape.join(",")}] changes the element count`);
       return single([...op.shape], (b, axes) => dot(b, axes, contiguousStrides(op.shape)));
     case "slice": {
       const step = op.step ?? shape.map(() => 1);
       if (op.start.length !== r || op.end.length !== r || step.length !== r) bad("slice needs start/end/step per axis");
       const out = shape.map((d, a) => {
-        const s = op.start[a] as number, e = op.end[a] as number, p = step[a] as number;
+        const s = op.start[a] as number,
+          e = op.end[a] as number,
+          p = step[a] as number;
         if (!(s >= 0 && e <= d && s < e && p >= 1)) bad(`slice axis ${a}: ${s}:${e}:${p} of ${d}`);
         return Math.ceil((e - s) / p);
       });
       const base = op.start.reduce((acc, s, a) => acc + s * (st[a] as number), 0);
-      return single(out, (b, axes) => dot(b, axes, st.map((s, a) => s * (step[a] as number)), base));
+      return single(out, (b, axes) =>
+        dot(
+          b,
+          axes,
+          st.map((s, a) => s * (step[a] as number)),
+          base,
+        ),
+      );
     }
     case "broadcast": {
       const strides = broadcastStrides(SYNTH, "x", shape, op.shape);
       return single([...op.shape], (b, axes) => dot(b, axes, strides));
     }
     case "transpose": {
-      if (op.perm.length !== r || [...op.perm].sort((a, b) => a - b).some((p, i) => p !== i)) bad(`bad permutation [${op.perm.join(",")}]`);
-      return single(op.perm.map((p) => shape[p] as number), (b, axes) => dot(b, axes, op.perm.map((p) => st[p] as number)));
+      if (op.perm.length !== r || [...op.perm].sort((a, b) => a - b).some((p, i) => p !== i))
+        bad(`bad permutation [${op.perm.join(",")}]`);
+      return single(
+        op.perm.map((p) => shape[p] as number),
+        (b, axes) =>
+          dot(
+            b,
+            axes,
+            op.perm.map((p) => st[p] as number),
+          ),
+      );
     }
     case "concat": {
       const ax = op.axis < 0 ? op.axis + r : op.axis;
       const shapes = op.shapes.map((s) => [...s]);
-      if (shapes.length < 1 || shapes.some((s) => s.length !== (shapes[0] as number[]).length || s.some((d, a) => a !== ax && d !== (shapes[0] as number[])[a]))) bad("concat inputs must agree off the axis");
+      if (
+        shapes.length < 1 ||
+        shapes.some(
+          (s) =>
+            s.length !== (shapes[0] as number[]).length ||
+            s.some((d, a) => a !== ax && d !== (shapes[0] as number[])[a]),
+        )
+      )
+        bad("concat inputs must agree off the axis");
       const first = shapes[0] as number[];
       const outShape = first.map((d, a) => (a === ax ? shapes.reduce((acc, s) => acc + (s[a] as number), 0) : d));
       return {
-        outShape, inputs: shapes.map((s, i) => ({ name: `x${i}`, shape: s })), indexBuffers: [],
+        outShape,
+        inputs: shapes.map((s, i) => ({ name: `x${i}`, shape: s })),
+        indexBuffers: [],
         gen: (b, axes, read, _idx, type) => {
           const v = b.var_(zero(b, type), "v") as Var<ExprType>;
           // Pick the input whose range along the axis holds this element (an if chain, last input in the final else).
-          const offsets = shapes.reduce<number[]>((acc, sh) => [...acc, (acc[acc.length - 1] as number) + (sh[ax] as number)], [0]);
+          const offsets = shapes.reduce<number[]>(
+            (acc, sh) => [...acc, (acc[acc.length - 1] as number) + (sh[ax] as number)],
+            [0],
+          );
           const body = (i: number): void => {
             const local = axes.map((a, d) => (d === ax ? a.sub(offsets[i] as number) : a));
             v.set(read(i, b.let_(dot(b, local, contiguousStrides(shapes[i] as number[])), "src")) as Val<"f32">);
           };
           const chain = (i: number): void => {
             if (i === shapes.length - 1) return body(i);
-            b.if_((axes[ax] as Val<"u32">).lt(offsets[i + 1] as number), () => body(i), () => chain(i + 1));
+            b.if_(
+              (axes[ax] as Val<"u32">).lt(offsets[i + 1] as number),
+              () => body(i),
+              () => chain(i + 1),
+            );
           };
           chain(0);
           return v;
@@ -125,35 +180,72 @@ function plan(shape: readonly number[], op: MovementOp): Plan {
       const q = op.indicesShape.length;
       const outShape = [...shape.slice(0, ax), ...op.indicesShape, ...shape.slice(ax + 1)];
       const idxStrides = contiguousStrides(op.indicesShape);
-      return single(outShape, (b, axes, idx) => {
-        const which = dot(b, axes.slice(ax, ax + q), idxStrides);
-        const id = clampStart(b, (idx.get("indices") as Arr<"i32">).at(which), (shape[ax] as number) - 1);
-        const pre = dot(b, axes.slice(0, ax), st.slice(0, ax));
-        const post = dot(b, axes.slice(ax + q), st.slice(ax + 1));
-        return pre.add(post).add(id.mul(st[ax] as number));
-      }, [{ name: "indices", length: numelOf(op.indicesShape) }]);
+      return single(
+        outShape,
+        (b, axes, idx) => {
+          const which = dot(b, axes.slice(ax, ax + q), idxStrides);
+          const id = clampStart(b, (idx.get("indices") as Arr<"i32">).at(which), (shape[ax] as number) - 1);
+          const pre = dot(b, axes.slice(0, ax), st.slice(0, ax));
+          const post = dot(b, axes.slice(ax + q), st.slice(ax + 1));
+          return pre.add(post).add(id.mul(st[ax] as number));
+        },
+        [{ name: "indices", length: numelOf(op.indicesShape) }],
+      );
     }
     case "dynamicSlice": {
-      if (op.sizes.length !== r || op.sizes.some((s, a) => !(s >= 1 && s <= (shape[a] as number)))) bad("dynamicSlice sizes must fit the input");
-      return single([...op.sizes], (b, axes, idx) => {
-        const starts = idx.get("starts") as Arr<"i32">;
-        const s = shape.map((d, a) => clampStart(b, starts.at(a), d - (op.sizes[a] as number)));
-        return dot(b, axes.map((x, a) => x.add(s[a] as Val<"u32">)), st);
-      }, [{ name: "starts", length: r }]);
+      if (op.sizes.length !== r || op.sizes.some((s, a) => !(s >= 1 && s <= (shape[a] as number))))
+        bad("dynamicSlice sizes must fit the input");
+      return single(
+        [...op.sizes],
+        (b, axes, idx) => {
+          const starts = idx.get("starts") as Arr<"i32">;
+          const s = shape.map((d, a) => clampStart(b, starts.at(a), d - (op.sizes[a] as number)));
+          return dot(
+            b,
+            axes.map((x, a) => x.add(s[a] as Val<"u32">)),
+            st,
+          );
+        },
+        [{ name: "starts", length: r }],
+      );
     }
     case "dynamicUpdateSlice": {
       const u = op.updateShape;
-      if (u.length !== r || u.some((s, a) => !(s >= 1 && s <= (shape[a] as number)))) bad("dynamicUpdateSlice update must fit the input");
+      if (u.length !== r || u.some((s, a) => !(s >= 1 && s <= (shape[a] as number))))
+        bad("dynamicUpdateSlice update must fit the input");
       return {
-        outShape: [...shape], inputs: [{ name: "x", shape: [...shape] }, { name: "update", shape: [...u] }], indexBuffers: [{ name: "starts", length: r }],
+        outShape: [...shape],
+        inputs: [
+          { name: "x", shape: [...shape] },
+          { name: "update", shape: [...u] },
+        ],
+        indexBuffers: [{ name: "starts", length: r }],
         gen: (b, axes, read, idx, type) => {
           const starts = idx.get("starts") as Arr<"i32">;
           const s = shape.map((d, a) => clampStart(b, starts.at(a), d - (u[a] as number)));
           let inside: Val<"bool"> = b.bool(true);
-          axes.forEach((x, a) => { inside = inside.and(x.ge(s[a] as Val<"u32">)).and(x.lt((s[a] as Val<"u32">).add(u[a] as number))); });
+          axes.forEach((x, a) => {
+            inside = inside.and(x.ge(s[a] as Val<"u32">)).and(x.lt((s[a] as Val<"u32">).add(u[a] as number)));
+          });
           const v = b.var_(zero(b, type), "v") as Var<ExprType>;
-          b.if_(b.let_(inside, "inside"), () => v.set(read(1, b.let_(dot(b, axes.map((x, a) => x.sub(s[a] as Val<"u32">)), contiguousStrides(u)), "src")) as Val<"f32">),
-            () => v.set(read(0, b.let_(dot(b, axes, st), "src")) as Val<"f32">));
+          b.if_(
+            b.let_(inside, "inside"),
+            () =>
+              v.set(
+                read(
+                  1,
+                  b.let_(
+                    dot(
+                      b,
+                      axes.map((x, a) => x.sub(s[a] as Val<"u32">)),
+                      contiguousStrides(u),
+                    ),
+                    "src",
+                  ),
+                ) as Val<"f32">,
+              ),
+            () => v.set(read(0, b.let_(dot(b, axes, st), "src")) as Val<"f32">),
+          );
           return v;
         },
       };
@@ -197,7 +289,8 @@ export function synthesizeMovement(req: MovementRequest, caps: SynthCaps): Synth
   if (packed !== undefined) {
     // Re-express the op on bytes: the last axis becomes the row's bytes and must move whole.
     const last = shape[shape.length - 1] as number;
-    if (last % packed.blockSize !== 0) bad(`packed last axis ${last} is not a multiple of the block size ${packed.blockSize}`);
+    if (last % packed.blockSize !== 0)
+      bad(`packed last axis ${last} is not a multiple of the block size ${packed.blockSize}`);
     const rowBytes = (last / packed.blockSize) * packed.bytesPerBlock;
     const toBytes = (s: readonly number[]): number[] => {
       if (s[s.length - 1] !== last) bad(`packed ${req.op.op} must keep whole rows of ${last} elements`);
@@ -206,15 +299,35 @@ export function synthesizeMovement(req: MovementRequest, caps: SynthCaps): Synth
     const rr = shape.length;
     shape = toBytes(shape);
     switch (op.op) {
-      case "reshape": op = { ...op, shape: toBytes(op.shape) }; break;
-      case "broadcast": op = { ...op, shape: toBytes(op.shape) }; break;
-      case "slice": if (op.start[rr - 1] !== 0 || op.end[rr - 1] !== last || (op.step?.[rr - 1] ?? 1) !== 1) bad("packed slices keep whole rows"); op = { ...op, end: [...op.end.slice(0, -1), rowBytes] }; break;
-      case "transpose": if (op.perm[rr - 1] !== rr - 1) bad("packed transposes keep the last axis last"); break;
-      case "concat": if ((op.axis < 0 ? op.axis + rr : op.axis) === rr - 1) bad("packed concat along rows only"); op = { ...op, shapes: op.shapes.map(toBytes) }; break;
-      case "gather": if ((op.axis < 0 ? op.axis + rr : op.axis) === rr - 1) bad("packed gather along rows only"); break;
-      case "dynamicSlice": op = { ...op, sizes: toBytes(op.sizes) }; break;
-      case "dynamicUpdateSlice": op = { ...op, updateShape: toBytes(op.updateShape) }; break;
-      default: op satisfies never;
+      case "reshape":
+        op = { ...op, shape: toBytes(op.shape) };
+        break;
+      case "broadcast":
+        op = { ...op, shape: toBytes(op.shape) };
+        break;
+      case "slice":
+        if (op.start[rr - 1] !== 0 || op.end[rr - 1] !== last || (op.step?.[rr - 1] ?? 1) !== 1)
+          bad("packed slices keep whole rows");
+        op = { ...op, end: [...op.end.slice(0, -1), rowBytes] };
+        break;
+      case "transpose":
+        if (op.perm[rr - 1] !== rr - 1) bad("packed transposes keep the last axis last");
+        break;
+      case "concat":
+        if ((op.axis < 0 ? op.axis + rr : op.axis) === rr - 1) bad("packed concat along rows only");
+        op = { ...op, shapes: op.shapes.map(toBytes) };
+        break;
+      case "gather":
+        if ((op.axis < 0 ? op.axis + rr : op.axis) === rr - 1) bad("packed gather along rows only");
+        break;
+      case "dynamicSlice":
+        op = { ...op, sizes: toBytes(op.sizes) };
+        break;
+      case "dynamicUpdateSlice":
+        op = { ...op, updateShape: toBytes(op.updateShape) };
+        break;
+      default:
+        op satisfies never;
     }
   }
   const p = plan(shape, op);
@@ -223,7 +336,9 @@ export function synthesizeMovement(req: MovementRequest, caps: SynthCaps): Synth
   const units = packed === undefined ? total : Math.ceil(total / 4);
   const wg = pow2Workgroup(units, Math.min(caps.maxWorkgroup, 256));
   const k = kernel(req.name, { workgroupSize: [wg, 1, 1] }, (b) => {
-    const ins = p.inputs.map((i) => b.buffer(i.name, packed === undefined ? elemOf(dtype as StorageDType) : "u32", "read"));
+    const ins = p.inputs.map((i) =>
+      b.buffer(i.name, packed === undefined ? elemOf(dtype as StorageDType) : "u32", "read"),
+    );
     const idx = new Map(p.indexBuffers.map((ib) => [ib.name, b.buffer(ib.name, "i32", "read")]));
     const out = b.buffer("out", packed === undefined ? elemOf(dtype as StorageDType) : "u32", "write");
     const e = linearThread(b, wg);
@@ -238,7 +353,13 @@ export function synthesizeMovement(req: MovementRequest, caps: SynthCaps): Synth
         for (let j = 0; j < 4; j++) {
           const ob = b.let_(e.mul(4).add(j), "ob");
           b.if_(ob.lt(total), () => {
-            const v = p.gen(b, axesOf(b, ob, p.outShape), (i, at) => byteOf(ins[i] as Arr<"u32">, at), idx, "u32") as Val<"u32">;
+            const v = p.gen(
+              b,
+              axesOf(b, ob, p.outShape),
+              (i, at) => byteOf(ins[i] as Arr<"u32">, at),
+              idx,
+              "u32",
+            ) as Val<"u32">;
             word.set(word.or(v.shl(8 * j)));
           });
         }

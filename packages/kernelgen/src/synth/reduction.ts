@@ -54,7 +54,15 @@ export function combine(b: Builder, kind: RowReduction["kind"], x: Val<"f32">, y
 }
 
 /** Workgroup reduction of each thread's `v`: subgroups then one partial per subgroup, or a shared tree. */
-export function workgroupReduce(b: Builder, kind: RowReduction["kind"], v: Val<"f32">, wg: number, sg: number | undefined, scratch: Arr<"f32">, tid: Val<"u32">): Val<"f32"> {
+export function workgroupReduce(
+  b: Builder,
+  kind: RowReduction["kind"],
+  v: Val<"f32">,
+  wg: number,
+  sg: number | undefined,
+  scratch: Arr<"f32">,
+  tid: Val<"u32">,
+): Val<"f32"> {
   const { let_, var_, if_, barrier, for_, u32, subgroupAdd, subgroupMax, subgroupMin, subgroupId, subgroupLane } = b;
   if (sg !== undefined && sg > 1) {
     const part = kind === "sum" ? subgroupAdd(v) : kind === "max" ? subgroupMax(v) : subgroupMin(v);
@@ -82,7 +90,8 @@ export function workgroupReduce(b: Builder, kind: RowReduction["kind"], v: Val<"
 export function synthesizeReductionRow(req: ReductionRowRequest, caps: SynthCaps): SynthKernel {
   checkCaps(SYNTH, caps);
   const { rows, cols } = req;
-  if (!Number.isInteger(rows) || rows < 1 || !Number.isInteger(cols) || cols < 1) throw new KernelgenError("bad_shape", `rows ${rows} × cols ${cols}`, { synth: SYNTH, param: "shape" });
+  if (!Number.isInteger(rows) || rows < 1 || !Number.isInteger(cols) || cols < 1)
+    throw new KernelgenError("bad_shape", `rows ${rows} × cols ${cols}`, { synth: SYNTH, param: "shape" });
   const inputs = new Map(req.inputs.map((i) => [i.name, i]));
   for (const i of req.inputs) checkDType(SYNTH, i.name, i.dtype);
   const leafType = (name: string): ExprType | undefined => {
@@ -94,18 +103,34 @@ export function synthesizeReductionRow(req: ReductionRowRequest, caps: SynthCaps
   };
   const types = typeNodes(SYNTH, req.nodes, leafType);
   req.reductions.forEach((r, j) => {
-    if (types[r.node] !== "f32") throw new KernelgenError("bad_dtype", `reduction ${j} must reduce an f32 node`, { synth: SYNTH, param: `reductions[${j}]` });
+    if (types[r.node] !== "f32")
+      throw new KernelgenError("bad_dtype", `reduction ${j} must reduce an f32 node`, {
+        synth: SYNTH,
+        param: `reductions[${j}]`,
+      });
     for (const l of leavesOf(req.nodes, [r.node])) {
       const m = /^r(\d+)$/.exec(l);
-      if (m !== null && Number(m[1]) >= j) throw new KernelgenError("bad_param", `reduction ${j} uses ${l}, which is not computed yet`, { synth: SYNTH, param: `reductions[${j}]` });
+      if (m !== null && Number(m[1]) >= j)
+        throw new KernelgenError("bad_param", `reduction ${j} uses ${l}, which is not computed yet`, {
+          synth: SYNTH,
+          param: `reductions[${j}]`,
+        });
     }
   });
   for (const o of req.outputs) {
     checkDType(SYNTH, o.name, o.dtype);
-    if (types[o.node] !== valueTypeOf(o.dtype)) throw new KernelgenError("bad_dtype", `output ${o.name} is ${o.dtype} but node ${o.node} is ${types[o.node]}`, { synth: SYNTH, param: o.name });
+    if (types[o.node] !== valueTypeOf(o.dtype))
+      throw new KernelgenError("bad_dtype", `output ${o.name} is ${o.dtype} but node ${o.node} is ${types[o.node]}`, {
+        synth: SYNTH,
+        param: o.name,
+      });
     if (o.per === "row") {
       for (const l of leavesOf(req.nodes, [o.node])) {
-        if (l === "#col" || inputs.get(l)?.kind === "row" || inputs.get(l)?.kind === "col") throw new KernelgenError("bad_param", `per-row output ${o.name} depends on per-element leaf ${l}`, { synth: SYNTH, param: o.name });
+        if (l === "#col" || inputs.get(l)?.kind === "row" || inputs.get(l)?.kind === "col")
+          throw new KernelgenError("bad_param", `per-row output ${o.name} depends on per-element leaf ${l}`, {
+            synth: SYNTH,
+            param: o.name,
+          });
       }
     }
   }
@@ -115,7 +140,12 @@ export function synthesizeReductionRow(req: ReductionRowRequest, caps: SynthCaps
   // The shared scratch holds one f32 per thread (tree) or per subgroup.
   while (!useSg && wg > 1 && wg * 4 > caps.sharedBytes) wg >>= 1;
   const scratchLen = useSg ? Math.max(1, wg / (sg as number)) : wg;
-  if (scratchLen * 4 > caps.sharedBytes) throw new KernelgenError("exceeds_caps", `needs ${scratchLen * 4} bytes of workgroup memory`, { synth: SYNTH, param: "caps.sharedBytes", value: caps.sharedBytes });
+  if (scratchLen * 4 > caps.sharedBytes)
+    throw new KernelgenError("exceeds_caps", `needs ${scratchLen * 4} bytes of workgroup memory`, {
+      synth: SYNTH,
+      param: "caps.sharedBytes",
+      value: caps.sharedBytes,
+    });
   const k = kernel(req.name, { workgroupSize: [wg, 1, 1] }, (b) => {
     const { let_, var_, for_, if_, wid, nwg, lid, f32, return_ } = b;
     const bufs = new Map(req.inputs.map((i) => [i.name, b.buffer(i.name, elemOf(i.dtype), "read")]));
@@ -153,24 +183,50 @@ export function synthesizeReductionRow(req: ReductionRowRequest, caps: SynthCaps
     req.reductions.forEach((r) => {
       const init = r.kind === "sum" ? 0 : r.kind === "max" ? -Infinity : Infinity;
       const acc = var_(f32(init), "acc");
-      for_(tid, cols, wg, (c) => {
-        const vals = emitNodes(b, req.nodes, types, elementLeaf(c), [r.node]);
-        acc.set(combine(b, r.kind, acc, vals[r.node] as Val<"f32">));
-      }, "c");
+      for_(
+        tid,
+        cols,
+        wg,
+        (c) => {
+          const vals = emitNodes(b, req.nodes, types, elementLeaf(c), [r.node]);
+          acc.set(combine(b, r.kind, acc, vals[r.node] as Val<"f32">));
+        },
+        "c",
+      );
       results.push(workgroupReduce(b, r.kind, acc, wg, useSg ? sg : undefined, scratch, tid));
     });
     const perElem = req.outputs.filter((o) => o.per === "element");
     if (perElem.length > 0) {
-      for_(tid, cols, wg, (c) => {
-        const vals = emitNodes(b, req.nodes, types, elementLeaf(c), perElem.map((o) => o.node));
-        for (const { o, buf } of outs) if (o.per === "element") storeAs(b, buf, o.dtype, row.mul(cols).add(c), vals[o.node] as Val<ExprType>);
-      }, "c");
+      for_(
+        tid,
+        cols,
+        wg,
+        (c) => {
+          const vals = emitNodes(
+            b,
+            req.nodes,
+            types,
+            elementLeaf(c),
+            perElem.map((o) => o.node),
+          );
+          for (const { o, buf } of outs)
+            if (o.per === "element") storeAs(b, buf, o.dtype, row.mul(cols).add(c), vals[o.node] as Val<ExprType>);
+        },
+        "c",
+      );
     }
     const perRow = req.outputs.filter((o) => o.per === "row");
     if (perRow.length > 0) {
       if_(tid.eq(0), () => {
-        const vals = emitNodes(b, req.nodes, types, (n) => rowLeaf(n) as Val<ExprType>, perRow.map((o) => o.node));
-        for (const { o, buf } of outs) if (o.per === "row") storeAs(b, buf, o.dtype, row, vals[o.node] as Val<ExprType>);
+        const vals = emitNodes(
+          b,
+          req.nodes,
+          types,
+          (n) => rowLeaf(n) as Val<ExprType>,
+          perRow.map((o) => o.node),
+        );
+        for (const { o, buf } of outs)
+          if (o.per === "row") storeAs(b, buf, o.dtype, row, vals[o.node] as Val<ExprType>);
       });
     }
   });
@@ -186,7 +242,15 @@ export function argmaxBeats(v: Val<"f32">, i: Val<"u32">, bv: Val<"f32">, bi: Va
 }
 
 /** Workgroup argmax of each thread's (best, idx) through shared `sv`/`si` (length wg, a power of two); all threads get the winner's index. */
-export function workgroupArgmax(b: Builder, best: Val<"f32">, idx: Val<"u32">, wg: number, sv: Arr<"f32">, si: Arr<"u32">, tid: Val<"u32">): Val<"u32"> {
+export function workgroupArgmax(
+  b: Builder,
+  best: Val<"f32">,
+  idx: Val<"u32">,
+  wg: number,
+  sv: Arr<"f32">,
+  si: Arr<"u32">,
+  tid: Val<"u32">,
+): Val<"u32"> {
   const { if_, barrier, let_ } = b;
   sv.set(tid, best);
   si.set(tid, idx);

@@ -17,8 +17,16 @@ export interface RopeRequest {
   /** `half`: element j pairs with j ± D/2 (rotate_half); `interleaved`: 2i pairs with 2i+1. */
   readonly style: "half" | "interleaved";
   readonly xDtype?: StorageDType;
-  readonly cos: { readonly dtype?: StorageDType; readonly shape: readonly number[]; readonly strides?: readonly number[] };
-  readonly sin: { readonly dtype?: StorageDType; readonly shape: readonly number[]; readonly strides?: readonly number[] };
+  readonly cos: {
+    readonly dtype?: StorageDType;
+    readonly shape: readonly number[];
+    readonly strides?: readonly number[];
+  };
+  readonly sin: {
+    readonly dtype?: StorageDType;
+    readonly shape: readonly number[];
+    readonly strides?: readonly number[];
+  };
   /** Dtype each step (x·cos, rot·sin, their sum) is rounded to, and the output dtype (default f32). */
   readonly dtype?: "f32" | "bf16" | "f16";
 }
@@ -30,7 +38,12 @@ export function synthesizeRope(req: RopeRequest, caps: SynthCaps): SynthKernel {
   checkCaps(SYNTH, caps);
   checkShape(SYNTH, "shape", req.shape);
   const D = req.shape[req.shape.length - 1] as number;
-  if (D % 2 !== 0) throw new KernelgenError("bad_shape", `RoPE needs an even last dim, got ${D}`, { synth: SYNTH, param: "shape", value: req.shape });
+  if (D % 2 !== 0)
+    throw new KernelgenError("bad_shape", `RoPE needs an even last dim, got ${D}`, {
+      synth: SYNTH,
+      param: "shape",
+      value: req.shape,
+    });
   const xDtype = checkDType(SYNTH, "x", req.xDtype ?? "f32", ["f32", "bf16", "f16"]);
   const cDtype = checkDType(SYNTH, "cos", req.cos.dtype ?? "f32", ["f32", "bf16", "f16"]);
   const sDtype = checkDType(SYNTH, "sin", req.sin.dtype ?? "f32", ["f32", "bf16", "f16"]);

@@ -16,17 +16,35 @@ export function elemOf(d: StorageDType): ElemType {
 /** Expression type a load of `d` produces. */
 export function valueTypeOf(d: StorageDType): ExprType {
   switch (d) {
-    case "f32": case "bf16": case "f16": return "f32";
-    case "i32": return "i32";
-    case "u32": case "u8": return "u32";
-    case "bool": return "bool";
-    default: return d satisfies never;
+    case "f32":
+    case "bf16":
+    case "f16":
+      return "f32";
+    case "i32":
+      return "i32";
+    case "u32":
+    case "u8":
+      return "u32";
+    case "bool":
+      return "bool";
+    default:
+      return d satisfies never;
   }
 }
 
 /** Throws `bad_dtype` unless `d` is a storage dtype. */
-export function checkDType(synth: string, param: string, d: string, allowed: readonly StorageDType[] = ["f32", "bf16", "f16", "i32", "u32", "u8", "bool"]): StorageDType {
-  if (!(allowed as readonly string[]).includes(d)) throw new KernelgenError("bad_dtype", `dtype ${d} is not accepted (${allowed.join(", ")})`, { synth, param, value: d });
+export function checkDType(
+  synth: string,
+  param: string,
+  d: string,
+  allowed: readonly StorageDType[] = ["f32", "bf16", "f16", "i32", "u32", "u8", "bool"],
+): StorageDType {
+  if (!(allowed as readonly string[]).includes(d))
+    throw new KernelgenError("bad_dtype", `dtype ${d} is not accepted (${allowed.join(", ")})`, {
+      synth,
+      param,
+      value: d,
+    });
   return d as StorageDType;
 }
 

@@ -20,7 +20,8 @@ export function inverseFrequencies(rope: RopeConfig): Float32Array {
           break;
         case "llama3": {
           const wavelen = (2 * Math.PI) / f;
-          const lowWl = s.originalMaxPositions / s.lowFreqFactor, highWl = s.originalMaxPositions / s.highFreqFactor;
+          const lowWl = s.originalMaxPositions / s.lowFreqFactor,
+            highWl = s.originalMaxPositions / s.highFreqFactor;
           if (wavelen > lowWl) f /= s.factor;
           else if (wavelen >= highWl) {
             const smooth = (s.originalMaxPositions / wavelen - s.lowFreqFactor) / (s.highFreqFactor - s.lowFreqFactor);
@@ -30,12 +31,16 @@ export function inverseFrequencies(rope: RopeConfig): Float32Array {
         }
         case "longrope":
           // The short/long choice depends on the sequence length at run time: see ropeTables.
-          throw new TraceError("bad-config", "longrope frequencies come in two sets; use longropeFrequencies", { value: "longrope" });
+          throw new TraceError("bad-config", "longrope frequencies come in two sets; use longropeFrequencies", {
+            value: "longrope",
+          });
         case "yarn": {
           // HF's _compute_yarn_parameters: a linear ramp between the correction dims of beta_fast and beta_slow
           // moves each frequency from extrapolation (unchanged) to interpolation (÷ factor).
-          const corr = (rot: number) => (dim * Math.log(s.originalMaxPositions / (rot * 2 * Math.PI))) / (2 * Math.log(rope.theta));
-          let low = corr(s.betaFast), high = corr(s.betaSlow);
+          const corr = (rot: number) =>
+            (dim * Math.log(s.originalMaxPositions / (rot * 2 * Math.PI))) / (2 * Math.log(rope.theta));
+          let low = corr(s.betaFast),
+            high = corr(s.betaSlow);
           if (s.truncate) {
             low = Math.floor(low);
             high = Math.ceil(high);
@@ -63,7 +68,12 @@ export function longropeFrequencies(rope: RopeConfig, set: "short" | "long"): Fl
   if (s?.type !== "longrope") throw new TraceError("bad-config", "not a longrope config", { value: s?.type });
   const factors = set === "short" ? s.shortFactor : s.longFactor;
   const dim = rope.rotaryDim;
-  if (factors.length !== dim / 2) throw new TraceError("bad-config", `longrope ${set}_factor has ${factors.length} entries for ${dim / 2} frequencies`, { key: `${set}_factor`, value: factors.length });
+  if (factors.length !== dim / 2)
+    throw new TraceError(
+      "bad-config",
+      `longrope ${set}_factor has ${factors.length} entries for ${dim / 2} frequencies`,
+      { key: `${set}_factor`, value: factors.length },
+    );
   return Float32Array.from(factors, (f, i) => 1 / (f * Math.pow(rope.theta, (2 * i) / dim)));
 }
 
@@ -106,7 +116,8 @@ export function ropeTables(ctx: TraceContext, rope: RopeConfig, key: string): { 
   if (ropeFreqs !== null) inv = b.div(inv, b.f32(ctx.weight(ropeFreqs, [half])));
   const angle = b.mul(b.reshape(b.cast(ctx.positions, "f32"), [B, T, 1]), inv);
   const emb = b.reshape(b.concat([angle, angle], -1), [B, 1, T, rope.rotaryDim]);
-  let cos = b.unary("Cos", emb, `${key}.cos`), sin = b.unary("Sin", emb, `${key}.sin`);
+  let cos = b.unary("Cos", emb, `${key}.cos`),
+    sin = b.unary("Sin", emb, `${key}.sin`);
   const scale = ropeScale(ctx, rope);
   if (scale !== 1) {
     cos = b.mul(cos, scale);
@@ -190,7 +201,9 @@ export function updatePagedCache(ctx: TraceContext, key: string, x: Ref): Ref {
 function unpermuteRows(ctx: TraceContext, heads: number, headDim: number): Ref {
   const idx = new Int32Array(heads * headDim);
   const half = headDim / 2;
-  for (let h = 0; h < heads; h++) for (let s = 0; s < 2; s++) for (let j = 0; j < half; j++) idx[h * headDim + s * half + j] = h * headDim + 2 * j + s;
+  for (let h = 0; h < heads; h++)
+    for (let s = 0; s < 2; s++)
+      for (let j = 0; j < half; j++) idx[h * headDim + s * half + j] = h * headDim + 2 * j + s;
   return ctx.b.computed("i32", [heads * headDim], idx, `unpermute${heads}`);
 }
 
@@ -202,8 +215,13 @@ function toHeads(ctx: TraceContext, x: Ref, heads: number, headDim: number): Ref
 
 /** Self-attention of one layer (GQA, q/k norm, RoPE, sliding window, soft-cap, Qwen3.5 output gate), [N, D] -> [N, D]. */
 export function selfAttention(ctx: TraceContext, x: Ref, layer: number, kind: LayerKind): Ref {
-  const b = ctx.b, cfg = ctx.config, w = ctx.weights;
-  const H = cfg.numHeads, Hkv = cfg.numKVHeads, Dh = cfg.headDim, N = ctx.rows;
+  const b = ctx.b,
+    cfg = ctx.config,
+    w = ctx.weights;
+  const H = cfg.numHeads,
+    Hkv = cfg.numKVHeads,
+    Dh = cfg.headDim,
+    N = ctx.rows;
   const { batch: B, tokens: T } = ctx.shape;
   const permuted = w.naming === "gguf" && cfg.sourceArchitecture === "llama";
   let q: Ref, k: Ref, v: Ref;
@@ -213,7 +231,8 @@ export function selfAttention(ctx: TraceContext, x: Ref, layer: number, kind: La
     k = b.slice(qkv, [0, H * Dh], [N, (H + Hkv) * Dh]);
     v = b.slice(qkv, [0, (H + Hkv) * Dh], [N, (H + 2 * Hkv) * Dh]);
   } else {
-    const bias = (role: "qBias" | "kBias" | "vBias") => (cfg.attentionBias && w.has(w.layerName(layer, role)) ? w.layerName(layer, role) : undefined);
+    const bias = (role: "qBias" | "kBias" | "vBias") =>
+      cfg.attentionBias && w.has(w.layerName(layer, role)) ? w.layerName(layer, role) : undefined;
     q = linear(ctx, x, w.layerName(layer, "q"), bias("qBias"), permuted ? unpermuteRows(ctx, H, Dh) : undefined);
     k = linear(ctx, x, w.layerName(layer, "k"), bias("kBias"), permuted ? unpermuteRows(ctx, Hkv, Dh) : undefined);
     v = linear(ctx, x, w.layerName(layer, "v"), bias("vBias"));
@@ -226,11 +245,16 @@ export function selfAttention(ctx: TraceContext, x: Ref, layer: number, kind: La
     gate = b.reshape(b.slice(qg, [0, 0, Dh], [N, H, 2 * Dh]), [N, H * Dh]);
   }
   if (cfg.qkNorm) {
-    const qn = w.layerName(layer, "qNorm"), kn = w.layerName(layer, "kNorm");
+    const qn = w.layerName(layer, "qNorm"),
+      kn = w.layerName(layer, "kNorm");
     // Per-head norms have a [Dh] weight; OLMoE normalizes the whole projection.
     const perHead = w.spec(qn).shape[0] === Dh;
-    q = perHead ? b.reshape(rmsNorm(ctx, b.reshape(q, [N, H, Dh]), qn, cfg.normPlusOne), [N, H * Dh]) : rmsNorm(ctx, q, qn, cfg.normPlusOne);
-    k = perHead ? b.reshape(rmsNorm(ctx, b.reshape(k, [N, Hkv, Dh]), kn, cfg.normPlusOne), [N, Hkv * Dh]) : rmsNorm(ctx, k, kn, cfg.normPlusOne);
+    q = perHead
+      ? b.reshape(rmsNorm(ctx, b.reshape(q, [N, H, Dh]), qn, cfg.normPlusOne), [N, H * Dh])
+      : rmsNorm(ctx, q, qn, cfg.normPlusOne);
+    k = perHead
+      ? b.reshape(rmsNorm(ctx, b.reshape(k, [N, Hkv, Dh]), kn, cfg.normPlusOne), [N, Hkv * Dh])
+      : rmsNorm(ctx, k, kn, cfg.normPlusOne);
   }
   let qh = toHeads(ctx, q, H, Dh);
   let kh = toHeads(ctx, k, Hkv, Dh);
@@ -251,8 +275,12 @@ export function selfAttention(ctx: TraceContext, x: Ref, layer: number, kind: La
   }
   const keys = kh.shape[2]!;
   const mask = attentionMask(ctx, keys, kind === "sliding" ? cfg.slidingWindow : null);
-  const kr = b.repeatKv(kh, H / Hkv, 1), vr = b.repeatKv(vh, H / Hkv, 1);
-  let scores = b.mul(b.matmul(qh, b.transpose(kr, [0, 1, 3, 2])), cfg.attentionScale ?? Math.pow(cfg.queryPreAttnScalar, -0.5));
+  const kr = b.repeatKv(kh, H / Hkv, 1),
+    vr = b.repeatKv(vh, H / Hkv, 1);
+  let scores = b.mul(
+    b.matmul(qh, b.transpose(kr, [0, 1, 3, 2])),
+    cfg.attentionScale ?? Math.pow(cfg.queryPreAttnScalar, -0.5),
+  );
   if (cfg.attnLogitSoftcap !== null) scores = b.mul(b.tanh(b.div(scores, cfg.attnLogitSoftcap)), cfg.attnLogitSoftcap);
   const masked = b.select(mask, scores, -Infinity);
   const probs = cfg.attentionSinks ? softmaxWithSink(ctx, masked, layer) : b.softmax(masked, -1);

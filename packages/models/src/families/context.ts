@@ -25,9 +25,21 @@ export interface PagedLayout {
 /** Checks a paged layout; a TraceError names the bad field. */
 export function checkPagedLayout(p: PagedLayout): void {
   const { pageSize, pages, lanes } = p;
-  if (!Number.isSafeInteger(pageSize) || pageSize < 1 || (pageSize & (pageSize - 1)) !== 0) throw new TraceError("bad-config", `paged pageSize must be a power of two, got ${pageSize}`, { key: "pageSize", value: pageSize });
-  if (!Number.isSafeInteger(pages) || pages < 1) throw new TraceError("bad-config", `paged pages must be a positive integer, got ${pages}`, { key: "pages", value: pages });
-  if (!Number.isSafeInteger(lanes) || lanes < 1) throw new TraceError("bad-config", `paged lanes must be a positive integer, got ${lanes}`, { key: "lanes", value: lanes });
+  if (!Number.isSafeInteger(pageSize) || pageSize < 1 || (pageSize & (pageSize - 1)) !== 0)
+    throw new TraceError("bad-config", `paged pageSize must be a power of two, got ${pageSize}`, {
+      key: "pageSize",
+      value: pageSize,
+    });
+  if (!Number.isSafeInteger(pages) || pages < 1)
+    throw new TraceError("bad-config", `paged pages must be a positive integer, got ${pages}`, {
+      key: "pages",
+      value: pages,
+    });
+  if (!Number.isSafeInteger(lanes) || lanes < 1)
+    throw new TraceError("bad-config", `paged lanes must be a positive integer, got ${lanes}`, {
+      key: "lanes",
+      value: lanes,
+    });
 }
 
 /** What one graph computes: `batch` sequences of `tokens` new tokens each; `context` is the KV capacity (null: stateless prefill). */
@@ -67,10 +79,16 @@ export class TraceContext {
   readonly memo = new Map<string, Ref>();
 
   /** @param config - model hyperparameters; @param weights - tensor view; @param shape - what the graph computes. */
-  constructor(readonly config: ModelConfig, readonly weights: ModelWeights, readonly shape: TraceShape) {
+  constructor(
+    readonly config: ModelConfig,
+    readonly weights: ModelWeights,
+    readonly shape: TraceShape,
+  ) {
     const { batch: B, tokens: T, context: S } = shape;
-    if (!(B >= 1 && T >= 1 && Number.isInteger(B) && Number.isInteger(T))) throw new TraceError("bad-config", `batch ${B} and tokens ${T} must be positive integers`, { value: { B, T } });
-    if (S !== null && !(Number.isInteger(S) && S >= T)) throw new TraceError("context-overflow", `context ${S} must hold the ${T} new tokens`, { value: S });
+    if (!(B >= 1 && T >= 1 && Number.isInteger(B) && Number.isInteger(T)))
+      throw new TraceError("bad-config", `batch ${B} and tokens ${T} must be positive integers`, { value: { B, T } });
+    if (S !== null && !(Number.isInteger(S) && S >= T))
+      throw new TraceError("context-overflow", `context ${S} must hold the ${T} new tokens`, { value: S });
     this.rows = B * T;
     const b = this.b;
     this.ids = b.slot("Token", "ids", "i32", [B * T]);
@@ -84,7 +102,8 @@ export class TraceContext {
     }
     this.paged = shape.paged ?? null;
     if (this.paged !== null) {
-      if (S === null) throw new TraceError("bad-config", "a paged layout needs a decode graph (a context)", { key: "paged" });
+      if (S === null)
+        throw new TraceError("bad-config", "a paged layout needs a decode graph (a context)", { key: "paged" });
       checkPagedLayout(this.paged);
       this.pageTable = b.slot("PageTable", "page_table", "i32", [B, Math.ceil(S / this.paged.pageSize)]);
       this.slotMap = b.slot("SlotMap", "slot_map", "i32", [B * T]);
@@ -93,7 +112,8 @@ export class TraceContext {
 
   /** Paged graphs: the `state_lane` slot, i32 [B], created the first time a recurrent state needs it. */
   stateLanes(): Ref {
-    if (this.paged === null) throw new TraceError("bad-config", "state lanes exist only in paged graphs", { key: "paged" });
+    if (this.paged === null)
+      throw new TraceError("bad-config", "state lanes exist only in paged graphs", { key: "paged" });
     this.laneSlot ??= this.b.slot("StateLane", "state_lane", "i32", [this.shape.batch]);
     return this.laneSlot;
   }
@@ -103,8 +123,15 @@ export class TraceContext {
     let r = this.consts.get(name);
     if (r === undefined) {
       const s = this.weights.spec(name);
-      if (shape !== undefined && (shape.length !== s.shape.length || shape.some((d, i) => d !== null && d !== s.shape[i]))) {
-        throw new TraceError("bad-weight", `tensor "${name}" has shape [${s.shape.join(", ")}], expected [${shape.map((d) => d ?? "?").join(", ")}]`, { file: this.weights.file, tensor: name, value: s.shape });
+      if (
+        shape !== undefined &&
+        (shape.length !== s.shape.length || shape.some((d, i) => d !== null && d !== s.shape[i]))
+      ) {
+        throw new TraceError(
+          "bad-weight",
+          `tensor "${name}" has shape [${s.shape.join(", ")}], expected [${shape.map((d) => d ?? "?").join(", ")}]`,
+          { file: this.weights.file, tensor: name, value: s.shape },
+        );
       }
       r = this.b.const(s.name, s.dtype, s.shape);
       this.consts.set(name, r);

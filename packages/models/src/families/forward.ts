@@ -54,7 +54,11 @@ export class LoadedModel {
   private readonly graphs = new Map<string, Graph>();
   private readonly consts: ConstSource;
 
-  private constructor(readonly config: ModelConfig, readonly checkpoint: Checkpoint, readonly weights: ModelWeights) {
+  private constructor(
+    readonly config: ModelConfig,
+    readonly checkpoint: Checkpoint,
+    readonly weights: ModelWeights,
+  ) {
     this.consts = checkpointConsts(checkpoint);
   }
 
@@ -74,10 +78,16 @@ export class LoadedModel {
         throw e;
       }
     }
-    if (!fs.statSync(modelPath).isDirectory()) throw new TraceError("bad-config", "a model is a Hugging Face folder (config.json + safetensors) or a GGUF file", { file: modelPath });
+    if (!fs.statSync(modelPath).isDirectory())
+      throw new TraceError(
+        "bad-config",
+        "a model is a Hugging Face folder (config.json + safetensors) or a GGUF file",
+        { file: modelPath },
+      );
     const config = readHFConfig(modelPath);
     const fileName = options.weights === "bf16" ? "model.bf16.safetensors" : undefined;
-    if (fileName !== undefined && !fs.existsSync(path.join(modelPath, fileName))) throw new TraceError("io", `no ${fileName} in the model folder`, { file: path.join(modelPath, fileName) });
+    if (fileName !== undefined && !fs.existsSync(path.join(modelPath, fileName)))
+      throw new TraceError("io", `no ${fileName} in the model folder`, { file: path.join(modelPath, fileName) });
     const ckpt = openSafetensors(modelPath, fileName === undefined ? {} : { fileName });
     return new LoadedModel(config, ckpt, ModelWeights.of(ckpt));
   }
@@ -95,14 +105,19 @@ export class LoadedModel {
 
   private checkIds(ids: readonly number[]): void {
     if (ids.length === 0) throw new TraceError("bad-config", "no token ids given");
-    for (const id of ids) if (!Number.isInteger(id) || id < 0 || id >= this.config.vocabSize) throw new TraceError("bad-config", `token id ${id} is outside the vocabulary [0, ${this.config.vocabSize})`, { value: id });
+    for (const id of ids)
+      if (!Number.isInteger(id) || id < 0 || id >= this.config.vocabSize)
+        throw new TraceError("bad-config", `token id ${id} is outside the vocabulary [0, ${this.config.vocabSize})`, {
+          value: id,
+        });
   }
 
   /** Logits [T·V] (row-major [T, V]) of a prompt evaluated in one stateless prefill. */
   logits(ids: readonly number[]): Float32Array {
     this.checkIds(ids);
     const g = this.graph({ kind: "prefill", tokens: ids.length });
-    const out = evaluate(g, { consts: this.consts, slots: { ids: Int32Array.from(ids) } }, { validate: false }).outputs.logits!;
+    const out = evaluate(g, { consts: this.consts, slots: { ids: Int32Array.from(ids) } }, { validate: false }).outputs
+      .logits!;
     return Float32Array.from(out.data as Float64Array);
   }
 
@@ -119,13 +134,33 @@ export class LoadedModel {
    * the given state and any further i32 slots (a paged graph's `page_table`, `slot_map`, `state_lane`);
    * returns the logits [B·T·V] and the next state. A write past the traced context is a TraceError.
    */
-  step(kind: Exclude<GraphKind, { kind: "prefill" }>, ids: readonly number[], pos: readonly number[], state: Readonly<Record<string, HostData>>, slots: Readonly<Record<string, readonly number[]>> = {}): StepResult {
+  step(
+    kind: Exclude<GraphKind, { kind: "prefill" }>,
+    ids: readonly number[],
+    pos: readonly number[],
+    state: Readonly<Record<string, HostData>>,
+    slots: Readonly<Record<string, readonly number[]>> = {},
+  ): StepResult {
     this.checkIds(ids);
     const { batch, tokens, context } = shapeOf(kind);
-    if (ids.length !== batch * tokens || pos.length !== batch) throw new TraceError("bad-config", `expected ${batch * tokens} ids and ${batch} positions, got ${ids.length} and ${pos.length}`);
-    for (const p of pos) if (!Number.isInteger(p) || p < 0 || p + tokens > context!) throw new TraceError("context-overflow", `tokens at ${p}..${p + tokens - 1} do not fit the traced context of ${context}`, { value: p });
+    if (ids.length !== batch * tokens || pos.length !== batch)
+      throw new TraceError(
+        "bad-config",
+        `expected ${batch * tokens} ids and ${batch} positions, got ${ids.length} and ${pos.length}`,
+      );
+    for (const p of pos)
+      if (!Number.isInteger(p) || p < 0 || p + tokens > context!)
+        throw new TraceError(
+          "context-overflow",
+          `tokens at ${p}..${p + tokens - 1} do not fit the traced context of ${context}`,
+          { value: p },
+        );
     const extra = Object.fromEntries(Object.entries(slots).map(([k, v]) => [k, Int32Array.from(v)]));
-    const r = evaluate(this.graph(kind), { consts: this.consts, slots: { ...extra, ids: Int32Array.from(ids), pos: Int32Array.from(pos) }, state }, { validate: false });
+    const r = evaluate(
+      this.graph(kind),
+      { consts: this.consts, slots: { ...extra, ids: Int32Array.from(ids), pos: Int32Array.from(pos) }, state },
+      { validate: false },
+    );
     const next: Record<string, Float64Array> = {};
     for (const [k, t] of Object.entries(r.state)) next[k] = t.data as Float64Array;
     return { logits: Float32Array.from(r.outputs.logits!.data as Float64Array), state: next };

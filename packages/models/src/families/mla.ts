@@ -27,12 +27,17 @@ function deinterleave(ctx: TraceContext, x: Ref): Ref {
 
 /** Multi-head latent attention of one layer, [N, D] -> [N, D]. */
 export function latentAttention(ctx: TraceContext, x: Ref, layer: number): Ref {
-  const b = ctx.b, cfg = ctx.config, w = ctx.weights;
+  const b = ctx.b,
+    cfg = ctx.config,
+    w = ctx.weights;
   const mla = cfg.mla;
-  if (mla === null) throw new TraceError("bad-config", "latent attention needs an MLA config", { value: cfg.architecture });
-  if (w.naming !== "hf") throw new TraceError("bad-weight", "DeepSeek MLA is read from Hugging Face safetensors only", { file: w.file });
+  if (mla === null)
+    throw new TraceError("bad-config", "latent attention needs an MLA config", { value: cfg.architecture });
+  if (w.naming !== "hf")
+    throw new TraceError("bad-weight", "DeepSeek MLA is read from Hugging Face safetensors only", { file: w.file });
   const { batch: B, tokens: T } = ctx.shape;
-  const H = cfg.numHeads, N = ctx.rows;
+  const H = cfg.numHeads,
+    N = ctx.rows;
   const { kvLoraRank: R, qkNopeHeadDim: dn, qkRopeHeadDim: dr, vHeadDim: dv } = mla;
   const name = (role: Parameters<typeof w.layerName>[1]) => w.layerName(layer, role);
 
@@ -64,12 +69,18 @@ export function latentAttention(ctx: TraceContext, x: Ref, layer: number): Ref {
   // kv_b_proj [H·(dn + dv), R] per head: rows 0..dn up-project keys, dn..dn+dv values.
   const kvB = b.reshape(b.f32(ctx.weight(name("kvB"), [H * (dn + dv), R])), [H, dn + dv, R]);
   const wk = b.broadcast(b.reshape(b.slice(kvB, [0, 0, 0], [H, dn, R]), [1, H, dn, R]), [B, H, dn, R]);
-  const wv = b.broadcast(b.reshape(b.transpose(b.slice(kvB, [0, dn, 0], [H, dn + dv, R]), [0, 2, 1]), [1, H, R, dv]), [B, H, R, dv]);
+  const wv = b.broadcast(b.reshape(b.transpose(b.slice(kvB, [0, dn, 0], [H, dn + dv, R]), [0, 2, 1]), [1, H, R, dv]), [
+    B,
+    H,
+    R,
+    dv,
+  ]);
   const query = b.concat([b.matmul(qNope, wk), qRope], -1);
 
   const keys = kh.shape[2]!;
   const mask = attentionMask(ctx, keys, null);
-  const kr = b.repeatKv(kh, H, 1), vr = b.repeatKv(vh, H, 1);
+  const kr = b.repeatKv(kh, H, 1),
+    vr = b.repeatKv(vh, H, 1);
   const scores = b.mul(b.matmul(query, b.transpose(kr, [0, 1, 3, 2])), Math.pow(dn + dr, -0.5));
   const probs = b.softmax(b.select(mask, scores, -Infinity), -1);
   const out = b.matmul(b.matmul(probs, vr), wv);

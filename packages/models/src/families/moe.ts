@@ -11,7 +11,13 @@ import type { ExpertRole } from "./weights.js";
  * Dense gates [N, E] zero outside the top-k experts (first index wins ties): `softmax-topk` keeps softmax(router)
  * there (renormalized if asked), `topk-softmax` takes the softmax of the top-k router logits alone (gpt-oss).
  */
-export function topKGates(ctx: TraceContext, logits: Ref, topK: number, renormalize: boolean, routing: "softmax-topk" | "topk-softmax" = "softmax-topk"): Ref {
+export function topKGates(
+  ctx: TraceContext,
+  logits: Ref,
+  topK: number,
+  renormalize: boolean,
+  routing: "softmax-topk" | "topk-softmax" = "softmax-topk",
+): Ref {
   const b = ctx.b;
   const [N, E] = logits.shape as [number, number];
   const probs = routing === "softmax-topk" ? b.softmax(logits, -1) : logits;
@@ -29,8 +35,16 @@ export function topKGates(ctx: TraceContext, logits: Ref, topK: number, renormal
 }
 
 /** All experts' weights of one role as [E, out, in]: GGUF stores them stacked, HF one tensor per expert. */
-function stacked(ctx: TraceContext, layer: number, role: ExpertRole, hfPrefix: string, hfNames: Record<ExpertRole, string>): Ref {
-  const b = ctx.b, w = ctx.weights, moe = ctx.config.moe!;
+function stacked(
+  ctx: TraceContext,
+  layer: number,
+  role: ExpertRole,
+  hfPrefix: string,
+  hfNames: Record<ExpertRole, string>,
+): Ref {
+  const b = ctx.b,
+    w = ctx.weights,
+    moe = ctx.config.moe!;
   if (w.naming === "gguf") {
     const t = ctx.weight(w.ggufExpertName(layer, role), [moe.numExperts, null, null]);
     return isPacked(t.dtype) ? b.decodePacked(t) : b.f32(t);
@@ -53,8 +67,17 @@ function stacked(ctx: TraceContext, layer: number, role: ExpertRole, hfPrefix: s
 
 /** Expert weight names under an HF layer: OLMoE/Qwen3-MoE `mlp.experts.E.gate_proj`, Mixtral `block_sparse_moe.experts.E.w1`. */
 function hfLayout(arch: string): { router: string; prefix: string; names: Record<ExpertRole, string> } {
-  if (arch === "mixtral") return { router: "block_sparse_moe.gate.weight", prefix: "block_sparse_moe.experts", names: { gate: "w1", up: "w3", down: "w2" } };
-  return { router: arch === "gptoss" ? "mlp.router.weight" : "mlp.gate.weight", prefix: "mlp.experts", names: { gate: "gate_proj", up: "up_proj", down: "down_proj" } };
+  if (arch === "mixtral")
+    return {
+      router: "block_sparse_moe.gate.weight",
+      prefix: "block_sparse_moe.experts",
+      names: { gate: "w1", up: "w3", down: "w2" },
+    };
+  return {
+    router: arch === "gptoss" ? "mlp.router.weight" : "mlp.gate.weight",
+    prefix: "mlp.experts",
+    names: { gate: "gate_proj", up: "up_proj", down: "down_proj" },
+  };
 }
 
 /**
@@ -62,14 +85,23 @@ function hfLayout(arch: string): { router: string; prefix: string; names: Record
  * [E, F, D], both with biases; out = (clamp(up, ±limit) + 1) · g · sigmoid(alpha · g), g = min(gate, limit).
  */
 function clampedSwigluExperts(ctx: TraceContext, x: Ref, layer: number, gates: Ref): Ref {
-  const b = ctx.b, cfg = ctx.config, moe = cfg.moe!;
+  const b = ctx.b,
+    cfg = ctx.config,
+    moe = cfg.moe!;
   const { alpha, limit } = moe.clampedSwiglu!;
-  const N = ctx.rows, E = moe.numExperts, D = cfg.hiddenSize, F = moe.expertIntermediateSize;
-  if (ctx.weights.naming !== "hf") throw new TraceError("bad-weight", "gpt-oss experts are read from Hugging Face safetensors only", { file: ctx.weights.file });
+  const N = ctx.rows,
+    E = moe.numExperts,
+    D = cfg.hiddenSize,
+    F = moe.expertIntermediateSize;
+  if (ctx.weights.naming !== "hf")
+    throw new TraceError("bad-weight", "gpt-oss experts are read from Hugging Face safetensors only", {
+      file: ctx.weights.file,
+    });
   const p = `model.layers.${layer}.mlp.experts`;
   const wgu = b.reshape(b.f32(ctx.weight(`${p}.gate_up_proj`, [E, D, 2 * F])), [E, D, F, 2]);
   const bgu = b.reshape(b.f32(ctx.weight(`${p}.gate_up_proj_bias`, [E, 2 * F])), [E, 1, F, 2]);
-  const half = (t: Ref, i: number, lead: number) => b.reshape(b.slice(t, [0, 0, 0, i], [E, lead, F, i + 1]), [E, lead, F]);
+  const half = (t: Ref, i: number, lead: number) =>
+    b.reshape(b.slice(t, [0, 0, 0, i], [E, lead, F, i + 1]), [E, lead, F]);
   const xe = b.broadcast(b.reshape(x, [1, N, D]), [E, N, D]);
   const gate = b.min(b.add(b.matmul(xe, half(wgu, 0, D)), half(bgu, 0, 1)), limit);
   const up = b.max(b.min(b.add(b.matmul(xe, half(wgu, 1, D)), half(bgu, 1, 1)), limit), -limit);
@@ -85,20 +117,27 @@ function clampedSwigluExperts(ctx: TraceContext, x: Ref, layer: number, gates: R
  * routed scale, plus DeepSeek's shared expert; DeepSeek's first dense layers are a plain gated MLP.
  */
 export function routedExperts(ctx: TraceContext, x: Ref, layer: number): Ref {
-  const b = ctx.b, cfg = ctx.config, w = ctx.weights;
+  const b = ctx.b,
+    cfg = ctx.config,
+    w = ctx.weights;
   const moe = cfg.moe;
   if (moe === null) throw new TraceError("bad-config", "routed experts need a MoE config", { value: cfg.architecture });
   if (layer < moe.firstDenseLayers) return gatedMlp(ctx, x, layer);
   const hf = hfLayout(cfg.architecture);
   const router = w.naming === "hf" ? `model.layers.${layer}.${hf.router}` : w.layerName(layer, "router");
-  const routerBias = w.naming === "hf" && cfg.architecture === "gptoss" ? `model.layers.${layer}.mlp.router.bias` : undefined;
+  const routerBias =
+    w.naming === "hf" && cfg.architecture === "gptoss" ? `model.layers.${layer}.mlp.router.bias` : undefined;
   const gates = topKGates(ctx, linear(ctx, x, router, routerBias), moe.topK, moe.normTopKProb, moe.routing);
   let y = moe.clampedSwiglu !== null ? clampedSwigluExperts(ctx, x, layer, gates) : expertSum(ctx, x, layer, gates, hf);
   // Scaling the weighted sum rather than the gates keeps the gate a plain top-k Select, which compile fuses.
   if (moe.routedScale !== 1) y = b.mul(y, moe.routedScale);
   if (moe.sharedIntermediateSize > 0) {
     const p = `model.layers.${layer}.mlp.shared_experts`;
-    const shared = linear(ctx, b.mul(activation(ctx, linear(ctx, x, `${p}.gate_proj.weight`)), linear(ctx, x, `${p}.up_proj.weight`)), `${p}.down_proj.weight`);
+    const shared = linear(
+      ctx,
+      b.mul(activation(ctx, linear(ctx, x, `${p}.gate_proj.weight`)), linear(ctx, x, `${p}.up_proj.weight`)),
+      `${p}.down_proj.weight`,
+    );
     y = b.add(y, shared);
   }
   return y;
@@ -106,9 +145,13 @@ export function routedExperts(ctx: TraceContext, x: Ref, layer: number): Ref {
 
 /** Σ_e gates[:, e] · down_e(act(gate_e(x)) · up_e(x)) over stacked expert weights. */
 function expertSum(ctx: TraceContext, x: Ref, layer: number, gates: Ref, hf: ReturnType<typeof hfLayout>): Ref {
-  const b = ctx.b, cfg = ctx.config;
-  const N = ctx.rows, E = cfg.moe!.numExperts, D = cfg.hiddenSize;
-  const wg = stacked(ctx, layer, "gate", hf.prefix, hf.names), wu = stacked(ctx, layer, "up", hf.prefix, hf.names);
+  const b = ctx.b,
+    cfg = ctx.config;
+  const N = ctx.rows,
+    E = cfg.moe!.numExperts,
+    D = cfg.hiddenSize;
+  const wg = stacked(ctx, layer, "gate", hf.prefix, hf.names),
+    wu = stacked(ctx, layer, "up", hf.prefix, hf.names);
   const wd = stacked(ctx, layer, "down", hf.prefix, hf.names);
   const xe = b.broadcast(b.reshape(x, [1, N, D]), [E, N, D]);
   const g = b.matmul(xe, b.transpose(wg, [0, 2, 1]));

@@ -19,7 +19,11 @@ function softplus(ctx: TraceContext, x: Ref): Ref {
 }
 
 /** A State of `shape` (zeros for a stateless prefill, whose final state is dropped). */
-function stateOrZeros(ctx: TraceContext, key: string, shape: readonly number[]): { value: Ref; commit: (next: Ref) => void } {
+function stateOrZeros(
+  ctx: TraceContext,
+  key: string,
+  shape: readonly number[],
+): { value: Ref; commit: (next: Ref) => void } {
   const b = ctx.b;
   if (ctx.shape.context === null) {
     const n = shape.reduce((p, d) => p * d, 1);
@@ -28,7 +32,8 @@ function stateOrZeros(ctx: TraceContext, key: string, shape: readonly number[]):
   const short = key.slice(key.lastIndexOf(".") + 1);
   if (ctx.paged !== null) {
     // Paged graphs: one pool of `lanes` lanes shared by every sequence; each reads and writes its own lane.
-    const B = shape[0]!, per = shape.slice(1);
+    const B = shape[0]!,
+      per = shape.slice(1);
     const lanes = ctx.stateLanes();
     const pool = b.name(b.state(key, "f32", [ctx.paged.lanes, ...per]), short);
     // A sequence at position 0 starts from the zero state, whatever a lane's previous owner left in it.
@@ -40,7 +45,10 @@ function stateOrZeros(ctx: TraceContext, key: string, shape: readonly number[]):
         let out = pool;
         for (let s = 0; s < B; s++) {
           const row = B === 1 ? next : b.slice(next, [s, ...per.map(() => 0)], [s + 1, ...per]);
-          out = b.dynamicUpdateSlice(out, row, [b.reshape(b.slice(lanes, [s], [s + 1]), []), ...per.map(() => ctx.i32(0))]);
+          out = b.dynamicUpdateSlice(out, row, [
+            b.reshape(b.slice(lanes, [s], [s + 1]), []),
+            ...per.map(() => ctx.i32(0)),
+          ]);
         }
         b.setState(pool, out);
       },
@@ -54,7 +62,8 @@ function stateOrZeros(ctx: TraceContext, key: string, shape: readonly number[]):
 function causalConv(ctx: TraceContext, x: Ref, layer: number): Ref {
   const b = ctx.b;
   const { batch: B, tokens: T } = ctx.shape;
-  const C = x.shape[2]!, K = ctx.config.linearAttention!.convKernel;
+  const C = x.shape[2]!,
+    K = ctx.config.linearAttention!.convKernel;
   const weight = b.reshape(b.f32(ctx.weight(ctx.weights.layerName(layer, "linConv"), [C, 1, K])), [C, K]);
   const st = stateOrZeros(ctx, `layers.${layer}.conv`, [B, C, K - 1]);
   const xp = b.concat([st.value, b.transpose(x, [0, 2, 1])], 2);
@@ -69,22 +78,32 @@ function causalConv(ctx: TraceContext, x: Ref, layer: number): Ref {
 
 /** Gated delta-net token mixer of one Qwen3.5 layer, [N, D] -> [N, D]. */
 export function gatedDeltaNet(ctx: TraceContext, x: Ref, layer: number): Ref {
-  const b = ctx.b, cfg = ctx.config, w = ctx.weights;
+  const b = ctx.b,
+    cfg = ctx.config,
+    w = ctx.weights;
   const la = cfg.linearAttention;
-  if (la === null) throw new TraceError("bad-config", "linear-attention layer without linear-attention config", { value: layer });
+  if (la === null)
+    throw new TraceError("bad-config", "linear-attention layer without linear-attention config", { value: layer });
   const { batch: B, tokens: T } = ctx.shape;
-  const Hk = la.numKeyHeads, Hv = la.numValueHeads, Dk = la.keyHeadDim, Dv = la.valueHeadDim, N = ctx.rows;
-  const keyDim = Hk * Dk, valueDim = Hv * Dv;
+  const Hk = la.numKeyHeads,
+    Hv = la.numValueHeads,
+    Dk = la.keyHeadDim,
+    Dv = la.valueHeadDim,
+    N = ctx.rows;
+  const keyDim = Hk * Dk,
+    valueDim = Hv * Dv;
   const name = (r: Parameters<typeof w.layerName>[1]) => w.layerName(layer, r);
   const mixed = causalConv(ctx, b.reshape(linear(ctx, x, name("linQkv")), [B, T, 2 * keyDim + valueDim]), layer);
-  const part = (from: number, size: number, heads: number, dim: number) => b.reshape(b.slice(mixed, [0, 0, from], [B, T, from + size]), [B, T, heads, dim]);
+  const part = (from: number, size: number, heads: number, dim: number) =>
+    b.reshape(b.slice(mixed, [0, 0, from], [B, T, from + size]), [B, T, heads, dim]);
   // Each key head serves Hv/Hk consecutive value heads (repeat_interleave).
   const heads = (t: Ref) => b.transpose(b.repeatKv(t, Hv / Hk, 2), [0, 2, 1, 3]);
   const q = b.mul(heads(l2norm(ctx, part(0, keyDim, Hk, Dk))), 1 / Math.sqrt(Dk));
   const k = heads(l2norm(ctx, part(keyDim, keyDim, Hk, Dk)));
   const v = b.transpose(part(2 * keyDim, valueDim, Hv, Dv), [0, 2, 1, 3]);
   const beta = b.transpose(b.reshape(sigmoid(ctx, linear(ctx, x, name("linB"))), [B, T, Hv]), [0, 2, 1]);
-  const aLog = b.f32(ctx.weight(name("linALog"), [Hv])), dtBias = b.f32(ctx.weight(name("linDtBias"), [Hv]));
+  const aLog = b.f32(ctx.weight(name("linALog"), [Hv])),
+    dtBias = b.f32(ctx.weight(name("linDtBias"), [Hv]));
   const g = b.mul(b.neg(b.exp(aLog)), softplus(ctx, b.add(linear(ctx, x, name("linA")), dtBias)));
   const decay = b.transpose(b.reshape(b.exp(g), [B, T, Hv]), [0, 2, 1]);
   const st = stateOrZeros(ctx, `layers.${layer}.recurrent`, [B, Hv, Dk, Dv]);

@@ -31,24 +31,41 @@ const dense: DecoderParts = { mixer: selfAttention, mlp: gatedMlp };
 const experts: DecoderParts = { mixer: selfAttention, mlp: routedExperts };
 const latent: DecoderParts = { mixer: (ctx, x, layer) => latentAttention(ctx, x, layer), mlp: routedExperts };
 const hybrid: DecoderParts = {
-  mixer: (ctx, x, layer, kind: LayerKind) => (kind === "linear" ? gatedDeltaNet(ctx, x, layer) : selfAttention(ctx, x, layer, kind)),
+  mixer: (ctx, x, layer, kind: LayerKind) =>
+    kind === "linear" ? gatedDeltaNet(ctx, x, layer) : selfAttention(ctx, x, layer, kind),
   mlp: gatedMlp,
 };
 
 /** The decoder recipe of each family; their differences beyond these parts are ModelConfig flags. */
 export const FAMILY_PARTS: Readonly<Record<Architecture, DecoderParts>> = {
-  llama: dense, mistral: dense, qwen2: dense, qwen3: dense, gemma2: dense, gemma3: dense, phi3: dense,
-  mixtral: experts, olmoe: experts, qwen3moe: experts, qwen35: hybrid,
-  granite: dense, smollm3: dense, gptoss: experts, deepseek2: latent,
+  llama: dense,
+  mistral: dense,
+  qwen2: dense,
+  qwen3: dense,
+  gemma2: dense,
+  gemma3: dense,
+  phi3: dense,
+  mixtral: experts,
+  olmoe: experts,
+  qwen3moe: experts,
+  qwen35: hybrid,
+  granite: dense,
+  smollm3: dense,
+  gptoss: experts,
+  deepseek2: latent,
 };
 
 /** The (batch, tokens, context) a graph kind computes. */
 export function shapeOf(kind: GraphKind): TraceShape {
   switch (kind.kind) {
-    case "prefill": return { batch: 1, tokens: kind.tokens, context: null };
-    case "decode": return { batch: 1, tokens: kind.tokens ?? 1, context: kind.context, paged: kind.paged ?? null };
-    case "batched-decode": return { batch: kind.batch, tokens: 1, context: kind.context, paged: kind.paged ?? null };
-    default: return kind satisfies never;
+    case "prefill":
+      return { batch: 1, tokens: kind.tokens, context: null };
+    case "decode":
+      return { batch: 1, tokens: kind.tokens ?? 1, context: kind.context, paged: kind.paged ?? null };
+    case "batched-decode":
+      return { batch: kind.batch, tokens: 1, context: kind.context, paged: kind.paged ?? null };
+    default:
+      return kind satisfies never;
   }
 }
 

@@ -27,15 +27,19 @@ export function linear(ctx: TraceContext, x: Ref, name: string, bias?: string, r
 export function activation(ctx: TraceContext, x: Ref): Ref {
   const act = ctx.config.hiddenAct;
   switch (act) {
-    case "silu": return ctx.b.silu(x);
-    case "gelu_tanh": return ctx.b.gelu(x, "tanh");
-    default: return act satisfies never;
+    case "silu":
+      return ctx.b.silu(x);
+    case "gelu_tanh":
+      return ctx.b.gelu(x, "tanh");
+    default:
+      return act satisfies never;
   }
 }
 
 /** Gated MLP: down(act(gate(x)) · up(x)); Phi-3 stores gate and up fused in one [2F, D] weight. */
 export function gatedMlp(ctx: TraceContext, x: Ref, layer: number): Ref {
-  const b = ctx.b, w = ctx.weights;
+  const b = ctx.b,
+    w = ctx.weights;
   let gate: Ref, up: Ref;
   if (ctx.config.fusedQKV) {
     const gu = linear(ctx, x, w.layerName(layer, "gateUp"));
@@ -51,7 +55,8 @@ export function gatedMlp(ctx: TraceContext, x: Ref, layer: number): Ref {
 
 /** Token embeddings [N, D] as f32, scaled by `embeddingScale` where the family does (Gemma: √D). */
 export function embed(ctx: TraceContext): Ref {
-  const b = ctx.b, cfg = ctx.config;
+  const b = ctx.b,
+    cfg = ctx.config;
   const table = ctx.weight(ctx.weights.globalName("embed"), [cfg.vocabSize, cfg.hiddenSize]);
   const x = b.embedding(table, ctx.ids);
   return cfg.embeddingScale === null ? x : b.mul(x, cfg.embeddingScale);
@@ -59,11 +64,14 @@ export function embed(ctx: TraceContext): Ref {
 
 /** Final norm and LM head (tied to the embedding when the checkpoint has no head), Gemma 2 final soft-cap. */
 export function lmHead(ctx: TraceContext, h: Ref): Ref {
-  const b = ctx.b, cfg = ctx.config, w = ctx.weights;
+  const b = ctx.b,
+    cfg = ctx.config,
+    w = ctx.weights;
   const x = rmsNorm(ctx, h, w.globalName("finalNorm"), cfg.normPlusOne);
   const head = w.has(w.globalName("lmHead")) ? w.globalName("lmHead") : w.globalName("embed");
   let logits = linear(ctx, x, head);
-  if (cfg.finalLogitSoftcap !== null) logits = b.mul(b.tanh(b.div(logits, cfg.finalLogitSoftcap)), cfg.finalLogitSoftcap);
+  if (cfg.finalLogitSoftcap !== null)
+    logits = b.mul(b.tanh(b.div(logits, cfg.finalLogitSoftcap)), cfg.finalLogitSoftcap);
   if (cfg.logitsDivisor !== null) logits = b.div(logits, cfg.logitsDivisor);
   return logits;
 }
@@ -86,8 +94,11 @@ export interface DecoderParts {
  * both branches by its residual multiplier), head.
  */
 export function decoder(ctx: TraceContext, parts: DecoderParts): Ref {
-  const cfg = ctx.config, w = ctx.weights, b = ctx.b;
-  if (cfg.layerTypes.length !== cfg.numLayers) throw new TraceError("bad-config", `${cfg.layerTypes.length} layer types for ${cfg.numLayers} layers`);
+  const cfg = ctx.config,
+    w = ctx.weights,
+    b = ctx.b;
+  if (cfg.layerTypes.length !== cfg.numLayers)
+    throw new TraceError("bad-config", `${cfg.layerTypes.length} layer types for ${cfg.numLayers} layers`);
   // The residual stream at each layer boundary is named (`embed.out`, `layers.N.out`): @poot/runtime cuts the
   // graph into blocks there (and checks that nothing else crosses).
   let h = b.name(embed(ctx), "embed.out");

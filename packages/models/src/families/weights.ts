@@ -20,36 +20,115 @@ export type TensorNaming = "hf" | "gguf";
 
 /** Per-layer roles of weights (HF spelling in comments). */
 export type LayerRole =
-  | "attnNorm" | "q" | "k" | "v" | "o" | "qBias" | "kBias" | "vBias" | "oBias" | "sinks" | "qkv" | "qNorm" | "kNorm"
-  | "postAttnNorm" | "ffnNorm" | "postFfnNorm" | "gate" | "up" | "down" | "gateUp" | "router"
-  | "linQkv" | "linZ" | "linB" | "linA" | "linConv" | "linALog" | "linDtBias" | "linNorm" | "linOut"
-  | "kvA" | "kvANorm" | "kvB";
+  | "attnNorm"
+  | "q"
+  | "k"
+  | "v"
+  | "o"
+  | "qBias"
+  | "kBias"
+  | "vBias"
+  | "oBias"
+  | "sinks"
+  | "qkv"
+  | "qNorm"
+  | "kNorm"
+  | "postAttnNorm"
+  | "ffnNorm"
+  | "postFfnNorm"
+  | "gate"
+  | "up"
+  | "down"
+  | "gateUp"
+  | "router"
+  | "linQkv"
+  | "linZ"
+  | "linB"
+  | "linA"
+  | "linConv"
+  | "linALog"
+  | "linDtBias"
+  | "linNorm"
+  | "linOut"
+  | "kvA"
+  | "kvANorm"
+  | "kvB";
 
 const HF_LAYER: Record<LayerRole, string> = {
-  attnNorm: "input_layernorm.weight", q: "self_attn.q_proj.weight", k: "self_attn.k_proj.weight", v: "self_attn.v_proj.weight",
-  o: "self_attn.o_proj.weight", qBias: "self_attn.q_proj.bias", kBias: "self_attn.k_proj.bias", vBias: "self_attn.v_proj.bias",
-  oBias: "self_attn.o_proj.bias", sinks: "self_attn.sinks",
-  kvA: "self_attn.kv_a_proj_with_mqa.weight", kvANorm: "self_attn.kv_a_layernorm.weight", kvB: "self_attn.kv_b_proj.weight",
-  qkv: "self_attn.qkv_proj.weight", qNorm: "self_attn.q_norm.weight", kNorm: "self_attn.k_norm.weight",
-  postAttnNorm: "post_attention_layernorm.weight", ffnNorm: "pre_feedforward_layernorm.weight", postFfnNorm: "post_feedforward_layernorm.weight",
-  gate: "mlp.gate_proj.weight", up: "mlp.up_proj.weight", down: "mlp.down_proj.weight", gateUp: "mlp.gate_up_proj.weight", router: "mlp.gate.weight",
-  linQkv: "linear_attn.in_proj_qkv.weight", linZ: "linear_attn.in_proj_z.weight", linB: "linear_attn.in_proj_b.weight",
-  linA: "linear_attn.in_proj_a.weight", linConv: "linear_attn.conv1d.weight", linALog: "linear_attn.A_log",
-  linDtBias: "linear_attn.dt_bias", linNorm: "linear_attn.norm.weight", linOut: "linear_attn.out_proj.weight",
+  attnNorm: "input_layernorm.weight",
+  q: "self_attn.q_proj.weight",
+  k: "self_attn.k_proj.weight",
+  v: "self_attn.v_proj.weight",
+  o: "self_attn.o_proj.weight",
+  qBias: "self_attn.q_proj.bias",
+  kBias: "self_attn.k_proj.bias",
+  vBias: "self_attn.v_proj.bias",
+  oBias: "self_attn.o_proj.bias",
+  sinks: "self_attn.sinks",
+  kvA: "self_attn.kv_a_proj_with_mqa.weight",
+  kvANorm: "self_attn.kv_a_layernorm.weight",
+  kvB: "self_attn.kv_b_proj.weight",
+  qkv: "self_attn.qkv_proj.weight",
+  qNorm: "self_attn.q_norm.weight",
+  kNorm: "self_attn.k_norm.weight",
+  postAttnNorm: "post_attention_layernorm.weight",
+  ffnNorm: "pre_feedforward_layernorm.weight",
+  postFfnNorm: "post_feedforward_layernorm.weight",
+  gate: "mlp.gate_proj.weight",
+  up: "mlp.up_proj.weight",
+  down: "mlp.down_proj.weight",
+  gateUp: "mlp.gate_up_proj.weight",
+  router: "mlp.gate.weight",
+  linQkv: "linear_attn.in_proj_qkv.weight",
+  linZ: "linear_attn.in_proj_z.weight",
+  linB: "linear_attn.in_proj_b.weight",
+  linA: "linear_attn.in_proj_a.weight",
+  linConv: "linear_attn.conv1d.weight",
+  linALog: "linear_attn.A_log",
+  linDtBias: "linear_attn.dt_bias",
+  linNorm: "linear_attn.norm.weight",
+  linOut: "linear_attn.out_proj.weight",
 };
 
 const GGUF_LAYER: Partial<Record<LayerRole, string>> = {
-  attnNorm: "attn_norm.weight", q: "attn_q.weight", k: "attn_k.weight", v: "attn_v.weight", o: "attn_output.weight",
-  qBias: "attn_q.bias", kBias: "attn_k.bias", vBias: "attn_v.bias", oBias: "attn_output.bias", sinks: "attn_sinks.weight", qkv: "attn_qkv.weight", qNorm: "attn_q_norm.weight",
-  kNorm: "attn_k_norm.weight", postAttnNorm: "post_attention_norm.weight", ffnNorm: "ffn_norm.weight", postFfnNorm: "post_ffw_norm.weight",
-  gate: "ffn_gate.weight", up: "ffn_up.weight", down: "ffn_down.weight", gateUp: "ffn_up.weight", router: "ffn_gate_inp.weight",
+  attnNorm: "attn_norm.weight",
+  q: "attn_q.weight",
+  k: "attn_k.weight",
+  v: "attn_v.weight",
+  o: "attn_output.weight",
+  qBias: "attn_q.bias",
+  kBias: "attn_k.bias",
+  vBias: "attn_v.bias",
+  oBias: "attn_output.bias",
+  sinks: "attn_sinks.weight",
+  qkv: "attn_qkv.weight",
+  qNorm: "attn_q_norm.weight",
+  kNorm: "attn_k_norm.weight",
+  postAttnNorm: "post_attention_norm.weight",
+  ffnNorm: "ffn_norm.weight",
+  postFfnNorm: "post_ffw_norm.weight",
+  gate: "ffn_gate.weight",
+  up: "ffn_up.weight",
+  down: "ffn_down.weight",
+  gateUp: "ffn_up.weight",
+  router: "ffn_gate_inp.weight",
 };
 
 /** Global roles: token embedding, final norm, LM head. */
 export type GlobalRole = "embed" | "finalNorm" | "lmHead" | "ropeFreqs";
 
-const HF_GLOBAL: Record<GlobalRole, string> = { embed: "model.embed_tokens.weight", finalNorm: "model.norm.weight", lmHead: "lm_head.weight", ropeFreqs: "" };
-const GGUF_GLOBAL: Record<GlobalRole, string> = { embed: "token_embd.weight", finalNorm: "output_norm.weight", lmHead: "output.weight", ropeFreqs: "rope_freqs.weight" };
+const HF_GLOBAL: Record<GlobalRole, string> = {
+  embed: "model.embed_tokens.weight",
+  finalNorm: "model.norm.weight",
+  lmHead: "lm_head.weight",
+  ropeFreqs: "",
+};
+const GGUF_GLOBAL: Record<GlobalRole, string> = {
+  embed: "token_embd.weight",
+  finalNorm: "output_norm.weight",
+  lmHead: "output.weight",
+  ropeFreqs: "rope_freqs.weight",
+};
 
 /** Expert-MLP roles: per-expert (or fused) tensors in HF, stacked [E, ...] tensors in GGUF. */
 export type ExpertRole = "gate" | "up" | "down";
@@ -65,14 +144,19 @@ export class ModelWeights {
 
   /** Builds the weight view of an opened checkpoint. */
   static of(ckpt: Checkpoint): ModelWeights {
-    return new ModelWeights(new Map(ckpt.tensors().map((t) => [t.name, t])), ckpt.format === "gguf" ? "gguf" : "hf", ckpt.path);
+    return new ModelWeights(
+      new Map(ckpt.tensors().map((t) => [t.name, t])),
+      ckpt.format === "gguf" ? "gguf" : "hf",
+      ckpt.path,
+    );
   }
 
   /** Name of a per-layer weight (HF layer prefix `model.layers.N.`, GGUF `blk.N.`). */
   layerName(layer: number, role: LayerRole): string {
     if (this.naming === "hf") return `model.layers.${layer}.${HF_LAYER[role]}`;
     const n = GGUF_LAYER[role];
-    if (n === undefined) throw new TraceError("bad-weight", `GGUF has no tensor name for role ${role}`, { file: this.file, value: role });
+    if (n === undefined)
+      throw new TraceError("bad-weight", `GGUF has no tensor name for role ${role}`, { file: this.file, value: role });
     return `blk.${layer}.${n}`;
   }
 
@@ -94,7 +178,8 @@ export class ModelWeights {
   /** The spec of a tensor; a missing tensor or an undecodable type is a TraceError naming it. */
   spec(name: string): WeightSpec {
     const t = this.tensors.get(name);
-    if (t === undefined) throw new TraceError("missing-tensor", `the model needs tensor "${name}"`, { file: this.file, tensor: name });
+    if (t === undefined)
+      throw new TraceError("missing-tensor", `the model needs tensor "${name}"`, { file: this.file, tensor: name });
     return { name, dtype: dtypeOf(t), shape: t.shape };
   }
 }
@@ -102,12 +187,21 @@ export class ModelWeights {
 /** graph-ir storage dtype of a stored tensor. */
 export function dtypeOf(t: TensorInfo): DType {
   switch (t.dtype) {
-    case "F32": return "f32";
-    case "F16": return "f16";
-    case "BF16": return "bf16";
+    case "F32":
+      return "f32";
+    case "F16":
+      return "f16";
+    case "BF16":
+      return "bf16";
     default: {
       const packed = ggmlPackedFormat(t.dtype);
-      if (packed === null) throw new TraceError("wrong-dtype", `tensor type ${t.dtype} cannot be traced`, { file: t.file, tensor: t.name, offset: t.byteOffset, value: t.dtype });
+      if (packed === null)
+        throw new TraceError("wrong-dtype", `tensor type ${t.dtype} cannot be traced`, {
+          file: t.file,
+          tensor: t.name,
+          offset: t.byteOffset,
+          value: t.dtype,
+        });
       return { packed };
     }
   }

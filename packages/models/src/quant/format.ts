@@ -18,10 +18,22 @@ export interface QuantField {
 
 /** GGML tensor type names this package decodes. */
 export type GGMLTypeName =
-  | "F32" | "F16" | "BF16"
-  | "Q4_0" | "Q4_1" | "Q5_0" | "Q5_1" | "Q8_0"
-  | "Q2_K" | "Q3_K" | "Q4_K" | "Q5_K" | "Q6_K"
-  | "IQ4_NL" | "IQ4_XS" | "MXFP4";
+  | "F32"
+  | "F16"
+  | "BF16"
+  | "Q4_0"
+  | "Q4_1"
+  | "Q5_0"
+  | "Q5_1"
+  | "Q8_0"
+  | "Q2_K"
+  | "Q3_K"
+  | "Q4_K"
+  | "Q5_K"
+  | "Q6_K"
+  | "IQ4_NL"
+  | "IQ4_XS"
+  | "MXFP4";
 
 /**
  * A storage format: `blockElems` consecutive elements of a row are stored in `blockBytes` bytes laid out

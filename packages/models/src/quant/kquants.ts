@@ -10,10 +10,15 @@ export const QK_K = 256;
 
 /** Q2_K: {u8 scales[16]; u8 qs[64]; f16 d; f16 dmin}; 16 sub-blocks of 16, 4-bit scale and min each. */
 export const Q2_K: QuantFormat = {
-  name: "Q2_K", ggmlType: 10, blockElems: QK_K, blockBytes: 84,
+  name: "Q2_K",
+  ggmlType: 10,
+  blockElems: QK_K,
+  blockBytes: 84,
   fields: [
-    { name: "scales", offset: 0, kind: "u8", count: 16 }, { name: "qs", offset: 16, kind: "u8", count: 64 },
-    { name: "d", offset: 80, kind: "f16", count: 1 }, { name: "dmin", offset: 82, kind: "f16", count: 1 },
+    { name: "scales", offset: 0, kind: "u8", count: 16 },
+    { name: "qs", offset: 16, kind: "u8", count: 64 },
+    { name: "d", offset: 80, kind: "f16", count: 1 },
+    { name: "dmin", offset: 82, kind: "f16", count: 1 },
   ],
   decodeBlock(b, o, out, oo) {
     const d = f16At(b, o + 80);
@@ -36,10 +41,15 @@ export const Q2_K: QuantFormat = {
 
 /** Q3_K: {u8 hmask[32]; u8 qs[64]; u8 scales[12]; f16 d}; 6-bit signed scales (offset 32), high bit from hmask. */
 export const Q3_K: QuantFormat = {
-  name: "Q3_K", ggmlType: 11, blockElems: QK_K, blockBytes: 110,
+  name: "Q3_K",
+  ggmlType: 11,
+  blockElems: QK_K,
+  blockBytes: 110,
   fields: [
-    { name: "hmask", offset: 0, kind: "u8", count: 32 }, { name: "qs", offset: 32, kind: "u8", count: 64 },
-    { name: "scales", offset: 96, kind: "u8", count: 12 }, { name: "d", offset: 108, kind: "f16", count: 1 },
+    { name: "hmask", offset: 0, kind: "u8", count: 32 },
+    { name: "qs", offset: 32, kind: "u8", count: 64 },
+    { name: "scales", offset: 96, kind: "u8", count: 12 },
+    { name: "d", offset: 108, kind: "f16", count: 1 },
   ],
   decodeBlock(b, o, out, oo) {
     const dAll = f16At(b, o + 108);
@@ -79,10 +89,15 @@ export function scaleMinK4(b: Uint8Array, s: number, j: number): [number, number
 
 /** Q4_K: {f16 d; f16 dmin; u8 scales[12]; u8 qs[128]}; 8 sub-blocks of 32, 6-bit scale and min each. */
 export const Q4_K: QuantFormat = {
-  name: "Q4_K", ggmlType: 12, blockElems: QK_K, blockBytes: 144,
+  name: "Q4_K",
+  ggmlType: 12,
+  blockElems: QK_K,
+  blockBytes: 144,
   fields: [
-    { name: "d", offset: 0, kind: "f16", count: 1 }, { name: "dmin", offset: 2, kind: "f16", count: 1 },
-    { name: "scales", offset: 4, kind: "u8", count: 12 }, { name: "qs", offset: 16, kind: "u8", count: 128 },
+    { name: "d", offset: 0, kind: "f16", count: 1 },
+    { name: "dmin", offset: 2, kind: "f16", count: 1 },
+    { name: "scales", offset: 4, kind: "u8", count: 12 },
+    { name: "qs", offset: 16, kind: "u8", count: 128 },
   ],
   decodeBlock(b, o, out, oo) {
     const d = f16At(b, o);
@@ -91,7 +106,10 @@ export const Q4_K: QuantFormat = {
     for (let j = 0; j < 4; j++) {
       const [sc1, m1] = scaleMinK4(b, o + 4, 2 * j);
       const [sc2, m2] = scaleMinK4(b, o + 4, 2 * j + 1);
-      const d1 = d * sc1, mm1 = min * m1, d2 = d * sc2, mm2 = min * m2;
+      const d1 = d * sc1,
+        mm1 = min * m1,
+        d2 = d * sc2,
+        mm2 = min * m2;
       const q = o + 16 + 32 * j;
       for (let l = 0; l < 32; l++) out[y++] = d1 * (b[q + l]! & 0xf) - mm1;
       for (let l = 0; l < 32; l++) out[y++] = d2 * (b[q + l]! >> 4) - mm2;
@@ -101,10 +119,15 @@ export const Q4_K: QuantFormat = {
 
 /** Q5_K: {f16 d; f16 dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]}; Q4_K plus a fifth bit per element from qh. */
 export const Q5_K: QuantFormat = {
-  name: "Q5_K", ggmlType: 13, blockElems: QK_K, blockBytes: 176,
+  name: "Q5_K",
+  ggmlType: 13,
+  blockElems: QK_K,
+  blockBytes: 176,
   fields: [
-    { name: "d", offset: 0, kind: "f16", count: 1 }, { name: "dmin", offset: 2, kind: "f16", count: 1 },
-    { name: "scales", offset: 4, kind: "u8", count: 12 }, { name: "qh", offset: 16, kind: "u8", count: 32 },
+    { name: "d", offset: 0, kind: "f16", count: 1 },
+    { name: "dmin", offset: 2, kind: "f16", count: 1 },
+    { name: "scales", offset: 4, kind: "u8", count: 12 },
+    { name: "qh", offset: 16, kind: "u8", count: 32 },
     { name: "qs", offset: 48, kind: "u8", count: 128 },
   ],
   decodeBlock(b, o, out, oo) {
@@ -114,9 +137,13 @@ export const Q5_K: QuantFormat = {
     for (let j = 0; j < 4; j++) {
       const [sc1, m1] = scaleMinK4(b, o + 4, 2 * j);
       const [sc2, m2] = scaleMinK4(b, o + 4, 2 * j + 1);
-      const d1 = d * sc1, mm1 = min * m1, d2 = d * sc2, mm2 = min * m2;
+      const d1 = d * sc1,
+        mm1 = min * m1,
+        d2 = d * sc2,
+        mm2 = min * m2;
       const q = o + 48 + 32 * j;
-      const u1 = 1 << (2 * j), u2 = 2 << (2 * j);
+      const u1 = 1 << (2 * j),
+        u2 = 2 << (2 * j);
       for (let l = 0; l < 32; l++) out[y++] = d1 * ((b[q + l]! & 0xf) + (b[o + 16 + l]! & u1 ? 16 : 0)) - mm1;
       for (let l = 0; l < 32; l++) out[y++] = d2 * ((b[q + l]! >> 4) + (b[o + 16 + l]! & u2 ? 16 : 0)) - mm2;
     }
@@ -125,16 +152,24 @@ export const Q5_K: QuantFormat = {
 
 /** Q6_K: {u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d}; 16 sub-blocks of 16, 6-bit values offset by 32. */
 export const Q6_K: QuantFormat = {
-  name: "Q6_K", ggmlType: 14, blockElems: QK_K, blockBytes: 210,
+  name: "Q6_K",
+  ggmlType: 14,
+  blockElems: QK_K,
+  blockBytes: 210,
   fields: [
-    { name: "ql", offset: 0, kind: "u8", count: 128 }, { name: "qh", offset: 128, kind: "u8", count: 64 },
-    { name: "scales", offset: 192, kind: "i8", count: 16 }, { name: "d", offset: 208, kind: "f16", count: 1 },
+    { name: "ql", offset: 0, kind: "u8", count: 128 },
+    { name: "qh", offset: 128, kind: "u8", count: 64 },
+    { name: "scales", offset: 192, kind: "i8", count: 16 },
+    { name: "d", offset: 208, kind: "f16", count: 1 },
   ],
   decodeBlock(b, o, out, oo) {
     const d = f16At(b, o + 208);
     const sc = (i: number): number => (b[o + 192 + i]! << 24) >> 24;
     for (let n = 0; n < 2; n++) {
-      const ql = o + 64 * n, qh = o + 128 + 32 * n, s = 8 * n, y = oo + 128 * n;
+      const ql = o + 64 * n,
+        qh = o + 128 + 32 * n,
+        s = 8 * n,
+        y = oo + 128 * n;
       for (let l = 0; l < 32; l++) {
         const is = l >> 4;
         const h = b[qh + l]!;

@@ -33,9 +33,19 @@ export interface DecodeRecipe {
 type E = RecipeExpr;
 const n = (value: number): E => ({ op: "int", value });
 const x = (v: E | number): E => (typeof v === "number" ? n(v) : v);
-const bin = (op: IntOp) => (a: E | number, b: E | number): E => ({ op, a: x(a), b: x(b) });
-const add = bin("add"), sub = bin("sub"), mul = bin("mul"), div = bin("div"), mod = bin("mod");
-const shl = bin("shl"), shr = bin("shr"), and = bin("and"), or = bin("or"), lt = bin("lt");
+const bin =
+  (op: IntOp) =>
+  (a: E | number, b: E | number): E => ({ op, a: x(a), b: x(b) });
+const add = bin("add"),
+  sub = bin("sub"),
+  mul = bin("mul"),
+  div = bin("div"),
+  mod = bin("mod");
+const shl = bin("shl"),
+  shr = bin("shr"),
+  and = bin("and"),
+  or = bin("or"),
+  lt = bin("lt");
 const load = (kind: LoadKind, offset: E | number): E => ({ op: "load", kind, offset: x(offset) });
 const u8 = (o: E | number) => load("u8", o);
 const f = (a: E): E => ({ op: "tof32", a });
@@ -63,7 +73,8 @@ const fp4 = (q: E): E => {
 // 2^(e − 128) for the E8M0 byte at `at`: 2^(e & 31) times 2^(32·(e >> 5) − 128), the latter split in two factors
 // for e < 32 so that no constant is subnormal.
 const e8m0Half = (at: number): E => {
-  const e = u8(at), j = shr(e, 5);
+  const e = u8(at),
+    j = shr(e, 5);
   const scale = tree(j, (i) => fc(i === 0 ? 2 ** -64 : 2 ** (32 * i - 128)), 0, 7);
   return fmul(fmul(f(shl(1, and(e, 31))), scale), sel(lt(j, 1), fc(2 ** -64), fc(1)));
 };
@@ -72,10 +83,14 @@ const e8m0Half = (at: number): E => {
 const nib = (qs: number) => and(shr(u8(add(qs, mod(I, 16))), mul(4, div(I, 16))), 15);
 const qh5 = (qh: number) => shl(and(shr(u8(add(qh, div(I, 8))), mod(I, 8)), 1), 4);
 // Q4_K/Q5_K 6-bit scale/min of sub-block s from the 12-byte field at `at` (get_scale_min_k4).
-const scK4 = (at: number, s: E) => sel(lt(s, 4), and(u8(add(at, s)), 63), or(and(u8(add(at + 4, s)), 15), shl(shr(u8(add(at - 4, s)), 6), 4)));
-const mnK4 = (at: number, s: E) => sel(lt(s, 4), and(u8(add(at + 4, s)), 63), or(shr(u8(add(at + 4, s)), 4), shl(shr(u8(add(at, s)), 6), 4)));
+const scK4 = (at: number, s: E) =>
+  sel(lt(s, 4), and(u8(add(at, s)), 63), or(and(u8(add(at + 4, s)), 15), shl(shr(u8(add(at - 4, s)), 6), 4)));
+const mnK4 = (at: number, s: E) =>
+  sel(lt(s, 4), and(u8(add(at + 4, s)), 63), or(shr(u8(add(at + 4, s)), 4), shl(shr(u8(add(at, s)), 6), 4)));
 // K-quant positions: 256 = 2 halves of 128 (n) x 4 groups of 32 (k) x 32 lanes (l).
-const hN = div(I, 128), kK = div(mod(I, 128), 32), lL = mod(I, 32);
+const hN = div(I, 128),
+  kK = div(mod(I, 128), 32),
+  lL = mod(I, 32);
 
 /** Decode recipes of every supported format, equal bit for bit to the reference decoders. */
 export const QUANT_RECIPES: Readonly<Record<GGMLTypeName, DecodeRecipe>> = {
@@ -83,14 +98,29 @@ export const QUANT_RECIPES: Readonly<Record<GGMLTypeName, DecodeRecipe>> = {
   F16: { format: "F16", blockElems: 1, blockBytes: 2, value: load("f16", 0) },
   BF16: { format: "BF16", blockElems: 1, blockBytes: 2, value: load("bf16", 0) },
   Q4_0: { format: "Q4_0", blockElems: 32, blockBytes: 18, value: fmul(f(sub(nib(2), 8)), load("f16", 0)) },
-  Q4_1: { format: "Q4_1", blockElems: 32, blockBytes: 20, value: fadd(fmul(f(nib(4)), load("f16", 0)), load("f16", 2)) },
+  Q4_1: {
+    format: "Q4_1",
+    blockElems: 32,
+    blockBytes: 20,
+    value: fadd(fmul(f(nib(4)), load("f16", 0)), load("f16", 2)),
+  },
   Q5_0: { format: "Q5_0", blockElems: 32, blockBytes: 22, value: fmul(f(sub(or(nib(6), qh5(2)), 16)), load("f16", 0)) },
-  Q5_1: { format: "Q5_1", blockElems: 32, blockBytes: 24, value: fadd(fmul(f(or(nib(8), qh5(4))), load("f16", 0)), load("f16", 2)) },
+  Q5_1: {
+    format: "Q5_1",
+    blockElems: 32,
+    blockBytes: 24,
+    value: fadd(fmul(f(or(nib(8), qh5(4))), load("f16", 0)), load("f16", 2)),
+  },
   Q8_0: { format: "Q8_0", blockElems: 32, blockBytes: 34, value: fmul(f(load("i8", add(2, I))), load("f16", 0)) },
   Q2_K: (() => {
     const sc = u8(div(I, 16));
     const q = and(shr(u8(add(add(16, mul(32, hN)), lL)), mul(2, kK)), 3);
-    return { format: "Q2_K" as const, blockElems: 256, blockBytes: 84, value: fsub(fmul(fmul(load("f16", 80), f(and(sc, 15))), f(q)), fmul(load("f16", 82), f(shr(sc, 4)))) };
+    return {
+      format: "Q2_K" as const,
+      blockElems: 256,
+      blockBytes: 84,
+      value: fsub(fmul(fmul(load("f16", 80), f(and(sc, 15))), f(q)), fmul(load("f16", 82), f(shr(sc, 4)))),
+    };
   })(),
   Q3_K: (() => {
     const s = div(I, 16);
@@ -99,30 +129,62 @@ export const QUANT_RECIPES: Readonly<Record<GGMLTypeName, DecodeRecipe>> = {
     const q2 = and(shr(u8(add(add(32, mul(32, hN)), lL)), mul(2, kK)), 3);
     const hbit = and(shr(u8(lL), add(mul(4, hN), kK)), 1);
     const v = add(sub(q2, 4), mul(4, hbit));
-    return { format: "Q3_K" as const, blockElems: 256, blockBytes: 110, value: fmul(fmul(load("f16", 108), f(sub(or(low, shl(high, 4)), 32))), f(v)) };
+    return {
+      format: "Q3_K" as const,
+      blockElems: 256,
+      blockBytes: 110,
+      value: fmul(fmul(load("f16", 108), f(sub(or(low, shl(high, 4)), 32))), f(v)),
+    };
   })(),
   Q4_K: (() => {
     const s = div(I, 32);
     const q = and(shr(u8(add(add(16, mul(32, div(I, 64))), lL)), mul(4, mod(s, 2))), 15);
-    return { format: "Q4_K" as const, blockElems: 256, blockBytes: 144, value: fsub(fmul(fmul(load("f16", 0), f(scK4(4, s))), f(q)), fmul(load("f16", 2), f(mnK4(4, s)))) };
+    return {
+      format: "Q4_K" as const,
+      blockElems: 256,
+      blockBytes: 144,
+      value: fsub(fmul(fmul(load("f16", 0), f(scK4(4, s))), f(q)), fmul(load("f16", 2), f(mnK4(4, s)))),
+    };
   })(),
   Q5_K: (() => {
     const s = div(I, 32);
-    const q = add(and(shr(u8(add(add(48, mul(32, div(I, 64))), lL)), mul(4, mod(s, 2))), 15), mul(16, and(shr(u8(add(16, lL)), s), 1)));
-    return { format: "Q5_K" as const, blockElems: 256, blockBytes: 176, value: fsub(fmul(fmul(load("f16", 0), f(scK4(4, s))), f(q)), fmul(load("f16", 2), f(mnK4(4, s)))) };
+    const q = add(
+      and(shr(u8(add(add(48, mul(32, div(I, 64))), lL)), mul(4, mod(s, 2))), 15),
+      mul(16, and(shr(u8(add(16, lL)), s), 1)),
+    );
+    return {
+      format: "Q5_K" as const,
+      blockElems: 256,
+      blockBytes: 176,
+      value: fsub(fmul(fmul(load("f16", 0), f(scK4(4, s))), f(q)), fmul(load("f16", 2), f(mnK4(4, s)))),
+    };
   })(),
   Q6_K: (() => {
     const ql = and(shr(u8(add(add(mul(64, hN), lL), mul(32, and(kK, 1)))), mul(4, shr(kK, 1))), 15);
     const qh = and(shr(u8(add(add(128, mul(32, hN)), lL)), mul(2, kK)), 3);
     const sc = load("i8", add(add(add(192, mul(8, hN)), div(lL, 16)), mul(2, kK)));
-    return { format: "Q6_K" as const, blockElems: 256, blockBytes: 210, value: fmul(fmul(load("f16", 208), f(sc)), f(sub(or(ql, shl(qh, 4)), 32))) };
+    return {
+      format: "Q6_K" as const,
+      blockElems: 256,
+      blockBytes: 210,
+      value: fmul(fmul(load("f16", 208), f(sc)), f(sub(or(ql, shl(qh, 4)), 32))),
+    };
   })(),
   IQ4_NL: { format: "IQ4_NL", blockElems: 32, blockBytes: 18, value: fmul(load("f16", 0), f(table(IQ4NL, nib(2)))) },
   IQ4_XS: (() => {
-    const ib = div(I, 32), j = mod(I, 32);
+    const ib = div(I, 32),
+      j = mod(I, 32);
     const q = and(shr(u8(add(add(8, mul(16, ib)), mod(j, 16))), mul(4, div(j, 16))), 15);
-    const ls = or(and(shr(u8(add(4, div(ib, 2))), mul(4, mod(ib, 2))), 15), shl(and(shr(load("u16", 2), mul(2, ib)), 3), 4));
-    return { format: "IQ4_XS" as const, blockElems: 256, blockBytes: 136, value: fmul(fmul(load("f16", 0), f(sub(ls, 32))), f(table(IQ4NL, q))) };
+    const ls = or(
+      and(shr(u8(add(4, div(ib, 2))), mul(4, mod(ib, 2))), 15),
+      shl(and(shr(load("u16", 2), mul(2, ib)), 3), 4),
+    );
+    return {
+      format: "IQ4_XS" as const,
+      blockElems: 256,
+      blockBytes: 136,
+      value: fmul(fmul(load("f16", 0), f(sub(ls, 32))), f(table(IQ4NL, q))),
+    };
   })(),
   MXFP4: { format: "MXFP4", blockElems: 32, blockBytes: 17, value: fmul(f(fp4(nib(1))), e8m0Half(0)) },
 };
@@ -134,42 +196,75 @@ const u8buf = new Uint8Array(f32buf.buffer);
 export function evalRecipeExpr(e: RecipeExpr, bytes: Uint8Array, base: number, elem: number): number {
   const ev = (y: RecipeExpr) => evalRecipeExpr(y, bytes, base, elem);
   switch (e.op) {
-    case "elem": return elem;
-    case "int": return e.value;
+    case "elem":
+      return elem;
+    case "int":
+      return e.value;
     case "load": {
       const o = base + ev(e.offset);
       invariant(Number.isInteger(o) && o >= base, "recipe load offset must be a non-negative integer");
       switch (e.kind) {
-        case "u8": return bytes[o]!;
-        case "i8": return (bytes[o]! << 24) >> 24;
-        case "u16": return bytes[o]! | (bytes[o + 1]! << 8);
-        case "f16": return f16ToF32(bytes[o]! | (bytes[o + 1]! << 8));
-        case "bf16": return bf16ToF32(bytes[o]! | (bytes[o + 1]! << 8));
-        case "f32": u8buf.set(bytes.subarray(o, o + 4)); return f32buf[0]!;
-        default: return e.kind satisfies never;
+        case "u8":
+          return bytes[o]!;
+        case "i8":
+          return (bytes[o]! << 24) >> 24;
+        case "u16":
+          return bytes[o]! | (bytes[o + 1]! << 8);
+        case "f16":
+          return f16ToF32(bytes[o]! | (bytes[o + 1]! << 8));
+        case "bf16":
+          return bf16ToF32(bytes[o]! | (bytes[o + 1]! << 8));
+        case "f32":
+          u8buf.set(bytes.subarray(o, o + 4));
+          return f32buf[0]!;
+        default:
+          return e.kind satisfies never;
       }
     }
-    case "add": return ev(e.a) + ev(e.b);
-    case "sub": return ev(e.a) - ev(e.b);
-    case "mul": return ev(e.a) * ev(e.b);
-    case "div": return Math.floor(ev(e.a) / ev(e.b));
-    case "mod": return ev(e.a) % ev(e.b);
-    case "shl": return (ev(e.a) << ev(e.b)) >>> 0; // the u32 pattern, as graph-ir's recipes
-    case "shr": return ev(e.a) >>> ev(e.b);
-    case "and": return ev(e.a) & ev(e.b);
-    case "or": return ev(e.a) | ev(e.b);
-    case "lt": return ev(e.a) < ev(e.b) ? 1 : 0;
-    case "select": return ev(e.cond) !== 0 ? ev(e.a) : ev(e.b);
-    case "tof32": return Math.fround(ev(e.a));
-    case "f32const": return Math.fround(e.value);
-    case "fadd": return Math.fround(ev(e.a) + ev(e.b));
-    case "fsub": return Math.fround(ev(e.a) - ev(e.b));
-    case "fmul": return Math.fround(ev(e.a) * ev(e.b));
-    default: return e satisfies never;
+    case "add":
+      return ev(e.a) + ev(e.b);
+    case "sub":
+      return ev(e.a) - ev(e.b);
+    case "mul":
+      return ev(e.a) * ev(e.b);
+    case "div":
+      return Math.floor(ev(e.a) / ev(e.b));
+    case "mod":
+      return ev(e.a) % ev(e.b);
+    case "shl":
+      return (ev(e.a) << ev(e.b)) >>> 0; // the u32 pattern, as graph-ir's recipes
+    case "shr":
+      return ev(e.a) >>> ev(e.b);
+    case "and":
+      return ev(e.a) & ev(e.b);
+    case "or":
+      return ev(e.a) | ev(e.b);
+    case "lt":
+      return ev(e.a) < ev(e.b) ? 1 : 0;
+    case "select":
+      return ev(e.cond) !== 0 ? ev(e.a) : ev(e.b);
+    case "tof32":
+      return Math.fround(ev(e.a));
+    case "f32const":
+      return Math.fround(e.value);
+    case "fadd":
+      return Math.fround(ev(e.a) + ev(e.b));
+    case "fsub":
+      return Math.fround(ev(e.a) - ev(e.b));
+    case "fmul":
+      return Math.fround(ev(e.a) * ev(e.b));
+    default:
+      return e satisfies never;
   }
 }
 
 /** Decodes one block by interpreting its recipe (slow; the plain decoders are the fast reference). */
-export function decodeBlockByRecipe(r: DecodeRecipe, bytes: Uint8Array, offset: number, out: Float32Array, outOffset: number): void {
+export function decodeBlockByRecipe(
+  r: DecodeRecipe,
+  bytes: Uint8Array,
+  offset: number,
+  out: Float32Array,
+  outOffset: number,
+): void {
   for (let i = 0; i < r.blockElems; i++) out[outOffset + i] = evalRecipeExpr(r.value, bytes, offset, i);
 }

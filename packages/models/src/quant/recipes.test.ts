@@ -44,20 +44,36 @@ describe("GGML packed recipes", () => {
   });
 
   test("every GGUF block type of the issue has a recipe", () => {
-    expect([...PACKED_GGML_TYPES].sort()).toEqual(["IQ4_NL", "IQ4_XS", "MXFP4", "Q2_K", "Q3_K", "Q4_0", "Q4_1", "Q4_K", "Q5_0", "Q5_1", "Q5_K", "Q6_K", "Q8_0"]);
+    expect([...PACKED_GGML_TYPES].sort()).toEqual([
+      "IQ4_NL",
+      "IQ4_XS",
+      "MXFP4",
+      "Q2_K",
+      "Q3_K",
+      "Q4_0",
+      "Q4_1",
+      "Q4_K",
+      "Q5_0",
+      "Q5_1",
+      "Q5_K",
+      "Q6_K",
+      "Q8_0",
+    ]);
   });
 
   test("random blocks of every format decode like the ggml block decoders (seeded)", () => {
     let seed = 12345;
     const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 8) & 0xff;
     for (const t of PACKED_GGML_TYPES) {
-      const fmt = ggmlPackedFormat(t)!, ref = QUANT_FORMATS[t];
+      const fmt = ggmlPackedFormat(t)!,
+        ref = QUANT_FORMATS[t];
       expect(fmt.blockSize).toBe(ref.blockElems);
       expect(fmt.bytesPerBlock).toBe(ref.blockBytes);
       for (let trial = 0; trial < 50; trial++) {
         const bytes = Uint8Array.from({ length: fmt.bytesPerBlock }, rnd);
         // Keep f16 scale fields finite and moderate (exponent bits cleared of the top).
-        for (const f of ref.fields) if (f.kind === "f16") for (let k = 0; k < f.count; k++) bytes[f.offset + 2 * k + 1]! &= 0x3f;
+        for (const f of ref.fields)
+          if (f.kind === "f16") for (let k = 0; k < f.count; k++) bytes[f.offset + 2 * k + 1]! &= 0x3f;
         const want = new Float32Array(fmt.blockSize);
         ref.decodeBlock(bytes, 0, want, 0);
         const got = decodeRecipe(fmt, bytes, fmt.blockSize);
@@ -67,24 +83,31 @@ describe("GGML packed recipes", () => {
   }, 60_000);
 
   // These two files hold every packed type the fixtures use (Q4_K, Q6_K; Q5_0, Q5_1, Q8_0).
-  const ggufs = FIXTURES === undefined ? [] : [fixture("gguf", "llama3-w256", "model-Q4_K_M.gguf"), fixture("gguf", "olmoe", "model-Q4_K_M.gguf")];
-  test.skipIf(ggufs.length === 0)("recipes decode every packed fixture tensor exactly like the ggml block decoders", () => {
-    const seen = new Set<string>();
-    for (const file of ggufs) {
-      const g = openGGUF(file);
-      for (const t of g.tensors()) {
-        const fmt = ggmlPackedFormat(t.dtype);
-        if (fmt === null) continue;
-        seen.add(t.dtype);
-        const n = t.shape.reduce((a, b) => a * b, 1);
-        const mine = decodeRecipe(fmt, g.readSync(t.name), n);
-        const ref = g.readF32Sync(t.name);
-        let bad = 0;
-        for (let i = 0; i < n; i++) if (mine[i] !== ref[i]) bad++;
-        expect(bad, `${path.basename(file)} ${t.name} (${t.dtype})`).toBe(0);
+  const ggufs =
+    FIXTURES === undefined
+      ? []
+      : [fixture("gguf", "llama3-w256", "model-Q4_K_M.gguf"), fixture("gguf", "olmoe", "model-Q4_K_M.gguf")];
+  test.skipIf(ggufs.length === 0)(
+    "recipes decode every packed fixture tensor exactly like the ggml block decoders",
+    () => {
+      const seen = new Set<string>();
+      for (const file of ggufs) {
+        const g = openGGUF(file);
+        for (const t of g.tensors()) {
+          const fmt = ggmlPackedFormat(t.dtype);
+          if (fmt === null) continue;
+          seen.add(t.dtype);
+          const n = t.shape.reduce((a, b) => a * b, 1);
+          const mine = decodeRecipe(fmt, g.readSync(t.name), n);
+          const ref = g.readF32Sync(t.name);
+          let bad = 0;
+          for (let i = 0; i < n; i++) if (mine[i] !== ref[i]) bad++;
+          expect(bad, `${path.basename(file)} ${t.name} (${t.dtype})`).toBe(0);
+        }
+        g.close();
       }
-      g.close();
-    }
-    expect([...seen].sort()).toEqual(["Q4_K", "Q5_0", "Q5_1", "Q6_K", "Q8_0"]);
-  }, 60_000);
+      expect([...seen].sort()).toEqual(["Q4_K", "Q5_0", "Q5_1", "Q6_K", "Q8_0"]);
+    },
+    60_000,
+  );
 });

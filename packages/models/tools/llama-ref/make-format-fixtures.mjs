@@ -72,28 +72,52 @@ for (const [fam, name, ftype, pure, overrides = []] of JOBS) {
     sha[t.name] = crypto.createHash("sha256").update(t.bytes).digest("hex");
   }
 
-  const q = new LlamaModel(file), r = new LlamaModel(deq);
-  const ql = q.step(prompt, 0), rl = r.step(prompt, 0);
-  const qg = greedy(q, prompt, 16), rg = greedy(r, prompt, 16);
+  const q = new LlamaModel(file),
+    r = new LlamaModel(deq);
+  const ql = q.step(prompt, 0),
+    rl = r.step(prompt, 0);
+  const qg = greedy(q, prompt, 16),
+    rg = greedy(r, prompt, 16);
   const V = q.nVocab;
-  q.close(); r.close();
+  q.close();
+  r.close();
   fs.writeFileSync(path.join(out, `${fam}-${name}.llama.bin`), Buffer.from(ql.buffer));
   fs.writeFileSync(path.join(out, `${fam}-${name}.ref.bin`), Buffer.from(rl.buffer));
-  let d = 0, mref = 0, agree = 0;
-  for (let i = 0; i < rl.length; i++) { d = Math.max(d, Math.abs(ql[i] - rl[i])); mref = Math.max(mref, Math.abs(rl[i])); }
-  const argmax = (a, t) => { let b = 0; for (let v = 1; v < V; v++) if (a[t * V + v] > a[t * V + b]) b = v; return b; };
+  let d = 0,
+    mref = 0,
+    agree = 0;
+  for (let i = 0; i < rl.length; i++) {
+    d = Math.max(d, Math.abs(ql[i] - rl[i]));
+    mref = Math.max(mref, Math.abs(rl[i]));
+  }
+  const argmax = (a, t) => {
+    let b = 0;
+    for (let v = 1; v < V; v++) if (a[t * V + v] > a[t * V + b]) b = v;
+    return b;
+  };
   for (let t = 0; t < prompt.length; t++) if (argmax(ql, t) === argmax(rl, t)) agree++;
   const json = {
-    family: fam, type: name, gguf: `${fam}-${name}.gguf`, source: `${fam}/model-F32.gguf`, llama_ftype: ftype, pure,
+    family: fam,
+    type: name,
+    gguf: `${fam}-${name}.gguf`,
+    source: `${fam}/model-F32.gguf`,
+    llama_ftype: ftype,
+    pure,
     tensor_type_overrides: overrides.length > 0 ? overrides : undefined,
-    tensor_types: types, prompt_ids: prompt, vocab: V,
-    llama_cpp_greedy_ids: qg, reference_greedy_ids: rg,
+    tensor_types: types,
+    prompt_ids: prompt,
+    vocab: V,
+    llama_cpp_greedy_ids: qg,
+    reference_greedy_ids: rg,
     llama_cpp_vs_reference: { rel_max: +(d / mref).toPrecision(4), prompt_argmax_agree: agree },
     dequant_sha256: sha,
-    engine: "llama.cpp as built in @node-llama-cpp/linux-x64 3.21.1 (CPU, 2 threads, F32 KV cache, flash attention off)",
+    engine:
+      "llama.cpp as built in @node-llama-cpp/linux-x64 3.21.1 (CPU, 2 threads, F32 KV cache, flash attention off)",
     note: "reference = llama.cpp's F32 forward of ggml's own f32 dequantization of this file (llama_model_quantize to ALL_F32 with allow_requantize)",
   };
   fs.writeFileSync(path.join(out, `${fam}-${name}.json`), JSON.stringify(json, null, 1) + "\n");
-  console.log(`${fam}-${name}: ${fs.statSync(file).size} bytes, types ${JSON.stringify(types)}, rel ${json.llama_cpp_vs_reference.rel_max}, argmax ${agree}/${prompt.length}, greedy ${qg.filter((x, i) => x === rg[i]).length}/16`);
+  console.log(
+    `${fam}-${name}: ${fs.statSync(file).size} bytes, types ${JSON.stringify(types)}, rel ${json.llama_cpp_vs_reference.rel_max}, argmax ${agree}/${prompt.length}, greedy ${qg.filter((x, i) => x === rg[i]).length}/16`,
+  );
 }
 fs.rmSync(tmp, { recursive: true });

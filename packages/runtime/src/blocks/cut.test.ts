@@ -45,7 +45,19 @@ describe("findBlocks", () => {
     const slots = { ids: new Int32Array([4, 1]) };
     const state = { "layers.0.s": data(6, 4), "layers.1.s": data(6, 5) };
     const whole = evaluate(g, { consts, slots, state });
-    for (const spans of [[[0, 3]], [[0, 0], [1, 1], [2, 2], [3, 3]], [[0, 1], [2, 3]]]) {
+    for (const spans of [
+      [[0, 3]],
+      [
+        [0, 0],
+        [1, 1],
+        [2, 2],
+        [3, 3],
+      ],
+      [
+        [0, 1],
+        [2, 3],
+      ],
+    ]) {
       let residual: Float64Array | null = null;
       let logits: Float64Array | null = null;
       const got: Record<string, unknown> = {};
@@ -58,7 +70,10 @@ describe("findBlocks", () => {
         else logits = r.outputs.logits!.data as Float64Array;
       }
       expect(Array.from(logits!)).toEqual(Array.from(whole.outputs.logits!.data as Float64Array));
-      for (const k of Object.keys(whole.state)) expect(Array.from((got[k] as { data: Float64Array }).data)).toEqual(Array.from(whole.state[k]!.data as Float64Array));
+      for (const k of Object.keys(whole.state))
+        expect(Array.from((got[k] as { data: Float64Array }).data)).toEqual(
+          Array.from(whole.state[k]!.data as Float64Array),
+        );
     }
   });
 

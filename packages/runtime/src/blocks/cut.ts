@@ -63,7 +63,8 @@ export function findBlocks(graph: Graph): BlockCut {
   const level = blockLevels(graph, boundaries);
   for (let i = 0; i < boundaries.length; i++) {
     const l = level[boundaries[i]!]!;
-    if (l !== i && !(i === 0 && l === -1)) fail(`${graph.values[boundaries[i]!]!.name} is computed in block ${l}, not at the end of block ${i}`);
+    if (l !== i && !(i === 0 && l === -1))
+      fail(`${graph.values[boundaries[i]!]!.name} is computed in block ${l}, not at the end of block ${i}`);
   }
   // Each state pair belongs to the block that computes its new value.
   const stateOwner = new Map<string, number>();
@@ -73,7 +74,8 @@ export function findBlocks(graph: Graph): BlockCut {
     stateOwner.set(p.key, l);
   }
   const constBytes = new Map<string, number>();
-  for (const v of graph.values) if (v.storage.kind === "const") constBytes.set(v.storage.key, storageBytes(v.dtype, numel(v.shape)));
+  for (const v of graph.values)
+    if (v.storage.kind === "const") constBytes.set(v.storage.key, storageBytes(v.dtype, numel(v.shape)));
   const blocks: BlockInfo[] = [];
   for (let k = 0; k <= L + 1; k++) {
     const outs = k === L + 1 ? [logits.value] : [boundaries[k]!];
@@ -90,17 +92,30 @@ export function findBlocks(graph: Graph): BlockCut {
         const v = graph.values[o]!;
         if (v.storage.kind === "const") consts.add(v.storage.key);
         if (v.storage.kind === "state" && stateOwner.get(v.storage.key) !== k) {
-          fail(`${blockName(k, L)} reads state ${v.storage.key} of ${blockName(stateOwner.get(v.storage.key) ?? -1, L)}`);
+          fail(
+            `${blockName(k, L)} reads state ${v.storage.key} of ${blockName(stateOwner.get(v.storage.key) ?? -1, L)}`,
+          );
         }
         if (v.storage.kind !== "device" || o === stop) continue;
         const l = level[o]!;
-        if (l !== -1 && l !== k) fail(`${blockName(k, L)} reads ${describe(graph, o)} of ${blockName(l, L)}: only the residual stream may cross a block boundary`);
+        if (l !== -1 && l !== k)
+          fail(
+            `${blockName(k, L)} reads ${describe(graph, o)} of ${blockName(l, L)}: only the residual stream may cross a block boundary`,
+          );
       }
     }
     let weightBytes = 0;
     for (const c of consts) weightBytes += constBytes.get(c)!;
     const kind: BlockKind = k === 0 ? "embed" : k === L + 1 ? "head" : "layer";
-    blocks.push({ index: k, kind, layer: kind === "layer" ? k - 1 : null, name: blockName(k, L), consts: [...consts], weightBytes, states: owned.map((p) => p.key) });
+    blocks.push({
+      index: k,
+      kind,
+      layer: kind === "layer" ? k - 1 : null,
+      name: blockName(k, L),
+      consts: [...consts],
+      weightBytes,
+      states: owned.map((p) => p.key),
+    });
   }
   return { graph, blocks, layers: L, boundaries, residualElements: numel(graph.values[embedOut]!.shape), constBytes };
 }

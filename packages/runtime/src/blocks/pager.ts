@@ -55,13 +55,18 @@ export class Pager {
     this.lru.set(unit.device.name, list);
     if (unit.resident) {
       const i = list.indexOf(unit);
-      if (i >= 0 && i !== list.length - 1) (list.splice(i, 1), list.push(unit));
+      if (i >= 0 && i !== list.length - 1) list.splice(i, 1), list.push(unit);
       return;
     }
     const t0 = performance.now();
     const budget = this.budgets.get(unit.device.name)!;
     const need = this.host.unitWeightBytes(unit);
-    if (need > budget) throw new RuntimeError("bad-placement", `${unit.key} needs ${need} bytes of weights; the budget of ${unit.device.name} is ${budget}`, { param: "budget", value: budget });
+    if (need > budget)
+      throw new RuntimeError(
+        "bad-placement",
+        `${unit.key} needs ${need} bytes of weights; the budget of ${unit.device.name} is ${budget}`,
+        { param: "budget", value: budget },
+      );
     let used = list.reduce((n, u) => n + this.host.unitWeightBytes(u), 0);
     while (used + need > budget) {
       const victim = list.shift()!;
@@ -69,7 +74,12 @@ export class Pager {
       this.pageOut(victim);
     }
     const make = this.factories.get(unit.device.name);
-    if (make === undefined) throw new RuntimeError("bad-placement", `device ${unit.device.name} has a budget but no way to make executors for paging`, { param: "budget" });
+    if (make === undefined)
+      throw new RuntimeError(
+        "bad-placement",
+        `device ${unit.device.name} has a budget but no way to make executors for paging`,
+        { param: "budget" },
+      );
     const ex = make();
     ex.bindWeights(this.weights);
     unit.executor = ex;

@@ -3,7 +3,15 @@
 // boundary the residual stream is read into a host buffer allocated once per program and written into the next
 // unit's `residual` slot (the hand-off). Every executor call the block layer makes is in this file and
 // ./unit.ts, so moving to another device API changes these two files only.
-import { schemaOf, type Executor, type ProgramSchema, type StageInput, type StagedProgram, type StateSet, type WeightSource } from "@poot/executor";
+import {
+  schemaOf,
+  type Executor,
+  type ProgramSchema,
+  type StageInput,
+  type StagedProgram,
+  type StateSet,
+  type WeightSource,
+} from "@poot/executor";
 import type { Graph } from "@poot/graph-ir";
 import { RuntimeError, invariant } from "../errors.js";
 import { findBlocks, type BlockCut } from "./cut.js";
@@ -64,7 +72,12 @@ export interface PlacementReport {
   /** Weight bytes of the blocks placed on each device. */
   readonly weightBytesByDevice: Readonly<Record<string, number>>;
   /** The units: device and block range, with their blocks' names. */
-  readonly units: readonly { readonly device: string; readonly first: number; readonly last: number; readonly blocks: string }[];
+  readonly units: readonly {
+    readonly device: string;
+    readonly first: number;
+    readonly last: number;
+    readonly blocks: string;
+  }[];
   /** Devices that page their blocks, with their budgets (bytes); empty when everything fits. */
   readonly pagedDevices?: Readonly<Record<string, number>>;
 }
@@ -72,7 +85,15 @@ export interface PlacementReport {
 /** A model's blocks on their devices. */
 export class BlockPipeline {
   /** Work counters. */
-  readonly stats: PipelineStats = { steps: 0, handoffs: 0, handoffBytes: 0, handoffAllocations: 0, captures: 0, relocations: 0, relocatedStateBytes: 0 };
+  readonly stats: PipelineStats = {
+    steps: 0,
+    handoffs: 0,
+    handoffBytes: 0,
+    handoffAllocations: 0,
+    captures: 0,
+    relocations: 0,
+    relocatedStateBytes: 0,
+  };
   private readonly devices = new Map<string, BlockDevice>();
   private readonly cuts = new WeakMap<Graph, BlockCut>();
   /** Staged unit programs by `device:first-last:name`, kept across relocations (moving back re-stages nothing). */
@@ -103,7 +124,8 @@ export class BlockPipeline {
   ) {
     for (const d of devices) this.devices.set(d.name, d);
     this.budgets = new Map(Object.entries(paging?.budgets ?? {}));
-    if (paging !== undefined) this.pager = new Pager(this.budgets, new Map(Object.entries(paging.factories)), paging.weights, this);
+    if (paging !== undefined)
+      this.pager = new Pager(this.budgets, new Map(Object.entries(paging.factories)), paging.weights, this);
     this.checkPlacement(placement);
     this.placementNow = placement;
     this.current = this.unitsFor(placement, []);
@@ -117,12 +139,25 @@ export class BlockPipeline {
       const seen = new Set<string>();
       let bytes = 0;
       p.devices.forEach((dev, b) => {
-        if (dev === d) for (const c of cut.blocks[b]!.consts) if (!seen.has(c)) (seen.add(c), (bytes += cut.constBytes.get(c)!));
+        if (dev === d)
+          for (const c of cut.blocks[b]!.consts) if (!seen.has(c)) seen.add(c), (bytes += cut.constBytes.get(c)!);
       });
       if (bytes > budget) paged.add(d);
     }
-    const spans = unitSpans(p).flatMap((s) => (paged.has(s.device) ? Array.from({ length: s.last - s.first + 1 }, (_, i) => ({ device: s.device, first: s.first + i, last: s.first + i })) : [s]));
-    return spans.map((s) => keep.find((u) => u.key === Unit.keyOf(s) && u.paged === paged.has(s.device)) ?? new Unit(s, this.deviceOf(s.device), paged.has(s.device)));
+    const spans = unitSpans(p).flatMap((s) =>
+      paged.has(s.device)
+        ? Array.from({ length: s.last - s.first + 1 }, (_, i) => ({
+            device: s.device,
+            first: s.first + i,
+            last: s.first + i,
+          }))
+        : [s],
+    );
+    return spans.map(
+      (s) =>
+        keep.find((u) => u.key === Unit.keyOf(s) && u.paged === paged.has(s.device)) ??
+        new Unit(s, this.deviceOf(s.device), paged.has(s.device)),
+    );
   }
 
   /** @internal Weight bytes of a unit's blocks. */
@@ -130,7 +165,8 @@ export class BlockPipeline {
     const cut = this.cut(this.baseGraph());
     const seen = new Set<string>();
     let bytes = 0;
-    for (let b = unit.span.first; b <= unit.span.last; b++) for (const c of cut.blocks[b]!.consts) if (!seen.has(c)) (seen.add(c), (bytes += cut.constBytes.get(c)!));
+    for (let b = unit.span.first; b <= unit.span.last; b++)
+      for (const c of cut.blocks[b]!.consts) if (!seen.has(c)) seen.add(c), (bytes += cut.constBytes.get(c)!);
     return bytes;
   }
 
@@ -171,13 +207,23 @@ export class BlockPipeline {
 
   private deviceOf(name: string): BlockDevice {
     const d = this.devices.get(name);
-    if (d === undefined) throw new RuntimeError("bad-placement", `placement names device "${name}", which is not available (available: ${[...this.devices.keys()].join(", ")})`, { param: "placement", value: name });
+    if (d === undefined)
+      throw new RuntimeError(
+        "bad-placement",
+        `placement names device "${name}", which is not available (available: ${[...this.devices.keys()].join(", ")})`,
+        { param: "placement", value: name },
+      );
     return d;
   }
 
   private checkPlacement(p: Placement): void {
     const blocks = this.cut(this.baseGraph()).blocks.length;
-    if (p.devices.length !== blocks) throw new RuntimeError("bad-placement", `the placement covers ${p.devices.length} blocks; the model has ${blocks} (embed, ${blocks - 2} layers, head)`, { param: "placement" });
+    if (p.devices.length !== blocks)
+      throw new RuntimeError(
+        "bad-placement",
+        `the placement covers ${p.devices.length} blocks; the model has ${blocks} (embed, ${blocks - 2} layers, head)`,
+        { param: "placement" },
+      );
     for (const d of p.devices) this.deviceOf(d);
   }
 
@@ -198,7 +244,9 @@ export class BlockPipeline {
     if (p === undefined) {
       const g = unit.graphOf(this.cut(graph));
       invariant(unit.executor !== null, `unit ${unit.key} is staged while paged out`);
-      p = unit.executor.stage(this.compile === undefined ? g : this.compile(g, mode, unit.device.name), { name: `${name}@${unit.key}` });
+      p = unit.executor.stage(this.compile === undefined ? g : this.compile(g, mode, unit.device.name), {
+        name: `${name}@${unit.key}`,
+      });
       this.staged.set(key, p);
     }
     return p;
@@ -285,8 +333,18 @@ export class BlockPipeline {
       handoffsPerToken: n - 1,
       handoffBytesPerToken: cut.residualElements * 4,
       weightBytesByDevice,
-      units: this.current.map((u) => ({ device: u.device.name, first: u.span.first, last: u.span.last, blocks: u.describe(cut) })),
-      pagedDevices: Object.fromEntries([...new Set(this.current.filter((u) => u.paged).map((u) => u.device.name))].map((d) => [d, this.budgets.get(d)!])),
+      units: this.current.map((u) => ({
+        device: u.device.name,
+        first: u.span.first,
+        last: u.span.last,
+        blocks: u.describe(cut),
+      })),
+      pagedDevices: Object.fromEntries(
+        [...new Set(this.current.filter((u) => u.paged).map((u) => u.device.name))].map((d) => [
+          d,
+          this.budgets.get(d)!,
+        ]),
+      ),
     };
   }
 

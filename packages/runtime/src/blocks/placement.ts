@@ -37,7 +37,9 @@ export function placeAll(layers: number, device: string): Placement {
 export function gpuLayers(n: number, layers: number, accelerator: string, host = "cpu"): Placement {
   if (!Number.isSafeInteger(n) || n < 0) bad(`--gpu-layers must be a non-negative integer, got ${n}`, n);
   const k = Math.min(n, layers);
-  const devices = Array.from({ length: layers + 2 }, (_, b) => (b >= 1 && b <= layers && b > layers - k) || (b === layers + 1 && k > 0) ? accelerator : host);
+  const devices = Array.from({ length: layers + 2 }, (_, b) =>
+    (b >= 1 && b <= layers && b > layers - k) || (b === layers + 1 && k > 0) ? accelerator : host,
+  );
   // The embedding runs with layer 0 (a lookup: no reason to hand its rows across a boundary).
   devices[0] = devices[1]!;
   return { layers, devices };
@@ -56,25 +58,35 @@ export function parsePlacement(text: string, layers: number, known: readonly str
     const m = /^(embed|head|(\d+)(?:-(\d+))?):([A-Za-z0-9_-]+)$/.exec(entry);
     if (m === null) bad(`--place entry "${entry}" is not RANGE:DEVICE (RANGE: N, N-M, embed or head)`, entry);
     const device = m[4]!;
-    if (!known.includes(device)) bad(`--place entry "${entry}" names device "${device}", which is not available (available: ${known.join(", ")})`, device);
+    if (!known.includes(device))
+      bad(
+        `--place entry "${entry}" names device "${device}", which is not available (available: ${known.join(", ")})`,
+        device,
+      );
     let lo: number, hi: number;
     if (m[1] === "embed") lo = hi = 0;
     else if (m[1] === "head") lo = hi = layers + 1;
     else {
-      const a = Number(m[2]), b = m[3] === undefined ? a : Number(m[3]);
+      const a = Number(m[2]),
+        b = m[3] === undefined ? a : Number(m[3]);
       if (b < a) bad(`--place entry "${entry}": the range ${a}-${b} is backwards`, entry);
       if (b >= layers) bad(`--place entry "${entry}": the model has layers 0-${layers - 1}`, entry);
       lo = a + 1;
       hi = b + 1;
     }
     for (let k = lo; k <= hi; k++) {
-      if (devices[k] !== undefined) bad(`--place entry "${entry}" overlaps an earlier entry at ${k === 0 ? "embed" : k === layers + 1 ? "head" : `layer ${k - 1}`}`, entry);
+      if (devices[k] !== undefined)
+        bad(
+          `--place entry "${entry}" overlaps an earlier entry at ${k === 0 ? "embed" : k === layers + 1 ? "head" : `layer ${k - 1}`}`,
+          entry,
+        );
       devices[k] = device;
     }
   }
   const missing: number[] = [];
   for (let l = 0; l < layers; l++) if (devices[l + 1] === undefined) missing.push(l);
-  if (missing.length > 0) bad(`--place leaves layer(s) ${ranges(missing)} unplaced (the model has layers 0-${layers - 1})`, missing);
+  if (missing.length > 0)
+    bad(`--place leaves layer(s) ${ranges(missing)} unplaced (the model has layers 0-${layers - 1})`, missing);
   devices[0] ??= devices[1];
   devices[layers + 1] ??= devices[layers];
   return { layers, devices: devices as string[] };
@@ -121,7 +133,13 @@ export function formatPlacement(p: Placement): string {
 /** Parses a memory size: bytes, or a number with K/M/G (powers of 1024, optional `iB`/`B`), e.g. `512M`, `1.5GiB`. */
 export function parseSize(text: string, flag = "size"): number {
   const m = /^(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)(?:i?B)?$/.exec(text.trim());
-  if (m === null) throw new RuntimeError("bad-config", `${flag} must be a size like 512M or 2G, got "${text}"`, { param: flag, value: text });
-  const scale = { "": 1, k: 2 ** 10, m: 2 ** 20, g: 2 ** 30, t: 2 ** 40 }[m[2]!.toLowerCase() as "" | "k" | "m" | "g" | "t"];
+  if (m === null)
+    throw new RuntimeError("bad-config", `${flag} must be a size like 512M or 2G, got "${text}"`, {
+      param: flag,
+      value: text,
+    });
+  const scale = { "": 1, k: 2 ** 10, m: 2 ** 20, g: 2 ** 30, t: 2 ** 40 }[
+    m[2]!.toLowerCase() as "" | "k" | "m" | "g" | "t"
+  ];
   return Math.floor(Number(m[1]) * scale);
 }

@@ -31,7 +31,12 @@ export class PipelineProgram implements StagedProgram {
   allocateEveryStep = false;
 
   /** @internal Made by {@link BlockPipeline.program}. */
-  constructor(private readonly pipeline: BlockPipeline, readonly name: string, private readonly mode: "decode" | "prefill", trace: () => Graph) {
+  constructor(
+    private readonly pipeline: BlockPipeline,
+    readonly name: string,
+    private readonly mode: "decode" | "prefill",
+    trace: () => Graph,
+  ) {
     this.graph = trace();
     this.schema = schemaOf(this.graph);
     // Stage every unit now, so the engine's staging time and `prepare` cover it.
@@ -65,7 +70,8 @@ export class PipelineProgram implements StagedProgram {
   }
 
   writeSlot(key: string, data: ArrayLike<number>): void {
-    if (!this.schema.slots.has(key)) throw new RuntimeError("bad-config", `program ${this.name} has no slot "${key}"`, { param: key });
+    if (!this.schema.slots.has(key))
+      throw new RuntimeError("bad-config", `program ${this.name} has no slot "${key}"`, { param: key });
     for (const p of this.current()) {
       if (p.prog === null) (this.pending ??= new Map()).set(key, data);
       else if (p.prog.schema.slots.has(key)) p.prog.writeSlot(key, data);
@@ -152,7 +158,8 @@ export class PipelineProgram implements StagedProgram {
   }
 
   private checkState(state: StateSet | undefined): void {
-    if (state !== undefined && state !== this.pipeline.state()) throw new RuntimeError("bad-config", `program ${this.name} runs only on its pipeline's StateSet`);
+    if (state !== undefined && state !== this.pipeline.state())
+      throw new RuntimeError("bad-config", `program ${this.name} runs only on its pipeline's StateSet`);
   }
 
   /** Nothing: the pipeline owns the unit programs. */

@@ -21,7 +21,11 @@ export class Unit {
   private readonly graphs = new WeakMap<BlockCut, Graph>();
 
   /** @param span - its blocks and device name; @param device - the device it runs on. */
-  constructor(readonly span: UnitSpan, readonly device: BlockDevice, paged = false) {
+  constructor(
+    readonly span: UnitSpan,
+    readonly device: BlockDevice,
+    paged = false,
+  ) {
     this.key = Unit.keyOf(span);
     this.paged = paged;
     this.executor = paged ? null : device.executor;
@@ -53,7 +57,8 @@ export class Unit {
     const L = cut.layers;
     const parts: string[] = [];
     if (first === 0) parts.push("embed");
-    const lo = Math.max(first, 1) - 1, hi = Math.min(last, L) - 1;
+    const lo = Math.max(first, 1) - 1,
+      hi = Math.min(last, L) - 1;
     if (hi >= lo) parts.push(lo === hi ? `layer ${lo}` : `layers ${lo}-${hi}`);
     if (last === L + 1) parts.push("head");
     return parts.join(", ");

@@ -6,6 +6,9 @@ import { CliError } from "../errors.js";
 export function parseNumber(flag: string, value: string, kind: "int" | "float", command: string): number {
   const n = Number(value);
   const ok = value.trim() !== "" && (kind === "int" ? Number.isSafeInteger(n) : Number.isFinite(n));
-  if (!ok) throw new CliError("bad-input", `${flag} must be ${kind === "int" ? "an integer" : "a number"}, got "${value}"`, { command });
+  if (!ok)
+    throw new CliError("bad-input", `${flag} must be ${kind === "int" ? "an integer" : "a number"}, got "${value}"`, {
+      command,
+    });
   return n;
 }

@@ -7,7 +7,14 @@ import { Engine, RuntimeError } from "@poot/runtime";
 import { CliError } from "../errors.js";
 import { RuntimeServeEngine } from "../server/runtime-engine.js";
 import { createServer, type PootServer } from "../server/server.js";
-import { createDevices, describePlacement, engineDevices, placementOptions, planPlacement, type PlacementFlags } from "../placement.js";
+import {
+  createDevices,
+  describePlacement,
+  engineDevices,
+  placementOptions,
+  planPlacement,
+  type PlacementFlags,
+} from "../placement.js";
 import type { CliIo, CommandModule, ExecutorFactory } from "../command.js";
 import { parseNumber } from "./numbers.js";
 
@@ -53,27 +60,49 @@ function positive(flag: string, value: string, min: number): number {
 }
 
 /** Loads MODEL, builds the engine and server from `poot serve`'s options, and starts listening. */
-export async function startServe(model: string, o: ServeCliOptions, io: CliIo, createExecutor: ExecutorFactory, backends: readonly string[] = [o.backend]): Promise<StartedServer> {
+export async function startServe(
+  model: string,
+  o: ServeCliOptions,
+  io: CliIo,
+  createExecutor: ExecutorFactory,
+  backends: readonly string[] = [o.backend],
+): Promise<StartedServer> {
   const port = parseNumber("--port", o.port, "int", command);
-  if (port < 0 || port > 65535) throw new CliError("bad-input", `--port must be in [0, 65535], got ${port}`, { command });
+  if (port < 0 || port > 65535)
+    throw new CliError("bad-input", `--port must be in [0, 65535], got ${port}`, { command });
   const maxBatch = positive("--max-batch", o.maxBatch, 1);
   const maxQueue = positive("--max-queue", o.maxQueue, 0);
   const context = o.ctx === undefined ? undefined : positive("--ctx", o.ctx, 2);
   const pageSize = o.pageSize === undefined ? undefined : positive("--page-size", o.pageSize, 1);
-  if (pageSize !== undefined && (pageSize & (pageSize - 1)) !== 0) throw new CliError("bad-input", `--page-size must be a power of two, got ${pageSize}`, { command });
+  if (pageSize !== undefined && (pageSize & (pageSize - 1)) !== 0)
+    throw new CliError("bad-input", `--page-size must be a power of two, got ${pageSize}`, { command });
   const kvPages = o.kvPages === undefined ? undefined : positive("--kv-pages", o.kvPages, 1);
   const queueTimeout = parseNumber("--queue-timeout", o.queueTimeout ?? "60", "float", command);
-  if (!(queueTimeout >= 0)) throw new CliError("bad-input", `--queue-timeout must be >= 0 seconds, got ${o.queueTimeout}`, { command });
-  const maxConnections = o.maxConnections === undefined ? undefined : positive("--max-connections", o.maxConnections, 1);
+  if (!(queueTimeout >= 0))
+    throw new CliError("bad-input", `--queue-timeout must be >= 0 seconds, got ${o.queueTimeout}`, { command });
+  const maxConnections =
+    o.maxConnections === undefined ? undefined : positive("--max-connections", o.maxConnections, 1);
   // "*" lifts the Host check; a list replaces the loopback default.
-  const allowedHosts = o.allowedHosts === undefined ? undefined : o.allowedHosts.trim() === "*" ? null : o.allowedHosts.split(",").map((h) => h.trim()).filter((h) => h !== "");
-  if (o.weights !== "f32" && o.weights !== "bf16") throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command });
+  const allowedHosts =
+    o.allowedHosts === undefined
+      ? undefined
+      : o.allowedHosts.trim() === "*"
+        ? null
+        : o.allowedHosts
+            .split(",")
+            .map((h) => h.trim())
+            .filter((h) => h !== "");
+  if (o.weights !== "f32" && o.weights !== "bf16")
+    throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command });
   let chatTemplate: string | undefined;
   if (o.chatTemplate !== undefined) {
     try {
       chatTemplate = fs.readFileSync(o.chatTemplate, "utf8");
     } catch (err) {
-      throw new CliError("file-unreadable", `cannot read ${o.chatTemplate}: ${(err as Error).message}`, { command, file: o.chatTemplate });
+      throw new CliError("file-unreadable", `cannot read ${o.chatTemplate}: ${(err as Error).message}`, {
+        command,
+        file: o.chatTemplate,
+      });
     }
   }
   const plan = planPlacement(o, o.backend, model, o.weights, command, backends);
@@ -85,29 +114,54 @@ export async function startServe(model: string, o: ServeCliOptions, io: CliIo, c
     const prefillChunk = context === undefined ? undefined : 2 ** Math.min(6, Math.floor(Math.log2(context)));
     // The KV pool holds --max-batch full contexts unless --kv-pages says otherwise; requests beyond it wait.
     engine = Engine.load(model, {
-      executor: placed.executor, ...engineDevices(plan, placed, createExecutor), weights: o.weights, maxSequences: maxBatch, ...(context === undefined ? {} : { context, prefillChunk }),
-      ...(pageSize === undefined ? {} : { pageSize }), ...(kvPages === undefined ? {} : { kvPages }),
+      executor: placed.executor,
+      ...engineDevices(plan, placed, createExecutor),
+      weights: o.weights,
+      maxSequences: maxBatch,
+      ...(context === undefined ? {} : { context, prefillChunk }),
+      ...(pageSize === undefined ? {} : { pageSize }),
+      ...(kvPages === undefined ? {} : { kvPages }),
     });
   } catch (err) {
     executor.dispose();
-    if (err instanceof ModelError) throw new CliError(err.code === "io" ? "file-unreadable" : "bad-input", err.message, { command, file: err.file ?? model });
+    if (err instanceof ModelError)
+      throw new CliError(err.code === "io" ? "file-unreadable" : "bad-input", err.message, {
+        command,
+        file: err.file ?? model,
+      });
     if (err instanceof RuntimeError) throw new CliError("bad-input", err.message, { command, file: model });
     throw err;
   }
   if (engine.tokenizer === null) {
     engine.close();
     executor.dispose();
-    throw new CliError("bad-input", `${model} has no tokenizer (tokenizer.json): the server needs one`, { command, file: model });
+    throw new CliError("bad-input", `${model} has no tokenizer (tokenizer.json): the server needs one`, {
+      command,
+      file: model,
+    });
   }
-  const serveEngine = new RuntimeServeEngine(engine, { tokenizerSource: model, ...(chatTemplate === undefined ? {} : { chatTemplate }) });
+  const serveEngine = new RuntimeServeEngine(engine, {
+    tokenizerSource: model,
+    ...(chatTemplate === undefined ? {} : { chatTemplate }),
+  });
   if (o.prepare) {
     const t0 = performance.now();
     engine.prepare();
-    io.err(`poot serve: compiled ${engine.stats.programsStaged} programs in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+    io.err(
+      `poot serve: compiled ${engine.stats.programsStaged} programs in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`,
+    );
   }
   const modelId = o.modelName ?? path.basename(path.resolve(model));
-  const server = createServer({ engine: serveEngine, modelId, apiKey: o.apiKey ?? null, metricsAuth: o.metricsAuth === true, maxBatch, maxQueue, queueTimeoutMs: queueTimeout * 1000,
-    ...(allowedHosts === undefined ? {} : { allowedHosts }), ...(o.cors === undefined ? {} : { cors: o.cors }),
+  const server = createServer({
+    engine: serveEngine,
+    modelId,
+    apiKey: o.apiKey ?? null,
+    metricsAuth: o.metricsAuth === true,
+    maxBatch,
+    maxQueue,
+    queueTimeoutMs: queueTimeout * 1000,
+    ...(allowedHosts === undefined ? {} : { allowedHosts }),
+    ...(o.cors === undefined ? {} : { cors: o.cors }),
     ...(maxConnections === undefined ? {} : { limits: { maxConnections } }),
   });
   let url: string;
@@ -119,8 +173,15 @@ export async function startServe(model: string, o: ServeCliOptions, io: CliIo, c
     throw new CliError("command-failed", `cannot listen on ${o.host}:${port}: ${(err as Error).message}`, { command });
   }
   const report = engine.placementReport();
-  if (report !== null) io.err(`${describePlacement(report).map((l) => `poot serve: ${l}`).join("\n")}\n`);
-  io.err(`poot serve: ${modelId} (context ${engine.context}, max batch ${maxBatch}, backend ${o.backend}) on ${url}${o.apiKey === undefined ? "" : " (API key required)"}\n`);
+  if (report !== null)
+    io.err(
+      `${describePlacement(report)
+        .map((l) => `poot serve: ${l}`)
+        .join("\n")}\n`,
+    );
+  io.err(
+    `poot serve: ${modelId} (context ${engine.context}, max batch ${maxBatch}, backend ${o.backend}) on ${url}${o.apiKey === undefined ? "" : " (API key required)"}\n`,
+  );
   return {
     url,
     server,
@@ -136,16 +197,21 @@ export async function startServe(model: string, o: ServeCliOptions, io: CliIo, c
 export const serveCommand = (createExecutor: ExecutorFactory, backends?: readonly string[]): CommandModule => ({
   name: "serve",
   register: (program, io) => {
-    placementOptions(program
-      .command("serve"))
+    placementOptions(program.command("serve"))
       .description("serve MODEL over an OpenAI-compatible HTTP API with Prometheus /metrics")
       .argument("<model>", "a Hugging Face model folder or a .gguf file")
       .option("--backend <name>", "where to run (`poot backends` lists them; auto: the first GPU, else cpu)", "auto")
       .option("--host <host>", "address to bind (use 0.0.0.0 to accept other machines)", "127.0.0.1")
       .option("--port <n>", "port (0 = any free port)", "8080")
-      .option("--api-key <key>", "require Authorization: Bearer KEY on every route but /health and /metrics (default: $POOT_API_KEY, else none)")
+      .option(
+        "--api-key <key>",
+        "require Authorization: Bearer KEY on every route but /health and /metrics (default: $POOT_API_KEY, else none)",
+      )
       .option("--metrics-auth", "/metrics needs the API key too")
-      .option("--allowed-hosts <names>", "comma-separated Host names to answer (421 otherwise; * = any); default: loopback names when bound to loopback")
+      .option(
+        "--allowed-hosts <names>",
+        "comma-separated Host names to answer (421 otherwise; * = any); default: loopback names when bound to loopback",
+      )
       .option("--cors <origin>", "let browsers on ORIGIN (or *) call the API")
       .option("--max-connections <n>", "most open client sockets", "1024")
       .option("--max-batch <n>", "most sequences in one decode step", "8")
@@ -153,29 +219,46 @@ export const serveCommand = (createExecutor: ExecutorFactory, backends?: readonl
       .option("--queue-timeout <s>", "a request waiting longer than S seconds for a slot gets 503 (0 = no limit)", "60")
       .option("--ctx <n>", "KV capacity per sequence in tokens (default: the model's, at most 2048)")
       .option("--page-size <n>", "tokens per KV cache page, a power of two", "16")
-      .option("--kv-pages <n>", "pages in the shared KV cache (default: --max-batch full contexts); a request waits until its pages are free")
+      .option(
+        "--kv-pages <n>",
+        "pages in the shared KV cache (default: --max-batch full contexts); a request waits until its pages are free",
+      )
       .option("--weights <kind>", "HF folders: f32 (model.safetensors) or bf16 (model.bf16.safetensors)", "f32")
       .option("--chat-template <file>", "a Jinja chat template replacing the model's own")
       .option("--model-name <name>", "the model id clients use (default: the model folder or file name)")
       .option("--no-prepare", "compile programs on first use instead of at start-up")
-      .option("--drain-seconds <s>", "on SIGINT/SIGTERM, let running requests finish for up to S seconds (a second signal stops at once)", "30")
+      .option(
+        "--drain-seconds <s>",
+        "on SIGINT/SIGTERM, let running requests finish for up to S seconds (a second signal stops at once)",
+        "30",
+      )
       .action(async (model: string, o: ServeCliOptions) => {
         // Only the CLI reads the environment; the server library takes typed options.
         const apiKey = o.apiKey ?? process.env.POOT_API_KEY;
         const drainMs = parseNumber("--drain-seconds", o.drainSeconds ?? "30", "float", command) * 1000;
-        if (!(drainMs >= 0)) throw new CliError("bad-input", `--drain-seconds must be >= 0, got ${o.drainSeconds}`, { command });
-        const started = await startServe(model, { ...o, ...(apiKey === undefined || apiKey === "" ? {} : { apiKey }) }, io, createExecutor, backends);
-        const signal = (): Promise<void> => new Promise<void>((resolve) => {
-          const stop = (): void => {
-            process.off("SIGINT", stop);
-            process.off("SIGTERM", stop);
-            resolve();
-          };
-          process.on("SIGINT", stop);
-          process.on("SIGTERM", stop);
-        });
+        if (!(drainMs >= 0))
+          throw new CliError("bad-input", `--drain-seconds must be >= 0, got ${o.drainSeconds}`, { command });
+        const started = await startServe(
+          model,
+          { ...o, ...(apiKey === undefined || apiKey === "" ? {} : { apiKey }) },
+          io,
+          createExecutor,
+          backends,
+        );
+        const signal = (): Promise<void> =>
+          new Promise<void>((resolve) => {
+            const stop = (): void => {
+              process.off("SIGINT", stop);
+              process.off("SIGTERM", stop);
+              resolve();
+            };
+            process.on("SIGINT", stop);
+            process.on("SIGTERM", stop);
+          });
         await signal();
-        io.err(`poot serve: shutting down (finishing running requests for up to ${drainMs / 1000} s; signal again to stop now)\n`);
+        io.err(
+          `poot serve: shutting down (finishing running requests for up to ${drainMs / 1000} s; signal again to stop now)\n`,
+        );
         await Promise.race([started.server.scheduler.drain(drainMs), signal()]);
         await started.close();
       });

@@ -42,7 +42,9 @@ export function checkAuth(req: FastifyRequest, policy: AuthPolicy): void {
   const route = req.routeOptions.url;
   if (route !== undefined && policy.open.has(route)) return;
   const header = req.headers.authorization;
-  if (header === undefined || header === "") throw new ApiError(401, "invalid_api_key", "Missing API key: send Authorization: Bearer <key>");
+  if (header === undefined || header === "")
+    throw new ApiError(401, "invalid_api_key", "Missing API key: send Authorization: Bearer <key>");
   const token = bearerToken(header);
-  if (token === null || !sameSecret(token, policy.apiKey)) throw new ApiError(401, "invalid_api_key", "Incorrect API key provided");
+  if (token === null || !sameSecret(token, policy.apiKey))
+    throw new ApiError(401, "invalid_api_key", "Incorrect API key provided");
 }

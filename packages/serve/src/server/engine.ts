@@ -48,7 +48,13 @@ export interface TokenLogprob {
 
 /** What a sequence releases after one step: a sampled token with its text (possibly empty), or trailing text. */
 export type SequenceEvent =
-  | { readonly kind: "token"; readonly id: number; readonly text: string; readonly logprob: number | null; readonly top: readonly TokenLogprob[] | null }
+  | {
+      readonly kind: "token";
+      readonly id: number;
+      readonly text: string;
+      readonly logprob: number | null;
+      readonly top: readonly TokenLogprob[] | null;
+    }
   | { readonly kind: "text"; readonly text: string };
 
 /** One sequence (one session's KV state and its decoding state) inside the engine. */
@@ -72,13 +78,29 @@ export interface EngineStats {
   /** Programs compiled (staged) so far. */
   readonly compiles: number;
   /** Device bytes held, by purpose. */
-  readonly deviceBytes: { readonly weights: number; readonly state: number; readonly io: number; readonly total: number };
+  readonly deviceBytes: {
+    readonly weights: number;
+    readonly state: number;
+    readonly io: number;
+    readonly total: number;
+  };
   /** Sequences whose KV state is allocated now (the engine's own count). */
   readonly openSequences: number;
   /** The shared KV page pool: tokens per page, pages in all, held by sequences, promised to admitted ones. */
-  readonly kv: { readonly pageSize: number; readonly pagesTotal: number; readonly pagesInUse: number; readonly pagesReserved: number };
+  readonly kv: {
+    readonly pageSize: number;
+    readonly pagesTotal: number;
+    readonly pagesInUse: number;
+    readonly pagesReserved: number;
+  };
   /** Blocks across devices (absent when the model runs as one program): hand-offs and the weight pager's counters. */
-  readonly blocks?: { readonly handoffs: number; readonly pageIns: number; readonly pageInBytes: number; readonly pageOuts: number; readonly stallSeconds: number };
+  readonly blocks?: {
+    readonly handoffs: number;
+    readonly pageIns: number;
+    readonly pageInBytes: number;
+    readonly pageOuts: number;
+    readonly stallSeconds: number;
+  };
 }
 
 /** Whether a sequence can begin now: yes, not until KV pages (or lanes) are released, or never (larger than the pool). */
@@ -111,7 +133,10 @@ export interface ServeEngine {
    * Whether a sequence of `prompt` generating up to `maxTokens` can begin now (its KV pages for prompt +
    * maxTokens are free), must wait for others to release theirs, or can never fit the pool; with the pages needed.
    */
-  admission(prompt: readonly number[], maxTokens: number): { readonly admit: Admission; readonly pages: number; readonly pagesTotal: number };
+  admission(
+    prompt: readonly number[],
+    maxTokens: number,
+  ): { readonly admit: Admission; readonly pages: number; readonly pagesTotal: number };
   /**
    * Opens a sequence with `prompt` queued, reserving KV pages for prompt + maxTokens; throws on options the
    * engine refuses or when those pages are not free (call {@link ServeEngine.admission} first).

@@ -39,6 +39,11 @@ export function checkHost(req: FastifyRequest, allowed: ReadonlySet<string> | nu
     }
   }
   for (const n of names) {
-    if (!allowed.has(n)) throw new ApiError(421, "host_not_allowed", `this server does not answer for host '${n}' (allowed: ${[...allowed].join(", ")}); start it with --allowed-hosts to add names`);
+    if (!allowed.has(n))
+      throw new ApiError(
+        421,
+        "host_not_allowed",
+        `this server does not answer for host '${n}' (allowed: ${[...allowed].join(", ")}); start it with --allowed-hosts to add names`,
+      );
   }
 }

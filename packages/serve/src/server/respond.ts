@@ -8,7 +8,9 @@ import type { ChoiceResult, Renderer, Usage } from "./responses.js";
 import type { GenerationEvent, GenerationJob, Scheduler, TokenEvent } from "./scheduler.js";
 
 /** Events of several jobs as they happen, each tagged with its job's index. */
-function merged(jobs: readonly GenerationJob[]): AsyncIterable<{ readonly index: number; readonly event: GenerationEvent }> {
+function merged(
+  jobs: readonly GenerationJob[],
+): AsyncIterable<{ readonly index: number; readonly event: GenerationEvent }> {
   const out = new Channel<{ index: number; event: GenerationEvent }>();
   let open = jobs.length;
   jobs.forEach(async (job, index) => {
@@ -27,7 +29,12 @@ function usageOf(plan: PlannedRequest, completion: readonly number[]): Usage {
 }
 
 /** Runs `plan` on the scheduler and answers through `reply` with `render`'s shapes. */
-export async function respond(scheduler: Scheduler, plan: PlannedRequest, render: Renderer, reply: FastifyReply): Promise<void> {
+export async function respond(
+  scheduler: Scheduler,
+  plan: PlannedRequest,
+  render: Renderer,
+  reply: FastifyReply,
+): Promise<void> {
   const jobs = scheduler.submit(plan.generations);
   let done = false;
   // A client gone before the end (socket closed) cancels every choice and frees its sequences.
@@ -47,7 +54,12 @@ export async function respond(scheduler: Scheduler, plan: PlannedRequest, render
       tokens[index]!.push(event);
     } else if (event.kind === "done") {
       counts[index] = event.completionTokens;
-      choices[index] = { index, text: texts[index] + event.text, tokens: tokens[index]!, finishReason: event.finishReason };
+      choices[index] = {
+        index,
+        text: texts[index] + event.text,
+        tokens: tokens[index]!,
+        finishReason: event.finishReason,
+      };
     } else {
       done = true;
       for (const j of jobs) j.cancel();
@@ -55,11 +67,18 @@ export async function respond(scheduler: Scheduler, plan: PlannedRequest, render
     }
   }
   done = true;
-  if (choices.filter((c) => c !== undefined).length !== jobs.length) throw new ApiError(503, "server_shutting_down", "the generation was cancelled");
+  if (choices.filter((c) => c !== undefined).length !== jobs.length)
+    throw new ApiError(503, "server_shutting_down", "the generation was cancelled");
   await reply.send(render.body(choices, usageOf(plan, counts)));
 }
 
-async function stream(plan: PlannedRequest, jobs: readonly GenerationJob[], render: Renderer, reply: FastifyReply, finished: () => void): Promise<void> {
+async function stream(
+  plan: PlannedRequest,
+  jobs: readonly GenerationJob[],
+  render: Renderer,
+  reply: FastifyReply,
+  finished: () => void,
+): Promise<void> {
   // The status goes out with the first event, not before: a request that fails while still queued (queue timeout,
   // shutdown) gets its real status (503) rather than a 200 stream carrying an error.
   const events = merged(jobs)[Symbol.asyncIterator]();
@@ -72,8 +91,13 @@ async function stream(plan: PlannedRequest, jobs: readonly GenerationJob[], rend
   }
   reply.hijack();
   const res = reply.raw;
-  res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" });
-  const send = (data: unknown): void => void res.write(`data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`);
+  res.writeHead(200, {
+    "content-type": "text/event-stream; charset=utf-8",
+    "cache-control": "no-cache",
+    connection: "keep-alive",
+  });
+  const send = (data: unknown): void =>
+    void res.write(`data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`);
   jobs.forEach((_, i) => {
     const open = render.opening(i);
     if (open !== null) send(open);

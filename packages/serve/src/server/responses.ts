@@ -39,7 +39,12 @@ interface Header {
 const utf8 = new TextEncoder();
 
 /** Renders /v1/completions responses. `logprobs` is the request's top count, or null. */
-export function completionRenderer(engine: ServeEngine, h: Header, logprobs: number | null, echo: readonly string[]): Renderer {
+export function completionRenderer(
+  engine: ServeEngine,
+  h: Header,
+  logprobs: number | null,
+  echo: readonly string[],
+): Renderer {
   const offsets = echo.map((e) => e.length);
   const lp = (index: number, tokens: readonly TokenEvent[]): unknown => {
     if (logprobs === null) return null;
@@ -52,18 +57,31 @@ export function completionRenderer(engine: ServeEngine, h: Header, logprobs: num
     return {
       tokens: text,
       token_logprobs: tokens.map((t) => t.logprob),
-      top_logprobs: tokens.map((t) => Object.fromEntries((t.top ?? []).map((x) => [engine.tokenText(x.id), x.logprob]))),
+      top_logprobs: tokens.map((t) =>
+        Object.fromEntries((t.top ?? []).map((x) => [engine.tokenText(x.id), x.logprob])),
+      ),
       text_offset,
     };
   };
   const base = { id: h.id, object: "text_completion", created: h.created, model: h.model };
   return {
-    opening: (index) => (echo[index] === "" ? null : { ...base, choices: [{ index, text: echo[index], logprobs: null, finish_reason: null }] }),
-    chunk: (index, text, tokens, finish) => ({ ...base, choices: [{ index, text, logprobs: lp(index, tokens), finish_reason: finish }] }),
+    opening: (index) =>
+      echo[index] === ""
+        ? null
+        : { ...base, choices: [{ index, text: echo[index], logprobs: null, finish_reason: null }] },
+    chunk: (index, text, tokens, finish) => ({
+      ...base,
+      choices: [{ index, text, logprobs: lp(index, tokens), finish_reason: finish }],
+    }),
     usageChunk: (usage) => ({ ...base, choices: [], usage }),
     body: (choices, usage) => ({
       ...base,
-      choices: choices.map((c) => ({ index: c.index, text: echo[c.index]! + c.text, logprobs: lp(c.index, c.tokens), finish_reason: c.finishReason })),
+      choices: choices.map((c) => ({
+        index: c.index,
+        text: echo[c.index]! + c.text,
+        logprobs: lp(c.index, c.tokens),
+        finish_reason: c.finishReason,
+      })),
       usage,
     }),
   };
@@ -76,18 +94,44 @@ export function chatRenderer(engine: ServeEngine, h: Header, logprobs: number | 
     return { token, logprob, bytes: [...utf8.encode(token)] };
   };
   const lp = (tokens: readonly TokenEvent[]): unknown =>
-    logprobs === null ? null : { content: tokens.map((t) => ({ ...entry(t.id, t.logprob!), top_logprobs: (t.top ?? []).map((x) => entry(x.id, x.logprob)) })), refusal: null };
+    logprobs === null
+      ? null
+      : {
+          content: tokens.map((t) => ({
+            ...entry(t.id, t.logprob!),
+            top_logprobs: (t.top ?? []).map((x) => entry(x.id, x.logprob)),
+          })),
+          refusal: null,
+        };
   const chunkBase = { id: h.id, object: "chat.completion.chunk", created: h.created, model: h.model };
   return {
-    opening: (index) => ({ ...chunkBase, choices: [{ index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }] }),
-    chunk: (index, text, tokens, finish) => ({ ...chunkBase, choices: [{ index, delta: text === "" && finish !== null ? {} : { content: text }, logprobs: lp(tokens), finish_reason: finish }] }),
+    opening: (index) => ({
+      ...chunkBase,
+      choices: [{ index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }],
+    }),
+    chunk: (index, text, tokens, finish) => ({
+      ...chunkBase,
+      choices: [
+        {
+          index,
+          delta: text === "" && finish !== null ? {} : { content: text },
+          logprobs: lp(tokens),
+          finish_reason: finish,
+        },
+      ],
+    }),
     usageChunk: (usage) => ({ ...chunkBase, choices: [], usage }),
     body: (choices, usage) => ({
       id: h.id,
       object: "chat.completion",
       created: h.created,
       model: h.model,
-      choices: choices.map((c) => ({ index: c.index, message: { role: "assistant", content: c.text, refusal: null }, logprobs: lp(c.tokens), finish_reason: c.finishReason })),
+      choices: choices.map((c) => ({
+        index: c.index,
+        message: { role: "assistant", content: c.text, refusal: null },
+        logprobs: lp(c.tokens),
+        finish_reason: c.finishReason,
+      })),
       usage,
     }),
   };

@@ -42,7 +42,13 @@ class RuntimeSequence implements EngineSequence {
   }
 
   accept(logits: Float32Array): SequenceEvent[] {
-    return this.decoding.accept(logits).map((e) => (e.kind === "text" ? e : { kind: "token", id: e.id, text: e.text, logprob: e.logprob ?? null, top: e.top ?? null }));
+    return this.decoding
+      .accept(logits)
+      .map((e) =>
+        e.kind === "text"
+          ? e
+          : { kind: "token", id: e.id, text: e.text, logprob: e.logprob ?? null, top: e.top ?? null },
+      );
   }
 
   release(): void {
@@ -61,14 +67,23 @@ export class RuntimeServeEngine implements ServeEngine {
    * @param engine - the runtime engine; the adapter closes it in {@link RuntimeServeEngine.close}.
    * @param options - a chat template override.
    */
-  constructor(readonly engine: Engine, options: RuntimeServeEngineOptions = {}) {
+  constructor(
+    readonly engine: Engine,
+    options: RuntimeServeEngineOptions = {},
+  ) {
     invariant(engine.tokenizer !== null, "the server needs an engine with a tokenizer");
     this.codec = textCodec(engine.tokenizer, options.chatTemplate);
     const tok = engine.tokenizer;
     let most = 1;
     for (let id = 0; id < tok.vocabSize; id++) most = Math.max(most, Buffer.byteLength(tok.idToToken(id) ?? ""));
     this.maxTokenBytes = most;
-    this.worker = options.tokenizerSource === undefined ? null : new TextWorker({ model: options.tokenizerSource, ...(options.chatTemplate === undefined ? {} : { chatTemplate: options.chatTemplate }) });
+    this.worker =
+      options.tokenizerSource === undefined
+        ? null
+        : new TextWorker({
+            model: options.tokenizerSource,
+            ...(options.chatTemplate === undefined ? {} : { chatTemplate: options.chatTemplate }),
+          });
   }
 
   /** The runtime engine's KV capacity per session. */
@@ -93,7 +108,9 @@ export class RuntimeServeEngine implements ServeEngine {
 
   /** The tokenizer's ids of `text` (`special`: add BOS/EOS as its post-processor says), in the worker when there is one. */
   async encode(text: string, special: boolean): Promise<number[]> {
-    return this.worker === null ? this.codec.tok.encode(text, { addSpecial: special }) : this.worker.encode(text, special);
+    return this.worker === null
+      ? this.codec.tok.encode(text, { addSpecial: special })
+      : this.worker.encode(text, special);
   }
 
   /** The ids of the chat rendered by the override template, else the tokenizer's; null without a template. */
@@ -113,7 +130,8 @@ export class RuntimeServeEngine implements ServeEngine {
 
   /** The runtime pool's pages for prompt + maxTokens (at most a context) against its free pages and lanes. */
   admission(prompt: readonly number[], maxTokens: number): { admit: Admission; pages: number; pagesTotal: number } {
-    const e = this.engine, pool = e.pool;
+    const e = this.engine,
+      pool = e.pool;
     const pages = pool.pagesFor(Math.min(prompt.length + maxTokens, e.context));
     const laneFree = !e.needsLane() || pool.stats.lanesInUse < pool.lanes;
     const admit: Admission = pages > pool.pages ? "never" : pages <= pool.available && laneFree ? "now" : "wait";
@@ -158,8 +176,15 @@ export class RuntimeServeEngine implements ServeEngine {
   stats(): EngineStats {
     const kv = this.engine.pool.stats;
     return {
-      compiles: this.engine.stats.programsStaged, deviceBytes: this.engine.executor.deviceBytes(), openSequences: this.engine.openSessions,
-      kv: { pageSize: kv.pageSize, pagesTotal: kv.pagesTotal, pagesInUse: kv.pagesInUse, pagesReserved: kv.pagesReserved },
+      compiles: this.engine.stats.programsStaged,
+      deviceBytes: this.engine.executor.deviceBytes(),
+      openSequences: this.engine.openSessions,
+      kv: {
+        pageSize: kv.pageSize,
+        pagesTotal: kv.pagesTotal,
+        pagesInUse: kv.pagesInUse,
+        pagesReserved: kv.pagesReserved,
+      },
       ...this.blocks(),
     };
   }
@@ -169,7 +194,15 @@ export class RuntimeServeEngine implements ServeEngine {
     const p = this.engine.pipelineStats;
     if (p === null) return {};
     const g = this.engine.pagerStats;
-    return { blocks: { handoffs: p.handoffs, pageIns: g?.pageIns ?? 0, pageInBytes: g?.pageInBytes ?? 0, pageOuts: g?.pageOuts ?? 0, stallSeconds: (g?.stallMs ?? 0) / 1000 } };
+    return {
+      blocks: {
+        handoffs: p.handoffs,
+        pageIns: g?.pageIns ?? 0,
+        pageInBytes: g?.pageInBytes ?? 0,
+        pageOuts: g?.pageOuts ?? 0,
+        stallSeconds: (g?.stallMs ?? 0) / 1000,
+      },
+    };
   }
 
   /** Closes the runtime engine (its sessions, programs and checkpoint) and stops the text worker. */

@@ -79,7 +79,10 @@ class Job implements GenerationJob {
   lastTokenAt = 0;
   over = false;
 
-  constructor(readonly req: GenerationRequest, private readonly onCancel: (job: Job) => void) {}
+  constructor(
+    readonly req: GenerationRequest,
+    private readonly onCancel: (job: Job) => void,
+  ) {}
 
   cancel(): void {
     if (this.over) return;
@@ -103,7 +106,10 @@ export class Scheduler {
    * @param engine - the engine whose sequences the loop steps.
    * @param options - batch and queue bounds, and the metrics observer.
    */
-  constructor(private readonly engine: ServeEngine, private readonly options: SchedulerOptions) {
+  constructor(
+    private readonly engine: ServeEngine,
+    private readonly options: SchedulerOptions,
+  ) {
     invariant(Number.isSafeInteger(options.maxBatch) && options.maxBatch >= 1, "maxBatch must be a positive integer");
   }
 
@@ -157,17 +163,33 @@ export class Scheduler {
     for (const r of requests) {
       const a = this.engine.admission(r.prompt, r.maxTokens);
       if (a.admit === "never") {
-        throw new ApiError(400, "kv_capacity_exceeded", `the request needs ${a.pages} KV pages (${r.prompt.length} prompt + ${r.maxTokens} max_tokens tokens) but the server's KV cache has ${a.pagesTotal} in all; lower max_tokens or shorten the prompt`, "max_tokens");
+        throw new ApiError(
+          400,
+          "kv_capacity_exceeded",
+          `the request needs ${a.pages} KV pages (${r.prompt.length} prompt + ${r.maxTokens} max_tokens tokens) but the server's KV cache has ${a.pagesTotal} in all; lower max_tokens or shorten the prompt`,
+          "max_tokens",
+        );
       }
     }
     // Retrying cannot help a request larger than the queue itself: that is the client's error, not busy-ness.
     if (requests.length > this.options.maxQueue) {
-      throw new ApiError(400, "too_many_generations", `the request has ${requests.length} generations (prompts x n) but this server queues at most ${this.options.maxQueue} at once; send fewer prompts or a smaller n`, "n");
+      throw new ApiError(
+        400,
+        "too_many_generations",
+        `the request has ${requests.length} generations (prompts x n) but this server queues at most ${this.options.maxQueue} at once; send fewer prompts or a smaller n`,
+        "n",
+      );
     }
     const room = this.options.maxQueue - this.waiting.length;
     if (requests.length > room) {
       const after = this.retryAfterSeconds(requests.length);
-      throw new ApiError(429, "server_busy", `the server is busy: ${this.waiting.length} requests are waiting (at most ${this.options.maxQueue}); retry after ${after} s`, null, { "retry-after": String(after) });
+      throw new ApiError(
+        429,
+        "server_busy",
+        `the server is busy: ${this.waiting.length} requests are waiting (at most ${this.options.maxQueue}); retry after ${after} s`,
+        null,
+        { "retry-after": String(after) },
+      );
     }
     const jobs = requests.map((r) => new Job(r, (j) => this.dropped(j)));
     this.waiting.push(...jobs);
@@ -192,7 +214,8 @@ export class Scheduler {
   /** Refuses new work and cancels everything queued or running. */
   shutdown(): void {
     this.stopping = true;
-    for (const j of [...this.waiting, ...this.active]) this.fail(j, new ApiError(503, "server_shutting_down", "the server is shutting down"));
+    for (const j of [...this.waiting, ...this.active])
+      this.fail(j, new ApiError(503, "server_shutting_down", "the server is shutting down"));
   }
 
   private dropped(job: Job): void {
@@ -212,7 +235,8 @@ export class Scheduler {
     setImmediate(() => {
       this.loop().catch((err: unknown) => {
         // Not reachable by design (steps and tokens catch their own errors); never let it kill the server.
-        for (const j of [...this.waiting, ...this.active]) this.fail(j, new ApiError(500, "internal_error", `scheduler failed: ${(err as Error).message}`));
+        for (const j of [...this.waiting, ...this.active])
+          this.fail(j, new ApiError(500, "internal_error", `scheduler failed: ${(err as Error).message}`));
       });
     });
   }
@@ -261,7 +285,14 @@ export class Scheduler {
     if (limit === undefined) return;
     const now = performance.now();
     for (const job of this.waiting.filter((j) => now - j.submitted > limit)) {
-      this.fail(job, new ApiError(503, "queue_timeout", `the request waited ${((now - job.submitted) / 1000).toFixed(1)} s for a slot (the limit is ${limit / 1000} s): the server is overloaded; retry later`));
+      this.fail(
+        job,
+        new ApiError(
+          503,
+          "queue_timeout",
+          `the request waited ${((now - job.submitted) / 1000).toFixed(1)} s for a slot (the limit is ${limit / 1000} s): the server is overloaded; retry later`,
+        ),
+      );
     }
   }
 
@@ -272,7 +303,8 @@ export class Scheduler {
       rows = this.engine.step(batch.map((j) => j.seq!));
     } catch (err) {
       // An engine failure fails this step's requests, not the server.
-      for (const j of [...batch]) this.fail(j, new ApiError(500, "internal_error", `the engine failed: ${(err as Error).message}`));
+      for (const j of [...batch])
+        this.fail(j, new ApiError(500, "internal_error", `the engine failed: ${(err as Error).message}`));
       return;
     }
     this.steps++;
@@ -310,7 +342,13 @@ export class Scheduler {
     job.over = true;
     seq.release();
     this.leftAt.push(now);
-    job.events.push({ kind: "done", text: tail, finishReason: reason, promptTokens: job.req.prompt.length, completionTokens: seq.generated });
+    job.events.push({
+      kind: "done",
+      text: tail,
+      finishReason: reason,
+      promptTokens: job.req.prompt.length,
+      completionTokens: seq.generated,
+    });
     job.events.close();
     obs?.finished(job.req.prompt.length, seq.generated, reason);
   }

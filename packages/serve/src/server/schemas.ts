@@ -13,12 +13,22 @@ const common = {
   n: nullable({ type: "integer", minimum: 1, maximum: 16 }),
   stream: nullable({ type: "boolean" }),
   stream_options: nullable({ type: "object", properties: { include_usage: { type: "boolean" } } }),
-  stop: nullable({ anyOf: [{ type: "string", minLength: 1 }, { type: "array", maxItems: 4, items: { type: "string", minLength: 1 } }] }),
+  stop: nullable({
+    anyOf: [
+      { type: "string", minLength: 1 },
+      { type: "array", maxItems: 4, items: { type: "string", minLength: 1 } },
+    ],
+  }),
   seed: nullable({ type: "integer", minimum: -SEED_MAX, maximum: SEED_MAX }),
   frequency_penalty: nullable({ type: "number", minimum: -2, maximum: 2 }),
   presence_penalty: nullable({ type: "number", minimum: -2, maximum: 2 }),
   // OpenAI: token ids (as JSON keys) -> a bias in [-100, 100] added to the logit; at most 300 entries.
-  logit_bias: nullable({ type: "object", maxProperties: 300, propertyNames: { pattern: "^(0|[1-9][0-9]{0,9})$" }, additionalProperties: { type: "number", minimum: -100, maximum: 100 } }),
+  logit_bias: nullable({
+    type: "object",
+    maxProperties: 300,
+    propertyNames: { pattern: "^(0|[1-9][0-9]{0,9})$" },
+    additionalProperties: { type: "number", minimum: -100, maximum: 100 },
+  }),
   // vLLM / HF extensions: top_k (0 or -1 = off), min_p, repetition_penalty (1 = off).
   top_k: nullable({ type: "integer", minimum: -1 }),
   min_p: nullable({ type: "number", minimum: 0, maximum: 1 }),
@@ -48,7 +58,11 @@ export const completionBody = {
   },
 } as const;
 
-const textPart = { type: "object", required: ["type", "text"], properties: { type: { const: "text" }, text: { type: "string" } } } as const;
+const textPart = {
+  type: "object",
+  required: ["type", "text"],
+  properties: { type: { const: "text" }, text: { type: "string" } },
+} as const;
 
 /** POST /v1/chat/completions. */
 export const chatBody = {

@@ -62,7 +62,13 @@ export interface SocketLimits {
   readonly maxConnections: number;
 }
 
-const DEFAULT_LIMITS: SocketLimits = { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 5_000, maxRequestsPerSocket: 1000, maxConnections: 1024 };
+const DEFAULT_LIMITS: SocketLimits = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  maxRequestsPerSocket: 1000,
+  maxConnections: 1024,
+};
 
 /** A server ready to listen. */
 export interface PootServer {
@@ -91,7 +97,10 @@ export function createServer(options: ServerOptions): PootServer {
   const queueTimeoutMs = options.queueTimeoutMs ?? 60_000;
   const maxQueue = options.maxQueue ?? 256;
   scheduler = new Scheduler(engine, {
-    maxBatch: options.maxBatch ?? 8, maxQueue, observer: metrics.observer, ...(queueTimeoutMs > 0 ? { queueTimeoutMs } : {}),
+    maxBatch: options.maxBatch ?? 8,
+    maxQueue,
+    observer: metrics.observer,
+    ...(queueTimeoutMs > 0 ? { queueTimeoutMs } : {}),
   });
   const sched = scheduler;
   const limits: SocketLimits = { ...DEFAULT_LIMITS, ...options.limits };
@@ -99,10 +108,18 @@ export function createServer(options: ServerOptions): PootServer {
     logger: options.logger ?? false,
     // Node checks the header and request timeouts every connectionsCheckingInterval: keep it below them.
     serverFactory: (handler) => {
-      const server = http.createServer({
-        headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs, keepAliveTimeout: limits.keepAliveTimeoutMs,
-        connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) / 4))),
-      }, handler);
+      const server = http.createServer(
+        {
+          headersTimeout: limits.headersTimeoutMs,
+          requestTimeout: limits.requestTimeoutMs,
+          keepAliveTimeout: limits.keepAliveTimeoutMs,
+          connectionsCheckingInterval: Math.max(
+            50,
+            Math.min(1000, Math.floor(Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) / 4)),
+          ),
+        },
+        handler,
+      );
       server.maxConnections = limits.maxConnections;
       server.maxRequestsPerSocket = limits.maxRequestsPerSocket;
       return server;
@@ -125,18 +142,35 @@ export function createServer(options: ServerOptions): PootServer {
     const g = plan.generations.length;
     if (g <= maxQueue) return;
     const param = (n ?? 1) > 1 ? "n" : "prompt";
-    throw new ApiError(400, "too_many_generations", `the request asks for ${g} generations (prompts x n) but this server queues at most ${maxQueue} at once; send fewer prompts or a smaller n`, param);
+    throw new ApiError(
+      400,
+      "too_many_generations",
+      `the request asks for ${g} generations (prompts x n) but this server queues at most ${maxQueue} at once; send fewer prompts or a smaller n`,
+      param,
+    );
   };
   // JSON only: a text/plain body is a 415, not a string that fails the schema.
   app.removeContentTypeParser("text/plain");
 
   if (options.cors !== undefined && options.cors !== null) {
     // Preflights carry no credentials: the plugin answers them (its OPTIONS route is open, auth.ts).
-    void app.register(cors, { origin: options.cors, methods: ["GET", "POST"], allowedHeaders: ["authorization", "content-type"], maxAge: 600 });
+    void app.register(cors, {
+      origin: options.cors,
+      methods: ["GET", "POST"],
+      allowedHeaders: ["authorization", "content-type"],
+      maxAge: 600,
+    });
   }
   // Set by listen() from the bound address when not given: loopback names for a loopback bind, else any.
-  let allowedHosts: ReadonlySet<string> | null = options.allowedHosts === undefined || options.allowedHosts === null ? null : new Set(options.allowedHosts.map((h) => h.toLowerCase()));
-  const open = ["/health", ...(options.metricsAuth === true ? [] : ["/metrics"]), ...(options.cors === undefined || options.cors === null ? [] : ["*"])];
+  let allowedHosts: ReadonlySet<string> | null =
+    options.allowedHosts === undefined || options.allowedHosts === null
+      ? null
+      : new Set(options.allowedHosts.map((h) => h.toLowerCase()));
+  const open = [
+    "/health",
+    ...(options.metricsAuth === true ? [] : ["/metrics"]),
+    ...(options.cors === undefined || options.cors === null ? [] : ["*"]),
+  ];
   const auth: AuthPolicy = { apiKey: options.apiKey ?? null, open: new Set(open) };
   // onRequest runs after routing: checkAuth reads the matched route, so no spelling of a path skips it.
   app.addHook("onRequest", async (req) => {
@@ -159,11 +193,21 @@ export function createServer(options: ServerOptions): PootServer {
 
   // A load balancer stops sending work when /health fails: so it fails (503) as soon as the server drains.
   app.get("/health", async (_req, reply) => {
-    const body = { status: sched.draining ? "draining" : "ok", model: modelId, active_sequences: sched.activeSequences, queue_depth: sched.queueDepth };
+    const body = {
+      status: sched.draining ? "draining" : "ok",
+      model: modelId,
+      active_sequences: sched.activeSequences,
+      queue_depth: sched.queueDepth,
+    };
     return reply.status(sched.draining ? 503 : 200).send(body);
   });
-  app.get("/metrics", async (_req, reply) => reply.header("content-type", metrics.registry.contentType).send(await metrics.registry.metrics()));
-  app.get("/v1/models", async () => ({ object: "list", data: [{ id: modelId, object: "model", created, owned_by: "poot", max_model_len: engine.context }] }));
+  app.get("/metrics", async (_req, reply) =>
+    reply.header("content-type", metrics.registry.contentType).send(await metrics.registry.metrics()),
+  );
+  app.get("/v1/models", async () => ({
+    object: "list",
+    data: [{ id: modelId, object: "model", created, owned_by: "poot", max_model_len: engine.context }],
+  }));
   app.get<{ Params: { id: string } }>("/v1/models/:id", async (req) => {
     checkModel(req.params.id, modelId);
     return { id: modelId, object: "model", created, owned_by: "poot", max_model_len: engine.context };

@@ -18,16 +18,23 @@ export interface TextWorkerData {
 export type TextRequest = { readonly id: number } & TextOp;
 
 /** What the worker is asked to do. */
-export type TextOp = { readonly op: "encode"; readonly text: string; readonly special: boolean } | { readonly op: "chat"; readonly messages: readonly ChatMessage[] };
+export type TextOp =
+  | { readonly op: "encode"; readonly text: string; readonly special: boolean }
+  | { readonly op: "chat"; readonly messages: readonly ChatMessage[] };
 
-type Reply = { readonly id: number; readonly ids?: Int32Array | null; readonly error?: string } | { readonly ready: true };
+type Reply =
+  | { readonly id: number; readonly ids?: Int32Array | null; readonly error?: string }
+  | { readonly ready: true };
 
 /**
  * The worker script: next to this module once bundled (dist/text-worker.js); from the sources (tests), the
  * package's built copy.
  */
 function workerScript(): URL {
-  const candidates = [new URL("./text-worker.js", import.meta.url), new URL("../../dist/text-worker.js", import.meta.url)];
+  const candidates = [
+    new URL("./text-worker.js", import.meta.url),
+    new URL("../../dist/text-worker.js", import.meta.url),
+  ];
   const found = candidates.find((u) => fs.existsSync(u));
   invariant(found !== undefined, "dist/text-worker.js is missing: build @poot/serve (pnpm build)");
   return found;
@@ -36,7 +43,10 @@ function workerScript(): URL {
 /** A worker thread that encodes text and chats with the model's tokenizer. */
 export class TextWorker {
   private readonly worker: Worker;
-  private readonly pending = new Map<number, { resolve: (ids: number[] | null) => void; reject: (err: Error) => void }>();
+  private readonly pending = new Map<
+    number,
+    { resolve: (ids: number[] | null) => void; reject: (err: Error) => void }
+  >();
   private next = 0;
   private failed: Error | null = null;
 

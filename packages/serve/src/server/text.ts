@@ -17,14 +17,20 @@ export function textCodec(tok: Tokenizer, chatTemplate?: string): TextCodec {
 /** The rendered prompt with the generation prompt, or null when there is no template. Throws on a template error. */
 export function renderChat(c: TextCodec, messages: readonly ChatMessage[]): string | null {
   if (c.template !== null) {
-    return c.template.render({ messages, add_generation_prompt: true, bos_token: c.tok.bosToken ?? "", eos_token: c.tok.eosToken ?? "" });
+    return c.template.render({
+      messages,
+      add_generation_prompt: true,
+      bos_token: c.tok.bosToken ?? "",
+      eos_token: c.tok.eosToken ?? "",
+    });
   }
   if (c.tok.chatTemplate === null) return null;
   return c.tok.applyChatTemplate(messages, { addGenerationPrompt: true });
 }
 
 /** Placeholders for message contents (Supplementary Private Use Area-B, which no real text here carries). */
-const OPEN = "\u{100000}", CLOSE = "\u{100001}";
+const OPEN = "\u{100000}",
+  CLOSE = "\u{100001}";
 const PLACEHOLDER = /\u{100000}(\d+)\u{100001}/gu;
 /** Code points the server reserves: the placeholders and the tokenizer's special-token aliases (plane 15). */
 const RESERVED = /[\u{F0000}-\u{FFFFF}\u{100000}\u{100001}]/u;
@@ -48,12 +54,17 @@ export function encodeChat(c: TextCodec, messages: readonly ChatMessage[]): numb
     throw new Error("message content holds private-use code points (planes 15-16) that the server reserves");
   }
   // The template rendered around placeholders: every special-token string left in it is the template's own.
-  const skeleton = renderChat(c, messages.map((m, i) => ({ ...m, content: `${OPEN}${i}${CLOSE}` })))!;
+  const skeleton = renderChat(
+    c,
+    messages.map((m, i) => ({ ...m, content: `${OPEN}${i}${CLOSE}` })),
+  )!;
   const filled = (s: string): string => s.replace(PLACEHOLDER, (_, i: string) => messages[Number(i)]!.content);
   // A template that rewrites contents (trim, case, ...) leaves them where the placeholders cannot show.
   if (filled(skeleton) !== text) {
     const token = specials.find((t) => injected.content.includes(t))!;
-    throw new Error(`a message holds the special-token text '${token}', and this chat template changes message text, so it cannot be kept as plain text; remove it`);
+    throw new Error(
+      `a message holds the special-token text '${token}', and this chat template changes message text, so it cannot be kept as plain text; remove it`,
+    );
   }
   const markers = new RegExp(specials.map(escapeRe).join("|"), "g");
   const marked = filled(skeleton.replace(markers, (t) => c.tok.specialAlias(t)!));

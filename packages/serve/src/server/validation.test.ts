@@ -4,18 +4,37 @@ import { describe, expect, test } from "vitest";
 import { ApiError } from "../errors.js";
 import { toApiError } from "./validation.js";
 
-const issue = (instancePath: string, keyword: string, params: Record<string, unknown> = {}, message = "is bad") => ({ instancePath, keyword, params, message });
+const issue = (instancePath: string, keyword: string, params: Record<string, unknown> = {}, message = "is bad") => ({
+  instancePath,
+  keyword,
+  params,
+  message,
+});
 
 describe("toApiError", () => {
   test("a nested path becomes messages[0].content", () => {
-    const e = toApiError(Object.assign(new Error("x"), { validation: [issue("/messages/0/content", "type", {}, "must be string")] }));
+    const e = toApiError(
+      Object.assign(new Error("x"), { validation: [issue("/messages/0/content", "type", {}, "must be string")] }),
+    );
     expect(e.status).toBe(400);
-    expect(e.body()).toEqual({ error: { message: "messages[0].content must be string", type: "invalid_request_error", param: "messages[0].content", code: "invalid_request" } });
+    expect(e.body()).toEqual({
+      error: {
+        message: "messages[0].content must be string",
+        type: "invalid_request_error",
+        param: "messages[0].content",
+        code: "invalid_request",
+      },
+    });
   });
 
   test("a missing property is named; range keywords are invalid_value; anyOf prefers a range failure", () => {
-    expect(toApiError(Object.assign(new Error("x"), { validation: [issue("", "required", { missingProperty: "model" })] })).param).toBe("model");
-    expect(toApiError(Object.assign(new Error("x"), { validation: [issue("/temperature", "maximum")] })).code).toBe("invalid_value");
+    expect(
+      toApiError(Object.assign(new Error("x"), { validation: [issue("", "required", { missingProperty: "model" })] }))
+        .param,
+    ).toBe("model");
+    expect(toApiError(Object.assign(new Error("x"), { validation: [issue("/temperature", "maximum")] })).code).toBe(
+      "invalid_value",
+    );
     const anyOf = [issue("/stop", "type"), issue("/stop", "maxItems"), issue("/stop", "type"), issue("/stop", "anyOf")];
     expect(toApiError(Object.assign(new Error("x"), { validation: anyOf })).code).toBe("invalid_value");
   });

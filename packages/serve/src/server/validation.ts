@@ -13,12 +13,24 @@ interface AjvIssue {
 /** `/messages/0/content` -> `messages[0].content`. */
 function paramOf(issue: AjvIssue): string | null {
   const parts = issue.instancePath.split("/").slice(1);
-  if (issue.keyword === "required" && typeof issue.params.missingProperty === "string") parts.push(issue.params.missingProperty);
+  if (issue.keyword === "required" && typeof issue.params.missingProperty === "string")
+    parts.push(issue.params.missingProperty);
   if (parts.length === 0) return null;
   return parts.reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc === "" ? p : `${acc}.${p}`), "");
 }
 
-const RANGE_KEYWORDS = new Set(["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems", "minLength", "maxProperties", "const", "enum"]);
+const RANGE_KEYWORDS = new Set([
+  "minimum",
+  "maximum",
+  "exclusiveMinimum",
+  "exclusiveMaximum",
+  "minItems",
+  "maxItems",
+  "minLength",
+  "maxProperties",
+  "const",
+  "enum",
+]);
 
 /** Maps an error thrown while handling a request to the ApiError the client receives. */
 export function toApiError(err: unknown): ApiError {
