@@ -99,7 +99,10 @@ describe(`--backend cpu on the hf fixture families${SKIP}`, () => {
 
 describe.skipIf(!HAVE)(`--backend cpu on the gguf fixture files, weights packed${SKIP}`, () => {
   const files = HAVE
-    ? fs.readdirSync(path.join(FIX, "gguf")).filter((f) => fs.statSync(path.join(FIX, "gguf", f)).isDirectory())
+    ? // The family folders of llama.cpp's F32/F16/Q8_0/Q4_K_M files (gguf/formats has its own test: cpu-formats).
+      fs
+        .readdirSync(path.join(FIX, "gguf"))
+        .filter((f) => fs.existsSync(path.join(FIX, "gguf", f, "reference-F32.json")))
     : [];
   for (const fam of files) {
     for (const type of ["F32", "F16", "Q8_0", "Q4_K_M"]) {

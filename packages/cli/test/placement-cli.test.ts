@@ -26,7 +26,7 @@ describe.skipIf(!HAVE)("placement flags through the CLI (llama3 fixture: 2 layer
   const cut = dir;
 
   const bad: [string[], RegExp][] = [
-    [["--place", "0:eval,1:rocm"], /names device "rocm", which is not available/],
+    [["--place", "0:eval,1:tpu"], /names device "tpu", which is not available/],
     [["--place", "0-1:eval,1:cpu"], /"1:cpu" overlaps an earlier entry at layer 1/],
     [["--place", "0:eval"], /leaves layer\(s\) 1 unplaced/],
     [["--place", "0-2:eval"], /the model has layers 0-1/],
