@@ -34,7 +34,7 @@ describe.skipIf(driverPresent())("--backend cuda without a CUDA driver (skipped 
     const io = bufferIo();
     const code = await runCli([cmd, DEMO, "--backend", "cuda", ...rest], { io });
     expect(code).toBe(1);
-    expect(io.stderr()).toMatch(/--backend cuda needs an NVIDIA GPU and its driver \(libcuda\.so\.1\)/);
+    expect(io.stderr()).toMatch(/--backend cuda: needs an NVIDIA GPU and its driver \(libcuda\.so\.1\)/);
   });
 });
 
