@@ -6,13 +6,18 @@ import * as path from "node:path";
 import { describe, expect, test } from "vitest";
 import { fixture } from "@poot/testkit";
 import { buildFixtureGGUF, readGeneratedList, regenerate, sha256 } from "../scripts/fixture-gguf.js";
+import { buildFixtureSafetensors, type GeneratedSafetensors } from "../scripts/fixture-safetensors.js";
 
 const root = path.dirname(fixture("generated.json"));
 const list = readGeneratedList(root);
 
-describe("regenerated GGUF fixtures", () => {
+describe("regenerated fixtures (GGUF files, widened float32 safetensors)", () => {
   test.each(list.map((s) => [s.path, s] as const))("%s: same bytes as the original (recorded sha256)", (_, spec) => {
-    const bytes = buildFixtureGGUF(root, spec);
+    // Widened safetensors come first in generated.json: the GGUF entries of gguf/llama3 and gguf/qwen3 read them.
+    const bytes =
+      (spec.type as string) === "safetensors-f32"
+        ? buildFixtureSafetensors(root, spec as unknown as GeneratedSafetensors)
+        : buildFixtureGGUF(root, spec);
     expect(bytes.byteLength).toBe(spec.bytes);
     expect(sha256(bytes)).toBe(spec.sha256);
   });
