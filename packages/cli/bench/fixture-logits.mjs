@@ -1,19 +1,18 @@
-// Fixture logits figures per backend (for before/after comparisons of executor changes): each ../shared/fixtures/hf
+// Fixture logits figures per backend (for before/after comparisons of executor changes): each fixtures/hf
 // family through the runtime's Engine, the largest relative error (max |a - ref| / max |ref|) against transformers'
 // float64 logits over the prefill row and every decode position, and whether the greedy ids match.
-// usage: node packages/serve/bench/fixture-logits.mjs BACKEND... (eval, cpu, vulkan, wgpu, interp); needs `pnpm build`.
+// usage: node packages/cli/bench/fixture-logits.mjs BACKEND... (eval, cpu, vulkan, wgpu, interp); needs `pnpm build`.
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { LoadedModel, openSafetensors } from "@poot/models";
 import { Engine, argmax } from "@poot/runtime";
 import { createCpuExecutor } from "@poot/backend-cpu";
 import { createVulkanExecutor } from "@poot/backend-vulkan";
 import { createSyncWgpuExecutor } from "@poot/backend-wgpu/node";
 import { createEvalExecutor, createInterpExecutor } from "@poot/backend-reference";
+import { fixture } from "@poot/testkit";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
-const FIX = process.env.POOT_FIXTURES ?? path.resolve(root, "../shared/fixtures/hf");
+const FIX = fixture("hf");
 const make = {
   eval: () => createEvalExecutor(),
   interp: () => createInterpExecutor(),
