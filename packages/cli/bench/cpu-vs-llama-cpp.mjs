@@ -80,6 +80,53 @@ for (const n of numerics) {
   if (n === "fast" && !cliHasNumerics) fail("--numerics fast: this build's `poot bench` has no --numerics option");
 }
 
+/** llama.cpp as the bench loaded it: release, node-llama-cpp version, build kind and the per-CPU library. */
+function llamaNameOf(b) {
+  return `llama.cpp ${b.llamaCpp} (node-llama-cpp ${b.nodeLlamaCpp}, ${b.buildType} CPU build, ${b.cpuLibrary})`;
+}
+
+/** Writes the result so far (after each format, so a run cut short leaves the formats it finished). */
+function save(done) {
+  if (o["no-write"] || build === null) return;
+  const file = writeBenchResult({
+    name: "cpu-vs-llama-cpp",
+    commit,
+    title: "poot --backend cpu vs llama.cpp, Llama-3.2-1B-shaped GGUFs, decode and prefill",
+    load: load.summary(),
+    settings: {
+      threads: THREADS,
+      promptTokens: P,
+      genTokens: G,
+      pairs: PAIRS,
+      interleaved: true,
+      models: "tools/random-model/make-random-model.mjs --seed 1",
+      pootCommand: `poot bench MODEL --backend cpu --threads ${THREADS} --prompt-tokens ${P} --gen-tokens ${G} --runs 1 --json`,
+    },
+    anchors: [
+      {
+        id: "llama.cpp",
+        name: llamaNameOf(build),
+        detail:
+          `${build.systemInfo}; context ${llamaContext.size}, batch ${llamaContext.batchSize}, flash attention ` +
+          `${llamaContext.flashAttention}, ${llamaContext.threads} threads, F16 KV cache, greedy`,
+      },
+    ],
+    cases: cases.map(({ kernels, ...c }) => c),
+    notes: [
+      "Each pair is one poot process and one llama.cpp process, each loading the file, warming up once and timing one " +
+        "run; the pair's order alternates. Decode counts the steps after the first token; prefill is the prompt to " +
+        "the first token.",
+      `poot kernels: ${cases[0]?.kernels ?? "unknown"}.`,
+      ...(done.length === formats.length
+        ? []
+        : [`Cut short: only ${done.join(", ")} of ${formats.join(", ")} measured.`]),
+      "tok/CPU-s: tokens per CPU-second of the process (every thread), the figure least moved by other work on a " +
+        "shared machine.",
+    ],
+  });
+  console.log(`wrote ${path.relative(REPO, file)}`);
+}
+
 /** Runs `node args` from the repository root; resolves to its stdout, rejects with its last stderr line. */
 function node(args, what) {
   return new Promise((resolve, reject) => {
@@ -123,6 +170,7 @@ async function llamaRun(file) {
 
 const commit = gitCommit();
 const load = loadSampler();
+const done = [];
 const fmt = (x) => x.toFixed(2);
 let build = null,
   llamaContext = null;
@@ -221,10 +269,12 @@ for (const format of formats) {
       kernels: rs[0].cpuKernels,
     });
   }
+  done.push(format);
+  save(done);
 }
 const minutes = (performance.now() - t0) / 60000;
 
-const llamaName = `llama.cpp ${build.llamaCpp} (node-llama-cpp ${build.nodeLlamaCpp}, ${build.buildType} CPU build, ${build.cpuLibrary})`;
+const llamaName = llamaNameOf(build);
 console.log(`\nllama.cpp build loaded: ${llamaName}\n  ${build.systemInfo}`);
 console.log(
   `  context ${llamaContext.size} tokens, batch ${llamaContext.batchSize}, flash attention ${llamaContext.flashAttention}, ` +
@@ -247,40 +297,3 @@ console.log(
   `\nload average (1 min): start ${fmt(loadSummary.start)}, end ${fmt(loadSummary.end)}, ` +
     `range ${fmt(loadSummary.min)}-${fmt(loadSummary.max)} over the measurements`,
 );
-
-if (!o["no-write"]) {
-  const file = writeBenchResult({
-    name: "cpu-vs-llama-cpp",
-    commit,
-    title: "poot --backend cpu vs llama.cpp, Llama-3.2-1B-shaped GGUFs, decode and prefill",
-    load: loadSummary,
-    settings: {
-      threads: THREADS,
-      promptTokens: P,
-      genTokens: G,
-      pairs: PAIRS,
-      interleaved: true,
-      models: "tools/random-model/make-random-model.mjs --seed 1",
-      pootCommand: `poot bench MODEL --backend cpu --threads ${THREADS} --prompt-tokens ${P} --gen-tokens ${G} --runs 1 --json`,
-    },
-    anchors: [
-      {
-        id: "llama.cpp",
-        name: llamaName,
-        detail:
-          `${build.systemInfo}; context ${llamaContext.size}, batch ${llamaContext.batchSize}, flash attention ` +
-          `${llamaContext.flashAttention}, ${llamaContext.threads} threads, F16 KV cache, greedy`,
-      },
-    ],
-    cases: cases.map(({ kernels, ...c }) => c),
-    notes: [
-      "Each pair is one poot process and one llama.cpp process, each loading the file, warming up once and timing one " +
-        "run; the pair's order alternates. Decode counts the steps after the first token; prefill is the prompt to " +
-        "the first token.",
-      `poot kernels: ${cases[0]?.kernels ?? "unknown"}.`,
-      "tok/CPU-s: tokens per CPU-second of the process (every thread), the figure least moved by other work on a " +
-        "shared machine.",
-    ],
-  });
-  console.log(`wrote ${path.relative(REPO, file)}`);
-}

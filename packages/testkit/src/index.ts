@@ -22,6 +22,7 @@ import { ensureGenerated } from "./generated.js";
 import { FIXTURES_ROOT } from "./root.js";
 
 export { FixtureError, type FixtureErrorCode } from "./errors.js";
+export { REPO_ROOT } from "./root.js";
 export {
   BENCH_RESULT_SCHEMA,
   BENCH_RESULTS_DIR,
