@@ -257,6 +257,19 @@ export function readBenchResults(dir: string = BENCH_RESULTS_DIR): { file: strin
     .map((f) => ({ file: f, result: readBenchResult(path.join(dir, f)) }));
 }
 
+/** JSON indented by one space, with each innermost object or list (a figure, a list of runs) on one line. */
+function compactJson(x: unknown): string {
+  const plain = JSON.stringify(x, null, 1);
+  const compact = plain.replace(/[[{][^[\]{}]*[\]}]/g, (m) =>
+    m
+      .replace(/\n\s*/g, " ")
+      .replace(/([[{]) /g, "$1")
+      .replace(/ ([\]}])/g, "$1"),
+  );
+  // A string holding brackets could be touched by the rewrite: keep it only when it parses back to the same value.
+  return JSON.stringify(JSON.parse(compact)) === JSON.stringify(x) ? compact : plain;
+}
+
 /** What a bench supplies; the writer adds the schema, date, commit, machine and (by default) the command. */
 export type BenchResultInput = Omit<BenchResult, "schema" | "date" | "commit" | "machine" | "command"> & {
   readonly command?: string;
@@ -292,6 +305,6 @@ export function writeBenchResult(input: BenchResultInput, dir: string = BENCH_RE
   const file = path.join(dir, `${date.slice(0, 10)}-${input.name}.json`);
   validateBenchResult(result, file);
   fs.mkdirSync(dir, { recursive: true });
-  fs.writeFileSync(file, `${JSON.stringify(result, null, 1)}\n`);
+  fs.writeFileSync(file, `${compactJson(result)}\n`);
   return file;
 }
