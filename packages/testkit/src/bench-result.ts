@@ -83,7 +83,7 @@ export interface BenchResult {
   readonly title: string;
   /** ISO time the run ended. */
   readonly date: string;
-  /** `git rev-parse HEAD` of the checkout, with `-dirty` when it had uncommitted changes. */
+  /** `git rev-parse HEAD` of the checkout, with `-dirty` when it had uncommitted changes (bench-results/ aside). */
   readonly commit: string;
   /** The command that reproduces the run, from the repository root. */
   readonly command: string;
@@ -143,12 +143,17 @@ export function benchMachine(device?: string): BenchMachine {
   };
 }
 
-/** `git rev-parse HEAD` of the repository (`-dirty` appended when tracked files changed), or "unknown". */
+/**
+ * `git rev-parse HEAD` of the repository (`-dirty` appended when tracked files outside bench-results/ changed), or
+ * "unknown".
+ */
 export function gitCommit(): string {
   try {
     const git = (...a: string[]) => execFileSync("git", a, { cwd: REPO_ROOT, encoding: "utf8" }).trim();
     const sha = git("rev-parse", "HEAD");
-    return git("status", "--porcelain", "--untracked-files=no") === "" ? sha : `${sha}-dirty`;
+    // Results being rewritten (bench-results/) are not a change to the code measured.
+    const changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)bench-results");
+    return changed === "" ? sha : `${sha}-dirty`;
   } catch {
     return "unknown";
   }
