@@ -116,7 +116,7 @@ function save(done) {
       "Each pair is one poot process and one llama.cpp process, each loading the file, warming up once and timing one " +
         "run; the pair's order alternates. Decode counts the steps after the first token; prefill is the prompt to " +
         "the first token.",
-      `poot kernels: ${cases[0]?.kernels ?? "unknown"}.`,
+      `poot kernels: ${(cases[0]?.kernels ?? "unknown").replaceAll(`${REPO}/`, "")}.`,
       ...(done.length === formats.length
         ? []
         : [`Cut short: only ${done.join(", ")} of ${formats.join(", ")} measured.`]),
