@@ -17,6 +17,9 @@ export type { PtxOptions } from "./ptx/target.js";
 export { lowerPtx, ptxTarget } from "./ptx/target.js";
 export { lowerSpirv, spirvTarget } from "./spirv/target.js";
 export { lowerAmdgpu, amdgpuTarget } from "./amdgpu/target.js";
+export type { WmmaGather, WmmaGatherWord } from "./amdgpu/mma.js";
+export { WMMA_A, WMMA_B, WMMA_KEEP_BIT, amdMatrixIntrinsic } from "./amdgpu/mma.js";
+export { MMA_NEEDS } from "./common/prepare.js";
 export type { WasmOptions } from "./wasm/target.js";
 export { lowerWasm, wasmTarget } from "./wasm/target.js";
 
