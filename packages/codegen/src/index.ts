@@ -32,7 +32,7 @@ export { validatePtx } from "./validate/ptxas.js";
 export type { SpirvValOptions } from "./validate/spirv-val.js";
 export { validateSpirv } from "./validate/spirv-val.js";
 export type { AmdgpuBatchOptions, AmdgpuToolOptions } from "./validate/amdgpu.js";
-export { assembleAmdgpu, assembleAmdgpuMany } from "./validate/amdgpu.js";
+export { amdgpuGpusFor, assembleAmdgpu, assembleAmdgpuMany } from "./validate/amdgpu.js";
 export { validateWasm } from "./validate/wasm.js";
 export type { DawnOptions, DawnDevice, DawnOpenResult } from "./validate/dawn.js";
 export { openDawnDevice, validateWgsl } from "./validate/dawn.js";

@@ -402,8 +402,8 @@ export class Builder implements ValOwner {
    */
   mma = (
     input: MmaInput,
-    a: Val<"vec4<u32>"> | Val<"vec2<u32>">,
-    b: Val<"vec2<u32>"> | Val<"vec4<u32>">,
+    a: Val<"vec4<u32>"> | Val<"vec2<u32>"> | Val<"vec2<u32>" | "vec4<u32>">,
+    b: Val<"vec2<u32>"> | Val<"vec4<u32>"> | Val<"vec2<u32>" | "vec4<u32>">,
     c: Val<"vec4<f32>">,
     shape: MmaShape = "m16n8k16",
   ): Val<"vec4<f32>"> => {
