@@ -73,7 +73,15 @@ function allKernels(arch: (typeof ARCHS)[number]): { name: string; k: EmittedKer
   const seen = new Set<string>();
   for (const [model, dir] of MODELS)
     for (const mode of ["decode", "prefill"] as const) {
-      const g = trace(dir, graphKind({ mode, batch: "1", context: "2048", tokens: mode === "decode" ? "1" : model === "llama1b" ? "16" : "8" }));
+      const g = trace(
+        dir,
+        graphKind({
+          mode,
+          batch: "1",
+          context: "2048",
+          tokens: mode === "decode" ? "1" : model === "llama1b" ? "16" : "8",
+        }),
+      );
       for (const k of emitKernels(compileFor(g, "amdgpu", mode, dir, ROCM_ARCHS[arch]), "amdgpu", dir)) {
         const name = `${model}_${mode}_${k.code.entryPoint}`;
         const text = k.code.text ?? "";
@@ -184,7 +192,9 @@ describe.skipIf(MISSING.length > 0)(`${TITLE}${MISSING.length ? ` (skipped: no $
         hidden += p.filled.length;
       }
       expect(hidden).toBeGreaterThan(0);
-      const matrix = KERNELS.filter((x) => x.ir.includes(mcpu === "gfx1100" ? "@llvm.amdgcn.wmma." : "@llvm.amdgcn.mfma."));
+      const matrix = KERNELS.filter((x) =>
+        x.ir.includes(mcpu === "gfx1100" ? "@llvm.amdgcn.wmma." : "@llvm.amdgcn.mfma."),
+      );
       if (needFixture(BF16_CONFIG) === undefined) expect(matrix.length).toBeGreaterThan(0);
       console.log(
         `${mcpu}: ${KERNELS.length} kernels (${KERNELS.filter((x) => /@llvm\.amdgcn\.(mfma|wmma)\./.test(x.ir)).length} MFMA/WMMA, ${KERNELS.filter((x) => x.name.includes("_decode_")).length} decode, ${KERNELS.filter((x) => x.name.includes("_prefill_")).length} prefill) in one code object, checked in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
