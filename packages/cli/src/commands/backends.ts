@@ -137,7 +137,10 @@ export function backendFailure(name: string, command: string, err: unknown): unk
       if (code === "no_code_object")
         return fail("this AMD GPU is not one the ROCm backend builds for", "use --backend vulkan or cpu");
       if (code === "no_toolchain")
-        return fail("needs llc and ld.lld to build code objects", "install ROCm's LLVM or LLVM 19, or use --backend cpu");
+        return fail(
+          "needs llc and ld.lld to build code objects",
+          "install ROCm's LLVM or LLVM 19, or use --backend cpu",
+        );
       if (code === "bad_code_object" || code === "kernarg_mismatch")
         return fail("a kernel could not be built or bound for this GPU", "report it, or use --backend vulkan or cpu");
       if (result === 2) return fail("the GPU is out of memory", "use a smaller model or --context, or --backend cpu");
