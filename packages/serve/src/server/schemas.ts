@@ -132,3 +132,11 @@ export interface ChatBody extends CommonBody {
   logprobs?: boolean | null;
   top_logprobs?: number | null;
 }
+
+/** POST /admin/place (decision 1707): the new placement in `--place` syntax. */
+export const placeBody = {
+  type: "object",
+  required: ["place"],
+  additionalProperties: false,
+  properties: { place: { type: "string", minLength: 1, maxLength: 4096 } },
+} as const;
