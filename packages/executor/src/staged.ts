@@ -131,6 +131,14 @@ export class DeviceExecutor<B extends DeviceBuffer = DeviceBuffer, K = unknown, 
     this.#programs.delete(p);
   }
 
+  /** Device memory free now (the device's query), or `caps.deviceMemoryBytes` less what this executor holds. */
+  freeMemoryBytes(): number {
+    const q = this.device.freeMemoryBytes?.();
+    if (q !== undefined) return q;
+    const total = this.caps.deviceMemoryBytes;
+    return total === null ? Number.POSITIVE_INFINITY : Math.max(0, total - this.deviceBytes().total);
+  }
+
   deviceBytes(): DeviceBytes {
     let state = 0,
       io = 0;

@@ -29,5 +29,14 @@ export { PipelineProgram, PipelineState } from "./blocks/program.js";
 export { Unit } from "./blocks/unit.js";
 export { RESIDUAL, blockName, closure, findBlocks, unitGraph } from "./blocks/cut.js";
 export type { BlockCut, BlockInfo, BlockKind } from "./blocks/cut.js";
-export { formatPlacement, gpuLayers, parsePlacement, parseSize, placeAll, unitSpans } from "./blocks/placement.js";
-export type { Placement, UnitSpan } from "./blocks/placement.js";
+export {
+  fitPlacement,
+  formatPlacement,
+  gpuLayers,
+  parsePlacement,
+  parseSize,
+  placeAll,
+  unitSpans,
+  weightBytesOn,
+} from "./blocks/placement.js";
+export type { FitPlacement, Placement, UnitSpan } from "./blocks/placement.js";

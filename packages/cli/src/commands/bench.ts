@@ -7,14 +7,7 @@ import { CpuExecutor } from "@poot/backend-cpu";
 import { measureBandwidth } from "./bandwidth.js";
 import { CliError } from "../errors.js";
 import { BACKEND_NAMES, createExecutor, horizontalFusion, loweringCache, measureFloorBandwidth } from "./backends.js";
-import {
-  createDevices,
-  describePlacement,
-  engineDevices,
-  placementOptions,
-  planPlacement,
-  type PlacementFlags,
-} from "@poot/serve";
+import { planDevices, describePlacement, engineDevices, placementOptions, type PlacementFlags } from "@poot/serve";
 import type { CommandModule } from "./index.js";
 import { parseNumber } from "./numbers.js";
 import { progressBar } from "./progress.js";
@@ -75,10 +68,13 @@ export interface BenchReport {
   /** CPU backend: which kernels ran decode (native GEMVs with their share of the dispatches, and Wasm); null elsewhere. */
   readonly cpuKernels: string | null;
   /**
-   * With a placement flag: where the blocks ran (units and hand-offs per token, weight bytes per device) and the
-   * hand-offs counted per decode token; null when the model ran as one program on --backend.
+   * With a placement flag, or a default placement that split the model (decision 1705): where the blocks ran (units
+   * and hand-offs per token, weight bytes per device), the hand-offs counted per decode token and, for the default,
+   * how it was chosen; null when the model ran as one program on --backend.
    */
-  readonly placement: (PlacementReport & { readonly measuredHandoffsPerToken: number }) | null;
+  readonly placement:
+    | (PlacementReport & { readonly measuredHandoffsPerToken: number; readonly chosen?: string })
+    | null;
   /** With a budget below the weights: the pager's counters over the whole bench (warm-up included); else null. */
   readonly paging: PagerStats | null;
 }
@@ -159,8 +155,7 @@ export const bench: CommandModule = {
           const fusion = horizontalFusion(o.horizontalFusion, "bench");
           const cache = loweringCache((m) => io.err(`${m}\n`));
           const make = (n: string, c: string) => createExecutor(n, c, fusion, cache);
-          const plan = planPlacement(o, o.backend, model, weights, "bench", BACKEND_NAMES);
-          const placed = createDevices(plan, o.backend, "bench", make);
+          const { plan, placed } = planDevices(o, o.backend, model, weights, "bench", BACKEND_NAMES, make);
           const executor = placed.executor;
           let engine: Engine | null = null;
           try {
@@ -276,7 +271,14 @@ export const bench: CommandModule = {
               deviceBytes,
               timeToFirstTokenMs: median(ttft),
               bytesPerToken,
-              placement: plan === null ? null : { ...e.placementReport()!, measuredHandoffsPerToken: median(handoffs) },
+              placement:
+                plan === null
+                  ? null
+                  : {
+                      ...e.placementReport()!,
+                      measuredHandoffsPerToken: median(handoffs),
+                      ...(plan.chosen === undefined ? {} : { chosen: plan.chosen }),
+                    },
               paging: e.pagerStats === null || e.pagerStats.pageIns === 0 ? null : { ...e.pagerStats },
               floor: copyGBps === null ? null : bandwidthFloor(copyGBps, bytesPerToken, decodeMsPerToken),
             };
@@ -291,7 +293,9 @@ export const bench: CommandModule = {
                 `  decode  ${report.decodeTokS.toFixed(2)} tok/s (${report.decodeMsPerToken.toFixed(3)} ms/token; ${report.decodeTokPerCpuS.toFixed(2)} per CPU-second)${report.decodeDispatchesPerToken !== null ? `, ${report.decodeDispatchesPerToken} dispatches/token${report.regionsPerToken !== null ? ` in ${report.regionsPerToken} region(s)` : ""}` : ""}\n`,
               );
               if (report.cpuKernels !== null) io.out(`  kernels ${report.cpuKernels}\n`);
-              if (report.placement !== null)
+              if (report.placement === null)
+                io.out(`  placement: every block on ${o.backend} as one program (1 unit, 0 hand-offs per token)\n`);
+              else
                 io.out(
                   `${describePlacement(report.placement)
                     .map((l) => `  ${l}`)
