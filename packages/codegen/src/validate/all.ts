@@ -5,7 +5,7 @@
 /// <reference types="@webgpu/types" preserve="true" />
 
 import type { TargetCode } from "../caps.js";
-import { assembleAmdgpu } from "./amdgpu.js";
+import { amdgpuGpusFor, assembleAmdgpu } from "./amdgpu.js";
 import { validatePtx } from "./ptxas.js";
 import type { ValidationResult } from "./result.js";
 import { validateSpirv } from "./spirv-val.js";
@@ -16,7 +16,7 @@ import { validateWgsl } from "./dawn.js";
 export interface ValidateOptions {
   /** PTX architectures (default sm_90 and sm_80). */
   readonly ptxArchs?: readonly string[];
-  /** AMD GPUs (default gfx90a, gfx942, gfx1100). */
+  /** AMD GPUs (default: those that have the kernel's matrix instructions, {@link amdgpuGpusFor}). */
   readonly amdgpuTargets?: readonly string[];
   /** spirv-val target environment (default vulkan1.1). */
   readonly spirvTargetEnv?: string;
@@ -55,7 +55,7 @@ export async function validateTargetCode(
     }
     case "amdgpu": {
       const out: TargetValidation[] = [];
-      for (const mcpu of options.amdgpuTargets ?? ["gfx90a", "gfx942", "gfx1100"]) {
+      for (const mcpu of options.amdgpuTargets ?? amdgpuGpusFor(code.text!)) {
         out.push({
           label: mcpu,
           result: await assembleAmdgpu(code.text!, {
