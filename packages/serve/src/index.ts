@@ -13,6 +13,8 @@ export type {
   Admission,
   EngineSequence,
   EngineStats,
+  PlacementSummary,
+  RelocateResult,
   SamplingParams,
   SequenceEvent,
   SequenceOptions,

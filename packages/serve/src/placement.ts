@@ -29,6 +29,8 @@ export interface PlacementFlags {
   readonly place?: string;
   readonly deviceMemory?: string;
   readonly hostMemory?: string;
+  /** Commander's `--no-prefetch`: false reads a paged block's weights when it runs, not ahead of use. */
+  readonly prefetch?: boolean;
 }
 
 /** The device the host-side blocks of `--gpu-layers` run on, and the one `--host-memory` budgets. */
@@ -40,7 +42,8 @@ export function placementOptions(cmd: Command): Command {
     .option("--gpu-layers <n>", "the last N layers and the head on --backend, the rest on the cpu (alias -ngl)")
     .option("--place <spec>", 'blocks per device, e.g. "0-7:cuda,8-15:cpu,head:cuda" (layers N or N-M, embed, head)')
     .option("--device-memory <size>", "weight budget of each non-cpu device, e.g. 2G; a block must fit")
-    .option("--host-memory <size>", "weight budget of the cpu device, e.g. 512M; a block must fit");
+    .option("--host-memory <size>", "weight budget of the cpu device, e.g. 512M; a block must fit")
+    .option("--no-prefetch", "paging: read a block's weights when it runs instead of while the block before it runs");
 }
 
 /** A checked placement and what it puts where. */
@@ -55,6 +58,8 @@ export interface PlacementPlan {
   readonly budgets: Readonly<Record<string, number>>;
   /** How the default placement was chosen (no --place / --gpu-layers), in words; absent for an explicit one. */
   readonly chosen?: string;
+  /** Paging reads the next block's weights ahead of use (decision 1706; `--no-prefetch` turns it off). */
+  readonly prefetch: boolean;
 }
 
 /**
@@ -182,7 +187,14 @@ export function planPlacement(
     weightBytes[d] = total;
     if (budget !== undefined) budgets[d] = budget;
   }
-  return { placement, devices, weightBytes, budgets, ...(chosen === undefined ? {} : { chosen }) };
+  return {
+    placement,
+    devices,
+    weightBytes,
+    budgets,
+    prefetch: o.prefetch !== false,
+    ...(chosen === undefined ? {} : { chosen }),
+  };
 }
 
 /** A plan and its executors: what run, generate, bench and serve make before loading a model. */
@@ -276,6 +288,7 @@ export function engineDevices(
   readonly devices?: readonly BlockDevice[];
   readonly budgets?: Readonly<Record<string, number>>;
   readonly deviceFactories?: Readonly<Record<string, () => Executor>>;
+  readonly prefetch?: boolean;
 } {
   if (plan === null) return {};
   const budgets =
@@ -288,6 +301,7 @@ export function engineDevices(
   return {
     placement: plan.placement,
     devices: placed.devices.filter((d) => plan.devices.includes(d.name)),
+    prefetch: plan.prefetch,
     ...budgets,
   };
 }

@@ -76,7 +76,18 @@ export interface BenchReport {
     | (PlacementReport & { readonly measuredHandoffsPerToken: number; readonly chosen?: string })
     | null;
   /** With a budget below the weights: the pager's counters over the whole bench (warm-up included); else null. */
-  readonly paging: PagerStats | null;
+  readonly paging:
+    | (PagerStats & {
+        /** Whether the next block's weights were read ahead (`--no-prefetch` turns it off). */
+        readonly prefetch: boolean;
+        /** Page-ins per timed decode token (median of the runs). */
+        readonly decodePageInsPerToken: number;
+        /** Milliseconds of page-in stall per timed decode token (median). */
+        readonly decodeStallMsPerToken: number;
+        /** The part of it spent reading weights or waiting for weights read ahead (median). */
+        readonly decodeReadWaitMsPerToken: number;
+      })
+    | null;
 }
 
 /** A decode rate against the device's own copy bandwidth. */
@@ -173,6 +184,9 @@ export const bench: CommandModule = {
             const prompt = Array.from({ length: P }, () => Math.floor(rng.next() * e.config.vocabSize));
             const bar = progressBar("bench  ", runs + 1);
             const handoffs: number[] = [];
+            const stall: number[] = [],
+              readWait: number[] = [],
+              pageInsPerToken: number[] = [];
             const pre: number[] = [],
               dec: number[] = [],
               ms: number[] = [],
@@ -200,7 +214,8 @@ export const bench: CommandModule = {
               const d1 = dispatches(),
                 r1 = cpu?.stats().regions,
                 n1 = cpu?.stats().nativeDispatches,
-                h1 = e.pipelineStats?.handoffs;
+                h1 = e.pipelineStats?.handoffs,
+                p1 = e.pagerStats === null ? null : { ...e.pagerStats };
               const w1 = performance.now(),
                 c1 = cpuMs();
               for (let k = 1; k < G; k++) logits = s.step([argmax(logits)]);
@@ -209,7 +224,8 @@ export const bench: CommandModule = {
               const d2 = dispatches(),
                 r2 = cpu?.stats().regions,
                 n2 = cpu?.stats().nativeDispatches,
-                h2 = e.pipelineStats?.handoffs;
+                h2 = e.pipelineStats?.handoffs,
+                p2 = e.pagerStats === null ? null : { ...e.pagerStats };
               stateBytes = placed.devices.reduce((n, d) => n + d.executor.deviceBytes().state, 0);
               s.release();
               bar?.update(r + 1);
@@ -218,6 +234,11 @@ export const bench: CommandModule = {
               if (d1 !== null && d2 !== null) perToken.push((d2 - d1) / (G - 1));
               if (r1 !== undefined && r2 !== undefined) regs.push((r2 - r1) / (G - 1));
               if (h1 !== undefined && h2 !== undefined) handoffs.push((h2 - h1) / (G - 1));
+              if (p1 !== null && p2 !== null) {
+                stall.push((p2.stallMs - p1.stallMs) / (G - 1));
+                readWait.push((p2.readWaitMs - p1.readWaitMs) / (G - 1));
+                pageInsPerToken.push((p2.pageIns - p1.pageIns) / (G - 1));
+              }
               if (n1 !== undefined && n2 !== undefined) natives.push((n2 - n1) / (G - 1));
               pre.push((P / (w1p - w0)) * 1000);
               dec.push(((G - 1) / (w2 - w1)) * 1000);
@@ -279,7 +300,16 @@ export const bench: CommandModule = {
                       measuredHandoffsPerToken: median(handoffs),
                       ...(plan.chosen === undefined ? {} : { chosen: plan.chosen }),
                     },
-              paging: e.pagerStats === null || e.pagerStats.pageIns === 0 ? null : { ...e.pagerStats },
+              paging:
+                e.pagerStats === null || e.pagerStats.pageIns === 0
+                  ? null
+                  : {
+                      ...e.pagerStats,
+                      prefetch: plan?.prefetch ?? true,
+                      decodePageInsPerToken: median(pageInsPerToken),
+                      decodeStallMsPerToken: median(stall),
+                      decodeReadWaitMsPerToken: median(readWait),
+                    },
               floor: copyGBps === null ? null : bandwidthFloor(copyGBps, bytesPerToken, decodeMsPerToken),
             };
             if (o.json === true) io.out(`${JSON.stringify(report, null, 2)}\n`);
@@ -304,7 +334,7 @@ export const bench: CommandModule = {
               const pg = report.paging;
               if (pg !== null)
                 io.out(
-                  `  paging: ${pg.pageIns} page-ins (${(pg.pageInBytes / 1e6).toFixed(1)} MB read), ${pg.pageOuts} page-outs, ${pg.stallMs.toFixed(0)} ms stalled on page-ins\n`,
+                  `  paging: ${pg.pageIns} page-ins (${(pg.pageInBytes / 1e6).toFixed(1)} MB read), ${pg.pageOuts} page-outs, ${pg.stallMs.toFixed(0)} ms stalled on page-ins (${pg.readWaitMs.toFixed(0)} ms of it on weight reads); prefetch ${pg.prefetch ? `on: ${pg.prefetches} blocks read ahead (${(pg.prefetchedBytes / 1e6).toFixed(1)} MB)` : "off"}\n  paging per decode token: ${pg.decodePageInsPerToken} page-ins, ${pg.decodeStallMsPerToken.toFixed(0)} ms stalled, ${pg.decodeReadWaitMsPerToken.toFixed(0)} ms of it on weight reads\n`,
                 );
               io.out(`  bytes/token ${(report.bytesPerToken / 1e6).toFixed(1)} MB (weights + live KV)\n`);
               const f = report.floor;

@@ -1,6 +1,9 @@
 // One entry point for `poot kernels --validate`: runs the right validator(s) for any TargetCode.
 // PTX is checked for each SM architecture and AMDGPU IR for each GPU, as the issue's CI matrix requires.
 
+// Kept in the emitted .d.ts (preserve): its GPU* types are @webgpu/types' globals, a dependency of this package.
+/// <reference types="@webgpu/types" preserve="true" />
+
 import type { TargetCode } from "../caps.js";
 import { amdgpuGpusFor, assembleAmdgpu } from "./amdgpu.js";
 import { validatePtx } from "./ptxas.js";
