@@ -46,8 +46,21 @@ export interface RocmRecording {
   readonly graph: { graph: Handle; exec: Handle } | null;
 }
 
-// hipErrorOutOfMemory (hip_runtime_api.h).
+// hipErrorOutOfMemory, and the errors after which the device's state is lost: hipErrorIllegalAddress,
+// hipErrorLaunchFailure (hip_runtime_api.h; the same numbers as CUDA's).
 const HIP_OUT_OF_MEMORY = 2;
+const HIP_LOST: ReadonlySet<number> = new Set([700, 719]);
+
+/** Runs `f`; a HIP error that loses the device's state becomes DeviceError("device-lost"). */
+function guard<T>(what: string, f: () => T): T {
+  try {
+    return f();
+  } catch (e) {
+    if (e instanceof RocmError && e.context.result !== undefined && HIP_LOST.has(e.context.result))
+      throw new DeviceError("device-lost", `${what}: ${e.message}`, "rocm");
+    throw e;
+  }
+}
 
 /** A HipRuntime as a Device of the generic staged program. */
 export class RocmDevice implements Device<RocmBuffer, RocmKernel, RocmLaunch, RocmRecording> {
@@ -111,7 +124,7 @@ export class RocmDevice implements Device<RocmBuffer, RocmKernel, RocmLaunch, Ro
   }
 
   download(b: RocmBuffer, offset: number, bytes: number): Uint8Array {
-    this.hip.synchronize(this.stream);
+    guard("download", () => this.hip.synchronize(this.stream));
     const out = new Uint8Array(bytes);
     this.hip.copyToHost(out, b.ptr + BigInt(offset));
     return out;
@@ -171,8 +184,7 @@ export class RocmDevice implements Device<RocmBuffer, RocmKernel, RocmLaunch, Ro
   }
 
   submit(r: RocmRecording): void {
-    if (r.graph !== null) this.hip.replay(r.graph, this.stream);
-    else this.#enqueue(r.ops);
+    guard("submit", () => (r.graph !== null ? this.hip.replay(r.graph, this.stream) : this.#enqueue(r.ops)));
   }
 
   release(r: RocmRecording): void {
@@ -180,7 +192,7 @@ export class RocmDevice implements Device<RocmBuffer, RocmKernel, RocmLaunch, Ro
   }
 
   sync(): void {
-    this.hip.synchronize(this.stream);
+    guard("sync", () => this.hip.synchronize(this.stream));
   }
 
   dispose(): void {

@@ -178,6 +178,13 @@ export function backendFailure(name: string, command: string, err: unknown): unk
       if (code === "out-of-memory") return fail("out of memory", "use a smaller model or --context");
       if (code === "unsupported-platform") return fail("this platform cannot run it", "use --backend eval");
       return err;
+    // @poot/executor's device errors (any backend on the generic staged program).
+    case "DeviceError":
+      if (code === "out-of-memory")
+        return fail("the GPU is out of memory", "use a smaller model or --context, or --backend cpu");
+      if (code === "device-lost") return fail("the GPU was lost", "run again; if it repeats, use --backend cpu");
+      if (code === "bad-code") return fail("the device refused a kernel", "report it, or use --backend cpu");
+      return err;
     // The runtime's and the model loaders' typed errors are about the user's input (token ids, sampling, files).
     case "RuntimeError":
     case "ModelError":
