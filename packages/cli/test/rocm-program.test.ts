@@ -121,7 +121,7 @@ describe.skipIf(noTools !== undefined)(
         expect(launches).toBeGreaterThan(0);
         if (needFixture(BF16_CONFIG) === undefined) expect(matrix).toBeGreaterThan(0);
         console.log(
-          `${gpu}: ${images.size} code objects (${matrix} MFMA/WMMA), ${launches} launches packed, in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+          `${gpu}: ${images.size} distinct kernels built (${matrix} MFMA/WMMA), ${launches} launches packed, in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
         );
       }, 900_000);
     }
