@@ -103,7 +103,11 @@ export class RocmDevice implements Device<RocmBuffer, RocmKernel, RocmLaunch, Ro
     }
     // Memory from hipMalloc is not zeroed; the contract's is.
     this.hip.fill(ptr, 0, n, this.stream);
-    return kind === "slot" ? { bytes, ptr, pinned: this.hip.hostAlloc(n) } : { bytes, ptr };
+    if (kind !== "slot") return { bytes, ptr };
+    // The pinned twin is what slot-in copies: zeroed too, so an unwritten slot reads as zeros.
+    const pinned = this.hip.hostAlloc(n);
+    pinned.view.fill(0);
+    return { bytes, ptr, pinned };
   }
 
   free(b: RocmBuffer): void {
