@@ -123,6 +123,17 @@ export class Session {
     return last;
   }
 
+  /**
+   * @internal After a greedy loop (decision 2201): `ran` (the queued token and the ids run after it) is held,
+   * nothing stays queued, and pages past the held length go back to the pool (the loop may have grown past it).
+   */
+  settle(ran: readonly number[]): void {
+    this.held.push(...ran);
+    this.pending = [];
+    const keep = this.engine.pool.pagesFor(this.held.length);
+    if (this.heldPages.length > keep) this.engine.pool.release(this.heldPages.splice(keep));
+  }
+
   /** @internal Marks `ran` (the queued tokens) as held in the cache. */
   advance(ran: readonly number[]): void {
     this.held.push(...ran);
