@@ -15,11 +15,10 @@ if (model === undefined) throw new Error("usage: cuda-greedy.gpu.mjs MODEL [coun
 const count = Number(countArg ?? 100);
 const outDir = process.env.OUT ?? ".gpu/out";
 fs.mkdirSync(outDir, { recursive: true });
-const weights = model.endsWith(".gguf") ? undefined : "bf16";
 
 function engine(o: Partial<EngineOptions>): Engine {
   const executor = createCudaExecutor({ cacheDir: "/tmp/poot-cuda-cache" });
-  return new Engine(LoadedModel.open(model!, weights === undefined ? {} : { weights }), {
+  return new Engine(LoadedModel.open(model!), {
     executor,
     context: 16 + count + 64,
     tokenizer: null,
