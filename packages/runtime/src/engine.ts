@@ -605,6 +605,11 @@ export class Engine {
     return out;
   }
 
+  /** Whether {@link greedy} runs launches of several steps (a device loop, or `greedyLoop: "host-launches"`). */
+  greedyLoopAvailable(): boolean {
+    return this.greedyLoopOf() !== null;
+  }
+
   /** The greedy loop of the single-token decode program (made once), or null when steps run one at a time. */
   private greedyLoopOf(): GreedyLoop | null {
     if (this.loop !== undefined) return this.loop;

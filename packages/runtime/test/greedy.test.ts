@@ -6,7 +6,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createEvalExecutor } from "@poot/backend-reference";
-import { Engine, greedyArgmax, type EngineOptions } from "@poot/runtime";
+import { Engine, generate, greedyArgmax, type EngineOptions, type GenerateOptions } from "@poot/runtime";
 import { describe, expect, it } from "vitest";
 
 function repoRoot(): string {
@@ -108,4 +108,48 @@ describe.skipIf(!HAVE)("Engine.greedy on models/demo (skipped when absent)", () 
       engine.close();
     }
   });
+
+  it.each([
+    ["16 tokens", { maxTokens: 16, temperature: 0, ignoreEos: true }],
+    ["a stop string inside a launch", { maxTokens: 40, temperature: 0, ignoreEos: true, stop: ["you'"] }],
+    ["a stop token id", { maxTokens: 40, temperature: 0, stopTokenIds: [525] }],
+    ["the context's end", { maxTokens: 200, temperature: 0, ignoreEos: true }],
+  ] as [string, GenerateOptions][])(
+    "generate with %s: the same events, result and session through launches as step by step",
+    (_, options) => {
+      const runOne = (o: Partial<EngineOptions>) => {
+        const engine = open({ context: 48, ...o });
+        try {
+          const s = engine.openSession();
+          const it = generate(engine, s, ref.prompt_ids, options);
+          const events: unknown[] = [];
+          for (let r = it.next(); ; r = it.next()) {
+            if (r.done === true) {
+              const { prefillMs: _p, decodeMs: _d, ...result } = r.value;
+              return {
+                events,
+                result,
+                tokens: [...s.tokens],
+                queued: [...s.queued],
+                launches: engine.stats.greedyLaunches,
+              };
+            }
+            events.push(r.value);
+          }
+        } finally {
+          engine.close();
+        }
+      };
+      const steps = runOne({ greedyLoop: "steps" }),
+        launches = runOne({ greedyLoop: "host-launches", greedyTokensPerLaunch: 3 });
+      expect(launches.launches).toBeGreaterThan(0);
+      expect(steps.launches).toBe(0);
+      expect(launches.result).toEqual(steps.result);
+      expect(launches.events).toEqual(steps.events);
+      expect(launches.tokens).toEqual(steps.tokens);
+      expect(launches.queued).toEqual(steps.queued);
+      const n = Math.min(steps.result.ids.length, ref.greedy_ids.length);
+      expect(steps.result.ids.slice(0, n)).toEqual(ref.greedy_ids.slice(0, n));
+    },
+  );
 });
