@@ -72,7 +72,7 @@ describe.skipIf(why !== undefined)(
           ib = b.greedy(sb, greedyArgmax(sb.step(r.prompt_ids)), 20, { stop });
         expect(ib).toEqual(ia);
         // 3 launches of 8 were queued before the first read (3 in flight): 24 steps, 11 held.
-      expect(b.stats.greedyRolledBack).toBe(24 - 11);
+        expect(b.stats.greedyRolledBack).toBe(24 - 11);
         expect(sb.tokens).toEqual(sa.tokens);
         expect(sb.pages.length).toBe(sa.pages.length);
         const next = ib[ib.length - 1]!;
