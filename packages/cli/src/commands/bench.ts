@@ -376,9 +376,18 @@ export const bench: CommandModule = {
               io.out(
                 `  decode  ${report.decodeTokS.toFixed(2)} tok/s (${report.decodeMsPerToken.toFixed(3)} ms/token; ${report.decodeTokPerCpuS.toFixed(2)} per CPU-second)${report.decodeDispatchesPerToken !== null ? `, ${report.decodeDispatchesPerToken} dispatches/token${report.regionsPerToken !== null ? ` in ${report.regionsPerToken} region(s)` : ""}` : ""}\n`,
               );
-              if (report.graphLaunchesPerToken !== null || report.hostMsPerToken !== null)
+              if (
+                report.decodeLoop !== "steps" ||
+                report.graphLaunchesPerToken !== null ||
+                report.hostMsPerToken !== null
+              )
                 io.out(
-                  `  decode loop ${report.decodeLoop}${report.decodeLoop === "steps" ? "" : ` (${report.tokensPerLaunch} steps a launch)`}: ${report.graphLaunchesPerToken === null ? "" : `${report.graphLaunchesPerToken.toFixed(3)} graph launches/token, `}${report.hostMsPerToken === null ? "" : `host ${report.hostMsPerToken.toFixed(3)} ms/token`}\n`,
+                  `  decode loop ${report.decodeLoop}${report.decodeLoop === "steps" ? "" : ` (${report.tokensPerLaunch} steps a launch)`}${[
+                    report.graphLaunchesPerToken === null
+                      ? ""
+                      : `, ${report.graphLaunchesPerToken.toFixed(3)} graph launches/token`,
+                    report.hostMsPerToken === null ? "" : `, host ${report.hostMsPerToken.toFixed(3)} ms/token`,
+                  ].join("")}\n`,
                 );
               if (report.cpuKernels !== null) io.out(`  kernels ${report.cpuKernels}\n`);
               if (report.placement === null)
