@@ -198,7 +198,7 @@ const CASES: readonly Case[] = [
     code: "model_not_found",
     param: "model",
   },
-  { name: "no such endpoint", path: "/v1/embeddings", body: ok, status: 404, code: "not_found" },
+  { name: "no such endpoint", path: "/v1/audio/speech", body: ok, status: 404, code: "not_found" },
   { name: "wrong method on an endpoint", path: "/v1/completions", method: "GET", status: 404, code: "not_found" },
   { name: "API key missing", body: ok, headers: { authorization: "" }, status: 401, code: "invalid_api_key" },
   {

@@ -30,7 +30,8 @@ export function checkModel(model: string, served: string): void {
     );
 }
 
-function checkIds(engine: ServeEngine, ids: readonly number[], param: string): void {
+/** Throws a 400 naming `param` unless `ids` is non-empty and inside the vocabulary. */
+export function checkIds(engine: ServeEngine, ids: readonly number[], param: string): void {
   if (ids.length === 0) throw new ApiError(400, "invalid_value", "the prompt has no tokens", param);
   for (const id of ids) {
     if (id >= engine.vocabSize)
@@ -48,7 +49,7 @@ function checkIds(engine: ServeEngine, ids: readonly number[], param: string): v
  * `maxTokenBytes` bytes of text, so B bytes are at least B / maxTokenBytes tokens. The bound is halved for safety
  * (normalizers may shrink text a little). Tokenizing a megabyte costs seconds of CPU; this costs a byte count.
  */
-function checkTextSize(engine: ServeEngine, bytes: number, param: string): void {
+export function checkTextSize(engine: ServeEngine, bytes: number, param: string): void {
   const least = Math.floor(bytes / (2 * engine.maxTokenBytes));
   if (least >= engine.context) {
     throw new ApiError(
@@ -64,7 +65,7 @@ function checkTextSize(engine: ServeEngine, bytes: number, param: string): void 
  * The max_tokens a generation gets: asked for (must fit the context and the KV cache) or the default (clipped
  * to what fits both). `promptParam` names the prompt (`prompt` or `messages`), `param` the field asked.
  */
-function maxTokensFor(
+export function maxTokensFor(
   engine: ServeEngine,
   promptTokens: number,
   asked: number | null | undefined,
@@ -114,7 +115,8 @@ function logitBiasOf(engine: ServeEngine, body: CommonBody): Map<number, number>
   return bias;
 }
 
-function generation(
+/** One generation of `body`'s sampling parameters over `prompt` (choice `choice` draws from seed + choice). */
+export function generation(
   engine: ServeEngine,
   body: CommonBody,
   prompt: number[],
