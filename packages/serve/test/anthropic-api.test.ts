@@ -3,6 +3,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import Anthropic from "@anthropic-ai/sdk";
+import { Ajv } from "ajv";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { DEMO, startTestServer, type TestServer } from "./server-helpers.js";
 
@@ -146,6 +147,36 @@ describe("Anthropic Messages API through @anthropic-ai/sdk", { timeout: 180_000 
       ...sampling({ temperature: 0.9, top_p: 0.95, top_k: 40 }),
     });
     expect(sampled.usage.output_tokens).toBeGreaterThan(0);
+  });
+
+  test("output_config.format json_schema: 3 sampled answers are JSON that validates", async () => {
+    const schema = {
+      type: "object",
+      properties: { fortune: { type: "string", maxLength: 12 }, lucky: { type: "integer", minimum: 1, maximum: 9 } },
+      required: ["fortune", "lucky"],
+      additionalProperties: false,
+    };
+    const validate = new Ajv({ strict: false }).compile(schema);
+    for (let i = 0; i < 3; i++) {
+      const m = await client.messages.create({
+        model: M,
+        max_tokens: 40,
+        messages: user(),
+        output_config: { format: { type: "json_schema", schema } },
+      });
+      const t = (m.content[0] as Anthropic.TextBlock).text;
+      expect(validate(JSON.parse(t)), t).toBe(true);
+    }
+    const err = await client.messages
+      .create({
+        model: M,
+        max_tokens: 40,
+        messages: user(),
+        output_config: { format: { type: "json_schema", schema: { type: "string", pattern: "x" } } },
+      })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((err as InstanceType<typeof Anthropic.BadRequestError>).message).toContain("output_config.format.schema");
   });
 
   test("x-api-key and Bearer both authenticate; a wrong key is Anthropic's 401", async () => {

@@ -7,7 +7,8 @@ import { randomUUID } from "node:crypto";
 import type { FastifyReply } from "fastify";
 import type { ChatMessage } from "@poot/models";
 import { ApiError } from "../errors.js";
-import type { ServeEngine } from "./engine.js";
+import type { JsonConstraintSpec, ServeEngine } from "./engine.js";
+import { JsonGrammar } from "./json-grammar.js";
 import { checkIds, checkTextSize, generation, maxTokensFor } from "./requests.js";
 import type { GenerationEvent, GenerationRequest, Scheduler } from "./scheduler.js";
 
@@ -44,6 +45,22 @@ export const messagesBody = {
     top_k: { type: "integer", minimum: 0 },
     stream: { type: "boolean" },
     metadata: { type: "object" },
+    output_config: {
+      type: "object",
+      properties: {
+        effort: {},
+        format: {
+          anyOf: [
+            { type: "null" },
+            {
+              type: "object",
+              required: ["type", "schema"],
+              properties: { type: { const: "json_schema" }, schema: { type: "object" } },
+            },
+          ],
+        },
+      },
+    },
   },
 } as const;
 
@@ -71,6 +88,7 @@ export interface MessagesBody {
   top_p?: number;
   top_k?: number;
   stream?: boolean;
+  output_config?: { format?: { type: "json_schema"; schema: object } | null };
 }
 
 /** A validated /v1/messages/count_tokens body. */
@@ -141,7 +159,22 @@ export async function countTokens(engine: ServeEngine, body: CountTokensBody): P
 export async function planMessages(engine: ServeEngine, body: MessagesBody): Promise<GenerationRequest> {
   const ids = await promptOf(engine, body);
   const maxTokens = maxTokensFor(engine, ids.length, body.max_tokens, body.max_tokens, "max_tokens", "messages");
-  return generation(
+  const format = body.output_config?.format ?? null;
+  let constraint: JsonConstraintSpec | null = null;
+  if (format !== null) {
+    // Structured output: the text block is one JSON document of the schema (grammar-constrained decoding).
+    const g = new JsonGrammar(format.schema, "output_config.format.schema");
+    const least = g.minLength(g.root);
+    if (least > maxTokens)
+      throw new ApiError(
+        400,
+        "invalid_value",
+        `max_tokens is ${maxTokens}, but the shortest answer the schema allows can take ${least} tokens; raise max_tokens`,
+        "max_tokens",
+      );
+    constraint = { schema: format.schema };
+  }
+  const gen = generation(
     engine,
     {
       model: body.model,
@@ -155,6 +188,7 @@ export async function planMessages(engine: ServeEngine, body: MessagesBody): Pro
     0,
     null,
   );
+  return { ...gen, constraint };
 }
 
 type StopReason = "end_turn" | "max_tokens" | "stop_sequence";

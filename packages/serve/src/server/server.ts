@@ -265,7 +265,7 @@ export function createServer(options: ServerOptions): PootServer {
     const plan = await planChat(engine, req.body);
     fitsQueue(plan, req.body.n);
     const header = { id: `chatcmpl-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: modelId };
-    await respond(sched, plan, chatRenderer(engine, header, plan.generations[0]!.logprobs), reply);
+    await respond(sched, plan, chatRenderer(engine, header, plan.generations[0]!.logprobs, plan.output), reply);
   });
   app.post<{ Body: EmbeddingsBody }>("/v1/embeddings", { schema: { body: embeddingsBody } }, async (req) => {
     checkModel(req.body.model, modelId);
