@@ -18,6 +18,7 @@ import {
 import { RuntimeError, invariant } from "./errors.js";
 import { BlockPipeline, type BlockDevice, type PipelineStats, type PlacementReport } from "./blocks/pipeline.js";
 import type { PagerStats } from "./blocks/pager.js";
+import { WeightReader } from "./blocks/weight-reader.js";
 import type { Placement } from "./blocks/placement.js";
 import { KvPool, type KvPoolStats } from "./kv-pool.js";
 import { Session } from "./session.js";
@@ -61,6 +62,11 @@ export interface EngineOptions {
   readonly budgets?: Readonly<Record<string, number>>;
   /** Fresh executors of the devices that may page. */
   readonly deviceFactories?: Readonly<Record<string, () => Executor>>;
+  /**
+   * Paging: read the next block's weights on a reader thread while the current block runs (decision 1706).
+   * Default true; false reads every tensor when a paged-in block first needs it.
+   */
+  readonly prefetch?: boolean;
 }
 
 /** Counters of the work an engine has done. */
@@ -191,7 +197,12 @@ export class Engine {
       const paging =
         options.budgets === undefined
           ? undefined
-          : { budgets: options.budgets, factories: options.deviceFactories ?? {}, weights };
+          : {
+              budgets: options.budgets,
+              factories: options.deviceFactories ?? {},
+              // Never the cached source: a paged block's weights are read again each time it comes back.
+              reader: new WeightReader(model.checkpoint, options.prefetch ?? true),
+            };
       this.pipeline = new BlockPipeline(
         devices,
         options.placement,

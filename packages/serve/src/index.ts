@@ -13,6 +13,8 @@ export type {
   Admission,
   EngineSequence,
   EngineStats,
+  PlacementSummary,
+  RelocateResult,
   SamplingParams,
   SequenceEvent,
   SequenceOptions,
@@ -37,13 +39,16 @@ export type {
 export { createServer } from "./server/server.js";
 export type { PootServer, ServerOptions, SocketLimits } from "./server/server.js";
 export {
+  DEVICE_WEIGHT_SHARE,
   blockCutOf,
   createDevices,
   cutOfGraph,
   describePlacement,
+  deviceMemoryOf,
   engineDevices,
   placementOptions,
   placementReportOf,
+  planDevices,
   planPlacement,
 } from "./placement.js";
-export type { PlacedDevices, PlacementFlags, PlacementPlan } from "./placement.js";
+export type { PlacedDevices, PlacementFlags, PlacementPlan, PlannedDevices } from "./placement.js";

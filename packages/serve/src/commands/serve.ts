@@ -7,14 +7,7 @@ import { Engine, RuntimeError } from "@poot/runtime";
 import { CliError } from "../errors.js";
 import { RuntimeServeEngine } from "../server/runtime-engine.js";
 import { createServer, type PootServer } from "../server/server.js";
-import {
-  createDevices,
-  describePlacement,
-  engineDevices,
-  placementOptions,
-  planPlacement,
-  type PlacementFlags,
-} from "../placement.js";
+import { planDevices, describePlacement, engineDevices, placementOptions, type PlacementFlags } from "../placement.js";
 import type { CliIo, CommandModule, ExecutorFactory } from "../command.js";
 import { parseNumber } from "./numbers.js";
 
@@ -105,8 +98,7 @@ export async function startServe(
       });
     }
   }
-  const plan = planPlacement(o, o.backend, model, o.weights, command, backends);
-  const placed = createDevices(plan, o.backend, command, createExecutor);
+  const { plan, placed } = planDevices(o, o.backend, model, o.weights, command, backends, createExecutor);
   const executor = { dispose: () => placed.dispose() };
   let engine: Engine;
   try {
@@ -175,7 +167,7 @@ export async function startServe(
   const report = engine.placementReport();
   if (report !== null)
     io.err(
-      `${describePlacement(report)
+      `${describePlacement({ ...report, ...(plan?.chosen === undefined ? {} : { chosen: plan.chosen }) })
         .map((l) => `poot serve: ${l}`)
         .join("\n")}\n`,
     );

@@ -1,13 +1,22 @@
 // The ServeEngine over @poot/runtime: a sequence is a runtime Session with the runtime's Decoding (seeded
 // sampling, stop strings, streaming detokenization, logprobs), and a step is Engine.stepBatch.
 import type { ChatMessage } from "@poot/models";
-import { Decoding, type Engine, type GenerateOptions } from "@poot/runtime";
+import {
+  Decoding,
+  RuntimeError,
+  formatPlacement,
+  parsePlacement,
+  type Engine,
+  type GenerateOptions,
+} from "@poot/runtime";
 import { invariant } from "../errors.js";
 import type {
   Admission,
   EngineSequence,
   EngineStats,
   JsonConstraintSpec,
+  PlacementSummary,
+  RelocateResult,
   SequenceEvent,
   SequenceOptions,
   ServeEngine,
@@ -239,6 +248,40 @@ export class RuntimeServeEngine implements ServeEngine {
     };
   }
 
+  /** Where the blocks are; null when the engine runs one program. */
+  placement(): PlacementSummary | null {
+    const p = this.engine.pipeline;
+    if (p === null) return null;
+    const r = p.report();
+    return {
+      place: formatPlacement(r.placement),
+      unitsPerToken: r.unitsPerToken,
+      handoffsPerToken: r.handoffsPerToken,
+      weightBytesByDevice: r.weightBytesByDevice,
+      relocations: p.stats.relocations,
+    };
+  }
+
+  /**
+   * Moves blocks to `place`'s devices (the devices the engine was made with) between steps, with their State;
+   * a bad placement is refused with one line and moves nothing.
+   */
+  relocate(place: string): RelocateResult {
+    const p = this.engine.pipeline;
+    if (p === null)
+      return {
+        error:
+          "this server runs the model as one program: start poot serve with --place or --gpu-layers to relocate blocks",
+      };
+    try {
+      this.engine.relocate(parsePlacement(place, this.engine.config.numLayers, p.deviceNames));
+    } catch (err) {
+      if (err instanceof RuntimeError) return { error: err.message.replace(/^\[[a-z-]+\] /, "") };
+      throw err;
+    }
+    return { placement: this.placement()! };
+  }
+
   /** The pipeline's hand-offs and the pager's counters, when the engine runs blocks. */
   private blocks(): Pick<EngineStats, "blocks"> {
     const p = this.engine.pipelineStats;
@@ -251,6 +294,7 @@ export class RuntimeServeEngine implements ServeEngine {
         pageInBytes: g?.pageInBytes ?? 0,
         pageOuts: g?.pageOuts ?? 0,
         stallSeconds: (g?.stallMs ?? 0) / 1000,
+        prefetchedBytes: g?.prefetchedBytes ?? 0,
       },
     };
   }

@@ -285,3 +285,10 @@ export interface EmbeddingsBody {
   normalize?: boolean;
   pooling?: "mean" | "last";
 }
+/** POST /admin/place (decision 1707): the new placement in `--place` syntax. */
+export const placeBody = {
+  type: "object",
+  required: ["place"],
+  additionalProperties: false,
+  properties: { place: { type: "string", minLength: 1, maxLength: 4096 } },
+} as const;

@@ -7,7 +7,7 @@ import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
 import { ApiError } from "../errors.js";
 import { checkAuth, type AuthPolicy } from "./auth.js";
 import { LOOPBACK_NAMES, checkHost, isLoopback } from "./hosts.js";
-import type { ServeEngine } from "./engine.js";
+import type { PlacementSummary, ServeEngine } from "./engine.js";
 import { createMetrics, type ServerMetrics } from "./metrics.js";
 import { checkModel, planChat, planCompletion, type PlannedRequest } from "./requests.js";
 import { respond } from "./respond.js";
@@ -29,6 +29,7 @@ import {
   completionBody,
   detokenizeBody,
   embeddingsBody,
+  placeBody,
   tokenizeBody,
   type ChatBody,
   type CompletionBody,
@@ -123,6 +124,7 @@ const ENDPOINTS = new Set([
   "/detokenize",
   "/health",
   "/metrics",
+  "/admin/place",
 ]);
 
 /** Builds the server (routes, hooks, scheduler, metrics) over an engine. */
@@ -290,6 +292,35 @@ export function createServer(options: ServerOptions): PootServer {
   app.post<{ Body: DetokenizeBody }>("/detokenize", { schema: { body: detokenizeBody } }, async (req) =>
     detokenize(engine, req.body),
   );
+
+  // Admin (decision 1707): where the blocks are, and moving them between steps. Behind the same auth hook as the
+  // API (an API key, when set, is required); a bad placement is a one-line 400 and moves nothing.
+  const placementBody = (p: PlacementSummary) => ({
+    place: p.place,
+    units_per_token: p.unitsPerToken,
+    handoffs_per_token: p.handoffsPerToken,
+    weight_bytes_by_device: p.weightBytesByDevice,
+    relocations: p.relocations,
+  });
+  const noBlocks = () =>
+    new ApiError(
+      400,
+      "invalid_placement",
+      "this server runs the model as one program: start poot serve with --place or --gpu-layers to relocate blocks",
+      "place",
+    );
+  app.get("/admin/place", async () => {
+    const p = (await engine.placement?.()) ?? null;
+    if (p === null) throw noBlocks();
+    return placementBody(p);
+  });
+  app.post<{ Body: { place: string } }>("/admin/place", { schema: { body: placeBody } }, async (req) => {
+    if (engine.relocate === undefined) throw noBlocks();
+    // The engine moves blocks between steps: the scheduler's steps run on this thread (or answer in turn).
+    const r = await engine.relocate(req.body.place);
+    if ("error" in r) throw new ApiError(400, "invalid_placement", r.error, "place");
+    return placementBody(r.placement);
+  });
 
   return {
     app,
