@@ -21,7 +21,7 @@ export type {
   ServeEngine,
   TokenLogprob,
 } from "./server/engine.js";
-export type { ServerMetrics } from "./server/metrics.js";
+export type { MetricsCompat, MetricsOptions, ServerMetrics } from "./server/metrics.js";
 export { RuntimeServeEngine } from "./server/runtime-engine.js";
 export type { RuntimeServeEngineOptions } from "./server/runtime-engine.js";
 export { Scheduler } from "./server/scheduler.js";

@@ -8,7 +8,7 @@ import { ApiError } from "../errors.js";
 import { checkAuth, type AuthPolicy } from "./auth.js";
 import { LOOPBACK_NAMES, checkHost, isLoopback } from "./hosts.js";
 import type { PlacementSummary, ServeEngine } from "./engine.js";
-import { createMetrics, type ServerMetrics } from "./metrics.js";
+import { createMetrics, type MetricsCompat, type ServerMetrics } from "./metrics.js";
 import { checkModel, planChat, planCompletion, type PlannedRequest } from "./requests.js";
 import { respond } from "./respond.js";
 import { chatRenderer, completionRenderer } from "./responses.js";
@@ -53,6 +53,8 @@ export interface ServerOptions {
   readonly apiKey?: string | null;
   /** `/metrics` needs the API key too (default false: scrapers usually send none). */
   readonly metricsAuth?: boolean;
+  /** Also expose other servers' metric names on /metrics (`vllm:*`, `llamacpp:*`) for their dashboards. */
+  readonly metricsCompat?: readonly MetricsCompat[];
   /** Most sequences in one decode step (default 8). */
   readonly maxBatch?: number;
   /** Most requests waiting for a batch slot before new ones get 429 (default 256). */
@@ -131,7 +133,10 @@ const ENDPOINTS = new Set([
 export function createServer(options: ServerOptions): PootServer {
   const { engine, modelId } = options;
   let scheduler: Scheduler | null = null;
-  const metrics = createMetrics(engine, () => scheduler!);
+  const metrics = createMetrics(engine, () => scheduler!, {
+    modelId,
+    ...(options.metricsCompat === undefined ? {} : { compat: options.metricsCompat }),
+  });
   const queueTimeoutMs = options.queueTimeoutMs ?? 60_000;
   const maxQueue = options.maxQueue ?? 256;
   scheduler = new Scheduler(engine, {
