@@ -14,6 +14,8 @@ export type {
   EngineSequence,
   EngineStats,
   PlacementSummary,
+  PromptLogprob,
+  JsonConstraintSpec,
   RelocateResult,
   SamplingParams,
   SequenceEvent,

@@ -154,11 +154,15 @@ const CASES: readonly Case[] = [
     param: "logit_bias[5]",
   },
   {
-    name: "echo with logprobs (unsupported)",
-    body: { ...ok, echo: true, logprobs: 1 },
+    name: "response_format with an unsupported schema keyword",
+    path: "/v1/chat/completions",
+    body: {
+      ...chat,
+      response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "string", pattern: "a" } } },
+    },
     status: 400,
     code: "invalid_value",
-    param: "echo",
+    param: "response_format.json_schema.schema",
   },
   {
     name: "token id outside the vocabulary",

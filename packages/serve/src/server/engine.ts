@@ -57,6 +57,13 @@ export interface TokenLogprob {
   readonly logprob: number;
 }
 
+/** A prompt token's logprob under the model given the tokens before it (null for the first), and the top tokens there. */
+export interface PromptLogprob {
+  readonly id: number;
+  readonly logprob: number | null;
+  readonly top: readonly TokenLogprob[] | null;
+}
+
 /** What a sequence releases after one step: a sampled token with its text (possibly empty), or trailing text. */
 export type SequenceEvent =
   | {
@@ -165,6 +172,11 @@ export interface ServeEngine {
    * [T, hiddenSize]; ids are in the vocabulary and at most a context long (the caller checks).
    */
   hidden(ids: readonly number[]): Promise<Float32Array>;
+  /**
+   * The logprob of each prompt token after the ones before it, with the `top` most likely tokens there (the first
+   * token has none: null); ids are in the vocabulary and at most a context long (the caller checks).
+   */
+  promptLogprobs(ids: readonly number[], top: number): Promise<PromptLogprob[]>;
   /** The text of one token alone, for logprobs. */
   tokenText(id: number): string;
   /**

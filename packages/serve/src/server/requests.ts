@@ -3,7 +3,7 @@
 // of the context for chat), each failure an ApiError naming the parameter.
 import type { ChatMessage } from "@poot/models";
 import { ApiError } from "../errors.js";
-import type { JsonConstraintSpec, ServeEngine } from "./engine.js";
+import type { JsonConstraintSpec, PromptLogprob, ServeEngine } from "./engine.js";
 import { JsonGrammar } from "./json-grammar.js";
 import type { GenerationRequest } from "./scheduler.js";
 import type { ChatBody, ChatTool, CommonBody, CompletionBody } from "./schemas.js";
@@ -20,6 +20,8 @@ export interface PlannedRequest {
   readonly includeUsage: boolean;
   /** How a chat answer is read back (absent: plain text). */
   readonly output?: ChatOutput;
+  /** The prompt tokens' logprobs of each generation (completions with `echo` and `logprobs`). */
+  readonly echoLogprobs?: readonly (readonly PromptLogprob[])[];
 }
 
 /**
@@ -164,9 +166,6 @@ export function generation(
 
 /** Plans a /v1/completions request (tokenizing off the event loop). */
 export async function planCompletion(engine: ServeEngine, body: CompletionBody): Promise<PlannedRequest> {
-  if (body.echo === true && body.logprobs !== null && body.logprobs !== undefined) {
-    throw new ApiError(400, "invalid_value", "echo with logprobs (prompt logprobs) is not supported", "echo");
-  }
   const p = body.prompt;
   // A string, a list of strings, a list of ids, or a list of lists of ids (OpenAI's four prompt forms).
   const texts: (string | null)[] =
@@ -195,7 +194,20 @@ export async function planCompletion(engine: ServeEngine, body: CompletionBody):
       echo.push(body.echo === true ? (texts[i] ?? engine.textOf(ids)) : "");
     }
   });
-  return { generations, echo, stream: body.stream === true, includeUsage: body.stream_options?.include_usage === true };
+  // Prompt logprobs (echo with logprobs): one stateless prefill per prompt, shared by its choices.
+  const wantPrompt = body.echo === true && body.logprobs !== null && body.logprobs !== undefined;
+  const promptLps = wantPrompt
+    ? await Promise.all(prompts.map((ids) => engine.promptLogprobs(ids, body.logprobs!)))
+    : null;
+  return {
+    generations,
+    echo,
+    stream: body.stream === true,
+    includeUsage: body.stream_options?.include_usage === true,
+    ...(promptLps === null
+      ? {}
+      : { echoLogprobs: prompts.flatMap((_, i) => Array.from({ length: n }, () => promptLps[i]!)) }),
+  };
 }
 
 /** The chat messages as the template takes them (HF's shapes: tool calls with parsed arguments). */

@@ -1,7 +1,7 @@
 // OpenAI response shapes: completions (`text_completion`) and chat (`chat.completion` and its
 // `.chunk` stream form), with logprobs in each endpoint's format and usage counts.
 import { randomUUID } from "node:crypto";
-import type { ServeEngine } from "./engine.js";
+import type { PromptLogprob, ServeEngine } from "./engine.js";
 import type { ChatOutput } from "./requests.js";
 import type { FinishReason, TokenEvent } from "./scheduler.js";
 
@@ -40,37 +40,57 @@ interface Header {
 
 const utf8 = new TextEncoder();
 
-/** Renders /v1/completions responses. `logprobs` is the request's top count, or null. */
+/**
+ * Renders /v1/completions responses. `logprobs` is the request's top count, or null. With `echo` and logprobs,
+ * `echoLogprobs` holds each choice's prompt tokens (the first with a null logprob and null top_logprobs, as OpenAI
+ * gives them), listed before the generated ones; their text offsets count from 0, the generated ones' from the
+ * echoed text's length.
+ */
 export function completionRenderer(
   engine: ServeEngine,
   h: Header,
   logprobs: number | null,
   echo: readonly string[],
+  echoLogprobs?: readonly (readonly PromptLogprob[])[],
 ): Renderer {
   const offsets = echo.map((e) => e.length);
-  const lp = (index: number, tokens: readonly TokenEvent[]): unknown => {
+  const lp = (index: number, tokens: readonly TokenEvent[], prompt: readonly PromptLogprob[] = []): unknown => {
     if (logprobs === null) return null;
-    const text = tokens.map((t) => engine.tokenText(t.id));
-    const text_offset = text.map((s) => {
+    const text = [...prompt, ...tokens].map((t) => engine.tokenText(t.id));
+    let p = 0;
+    const text_offset = text.map((s, i) => {
+      if (i < prompt.length) return (p += s.length) - s.length;
       const o = offsets[index]!;
       offsets[index] = o + s.length;
       return o;
     });
+    const tops = [...prompt, ...tokens].map((t) =>
+      t.top === null ? null : Object.fromEntries(t.top.map((x) => [engine.tokenText(x.id), x.logprob])),
+    );
     return {
       tokens: text,
-      token_logprobs: tokens.map((t) => t.logprob),
-      top_logprobs: tokens.map((t) =>
-        Object.fromEntries((t.top ?? []).map((x) => [engine.tokenText(x.id), x.logprob])),
-      ),
+      token_logprobs: [...prompt, ...tokens].map((t) => t.logprob),
+      top_logprobs: tops,
       text_offset,
     };
   };
+  const promptOf = (index: number): readonly PromptLogprob[] => echoLogprobs?.[index] ?? [];
   const base = { id: h.id, object: "text_completion", created: h.created, model: h.model };
   return {
     opening: (index) =>
       echo[index] === ""
         ? null
-        : { ...base, choices: [{ index, text: echo[index], logprobs: null, finish_reason: null }] },
+        : {
+            ...base,
+            choices: [
+              {
+                index,
+                text: echo[index],
+                logprobs: echoLogprobs === undefined ? null : lp(index, [], promptOf(index)),
+                finish_reason: null,
+              },
+            ],
+          },
     chunk: (index, text, tokens, finish) => ({
       ...base,
       choices: [{ index, text, logprobs: lp(index, tokens), finish_reason: finish }],
@@ -81,7 +101,7 @@ export function completionRenderer(
       choices: choices.map((c) => ({
         index: c.index,
         text: echo[c.index]! + c.text,
-        logprobs: lp(c.index, c.tokens),
+        logprobs: lp(c.index, c.tokens, promptOf(c.index)),
         finish_reason: c.finishReason,
       })),
       usage,

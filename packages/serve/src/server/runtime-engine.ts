@@ -4,6 +4,7 @@ import type { ChatMessage } from "@poot/models";
 import {
   Decoding,
   RuntimeError,
+  tokenLogprobs,
   formatPlacement,
   parsePlacement,
   type Engine,
@@ -16,6 +17,7 @@ import type {
   EngineStats,
   JsonConstraintSpec,
   PlacementSummary,
+  PromptLogprob,
   RelocateResult,
   SequenceEvent,
   SequenceOptions,
@@ -165,6 +167,17 @@ export class RuntimeServeEngine implements ServeEngine {
   /** `Engine.promptHidden`: one stateless prefill's final normed hidden states. */
   async hidden(ids: readonly number[]): Promise<Float32Array> {
     return this.engine.promptHidden(ids);
+  }
+
+  /** Log-softmax of `Engine.prefillLogits` rows (a stateless prefill: no KV pages taken). */
+  async promptLogprobs(ids: readonly number[], top: number): Promise<PromptLogprob[]> {
+    const V = this.vocabSize;
+    const rows = this.engine.prefillLogits(ids);
+    return ids.map((id, i) => {
+      if (i === 0) return { id, logprob: null, top: null };
+      const lp = tokenLogprobs(rows.subarray((i - 1) * V, i * V), id, top);
+      return { id, logprob: lp.logprob, top: lp.top };
+    });
   }
 
   /** One token decoded alone. */

@@ -265,7 +265,12 @@ export function createServer(options: ServerOptions): PootServer {
     const plan = await planCompletion(engine, req.body);
     fitsQueue(plan, req.body.n);
     const header = { id: `cmpl-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: modelId };
-    await respond(sched, plan, completionRenderer(engine, header, req.body.logprobs ?? null, plan.echo), reply);
+    await respond(
+      sched,
+      plan,
+      completionRenderer(engine, header, req.body.logprobs ?? null, plan.echo, plan.echoLogprobs),
+      reply,
+    );
   });
   app.post<{ Body: ChatBody }>("/v1/chat/completions", { schema: { body: chatBody } }, async (req, reply) => {
     checkModel(req.body.model, modelId);
