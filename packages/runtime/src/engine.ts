@@ -482,6 +482,19 @@ export class Engine {
    * programs are staged. Embeddings pool these rows.
    */
   promptHidden(ids: readonly number[]): Float32Array {
+    return this.statelessPrefill(ids, "hidden");
+  }
+
+  /**
+   * The logits of every token of `ids` [T·V] (row-major [T, V]) like {@link Engine.promptLogits}, but from a
+   * stateless prefill padded to a power of two: no KV pages are taken (it runs while the pool is full) and at most
+   * log2(context) + 1 programs are staged. Prompt logprobs read these rows.
+   */
+  prefillLogits(ids: readonly number[]): Float32Array {
+    return this.statelessPrefill(ids, "logits");
+  }
+
+  private statelessPrefill(ids: readonly number[], output: "logits" | "hidden"): Float32Array {
     if (ids.length === 0) throw new RuntimeError("bad-tokens", "no token ids given");
     if (ids.length > this.context)
       throw new RuntimeError("context-overflow", `${ids.length} tokens do not fit the context of ${this.context}`, {
@@ -494,19 +507,17 @@ export class Engine {
     if (this.pipeline !== null)
       throw new RuntimeError(
         "bad-config",
-        "hidden states of an engine split into blocks across devices are not supported",
+        `stateless ${output} of an engine split into blocks across devices is not supported`,
       );
     let T = 1;
     while (T < ids.length) T *= 2;
-    const p = this.staged(`hidden-${T}`, "prefill", () =>
-      this.model.graph({ kind: "prefill", tokens: T, output: "hidden" }),
-    );
+    const p = this.staged(`${output}-${T}`, "prefill", () => this.model.graph({ kind: "prefill", tokens: T, output }));
     const padded = new Int32Array(T);
     padded.set(ids);
     p.writeSlot("ids", padded);
     p.run();
-    const D = this.config.hiddenSize;
-    return (p.readOutput("hidden") as Float32Array).slice(0, ids.length * D);
+    const width = output === "hidden" ? this.config.hiddenSize : V;
+    return (p.readOutput(output) as Float32Array).slice(0, ids.length * width);
   }
 
   /**
