@@ -11,4 +11,4 @@ export type { CpuCounters, SharedMemory } from "./memory.js";
 export type { CpuPlatform, ThreadHandle, ThreadInit, ThreadTransport } from "./transport.js";
 export { WASM_CODEGEN_CAPS } from "./kernels.js";
 export type { NativeLibrary, NativeLoader } from "./native/library.js";
-export type { NativeRef } from "./native/thread-source.js";
+export type { NativeRef } from "./thread/native.js";

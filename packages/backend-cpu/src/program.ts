@@ -30,7 +30,7 @@ import type { CpuMemory } from "./memory.js";
 import type { RegionDebug, ThreadPool } from "./pool.js";
 import { gatherCopies, writeSchedule, type Phase, type Schedule, type ThreadAreas } from "./schedule.js";
 import { CpuStateSet, hostView } from "./state.js";
-import { ROW } from "./worker-source.js";
+import { ROW } from "./thread/core.js";
 
 /** How a program's steps run. */
 export interface RunMode extends RegionDebug {

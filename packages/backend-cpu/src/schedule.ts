@@ -5,7 +5,7 @@ import { elementBytes, viewLayout, viewRuns } from "@poot/executor";
 import type { Graph, ScalarDType, ValueId } from "@poot/graph-ir";
 import type { CpuKernel } from "./kernels.js";
 import type { CpuMemory } from "./memory.js";
-import { EXHAUSTED, ROW } from "./worker-source.js";
+import { EXHAUSTED, ROW } from "./thread/core.js";
 
 /** One phase before it is written: a kernel over the given buffer addresses, or a byte copy. */
 export type Phase =

@@ -456,6 +456,40 @@ export class Engine {
   }
 
   /**
+   * The final hidden state of every token of `ids` after the final norm (the LM head's input) [T·D], row-major
+   * [T, D], from one stateless prefill program (no KV pages used). The ids run padded to a power of two (causal
+   * attention: padding after the last token changes none of the rows before it), so at most log2(context) + 1
+   * programs are staged. Embeddings pool these rows.
+   */
+  promptHidden(ids: readonly number[]): Float32Array {
+    if (ids.length === 0) throw new RuntimeError("bad-tokens", "no token ids given");
+    if (ids.length > this.context)
+      throw new RuntimeError("context-overflow", `${ids.length} tokens do not fit the context of ${this.context}`, {
+        value: ids.length,
+      });
+    const V = this.config.vocabSize;
+    for (const id of ids)
+      if (!Number.isSafeInteger(id) || id < 0 || id >= V)
+        throw new RuntimeError("bad-tokens", `token id ${id} is outside the vocabulary [0, ${V})`, { value: id });
+    if (this.pipeline !== null)
+      throw new RuntimeError(
+        "bad-config",
+        "hidden states of an engine split into blocks across devices are not supported",
+      );
+    let T = 1;
+    while (T < ids.length) T *= 2;
+    const p = this.staged(`hidden-${T}`, "prefill", () =>
+      this.model.graph({ kind: "prefill", tokens: T, output: "hidden" }),
+    );
+    const padded = new Int32Array(T);
+    padded.set(ids);
+    p.writeSlot("ids", padded);
+    p.run();
+    const D = this.config.hiddenSize;
+    return (p.readOutput("hidden") as Float32Array).slice(0, ids.length * D);
+  }
+
+  /**
    * One single-token step: captured once against the shared StateSet (CUDA graphs, command buffers, host
    * schedules) and replayed for every session after, since which pages and lane a step uses are slots.
    */

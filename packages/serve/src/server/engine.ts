@@ -146,6 +146,13 @@ export interface ServeEngine {
   encodeChat(messages: readonly ChatMessage[]): Promise<number[] | null>;
   /** The text of token ids (special tokens kept). */
   textOf(ids: readonly number[]): string;
+  /** Width of the model's hidden state (the rows {@link ServeEngine.hidden} returns). */
+  readonly hiddenSize: number;
+  /**
+   * The final hidden state of each token of `ids` after the model's final norm (the LM head's input), row-major
+   * [T, hiddenSize]; ids are in the vocabulary and at most a context long (the caller checks).
+   */
+  hidden(ids: readonly number[]): Promise<Float32Array>;
   /** The text of one token alone, for logprobs. */
   tokenText(id: number): string;
   /**

@@ -139,6 +139,16 @@ export class RuntimeServeEngine implements ServeEngine {
     return this.codec.tok.decode(ids);
   }
 
+  /** The model's hidden size. */
+  get hiddenSize(): number {
+    return this.engine.config.hiddenSize;
+  }
+
+  /** `Engine.promptHidden`: one stateless prefill's final normed hidden states. */
+  async hidden(ids: readonly number[]): Promise<Float32Array> {
+    return this.engine.promptHidden(ids);
+  }
+
   /** One token decoded alone. */
   tokenText(id: number): string {
     return this.codec.tok.decode([id]);

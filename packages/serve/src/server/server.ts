@@ -1,5 +1,5 @@
 // The OpenAI-compatible HTTP server on fastify: /v1/models, /v1/completions, /v1/chat/completions,
-// /health and /metrics, with API-key checks, OpenAI-shaped errors and a continuous-batching scheduler.
+// /v1/embeddings, llama-server's /tokenize and /detokenize, /health and /metrics, with API-key checks, OpenAI-shaped errors and a continuous-batching scheduler.
 import { randomUUID } from "node:crypto";
 import * as http from "node:http";
 import cors from "@fastify/cors";
@@ -13,7 +13,20 @@ import { checkModel, planChat, planCompletion, type PlannedRequest } from "./req
 import { respond } from "./respond.js";
 import { chatRenderer, completionRenderer } from "./responses.js";
 import { Scheduler } from "./scheduler.js";
-import { chatBody, completionBody, placeBody, type ChatBody, type CompletionBody } from "./schemas.js";
+import { detokenize, embeddings, tokenize } from "./embeddings.js";
+import {
+  chatBody,
+  completionBody,
+  placeBody,
+  detokenizeBody,
+  embeddingsBody,
+  tokenizeBody,
+  type ChatBody,
+  type CompletionBody,
+  type DetokenizeBody,
+  type EmbeddingsBody,
+  type TokenizeBody,
+} from "./schemas.js";
 import { normalizeTarget } from "./url.js";
 import { toApiError } from "./validation.js";
 
@@ -91,6 +104,9 @@ const ENDPOINTS = new Set([
   "/v1/models",
   "/v1/completions",
   "/v1/chat/completions",
+  "/v1/embeddings",
+  "/tokenize",
+  "/detokenize",
   "/health",
   "/metrics",
   "/admin/place",
@@ -233,6 +249,16 @@ export function createServer(options: ServerOptions): PootServer {
     const header = { id: `chatcmpl-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: modelId };
     await respond(sched, plan, chatRenderer(engine, header, plan.generations[0]!.logprobs), reply);
   });
+  app.post<{ Body: EmbeddingsBody }>("/v1/embeddings", { schema: { body: embeddingsBody } }, async (req) => {
+    checkModel(req.body.model, modelId);
+    return embeddings(engine, req.body, modelId);
+  });
+  app.post<{ Body: TokenizeBody }>("/tokenize", { schema: { body: tokenizeBody } }, async (req) =>
+    tokenize(engine, req.body),
+  );
+  app.post<{ Body: DetokenizeBody }>("/detokenize", { schema: { body: detokenizeBody } }, async (req) =>
+    detokenize(engine, req.body),
+  );
 
   // Admin (decision 1707): where the blocks are, and moving them between steps. Behind the same auth hook as the
   // API (an API key, when set, is required); a bad placement is a one-line 400 and moves nothing.
