@@ -27,6 +27,7 @@ import {
 import {
   chatBody,
   completionBody,
+  placeBody,
   detokenizeBody,
   embeddingsBody,
   placeBody,
