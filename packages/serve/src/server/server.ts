@@ -27,7 +27,6 @@ import {
 import {
   chatBody,
   completionBody,
-  placeBody,
   detokenizeBody,
   embeddingsBody,
   placeBody,
