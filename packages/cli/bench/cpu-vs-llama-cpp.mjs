@@ -5,7 +5,9 @@
 // loaded, and writes bench-results/<date>-cpu-vs-llama-cpp.json (the docs site's charts read it).
 //
 // usage: node bench/cpu-vs-llama-cpp.mjs [--formats F16,Q8_0,Q4_K_M] [--pairs 5] [--prompt-tokens 128]
-//          [--gen-tokens 64] [--threads 2] [--models-dir DIR] [--numerics exact,fast] [--no-write]
+//          [--gen-tokens 64] [--threads 2] [--models-dir DIR] [--numerics exact,fast] [--name NAME] [--no-write]
+// (--name: the result file's name part, default cpu-vs-llama-cpp; a second run the same day with the same name
+// replaces the first)
 // On a shared machine, run it under `flock /tmp/poot-bench.lock` so two benchmarks do not share the cores.
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
@@ -23,7 +25,7 @@ const MAKE_MODEL = path.join(REPO, "tools/random-model/make-random-model.mjs");
 const FORMATS = ["F16", "Q8_0", "Q4_K_M"];
 const USAGE =
   "usage: node bench/cpu-vs-llama-cpp.mjs [--formats F16,Q8_0,Q4_K_M] [--pairs 5] [--prompt-tokens 128] " +
-  "[--gen-tokens 64] [--threads 2] [--models-dir DIR] [--numerics exact,fast] [--no-write]";
+  "[--gen-tokens 64] [--threads 2] [--models-dir DIR] [--numerics exact,fast] [--name NAME] [--no-write]";
 
 function fail(msg) {
   console.error(`bench cpu-vs-llama-cpp: ${msg}`);
@@ -41,6 +43,7 @@ try {
       threads: { type: "string", default: "2" },
       "models-dir": { type: "string", default: path.join(os.tmpdir(), "poot-random-model") },
       numerics: { type: "string" },
+      name: { type: "string", default: "cpu-vs-llama-cpp" },
       "no-write": { type: "boolean", default: false },
       help: { type: "boolean", default: false },
     },
@@ -89,7 +92,7 @@ function llamaNameOf(b) {
 function save(done) {
   if (o["no-write"] || build === null) return;
   const file = writeBenchResult({
-    name: "cpu-vs-llama-cpp",
+    name: o.name,
     commit,
     title: "poot --backend cpu vs llama.cpp, Llama-3.2-1B-shaped GGUFs, decode and prefill",
     load: load.summary(),
