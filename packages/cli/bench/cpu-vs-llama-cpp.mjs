@@ -67,6 +67,7 @@ const PAIRS = int("pairs", 1),
 const formats = o.formats.split(",").map((f) => f.trim());
 for (const f of formats) if (!FORMATS.includes(f)) fail(`--formats: ${f} is not one of ${FORMATS.join(", ")}`);
 const modelsDir = path.resolve(o["models-dir"]);
+if (!/^[a-z0-9][a-z0-9-]*$/.test(o.name)) fail(`--name: lowercase letters, digits and dashes only, not "${o.name}"`);
 
 // The CLI as an install lays it out: its built dist/, and the kernel library (kernelgen's assets) beside it.
 if (!existsSync(path.join(CLI, "dist/index.js"))) fail("@poot/cli is not built; run `pnpm build` (or `pnpm bench`)");
