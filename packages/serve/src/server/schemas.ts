@@ -285,6 +285,7 @@ export interface EmbeddingsBody {
   normalize?: boolean;
   pooling?: "mean" | "last";
 }
+
 /** POST /admin/place (decision 1707): the new placement in `--place` syntax. */
 export const placeBody = {
   type: "object",
