@@ -20,6 +20,7 @@ export interface ServeCliOptions extends PlacementFlags {
   readonly apiKey?: string;
   readonly metricsAuth?: boolean;
   readonly metricsCompat?: string;
+  readonly prefixCache?: boolean;
   readonly maxBatch: string;
   readonly maxQueue: string;
   readonly ctx?: string;
@@ -121,6 +122,7 @@ export async function startServe(
       ...engineDevices(plan, placed, createExecutor),
       weights: o.weights,
       maxSequences: maxBatch,
+      prefixCache: o.prefixCache === true,
       ...(context === undefined ? {} : { context, prefillChunk }),
       ...(pageSize === undefined ? {} : { pageSize }),
       ...(kvPages === undefined ? {} : { kvPages }),
@@ -222,6 +224,10 @@ export const serveCommand = (createExecutor: ExecutorFactory, backends?: readonl
       )
       .option("--cors <origin>", "let browsers on ORIGIN (or *) call the API")
       .option("--max-connections <n>", "most open client sockets", "1024")
+      .option(
+        "--prefix-cache",
+        "keep finished prompts' KV pages in a prefix cache so prompts sharing a prefix skip computing it (LRU-evicted)",
+      )
       .option("--max-batch <n>", "most sequences in one decode step", "8")
       .option("--max-queue <n>", "most requests waiting for a batch slot; more get 429", "256")
       .option("--queue-timeout <s>", "a request waiting longer than S seconds for a slot gets 503 (0 = no limit)", "60")
