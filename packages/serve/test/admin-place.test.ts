@@ -80,6 +80,7 @@ const ref =
 
 /** Streams N greedy tokens, moving layer 0 (and the embedding) to b after token 5 and back after token 10. */
 async function relocatedStream(s: Started): Promise<{ text: string; movedAt: number[] }> {
+  // @ts-expect-error ignore_eos is poot's extension (vLLM's name): keep generating past EOS
   const stream = await s.client.completions.create({
     model: "llama3",
     prompt: ref!.prompt_ids,
@@ -87,7 +88,6 @@ async function relocatedStream(s: Started): Promise<{ text: string; movedAt: num
     temperature: 0,
     logprobs: 0,
     stream: true,
-    // @ts-expect-error poot's extension (vLLM's name): keep generating past EOS
     ignore_eos: true,
   });
   let text = "";

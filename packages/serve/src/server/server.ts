@@ -20,6 +20,7 @@ import {
   placeBody,
   detokenizeBody,
   embeddingsBody,
+  placeBody,
   tokenizeBody,
   type ChatBody,
   type CompletionBody,
