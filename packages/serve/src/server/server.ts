@@ -17,7 +17,6 @@ import { detokenize, embeddings, tokenize } from "./embeddings.js";
 import {
   chatBody,
   completionBody,
-  placeBody,
   detokenizeBody,
   embeddingsBody,
   placeBody,
