@@ -81,9 +81,15 @@ export class DeviceExecutor<B extends DeviceBuffer = DeviceBuffer, K = unknown, 
   weight(b: LoweredBuffer, program: string): B {
     const have = this.#weights.get(b.key!);
     if (have !== undefined) return have;
-    const data = readWeight(this.#source, b.key!, { dtype: b.dtype, shape: b.shape }, program);
+    const type = { dtype: b.dtype, shape: b.shape };
     const w = this.device.allocate(b.bytes, "weight", `weight ${b.key}`);
-    this.device.upload(w, storageOf(b.dtype, data.length, data));
+    // Host-visible memory is read into in place when the source can (one file read, no host copy).
+    const into = this.#source?.into,
+      view = into !== undefined ? this.device.hostView?.(w, 0, "u8", b.bytes) : undefined;
+    if (view === undefined || !into!(b.key!, type, view as Uint8Array)) {
+      const data = readWeight(this.#source, b.key!, type, program);
+      this.device.upload(w, storageOf(b.dtype, data.length, data));
+    }
     this.#weights.set(b.key!, w);
     this.#weightBytes += b.bytes;
     return w;
