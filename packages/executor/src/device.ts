@@ -103,6 +103,8 @@ export interface Device<B extends DeviceBuffer = DeviceBuffer, K = unknown, L = 
   release(recording: R): void;
   /** Waits for everything queued. */
   sync(): void;
+  /** Optional: device memory free now in bytes (devices without a query leave it out). */
+  freeMemoryBytes?(): number;
   /**
    * Optional: runs `ops` once with a device timer after each and returns each operation's device time in
    * microseconds (events serialize nothing the queue did not already order). Devices without timers leave it out.

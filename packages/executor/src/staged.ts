@@ -143,6 +143,14 @@ export class DeviceExecutor<B extends DeviceBuffer = DeviceBuffer, K = unknown, 
     this.#programs.delete(p);
   }
 
+  /** Device memory free now (the device's query), or `caps.deviceMemoryBytes` less what this executor holds. */
+  freeMemoryBytes(): number {
+    const q = this.device.freeMemoryBytes?.();
+    if (q !== undefined) return q;
+    const total = this.caps.deviceMemoryBytes;
+    return total === null ? Number.POSITIVE_INFINITY : Math.max(0, total - this.deviceBytes().total);
+  }
+
   deviceBytes(): DeviceBytes {
     let state = 0,
       io = 0;
@@ -269,6 +277,21 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
       bytes: Object.values(l.args).reduce((a, x) => a + this.#byId.get(x.buffer)!.bytes, 0),
       us: times[i]!,
     }));
+  }
+
+  /**
+   * The step recorded against `state` (recorded now if it was not, or was recorded against older weights), for
+   * device loops that replay a step's operations without its slot copies (decision 2201). Valid until the next
+   * `bindWeights` or the state's disposal: compare identities to notice a new one.
+   */
+  recordedStep(state?: StateSet): R {
+    return this.#stepFor(this.#check(state)).recording;
+  }
+
+  /** The device buffer of lowered buffer `id` (a slot, output, weight or `state`'s), for device loops (decision 2201). */
+  bufferOf(id: number, state?: StateSet): B {
+    this.#alive();
+    return this.#buffer(id, this.#checkState(state));
   }
 
   /** Kernel launches per step (what the lowering predicts and `dispatchesSubmitted` counts). */

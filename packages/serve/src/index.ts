@@ -13,13 +13,17 @@ export type {
   Admission,
   EngineSequence,
   EngineStats,
+  PlacementSummary,
+  PromptLogprob,
+  JsonConstraintSpec,
+  RelocateResult,
   SamplingParams,
   SequenceEvent,
   SequenceOptions,
   ServeEngine,
   TokenLogprob,
 } from "./server/engine.js";
-export type { ServerMetrics } from "./server/metrics.js";
+export type { MetricsCompat, MetricsOptions, ServerMetrics } from "./server/metrics.js";
 export { RuntimeServeEngine } from "./server/runtime-engine.js";
 export type { RuntimeServeEngineOptions } from "./server/runtime-engine.js";
 export { Scheduler } from "./server/scheduler.js";
@@ -37,13 +41,16 @@ export type {
 export { createServer } from "./server/server.js";
 export type { PootServer, ServerOptions, SocketLimits } from "./server/server.js";
 export {
+  DEVICE_WEIGHT_SHARE,
   blockCutOf,
   createDevices,
   cutOfGraph,
   describePlacement,
+  deviceMemoryOf,
   engineDevices,
   placementOptions,
   placementReportOf,
+  planDevices,
   planPlacement,
 } from "./placement.js";
-export type { PlacedDevices, PlacementFlags, PlacementPlan } from "./placement.js";
+export type { PlacedDevices, PlacementFlags, PlacementPlan, PlannedDevices } from "./placement.js";

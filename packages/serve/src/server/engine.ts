@@ -36,6 +36,17 @@ export interface SequenceOptions {
   readonly logprobs: number | null;
   /** Keep generating past EOS. */
   readonly ignoreEos: boolean;
+  /** Constrain the output to JSON (grammar-constrained decoding); absent or null = free text. */
+  readonly constraint?: JsonConstraintSpec | null;
+}
+
+/**
+ * Output constrained to one JSON document: a JSON schema (already checked by the server: it compiles, and its
+ * shortest document fits maxTokens), or null for any JSON object. Plain data, so it can cross to a worker thread.
+ */
+export interface JsonConstraintSpec {
+  /** The JSON schema, or null for any JSON object. */
+  readonly schema: unknown;
 }
 
 /** A token and its log-probability under the raw model distribution. */
@@ -44,6 +55,13 @@ export interface TokenLogprob {
   readonly id: number;
   /** Natural-log probability. */
   readonly logprob: number;
+}
+
+/** A prompt token's logprob under the model given the tokens before it (null for the first), and the top tokens there. */
+export interface PromptLogprob {
+  readonly id: number;
+  readonly logprob: number | null;
+  readonly top: readonly TokenLogprob[] | null;
 }
 
 /** What a sequence releases after one step: a sampled token with its text (possibly empty), or trailing text. */
@@ -100,8 +118,27 @@ export interface EngineStats {
     readonly pageInBytes: number;
     readonly pageOuts: number;
     readonly stallSeconds: number;
+    /** Weight bytes read ahead of use (decision 1706). */
+    readonly prefetchedBytes: number;
   };
 }
+
+/** Where an engine's blocks are (decision 1707): what `GET` / `POST /admin/place` answer. */
+export interface PlacementSummary {
+  /** The placement in `--place` syntax. */
+  readonly place: string;
+  /** Units (runs of consecutive blocks on one device) per token. */
+  readonly unitsPerToken: number;
+  /** Residual-stream hand-offs between devices per token. */
+  readonly handoffsPerToken: number;
+  /** Weight bytes of the blocks placed on each device. */
+  readonly weightBytesByDevice: Readonly<Record<string, number>>;
+  /** Relocations done so far. */
+  readonly relocations: number;
+}
+
+/** What a relocation did: the placement after it, or why it was refused (one line; nothing moved). */
+export type RelocateResult = { readonly placement: PlacementSummary } | { readonly error: string };
 
 /** Whether a sequence can begin now: yes, not until KV pages (or lanes) are released, or never (larger than the pool). */
 export type Admission = "now" | "wait" | "never";
@@ -123,10 +160,23 @@ export interface ServeEngine {
   /**
    * Tokens of a chat rendered by the chat template with the generation prompt, computed off the event loop; null
    * when the model has no chat template. Rejects with the template's message when it refuses the conversation.
+   * `tools` (OpenAI function tools) are given to the template, as HF apply_chat_template(tools=...) does.
    */
-  encodeChat(messages: readonly ChatMessage[]): Promise<number[] | null>;
+  encodeChat(messages: readonly ChatMessage[], tools?: readonly unknown[] | null): Promise<number[] | null>;
   /** The text of token ids (special tokens kept). */
   textOf(ids: readonly number[]): string;
+  /** Width of the model's hidden state (the rows {@link ServeEngine.hidden} returns). */
+  readonly hiddenSize: number;
+  /**
+   * The final hidden state of each token of `ids` after the model's final norm (the LM head's input), row-major
+   * [T, hiddenSize]; ids are in the vocabulary and at most a context long (the caller checks).
+   */
+  hidden(ids: readonly number[]): Promise<Float32Array>;
+  /**
+   * The logprob of each prompt token after the ones before it, with the `top` most likely tokens there (the first
+   * token has none: null); ids are in the vocabulary and at most a context long (the caller checks).
+   */
+  promptLogprobs(ids: readonly number[], top: number): Promise<PromptLogprob[]>;
   /** The text of one token alone, for logprobs. */
   tokenText(id: number): string;
   /**
@@ -146,6 +196,14 @@ export interface ServeEngine {
   step(seqs: readonly EngineSequence[]): Float32Array[];
   /** Counters and memory. */
   stats(): EngineStats;
+  /** Where the blocks are; null when the model runs as one program (no placement). Optional. */
+  placement?(): PlacementSummary | null;
+  /**
+   * Moves blocks to the devices of `place` (`--place` syntax) between steps, each block taking its KV / recurrent
+   * state (decision 1707); the next step runs every block where it now lives. Optional: an engine without blocks
+   * leaves it out or refuses. Results are plain data (no exception crosses for a bad placement).
+   */
+  relocate?(place: string): RelocateResult | Promise<RelocateResult>;
   /** Frees everything. */
   close(): void;
 }

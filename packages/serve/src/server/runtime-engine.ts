@@ -1,9 +1,30 @@
 // The ServeEngine over @poot/runtime: a sequence is a runtime Session with the runtime's Decoding (seeded
 // sampling, stop strings, streaming detokenization, logprobs), and a step is Engine.stepBatch.
 import type { ChatMessage } from "@poot/models";
-import { Decoding, type Engine, type GenerateOptions } from "@poot/runtime";
+import {
+  Decoding,
+  RuntimeError,
+  tokenLogprobs,
+  formatPlacement,
+  parsePlacement,
+  type Engine,
+  type GenerateOptions,
+} from "@poot/runtime";
 import { invariant } from "../errors.js";
-import type { Admission, EngineSequence, EngineStats, SequenceEvent, SequenceOptions, ServeEngine } from "./engine.js";
+import type {
+  Admission,
+  EngineSequence,
+  EngineStats,
+  JsonConstraintSpec,
+  PlacementSummary,
+  PromptLogprob,
+  RelocateResult,
+  SequenceEvent,
+  SequenceOptions,
+  ServeEngine,
+} from "./engine.js";
+import { JsonGrammar } from "./json-grammar.js";
+import { CompiledConstraint, ConstrainedDecoder, TokenTable } from "./token-mask.js";
 import { encodeChat, textCodec, type TextCodec } from "./text.js";
 import { TextWorker } from "./text-worker.js";
 
@@ -19,7 +40,14 @@ export interface RuntimeServeEngineOptions {
 }
 
 class RuntimeSequence implements EngineSequence {
-  constructor(readonly decoding: Decoding) {}
+  /**
+   * @param decoding - the runtime's decoding state over the session.
+   * @param json - the grammar constraint, when the output must be one JSON document.
+   */
+  constructor(
+    readonly decoding: Decoding,
+    private readonly json: ConstrainedDecoder | null = null,
+  ) {}
 
   get length(): number {
     const s = this.decoding.session;
@@ -42,13 +70,14 @@ class RuntimeSequence implements EngineSequence {
   }
 
   accept(logits: Float32Array): SequenceEvent[] {
-    return this.decoding
-      .accept(logits)
-      .map((e) =>
-        e.kind === "text"
-          ? e
-          : { kind: "token", id: e.id, text: e.text, logprob: e.logprob ?? null, top: e.top ?? null },
-      );
+    const d = this.decoding;
+    // The mask goes on the raw logits, before penalties and sampling: disallowed tokens are at -Infinity throughout.
+    if (this.json !== null) this.json.mask(logits, d.options.maxTokens - d.ids.length);
+    const events = d.accept(logits);
+    if (this.json !== null) for (const e of events) if (e.kind === "token") this.json.accept(e.id);
+    return events.map((e) =>
+      e.kind === "text" ? e : { kind: "token", id: e.id, text: e.text, logprob: e.logprob ?? null, top: e.top ?? null },
+    );
   }
 
   release(): void {
@@ -56,12 +85,19 @@ class RuntimeSequence implements EngineSequence {
   }
 }
 
+/** Compiled schemas an engine keeps (least recently used dropped first). */
+const CONSTRAINTS_KEPT = 64;
+
 /** Adapts a runtime {@link Engine} (which must have a tokenizer) to the server's {@link ServeEngine}. */
 export class RuntimeServeEngine implements ServeEngine {
   private readonly codec: TextCodec;
   private readonly worker: TextWorker | null;
   /** Most UTF-8 bytes of text one token can stand for (the longest token string's bytes, an upper bound). */
   readonly maxTokenBytes: number;
+  /** Each token's text for constrained decoding (built on the first constrained request). */
+  private table: TokenTable | null = null;
+  /** Compiled schemas by their JSON text, with their mask caches (the most recent {@link CONSTRAINTS_KEPT}). */
+  private readonly constraints = new Map<string, CompiledConstraint>();
 
   /**
    * @param engine - the runtime engine; the adapter closes it in {@link RuntimeServeEngine.close}.
@@ -114,13 +150,34 @@ export class RuntimeServeEngine implements ServeEngine {
   }
 
   /** The ids of the chat rendered by the override template, else the tokenizer's; null without a template. */
-  async encodeChat(messages: readonly ChatMessage[]): Promise<number[] | null> {
-    return this.worker === null ? encodeChat(this.codec, messages) : this.worker.chat(messages);
+  async encodeChat(messages: readonly ChatMessage[], tools?: readonly unknown[] | null): Promise<number[] | null> {
+    return this.worker === null ? encodeChat(this.codec, messages, tools) : this.worker.chat(messages, tools);
   }
 
   /** The tokenizer's decoding of `ids`. */
   textOf(ids: readonly number[]): string {
     return this.codec.tok.decode(ids);
+  }
+
+  /** The model's hidden size. */
+  get hiddenSize(): number {
+    return this.engine.config.hiddenSize;
+  }
+
+  /** `Engine.promptHidden`: one stateless prefill's final normed hidden states. */
+  async hidden(ids: readonly number[]): Promise<Float32Array> {
+    return this.engine.promptHidden(ids);
+  }
+
+  /** Log-softmax of `Engine.prefillLogits` rows (a stateless prefill: no KV pages taken). */
+  async promptLogprobs(ids: readonly number[], top: number): Promise<PromptLogprob[]> {
+    const V = this.vocabSize;
+    const rows = this.engine.prefillLogits(ids);
+    return ids.map((id, i) => {
+      if (i === 0) return { id, logprob: null, top: null };
+      const lp = tokenLogprobs(rows.subarray((i - 1) * V, i * V), id, top);
+      return { id, logprob: lp.logprob, top: lp.top };
+    });
   }
 
   /** One token decoded alone. */
@@ -156,15 +213,30 @@ export class RuntimeServeEngine implements ServeEngine {
       ...(p.seed === undefined ? {} : { seed: p.seed }),
       ...(o.logprobs === null ? {} : { logprobs: o.logprobs }),
     };
+    const json = o.constraint === undefined || o.constraint === null ? null : this.constrained(o.constraint);
     const session = this.engine.openSession({ reserveTokens: prompt.length + o.maxTokens });
     try {
       const decoding = new Decoding(this.engine, session, prompt, options);
       session.feed(prompt);
-      return new RuntimeSequence(decoding);
+      return new RuntimeSequence(decoding, json);
     } catch (err) {
       session.release();
       throw err;
     }
+  }
+
+  /** A decoder for `spec`, its schema compiled once (and its masks cached) for every sequence that uses it. */
+  private constrained(spec: JsonConstraintSpec): ConstrainedDecoder {
+    const key = JSON.stringify(spec.schema);
+    let c = this.constraints.get(key);
+    if (c === undefined) {
+      const tok = this.codec.tok;
+      this.table ??= TokenTable.of(this.vocabSize, (ids) => tok.decode(ids, { skipSpecial: true }), this.eosTokenIds);
+      c = new CompiledConstraint(new JsonGrammar(spec.schema, "response_format"), this.table);
+      if (this.constraints.size >= CONSTRAINTS_KEPT) this.constraints.delete(this.constraints.keys().next().value!);
+    } else this.constraints.delete(key);
+    this.constraints.set(key, c);
+    return new ConstrainedDecoder(c);
   }
 
   /** One `Engine.stepBatch` over the sequences' sessions. */
@@ -189,6 +261,40 @@ export class RuntimeServeEngine implements ServeEngine {
     };
   }
 
+  /** Where the blocks are; null when the engine runs one program. */
+  placement(): PlacementSummary | null {
+    const p = this.engine.pipeline;
+    if (p === null) return null;
+    const r = p.report();
+    return {
+      place: formatPlacement(r.placement),
+      unitsPerToken: r.unitsPerToken,
+      handoffsPerToken: r.handoffsPerToken,
+      weightBytesByDevice: r.weightBytesByDevice,
+      relocations: p.stats.relocations,
+    };
+  }
+
+  /**
+   * Moves blocks to `place`'s devices (the devices the engine was made with) between steps, with their State;
+   * a bad placement is refused with one line and moves nothing.
+   */
+  relocate(place: string): RelocateResult {
+    const p = this.engine.pipeline;
+    if (p === null)
+      return {
+        error:
+          "this server runs the model as one program: start poot serve with --place or --gpu-layers to relocate blocks",
+      };
+    try {
+      this.engine.relocate(parsePlacement(place, this.engine.config.numLayers, p.deviceNames));
+    } catch (err) {
+      if (err instanceof RuntimeError) return { error: err.message.replace(/^\[[a-z-]+\] /, "") };
+      throw err;
+    }
+    return { placement: this.placement()! };
+  }
+
   /** The pipeline's hand-offs and the pager's counters, when the engine runs blocks. */
   private blocks(): Pick<EngineStats, "blocks"> {
     const p = this.engine.pipelineStats;
@@ -201,6 +307,7 @@ export class RuntimeServeEngine implements ServeEngine {
         pageInBytes: g?.pageInBytes ?? 0,
         pageOuts: g?.pageOuts ?? 0,
         stallSeconds: (g?.stallMs ?? 0) / 1000,
+        prefetchedBytes: g?.prefetchedBytes ?? 0,
       },
     };
   }
