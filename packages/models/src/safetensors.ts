@@ -22,6 +22,7 @@ export const SAFETENSORS_DTYPE_BYTES = {
   U16: 2,
   U8: 1,
   BOOL: 1,
+  F8_E4M3: 1,
 } as const;
 
 /** A safetensors dtype name. */

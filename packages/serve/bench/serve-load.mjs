@@ -1,12 +1,15 @@
 // Load benchmark of `poot serve`: starts the built CLI on a model (default models/demo, eval backend), then
 // measures N concurrent streaming chat clients against the same requests sent one at a time (the baseline,
 // interleaved run by run). Prints requests/s, tok/s, TTFT and inter-token latency percentiles, and checks
-// that every concurrent answer equals its sequential one and that no KV state is left afterwards.
+// that every concurrent answer equals its sequential one and that no KV state is left afterwards. Writes
+// bench-results/<date>-serve-load.json (the concurrent rate, the sequential one as its anchor).
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import os from "node:os";
+import { relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { figure, gitCommit, loadSampler, ratiosOf, REPO_ROOT, writeBenchResult } from "@poot/testkit";
 import OpenAI from "openai";
 
 const { values: o } = parseArgs({
@@ -143,6 +146,8 @@ function healthPoller(url) {
   };
 }
 
+const commit = gitCommit();
+const load = loadSampler();
 const { url, child } = await startServer();
 try {
   const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: "unused", maxRetries: 0, timeout: 3_600_000 });
@@ -173,6 +178,7 @@ try {
     health.push(...poll.ms);
     for (const [i, text] of alone)
       if (all[i].text !== text) throw new Error(`client ${i}: concurrent text differs from its sequential run`);
+    load.sample();
     conRates.push((all.reduce((n, r) => n + r.tokens, 0) / ms) * 1000);
     reqRates.push((CLIENTS / ms) * 1000);
     for (const r of all) {
@@ -200,6 +206,44 @@ result:   ${median(conRates).toFixed(2)} tok/s   baseline ${median(seqRates).toF
           ${median(reqRates).toFixed(3)} requests/s; TTFT p50 ${pct(ttfts, 50).toFixed(0)} ms, p90 ${pct(ttfts, 90).toFixed(0)} ms, p99 ${pct(ttfts, 99).toFixed(0)} ms; inter-token p50 ${pct(gaps, 50).toFixed(0)} ms, p90 ${pct(gaps, 90).toFixed(0)} ms, p99 ${pct(gaps, 99).toFixed(0)} ms
           /health during the concurrent phase (polled every 20 ms, ${health.length} polls): p50 ${pct(health, 50).toFixed(1)} ms, p99 ${pct(health, 99).toFixed(1)} ms, max ${Math.max(...health).toFixed(1)} ms
           every concurrent answer equal to its sequential one; after the load 0 KV pages in use, 0 open sequences`);
+  const metrics = {
+    tokS: figure(conRates, "tok/s"),
+    requestsS: figure(reqRates, "requests/s"),
+    ttftMsP50: figure([pct(ttfts, 50)], "ms"),
+    interTokenMsP50: figure([pct(gaps, 50)], "ms"),
+  };
+  const anchorMetrics = { tokS: figure(seqRates, "tok/s") };
+  const file = writeBenchResult({
+    name: "serve-load",
+    commit,
+    title: `poot serve: ${CLIENTS} concurrent streaming chat clients against one at a time`,
+    load: load.summary(),
+    settings: {
+      clients: CLIENTS,
+      maxTokens: MAX_TOKENS,
+      ctx: Number(o.ctx),
+      maxBatch: Number(o["max-batch"]),
+      runs: RUNS,
+      sequential: SEQ,
+    },
+    anchors: [{ id: "sequential", name: `the same server answering ${SEQ} of the requests one at a time` }],
+    cases: [
+      {
+        id: `serve-${o.backend}-${CLIENTS}-clients`,
+        label: `poot serve, ${CLIENTS} concurrent clients`,
+        backend: o.backend,
+        format: null,
+        numerics: null,
+        model: existsSync(o.model) ? relative(REPO_ROOT, o.model) : o.model,
+        metrics,
+        anchor: "sequential",
+        anchorMetrics,
+        ratios: ratiosOf(metrics, anchorMetrics),
+      },
+    ],
+    notes: ["Every concurrent answer equal to its sequential one; after the load 0 KV pages in use, 0 open sequences."],
+  });
+  console.log(`wrote ${relative(REPO_ROOT, file)}`);
 } finally {
   child.kill("SIGTERM");
 }

@@ -3,6 +3,7 @@
 import type { ConstSource, DType, HostData } from "@poot/graph-ir";
 import type { Checkpoint, TensorInfo } from "../checkpoint.js";
 import { TraceError } from "../errors.js";
+import { hfPackedFormat } from "../quant/hf-formats.js";
 import { ggmlPackedFormat } from "../quant/recipes.js";
 
 /** A weight as the tracer sees it: storage dtype and row-major shape. */
@@ -194,7 +195,7 @@ export function dtypeOf(t: TensorInfo): DType {
     case "BF16":
       return "bf16";
     default: {
-      const packed = ggmlPackedFormat(t.dtype);
+      const packed = ggmlPackedFormat(t.dtype) ?? hfPackedFormat(t.dtype);
       if (packed === null)
         throw new TraceError("wrong-dtype", `tensor type ${t.dtype} cannot be traced`, {
           file: t.file,
