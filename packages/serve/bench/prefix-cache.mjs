@@ -63,15 +63,16 @@ async function ttft(client, q) {
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const plain = await start(false),
   cached = await start(true);
-await ttft(plain, "warm-up");
-await ttft(cached, "warm-up");
+await ttft(plain.client, "warm-up");
+await ttft(cached.client, "warm-up");
 const a = [],
   b = [];
 for (let i = 0; i < Number(o.runs); i++) {
   const q = `What happened on day ${i}?`;
-  const u = await ttft(plain, q);
-  const c = await ttft(cached, q);
-  if (u.text !== c.text) throw new Error(`run ${i}: cached answer ${JSON.stringify(c.text)} != ${JSON.stringify(u.text)}`);
+  const u = await ttft(plain.client, q);
+  const c = await ttft(cached.client, q);
+  if (u.text !== c.text)
+    throw new Error(`run ${i}: cached answer ${JSON.stringify(c.text)} != ${JSON.stringify(u.text)}`);
   a.push(u.ms);
   b.push(c.ms);
   console.log(`run ${i}: uncached ${u.ms.toFixed(0)} ms, cached ${c.ms.toFixed(0)} ms`);
