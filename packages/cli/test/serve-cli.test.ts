@@ -27,7 +27,17 @@ describe("poot serve", () => {
   test("--help lists the options", async () => {
     const io = bufferIo();
     expect(await runCli(["serve", "--help"], { io })).toBe(0);
-    for (const flag of ["--backend", "--host", "--port", "--api-key", "--max-batch", "--ctx", "--chat-template"])
+    for (const flag of [
+      "--backend",
+      "--host",
+      "--port",
+      "--api-key",
+      "--max-batch",
+      "--ctx",
+      "--chat-template",
+      "--metrics-compat",
+      "--prefix-cache",
+    ])
       expect(io.stdout()).toContain(flag);
     expect(io.stdout()).toContain('(default: "127.0.0.1")');
   });
@@ -45,6 +55,9 @@ describe("poot serve", () => {
     await expect(
       startServe(DEMO, { ...defaults, chatTemplate: "/nonexistent/t.jinja" }, io, createExecutor),
     ).rejects.toMatchObject({ code: "file-unreadable" });
+    await expect(
+      startServe(DEMO, { ...defaults, metricsCompat: "vllm,prometheus" }, io, createExecutor),
+    ).rejects.toThrow('--metrics-compat takes vllm and/or llamacpp (comma-separated), got "prometheus"');
   });
 
   test("the demo model: binds 127.0.0.1, applies its chat template, greedy chat equals the reference loop", {
