@@ -34,7 +34,7 @@ function counterOf(registry: Registry, name: string, help: string, read: () => n
 /** Metric names other servers expose, for dashboards built on them: vLLM's `vllm:*`, llama.cpp's `llamacpp:*`. */
 export type MetricsCompat = "vllm" | "llamacpp";
 
-/** Options of {@link createMetrics}. */
+/** Options of the server's Prometheus metrics (its `/metrics` names and labels). */
 export interface MetricsOptions {
   /** The served model id (vLLM labels its metrics `model_name`). */
   readonly modelId?: string;
