@@ -1,7 +1,9 @@
 // Load benchmark of `poot serve`: starts the built CLI on a model (default models/demo, eval backend), then
 // measures N concurrent streaming chat clients against the same requests sent one at a time (the baseline,
-// interleaved run by run). Prints requests/s, tok/s, TTFT and inter-token latency percentiles, and checks
-// that every concurrent answer equals its sequential one and that no KV state is left afterwards.
+// interleaved run by run). Prints requests/s, tok/s, TTFT and inter-token latency percentiles, /health latency
+// (idle, and while the concurrent clients run), and checks that every concurrent answer equals its sequential one
+// and that no KV state is left afterwards. `--in-process` serves with `--no-engine-worker` (engine steps on the
+// HTTP thread), for comparison.
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import os from "node:os";
@@ -20,6 +22,7 @@ const { values: o } = parseArgs({
     sequential: { type: "string", default: "4" },
     backend: { type: "string", default: "eval" },
     "chat-template": { type: "string" },
+    "in-process": { type: "boolean", default: false },
   },
 });
 const CLIENTS = Number(o.clients),
@@ -54,6 +57,7 @@ function startServer() {
     "0",
   ];
   if (o["chat-template"] !== undefined) args.push("--chat-template", o["chat-template"]);
+  if (o["in-process"]) args.push("--no-engine-worker");
   const child = spawn(
     process.execPath,
     [...(process.env.POOT_BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean), ...args],
@@ -118,6 +122,20 @@ async function metric(url, name) {
   return line === undefined ? NaN : Number(line.split(" ")[1]);
 }
 
+/** /health latencies (ms) with the server idle: `n` polls 20 ms apart. */
+async function idleHealth(url, n = 50) {
+  const ms = [];
+  while (ms.length < n) {
+    const t0 = performance.now();
+    const r = await fetch(`${url}/health`);
+    await r.arrayBuffer();
+    if (r.status !== 200) throw new Error(`/health answered ${r.status} while idle`);
+    ms.push(performance.now() - t0);
+    await new Promise((res) => setTimeout(res, 20));
+  }
+  return ms;
+}
+
 /** Polls GET /health every 20 ms until stop() (same client process, so its own latency is included). */
 function healthPoller(url) {
   const ms = [];
@@ -154,7 +172,8 @@ try {
     reqRates = [],
     ttfts = [],
     gaps = [],
-    health = [];
+    health = [],
+    idle = [];
   const alone = new Map();
   for (let run = 0; run < RUNS; run++) {
     let toks = 0;
@@ -165,6 +184,7 @@ try {
       toks += r.tokens;
     }
     seqRates.push((toks / (performance.now() - t0)) * 1000);
+    idle.push(...(await idleHealth(url)));
     const poll = healthPoller(url);
     const t1 = performance.now();
     const all = await Promise.all(prompts.map((_, i) => chat(client, i)));
@@ -188,7 +208,7 @@ try {
   if (pages !== 0 || open !== 0) throw new Error(`KV left after the load: ${pages} pages, ${open} open sequences`);
   const cpu = os.cpus();
   console.log(`
-### poot serve: ${CLIENTS} concurrent streaming chat clients vs one at a time
+### poot serve${o["in-process"] ? " --no-engine-worker" : ""}: ${CLIENTS} concurrent streaming chat clients vs one at a time
 machine:  ${cpu[0]?.model.trim()} x${cpu.length}, ${os.platform()} ${os.release()}, node ${process.version}, backend ${o.backend}; load average ${os
     .loadavg()
     .map((x) => x.toFixed(1))
@@ -199,6 +219,7 @@ baseline: the same server answering ${SEQ} of the requests one at a time (median
 result:   ${median(conRates).toFixed(2)} tok/s   baseline ${median(seqRates).toFixed(2)} tok/s   ratio ${(median(conRates) / median(seqRates)).toFixed(2)}x
           ${median(reqRates).toFixed(3)} requests/s; TTFT p50 ${pct(ttfts, 50).toFixed(0)} ms, p90 ${pct(ttfts, 90).toFixed(0)} ms, p99 ${pct(ttfts, 99).toFixed(0)} ms; inter-token p50 ${pct(gaps, 50).toFixed(0)} ms, p90 ${pct(gaps, 90).toFixed(0)} ms, p99 ${pct(gaps, 99).toFixed(0)} ms
           /health during the concurrent phase (polled every 20 ms, ${health.length} polls): p50 ${pct(health, 50).toFixed(1)} ms, p99 ${pct(health, 99).toFixed(1)} ms, max ${Math.max(...health).toFixed(1)} ms
+          /health idle, before each concurrent phase (${idle.length} polls): p50 ${pct(idle, 50).toFixed(1)} ms, p99 ${pct(idle, 99).toFixed(1)} ms
           every concurrent answer equal to its sequential one; after the load 0 KV pages in use, 0 open sequences`);
 } finally {
   child.kill("SIGTERM");

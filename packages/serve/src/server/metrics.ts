@@ -2,7 +2,7 @@
 // histograms fed by the scheduler, and gauges read from the scheduler and engine at scrape time.
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { ServeEngine } from "./engine.js";
-import type { Scheduler, SchedulerObserver } from "./scheduler.js";
+import type { SchedulerObserver, ServeScheduler } from "./scheduler.js";
 
 /** The server's metrics: a registry to scrape and the hooks that feed it. */
 export interface ServerMetrics {
@@ -32,7 +32,7 @@ function counterOf(registry: Registry, name: string, help: string, read: () => n
 }
 
 /** Builds the metrics of one server over its engine and scheduler (gauges are read when scraped). */
-export function createMetrics(engine: ServeEngine, scheduler: () => Scheduler): ServerMetrics {
+export function createMetrics(engine: ServeEngine, scheduler: () => ServeScheduler): ServerMetrics {
   const registry = new Registry();
   const requests = new Counter({
     name: "poot_requests_total",

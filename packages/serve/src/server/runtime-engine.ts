@@ -1,9 +1,9 @@
-// The ServeEngine over @poot/runtime: a sequence is a runtime Session with the runtime's Decoding (seeded
+// The BatchEngine over @poot/runtime: a sequence is a runtime Session with the runtime's Decoding (seeded
 // sampling, stop strings, streaming detokenization, logprobs), and a step is Engine.stepBatch.
 import type { ChatMessage } from "@poot/models";
 import { Decoding, type Engine, type GenerateOptions } from "@poot/runtime";
 import { invariant } from "../errors.js";
-import type { Admission, EngineSequence, EngineStats, SequenceEvent, SequenceOptions, ServeEngine } from "./engine.js";
+import type { Admission, BatchEngine, EngineSequence, EngineStats, SequenceEvent, SequenceOptions } from "./engine.js";
 import { encodeChat, textCodec, type TextCodec } from "./text.js";
 import { TextWorker } from "./text-worker.js";
 
@@ -56,8 +56,8 @@ class RuntimeSequence implements EngineSequence {
   }
 }
 
-/** Adapts a runtime {@link Engine} (which must have a tokenizer) to the server's {@link ServeEngine}. */
-export class RuntimeServeEngine implements ServeEngine {
+/** Adapts a runtime {@link Engine} (which must have a tokenizer) to the server's {@link BatchEngine}. */
+export class RuntimeServeEngine implements BatchEngine {
   private readonly codec: TextCodec;
   private readonly worker: TextWorker | null;
   /** Most UTF-8 bytes of text one token can stand for (the longest token string's bytes, an upper bound). */

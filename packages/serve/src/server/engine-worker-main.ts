@@ -1,0 +1,227 @@
+// The engine worker's thread (built to dist/engine-worker.js): makes the executors through the module it is
+// given, loads the model, and runs the in-process Scheduler over it. A step blocks this thread, never the
+// HTTP thread; what each step released (admissions, tokens, completions, errors) goes back as one message
+// together with the engine's stats after it, so the HTTP thread's /metrics and admission stay current.
+import * as os from "node:os";
+import { parentPort, workerData } from "node:worker_threads";
+import { ModelError } from "@poot/models";
+import { Engine, RuntimeError } from "@poot/runtime";
+import type { ExecutorFactory } from "../command.js";
+import { ApiError, CliError } from "../errors.js";
+import { createDevices, engineDevices, type PlacedDevices } from "../placement.js";
+import type {
+  EngineWorkerData,
+  EngineWorkerError,
+  EngineWorkerInfo,
+  FromWorker,
+  ToWorker,
+  WireEvent,
+} from "./engine-worker.js";
+import { RuntimeServeEngine } from "./runtime-engine.js";
+import { Scheduler, type GenerationEvent, type GenerationJob } from "./scheduler.js";
+
+const data = workerData as EngineWorkerData;
+const port = parentPort!;
+const send = (m: FromWorker): void => port.postMessage(m);
+
+function classify(err: unknown): { kind: EngineWorkerError["kind"]; message: string; code?: string; file?: string } {
+  const e = err instanceof Error ? err : new Error(String(err));
+  const kind =
+    err instanceof ModelError
+      ? "model"
+      : err instanceof RuntimeError
+        ? "runtime"
+        : err instanceof CliError
+          ? "cli"
+          : "other";
+  const code = (e as { code?: unknown }).code;
+  const file = err instanceof ModelError ? err.file : err instanceof CliError ? err.context.file : undefined;
+  return {
+    kind,
+    message: e.message,
+    ...(typeof code === "string" ? { code } : {}),
+    ...(file === undefined ? {} : { file }),
+  };
+}
+
+async function load(): Promise<{ engine: Engine; placed: PlacedDevices }> {
+  // Linux keeps a nice value per thread, and threads inherit it: this thread and the executors' kernel threads it
+  // starts below yield the CPU to the HTTP thread whenever both want it (elsewhere it would renice the process).
+  if (data.nice > 0 && process.platform === "linux") os.setPriority(0, data.nice);
+  const mod = (await import(data.executorModule)) as Record<string, unknown>;
+  const make = mod[data.executorExport];
+  if (typeof make !== "function")
+    throw new Error(`${data.executorModule} has no function export ${data.executorExport}: cannot make executors`);
+  const names = data.placement === null ? [data.backend] : [...new Set([data.backend, ...data.placement.devices])];
+  const factory = (await (make as (n: string[], c: string) => ExecutorFactory | Promise<ExecutorFactory>)(
+    names,
+    data.command,
+  )) as ExecutorFactory;
+  const placed = createDevices(data.placement, data.backend, data.command, factory);
+  let engine: Engine;
+  try {
+    engine = Engine.load(data.model, {
+      executor: placed.executor,
+      ...engineDevices(data.placement, placed, factory),
+      ...data.load,
+    });
+  } catch (err) {
+    placed.dispose();
+    throw err;
+  }
+  return { engine, placed };
+}
+
+function wire(e: GenerationEvent): WireEvent {
+  if (e.kind !== "error") return e;
+  const { status, code, message, param, headers } = e.error;
+  return { kind: "error", status, code, message, param, headers };
+}
+
+async function main(): Promise<void> {
+  let loaded: Awaited<ReturnType<typeof load>>;
+  try {
+    loaded = await load();
+  } catch (err) {
+    send({ kind: "fatal", error: classify(err) });
+    return;
+  }
+  const { engine, placed } = loaded;
+  if (engine.tokenizer === null) {
+    // The HTTP thread refuses it (the server needs a tokenizer) and ends this thread.
+    send({ kind: "ready", info: { ...infoOf(engine), tokenizer: false, prepared: null } });
+    return;
+  }
+  const serve = new RuntimeServeEngine(engine);
+  let prepared: { programs: number; seconds: number } | null = null;
+  if (data.prepare) {
+    const t0 = performance.now();
+    try {
+      engine.prepare();
+    } catch (err) {
+      engine.close();
+      placed.dispose();
+      send({ kind: "fatal", error: classify(err) });
+      return;
+    }
+    prepared = { programs: engine.stats.programsStaged, seconds: (performance.now() - t0) / 1000 };
+  }
+  send({ kind: "ready", info: { ...infoOf(engine), tokenizer: true, prepared } });
+
+  let scheduler: Scheduler | null = null;
+  const ids = new Map<GenerationJob, number>();
+  const byId = new Map<number, GenerationJob>();
+  let admitted: number[] = [];
+  let events: { job: number; event: WireEvent }[] = [];
+  let flushing = false;
+  // Queued behind the step that released the events (setImmediate runs in order): one message per step.
+  const flush = (): void => {
+    if (flushing) return;
+    flushing = true;
+    setImmediate(() => {
+      flushing = false;
+      send({
+        kind: "batch",
+        admitted,
+        events,
+        stats: serve.stats(),
+        kvTokens: scheduler?.kvTokens ?? 0,
+        steps: scheduler?.stepCount ?? 0,
+      });
+      admitted = [];
+      events = [];
+    });
+  };
+  const forget = (job: GenerationJob): void => {
+    const id = ids.get(job);
+    if (id === undefined) return;
+    ids.delete(job);
+    byId.delete(id);
+  };
+
+  port.on("message", (m: ToWorker) => {
+    if (m.op === "schedule") {
+      scheduler = new Scheduler(serve, {
+        maxBatch: m.maxBatch,
+        maxQueue: m.maxQueue,
+        sink: {
+          admitted: (job) => {
+            const id = ids.get(job);
+            if (id !== undefined) admitted.push(id);
+            flush();
+          },
+          event: (job, event) => {
+            const id = ids.get(job);
+            if (id === undefined) return;
+            events.push({ job: id, event: wire(event) });
+            if (event.kind !== "token") forget(job);
+            flush();
+          },
+        },
+      });
+    } else if (m.op === "submit") {
+      const reqs = m.jobs.map((j) => ({ ...j.req, prompt: Array.from(j.req.prompt) }));
+      let jobs: GenerationJob[];
+      try {
+        jobs = scheduler!.submit(reqs);
+      } catch (err) {
+        // The HTTP thread admitted these already; a refusal here is reported to each of them.
+        const error =
+          err instanceof ApiError
+            ? err
+            : new ApiError(500, "internal_error", `cannot queue: ${(err as Error).message}`);
+        for (const j of m.jobs) events.push({ job: j.id, event: wire({ kind: "error", error }) });
+        flush();
+        return;
+      }
+      jobs.forEach((job, i) => {
+        ids.set(job, m.jobs[i]!.id);
+        byId.set(m.jobs[i]!.id, job);
+      });
+    } else if (m.op === "cancel") {
+      for (const id of m.ids) {
+        const job = byId.get(id);
+        if (job === undefined) continue;
+        forget(job);
+        job.cancel();
+      }
+      flush();
+    } else if (m.op === "shutdown") {
+      scheduler?.shutdown();
+      flush();
+    } else if (m.op === "close") {
+      scheduler?.shutdown();
+      serve.close();
+      placed.dispose();
+      send({ kind: "closed" });
+      port.close();
+    }
+  });
+}
+
+/** The engine's sizes and first stats, for the HTTP thread. */
+function infoOf(engine: Engine): Omit<EngineWorkerInfo, "tokenizer" | "prepared"> {
+  const kv = engine.pool.stats;
+  return {
+    context: engine.context,
+    kvTokens: engine.pool.pages * engine.pool.pageSize,
+    vocabSize: engine.config.vocabSize,
+    eosTokenIds: [...engine.config.eosTokenIds],
+    pageSize: engine.pool.pageSize,
+    pagesTotal: engine.pool.pages,
+    stats: {
+      compiles: engine.stats.programsStaged,
+      deviceBytes: engine.executor.deviceBytes(),
+      openSequences: engine.openSessions,
+      kv: {
+        pageSize: kv.pageSize,
+        pagesTotal: kv.pagesTotal,
+        pagesInUse: kv.pagesInUse,
+        pagesReserved: kv.pagesReserved,
+      },
+    },
+    placementReport: engine.placementReport(),
+  };
+}
+
+void main();
