@@ -9,6 +9,7 @@ import { existsSync } from "node:fs";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { Worker } from "node:worker_threads";
 import OpenAI from "openai";
 
 const { values: o } = parseArgs({
@@ -122,37 +123,53 @@ async function metric(url, name) {
   return line === undefined ? NaN : Number(line.split(" ")[1]);
 }
 
-/** /health latencies (ms) with the server idle: `n` polls 20 ms apart. */
-async function idleHealth(url, n = 50) {
-  const ms = [];
-  while (ms.length < n) {
-    const t0 = performance.now();
-    const r = await fetch(`${url}/health`);
-    await r.arrayBuffer();
-    if (r.status !== 200) throw new Error(`/health answered ${r.status} while idle`);
-    ms.push(performance.now() - t0);
-    await new Promise((res) => setTimeout(res, 20));
-  }
-  return ms;
+/** GET base/health; resolves to [latency ms, status]. */
+async function timed(base) {
+  const t0 = performance.now();
+  const r = await fetch(`${base}/health`);
+  await r.arrayBuffer();
+  return [performance.now() - t0, r.status];
 }
 
-/** Polls GET /health every 20 ms until stop() (same client process, so its own latency is included). */
-function healthPoller(url) {
-  const ms = [];
+/**
+ * A control HTTP server on a thread of its own that does nothing but answer: polled beside /health, its latency is
+ * the machine's own floor at that moment (what any server would see on a loaded machine).
+ */
+async function controlServer() {
+  const worker = new Worker(
+    `const http = require("node:http"); const { parentPort } = require("node:worker_threads");
+     const s = http.createServer((_q, r) => { r.writeHead(200, { "content-type": "application/json" }); r.end('{"status":"ok"}'); });
+     s.listen(0, "127.0.0.1", () => parentPort.postMessage("http://127.0.0.1:" + s.address().port));`,
+    { eval: true },
+  );
+  const url = await new Promise((resolve) => worker.once("message", resolve));
+  return { url, stop: () => worker.terminate() };
+}
+
+/**
+ * Polls GET /health and the control server alternately every 20 ms until stop() (same client process, so its own
+ * latency is included): resolves to both latency lists (ms) and the count of non-200 /health answers.
+ */
+function healthPoller(url, control) {
+  const ms = [],
+    floor = [];
   let on = true,
     bad = 0;
   const done = (async () => {
-    while (on) {
-      const t0 = performance.now();
-      const r = await fetch(`${url}/health`);
-      await r.arrayBuffer();
-      if (r.status !== 200) bad++;
-      ms.push(performance.now() - t0);
+    for (let i = 0; on; i++) {
+      const first = i % 2 === 0 ? url : control;
+      const second = first === url ? control : url;
+      const [d1, s1] = await timed(first);
+      const [d2, s2] = await timed(second);
+      (first === url ? ms : floor).push(d1);
+      (second === url ? ms : floor).push(d2);
+      if ((first === url ? s1 : s2) !== 200) bad++;
       await new Promise((res) => setTimeout(res, 20));
     }
   })();
   return {
     ms,
+    floor,
     stop: async () => {
       on = false;
       await done;
@@ -161,7 +178,16 @@ function healthPoller(url) {
   };
 }
 
+/** /health and control latencies with the server idle, for `ms` milliseconds. */
+async function idleHealth(url, control, ms = 2000) {
+  const p = healthPoller(url, control);
+  await new Promise((res) => setTimeout(res, ms));
+  if ((await p.stop()) > 0) throw new Error("/health answered other than 200 while idle");
+  return p;
+}
+
 const { url, child } = await startServer();
+const control = await controlServer();
 try {
   const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: "unused", maxRetries: 0, timeout: 3_600_000 });
   // Warm-up: stages the prefill and decode programs so neither phase pays for compiling them.
@@ -173,7 +199,9 @@ try {
     ttfts = [],
     gaps = [],
     health = [],
-    idle = [];
+    floor = [],
+    idle = [],
+    idleFloor = [];
   const alone = new Map();
   for (let run = 0; run < RUNS; run++) {
     let toks = 0;
@@ -184,13 +212,16 @@ try {
       toks += r.tokens;
     }
     seqRates.push((toks / (performance.now() - t0)) * 1000);
-    idle.push(...(await idleHealth(url)));
-    const poll = healthPoller(url);
+    const still = await idleHealth(url, control.url);
+    idle.push(...still.ms);
+    idleFloor.push(...still.floor);
+    const poll = healthPoller(url, control.url);
     const t1 = performance.now();
     const all = await Promise.all(prompts.map((_, i) => chat(client, i)));
     const ms = performance.now() - t1;
     if ((await poll.stop()) > 0) throw new Error("/health answered other than 200 under load");
     health.push(...poll.ms);
+    floor.push(...poll.floor);
     for (const [i, text] of alone)
       if (all[i].text !== text) throw new Error(`client ${i}: concurrent text differs from its sequential run`);
     conRates.push((all.reduce((n, r) => n + r.tokens, 0) / ms) * 1000);
@@ -219,8 +250,10 @@ baseline: the same server answering ${SEQ} of the requests one at a time (median
 result:   ${median(conRates).toFixed(2)} tok/s   baseline ${median(seqRates).toFixed(2)} tok/s   ratio ${(median(conRates) / median(seqRates)).toFixed(2)}x
           ${median(reqRates).toFixed(3)} requests/s; TTFT p50 ${pct(ttfts, 50).toFixed(0)} ms, p90 ${pct(ttfts, 90).toFixed(0)} ms, p99 ${pct(ttfts, 99).toFixed(0)} ms; inter-token p50 ${pct(gaps, 50).toFixed(0)} ms, p90 ${pct(gaps, 90).toFixed(0)} ms, p99 ${pct(gaps, 99).toFixed(0)} ms
           /health during the concurrent phase (polled every 20 ms, ${health.length} polls): p50 ${pct(health, 50).toFixed(1)} ms, p99 ${pct(health, 99).toFixed(1)} ms, max ${Math.max(...health).toFixed(1)} ms
-          /health idle, before each concurrent phase (${idle.length} polls): p50 ${pct(idle, 50).toFixed(1)} ms, p99 ${pct(idle, 99).toFixed(1)} ms
+          control server polled beside it (the machine's floor): p50 ${pct(floor, 50).toFixed(1)} ms, p99 ${pct(floor, 99).toFixed(1)} ms
+          idle, 2 s before each concurrent phase (${idle.length} polls): /health p50 ${pct(idle, 50).toFixed(1)} ms, p99 ${pct(idle, 99).toFixed(1)} ms; control p99 ${pct(idleFloor, 99).toFixed(1)} ms
           every concurrent answer equal to its sequential one; after the load 0 KV pages in use, 0 open sequences`);
 } finally {
   child.kill("SIGTERM");
+  await control.stop();
 }

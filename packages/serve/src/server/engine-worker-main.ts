@@ -114,22 +114,26 @@ async function main(): Promise<void> {
   let admitted: number[] = [];
   let events: { job: number; event: WireEvent }[] = [];
   let flushing = false;
+  /** Sends what is pending now, with the stats and counters after it. */
+  const sendNow = (): void => {
+    send({
+      kind: "batch",
+      admitted,
+      events,
+      stats: serve.stats(),
+      kvTokens: scheduler?.kvTokens ?? 0,
+      steps: scheduler?.stepCount ?? 0,
+    });
+    admitted = [];
+    events = [];
+  };
   // Queued behind the step that released the events (setImmediate runs in order): one message per step.
   const flush = (): void => {
     if (flushing) return;
     flushing = true;
     setImmediate(() => {
       flushing = false;
-      send({
-        kind: "batch",
-        admitted,
-        events,
-        stats: serve.stats(),
-        kvTokens: scheduler?.kvTokens ?? 0,
-        steps: scheduler?.stepCount ?? 0,
-      });
-      admitted = [];
-      events = [];
+      sendNow();
     });
   };
   const forget = (job: GenerationJob): void => {
@@ -145,10 +149,12 @@ async function main(): Promise<void> {
         maxBatch: m.maxBatch,
         maxQueue: m.maxQueue,
         sink: {
+          // At once, before the step it joins: the HTTP thread's queue timeout must not fire on an admitted job
+          // while a long step (the first one stages its programs) runs.
           admitted: (job) => {
             const id = ids.get(job);
             if (id !== undefined) admitted.push(id);
-            flush();
+            sendNow();
           },
           event: (job, event) => {
             const id = ids.get(job);
