@@ -24,6 +24,7 @@ const { values: o } = parseArgs({
     backend: { type: "string", default: "eval" },
     "chat-template": { type: "string" },
     "in-process": { type: "boolean", default: false },
+    "engine-nice": { type: "string" },
   },
 });
 const CLIENTS = Number(o.clients),
@@ -59,6 +60,7 @@ function startServer() {
   ];
   if (o["chat-template"] !== undefined) args.push("--chat-template", o["chat-template"]);
   if (o["in-process"]) args.push("--no-engine-worker");
+  if (o["engine-nice"] !== undefined) args.push("--engine-nice", o["engine-nice"]);
   const child = spawn(
     process.execPath,
     [...(process.env.POOT_BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean), ...args],
