@@ -4,7 +4,7 @@ import { defineConfig } from "tsup";
 export default defineConfig({
   entry: ["src/index.ts", "src/pootc.ts"],
   format: ["esm"],
-  // esbuild is a runtime dependency of pootc, never bundled.
+  // esbuild is an optional peer of pootc, imported when pootc compiles (decision 1904), never bundled.
   external: ["esbuild"],
   target: "node20",
   sourcemap: true,

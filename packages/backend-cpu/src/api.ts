@@ -1,14 +1,13 @@
 // The platform-neutral public API of @poot/backend-cpu, shared by the node entry (index.ts) and the browser entry
 // (browser.ts); each entry adds its own `createCpuExecutor` over its platform's threads.
 
-export { CpuExecutor, cpuPlanCaps } from "./executor.js";
+export { CpuExecutor, CpuProgram } from "./executor.js";
 export type { CpuExecutorOptions, CpuPhaseProfile, CpuStats } from "./executor.js";
-export { CpuProgram } from "./program.js";
-export { CpuStateSet } from "./state.js";
+export { CpuDevice, WASM_CODEGEN_CAPS, cpuPlanCaps } from "./device.js";
+export type { CpuBuffer, CpuKernel, CpuLaunch } from "./device.js";
 export { CpuError } from "./errors.js";
 export type { CpuErrorCode, CpuErrorContext } from "./errors.js";
 export type { CpuCounters, SharedMemory } from "./memory.js";
 export type { CpuPlatform, ThreadHandle, ThreadInit, ThreadTransport } from "./transport.js";
-export { WASM_CODEGEN_CAPS } from "./kernels.js";
 export type { NativeLibrary, NativeLoader } from "./native/library.js";
-export type { NativeRef } from "./native/thread-source.js";
+export type { NativeRef } from "./thread/native.js";

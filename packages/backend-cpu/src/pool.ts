@@ -4,25 +4,12 @@
 import { CpuError } from "./errors.js";
 import { WA, type CpuMemory } from "./memory.js";
 import type { NativeLibrary } from "./native/library.js";
-import type { NativeRef } from "./native/thread-source.js";
+import type { NativeRef } from "./thread/native.js";
 import type { ThreadHandle, ThreadTransport } from "./transport.js";
-import { CTL, HOST_CORE_SOURCE, PROFILE_ROWS, ROW } from "./worker-source.js";
+import { CTL, type KernelFn, now, participate, PROFILE_ROWS, ROW, type ThreadState, wasmMath } from "./thread/core.js";
 
 /** One compiled kernel to load on every thread: a Wasm module's export, or a native kernel (decision 0952). */
 export type PoolKernel = { readonly module: object; readonly entry: string } | { readonly native: NativeRef };
-
-interface HostState {
-  i32: Int32Array;
-  u8: Uint8Array;
-  grown: number;
-  readonly refresh: () => void;
-  readonly ctl: number;
-  readonly fns: ((...a: number[]) => void)[];
-  readonly thread: 0;
-  readonly port: { postMessage(m: string): void };
-}
-
-type Core = { participate(st: HostState): number; wasmMath: Record<string, (x: number) => number>; now(): number };
 
 /** What the step profile recorded per region row (phase index), summed over the regions since the last read, in ms. */
 export interface PoolProfile {
@@ -48,8 +35,7 @@ export class ThreadPool {
   readonly #mem: CpuMemory;
   readonly #ctl: number;
   readonly #workers: ThreadHandle[] = [];
-  readonly #core: Core;
-  readonly #host: HostState;
+  readonly #host: ThreadState;
   readonly #native: NativeLibrary | null;
   #hostError = "";
   #seq = 0;
@@ -64,8 +50,7 @@ export class ThreadPool {
     this.#native = native;
     this.#mem = mem;
     this.#ctl = mem.alloc(CTL.WORDS * 4) >>> 2;
-    this.#core = new Function(HOST_CORE_SOURCE)() as Core;
-    const host: HostState = {
+    const host: ThreadState = {
       i32: mem.i32,
       u8: mem.u8,
       ctl: this.#ctl,
@@ -112,11 +97,6 @@ export class ThreadPool {
     return this.#regions;
   }
 
-  /** The Wasm math imports every thread gives its kernels (one implementation: the threads' source). */
-  get math(): Record<string, (x: number) => number> {
-    return this.#core.wasmMath;
-  }
-
   /** Instantiates kernels on every thread; returns their ids (in order). */
   load(kernels: readonly PoolKernel[]): number[] {
     if (this.#starting)
@@ -135,8 +115,8 @@ export class ThreadPool {
         this.#host.fns[ids[i]!] = this.#native.hostKernel(k.native);
         return;
       }
-      const inst = new WA.Instance(k.module, { env: { memory: this.#mem.memory }, math: this.#core.wasmMath });
-      this.#host.fns[ids[i]!] = inst.exports[k.entry] as (...a: number[]) => void;
+      const inst = new WA.Instance(k.module, { env: { memory: this.#mem.memory }, math: wasmMath });
+      this.#host.fns[ids[i]!] = inst.exports[k.entry] as KernelFn;
     });
     if (this.threads > 1) {
       for (const w of this.#workers) w.post(msg);
@@ -156,7 +136,7 @@ export class ThreadPool {
     if (debug.checkPhaseOrder === true) Atomics.store(i32, c + CTL.CHECK, 1);
     if (debug.plantEarlyPublish === true) Atomics.store(i32, c + CTL.PLANT_EARLY, 1);
     const base = this.#seq + 1;
-    if (this.#profileAt !== 0) new Float64Array(i32.buffer)[(this.#profileAt >>> 3) + PROFILE_ROWS] = this.#core.now();
+    if (this.#profileAt !== 0) new Float64Array(i32.buffer)[(this.#profileAt >>> 3) + PROFILE_ROWS] = now();
     Atomics.store(i32, rows + ROW.DONE, 0);
     Atomics.store(i32, rows + ROW.CLAIM, 0);
     Atomics.store(i32, c + CTL.KIND, 0);
@@ -165,7 +145,7 @@ export class ThreadPool {
     Atomics.store(i32, c + CTL.BASE, base);
     Atomics.store(i32, c + CTL.SEQ, base);
     Atomics.notify(i32, c + CTL.SEQ);
-    this.#core.participate(this.#host);
+    participate(this.#host);
     this.#seq = base + n;
     this.#regions++;
     if (debug.checkPhaseOrder === true || debug.plantEarlyPublish === true) {

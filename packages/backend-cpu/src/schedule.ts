@@ -1,15 +1,18 @@
 // The host schedule of a step, built once per (program, StateSet, weight binding) and replayed: one row per phase
 // (a kernel dispatch or a copy) with its argument blocks, written into the shared memory where every thread reads it.
 
-import { elementBytes, viewLayout, viewRuns } from "@poot/executor";
-import type { Graph, ScalarDType, ValueId } from "@poot/graph-ir";
-import type { CpuKernel } from "./kernels.js";
+import type { CpuLaunch } from "./device.js";
 import type { CpuMemory } from "./memory.js";
-import { EXHAUSTED, ROW } from "./worker-source.js";
+import { EXHAUSTED, ROW } from "./thread/core.js";
 
 /** One phase before it is written: a kernel over the given buffer addresses, or a byte copy. */
 export type Phase =
-  | { readonly kind: "kernel"; readonly kernel: CpuKernel; readonly addrs: readonly number[] }
+  | {
+      readonly kind: "kernel";
+      readonly launch: CpuLaunch;
+      readonly grid: readonly [number, number, number];
+      readonly label: string;
+    }
   | { readonly kind: "copy"; readonly src: number; readonly dst: number; readonly bytes: number };
 
 /** A schedule in the shared memory: `n` rows from word `rows`, plus the argument blocks they point at. */
@@ -20,6 +23,8 @@ export interface Schedule {
   readonly n: number;
   /** Kernel dispatches among the rows. */
   readonly dispatches: number;
+  /** Of those, native GEMVs (decision 0952). */
+  readonly native: number;
   /** What each row runs (`op/kind gx×gy×gz` or `copy`): the step profile's labels. */
   readonly labels: readonly string[];
   /** Blocks to free with the schedule (argument blocks; the rows themselves are never reused, see decision 0950). */
@@ -37,19 +42,6 @@ export interface ThreadAreas {
   readonly sharedBytes: number;
 }
 
-/** The areas every kernel of `kernels` fits in, for `threads` threads. */
-export function threadAreas(mem: CpuMemory, kernels: readonly CpuKernel[], threads: number): ThreadAreas {
-  let shared = 16,
-    scratch = 16;
-  for (const k of kernels) {
-    shared = Math.max(shared, k.abi.sharedBytes);
-    scratch = Math.max(scratch, k.abi.frameBytes * k.threads);
-  }
-  const sharedBytes = Math.ceil(shared / 64) * 64;
-  const stride = sharedBytes + Math.ceil(scratch / 64) * 64;
-  return { base: mem.alloc(stride * threads), stride, sharedBytes };
-}
-
 /**
  * Writes `phases` as schedule rows: chunk sizes give each thread several claims per phase (a delayed thread then
  * delays only a chunk it claimed), and each kernel phase gets one argument block per thread.
@@ -65,7 +57,8 @@ export function writeSchedule(
   const rows = rowsAt >>> 2;
   const blocks: number[] = [];
   const labels: string[] = [];
-  let dispatches = 0;
+  let dispatches = 0,
+    native = 0;
   phases.forEach((p, i) => {
     const r = rows + i * ROW.WORDS;
     const w = (k: number, v: number): void => void (mem.i32[r + k] = v | 0);
@@ -84,23 +77,22 @@ export function writeSchedule(
       return;
     }
     dispatches++;
-    const k = p.kernel;
-    const [gx, gy, gz] = k.grid;
+    const k = p.launch.kernel;
+    if (k.native) native++;
+    const [gx, gy, gz] = p.grid;
     const groups = gx * gy * gz;
-    labels.push(
-      `${k.plan.op}/${k.plan.kernel.provenance === "none" ? "none" : k.plan.kernel.request.kind}${k.native !== undefined ? " native" : ""} ${gx}x${gy}x${gz}`,
-    );
+    labels.push(`${p.label}${k.native ? " native" : ""} ${gx}x${gy}x${gz}`);
     // About `claims` claims per thread: small enough to balance, large enough that claiming costs little.
     const chunk = Math.max(1, Math.ceil(groups / (threads * claims)));
-    const words = k.abi.argWords;
+    const words = k.argWords;
     const stride = Math.ceil((words * 4) / 16) * 16;
     const args = mem.alloc(stride * threads);
     blocks.push(args);
     for (let t = 0; t < threads; t++) {
       const a = (args + t * stride) >>> 2;
       let j = 0;
-      for (const addr of p.addrs) mem.i32[a + j++] = addr;
-      for (const u of k.uniformBits) mem.i32[a + j++] = u;
+      for (const addr of p.launch.addrs) mem.i32[a + j++] = addr;
+      for (const u of p.launch.uniformBits) mem.i32[a + j++] = u;
       mem.i32[a + j++] = gx;
       mem.i32[a + j++] = gy;
       mem.i32[a + j++] = gz;
@@ -118,16 +110,5 @@ export function writeSchedule(
     w(ROW.CHUNKS, Math.ceil(groups / chunk));
     w(ROW.THREADS, k.threads);
   });
-  return { rows, n: phases.length, dispatches, labels, blocks };
-}
-
-/** Byte copies that gather value `v` (a view of root buffer `rootAt`) densely into `dst`. */
-export function gatherCopies(g: Graph, v: ValueId, root: ValueId, rootAt: number, dst: number): Phase[] {
-  const eb = elementBytes(g.values[v]!.dtype as ScalarDType);
-  let at = 0;
-  return viewRuns(viewLayout(g, v, root)).map(([off, n]) => {
-    const c: Phase = { kind: "copy", src: rootAt + off * eb, dst: dst + at * eb, bytes: n * eb };
-    at += n;
-    return c;
-  });
+  return { rows, n: phases.length, dispatches, native, labels, blocks };
 }

@@ -1,9 +1,8 @@
-// The browser platform: Web Workers started from a Blob of the thread source, over a shared WebAssembly.Memory
-// (needs cross-origin isolation). The executor itself must run in a Worker: a page's main thread may not block.
+// The browser platform: module Web Workers running worker-browser.js (bundled from worker-browser.ts; a bundler sees
+// `new Worker(new URL(...), ...)`), over a shared WebAssembly.Memory. The executor itself must run in a Worker.
 
 import { CpuError } from "./errors.js";
 import type { CpuPlatform, ThreadHandle, ThreadInit, ThreadTransport } from "./transport.js";
-import { BROWSER_WORKER_SOURCE } from "./worker-source.js";
 
 interface BrowserWorker {
   postMessage(m: unknown): void;
@@ -12,16 +11,15 @@ interface BrowserWorker {
 }
 
 interface BrowserGlobals {
-  readonly Worker?: new (url: string) => BrowserWorker;
-  readonly Blob: new (parts: string[], options: { type: string }) => object;
-  readonly URL: { createObjectURL(b: object): string };
+  readonly Worker?: new (url: URL, options: { type: "module" }) => BrowserWorker;
   readonly crossOriginIsolated?: boolean;
   readonly document?: unknown;
   readonly navigator?: { hardwareConcurrency?: number; userAgent?: string };
 }
 
 const G = globalThis as unknown as BrowserGlobals;
-let sourceUrl: string | undefined;
+// The global itself (not `G.Worker`), so that bundlers see `new Worker(new URL(...))` and emit the worker's file.
+declare const Worker: new (url: URL, options: { type: "module" }) => BrowserWorker;
 
 /** Web Workers; the first message starts the thread, later ones are loads. Their error text arrives asynchronously. */
 export const browserThreads: ThreadTransport = {
@@ -33,8 +31,7 @@ export const browserThreads: ThreadTransport = {
         "unsupported-platform",
         "this context has no Worker constructor: run the executor with threads: 1",
       );
-    sourceUrl ??= G.URL.createObjectURL(new G.Blob([BROWSER_WORKER_SOURCE], { type: "text/javascript" }));
-    const w = new G.Worker(sourceUrl);
+    const w = new Worker(new URL("./worker-browser.js", import.meta.url), { type: "module" });
     const inbox: string[] = [];
     w.onmessage = (e) => void inbox.push(String(e.data));
     w.postMessage(init);

@@ -1,11 +1,39 @@
-// The node platform: worker threads from `node:worker_threads` started from the thread source (`eval: true`), the
-// core count and CPU model from `node:os`. Workers never keep the process alive (dispose() stops them).
+// The node platform: worker threads from `node:worker_threads` running dist/worker-node.js (bundled from
+// worker-node.ts at build time), the core count and CPU model from `node:os`. Workers never keep the process alive.
 
+import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
 import * as os from "node:os";
+import { fileURLToPath } from "node:url";
 import { MessageChannel, Worker, receiveMessageOnPort } from "node:worker_threads";
 import { loadNodeNative } from "./native/node-library.js";
 import type { CpuPlatform, ThreadHandle, ThreadInit, ThreadTransport } from "./transport.js";
-import { NODE_WORKER_SOURCE } from "./worker-source.js";
+
+type Esbuild = {
+  buildSync(o: object): { outputFiles: { text: string }[] };
+};
+
+let fromSources: string | undefined;
+
+/**
+ * The worker's script: dist/worker-node.js beside this module once built. Run from the TypeScript sources (tests),
+ * the same entry is bundled here with esbuild on first use, so a worker never runs older code than the host.
+ */
+function workerScript(): { script: URL | string; eval: boolean } {
+  const built = new URL("./worker-node.js", import.meta.url);
+  if (existsSync(fileURLToPath(built))) return { script: built, eval: false };
+  const esbuild = createRequire(import.meta.url)("esbuild") as Esbuild;
+  fromSources ??= esbuild.buildSync({
+    entryPoints: [fileURLToPath(new URL("./worker-node.ts", import.meta.url))],
+    bundle: true,
+    format: "cjs",
+    platform: "node",
+    target: "node20",
+    conditions: ["source"],
+    write: false,
+  }).outputFiles[0]!.text;
+  return { script: fromSources, eval: true };
+}
 
 /** worker_threads, each with a MessagePort the host reads synchronously. */
 export const nodeThreads: ThreadTransport = {
@@ -13,11 +41,8 @@ export const nodeThreads: ThreadTransport = {
   startsWhileBlocked: true,
   start(init: ThreadInit): ThreadHandle {
     const { port1, port2 } = new MessageChannel();
-    const w = new Worker(NODE_WORKER_SOURCE, {
-      eval: true,
-      workerData: { ...init, port: port2 },
-      transferList: [port2],
-    });
+    const { script, eval: isSource } = workerScript();
+    const w = new Worker(script, { eval: isSource, workerData: { ...init, port: port2 }, transferList: [port2] });
     w.unref();
     port1.unref();
     return {

@@ -1,6 +1,9 @@
 // Binds a lowered kernel's argument slots to device buffers once: the bind group, the uniform block, and
 // the packed-input buffer (codegen's binding-limit fallback) with the copies that fill it.
 
+// Kept in the emitted .d.ts (preserve): its GPU* types are @webgpu/types' globals, a dependency of this package.
+/// <reference types="@webgpu/types" preserve="true" />
+
 import type { TargetCode } from "@poot/codegen";
 import type { Kernel } from "@poot/kernel-dsl";
 import { pad4, type WgpuBuffer } from "./buffers.js";

@@ -1,6 +1,9 @@
 // Device buffers by role (weights, slots, state, io, uniforms): creation under error scopes, writes padded
 // to WebGPU's 4-byte rule, read-back through one staging buffer kept per buffer, and bytes held by role.
 
+// Kept in the emitted .d.ts (preserve): its GPU* types are @webgpu/types' globals, a dependency of this package.
+/// <reference types="@webgpu/types" preserve="true" />
+
 import type { WgpuDevice } from "./device.js";
 import { WgpuError } from "./errors.js";
 

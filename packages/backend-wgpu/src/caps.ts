@@ -1,6 +1,9 @@
 // What an opened WebGPU device can do, as plain data (CONVENTIONS 4), and its translations into the caps
 // records codegen (lowering), kernelgen (sizing) and graph-plan (planning) read.
 
+// Kept in the emitted .d.ts (preserve): its GPU* types are @webgpu/types' globals, a dependency of this package.
+/// <reference types="@webgpu/types" preserve="true" />
+
 import type { DeviceCaps as CodegenCaps } from "@poot/codegen";
 import type { DeviceCaps as PlanCaps } from "@poot/graph-plan";
 

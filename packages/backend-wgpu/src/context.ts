@@ -1,6 +1,9 @@
 // One WebGPU device with its buffer arena and pipeline cache: the object the backend's executor, the
 // kernel harness and tools hold. Opened from any `navigator.gpu`-shaped `GPU` (Dawn in Node, a browser).
 
+// Kept in the emitted .d.ts (preserve): its GPU* types are @webgpu/types' globals, a dependency of this package.
+/// <reference types="@webgpu/types" preserve="true" />
+
 import { bindKernel, type BindRequest, type BoundKernel } from "./bind.js";
 import { BufferArena, type BytesByRole } from "./buffers.js";
 import type { WgpuCaps } from "./caps.js";

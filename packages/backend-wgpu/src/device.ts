@@ -1,6 +1,9 @@
 // Adapter and device selection on any `navigator.gpu`-shaped object (Dawn in Node, the browser's own),
 // requesting the features and limits poot's kernels use, plus device-loss tracking and typed error scopes.
 
+// Kept in the emitted .d.ts (preserve): its GPU* types are @webgpu/types' globals, a dependency of this package.
+/// <reference types="@webgpu/types" preserve="true" />
+
 import { capsOf, type WgpuCaps } from "./caps.js";
 import { WgpuError, type WgpuErrorCode } from "./errors.js";
 

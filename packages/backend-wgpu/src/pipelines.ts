@@ -1,6 +1,9 @@
 // Compute pipelines cached by kernel hash (FNV-1a 64 of the WGSL text and entry point), each with the
 // explicit bind-group layout its TargetCode's binding slots describe; compile errors carry Tint's messages.
 
+// Kept in the emitted .d.ts (preserve): its GPU* types are @webgpu/types' globals, a dependency of this package.
+/// <reference types="@webgpu/types" preserve="true" />
+
 import type { TargetCode } from "@poot/codegen";
 import type { Kernel } from "@poot/kernel-dsl";
 import { SHADER_COMPUTE } from "./buffers.js";

@@ -51,7 +51,7 @@ let why = "";
 beforeAll(async () => {
   if (!fs.existsSync(CHROMIUM)) return void (why = `no Chromium at ${CHROMIUM}`);
   if (NO_FIXTURES !== undefined) return void (why = NO_FIXTURES);
-  const { page, worker } = await bundlePage();
+  const { page, worker, thread } = await bundlePage();
   const files: Record<string, [string, string | Buffer]> = {
     "/": [
       "text/html",
@@ -59,6 +59,7 @@ beforeAll(async () => {
     ],
     "/page.js": ["text/javascript", page],
     "/cpu-worker.js": ["text/javascript", worker],
+    "/worker-browser.js": ["text/javascript", thread],
     ...Object.fromEntries(
       ["config.json", "model.safetensors", "reference.json"].map((f) => [
         `/fixture/${f}`,

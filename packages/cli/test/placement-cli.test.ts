@@ -4,6 +4,10 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { bufferIo, runCli } from "@poot/cli";
+import { createEvalExecutor } from "@poot/backend-reference";
+import type { Executor } from "@poot/executor";
+import { gpuLayers, type BlockCut, type Placement } from "@poot/runtime";
+import { blockCutOf, planDevices, planPlacement } from "@poot/serve";
 import { describe, expect, test } from "vitest";
 import { FIXTURES } from "./blocks-split.js";
 
@@ -120,7 +124,78 @@ describe.skipIf(!HAVE)("placement flags through the CLI (llama3 fixture: 2 layer
     );
   });
 
-  test("--device-memory below the weights pages blocks: same greedy ids; bench reports page-ins", async () => {
+  // The default placement (decision 1705), checked against the block sizes summed here: the device holds at most
+  // its memory, and one more layer (the next one down, as llama.cpp's -ngl adds them) would not fit.
+  function weightsOn(c: BlockCut, p: Placement, d: string): number {
+    const names = new Set(c.blocks.filter((b) => p.devices[b.index] === d).flatMap((b) => b.consts));
+    return [...names].reduce((n, k) => n + c.constBytes.get(k)!, 0);
+  }
+  function checkMostLayersFit(c: BlockCut, p: Placement, device: string, memory: number): void {
+    const on = c.blocks.filter((b) => b.kind === "layer" && p.devices[b.index] === device).map((b) => b.layer!);
+    const k = on.length;
+    if (JSON.stringify(on) !== JSON.stringify(Array.from({ length: k }, (_, i) => c.layers - k + i)))
+      throw new Error(`the layers on ${device} are not the last ${k}: ${on.join(",")}`);
+    if (weightsOn(c, p, device) > memory)
+      throw new Error(`${weightsOn(c, p, device)} bytes on ${device} exceed its memory ${memory}`);
+    if (k < c.layers && weightsOn(c, gpuLayers(k + 1, c.layers, device), device) <= memory)
+      throw new Error(`${k + 1} layers would fit on ${device} in ${memory} bytes; the placement has ${k}`);
+  }
+
+  test("default placement: as many layers as fit in a planted tiny device memory, the rest on the cpu", () => {
+    const c = blockCutOf(dir, "f32", "run");
+    const total = weightsOn(c, { layers: 2, devices: ["gpu", "gpu", "gpu", "gpu"] }, "gpu");
+    expect(total).toBe(131072 + 2 * 147968 + 256);
+    const plan = (memory: number | null) =>
+      planPlacement({}, "gpu", dir, "f32", "run", ["gpu", "cpu"], undefined, () => memory);
+    // Fits (90% of the free memory holds every weight) or a device with no fixed memory: one program, as before.
+    expect(plan(Math.ceil(total / 0.9))).toBeNull();
+    expect(plan(null)).toBeNull();
+    for (const [memory, layers] of [
+      [Math.floor(total / 0.9) - 1000, 1],
+      // 90% of 310400 holds layer 1 and the head (279296 bytes); 90% of 310300 does not.
+      [310400, 1],
+      [310300, 0],
+      [1000, 0],
+    ] as const) {
+      const p = plan(memory)!;
+      expect(p.chosen).toMatch(new RegExp(`default: ${layers} of 2 layers on gpu .* the rest on cpu`));
+      checkMostLayersFit(c, p.placement, "gpu", Math.floor(memory * 0.9));
+      expect(p.budgets).toEqual({});
+    }
+    // The planted violations the check catches: one layer too many, one too few.
+    expect(() => checkMostLayersFit(c, gpuLayers(2, 2, "gpu"), "gpu", 300000)).toThrow(/exceed its memory/);
+    expect(() => checkMostLayersFit(c, gpuLayers(0, 2, "gpu"), "gpu", 300000)).toThrow(/1 layers would fit/);
+  });
+
+  test("default placement asks the backend's executor for its memory and keeps that executor as the device", () => {
+    let made = 0;
+    // A device whose caps say it has 320 KB (planted): the real eval executor otherwise.
+    const small = (): Executor => {
+      const ex = createEvalExecutor();
+      made++;
+      return new Proxy(ex, {
+        get: (t, k, r) =>
+          k === "caps"
+            ? { ...t.caps, deviceMemoryBytes: 320000 }
+            : ((v) => (typeof v === "function" ? v.bind(t) : v))(Reflect.get(t, k, r)),
+      });
+    };
+    const { plan, placed } = planDevices({}, "eval", dir, "f32", "run", ["eval", "cpu"], (n) =>
+      n === "eval" ? small() : createEvalExecutor(),
+    );
+    try {
+      expect(made).toBe(1);
+      expect(plan!.chosen).toMatch(
+        /default: 1 of 2 layers on eval \(0\.3 MB of weights fit in 90% of its 0\.3 MB free/,
+      );
+      checkMostLayersFit(blockCutOf(dir, "f32", "run"), plan!.placement, "eval", 288000);
+      expect(placed.devices.map((d) => d.name)).toEqual(["eval", "cpu"]);
+    } finally {
+      placed.dispose();
+    }
+  });
+
+  test("--device-memory without a placement: the default split gives transformers' greedy ids; bench and compile --explain show it", async () => {
     const n = 6;
     const g = await poot(
       "generate",
@@ -134,6 +209,54 @@ describe.skipIf(!HAVE)("placement flags through the CLI (llama3 fixture: 2 layer
       "--backend",
       "eval",
       "--device-memory",
+      "300000",
+    );
+    expect(g.err).toBe("");
+    expect(JSON.parse(g.out)).toEqual(ref.greedy_ids.slice(0, n));
+    const b = await poot(
+      "bench",
+      dir,
+      "--backend",
+      "eval",
+      "--device-memory",
+      "300000",
+      "--prompt-tokens",
+      "4",
+      "--gen-tokens",
+      "3",
+      "--runs",
+      "1",
+    );
+    expect(b.code).toBe(0);
+    expect(b.out).toMatch(/placement 0:cpu,1:eval: 2 unit\(s\) per token, 1 hand-off\(s\) per token/);
+    expect(b.out).toMatch(/weights per device: cpu 0\.3 MB, eval 0\.3 MB/);
+    expect(b.out).toMatch(/default: 1 of 2 layers on eval \(0\.3 MB of weights fit in --device-memory 0\.3 MB/);
+    expect(b.out).toMatch(/hand-offs counted: 1 per decode token/);
+    expect(b.out).not.toMatch(/paged/);
+    const c = await poot("compile", dir, "--target", "cuda", "--explain", "--device-memory", "300000");
+    expect(c.code).toBe(0);
+    expect(c.out).toMatch(/placement 0:cpu,1:cuda: 2 unit\(s\) per token/);
+    expect(c.out).toMatch(/default: 1 of 2 layers on cuda/);
+    const all = await poot("compile", dir, "--target", "cuda", "--explain");
+    expect(all.out).toMatch(/placement: every block on cuda as one program/);
+  });
+
+  test("--device-memory below the weights pages blocks: same greedy ids; bench reports page-ins", async () => {
+    const n = 6;
+    const g = await poot(
+      "generate",
+      dir,
+      "--ids",
+      ref.prompt_ids.join(","),
+      "--max-tokens",
+      String(n),
+      "--greedy",
+      "--ignore-eos",
+      "--backend",
+      "eval",
+      "--gpu-layers",
+      "2",
+      "--device-memory",
       "200000",
     );
     expect(g.err).toBe("");
@@ -143,6 +266,8 @@ describe.skipIf(!HAVE)("placement flags through the CLI (llama3 fixture: 2 layer
       dir,
       "--backend",
       "eval",
+      "--gpu-layers",
+      "2",
       "--device-memory",
       "200000",
       "--prompt-tokens",

@@ -17,6 +17,7 @@ import {
   type CodeObjectMetadata,
   type KernelMeta,
 } from "@poot/backend-rocm";
+import { ROCM_ARCHS } from "@poot/graph-plan";
 import { fixture, needFixture } from "@poot/testkit";
 import { afterAll, describe, expect, test } from "vitest";
 import { parse } from "yaml";
@@ -27,9 +28,14 @@ const run = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 const FAMILIES = ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"];
 const NO_FIXTURES = needFixture(...FAMILIES.map((f) => `hf/${f}`));
+// The fixture families' weights are f32, so none of their contractions goes to the matrix units; Llama-3.2-1B's
+// config (bf16 weights, no weights needed to plan) adds the MFMA / WMMA GEMMs of a bf16 prefill of 16 tokens (8 go to
+// the GEMVs).
+const BF16_CONFIG = "configs/llama-3.2-1b.json";
 const MODELS: [string, string][] = [
   ["demo", path.join(ROOT, "models/demo")],
   ...(NO_FIXTURES === undefined ? FAMILIES.map((f): [string, string] => [f, fixture("hf", f)]) : []),
+  ...(needFixture(BF16_CONFIG) === undefined ? [["llama1b", fixture(BF16_CONFIG)] as [string, string]] : []),
 ];
 const ARCHS = ["gfx90a", "gfx942", "gfx1100"] as const;
 const TMP = fs.mkdtempSync(path.join(tmpdir(), "poot-rocm-kernargs-"));
@@ -57,15 +63,26 @@ const MISSING = Object.entries(TOOLS)
   .filter(([, v]) => v === undefined)
   .map(([k]) => k);
 
-/** Every distinct AMDGPU kernel of the models in both modes, renamed `<model>_<mode>_<name>` so one module holds all. */
-function allKernels(): { name: string; k: EmittedKernel; ir: string }[] {
+/**
+ * Every distinct AMDGPU kernel of the models in both modes as planned for `arch` (graph-plan's ROCM_ARCHS: wave64 and
+ * MFMA on gfx90a/gfx942, wave32 and WMMA on gfx1100), renamed `<model>_<mode>_<name>` so one module holds all.
+ */
+function allKernels(arch: (typeof ARCHS)[number]): { name: string; k: EmittedKernel; ir: string }[] {
   const out: { name: string; k: EmittedKernel; ir: string }[] = [];
   // The same kernel under another name (another layer, family or mode) adds nothing: one copy is checked.
   const seen = new Set<string>();
   for (const [model, dir] of MODELS)
     for (const mode of ["decode", "prefill"] as const) {
-      const g = trace(dir, graphKind({ mode, batch: "1", context: "2048", tokens: mode === "prefill" ? "8" : "1" }));
-      for (const k of emitKernels(compileFor(g, "amdgpu", mode, dir), "amdgpu", dir)) {
+      const g = trace(
+        dir,
+        graphKind({
+          mode,
+          batch: "1",
+          context: "2048",
+          tokens: mode === "decode" ? "1" : model === "llama1b" ? "16" : "8",
+        }),
+      );
+      for (const k of emitKernels(compileFor(g, "amdgpu", mode, dir, ROCM_ARCHS[arch]), "amdgpu", dir)) {
         const name = `${model}_${mode}_${k.code.entryPoint}`;
         const text = k.code.text ?? "";
         const key = text.split(k.code.entryPoint).join("\u0000");
@@ -135,13 +152,15 @@ async function readobjMetadata(file: string): Promise<CodeObjectMetadata> {
 }
 
 const built = new Map<string, { file: string; ours: CodeObjectMetadata }>();
-const KERNELS = MISSING.length === 0 ? allKernels() : [];
+const KERNELS_OF = new Map<string, ReturnType<typeof allKernels>>();
 
 const TITLE = `kernargs of every AMDGPU kernel of ${MODELS.map((m) => m[0]).join(", ")} (decode and prefill)${NO_FIXTURES === undefined ? "" : ` (families skipped: ${NO_FIXTURES})`}`;
 describe.skipIf(MISSING.length > 0)(`${TITLE}${MISSING.length ? ` (skipped: no ${MISSING.join(", ")})` : ""}`, () => {
   for (const mcpu of ARCHS) {
     test(`${mcpu}: the parsed metadata equals llvm-readobj's, the packer's offsets equal the metadata's`, async () => {
       const t0 = performance.now();
+      const KERNELS = allKernels(mcpu);
+      KERNELS_OF.set(mcpu, KERNELS);
       const file = await codeObject(
         KERNELS.map((x) => x.ir),
         mcpu,
@@ -173,15 +192,20 @@ describe.skipIf(MISSING.length > 0)(`${TITLE}${MISSING.length ? ` (skipped: no $
         hidden += p.filled.length;
       }
       expect(hidden).toBeGreaterThan(0);
+      const matrix = KERNELS.filter((x) =>
+        x.ir.includes(mcpu === "gfx1100" ? "@llvm.amdgcn.wmma." : "@llvm.amdgcn.mfma."),
+      );
+      if (needFixture(BF16_CONFIG) === undefined) expect(matrix.length).toBeGreaterThan(0);
       console.log(
-        `${mcpu}: ${KERNELS.length} kernels (${KERNELS.filter((x) => x.name.includes("_decode_")).length} decode, ${KERNELS.filter((x) => x.name.includes("_prefill_")).length} prefill) in one code object, checked in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+        `${mcpu}: ${KERNELS.length} kernels (${KERNELS.filter((x) => /@llvm\.amdgcn\.(mfma|wmma)\./.test(x.ir)).length} MFMA/WMMA, ${KERNELS.filter((x) => x.name.includes("_decode_")).length} decode, ${KERNELS.filter((x) => x.name.includes("_prefill_")).length} prefill) in one code object, checked in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
       );
     }, 120_000);
   }
 
   test("planted: a shifted argument offset fails packing; a changed field fails the comparison with llvm-readobj", async () => {
     const b = built.get("gfx942");
-    if (b === undefined) throw new Error("the gfx942 test did not build its code object");
+    const KERNELS = KERNELS_OF.get("gfx942");
+    if (b === undefined || KERNELS === undefined) throw new Error("the gfx942 test did not build its code object");
     const { name, k } = KERNELS.find((x) => x.k.kernel.uniforms.length > 0) as (typeof KERNELS)[number];
     const meta = b.ours.kernels.find((m) => m.name === name) as KernelMeta;
     const i = meta.args.findIndex((a) => a.valueKind === "by_value");

@@ -28,14 +28,20 @@ export interface DeviceCaps {
   readonly bf16: boolean;
   /**
    * Warp-scope matrix-unit (tensor core) shapes the target can issue, as graph-plan's `MatrixShape`s
-   * (`{ m: 16, n: 8, k: 16, input: "bf16" }` = PTX `mma.sync` m16n8k16). Absent or empty = none: a kernel
-   * with an `mma` statement is then refused with `missing-capability`.
+   * (`{ m: 16, n: 8, k: 16, input: "bf16" }` = PTX `mma.sync` m16n8k16; `{ m: 16, n: 16, k: 16, input, layout:
+   * "mfma" | "wmma" }` = AMD matrix cores). Absent or empty = none: a kernel with an `mma` statement is then refused
+   * with `missing-capability`.
    */
   readonly matrixShapes?: readonly {
     readonly m: number;
     readonly n: number;
     readonly k: number;
     readonly input: string;
+    /**
+     * Whose register layout the unit has: absent = PTX `mma.sync`; `"mfma"` = AMD CDNA MFMA (wave64), `"wmma"` = AMD
+     * RDNA3 WMMA (wave32). Picks the kernel IR's `mma` shape (decision 2401).
+     */
+    readonly layout?: string;
   }[];
 }
 

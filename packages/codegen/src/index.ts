@@ -17,6 +17,9 @@ export type { PtxOptions } from "./ptx/target.js";
 export { lowerPtx, ptxTarget } from "./ptx/target.js";
 export { lowerSpirv, spirvTarget } from "./spirv/target.js";
 export { lowerAmdgpu, amdgpuTarget } from "./amdgpu/target.js";
+export type { WmmaGather, WmmaGatherWord } from "./amdgpu/mma.js";
+export { WMMA_A, WMMA_B, WMMA_KEEP_BIT, amdMatrixIntrinsic } from "./amdgpu/mma.js";
+export { MMA_NEEDS } from "./common/prepare.js";
 export type { WasmOptions } from "./wasm/target.js";
 export { lowerWasm, wasmTarget } from "./wasm/target.js";
 
@@ -29,7 +32,7 @@ export { validatePtx } from "./validate/ptxas.js";
 export type { SpirvValOptions } from "./validate/spirv-val.js";
 export { validateSpirv } from "./validate/spirv-val.js";
 export type { AmdgpuBatchOptions, AmdgpuToolOptions } from "./validate/amdgpu.js";
-export { assembleAmdgpu, assembleAmdgpuMany } from "./validate/amdgpu.js";
+export { amdgpuGpusFor, assembleAmdgpu, assembleAmdgpuMany } from "./validate/amdgpu.js";
 export { validateWasm } from "./validate/wasm.js";
 export type { DawnOptions, DawnDevice, DawnOpenResult } from "./validate/dawn.js";
 export { openDawnDevice, validateWgsl } from "./validate/dawn.js";

@@ -74,6 +74,11 @@ export interface Executor {
   /** Device bytes held now. */
   deviceBytes(): DeviceBytes;
   /**
+   * Optional: device memory free now in bytes (CUDA's cuMemGetInfo), what the default placement fits layers into
+   * (decision 1705). Left out where the backend cannot ask; callers then use `caps.deviceMemoryBytes`.
+   */
+  freeMemoryBytes?(): number;
+  /**
    * Kernel launches submitted to the device so far, by every program (steps, replays and bind-time preparation).
    * Optional: a backend that launches kernels counts them here; hosts without kernels (eval) leave it out.
    * `poot bench` reads it around decode steps to report dispatches per token.

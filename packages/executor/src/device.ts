@@ -2,7 +2,9 @@
 // zero), code (load a lowered kernel, bind a launch), work (record a list of operations, submit it, capture it
 // for replay) and caps. The generic staged program (staged.ts) runs any LoweredProgram on any Device.
 
+import type { ScalarDType } from "@poot/graph-ir";
 import type { ExecutorCaps } from "./contract.js";
+import type { HostBuffer } from "./host-state.js";
 import type { ByteRegion, LoweredBufferKind, LoweredKernel, LoweringTarget } from "./lowering/types.js";
 
 /** A device buffer: opaque to the staged program except for its size. */
@@ -20,6 +22,8 @@ export type DeviceOp<B extends DeviceBuffer, L> =
       readonly launch: L;
       readonly grid: readonly [number, number, number];
       readonly label: string;
+      /** The plan's op and kernel request kind (profiles label a launch `op/request`). */
+      readonly plan?: { readonly op: string; readonly request: string };
     }
   /** Byte-region copies from one buffer to another, in order. */
   | {
@@ -99,11 +103,25 @@ export interface Device<B extends DeviceBuffer = DeviceBuffer, K = unknown, L = 
   release(recording: R): void;
   /** Waits for everything queued. */
   sync(): void;
+  /** Optional: device memory free now in bytes (devices without a query leave it out). */
+  freeMemoryBytes?(): number;
   /**
    * Optional: runs `ops` once with a device timer after each and returns each operation's device time in
    * microseconds (events serialize nothing the queue did not already order). Devices without timers leave it out.
    */
   time?(ops: readonly DeviceOp<B, L>[]): number[];
+  /**
+   * Optional, for devices whose buffers can be addressed in part (the CPU's shared memory): `bytes` of `buffer` from
+   * `offset`, as a buffer of its own that is never freed. With it, the staged program places a program's transients
+   * in one arena at the lowering's offsets and its scratch areas in one buffer (launches run in order).
+   */
+  slice?(buffer: B, offset: number, bytes: number): B;
+  /**
+   * Optional, for host-visible memory the host may write and read in place (the CPU's shared memory): a typed view
+   * of `n` elements of `dtype` (16-bit floats as bits) over `buffer` from byte `offset`. With it, slots are written and outputs read
+   * through views made once, so a step with `readOutput(name, into)` makes no host allocation.
+   */
+  hostView?(buffer: B, offset: number, dtype: ScalarDType, n: number): HostBuffer;
   /** Releases the device. */
   dispose(): void;
 }

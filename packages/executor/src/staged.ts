@@ -2,7 +2,7 @@
 // shared by every program; a program owns its slots, transients, prepared values and scratch; a step is recorded
 // once per StateSet (and once more for replay) and resubmitted. Every backend's executor is this over its Device.
 
-import { dtypeName } from "@poot/graph-ir";
+import { dtypeName, type ScalarDType } from "@poot/graph-ir";
 import type {
   DeviceBytes,
   Executor,
@@ -15,6 +15,7 @@ import type {
 } from "./contract.js";
 import type { Device, DeviceBuffer, DeviceOp } from "./device.js";
 import { ExecutorError } from "./errors.js";
+import { loadHost, storeHost, type HostBuffer } from "./host-state.js";
 import type { LoweredBuffer, LoweredProgram } from "./lowering/types.js";
 import { checkSlotData, readWeight, type ProgramSchema } from "./schema.js";
 import { DeviceStateSet } from "./staged-state.js";
@@ -101,9 +102,14 @@ export class DeviceExecutor<B extends DeviceBuffer = DeviceBuffer, K = unknown, 
           { program: name, key: "key" in x ? x.key : x.name },
         );
     }
-    const p = new DeviceProgram(this, lowered);
+    const p = this.createProgram(lowered);
     this.#programs.add(p);
     return p;
+  }
+
+  /** Makes the staged program of a lowered one (a backend may return its subclass of {@link DeviceProgram}). */
+  protected createProgram(lowered: LoweredProgram): DeviceProgram<B, K, L, R> {
+    return new DeviceProgram(this, lowered);
   }
 
   /** @internal Makes a StateSet for `schema`. */
@@ -129,6 +135,14 @@ export class DeviceExecutor<B extends DeviceBuffer = DeviceBuffer, K = unknown, 
   /** @internal Forgets a disposed program. */
   forget(p: DeviceProgram<B, K, L, R>): void {
     this.#programs.delete(p);
+  }
+
+  /** Device memory free now (the device's query), or `caps.deviceMemoryBytes` less what this executor holds. */
+  freeMemoryBytes(): number {
+    const q = this.device.freeMemoryBytes?.();
+    if (q !== undefined) return q;
+    const total = this.caps.deviceMemoryBytes;
+    return total === null ? Number.POSITIVE_INFINITY : Math.max(0, total - this.deviceBytes().total);
   }
 
   deviceBytes(): DeviceBytes {
@@ -174,6 +188,12 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
   readonly #byId: ReadonlyMap<number, LoweredBuffer>;
   /** Program-owned buffers by id: slots, computed constants, prepared values, transients, scratch. */
   readonly #owned = new Map<number, B>();
+  /** Buffers the owned slices lie in (the transients' arena, the shared scratch), with `Device.slice`. */
+  readonly #arenas: B[] = [];
+  /** Ids of owned buffers that are slices of an arena (neither freed nor counted on their own). */
+  readonly #sliced = new Set<number>();
+  /** Host views of slots and outputs, with `Device.hostView` (made once, so steps allocate nothing). */
+  readonly #views = new Map<string, { readonly buffer: B; readonly view: HostBuffer }>();
   readonly #snapshots: B[] = [];
   readonly #slots = new Map<string, B>();
   readonly #written = new Set<string>();
@@ -193,8 +213,28 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
     this.schema = lowered.schema;
     this.#byId = new Map(lowered.buffers.map((b) => [b.id, b]));
     this.#kernels = lowered.kernels.map((k) => this.#device.load(k));
+    // Where the device can slice a buffer: transients at their arena offsets, every scratch area in one buffer.
+    const d = this.#device;
+    const arena = (bytes: number, kind: "transient" | "scratch"): B | null => {
+      if (d.slice === undefined || bytes === 0) return null;
+      const a = d.allocate(bytes, kind, `${this.name} ${kind} arena`);
+      this.#arenas.push(a);
+      return a;
+    };
+    const transients = arena(lowered.arenaBytes, "transient");
+    const scratch = arena(
+      Math.max(0, ...lowered.buffers.filter((b) => b.kind === "scratch").map((b) => b.bytes)),
+      "scratch",
+    );
     for (const b of lowered.buffers) {
       if (b.kind === "weight" || b.kind === "state") continue;
+      const within =
+        b.kind === "transient" && b.offset !== undefined ? transients : b.kind === "scratch" ? scratch : null;
+      if (within !== null) {
+        this.#owned.set(b.id, d.slice!(within, b.kind === "scratch" ? 0 : b.offset!, b.bytes));
+        this.#sliced.add(b.id);
+        continue;
+      }
       const buf = this.#device.allocate(Math.max(4, b.bytes), b.kind, `${this.name} ${b.key ?? `v${b.id}`}`);
       if (b.kind === "computed") this.#device.upload(buf, b.data!);
       if (b.kind === "slot") this.#slots.set(b.key!, buf);
@@ -259,6 +299,17 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
       const buffers: Record<string, B> = {};
       for (const [arg, a] of Object.entries(l.args)) {
         let b = this.#buffer(a.buffer, state);
+        if (a.offset !== undefined) {
+          if (this.#device.slice === undefined)
+            throw new ExecutorError(
+              "unsupported-program",
+              `the ${this.caps.kind} device cannot bind part of a buffer`,
+              {
+                program: this.name,
+              },
+            );
+          b = this.#device.slice(b, a.offset, b.bytes - a.offset);
+        }
         // An operand that is also the output is read from a copy taken before the kernel (no cross-block races).
         if (a.snapshot === true) {
           const snap = this.#device.allocate(b.bytes, "snapshot", `${this.name} snapshot`);
@@ -276,7 +327,13 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
       }
       const launch = this.#device.bind(this.#kernels[l.kernel]!, buffers, l.uniforms);
       launches.push(launch);
-      ops.push({ kind: "launch", launch, grid: l.grid, label: `${l.op} (${this.lowered.kernels[l.kernel]!.name})` });
+      ops.push({
+        kind: "launch",
+        launch,
+        grid: l.grid,
+        label: `${l.op} (${this.lowered.kernels[l.kernel]!.name})`,
+        plan: { op: l.op, request: l.request },
+      });
     }
     if (phase === "step") {
       for (const c of this.lowered.stateCopies)
@@ -343,7 +400,11 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
     checkSlotData(spec, data, this.name);
     // A slot the compiled step never reads (removed as dead) still counts as written.
     const b = this.#slots.get(key);
-    if (b !== undefined) this.#device.upload(b, storageOf(spec.dtype, spec.size, data));
+    const view = b === undefined ? undefined : this.#view(`slot ${key}`, b, 0, spec.dtype, spec.size);
+    if (view !== undefined) {
+      if ((spec.dtype === "f16" || spec.dtype === "bf16") && data instanceof Uint16Array) view.set(data);
+      else storeHost(spec.dtype, view, data);
+    } else if (b !== undefined) this.#device.upload(b, storageOf(spec.dtype, spec.size, data));
     this.#written.add(key);
   }
 
@@ -403,6 +464,14 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
       );
     const buf = this.#buffer(o.buffer, this.#last);
     const bytes = o.regions.reduce((a, r) => a + r.bytes, 0);
+    const view =
+      o.regions.length === 1
+        ? this.#view(`output ${name}`, buf, o.regions[0]!.srcOffset, spec.dtype, spec.size)
+        : undefined;
+    if (view !== undefined) {
+      this.#device.sync();
+      return loadHost(spec.dtype, view, into);
+    }
     if (o.regions.length === 1)
       return outputOf(spec.dtype, this.#device.download(buf, o.regions[0]!.srcOffset, bytes), spec.size, into);
     // A strided view of its root (a transpose, a broadcast): read the root once and gather its runs.
@@ -410,6 +479,16 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
     const out = new Uint8Array(bytes);
     for (const r of o.regions) out.set(all.subarray(r.srcOffset, r.srcOffset + r.bytes), r.dstOffset);
     return outputOf(spec.dtype, out, spec.size, into);
+  }
+
+  /** The host view of `n` elements at `offset` of `buffer` under `name` (remade when the buffer changes); none without `Device.hostView`. */
+  #view(name: string, buffer: B, offset: number, dtype: ScalarDType, n: number): HostBuffer | undefined {
+    if (this.#device.hostView === undefined) return undefined;
+    const have = this.#views.get(name);
+    if (have !== undefined && have.buffer === buffer) return have.view;
+    const view = this.#device.hostView(buffer, offset, dtype, n);
+    this.#views.set(name, { buffer, view });
+    return view;
   }
 
   capture(state?: StateSet): boolean {
@@ -451,7 +530,8 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
   ioBytes(): number {
     if (this.#disposed) return 0;
     let n = 0;
-    for (const b of [...this.#owned.values(), ...this.#snapshots]) n += b.bytes;
+    for (const [id, b] of this.#owned) if (!this.#sliced.has(id)) n += b.bytes;
+    for (const b of [...this.#snapshots, ...this.#arenas]) n += b.bytes;
     return n;
   }
 
@@ -462,7 +542,8 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
     for (const r of this.#steps.values()) this.#release(r);
     if (this.#captured !== null) this.#release(this.#captured.rec);
     this.#steps.clear();
-    for (const b of [...this.#owned.values(), ...this.#snapshots]) this.#device.free(b);
+    for (const [id, b] of this.#owned) if (!this.#sliced.has(id)) this.#device.free(b);
+    for (const b of [...this.#snapshots, ...this.#arenas]) this.#device.free(b);
     this.#exec.forget(this);
   }
 

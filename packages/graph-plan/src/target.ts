@@ -19,6 +19,12 @@ export interface MatrixShape {
   readonly k: number;
   /** Input element type. */
   readonly input: "f16" | "bf16";
+  /**
+   * Whose register layout the unit's fragments follow, for units kernels issue directly: absent = NVIDIA
+   * `mma.sync` (or a unit no kernel issues yet, like Vulkan's cooperative matrices); `"mfma"` = AMD CDNA MFMA
+   * (wave64: gfx90a, gfx942); `"wmma"` = AMD RDNA3 WMMA (wave32: gfx1100). Decision 2401.
+   */
+  readonly layout?: "mfma" | "wmma";
 }
 
 /** Storage dtypes a device can load and store natively (compute is always f32). */
@@ -87,6 +93,11 @@ const TC_16: readonly MatrixShape[] = [
   { m: 16, n: 8, k: 16, input: "bf16" },
 ];
 
+const MFMA_16: readonly MatrixShape[] = [
+  { m: 16, n: 16, k: 16, input: "f16", layout: "mfma" },
+  { m: 16, n: 16, k: 16, input: "bf16", layout: "mfma" },
+];
+
 // Offline defaults: what a typical device of each kind reports (or grants when asked) before anything is measured.
 const GPU_DEFAULTS: { readonly [K in Exclude<BackendKind, "aie">]: DeviceCaps } = {
   // The CPU executor runs "workgroups" as host tasks over SIMD lanes; L2-sized scratch stands in for shared memory.
@@ -145,7 +156,7 @@ const GPU_DEFAULTS: { readonly [K in Exclude<BackendKind, "aie">]: DeviceCaps } 
     matrixShapes: TC_16,
     computeUnits: 132,
   },
-  // An MI300-class part: wave64, 64 KiB LDS, MFMA 16x16x16.
+  // An MI300-class part (gfx942): wave64, 64 KiB LDS, MFMA 16x16x16.
   rocm: {
     maxWorkgroupSize: 1024,
     maxWorkgroupDims: [1024, 1024, 1024],
@@ -156,11 +167,28 @@ const GPU_DEFAULTS: { readonly [K in Exclude<BackendKind, "aie">]: DeviceCaps } 
     maxBindingBytes: 2 ** 48,
     bindingAlignment: 16,
     dtypes: { f16: true, bf16: true },
-    matrixShapes: [
-      { m: 16, n: 16, k: 16, input: "f16" },
-      { m: 16, n: 16, k: 16, input: "bf16" },
-    ],
+    matrixShapes: MFMA_16,
     computeUnits: 304,
+  },
+};
+
+/**
+ * The caps of the AMD GPUs the ROCm backend builds code objects for, by base `gcnArchName` (decision 2401): what
+ * differs from the rocm defaults (an MI300X, gfx942). CDNA parts (gfx90a: MI200; gfx942: MI300) run wave64 with MFMA;
+ * RDNA3 (gfx1100: Radeon RX 7900) runs wave32 with WMMA. A device measures its own caps at run time; these are what
+ * the code objects are planned for before one is opened.
+ */
+export const ROCM_ARCHS: { readonly [arch: string]: Partial<DeviceCaps> } = {
+  gfx90a: { subgroupSize: 64, sharedBytes: 65536, matrixShapes: MFMA_16, computeUnits: 110 },
+  gfx942: { subgroupSize: 64, sharedBytes: 65536, matrixShapes: MFMA_16, computeUnits: 304 },
+  gfx1100: {
+    subgroupSize: 32,
+    sharedBytes: 65536,
+    matrixShapes: [
+      { m: 16, n: 16, k: 16, input: "f16", layout: "wmma" },
+      { m: 16, n: 16, k: 16, input: "bf16", layout: "wmma" },
+    ],
+    computeUnits: 96,
   },
 };
 

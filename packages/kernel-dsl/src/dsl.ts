@@ -12,6 +12,7 @@ import type {
   Kernel,
   MathFn,
   MmaInput,
+  MmaShape,
   PackFormat,
   Size,
   Stmt,
@@ -396,11 +397,18 @@ export class Builder implements ValOwner {
   /**
    * Warp-scope matrix multiply-accumulate m16n8k16 (see the `mma` statement): this lane's A fragment (`vec4<u32>` of
    * packed `input` pairs), B fragment (`vec2<u32>`) and f32 accumulator (`vec4<f32>`); returns this lane's D fragment.
-   * Every lane of a 32-lane subgroup must reach it together.
+   * Every lane of a 32-lane subgroup must reach it together. `shape` picks another layout (`MMA_LAYOUTS`): the AMD
+   * `m16n8k16_wmma` has the same operand types; `m16n16k16_mfma` takes `vec2<u32>` A (see `mmaOperandTypes`).
    */
-  mma = (input: MmaInput, a: Val<"vec4<u32>">, b: Val<"vec2<u32>">, c: Val<"vec4<f32>">): Val<"vec4<f32>"> => {
+  mma = (
+    input: MmaInput,
+    a: Val<"vec4<u32>"> | Val<"vec2<u32>"> | Val<"vec2<u32>" | "vec4<u32>">,
+    b: Val<"vec2<u32>"> | Val<"vec4<u32>"> | Val<"vec2<u32>" | "vec4<u32>">,
+    c: Val<"vec4<f32>">,
+    shape: MmaShape = "m16n8k16",
+  ): Val<"vec4<f32>"> => {
     const name = this.fresh("mma");
-    this.emit({ s: "mma", name, shape: "m16n8k16", input, a: a.expr, b: b.expr, c: c.expr });
+    this.emit({ s: "mma", name, shape, input, a: a.expr, b: b.expr, c: c.expr });
     return new Val({ k: "local", type: "vec4<f32>", name }, "vec4<f32>", this);
   };
 

@@ -90,7 +90,7 @@ export class KernelRuntimeError extends Error {
 }
 
 /** Codes of pootc failures. */
-export type PootcCode = "no_sources" | "bundle_failed" | "bad_export" | "duplicate_kernel";
+export type PootcCode = "no_sources" | "missing_esbuild" | "bundle_failed" | "bad_export" | "duplicate_kernel";
 
 /** Thrown by `compileKernelSources` (pootc). */
 export class PootcError extends Error {

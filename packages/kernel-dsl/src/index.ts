@@ -71,4 +71,17 @@ export {
   erf,
 } from "./numeric.js";
 export { specialize } from "./specialize.js";
-export { mmaACoord, mmaBCoord, mmaCCoord, mmaM16n8k16, MMA_M, MMA_N, MMA_K, MMA_LANES } from "./mma.js";
+export {
+  mmaACoord,
+  mmaBCoord,
+  mmaCCoord,
+  mmaM16n8k16,
+  mmaRun,
+  mmaOperandTypes,
+  MMA_LAYOUTS,
+  MMA_M,
+  MMA_N,
+  MMA_K,
+  MMA_LANES,
+  type MmaLayout,
+} from "./mma.js";

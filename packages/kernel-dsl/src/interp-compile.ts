@@ -3,7 +3,7 @@
 
 import { invariant } from "./errors.js";
 import { elemOf, isVecType, lanesOf } from "./ir.js";
-import type { ElemType, Expr, MmaInput, ScalarType, Size, Stmt, SubgroupOp, ValueType } from "./ir.js";
+import type { ElemType, Expr, MmaInput, MmaShape, ScalarType, Size, Stmt, SubgroupOp, ValueType } from "./ir.js";
 
 /** A synchronization point a thread yields at: its index in `CompiledKernel.syncs` is the yielded value. */
 export type SyncPoint =
@@ -16,6 +16,7 @@ export type SyncPoint =
       readonly op: "mma";
       readonly type: "vec4<f32>";
       readonly input: MmaInput;
+      readonly shape: MmaShape;
     };
 
 /** The generated source and its sync table. */
@@ -258,7 +259,7 @@ export function compileKernelSource(
         out.push(`${ind}const v_${s.name} = yield ${syncs.length - 1};`);
         return;
       case "mma":
-        syncs.push({ kind: "subgroup", path, op: "mma", type: "vec4<f32>", input: s.input });
+        syncs.push({ kind: "subgroup", path, op: "mma", type: "vec4<f32>", input: s.input, shape: s.shape });
         out.push(`${ind}T.sv = [${ex(s.a)}, ${ex(s.b)}, ${ex(s.c)}]; T.sl = 0;`);
         out.push(`${ind}const v_${s.name} = yield ${syncs.length - 1};`);
         return;

@@ -19,7 +19,7 @@ import {
   f32ToU32,
 } from "./numeric.js";
 import { assertValidKernel } from "./validate.js";
-import { MMA_LANES, mmaM16n8k16 } from "./mma.js";
+import { MMA_LAYOUTS, mmaRun } from "./mma.js";
 
 export type { KernelBuffer } from "./interp-memory.js";
 
@@ -336,16 +336,18 @@ function subgroupStep(
 ): void {
   const count = end - base;
   if (sp.op === "mma") {
-    if (count !== MMA_LANES) {
+    const lanes = MMA_LAYOUTS[sp.shape].lanes;
+    if (count !== lanes) {
       throw new KernelRuntimeError(
         "bad_launch",
         kernel,
-        `mma at ${sp.path} needs a subgroup of ${MMA_LANES} lanes, subgroup ${base / count} has ${count} (launch with subgroupSize 32 and a workgroup of whole warps)`,
+        `mma ${sp.shape} at ${sp.path} needs a subgroup of ${lanes} lanes, subgroup ${base / count} has ${count} (launch with subgroupSize ${lanes} and a workgroup of whole subgroups)`,
         { workgroup: wg, threads: [base] },
       );
     }
     const ops = threads.slice(base, end).map((t) => t.sv as [number[], number[], number[]]);
-    const d = mmaM16n8k16(
+    const d = mmaRun(
+      sp.shape,
       sp.input,
       ops.map((o) => o[0]),
       ops.map((o) => o[1]),

@@ -222,8 +222,12 @@ export type AtomicOp = "add" | "max" | "min" | "exchange" | "cmpxchg" | "load" |
 /** Input (multiplicand) element type of a matrix multiply-accumulate: 16-bit floats, accumulated in f32. */
 export type MmaInput = "bf16" | "f16";
 
-/** Matrix multiply-accumulate shapes (M×N×K): m16n8k16 only (PTX `mma.sync` on sm_80+). */
-export type MmaShape = "m16n8k16";
+/**
+ * Matrix multiply-accumulate shapes (M×N×K) with their fragment layouts (see `MMA_LAYOUTS`): `m16n8k16` is PTX
+ * `mma.sync` (32 lanes, sm_80+), `m16n16k16_mfma` AMD CDNA MFMA (64 lanes, gfx90a/gfx942), `m16n8k16_wmma` a 16×8×16
+ * product on AMD RDNA3 WMMA (32 lanes, gfx1100).
+ */
+export type MmaShape = "m16n8k16" | "m16n16k16_mfma" | "m16n8k16_wmma";
 
 /** A statement. Blocks are arrays of statements; names are unique per kernel (no shadowing). */
 export type Stmt =
@@ -297,12 +301,13 @@ export type Stmt =
       readonly name?: string;
     }
   /**
-   * Warp-scope matrix multiply-accumulate D = A·B + C of shape m16n8k16: every lane of a subgroup of exactly 32
-   * lanes executes it together (uniform control flow, like a subgroup op) with its own fragments, and gets its D
+   * Warp-scope matrix multiply-accumulate D = A·B + C of `shape`: every lane of a subgroup of exactly the shape's
+   * lane count (`MMA_LAYOUTS[shape].lanes`) executes it together (uniform control flow, like a subgroup op) with its own fragments, and gets its D
    * fragment as the immutable `name: vec4<f32>`. `a: vec4<u32>` holds 8 A elements (row-major A[16][16]), `b:
    * vec2<u32>` 4 B elements (B[16][8], "col" = K-contiguous per column), both as `input` bit pairs (low half first,
    * the `pack bf16x2/f16x2` form); `c: vec4<f32>` the accumulator. Which elements a lane holds is the PTX layout
-   * (see `mmaACoord`, `mmaBCoord`, `mmaCCoord`). Products are exact; sums are f32 in an order the hardware leaves
+   * (see `mmaACoord`, `mmaBCoord`, `mmaCCoord`). The AMD shapes differ (`MMA_LAYOUTS`; `mmaOperandTypes`): for
+   * `m16n16k16_mfma` A and B are `vec2<u32>` (4 elements each) and D is 16×16. Products are exact; sums are f32 in an order the hardware leaves
    * unspecified (the interpreter sums C first, then k ascending).
    */
   | {

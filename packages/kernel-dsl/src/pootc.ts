@@ -1,11 +1,12 @@
 // pootc: compiles kernel DSL sources (TypeScript modules exporting kernels) into canonical .kir.json assets.
 // Each source is bundled with esbuild (conditions: source), imported, and its Kernel exports serialized.
+// esbuild is an optional peer dependency (decision 1904), loaded on the first compile: installing
+// @poot/kernel-dsl to run kernels does not pull a 22 MB bundler in.
 
 import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { build } from "esbuild";
 import { PootcError } from "./errors.js";
 import type { Kernel } from "./ir.js";
 import { toKirJson } from "./json.js";
@@ -28,6 +29,26 @@ export interface PootcOptions {
   readonly outDir?: string;
   /** Resolve conditions for imports (default `["source"]`, so workspace packages run from sources). */
   readonly conditions?: readonly string[];
+}
+
+type Build = typeof import("esbuild")["build"];
+
+let esbuildBuild: Build | undefined;
+
+/** esbuild's `build`, imported on first use; a missing esbuild is a one-line PootcError saying what to install. */
+async function loadEsbuild(): Promise<Build> {
+  if (esbuildBuild !== undefined) return esbuildBuild;
+  try {
+    esbuildBuild = (await import("esbuild")).build;
+  } catch (e) {
+    // Node: ERR_MODULE_NOT_FOUND "Cannot find package 'esbuild' imported from …"; anything else is esbuild's own.
+    if ((e as { code?: unknown }).code !== "ERR_MODULE_NOT_FOUND" || !String(e).includes("'esbuild'")) throw e;
+    throw new PootcError(
+      "missing_esbuild",
+      "pootc needs esbuild to bundle kernel sources, and it is not installed: npm install --save-dev esbuild",
+    );
+  }
+  return esbuildBuild;
 }
 
 function isKernel(v: unknown): v is Kernel {
@@ -53,6 +74,7 @@ export async function compileKernelSources(srcDir: string, options: PootcOptions
   const root = resolve(srcDir);
   const files = await sourcesIn(root);
   if (files.length === 0) throw new PootcError("no_sources", `no kernel sources in ${root}`);
+  const build = await loadEsbuild();
   const tmp = await mkdtemp(join(tmpdir(), "pootc-"));
   const outputs: PootcOutput[] = [];
   const seen = new Map<string, string>();

@@ -5,6 +5,7 @@ import { KernelValidationError } from "./errors.js";
 import type { KernelValidationCode, KernelValidationIssue } from "./errors.js";
 import { isVecType } from "./ir.js";
 import type { Kernel, Size, Stmt } from "./ir.js";
+import { MMA_LAYOUTS, mmaOperandTypes } from "./mma.js";
 import { checkExpr, isValueType } from "./validate-expr.js";
 import type { Binding, ExprContext } from "./validate-expr.js";
 
@@ -225,11 +226,17 @@ export function validateKernel(kernel: Kernel): KernelValidationIssue[] {
         return;
       }
       case "mma": {
-        if (st.shape !== "m16n8k16") report("bad_mma", `${p}.shape`, `mma shape ${String(st.shape)} is not m16n8k16`);
+        if (!Object.hasOwn(MMA_LAYOUTS, st.shape))
+          report(
+            "bad_mma",
+            `${p}.shape`,
+            `mma shape ${String(st.shape)} is not one of ${Object.keys(MMA_LAYOUTS).join(", ")}`,
+          );
         if (st.input !== "bf16" && st.input !== "f16")
           report("bad_mma", `${p}.input`, `mma input ${String(st.input)} is not bf16 or f16`);
-        expect(st.a, "a", "vec4<u32>");
-        expect(st.b, "b", "vec2<u32>");
+        const ty = Object.hasOwn(MMA_LAYOUTS, st.shape) ? mmaOperandTypes(st.shape) : undefined;
+        expect(st.a, "a", ty?.a ?? "vec4<u32>");
+        expect(st.b, "b", ty?.b ?? "vec2<u32>");
         expect(st.c, "c", "vec4<f32>");
         local(st.name, { kind: "local", type: "vec4<f32>", mutable: false }, p);
         return;

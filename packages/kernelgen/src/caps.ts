@@ -39,6 +39,8 @@ export interface SynthCaps {
     readonly n: number;
     readonly k: number;
     readonly input: string;
+    /** Register layout family: absent = PTX mma.sync, `"mfma"` / `"wmma"` = AMD (see graph-plan's MatrixShape). */
+    readonly layout?: string;
   }[];
   /** Streaming multiprocessors / compute units (sizes flash-decode's split). */
   readonly computeUnits?: number;

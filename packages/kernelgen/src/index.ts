@@ -19,7 +19,14 @@ export { synthesizeGemv } from "./synth/gemv.js";
 export type { GemvRequest } from "./synth/gemv.js";
 export { synthesizeGemm, chooseGemmTiling } from "./synth/gemm.js";
 export type { GemmRequest, GemmTiling } from "./synth/gemm.js";
-export { synthesizeMmaGemm, chooseMmaTiling, mmaGemmApplies, hasMmaUnit, mmaAMode } from "./synth/gemm-mma.js";
+export {
+  synthesizeMmaGemm,
+  chooseMmaTiling,
+  mmaGemmApplies,
+  hasMmaUnit,
+  mmaAMode,
+  mmaShapeFor,
+} from "./synth/gemm-mma.js";
 export type { MmaGemmTiling } from "./synth/gemm-mma.js";
 export { synthesizeDequantGemv } from "./synth/dequant.js";
 export type { DequantGemvRequest } from "./synth/dequant.js";

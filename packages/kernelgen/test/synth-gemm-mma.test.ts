@@ -6,7 +6,7 @@
 import { Builder, evaluate, f32ToBf16Bits, f32ToF16Bits } from "@poot/graph-ir";
 import type { Ref } from "@poot/graph-ir";
 import { describe, expect, it } from "vitest";
-import { chooseMmaTiling, mmaGemmApplies, synthesizeMmaGemm } from "@poot/kernelgen";
+import { chooseMmaTiling, mmaGemmApplies, mmaShapeFor, synthesizeMmaGemm } from "@poot/kernelgen";
 import type { SynthCaps } from "@poot/kernelgen";
 import { expectClose, poisoned, randF32, rng, run } from "./helpers.js";
 
@@ -58,7 +58,30 @@ function oracle(
   return { y: o.y!.data, s: o.s!.data };
 }
 
-describe("synthesized tensor-core GEMM (m16n8k16 mma)", () => {
+/** AMD matrix cores (decision 2401): MFMA 16x16x16 on wave64 (gfx90a/gfx942), WMMA on wave32 (gfx1100). */
+const MFMA: SynthCaps = {
+  maxWorkgroup: 1024,
+  sharedBytes: 65536,
+  subgroupSize: 64,
+  matrixShapes: [
+    { m: 16, n: 16, k: 16, input: "f16", layout: "mfma" },
+    { m: 16, n: 16, k: 16, input: "bf16", layout: "mfma" },
+  ],
+};
+const WMMA: SynthCaps = {
+  ...MFMA,
+  subgroupSize: 32,
+  matrixShapes: [
+    { m: 16, n: 16, k: 16, input: "f16", layout: "wmma" },
+    { m: 16, n: 16, k: 16, input: "bf16", layout: "wmma" },
+  ],
+};
+
+describe.each([
+  ["m16n8k16 mma (PTX)", TC, "m16n8k16"],
+  ["MFMA 16x16x16 (AMD CDNA, 64 lanes)", MFMA, "m16n16k16_mfma"],
+  ["WMMA-backed m16n8k16 (AMD RDNA3, 32 lanes)", WMMA, "m16n8k16_wmma"],
+] as const)("synthesized tensor-core GEMM: %s", (_title, TC, shape) => {
   const cases: [number, number, number, number, ADtype, Half, "nk" | "kn", boolean][] = [
     [1, 1, 1, 1, "bf16", "bf16", "nk", false],
     [1, 17, 20, 33, "f32", "bf16", "nk", false],
@@ -78,6 +101,7 @@ describe("synthesized tensor-core GEMM (m16n8k16 mma)", () => {
         TC,
       );
       expect(s.kernel.body.length).toBeGreaterThan(0);
+      expect(s.tiling.shape).toBe(shape);
       const C = poisoned(s.kernel, "C", B * M * N);
       run(s.kernel, { grid: [...s.grid], buffers: { A: a, W: w, C }, subgroupSize: s.subgroupSize ?? 0 });
       const ref = oracle(B, M, K, N, a, aDt, w, wDt, layout, batchedW);
@@ -110,7 +134,7 @@ describe("synthesized tensor-core GEMM (m16n8k16 mma)", () => {
       TC,
     );
     const C = poisoned(s.kernel, "C", M * N) as Uint16Array;
-    run(s.kernel, { grid: [...s.grid], buffers: { A: a, W: w, bias, C }, subgroupSize: 32 });
+    run(s.kernel, { grid: [...s.grid], buffers: { A: a, W: w, bias, C }, subgroupSize: s.subgroupSize ?? 0 });
     const ref = oracle(1, M, K, N, a, "f32", w, "bf16", "nk", false, bias);
     const got = Array.from(C, (h) => new Float32Array(new Uint32Array([h << 16]).buffer)[0] as number);
     // bf16 storage: half an ulp of bf16 (2^-9 relative) on top of the f32 error.
@@ -120,7 +144,9 @@ describe("synthesized tensor-core GEMM (m16n8k16 mma)", () => {
       Array.from(ref.y, (v, i) => Math.abs(v) * 400 + (ref.s[i] as number) + 1),
     );
   });
+});
 
+describe("tensor-core GEMM selection and tiling", () => {
   it("is chosen only for bf16/f16 weights on caps with that matrix unit and an exact A path", () => {
     const req = (aDtype: ADtype, w: "bf16" | "f16" | "f32") => ({
       aDtype,
@@ -136,6 +162,12 @@ describe("synthesized tensor-core GEMM (m16n8k16 mma)", () => {
       false,
     );
     expect(mmaGemmApplies(req("f32", "bf16"), { ...TC, subgroupSize: 64 })).toBe(false);
+    // AMD: MFMA needs wave64, WMMA wave32; a 16x16x16 unit without a layout (Vulkan's) is none this GEMM issues.
+    expect(mmaShapeFor(MFMA, "bf16")).toBe("m16n16k16_mfma");
+    expect(mmaShapeFor(WMMA, "f16")).toBe("m16n8k16_wmma");
+    expect(mmaGemmApplies(req("f32", "bf16"), { ...MFMA, subgroupSize: 32 })).toBe(false);
+    expect(mmaGemmApplies(req("f32", "bf16"), { ...WMMA, subgroupSize: 64 })).toBe(false);
+    expect(mmaGemmApplies(req("f32", "f16"), MFMA)).toBe(false);
     expect(() =>
       synthesizeMmaGemm(
         { name: "g", M: 4, N: 4, K: 4, weight: { dtype: "bf16", layout: "nk" } },
@@ -160,6 +192,14 @@ describe("synthesized tensor-core GEMM (m16n8k16 mma)", () => {
       tilesN: 4,
       BM: 64,
       BN: 64,
+    });
+    // MFMA: 64-lane subgroups, n16 tiles: a 64×128 output tile from 4 subgroups of 64.
+    expect(chooseMmaTiling(512, 4096, "split3", MFMA, "m16n16k16_mfma")).toMatchObject({
+      warpsM: 2,
+      warpsN: 2,
+      tilesN: 4,
+      BM: 64,
+      BN: 128,
     });
     expect(() => chooseMmaTiling(512, 4096, "split3", { ...TC, sharedBytes: 1024 })).toThrow(
       expect.objectContaining({ code: "exceeds_caps" }),

@@ -18,6 +18,7 @@ import {
 import { RuntimeError, invariant } from "./errors.js";
 import { BlockPipeline, type BlockDevice, type PipelineStats, type PlacementReport } from "./blocks/pipeline.js";
 import type { PagerStats } from "./blocks/pager.js";
+import { WeightReader } from "./blocks/weight-reader.js";
 import type { Placement } from "./blocks/placement.js";
 import { KvPool, type KvPoolStats } from "./kv-pool.js";
 import { Session } from "./session.js";
@@ -61,6 +62,11 @@ export interface EngineOptions {
   readonly budgets?: Readonly<Record<string, number>>;
   /** Fresh executors of the devices that may page. */
   readonly deviceFactories?: Readonly<Record<string, () => Executor>>;
+  /**
+   * Paging: read the next block's weights on a reader thread while the current block runs (decision 1706).
+   * Default true; false reads every tensor when a paged-in block first needs it.
+   */
+  readonly prefetch?: boolean;
 }
 
 /** Counters of the work an engine has done. */
@@ -191,7 +197,12 @@ export class Engine {
       const paging =
         options.budgets === undefined
           ? undefined
-          : { budgets: options.budgets, factories: options.deviceFactories ?? {}, weights };
+          : {
+              budgets: options.budgets,
+              factories: options.deviceFactories ?? {},
+              // Never the cached source: a paged block's weights are read again each time it comes back.
+              reader: new WeightReader(model.checkpoint, options.prefetch ?? true),
+            };
       this.pipeline = new BlockPipeline(
         devices,
         options.placement,
@@ -442,6 +453,40 @@ export class Engine {
     } finally {
       s.release();
     }
+  }
+
+  /**
+   * The final hidden state of every token of `ids` after the final norm (the LM head's input) [T·D], row-major
+   * [T, D], from one stateless prefill program (no KV pages used). The ids run padded to a power of two (causal
+   * attention: padding after the last token changes none of the rows before it), so at most log2(context) + 1
+   * programs are staged. Embeddings pool these rows.
+   */
+  promptHidden(ids: readonly number[]): Float32Array {
+    if (ids.length === 0) throw new RuntimeError("bad-tokens", "no token ids given");
+    if (ids.length > this.context)
+      throw new RuntimeError("context-overflow", `${ids.length} tokens do not fit the context of ${this.context}`, {
+        value: ids.length,
+      });
+    const V = this.config.vocabSize;
+    for (const id of ids)
+      if (!Number.isSafeInteger(id) || id < 0 || id >= V)
+        throw new RuntimeError("bad-tokens", `token id ${id} is outside the vocabulary [0, ${V})`, { value: id });
+    if (this.pipeline !== null)
+      throw new RuntimeError(
+        "bad-config",
+        "hidden states of an engine split into blocks across devices are not supported",
+      );
+    let T = 1;
+    while (T < ids.length) T *= 2;
+    const p = this.staged(`hidden-${T}`, "prefill", () =>
+      this.model.graph({ kind: "prefill", tokens: T, output: "hidden" }),
+    );
+    const padded = new Int32Array(T);
+    padded.set(ids);
+    p.writeSlot("ids", padded);
+    p.run();
+    const D = this.config.hiddenSize;
+    return (p.readOutput("hidden") as Float32Array).slice(0, ids.length * D);
   }
 
   /**

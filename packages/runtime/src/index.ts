@@ -27,7 +27,18 @@ export { Pager } from "./blocks/pager.js";
 export type { PagerHost, PagerStats } from "./blocks/pager.js";
 export { PipelineProgram, PipelineState } from "./blocks/program.js";
 export { Unit } from "./blocks/unit.js";
+export { WeightReader } from "./blocks/weight-reader.js";
+export type { WeightReadStats } from "./blocks/weight-reader.js";
 export { RESIDUAL, blockName, closure, findBlocks, unitGraph } from "./blocks/cut.js";
 export type { BlockCut, BlockInfo, BlockKind } from "./blocks/cut.js";
-export { formatPlacement, gpuLayers, parsePlacement, parseSize, placeAll, unitSpans } from "./blocks/placement.js";
-export type { Placement, UnitSpan } from "./blocks/placement.js";
+export {
+  fitPlacement,
+  formatPlacement,
+  gpuLayers,
+  parsePlacement,
+  parseSize,
+  placeAll,
+  unitSpans,
+  weightBytesOn,
+} from "./blocks/placement.js";
+export type { FitPlacement, Placement, UnitSpan } from "./blocks/placement.js";

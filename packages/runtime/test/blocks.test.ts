@@ -14,6 +14,7 @@ import {
   parsePlacement,
   placeAll,
   type BlockDevice,
+  type PagerStats,
   type PipelineProgram,
   type Placement,
 } from "@poot/runtime";
@@ -309,6 +310,72 @@ describe.skipIf(FIXTURES === undefined)(
         } finally {
           engine.close();
         }
+      });
+    }
+
+    // Prefetch (decision 1706): with room for two blocks, each block's weights are read on the reader thread while the
+    // block before it runs; the answer is the unpaged run's with and without it.
+    for (const c of [
+      { name: "hf/llama3", dir: () => fixture("hf", "llama3"), prompt: () => hfCase("llama3").prompt },
+      {
+        name: "gguf/llama3-w256 Q8_0",
+        dir: () => fixture("gguf", "llama3-w256", "model-Q8_0.gguf"),
+        prompt: () => ggufCase("llama3-w256", "Q8_0").prompt,
+      },
+    ]) {
+      test(`${c.name}: the next block's weights are read ahead while the current one runs (planted: no read-ahead)`, () => {
+        const prompt = c.prompt();
+        const single = Engine.load(c.dir(), {
+          executor: createEvalExecutor(),
+          context: prompt.length + N,
+          prefillChunk: 8,
+        });
+        const ref = greedyRun(single, prompt, N);
+        const L = single.config.numLayers;
+        single.close();
+        const cut = findBlocks(probeGraph(c.dir()));
+        const sizes = cut.blocks.map((b) => b.weightBytes).sort((a, b) => b - a);
+        const budget = sizes[0]! + sizes[1]!;
+        const run = (prefetch: boolean, plant?: (e: Engine) => void) => {
+          const devs = devices();
+          const engine = Engine.load(c.dir(), {
+            executor: devs[0]!.executor,
+            devices: devs,
+            placement: placeAll(L, "a"),
+            budgets: { a: budget },
+            deviceFactories: { a: () => createEvalExecutor() },
+            context: prompt.length + N,
+            prefillChunk: 8,
+            prefetch,
+          });
+          try {
+            plant?.(engine);
+            assertSameAnswer(greedyRun(engine, prompt, N), ref, prefetch ? "prefetched" : "paged");
+            return { ...engine.pagerStats! };
+          } finally {
+            engine.close();
+          }
+        };
+        const readAhead = (st: PagerStats): void => {
+          // Every page-in reads its tensors from the checkpoint again (no host cache): read now or read ahead...
+          if (st.syncReads + st.prefetches < st.pageIns)
+            throw new Error(`${st.pageIns} page-ins read only ${st.syncReads} + ${st.prefetches} times`);
+          // ...and most page-ins found their weights read ahead: at most one block a step is read on the step's thread.
+          if (st.prefetches < st.pageIns / 2)
+            throw new Error(`only ${st.prefetches} of ${st.pageIns} page-ins were read ahead`);
+        };
+        const on = run(true);
+        const off = run(false);
+        readAhead(on);
+        expect(on.prefetchedBytes).toBeGreaterThan(0);
+        expect(on.syncReads).toBeLessThan(off.syncReads);
+        expect(off.prefetches).toBe(0);
+        expect(() => readAhead(off)).toThrow(/page-ins were read ahead/);
+        // Planted: a pipeline that never asks for the next block ahead.
+        const none = run(true, (e) => {
+          e.pipeline!.prefetch = () => {};
+        });
+        expect(() => readAhead(none)).toThrow(/page-ins were read ahead/);
       });
     }
 

@@ -65,6 +65,8 @@ export type ApiErrorCode =
   | "server_shutting_down"
   /** The request body is larger than the server accepts. */
   | "request_too_large"
+  /** POST /admin/place named a placement the engine cannot take (unknown device, overlap, unplaced layers, ...). */
+  | "invalid_placement"
   /** A bug or an engine failure; the server stays up. */
   | "internal_error";
 

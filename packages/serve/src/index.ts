@@ -14,6 +14,8 @@ export type {
   BatchEngine,
   EngineSequence,
   EngineStats,
+  PlacementSummary,
+  RelocateResult,
   SamplingParams,
   SequenceEvent,
   RemoteServeEngine,
@@ -43,13 +45,16 @@ export type {
 export { createServer } from "./server/server.js";
 export type { PootServer, ServerOptions, SocketLimits } from "./server/server.js";
 export {
+  DEVICE_WEIGHT_SHARE,
   blockCutOf,
   createDevices,
   cutOfGraph,
   describePlacement,
+  deviceMemoryOf,
   engineDevices,
   placementOptions,
   placementReportOf,
+  planDevices,
   planPlacement,
 } from "./placement.js";
-export type { PlacedDevices, PlacementFlags, PlacementPlan } from "./placement.js";
+export type { PlacedDevices, PlacementFlags, PlacementPlan, PlannedDevices } from "./placement.js";

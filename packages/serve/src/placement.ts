@@ -7,6 +7,7 @@ import { LoadedModel, ModelError } from "@poot/models";
 import {
   RuntimeError,
   findBlocks,
+  fitPlacement,
   formatPlacement,
   gpuLayers,
   parsePlacement,
@@ -28,6 +29,8 @@ export interface PlacementFlags {
   readonly place?: string;
   readonly deviceMemory?: string;
   readonly hostMemory?: string;
+  /** Commander's `--no-prefetch`: false reads a paged block's weights when it runs, not ahead of use. */
+  readonly prefetch?: boolean;
 }
 
 /** The device the host-side blocks of `--gpu-layers` run on, and the one `--host-memory` budgets. */
@@ -39,7 +42,8 @@ export function placementOptions(cmd: Command): Command {
     .option("--gpu-layers <n>", "the last N layers and the head on --backend, the rest on the cpu (alias -ngl)")
     .option("--place <spec>", 'blocks per device, e.g. "0-7:cuda,8-15:cpu,head:cuda" (layers N or N-M, embed, head)')
     .option("--device-memory <size>", "weight budget of each non-cpu device, e.g. 2G; a block must fit")
-    .option("--host-memory <size>", "weight budget of the cpu device, e.g. 512M; a block must fit");
+    .option("--host-memory <size>", "weight budget of the cpu device, e.g. 512M; a block must fit")
+    .option("--no-prefetch", "paging: read a block's weights when it runs instead of while the block before it runs");
 }
 
 /** A checked placement and what it puts where. */
@@ -52,6 +56,22 @@ export interface PlacementPlan {
   readonly weightBytes: Readonly<Record<string, number>>;
   /** The budget of each device that has one. */
   readonly budgets: Readonly<Record<string, number>>;
+  /** How the default placement was chosen (no --place / --gpu-layers), in words; absent for an explicit one. */
+  readonly chosen?: string;
+  /** Paging reads the next block's weights ahead of use (decision 1706; `--no-prefetch` turns it off). */
+  readonly prefetch: boolean;
+}
+
+/**
+ * The share of a device's free memory the default placement fills with weights (decision 1705): the rest is left
+ * for the KV cache, slots, activations and the backend's own scratch.
+ */
+export const DEVICE_WEIGHT_SHARE = 0.9;
+
+/** A device's memory for the default placement: free bytes now (its query), else its size; null when unbounded. */
+export function deviceMemoryOf(executor: Executor): number | null {
+  const m = executor.freeMemoryBytes?.() ?? executor.caps.deviceMemoryBytes;
+  return m === null || !Number.isFinite(m) ? null : m;
 }
 
 function cliErrors<T>(command: string, model: string, fn: () => T): T {
@@ -93,18 +113,44 @@ export function planPlacement(
   command: string,
   known: readonly string[],
   cutOf: () => BlockCut = () => blockCutOf(model, weights, command),
+  memory?: () => number | null,
 ): PlacementPlan | null {
-  if (o.gpuLayers === undefined && o.place === undefined && o.deviceMemory === undefined && o.hostMemory === undefined)
-    return null;
+  const explicit = o.gpuLayers !== undefined || o.place !== undefined;
+  // The default (decision 1705): everything on --backend when its weights fit in the device's memory (free bytes
+  // by its query, or --device-memory), else as many layers as fit there and the rest on the cpu.
+  const fitting = !explicit && backend !== HOST_DEVICE && (o.deviceMemory !== undefined || memory !== undefined);
+  if (!explicit && !fitting && o.deviceMemory === undefined && o.hostMemory === undefined) return null;
   if (o.gpuLayers !== undefined && o.place !== undefined)
     throw new CliError("bad-input", "--gpu-layers and --place both say where layers go: give one", { command });
   const sizes = cliErrors(command, model, () => ({
     device: o.deviceMemory === undefined ? undefined : parseSize(o.deviceMemory, "--device-memory"),
     host: o.hostMemory === undefined ? undefined : parseSize(o.hostMemory, "--host-memory"),
   }));
+  let chosen: string | undefined;
+  let fitted: Placement | undefined;
+  if (fitting) {
+    const queried = sizes.device === undefined ? (memory?.() ?? null) : null;
+    if (sizes.device === undefined && queried === null && o.hostMemory === undefined) return null;
+    if (sizes.device !== undefined || queried !== null) {
+      const cut = cutOf();
+      const budget = sizes.device ?? Math.floor(queried! * DEVICE_WEIGHT_SHARE);
+      const fit = fitPlacement(cut, backend, budget, HOST_DEVICE);
+      const source =
+        sizes.device !== undefined
+          ? `--device-memory ${mb(budget)}`
+          : `${Math.round(DEVICE_WEIGHT_SHARE * 100)}% of its ${mb(queried!)} free`;
+      if (fit.layersOnDevice === cut.layers && o.hostMemory === undefined) return null;
+      fitted = fit.placement;
+      chosen =
+        fit.layersOnDevice === cut.layers
+          ? `default: every block on ${backend} (weights ${mb(fit.totalBytes)} fit in ${source})`
+          : `default: ${fit.layersOnDevice} of ${cut.layers} layers on ${backend} (${mb(fit.deviceBytes)} of weights fit in ${source}; the model has ${mb(fit.totalBytes)}), the rest on ${HOST_DEVICE}`;
+    }
+  }
   const cut = cutOf();
   const L = cut.layers;
   const placement = cliErrors(command, model, () => {
+    if (fitted !== undefined) return fitted;
     if (o.place !== undefined) return parsePlacement(o.place, L, known);
     if (o.gpuLayers !== undefined) {
       const n = Number(o.gpuLayers);
@@ -120,7 +166,8 @@ export function planPlacement(
   const weightBytes: Record<string, number> = {};
   const budgets: Record<string, number> = {};
   for (const d of devices) {
-    const budget = d === HOST_DEVICE ? sizes.host : sizes.device;
+    // --device-memory chose the default placement: the blocks on the device fit it, nothing pages there.
+    const budget = d === HOST_DEVICE ? sizes.host : fitted !== undefined ? undefined : sizes.device;
     const flag = d === HOST_DEVICE ? "--host-memory" : "--device-memory";
     const seen = new Set<string>();
     let total = 0;
@@ -140,7 +187,50 @@ export function planPlacement(
     weightBytes[d] = total;
     if (budget !== undefined) budgets[d] = budget;
   }
-  return { placement, devices, weightBytes, budgets };
+  return {
+    placement,
+    devices,
+    weightBytes,
+    budgets,
+    prefetch: o.prefetch !== false,
+    ...(chosen === undefined ? {} : { chosen }),
+  };
+}
+
+/** A plan and its executors: what run, generate, bench and serve make before loading a model. */
+export interface PlannedDevices {
+  /** The plan (null: everything on --backend as one program). */
+  readonly plan: PlacementPlan | null;
+  /** One executor per device of the plan (the backend's first). */
+  readonly placed: PlacedDevices;
+}
+
+/**
+ * {@link planPlacement} with the backend's memory asked of its executor (made once, kept as the backend's device),
+ * then {@link createDevices}. On an error every executor made is disposed.
+ */
+export function planDevices(
+  o: PlacementFlags,
+  backend: string,
+  model: string,
+  weights: "f32" | "bf16",
+  command: string,
+  known: readonly string[],
+  make: ExecutorFactory,
+): PlannedDevices {
+  let probe: Executor | undefined;
+  let plan: PlacementPlan | null;
+  try {
+    plan = planPlacement(o, backend, model, weights, command, known, undefined, () => {
+      probe ??= make(backend, command);
+      return deviceMemoryOf(probe);
+    });
+  } catch (err) {
+    probe?.dispose();
+    throw err;
+  }
+  // createDevices disposes what it made, the backend's executor among them, when it fails.
+  return { plan, placed: createDevices(plan, backend, command, make, probe) };
 }
 
 /** The executors of a plan: one per device (the backend's own executor among them); dispose them all at the end. */
@@ -153,17 +243,25 @@ export interface PlacedDevices {
   dispose(): void;
 }
 
-/** Creates one executor per device of `plan` with `make` (none but the backend's when `plan` is null). */
+/**
+ * Creates one executor per device of `plan` with `make` (none but the backend's when `plan` is null); the backend's
+ * is `backendExecutor` when given (already made to ask its memory).
+ */
 export function createDevices(
   plan: PlacementPlan | null,
   backend: string,
   command: string,
   make: ExecutorFactory,
+  backendExecutor?: Executor,
 ): PlacedDevices {
   const names = plan === null ? [backend] : [...new Set([backend, ...plan.devices])];
   const made: BlockDevice[] = [];
   try {
-    for (const n of names) made.push({ name: n, executor: make(n, command) });
+    for (const n of names)
+      made.push({
+        name: n,
+        executor: n === backend && backendExecutor !== undefined ? backendExecutor : make(n, command),
+      });
   } catch (err) {
     for (const d of made) d.executor.dispose();
     throw err;
@@ -190,6 +288,7 @@ export function engineDevices(
   readonly devices?: readonly BlockDevice[];
   readonly budgets?: Readonly<Record<string, number>>;
   readonly deviceFactories?: Readonly<Record<string, () => Executor>>;
+  readonly prefetch?: boolean;
 } {
   if (plan === null) return {};
   const budgets =
@@ -202,6 +301,7 @@ export function engineDevices(
   return {
     placement: plan.placement,
     devices: placed.devices.filter((d) => plan.devices.includes(d.name)),
+    prefetch: plan.prefetch,
     ...budgets,
   };
 }
@@ -212,7 +312,7 @@ function mb(n: number): string {
 }
 
 /** The placement in lines: the spec, each unit, weight bytes per device, hand-offs per token, paged devices. */
-export function describePlacement(r: PlacementReport): string[] {
+export function describePlacement(r: PlacementReport & { readonly chosen?: string }): string[] {
   const paged = Object.entries(r.pagedDevices ?? {});
   return [
     `placement ${formatPlacement(r.placement)}: ${r.unitsPerToken} unit(s) per token, ${r.handoffsPerToken} hand-off(s) per token (${r.handoffBytesPerToken} bytes each)`,
@@ -220,6 +320,7 @@ export function describePlacement(r: PlacementReport): string[] {
     `  weights per device: ${Object.entries(r.weightBytesByDevice)
       .map(([d, b]) => `${d} ${mb(b)}`)
       .join(", ")}`,
+    ...(r.chosen === undefined ? [] : [`  ${r.chosen}`]),
     ...(paged.length === 0
       ? []
       : [`  paged (weights above the budget, LRU): ${paged.map(([d, b]) => `${d} budget ${mb(b)}`).join(", ")}`]),

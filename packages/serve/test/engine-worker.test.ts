@@ -1,11 +1,23 @@
 // The engine on a worker thread (issue #20, decision 2004), through a real socket on the demo model: greedy answers
 // equal @poot/models' own loop, admission answers as in process (400 never fits, 429 queue full, 503 queue timeout and
 // draining), a client that disconnects frees its KV pages, a step failure fails that request only (500, one line), and
-// a crashed worker fails the requests in flight, is logged once, and turns /health to 503 "failed".
+// a crashed worker fails the requests in flight, is logged once, and turns /health to 503 "failed"; /admin/place
+// relocates blocks on the worker between steps (mid-stream, the unrelocated run's text).
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { LoadedModel, loadTokenizer } from "@poot/models";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { rawRequest } from "./raw-http.js";
-import { DEMO, metric, startWorkerServer, waitFor, type WorkerTestServer } from "./server-helpers.js";
+import {
+  DEMO,
+  LLAMA3,
+  SKIP_NOTE,
+  llama3Tokenizer,
+  metric,
+  startWorkerServer,
+  waitFor,
+  type WorkerTestServer,
+} from "./server-helpers.js";
 
 const M = "demo";
 const health = async (url: string) => {
@@ -131,3 +143,97 @@ describe("a worker thread that crashes", { timeout: 300_000 }, () => {
     expect(JSON.parse(next.body).error.code).toBe("internal_error");
   });
 });
+
+describe("/admin/place on the engine worker", { timeout: 300_000 }, () => {
+  let s: WorkerTestServer;
+  beforeAll(async () => {
+    s = await startWorkerServer(DEMO, { context: 64, maxBatch: 1 });
+  }, 120_000);
+  afterAll(async () => s?.close());
+
+  test("a model run as one program: GET and POST answer the one-line 400, nothing moves", async () => {
+    const get = await rawRequest(s.url, "GET", "/admin/place");
+    expect(get.status).toBe(400);
+    expect(JSON.parse(get.body).error).toMatchObject({ code: "invalid_placement", param: "place" });
+    const post = await rawRequest(s.url, "POST", "/admin/place", { json: { place: "0-1:eval" } });
+    expect(post.status).toBe(400);
+    expect(JSON.parse(post.body).error.message).toMatch(/^this server runs the model as one program/);
+  });
+});
+
+describe.skipIf(LLAMA3 === null)(
+  `/admin/place relocating blocks on the engine worker${SKIP_NOTE}`,
+  { timeout: 300_000 },
+  () => {
+    const KEY = "sk-admin-worker-0123456789";
+    const N = 24;
+    let s: WorkerTestServer;
+    beforeAll(async () => {
+      s = await startWorkerServer(LLAMA3!, {
+        context: 64,
+        maxBatch: 2,
+        apiKey: KEY,
+        executorExport: "namedEvalFactory",
+        backend: "eval",
+        place: "0:a,1:b",
+        backends: ["a", "b"],
+        modelId: "llama3",
+      });
+    }, 180_000);
+    afterAll(async () => s?.close());
+
+    const admin = async (body?: unknown) => {
+      const r = await fetch(`${s.url}/admin/place`, {
+        method: body === undefined ? "GET" : "POST",
+        headers: {
+          authorization: `Bearer ${KEY}`,
+          ...(body === undefined ? {} : { "content-type": "application/json" }),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      return { status: r.status, json: (await r.json()) as Record<string, unknown> };
+    };
+
+    test("moved at token 5 and back at 10 mid-stream: the unrelocated run's text, transformers' greedy prefix", async () => {
+      const ref = JSON.parse(fs.readFileSync(path.join(LLAMA3!, "reference.json"), "utf8")) as {
+        prompt_ids: number[];
+        greedy_ids: number[];
+      };
+      const body = { model: "llama3", prompt: ref.prompt_ids, max_tokens: N, temperature: 0, ignore_eos: true };
+      const plain = (await s.client.completions.create(body as never)) as unknown as { choices: { text: string }[] };
+      const unrelocated = plain.choices[0]!.text;
+      expect(unrelocated.startsWith(llama3Tokenizer().decode(ref.greedy_ids, { skipSpecial: true }))).toBe(true);
+      expect((await admin()).json).toMatchObject({ place: "0:a,1:b", relocations: 0 });
+      const stream = (await s.client.completions.create({
+        ...body,
+        stream: true,
+        logprobs: 0,
+      } as never)) as unknown as AsyncIterable<{ choices: { text: string; logprobs?: { tokens?: string[] } }[] }>;
+      let text = "",
+        tokens = 0;
+      const moves: Promise<void>[] = [];
+      const move = (place: string) =>
+        admin({ place }).then((r) => {
+          expect(r.status, JSON.stringify(r.json)).toBe(200);
+        });
+      for await (const chunk of stream) {
+        const c = chunk.choices[0];
+        if (c === undefined) continue;
+        text += c.text;
+        tokens += c.logprobs?.tokens?.length ?? 0;
+        if (tokens >= 5 && moves.length === 0) moves.push(move("0-1:b"));
+        if (tokens >= 10 && moves.length === 1) {
+          await moves[0];
+          moves.push(move("0:a,1:b"));
+        }
+      }
+      await Promise.all(moves);
+      expect(tokens).toBe(N);
+      expect(text).toBe(unrelocated);
+      expect((await admin()).json).toMatchObject({ place: "0:a,1:b", relocations: 2 });
+      const bad = await admin({ place: "0:a,1:tpu" });
+      expect(bad.status).toBe(400);
+      expect((bad.json["error"] as { message: string }).message).toMatch(/names device "tpu", which is not available/);
+    });
+  },
+);

@@ -14,6 +14,11 @@ export function executorFactory() {
   };
 }
 
+/** An eval executor for every device name (placement tests name their devices "a", "b", ...). */
+export function namedEvalFactory() {
+  return () => createEvalExecutor();
+}
+
 /** An executor that calls `onRun(n)` before its programs' n-th run (or replay), counting from 1. */
 function counted(executor, onRun) {
   let runs = 0;

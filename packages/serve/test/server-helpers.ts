@@ -119,6 +119,9 @@ export async function startWorkerServer(
     kvPages?: number;
     pageSize?: number;
     log?: (line: string) => void;
+    /** `--place` for the worker to plan (with `backends`, the device names it may use). */
+    place?: string;
+    backends?: readonly string[];
   } & Partial<Omit<ServerOptions, "engine">>,
 ): Promise<WorkerTestServer> {
   const template = options.chatTemplate === undefined ? {} : { chatTemplate: options.chatTemplate };
@@ -127,6 +130,8 @@ export async function startWorkerServer(
     executorModule: TEST_EXECUTORS,
     ...(options.executorExport === undefined ? {} : { executorExport: options.executorExport }),
     backend: options.backend ?? "eval",
+    ...(options.place === undefined ? {} : { placement: { place: options.place } }),
+    ...(options.backends === undefined ? {} : { backends: options.backends }),
     load: {
       context: options.context,
       maxSequences: options.maxBatch ?? 8,

@@ -1,7 +1,8 @@
 // The native kernels as the executor sees them, platform-neutral: what a platform offers (node: the prebuilt object
 // through koffi; browsers: nothing) and the description `caps.device` and `poot bench` print (decision 0952).
 
-import type { NativeRef } from "./thread-source.js";
+import type { KernelFn } from "../thread/core.js";
+import type { NativeRef } from "../thread/native.js";
 
 /** A loaded native kernel library. */
 export interface NativeLibrary {
@@ -17,8 +18,8 @@ export interface NativeLibrary {
   address(view: Uint8Array): number;
   /** Tests: runs the "avx2" or "avx512" kernel set from now on, process-wide; false when this CPU cannot. */
   force(isa: "avx2" | "avx512"): boolean;
-  /** The host thread's function for a kernel (workers build theirs from the same source). */
-  hostKernel(ref: NativeRef): (args: number, x: number) => void;
+  /** The host thread's function for a kernel (workers build theirs with the same `nativeKernels`). */
+  hostKernel(ref: NativeRef): KernelFn;
 }
 
 /** How a platform loads its native kernels: null where none ship or the CPU cannot run them. */

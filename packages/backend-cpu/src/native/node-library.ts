@@ -7,7 +7,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CpuError } from "../errors.js";
 import type { NativeLibrary } from "./library.js";
-import { NATIVE_THREAD_SOURCE, type NativeRef } from "./thread-source.js";
+import { nativeKernels } from "../thread/native.js";
 
 const LIBRARIES: Readonly<Record<string, string>> = { "linux-x64": "libpoot_cpu.so" };
 
@@ -48,14 +48,11 @@ export function loadNodeNative(): NativeLibrary | null {
   if (isa === "none") return (loaded = null);
   const sourceHash = lib.func("const char *poot_native_source_hash(void)")() as string;
   const addr = lib.func("uint64_t poot_native_addr(const void *p)");
-  const make = new Function("require", `${NATIVE_THREAD_SOURCE}\nreturn nativeKernel;`)(require) as (
-    ref: NativeRef,
-  ) => (args: number, x: number) => void;
   loaded = {
     path,
     koffi: koffiPath,
     sourceHash,
-    hostKernel: make,
+    hostKernel: nativeKernels(require),
     get isa() {
       return isaOf() as string;
     },

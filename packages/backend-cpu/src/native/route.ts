@@ -2,8 +2,10 @@
 // over a weight format the kernels decode, with no epilogue, a residual add, or any elementwise epilogue that then
 // runs as its own Wasm phase over the accumulators (RoPE, KV-cache writes, SiLU-gating of two heads).
 
+import type { TargetCode } from "@poot/codegen";
+import type { RoutedLaunch, RoutedPlan, RoutedSource } from "@poot/executor/lowering";
 import { isPacked, numel, stridesOf, type DType } from "@poot/graph-ir";
-import { isDense } from "@poot/kernelgen";
+import { isDense, synthesizeRequest, type SynthCaps } from "@poot/kernelgen";
 import type { Access, KernelRequest, Plan, Region, RegionNode } from "@poot/graph-plan";
 
 /** Weight formats of the native kernels (the C enum in native/src/poot_cpu.h). */
@@ -19,11 +21,8 @@ export const NATIVE_FORMATS: Readonly<Record<string, number>> = {
 /** Epilogues the C kernel applies itself. */
 export const EPI = { NONE: 0, ADD: 1, HEADS2: 2 } as const;
 
-/** Where a native kernel's buffer word points: a request access, the output, or the program's accumulator scratch. */
-export type NativeBinding =
-  | { readonly kind: "input"; readonly index: number }
-  | { readonly kind: "output" }
-  | { readonly kind: "scratch"; readonly offset: number };
+/** Where a native kernel's buffer word points: a request access, the output, or the plan's accumulator scratch. */
+export type NativeBinding = RoutedSource;
 
 /** A plan served natively: the GEMV's argument words, and the epilogue phase that follows it, if any. */
 export interface NativeRoute {
@@ -157,5 +156,50 @@ export function routeNative(plan: Plan, threads: number): NativeRoute | null {
       request,
       binding: (i) => (i < heads ? scratch[i]! : { kind: "input", index: 1 + heads + (i - heads) }),
     },
+  };
+}
+
+/** The argument words after the buffers of every native GEMV, as uniforms. */
+const UNIFORMS = ["fmt", "epi", "M", "N", "K", "R"] as const;
+
+/**
+ * The CPU lowering's `route` hook: a plan a native GEMV serves becomes the GEMV's launch (code the device loads
+ * through koffi, marked by `abi.nativeBuffers`) and, when it has one, its epilogue's Wasm launch over the scratch.
+ */
+export function nativeRoute(threads: number, synth: SynthCaps): (plan: Plan, name: string) => RoutedPlan | null {
+  return (plan, name) => {
+    const r = routeNative(plan, threads);
+    if (r === null) return null;
+    const nbuf = r.buffers.length;
+    const names = r.buffers.map((_, i) => `b${i}`);
+    const code: TargetCode = {
+      target: "wasm",
+      kernel: `${name}_native`,
+      entryPoint: "poot_native_gemv",
+      ext: "native",
+      workgroupSize: [1, 1, 1],
+      bindings: [
+        ...names.map((buffer, slot) => ({ kind: "buffer", slot, buffer }) as const),
+        { kind: "uniforms", slot: nbuf, order: UNIFORMS },
+      ],
+      abi: { argWords: nbuf + UNIFORMS.length + 5, sharedBytes: 0, frameBytes: 0, nativeBuffers: nbuf },
+    };
+    const gemv: RoutedLaunch = {
+      kernel: { code, uniforms: UNIFORMS.map((u) => ({ name: u, type: "u32" as const })) },
+      grid: r.grid,
+      uniforms: Object.fromEntries(UNIFORMS.map((u, i) => [u, r.uniforms[i]!])),
+      bindings: r.buffers.map((source, i) => ({ buffer: names[i]!, source })),
+    };
+    const epi = r.epilogue;
+    if (epi === null) return { launches: [gemv], scratchBytes: r.scratchBytes };
+    const rk = synthesizeRequest(epi.request, synth, `${name}_epilogue`);
+    const bindings = rk.bindings.map(({ buffer, source: s }) => ({
+      buffer,
+      source: s.kind === "output" ? s : epi.binding(s.index),
+    }));
+    return {
+      launches: [gemv, { kernel: { dsl: rk.kernel }, grid: rk.grid, uniforms: {}, bindings }],
+      scratchBytes: r.scratchBytes,
+    };
   };
 }

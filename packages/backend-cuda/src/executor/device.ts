@@ -79,6 +79,11 @@ export class CudaComputeDevice implements Device<CudaBuffer, CompiledKernel, Cud
     };
   }
 
+  /** Free device memory now (cuMemGetInfo). */
+  freeMemoryBytes(): number {
+    return this.ctx.device.memoryInfo().free;
+  }
+
   allocate(bytes: number, kind: LoweredBufferKind | "snapshot"): CudaBuffer {
     try {
       const dev = this.ctx.allocate(Math.max(4, bytes));

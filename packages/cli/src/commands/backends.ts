@@ -25,9 +25,10 @@ export const EXECUTORS: Readonly<
 > = {
   // codegen's Wasm SIMD kernels on worker_threads (one per core) over one shared memory; a step is one fused region.
   // Native GEMVs (prebuilt, decision 0952) serve the contractions they can; POOT_CPU_NATIVE=0 runs Wasm only.
-  cpu: (compile) =>
+  cpu: (compile, cache) =>
     createCpuExecutor({
       compile,
+      ...(cache !== undefined ? { cache } : {}),
       native: process.env["POOT_CPU_NATIVE"] !== "0",
       ...(executorSettings.threads === undefined ? {} : { threads: executorSettings.threads }),
     }),

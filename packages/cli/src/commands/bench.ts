@@ -7,14 +7,7 @@ import { CpuExecutor } from "@poot/backend-cpu";
 import { measureBandwidth } from "./bandwidth.js";
 import { CliError } from "../errors.js";
 import { BACKEND_NAMES, createExecutor, horizontalFusion, loweringCache, measureFloorBandwidth } from "./backends.js";
-import {
-  createDevices,
-  describePlacement,
-  engineDevices,
-  placementOptions,
-  planPlacement,
-  type PlacementFlags,
-} from "@poot/serve";
+import { planDevices, describePlacement, engineDevices, placementOptions, type PlacementFlags } from "@poot/serve";
 import type { CommandModule } from "./index.js";
 import { parseNumber } from "./numbers.js";
 import { progressBar } from "./progress.js";
@@ -75,12 +68,26 @@ export interface BenchReport {
   /** CPU backend: which kernels ran decode (native GEMVs with their share of the dispatches, and Wasm); null elsewhere. */
   readonly cpuKernels: string | null;
   /**
-   * With a placement flag: where the blocks ran (units and hand-offs per token, weight bytes per device) and the
-   * hand-offs counted per decode token; null when the model ran as one program on --backend.
+   * With a placement flag, or a default placement that split the model (decision 1705): where the blocks ran (units
+   * and hand-offs per token, weight bytes per device), the hand-offs counted per decode token and, for the default,
+   * how it was chosen; null when the model ran as one program on --backend.
    */
-  readonly placement: (PlacementReport & { readonly measuredHandoffsPerToken: number }) | null;
+  readonly placement:
+    | (PlacementReport & { readonly measuredHandoffsPerToken: number; readonly chosen?: string })
+    | null;
   /** With a budget below the weights: the pager's counters over the whole bench (warm-up included); else null. */
-  readonly paging: PagerStats | null;
+  readonly paging:
+    | (PagerStats & {
+        /** Whether the next block's weights were read ahead (`--no-prefetch` turns it off). */
+        readonly prefetch: boolean;
+        /** Page-ins per timed decode token (median of the runs). */
+        readonly decodePageInsPerToken: number;
+        /** Milliseconds of page-in stall per timed decode token (median). */
+        readonly decodeStallMsPerToken: number;
+        /** The part of it spent reading weights or waiting for weights read ahead (median). */
+        readonly decodeReadWaitMsPerToken: number;
+      })
+    | null;
 }
 
 /** A decode rate against the device's own copy bandwidth. */
@@ -159,8 +166,7 @@ export const bench: CommandModule = {
           const fusion = horizontalFusion(o.horizontalFusion, "bench");
           const cache = loweringCache((m) => io.err(`${m}\n`));
           const make = (n: string, c: string) => createExecutor(n, c, fusion, cache);
-          const plan = planPlacement(o, o.backend, model, weights, "bench", BACKEND_NAMES);
-          const placed = createDevices(plan, o.backend, "bench", make);
+          const { plan, placed } = planDevices(o, o.backend, model, weights, "bench", BACKEND_NAMES, make);
           const executor = placed.executor;
           let engine: Engine | null = null;
           try {
@@ -178,6 +184,9 @@ export const bench: CommandModule = {
             const prompt = Array.from({ length: P }, () => Math.floor(rng.next() * e.config.vocabSize));
             const bar = progressBar("bench  ", runs + 1);
             const handoffs: number[] = [];
+            const stall: number[] = [],
+              readWait: number[] = [],
+              pageInsPerToken: number[] = [];
             const pre: number[] = [],
               dec: number[] = [],
               ms: number[] = [],
@@ -205,7 +214,8 @@ export const bench: CommandModule = {
               const d1 = dispatches(),
                 r1 = cpu?.stats().regions,
                 n1 = cpu?.stats().nativeDispatches,
-                h1 = e.pipelineStats?.handoffs;
+                h1 = e.pipelineStats?.handoffs,
+                p1 = e.pagerStats === null ? null : { ...e.pagerStats };
               const w1 = performance.now(),
                 c1 = cpuMs();
               for (let k = 1; k < G; k++) logits = s.step([argmax(logits)]);
@@ -214,7 +224,8 @@ export const bench: CommandModule = {
               const d2 = dispatches(),
                 r2 = cpu?.stats().regions,
                 n2 = cpu?.stats().nativeDispatches,
-                h2 = e.pipelineStats?.handoffs;
+                h2 = e.pipelineStats?.handoffs,
+                p2 = e.pagerStats === null ? null : { ...e.pagerStats };
               stateBytes = placed.devices.reduce((n, d) => n + d.executor.deviceBytes().state, 0);
               s.release();
               bar?.update(r + 1);
@@ -223,6 +234,11 @@ export const bench: CommandModule = {
               if (d1 !== null && d2 !== null) perToken.push((d2 - d1) / (G - 1));
               if (r1 !== undefined && r2 !== undefined) regs.push((r2 - r1) / (G - 1));
               if (h1 !== undefined && h2 !== undefined) handoffs.push((h2 - h1) / (G - 1));
+              if (p1 !== null && p2 !== null) {
+                stall.push((p2.stallMs - p1.stallMs) / (G - 1));
+                readWait.push((p2.readWaitMs - p1.readWaitMs) / (G - 1));
+                pageInsPerToken.push((p2.pageIns - p1.pageIns) / (G - 1));
+              }
               if (n1 !== undefined && n2 !== undefined) natives.push((n2 - n1) / (G - 1));
               pre.push((P / (w1p - w0)) * 1000);
               dec.push(((G - 1) / (w2 - w1)) * 1000);
@@ -276,8 +292,24 @@ export const bench: CommandModule = {
               deviceBytes,
               timeToFirstTokenMs: median(ttft),
               bytesPerToken,
-              placement: plan === null ? null : { ...e.placementReport()!, measuredHandoffsPerToken: median(handoffs) },
-              paging: e.pagerStats === null || e.pagerStats.pageIns === 0 ? null : { ...e.pagerStats },
+              placement:
+                plan === null
+                  ? null
+                  : {
+                      ...e.placementReport()!,
+                      measuredHandoffsPerToken: median(handoffs),
+                      ...(plan.chosen === undefined ? {} : { chosen: plan.chosen }),
+                    },
+              paging:
+                e.pagerStats === null || e.pagerStats.pageIns === 0
+                  ? null
+                  : {
+                      ...e.pagerStats,
+                      prefetch: plan?.prefetch ?? true,
+                      decodePageInsPerToken: median(pageInsPerToken),
+                      decodeStallMsPerToken: median(stall),
+                      decodeReadWaitMsPerToken: median(readWait),
+                    },
               floor: copyGBps === null ? null : bandwidthFloor(copyGBps, bytesPerToken, decodeMsPerToken),
             };
             if (o.json === true) io.out(`${JSON.stringify(report, null, 2)}\n`);
@@ -291,7 +323,9 @@ export const bench: CommandModule = {
                 `  decode  ${report.decodeTokS.toFixed(2)} tok/s (${report.decodeMsPerToken.toFixed(3)} ms/token; ${report.decodeTokPerCpuS.toFixed(2)} per CPU-second)${report.decodeDispatchesPerToken !== null ? `, ${report.decodeDispatchesPerToken} dispatches/token${report.regionsPerToken !== null ? ` in ${report.regionsPerToken} region(s)` : ""}` : ""}\n`,
               );
               if (report.cpuKernels !== null) io.out(`  kernels ${report.cpuKernels}\n`);
-              if (report.placement !== null)
+              if (report.placement === null)
+                io.out(`  placement: every block on ${o.backend} as one program (1 unit, 0 hand-offs per token)\n`);
+              else
                 io.out(
                   `${describePlacement(report.placement)
                     .map((l) => `  ${l}`)
@@ -300,7 +334,7 @@ export const bench: CommandModule = {
               const pg = report.paging;
               if (pg !== null)
                 io.out(
-                  `  paging: ${pg.pageIns} page-ins (${(pg.pageInBytes / 1e6).toFixed(1)} MB read), ${pg.pageOuts} page-outs, ${pg.stallMs.toFixed(0)} ms stalled on page-ins\n`,
+                  `  paging: ${pg.pageIns} page-ins (${(pg.pageInBytes / 1e6).toFixed(1)} MB read), ${pg.pageOuts} page-outs, ${pg.stallMs.toFixed(0)} ms stalled on page-ins (${pg.readWaitMs.toFixed(0)} ms of it on weight reads); prefetch ${pg.prefetch ? `on: ${pg.prefetches} blocks read ahead (${(pg.prefetchedBytes / 1e6).toFixed(1)} MB)` : "off"}\n  paging per decode token: ${pg.decodePageInsPerToken} page-ins, ${pg.decodeStallMsPerToken.toFixed(0)} ms stalled, ${pg.decodeReadWaitMsPerToken.toFixed(0)} ms of it on weight reads\n`,
                 );
               io.out(`  bytes/token ${(report.bytesPerToken / 1e6).toFixed(1)} MB (weights + live KV)\n`);
               const f = report.floor;

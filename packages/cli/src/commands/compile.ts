@@ -316,15 +316,27 @@ export const compileCommand: CommandModule = {
               )
             : null;
         const r = compileReport(g, p, lowering);
-        // With a placement flag: where each block would run, bytes per device and hand-offs per token.
+        // With a placement flag (or --device-memory: the default placement, decision 1705): where each block would run,
+        // bytes per device and hand-offs per token.
         const plan = planPlacement(o, o.target, model, "f32", "compile", [...BACKEND_NAMES, o.target], () =>
           cutOfGraph(g, "compile", model),
         );
-        const placement = plan === null ? null : placementReportOf(cutOfGraph(g, "compile", model), plan.placement);
+        const placement =
+          plan === null
+            ? null
+            : {
+                ...placementReportOf(cutOfGraph(g, "compile", model), plan.placement),
+                ...(plan.chosen === undefined ? {} : { chosen: plan.chosen }),
+              };
         r.placement = placement;
         if (o.json === true) io.out(`${JSON.stringify(r)}\n`);
         else if (o.explain === true)
-          io.out(explain(r) + (placement === null ? "" : `${describePlacement(placement).join("\n")}\n`));
+          io.out(
+            explain(r) +
+              (placement === null
+                ? `placement: every block on ${o.target} as one program (compile asks no device for its memory: --device-memory N plans the default split)\n`
+                : `${describePlacement(placement).join("\n")}\n`),
+          );
         else
           io.out(
             `${o.target}: ${String(r.unfusedDispatches)} -> ${String(r.fusedDispatches)} dispatches (${Object.values(r.dispatchesPerLayer as Record<string, number>).join(",")} per layer, ${String(r.dispatchesOutsideLayers)} outside), ${String(r.compileMs)} ms\n`,

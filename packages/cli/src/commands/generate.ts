@@ -2,7 +2,7 @@
 // through the decode graph's KV cache; prints the generated ids as a JSON array on stdout.
 import { BACKEND_KINDS, PlanError, compile, defaultTarget, type BackendKind } from "@poot/graph-plan";
 import { CliError } from "../errors.js";
-import { createDevices, engineDevices, placementOptions, planPlacement, type PlacementFlags } from "@poot/serve";
+import { engineDevices, placementOptions, planDevices, type PlacedDevices, type PlacementFlags } from "@poot/serve";
 import { BACKEND_NAMES, createExecutor } from "./backends.js";
 import { executorGreedy, type CompileGraph } from "./executor-forward.js";
 import type { CommandModule } from "./index.js";
@@ -34,20 +34,23 @@ export const generate: CommandModule = {
           throw new CliError("bad-input", "only greedy decoding is available: pass --greedy", { command: "generate" });
         const compileGraph = options.compiled === true ? compiler(options.target, model) : undefined;
         const make = (n: string, c: string) => createExecutor(n, c);
-        const plan = planPlacement(
+        const planned = planDevices(
           options,
           options.backend,
           model,
           options.weights === "bf16" ? "bf16" : "f32",
           "generate",
           BACKEND_NAMES,
+          make,
         );
+        const plan = planned.plan;
         // The eval backend runs the model's own forward, unless compiled programs or a placement are asked for:
         // those are staged on executors (eval's evaluates each composite op by its reference semantics).
-        const placed =
-          options.backend === "eval" && compileGraph === undefined && plan === null
-            ? null
-            : createDevices(plan, options.backend, "generate", make);
+        let placed: PlacedDevices | null = planned.placed;
+        if (options.backend === "eval" && compileGraph === undefined && plan === null) {
+          planned.placed.dispose();
+          placed = null;
+        }
         let m: ReturnType<typeof openForForward>;
         try {
           m = openForForward("generate", model, options);

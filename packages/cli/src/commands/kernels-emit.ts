@@ -47,8 +47,9 @@ export function codegenCaps(target: TargetName, caps: PlanCaps): CodegenCaps {
     maxStorageBuffers: caps.maxStorageBuffers,
     f16: caps.dtypes.f16,
     bf16: caps.dtypes.bf16,
-    // Only PTX issues matrix-unit instructions (mma.sync); other targets get none, so an mma kernel is refused there.
-    ...(target === "ptx" ? { matrixShapes: caps.matrixShapes } : {}),
+    // PTX (mma.sync) and AMDGPU (MFMA, WMMA; decision 2401) issue matrix-unit instructions; other targets get none,
+    // so an mma kernel is refused there.
+    ...(target === "ptx" || target === "amdgpu" ? { matrixShapes: caps.matrixShapes } : {}),
   };
 }
 
@@ -64,11 +65,20 @@ export interface EmittedKernel {
   readonly kernel: Kernel;
 }
 
-/** Compiles `graph` for `target`'s backend kind. */
-export function compileFor(graph: Graph, target: TargetName, mode: "decode" | "prefill", file: string): Program {
+/**
+ * Compiles `graph` for `target`'s backend kind; `caps` overrides its default caps (e.g. one AMD GPU's, graph-plan's
+ * ROCM_ARCHS).
+ */
+export function compileFor(
+  graph: Graph,
+  target: TargetName,
+  mode: "decode" | "prefill",
+  file: string,
+  caps: Partial<PlanCaps> = {},
+): Program {
   const { kind, overrides } = planCapsFor(target);
   try {
-    return compile(graph, defaultTarget(kind, overrides), { mode });
+    return compile(graph, defaultTarget(kind, { ...overrides, ...caps }), { mode });
   } catch (err) {
     if (err instanceof PlanError) throw new CliError("command-failed", err.message, { command: "kernels", file });
     throw err;

@@ -6,14 +6,7 @@ import { BACKEND_KINDS, PlanError, compile, defaultTarget, type BackendKind } fr
 import { LoadedModel, ModelError, loadTokenizer } from "@poot/models";
 import { CliError } from "../errors.js";
 import { BACKEND_NAMES, createExecutor, executorSettings, findDemoModel, loweringCache } from "./backends.js";
-import {
-  createDevices,
-  describePlacement,
-  engineDevices,
-  placementOptions,
-  planPlacement,
-  type PlacementFlags,
-} from "@poot/serve";
+import { planDevices, describePlacement, engineDevices, placementOptions, type PlacementFlags } from "@poot/serve";
 import type { CommandModule } from "./index.js";
 import { progressBar } from "./progress.js";
 import { parseNumber } from "./numbers.js";
@@ -148,8 +141,15 @@ export const run: CommandModule = {
             : undefined;
         const cache = loweringCache((m) => io.err(`${m}\n`));
         const make = (n: string, c: string) => createExecutor(n, c, {}, cache);
-        const plan = planPlacement(o, o.backend, model, o.weights as "f32" | "bf16", "run", BACKEND_NAMES);
-        const placed = createDevices(plan, o.backend, "run", make);
+        const { plan, placed } = planDevices(
+          o,
+          o.backend,
+          model,
+          o.weights as "f32" | "bf16",
+          "run",
+          BACKEND_NAMES,
+          make,
+        );
         const executor = placed.executor;
         const load = progressBar("load   ", 3);
         const weights: "f32" | "bf16" = o.weights;
@@ -222,7 +222,10 @@ export const run: CommandModule = {
             return;
           }
           const report = e.placementReport();
-          if (report !== null) io.err(`${describePlacement(report).join("\n")}\n`);
+          if (report !== null)
+            io.err(
+              `${describePlacement({ ...report, ...(plan?.chosen === undefined ? {} : { chosen: plan.chosen }) }).join("\n")}\n`,
+            );
           io.err(
             `prompt ${res.promptTokens} tokens, generated ${generated} tokens (${res.finishReason}), prefill ${prefillTps.toFixed(1)} tok/s, decode ${decodeTps.toFixed(1)} tok/s [${backend}]\n`,
           );

@@ -42,8 +42,11 @@ const nodeStub: Plugin = {
   },
 };
 
-/** The page script and the CPU worker script, as text. */
-export async function bundlePage(): Promise<{ page: string; worker: string }> {
+/**
+ * The page script, the CPU worker script and the CPU pool's thread script (backend-cpu's worker entry, which its
+ * browser transport starts from `worker-browser.js` beside the module that starts it: here, `/cpu-worker.js`).
+ */
+export async function bundlePage(): Promise<{ page: string; worker: string; thread: string }> {
   const one = async (file: string): Promise<string> => {
     const r = await build({
       entryPoints: [fileURLToPath(new URL(file, import.meta.url))],
@@ -60,6 +63,10 @@ export async function bundlePage(): Promise<{ page: string; worker: string }> {
     });
     return r.outputFiles[0]!.text;
   };
-  const [page, worker] = await Promise.all([one("./page.ts"), one("./cpu-worker.ts")]);
-  return { page, worker };
+  const [page, worker, thread] = await Promise.all([
+    one("./page.ts"),
+    one("./cpu-worker.ts"),
+    one("../../../backend-cpu/src/worker-browser.ts"),
+  ]);
+  return { page, worker, thread };
 }

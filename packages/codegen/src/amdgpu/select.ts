@@ -1,9 +1,10 @@
 // LLVM IR instruction selection for AMDGPU: SSA values, address spaces 1 (global), 3 (LDS), 5 (private),
 // workitem intrinsics, DPP-free subgroup ops through ds.bpermute, and atomics with agent/workgroup scope.
 
-import { elemOf, lanesOf, type ElemType, type ValueType } from "@poot/kernel-dsl";
+import { elemOf, lanesOf, type ElemType, type MmaInput, type MmaShape, type ValueType } from "@poot/kernel-dsl";
 import type { RegTarget } from "../common/regs.js";
 import { CodegenError } from "../errors.js";
+import { amdMatrixIntrinsic, WMMA_A, WMMA_B, WMMA_KEEP_BIT, type WmmaGather } from "./mma.js";
 
 /** LLVM type of an IR value type. */
 export function llType(t: ValueType | ElemType): string {
@@ -391,6 +392,59 @@ export class AmdgpuEmitter implements RegTarget<string> {
       acc = fn === "add" ? this.binary("add", type, acc, other) : this.call(fn, type, [acc, other]);
     }
     return acc;
+  }
+
+  /**
+   * The AMD `mma` shapes (decision 2401). `m16n16k16_mfma`: the fragments are the MFMA registers, bit-cast to the
+   * intrinsic's 16-bit vectors. `m16n8k16_wmma`: A and B registers gathered from other lanes (WMMA_A, WMMA_B), C
+   * placed in the four accumulators this lane keeps (zeros elsewhere), and D read back from them.
+   */
+  mma(shape: MmaShape, input: MmaInput, a: string, b: string, c: string): string {
+    if (shape === "m16n16k16_mfma") {
+      const f = amdMatrixIntrinsic("mfma", input);
+      const av = this.def(`bitcast <2 x i32> ${a} to ${f.ab}`);
+      const bv = this.def(`bitcast <2 x i32> ${b} to ${f.ab}`);
+      this.declares.add(`declare ${f.c} @${f.name}(${f.ab}, ${f.ab}, ${f.c}, i32, i32, i32)`);
+      return this.def(`call ${f.c} @${f.name}(${f.ab} ${av}, ${f.ab} ${bv}, ${f.c} ${c}${f.extra})`);
+    }
+    if (shape !== "m16n8k16_wmma") return this.unsupported(`mma ${shape}`);
+    const f = amdMatrixIntrinsic("wmma", input);
+    const lane = this.builtin("subgroup_lane", undefined);
+    const gather = (g: WmmaGather, frag: string, fragType: ValueType): string => {
+      const base = this.def(`and i32 ${lane}, ${g.mask}`);
+      const words = g.words.map((w) => {
+        const src = w.offset === 0 ? base : this.def(`add i32 ${base}, ${w.offset}`);
+        return this.permute("u32", src, this.extract(fragType, w.word, frag));
+      });
+      return this.def(`bitcast <8 x i32> ${this.words8(words)} to ${f.ab}`);
+    };
+    const av = gather(WMMA_A, a, "vec4<u32>");
+    const bv = gather(WMMA_B, b, "vec2<u32>");
+    const hi = this.def(`icmp ne i32 ${this.def(`and i32 ${lane}, ${1 << WMMA_KEEP_BIT}`)}, 0`);
+    let c8 = "poison";
+    for (let v = 0; v < 8; v++) {
+      const x = this.extract("vec4<f32>", v & 3, c);
+      const item =
+        v < 4 ? this.def(`select i1 ${hi}, float 0.0, float ${x}`) : this.def(`select i1 ${hi}, float ${x}, float 0.0`);
+      c8 = this.def(`insertelement <8 x float> ${c8}, float ${item}, i32 ${v}`);
+    }
+    this.declares.add(`declare ${f.c} @${f.name}(${f.ab}, ${f.ab}, ${f.c})`);
+    const d8 = this.def(`call ${f.c} @${f.name}(${f.ab} ${av}, ${f.ab} ${bv}, ${f.c} ${c8})`);
+    const d = [0, 1, 2, 3].map((i) => {
+      const lo = this.def(`extractelement <8 x float> ${d8}, i32 ${i}`);
+      const up = this.def(`extractelement <8 x float> ${d8}, i32 ${i + 4}`);
+      return this.def(`select i1 ${hi}, float ${up}, float ${lo}`);
+    });
+    return this.vec("vec4<f32>", d);
+  }
+
+  /** Eight i32 values as one `<8 x i32>`. */
+  private words8(words: readonly string[]): string {
+    let v = "poison";
+    words.forEach((x, i) => {
+      v = this.def(`insertelement <8 x i32> ${v}, i32 ${x}, i32 ${i}`);
+    });
+    return v;
   }
 
   atomic(

@@ -6,6 +6,7 @@ import {
   type BufferParam,
   type Expr,
   type Kernel,
+  type MmaShape,
   type SharedArray,
   type Size,
   type Stmt,
@@ -229,34 +230,53 @@ function checkLoad4(kernel: Kernel, target: TargetName): void {
   });
 }
 
-/** Targets that lower the `mma` statement (to their own matrix instructions). */
-const MMA_TARGETS: ReadonlySet<TargetName> = new Set(["ptx"]);
+/**
+ * What each `mma` shape needs (decisions 0353, 2401): the target that lowers it, the matrix-unit record the caps
+ * must list (PTX's has no `layout`), and the subgroup width its fragments are laid out for.
+ */
+export const MMA_NEEDS: {
+  readonly [S in MmaShape]: {
+    readonly target: TargetName;
+    readonly unit: { readonly m: number; readonly n: number; readonly k: number; readonly layout?: string };
+    readonly lanes: number;
+  };
+} = {
+  m16n8k16: { target: "ptx", unit: { m: 16, n: 8, k: 16 }, lanes: 32 },
+  m16n16k16_mfma: { target: "amdgpu", unit: { m: 16, n: 16, k: 16, layout: "mfma" }, lanes: 64 },
+  m16n8k16_wmma: { target: "amdgpu", unit: { m: 16, n: 16, k: 16, layout: "wmma" }, lanes: 32 },
+};
 
 /**
- * Refuses a kernel with `mma` statements unless the target lowers them and the caps report the shape with
- * 32-lane subgroups; the planner only synthesizes such kernels for devices whose caps list the shape.
+ * Refuses a kernel with `mma` statements unless the target lowers the shape, the caps list its matrix unit for the
+ * input type, and subgroups have the shape's width; the planner only synthesizes such kernels for devices whose
+ * caps list the unit.
  */
 function checkMma(kernel: Kernel, caps: DeviceCaps, target: TargetName): void {
   walkStmts(kernel.body, (s) => {
     if (s.s !== "mma") return;
-    const shape = `m16n8k16.${s.input}`;
+    const shape = `${s.shape}.${s.input}`;
     const ctx = { kernel: kernel.name, target, construct: `mma.${shape}` };
-    if (!MMA_TARGETS.has(target))
+    const need = MMA_NEEDS[s.shape];
+    if (need === undefined || need.target !== target)
       throw new CodegenError(
         "missing-capability",
         `the ${target} target has no matrix-unit instructions for mma ${shape}`,
         ctx,
       );
-    const has = (caps.matrixShapes ?? []).some((m) => m.m === 16 && m.n === 8 && m.k === 16 && m.input === s.input);
+    const u = need.unit;
+    const has = (caps.matrixShapes ?? []).some(
+      (m) => m.m === u.m && m.n === u.n && m.k === u.k && m.input === s.input && m.layout === u.layout,
+    );
     if (!has)
-      throw new CodegenError("missing-capability", `the device caps report no matrix unit of shape ${shape}`, {
-        ...ctx,
-        value: caps.matrixShapes ?? [],
-      });
-    if (caps.subgroupSize !== 32)
       throw new CodegenError(
         "missing-capability",
-        `mma ${shape} needs 32-lane subgroups, the device has ${String(caps.subgroupSize)}`,
+        `the device caps report no matrix unit of shape ${shape}${u.layout === undefined ? "" : ` (${u.layout} ${u.m}x${u.n}x${u.k})`}`,
+        { ...ctx, value: caps.matrixShapes ?? [] },
+      );
+    if (caps.subgroupSize !== need.lanes)
+      throw new CodegenError(
+        "missing-capability",
+        `mma ${shape} needs ${need.lanes}-lane subgroups, the device has ${String(caps.subgroupSize)}`,
         { ...ctx, value: caps.subgroupSize },
       );
   });

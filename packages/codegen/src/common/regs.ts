@@ -10,6 +10,7 @@ import type {
   Expr,
   MathFn,
   MmaInput,
+  MmaShape,
   PackFormat,
   Stmt,
   SubgroupOp,
@@ -43,8 +44,8 @@ export interface RegTarget<V> {
   /** Four consecutive elements of a global buffer as one vec4 (`load4`; only SIMD targets implement it). */
   load4?(array: string, elem: ElemType, index: V, type: ValueType): V;
   subgroup(op: SubgroupOp, type: ValueType, value: V, lane: V | undefined): V;
-  /** Warp-scope m16n8k16 matrix multiply-accumulate (only targets with matrix units implement it). */
-  mma?(input: MmaInput, a: V, b: V, c: V): V;
+  /** Warp-scope matrix multiply-accumulate of `shape` (only targets with matrix units implement it; prepare checks). */
+  mma?(shape: MmaShape, input: MmaInput, a: V, b: V, c: V): V;
   atomic(
     op: AtomicOp,
     type: "u32" | "i32" | "f32",
@@ -267,7 +268,7 @@ export function makeDriver<V>(p: PreparedKernel, t: RegTarget<V>, options: Drive
         const a = expr(s.a),
           b = expr(s.b),
           c = expr(s.c);
-        bindValue(s.name, "vec4<f32>", t.mma(s.input, a, b, c));
+        bindValue(s.name, "vec4<f32>", t.mma(s.shape, s.input, a, b, c));
         return;
       }
       case "atomic": {

@@ -1,7 +1,7 @@
 // PTX instruction selection: a RegTarget whose operands are virtual registers (%r, %f, %p, %rd, %h).
 // Vectors are brace lists of scalar registers (`{%f1, %f2}`), the form PTX's vector loads and stores take.
 
-import { elemOf, lanesOf, type ElemType, type ValueType } from "@poot/kernel-dsl";
+import { elemOf, lanesOf, type ElemType, type MmaShape, type ValueType } from "@poot/kernel-dsl";
 import type { RegTarget } from "../common/regs.js";
 import { join, PtxBase, split } from "./regs.js";
 
@@ -384,7 +384,7 @@ export class PtxEmitter extends PtxBase implements RegTarget<string> {
    * `mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{bf16,f16}.f32`: the IR's fragments are already the
    * instruction's register fragments (A: four .b32 of packed pairs, B: two, C/D: four .f32), so no data moves.
    */
-  mma(input: "bf16" | "f16", a: string, b: string, c: string): string {
+  mma(_shape: MmaShape, input: "bf16" | "f16", a: string, b: string, c: string): string {
     const d = this.fresh("vec4<f32>");
     this.emit(`mma.sync.aligned.m16n8k16.row.col.f32.${input}.${input}.f32 ${d}, ${a}, ${b}, ${c};`);
     return d;

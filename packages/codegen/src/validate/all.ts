@@ -1,8 +1,11 @@
 // One entry point for `poot kernels --validate`: runs the right validator(s) for any TargetCode.
 // PTX is checked for each SM architecture and AMDGPU IR for each GPU, as the issue's CI matrix requires.
 
+// Kept in the emitted .d.ts (preserve): its GPU* types are @webgpu/types' globals, a dependency of this package.
+/// <reference types="@webgpu/types" preserve="true" />
+
 import type { TargetCode } from "../caps.js";
-import { assembleAmdgpu } from "./amdgpu.js";
+import { amdgpuGpusFor, assembleAmdgpu } from "./amdgpu.js";
 import { validatePtx } from "./ptxas.js";
 import type { ValidationResult } from "./result.js";
 import { validateSpirv } from "./spirv-val.js";
@@ -13,7 +16,7 @@ import { validateWgsl } from "./dawn.js";
 export interface ValidateOptions {
   /** PTX architectures (default sm_90 and sm_80). */
   readonly ptxArchs?: readonly string[];
-  /** AMD GPUs (default gfx90a, gfx942, gfx1100). */
+  /** AMD GPUs (default: those that have the kernel's matrix instructions, {@link amdgpuGpusFor}). */
   readonly amdgpuTargets?: readonly string[];
   /** spirv-val target environment (default vulkan1.1). */
   readonly spirvTargetEnv?: string;
@@ -52,7 +55,7 @@ export async function validateTargetCode(
     }
     case "amdgpu": {
       const out: TargetValidation[] = [];
-      for (const mcpu of options.amdgpuTargets ?? ["gfx90a", "gfx942", "gfx1100"]) {
+      for (const mcpu of options.amdgpuTargets ?? amdgpuGpusFor(code.text!)) {
         out.push({
           label: mcpu,
           result: await assembleAmdgpu(code.text!, {

@@ -5,6 +5,16 @@ import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { findTool, runProcess, withTempDir, type ValidationResult } from "./result.js";
 
+/**
+ * The GPUs an AMDGPU module is assembled for: gfx90a and gfx942 when it issues MFMA (CDNA only), gfx1100 when it
+ * issues WMMA (RDNA3 only), all three otherwise (decision 2401).
+ */
+export function amdgpuGpusFor(ir: string): readonly string[] {
+  if (ir.includes("@llvm.amdgcn.mfma.")) return ["gfx90a", "gfx942"];
+  if (ir.includes("@llvm.amdgcn.wmma.")) return ["gfx1100"];
+  return ["gfx90a", "gfx942", "gfx1100"];
+}
+
 /** Options of {@link assembleAmdgpu}. */
 export interface AmdgpuToolOptions {
   /** GPU, e.g. `gfx90a`, `gfx942`, `gfx1100`. */

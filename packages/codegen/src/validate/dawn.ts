@@ -1,6 +1,9 @@
 // Opens a WebGPU device through Dawn (the optional `webgpu` npm package) and validates WGSL with Tint.
 // Validation is `createShaderModule` + `getCompilationInfo()`: any error message means Tint rejected it.
 
+// Kept in the emitted .d.ts (preserve): its GPU* types are @webgpu/types' globals, a dependency of this package.
+/// <reference types="@webgpu/types" preserve="true" />
+
 import type { ValidationResult } from "./result.js";
 
 /** Options for opening a Dawn device. */

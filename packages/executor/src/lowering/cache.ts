@@ -12,12 +12,12 @@ import { lowerProgram } from "./lower.js";
 import type { LoweredProgram, LoweringTarget } from "./types.js";
 
 /** Bumped whenever the lowering or the entry format changes what a key would produce. */
-export const LOWERING_VERSION = 1;
+export const LOWERING_VERSION = 2;
 
 /** The cache key of lowering `input` named `name` for `target`: SHA-256 over everything the result depends on. */
 export function loweringKey(input: StageInput | Program, target: LoweringTarget, name: string): string {
   const graph = input instanceof Program ? input.source : stageParts(input).graph;
-  const { fallback: _f, fixup: _x, ...data } = target;
+  const { fallback: _f, fixup: _x, route: _r, ...data } = target;
   const h = createHash("sha256");
   h.update(
     JSON.stringify({

@@ -18,6 +18,9 @@ export type {
   LoweredOutput,
   LoweredProgram,
   LoweringTarget,
+  RoutedLaunch,
+  RoutedPlan,
+  RoutedSource,
 } from "./types.js";
 export { BACKEND_OF, LANGUAGE_OF, codegenCapsFor, defaultLowering, fusionPolicy } from "./targets.js";
 export type { FusionPolicy } from "./targets.js";

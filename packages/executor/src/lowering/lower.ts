@@ -4,7 +4,7 @@
 
 import { TARGETS, type TargetCode } from "@poot/codegen";
 import { numel, storageBytes, validateGraph, type Graph, type HostData, type ValueId } from "@poot/graph-ir";
-import { PlanError, Program, compile, makeTarget } from "@poot/graph-plan";
+import { PlanError, Program, compile, makeTarget, type Plan } from "@poot/graph-plan";
 import { KernelgenError, planKernel, type PlanKernel } from "@poot/kernelgen";
 import { stageParts, type StageInput } from "../contract.js";
 import { ExecutorError, invariant } from "../errors.js";
@@ -18,6 +18,7 @@ import type {
   LoweredLaunch,
   LoweredProgram,
   LoweringTarget,
+  RoutedLaunch,
 } from "./types.js";
 
 /** Options of {@link lowerProgram}. */
@@ -113,7 +114,7 @@ export function lowerProgram(
   const g = program.graph;
   const bp = program.buffers();
   const rootOf = (v: ValueId): ValueId => bp.aliases.get(v) ?? v;
-  const live = new Map(bp.transients.map((t) => [t.value, t.live] as const));
+  const live = new Map(bp.transients.map((t) => [t.value, t] as const));
   // Values a bind-phase plan writes are prepared once per weight binding, not transients of a step.
   const prepared = new Set(
     program
@@ -150,7 +151,7 @@ export function lowerProgram(
         buffers.set(root, {
           ...base,
           kind: prepared.has(root) ? "prepared" : "transient",
-          ...(l !== undefined ? { live: l } : {}),
+          ...(l !== undefined ? { live: l.live, offset: l.offset } : {}),
         });
         break;
       }
@@ -166,57 +167,88 @@ export function lowerProgram(
   const launches: LoweredLaunch[] = [];
   const fallbacks: string[] = [];
   let scratch = 0;
+  /** Lowers one kernel-dsl kernel for the target (and applies its fixup). */
+  const lowerOne = (kernel: PlanKernel["kernel"], p: Plan, i: number): TargetCode => {
+    let code: TargetCode;
+    try {
+      code = lower(kernel, target.codegen, target.lowerOptions as never);
+    } catch (e) {
+      throw new ExecutorError(
+        "unsupported-program",
+        `plan ${i} (${p.op}, eqn ${p.eqn}) for ${target.language}: ${(e as Error).message}`,
+        { program: name },
+      );
+    }
+    return target.fixup !== undefined ? target.fixup(code) : code;
+  };
+  /** A scratch buffer of at least `bytes` (f32 elements), by its negative id. */
+  const scratchOf = (bytes: number): number => {
+    const id = -++scratch;
+    const elements = Math.ceil(bytes / 4);
+    buffers.set(id, { id, kind: "scratch", bytes: 4 * elements, dtype: "f32", shape: [elements] });
+    return id;
+  };
   program.plans().forEach((p, i) => {
     const src = p.kernel;
     if (src.provenance === "none") return;
     const req = src.request;
     const outRoot = own(rootOf(req.output.root));
-    const k = kernelOf(program, i, target, `${ident}_p${i}_${p.op.toLowerCase()}`, fallbacks);
-    const extra: Record<string, LoweredArg> = {};
-    if (k.transient !== undefined) {
-      const id = -++scratch;
-      buffers.set(id, {
-        id,
-        kind: "scratch",
-        bytes: 4 * k.transient.elements,
-        dtype: "f32",
-        shape: [k.transient.elements],
-      });
-      extra[k.transient.buffer] = { buffer: id };
-    }
-    for (const pk of k.then === undefined ? [k] : [k, k.then]) {
-      const args: Record<string, LoweredArg> = { ...extra };
-      for (const { buffer, source: b } of pk.bindings) {
+    const kname = `${ident}_p${i}_${p.op.toLowerCase()}`;
+    const routed = target.route?.(p, kname) ?? null;
+    const k = routed === null ? kernelOf(program, i, target, kname, fallbacks) : null;
+    const scratchId =
+      routed !== null
+        ? routed.scratchBytes > 0
+          ? scratchOf(routed.scratchBytes)
+          : 0
+        : k!.transient !== undefined
+          ? scratchOf(4 * k!.transient.elements)
+          : 0;
+    const runs: RoutedLaunch[] =
+      routed !== null
+        ? [...routed.launches]
+        : (k!.then === undefined ? [k!] : [k!, k!.then]).map((pk) => ({
+            kernel: { dsl: pk.kernel },
+            grid: pk.grid,
+            uniforms: pk.uniforms,
+            bindings: [
+              ...pk.bindings,
+              ...(k!.transient !== undefined
+                ? [{ buffer: k!.transient.buffer, source: { kind: "scratch", offset: 0 } as const }]
+                : []),
+            ],
+          }));
+    for (const rl of runs) {
+      const args: Record<string, LoweredArg> = {};
+      for (const { buffer, source: b } of rl.bindings) {
+        if (b.kind === "scratch") {
+          args[buffer] = b.offset === 0 ? { buffer: scratchId } : { buffer: scratchId, offset: b.offset };
+          continue;
+        }
         const root = b.kind === "output" ? outRoot : own(rootOf(req.inputs[b.index]!.root));
         args[buffer] =
           b.kind === "input" && root === outRoot && target.snapshotInPlace
             ? { buffer: root, snapshot: true }
             : { buffer: root };
       }
-      let code: TargetCode;
-      try {
-        code = lower(pk.kernel, target.codegen, target.lowerOptions as never);
-      } catch (e) {
-        throw new ExecutorError(
-          "unsupported-program",
-          `plan ${i} (${p.op}, eqn ${p.eqn}) for ${target.language}: ${(e as Error).message}`,
-          { program: name },
-        );
-      }
-      if (target.fixup !== undefined) code = target.fixup(code);
+      const code = "dsl" in rl.kernel ? lowerOne(rl.kernel.dsl, p, i) : rl.kernel.code;
       kernels.push({
-        name: pk.kernel.name,
+        name: code.kernel,
         code,
-        uniforms: pk.kernel.uniforms.map((u) => ({ name: u.name, type: u.type as "f32" | "i32" | "u32" })),
+        uniforms:
+          "dsl" in rl.kernel
+            ? rl.kernel.dsl.uniforms.map((u) => ({ name: u.name, type: u.type as "f32" | "i32" | "u32" }))
+            : rl.kernel.uniforms,
       });
       launches.push({
         kernel: kernels.length - 1,
         plan: i,
         op: p.op,
+        request: req.kind,
         eqn: p.eqn,
         phase: p.phase,
-        grid: [...pk.grid] as [number, number, number],
-        uniforms: pk.uniforms,
+        grid: [...rl.grid] as [number, number, number],
+        uniforms: rl.uniforms,
         args,
       });
     }
@@ -242,6 +274,7 @@ export function lowerProgram(
     schema: schemaOf(source),
     kernels,
     buffers: [...buffers.values()],
+    arenaBytes: bp.arenaBytes,
     aliases: bp.aliases,
     launches,
     stateCopies: copies,

@@ -74,8 +74,9 @@ export function codegenCapsFor(language: TargetName, caps: PlanCaps): CodegenCap
     maxStorageBuffers: caps.maxStorageBuffers,
     f16: caps.dtypes.f16,
     bf16: caps.dtypes.bf16,
-    // Only PTX issues matrix-unit instructions (mma.sync); other targets get none, so an mma kernel is refused there.
-    ...(language === "ptx" ? { matrixShapes: caps.matrixShapes } : {}),
+    // PTX (mma.sync) and AMDGPU (MFMA, WMMA; decision 2401) issue matrix-unit instructions; other targets get none,
+    // so an mma kernel is refused there.
+    ...(language === "ptx" || language === "amdgpu" ? { matrixShapes: caps.matrixShapes } : {}),
   };
 }
 

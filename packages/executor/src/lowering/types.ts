@@ -4,8 +4,8 @@
 import type { DType, ValueId } from "@poot/graph-ir";
 import type { BackendKind, CompileOptions, DeviceCaps as PlanCaps } from "@poot/graph-plan";
 import type { DeviceCaps as CodegenCaps, TargetCode, TargetName } from "@poot/codegen";
-import type { RequestKernel, SynthCaps } from "@poot/kernelgen";
-import type { KernelRequest } from "@poot/graph-plan";
+import type { PlanKernel, RequestKernel, SynthCaps } from "@poot/kernelgen";
+import type { KernelRequest, Plan } from "@poot/graph-plan";
 import type { ByteRegion } from "../regions.js";
 import type { ProgramSchema } from "../schema.js";
 
@@ -46,6 +46,34 @@ export interface LoweringTarget {
   readonly fallback?: (request: KernelRequest, caps: SynthCaps, name: string) => RequestKernel | null;
   /** Rewrites lowered code (WebGPU's non-finite literal fix). */
   readonly fixup?: (code: TargetCode) => TargetCode;
+  /**
+   * Device code of the target's own for a plan (the CPU's native GEMVs, decision 0952), or null to let kernelgen
+   * map it. Called before kernelgen for every plan with a kernel; `name` is the plan's kernel name.
+   */
+  readonly route?: (plan: Plan, name: string) => RoutedPlan | null;
+}
+
+/** Where a routed launch's buffer comes from: a request input, the output, or the plan's scratch at a byte offset. */
+export type RoutedSource =
+  | { readonly kind: "input"; readonly index: number }
+  | { readonly kind: "output" }
+  | { readonly kind: "scratch"; readonly offset: number };
+
+/** One launch of a routed plan: kernel-dsl code (lowered as usual) or code the device loads as it is. */
+export interface RoutedLaunch {
+  readonly kernel:
+    | { readonly dsl: PlanKernel["kernel"] }
+    | { readonly code: TargetCode; readonly uniforms: LoweredKernel["uniforms"] };
+  readonly grid: readonly [number, number, number];
+  readonly uniforms: Readonly<Record<string, number>>;
+  /** Buffers by the kernel's buffer names. */
+  readonly bindings: readonly { readonly buffer: string; readonly source: RoutedSource }[];
+}
+
+/** A plan served by the target's own code: its launches in order and the scratch bytes they share. */
+export interface RoutedPlan {
+  readonly launches: readonly RoutedLaunch[];
+  readonly scratchBytes: number;
 }
 
 /** One distinct kernel in the target's code, with the uniform types a launch needs to encode its values. */
@@ -82,12 +110,16 @@ export interface LoweredBuffer {
   readonly data?: Uint8Array;
   /** Plans that write it first and read it last (transients), for arenas and relocation. */
   readonly live?: readonly [number, number];
+  /** A transient's byte offset in the program's arena (graph-plan's lifetime packing; see `arenaBytes`). */
+  readonly offset?: number;
 }
 
 /** One argument of a launch: a buffer, read from a snapshot copy taken before the launch when `snapshot`. */
 export interface LoweredArg {
   readonly buffer: number;
   readonly snapshot?: true;
+  /** Bytes into the buffer (a routed plan's scratch; only devices with `Device.slice` run such programs). */
+  readonly offset?: number;
 }
 
 /** One kernel launch. */
@@ -98,6 +130,8 @@ export interface LoweredLaunch {
   readonly plan: number;
   /** The plan's op and equation, for messages and profiles. */
   readonly op: string;
+  /** The kind of the plan's kernel request (`gemv`, `elementwise`, ...). */
+  readonly request: string;
   readonly eqn: number;
   /** `"step"`: every step; `"bind"`: once per weight binding. */
   readonly phase: "step" | "bind";
@@ -137,6 +171,8 @@ export interface LoweredProgram {
   readonly kernels: readonly LoweredKernel[];
   /** Every buffer the launches, copies and outputs name, by id. */
   readonly buffers: readonly LoweredBuffer[];
+  /** Bytes of the arena the transients' offsets address (devices with `Device.slice` place them in one buffer). */
+  readonly arenaBytes: number;
   /** Value id -> root value id of views and in-place writes (graph-plan's aliases). */
   readonly aliases: ReadonlyMap<ValueId, ValueId>;
   /** Launches in order (bind-phase ones run once per weight binding, before the first step). */

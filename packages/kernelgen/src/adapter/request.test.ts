@@ -52,7 +52,7 @@ describe("synthesizeRequest", () => {
     expect(s.then?.kernel.buffers.map((b) => b.name)).toEqual(["part", "out"]);
   });
 
-  it("passes matrix-unit shapes through, and picks the tensor-core GEMM for a bf16-weight prefill contraction only where caps list m16n8k16", () => {
+  it("passes matrix-unit shapes through, and picks the tensor-core GEMM for a bf16-weight prefill contraction only where caps list a unit it issues", () => {
     const cuda = synthCapsFrom(defaultTarget("cuda").caps as never);
     expect(cuda.matrixShapes).toContainEqual({ m: 16, n: 8, k: 16, input: "bf16" });
     const r = (w: Access["dtype"]) =>
@@ -66,8 +66,12 @@ describe("synthesizeRequest", () => {
     expect(hasMma(cuda, "bf16")).toBe(true);
     expect(synthesizeRequest(r("bf16"), cuda).subgroupSize).toBe(32);
     expect(hasMma(cuda, "f32")).toBe(false);
-    for (const kind of ["wgpu", "vulkan", "rocm", "cpu"] as const)
+    for (const kind of ["wgpu", "vulkan", "cpu"] as const)
       expect(hasMma(synthCapsFrom(defaultTarget(kind).caps as never), "bf16")).toBe(false);
+    // ROCm's default (an MI300X) has MFMA: 64-lane subgroups (decision 2401).
+    const rocm = synthCapsFrom(defaultTarget("rocm").caps as never);
+    expect(hasMma(rocm, "bf16")).toBe(true);
+    expect(synthesizeRequest(r("bf16"), rocm).subgroupSize).toBe(64);
 
     // The chosen kernel, bound as the adapter says, runs in the interpreter and matches an f64 product of the inputs.
     const rk = synthesizeRequest(r("bf16"), cuda);

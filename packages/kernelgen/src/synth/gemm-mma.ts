@@ -1,9 +1,10 @@
-// The tensor-core GEMM synthesizer: C[b] = epilogue(A[b] · W[b]) with warps issuing m16n8k16 `mma` (PTX mma.sync)
-// over K-slices staged in shared memory as packed 16-bit pairs. Chosen for contractions with bf16/f16 weights
-// when the caps report an m16n8k16 matrix unit of that input type and 32-lane subgroups.
+// The tensor-core GEMM synthesizer: C[b] = epilogue(A[b] · W[b]) with subgroups issuing `mma` over K-slices staged in
+// shared memory as packed 16-bit pairs. Chosen for contractions with bf16/f16 weights when the caps report a matrix
+// unit of that input type: PTX mma.sync m16n8k16 (32 lanes), AMD MFMA 16x16x16 (64 lanes) or AMD WMMA (32 lanes,
+// the IR's m16n8k16_wmma); each shape's fragments are read from the staged tiles at its own lane coordinates.
 
-import { kernel } from "@poot/kernel-dsl";
-import type { Arr, Builder, MmaInput, Val, Var } from "@poot/kernel-dsl";
+import { kernel, MMA_LAYOUTS } from "@poot/kernel-dsl";
+import type { Arr, Builder, MmaInput, MmaShape, Val, Var } from "@poot/kernel-dsl";
 import { checkCaps } from "../caps.js";
 import type { SynthCaps, SynthKernel } from "../caps.js";
 import { KernelgenError } from "../errors.js";
@@ -13,7 +14,7 @@ import type { GemmRequest } from "./gemm.js";
 import { checkDType, elemOf, storeAs } from "./storage.js";
 
 const SYNTH = "gemm-mma";
-/** K consumed per stage: one m16n8k16 step. */
+/** K consumed per stage: one k16 step. */
 const BK = 16;
 
 /** The tiling a tensor-core GEMM was generated with. */
@@ -24,12 +25,14 @@ export interface MmaGemmTiling {
   readonly warpsN: number;
   /** m16 tiles (along M) per warp. */
   readonly tilesM: number;
-  /** n8 tiles (along N) per warp. */
+  /** n8 (n16 for MFMA) tiles (along N) per warp. */
   readonly tilesN: number;
   /** Workgroup output rows: 16·tilesM·warpsM. */
   readonly BM: number;
-  /** Workgroup output columns: 8·tilesN·warpsN. */
+  /** Workgroup output columns: tileN·tilesN·warpsN. */
   readonly BN: number;
+  /** The `mma` shape issued (its lanes are the subgroup size the kernel needs). */
+  readonly shape: MmaShape;
   /**
    * How A reaches the 16-bit multiplicand: `direct` when A already has the weight's type; `split3` when A is f32
    * and the weight bf16: a = hi + mid + lo exactly (three bf16 terms), one mma each, so no product is rounded.
@@ -37,12 +40,22 @@ export interface MmaGemmTiling {
   readonly aMode: "direct" | "split3";
 }
 
-/** True when the caps list an m16n8k16 matrix unit for `input` and subgroups are 32 lanes wide. */
+/**
+ * The `mma` shape a device's caps offer for `input`, or undefined: PTX m16n8k16 (a {16, 8, 16} unit without a layout,
+ * 32-lane subgroups), AMD MFMA ({16, 16, 16, layout "mfma"}, 64 lanes) or AMD WMMA ({16, 16, 16, layout "wmma"},
+ * 32 lanes). A 16x16x16 unit without a layout (Vulkan cooperative matrices) is not one this GEMM issues.
+ */
+export function mmaShapeFor(caps: SynthCaps, input: MmaInput): MmaShape | undefined {
+  const units = (caps.matrixShapes ?? []).filter((s) => s.input === input && s.k === 16 && s.m === 16);
+  if (caps.subgroupSize === 32 && units.some((s) => s.n === 8 && s.layout === undefined)) return "m16n8k16";
+  if (caps.subgroupSize === 64 && units.some((s) => s.n === 16 && s.layout === "mfma")) return "m16n16k16_mfma";
+  if (caps.subgroupSize === 32 && units.some((s) => s.n === 16 && s.layout === "wmma")) return "m16n8k16_wmma";
+  return undefined;
+}
+
+/** True when the caps list a matrix unit this GEMM issues for `input` ({@link mmaShapeFor}). */
 export function hasMmaUnit(caps: SynthCaps, input: MmaInput): boolean {
-  return (
-    caps.subgroupSize === 32 &&
-    (caps.matrixShapes ?? []).some((s) => s.m === 16 && s.n === 8 && s.k === 16 && s.input === input)
-  );
+  return mmaShapeFor(caps, input) !== undefined;
 }
 
 /**
@@ -61,24 +74,35 @@ export function mmaGemmApplies(req: Pick<GemmRequest, "aDtype" | "weight">, caps
   return (w === "bf16" || w === "f16") && hasMmaUnit(caps, w) && mmaAMode(req.aDtype ?? "f32", w) !== undefined;
 }
 
-/** Picks warps and per-warp tiles from M and N (small prefills get one warp row, narrow outputs fewer n8 tiles). */
-export function chooseMmaTiling(M: number, N: number, aMode: MmaGemmTiling["aMode"], caps: SynthCaps): MmaGemmTiling {
+/**
+ * Picks subgroups ("warps") and per-warp tiles from M and N (small prefills get one warp row, narrow outputs fewer
+ * tiles); `shape` defaults to PTX m16n8k16.
+ */
+export function chooseMmaTiling(
+  M: number,
+  N: number,
+  aMode: MmaGemmTiling["aMode"],
+  caps: SynthCaps,
+  shape: MmaShape = "m16n8k16",
+): MmaGemmTiling {
+  const L = MMA_LAYOUTS[shape];
+  const tn = L.n;
   const tilesM = M > 16 ? 2 : 1;
-  const tilesN = N > 16 ? 4 : N > 8 ? 2 : 1;
+  const tilesN = N > 2 * tn ? 4 : N > tn ? 2 : 1;
   let warpsM = M > 16 * tilesM ? 2 : 1;
-  let warpsN = N > 8 * tilesN ? 2 : 1;
-  while (warpsM * warpsN * 32 > caps.maxWorkgroup && warpsM * warpsN > 1) {
+  let warpsN = N > tn * tilesN ? 2 : 1;
+  while (warpsM * warpsN * L.lanes > caps.maxWorkgroup && warpsM * warpsN > 1) {
     if (warpsN > 1) warpsN = 1;
     else warpsM = 1;
   }
-  if (32 > caps.maxWorkgroup)
-    throw new KernelgenError("exceeds_caps", "a tensor-core GEMM needs a 32-thread workgroup", {
+  if (L.lanes > caps.maxWorkgroup)
+    throw new KernelgenError("exceeds_caps", `a tensor-core GEMM needs a ${L.lanes}-thread workgroup`, {
       synth: SYNTH,
       param: "caps.maxWorkgroup",
       value: caps.maxWorkgroup,
     });
   const BM = 16 * tilesM * warpsM,
-    BN = 8 * tilesN * warpsN;
+    BN = tn * tilesN * warpsN;
   const bytes = ((aMode === "split3" ? 3 : 1) * BM + BN) * (BK / 2) * 4;
   if (bytes > caps.sharedBytes)
     throw new KernelgenError(
@@ -86,10 +110,66 @@ export function chooseMmaTiling(M: number, N: number, aMode: MmaGemmTiling["aMod
       `a ${BM}×${BN} tensor-core tile needs ${bytes} bytes of workgroup memory`,
       { synth: SYNTH, param: "caps.sharedBytes", value: caps.sharedBytes },
     );
-  return { warpsM, warpsN, tilesM, tilesN, BM, BN, aMode };
+  return { warpsM, warpsN, tilesM, tilesN, BM, BN, aMode, shape };
 }
 
-/** Generates the tensor-core GEMM. Buffers: A, W, epilogue inputs, C. Grid [ceil(N/BN), ceil(M/BM), batch]; subgroups of 32. */
+/** A word of a staged tile: row (m of A, n of W) within the 16-row tile, and packed pair index along K (0..7). */
+type Word = readonly [Val<"u32">, Val<"u32">];
+
+/**
+ * Where each shape's fragment words and accumulators sit in the staged tiles, as lane expressions (the layouts of
+ * kernel-dsl's MMA_LAYOUTS: every A/B fragment word is a K-adjacent pair, so it is one staged word).
+ */
+function fragmentPlan(b: Builder, shape: MmaShape, lane: Val<"u32">) {
+  const { let_ } = b;
+  if (shape === "m16n8k16") {
+    const g = let_(lane.shr(2), "g");
+    const tg = let_(lane.and(3), "tg");
+    return {
+      a: [
+        [g, tg],
+        [g.add(8), tg],
+        [g, tg.add(4)],
+        [g.add(8), tg.add(4)],
+      ] as Word[],
+      b: [
+        [g, tg],
+        [g, tg.add(4)],
+      ] as Word[],
+      d: (q: number): Word => [g.add(q >= 2 ? 8 : 0), tg.mul(2).add(q & 1)],
+    };
+  }
+  if (shape === "m16n16k16_mfma") {
+    const r = let_(lane.and(15), "fr");
+    const h2 = let_(lane.shr(4).mul(2), "fh");
+    return {
+      a: [
+        [r, h2],
+        [r, h2.add(1)],
+      ] as Word[],
+      b: [
+        [r, h2],
+        [r, h2.add(1)],
+      ] as Word[],
+      d: (q: number): Word => [h2.mul(2).add(q), r],
+    };
+  }
+  const r = let_(lane.and(15), "fr");
+  const h = let_(lane.shr(4), "fh");
+  const n = let_(lane.and(7), "fn");
+  const s2 = let_(lane.shr(3).mul(2), "fs");
+  const rowBase = let_(lane.shr(3).and(1).mul(8).add(h), "fd");
+  return {
+    a: [0, 1, 2, 3].map((j): Word => [r, h.mul(4).add(j)]),
+    b: [
+      [n, s2],
+      [n, s2.add(1)],
+    ] as Word[],
+    d: (q: number): Word => [rowBase.add(2 * q), n],
+  };
+}
+
+/** Generates the tensor-core GEMM. Buffers: A, W, epilogue inputs, C. Grid [ceil(N/BN), ceil(M/BM), batch]; subgroups of the shape's lanes. */
 export function synthesizeMmaGemm(req: GemmRequest, caps: SynthCaps): SynthKernel & { readonly tiling: MmaGemmTiling } {
   return synthesizeMmaGemmWith(req, caps, prepareEpilogue(SYNTH, req.epilogue, req.outDtype ?? "f32"));
 }
@@ -114,16 +194,19 @@ export function synthesizeMmaGemmWith(
       param: "aDtype",
       value: aDtype,
     });
-  if (!hasMmaUnit(caps, wDtype))
-    throw new KernelgenError("bad_param", `the caps report no m16n8k16 ${wDtype} matrix unit with 32-lane subgroups`, {
-      synth: SYNTH,
-      param: "caps.matrixShapes",
-      value: caps.matrixShapes ?? [],
-    });
+  const shape = mmaShapeFor(caps, wDtype);
+  if (shape === undefined)
+    throw new KernelgenError(
+      "bad_param",
+      `the caps report no ${wDtype} matrix unit this GEMM issues (m16n8k16 with 32-lane subgroups, MFMA 16x16x16 with 64, WMMA 16x16x16 with 32)`,
+      { synth: SYNTH, param: "caps.matrixShapes", value: caps.matrixShapes ?? [] },
+    );
   const outDtype = req.outDtype ?? "f32";
-  const t = chooseMmaTiling(M, N, aMode, caps);
+  const t = chooseMmaTiling(M, N, aMode, caps, shape);
   const { warpsM, warpsN, tilesM, tilesN, BM, BN } = t;
-  const threads = 32 * warpsM * warpsN;
+  const L = MMA_LAYOUTS[shape];
+  const tn = L.n;
+  const threads = L.lanes * warpsM * warpsN;
   const nk = req.weight.layout === "nk";
   const parts = aMode === "split3" ? 3 : 1;
   const KP = BK / 2; // packed pairs per row of a stage
@@ -156,8 +239,7 @@ export function synthesizeMmaGemmWith(
     const li = let_(localIndex, "li");
     const warp = let_(subgroupId, "warp");
     const lane = let_(subgroupLane, "lane");
-    const g = let_(lane.shr(2), "g");
-    const tg = let_(lane.and(3), "tg");
+    const frag = fragmentPlan(b, shape, lane);
     const wm = let_(warp.div(warpsN), "wm");
     const wn = let_(warp.rem(warpsN), "wn");
     const row0 = let_(wid.y.mul(BM), "row0");
@@ -220,33 +302,23 @@ export function synthesizeMmaGemmWith(
           });
         }
         barrier();
-        // Fragments (PTX m16n8k16 layout): A words (g, tg), (g+8, tg), (g, tg+4), (g+8, tg+4); B words (n=g, tg), (g, tg+4).
-        const bFrag = Array.from({ length: tilesN }, (_, j) => {
-          const n = let_(
-            wn
-              .mul(8 * tilesN)
-              .add(j * 8)
-              .add(g),
-            "bn",
-          );
-          return let_(vec("vec2<u32>", Ws.at(n.mul(KP).add(tg)), Ws.at(n.mul(KP).add(tg).add(4))), "bf");
-        });
+        // Fragments at the shape's lane coordinates: each word is one staged pair (row, kp) of the warp's tile.
+        const words = (S: Arr<"u32">, base: Val<"u32">, ws: readonly Word[]): Val<"vec2<u32>"> | Val<"vec4<u32>"> => {
+          const v = ws.map(([row, kp]) => S.at(base.add(row).mul(KP).add(kp)));
+          return ws.length === 2
+            ? let_(vec("vec2<u32>", v[0]!, v[1]!), "fw")
+            : let_(vec("vec4<u32>", v[0]!, v[1]!, v[2]!, v[3]!), "fw");
+        };
+        const bFrag = Array.from({ length: tilesN }, (_, j) =>
+          words(Ws, let_(wn.mul(tn * tilesN).add(j * tn), "bn"), frag.b),
+        );
         for (let i = 0; i < tilesM; i++) {
-          const m = let_(
-            wm
-              .mul(16 * tilesM)
-              .add(i * 16)
-              .add(g),
-            "fm",
-          );
+          const m0 = let_(wm.mul(16 * tilesM).add(i * 16), "fm");
           for (let p = 0; p < parts; p++) {
-            const S = As[p] as Arr<"u32">;
-            const w0 = m.mul(KP).add(tg),
-              w1 = m.add(8).mul(KP).add(tg);
-            const aFrag = let_(vec("vec4<u32>", S.at(w0), S.at(w1), S.at(w0.add(4)), S.at(w1.add(4))), "af");
+            const aFrag = words(As[p] as Arr<"u32">, m0, frag.a);
             for (let j = 0; j < tilesN; j++) {
               const a = acc[i * tilesN + j] as Var<"vec4<f32>">;
-              a.set(mma(wDtype, aFrag, bFrag[j] as Val<"vec2<u32>">, a));
+              a.set(mma(wDtype, aFrag, bFrag[j]!, a, shape));
             }
           }
         }
@@ -255,22 +327,23 @@ export function synthesizeMmaGemmWith(
       },
       "k0",
     );
-    // Epilogue: D element q of tile (i, j) is row g (+8 for q ≥ 2), column 2·tg + (q & 1).
+    // Epilogue: D element q of tile (i, j) at the shape's accumulator coordinates.
     for (let i = 0; i < tilesM; i++) {
       for (let j = 0; j < tilesN; j++) {
         for (let q = 0; q < 4; q++) {
+          const [dr, dc] = frag.d(q);
           const r = let_(
             row0
               .add(wm.mul(16 * tilesM))
-              .add(i * 16 + (q >= 2 ? 8 : 0))
-              .add(g),
+              .add(i * 16)
+              .add(dr),
             "r",
           );
           const c = let_(
             col0
-              .add(wn.mul(8 * tilesN))
-              .add(j * 8 + (q & 1))
-              .add(tg.mul(2)),
+              .add(wn.mul(tn * tilesN))
+              .add(j * tn)
+              .add(dc),
             "c",
           );
           if_(r.lt(M).and(c.lt(N)), () => {
@@ -288,5 +361,5 @@ export function synthesizeMmaGemmWith(
       }
     }
   });
-  return { kernel: k, grid: [Math.ceil(N / BN), Math.ceil(M / BM), batch], subgroupSize: 32, tiling: t };
+  return { kernel: k, grid: [Math.ceil(N / BN), Math.ceil(M / BM), batch], subgroupSize: L.lanes, tiling: t };
 }

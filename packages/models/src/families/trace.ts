@@ -13,7 +13,9 @@ import type { ModelWeights } from "./weights.js";
 /**
  * Which graph to trace. Every graph reads token ids from the Token slot `ids` (i32, sequence-major) and
  * writes `logits` f32 [B·T, V].
- * - `prefill`: T tokens at positions 0..T-1, no state (the logits of a whole prompt).
+ * - `prefill`: T tokens at positions 0..T-1, no state (the logits of a whole prompt). With `output: "hidden"` it
+ *   writes `hidden` f32 [T, D] instead: the final hidden state after the final norm, the LM head's input
+ *   (what embeddings pool).
  * - `decode`: T (default 1) tokens of one sequence starting at the Pos slot `pos` (i32 [1]); the KV cache
  *   (`layers.N.k` / `.v`, f32 [1, Hkv, context, Dh]) and Qwen3.5's conv/recurrent states are State pairs.
  *   With T > 1 and pos 0 it is a prefill that fills the cache.
@@ -23,7 +25,7 @@ import type { ModelWeights } from "./weights.js";
  * `page_table` slot and written through `slot_map`, and recurrent states in lane pools (see {@link PagedLayout}).
  */
 export type GraphKind =
-  | { readonly kind: "prefill"; readonly tokens: number }
+  | { readonly kind: "prefill"; readonly tokens: number; readonly output?: "logits" | "hidden" }
   | { readonly kind: "decode"; readonly context: number; readonly tokens?: number; readonly paged?: PagedLayout }
   | { readonly kind: "batched-decode"; readonly batch: number; readonly context: number; readonly paged?: PagedLayout };
 
@@ -72,7 +74,8 @@ export function shapeOf(kind: GraphKind): TraceShape {
 /** Traces a model into a primitive graph of the given kind; missing or mis-shaped tensors are TraceErrors. */
 export function traceModel(config: ModelConfig, weights: ModelWeights, kind: GraphKind): Graph {
   const ctx = new TraceContext(config, weights, shapeOf(kind));
-  const logits = decoder(ctx, FAMILY_PARTS[config.architecture]);
-  ctx.b.output("logits", logits);
+  const hidden = kind.kind === "prefill" && kind.output === "hidden";
+  const out = decoder(ctx, FAMILY_PARTS[config.architecture], hidden ? "hidden" : "logits");
+  ctx.b.output(hidden ? "hidden" : "logits", out);
   return ctx.b.build();
 }

@@ -62,12 +62,17 @@ export function embed(ctx: TraceContext): Ref {
   return cfg.embeddingScale === null ? x : b.mul(x, cfg.embeddingScale);
 }
 
+/** The final norm of the residual stream, [N, D] -> [N, D]: the LM head's input. */
+export function finalNorm(ctx: TraceContext, h: Ref): Ref {
+  return rmsNorm(ctx, h, ctx.weights.globalName("finalNorm"), ctx.config.normPlusOne);
+}
+
 /** Final norm and LM head (tied to the embedding when the checkpoint has no head), Gemma 2 final soft-cap. */
 export function lmHead(ctx: TraceContext, h: Ref): Ref {
   const b = ctx.b,
     cfg = ctx.config,
     w = ctx.weights;
-  const x = rmsNorm(ctx, h, w.globalName("finalNorm"), cfg.normPlusOne);
+  const x = finalNorm(ctx, h);
   const head = w.has(w.globalName("lmHead")) ? w.globalName("lmHead") : w.globalName("embed");
   let logits = linear(ctx, x, head);
   if (cfg.finalLogitSoftcap !== null)
@@ -91,9 +96,10 @@ export interface DecoderParts {
 
 /**
  * Pre-norm decoder: embed, per layer x + mixer(norm(x)) and x + mlp(norm(x)) (Gemma adds post-norms, Granite scales
- * both branches by its residual multiplier), head.
+ * both branches by its residual multiplier), head. With `output` "hidden" it stops before the head: the residual
+ * stream after the final norm, [N, D].
  */
-export function decoder(ctx: TraceContext, parts: DecoderParts): Ref {
+export function decoder(ctx: TraceContext, parts: DecoderParts, output: "logits" | "hidden" = "logits"): Ref {
   const cfg = ctx.config,
     w = ctx.weights,
     b = ctx.b;
@@ -117,5 +123,5 @@ export function decoder(ctx: TraceContext, parts: DecoderParts): Ref {
       return b.add(h1, m, "out");
     });
   }
-  return lmHead(ctx, h);
+  return output === "hidden" ? finalNorm(ctx, h) : lmHead(ctx, h);
 }

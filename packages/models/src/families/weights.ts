@@ -209,8 +209,11 @@ export function dtypeOf(t: TensorInfo): DType {
 
 /** Host data of a stored tensor for eval: f32 values, f16/bf16 bits, or packed bytes. */
 export function hostData(ckpt: Checkpoint, name: string): HostData {
-  const t = ckpt.info(name);
-  const bytes = ckpt.readSync(name);
+  return hostDataOf(ckpt.info(name), ckpt.readSync(name));
+}
+
+/** Host data of a tensor from its stored bytes (read elsewhere, e.g. ahead of use by the weight pager). */
+export function hostDataOf(t: TensorInfo, bytes: Uint8Array): HostData {
   switch (t.dtype) {
     case "F32": {
       const own = bytes.byteOffset % 4 === 0 ? bytes : bytes.slice();

@@ -1,11 +1,13 @@
 // The weight pager (decision 1704): on a device whose budget is below the weights placed there, every block is
 // its own unit with its own executor while paged in, so paging a block out frees exactly its weights (the
 // executor contract binds weights for an executor's lifetime). Weights are read from the checkpoint by
-// positioned reads per tensor when the block is paged in; its State goes to the host while it is out and comes
-// back with it. Least recently used blocks are evicted first.
-import type { Executor, OutputData, StateSet, WeightSource } from "@poot/executor";
+// positioned reads per tensor when the block is paged in (never cached on the host), the next block's ahead of
+// use on a reader thread while the current one runs (decision 1706); its State goes to the host while it is out
+// and comes back with it. Least recently used blocks are evicted first.
+import type { Executor, OutputData, StateSet } from "@poot/executor";
 import { RuntimeError } from "../errors.js";
 import type { Unit } from "./unit.js";
+import type { WeightReader } from "./weight-reader.js";
 
 /** Counters of the pager. */
 export interface PagerStats {
@@ -15,8 +17,20 @@ export interface PagerStats {
   pageOuts: number;
   /** Weight bytes read by page-ins. */
   pageInBytes: number;
-  /** Milliseconds steps waited for page-ins (nothing overlaps them yet). */
+  /**
+   * Milliseconds the step's thread spent on page-ins: a fresh executor, staging, State restored, the weight reads
+   * (or waits for weights read ahead) and the block's first run on its fresh executor, where the executor uploads
+   * or repacks the weights it binds (the block's own compute, a small part, is in it too).
+   */
   stallMs: number;
+  /** The part of `stallMs` spent reading weights or waiting for weights read ahead. */
+  readWaitMs: number;
+  /** Blocks whose weights were read ahead (on the reader thread, while the block before them ran). */
+  prefetches: number;
+  /** Weight bytes read ahead. */
+  prefetchedBytes: number;
+  /** Tensors read on the step's thread (not read ahead). */
+  syncReads: number;
 }
 
 /** What the pager needs from the pipeline. */
@@ -27,27 +41,96 @@ export interface PagerHost {
   dropStaged(unit: Unit): void;
   /** Creates (or returns) a unit's StateSet on its current executor. */
   unitState(unit: Unit): StateSet | null;
+  /** The checkpoint tensors a unit's blocks read. */
+  unitConsts(unit: Unit): readonly string[];
 }
 
 /** Pages blocks in and out of devices that have a budget. */
 export class Pager {
   /** Counters. */
-  readonly stats: PagerStats = { pageIns: 0, pageOuts: 0, pageInBytes: 0, stallMs: 0 };
+  readonly stats: PagerStats = {
+    pageIns: 0,
+    pageOuts: 0,
+    pageInBytes: 0,
+    stallMs: 0,
+    readWaitMs: 0,
+    prefetches: 0,
+    prefetchedBytes: 0,
+    syncReads: 0,
+  };
   /** Resident paged units per device, least recently used first. */
   private readonly lru = new Map<string, Unit[]>();
+  /** Units whose weights are being read ahead. */
+  private readonly ahead = new Set<Unit>();
+  private depth = 0;
 
   /**
    * @param budgets - weight bytes each paged device may hold.
    * @param factories - a fresh executor of each paged device.
-   * @param weights - the checkpoint's weight source (read per tensor, positioned reads).
+   * @param reader - reads the checkpoint's tensors (positioned reads; ahead of use when it prefetches).
    * @param host - the pipeline.
    */
   constructor(
     readonly budgets: ReadonlyMap<string, number>,
     private readonly factories: ReadonlyMap<string, () => Executor>,
-    private readonly weights: WeightSource,
+    private readonly reader: WeightReader,
     private readonly host: PagerHost,
   ) {}
+
+  /** The weight source paged-in executors bind: the reader's, its time counted as stall. */
+  private readonly source = (key: string, type: Parameters<WeightReader["source"]>[1]) => {
+    const w0 = this.reader.stats.waitMs;
+    try {
+      return this.time(() => this.reader.source(key, type));
+    } finally {
+      this.stats.readWaitMs += this.reader.stats.waitMs - w0;
+      this.stats.syncReads = this.reader.stats.syncReads;
+    }
+  };
+
+  /** Runs `fn` counting its time as page-in stall (nested calls count once). */
+  time<T>(fn: () => T): T {
+    if (this.depth > 0) return fn();
+    const t0 = performance.now();
+    this.depth++;
+    try {
+      return fn();
+    } finally {
+      this.depth--;
+      this.stats.stallMs += performance.now() - t0;
+    }
+  }
+
+  /**
+   * Starts reading `unit`'s weights on the reader thread while `running` runs (no-op when it is resident, already
+   * being read, or the reader does not prefetch). Least recently used blocks other than `running` are evicted
+   * first so the budget holds the bytes in flight too.
+   */
+  prefetch(unit: Unit, running: Unit): void {
+    if (!unit.paged || unit.resident || !this.reader.prefetch || this.ahead.has(unit)) return;
+    this.time(() => {
+      const list = this.lru.get(unit.device.name) ?? [];
+      this.lru.set(unit.device.name, list);
+      const budget = this.budgets.get(unit.device.name)!;
+      const need = this.host.unitWeightBytes(unit);
+      let used = list.reduce((n, u) => n + this.host.unitWeightBytes(u), 0);
+      for (const u of this.ahead) if (u.device.name === unit.device.name) used += this.host.unitWeightBytes(u);
+      for (let i = 0; used + need > budget && i < list.length; ) {
+        const victim = list[i]!;
+        if (victim === running) {
+          i++;
+          continue;
+        }
+        used -= this.host.unitWeightBytes(victim);
+        this.pageOut(victim);
+      }
+      if (used + need > budget) return;
+      this.reader.request(this.host.unitConsts(unit));
+      this.ahead.add(unit);
+      this.stats.prefetches++;
+      this.stats.prefetchedBytes += need;
+    });
+  }
 
   /** Makes `unit` resident (evicting others on its device as the budget needs) and marks it most recently used. */
   pageIn(unit: Unit): void {
@@ -58,7 +141,11 @@ export class Pager {
       if (i >= 0 && i !== list.length - 1) list.splice(i, 1), list.push(unit);
       return;
     }
-    const t0 = performance.now();
+    this.time(() => this.load(unit, list));
+  }
+
+  private load(unit: Unit, list: Unit[]): void {
+    this.ahead.delete(unit);
     const budget = this.budgets.get(unit.device.name)!;
     const need = this.host.unitWeightBytes(unit);
     if (need > budget)
@@ -81,14 +168,14 @@ export class Pager {
         { param: "budget" },
       );
     const ex = make();
-    ex.bindWeights(this.weights);
+    ex.bindWeights(this.source);
     unit.executor = ex;
+    unit.freshlyPaged = true;
     list.push(unit);
     const st = this.host.unitState(unit);
     if (unit.saved !== null && st !== null) for (const [k, v] of unit.saved) st.write(k, v);
     this.stats.pageIns++;
     this.stats.pageInBytes += need;
-    this.stats.stallMs += performance.now() - t0;
   }
 
   /** Saves `unit`'s State to the host and frees its programs, State and executor (with its weights). */
@@ -103,9 +190,16 @@ export class Pager {
     this.host.dropStaged(unit);
     unit.executor!.dispose();
     unit.executor = null;
+    // Tensors read ahead for it that its programs never took.
+    this.reader.forget(this.host.unitConsts(unit));
     const list = this.lru.get(unit.device.name);
     if (list !== undefined && list.includes(unit)) list.splice(list.indexOf(unit), 1);
     this.stats.pageOuts++;
+  }
+
+  /** Stops the reader thread. */
+  dispose(): void {
+    this.reader.dispose();
   }
 
   /** Resident weight bytes per paged device. */

@@ -10,7 +10,6 @@ import {
   type StageInput,
   type StagedProgram,
   type StateSet,
-  type WeightSource,
 } from "@poot/executor";
 import type { Graph } from "@poot/graph-ir";
 import { RuntimeError, invariant } from "../errors.js";
@@ -19,6 +18,7 @@ import { unitSpans, type Placement, type UnitSpan } from "./placement.js";
 import { PipelineProgram, PipelineState } from "./program.js";
 import { Pager, type PagerStats } from "./pager.js";
 import { Unit } from "./unit.js";
+import type { WeightReader } from "./weight-reader.js";
 
 /** A device the pipeline can place blocks on: a name and the executor that runs there. */
 export interface BlockDevice {
@@ -37,8 +37,8 @@ export interface PagingOptions {
   readonly budgets: Readonly<Record<string, number>>;
   /** A fresh executor of each device that may page (one per paged-in block). */
   readonly factories: Readonly<Record<string, () => Executor>>;
-  /** The checkpoint's weights (read per tensor when a block is paged in). */
-  readonly weights: WeightSource;
+  /** Reads the checkpoint's tensors when a block is paged in (ahead of use when it prefetches, decision 1706). */
+  readonly reader: WeightReader;
 }
 
 /** Counters of the pipeline's work. */
@@ -125,7 +125,7 @@ export class BlockPipeline {
     for (const d of devices) this.devices.set(d.name, d);
     this.budgets = new Map(Object.entries(paging?.budgets ?? {}));
     if (paging !== undefined)
-      this.pager = new Pager(this.budgets, new Map(Object.entries(paging.factories)), paging.weights, this);
+      this.pager = new Pager(this.budgets, new Map(Object.entries(paging.factories)), paging.reader, this);
     this.checkPlacement(placement);
     this.placementNow = placement;
     this.current = this.unitsFor(placement, []);
@@ -170,6 +170,17 @@ export class BlockPipeline {
     return bytes;
   }
 
+  /** @internal The checkpoint tensors a unit's blocks read. */
+  unitConsts(unit: Unit): readonly string[] {
+    const cut = this.cut(this.baseGraph());
+    return [...new Set(cut.blocks.slice(unit.span.first, unit.span.last + 1).flatMap((b) => b.consts))];
+  }
+
+  /** @internal Reads `next`'s weights ahead while `running` runs, when `next` is a paged-out unit. */
+  prefetch(next: Unit, running: Unit): void {
+    if (next.paged && !next.resident) this.pager?.prefetch(next, running);
+  }
+
   /** @internal Frees the staged programs of a unit (before its executor goes). */
   dropStaged(unit: Unit): void {
     for (const [k, p] of this.staged) {
@@ -183,6 +194,11 @@ export class BlockPipeline {
   /** The pager's counters; null without budgets. */
   get pagerStats(): PagerStats | null {
     return this.pager?.stats ?? null;
+  }
+
+  /** The names of the devices a placement may name. */
+  get deviceNames(): readonly string[] {
+    return [...this.devices.keys()];
   }
 
   /** The placement now. */
@@ -358,6 +374,7 @@ export class BlockPipeline {
     this.staged.clear();
     this.programs.clear();
     this.stateSet = null;
+    this.pager?.dispose();
   }
 }
 

@@ -2,6 +2,7 @@
 // ranges (and `embed` / `head`); `--gpu-layers N` puts the last N layers and the head on the accelerator and the
 // rest on the host, llama.cpp's habit. Every check runs before any weight is read.
 import { RuntimeError } from "../errors.js";
+import type { BlockCut } from "./cut.js";
 
 /** The device of every block: index 0 the embedding, 1..layers the layers, layers + 1 the head. */
 export interface Placement {
@@ -43,6 +44,46 @@ export function gpuLayers(n: number, layers: number, accelerator: string, host =
   // The embedding runs with layer 0 (a lookup: no reason to hand its rows across a boundary).
   devices[0] = devices[1]!;
   return { layers, devices };
+}
+
+/** Weight bytes a placement puts on `device` (each tensor once: tied embeddings on both ends count once there). */
+export function weightBytesOn(cut: BlockCut, p: Placement, device: string): number {
+  const seen = new Set<string>();
+  let bytes = 0;
+  for (const b of cut.blocks)
+    if (p.devices[b.index] === device)
+      for (const c of b.consts) if (!seen.has(c)) seen.add(c), (bytes += cut.constBytes.get(c)!);
+  return bytes;
+}
+
+/** The default placement of a model on a device with `memory` bytes for weights (decision 1705). */
+export interface FitPlacement {
+  /** Every block on `accelerator` when its weights fit, else {@link gpuLayers} of the most layers that fit. */
+  readonly placement: Placement;
+  /** Layers on the accelerator (the model's layer count when everything fits). */
+  readonly layersOnDevice: number;
+  /** Weight bytes the placement puts on the accelerator (at most `memory`). */
+  readonly deviceBytes: number;
+  /** Weight bytes of the whole model. */
+  readonly totalBytes: number;
+}
+
+/**
+ * "As many layers as fit": every block on `accelerator` when the model's weights fit in `memory` bytes, else the
+ * largest N for which {@link gpuLayers}(N)'s blocks on the accelerator (the last N layers and the head) fit, the
+ * rest on `host`. N is 0 (everything on the host) when not even the head and one layer fit.
+ */
+export function fitPlacement(cut: BlockCut, accelerator: string, memory: number, host = "cpu"): FitPlacement {
+  const L = cut.layers;
+  const all = placeAll(L, accelerator);
+  const totalBytes = weightBytesOn(cut, all, accelerator);
+  if (totalBytes <= memory) return { placement: all, layersOnDevice: L, deviceBytes: totalBytes, totalBytes };
+  for (let n = L; n >= 1; n--) {
+    const p = gpuLayers(n, L, accelerator, host);
+    const bytes = weightBytesOn(cut, p, accelerator);
+    if (bytes <= memory) return { placement: p, layersOnDevice: n, deviceBytes: bytes, totalBytes };
+  }
+  return { placement: placeAll(L, host), layersOnDevice: 0, deviceBytes: 0, totalBytes };
 }
 
 /**

@@ -84,10 +84,26 @@ export class PipelineProgram implements StagedProgram {
   /** The program of part `p`, paging its unit in (and writing the step's slots) when it is paged. */
   private programOf(p: Part): StagedProgram {
     if (p.prog !== null) return p.prog;
-    this.pipeline.unitState(p.unit);
-    const prog = this.pipeline.stageUnit(p.unit, this.name, this.mode, this.graph);
-    if (this.pending !== null) for (const [k, v] of this.pending) if (prog.schema.slots.has(k)) prog.writeSlot(k, v);
-    return prog;
+    const stage = (): StagedProgram => {
+      this.pipeline.unitState(p.unit);
+      const prog = this.pipeline.stageUnit(p.unit, this.name, this.mode, this.graph);
+      if (this.pending !== null) for (const [k, v] of this.pending) if (prog.schema.slots.has(k)) prog.writeSlot(k, v);
+      return prog;
+    };
+    // Paging a unit in and staging it there is page-in stall (decision 1706).
+    return this.pipeline.pager === null ? stage() : this.pipeline.pager.time(stage);
+  }
+
+  /** Runs a unit's step; its first run after a page-in (weights bound on the fresh executor) counts as stall. */
+  private runPart(unit: Unit, prog: StagedProgram, s: StateSet | null): void {
+    if (!unit.freshlyPaged || this.pipeline.pager === null) return prog.run(s ?? undefined);
+    unit.freshlyPaged = false;
+    this.pipeline.pager.time(() => prog.run(s ?? undefined));
+  }
+
+  /** Starts reading the weights of the unit after part `i` (the first, for the next step, after the last). */
+  private readAhead(parts: readonly Part[], i: number): void {
+    if (parts.length > 1) this.pipeline.prefetch(parts[(i + 1) % parts.length]!.unit, parts[i]!.unit);
   }
 
   /** Copies unit `i - 1`'s residual stream into unit `i`'s `residual` slot. */
@@ -111,7 +127,8 @@ export class PipelineProgram implements StagedProgram {
       if (i > 0) this.handoff(parts, i);
       const prog = this.programOf(parts[i]!);
       const s = this.pipeline.unitState(parts[i]!.unit);
-      prog.run(s ?? undefined);
+      this.readAhead(parts, i);
+      this.runPart(parts[i]!.unit, prog, s);
     }
     this.pipeline.stats.steps++;
   }
@@ -151,8 +168,9 @@ export class PipelineProgram implements StagedProgram {
       const prog = this.programOf(p);
       const s = this.pipeline.unitState(p.unit);
       if (p.prog !== null && this.capturedWith.get(p.prog) !== s) this.captureUnit(p);
+      this.readAhead(parts, i);
       if (this.capturedWith.has(prog)) prog.replay();
-      else prog.run(s ?? undefined);
+      else this.runPart(p.unit, prog, s);
     }
     this.pipeline.stats.steps++;
   }

@@ -16,6 +16,11 @@ export class Unit {
   executor: Executor | null;
   /** Whether the unit is paged (its device's budget is below the weights placed there, decision 1704). */
   readonly paged: boolean;
+  /**
+   * Paged units: set when paged in, cleared after its first run there (that run binds its weights on the fresh
+   * executor: the pager counts it as page-in stall).
+   */
+  freshlyPaged = false;
   /** Paged units: the State kept on the host while paged out (one array per key, allocated once). */
   saved: Map<string, OutputData> | null = null;
   private readonly graphs = new WeakMap<BlockCut, Graph>();

@@ -8,15 +8,7 @@ import { CliError } from "../errors.js";
 import { EngineWorker, EngineWorkerError, type EngineWorkerLoad } from "../server/engine-worker.js";
 import { RuntimeServeEngine } from "../server/runtime-engine.js";
 import { createServer, type PootServer } from "../server/server.js";
-import {
-  createDevices,
-  describePlacement,
-  engineDevices,
-  placementOptions,
-  planPlacement,
-  type PlacementFlags,
-  type PlacementPlan,
-} from "../placement.js";
+import { planDevices, describePlacement, engineDevices, placementOptions, type PlacementFlags } from "../placement.js";
 import type { CliIo, CommandModule, ExecutorFactory } from "../command.js";
 import { parseNumber } from "./numbers.js";
 
@@ -73,7 +65,11 @@ export interface ExecutorModule {
 
 /** A loading failure of the engine worker as the CliError the in-process load would have thrown. */
 function workerCliError(err: EngineWorkerError, model: string): CliError {
-  if (err.kind === "cli") return new CliError((err.code ?? "bad-input") as CliError["code"], err.message, { command });
+  if (err.kind === "cli")
+    return new CliError((err.code ?? "bad-input") as CliError["code"], err.message, {
+      command,
+      ...(err.file === undefined ? {} : { file: err.file }),
+    });
   if (err.kind === "model")
     return new CliError(err.code === "io" ? "file-unreadable" : "bad-input", err.message, {
       command,
@@ -145,7 +141,6 @@ export async function startServe(
       });
     }
   }
-  const plan = planPlacement(o, o.backend, model, o.weights, command, backends);
   // Prefill chunks stay within the context (the runtime stages one program per power-of-two chunk).
   const prefillChunk = context === undefined ? undefined : 2 ** Math.min(6, Math.floor(Math.log2(context)));
   // The KV pool holds --max-batch full contexts unless --kv-pages says otherwise; requests beyond it wait.
@@ -158,8 +153,8 @@ export async function startServe(
   } as const;
   const loaded =
     executorModule === undefined || o.engineWorker === false
-      ? loadInProcess(model, o, io, createExecutor, plan, load, chatTemplate)
-      : await loadInWorker(model, o, io, executorModule, plan, load, chatTemplate, nice);
+      ? loadInProcess(model, o, io, createExecutor, backends, load, chatTemplate)
+      : await loadInWorker(model, o, io, executorModule, backends, load, chatTemplate, nice);
   const { serveEngine, free } = loaded;
   const modelId = o.modelName ?? path.basename(path.resolve(model));
   const server = createServer({
@@ -207,7 +202,7 @@ type LoadOptions = EngineWorkerLoad & { readonly weights: "f32" | "bf16"; readon
 /** A loaded engine for the server, what `poot serve` prints of its placement, and how to free it all. */
 interface Loaded {
   readonly serveEngine: RuntimeServeEngine | EngineWorker;
-  readonly placementReport: PlacementReport | null;
+  readonly placementReport: (PlacementReport & { readonly chosen?: string }) | null;
   free(): Promise<void>;
 }
 
@@ -217,11 +212,11 @@ function loadInProcess(
   o: ServeCliOptions,
   io: CliIo,
   createExecutor: ExecutorFactory,
-  plan: PlacementPlan | null,
+  backends: readonly string[],
   load: LoadOptions,
   chatTemplate: string | undefined,
 ): Loaded {
-  const placed = createDevices(plan, o.backend, command, createExecutor);
+  const { plan, placed } = planDevices(o, o.backend, model, load.weights, command, backends, createExecutor);
   const executor = { dispose: () => placed.dispose() };
   let engine: Engine;
   try {
@@ -259,9 +254,11 @@ function loadInProcess(
       `poot serve: compiled ${engine.stats.programsStaged} programs in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`,
     );
   }
+  const report = engine.placementReport();
   return {
     serveEngine,
-    placementReport: engine.placementReport(),
+    placementReport:
+      report === null ? null : { ...report, ...(plan?.chosen === undefined ? {} : { chosen: plan.chosen }) },
     free: async () => {
       serveEngine.close();
       executor.dispose();
@@ -275,7 +272,7 @@ async function loadInWorker(
   o: ServeCliOptions,
   io: CliIo,
   executors: ExecutorModule,
-  plan: PlacementPlan | null,
+  backends: readonly string[],
   load: LoadOptions,
   chatTemplate: string | undefined,
   nice: number,
@@ -288,7 +285,15 @@ async function loadInWorker(
       ...(executors.name === undefined ? {} : { executorExport: executors.name }),
       backend: o.backend,
       command,
-      placement: plan,
+      // Planned in the worker, whose executor answers the default placement's memory query (decision 1705).
+      placement: {
+        ...(o.gpuLayers === undefined ? {} : { gpuLayers: o.gpuLayers }),
+        ...(o.place === undefined ? {} : { place: o.place }),
+        ...(o.deviceMemory === undefined ? {} : { deviceMemory: o.deviceMemory }),
+        ...(o.hostMemory === undefined ? {} : { hostMemory: o.hostMemory }),
+        ...(o.prefetch === undefined ? {} : { prefetch: o.prefetch }),
+      },
+      backends,
       load,
       ...(chatTemplate === undefined ? {} : { chatTemplate }),
       prepare: o.prepare,

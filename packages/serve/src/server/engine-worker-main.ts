@@ -8,7 +8,7 @@ import { ModelError } from "@poot/models";
 import { Engine, RuntimeError } from "@poot/runtime";
 import type { ExecutorFactory } from "../command.js";
 import { ApiError, CliError } from "../errors.js";
-import { createDevices, engineDevices, type PlacedDevices } from "../placement.js";
+import { engineDevices, planDevices, type PlacedDevices, type PlacementPlan } from "../placement.js";
 import type {
   EngineWorkerData,
   EngineWorkerError,
@@ -44,7 +44,7 @@ function classify(err: unknown): { kind: EngineWorkerError["kind"]; message: str
   };
 }
 
-async function load(): Promise<{ engine: Engine; placed: PlacedDevices }> {
+async function load(): Promise<{ engine: Engine; placed: PlacedDevices; plan: PlacementPlan | null }> {
   // Linux keeps a nice value per thread, and threads inherit it: this thread and the executors' kernel threads it
   // starts below yield the CPU to the HTTP thread whenever both want it (elsewhere it would renice the process).
   if (data.nice > 0 && process.platform === "linux") os.setPriority(0, data.nice);
@@ -52,24 +52,34 @@ async function load(): Promise<{ engine: Engine; placed: PlacedDevices }> {
   const make = mod[data.executorExport];
   if (typeof make !== "function")
     throw new Error(`${data.executorModule} has no function export ${data.executorExport}: cannot make executors`);
-  const names = data.placement === null ? [data.backend] : [...new Set([data.backend, ...data.placement.devices])];
+  // The devices the flags can name: the backend, those of --place, and the cpu (-ngl's host side).
+  const named = [...(data.placement.place ?? "").matchAll(/:([A-Za-z0-9_-]+)/g)].map((m) => m[1]!);
+  const names = [...new Set([data.backend, ...named, ...(data.placement.gpuLayers === undefined ? [] : ["cpu"])])];
   const factory = (await (make as (n: string[], c: string) => ExecutorFactory | Promise<ExecutorFactory>)(
     names,
     data.command,
   )) as ExecutorFactory;
-  const placed = createDevices(data.placement, data.backend, data.command, factory);
+  const { plan, placed } = planDevices(
+    data.placement,
+    data.backend,
+    data.model,
+    data.load.weights ?? "f32",
+    data.command,
+    data.backends,
+    factory,
+  );
   let engine: Engine;
   try {
     engine = Engine.load(data.model, {
       executor: placed.executor,
-      ...engineDevices(data.placement, placed, factory),
+      ...engineDevices(plan, placed, factory),
       ...data.load,
     });
   } catch (err) {
     placed.dispose();
     throw err;
   }
-  return { engine, placed };
+  return { engine, placed, plan };
 }
 
 function wire(e: GenerationEvent): WireEvent {
@@ -86,10 +96,10 @@ async function main(): Promise<void> {
     send({ kind: "fatal", error: classify(err) });
     return;
   }
-  const { engine, placed } = loaded;
+  const { engine, placed, plan } = loaded;
   if (engine.tokenizer === null) {
     // The HTTP thread refuses it (the server needs a tokenizer) and ends this thread.
-    send({ kind: "ready", info: { ...infoOf(engine), tokenizer: false, prepared: null } });
+    send({ kind: "ready", info: { ...infoOf(engine, plan), placement: null, tokenizer: false, prepared: null } });
     return;
   }
   const serve = new RuntimeServeEngine(engine);
@@ -106,7 +116,7 @@ async function main(): Promise<void> {
     }
     prepared = { programs: engine.stats.programsStaged, seconds: (performance.now() - t0) / 1000 };
   }
-  send({ kind: "ready", info: { ...infoOf(engine), tokenizer: true, prepared } });
+  send({ kind: "ready", info: { ...infoOf(engine, plan), placement: serve.placement(), tokenizer: true, prepared } });
 
   let scheduler: Scheduler | null = null;
   const ids = new Map<GenerationJob, number>();
@@ -192,6 +202,23 @@ async function main(): Promise<void> {
         job.cancel();
       }
       flush();
+    } else if (m.op === "call") {
+      // Between steps, as the in-process server's routes run between the scheduler's steps.
+      void (async () => {
+        try {
+          if (m.call.kind === "hidden") {
+            const rows = await serve.hidden(Array.from(m.call.ids));
+            port.postMessage({ kind: "reply", id: m.id, hidden: rows } satisfies FromWorker, [
+              rows.buffer as ArrayBuffer,
+            ]);
+          } else {
+            send({ kind: "reply", id: m.id, relocated: await serve.relocate(m.call.place) });
+            flush();
+          }
+        } catch (err) {
+          send({ kind: "reply", id: m.id, error: (err as Error).message });
+        }
+      })();
     } else if (m.op === "shutdown") {
       scheduler?.shutdown();
       flush();
@@ -206,13 +233,18 @@ async function main(): Promise<void> {
 }
 
 /** The engine's sizes and first stats, for the HTTP thread. */
-function infoOf(engine: Engine): Omit<EngineWorkerInfo, "tokenizer" | "prepared"> {
+function infoOf(
+  engine: Engine,
+  plan: PlacementPlan | null,
+): Omit<EngineWorkerInfo, "tokenizer" | "prepared" | "placement"> {
   const kv = engine.pool.stats;
+  const report = engine.placementReport();
   return {
     context: engine.context,
     kvTokens: engine.pool.pages * engine.pool.pageSize,
     vocabSize: engine.config.vocabSize,
     eosTokenIds: [...engine.config.eosTokenIds],
+    hiddenSize: engine.config.hiddenSize,
     pageSize: engine.pool.pageSize,
     pagesTotal: engine.pool.pages,
     stats: {
@@ -226,7 +258,8 @@ function infoOf(engine: Engine): Omit<EngineWorkerInfo, "tokenizer" | "prepared"
         pagesReserved: kv.pagesReserved,
       },
     },
-    placementReport: engine.placementReport(),
+    placementReport:
+      report === null ? null : { ...report, ...(plan?.chosen === undefined ? {} : { chosen: plan.chosen }) },
   };
 }
 

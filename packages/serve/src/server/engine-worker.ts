@@ -8,9 +8,9 @@ import { Worker } from "node:worker_threads";
 import { loadTokenizer, type ChatMessage } from "@poot/models";
 import type { PlacementReport } from "@poot/runtime";
 import { ApiError, type ApiErrorCode, invariant } from "../errors.js";
-import type { PlacementPlan } from "../placement.js";
+import type { PlacementFlags } from "../placement.js";
 import { Channel } from "./channel.js";
-import type { EngineStats, RemoteServeEngine } from "./engine.js";
+import type { EngineStats, PlacementSummary, RelocateResult, RemoteServeEngine } from "./engine.js";
 import {
   DrainRate,
   checkSubmission,
@@ -49,8 +49,13 @@ export interface EngineWorkerOptions {
   readonly backend: string;
   /** The command named in executor errors (default `serve`). */
   readonly command?: string;
-  /** Blocks across devices (a plan from planPlacement), or null for one program on `backend`. */
-  readonly placement?: PlacementPlan | null;
+  /**
+   * The placement flags (`--place`, `--gpu-layers`, memory budgets, `--no-prefetch`), planned in the worker as
+   * `poot run` plans them (planDevices: the default placement asks the backend's executor for its memory).
+   */
+  readonly placement?: PlacementFlags;
+  /** The device names `--place` may use (the CLI's backend table; default: `backend` alone). */
+  readonly backends?: readonly string[];
   /** Engine.load options. */
   readonly load?: EngineWorkerLoad;
   /** A Jinja chat template replacing the model's own. */
@@ -72,12 +77,16 @@ export interface EngineWorkerInfo {
   readonly kvTokens: number;
   readonly vocabSize: number;
   readonly eosTokenIds: readonly number[];
+  readonly hiddenSize: number;
   readonly pageSize: number;
   readonly pagesTotal: number;
   /** Whether the model has a tokenizer (the server needs one). */
   readonly tokenizer: boolean;
   readonly stats: EngineStats;
-  readonly placementReport: PlacementReport | null;
+  /** The placement `poot serve` prints (with how the default was chosen), or null for one program. */
+  readonly placementReport: (PlacementReport & { readonly chosen?: string }) | null;
+  /** Where the blocks are, as `/admin/place` answers; null for one program. */
+  readonly placement: PlacementSummary | null;
   /** Programs compiled and seconds spent when `prepare` was asked. */
   readonly prepared: { readonly programs: number; readonly seconds: number } | null;
 }
@@ -109,7 +118,8 @@ export interface EngineWorkerData {
   readonly executorExport: string;
   readonly backend: string;
   readonly command: string;
-  readonly placement: PlacementPlan | null;
+  readonly placement: PlacementFlags;
+  readonly backends: readonly string[];
   readonly load: EngineWorkerLoad;
   readonly prepare: boolean;
   readonly nice: number;
@@ -135,8 +145,24 @@ export type ToWorker =
   | { readonly op: "schedule"; readonly maxBatch: number; readonly maxQueue: number }
   | { readonly op: "submit"; readonly jobs: readonly { readonly id: number; readonly req: WireRequest }[] }
   | { readonly op: "cancel"; readonly ids: readonly number[] }
+  | {
+      readonly op: "call";
+      readonly id: number;
+      readonly call:
+        | { readonly kind: "hidden"; readonly ids: Int32Array }
+        | { readonly kind: "relocate"; readonly place: string };
+    }
   | { readonly op: "shutdown" }
   | { readonly op: "close" };
+
+/** The answer to a call: hidden rows, a relocation's result (with the placement after it), or an error's message. */
+export interface WorkerReply {
+  readonly kind: "reply";
+  readonly id: number;
+  readonly hidden?: Float32Array;
+  readonly relocated?: RelocateResult;
+  readonly error?: string;
+}
 
 /** What one scheduler turn released: jobs admitted to the batch, events in order, and the figures after it. */
 export interface WorkerBatch {
@@ -161,6 +187,7 @@ export type FromWorker =
       };
     }
   | WorkerBatch
+  | WorkerReply
   | { readonly kind: "closed" };
 
 /** The worker script: next to this module once bundled (dist/engine-worker.js); from the sources, the built copy. */
@@ -184,6 +211,10 @@ export class EngineWorker implements RemoteServeEngine {
   private readonly text: TextWorker;
   private scheduler: RemoteScheduler | null = null;
   private closing = false;
+  private calls = 0;
+  private readonly pending = new Map<number, { resolve: (r: WorkerReply) => void; reject: (e: Error) => void }>();
+  /** Where the blocks are now (updated by relocations). */
+  private place: PlacementSummary | null;
   /** Resolves once the worker thread has exited. */
   readonly exited: Promise<void>;
   /** The latest engine stats the worker published. */
@@ -199,6 +230,7 @@ export class EngineWorker implements RemoteServeEngine {
     exited: Promise<void>,
   ) {
     this.latest = info.stats;
+    this.place = info.placement;
     this.exited = exited;
     const tok = loadTokenizer(options.model);
     this.codec = textCodec(tok, options.chatTemplate);
@@ -222,7 +254,8 @@ export class EngineWorker implements RemoteServeEngine {
       executorExport: options.executorExport ?? "executorFactory",
       backend: options.backend,
       command: options.command ?? "serve",
-      placement: options.placement ?? null,
+      placement: options.placement ?? {},
+      backends: options.backends ?? [options.backend],
       load: options.load ?? {},
       prepare: options.prepare === true,
       nice: options.nice ?? 5,
@@ -286,6 +319,7 @@ export class EngineWorker implements RemoteServeEngine {
       const why = `the engine worker stopped (exit code ${code})${lastError === null ? "" : `: ${lastError}`}`;
       log(`poot serve: ${why}; in-flight requests failed, /health reports failed`);
       self.scheduler?.failAll(why);
+      self.failCalls(why);
     };
     return self;
   }
@@ -294,7 +328,54 @@ export class EngineWorker implements RemoteServeEngine {
     if (m.kind === "batch") {
       this.latest = m.stats;
       this.scheduler?.receive(m);
+    } else if (m.kind === "reply") {
+      const p = this.pending.get(m.id);
+      this.pending.delete(m.id);
+      if (m.error !== undefined) p?.reject(new Error(m.error));
+      else p?.resolve(m);
     }
+  }
+
+  /** Rejects every call waiting for the worker. */
+  private failCalls(why: string): void {
+    for (const p of this.pending.values()) p.reject(new Error(why));
+    this.pending.clear();
+  }
+
+  /** Asks the worker to do `call` between steps; resolves to its reply. */
+  private call(call: Extract<ToWorker, { op: "call" }>["call"], transfer: ArrayBuffer[] = []): Promise<WorkerReply> {
+    if (this.closing || this.scheduler?.refusing === "failed")
+      return Promise.reject(new Error("the engine worker is not running"));
+    const id = this.calls++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.post({ op: "call", id, call }, transfer);
+    });
+  }
+
+  /** The model's hidden size. */
+  get hiddenSize(): number {
+    return this.info.hiddenSize;
+  }
+
+  /** The final normed hidden states of `ids` (one stateless prefill on the worker, between steps). */
+  async hidden(ids: readonly number[]): Promise<Float32Array> {
+    const packed = Int32Array.from(ids);
+    const r = await this.call({ kind: "hidden", ids: packed }, [packed.buffer as ArrayBuffer]);
+    return r.hidden!;
+  }
+
+  /** Where the blocks are (as of the last relocation); null when the model runs as one program. */
+  placement(): PlacementSummary | null {
+    return this.place;
+  }
+
+  /** Moves blocks to `place`'s devices on the worker, between steps (decision 1707). */
+  async relocate(place: string): Promise<RelocateResult> {
+    const r = await this.call({ kind: "relocate", place });
+    const result = r.relocated!;
+    if ("placement" in result) this.place = result.placement;
+    return result;
   }
 
   /** The engine's KV capacity per sequence. */
@@ -363,6 +444,7 @@ export class EngineWorker implements RemoteServeEngine {
     this.post({ op: "close" });
     this.closing = true;
     this.scheduler?.failAll("the engine was closed");
+    this.failCalls("the engine was closed");
     void this.text.close();
     // A worker stuck in a step past this gets stopped.
     setTimeout(() => void this.worker.terminate(), 30_000).unref();

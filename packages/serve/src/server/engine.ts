@@ -102,8 +102,27 @@ export interface EngineStats {
     readonly pageInBytes: number;
     readonly pageOuts: number;
     readonly stallSeconds: number;
+    /** Weight bytes read ahead of use (decision 1706). */
+    readonly prefetchedBytes: number;
   };
 }
+
+/** Where an engine's blocks are (decision 1707): what `GET` / `POST /admin/place` answer. */
+export interface PlacementSummary {
+  /** The placement in `--place` syntax. */
+  readonly place: string;
+  /** Units (runs of consecutive blocks on one device) per token. */
+  readonly unitsPerToken: number;
+  /** Residual-stream hand-offs between devices per token. */
+  readonly handoffsPerToken: number;
+  /** Weight bytes of the blocks placed on each device. */
+  readonly weightBytesByDevice: Readonly<Record<string, number>>;
+  /** Relocations done so far. */
+  readonly relocations: number;
+}
+
+/** What a relocation did: the placement after it, or why it was refused (one line; nothing moved). */
+export type RelocateResult = { readonly placement: PlacementSummary } | { readonly error: string };
 
 /** Whether a sequence can begin now: yes, not until KV pages (or lanes) are released, or never (larger than the pool). */
 export type Admission = "now" | "wait" | "never";
@@ -129,10 +148,25 @@ export interface ServeEngine {
   encodeChat(messages: readonly ChatMessage[]): Promise<number[] | null>;
   /** The text of token ids (special tokens kept). */
   textOf(ids: readonly number[]): string;
+  /** Width of the model's hidden state (the rows {@link ServeEngine.hidden} returns). */
+  readonly hiddenSize: number;
+  /**
+   * The final hidden state of each token of `ids` after the model's final norm (the LM head's input), row-major
+   * [T, hiddenSize]; ids are in the vocabulary and at most a context long (the caller checks).
+   */
+  hidden(ids: readonly number[]): Promise<Float32Array>;
   /** The text of one token alone, for logprobs. */
   tokenText(id: number): string;
   /** Counters and memory. */
   stats(): EngineStats;
+  /** Where the blocks are; null when the model runs as one program (no placement). Optional. */
+  placement?(): PlacementSummary | null;
+  /**
+   * Moves blocks to the devices of `place` (`--place` syntax) between steps, each block taking its KV / recurrent
+   * state (decision 1707); the next step runs every block where it now lives. Optional: an engine without blocks
+   * leaves it out or refuses. Results are plain data (no exception crosses for a bad placement).
+   */
+  relocate?(place: string): RelocateResult | Promise<RelocateResult>;
   /** Frees everything. */
   close(): void;
 }

@@ -163,8 +163,14 @@ export function createMetrics(engine: ServeEngine, scheduler: () => ServeSchedul
   counterOf(
     registry,
     "poot_pager_stall_seconds_total",
-    "Seconds steps waited for page-ins",
+    "Seconds steps spent on page-ins (new executor, staging, State, weight reads or waits for weights read ahead)",
     () => engine.stats().blocks?.stallSeconds ?? 0,
+  );
+  counterOf(
+    registry,
+    "poot_pager_prefetched_bytes_total",
+    "Weight bytes read ahead of use while the block before ran",
+    () => engine.stats().blocks?.prefetchedBytes ?? 0,
   );
   new Gauge({
     name: "poot_device_bytes",

@@ -1,9 +1,25 @@
 // The BatchEngine over @poot/runtime: a sequence is a runtime Session with the runtime's Decoding (seeded
 // sampling, stop strings, streaming detokenization, logprobs), and a step is Engine.stepBatch.
 import type { ChatMessage } from "@poot/models";
-import { Decoding, type Engine, type GenerateOptions } from "@poot/runtime";
+import {
+  Decoding,
+  RuntimeError,
+  formatPlacement,
+  parsePlacement,
+  type Engine,
+  type GenerateOptions,
+} from "@poot/runtime";
 import { invariant } from "../errors.js";
-import type { Admission, BatchEngine, EngineSequence, EngineStats, SequenceEvent, SequenceOptions } from "./engine.js";
+import type {
+  Admission,
+  BatchEngine,
+  EngineSequence,
+  EngineStats,
+  PlacementSummary,
+  RelocateResult,
+  SequenceEvent,
+  SequenceOptions,
+} from "./engine.js";
 import { encodeChat, textCodec, type TextCodec } from "./text.js";
 import { TextWorker } from "./text-worker.js";
 
@@ -123,6 +139,16 @@ export class RuntimeServeEngine implements BatchEngine {
     return this.codec.tok.decode(ids);
   }
 
+  /** The model's hidden size. */
+  get hiddenSize(): number {
+    return this.engine.config.hiddenSize;
+  }
+
+  /** `Engine.promptHidden`: one stateless prefill's final normed hidden states. */
+  async hidden(ids: readonly number[]): Promise<Float32Array> {
+    return this.engine.promptHidden(ids);
+  }
+
   /** One token decoded alone. */
   tokenText(id: number): string {
     return this.codec.tok.decode([id]);
@@ -189,6 +215,40 @@ export class RuntimeServeEngine implements BatchEngine {
     };
   }
 
+  /** Where the blocks are; null when the engine runs one program. */
+  placement(): PlacementSummary | null {
+    const p = this.engine.pipeline;
+    if (p === null) return null;
+    const r = p.report();
+    return {
+      place: formatPlacement(r.placement),
+      unitsPerToken: r.unitsPerToken,
+      handoffsPerToken: r.handoffsPerToken,
+      weightBytesByDevice: r.weightBytesByDevice,
+      relocations: p.stats.relocations,
+    };
+  }
+
+  /**
+   * Moves blocks to `place`'s devices (the devices the engine was made with) between steps, with their State;
+   * a bad placement is refused with one line and moves nothing.
+   */
+  relocate(place: string): RelocateResult {
+    const p = this.engine.pipeline;
+    if (p === null)
+      return {
+        error:
+          "this server runs the model as one program: start poot serve with --place or --gpu-layers to relocate blocks",
+      };
+    try {
+      this.engine.relocate(parsePlacement(place, this.engine.config.numLayers, p.deviceNames));
+    } catch (err) {
+      if (err instanceof RuntimeError) return { error: err.message.replace(/^\[[a-z-]+\] /, "") };
+      throw err;
+    }
+    return { placement: this.placement()! };
+  }
+
   /** The pipeline's hand-offs and the pager's counters, when the engine runs blocks. */
   private blocks(): Pick<EngineStats, "blocks"> {
     const p = this.engine.pipelineStats;
@@ -201,6 +261,7 @@ export class RuntimeServeEngine implements BatchEngine {
         pageInBytes: g?.pageInBytes ?? 0,
         pageOuts: g?.pageOuts ?? 0,
         stallSeconds: (g?.stallMs ?? 0) / 1000,
+        prefetchedBytes: g?.prefetchedBytes ?? 0,
       },
     };
   }

@@ -132,3 +132,78 @@ export interface ChatBody extends CommonBody {
   logprobs?: boolean | null;
   top_logprobs?: number | null;
 }
+
+/** POST /tokenize (llama-server's shape). */
+export const tokenizeBody = {
+  type: "object",
+  required: ["content"],
+  properties: {
+    content: { type: "string" },
+    add_special: { type: "boolean" },
+    with_pieces: { type: "boolean" },
+  },
+} as const;
+
+/** A validated /tokenize body. */
+export interface TokenizeBody {
+  content: string;
+  add_special?: boolean;
+  with_pieces?: boolean;
+}
+
+/** POST /detokenize (llama-server's shape). */
+export const detokenizeBody = {
+  type: "object",
+  required: ["tokens"],
+  properties: { tokens: { type: "array", items: { type: "integer", minimum: 0 } } },
+} as const;
+
+/** A validated /detokenize body. */
+export interface DetokenizeBody {
+  tokens: number[];
+}
+
+/** POST /v1/embeddings (OpenAI's shape, with `normalize` and `pooling` extensions). */
+export const embeddingsBody = {
+  type: "object",
+  required: ["model", "input"],
+  properties: {
+    model: { type: "string", minLength: 1 },
+    input: {
+      anyOf: [
+        { type: "string", minLength: 1 },
+        { type: "array", minItems: 1, maxItems: 2048, items: { type: "string", minLength: 1 } },
+        { type: "array", minItems: 1, items: { type: "integer", minimum: 0 } },
+        {
+          type: "array",
+          minItems: 1,
+          maxItems: 2048,
+          items: { type: "array", minItems: 1, items: { type: "integer", minimum: 0 } },
+        },
+      ],
+    },
+    encoding_format: { enum: ["float", "base64"] },
+    dimensions: { type: "integer", minimum: 1 },
+    user: { type: "string" },
+    normalize: { type: "boolean" },
+    pooling: { enum: ["mean", "last"] },
+  },
+} as const;
+
+/** A validated /v1/embeddings body. */
+export interface EmbeddingsBody {
+  model: string;
+  input: string | string[] | number[] | number[][];
+  encoding_format?: "float" | "base64";
+  dimensions?: number;
+  user?: string;
+  normalize?: boolean;
+  pooling?: "mean" | "last";
+}
+/** POST /admin/place (decision 1707): the new placement in `--place` syntax. */
+export const placeBody = {
+  type: "object",
+  required: ["place"],
+  additionalProperties: false,
+  properties: { place: { type: "string", minLength: 1, maxLength: 4096 } },
+} as const;

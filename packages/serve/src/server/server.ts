@@ -1,5 +1,5 @@
 // The OpenAI-compatible HTTP server on fastify: /v1/models, /v1/completions, /v1/chat/completions,
-// /health and /metrics, with API-key checks, OpenAI-shaped errors and a continuous-batching scheduler.
+// /v1/embeddings, llama-server's /tokenize and /detokenize, /health and /metrics, with API-key checks, OpenAI-shaped errors and a continuous-batching scheduler.
 import { randomUUID } from "node:crypto";
 import * as http from "node:http";
 import cors from "@fastify/cors";
@@ -7,13 +7,26 @@ import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
 import { ApiError } from "../errors.js";
 import { checkAuth, type AuthPolicy } from "./auth.js";
 import { LOOPBACK_NAMES, checkHost, isLoopback } from "./hosts.js";
-import { isRemoteEngine, type BatchEngine, type RemoteServeEngine } from "./engine.js";
+import { isRemoteEngine, type BatchEngine, type PlacementSummary, type RemoteServeEngine } from "./engine.js";
 import { createMetrics, type ServerMetrics } from "./metrics.js";
 import { checkModel, planChat, planCompletion, type PlannedRequest } from "./requests.js";
 import { respond } from "./respond.js";
 import { chatRenderer, completionRenderer } from "./responses.js";
 import { Scheduler, type SchedulerOptions, type ServeScheduler } from "./scheduler.js";
-import { chatBody, completionBody, type ChatBody, type CompletionBody } from "./schemas.js";
+import { detokenize, embeddings, tokenize } from "./embeddings.js";
+import {
+  chatBody,
+  completionBody,
+  detokenizeBody,
+  embeddingsBody,
+  placeBody,
+  tokenizeBody,
+  type ChatBody,
+  type CompletionBody,
+  type DetokenizeBody,
+  type EmbeddingsBody,
+  type TokenizeBody,
+} from "./schemas.js";
 import { normalizeTarget } from "./url.js";
 import { toApiError } from "./validation.js";
 
@@ -91,7 +104,17 @@ export interface PootServer {
   close(options?: { readonly drainMs?: number }): Promise<void>;
 }
 
-const ENDPOINTS = new Set(["/v1/models", "/v1/completions", "/v1/chat/completions", "/health", "/metrics"]);
+const ENDPOINTS = new Set([
+  "/v1/models",
+  "/v1/completions",
+  "/v1/chat/completions",
+  "/v1/embeddings",
+  "/tokenize",
+  "/detokenize",
+  "/health",
+  "/metrics",
+  "/admin/place",
+]);
 
 /** Builds the server (routes, hooks, scheduler, metrics) over an engine. */
 export function createServer(options: ServerOptions): PootServer {
@@ -234,6 +257,45 @@ export function createServer(options: ServerOptions): PootServer {
     fitsQueue(plan, req.body.n);
     const header = { id: `chatcmpl-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: modelId };
     await respond(sched, plan, chatRenderer(engine, header, plan.generations[0]!.logprobs), reply);
+  });
+  app.post<{ Body: EmbeddingsBody }>("/v1/embeddings", { schema: { body: embeddingsBody } }, async (req) => {
+    checkModel(req.body.model, modelId);
+    return embeddings(engine, req.body, modelId);
+  });
+  app.post<{ Body: TokenizeBody }>("/tokenize", { schema: { body: tokenizeBody } }, async (req) =>
+    tokenize(engine, req.body),
+  );
+  app.post<{ Body: DetokenizeBody }>("/detokenize", { schema: { body: detokenizeBody } }, async (req) =>
+    detokenize(engine, req.body),
+  );
+
+  // Admin (decision 1707): where the blocks are, and moving them between steps. Behind the same auth hook as the
+  // API (an API key, when set, is required); a bad placement is a one-line 400 and moves nothing.
+  const placementBody = (p: PlacementSummary) => ({
+    place: p.place,
+    units_per_token: p.unitsPerToken,
+    handoffs_per_token: p.handoffsPerToken,
+    weight_bytes_by_device: p.weightBytesByDevice,
+    relocations: p.relocations,
+  });
+  const noBlocks = () =>
+    new ApiError(
+      400,
+      "invalid_placement",
+      "this server runs the model as one program: start poot serve with --place or --gpu-layers to relocate blocks",
+      "place",
+    );
+  app.get("/admin/place", async () => {
+    const p = (await engine.placement?.()) ?? null;
+    if (p === null) throw noBlocks();
+    return placementBody(p);
+  });
+  app.post<{ Body: { place: string } }>("/admin/place", { schema: { body: placeBody } }, async (req) => {
+    if (engine.relocate === undefined) throw noBlocks();
+    // The engine moves blocks between steps: the scheduler's steps run on this thread (or answer in turn).
+    const r = await engine.relocate(req.body.place);
+    if ("error" in r) throw new ApiError(400, "invalid_placement", r.error, "place");
+    return placementBody(r.placement);
   });
 
   return {
