@@ -166,7 +166,7 @@ describe.skipIf(LLAMA3 === null)(
   { timeout: 300_000 },
   () => {
     const KEY = "sk-admin-worker-0123456789";
-    const N = 24;
+    const N = 40;
     let s: WorkerTestServer;
     beforeAll(async () => {
       s = await startWorkerServer(LLAMA3!, {
