@@ -6,6 +6,7 @@
 // HTTP thread), for comparison.
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
+import http from "node:http";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -125,12 +126,20 @@ async function metric(url, name) {
   return line === undefined ? NaN : Number(line.split(" ")[1]);
 }
 
-/** GET base/health; resolves to [latency ms, status]. */
-async function timed(base) {
+/**
+ * GET base/health on a connection of its own (closed after it: the polls never share, or use up, the keep-alive
+ * sockets the chat clients' fetch pool holds); resolves to [latency ms, status].
+ */
+function timed(base) {
   const t0 = performance.now();
-  const r = await fetch(`${base}/health`);
-  await r.arrayBuffer();
-  return [performance.now() - t0, r.status];
+  return new Promise((resolve, reject) => {
+    http
+      .get(`${base}/health`, { agent: false, headers: { connection: "close" } }, (res) => {
+        res.resume();
+        res.on("end", () => resolve([performance.now() - t0, res.statusCode]));
+      })
+      .on("error", reject);
+  });
 }
 
 /**

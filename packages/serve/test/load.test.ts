@@ -168,7 +168,8 @@ async function concurrentLoad(s: { url: string }) {
   const pages = (async () => {
     while (!done) {
       peakPages = Math.max(peakPages, await metric(s.url, "poot_kv_pages_in_use"));
-      await new Promise((r) => setTimeout(r, 100));
+      // Scraped from this (the server's) thread: often enough to see the pages used, rarely enough not to load it.
+      await new Promise((r) => setTimeout(r, 250));
     }
   })();
   const chats = clientThread<{ answers: Answer[]; ms: number }>({
