@@ -103,6 +103,9 @@ async function main(): Promise<void> {
     return;
   }
   const serve = new RuntimeServeEngine(engine);
+  // Admission asks whether the decode program uses lanes, which stages it: do that now, not inside the first
+  // admission, or the HTTP thread's queue timeout could fire on a request the worker is busy admitting.
+  engine.needsLane();
   let prepared: { programs: number; seconds: number } | null = null;
   if (data.prepare) {
     const t0 = performance.now();
@@ -207,7 +210,8 @@ async function main(): Promise<void> {
       void (async () => {
         try {
           if (m.call.kind === "hidden") {
-            const rows = await serve.hidden(Array.from(m.call.ids));
+            // A copy of its own: the rows may view an executor's (shared) memory, which must not be transferred.
+            const rows = (await serve.hidden(Array.from(m.call.ids))).slice();
             port.postMessage({ kind: "reply", id: m.id, hidden: rows } satisfies FromWorker, [
               rows.buffer as ArrayBuffer,
             ]);
