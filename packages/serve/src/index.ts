@@ -15,6 +15,8 @@ export type {
   EngineSequence,
   EngineStats,
   PlacementSummary,
+  PromptLogprob,
+  JsonConstraintSpec,
   RelocateResult,
   SamplingParams,
   SequenceEvent,
@@ -25,7 +27,7 @@ export type {
 } from "./server/engine.js";
 export { EngineWorker, EngineWorkerError } from "./server/engine-worker.js";
 export type { EngineWorkerInfo, EngineWorkerLoad, EngineWorkerOptions } from "./server/engine-worker.js";
-export type { ServerMetrics } from "./server/metrics.js";
+export type { MetricsCompat, MetricsOptions, ServerMetrics } from "./server/metrics.js";
 export { RuntimeServeEngine } from "./server/runtime-engine.js";
 export type { RuntimeServeEngineOptions } from "./server/runtime-engine.js";
 export { Scheduler } from "./server/scheduler.js";

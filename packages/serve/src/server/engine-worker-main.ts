@@ -215,6 +215,9 @@ async function main(): Promise<void> {
             port.postMessage({ kind: "reply", id: m.id, hidden: rows } satisfies FromWorker, [
               rows.buffer as ArrayBuffer,
             ]);
+          } else if (m.call.kind === "promptLogprobs") {
+            const lp = await serve.promptLogprobs(Array.from(m.call.ids), m.call.top);
+            send({ kind: "reply", id: m.id, promptLogprobs: lp });
           } else {
             send({ kind: "reply", id: m.id, relocated: await serve.relocate(m.call.place) });
             flush();

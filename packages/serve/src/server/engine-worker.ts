@@ -10,7 +10,7 @@ import type { PlacementReport } from "@poot/runtime";
 import { ApiError, type ApiErrorCode, invariant } from "../errors.js";
 import type { PlacementFlags } from "../placement.js";
 import { Channel } from "./channel.js";
-import type { EngineStats, PlacementSummary, RelocateResult, RemoteServeEngine } from "./engine.js";
+import type { EngineStats, PlacementSummary, PromptLogprob, RelocateResult, RemoteServeEngine } from "./engine.js";
 import {
   DrainRate,
   checkSubmission,
@@ -150,6 +150,7 @@ export type ToWorker =
       readonly id: number;
       readonly call:
         | { readonly kind: "hidden"; readonly ids: Int32Array }
+        | { readonly kind: "promptLogprobs"; readonly ids: Int32Array; readonly top: number }
         | { readonly kind: "relocate"; readonly place: string };
     }
   | { readonly op: "shutdown" }
@@ -160,6 +161,7 @@ export interface WorkerReply {
   readonly kind: "reply";
   readonly id: number;
   readonly hidden?: Float32Array;
+  readonly promptLogprobs?: PromptLogprob[];
   readonly relocated?: RelocateResult;
   readonly error?: string;
 }
@@ -365,6 +367,13 @@ export class EngineWorker implements RemoteServeEngine {
     return r.hidden!;
   }
 
+  /** Each prompt token's logprob after the ones before it (a stateless prefill on the worker, between steps). */
+  async promptLogprobs(ids: readonly number[], top: number): Promise<PromptLogprob[]> {
+    const packed = Int32Array.from(ids);
+    const r = await this.call({ kind: "promptLogprobs", ids: packed, top }, [packed.buffer as ArrayBuffer]);
+    return r.promptLogprobs!;
+  }
+
   /** Where the blocks are (as of the last relocation); null when the model runs as one program. */
   placement(): PlacementSummary | null {
     return this.place;
@@ -403,9 +412,9 @@ export class EngineWorker implements RemoteServeEngine {
     return this.text.encode(text, special);
   }
 
-  /** The ids of the rendered chat, from the text worker; null without a template. */
-  encodeChat(messages: readonly ChatMessage[]): Promise<number[] | null> {
-    return this.text.chat(messages);
+  /** The ids of the rendered chat (tools given to the template), from the text worker; null without a template. */
+  encodeChat(messages: readonly ChatMessage[], tools?: readonly unknown[] | null): Promise<number[] | null> {
+    return this.text.chat(messages, tools);
   }
 
   /** The tokenizer's decoding of `ids`. */
@@ -614,6 +623,7 @@ class RemoteScheduler implements ServeScheduler {
     this.waiting--;
     this.active++;
     if (j.timer !== null) clearTimeout(j.timer);
+    this.options.observer?.queued?.((performance.now() - j.submitted) / 1000);
   }
 
   /** Takes a job out of the books (it sends nothing more). */
@@ -623,6 +633,7 @@ class RemoteScheduler implements ServeScheduler {
     j.state = "over";
     if (j.timer !== null) clearTimeout(j.timer);
     this.jobs.delete(j.id);
+    this.options.observer?.ended?.((performance.now() - j.submitted) / 1000);
   }
 
   private cancelled(j: RemoteJob): void {

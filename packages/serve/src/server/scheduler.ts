@@ -49,6 +49,10 @@ export interface SchedulerObserver {
   interToken(seconds: number): void;
   /** A generation finished with these counts. */
   finished(promptTokens: number, completionTokens: number, reason: FinishReason | "cancelled" | "error"): void;
+  /** Seconds a generation waited in the queue before it joined the batch. */
+  queued?(seconds: number): void;
+  /** Seconds from a generation's submission to its end (done, cancelled or failed). */
+  ended?(seconds: number): void;
 }
 
 /** Options of {@link Scheduler}. */
@@ -333,6 +337,7 @@ export class Scheduler implements ServeScheduler {
     if (a >= 0) this.active.splice(a, 1);
     job.seq?.release();
     this.options.observer?.finished(job.req.prompt.length, job.tokens, "cancelled");
+    this.options.observer?.ended?.((performance.now() - job.submitted) / 1000);
   }
 
   private kick(): void {
@@ -375,6 +380,7 @@ export class Scheduler implements ServeScheduler {
       const job = this.waiting[0]!;
       if (this.engine.admission(job.req.prompt, job.req.maxTokens).admit !== "now") return;
       this.waiting.shift();
+      this.options.observer?.queued?.((performance.now() - job.submitted) / 1000);
       try {
         job.seq = this.engine.begin(job.req.prompt, job.req);
       } catch (err) {
@@ -458,6 +464,7 @@ export class Scheduler implements ServeScheduler {
     });
     job.events.close();
     obs?.finished(job.req.prompt.length, seq.generated, reason);
+    obs?.ended?.((now - job.submitted) / 1000);
   }
 
   private fail(job: Job, error: ApiError): void {
@@ -470,5 +477,6 @@ export class Scheduler implements ServeScheduler {
     job.emit({ kind: "error", error });
     job.events.close();
     this.options.observer?.finished(job.req.prompt.length, job.tokens, "error");
+    this.options.observer?.ended?.((performance.now() - job.submitted) / 1000);
   }
 }
