@@ -66,6 +66,19 @@ describe.skipIf(NO_FIXTURES !== undefined)(
       expect(bad.stderr()).toContain("--decode-loop must be auto, steps or host-launches");
     }, 60_000);
 
+    test("--threads: the CPU backend's worker count; 0 or a non-number is a one-line error", async () => {
+      for (const bad of ["0", "two"]) {
+        const io = bufferIo();
+        expect(await runCli(["bench", DIR, "--backend", "cpu", "--threads", bad], { io })).toBe(1);
+        expect(io.stderr().trim().split("\n")).toHaveLength(1);
+        expect(io.stderr()).toContain("--threads");
+      }
+      const io = bufferIo();
+      const argv = ["bench", DIR, "--backend", "cpu", "--threads", "1", "--prompt-tokens", "4", "--gen-tokens", "3"];
+      expect(await runCli([...argv, "--runs", "1", "--json"], { io })).toBe(0);
+      expect(JSON.parse(io.stdout()).decodeTokS).toBeGreaterThan(0);
+    }, 120_000);
+
     test("--gen-tokens 1 exits 1", async () => {
       const io = bufferIo();
       expect(await runCli(["bench", DIR, "--gen-tokens", "1"], { io })).toBe(1);

@@ -1,16 +1,19 @@
 // Load benchmark of `poot serve`: starts the built CLI on a model (default models/demo, eval backend), then
 // measures N concurrent streaming chat clients against the same requests sent one at a time (the baseline,
 // interleaved run by run). Prints requests/s, tok/s, TTFT and inter-token latency percentiles, /health latency
-// (idle, and while the concurrent clients run), and checks that every concurrent answer equals its sequential one
-// and that no KV state is left afterwards. `--in-process` serves with `--no-engine-worker` (engine steps on the
-// HTTP thread), for comparison.
+// (idle, and while the concurrent clients run, beside a control server's: the machine's floor), and checks that every
+// concurrent answer equals its sequential one and that no KV state is left afterwards. Writes
+// bench-results/<date>-serve-load.json (the concurrent rate, the sequential one as its anchor). `--in-process`
+// serves with `--no-engine-worker` (engine steps on the HTTP thread), for comparison.
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import http from "node:http";
 import os from "node:os";
+import { relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Worker } from "node:worker_threads";
+import { figure, gitCommit, loadSampler, ratiosOf, REPO_ROOT, writeBenchResult } from "@poot/testkit";
 import OpenAI from "openai";
 
 const { values: o } = parseArgs({
@@ -197,6 +200,8 @@ async function idleHealth(url, control, ms = 2000) {
   return p;
 }
 
+const commit = gitCommit();
+const load = loadSampler();
 const { url, child } = await startServer();
 const control = await controlServer();
 try {
@@ -235,6 +240,7 @@ try {
     floor.push(...poll.floor);
     for (const [i, text] of alone)
       if (all[i].text !== text) throw new Error(`client ${i}: concurrent text differs from its sequential run`);
+    load.sample();
     conRates.push((all.reduce((n, r) => n + r.tokens, 0) / ms) * 1000);
     reqRates.push((CLIENTS / ms) * 1000);
     for (const r of all) {
@@ -264,6 +270,46 @@ result:   ${median(conRates).toFixed(2)} tok/s   baseline ${median(seqRates).toF
           control server polled beside it (the machine's floor): p50 ${pct(floor, 50).toFixed(1)} ms, p99 ${pct(floor, 99).toFixed(1)} ms
           idle, 2 s before each concurrent phase (${idle.length} polls): /health p50 ${pct(idle, 50).toFixed(1)} ms, p99 ${pct(idle, 99).toFixed(1)} ms; control p99 ${pct(idleFloor, 99).toFixed(1)} ms
           every concurrent answer equal to its sequential one; after the load 0 KV pages in use, 0 open sequences`);
+  const metrics = {
+    tokS: figure(conRates, "tok/s"),
+    requestsS: figure(reqRates, "requests/s"),
+    ttftMsP50: figure([pct(ttfts, 50)], "ms"),
+    interTokenMsP50: figure([pct(gaps, 50)], "ms"),
+    healthMsP99: figure([pct(health, 99)], "ms"),
+    controlMsP99: figure([pct(floor, 99)], "ms"),
+  };
+  const anchorMetrics = { tokS: figure(seqRates, "tok/s") };
+  const file = writeBenchResult({
+    name: "serve-load",
+    commit,
+    title: `poot serve: ${CLIENTS} concurrent streaming chat clients against one at a time`,
+    load: load.summary(),
+    settings: {
+      clients: CLIENTS,
+      maxTokens: MAX_TOKENS,
+      ctx: Number(o.ctx),
+      maxBatch: Number(o["max-batch"]),
+      runs: RUNS,
+      sequential: SEQ,
+    },
+    anchors: [{ id: "sequential", name: `the same server answering ${SEQ} of the requests one at a time` }],
+    cases: [
+      {
+        id: `serve-${o.backend}-${CLIENTS}-clients${o["in-process"] ? "-in-process" : ""}`,
+        label: `poot serve${o["in-process"] ? " --no-engine-worker" : ""}, ${CLIENTS} concurrent clients`,
+        backend: o.backend,
+        format: null,
+        numerics: null,
+        model: existsSync(o.model) ? relative(REPO_ROOT, o.model) : o.model,
+        metrics,
+        anchor: "sequential",
+        anchorMetrics,
+        ratios: ratiosOf(metrics, anchorMetrics),
+      },
+    ],
+    notes: ["Every concurrent answer equal to its sequential one; after the load 0 KV pages in use, 0 open sequences."],
+  });
+  console.log(`wrote ${relative(REPO_ROOT, file)}`);
 } finally {
   child.kill("SIGTERM");
   await control.stop();

@@ -56,6 +56,7 @@ export async function startTestServer(
     chatTemplate?: string;
     kvPages?: number;
     pageSize?: number;
+    prefixCache?: boolean;
     executor?: () => Executor;
   } & Partial<Omit<ServerOptions, "engine">>,
 ): Promise<TestServer> {
@@ -66,6 +67,7 @@ export async function startTestServer(
     maxSequences: options.maxBatch ?? 8,
     ...(options.kvPages === undefined ? {} : { kvPages: options.kvPages }),
     ...(options.pageSize === undefined ? {} : { pageSize: options.pageSize }),
+    ...(options.prefixCache === undefined ? {} : { prefixCache: options.prefixCache }),
   });
   // Tokenizing in the worker thread, as `poot serve` does.
   const serveEngine = new RuntimeServeEngine(engine, {

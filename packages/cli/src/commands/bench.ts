@@ -6,7 +6,14 @@ import { LoadedModel, ModelError, type PagedLayout } from "@poot/models";
 import { CpuExecutor } from "@poot/backend-cpu";
 import { measureBandwidth } from "./bandwidth.js";
 import { CliError } from "../errors.js";
-import { BACKEND_NAMES, createExecutor, horizontalFusion, loweringCache, measureFloorBandwidth } from "./backends.js";
+import {
+  BACKEND_NAMES,
+  createExecutor,
+  executorSettings,
+  horizontalFusion,
+  loweringCache,
+  measureFloorBandwidth,
+} from "./backends.js";
 import { planDevices, describePlacement, engineDevices, placementOptions, type PlacementFlags } from "@poot/serve";
 import type { CommandModule } from "./index.js";
 import { parseNumber } from "./numbers.js";
@@ -159,6 +166,7 @@ export const bench: CommandModule = {
       )
       .option("--tokens-per-launch <n>", "decode steps per launch of a greedy loop", "8")
       .option("--horizontal-fusion <mode>", "grouped (default: q/k/v as one dispatch) | shared-epilogue (a baseline)")
+      .option("-t, --threads <n>", "CPU backend: worker threads (default: one per core)")
       .option("--json", "print JSON instead of a table")
       .action(
         async (
@@ -173,6 +181,7 @@ export const bench: CommandModule = {
             horizontalFusion?: string;
             decodeLoop: string;
             tokensPerLaunch: string;
+            threads?: string;
             json?: boolean;
           },
         ) => {
@@ -195,6 +204,12 @@ export const bench: CommandModule = {
           if (o.weights !== "f32" && o.weights !== "bf16")
             throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command: "bench" });
           const weights: "f32" | "bf16" = o.weights;
+          if (o.threads !== undefined) {
+            const threads = parseNumber("--threads", o.threads, "int", "bench");
+            if (threads < 1)
+              throw new CliError("bad-input", `--threads must be >= 1, got ${threads}`, { command: "bench" });
+            executorSettings.threads = threads;
+          }
           const fusion = horizontalFusion(o.horizontalFusion, "bench");
           const cache = loweringCache((m) => io.err(`${m}\n`));
           const make = (n: string, c: string) => createExecutor(n, c, fusion, cache);

@@ -21,6 +21,7 @@ export interface ServeCliOptions extends PlacementFlags {
   readonly apiKey?: string;
   readonly metricsAuth?: boolean;
   readonly metricsCompat?: string;
+  readonly prefixCache?: boolean;
   readonly maxBatch: string;
   readonly maxQueue: string;
   readonly ctx?: string;
@@ -158,6 +159,7 @@ export async function startServe(
   const load = {
     weights: o.weights,
     maxSequences: maxBatch,
+    prefixCache: o.prefixCache === true,
     ...(context === undefined ? {} : { context, prefillChunk }),
     ...(pageSize === undefined ? {} : { pageSize }),
     ...(kvPages === undefined ? {} : { kvPages }),
@@ -361,6 +363,10 @@ export const serveCommand = (
       )
       .option("--cors <origin>", "let browsers on ORIGIN (or *) call the API")
       .option("--max-connections <n>", "most open client sockets", "1024")
+      .option(
+        "--prefix-cache",
+        "keep finished prompts' KV pages in a prefix cache so prompts sharing a prefix skip computing it (LRU-evicted)",
+      )
       .option("--max-batch <n>", "most sequences in one decode step", "8")
       .option("--max-queue <n>", "most requests waiting for a batch slot; more get 429", "256")
       .option("--queue-timeout <s>", "a request waiting longer than S seconds for a slot gets 503 (0 = no limit)", "60")

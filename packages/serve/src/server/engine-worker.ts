@@ -31,6 +31,8 @@ export interface EngineWorkerLoad {
   readonly prefillChunk?: number;
   readonly pageSize?: number;
   readonly kvPages?: number;
+  /** Reuse cached prompt prefixes' KV pages (`--prefix-cache`). */
+  readonly prefixCache?: boolean;
 }
 
 /** Options of {@link EngineWorker.start}. */

@@ -113,6 +113,13 @@ export interface EngineStats {
     readonly pagesInUse: number;
     readonly pagesReserved: number;
   };
+  /** The prefix cache (absent when off): sessions that hit, prompt tokens served from it, evictions, pages held. */
+  readonly prefixCache?: {
+    readonly hits: number;
+    readonly hitTokens: number;
+    readonly evictions: number;
+    readonly pages: number;
+  };
   /** Blocks across devices (absent when the model runs as one program): hand-offs and the weight pager's counters. */
   readonly blocks?: {
     readonly handoffs: number;

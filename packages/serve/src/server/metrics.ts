@@ -168,6 +168,33 @@ export function createMetrics(
     },
   });
   counterOf(registry, "poot_compiles_total", "Programs compiled (staged) by the engine", () => engine.stats().compiles);
+  // The prefix cache (decision 2704; all 0 when it is off).
+  counterOf(
+    registry,
+    "poot_prefix_cache_hits_total",
+    "Generations whose prompt began with cached KV pages",
+    () => engine.stats().prefixCache?.hits ?? 0,
+  );
+  counterOf(
+    registry,
+    "poot_prefix_cache_hit_tokens_total",
+    "Prompt tokens whose KV came from the prefix cache",
+    () => engine.stats().prefixCache?.hitTokens ?? 0,
+  );
+  counterOf(
+    registry,
+    "poot_prefix_cache_evictions_total",
+    "KV pages evicted from the prefix cache",
+    () => engine.stats().prefixCache?.evictions ?? 0,
+  );
+  new Gauge({
+    name: "poot_prefix_cache_pages",
+    help: "KV pages the prefix cache holds",
+    registers: [registry],
+    collect() {
+      this.set(engine.stats().prefixCache?.pages ?? 0);
+    },
+  });
   counterOf(registry, "poot_engine_steps_total", "Batched engine steps run", () => scheduler().stepCount);
   // Blocks across devices (decisions 1700-1704): residual hand-offs and the weight pager (0 without them).
   counterOf(

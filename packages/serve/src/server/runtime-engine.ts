@@ -191,7 +191,9 @@ export class RuntimeServeEngine implements BatchEngine {
       pool = e.pool;
     const pages = pool.pagesFor(Math.min(prompt.length + maxTokens, e.context));
     const laneFree = !e.needsLane() || pool.stats.lanesInUse < pool.lanes;
-    const admit: Admission = pages > pool.pages ? "never" : pages <= pool.available && laneFree ? "now" : "wait";
+    // With the prefix cache, cached prefix pages need no new page and cache-only pages can be evicted for it.
+    const { need, available } = e.admissionPages(prompt, prompt.length + maxTokens);
+    const admit: Admission = pages > pool.pages ? "never" : need <= available && laneFree ? "now" : "wait";
     return { admit, pages, pagesTotal: pool.pages };
   }
 
@@ -214,10 +216,11 @@ export class RuntimeServeEngine implements BatchEngine {
       ...(o.logprobs === null ? {} : { logprobs: o.logprobs }),
     };
     const json = o.constraint === undefined || o.constraint === null ? null : this.constrained(o.constraint);
-    const session = this.engine.openSession({ reserveTokens: prompt.length + o.maxTokens });
+    const session = this.engine.openSession({ reserveTokens: prompt.length + o.maxTokens, prompt });
     try {
       const decoding = new Decoding(this.engine, session, prompt, options);
-      session.feed(prompt);
+      // A cached prefix is already held: only the rest of the prompt runs.
+      session.feed(prompt.slice(session.length));
       return new RuntimeSequence(decoding, json);
     } catch (err) {
       session.release();
@@ -251,6 +254,7 @@ export class RuntimeServeEngine implements BatchEngine {
       compiles: this.engine.stats.programsStaged,
       deviceBytes: this.engine.executor.deviceBytes(),
       openSequences: this.engine.openSessions,
+      ...(this.engine.prefixCache === null ? {} : { prefixCache: this.engine.prefixCache.stats }),
       kv: {
         pageSize: kv.pageSize,
         pagesTotal: kv.pagesTotal,

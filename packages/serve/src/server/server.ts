@@ -294,8 +294,8 @@ export function createServer(options: ServerOptions): PootServer {
   });
   app.post<{ Body: MessagesBody }>("/v1/messages", { schema: { body: messagesBody } }, async (req, reply) => {
     checkModel(req.body.model, modelId);
-    const gen = await planMessages(engine, req.body);
-    await respondMessages(engine, sched, modelId, req.body, gen, reply);
+    const plan = await planMessages(engine, req.body);
+    await respondMessages(engine, sched, modelId, req.body, plan, reply);
   });
   app.post<{ Body: CountTokensBody }>(
     "/v1/messages/count_tokens",
