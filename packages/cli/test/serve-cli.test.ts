@@ -11,6 +11,8 @@ import { describe, expect, test } from "vitest";
 import { createExecutor } from "../src/commands/backends.js";
 
 const DEMO = fileURLToPath(new URL("../../../models/demo", import.meta.url));
+/** The executor module `poot serve`'s engine worker imports (the CLI's, built). */
+const EXECUTORS = { url: new URL("../dist/serve-executors.js", import.meta.url) };
 
 const defaults: ServeCliOptions = {
   backend: "eval",
@@ -60,11 +62,25 @@ describe("poot serve", () => {
     ).rejects.toThrow('--metrics-compat takes vllm and/or llamacpp (comma-separated), got "prometheus"');
   });
 
-  test("the demo model: binds 127.0.0.1, applies its chat template, greedy chat equals the reference loop", {
+  test("bad options through the engine worker: the same CliErrors (unknown backend, missing model)", {
+    timeout: 120_000,
+  }, async () => {
+    const io = bufferIo();
+    await expect(
+      startServe(DEMO, { ...defaults, backend: "tpu" }, io, createExecutor, undefined, EXECUTORS),
+    ).rejects.toMatchObject({ code: "bad-input", message: expect.stringMatching(/^unknown backend "tpu"/) });
+    const missing = path.join(DEMO, "nope");
+    const err = await startServe(missing, defaults, io, createExecutor, undefined, EXECUTORS).catch((e) => e);
+    expect(err).toBeInstanceOf(CliError);
+    expect(err.code).toBe("file-unreadable");
+    expect(err.message).not.toContain("\n");
+  });
+
+  test("the demo model on the engine worker: binds 127.0.0.1, applies its chat template, greedy chat equals the reference loop", {
     timeout: 300_000,
   }, async () => {
     const io = bufferIo();
-    const started = await startServe(DEMO, defaults, io, createExecutor);
+    const started = await startServe(DEMO, defaults, io, createExecutor, undefined, EXECUTORS);
     try {
       expect(started.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       expect(io.stderr()).toContain("poot serve: demo (context 64");

@@ -5,7 +5,7 @@ import * as path from "node:path";
 import Anthropic from "@anthropic-ai/sdk";
 import { Ajv } from "ajv";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { DEMO, startTestServer, type TestServer } from "./server-helpers.js";
+import { DEMO, startTestServer, startWorkerServer, type TestServer } from "./server-helpers.js";
 
 const M = "demo";
 /**
@@ -15,8 +15,14 @@ const M = "demo";
 const sampling = (o: { temperature?: number; top_p?: number; top_k?: number }): {} => o;
 const KEY = "sk-ant-local";
 
-describe("Anthropic Messages API through @anthropic-ai/sdk", { timeout: 180_000 }, () => {
-  let s: TestServer;
+/** The engine stepped on the HTTP thread, and on the engine worker thread `poot serve` uses (decision 2004). */
+const MODES: [string, typeof startTestServer | typeof startWorkerServer][] = [
+  ["in process", startTestServer],
+  ["on the engine worker", startWorkerServer],
+];
+
+describe.each(MODES)("Anthropic Messages API through @anthropic-ai/sdk, %s", { timeout: 180_000 }, (_, start) => {
+  let s: Pick<TestServer, "url" | "client" | "close">;
   let client: Anthropic;
   let ref: {
     chat_messages: { role: string; content: string }[];
@@ -36,7 +42,7 @@ describe("Anthropic Messages API through @anthropic-ai/sdk", { timeout: 180_000 
     ).content;
 
   beforeAll(async () => {
-    s = await startTestServer(DEMO, { context: 64, maxBatch: 4, modelId: M, apiKey: KEY });
+    s = await start(DEMO, { context: 64, maxBatch: 4, modelId: M, apiKey: KEY });
     client = new Anthropic({ baseURL: s.url, apiKey: KEY, maxRetries: 0, timeout: 120_000 });
     ref = JSON.parse(fs.readFileSync(path.join(DEMO, "reference.json"), "utf8")) as typeof ref;
   }, 180_000);

@@ -12,7 +12,7 @@ import { JsonGrammar } from "./json-grammar.js";
 import { checkIds, checkTextSize, generation, maxTokensFor, toolCallSchema, type ChatOutput } from "./requests.js";
 import { toolCallOf } from "./responses.js";
 import type { ChatTool } from "./schemas.js";
-import type { GenerationEvent, GenerationRequest, Scheduler } from "./scheduler.js";
+import type { GenerationEvent, GenerationRequest, ServeScheduler } from "./scheduler.js";
 
 const text = { type: "string" } as const;
 const textBlock = {
@@ -399,7 +399,7 @@ function stopOf(
 /** Runs a /v1/messages request on the scheduler and answers whole or as Anthropic's event stream. */
 export async function respondMessages(
   engine: ServeEngine,
-  scheduler: Scheduler,
+  scheduler: ServeScheduler,
   model: string,
   body: MessagesBody,
   plan: PlannedMessage,

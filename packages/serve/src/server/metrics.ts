@@ -2,7 +2,7 @@
 // histograms fed by the scheduler, and gauges read from the scheduler and engine at scrape time.
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { ServeEngine } from "./engine.js";
-import type { Scheduler, SchedulerObserver } from "./scheduler.js";
+import type { SchedulerObserver, ServeScheduler } from "./scheduler.js";
 
 /** The server's metrics: a registry to scrape and the hooks that feed it. */
 export interface ServerMetrics {
@@ -51,7 +51,7 @@ const REQUEST_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120,
 /** Builds the metrics of one server over its engine and scheduler (gauges are read when scraped). */
 export function createMetrics(
   engine: ServeEngine,
-  scheduler: () => Scheduler,
+  scheduler: () => ServeScheduler,
   options: MetricsOptions = {},
 ): ServerMetrics {
   const registry = new Registry();
@@ -277,7 +277,7 @@ export function createMetrics(
 function compatMetrics(
   registry: Registry,
   engine: ServeEngine,
-  scheduler: () => Scheduler,
+  scheduler: () => ServeScheduler,
   options: MetricsOptions,
 ): SchedulerObserver[] {
   const out: SchedulerObserver[] = [];

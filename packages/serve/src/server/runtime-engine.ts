@@ -1,4 +1,4 @@
-// The ServeEngine over @poot/runtime: a sequence is a runtime Session with the runtime's Decoding (seeded
+// The BatchEngine over @poot/runtime: a sequence is a runtime Session with the runtime's Decoding (seeded
 // sampling, stop strings, streaming detokenization, logprobs), and a step is Engine.stepBatch.
 import type { ChatMessage } from "@poot/models";
 import {
@@ -13,6 +13,7 @@ import {
 import { invariant } from "../errors.js";
 import type {
   Admission,
+  BatchEngine,
   EngineSequence,
   EngineStats,
   JsonConstraintSpec,
@@ -21,7 +22,6 @@ import type {
   RelocateResult,
   SequenceEvent,
   SequenceOptions,
-  ServeEngine,
 } from "./engine.js";
 import { JsonGrammar } from "./json-grammar.js";
 import { CompiledConstraint, ConstrainedDecoder, TokenTable } from "./token-mask.js";
@@ -88,8 +88,8 @@ class RuntimeSequence implements EngineSequence {
 /** Compiled schemas an engine keeps (least recently used dropped first). */
 const CONSTRAINTS_KEPT = 64;
 
-/** Adapts a runtime {@link Engine} (which must have a tokenizer) to the server's {@link ServeEngine}. */
-export class RuntimeServeEngine implements ServeEngine {
+/** Adapts a runtime {@link Engine} (which must have a tokenizer) to the server's {@link BatchEngine}. */
+export class RuntimeServeEngine implements BatchEngine {
   private readonly codec: TextCodec;
   private readonly worker: TextWorker | null;
   /** Most UTF-8 bytes of text one token can stand for (the longest token string's bytes, an upper bound). */
