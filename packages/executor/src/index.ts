@@ -11,6 +11,8 @@ export type {
   DeviceBytes,
   Executor,
   ExecutorCaps,
+  GreedyLoop,
+  GreedyLoopOptions,
   OutputData,
   StageInput,
   StageOptions,

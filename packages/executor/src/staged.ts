@@ -271,6 +271,21 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
     }));
   }
 
+  /**
+   * The step recorded against `state` (recorded now if it was not, or was recorded against older weights), for
+   * device loops that replay a step's operations without its slot copies (decision 2201). Valid until the next
+   * `bindWeights` or the state's disposal: compare identities to notice a new one.
+   */
+  recordedStep(state?: StateSet): R {
+    return this.#stepFor(this.#check(state)).recording;
+  }
+
+  /** The device buffer of lowered buffer `id` (a slot, output, weight or `state`'s), for device loops (decision 2201). */
+  bufferOf(id: number, state?: StateSet): B {
+    this.#alive();
+    return this.#buffer(id, this.#checkState(state));
+  }
+
   /** Kernel launches per step (what the lowering predicts and `dispatchesSubmitted` counts). */
   dispatchesPerStep(): number {
     return this.lowered.launches.filter((l) => l.phase === "step").length;

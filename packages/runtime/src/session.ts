@@ -1,7 +1,7 @@
 // A session: one sequence's KV pages in the engine's shared pool (taken as it grows, given back on release),
 // its recurrent-state lane, the tokens it holds, and tokens fed or committed but not yet run.
 import type { Engine } from "./engine.js";
-import { RuntimeError } from "./errors.js";
+import { RuntimeError, invariant } from "./errors.js";
 
 /** One sequence being generated. `feed`/`commit` queue tokens; `step` runs them and returns the next logits. */
 export class Session {
@@ -121,6 +121,23 @@ export class Session {
     }
     this.pending = [last];
     return last;
+  }
+
+  /**
+   * @internal After a greedy loop (decision 2201): `ran` (the queued token and the ids run after it) is held,
+   * nothing stays queued, and pages past the held length go back to the pool (the loop may have grown past it).
+   */
+  settle(ran: readonly number[]): void {
+    this.held.push(...ran);
+    this.pending = [];
+    const keep = this.engine.pool.pagesFor(this.held.length);
+    if (this.heldPages.length > keep) this.engine.pool.release(this.heldPages.splice(keep));
+  }
+
+  /** @internal Takes the one queued token back (a generation hands it to `Engine.greedy`). */
+  unqueue(): number {
+    invariant(this.pending.length === 1, `unqueue with ${this.pending.length} tokens queued`);
+    return this.pending.pop()!;
   }
 
   /** @internal Marks `ran` (the queued tokens) as held in the cache. */

@@ -14,6 +14,8 @@ export type {
   EngineSequence,
   EngineStats,
   PlacementSummary,
+  PromptLogprob,
+  JsonConstraintSpec,
   RelocateResult,
   SamplingParams,
   SequenceEvent,
@@ -21,7 +23,7 @@ export type {
   ServeEngine,
   TokenLogprob,
 } from "./server/engine.js";
-export type { ServerMetrics } from "./server/metrics.js";
+export type { MetricsCompat, MetricsOptions, ServerMetrics } from "./server/metrics.js";
 export { RuntimeServeEngine } from "./server/runtime-engine.js";
 export type { RuntimeServeEngineOptions } from "./server/runtime-engine.js";
 export { Scheduler } from "./server/scheduler.js";

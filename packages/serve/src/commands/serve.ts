@@ -6,6 +6,7 @@ import { ModelError } from "@poot/models";
 import { Engine, RuntimeError } from "@poot/runtime";
 import { CliError } from "../errors.js";
 import { RuntimeServeEngine } from "../server/runtime-engine.js";
+import type { MetricsCompat } from "../server/metrics.js";
 import { createServer, type PootServer } from "../server/server.js";
 import { planDevices, describePlacement, engineDevices, placementOptions, type PlacementFlags } from "../placement.js";
 import type { CliIo, CommandModule, ExecutorFactory } from "../command.js";
@@ -18,6 +19,7 @@ export interface ServeCliOptions extends PlacementFlags {
   readonly port: string;
   readonly apiKey?: string;
   readonly metricsAuth?: boolean;
+  readonly metricsCompat?: string;
   readonly maxBatch: string;
   readonly maxQueue: string;
   readonly ctx?: string;
@@ -85,6 +87,15 @@ export async function startServe(
             .split(",")
             .map((h) => h.trim())
             .filter((h) => h !== "");
+  const metricsCompat = (o.metricsCompat ?? "")
+    .split(",")
+    .map((x) => x.trim())
+    .filter((x) => x !== "");
+  for (const m of metricsCompat)
+    if (m !== "vllm" && m !== "llamacpp")
+      throw new CliError("bad-input", `--metrics-compat takes vllm and/or llamacpp (comma-separated), got "${m}"`, {
+        command,
+      });
   if (o.weights !== "f32" && o.weights !== "bf16")
     throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command });
   let chatTemplate: string | undefined;
@@ -149,6 +160,7 @@ export async function startServe(
     modelId,
     apiKey: o.apiKey ?? null,
     metricsAuth: o.metricsAuth === true,
+    metricsCompat: metricsCompat as MetricsCompat[],
     maxBatch,
     maxQueue,
     queueTimeoutMs: queueTimeout * 1000,
@@ -200,6 +212,10 @@ export const serveCommand = (createExecutor: ExecutorFactory, backends?: readonl
         "require Authorization: Bearer KEY on every route but /health and /metrics (default: $POOT_API_KEY, else none)",
       )
       .option("--metrics-auth", "/metrics needs the API key too")
+      .option(
+        "--metrics-compat <names>",
+        "also expose vLLM's (vllm:*) and/or llama.cpp's (llamacpp:*) metric names on /metrics: vllm, llamacpp or both",
+      )
       .option(
         "--allowed-hosts <names>",
         "comma-separated Host names to answer (421 otherwise; * = any); default: loopback names when bound to loopback",

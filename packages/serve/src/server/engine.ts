@@ -36,6 +36,17 @@ export interface SequenceOptions {
   readonly logprobs: number | null;
   /** Keep generating past EOS. */
   readonly ignoreEos: boolean;
+  /** Constrain the output to JSON (grammar-constrained decoding); absent or null = free text. */
+  readonly constraint?: JsonConstraintSpec | null;
+}
+
+/**
+ * Output constrained to one JSON document: a JSON schema (already checked by the server: it compiles, and its
+ * shortest document fits maxTokens), or null for any JSON object. Plain data, so it can cross to a worker thread.
+ */
+export interface JsonConstraintSpec {
+  /** The JSON schema, or null for any JSON object. */
+  readonly schema: unknown;
 }
 
 /** A token and its log-probability under the raw model distribution. */
@@ -44,6 +55,13 @@ export interface TokenLogprob {
   readonly id: number;
   /** Natural-log probability. */
   readonly logprob: number;
+}
+
+/** A prompt token's logprob under the model given the tokens before it (null for the first), and the top tokens there. */
+export interface PromptLogprob {
+  readonly id: number;
+  readonly logprob: number | null;
+  readonly top: readonly TokenLogprob[] | null;
 }
 
 /** What a sequence releases after one step: a sampled token with its text (possibly empty), or trailing text. */
@@ -142,8 +160,9 @@ export interface ServeEngine {
   /**
    * Tokens of a chat rendered by the chat template with the generation prompt, computed off the event loop; null
    * when the model has no chat template. Rejects with the template's message when it refuses the conversation.
+   * `tools` (OpenAI function tools) are given to the template, as HF apply_chat_template(tools=...) does.
    */
-  encodeChat(messages: readonly ChatMessage[]): Promise<number[] | null>;
+  encodeChat(messages: readonly ChatMessage[], tools?: readonly unknown[] | null): Promise<number[] | null>;
   /** The text of token ids (special tokens kept). */
   textOf(ids: readonly number[]): string;
   /** Width of the model's hidden state (the rows {@link ServeEngine.hidden} returns). */
@@ -153,6 +172,11 @@ export interface ServeEngine {
    * [T, hiddenSize]; ids are in the vocabulary and at most a context long (the caller checks).
    */
   hidden(ids: readonly number[]): Promise<Float32Array>;
+  /**
+   * The logprob of each prompt token after the ones before it, with the `top` most likely tokens there (the first
+   * token has none: null); ids are in the vocabulary and at most a context long (the caller checks).
+   */
+  promptLogprobs(ids: readonly number[], top: number): Promise<PromptLogprob[]>;
   /** The text of one token alone, for logprobs. */
   tokenText(id: number): string;
   /**

@@ -49,6 +49,10 @@ export interface SchedulerObserver {
   interToken(seconds: number): void;
   /** A generation finished with these counts. */
   finished(promptTokens: number, completionTokens: number, reason: FinishReason | "cancelled" | "error"): void;
+  /** Seconds a generation waited in the queue before it joined the batch. */
+  queued?(seconds: number): void;
+  /** Seconds from a generation's submission to its end (done, cancelled or failed). */
+  ended?(seconds: number): void;
 }
 
 /** Options of {@link Scheduler}. */
@@ -227,6 +231,7 @@ export class Scheduler {
     if (a >= 0) this.active.splice(a, 1);
     job.seq?.release();
     this.options.observer?.finished(job.req.prompt.length, job.tokens, "cancelled");
+    this.options.observer?.ended?.((performance.now() - job.submitted) / 1000);
   }
 
   private kick(): void {
@@ -269,6 +274,7 @@ export class Scheduler {
       const job = this.waiting[0]!;
       if (this.engine.admission(job.req.prompt, job.req.maxTokens).admit !== "now") return;
       this.waiting.shift();
+      this.options.observer?.queued?.((performance.now() - job.submitted) / 1000);
       try {
         job.seq = this.engine.begin(job.req.prompt, job.req);
       } catch (err) {
@@ -351,6 +357,7 @@ export class Scheduler {
     });
     job.events.close();
     obs?.finished(job.req.prompt.length, seq.generated, reason);
+    obs?.ended?.((now - job.submitted) / 1000);
   }
 
   private fail(job: Job, error: ApiError): void {
@@ -363,5 +370,6 @@ export class Scheduler {
     job.events.push({ kind: "error", error });
     job.events.close();
     this.options.observer?.finished(job.req.prompt.length, job.tokens, "error");
+    this.options.observer?.ended?.((performance.now() - job.submitted) / 1000);
   }
 }

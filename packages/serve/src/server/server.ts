@@ -1,5 +1,5 @@
 // The OpenAI-compatible HTTP server on fastify: /v1/models, /v1/completions, /v1/chat/completions,
-// /v1/embeddings, llama-server's /tokenize and /detokenize, /health and /metrics, with API-key checks, OpenAI-shaped errors and a continuous-batching scheduler.
+// /v1/embeddings, Anthropic's /v1/messages, llama-server's /tokenize and /detokenize, /health and /metrics, with API-key checks, OpenAI-shaped errors and a continuous-batching scheduler.
 import { randomUUID } from "node:crypto";
 import * as http from "node:http";
 import cors from "@fastify/cors";
@@ -8,12 +8,22 @@ import { ApiError } from "../errors.js";
 import { checkAuth, type AuthPolicy } from "./auth.js";
 import { LOOPBACK_NAMES, checkHost, isLoopback } from "./hosts.js";
 import type { PlacementSummary, ServeEngine } from "./engine.js";
-import { createMetrics, type ServerMetrics } from "./metrics.js";
+import { createMetrics, type MetricsCompat, type ServerMetrics } from "./metrics.js";
 import { checkModel, planChat, planCompletion, type PlannedRequest } from "./requests.js";
 import { respond } from "./respond.js";
 import { chatRenderer, completionRenderer } from "./responses.js";
 import { Scheduler } from "./scheduler.js";
 import { detokenize, embeddings, tokenize } from "./embeddings.js";
+import {
+  anthropicError,
+  countTokens,
+  countTokensBody,
+  messagesBody,
+  planMessages,
+  respondMessages,
+  type CountTokensBody,
+  type MessagesBody,
+} from "./messages.js";
 import {
   chatBody,
   completionBody,
@@ -36,10 +46,15 @@ export interface ServerOptions {
   readonly engine: ServeEngine;
   /** The model id clients name in requests and /v1/models lists. */
   readonly modelId: string;
-  /** When set, every route but `/health` (and `/metrics`, unless `metricsAuth`) needs `Authorization: Bearer <apiKey>`. */
+  /**
+   * When set, every route but `/health` (and `/metrics`, unless `metricsAuth`) needs `Authorization: Bearer <apiKey>`
+   * or `x-api-key: <apiKey>` (as Anthropic's clients send it).
+   */
   readonly apiKey?: string | null;
   /** `/metrics` needs the API key too (default false: scrapers usually send none). */
   readonly metricsAuth?: boolean;
+  /** Also expose other servers' metric names on /metrics (`vllm:*`, `llamacpp:*`) for their dashboards. */
+  readonly metricsCompat?: readonly MetricsCompat[];
   /** Most sequences in one decode step (default 8). */
   readonly maxBatch?: number;
   /** Most requests waiting for a batch slot before new ones get 429 (default 256). */
@@ -105,6 +120,8 @@ const ENDPOINTS = new Set([
   "/v1/completions",
   "/v1/chat/completions",
   "/v1/embeddings",
+  "/v1/messages",
+  "/v1/messages/count_tokens",
   "/tokenize",
   "/detokenize",
   "/health",
@@ -116,7 +133,10 @@ const ENDPOINTS = new Set([
 export function createServer(options: ServerOptions): PootServer {
   const { engine, modelId } = options;
   let scheduler: Scheduler | null = null;
-  const metrics = createMetrics(engine, () => scheduler!);
+  const metrics = createMetrics(engine, () => scheduler!, {
+    modelId,
+    ...(options.metricsCompat === undefined ? {} : { compat: options.metricsCompat }),
+  });
   const queueTimeoutMs = options.queueTimeoutMs ?? 60_000;
   const maxQueue = options.maxQueue ?? 256;
   scheduler = new Scheduler(engine, {
@@ -180,7 +200,7 @@ export function createServer(options: ServerOptions): PootServer {
     void app.register(cors, {
       origin: options.cors,
       methods: ["GET", "POST"],
-      allowedHeaders: ["authorization", "content-type"],
+      allowedHeaders: ["authorization", "content-type", "x-api-key", "anthropic-version", "anthropic-beta"],
       maxAge: 600,
     });
   }
@@ -207,7 +227,12 @@ export function createServer(options: ServerOptions): PootServer {
   app.setErrorHandler(async (err: FastifyError | ApiError | Error, req, reply) => {
     const api = toApiError(err);
     if (api.status >= 500) req.log.error(err);
-    return reply.status(api.status).headers(api.headers).send(api.body());
+    // Anthropic's clients read their own error shape on the Messages API's routes.
+    const anthropic = req.routeOptions.url?.startsWith("/v1/messages") === true;
+    return reply
+      .status(api.status)
+      .headers(api.headers)
+      .send(anthropic ? anthropicError(api) : api.body());
   });
   app.setNotFoundHandler(async (req, reply) => {
     const api = new ApiError(404, "not_found", `no route ${req.method} ${req.url.split("?")[0]}`);
@@ -240,19 +265,37 @@ export function createServer(options: ServerOptions): PootServer {
     const plan = await planCompletion(engine, req.body);
     fitsQueue(plan, req.body.n);
     const header = { id: `cmpl-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: modelId };
-    await respond(sched, plan, completionRenderer(engine, header, req.body.logprobs ?? null, plan.echo), reply);
+    await respond(
+      sched,
+      plan,
+      completionRenderer(engine, header, req.body.logprobs ?? null, plan.echo, plan.echoLogprobs),
+      reply,
+    );
   });
   app.post<{ Body: ChatBody }>("/v1/chat/completions", { schema: { body: chatBody } }, async (req, reply) => {
     checkModel(req.body.model, modelId);
     const plan = await planChat(engine, req.body);
     fitsQueue(plan, req.body.n);
     const header = { id: `chatcmpl-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: modelId };
-    await respond(sched, plan, chatRenderer(engine, header, plan.generations[0]!.logprobs), reply);
+    await respond(sched, plan, chatRenderer(engine, header, plan.generations[0]!.logprobs, plan.output), reply);
   });
   app.post<{ Body: EmbeddingsBody }>("/v1/embeddings", { schema: { body: embeddingsBody } }, async (req) => {
     checkModel(req.body.model, modelId);
     return embeddings(engine, req.body, modelId);
   });
+  app.post<{ Body: MessagesBody }>("/v1/messages", { schema: { body: messagesBody } }, async (req, reply) => {
+    checkModel(req.body.model, modelId);
+    const gen = await planMessages(engine, req.body);
+    await respondMessages(engine, sched, modelId, req.body, gen, reply);
+  });
+  app.post<{ Body: CountTokensBody }>(
+    "/v1/messages/count_tokens",
+    { schema: { body: countTokensBody } },
+    async (req) => {
+      checkModel(req.body.model, modelId);
+      return countTokens(engine, req.body);
+    },
+  );
   app.post<{ Body: TokenizeBody }>("/tokenize", { schema: { body: tokenizeBody } }, async (req) =>
     tokenize(engine, req.body),
   );
