@@ -214,7 +214,7 @@ export interface BatchEngine extends ServeEngine {
   ): { readonly admit: Admission; readonly pages: number; readonly pagesTotal: number };
   /**
    * Opens a sequence with `prompt` queued, reserving KV pages for prompt + maxTokens; throws on options the
-   * engine refuses or when those pages are not free (call {@link ServeEngine.admission} first).
+   * engine refuses or when those pages are not free (call {@link BatchEngine.admission} first).
    */
   begin(prompt: readonly number[], options: SequenceOptions): EngineSequence;
   /** Runs every sequence's queued tokens as one step; returns the logits [V] after each one's last token. */
