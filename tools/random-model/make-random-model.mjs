@@ -262,7 +262,10 @@ function writeModel(type, vocab) {
   const tensors = tensorsOf(type);
   const enc = encodeGGUFHeader(metadataOf(type, vocab), tensors);
   const file = path.join(outDir, `llama-3.2-1b-random-${type}.gguf`);
-  const fd = fs.openSync(file, "w");
+  // Written beside the target and renamed when complete: a reader (the bench, another engineer's run) never
+  // opens a half-written file, and two writers at once each finish their own copy.
+  const partial = `${file}.${process.pid}.partial`;
+  const fd = fs.openSync(partial, "w");
   fs.writeSync(fd, enc.header);
   let pos = enc.header.length;
   const next = rng(seed * 7919 + TYPES.indexOf(type));
@@ -292,6 +295,7 @@ function writeModel(type, vocab) {
     pos = start + pl.byteLength;
   });
   fs.closeSync(fd);
+  fs.renameSync(partial, file);
   const counts = {};
   for (const t of tensors) counts[t.format.name] = (counts[t.format.name] ?? 0) + 1;
   const size = fs.statSync(file).size;

@@ -4,7 +4,7 @@ import { execFileSync } from "node:child_process";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { generateArchitecture } from "./gen/architecture.mjs";
-import { generateBenchmarks } from "./gen/bench.mjs";
+import { generateBenchResults, generateBenchmarks } from "./gen/bench.mjs";
 import { generateCli } from "./gen/cli.mjs";
 import { generateDecisions } from "./gen/decisions.mjs";
 import { generateExplorer } from "./gen/explorer.mjs";
@@ -27,6 +27,7 @@ await step("CLI reference", generateCli);
 await step("decision records", generateDecisions);
 await step("architecture document", generateArchitecture);
 await step("benchmarks JSON", generateBenchmarks);
+await step("bench results (bench-results/*.json)", generateBenchResults);
 await step("fusion explorer", generateExplorer);
 await step("playground", generatePlayground);
 if (api) {

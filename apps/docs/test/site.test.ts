@@ -8,8 +8,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Tokenizer } from "@poot/models";
+import { readBenchResults } from "@poot/testkit";
 import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { expectedFigures, missingFigures } from "../scripts/gen/bench.mjs";
 import { CHROMIUM, SWIFTSHADER_WEBGPU, openBrowser } from "../scripts/browser.mjs";
 import { DIST, serveDist } from "../scripts/static-server.mjs";
 
@@ -127,6 +129,37 @@ describe("the docs site, built, in headless Chromium", () => {
       await close();
       await s.close();
       await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("the benchmarks page shows every figure of every bench-results/*.json file, each as its median", async (t) => {
+    if (why !== "") return t.skip(why);
+    const expected = expectedFigures(readBenchResults(join(REPO, "bench-results"))) as { key: string; value: number }[];
+    expect(expected.length).toBeGreaterThan(0);
+    const { ctx, close } = await openBrowser();
+    try {
+      const { page, errors } = await open(ctx, "/benchmarks/");
+      const shown = await page.$$eval("[data-figure]", (els) =>
+        els.map(
+          (e) => [e.getAttribute("data-figure")!, Number(e.getAttribute("data-value")), e.textContent ?? ""] as const,
+        ),
+      );
+      const found = Object.fromEntries(shown.map(([k, v]) => [k, v]));
+      expect(missingFigures(expected, found)).toEqual([]);
+      // The text a reader sees is the median, rounded to two places (counts as they are).
+      for (const [key, value, text] of shown)
+        expect(Math.abs(Number.parseFloat(text) - value), `${key}: "${text}"`).toBeLessThanOrEqual(0.005 + 1e-9);
+      expect(errors).toEqual([]);
+      // Planted: a figure left off the page, and one that shows another number, are both reported.
+      const [a, b] = expected;
+      const planted = { ...found, [b!.key]: b!.value + 1 };
+      delete planted[a!.key];
+      expect(missingFigures(expected, planted)).toEqual([
+        `${a!.key} = ${a!.value} (absent)`,
+        `${b!.key} = ${b!.value} (page shows ${b!.value + 1})`,
+      ]);
+    } finally {
+      await close();
     }
   });
 

@@ -33,6 +33,7 @@ export const PROTOTYPES = {
   cuMemcpyDtoD: "int cuMemcpyDtoD_v2(uint64_t dst, uint64_t src, size_t bytes)",
   cuMemcpyHtoDAsync: "int cuMemcpyHtoDAsync_v2(uint64_t dst, uint64_t src, size_t bytes, void *stream)",
   cuMemcpyDtoDAsync: "int cuMemcpyDtoDAsync_v2(uint64_t dst, uint64_t src, size_t bytes, void *stream)",
+  cuMemcpyDtoHAsync: "int cuMemcpyDtoHAsync_v2(uint64_t dst, uint64_t src, size_t bytes, void *stream)",
   cuMemsetD8Async: "int cuMemsetD8Async(uint64_t dst, uint8_t value, size_t count, void *stream)",
   cuStreamCreate: "int cuStreamCreate(_Out_ void **stream, unsigned int flags)",
   cuStreamDestroy: "int cuStreamDestroy_v2(void *stream)",

@@ -221,6 +221,22 @@ export class PinnedBuffer {
     check(this.api, this.api.cuMemcpyHtoDAsync(dst.ptr, src, bytes, stream.handle), "cuMemcpyHtoDAsync_v2");
   }
 
+  /**
+   * Enqueues a copy of `bytes` bytes of `src` at `srcOffset` into this pinned memory at `offset` on `stream`; the
+   * bytes are the host's to read once an event recorded after it has completed.
+   */
+  copyFrom(src: DeviceBuffer, stream: CudaStream, bytes: number, srcOffset = 0, offset = 0): void {
+    if (!this.live) throw new CudaError("disposed", "pinned buffer used after dispose()");
+    if (offset < 0 || srcOffset < 0 || offset + bytes > this.bytes || srcOffset + bytes > src.bytes)
+      throw new CudaError("bad-argument", `pinned read-back of ${bytes} bytes does not fit`, { value: bytes });
+    const dst = native.address(this.handle) + BigInt(offset);
+    check(
+      this.api,
+      this.api.cuMemcpyDtoHAsync(dst, src.ptr + BigInt(srcOffset), bytes, stream.handle),
+      "cuMemcpyDtoHAsync_v2",
+    );
+  }
+
   /** Frees the pinned memory. */
   dispose(): void {
     if (!this.live) return;

@@ -17,7 +17,8 @@ bash tools/gpu/pack.sh
 esb="$(find node_modules/.pnpm -maxdepth 5 -path '*node_modules/esbuild/bin/esbuild' | head -1)"
 # vitest is replaced by a small shim so the executor conformance suite runs without vitest.
 for src in packages/backend-cuda/tools/gpu-check.ts packages/backend-cuda/tools/gpu-executor.ts packages/serve/bench/cuda-demo-model.gpu.ts \
-  packages/cli/bench/poot-cli.gpu.ts packages/serve/bench/cuda-profile.gpu.ts packages/cli/bench/cuda-decode-alloc.gpu.ts packages/serve/bench/cuda-vs-eval.gpu.ts packages/cli/bench/cuda-fixtures.gpu.ts; do
+  packages/cli/bench/poot-cli.gpu.ts packages/serve/bench/cuda-profile.gpu.ts packages/cli/bench/cuda-decode-alloc.gpu.ts packages/serve/bench/cuda-vs-eval.gpu.ts packages/cli/bench/cuda-fixtures.gpu.ts \
+  packages/cli/bench/cuda-greedy.gpu.ts; do
   entry=$(basename "${src%.ts}")
   "$esb" "$src" --bundle --platform=node --format=esm --target=node20 --conditions=source \
     --external:koffi --external:webgpu --alias:vitest=./packages/backend-cuda/tools/vitest-shim.ts \

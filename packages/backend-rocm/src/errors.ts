@@ -9,8 +9,10 @@ export type RocmErrorCode =
   | "no_device"
   /** No code object was built for the GPU's architecture (context: the GPU's arch and the ones available). */
   | "no_code_object"
-  /** A code object is not a well-formed AMDGPU ELF, or its metadata note is missing or malformed. */
+  /** A code object is not a well-formed AMDGPU ELF, or its metadata note is missing or malformed, or llc/ld.lld failed. */
   | "bad_code_object"
+  /** No llc / ld.lld to build code objects with (context: the paths tried). */
+  | "no_toolchain"
   /** The kernel arguments given, or the layout the executor expects, disagree with the code object's metadata. */
   | "kernarg_mismatch"
   /** A HIP call returned an error; `context.call` and `context.result` name it. */

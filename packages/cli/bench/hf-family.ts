@@ -26,6 +26,13 @@ export interface HfFamilyResult {
   /** The worst decode position. */
   readonly decodeRelErr: number;
   readonly idsEqual: boolean;
+  /**
+   * Engine.greedy from the prompt (3 steps a launch, so launches cross each other and the pages; on the device
+   * where the executor has a greedy loop, decision 2201) gave the reference's greedy ids too.
+   */
+  readonly greedyLoopIdsEqual: boolean;
+  /** Launches the greedy loop ran (0: the executor has none and steps ran one at a time). */
+  readonly greedyLaunches: number;
   /** The greedy ids produced. */
   readonly ids: readonly number[];
 }
@@ -40,7 +47,12 @@ export function checkHfFamily(dir: string, executor: Executor, weights: "f32" | 
     greedy_ids: number[];
   };
   const full = openSafetensors(path.join(dir, "reference.safetensors")).readF32Sync("full_logits");
-  const engine = new Engine(LoadedModel.open(dir, { weights }), { executor, context: 64, tokenizer: null });
+  const engine = new Engine(LoadedModel.open(dir, { weights }), {
+    executor,
+    context: 64,
+    tokenizer: null,
+    greedyTokensPerLaunch: 3,
+  });
   try {
     const V = engine.config.vocabSize,
       T = ref.prompt_ids.length;
@@ -64,8 +76,16 @@ export function checkHfFamily(dir: string, executor: Executor, weights: "f32" | 
     }
     s.release();
     const idsEqual = ids.length === ref.greedy_ids.length && ids.every((x, i) => x === ref.greedy_ids[i]);
+    const g = engine.openSession();
+    const first = argmax(g.step(ref.prompt_ids));
+    const loopIds = [first, ...engine.greedy(g, first, ref.greedy_ids.length - 1)];
+    g.release();
+    const greedyLoopIdsEqual =
+      loopIds.length === ref.greedy_ids.length && loopIds.every((x, i) => x === ref.greedy_ids[i]);
     return {
-      ok: prefill <= tol && decode <= tol && idsEqual,
+      ok: prefill <= tol && decode <= tol && idsEqual && greedyLoopIdsEqual,
+      greedyLoopIdsEqual,
+      greedyLaunches: engine.stats.greedyLaunches,
       prefillRelErr: prefill,
       decodeRelErr: decode,
       idsEqual,

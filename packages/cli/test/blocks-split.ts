@@ -1,12 +1,15 @@
 // Blocks split across the cpu backend and a GPU backend on lavapipe (`wgpu` or `vulkan`): every HF fixture family
-// and GGUF fixture gives the same greedy ids as the single-device runs and logits within tolerance of them; a block
-// relocated at token 5 and back at 10 gives the same answer. One test file per backend (see gpu-fixtures.ts).
+// and GGUF fixture gives the same greedy ids as the single-device runs, and logits no farther from the all-cpu run
+// than the all-GPU run is (decision 1702: two f32 backends differ by their rounding, so 1e-6 of one single-device run
+// cannot bind a split in general); a block relocated at token 5 and back at 10 gives the same answer. One test file
+// per backend (see gpu-fixtures.ts).
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { probeVulkan } from "@poot/backend-vulkan";
 import { nodeGpu } from "@poot/backend-wgpu/node";
+import type { Executor, WeightSource } from "@poot/executor";
 import { Engine, parsePlacement, type BlockDevice, type Placement } from "@poot/runtime";
 import { describe, expect, test } from "vitest";
 import { fixture, needFixture } from "@poot/testkit";
@@ -127,6 +130,7 @@ export function runOn(
   placement: ((layers: number) => Placement) | "cpu" | "gpu",
   n: number,
   moves?: (layers: number) => ReadonlyMap<number, Placement>,
+  wrapGpu: (e: Executor) => Executor = (e) => e,
 ): Run {
   const devices: BlockDevice[] = [];
   try {
@@ -142,7 +146,7 @@ export function runOn(
     }
     devices.push(
       { name: "cpu", executor: createExecutor("cpu", "test") },
-      { name: gpu, executor: createExecutor(gpu, "test") },
+      { name: gpu, executor: wrapGpu(createExecutor(gpu, "test")) },
     );
     const probe = Engine.load(c.model, { executor: devices[0]!.executor, context: 2, tokenizer: null });
     const L = probe.config.numLayers;
@@ -172,15 +176,39 @@ export function splitPlacement(gpu: string): (layers: number) => Placement {
 }
 
 /**
- * The cross-backend gate: greedy ids identical to the all-cpu run and logits within `tol` of it. The cpu and GPU
- * backends' own kernels disagree by up to 8.6e-6 (qwen35 on lavapipe, all-cpu vs all-vulkan, measured), so a
- * split is held to 1e-5 here; splits over one backend's kernels are held to bit equality (runtime tests).
+ * The bound a split over the cpu and a GPU backend is held to (decision 1702): no farther from the all-cpu run than
+ * the all-GPU run is, with 50% slack, and never looser needed than 1e-6. Two f32 backends differ by their rounding
+ * (summation order, fused multiply-adds): every backend here, the graph-ir evaluator included, is 2e-7 to 9e-6 from
+ * transformers' float64 run, and two host backends (cpu, eval) already differ by up to 1.8e-6, so the issue's 1e-6
+ * of one single-device run cannot bind a run whose layers compute on the other backend. Splits over one backend's
+ * kernels are held to 1e-6 (runtime tests).
  */
-export function assertSameAnswer(a: Run, ref: Run, what: string, tol = 1e-5): void {
+export function splitTolerance(gpuOnly: Run, cpuOnly: Run): number {
+  return Math.max(1e-6, 1.5 * maxRelErr(gpuOnly, cpuOnly));
+}
+
+/** The cross-backend gate: greedy ids identical to the all-cpu run and logits within `tol` of it. */
+export function assertSameAnswer(a: Run, ref: Run, what: string, tol: number): void {
   if (a.ids.join(",") !== ref.ids.join(","))
     throw new Error(`${what}: greedy ids differ: ${a.ids.join(",")} vs ${ref.ids.join(",")}`);
   const e = maxRelErr(a, ref);
   if (!(e <= tol)) throw new Error(`${what}: logits differ by ${e.toExponential(2)} (relative), more than ${tol}`);
+}
+
+/** An executor whose weight source scales the tensors `pick` selects by `1 + by` (a wrong-answer device). */
+function perturbing(inner: Executor, pick: (key: string) => boolean, by: number): Executor {
+  return new Proxy(inner, {
+    get(target, prop, recv) {
+      if (prop === "bindWeights")
+        return (source: WeightSource) =>
+          target.bindWeights((key, type) => {
+            const d = source(key, type);
+            return pick(key) && d instanceof Float32Array ? d.map((x) => x * (1 + by)) : d;
+          });
+      const v = Reflect.get(target, prop, recv) as unknown;
+      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
 }
 
 /** Registers the split checks of one GPU backend. */
@@ -200,8 +228,12 @@ export async function splitSuite(gpu: "wgpu" | "vulkan"): Promise<void> {
           const c = { ...c0, prompt: c0.prompt.slice(0, 8) };
           const N = 12;
           const ref = runOn(c, gpu, "cpu", N);
+          const gpuOnly = runOn(c, gpu, "gpu", N);
+          // The backends agree on the answer; how far apart their logits are bounds the split (decision 1702).
+          assertSameAnswer(gpuOnly, ref, `all-${gpu}`, Number.POSITIVE_INFINITY);
+          const tol = splitTolerance(gpuOnly, ref);
           const place = splitPlacement(gpu);
-          assertSameAnswer(runOn(c, gpu, place, N), ref, "split");
+          assertSameAnswer(runOn(c, gpu, place, N), ref, "split", tol);
           // Every layer moves to the GPU at token 5 (one GPU unit), and back at token 10.
           const moved = (L: number) => parsePlacement(`embed:cpu,0-${L - 1}:${gpu},head:cpu`, L, ["cpu", gpu]);
           assertSameAnswer(
@@ -218,6 +250,7 @@ export async function splitSuite(gpu: "wgpu" | "vulkan"): Promise<void> {
             ),
             ref,
             "relocated",
+            tol,
           );
         }, 600_000);
       }
@@ -225,7 +258,17 @@ export async function splitSuite(gpu: "wgpu" | "vulkan"): Promise<void> {
         const c = splitCases()[0]!;
         const ref = runOn({ ...c, prompt: c.prompt.slice(0, 8) }, gpu, "cpu", 6);
         const off = runOn({ ...c, prompt: [c.prompt[1]!, ...c.prompt.slice(1, 8)] }, gpu, splitPlacement(gpu), 6);
-        expect(() => assertSameAnswer(off, ref, "planted")).toThrow(/planted: (greedy ids|logits) differ/);
+        expect(() => assertSameAnswer(off, ref, "planted", 1e-5)).toThrow(/planted: (greedy ids|logits) differ/);
+      }, 600_000);
+      test("planted: a GPU that computes one weight 1e-4 off fails the bound", () => {
+        const c0 = splitCases()[0]!;
+        const c = { ...c0, prompt: c0.prompt.slice(0, 8) };
+        const ref = runOn(c, gpu, "cpu", 6);
+        const tol = splitTolerance(runOn(c, gpu, "gpu", 6), ref);
+        const wrong = runOn(c, gpu, splitPlacement(gpu), 6, undefined, (e) =>
+          perturbing(e, (k) => k.includes("layers.1.") && k.endsWith("down_proj.weight"), 1e-4),
+        );
+        expect(() => assertSameAnswer(wrong, ref, "planted", tol)).toThrow(/planted: (greedy ids|logits) differ/);
       }, 600_000);
     },
   );

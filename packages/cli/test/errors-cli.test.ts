@@ -6,9 +6,11 @@ import { spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CudaError } from "@poot/backend-cuda";
+import { RocmError } from "@poot/backend-rocm";
 import { VulkanError } from "@poot/backend-vulkan";
 import { WgpuError } from "@poot/backend-wgpu";
 import { CliError } from "@poot/cli";
+import { DeviceError } from "@poot/executor";
 import { describe, expect, test } from "vitest";
 import { backendFailure } from "../src/commands/backends.js";
 import { probeBackend } from "../src/commands/backend-probe.js";
@@ -94,6 +96,25 @@ describe("backend failures through the bin", () => {
         "wgpu",
         new WgpuError("no-webgpu", "the optional 'webgpu' package (Dawn) is not installed"),
         /npm install webgpu/,
+      ],
+      // The generic staged program's device errors (the ROCm device raises them), and the ROCm backend's own.
+      ["rocm", new DeviceError("device-lost", "submit: hipGraphLaunch failed: hipError 700", "rocm"), /GPU was lost/],
+      ["rocm", new DeviceError("out-of-memory", "1073741824 bytes", "rocm"), /GPU is out of memory/],
+      [
+        "rocm",
+        new RocmError(
+          "no_code_object",
+          "no code objects are planned for this GPU (gfx1030); the ROCm backend supports gfx1100, gfx90a, gfx942",
+          {
+            arch: "gfx1030",
+          },
+        ),
+        /not one the ROCm backend builds for \(.*gfx1030.*\); use --backend vulkan or cpu$/,
+      ],
+      [
+        "rocm",
+        new RocmError("no_toolchain", "no llc to build AMDGPU code objects (tried llc)"),
+        /needs llc and ld.lld/,
       ],
     ];
     for (const [name, err, says] of cases) {

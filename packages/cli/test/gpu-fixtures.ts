@@ -1,4 +1,4 @@
-// `--backend wgpu` and `--backend vulkan` end to end: each fixtures/hf family through the runtime's Engine
+// `--backend wgpu`, `--backend vulkan` and `--backend rocm` (on an AMD GPU only; never run yet) end to end: each fixtures/hf family through the runtime's Engine
 // (the fused Program graph-plan compiles for each target) on lavapipe, prefill and per-position decode logits against
 // transformers' float64 logits, and the greedy ids. One test file per backend (gpu-fixtures-*.test.ts): Dawn and
 // the Vulkan executor each load the Vulkan driver, and in one process on lavapipe that crashed (see the README).
@@ -24,9 +24,22 @@ const FIX = fixture("hf");
 const WORKER = path.resolve(repoRoot(), "packages/backend-wgpu/dist/sync-worker.js");
 
 /** Why a GPU test cannot run here, or undefined. Tests may read the environment; the lavapipe ICD is found on disk too. */
-export async function skipReason(backend: "wgpu" | "vulkan"): Promise<string | undefined> {
+export async function skipReason(backend: "wgpu" | "vulkan" | "rocm"): Promise<string | undefined> {
   const missing = needFixture("hf");
   if (missing !== undefined) return missing;
+  if (backend === "rocm") {
+    // A HIP runtime (ROCM_PATH names the ROCm root) and an AMD GPU the backend builds code objects for.
+    const r = await loadGpuModule("rocm");
+    if (!r.ok) return r.reason;
+    const rocm = await import("@poot/backend-rocm");
+    const rocmPath = process.env["ROCM_PATH"];
+    try {
+      rocm.rocmPlanCaps(rocm.HipRuntime.open(rocmPath === undefined ? {} : { rocmPath }).gcnArchName);
+      return undefined;
+    } catch (e) {
+      return `no ROCm device: ${(e as Error).message}`;
+    }
+  }
   // .ci/lavapipe-setup's default folder (an older setup's folder as a fallback).
   const mine = path.join(
     process.env["XDG_CACHE_HOME"] ?? path.join(os.homedir(), ".cache"),
@@ -54,7 +67,7 @@ export async function skipReason(backend: "wgpu" | "vulkan"): Promise<string | u
 }
 
 /** Why the backend's package cannot be used, or undefined once it is loaded (the CLI loads GPU packages on demand, #19). */
-export async function loadReason(backend: "wgpu" | "vulkan"): Promise<string | undefined> {
+export async function loadReason(backend: "wgpu" | "vulkan" | "rocm"): Promise<string | undefined> {
   const r = await loadGpuModule(backend);
   return r.ok ? undefined : r.reason;
 }
@@ -73,7 +86,7 @@ function relErr(a: Float32Array, ref: Float32Array): number {
 const argmax = (a: Float32Array): number => a.reduce((b, x, i) => (x > a[b]! ? i : b), 0);
 
 /** Registers the fixture checks of one backend. */
-export async function fixtureSuite(backend: "wgpu" | "vulkan"): Promise<void> {
+export async function fixtureSuite(backend: "wgpu" | "vulkan" | "rocm"): Promise<void> {
   const skip = (await skipReason(backend)) ?? (await loadReason(backend));
   const families: [string, string][] = [
     ...(fs.existsSync(FIX)

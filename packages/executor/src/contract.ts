@@ -1,6 +1,6 @@
 // The executor contract every backend implements: stage a graph for one device, bind weights once (lazily,
 // by name), write slots, run a step with State kept device-side, read outputs, capture and replay a step.
-import type { ConstSource, Graph, OpTable, ScalarDType } from "@poot/graph-ir";
+import type { ConstSource, Graph, OpTable, ScalarDType, ValueType } from "@poot/graph-ir";
 import type { ProgramSchema } from "./schema.js";
 
 /** What a backend can do, as data (CONVENTIONS 4): callers branch on these, never on the backend's name. */
@@ -29,8 +29,14 @@ export interface DeviceBytes {
   readonly total: number;
 }
 
-/** Where weights come from: called at most once per Const key; returns stored data (bf16 bits, packed bytes, f32). */
-export type WeightSource = ConstSource;
+/**
+ * Where weights come from: called at most once per Const key; returns stored data (bf16 bits, packed bytes, f32).
+ * Optionally `into` writes a weight's storage bytes straight into `dst` (a device's host-visible memory) and returns
+ * true, or returns false to be asked the usual way.
+ */
+export type WeightSource = ConstSource & {
+  readonly into?: (key: string, type: ValueType, dst: Uint8Array) => boolean;
+};
 
 /**
  * A compiled graph: the optimized graph and the op table that defines its composite ops (Fused, Attention,
@@ -84,6 +90,23 @@ export interface Executor {
    * `poot bench` reads it around decode steps to report dispatches per token.
    */
   dispatchesSubmitted?(): number;
+  /**
+   * Device work submissions (CUDA graph launches) so far. Optional: `poot bench` reads it around decode steps to
+   * report graph launches per token; backends without replayable graphs leave it out.
+   */
+  graphLaunchesSubmitted?(): number;
+  /**
+   * Milliseconds the host has spent blocked waiting for the device so far (stream and event synchronizes, reads).
+   * Optional: `poot bench` subtracts it from decode wall time to report host milliseconds per token.
+   */
+  hostWaitMs?(): number;
+  /**
+   * A greedy decode loop that runs on the device (decision 2201): argmax, the next step's token, position and KV
+   * slot written device-side, several steps per launch, ids read back in batches. Optional; null when this program
+   * or state does not fit the loop (other slots than a single sequence's, logits not f32). The runtime falls back
+   * to host steps without it.
+   */
+  greedyLoop?(program: StagedProgram, state: StateSet, options: GreedyLoopOptions): GreedyLoop | null;
   /** Frees everything; the executor and its programs and StateSets are unusable afterwards. */
   dispose(): void;
 }
@@ -133,5 +156,38 @@ export interface StateSet {
   /** Bytes held. */
   readonly bytes: number;
   /** Frees the buffers. */
+  dispose(): void;
+}
+
+/** What {@link Executor.greedyLoop} needs to know about a single-token paged decode program. */
+export interface GreedyLoopOptions {
+  /** The output holding one row of logits [V] (f32). */
+  readonly logits: string;
+  /** Decode steps per launch (one CUDA graph holds this many steps). */
+  readonly tokensPerLaunch: number;
+  /** Tokens per KV page; the program's `page_table` slot holds the sequence's page numbers. */
+  readonly pageSize: number;
+}
+
+/**
+ * A greedy decode loop on the device over a single-token paged decode program with slots `ids`, `pos`,
+ * `page_table` and `slot_map` (decision 2201). The caller writes the first step's slots, calls {@link begin},
+ * then queues launches and reads their ids; each step's id is the argmax of its logits (the lowest index among
+ * equal maxima, NaN never chosen; -1 when no logit is above -inf), and becomes the next step's token at the next
+ * position, its KV slot taken from the page table, without the host. The caller must hold KV pages for every
+ * position the queued launches reach.
+ */
+export interface GreedyLoop {
+  /** Decode steps per launch. */
+  readonly tokensPerLaunch: number;
+  /** Launches that may be queued ahead of the oldest unread one. */
+  readonly maxInFlight: number;
+  /** Starts a run: the slots as written now are the first step's; `pos` is the first token's position. */
+  begin(pos: number): void;
+  /** Queues the next launch (`tokensPerLaunch` steps) and returns without waiting. */
+  launch(): void;
+  /** Waits for launch `index` (0-based since {@link begin}) and returns its ids in step order. */
+  read(index: number): Int32Array;
+  /** Frees the loop's device resources. */
   dispose(): void;
 }

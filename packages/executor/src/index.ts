@@ -11,6 +11,8 @@ export type {
   DeviceBytes,
   Executor,
   ExecutorCaps,
+  GreedyLoop,
+  GreedyLoopOptions,
   OutputData,
   StageInput,
   StageOptions,
@@ -45,4 +47,7 @@ export type {
   LoweredOutput,
   LoweredProgram,
   LoweringTarget,
+  RoutedLaunch,
+  RoutedPlan,
+  RoutedSource,
 } from "./lowering/types.js";

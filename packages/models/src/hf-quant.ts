@@ -264,6 +264,17 @@ export class QuantizedHFCheckpoint implements Checkpoint {
     const p = this.packed.get(name);
     return p === undefined ? this.inner.readSync(name) : p.repack();
   }
+  readInto(name: string, dst: Uint8Array): void {
+    const p = this.packed.get(name);
+    if (p === undefined) return this.inner.readInto(name, dst);
+    const bytes = p.repack();
+    if (bytes.byteLength !== dst.byteLength)
+      throw new ModelError("bad-shape", `expected a ${bytes.byteLength}-byte destination, found ${dst.byteLength}`, {
+        file: p.info.file,
+        tensor: name,
+      });
+    dst.set(bytes);
+  }
   async readF32(name: string): Promise<Float32Array> {
     return this.packed.has(name) ? this.readF32Sync(name) : this.inner.readF32(name);
   }

@@ -224,6 +224,10 @@ export class SafetensorsCheckpoint implements Checkpoint {
     const t = this.info(name);
     return this.source(t).readSync(t.byteOffset, t.byteLength);
   }
+  readInto(name: string, dst: Uint8Array): void {
+    const t = this.info(name);
+    this.source(t).readInto(t.byteOffset, dst);
+  }
   async readF32(name: string): Promise<Float32Array> {
     const t = this.info(name);
     return toF32(t, await this.read(name));

@@ -149,6 +149,35 @@ export class Decoding {
   accept(logits: Float32Array): GenerationEvent[] {
     const s = this.session;
     const id = sampleToken(logits, [...s.tokens, ...s.queued], this.ids, this.options, this.rng);
+    return this.#take(id, logits, s.remaining, true);
+  }
+
+  /**
+   * Whether every token is the plain argmax of the logits (temperature 0, no penalties, no logit bias, no
+   * logprobs), so the engine's greedy loop can pick them without the host reading the logits (decision 2201).
+   */
+  get argmaxOnly(): boolean {
+    const o = this.options;
+    return (
+      o.temperature === 0 &&
+      (o.repetitionPenalty ?? 1) === 1 &&
+      (o.frequencyPenalty ?? 0) === 0 &&
+      (o.presencePenalty ?? 0) === 0 &&
+      (o.logitBias === undefined || o.logitBias.size === 0) &&
+      o.logprobs === undefined
+    );
+  }
+
+  /**
+   * Takes an id the greedy loop picked (only when {@link argmaxOnly}); `remaining` is the room the session would
+   * have left before queueing it, as in {@link accept}. The engine holds the tokens, so nothing is committed here.
+   */
+  acceptGreedy(id: number, remaining: number): GenerationEvent[] {
+    return this.#take(id, null, remaining, false);
+  }
+
+  #take(id: number, logits: Float32Array | null, remaining: number, commit: boolean): GenerationEvent[] {
+    const s = this.session;
     if (this.eos.includes(id)) {
       this.finish = "eos";
       return this.tail();
@@ -158,14 +187,14 @@ export class Decoding {
     this.text += piece.text;
     const lp = this.options.logprobs;
     const events: GenerationEvent[] = [
-      lp === undefined
+      lp === undefined || logits === null
         ? { kind: "token", id, text: piece.text }
         : { kind: "token", id, text: piece.text, ...tokenLogprobs(logits, id, lp) },
     ];
     if (piece.stop !== null) this.finish = "stop";
-    else if (this.ids.length >= this.options.maxTokens || s.remaining < 1) this.finish = "length";
+    else if (this.ids.length >= this.options.maxTokens || remaining < 1) this.finish = "length";
     // The last token stays queued too, so a follow-up step continues the sequence.
-    if (this.finish !== "stop" && s.remaining >= 1) s.commit(id);
+    if (commit && this.finish !== "stop" && remaining >= 1) s.commit(id);
     if (this.finish === "length") events.push(...this.tail());
     return events;
   }

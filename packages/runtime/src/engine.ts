@@ -3,7 +3,7 @@
 // allocates from (decision 0603), and runs sessions' steps through them.
 import * as fs from "node:fs";
 import * as path from "node:path";
-import type { Executor, StageInput, StagedProgram, StateSet } from "@poot/executor";
+import type { Executor, GreedyLoop, StageInput, StagedProgram, StateSet } from "@poot/executor";
 import type { Graph } from "@poot/graph-ir";
 import {
   checkpointConsts,
@@ -20,6 +20,8 @@ import { BlockPipeline, type BlockDevice, type PipelineStats, type PlacementRepo
 import type { PagerStats } from "./blocks/pager.js";
 import { WeightReader } from "./blocks/weight-reader.js";
 import type { Placement } from "./blocks/placement.js";
+import { greedyArgmax, hostGreedyLoop, type GreedyOptions } from "./greedy.js";
+import { PrefixCache } from "./prefix-cache.js";
 import { KvPool, type KvPoolStats } from "./kv-pool.js";
 import { Session } from "./session.js";
 
@@ -37,6 +39,12 @@ export interface EngineOptions {
   readonly kvPages?: number;
   /** Largest prefill chunk, a power of two (default 64); prompts run in power-of-two chunks up to it. */
   readonly prefillChunk?: number;
+  /**
+   * Keep the KV pages of finished prompts in a prefix cache (decision 2704): a session opened with a prompt adopts
+   * the cached pages of its longest whole-page prefix instead of computing them. Off by default; models with
+   * recurrent state never share.
+   */
+  readonly prefixCache?: boolean;
   /** The tokenizer, for text generation; {@link Engine.load} reads the model's own. */
   readonly tokenizer?: Tokenizer | null;
   /**
@@ -63,6 +71,15 @@ export interface EngineOptions {
   /** Fresh executors of the devices that may page. */
   readonly deviceFactories?: Readonly<Record<string, () => Executor>>;
   /**
+   * How {@link Engine.greedy} runs (decision 2201): `"auto"` (default) on the executor's device greedy loop where it
+   * has one (CUDA: argmax and the next step's inputs on the device, several steps per graph launch), else one host
+   * step at a time; `"steps"` always one host step at a time; `"host-launches"` the device loop's launch/read shape
+   * over host steps (its reference, on any executor).
+   */
+  readonly greedyLoop?: "auto" | "steps" | "host-launches";
+  /** Decode steps per launch of a greedy loop (default 8). */
+  readonly greedyTokensPerLaunch?: number;
+  /**
    * Paging: read the next block's weights on a reader thread while the current block runs (decision 1706).
    * Default true; false reads every tensor when a paged-in block first needs it.
    */
@@ -87,6 +104,10 @@ export interface EngineStats {
   captures: number;
   /** Single-token steps run by `replay` of a captured step. */
   replays: number;
+  /** Launches of a greedy loop (several decode steps each). */
+  greedyLaunches: number;
+  /** Decode steps a greedy loop ran past a stop or the requested count and rolled back. */
+  greedyRolledBack: number;
 }
 
 /** Engine counters plus the KV pool's, for /metrics. */
@@ -123,6 +144,8 @@ export class Engine {
   readonly prefillChunk: number;
   /** The tokenizer, or null when the engine runs ids only. */
   readonly tokenizer: Tokenizer | null;
+  /** The prefix cache over the page pool, or null when off. */
+  readonly prefixCache: PrefixCache | null;
   /** Work counters. */
   readonly stats: EngineStats = {
     prefillTokens: 0,
@@ -133,7 +156,13 @@ export class Engine {
     stageMs: 0,
     captures: 0,
     replays: 0,
+    greedyLaunches: 0,
+    greedyRolledBack: 0,
   };
+  /** The greedy loop of the single-token program, once made (null: none for this executor or model). */
+  private loop: GreedyLoop | null | undefined = undefined;
+  /** The session a greedy loop is running for (the host loop reads its pages). */
+  private greedySession: Session | null = null;
   private readonly programs = new Map<string, StagedProgram>();
   private readonly sessions = new Set<Session>();
   private nextId = 1;
@@ -189,6 +218,7 @@ export class Engine {
       });
     this.paged = { pageSize, pages, lanes };
     this.pool = new KvPool(pageSize, pages, lanes);
+    this.prefixCache = options.prefixCache === true ? new PrefixCache(this.pool) : null;
     const weights = checkpointConsts(model.checkpoint);
     if (options.placement === undefined) options.executor.bindWeights(weights);
     else {
@@ -292,13 +322,24 @@ export class Engine {
    * grows, or from `reservePages` promised up front) and one recurrent-state lane when the model has
    * recurrent state (`RuntimeError("kv-full")` when every lane is held).
    */
-  openSession(options: { readonly reserveTokens?: number } = {}): Session {
+  openSession(options: { readonly reserveTokens?: number; readonly prompt?: readonly number[] } = {}): Session {
     const id = this.nextId++;
     const lane = this.needsLane() ? this.pool.takeLane(id) : null;
+    // With the prefix cache, the prompt's cached whole pages are adopted (at least one prompt token is left to run,
+    // so the first step has logits to give); they are retained before anything is evicted.
+    const cache = lane === null ? this.prefixCache : null;
+    const prompt = options.prompt;
+    const shared =
+      cache === null || prompt === undefined
+        ? []
+        : cache.match(prompt, Math.floor((prompt.length - 1) / this.pool.pageSize));
+    this.pool.retain(shared);
     let reserved = 0;
     if (options.reserveTokens !== undefined) {
-      reserved = this.pool.pagesFor(Math.min(options.reserveTokens, this.context));
+      reserved = Math.max(0, this.pool.pagesFor(Math.min(options.reserveTokens, this.context)) - shared.length);
+      if (cache !== null && reserved > this.pool.available) cache.evict(reserved - this.pool.available);
       if (!this.pool.reserve(reserved)) {
+        this.pool.release(shared);
         if (lane !== null) this.pool.releaseLane(lane);
         throw new RuntimeError(
           "kv-full",
@@ -308,8 +349,29 @@ export class Engine {
       }
     }
     const s = new Session(this, id, lane, reserved);
+    if (cache !== null && prompt !== undefined) s.cacheAs(prompt, shared);
     this.sessions.add(s);
     return s;
+  }
+
+  /**
+   * KV pages a session of `prompt` reserving `reserveTokens` would still need (its cached prefix pages aside), and
+   * the pages it could have now: free and unpromised, plus those the prefix cache alone holds (evictable), less the
+   * cached prefix's own evictable pages, which it adopts rather than frees.
+   */
+  admissionPages(
+    prompt: readonly number[],
+    reserveTokens: number,
+  ): { readonly need: number; readonly available: number } {
+    const all = this.pool.pagesFor(Math.min(reserveTokens, this.context));
+    const cache = this.prefixCache;
+    if (cache === null || this.needsLane()) return { need: all, available: this.pool.available };
+    const shared = cache.match(prompt, Math.floor((prompt.length - 1) / this.pool.pageSize), true);
+    const sharedOnlyCached = shared.filter((p) => this.pool.holders(p) === 1).length;
+    return {
+      need: Math.max(0, all - shared.length),
+      available: this.pool.available + cache.evictable - sharedOnlyCached,
+    };
   }
 
   /** Sessions open now. */
@@ -462,6 +524,19 @@ export class Engine {
    * programs are staged. Embeddings pool these rows.
    */
   promptHidden(ids: readonly number[]): Float32Array {
+    return this.statelessPrefill(ids, "hidden");
+  }
+
+  /**
+   * The logits of every token of `ids` [T·V] (row-major [T, V]) like {@link Engine.promptLogits}, but from a
+   * stateless prefill padded to a power of two: no KV pages are taken (it runs while the pool is full) and at most
+   * log2(context) + 1 programs are staged. Prompt logprobs read these rows.
+   */
+  prefillLogits(ids: readonly number[]): Float32Array {
+    return this.statelessPrefill(ids, "logits");
+  }
+
+  private statelessPrefill(ids: readonly number[], output: "logits" | "hidden"): Float32Array {
     if (ids.length === 0) throw new RuntimeError("bad-tokens", "no token ids given");
     if (ids.length > this.context)
       throw new RuntimeError("context-overflow", `${ids.length} tokens do not fit the context of ${this.context}`, {
@@ -474,19 +549,17 @@ export class Engine {
     if (this.pipeline !== null)
       throw new RuntimeError(
         "bad-config",
-        "hidden states of an engine split into blocks across devices are not supported",
+        `stateless ${output} of an engine split into blocks across devices is not supported`,
       );
     let T = 1;
     while (T < ids.length) T *= 2;
-    const p = this.staged(`hidden-${T}`, "prefill", () =>
-      this.model.graph({ kind: "prefill", tokens: T, output: "hidden" }),
-    );
+    const p = this.staged(`${output}-${T}`, "prefill", () => this.model.graph({ kind: "prefill", tokens: T, output }));
     const padded = new Int32Array(T);
     padded.set(ids);
     p.writeSlot("ids", padded);
     p.run();
-    const D = this.config.hiddenSize;
-    return (p.readOutput("hidden") as Float32Array).slice(0, ids.length * D);
+    const width = output === "hidden" ? this.config.hiddenSize : V;
+    return (p.readOutput(output) as Float32Array).slice(0, ids.length * width);
   }
 
   /**
@@ -547,9 +620,120 @@ export class Engine {
     return rows;
   }
 
+  /**
+   * Greedy decoding: commits `first` to `session` (which must have nothing queued) and runs `count` single-token
+   * steps, each on the previous step's argmax; returns the `count` ids (fewer when `options.stop` stops). The
+   * session then holds `first` and every returned id but the last, exactly as a loop of `step([id])` would leave
+   * it: steps a device loop ran past the end are rolled back (their KV entries lie past the session's length,
+   * and pages past it go back to the pool). Ids are the argmax with the lowest index among equal maxima;
+   * `bad-logits` when no logit is finite.
+   */
+  greedy(session: Session, first: number, count: number, options: GreedyOptions = {}): number[] {
+    if (!Number.isSafeInteger(count) || count < 0)
+      throw new RuntimeError("bad-config", `greedy count must be a non-negative integer, got ${count}`, {
+        param: "count",
+        value: count,
+      });
+    if (session.queued.length > 0)
+      throw new RuntimeError("bad-tokens", "greedy: the session has queued tokens; run them first", {
+        session: session.id,
+      });
+    session.feed([first]);
+    const out: number[] = [];
+    const loop = count > 1 ? this.greedyLoopOf() : null;
+    if (loop !== null) {
+      const K = loop.tokensPerLaunch;
+      const start = session.length;
+      const launches = Math.min(Math.ceil(count / K), Math.floor((this.context - start) / K));
+      if (launches > 0) {
+        const t0 = performance.now();
+        session.grow(start + launches * K);
+        const p = this.decodeProgram(1);
+        p.writeSlot("ids", [first]);
+        p.writeSlot("pos", [start]);
+        this.writePaging(p, [{ session, start }], 1);
+        this.greedySession = session;
+        loop.begin(start);
+        let launched = 0,
+          read = 0,
+          stopped = false,
+          bad = false;
+        // Launches queued past a stop are not waited for: their steps write KV entries past the session's length
+        // (in pages it held when they were queued), and later work on the stream runs after them.
+        while (!stopped && read < launches) {
+          while (launched < launches && launched - read < loop.maxInFlight) {
+            loop.launch();
+            launched++;
+          }
+          const ids = loop.read(read++);
+          for (const id of ids) {
+            if (id < 0) {
+              bad = stopped = true;
+              break;
+            }
+            out.push(id);
+            if (options.stop?.(id, out.length - 1) === true || out.length === count) {
+              stopped = true;
+              break;
+            }
+          }
+        }
+        this.stats.greedyLaunches += launched;
+        this.greedySession = null;
+        // Held: `first` and every id but the last (returned, not run); after a bad row, the token that produced it.
+        const ran = bad ? [first, ...out] : [first, ...out.slice(0, -1)];
+        this.stats.greedyRolledBack += launched * K - ran.length;
+        session.settle(ran);
+        this.stats.decodeTokens += out.length;
+        this.stats.decodeMs += performance.now() - t0;
+        if (bad) throw new RuntimeError("bad-logits", "no token has a finite logit", { session: session.id });
+        if (stopped || out.length === count) return out;
+        session.feed([out[out.length - 1]!]);
+      }
+    }
+    // One host step at a time: every executor without a device loop, and what a device loop leaves at the context's end.
+    while (out.length < count) {
+      const logits = session.step();
+      const id = greedyArgmax(logits);
+      if (id < 0) throw new RuntimeError("bad-logits", "no token has a finite logit", { session: session.id });
+      out.push(id);
+      if (options.stop?.(id, out.length - 1) === true || out.length === count) break;
+      session.feed([id]);
+    }
+    return out;
+  }
+
+  /** Whether {@link greedy} runs launches of several steps (a device loop, or `greedyLoop: "host-launches"`). */
+  greedyLoopAvailable(): boolean {
+    return this.greedyLoopOf() !== null;
+  }
+
+  /** The greedy loop of the single-token decode program (made once), or null when steps run one at a time. */
+  private greedyLoopOf(): GreedyLoop | null {
+    if (this.loop !== undefined) return this.loop;
+    const mode = this.options.greedyLoop ?? "auto";
+    const K = this.options.greedyTokensPerLaunch ?? 8;
+    if (!Number.isSafeInteger(K) || K < 1)
+      throw new RuntimeError("bad-config", `greedyTokensPerLaunch must be a positive integer, got ${K}`, {
+        param: "greedyTokensPerLaunch",
+        value: K,
+      });
+    this.loop = null;
+    if (mode === "steps" || this.pipeline !== null || this.needsLane()) return null;
+    const p = this.decodeProgram(1);
+    const opts = { logits: "logits", tokensPerLaunch: K, pageSize: this.paged.pageSize };
+    if (mode === "host-launches")
+      this.loop = hostGreedyLoop(p, this.state(), opts, () => this.greedySession?.pages ?? []);
+    else this.loop = this.executor.greedyLoop?.(p, this.state(), opts) ?? null;
+    return this.loop;
+  }
+
   /** Releases every session and staged program and closes the model's checkpoint; the executor stays the caller's. */
   close(): void {
+    this.loop?.dispose();
+    this.loop = undefined;
     for (const s of [...this.sessions]) s.release();
+    this.prefixCache?.clear();
     for (const p of this.programs.values()) p.dispose();
     this.shared?.dispose();
     this.pipeline?.dispose();

@@ -4,6 +4,9 @@ import { Decoding, type GenerateOptions, type GenerationEvent, type GenerationRe
 import type { Engine } from "./engine.js";
 import type { Session } from "./session.js";
 
+/** Greedy ids per `Engine.greedy` call of a streaming generation (events are released after each call). */
+const GREEDY_CHUNK = 32;
+
 /**
  * Generates after `prompt` in `session` (a fresh session, or one continuing a conversation), yielding
  * events as tokens are sampled; the generator's return value is the {@link GenerationResult}.
@@ -20,13 +23,34 @@ export function* generate(
   const prefillMs = performance.now() - t0;
   let decodeMs = 0,
     decodeSteps = 0;
-  for (;;) {
-    yield* d.accept(logits);
-    if (d.finish !== null) break;
+  yield* d.accept(logits);
+  // Greedy without penalties: the engine's greedy loop picks the ids (on the device where the executor has one,
+  // decision 2201), a few launches at a time so events still stream; the host never reads the logits.
+  while (d.finish === null && d.argmaxOnly && engine.greedyLoopAvailable()) {
+    const first = session.unqueue();
+    const held = session.length;
+    const t1 = performance.now();
+    const events: GenerationEvent[] = [];
+    const count = Math.min(GREEDY_CHUNK, session.remaining, options.maxTokens - d.ids.length);
+    const ids = engine.greedy(session, first, count, {
+      stop: (id, i) => {
+        // As step by step: the session would hold `first` and i ids before this one, nothing queued.
+        events.push(...d.acceptGreedy(id, engine.context - held - 1 - i));
+        return d.finish !== null;
+      },
+    });
+    decodeMs += performance.now() - t1;
+    decodeSteps += ids.length;
+    // The last id is returned, not run: queue it as accept would (not after a stop string or EOS).
+    if (d.finish === null || (d.finish === "length" && session.remaining >= 1)) session.commit(ids[ids.length - 1]!);
+    yield* events;
+  }
+  while (d.finish === null) {
     const t1 = performance.now();
     logits = session.step();
     decodeMs += performance.now() - t1;
     decodeSteps++;
+    yield* d.accept(logits);
   }
   return {
     ids: d.ids,

@@ -6,6 +6,8 @@
  */
 export { Engine, prefillChunks } from "./engine.js";
 export type { EngineOptions, EngineStats, EngineStatsSnapshot } from "./engine.js";
+export { greedyArgmax, hostGreedyLoop } from "./greedy.js";
+export type { GreedyOptions } from "./greedy.js";
 export { KvPool } from "./kv-pool.js";
 export type { KvPoolStats } from "./kv-pool.js";
 export { Session } from "./session.js";
@@ -42,3 +44,5 @@ export {
   weightBytesOn,
 } from "./blocks/placement.js";
 export type { FitPlacement, Placement, UnitSpan } from "./blocks/placement.js";
+export { PrefixCache } from "./prefix-cache.js";
+export type { PrefixCacheStats } from "./prefix-cache.js";

@@ -1,7 +1,7 @@
 // A session: one sequence's KV pages in the engine's shared pool (taken as it grows, given back on release),
 // its recurrent-state lane, the tokens it holds, and tokens fed or committed but not yet run.
 import type { Engine } from "./engine.js";
-import { RuntimeError } from "./errors.js";
+import { RuntimeError, invariant } from "./errors.js";
 
 /** One sequence being generated. `feed`/`commit` queue tokens; `step` runs them and returns the next logits. */
 export class Session {
@@ -9,6 +9,8 @@ export class Session {
   private pending: number[] = [];
   private released = false;
   private readonly heldPages: number[] = [];
+  /** The prompt whose whole pages go to the prefix cache on release (null: not cached). */
+  private cachePrompt: readonly number[] | null = null;
 
   /**
    * @internal Use {@link Engine.openSession}.
@@ -82,11 +84,27 @@ export class Session {
     return logits;
   }
 
+  /**
+   * @internal Adopts the cached pages of the prompt's first `pages.length` whole pages (already retained for it) as
+   * held, and marks the prompt for the prefix cache on release. Before the first step only.
+   */
+  cacheAs(prompt: readonly number[], pages: readonly number[]): void {
+    this.cachePrompt = prompt;
+    this.heldPages.push(...pages);
+    this.held.push(...prompt.slice(0, pages.length * this.engine.pool.pageSize));
+  }
+
   /** Gives the session's pages, reservation and lane back to the pool; the session cannot be used afterwards. */
   release(): void {
     if (this.released) return;
     this.released = true;
     const pool = this.engine.pool;
+    // The whole pages of the prompt that were computed go to the prefix cache first (it takes its own reference).
+    if (this.cachePrompt !== null && this.engine.prefixCache !== null)
+      this.engine.prefixCache.insert(
+        this.cachePrompt.slice(0, Math.min(this.cachePrompt.length, this.held.length)),
+        this.heldPages,
+      );
     pool.release(this.heldPages);
     this.heldPages.length = 0;
     pool.unreserve(this.reserved);
@@ -121,6 +139,23 @@ export class Session {
     }
     this.pending = [last];
     return last;
+  }
+
+  /**
+   * @internal After a greedy loop (decision 2201): `ran` (the queued token and the ids run after it) is held,
+   * nothing stays queued, and pages past the held length go back to the pool (the loop may have grown past it).
+   */
+  settle(ran: readonly number[]): void {
+    this.held.push(...ran);
+    this.pending = [];
+    const keep = this.engine.pool.pagesFor(this.held.length);
+    if (this.heldPages.length > keep) this.engine.pool.release(this.heldPages.splice(keep));
+  }
+
+  /** @internal Takes the one queued token back (a generation hands it to `Engine.greedy`). */
+  unqueue(): number {
+    invariant(this.pending.length === 1, `unqueue with ${this.pending.length} tokens queued`);
+    return this.pending.pop()!;
   }
 
   /** @internal Marks `ran` (the queued tokens) as held in the cache. */

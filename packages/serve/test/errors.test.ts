@@ -154,11 +154,15 @@ const CASES: readonly Case[] = [
     param: "logit_bias[5]",
   },
   {
-    name: "echo with logprobs (unsupported)",
-    body: { ...ok, echo: true, logprobs: 1 },
+    name: "response_format with an unsupported schema keyword",
+    path: "/v1/chat/completions",
+    body: {
+      ...chat,
+      response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "string", pattern: "a" } } },
+    },
     status: 400,
     code: "invalid_value",
-    param: "echo",
+    param: "response_format.json_schema.schema",
   },
   {
     name: "token id outside the vocabulary",
@@ -198,7 +202,7 @@ const CASES: readonly Case[] = [
     code: "model_not_found",
     param: "model",
   },
-  { name: "no such endpoint", path: "/v1/embeddings", body: ok, status: 404, code: "not_found" },
+  { name: "no such endpoint", path: "/v1/audio/speech", body: ok, status: 404, code: "not_found" },
   { name: "wrong method on an endpoint", path: "/v1/completions", method: "GET", status: 404, code: "not_found" },
   { name: "API key missing", body: ok, headers: { authorization: "" }, status: 401, code: "invalid_api_key" },
   {

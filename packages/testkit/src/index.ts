@@ -22,6 +22,28 @@ import { ensureGenerated } from "./generated.js";
 import { FIXTURES_ROOT } from "./root.js";
 
 export { FixtureError, type FixtureErrorCode } from "./errors.js";
+export { REPO_ROOT } from "./root.js";
+export {
+  BENCH_RESULT_SCHEMA,
+  BENCH_RESULTS_DIR,
+  BenchResultError,
+  benchMachine,
+  figure,
+  gitCommit,
+  loadSampler,
+  median,
+  ratiosOf,
+  readBenchResult,
+  readBenchResults,
+  validateBenchResult,
+  writeBenchResult,
+  type BenchAnchor,
+  type BenchCase,
+  type BenchFigure,
+  type BenchMachine,
+  type BenchResult,
+  type BenchResultInput,
+} from "./bench-result.js";
 
 /** Whether this run is CI (`CI` set to anything but "", "0" or "false"): missing fixtures then fail. */
 export function isCI(): boolean {

@@ -54,3 +54,52 @@ export function generateBenchmarks() {
   write(join(GEN_DATA, "benchmarks.json"), JSON.stringify({ source: "BENCHMARKS.md", sections }));
   return sections;
 }
+
+/**
+ * The metrics the benchmark page charts: decode and prefill rates, dispatches per token, any other tok/s figure, and
+ * tokens per CPU-second (the rate least moved by other work on a shared machine).
+ */
+export function charted(metric, unit) {
+  return (
+    ["decodeTokS", "prefillTokS", "dispatchesPerToken"].includes(metric) || unit === "tok/s" || unit === "tok/CPU-s"
+  );
+}
+
+/**
+ * Every figure the benchmark page must show for `results` ([{ file, result }], as @poot/testkit's readBenchResults
+ * gives them): `<file>#<case>.<metric>` for each charted metric of each case, and `<file>#<case>.anchor.<metric>`
+ * for its anchor's figure, each with the median the file records.
+ */
+export function expectedFigures(results) {
+  const out = [];
+  for (const { file, result } of results)
+    for (const c of result.cases)
+      for (const [m, f] of Object.entries(c.metrics)) {
+        if (!charted(m, f.unit)) continue;
+        out.push({ key: `${file}#${c.id}.${m}`, value: f.median });
+        const a = c.anchorMetrics[m];
+        if (a !== undefined) out.push({ key: `${file}#${c.id}.anchor.${m}`, value: a.median });
+      }
+  return out;
+}
+
+/**
+ * The expected figures that a page does not show: `found` maps each `data-figure` key of the page to the number in
+ * its `data-value`; a figure is missing when its key is absent or its number differs from the file's median.
+ */
+export function missingFigures(expected, found) {
+  return expected
+    .filter((e) => {
+      const v = found[e.key];
+      return v === undefined || Math.abs(v - e.value) > 1e-9 * Math.max(1, Math.abs(e.value));
+    })
+    .map((e) => `${e.key} = ${e.value}${found[e.key] === undefined ? " (absent)" : ` (page shows ${found[e.key]})`}`);
+}
+
+/** Writes src/generated/bench-results.json: every bench-results/*.json of the repository, checked; returns them. */
+export async function generateBenchResults() {
+  const { readBenchResults } = await import("@poot/testkit");
+  const results = readBenchResults(join(REPO, "bench-results"));
+  write(join(GEN_DATA, "bench-results.json"), JSON.stringify({ source: "bench-results/", results }));
+  return results;
+}

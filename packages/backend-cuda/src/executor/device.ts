@@ -63,6 +63,10 @@ export function cudaLowering(ctx: CudaContext, compile: CompileOptions = {}): Lo
 export class CudaComputeDevice implements Device<CudaBuffer, CompiledKernel, CudaLaunch, CudaRecording> {
   readonly caps: DeviceCaps;
   #staging: PinnedBuffer | null = null;
+  /** CUDA graph launches submitted (captured steps replayed, device greedy loops). */
+  graphLaunches = 0;
+  /** Milliseconds the host spent blocked on the stream or an event (synchronize, reads, loop read-backs). */
+  waitMs = 0;
 
   constructor(
     readonly ctx: CudaContext,
@@ -108,7 +112,7 @@ export class CudaComputeDevice implements Device<CudaBuffer, CompiledKernel, Cud
 
   /** Waits for the stream, then reads through a pinned staging buffer; the view is valid until the next download. */
   download(b: CudaBuffer, offset: number, bytes: number): Uint8Array {
-    this.ctx.synchronize();
+    this.sync();
     if (this.#staging === null || this.#staging.bytes < bytes) {
       this.#staging?.dispose();
       this.#staging = this.ctx.pinned(Math.max(4, bytes));
@@ -148,22 +152,29 @@ export class CudaComputeDevice implements Device<CudaBuffer, CompiledKernel, Cud
     launch.params.dispose();
   }
 
-  #enqueue(ops: readonly DeviceOp<CudaBuffer, CudaLaunch>[]): void {
+  /**
+   * Enqueues `ops` on the context's stream (inside a capture: records them); `slots: false` leaves out the slot
+   * copies (a device loop writes those slots itself, decision 2201).
+   */
+  enqueue(ops: readonly DeviceOp<CudaBuffer, CudaLaunch>[], options: { readonly slots?: boolean } = {}): void {
     const stream = this.ctx.stream;
     for (const op of ops) {
-      if (op.kind === "slot-in") op.buffer.pinned?.copyTo(op.buffer.dev, stream, op.buffer.bytes);
-      else if (op.kind === "launch") op.launch.kernel.launch(op.grid, op.launch.params, stream);
+      if (op.kind === "slot-in") {
+        if (options.slots !== false) op.buffer.pinned?.copyTo(op.buffer.dev, stream, op.buffer.bytes);
+      } else if (op.kind === "launch") op.launch.kernel.launch(op.grid, op.launch.params, stream);
       else this.copy(op.from, op.to, op.regions);
     }
   }
 
   record(ops: readonly DeviceOp<CudaBuffer, CudaLaunch>[], options: { readonly replay: boolean }): CudaRecording {
-    return { ops, graph: options.replay ? this.ctx.capture(() => this.#enqueue(ops)) : null };
+    return { ops, graph: options.replay ? this.ctx.capture(() => this.enqueue(ops)) : null };
   }
 
   submit(r: CudaRecording): void {
-    if (r.graph !== null) r.graph.launch(this.ctx.stream);
-    else this.#enqueue(r.ops);
+    if (r.graph !== null) {
+      r.graph.launch(this.ctx.stream);
+      this.graphLaunches++;
+    } else this.enqueue(r.ops);
   }
 
   /** Runs `ops` with an event after each; each op's GPU microseconds. */
@@ -171,7 +182,7 @@ export class CudaComputeDevice implements Device<CudaBuffer, CompiledKernel, Cud
     const events = [this.ctx.createEvent()];
     events[0]!.record(this.ctx.stream);
     for (const op of ops) {
-      this.#enqueue([op]);
+      this.enqueue([op]);
       const e = this.ctx.createEvent();
       e.record(this.ctx.stream);
       events.push(e);
@@ -187,7 +198,9 @@ export class CudaComputeDevice implements Device<CudaBuffer, CompiledKernel, Cud
   }
 
   sync(): void {
+    const t0 = performance.now();
     this.ctx.synchronize();
+    this.waitMs += performance.now() - t0;
   }
 
   dispose(): void {

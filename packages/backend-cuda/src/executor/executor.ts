@@ -1,11 +1,20 @@
 // The CUDA executor: @poot/executor's generic staged program over a CudaComputeDevice. Weights are uploaded lazily,
 // once per executor, and shared by every staged program; steps run on one stream or replay as CUDA graphs.
 
-import { DeviceExecutor, type DeviceProgram, type Executor } from "@poot/executor";
+import {
+  DeviceExecutor,
+  DeviceProgram,
+  ExecutorError,
+  type Executor,
+  type GreedyLoopOptions,
+  type StagedProgram,
+  type StateSet,
+} from "@poot/executor";
 import { lowerProgram, type LoweringCache } from "@poot/executor/lowering";
 import type { CompileOptions } from "@poot/graph-plan";
 import { createCudaContext, type CompiledKernel, type CudaContext, type CudaContextOptions } from "../context.js";
 import { CudaComputeDevice, type CudaBuffer, type CudaLaunch, type CudaRecording } from "./device.js";
+import { cudaGreedyLoop, type CudaGreedyLoop } from "./greedy-loop.js";
 
 /** Options of {@link createCudaExecutor}. */
 export interface CudaExecutorOptions extends CudaContextOptions {
@@ -15,10 +24,36 @@ export interface CudaExecutorOptions extends CudaContextOptions {
   readonly cache?: LoweringCache;
 }
 
-/** The CUDA executor: the generic staged program on a CUDA device. */
-export type CudaExecutor = DeviceExecutor<CudaBuffer, CompiledKernel, CudaLaunch, CudaRecording> & {
-  readonly device: CudaComputeDevice;
-};
+/**
+ * The CUDA executor: the generic staged program on a CUDA device, with greedy decoding on the device (decision
+ * 2201) and counters of graph launches and host waits.
+ */
+export class CudaExecutor extends DeviceExecutor<CudaBuffer, CompiledKernel, CudaLaunch, CudaRecording> {
+  declare readonly device: CudaComputeDevice;
+
+  /** CUDA graph launches submitted so far (replayed steps, greedy-loop launches). */
+  graphLaunchesSubmitted(): number {
+    return this.device.graphLaunches;
+  }
+
+  /** Milliseconds the host has spent blocked on the device so far. */
+  hostWaitMs(): number {
+    return this.device.waitMs;
+  }
+
+  /**
+   * The device greedy loop of a single-token paged decode program staged here (decision 2201), or null when the
+   * program's slots or logits do not fit it.
+   */
+  greedyLoop(program: StagedProgram, state: StateSet, options: GreedyLoopOptions): CudaGreedyLoop | null {
+    this.alive();
+    if (!(program instanceof DeviceProgram))
+      throw new ExecutorError("unsupported-program", "greedyLoop: the program was not staged by this executor", {
+        program: program.name,
+      });
+    return cudaGreedyLoop(this.device, program as CudaProgram, state, options, (n) => this.noteDispatches(n));
+  }
+}
 
 /** A program staged on CUDA. */
 export type CudaProgram = DeviceProgram<CudaBuffer, CompiledKernel, CudaLaunch, CudaRecording>;
@@ -28,9 +63,9 @@ export function createCudaExecutor(options: CudaExecutorOptions = {}): CudaExecu
   const device = new CudaComputeDevice(createCudaContext(options), options.compile);
   const target = device.caps.lowering;
   const cache = options.cache;
-  return new DeviceExecutor(device, (input, name) =>
+  return new CudaExecutor(device, (input, name) =>
     cache !== undefined ? cache.lower(input, target, name) : lowerProgram(input, target, { name }),
-  ) as CudaExecutor;
+  );
 }
 
 /** The CUDA context of an executor made by {@link createCudaExecutor}, or null for any other executor. */

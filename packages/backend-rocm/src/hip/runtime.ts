@@ -137,6 +137,41 @@ export class HipRuntime {
     check(this.api, "hipMemcpyDtoH", this.api.hipMemcpyDtoH(dst, src, dst.byteLength));
   }
 
+  /** Queues a device-to-device copy of `bytes` on `stream`. */
+  copyOnDevice(dst: bigint, src: bigint, bytes: number, stream: Handle = null): void {
+    check(this.api, "hipMemcpyDtoDAsync", this.api.hipMemcpyDtoDAsync(dst, src, bytes, stream));
+  }
+
+  /** Queues a copy from pinned host memory (see {@link hostAlloc}) to the device on `stream` (captured into graphs). */
+  copyFromHostAsync(dst: bigint, src: Handle, bytes: number, stream: Handle = null): void {
+    check(this.api, "hipMemcpyHtoDAsync", this.api.hipMemcpyHtoDAsync(dst, src, bytes, stream));
+  }
+
+  /** Queues filling `bytes` of device memory with `value` on `stream`. */
+  fill(dst: bigint, value: number, bytes: number, stream: Handle = null): void {
+    check(this.api, "hipMemsetD8Async", this.api.hipMemsetD8Async(dst, value, bytes, stream));
+  }
+
+  /** Device memory free and total, in bytes (hipMemGetInfo). */
+  memoryInfo(): { readonly free: number; readonly total: number } {
+    const free = [0],
+      total = [0];
+    check(this.api, "hipMemGetInfo", this.api.hipMemGetInfo(free, total));
+    return { free: Number(free[0]), total: Number(total[0]) };
+  }
+
+  /** Pinned host memory of `bytes` (hipHostMalloc), with a byte view of it; free with {@link hostFree}. */
+  hostAlloc(bytes: number): { readonly ptr: Handle; readonly view: Uint8Array } {
+    const out: Handle[] = [null];
+    check(this.api, "hipHostMalloc", this.api.hipHostMalloc(out, bytes, 0));
+    return { ptr: out[0], view: new Uint8Array(koffi.view(out[0], bytes)) };
+  }
+
+  /** Frees pinned host memory. */
+  hostFree(ptr: Handle): void {
+    check(this.api, "hipHostFree", this.api.hipHostFree(ptr));
+  }
+
   /** A new stream. */
   createStream(): Handle {
     const out: Handle[] = [null];

@@ -25,7 +25,7 @@ export const AUTO_ORDER: readonly GpuBackend[] = ["cuda", "vulkan", "wgpu"];
 export const BACKEND_ROLES: Readonly<Record<string, string>> = {
   auto: "the first GPU of cuda, vulkan, wgpu, else cpu (the default)",
   cuda: "NVIDIA GPUs through the CUDA driver",
-  rocm: "AMD GPUs through HIP (runtime and kernel arguments only: no model runs on it yet)",
+  rocm: "AMD GPUs through HIP (gfx90a, gfx942, gfx1100; not yet run on an AMD GPU, so auto never picks it)",
   vulkan: "GPUs through Vulkan",
   wgpu: "GPUs through WebGPU (Dawn, the `webgpu` package)",
   cpu: "the CPU: Wasm SIMD kernels and native GEMVs on worker threads",
@@ -67,13 +67,15 @@ function probeRocm(rocmPath: string | undefined): BackendStatus {
   const rocm = loadedGpuModule("rocm")!;
   try {
     const hip = rocm.HipRuntime.open(rocmPath === undefined ? {} : { rocmPath });
-    // Not `gpu: true`: auto must not pick a backend that cannot run a model yet.
+    // A GPU the backend plans no code objects for is "no device" (RocmError no_code_object, caught below).
+    rocm.rocmPlanCaps(hip.gcnArchName);
+    // Not `gpu: true`: auto must not pick a backend that has never run on an AMD GPU (issue #24).
     return {
       name: "rocm",
       status: "available",
       device: hip.gcnArchName,
       gpu: false,
-      detail: "HIP runtime and GPU found; the ROCm executor is not built yet (issue #24)",
+      detail: "HIP runtime and GPU found; the ROCm executor has not yet run on an AMD GPU (auto does not pick it)",
     };
   } catch (err) {
     if (err instanceof rocm.RocmError && err.code === "no_runtime")

@@ -52,16 +52,15 @@ export const EXECUTORS: Readonly<
       compile,
       ...(cache !== undefined ? { cache } : {}),
     }),
-  // AMD GPUs through HIP (libamdhip64 via koffi; ROCM_PATH names the ROCm root). Only the runtime, code object
-  // metadata and kernel arguments exist so far: opening it reports a missing runtime or device, else says so.
-  rocm: () => {
-    const rocm = gpuModule("rocm");
+  // AMD GPUs through HIP (libamdhip64 via koffi; ROCM_PATH names the ROCm root): code objects built for the GPU's
+  // gcnArchName with ROCm's llc + ld.lld (or LLVM 19's), decode steps replayed as HIP graphs. Not yet run on hardware.
+  rocm: (compile, cache) => {
     const rocmPath = process.env["ROCM_PATH"];
-    const hip = rocm.HipRuntime.open(rocmPath === undefined ? {} : { rocmPath });
-    throw new CliError(
-      "command-failed",
-      `--backend rocm: found the HIP runtime and a ${hip.gcnArchName} GPU, but the ROCm executor is not built yet (issue #24); use --backend vulkan or cpu`,
-    );
+    return gpuModule("rocm").createRocmExecutor({
+      compile,
+      ...(rocmPath !== undefined ? { rocmPath } : {}),
+      ...(cache !== undefined ? { cache } : {}),
+    });
   },
 };
 
@@ -136,6 +135,16 @@ export function backendFailure(name: string, command: string, err: unknown): unk
           "install ROCm (ROCM_PATH names its root) or use --backend cpu",
         );
       if (code === "no_device") return fail("no AMD GPU", "check `rocminfo`, or use --backend cpu");
+      if (code === "no_code_object")
+        return fail("this AMD GPU is not one the ROCm backend builds for", "use --backend vulkan or cpu");
+      if (code === "no_toolchain")
+        return fail(
+          "needs llc and ld.lld to build code objects",
+          "install ROCm's LLVM or LLVM 19, or use --backend cpu",
+        );
+      if (code === "bad_code_object" || code === "kernarg_mismatch")
+        return fail("a kernel could not be built or bound for this GPU", "report it, or use --backend vulkan or cpu");
+      if (result === 2) return fail("the GPU is out of memory", "use a smaller model or --context, or --backend cpu");
       return fail("the HIP runtime failed", "use --backend cpu");
     case "VulkanError":
       if (code === "loader-missing" || /INCOMPATIBLE_DRIVER/.test(err.message))
@@ -168,6 +177,13 @@ export function backendFailure(name: string, command: string, err: unknown): unk
     case "CpuError":
       if (code === "out-of-memory") return fail("out of memory", "use a smaller model or --context");
       if (code === "unsupported-platform") return fail("this platform cannot run it", "use --backend eval");
+      return err;
+    // @poot/executor's device errors (any backend on the generic staged program).
+    case "DeviceError":
+      if (code === "out-of-memory")
+        return fail("the GPU is out of memory", "use a smaller model or --context, or --backend cpu");
+      if (code === "device-lost") return fail("the GPU was lost", "run again; if it repeats, use --backend cpu");
+      if (code === "bad-code") return fail("the device refused a kernel", "report it, or use --backend cpu");
       return err;
     // The runtime's and the model loaders' typed errors are about the user's input (token ids, sampling, files).
     case "RuntimeError":

@@ -6,7 +6,14 @@ import { LoadedModel, ModelError, type PagedLayout } from "@poot/models";
 import { CpuExecutor } from "@poot/backend-cpu";
 import { measureBandwidth } from "./bandwidth.js";
 import { CliError } from "../errors.js";
-import { BACKEND_NAMES, createExecutor, horizontalFusion, loweringCache, measureFloorBandwidth } from "./backends.js";
+import {
+  BACKEND_NAMES,
+  createExecutor,
+  executorSettings,
+  horizontalFusion,
+  loweringCache,
+  measureFloorBandwidth,
+} from "./backends.js";
 import { planDevices, describePlacement, engineDevices, placementOptions, type PlacementFlags } from "@poot/serve";
 import type { CommandModule } from "./index.js";
 import { parseNumber } from "./numbers.js";
@@ -40,11 +47,27 @@ export interface BenchReport {
   /** One-minute load average when the runs ended (the machine may be shared). */
   readonly loadAverage: number;
   /**
-   * Kernel dispatches submitted per decode token, counted by the executor around the timed decode steps (equal in
+   * Kernel dispatches submitted per decode step (with the device greedy loop: the step's kernels and its argmax
+   * kernel, over every step a launch ran), counted by the executor around the timed decode steps (equal in
    * every run, else an error); null when the backend does not count launches. `poot compile --explain` predicts it
    * for the graph that ran: `--mode decode --context P+G --page-size kvLayout.pageSize --pages kvLayout.pages`.
    */
   readonly decodeDispatchesPerToken: number | null;
+  /**
+   * Device submissions (CUDA graph launches) per decode token around the timed steps: 1 when every step replays
+   * its captured graph, 1/k with the device greedy loop's k steps per launch; null when the backend does not count.
+   */
+  readonly graphLaunchesPerToken: number | null;
+  /**
+   * Median host milliseconds per decode token: wall time minus the time the host was blocked waiting for the
+   * device (what the runtime, the executor and the driver calls cost between tokens); null when the backend does
+   * not count its waits.
+   */
+  readonly hostMsPerToken: number | null;
+  /** How decode ran: `device-loop` (argmax and next inputs on the device, decision 2201) or `steps` (one host step a token). */
+  readonly decodeLoop: "device-loop" | "host-launches" | "steps";
+  /** Decode steps per launch of the greedy loop (1 for `steps`). */
+  readonly tokensPerLaunch: number;
   /** The paged KV layout the runtime traced the decode graph with (one sequence: `lanes` is 1, `--batch 1`). */
   readonly kvLayout: PagedLayout;
   /** Device bytes after the runs (weights, state, io). */
@@ -136,7 +159,14 @@ export const bench: CommandModule = {
       .option("--runs <n>", "timed runs after one warm-up", "3")
       .option("--weights <kind>", "HF folders: f32 or bf16", "f32")
       .option("--prefill-chunk <n>", "largest prefill step in tokens (a power of two)", "64")
+      .option(
+        "--decode-loop <mode>",
+        "auto (the device greedy loop where the backend has one) | steps (one host step a token) | host-launches",
+        "auto",
+      )
+      .option("--tokens-per-launch <n>", "decode steps per launch of a greedy loop", "8")
       .option("--horizontal-fusion <mode>", "grouped (default: q/k/v as one dispatch) | shared-epilogue (a baseline)")
+      .option("-t, --threads <n>", "CPU backend: worker threads (default: one per core)")
       .option("--json", "print JSON instead of a table")
       .action(
         async (
@@ -149,6 +179,9 @@ export const bench: CommandModule = {
             weights: string;
             prefillChunk: string;
             horizontalFusion?: string;
+            decodeLoop: string;
+            tokensPerLaunch: string;
+            threads?: string;
             json?: boolean;
           },
         ) => {
@@ -156,6 +189,14 @@ export const bench: CommandModule = {
           const G = parseNumber("--gen-tokens", o.genTokens, "int", "bench");
           const runs = parseNumber("--runs", o.runs, "int", "bench");
           const prefillChunk = parseNumber("--prefill-chunk", o.prefillChunk, "int", "bench");
+          const tokensPerLaunch = parseNumber("--tokens-per-launch", o.tokensPerLaunch, "int", "bench");
+          if (tokensPerLaunch < 1)
+            throw new CliError("bad-input", "--tokens-per-launch must be >= 1", { command: "bench" });
+          const loopMode = o.decodeLoop;
+          if (loopMode !== "auto" && loopMode !== "steps" && loopMode !== "host-launches")
+            throw new CliError("bad-input", `--decode-loop must be auto, steps or host-launches, got "${loopMode}"`, {
+              command: "bench",
+            });
           if (P < 1 || G < 2 || runs < 1)
             throw new CliError("bad-input", "--prompt-tokens >= 1, --gen-tokens >= 2 and --runs >= 1 are required", {
               command: "bench",
@@ -163,6 +204,12 @@ export const bench: CommandModule = {
           if (o.weights !== "f32" && o.weights !== "bf16")
             throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command: "bench" });
           const weights: "f32" | "bf16" = o.weights;
+          if (o.threads !== undefined) {
+            const threads = parseNumber("--threads", o.threads, "int", "bench");
+            if (threads < 1)
+              throw new CliError("bad-input", `--threads must be >= 1, got ${threads}`, { command: "bench" });
+            executorSettings.threads = threads;
+          }
           const fusion = horizontalFusion(o.horizontalFusion, "bench");
           const cache = loweringCache((m) => io.err(`${m}\n`));
           const make = (n: string, c: string) => createExecutor(n, c, fusion, cache);
@@ -177,6 +224,8 @@ export const bench: CommandModule = {
               tokenizer: null,
               prefillChunk,
               maxSequences: 1,
+              greedyLoop: loopMode,
+              greedyTokensPerLaunch: tokensPerLaunch,
               ...engineDevices(plan, placed, make),
             });
             const e = engine;
@@ -194,11 +243,16 @@ export const bench: CommandModule = {
               cpuDec: number[] = [],
               ttft: number[] = [],
               perToken: number[] = [],
+              graphsPerToken: number[] = [],
+              hostMs: number[] = [],
               regs: number[] = [],
               natives: number[] = [];
             let stateBytes = 0;
             const cpu = executor instanceof CpuExecutor ? executor : null;
             const dispatches = (): number | null => executor.dispatchesSubmitted?.() ?? null;
+            const graphs = (): number | null => executor.graphLaunchesSubmitted?.() ?? null;
+            const waited = (): number | null => executor.hostWaitMs?.() ?? null;
+            let launches = 0;
             const cpuMs = () => {
               const u = process.cpuUsage();
               return (u.user + u.system) / 1000;
@@ -207,20 +261,29 @@ export const bench: CommandModule = {
               const s = e.openSession();
               const w0 = performance.now(),
                 c0 = cpuMs();
-              let logits = s.step(prompt);
+              const logits = s.step(prompt);
               const w1p = performance.now(),
                 c1p = cpuMs();
               // Counter reads sit outside both timed intervals (on wgpu each is a worker round trip).
               const d1 = dispatches(),
+                g1 = graphs(),
+                l1 = e.stats.greedyLaunches,
                 r1 = cpu?.stats().regions,
                 n1 = cpu?.stats().nativeDispatches,
                 h1 = e.pipelineStats?.handoffs,
                 p1 = e.pagerStats === null ? null : { ...e.pagerStats };
+              const q1 = waited();
               const w1 = performance.now(),
                 c1 = cpuMs();
-              for (let k = 1; k < G; k++) logits = s.step([argmax(logits)]);
+              // G - 1 greedy steps after the first token (on the device where the backend has a greedy loop).
+              e.greedy(s, argmax(logits), G - 1);
               const w2 = performance.now(),
                 c2 = cpuMs();
+              const q2 = waited();
+              launches = e.stats.greedyLaunches - l1;
+              // Steps the device ran: a greedy loop runs whole launches (a few past the last token, rolled back).
+              const steps = launches > 0 ? launches * tokensPerLaunch : G - 1;
+              const g2 = graphs();
               const d2 = dispatches(),
                 r2 = cpu?.stats().regions,
                 n2 = cpu?.stats().nativeDispatches,
@@ -231,7 +294,9 @@ export const bench: CommandModule = {
               bar?.update(r + 1);
               // Run 0 warms up (stages programs, binds weights).
               if (r === 0) continue;
-              if (d1 !== null && d2 !== null) perToken.push((d2 - d1) / (G - 1));
+              if (d1 !== null && d2 !== null) perToken.push((d2 - d1) / steps);
+              if (g1 !== null && g2 !== null) graphsPerToken.push((g2 - g1) / (G - 1));
+              if (q1 !== null && q2 !== null) hostMs.push((w2 - w1 - (q2 - q1)) / (G - 1));
               if (r1 !== undefined && r2 !== undefined) regs.push((r2 - r1) / (G - 1));
               if (h1 !== undefined && h2 !== undefined) handoffs.push((h2 - h1) / (G - 1));
               if (p1 !== null && p2 !== null) {
@@ -285,6 +350,10 @@ export const bench: CommandModule = {
               decodeTokPerCpuS: median(cpuDec),
               stageMs: e.stats.stageMs,
               decodeDispatchesPerToken: perToken[0] ?? null,
+              graphLaunchesPerToken: graphsPerToken.length > 0 ? median(graphsPerToken) : null,
+              hostMsPerToken: hostMs.length > 0 ? median(hostMs) : null,
+              decodeLoop: launches === 0 ? "steps" : loopMode === "host-launches" ? "host-launches" : "device-loop",
+              tokensPerLaunch: launches === 0 ? 1 : tokensPerLaunch,
               kvLayout: e.paged,
               regionsPerToken: regs.length > 0 ? median(regs) : null,
               cpuKernels: cpu === null ? null : cpuKernels(cpu, natives),
@@ -322,6 +391,19 @@ export const bench: CommandModule = {
               io.out(
                 `  decode  ${report.decodeTokS.toFixed(2)} tok/s (${report.decodeMsPerToken.toFixed(3)} ms/token; ${report.decodeTokPerCpuS.toFixed(2)} per CPU-second)${report.decodeDispatchesPerToken !== null ? `, ${report.decodeDispatchesPerToken} dispatches/token${report.regionsPerToken !== null ? ` in ${report.regionsPerToken} region(s)` : ""}` : ""}\n`,
               );
+              if (
+                report.decodeLoop !== "steps" ||
+                report.graphLaunchesPerToken !== null ||
+                report.hostMsPerToken !== null
+              )
+                io.out(
+                  `  decode loop ${report.decodeLoop}${report.decodeLoop === "steps" ? "" : ` (${report.tokensPerLaunch} steps a launch)`}${[
+                    report.graphLaunchesPerToken === null
+                      ? ""
+                      : `, ${report.graphLaunchesPerToken.toFixed(3)} graph launches/token`,
+                    report.hostMsPerToken === null ? "" : `, host ${report.hostMsPerToken.toFixed(3)} ms/token`,
+                  ].join("")}\n`,
+                );
               if (report.cpuKernels !== null) io.out(`  kernels ${report.cpuKernels}\n`);
               if (report.placement === null)
                 io.out(`  placement: every block on ${o.backend} as one program (1 unit, 0 hand-offs per token)\n`);

@@ -8,7 +8,7 @@ import { ApiError } from "../errors.js";
 
 /** Which routes need the key and what it is. */
 export interface AuthPolicy {
-  /** The key `Authorization: Bearer <key>` must carry; null = no key needed anywhere. */
+  /** The key `Authorization: Bearer <key>` (or `x-api-key: <key>`) must carry; null = no key needed anywhere. */
   readonly apiKey: string | null;
   /** Routes (fastify route patterns, e.g. `/health`) that never need the key. */
   readonly open: ReadonlySet<string>;
@@ -42,8 +42,14 @@ export function checkAuth(req: FastifyRequest, policy: AuthPolicy): void {
   const route = req.routeOptions.url;
   if (route !== undefined && policy.open.has(route)) return;
   const header = req.headers.authorization;
+  // Anthropic's clients send the key as `x-api-key`; either header may carry it (Authorization wins when both do).
+  const xKey = req.headers["x-api-key"];
+  if ((header === undefined || header === "") && typeof xKey === "string" && xKey !== "") {
+    if (!sameSecret(xKey, policy.apiKey)) throw new ApiError(401, "invalid_api_key", "Incorrect API key provided");
+    return;
+  }
   if (header === undefined || header === "")
-    throw new ApiError(401, "invalid_api_key", "Missing API key: send Authorization: Bearer <key>");
+    throw new ApiError(401, "invalid_api_key", "Missing API key: send Authorization: Bearer <key> or x-api-key: <key>");
   const token = bearerToken(header);
   if (token === null || !sameSecret(token, policy.apiKey))
     throw new ApiError(401, "invalid_api_key", "Incorrect API key provided");

@@ -1,6 +1,8 @@
 // The narrow engine surface the server schedules over: tokenize, render chat, begin sequences that sample
-// and detokenize themselves, run one batched step, report stats. runtime-engine.ts adapts @poot/runtime to it.
+// and detokenize themselves, run one batched step, report stats. runtime-engine.ts adapts @poot/runtime to it;
+// engine-worker.ts runs that adapter and its scheduler on a worker thread behind the same text-side surface.
 import type { ChatMessage } from "@poot/models";
+import type { SchedulerOptions, ServeScheduler } from "./scheduler.js";
 
 /** Sampling parameters of one sequence, already range-checked by the server. */
 export interface SamplingParams {
@@ -36,6 +38,17 @@ export interface SequenceOptions {
   readonly logprobs: number | null;
   /** Keep generating past EOS. */
   readonly ignoreEos: boolean;
+  /** Constrain the output to JSON (grammar-constrained decoding); absent or null = free text. */
+  readonly constraint?: JsonConstraintSpec | null;
+}
+
+/**
+ * Output constrained to one JSON document: a JSON schema (already checked by the server: it compiles, and its
+ * shortest document fits maxTokens), or null for any JSON object. Plain data, so it can cross to a worker thread.
+ */
+export interface JsonConstraintSpec {
+  /** The JSON schema, or null for any JSON object. */
+  readonly schema: unknown;
 }
 
 /** A token and its log-probability under the raw model distribution. */
@@ -44,6 +57,13 @@ export interface TokenLogprob {
   readonly id: number;
   /** Natural-log probability. */
   readonly logprob: number;
+}
+
+/** A prompt token's logprob under the model given the tokens before it (null for the first), and the top tokens there. */
+export interface PromptLogprob {
+  readonly id: number;
+  readonly logprob: number | null;
+  readonly top: readonly TokenLogprob[] | null;
 }
 
 /** What a sequence releases after one step: a sampled token with its text (possibly empty), or trailing text. */
@@ -93,6 +113,13 @@ export interface EngineStats {
     readonly pagesInUse: number;
     readonly pagesReserved: number;
   };
+  /** The prefix cache (absent when off): sessions that hit, prompt tokens served from it, evictions, pages held. */
+  readonly prefixCache?: {
+    readonly hits: number;
+    readonly hitTokens: number;
+    readonly evictions: number;
+    readonly pages: number;
+  };
   /** Blocks across devices (absent when the model runs as one program): hand-offs and the weight pager's counters. */
   readonly blocks?: {
     readonly handoffs: number;
@@ -125,7 +152,7 @@ export type RelocateResult = { readonly placement: PlacementSummary } | { readon
 /** Whether a sequence can begin now: yes, not until KV pages (or lanes) are released, or never (larger than the pool). */
 export type Admission = "now" | "wait" | "never";
 
-/** What the server needs from an inference engine. */
+/** What the HTTP side needs from an engine wherever it runs: sizes, text in and out, and stats. */
 export interface ServeEngine {
   /** KV capacity of a sequence in tokens: prompt plus generated tokens must fit. */
   readonly context: number;
@@ -142,8 +169,9 @@ export interface ServeEngine {
   /**
    * Tokens of a chat rendered by the chat template with the generation prompt, computed off the event loop; null
    * when the model has no chat template. Rejects with the template's message when it refuses the conversation.
+   * `tools` (OpenAI function tools) are given to the template, as HF apply_chat_template(tools=...) does.
    */
-  encodeChat(messages: readonly ChatMessage[]): Promise<number[] | null>;
+  encodeChat(messages: readonly ChatMessage[], tools?: readonly unknown[] | null): Promise<number[] | null>;
   /** The text of token ids (special tokens kept). */
   textOf(ids: readonly number[]): string;
   /** Width of the model's hidden state (the rows {@link ServeEngine.hidden} returns). */
@@ -153,8 +181,29 @@ export interface ServeEngine {
    * [T, hiddenSize]; ids are in the vocabulary and at most a context long (the caller checks).
    */
   hidden(ids: readonly number[]): Promise<Float32Array>;
+  /**
+   * The logprob of each prompt token after the ones before it, with the `top` most likely tokens there (the first
+   * token has none: null); ids are in the vocabulary and at most a context long (the caller checks).
+   */
+  promptLogprobs(ids: readonly number[], top: number): Promise<PromptLogprob[]>;
   /** The text of one token alone, for logprobs. */
   tokenText(id: number): string;
+  /** Counters and memory. */
+  stats(): EngineStats;
+  /** Where the blocks are; null when the model runs as one program (no placement). Optional. */
+  placement?(): PlacementSummary | null;
+  /**
+   * Moves blocks to the devices of `place` (`--place` syntax) between steps, each block taking its KV / recurrent
+   * state (decision 1707); the next step runs every block where it now lives. Optional: an engine without blocks
+   * leaves it out or refuses. Results are plain data (no exception crosses for a bad placement).
+   */
+  relocate?(place: string): RelocateResult | Promise<RelocateResult>;
+  /** Frees everything. */
+  close(): void;
+}
+
+/** An engine the in-process Scheduler (scheduler.ts) steps on the calling thread. */
+export interface BatchEngine extends ServeEngine {
   /**
    * Whether a sequence of `prompt` generating up to `maxTokens` can begin now (its KV pages for prompt +
    * maxTokens are free), must wait for others to release theirs, or can never fit the pool; with the pages needed.
@@ -170,16 +219,18 @@ export interface ServeEngine {
   begin(prompt: readonly number[], options: SequenceOptions): EngineSequence;
   /** Runs every sequence's queued tokens as one step; returns the logits [V] after each one's last token. */
   step(seqs: readonly EngineSequence[]): Float32Array[];
-  /** Counters and memory. */
-  stats(): EngineStats;
-  /** Where the blocks are; null when the model runs as one program (no placement). Optional. */
-  placement?(): PlacementSummary | null;
-  /**
-   * Moves blocks to the devices of `place` (`--place` syntax) between steps, each block taking its KV / recurrent
-   * state (decision 1707); the next step runs every block where it now lives. Optional: an engine without blocks
-   * leaves it out or refuses. Results are plain data (no exception crosses for a bad placement).
-   */
-  relocate?(place: string): RelocateResult | Promise<RelocateResult>;
-  /** Frees everything. */
-  close(): void;
+}
+
+/**
+ * A model whose engine runs off the HTTP thread (the engine worker) and brings its own scheduler, so no engine
+ * step ever holds the event loop that answers /health and streams tokens.
+ */
+export interface RemoteServeEngine extends ServeEngine {
+  /** The scheduler over this engine (one per engine). */
+  createScheduler(options: SchedulerOptions): ServeScheduler;
+}
+
+/** Whether `e` brings its own scheduler (runs its engine elsewhere) rather than being stepped here. */
+export function isRemoteEngine(e: BatchEngine | RemoteServeEngine): e is RemoteServeEngine {
+  return typeof (e as Partial<RemoteServeEngine>).createScheduler === "function";
 }

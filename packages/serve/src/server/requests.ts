@@ -3,9 +3,10 @@
 // of the context for chat), each failure an ApiError naming the parameter.
 import type { ChatMessage } from "@poot/models";
 import { ApiError } from "../errors.js";
-import type { ServeEngine } from "./engine.js";
+import type { JsonConstraintSpec, PromptLogprob, ServeEngine } from "./engine.js";
+import { JsonGrammar } from "./json-grammar.js";
 import type { GenerationRequest } from "./scheduler.js";
-import type { ChatBody, CommonBody, CompletionBody } from "./schemas.js";
+import type { ChatBody, ChatTool, CommonBody, CompletionBody } from "./schemas.js";
 
 /** A request turned into generations: one per (prompt, choice), prompt-major. */
 export interface PlannedRequest {
@@ -17,6 +18,21 @@ export interface PlannedRequest {
   readonly stream: boolean;
   /** Whether a streamed response ends with a usage chunk. */
   readonly includeUsage: boolean;
+  /** How a chat answer is read back (absent: plain text). */
+  readonly output?: ChatOutput;
+  /** The prompt tokens' logprobs of each generation (completions with `echo` and `logprobs`). */
+  readonly echoLogprobs?: readonly (readonly PromptLogprob[])[];
+}
+
+/**
+ * How a chat answer is constrained and read back: `text` free text; `json` one JSON document (response_format);
+ * `tool` a forced tool call `{"name", "arguments"}` (tool_choice required or named) returned as `tool_calls`;
+ * `auto` free text that becomes a tool call when it is exactly such a JSON object naming one of `tools`.
+ */
+export interface ChatOutput {
+  readonly mode: "text" | "json" | "tool" | "auto";
+  /** The request's tools (empty unless mode is tool or auto). */
+  readonly tools: readonly ChatTool[];
 }
 
 /** Throws a 404 unless `model` is the served model's id. */
@@ -30,7 +46,8 @@ export function checkModel(model: string, served: string): void {
     );
 }
 
-function checkIds(engine: ServeEngine, ids: readonly number[], param: string): void {
+/** Throws a 400 naming `param` unless `ids` is non-empty and inside the vocabulary. */
+export function checkIds(engine: ServeEngine, ids: readonly number[], param: string): void {
   if (ids.length === 0) throw new ApiError(400, "invalid_value", "the prompt has no tokens", param);
   for (const id of ids) {
     if (id >= engine.vocabSize)
@@ -48,7 +65,7 @@ function checkIds(engine: ServeEngine, ids: readonly number[], param: string): v
  * `maxTokenBytes` bytes of text, so B bytes are at least B / maxTokenBytes tokens. The bound is halved for safety
  * (normalizers may shrink text a little). Tokenizing a megabyte costs seconds of CPU; this costs a byte count.
  */
-function checkTextSize(engine: ServeEngine, bytes: number, param: string): void {
+export function checkTextSize(engine: ServeEngine, bytes: number, param: string): void {
   const least = Math.floor(bytes / (2 * engine.maxTokenBytes));
   if (least >= engine.context) {
     throw new ApiError(
@@ -64,7 +81,7 @@ function checkTextSize(engine: ServeEngine, bytes: number, param: string): void 
  * The max_tokens a generation gets: asked for (must fit the context and the KV cache) or the default (clipped
  * to what fits both). `promptParam` names the prompt (`prompt` or `messages`), `param` the field asked.
  */
-function maxTokensFor(
+export function maxTokensFor(
   engine: ServeEngine,
   promptTokens: number,
   asked: number | null | undefined,
@@ -114,7 +131,8 @@ function logitBiasOf(engine: ServeEngine, body: CommonBody): Map<number, number>
   return bias;
 }
 
-function generation(
+/** One generation of `body`'s sampling parameters over `prompt` (choice `choice` draws from seed + choice). */
+export function generation(
   engine: ServeEngine,
   body: CommonBody,
   prompt: number[],
@@ -148,9 +166,6 @@ function generation(
 
 /** Plans a /v1/completions request (tokenizing off the event loop). */
 export async function planCompletion(engine: ServeEngine, body: CompletionBody): Promise<PlannedRequest> {
-  if (body.echo === true && body.logprobs !== null && body.logprobs !== undefined) {
-    throw new ApiError(400, "invalid_value", "echo with logprobs (prompt logprobs) is not supported", "echo");
-  }
   const p = body.prompt;
   // A string, a list of strings, a list of ids, or a list of lists of ids (OpenAI's four prompt forms).
   const texts: (string | null)[] =
@@ -179,18 +194,170 @@ export async function planCompletion(engine: ServeEngine, body: CompletionBody):
       echo.push(body.echo === true ? (texts[i] ?? engine.textOf(ids)) : "");
     }
   });
-  return { generations, echo, stream: body.stream === true, includeUsage: body.stream_options?.include_usage === true };
+  // Prompt logprobs (echo with logprobs): one stateless prefill per prompt, shared by its choices.
+  const wantPrompt = body.echo === true && body.logprobs !== null && body.logprobs !== undefined;
+  const promptLps = wantPrompt
+    ? await Promise.all(prompts.map((ids) => engine.promptLogprobs(ids, body.logprobs!)))
+    : null;
+  return {
+    generations,
+    echo,
+    stream: body.stream === true,
+    includeUsage: body.stream_options?.include_usage === true,
+    ...(promptLps === null
+      ? {}
+      : { echoLogprobs: prompts.flatMap((_, i) => Array.from({ length: n }, () => promptLps[i]!)) }),
+  };
+}
+
+/** The chat messages as the template takes them (HF's shapes: tool calls with parsed arguments). */
+function templateMessages(body: ChatBody): ChatMessage[] {
+  return body.messages.map((m, i) => {
+    const content =
+      m.content === null || m.content === undefined
+        ? null
+        : typeof m.content === "string"
+          ? m.content
+          : m.content.map((part) => part.text).join("");
+    const calls = m.tool_calls ?? [];
+    if (content === null && !(m.role === "assistant" && calls.length > 0))
+      throw new ApiError(400, "invalid_request", `messages[${i}].content is required`, `messages[${i}].content`);
+    if (calls.length > 0 && m.role !== "assistant")
+      throw new ApiError(
+        400,
+        "invalid_value",
+        `messages[${i}].tool_calls is only for assistant messages`,
+        `messages[${i}].tool_calls`,
+      );
+    if (m.role === "tool" && m.tool_call_id === undefined)
+      throw new ApiError(
+        400,
+        "invalid_request",
+        `messages[${i}].tool_call_id is required for a tool message`,
+        `messages[${i}].tool_call_id`,
+      );
+    const out: ChatMessage = {
+      // The templates know system/user/assistant; OpenAI's newer "developer" role is the system prompt.
+      role: m.role === "developer" ? "system" : m.role,
+      content: content ?? "",
+      ...(m.tool_call_id === undefined ? {} : { tool_call_id: m.tool_call_id }),
+      ...(m.name === undefined ? {} : { name: m.name }),
+    };
+    if (calls.length === 0) return out;
+    return {
+      ...out,
+      tool_calls: calls.map((c, j) => {
+        let args: unknown;
+        try {
+          args = JSON.parse(c.function.arguments);
+        } catch {
+          const param = `messages[${i}].tool_calls[${j}].function.arguments`;
+          throw new ApiError(400, "invalid_value", `${param} is not JSON`, param);
+        }
+        return { id: c.id, type: "function", function: { name: c.function.name, arguments: args } };
+      }),
+    };
+  });
+}
+
+/** The JSON schema of one tool call `{"name": ..., "arguments": ...}` over `tools`, their $defs hoisted to the root. */
+export function toolCallSchema(tools: readonly ChatTool[]): object {
+  const defs: Record<string, unknown> = {};
+  const options = tools.map((t) => {
+    const { $defs, definitions, ...params } = (t.function.parameters ?? { type: "object" }) as Record<string, unknown>;
+    Object.assign(defs, $defs ?? {}, definitions ?? {});
+    return {
+      type: "object",
+      properties: { name: { const: t.function.name }, arguments: params },
+      required: ["name", "arguments"],
+      additionalProperties: false,
+    };
+  });
+  const one = options.length === 1 ? options[0]! : { anyOf: options };
+  return Object.keys(defs).length === 0 ? one : { ...one, $defs: defs, definitions: defs };
+}
+
+/** The output mode and constraint of a chat request (response_format, tools, tool_choice), each checked. */
+function chatOutput(body: ChatBody): { output: ChatOutput; constraint: JsonConstraintSpec | null } {
+  const tools = body.tools ?? [];
+  const choice = body.tool_choice ?? (tools.length > 0 ? "auto" : "none");
+  const rf = body.response_format ?? { type: "text" };
+  if (typeof choice === "object" || choice === "required") {
+    if (tools.length === 0)
+      throw new ApiError(400, "invalid_value", "tool_choice asks for a tool call but tools is empty", "tool_choice");
+    if (rf.type !== "text")
+      throw new ApiError(
+        400,
+        "invalid_value",
+        "response_format cannot be combined with a forced tool_choice",
+        "response_format",
+      );
+  }
+  const names = new Set<string>();
+  tools.forEach((t, i) => {
+    if (names.has(t.function.name))
+      throw new ApiError(
+        400,
+        "invalid_value",
+        `tools[${i}].function.name "${t.function.name}" is used twice`,
+        `tools[${i}].function.name`,
+      );
+    names.add(t.function.name);
+    // Checked on their own so an unsupported keyword names its tool.
+    if (t.function.parameters !== undefined)
+      void new JsonGrammar(t.function.parameters, `tools[${i}].function.parameters`);
+  });
+  if (typeof choice === "object") {
+    const named = tools.filter((t) => t.function.name === choice.function.name);
+    if (named.length === 0)
+      throw new ApiError(
+        400,
+        "invalid_value",
+        `tool_choice names "${choice.function.name}", which is not in tools`,
+        "tool_choice.function.name",
+      );
+    return { output: { mode: "tool", tools: named }, constraint: { schema: toolCallSchema(named) } };
+  }
+  if (choice === "required") return { output: { mode: "tool", tools }, constraint: { schema: toolCallSchema(tools) } };
+  if (rf.type === "json_object") return { output: { mode: "json", tools: [] }, constraint: { schema: null } };
+  if (rf.type === "json_schema") {
+    if (rf.json_schema === undefined)
+      throw new ApiError(
+        400,
+        "invalid_request",
+        "response_format.json_schema is required when response_format.type is json_schema",
+        "response_format.json_schema",
+      );
+    return { output: { mode: "json", tools: [] }, constraint: { schema: rf.json_schema.schema ?? null } };
+  }
+  return { output: { mode: choice === "auto" && tools.length > 0 ? "auto" : "text", tools }, constraint: null };
 }
 
 /** Plans a /v1/chat/completions request (rendering and tokenizing off the event loop). */
 export async function planChat(engine: ServeEngine, body: ChatBody): Promise<PlannedRequest> {
   if ((body.top_logprobs ?? 0) > 0 && body.logprobs !== true)
     throw new ApiError(400, "invalid_value", "top_logprobs needs logprobs: true", "top_logprobs");
-  const messages: ChatMessage[] = body.messages.map((m) => ({
-    // The templates know system/user/assistant; OpenAI's newer "developer" role is the system prompt.
-    role: m.role === "developer" ? "system" : m.role,
-    content: typeof m.content === "string" ? m.content : m.content.map((part) => part.text).join(""),
-  }));
+  const messages = templateMessages(body);
+  const { output, constraint } = chatOutput(body);
+  // The grammar is compiled here too (the engine compiles its own copy): schema errors are the client's 400s.
+  const grammar =
+    constraint === null
+      ? null
+      : new JsonGrammar(
+          constraint.schema,
+          output.mode === "tool"
+            ? "tools"
+            : body.response_format?.type === "json_schema"
+              ? "response_format.json_schema.schema"
+              : "response_format",
+        );
+  if (grammar !== null && body.ignore_eos === true)
+    throw new ApiError(
+      400,
+      "invalid_value",
+      "ignore_eos cannot be combined with JSON output or a forced tool call",
+      "ignore_eos",
+    );
   checkTextSize(
     engine,
     messages.reduce((n, m) => n + Buffer.byteLength(m.content), 0),
@@ -199,7 +366,7 @@ export async function planChat(engine: ServeEngine, body: ChatBody): Promise<Pla
   let ids: number[] | null;
   try {
     // The template writes BOS itself (HF apply_chat_template tokenizes without adding special tokens).
-    ids = await engine.encodeChat(messages);
+    ids = await engine.encodeChat(messages, output.tools.length > 0 ? output.tools : null);
   } catch (err) {
     // Templates raise on conversations they refuse (roles out of order, a missing system turn, ...).
     throw new ApiError(
@@ -224,14 +391,27 @@ export async function planChat(engine: ServeEngine, body: ChatBody): Promise<Pla
       : "max_tokens";
   // OpenAI's chat default is "as many as fit": here, what fits both the context and the KV cache.
   const maxTokens = maxTokensFor(engine, ids.length, asked, engine.context, param, "messages");
+  if (grammar !== null) {
+    // The mask needs at most one token per character of the shortest document; fewer tokens could cut it short.
+    const least = grammar.minLength(grammar.root);
+    if (least > maxTokens)
+      throw new ApiError(
+        400,
+        "invalid_value",
+        `${param} is ${maxTokens}, but the shortest answer the ${output.mode === "tool" ? "tools allow" : "schema allows"} can take ${least} tokens; raise ${param}`,
+        param,
+      );
+  }
   const logprobs = body.logprobs === true ? (body.top_logprobs ?? 0) : null;
-  const generations = Array.from({ length: body.n ?? 1 }, (_, c) =>
-    generation(engine, body, ids, maxTokens, c, logprobs),
-  );
+  const generations = Array.from({ length: body.n ?? 1 }, (_, c) => ({
+    ...generation(engine, body, ids, maxTokens, c, logprobs),
+    constraint,
+  }));
   return {
     generations,
     echo: generations.map(() => ""),
     stream: body.stream === true,
     includeUsage: body.stream_options?.include_usage === true,
+    output,
   };
 }

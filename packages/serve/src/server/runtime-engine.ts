@@ -1,9 +1,10 @@
-// The ServeEngine over @poot/runtime: a sequence is a runtime Session with the runtime's Decoding (seeded
+// The BatchEngine over @poot/runtime: a sequence is a runtime Session with the runtime's Decoding (seeded
 // sampling, stop strings, streaming detokenization, logprobs), and a step is Engine.stepBatch.
 import type { ChatMessage } from "@poot/models";
 import {
   Decoding,
   RuntimeError,
+  tokenLogprobs,
   formatPlacement,
   parsePlacement,
   type Engine,
@@ -12,14 +13,18 @@ import {
 import { invariant } from "../errors.js";
 import type {
   Admission,
+  BatchEngine,
   EngineSequence,
   EngineStats,
+  JsonConstraintSpec,
   PlacementSummary,
+  PromptLogprob,
   RelocateResult,
   SequenceEvent,
   SequenceOptions,
-  ServeEngine,
 } from "./engine.js";
+import { JsonGrammar } from "./json-grammar.js";
+import { CompiledConstraint, ConstrainedDecoder, TokenTable } from "./token-mask.js";
 import { encodeChat, textCodec, type TextCodec } from "./text.js";
 import { TextWorker } from "./text-worker.js";
 
@@ -35,7 +40,14 @@ export interface RuntimeServeEngineOptions {
 }
 
 class RuntimeSequence implements EngineSequence {
-  constructor(readonly decoding: Decoding) {}
+  /**
+   * @param decoding - the runtime's decoding state over the session.
+   * @param json - the grammar constraint, when the output must be one JSON document.
+   */
+  constructor(
+    readonly decoding: Decoding,
+    private readonly json: ConstrainedDecoder | null = null,
+  ) {}
 
   get length(): number {
     const s = this.decoding.session;
@@ -58,13 +70,14 @@ class RuntimeSequence implements EngineSequence {
   }
 
   accept(logits: Float32Array): SequenceEvent[] {
-    return this.decoding
-      .accept(logits)
-      .map((e) =>
-        e.kind === "text"
-          ? e
-          : { kind: "token", id: e.id, text: e.text, logprob: e.logprob ?? null, top: e.top ?? null },
-      );
+    const d = this.decoding;
+    // The mask goes on the raw logits, before penalties and sampling: disallowed tokens are at -Infinity throughout.
+    if (this.json !== null) this.json.mask(logits, d.options.maxTokens - d.ids.length);
+    const events = d.accept(logits);
+    if (this.json !== null) for (const e of events) if (e.kind === "token") this.json.accept(e.id);
+    return events.map((e) =>
+      e.kind === "text" ? e : { kind: "token", id: e.id, text: e.text, logprob: e.logprob ?? null, top: e.top ?? null },
+    );
   }
 
   release(): void {
@@ -72,12 +85,19 @@ class RuntimeSequence implements EngineSequence {
   }
 }
 
-/** Adapts a runtime {@link Engine} (which must have a tokenizer) to the server's {@link ServeEngine}. */
-export class RuntimeServeEngine implements ServeEngine {
+/** Compiled schemas an engine keeps (least recently used dropped first). */
+const CONSTRAINTS_KEPT = 64;
+
+/** Adapts a runtime {@link Engine} (which must have a tokenizer) to the server's {@link BatchEngine}. */
+export class RuntimeServeEngine implements BatchEngine {
   private readonly codec: TextCodec;
   private readonly worker: TextWorker | null;
   /** Most UTF-8 bytes of text one token can stand for (the longest token string's bytes, an upper bound). */
   readonly maxTokenBytes: number;
+  /** Each token's text for constrained decoding (built on the first constrained request). */
+  private table: TokenTable | null = null;
+  /** Compiled schemas by their JSON text, with their mask caches (the most recent {@link CONSTRAINTS_KEPT}). */
+  private readonly constraints = new Map<string, CompiledConstraint>();
 
   /**
    * @param engine - the runtime engine; the adapter closes it in {@link RuntimeServeEngine.close}.
@@ -130,8 +150,8 @@ export class RuntimeServeEngine implements ServeEngine {
   }
 
   /** The ids of the chat rendered by the override template, else the tokenizer's; null without a template. */
-  async encodeChat(messages: readonly ChatMessage[]): Promise<number[] | null> {
-    return this.worker === null ? encodeChat(this.codec, messages) : this.worker.chat(messages);
+  async encodeChat(messages: readonly ChatMessage[], tools?: readonly unknown[] | null): Promise<number[] | null> {
+    return this.worker === null ? encodeChat(this.codec, messages, tools) : this.worker.chat(messages, tools);
   }
 
   /** The tokenizer's decoding of `ids`. */
@@ -149,6 +169,17 @@ export class RuntimeServeEngine implements ServeEngine {
     return this.engine.promptHidden(ids);
   }
 
+  /** Log-softmax of `Engine.prefillLogits` rows (a stateless prefill: no KV pages taken). */
+  async promptLogprobs(ids: readonly number[], top: number): Promise<PromptLogprob[]> {
+    const V = this.vocabSize;
+    const rows = this.engine.prefillLogits(ids);
+    return ids.map((id, i) => {
+      if (i === 0) return { id, logprob: null, top: null };
+      const lp = tokenLogprobs(rows.subarray((i - 1) * V, i * V), id, top);
+      return { id, logprob: lp.logprob, top: lp.top };
+    });
+  }
+
   /** One token decoded alone. */
   tokenText(id: number): string {
     return this.codec.tok.decode([id]);
@@ -160,7 +191,9 @@ export class RuntimeServeEngine implements ServeEngine {
       pool = e.pool;
     const pages = pool.pagesFor(Math.min(prompt.length + maxTokens, e.context));
     const laneFree = !e.needsLane() || pool.stats.lanesInUse < pool.lanes;
-    const admit: Admission = pages > pool.pages ? "never" : pages <= pool.available && laneFree ? "now" : "wait";
+    // With the prefix cache, cached prefix pages need no new page and cache-only pages can be evicted for it.
+    const { need, available } = e.admissionPages(prompt, prompt.length + maxTokens);
+    const admit: Admission = pages > pool.pages ? "never" : need <= available && laneFree ? "now" : "wait";
     return { admit, pages, pagesTotal: pool.pages };
   }
 
@@ -182,15 +215,31 @@ export class RuntimeServeEngine implements ServeEngine {
       ...(p.seed === undefined ? {} : { seed: p.seed }),
       ...(o.logprobs === null ? {} : { logprobs: o.logprobs }),
     };
-    const session = this.engine.openSession({ reserveTokens: prompt.length + o.maxTokens });
+    const json = o.constraint === undefined || o.constraint === null ? null : this.constrained(o.constraint);
+    const session = this.engine.openSession({ reserveTokens: prompt.length + o.maxTokens, prompt });
     try {
       const decoding = new Decoding(this.engine, session, prompt, options);
-      session.feed(prompt);
-      return new RuntimeSequence(decoding);
+      // A cached prefix is already held: only the rest of the prompt runs.
+      session.feed(prompt.slice(session.length));
+      return new RuntimeSequence(decoding, json);
     } catch (err) {
       session.release();
       throw err;
     }
+  }
+
+  /** A decoder for `spec`, its schema compiled once (and its masks cached) for every sequence that uses it. */
+  private constrained(spec: JsonConstraintSpec): ConstrainedDecoder {
+    const key = JSON.stringify(spec.schema);
+    let c = this.constraints.get(key);
+    if (c === undefined) {
+      const tok = this.codec.tok;
+      this.table ??= TokenTable.of(this.vocabSize, (ids) => tok.decode(ids, { skipSpecial: true }), this.eosTokenIds);
+      c = new CompiledConstraint(new JsonGrammar(spec.schema, "response_format"), this.table);
+      if (this.constraints.size >= CONSTRAINTS_KEPT) this.constraints.delete(this.constraints.keys().next().value!);
+    } else this.constraints.delete(key);
+    this.constraints.set(key, c);
+    return new ConstrainedDecoder(c);
   }
 
   /** One `Engine.stepBatch` over the sequences' sessions. */
@@ -205,6 +254,7 @@ export class RuntimeServeEngine implements ServeEngine {
       compiles: this.engine.stats.programsStaged,
       deviceBytes: this.engine.executor.deviceBytes(),
       openSequences: this.engine.openSessions,
+      ...(this.engine.prefixCache === null ? {} : { prefixCache: this.engine.prefixCache.stats }),
       kv: {
         pageSize: kv.pageSize,
         pagesTotal: kv.pagesTotal,

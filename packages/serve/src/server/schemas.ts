@@ -64,6 +64,40 @@ const textPart = {
   properties: { type: { const: "text" }, text: { type: "string" } },
 } as const;
 
+/** A function tool (OpenAI's shape). */
+const tool = {
+  type: "object",
+  required: ["type", "function"],
+  properties: {
+    type: { const: "function" },
+    function: {
+      type: "object",
+      required: ["name"],
+      properties: {
+        name: { type: "string", pattern: "^[a-zA-Z0-9_-]{1,64}$" },
+        description: { type: "string" },
+        parameters: { type: "object" },
+        strict: nullable({ type: "boolean" }),
+      },
+    },
+  },
+} as const;
+
+/** A tool call of an earlier assistant turn. */
+const toolCall = {
+  type: "object",
+  required: ["id", "type", "function"],
+  properties: {
+    id: { type: "string" },
+    type: { const: "function" },
+    function: {
+      type: "object",
+      required: ["name", "arguments"],
+      properties: { name: { type: "string" }, arguments: { type: "string" } },
+    },
+  },
+} as const;
+
 /** POST /v1/chat/completions. */
 export const chatBody = {
   type: "object",
@@ -76,18 +110,51 @@ export const chatBody = {
       minItems: 1,
       items: {
         type: "object",
-        required: ["role", "content"],
+        required: ["role"],
         properties: {
-          role: { enum: ["system", "developer", "user", "assistant"] },
-          content: { anyOf: [{ type: "string" }, { type: "array", items: textPart }] },
+          role: { enum: ["system", "developer", "user", "assistant", "tool"] },
+          content: nullable({ anyOf: [{ type: "string" }, { type: "array", items: textPart }] }),
           name: { type: "string" },
+          tool_call_id: { type: "string" },
+          tool_calls: nullable({ type: "array", items: toolCall }),
         },
       },
     },
     logprobs: nullable({ type: "boolean" }),
     top_logprobs: nullable({ type: "integer", minimum: 0, maximum: 20 }),
-    response_format: nullable({ type: "object", required: ["type"], properties: { type: { const: "text" } } }),
-    tools: nullable({ type: "array", maxItems: 0 }),
+    // json_schema is required with type json_schema (checked when planning: a schema anyOf names the wrong field).
+    response_format: nullable({
+      type: "object",
+      required: ["type"],
+      properties: {
+        type: { enum: ["text", "json_object", "json_schema"] },
+        json_schema: {
+          type: "object",
+          required: ["name"],
+          properties: {
+            name: { type: "string", pattern: "^[a-zA-Z0-9_-]{1,64}$" },
+            description: { type: "string" },
+            schema: { type: "object" },
+            strict: nullable({ type: "boolean" }),
+          },
+        },
+      },
+    }),
+    tools: nullable({ type: "array", maxItems: 128, items: tool }),
+    tool_choice: nullable({
+      anyOf: [
+        { enum: ["none", "auto", "required"] },
+        {
+          type: "object",
+          required: ["type", "function"],
+          properties: {
+            type: { const: "function" },
+            function: { type: "object", required: ["name"], properties: { name: { type: "string" } } },
+          },
+        },
+      ],
+    }),
+    parallel_tool_calls: nullable({ type: "boolean" }),
   },
 } as const;
 
@@ -120,9 +187,17 @@ export interface CompletionBody extends CommonBody {
 
 /** A validated chat message. */
 export interface ChatBodyMessage {
-  role: "system" | "developer" | "user" | "assistant";
-  content: string | { type: "text"; text: string }[];
+  role: "system" | "developer" | "user" | "assistant" | "tool";
+  content?: string | { type: "text"; text: string }[] | null;
   name?: string;
+  tool_call_id?: string;
+  tool_calls?: { id: string; type: "function"; function: { name: string; arguments: string } }[] | null;
+}
+
+/** A validated function tool. */
+export interface ChatTool {
+  type: "function";
+  function: { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean | null };
 }
 
 /** A validated chat completions body. */
@@ -131,6 +206,16 @@ export interface ChatBody extends CommonBody {
   max_completion_tokens?: number | null;
   logprobs?: boolean | null;
   top_logprobs?: number | null;
+  response_format?:
+    | { type: "text" | "json_object" }
+    | {
+        type: "json_schema";
+        json_schema: { name: string; description?: string; schema?: object; strict?: boolean | null };
+      }
+    | null;
+  tools?: ChatTool[] | null;
+  tool_choice?: "none" | "auto" | "required" | { type: "function"; function: { name: string } } | null;
+  parallel_tool_calls?: boolean | null;
 }
 
 /** POST /tokenize (llama-server's shape). */
@@ -200,6 +285,7 @@ export interface EmbeddingsBody {
   normalize?: boolean;
   pooling?: "mean" | "last";
 }
+
 /** POST /admin/place (decision 1707): the new placement in `--place` syntax. */
 export const placeBody = {
   type: "object",

@@ -1,5 +1,5 @@
 // The OpenAI-compatible HTTP server on fastify: /v1/models, /v1/completions, /v1/chat/completions,
-// /v1/embeddings, llama-server's /tokenize and /detokenize, /health and /metrics, with API-key checks, OpenAI-shaped errors and a continuous-batching scheduler.
+// /v1/embeddings, Anthropic's /v1/messages, llama-server's /tokenize and /detokenize, /health and /metrics, with API-key checks, OpenAI-shaped errors and a continuous-batching scheduler.
 import { randomUUID } from "node:crypto";
 import * as http from "node:http";
 import cors from "@fastify/cors";
@@ -7,13 +7,23 @@ import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
 import { ApiError } from "../errors.js";
 import { checkAuth, type AuthPolicy } from "./auth.js";
 import { LOOPBACK_NAMES, checkHost, isLoopback } from "./hosts.js";
-import type { PlacementSummary, ServeEngine } from "./engine.js";
-import { createMetrics, type ServerMetrics } from "./metrics.js";
+import { isRemoteEngine, type BatchEngine, type PlacementSummary, type RemoteServeEngine } from "./engine.js";
+import { createMetrics, type MetricsCompat, type ServerMetrics } from "./metrics.js";
 import { checkModel, planChat, planCompletion, type PlannedRequest } from "./requests.js";
 import { respond } from "./respond.js";
 import { chatRenderer, completionRenderer } from "./responses.js";
-import { Scheduler } from "./scheduler.js";
+import { Scheduler, type SchedulerOptions, type ServeScheduler } from "./scheduler.js";
 import { detokenize, embeddings, tokenize } from "./embeddings.js";
+import {
+  anthropicError,
+  countTokens,
+  countTokensBody,
+  messagesBody,
+  planMessages,
+  respondMessages,
+  type CountTokensBody,
+  type MessagesBody,
+} from "./messages.js";
 import {
   chatBody,
   completionBody,
@@ -32,14 +42,23 @@ import { toApiError } from "./validation.js";
 
 /** Options of {@link createServer}. */
 export interface ServerOptions {
-  /** The engine that runs the model. */
-  readonly engine: ServeEngine;
+  /**
+   * The engine that runs the model: stepped here by an in-process Scheduler (a {@link BatchEngine}, e.g.
+   * RuntimeServeEngine), or run on a worker thread with its own scheduler (a {@link RemoteServeEngine}, e.g.
+   * EngineWorker, as `poot serve` does) so that no step holds the event loop.
+   */
+  readonly engine: BatchEngine | RemoteServeEngine;
   /** The model id clients name in requests and /v1/models lists. */
   readonly modelId: string;
-  /** When set, every route but `/health` (and `/metrics`, unless `metricsAuth`) needs `Authorization: Bearer <apiKey>`. */
+  /**
+   * When set, every route but `/health` (and `/metrics`, unless `metricsAuth`) needs `Authorization: Bearer <apiKey>`
+   * or `x-api-key: <apiKey>` (as Anthropic's clients send it).
+   */
   readonly apiKey?: string | null;
   /** `/metrics` needs the API key too (default false: scrapers usually send none). */
   readonly metricsAuth?: boolean;
+  /** Also expose other servers' metric names on /metrics (`vllm:*`, `llamacpp:*`) for their dashboards. */
+  readonly metricsCompat?: readonly MetricsCompat[];
   /** Most sequences in one decode step (default 8). */
   readonly maxBatch?: number;
   /** Most requests waiting for a batch slot before new ones get 429 (default 256). */
@@ -88,7 +107,7 @@ export interface PootServer {
   /** The fastify instance (for `inject` in tests, or more routes). */
   readonly app: FastifyInstance;
   /** The scheduler (queue and batch state). */
-  readonly scheduler: Scheduler;
+  readonly scheduler: ServeScheduler;
   /** The metrics registry. */
   readonly metrics: ServerMetrics;
   /** Starts listening; resolves to the base URL, e.g. `http://127.0.0.1:8080`. */
@@ -105,6 +124,8 @@ const ENDPOINTS = new Set([
   "/v1/completions",
   "/v1/chat/completions",
   "/v1/embeddings",
+  "/v1/messages",
+  "/v1/messages/count_tokens",
   "/tokenize",
   "/detokenize",
   "/health",
@@ -115,16 +136,22 @@ const ENDPOINTS = new Set([
 /** Builds the server (routes, hooks, scheduler, metrics) over an engine. */
 export function createServer(options: ServerOptions): PootServer {
   const { engine, modelId } = options;
-  let scheduler: Scheduler | null = null;
-  const metrics = createMetrics(engine, () => scheduler!);
+  let scheduler: ServeScheduler | null = null;
+  const metrics = createMetrics(engine, () => scheduler!, {
+    modelId,
+    ...(options.metricsCompat === undefined ? {} : { compat: options.metricsCompat }),
+  });
   const queueTimeoutMs = options.queueTimeoutMs ?? 60_000;
   const maxQueue = options.maxQueue ?? 256;
-  scheduler = new Scheduler(engine, {
+  const schedulerOptions: SchedulerOptions = {
     maxBatch: options.maxBatch ?? 8,
     maxQueue,
     observer: metrics.observer,
     ...(queueTimeoutMs > 0 ? { queueTimeoutMs } : {}),
-  });
+  };
+  scheduler = isRemoteEngine(engine)
+    ? engine.createScheduler(schedulerOptions)
+    : new Scheduler(engine, schedulerOptions);
   const sched = scheduler;
   const limits: SocketLimits = { ...DEFAULT_LIMITS, ...options.limits };
   const app = Fastify({
@@ -180,7 +207,7 @@ export function createServer(options: ServerOptions): PootServer {
     void app.register(cors, {
       origin: options.cors,
       methods: ["GET", "POST"],
-      allowedHeaders: ["authorization", "content-type"],
+      allowedHeaders: ["authorization", "content-type", "x-api-key", "anthropic-version", "anthropic-beta"],
       maxAge: 600,
     });
   }
@@ -207,22 +234,29 @@ export function createServer(options: ServerOptions): PootServer {
   app.setErrorHandler(async (err: FastifyError | ApiError | Error, req, reply) => {
     const api = toApiError(err);
     if (api.status >= 500) req.log.error(err);
-    return reply.status(api.status).headers(api.headers).send(api.body());
+    // Anthropic's clients read their own error shape on the Messages API's routes.
+    const anthropic = req.routeOptions.url?.startsWith("/v1/messages") === true;
+    return reply
+      .status(api.status)
+      .headers(api.headers)
+      .send(anthropic ? anthropicError(api) : api.body());
   });
   app.setNotFoundHandler(async (req, reply) => {
     const api = new ApiError(404, "not_found", `no route ${req.method} ${req.url.split("?")[0]}`);
     return reply.status(404).send(api.body());
   });
 
-  // A load balancer stops sending work when /health fails: so it fails (503) as soon as the server drains.
+  // A load balancer stops sending work when /health fails: so it fails (503) as soon as the server drains, or
+  // when the engine (worker) has failed.
   app.get("/health", async (_req, reply) => {
+    const refusing = sched.refusing;
     const body = {
-      status: sched.draining ? "draining" : "ok",
+      status: refusing ?? "ok",
       model: modelId,
       active_sequences: sched.activeSequences,
       queue_depth: sched.queueDepth,
     };
-    return reply.status(sched.draining ? 503 : 200).send(body);
+    return reply.status(refusing === null ? 200 : 503).send(body);
   });
   app.get("/metrics", async (_req, reply) =>
     reply.header("content-type", metrics.registry.contentType).send(await metrics.registry.metrics()),
@@ -240,19 +274,37 @@ export function createServer(options: ServerOptions): PootServer {
     const plan = await planCompletion(engine, req.body);
     fitsQueue(plan, req.body.n);
     const header = { id: `cmpl-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: modelId };
-    await respond(sched, plan, completionRenderer(engine, header, req.body.logprobs ?? null, plan.echo), reply);
+    await respond(
+      sched,
+      plan,
+      completionRenderer(engine, header, req.body.logprobs ?? null, plan.echo, plan.echoLogprobs),
+      reply,
+    );
   });
   app.post<{ Body: ChatBody }>("/v1/chat/completions", { schema: { body: chatBody } }, async (req, reply) => {
     checkModel(req.body.model, modelId);
     const plan = await planChat(engine, req.body);
     fitsQueue(plan, req.body.n);
     const header = { id: `chatcmpl-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: modelId };
-    await respond(sched, plan, chatRenderer(engine, header, plan.generations[0]!.logprobs), reply);
+    await respond(sched, plan, chatRenderer(engine, header, plan.generations[0]!.logprobs, plan.output), reply);
   });
   app.post<{ Body: EmbeddingsBody }>("/v1/embeddings", { schema: { body: embeddingsBody } }, async (req) => {
     checkModel(req.body.model, modelId);
     return embeddings(engine, req.body, modelId);
   });
+  app.post<{ Body: MessagesBody }>("/v1/messages", { schema: { body: messagesBody } }, async (req, reply) => {
+    checkModel(req.body.model, modelId);
+    const plan = await planMessages(engine, req.body);
+    await respondMessages(engine, sched, modelId, req.body, plan, reply);
+  });
+  app.post<{ Body: CountTokensBody }>(
+    "/v1/messages/count_tokens",
+    { schema: { body: countTokensBody } },
+    async (req) => {
+      checkModel(req.body.model, modelId);
+      return countTokens(engine, req.body);
+    },
+  );
   app.post<{ Body: TokenizeBody }>("/tokenize", { schema: { body: tokenizeBody } }, async (req) =>
     tokenize(engine, req.body),
   );

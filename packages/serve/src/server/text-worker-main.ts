@@ -11,7 +11,8 @@ const codec = textCodec(loadTokenizer(data.model), data.chatTemplate);
 
 parentPort!.on("message", (m: TextRequest) => {
   try {
-    const ids = m.op === "encode" ? codec.tok.encode(m.text, { addSpecial: m.special }) : encodeChat(codec, m.messages);
+    const ids =
+      m.op === "encode" ? codec.tok.encode(m.text, { addSpecial: m.special }) : encodeChat(codec, m.messages, m.tools);
     // Ids travel as a transferred Int32Array: the main thread receives a buffer, not a 100k-element array to clone.
     const packed = ids === null ? null : Int32Array.from(ids);
     parentPort!.postMessage({ id: m.id, ids: packed }, packed === null ? [] : [packed.buffer]);

@@ -20,7 +20,7 @@ export type TextRequest = { readonly id: number } & TextOp;
 /** What the worker is asked to do. */
 export type TextOp =
   | { readonly op: "encode"; readonly text: string; readonly special: boolean }
-  | { readonly op: "chat"; readonly messages: readonly ChatMessage[] };
+  | { readonly op: "chat"; readonly messages: readonly ChatMessage[]; readonly tools?: readonly unknown[] | null };
 
 type Reply =
   | { readonly id: number; readonly ids?: Int32Array | null; readonly error?: string }
@@ -86,9 +86,9 @@ export class TextWorker {
     return (await this.call({ op: "encode", text, special }))!;
   }
 
-  /** The ids of the rendered chat, or null when the model has no template; rejects with the template's error. */
-  chat(messages: readonly ChatMessage[]): Promise<number[] | null> {
-    return this.call({ op: "chat", messages });
+  /** The ids of the rendered chat (tools given to the template), or null without a template; rejects with its error. */
+  chat(messages: readonly ChatMessage[], tools?: readonly unknown[] | null): Promise<number[] | null> {
+    return this.call({ op: "chat", messages, tools: tools ?? null });
   }
 
   /** Stops the thread; pending requests reject. */

@@ -14,10 +14,20 @@ export function textCodec(tok: Tokenizer, chatTemplate?: string): TextCodec {
   return { tok, template: chatTemplate === undefined ? null : new Template(chatTemplate) };
 }
 
-/** The rendered prompt with the generation prompt, or null when there is no template. Throws on a template error. */
-export function renderChat(c: TextCodec, messages: readonly ChatMessage[]): string | null {
+/**
+ * The rendered prompt with the generation prompt, or null when there is no template. Throws on a template error.
+ * `tools` (OpenAI function tools) are given to the template as HF apply_chat_template(tools=...) does; templates
+ * that do not read them ignore them.
+ */
+export function renderChat(
+  c: TextCodec,
+  messages: readonly ChatMessage[],
+  tools?: readonly unknown[] | null,
+): string | null {
+  const extra = tools === undefined || tools === null || tools.length === 0 ? {} : { tools };
   if (c.template !== null) {
     return c.template.render({
+      ...extra,
       messages,
       add_generation_prompt: true,
       bos_token: c.tok.bosToken ?? "",
@@ -25,7 +35,7 @@ export function renderChat(c: TextCodec, messages: readonly ChatMessage[]): stri
     });
   }
   if (c.tok.chatTemplate === null) return null;
-  return c.tok.applyChatTemplate(messages, { addGenerationPrompt: true });
+  return c.tok.applyChatTemplate(messages, { addGenerationPrompt: true, variables: extra });
 }
 
 /** Placeholders for message contents (Supplementary Private Use Area-B, which no real text here carries). */
@@ -44,8 +54,12 @@ const escapeRe = (t: string): string => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
  * text are tokenized exactly as HF apply_chat_template(tokenize=True) does; the others in the same single pass with
  * the template's markers written as the tokenizer's aliases and special parsing off, so only those are special.
  */
-export function encodeChat(c: TextCodec, messages: readonly ChatMessage[]): number[] | null {
-  const text = renderChat(c, messages);
+export function encodeChat(
+  c: TextCodec,
+  messages: readonly ChatMessage[],
+  tools?: readonly unknown[] | null,
+): number[] | null {
+  const text = renderChat(c, messages, tools);
   if (text === null) return null;
   const specials = c.tok.specialTokens.filter((t) => t !== "");
   const injected = messages.find((m) => specials.some((t) => m.content.includes(t)));
@@ -57,6 +71,7 @@ export function encodeChat(c: TextCodec, messages: readonly ChatMessage[]): numb
   const skeleton = renderChat(
     c,
     messages.map((m, i) => ({ ...m, content: `${OPEN}${i}${CLOSE}` })),
+    tools,
   )!;
   const filled = (s: string): string => s.replace(PLACEHOLDER, (_, i: string) => messages[Number(i)]!.content);
   // A template that rewrites contents (trim, case, ...) leaves them where the placeholders cannot show.
