@@ -2,7 +2,8 @@ import { defineConfig } from "tsup";
 
 // JS only: declarations come from `tsc -b` (project references), one .d.ts per module.
 export default defineConfig({
-  entry: ["src/index.ts"],
+  // serve-executors is its own file: `poot serve`'s engine worker thread imports it to make executors there.
+  entry: ["src/index.ts", "src/serve-executors.ts"],
   format: ["esm"],
   target: "node20",
   sourcemap: true,

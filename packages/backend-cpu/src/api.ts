@@ -4,10 +4,13 @@
 export { CpuExecutor, CpuProgram } from "./executor.js";
 export type { CpuExecutorOptions, CpuPhaseProfile, CpuStats } from "./executor.js";
 export { CpuDevice, WASM_CODEGEN_CAPS, cpuPlanCaps } from "./device.js";
-export type { CpuBuffer, CpuKernel, CpuLaunch } from "./device.js";
+export type { CpuBuffer, CpuDeviceOptions, CpuKernel, CpuLaunch } from "./device.js";
+export type { Schedule } from "./schedule.js";
+export type { PoolKernel, PoolProfile, RegionDebug, ThreadPool } from "./pool.js";
+export type { KernelFn } from "./thread/core.js";
 export { CpuError } from "./errors.js";
 export type { CpuErrorCode, CpuErrorContext } from "./errors.js";
-export type { CpuCounters, SharedMemory } from "./memory.js";
+export type { CpuCounters, CpuMemory, SharedMemory } from "./memory.js";
 export type { CpuPlatform, ThreadHandle, ThreadInit, ThreadTransport } from "./transport.js";
 export type { NativeLibrary, NativeLoader } from "./native/library.js";
 export type { NativeRef } from "./thread/native.js";

@@ -9,8 +9,6 @@ export type CpuErrorCode =
   | "phase-order"
   /** The shared memory cannot hold what was asked (its maximum is 4 GiB, the Wasm32 address space). */
   | "out-of-memory"
-  /** A plan has no kernel the Wasm target can run (the message names the plan). */
-  | "unsupported-kernel"
   /** A worker thread could not start or load kernels. */
   | "worker-failed"
   /** The platform cannot run the executor here (a browser page's main thread, no cross-origin isolation, no Worker). */

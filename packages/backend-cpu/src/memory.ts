@@ -51,7 +51,6 @@ export class CpuMemory {
   #growths = 0;
   #blocks = 0;
   #arrays = 0;
-  #used = 0;
   /** Called after every growth (the pool tells its threads to refresh their views). */
   onGrow: (() => void) | null = null;
 
@@ -67,16 +66,6 @@ export class CpuMemory {
     return { memoryGrowths: this.#growths, blocks: this.#blocks, hostArrays: this.#arrays };
   }
 
-  /** Bytes held by live blocks. */
-  get usedBytes(): number {
-    return this.#used;
-  }
-
-  /** Bytes of the live block at `at` (0 when none). */
-  blockBytes(at: number): number {
-    return this.#sizes.get(at) ?? 0;
-  }
-
   /** Records a host array the backend made (every `view` does; other host copies call this). */
   countArray(): void {
     this.#arrays++;
@@ -86,7 +75,6 @@ export class CpuMemory {
   alloc(bytes: number): number {
     const size = Math.max(ALIGN, Math.ceil(bytes / ALIGN) * ALIGN);
     this.#blocks++;
-    this.#used += size;
     const i = this.#free.findIndex((f) => f.bytes >= size);
     let at: number;
     if (i >= 0) {
@@ -116,7 +104,6 @@ export class CpuMemory {
     const size = this.#sizes.get(at);
     if (size === undefined) return;
     this.#sizes.delete(at);
-    this.#used -= size;
     let i = this.#free.findIndex((f) => f.at > at);
     if (i < 0) i = this.#free.length;
     this.#free.splice(i, 0, { at, bytes: size });

@@ -23,6 +23,7 @@ export { gemvRowsBf16, gemvRowsBf16x2, gemvRowsF32, gemvRowsGrid, GEMV_ROWS_WG }
 export { createCudaExecutor, cudaContextOf, CudaExecutor } from "./executor/executor.js";
 export type { CudaExecutorOptions, CudaProgram } from "./executor/executor.js";
 export { cudaGreedyLoop, CudaGreedyLoop } from "./executor/greedy-loop.js";
+export type { CudaLoopProgram } from "./executor/greedy-loop.js";
 export { greedyNext, greedyReference, GREEDY_WG } from "./greedy.js";
 export { CudaComputeDevice, cudaLowering } from "./executor/device.js";
 export type { CudaBuffer, CudaLaunch, CudaRecording } from "./executor/device.js";

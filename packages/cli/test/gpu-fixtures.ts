@@ -23,8 +23,8 @@ function repoRoot(): string {
 const FIX = fixture("hf");
 const WORKER = path.resolve(repoRoot(), "packages/backend-wgpu/dist/sync-worker.js");
 
-/** Why the test cannot run here, or undefined. Tests may read the environment; the lavapipe ICD is found on disk too. */
-async function skipReason(backend: "wgpu" | "vulkan" | "rocm"): Promise<string | undefined> {
+/** Why a GPU test cannot run here, or undefined. Tests may read the environment; the lavapipe ICD is found on disk too. */
+export async function skipReason(backend: "wgpu" | "vulkan" | "rocm"): Promise<string | undefined> {
   const missing = needFixture("hf");
   if (missing !== undefined) return missing;
   if (backend === "rocm") {
@@ -67,7 +67,7 @@ async function skipReason(backend: "wgpu" | "vulkan" | "rocm"): Promise<string |
 }
 
 /** Why the backend's package cannot be used, or undefined once it is loaded (the CLI loads GPU packages on demand, #19). */
-async function loadReason(backend: "wgpu" | "vulkan" | "rocm"): Promise<string | undefined> {
+export async function loadReason(backend: "wgpu" | "vulkan" | "rocm"): Promise<string | undefined> {
   const r = await loadGpuModule(backend);
   return r.ok ? undefined : r.reason;
 }

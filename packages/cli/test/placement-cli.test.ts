@@ -7,7 +7,9 @@ import { bufferIo, runCli } from "@poot/cli";
 import { createEvalExecutor } from "@poot/backend-reference";
 import type { Executor } from "@poot/executor";
 import { gpuLayers, type BlockCut, type Placement } from "@poot/runtime";
-import { blockCutOf, planDevices, planPlacement } from "@poot/serve";
+import { blockCutOf, planDevices, planPlacement, startServe } from "@poot/serve";
+import { loadTokenizer } from "@poot/models";
+import { createExecutor } from "../src/commands/backends.js";
 import { describe, expect, test } from "vitest";
 import { FIXTURES } from "./blocks-split.js";
 
@@ -239,6 +241,67 @@ describe.skipIf(!HAVE)("placement flags through the CLI (llama3 fixture: 2 layer
     expect(c.out).toMatch(/default: 1 of 2 layers on cuda/);
     const all = await poot("compile", dir, "--target", "cuda", "--explain");
     expect(all.out).toMatch(/placement: every block on cuda as one program/);
+  });
+
+  test("poot serve --place: /admin/place moves blocks through the serve command; the answer stays transformers'", {
+    timeout: 300_000,
+  }, async () => {
+    const io = bufferIo();
+    const KEY = "sk-place-0123456789";
+    const started = await startServe(
+      dir,
+      {
+        backend: "eval",
+        host: "127.0.0.1",
+        port: "0",
+        maxBatch: "2",
+        maxQueue: "8",
+        weights: "f32",
+        prepare: false,
+        ctx: "64",
+        apiKey: KEY,
+        place: "0:eval,1:eval-reference",
+      },
+      io,
+      createExecutor,
+      ["eval", "eval-reference", "cpu"],
+    );
+    const admin = async (method: string, body?: unknown, key = KEY) => {
+      const r = await fetch(`${started.url}/admin/place`, {
+        method,
+        headers: {
+          authorization: `Bearer ${key}`,
+          ...(body === undefined ? {} : { "content-type": "application/json" }),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      return { status: r.status, json: (await r.json()) as Record<string, unknown> };
+    };
+    try {
+      expect((await admin("GET")).json).toMatchObject({ place: "0:eval,1:eval-reference", units_per_token: 2 });
+      expect((await admin("POST", { place: "0-1:eval-reference" }, "sk-wrong")).status).toBe(401);
+      const bad = await admin("POST", { place: "0:eval,1:tpu" });
+      expect(bad.status).toBe(400);
+      expect((bad.json["error"] as { message: string }).message).toMatch(/names device "tpu", which is not available/);
+      const moved = await admin("POST", { place: "0-1:eval-reference" });
+      expect(moved.status).toBe(200);
+      expect(moved.json).toMatchObject({ place: "0-1:eval-reference", units_per_token: 1, relocations: 1 });
+      const r = await fetch(`${started.url}/v1/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+        body: JSON.stringify({
+          model: "llama3",
+          prompt: ref.prompt_ids,
+          max_tokens: 16,
+          temperature: 0,
+          ignore_eos: true,
+        }),
+      });
+      const text = ((await r.json()) as { choices: { text: string }[] }).choices[0]!.text;
+      expect(text).toBe(loadTokenizer(dir).decode(ref.greedy_ids, { skipSpecial: true }));
+    } finally {
+      await started.close();
+    }
   });
 
   test("--device-memory below the weights pages blocks: same greedy ids; bench reports page-ins", async () => {

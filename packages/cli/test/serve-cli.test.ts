@@ -11,6 +11,8 @@ import { describe, expect, test } from "vitest";
 import { createExecutor } from "../src/commands/backends.js";
 
 const DEMO = fileURLToPath(new URL("../../../models/demo", import.meta.url));
+/** The executor module `poot serve`'s engine worker imports (the CLI's, built). */
+const EXECUTORS = { url: new URL("../dist/serve-executors.js", import.meta.url) };
 
 const defaults: ServeCliOptions = {
   backend: "eval",
@@ -27,7 +29,17 @@ describe("poot serve", () => {
   test("--help lists the options", async () => {
     const io = bufferIo();
     expect(await runCli(["serve", "--help"], { io })).toBe(0);
-    for (const flag of ["--backend", "--host", "--port", "--api-key", "--max-batch", "--ctx", "--chat-template"])
+    for (const flag of [
+      "--backend",
+      "--host",
+      "--port",
+      "--api-key",
+      "--max-batch",
+      "--ctx",
+      "--chat-template",
+      "--metrics-compat",
+      "--prefix-cache",
+    ])
       expect(io.stdout()).toContain(flag);
     expect(io.stdout()).toContain('(default: "127.0.0.1")');
   });
@@ -45,13 +57,30 @@ describe("poot serve", () => {
     await expect(
       startServe(DEMO, { ...defaults, chatTemplate: "/nonexistent/t.jinja" }, io, createExecutor),
     ).rejects.toMatchObject({ code: "file-unreadable" });
+    await expect(
+      startServe(DEMO, { ...defaults, metricsCompat: "vllm,prometheus" }, io, createExecutor),
+    ).rejects.toThrow('--metrics-compat takes vllm and/or llamacpp (comma-separated), got "prometheus"');
   });
 
-  test("the demo model: binds 127.0.0.1, applies its chat template, greedy chat equals the reference loop", {
+  test("bad options through the engine worker: the same CliErrors (unknown backend, missing model)", {
+    timeout: 120_000,
+  }, async () => {
+    const io = bufferIo();
+    await expect(
+      startServe(DEMO, { ...defaults, backend: "tpu" }, io, createExecutor, undefined, EXECUTORS),
+    ).rejects.toMatchObject({ code: "bad-input", message: expect.stringMatching(/^unknown backend "tpu"/) });
+    const missing = path.join(DEMO, "nope");
+    const err = await startServe(missing, defaults, io, createExecutor, undefined, EXECUTORS).catch((e) => e);
+    expect(err).toBeInstanceOf(CliError);
+    expect(err.code).toBe("file-unreadable");
+    expect(err.message).not.toContain("\n");
+  });
+
+  test("the demo model on the engine worker: binds 127.0.0.1, applies its chat template, greedy chat equals the reference loop", {
     timeout: 300_000,
   }, async () => {
     const io = bufferIo();
-    const started = await startServe(DEMO, defaults, io, createExecutor);
+    const started = await startServe(DEMO, defaults, io, createExecutor, undefined, EXECUTORS);
     try {
       expect(started.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       expect(io.stderr()).toContain("poot serve: demo (context 64");

@@ -1,6 +1,6 @@
 // The executor contract every backend implements: stage a graph for one device, bind weights once (lazily,
 // by name), write slots, run a step with State kept device-side, read outputs, capture and replay a step.
-import type { ConstSource, Graph, OpTable, ScalarDType } from "@poot/graph-ir";
+import type { ConstSource, Graph, OpTable, ScalarDType, ValueType } from "@poot/graph-ir";
 import type { ProgramSchema } from "./schema.js";
 
 /** What a backend can do, as data (CONVENTIONS 4): callers branch on these, never on the backend's name. */
@@ -29,8 +29,14 @@ export interface DeviceBytes {
   readonly total: number;
 }
 
-/** Where weights come from: called at most once per Const key; returns stored data (bf16 bits, packed bytes, f32). */
-export type WeightSource = ConstSource;
+/**
+ * Where weights come from: called at most once per Const key; returns stored data (bf16 bits, packed bytes, f32).
+ * Optionally `into` writes a weight's storage bytes straight into `dst` (a device's host-visible memory) and returns
+ * true, or returns false to be asked the usual way.
+ */
+export type WeightSource = ConstSource & {
+  readonly into?: (key: string, type: ValueType, dst: Uint8Array) => boolean;
+};
 
 /**
  * A compiled graph: the optimized graph and the op table that defines its composite ops (Fused, Attention,

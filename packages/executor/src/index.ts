@@ -47,4 +47,7 @@ export type {
   LoweredOutput,
   LoweredProgram,
   LoweringTarget,
+  RoutedLaunch,
+  RoutedPlan,
+  RoutedSource,
 } from "./lowering/types.js";

@@ -81,9 +81,15 @@ export class DeviceExecutor<B extends DeviceBuffer = DeviceBuffer, K = unknown, 
   weight(b: LoweredBuffer, program: string): B {
     const have = this.#weights.get(b.key!);
     if (have !== undefined) return have;
-    const data = readWeight(this.#source, b.key!, { dtype: b.dtype, shape: b.shape }, program);
+    const type = { dtype: b.dtype, shape: b.shape };
     const w = this.device.allocate(b.bytes, "weight", `weight ${b.key}`);
-    this.device.upload(w, storageOf(b.dtype, data.length, data));
+    // Host-visible memory is read into in place when the source can (one file read, no host copy).
+    const into = this.#source?.into,
+      view = into !== undefined ? this.device.hostView?.(w, 0, "u8", b.bytes) : undefined;
+    if (view === undefined || !into!(b.key!, type, view as Uint8Array)) {
+      const data = readWeight(this.#source, b.key!, type, program);
+      this.device.upload(w, storageOf(b.dtype, data.length, data));
+    }
     this.#weights.set(b.key!, w);
     this.#weightBytes += b.bytes;
     return w;
@@ -193,7 +199,9 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
   /** Ids of owned buffers that are slices of an arena (neither freed nor counted on their own). */
   readonly #sliced = new Set<number>();
   /** Host views of slots and outputs, with `Device.hostView` (made once, so steps allocate nothing). */
-  readonly #views = new Map<string, { readonly buffer: B; readonly view: HostBuffer }>();
+  readonly #slotViews = new Map<string, { readonly buffer: B; readonly view: HostBuffer }>();
+  readonly #outputViews = new Map<string, { readonly buffer: B; readonly view: HostBuffer }>();
+  #perStep = -1;
   readonly #snapshots: B[] = [];
   readonly #slots = new Map<string, B>();
   readonly #written = new Set<string>();
@@ -288,7 +296,8 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
 
   /** Kernel launches per step (what the lowering predicts and `dispatchesSubmitted` counts). */
   dispatchesPerStep(): number {
-    return this.lowered.launches.filter((l) => l.phase === "step").length;
+    if (this.#perStep < 0) this.#perStep = this.lowered.launches.filter((l) => l.phase === "step").length;
+    return this.#perStep;
   }
 
   #buffer(id: number, state: DeviceStateSet<B> | null): B {
@@ -415,7 +424,7 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
     checkSlotData(spec, data, this.name);
     // A slot the compiled step never reads (removed as dead) still counts as written.
     const b = this.#slots.get(key);
-    const view = b === undefined ? undefined : this.#view(`slot ${key}`, b, 0, spec.dtype, spec.size);
+    const view = b === undefined ? undefined : this.#view(this.#slotViews, key, b, 0, spec.dtype, spec.size);
     if (view !== undefined) {
       if ((spec.dtype === "f16" || spec.dtype === "bf16") && data instanceof Uint16Array) view.set(data);
       else storeHost(spec.dtype, view, data);
@@ -481,7 +490,7 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
     const bytes = o.regions.reduce((a, r) => a + r.bytes, 0);
     const view =
       o.regions.length === 1
-        ? this.#view(`output ${name}`, buf, o.regions[0]!.srcOffset, spec.dtype, spec.size)
+        ? this.#view(this.#outputViews, name, buf, o.regions[0]!.srcOffset, spec.dtype, spec.size)
         : undefined;
     if (view !== undefined) {
       this.#device.sync();
@@ -497,12 +506,19 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
   }
 
   /** The host view of `n` elements at `offset` of `buffer` under `name` (remade when the buffer changes); none without `Device.hostView`. */
-  #view(name: string, buffer: B, offset: number, dtype: ScalarDType, n: number): HostBuffer | undefined {
+  #view(
+    views: Map<string, { readonly buffer: B; readonly view: HostBuffer }>,
+    name: string,
+    buffer: B,
+    offset: number,
+    dtype: ScalarDType,
+    n: number,
+  ): HostBuffer | undefined {
     if (this.#device.hostView === undefined) return undefined;
-    const have = this.#views.get(name);
+    const have = views.get(name);
     if (have !== undefined && have.buffer === buffer) return have.view;
     const view = this.#device.hostView(buffer, offset, dtype, n);
-    this.#views.set(name, { buffer, view });
+    views.set(name, { buffer, view });
     return view;
   }
 

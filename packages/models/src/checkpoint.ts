@@ -34,6 +34,8 @@ export interface Checkpoint {
   read(name: string): Promise<Uint8Array>;
   /** Synchronous {@link Checkpoint.read}. */
   readSync(name: string): Uint8Array;
+  /** {@link Checkpoint.readSync} into `dst` (exactly the tensor's byte length): straight into a device's memory. */
+  readInto(name: string, dst: Uint8Array): void;
   /** Reads a tensor widened/decoded to f32 (bf16/f16 exactly; quantized types by the reference decoder). */
   readF32(name: string): Promise<Float32Array>;
   /** Synchronous {@link Checkpoint.readF32}. */

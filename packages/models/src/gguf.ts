@@ -296,6 +296,9 @@ export class GGUFCheckpoint implements Checkpoint {
     const t = this.info(name);
     return this.source().readSync(t.byteOffset, t.byteLength);
   }
+  readInto(name: string, dst: Uint8Array): void {
+    this.source().readInto(this.info(name).byteOffset, dst);
+  }
   async readF32(name: string): Promise<Float32Array> {
     return decodePacked(this.info(name).format, await this.read(name));
   }

@@ -7,6 +7,7 @@ import { configFromGGUF } from "./config-gguf.js";
 import { readHFConfig } from "./config-hf.js";
 import { ModelError } from "./errors.js";
 import { openGGUF, type GGUFCheckpoint } from "./gguf.js";
+import { withHFQuantization } from "./hf-quant.js";
 import { openSafetensors, type OpenSafetensorsOptions } from "./safetensors.js";
 import { Tokenizer } from "./tokenizer.js";
 import { tokenizerFromGGUF } from "./tokenizer-gguf.js";
@@ -27,7 +28,14 @@ export function isGGUF(model: string): boolean {
 
 /** Opens a model's weights: a `.gguf` file, a `.safetensors` file, or a Hugging Face folder. */
 export function openCheckpoint(model: string, options: OpenSafetensorsOptions = {}): Checkpoint {
-  return isGGUF(model) ? openGGUF(model) : openSafetensors(model, options);
+  if (isGGUF(model)) return openGGUF(model);
+  const ck = openSafetensors(model, options);
+  try {
+    return withHFQuantization(ck, model);
+  } catch (e) {
+    ck.close();
+    throw e;
+  }
 }
 
 /** The ModelConfig of a folder (config.json) or GGUF file (its metadata; pass an open checkpoint to reuse it). */

@@ -22,6 +22,7 @@ export const SAFETENSORS_DTYPE_BYTES = {
   U16: 2,
   U8: 1,
   BOOL: 1,
+  F8_E4M3: 1,
 } as const;
 
 /** A safetensors dtype name. */
@@ -222,6 +223,10 @@ export class SafetensorsCheckpoint implements Checkpoint {
   readSync(name: string): Uint8Array {
     const t = this.info(name);
     return this.source(t).readSync(t.byteOffset, t.byteLength);
+  }
+  readInto(name: string, dst: Uint8Array): void {
+    const t = this.info(name);
+    this.source(t).readInto(t.byteOffset, dst);
   }
   async readF32(name: string): Promise<Float32Array> {
     const t = this.info(name);

@@ -11,6 +11,8 @@ export interface ByteSource {
   readonly size: number;
   /** Reads exactly `length` bytes at `offset` into a fresh array (typed error if out of range). */
   readSync(offset: number, length: number): Uint8Array;
+  /** Reads exactly `dst.byteLength` bytes at `offset` into `dst` (a device's memory: no copy in between). */
+  readInto(offset: number, dst: Uint8Array): void;
   /** Async variant of {@link ByteSource.readSync}. */
   read(offset: number, length: number): Promise<Uint8Array>;
   /** Releases the file handle (idempotent). */
@@ -55,8 +57,14 @@ export class FileSource implements ByteSource {
   }
 
   readSync(offset: number, length: number): Uint8Array {
-    checkRange(this, offset, length);
     const out = new Uint8Array(length);
+    this.readInto(offset, out);
+    return out;
+  }
+
+  readInto(offset: number, out: Uint8Array): void {
+    const length = out.byteLength;
+    checkRange(this, offset, length);
     const fd = this.handle();
     let done = 0;
     // A positioned read may return fewer bytes than asked; loop until filled.
@@ -69,7 +77,6 @@ export class FileSource implements ByteSource {
         });
       done += n;
     }
-    return out;
   }
 
   async read(offset: number, length: number): Promise<Uint8Array> {
@@ -110,6 +117,10 @@ export class MemorySource implements ByteSource {
   readSync(offset: number, length: number): Uint8Array {
     checkRange(this, offset, length);
     return this.bytes.slice(offset, offset + length);
+  }
+  readInto(offset: number, dst: Uint8Array): void {
+    checkRange(this, offset, dst.byteLength);
+    dst.set(this.bytes.subarray(offset, offset + dst.byteLength));
   }
   read(offset: number, length: number): Promise<Uint8Array> {
     return Promise.resolve(this.readSync(offset, length));

@@ -21,6 +21,7 @@ import type { PagerStats } from "./blocks/pager.js";
 import { WeightReader } from "./blocks/weight-reader.js";
 import type { Placement } from "./blocks/placement.js";
 import { greedyArgmax, hostGreedyLoop, type GreedyOptions } from "./greedy.js";
+import { PrefixCache } from "./prefix-cache.js";
 import { KvPool, type KvPoolStats } from "./kv-pool.js";
 import { Session } from "./session.js";
 
@@ -38,6 +39,12 @@ export interface EngineOptions {
   readonly kvPages?: number;
   /** Largest prefill chunk, a power of two (default 64); prompts run in power-of-two chunks up to it. */
   readonly prefillChunk?: number;
+  /**
+   * Keep the KV pages of finished prompts in a prefix cache (decision 2704): a session opened with a prompt adopts
+   * the cached pages of its longest whole-page prefix instead of computing them. Off by default; models with
+   * recurrent state never share.
+   */
+  readonly prefixCache?: boolean;
   /** The tokenizer, for text generation; {@link Engine.load} reads the model's own. */
   readonly tokenizer?: Tokenizer | null;
   /**
@@ -137,6 +144,8 @@ export class Engine {
   readonly prefillChunk: number;
   /** The tokenizer, or null when the engine runs ids only. */
   readonly tokenizer: Tokenizer | null;
+  /** The prefix cache over the page pool, or null when off. */
+  readonly prefixCache: PrefixCache | null;
   /** Work counters. */
   readonly stats: EngineStats = {
     prefillTokens: 0,
@@ -209,6 +218,7 @@ export class Engine {
       });
     this.paged = { pageSize, pages, lanes };
     this.pool = new KvPool(pageSize, pages, lanes);
+    this.prefixCache = options.prefixCache === true ? new PrefixCache(this.pool) : null;
     const weights = checkpointConsts(model.checkpoint);
     if (options.placement === undefined) options.executor.bindWeights(weights);
     else {
@@ -312,13 +322,24 @@ export class Engine {
    * grows, or from `reservePages` promised up front) and one recurrent-state lane when the model has
    * recurrent state (`RuntimeError("kv-full")` when every lane is held).
    */
-  openSession(options: { readonly reserveTokens?: number } = {}): Session {
+  openSession(options: { readonly reserveTokens?: number; readonly prompt?: readonly number[] } = {}): Session {
     const id = this.nextId++;
     const lane = this.needsLane() ? this.pool.takeLane(id) : null;
+    // With the prefix cache, the prompt's cached whole pages are adopted (at least one prompt token is left to run,
+    // so the first step has logits to give); they are retained before anything is evicted.
+    const cache = lane === null ? this.prefixCache : null;
+    const prompt = options.prompt;
+    const shared =
+      cache === null || prompt === undefined
+        ? []
+        : cache.match(prompt, Math.floor((prompt.length - 1) / this.pool.pageSize));
+    this.pool.retain(shared);
     let reserved = 0;
     if (options.reserveTokens !== undefined) {
-      reserved = this.pool.pagesFor(Math.min(options.reserveTokens, this.context));
+      reserved = Math.max(0, this.pool.pagesFor(Math.min(options.reserveTokens, this.context)) - shared.length);
+      if (cache !== null && reserved > this.pool.available) cache.evict(reserved - this.pool.available);
       if (!this.pool.reserve(reserved)) {
+        this.pool.release(shared);
         if (lane !== null) this.pool.releaseLane(lane);
         throw new RuntimeError(
           "kv-full",
@@ -328,8 +349,29 @@ export class Engine {
       }
     }
     const s = new Session(this, id, lane, reserved);
+    if (cache !== null && prompt !== undefined) s.cacheAs(prompt, shared);
     this.sessions.add(s);
     return s;
+  }
+
+  /**
+   * KV pages a session of `prompt` reserving `reserveTokens` would still need (its cached prefix pages aside), and
+   * the pages it could have now: free and unpromised, plus those the prefix cache alone holds (evictable), less the
+   * cached prefix's own evictable pages, which it adopts rather than frees.
+   */
+  admissionPages(
+    prompt: readonly number[],
+    reserveTokens: number,
+  ): { readonly need: number; readonly available: number } {
+    const all = this.pool.pagesFor(Math.min(reserveTokens, this.context));
+    const cache = this.prefixCache;
+    if (cache === null || this.needsLane()) return { need: all, available: this.pool.available };
+    const shared = cache.match(prompt, Math.floor((prompt.length - 1) / this.pool.pageSize), true);
+    const sharedOnlyCached = shared.filter((p) => this.pool.holders(p) === 1).length;
+    return {
+      need: Math.max(0, all - shared.length),
+      available: this.pool.available + cache.evictable - sharedOnlyCached,
+    };
   }
 
   /** Sessions open now. */
@@ -691,6 +733,7 @@ export class Engine {
     this.loop?.dispose();
     this.loop = undefined;
     for (const s of [...this.sessions]) s.release();
+    this.prefixCache?.clear();
     for (const p of this.programs.values()) p.dispose();
     this.shared?.dispose();
     this.pipeline?.dispose();

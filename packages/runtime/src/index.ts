@@ -44,3 +44,5 @@ export {
   weightBytesOn,
 } from "./blocks/placement.js";
 export type { FitPlacement, Placement, UnitSpan } from "./blocks/placement.js";
+export { PrefixCache } from "./prefix-cache.js";
+export type { PrefixCacheStats } from "./prefix-cache.js";

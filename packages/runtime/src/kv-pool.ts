@@ -25,6 +25,8 @@ export class KvPool {
   private readonly freePages: number[];
   private readonly freeLanes: number[];
   private reserved = 0;
+  /** Holders of each page (sessions sharing a cached prefix, and the prefix cache); 0 = free. */
+  private readonly refs: Int32Array;
 
   /**
    * @param pageSize - token rows per page.
@@ -39,6 +41,20 @@ export class KvPool {
     // Lowest ids first (pop from the end).
     this.freePages = Array.from({ length: pages }, (_, i) => pages - 1 - i);
     this.freeLanes = Array.from({ length: lanes }, (_, i) => lanes - 1 - i);
+    this.refs = new Int32Array(pages);
+  }
+
+  /** Holders of `page` (0 when free). */
+  holders(page: number): number {
+    return this.refs[page]!;
+  }
+
+  /** Adds a holder to pages already taken (a session adopting a cached prefix, or the cache keeping a page). */
+  retain(pages: readonly number[]): void {
+    for (const p of pages) {
+      invariant(this.refs[p]! > 0, `page ${p} retained while free`);
+      this.refs[p]!++;
+    }
   }
 
   /** Pages needed to hold `tokens` tokens. */
@@ -97,18 +113,22 @@ export class KvPool {
     }
     this.reserved -= fromReserve;
     const out: number[] = [];
-    for (let i = 0; i < n; i++) out.push(this.freePages.pop()!);
+    for (let i = 0; i < n; i++) {
+      const p = this.freePages.pop()!;
+      this.refs[p] = 1;
+      out.push(p);
+    }
     return out;
   }
 
-  /** Gives pages back. */
+  /** Drops one holder of each page; a page with none left is free again. */
   release(pages: readonly number[]): void {
     for (const p of pages) {
       invariant(
-        Number.isInteger(p) && p >= 0 && p < this.pages && !this.freePages.includes(p),
+        Number.isInteger(p) && p >= 0 && p < this.pages && this.refs[p]! > 0,
         `page ${p} released twice or never taken`,
       );
-      this.freePages.push(p);
+      if (--this.refs[p]! === 0) this.freePages.push(p);
     }
   }
 

@@ -9,6 +9,8 @@ export class Session {
   private pending: number[] = [];
   private released = false;
   private readonly heldPages: number[] = [];
+  /** The prompt whose whole pages go to the prefix cache on release (null: not cached). */
+  private cachePrompt: readonly number[] | null = null;
 
   /**
    * @internal Use {@link Engine.openSession}.
@@ -82,11 +84,27 @@ export class Session {
     return logits;
   }
 
+  /**
+   * @internal Adopts the cached pages of the prompt's first `pages.length` whole pages (already retained for it) as
+   * held, and marks the prompt for the prefix cache on release. Before the first step only.
+   */
+  cacheAs(prompt: readonly number[], pages: readonly number[]): void {
+    this.cachePrompt = prompt;
+    this.heldPages.push(...pages);
+    this.held.push(...prompt.slice(0, pages.length * this.engine.pool.pageSize));
+  }
+
   /** Gives the session's pages, reservation and lane back to the pool; the session cannot be used afterwards. */
   release(): void {
     if (this.released) return;
     this.released = true;
     const pool = this.engine.pool;
+    // The whole pages of the prompt that were computed go to the prefix cache first (it takes its own reference).
+    if (this.cachePrompt !== null && this.engine.prefixCache !== null)
+      this.engine.prefixCache.insert(
+        this.cachePrompt.slice(0, Math.min(this.cachePrompt.length, this.held.length)),
+        this.heldPages,
+      );
     pool.release(this.heldPages);
     this.heldPages.length = 0;
     pool.unreserve(this.reserved);

@@ -3,10 +3,11 @@
 // cache of the weights); then one start lowers everything (cache off: graph-plan, kernelgen and codegen for every
 // staged program) and one reads every program from the cache. Each start makes a new executor and Engine, stages the
 // prompt's chunk programs and the decode program as `poot run` does, and steps the prompt.
-// usage: node packages/serve/bench/first-token.mjs MODEL [BACKEND=vulkan] [PROMPT_TOKENS=8]   (after `pnpm build`)
+// usage: node packages/serve/bench/first-token.mjs MODEL [BACKEND=vulkan|cuda|cpu] [PROMPT_TOKENS=8]   (after `pnpm build`)
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { createCpuExecutor } from "@poot/backend-cpu";
 import { createCudaExecutor } from "@poot/backend-cuda";
 import { createVulkanExecutor } from "@poot/backend-vulkan";
 import { LoweringCache } from "@poot/executor/lowering";
@@ -19,6 +20,7 @@ const P = Number(promptArg);
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "poot-first-token-"));
 const make = (cache) => {
   const c = cache === undefined ? {} : { cache };
+  if (backend === "cpu") return createCpuExecutor(c);
   return backend === "cuda"
     ? createCudaExecutor({ ...c, cacheDir: path.join(dir, "cubins") })
     : createVulkanExecutor(c);

@@ -1,14 +1,18 @@
 // Load benchmark of `poot serve`: starts the built CLI on a model (default models/demo, eval backend), then
 // measures N concurrent streaming chat clients against the same requests sent one at a time (the baseline,
-// interleaved run by run). Prints requests/s, tok/s, TTFT and inter-token latency percentiles, and checks
-// that every concurrent answer equals its sequential one and that no KV state is left afterwards. Writes
-// bench-results/<date>-serve-load.json (the concurrent rate, the sequential one as its anchor).
+// interleaved run by run). Prints requests/s, tok/s, TTFT and inter-token latency percentiles, /health latency
+// (idle, and while the concurrent clients run, beside a control server's: the machine's floor), and checks that every
+// concurrent answer equals its sequential one and that no KV state is left afterwards. Writes
+// bench-results/<date>-serve-load.json (the concurrent rate, the sequential one as its anchor). `--in-process`
+// serves with `--no-engine-worker` (engine steps on the HTTP thread), for comparison.
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
+import http from "node:http";
 import os from "node:os";
 import { relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { Worker } from "node:worker_threads";
 import { figure, gitCommit, loadSampler, ratiosOf, REPO_ROOT, writeBenchResult } from "@poot/testkit";
 import OpenAI from "openai";
 
@@ -23,6 +27,8 @@ const { values: o } = parseArgs({
     sequential: { type: "string", default: "4" },
     backend: { type: "string", default: "eval" },
     "chat-template": { type: "string" },
+    "in-process": { type: "boolean", default: false },
+    "engine-nice": { type: "string" },
   },
 });
 const CLIENTS = Number(o.clients),
@@ -57,6 +63,8 @@ function startServer() {
     "0",
   ];
   if (o["chat-template"] !== undefined) args.push("--chat-template", o["chat-template"]);
+  if (o["in-process"]) args.push("--no-engine-worker");
+  if (o["engine-nice"] !== undefined) args.push("--engine-nice", o["engine-nice"]);
   const child = spawn(
     process.execPath,
     [...(process.env.POOT_BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean), ...args],
@@ -121,23 +129,61 @@ async function metric(url, name) {
   return line === undefined ? NaN : Number(line.split(" ")[1]);
 }
 
-/** Polls GET /health every 20 ms until stop() (same client process, so its own latency is included). */
-function healthPoller(url) {
-  const ms = [];
+/**
+ * GET base/health on a connection of its own (closed after it: the polls never share, or use up, the keep-alive
+ * sockets the chat clients' fetch pool holds); resolves to [latency ms, status].
+ */
+function timed(base) {
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    http
+      .get(`${base}/health`, { agent: false, headers: { connection: "close" } }, (res) => {
+        res.resume();
+        res.on("end", () => resolve([performance.now() - t0, res.statusCode]));
+      })
+      .on("error", reject);
+  });
+}
+
+/**
+ * A control HTTP server on a thread of its own that does nothing but answer: polled beside /health, its latency is
+ * the machine's own floor at that moment (what any server would see on a loaded machine).
+ */
+async function controlServer() {
+  const worker = new Worker(
+    `const http = require("node:http"); const { parentPort } = require("node:worker_threads");
+     const s = http.createServer((_q, r) => { r.writeHead(200, { "content-type": "application/json" }); r.end('{"status":"ok"}'); });
+     s.listen(0, "127.0.0.1", () => parentPort.postMessage("http://127.0.0.1:" + s.address().port));`,
+    { eval: true },
+  );
+  const url = await new Promise((resolve) => worker.once("message", resolve));
+  return { url, stop: () => worker.terminate() };
+}
+
+/**
+ * Polls GET /health and the control server alternately every 20 ms until stop() (same client process, so its own
+ * latency is included): resolves to both latency lists (ms) and the count of non-200 /health answers.
+ */
+function healthPoller(url, control) {
+  const ms = [],
+    floor = [];
   let on = true,
     bad = 0;
   const done = (async () => {
-    while (on) {
-      const t0 = performance.now();
-      const r = await fetch(`${url}/health`);
-      await r.arrayBuffer();
-      if (r.status !== 200) bad++;
-      ms.push(performance.now() - t0);
+    for (let i = 0; on; i++) {
+      const first = i % 2 === 0 ? url : control;
+      const second = first === url ? control : url;
+      const [d1, s1] = await timed(first);
+      const [d2, s2] = await timed(second);
+      (first === url ? ms : floor).push(d1);
+      (second === url ? ms : floor).push(d2);
+      if ((first === url ? s1 : s2) !== 200) bad++;
       await new Promise((res) => setTimeout(res, 20));
     }
   })();
   return {
     ms,
+    floor,
     stop: async () => {
       on = false;
       await done;
@@ -146,9 +192,18 @@ function healthPoller(url) {
   };
 }
 
+/** /health and control latencies with the server idle, for `ms` milliseconds. */
+async function idleHealth(url, control, ms = 2000) {
+  const p = healthPoller(url, control);
+  await new Promise((res) => setTimeout(res, ms));
+  if ((await p.stop()) > 0) throw new Error("/health answered other than 200 while idle");
+  return p;
+}
+
 const commit = gitCommit();
 const load = loadSampler();
 const { url, child } = await startServer();
+const control = await controlServer();
 try {
   const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: "unused", maxRetries: 0, timeout: 3_600_000 });
   // Warm-up: stages the prefill and decode programs so neither phase pays for compiling them.
@@ -159,7 +214,10 @@ try {
     reqRates = [],
     ttfts = [],
     gaps = [],
-    health = [];
+    health = [],
+    floor = [],
+    idle = [],
+    idleFloor = [];
   const alone = new Map();
   for (let run = 0; run < RUNS; run++) {
     let toks = 0;
@@ -170,12 +228,16 @@ try {
       toks += r.tokens;
     }
     seqRates.push((toks / (performance.now() - t0)) * 1000);
-    const poll = healthPoller(url);
+    const still = await idleHealth(url, control.url);
+    idle.push(...still.ms);
+    idleFloor.push(...still.floor);
+    const poll = healthPoller(url, control.url);
     const t1 = performance.now();
     const all = await Promise.all(prompts.map((_, i) => chat(client, i)));
     const ms = performance.now() - t1;
     if ((await poll.stop()) > 0) throw new Error("/health answered other than 200 under load");
     health.push(...poll.ms);
+    floor.push(...poll.floor);
     for (const [i, text] of alone)
       if (all[i].text !== text) throw new Error(`client ${i}: concurrent text differs from its sequential run`);
     load.sample();
@@ -194,7 +256,7 @@ try {
   if (pages !== 0 || open !== 0) throw new Error(`KV left after the load: ${pages} pages, ${open} open sequences`);
   const cpu = os.cpus();
   console.log(`
-### poot serve: ${CLIENTS} concurrent streaming chat clients vs one at a time
+### poot serve${o["in-process"] ? " --no-engine-worker" : ""}: ${CLIENTS} concurrent streaming chat clients vs one at a time
 machine:  ${cpu[0]?.model.trim()} x${cpu.length}, ${os.platform()} ${os.release()}, node ${process.version}, backend ${o.backend}; load average ${os
     .loadavg()
     .map((x) => x.toFixed(1))
@@ -205,12 +267,16 @@ baseline: the same server answering ${SEQ} of the requests one at a time (median
 result:   ${median(conRates).toFixed(2)} tok/s   baseline ${median(seqRates).toFixed(2)} tok/s   ratio ${(median(conRates) / median(seqRates)).toFixed(2)}x
           ${median(reqRates).toFixed(3)} requests/s; TTFT p50 ${pct(ttfts, 50).toFixed(0)} ms, p90 ${pct(ttfts, 90).toFixed(0)} ms, p99 ${pct(ttfts, 99).toFixed(0)} ms; inter-token p50 ${pct(gaps, 50).toFixed(0)} ms, p90 ${pct(gaps, 90).toFixed(0)} ms, p99 ${pct(gaps, 99).toFixed(0)} ms
           /health during the concurrent phase (polled every 20 ms, ${health.length} polls): p50 ${pct(health, 50).toFixed(1)} ms, p99 ${pct(health, 99).toFixed(1)} ms, max ${Math.max(...health).toFixed(1)} ms
+          control server polled beside it (the machine's floor): p50 ${pct(floor, 50).toFixed(1)} ms, p99 ${pct(floor, 99).toFixed(1)} ms
+          idle, 2 s before each concurrent phase (${idle.length} polls): /health p50 ${pct(idle, 50).toFixed(1)} ms, p99 ${pct(idle, 99).toFixed(1)} ms; control p99 ${pct(idleFloor, 99).toFixed(1)} ms
           every concurrent answer equal to its sequential one; after the load 0 KV pages in use, 0 open sequences`);
   const metrics = {
     tokS: figure(conRates, "tok/s"),
     requestsS: figure(reqRates, "requests/s"),
     ttftMsP50: figure([pct(ttfts, 50)], "ms"),
     interTokenMsP50: figure([pct(gaps, 50)], "ms"),
+    healthMsP99: figure([pct(health, 99)], "ms"),
+    controlMsP99: figure([pct(floor, 99)], "ms"),
   };
   const anchorMetrics = { tokS: figure(seqRates, "tok/s") };
   const file = writeBenchResult({
@@ -229,8 +295,8 @@ result:   ${median(conRates).toFixed(2)} tok/s   baseline ${median(seqRates).toF
     anchors: [{ id: "sequential", name: `the same server answering ${SEQ} of the requests one at a time` }],
     cases: [
       {
-        id: `serve-${o.backend}-${CLIENTS}-clients`,
-        label: `poot serve, ${CLIENTS} concurrent clients`,
+        id: `serve-${o.backend}-${CLIENTS}-clients${o["in-process"] ? "-in-process" : ""}`,
+        label: `poot serve${o["in-process"] ? " --no-engine-worker" : ""}, ${CLIENTS} concurrent clients`,
         backend: o.backend,
         format: null,
         numerics: null,
@@ -246,4 +312,5 @@ result:   ${median(conRates).toFixed(2)} tok/s   baseline ${median(seqRates).toF
   console.log(`wrote ${relative(REPO_ROOT, file)}`);
 } finally {
   child.kill("SIGTERM");
+  await control.stop();
 }

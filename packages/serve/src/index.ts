@@ -6,11 +6,12 @@
 export type { CliIo, CommandModule, ExecutorFactory } from "./command.js";
 export { parseNumber } from "./commands/numbers.js";
 export { serveCommand, startServe } from "./commands/serve.js";
-export type { ServeCliOptions, StartedServer } from "./commands/serve.js";
+export type { ExecutorModule, ServeCliOptions, StartedServer } from "./commands/serve.js";
 export { ApiError, CliError, invariant } from "./errors.js";
 export type { ApiErrorBody, ApiErrorCode, ApiErrorType, CliErrorCode } from "./errors.js";
 export type {
   Admission,
+  BatchEngine,
   EngineSequence,
   EngineStats,
   PlacementSummary,
@@ -19,10 +20,13 @@ export type {
   RelocateResult,
   SamplingParams,
   SequenceEvent,
+  RemoteServeEngine,
   SequenceOptions,
   ServeEngine,
   TokenLogprob,
 } from "./server/engine.js";
+export { EngineWorker, EngineWorkerError } from "./server/engine-worker.js";
+export type { EngineWorkerInfo, EngineWorkerLoad, EngineWorkerOptions } from "./server/engine-worker.js";
 export type { MetricsCompat, MetricsOptions, ServerMetrics } from "./server/metrics.js";
 export { RuntimeServeEngine } from "./server/runtime-engine.js";
 export type { RuntimeServeEngineOptions } from "./server/runtime-engine.js";
@@ -34,8 +38,10 @@ export type {
   GenerationEvent,
   GenerationJob,
   GenerationRequest,
+  JobSink,
   SchedulerObserver,
   SchedulerOptions,
+  ServeScheduler,
   TokenEvent,
 } from "./server/scheduler.js";
 export { createServer } from "./server/server.js";

@@ -1,10 +1,17 @@
 // Admission tells the truth (issue #20), each case through a real socket on the demo model: a request that can
 // never fit is a 400 naming the field and the limit (never a 429 a client would retry); a full queue is a 429 with
 // Retry-After; a request waiting past the queue timeout is a 503; chat's default max_tokens fits the KV cache;
-// /health is 503 while draining; a chat over the context names `messages`.
+// /health is 503 while draining; a chat over the context names `messages`. Every case runs twice: with the engine
+// stepped on the HTTP thread, and on the engine worker thread `poot serve` uses (the answers must not differ).
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { rawRequest, type RawResponse } from "./raw-http.js";
-import { DEMO, startTestServer, waitFor, type TestServer } from "./server-helpers.js";
+import { DEMO, startTestServer, startWorkerServer, waitFor, type TestServer } from "./server-helpers.js";
+
+/** The two ways the server runs its engine. */
+const MODES: [string, typeof startTestServer | typeof startWorkerServer][] = [
+  ["in process", startTestServer],
+  ["on the engine worker", startWorkerServer],
+];
 
 const M = "demo";
 const errorOf = (r: RawResponse): { code: string; param: string | null; message: string; type: string } =>
@@ -16,10 +23,10 @@ const health = async (
   return { status: r.status, body: JSON.parse(r.body) };
 };
 
-describe("a small KV cache (2 pages of 16 tokens, context 64)", { timeout: 300_000 }, () => {
-  let s: TestServer;
+describe.each(MODES)("a small KV cache (2 pages of 16 tokens, context 64), %s", { timeout: 300_000 }, (_, start) => {
+  let s: Pick<TestServer, "url" | "server" | "close">;
   beforeAll(async () => {
-    s = await startTestServer(DEMO, { context: 64, maxBatch: 2, maxQueue: 4, kvPages: 2, pageSize: 16 });
+    s = await start(DEMO, { context: 64, maxBatch: 2, maxQueue: 4, kvPages: 2, pageSize: 16 });
   }, 120_000);
   afterAll(async () => s?.close());
 
@@ -70,10 +77,10 @@ describe("a small KV cache (2 pages of 16 tokens, context 64)", { timeout: 300_0
   });
 });
 
-describe("one batch slot, a queue of one, no queue timeout", { timeout: 300_000 }, () => {
-  let s: TestServer;
+describe.each(MODES)("one batch slot, a queue of one, no queue timeout, %s", { timeout: 300_000 }, (_, start) => {
+  let s: Pick<TestServer, "url" | "server" | "close">;
   beforeAll(async () => {
-    s = await startTestServer(DEMO, { context: 64, maxBatch: 1, maxQueue: 1, queueTimeoutMs: 0 });
+    s = await start(DEMO, { context: 64, maxBatch: 1, maxQueue: 1, queueTimeoutMs: 0 });
   }, 120_000);
   afterAll(async () => s?.close());
 
@@ -118,10 +125,10 @@ describe("one batch slot, a queue of one, no queue timeout", { timeout: 300_000 
   });
 });
 
-describe("one batch slot, a queue of one, a 1.5 s queue timeout", { timeout: 300_000 }, () => {
-  let s: TestServer;
+describe.each(MODES)("one batch slot, a queue of one, a 1.5 s queue timeout, %s", { timeout: 300_000 }, (_, start) => {
+  let s: Pick<TestServer, "url" | "server" | "close">;
   beforeAll(async () => {
-    s = await startTestServer(DEMO, { context: 64, maxBatch: 1, maxQueue: 1, queueTimeoutMs: 1500 });
+    s = await start(DEMO, { context: 64, maxBatch: 1, maxQueue: 1, queueTimeoutMs: 1500 });
   }, 120_000);
   afterAll(async () => s?.close());
 

@@ -5,7 +5,7 @@ import * as path from "node:path";
 import Anthropic from "@anthropic-ai/sdk";
 import { Ajv } from "ajv";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { DEMO, startTestServer, type TestServer } from "./server-helpers.js";
+import { DEMO, startTestServer, startWorkerServer, type TestServer } from "./server-helpers.js";
 
 const M = "demo";
 /**
@@ -15,8 +15,14 @@ const M = "demo";
 const sampling = (o: { temperature?: number; top_p?: number; top_k?: number }): {} => o;
 const KEY = "sk-ant-local";
 
-describe("Anthropic Messages API through @anthropic-ai/sdk", { timeout: 180_000 }, () => {
-  let s: TestServer;
+/** The engine stepped on the HTTP thread, and on the engine worker thread `poot serve` uses (decision 2004). */
+const MODES: [string, typeof startTestServer | typeof startWorkerServer][] = [
+  ["in process", startTestServer],
+  ["on the engine worker", startWorkerServer],
+];
+
+describe.each(MODES)("Anthropic Messages API through @anthropic-ai/sdk, %s", { timeout: 180_000 }, (_, start) => {
+  let s: Pick<TestServer, "url" | "client" | "close">;
   let client: Anthropic;
   let ref: {
     chat_messages: { role: string; content: string }[];
@@ -36,7 +42,7 @@ describe("Anthropic Messages API through @anthropic-ai/sdk", { timeout: 180_000 
     ).content;
 
   beforeAll(async () => {
-    s = await startTestServer(DEMO, { context: 64, maxBatch: 4, modelId: M, apiKey: KEY });
+    s = await start(DEMO, { context: 64, maxBatch: 4, modelId: M, apiKey: KEY });
     client = new Anthropic({ baseURL: s.url, apiKey: KEY, maxRetries: 0, timeout: 120_000 });
     ref = JSON.parse(fs.readFileSync(path.join(DEMO, "reference.json"), "utf8")) as typeof ref;
   }, 180_000);
@@ -177,6 +183,84 @@ describe("Anthropic Messages API through @anthropic-ai/sdk", { timeout: 180_000 
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Anthropic.BadRequestError);
     expect((err as InstanceType<typeof Anthropic.BadRequestError>).message).toContain("output_config.format.schema");
+  });
+
+  test("tools: tool_choice any and a named tool give tool_use blocks whose input validates (whole and streamed)", async () => {
+    const tools: Anthropic.Tool[] = [
+      {
+        name: "add",
+        description: "Adds two integers.",
+        input_schema: {
+          type: "object",
+          properties: {
+            a: { type: "integer", minimum: 0, maximum: 99 },
+            b: { type: "integer", minimum: 0, maximum: 99 },
+          },
+          required: ["a", "b"],
+          additionalProperties: false,
+        },
+      },
+      {
+        name: "echo",
+        input_schema: { type: "object", properties: { s: { type: "string", maxLength: 6 } }, required: ["s"] },
+      },
+    ];
+    const check = new Map(tools.map((t) => [t.name, new Ajv({ strict: false }).compile(t.input_schema)]));
+    const ask: Anthropic.MessageParam[] = [{ role: "user", content: "Add 2 and 3." }];
+    const m = await client.messages.create({
+      model: M,
+      max_tokens: 48,
+      messages: ask,
+      tools,
+      tool_choice: { type: "any" },
+    });
+    expect(m.stop_reason).toBe("tool_use");
+    const use = m.content[0] as Anthropic.ToolUseBlock;
+    expect(use.type).toBe("tool_use");
+    expect(use.id).toMatch(/^toolu_/);
+    expect(check.get(use.name)!(use.input), JSON.stringify(use.input)).toBe(true);
+    // Streamed through the SDK's helper, which assembles the input from input_json_delta events.
+    const stream = client.messages.stream({
+      model: M,
+      max_tokens: 48,
+      messages: ask,
+      tools,
+      tool_choice: { type: "tool", name: "add" },
+    });
+    const final = await stream.finalMessage();
+    const named = final.content[0] as Anthropic.ToolUseBlock;
+    expect(final.stop_reason).toBe("tool_use");
+    expect(named.name).toBe("add");
+    expect(check.get("add")!(named.input), JSON.stringify(named.input)).toBe(true);
+    // The call and its result render as a conversation (auto: the demo model answers in text).
+    const next = await client.messages.create({
+      model: M,
+      max_tokens: 4,
+      tools,
+      messages: [
+        ...ask,
+        { role: "assistant", content: [named] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: named.id, content: "5" }] },
+      ],
+    });
+    expect(next.content[0]!.type).toBe("text");
+    // Bad tool choices are Anthropic-shaped 400s naming the field.
+    for (const [extra, field] of [
+      [{ tools, tool_choice: { type: "tool", name: "nope" } }, "tool_choice.name"],
+      [{ tool_choice: { type: "any" } }, "tool_choice"],
+      [
+        {
+          tools: [{ name: "f", input_schema: { type: "object", properties: { x: { type: "string", pattern: "a" } } } }],
+        },
+        "tools[0].input_schema",
+      ],
+    ] as const) {
+      const err = await client.messages
+        .create({ model: M, max_tokens: 48, messages: ask, ...extra } as never)
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(Anthropic.BadRequestError);
+      expect((err as InstanceType<typeof Anthropic.BadRequestError>).message).toContain(field);
+    }
   });
 
   test("x-api-key and Bearer both authenticate; a wrong key is Anthropic's 401", async () => {

@@ -5,14 +5,20 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { openSafetensors } from "@poot/models";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { LLAMA3, SKIP_NOTE, startTestServer, type TestServer } from "./server-helpers.js";
+import { LLAMA3, SKIP_NOTE, startTestServer, startWorkerServer, type TestServer } from "./server-helpers.js";
 
-describe.skipIf(LLAMA3 === null)(`echo with logprobs${SKIP_NOTE}`, { timeout: 180_000 }, () => {
-  let s: TestServer;
+/** The engine stepped on the HTTP thread, and on the engine worker thread `poot serve` uses (decision 2004). */
+const MODES: [string, typeof startTestServer | typeof startWorkerServer][] = [
+  ["in process", startTestServer],
+  ["on the engine worker", startWorkerServer],
+];
+
+describe.skipIf(LLAMA3 === null).each(MODES)(`echo with logprobs, %s${SKIP_NOTE}`, { timeout: 180_000 }, (_, start) => {
+  let s: Pick<TestServer, "url" | "client" | "close">;
   let ref: { prompt_ids: number[]; greedy_ids: number[] };
   let logits: Float32Array;
   beforeAll(async () => {
-    s = await startTestServer(LLAMA3!, { context: 64, maxBatch: 2 });
+    s = await start(LLAMA3!, { context: 64, maxBatch: 2 });
     ref = JSON.parse(fs.readFileSync(path.join(LLAMA3!, "reference.json"), "utf8")) as typeof ref;
     logits = openSafetensors(path.join(LLAMA3!, "reference.safetensors")).readF32Sync("full_logits");
   }, 180_000);

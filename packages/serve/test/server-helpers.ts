@@ -7,7 +7,7 @@ import { type Executor } from "@poot/executor";
 import { createEvalExecutor } from "@poot/backend-reference";
 import { Tokenizer } from "@poot/models";
 import { Engine } from "@poot/runtime";
-import { RuntimeServeEngine, createServer, type PootServer, type ServerOptions } from "@poot/serve";
+import { EngineWorker, RuntimeServeEngine, createServer, type PootServer, type ServerOptions } from "@poot/serve";
 import OpenAI from "openai";
 import { fixture, needFixture } from "@poot/testkit";
 
@@ -56,6 +56,7 @@ export async function startTestServer(
     chatTemplate?: string;
     kvPages?: number;
     pageSize?: number;
+    prefixCache?: boolean;
     executor?: () => Executor;
   } & Partial<Omit<ServerOptions, "engine">>,
 ): Promise<TestServer> {
@@ -66,6 +67,7 @@ export async function startTestServer(
     maxSequences: options.maxBatch ?? 8,
     ...(options.kvPages === undefined ? {} : { kvPages: options.kvPages }),
     ...(options.pageSize === undefined ? {} : { pageSize: options.pageSize }),
+    ...(options.prefixCache === undefined ? {} : { prefixCache: options.prefixCache }),
   });
   // Tokenizing in the worker thread, as `poot serve` does.
   const serveEngine = new RuntimeServeEngine(engine, {
@@ -89,6 +91,75 @@ export async function startTestServer(
       await server.close();
       serveEngine.close();
       executor.dispose();
+    },
+  };
+}
+
+/** A running test server whose engine runs on an engine worker thread, as `poot serve` runs it. */
+export interface WorkerTestServer {
+  readonly url: string;
+  readonly server: PootServer;
+  readonly worker: EngineWorker;
+  readonly client: OpenAI;
+  close(): Promise<void>;
+}
+
+/** The engine-worker tests' executor module (test/executors.mjs). */
+export const TEST_EXECUTORS = new URL("./executors.mjs", import.meta.url);
+
+/**
+ * Starts a server for `model` with the engine and scheduler on an engine worker thread that makes its executors with
+ * `executorExport` of test/executors.mjs (default: the real `backend`), listening on 127.0.0.1:0.
+ */
+export async function startWorkerServer(
+  model: string,
+  options: {
+    context: number;
+    backend?: "cpu" | "eval";
+    executorExport?: string;
+    chatTemplate?: string;
+    kvPages?: number;
+    pageSize?: number;
+    log?: (line: string) => void;
+    /** `--place` for the worker to plan (with `backends`, the device names it may use). */
+    place?: string;
+    backends?: readonly string[];
+  } & Partial<Omit<ServerOptions, "engine">>,
+): Promise<WorkerTestServer> {
+  const template = options.chatTemplate === undefined ? {} : { chatTemplate: options.chatTemplate };
+  const worker = await EngineWorker.start({
+    model,
+    executorModule: TEST_EXECUTORS,
+    ...(options.executorExport === undefined ? {} : { executorExport: options.executorExport }),
+    backend: options.backend ?? "eval",
+    ...(options.place === undefined ? {} : { placement: { place: options.place } }),
+    ...(options.backends === undefined ? {} : { backends: options.backends }),
+    load: {
+      context: options.context,
+      maxSequences: options.maxBatch ?? 8,
+      ...(options.kvPages === undefined ? {} : { kvPages: options.kvPages }),
+      ...(options.pageSize === undefined ? {} : { pageSize: options.pageSize }),
+    },
+    ...template,
+    ...(options.log === undefined ? {} : { log: options.log }),
+  });
+  const server = createServer({ modelId: path.basename(model), ...options, engine: worker });
+  const url = await server.listen({ port: 0 });
+  const client = new OpenAI({
+    baseURL: `${url}/v1`,
+    apiKey: options.apiKey ?? "unused",
+    maxRetries: 0,
+    timeout: 300_000,
+  });
+  return {
+    url,
+    server,
+    worker,
+    client,
+    close: async () => {
+      await server.close();
+      worker.close();
+      await worker.exited;
     },
   };
 }

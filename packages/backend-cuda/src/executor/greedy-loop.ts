@@ -19,7 +19,9 @@ const SLOTS = ["ids", "pos", "page_table", "slot_map"] as const;
 /** Launches that may be queued past the oldest unread one. */
 const IN_FLIGHT = 3;
 
-type Program = DeviceProgram<CudaBuffer, CompiledKernel, CudaLaunch, CudaRecording>;
+/** The staged program a greedy loop replays (the CUDA executor's program). */
+export type CudaLoopProgram = DeviceProgram<CudaBuffer, CompiledKernel, CudaLaunch, CudaRecording>;
+type Program = CudaLoopProgram;
 
 const kernels = new WeakMap<CudaComputeDevice, CompiledKernel>();
 

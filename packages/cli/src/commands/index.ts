@@ -1,5 +1,6 @@
 // The table of `poot` subcommands: each lives in its own module in this folder and is listed here.
 // Later work adds more commands as their packages land.
+import * as fs from "node:fs";
 import { serveCommand } from "@poot/serve";
 import type { Command } from "commander";
 import { backendsCommand } from "./backends-command.js";
@@ -17,6 +18,12 @@ import { BACKEND_NAMES, createExecutor, loweringCache } from "./backends.js";
 import { run } from "./run.js";
 import { tokenize } from "./tokenize.js";
 import { trace } from "./trace.js";
+
+/** dist/serve-executors.js: beside the bundle once built; from the sources (tests), the package's built copy. */
+function serveExecutorsModule(): URL {
+  const beside = new URL("./serve-executors.js", import.meta.url);
+  return fs.existsSync(beside) ? beside : new URL("../../dist/serve-executors.js", import.meta.url);
+}
 
 // These two shapes equal @poot/serve's (CliIo, CommandModule), whose `serve` command the table registers.
 
@@ -55,6 +62,8 @@ export const commands: readonly CommandModule[] = [
         ),
       ),
     BACKEND_NAMES,
+    // The engine worker thread makes its executors through this module (the built file next to the bundle).
+    { url: serveExecutorsModule() },
   ),
   bench,
   ir,

@@ -10,6 +10,7 @@ import { readHFConfig } from "../config-hf.js";
 import { TraceError } from "../errors.js";
 import { openGGUF } from "../gguf.js";
 import { isGGUF } from "../open.js";
+import { withHFQuantization } from "../hf-quant.js";
 import { openSafetensors } from "../safetensors.js";
 import { shapeOf, traceModel, type GraphKind } from "./trace.js";
 import { checkpointConsts, ModelWeights } from "./weights.js";
@@ -89,7 +90,13 @@ export class LoadedModel {
     if (fileName !== undefined && !fs.existsSync(path.join(modelPath, fileName)))
       throw new TraceError("io", `no ${fileName} in the model folder`, { file: path.join(modelPath, fileName) });
     const ckpt = openSafetensors(modelPath, fileName === undefined ? {} : { fileName });
-    return new LoadedModel(config, ckpt, ModelWeights.of(ckpt));
+    try {
+      const quantized = withHFQuantization(ckpt, modelPath);
+      return new LoadedModel(config, quantized, ModelWeights.of(quantized));
+    } catch (e) {
+      ckpt.close();
+      throw e;
+    }
   }
 
   /** The traced graph of a kind (traced once, then cached). */

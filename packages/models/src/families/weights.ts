@@ -1,8 +1,9 @@
 // The tracer's view of a checkpoint: logical weight names (HF or GGUF spelling), their graph-ir dtypes and
 // shapes, and the lazy const binding that hands eval each tensor's stored bytes (bf16 bits, packed blocks).
-import type { ConstSource, DType, HostData } from "@poot/graph-ir";
+import { isPacked, type ConstSource, type DType, type HostData, type ValueType } from "@poot/graph-ir";
 import type { Checkpoint, TensorInfo } from "../checkpoint.js";
 import { TraceError } from "../errors.js";
+import { hfPackedFormat } from "../quant/hf-formats.js";
 import { ggmlPackedFormat } from "../quant/recipes.js";
 
 /** A weight as the tracer sees it: storage dtype and row-major shape. */
@@ -194,7 +195,7 @@ export function dtypeOf(t: TensorInfo): DType {
     case "BF16":
       return "bf16";
     default: {
-      const packed = ggmlPackedFormat(t.dtype);
+      const packed = ggmlPackedFormat(t.dtype) ?? hfPackedFormat(t.dtype);
       if (packed === null)
         throw new TraceError("wrong-dtype", `tensor type ${t.dtype} cannot be traced`, {
           file: t.file,
@@ -229,10 +230,16 @@ export function hostDataOf(t: TensorInfo, bytes: Uint8Array): HostData {
   }
 }
 
-/** A lazy, caching eval ConstSource over a checkpoint (each tensor read once). */
-export function checkpointConsts(ckpt: Checkpoint): ConstSource {
+/**
+ * A lazy, caching eval ConstSource over a checkpoint (each tensor read once). Its `into` reads a tensor straight into
+ * a device's memory when the stored bytes are the storage of the asked dtype (packed formats, F32, F16, BF16), so a
+ * host-memory device loads weights with one read and no host copy; it returns false where they are not.
+ */
+export function checkpointConsts(ckpt: Checkpoint): ConstSource & {
+  readonly into: (key: string, type: ValueType, dst: Uint8Array) => boolean;
+} {
   const cache = new Map<string, HostData>();
-  return (key) => {
+  const source = (key: string): HostData => {
     let d = cache.get(key);
     if (d === undefined) {
       d = hostData(ckpt, key);
@@ -240,4 +247,12 @@ export function checkpointConsts(ckpt: Checkpoint): ConstSource {
     }
     return d;
   };
+  const into = (key: string, type: ValueType, dst: Uint8Array): boolean => {
+    const t = ckpt.info(key);
+    const want = isPacked(type.dtype) ? type.dtype.packed.name : type.dtype;
+    if (cache.has(key) || t.dtype.toLowerCase() !== want.toLowerCase() || t.byteLength !== dst.byteLength) return false;
+    ckpt.readInto(key, dst);
+    return true;
+  };
+  return Object.assign(source, { into });
 }

@@ -3,8 +3,9 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { ModelError } from "@poot/models";
-import { Engine, RuntimeError } from "@poot/runtime";
+import { Engine, RuntimeError, type PlacementReport } from "@poot/runtime";
 import { CliError } from "../errors.js";
+import { EngineWorker, EngineWorkerError, type EngineWorkerLoad } from "../server/engine-worker.js";
 import { RuntimeServeEngine } from "../server/runtime-engine.js";
 import type { MetricsCompat } from "../server/metrics.js";
 import { createServer, type PootServer } from "../server/server.js";
@@ -20,6 +21,7 @@ export interface ServeCliOptions extends PlacementFlags {
   readonly apiKey?: string;
   readonly metricsAuth?: boolean;
   readonly metricsCompat?: string;
+  readonly prefixCache?: boolean;
   readonly maxBatch: string;
   readonly maxQueue: string;
   readonly ctx?: string;
@@ -34,6 +36,10 @@ export interface ServeCliOptions extends PlacementFlags {
   readonly allowedHosts?: string;
   readonly cors?: string;
   readonly maxConnections?: string;
+  /** false (`--no-engine-worker`): step the engine on the HTTP thread even when an executor module is given. */
+  readonly engineWorker?: boolean;
+  /** The engine worker's nice value (0-19, Linux). */
+  readonly engineNice?: string;
 }
 
 /** A started server: its URL and how to stop it (also frees the engine and executor). */
@@ -48,19 +54,54 @@ export interface StartedServer {
 
 const command = "serve";
 
+/**
+ * Where `poot serve`'s engine worker gets its executors: a module (URL) whose export `name` (default
+ * `executorFactory`) takes the device names and the command and returns (or resolves to) an ExecutorFactory.
+ * The CLI passes its own (dist/serve-executors.js); functions cannot cross into the worker thread, modules can.
+ */
+export interface ExecutorModule {
+  /** The module's URL (a file: URL of a built .js file). */
+  readonly url: URL | string;
+  /** The export to call (default `executorFactory`). */
+  readonly name?: string;
+}
+
+/** A loading failure of the engine worker as the CliError the in-process load would have thrown. */
+function workerCliError(err: EngineWorkerError, model: string): CliError {
+  if (err.kind === "cli")
+    return new CliError((err.code ?? "bad-input") as CliError["code"], err.message, {
+      command,
+      ...(err.file === undefined ? {} : { file: err.file }),
+    });
+  if (err.kind === "model")
+    return new CliError(err.code === "io" ? "file-unreadable" : "bad-input", err.message, {
+      command,
+      file: err.file ?? model,
+    });
+  if (err.kind === "runtime" || err.code === "no-tokenizer")
+    return new CliError("bad-input", err.message, { command, file: model });
+  return new CliError("command-failed", err.message, { command, file: model });
+}
+
 function positive(flag: string, value: string, min: number): number {
   const n = parseNumber(flag, value, "int", command);
   if (n < min) throw new CliError("bad-input", `${flag} must be an integer >= ${min}, got ${n}`, { command });
   return n;
 }
 
-/** Loads MODEL, builds the engine and server from `poot serve`'s options, and starts listening. */
+/**
+ * Loads MODEL, builds the engine and server from `poot serve`'s options, and starts listening. With
+ * `executorModule` (as `poot serve` runs) the engine and its scheduler run on a worker thread that makes its
+ * executors through that module, so no engine step holds the HTTP event loop; without it they run on this thread
+ * with `createExecutor`'s executors (for embedding and tests).
+ */
 export async function startServe(
   model: string,
   o: ServeCliOptions,
   io: CliIo,
   createExecutor: ExecutorFactory,
   backends: readonly string[] = [o.backend],
+  executorModule?: ExecutorModule,
 ): Promise<StartedServer> {
   const port = parseNumber("--port", o.port, "int", command);
   if (port < 0 || port > 65535)
@@ -77,6 +118,9 @@ export async function startServe(
     throw new CliError("bad-input", `--queue-timeout must be >= 0 seconds, got ${o.queueTimeout}`, { command });
   const maxConnections =
     o.maxConnections === undefined ? undefined : positive("--max-connections", o.maxConnections, 1);
+  const nice = parseNumber("--engine-nice", o.engineNice ?? "5", "int", command);
+  if (nice < 0 || nice > 19)
+    throw new CliError("bad-input", `--engine-nice must be an integer in [0, 19], got ${nice}`, { command });
   // "*" lifts the Host check; a list replaces the loopback default.
   const allowedHosts =
     o.allowedHosts === undefined
@@ -109,21 +153,91 @@ export async function startServe(
       });
     }
   }
-  const { plan, placed } = planDevices(o, o.backend, model, o.weights, command, backends, createExecutor);
+  // Prefill chunks stay within the context (the runtime stages one program per power-of-two chunk).
+  const prefillChunk = context === undefined ? undefined : 2 ** Math.min(6, Math.floor(Math.log2(context)));
+  // The KV pool holds --max-batch full contexts unless --kv-pages says otherwise; requests beyond it wait.
+  const load = {
+    weights: o.weights,
+    maxSequences: maxBatch,
+    prefixCache: o.prefixCache === true,
+    ...(context === undefined ? {} : { context, prefillChunk }),
+    ...(pageSize === undefined ? {} : { pageSize }),
+    ...(kvPages === undefined ? {} : { kvPages }),
+  } as const;
+  const loaded =
+    executorModule === undefined || o.engineWorker === false
+      ? loadInProcess(model, o, io, createExecutor, backends, load, chatTemplate)
+      : await loadInWorker(model, o, io, executorModule, backends, load, chatTemplate, nice);
+  const { serveEngine, free } = loaded;
+  const modelId = o.modelName ?? path.basename(path.resolve(model));
+  const server = createServer({
+    engine: serveEngine,
+    modelId,
+    apiKey: o.apiKey ?? null,
+    metricsAuth: o.metricsAuth === true,
+    metricsCompat: metricsCompat as MetricsCompat[],
+    maxBatch,
+    maxQueue,
+    queueTimeoutMs: queueTimeout * 1000,
+    ...(allowedHosts === undefined ? {} : { allowedHosts }),
+    ...(o.cors === undefined ? {} : { cors: o.cors }),
+    ...(maxConnections === undefined ? {} : { limits: { maxConnections } }),
+  });
+  let url: string;
+  try {
+    url = await server.listen({ host: o.host, port });
+  } catch (err) {
+    await free();
+    throw new CliError("command-failed", `cannot listen on ${o.host}:${port}: ${(err as Error).message}`, { command });
+  }
+  const report = loaded.placementReport;
+  if (report !== null)
+    io.err(
+      `${describePlacement(report)
+        .map((l) => `poot serve: ${l}`)
+        .join("\n")}\n`,
+    );
+  io.err(
+    `poot serve: ${modelId} (context ${serveEngine.context}, max batch ${maxBatch}, backend ${o.backend}) on ${url}${o.apiKey === undefined ? "" : " (API key required)"}\n`,
+  );
+  return {
+    url,
+    server,
+    close: async (options = {}) => {
+      await server.close(options);
+      await free();
+    },
+  };
+}
+
+/** The engine options `poot serve` loads the model with (less the executors). */
+type LoadOptions = EngineWorkerLoad & { readonly weights: "f32" | "bf16"; readonly maxSequences: number };
+
+/** A loaded engine for the server, what `poot serve` prints of its placement, and how to free it all. */
+interface Loaded {
+  readonly serveEngine: RuntimeServeEngine | EngineWorker;
+  readonly placementReport: (PlacementReport & { readonly chosen?: string }) | null;
+  free(): Promise<void>;
+}
+
+/** The engine on this thread (embedding and tests): steps run on the event loop. */
+function loadInProcess(
+  model: string,
+  o: ServeCliOptions,
+  io: CliIo,
+  createExecutor: ExecutorFactory,
+  backends: readonly string[],
+  load: LoadOptions,
+  chatTemplate: string | undefined,
+): Loaded {
+  const { plan, placed } = planDevices(o, o.backend, model, load.weights, command, backends, createExecutor);
   const executor = { dispose: () => placed.dispose() };
   let engine: Engine;
   try {
-    // Prefill chunks stay within the context (the runtime stages one program per power-of-two chunk).
-    const prefillChunk = context === undefined ? undefined : 2 ** Math.min(6, Math.floor(Math.log2(context)));
-    // The KV pool holds --max-batch full contexts unless --kv-pages says otherwise; requests beyond it wait.
     engine = Engine.load(model, {
       executor: placed.executor,
       ...engineDevices(plan, placed, createExecutor),
-      weights: o.weights,
-      maxSequences: maxBatch,
-      ...(context === undefined ? {} : { context, prefillChunk }),
-      ...(pageSize === undefined ? {} : { pageSize }),
-      ...(kvPages === undefined ? {} : { kvPages }),
+      ...load,
     });
   } catch (err) {
     executor.dispose();
@@ -154,51 +268,78 @@ export async function startServe(
       `poot serve: compiled ${engine.stats.programsStaged} programs in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`,
     );
   }
-  const modelId = o.modelName ?? path.basename(path.resolve(model));
-  const server = createServer({
-    engine: serveEngine,
-    modelId,
-    apiKey: o.apiKey ?? null,
-    metricsAuth: o.metricsAuth === true,
-    metricsCompat: metricsCompat as MetricsCompat[],
-    maxBatch,
-    maxQueue,
-    queueTimeoutMs: queueTimeout * 1000,
-    ...(allowedHosts === undefined ? {} : { allowedHosts }),
-    ...(o.cors === undefined ? {} : { cors: o.cors }),
-    ...(maxConnections === undefined ? {} : { limits: { maxConnections } }),
-  });
-  let url: string;
-  try {
-    url = await server.listen({ host: o.host, port });
-  } catch (err) {
-    serveEngine.close();
-    executor.dispose();
-    throw new CliError("command-failed", `cannot listen on ${o.host}:${port}: ${(err as Error).message}`, { command });
-  }
   const report = engine.placementReport();
-  if (report !== null)
-    io.err(
-      `${describePlacement({ ...report, ...(plan?.chosen === undefined ? {} : { chosen: plan.chosen }) })
-        .map((l) => `poot serve: ${l}`)
-        .join("\n")}\n`,
-    );
-  io.err(
-    `poot serve: ${modelId} (context ${engine.context}, max batch ${maxBatch}, backend ${o.backend}) on ${url}${o.apiKey === undefined ? "" : " (API key required)"}\n`,
-  );
   return {
-    url,
-    server,
-    close: async (options = {}) => {
-      await server.close(options);
+    serveEngine,
+    placementReport:
+      report === null ? null : { ...report, ...(plan?.chosen === undefined ? {} : { chosen: plan.chosen }) },
+    free: async () => {
       serveEngine.close();
       executor.dispose();
     },
   };
 }
 
-/** The `serve` subcommand, running on the executors `createExecutor` makes (the CLI passes its backend table). */
-export const serveCommand = (createExecutor: ExecutorFactory, backends?: readonly string[]): CommandModule => ({
+/** The engine and its scheduler on a worker thread (`poot serve`): steps never hold the event loop. */
+async function loadInWorker(
+  model: string,
+  o: ServeCliOptions,
+  io: CliIo,
+  executors: ExecutorModule,
+  backends: readonly string[],
+  load: LoadOptions,
+  chatTemplate: string | undefined,
+  nice: number,
+): Promise<Loaded> {
+  let worker: EngineWorker;
+  try {
+    worker = await EngineWorker.start({
+      model,
+      executorModule: executors.url,
+      ...(executors.name === undefined ? {} : { executorExport: executors.name }),
+      backend: o.backend,
+      command,
+      // Planned in the worker, whose executor answers the default placement's memory query (decision 1705).
+      placement: {
+        ...(o.gpuLayers === undefined ? {} : { gpuLayers: o.gpuLayers }),
+        ...(o.place === undefined ? {} : { place: o.place }),
+        ...(o.deviceMemory === undefined ? {} : { deviceMemory: o.deviceMemory }),
+        ...(o.hostMemory === undefined ? {} : { hostMemory: o.hostMemory }),
+        ...(o.prefetch === undefined ? {} : { prefetch: o.prefetch }),
+      },
+      backends,
+      load,
+      ...(chatTemplate === undefined ? {} : { chatTemplate }),
+      prepare: o.prepare,
+      nice,
+      log: (line) => io.err(`${line}\n`),
+    });
+  } catch (err) {
+    if (err instanceof EngineWorkerError) throw workerCliError(err, model);
+    throw err;
+  }
+  const p = worker.info.prepared;
+  if (p !== null)
+    io.err(`poot serve: compiled ${p.programs} programs in ${p.seconds.toFixed(1)} s (engine worker thread)\n`);
+  return {
+    serveEngine: worker,
+    placementReport: worker.info.placementReport,
+    free: async () => {
+      worker.close();
+      await worker.exited;
+    },
+  };
+}
+
+/**
+ * The `serve` subcommand, running on the executors `createExecutor` makes (the CLI passes its backend table), or,
+ * given `executorModule` (as the CLI does), on an engine worker thread that makes them through that module.
+ */
+export const serveCommand = (
+  createExecutor: ExecutorFactory,
+  backends?: readonly string[],
+  executorModule?: ExecutorModule,
+): CommandModule => ({
   name: "serve",
   register: (program, io) => {
     placementOptions(program.command("serve"))
@@ -222,6 +363,10 @@ export const serveCommand = (createExecutor: ExecutorFactory, backends?: readonl
       )
       .option("--cors <origin>", "let browsers on ORIGIN (or *) call the API")
       .option("--max-connections <n>", "most open client sockets", "1024")
+      .option(
+        "--prefix-cache",
+        "keep finished prompts' KV pages in a prefix cache so prompts sharing a prefix skip computing it (LRU-evicted)",
+      )
       .option("--max-batch <n>", "most sequences in one decode step", "8")
       .option("--max-queue <n>", "most requests waiting for a batch slot; more get 429", "256")
       .option("--queue-timeout <s>", "a request waiting longer than S seconds for a slot gets 503 (0 = no limit)", "60")
@@ -235,6 +380,15 @@ export const serveCommand = (createExecutor: ExecutorFactory, backends?: readonl
       .option("--chat-template <file>", "a Jinja chat template replacing the model's own")
       .option("--model-name <name>", "the model id clients use (default: the model folder or file name)")
       .option("--no-prepare", "compile programs on first use instead of at start-up")
+      .option(
+        "--no-engine-worker",
+        "step the engine on the HTTP thread instead of a worker thread (each step then delays /health and streams)",
+      )
+      .option(
+        "--engine-nice <n>",
+        "nice value (0-19) of the engine worker and its CPU kernel threads (Linux), so the HTTP thread runs first",
+        "5",
+      )
       .option(
         "--drain-seconds <s>",
         "on SIGINT/SIGTERM, let running requests finish for up to S seconds (a second signal stops at once)",
@@ -252,6 +406,7 @@ export const serveCommand = (createExecutor: ExecutorFactory, backends?: readonl
           io,
           createExecutor,
           backends,
+          executorModule,
         );
         const signal = (): Promise<void> =>
           new Promise<void>((resolve) => {

@@ -1,6 +1,8 @@
 // The narrow engine surface the server schedules over: tokenize, render chat, begin sequences that sample
-// and detokenize themselves, run one batched step, report stats. runtime-engine.ts adapts @poot/runtime to it.
+// and detokenize themselves, run one batched step, report stats. runtime-engine.ts adapts @poot/runtime to it;
+// engine-worker.ts runs that adapter and its scheduler on a worker thread behind the same text-side surface.
 import type { ChatMessage } from "@poot/models";
+import type { SchedulerOptions, ServeScheduler } from "./scheduler.js";
 
 /** Sampling parameters of one sequence, already range-checked by the server. */
 export interface SamplingParams {
@@ -111,6 +113,13 @@ export interface EngineStats {
     readonly pagesInUse: number;
     readonly pagesReserved: number;
   };
+  /** The prefix cache (absent when off): sessions that hit, prompt tokens served from it, evictions, pages held. */
+  readonly prefixCache?: {
+    readonly hits: number;
+    readonly hitTokens: number;
+    readonly evictions: number;
+    readonly pages: number;
+  };
   /** Blocks across devices (absent when the model runs as one program): hand-offs and the weight pager's counters. */
   readonly blocks?: {
     readonly handoffs: number;
@@ -143,7 +152,7 @@ export type RelocateResult = { readonly placement: PlacementSummary } | { readon
 /** Whether a sequence can begin now: yes, not until KV pages (or lanes) are released, or never (larger than the pool). */
 export type Admission = "now" | "wait" | "never";
 
-/** What the server needs from an inference engine. */
+/** What the HTTP side needs from an engine wherever it runs: sizes, text in and out, and stats. */
 export interface ServeEngine {
   /** KV capacity of a sequence in tokens: prompt plus generated tokens must fit. */
   readonly context: number;
@@ -179,21 +188,6 @@ export interface ServeEngine {
   promptLogprobs(ids: readonly number[], top: number): Promise<PromptLogprob[]>;
   /** The text of one token alone, for logprobs. */
   tokenText(id: number): string;
-  /**
-   * Whether a sequence of `prompt` generating up to `maxTokens` can begin now (its KV pages for prompt +
-   * maxTokens are free), must wait for others to release theirs, or can never fit the pool; with the pages needed.
-   */
-  admission(
-    prompt: readonly number[],
-    maxTokens: number,
-  ): { readonly admit: Admission; readonly pages: number; readonly pagesTotal: number };
-  /**
-   * Opens a sequence with `prompt` queued, reserving KV pages for prompt + maxTokens; throws on options the
-   * engine refuses or when those pages are not free (call {@link ServeEngine.admission} first).
-   */
-  begin(prompt: readonly number[], options: SequenceOptions): EngineSequence;
-  /** Runs every sequence's queued tokens as one step; returns the logits [V] after each one's last token. */
-  step(seqs: readonly EngineSequence[]): Float32Array[];
   /** Counters and memory. */
   stats(): EngineStats;
   /** Where the blocks are; null when the model runs as one program (no placement). Optional. */
@@ -206,4 +200,37 @@ export interface ServeEngine {
   relocate?(place: string): RelocateResult | Promise<RelocateResult>;
   /** Frees everything. */
   close(): void;
+}
+
+/** An engine the in-process Scheduler (scheduler.ts) steps on the calling thread. */
+export interface BatchEngine extends ServeEngine {
+  /**
+   * Whether a sequence of `prompt` generating up to `maxTokens` can begin now (its KV pages for prompt +
+   * maxTokens are free), must wait for others to release theirs, or can never fit the pool; with the pages needed.
+   */
+  admission(
+    prompt: readonly number[],
+    maxTokens: number,
+  ): { readonly admit: Admission; readonly pages: number; readonly pagesTotal: number };
+  /**
+   * Opens a sequence with `prompt` queued, reserving KV pages for prompt + maxTokens; throws on options the
+   * engine refuses or when those pages are not free (call {@link BatchEngine.admission} first).
+   */
+  begin(prompt: readonly number[], options: SequenceOptions): EngineSequence;
+  /** Runs every sequence's queued tokens as one step; returns the logits [V] after each one's last token. */
+  step(seqs: readonly EngineSequence[]): Float32Array[];
+}
+
+/**
+ * A model whose engine runs off the HTTP thread (the engine worker) and brings its own scheduler, so no engine
+ * step ever holds the event loop that answers /health and streams tokens.
+ */
+export interface RemoteServeEngine extends ServeEngine {
+  /** The scheduler over this engine (one per engine). */
+  createScheduler(options: SchedulerOptions): ServeScheduler;
+}
+
+/** Whether `e` brings its own scheduler (runs its engine elsewhere) rather than being stepped here. */
+export function isRemoteEngine(e: BatchEngine | RemoteServeEngine): e is RemoteServeEngine {
+  return typeof (e as Partial<RemoteServeEngine>).createScheduler === "function";
 }

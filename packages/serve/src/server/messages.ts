@@ -9,14 +9,42 @@ import type { ChatMessage } from "@poot/models";
 import { ApiError } from "../errors.js";
 import type { JsonConstraintSpec, ServeEngine } from "./engine.js";
 import { JsonGrammar } from "./json-grammar.js";
-import { checkIds, checkTextSize, generation, maxTokensFor } from "./requests.js";
-import type { GenerationEvent, GenerationRequest, Scheduler } from "./scheduler.js";
+import { checkIds, checkTextSize, generation, maxTokensFor, toolCallSchema, type ChatOutput } from "./requests.js";
+import { toolCallOf } from "./responses.js";
+import type { ChatTool } from "./schemas.js";
+import type { GenerationEvent, GenerationRequest, ServeScheduler } from "./scheduler.js";
 
 const text = { type: "string" } as const;
 const textBlock = {
   type: "object",
   required: ["type", "text"],
   properties: { type: { const: "text" }, text, cache_control: { type: "object" }, citations: {} },
+} as const;
+
+/** A tool call of an earlier assistant turn. */
+const toolUseBlock = {
+  type: "object",
+  required: ["type", "id", "name", "input"],
+  properties: {
+    type: { const: "tool_use" },
+    id: text,
+    name: text,
+    input: { type: "object" },
+    cache_control: { type: "object" },
+  },
+} as const;
+
+/** A tool's result, in a user turn. */
+const toolResultBlock = {
+  type: "object",
+  required: ["type", "tool_use_id"],
+  properties: {
+    type: { const: "tool_result" },
+    tool_use_id: text,
+    content: { anyOf: [text, { type: "array", items: textBlock }] },
+    is_error: { type: "boolean" },
+    cache_control: { type: "object" },
+  },
 } as const;
 
 /** The body of `POST /v1/messages` this server implements (text content; no tools, images or thinking). */
@@ -34,11 +62,35 @@ export const messagesBody = {
         required: ["role", "content"],
         properties: {
           role: { enum: ["user", "assistant"] },
-          content: { anyOf: [text, { type: "array", items: textBlock }] },
+          content: { anyOf: [text, { type: "array", items: { anyOf: [textBlock, toolUseBlock, toolResultBlock] } }] },
         },
       },
     },
     system: { anyOf: [text, { type: "array", items: textBlock }] },
+    tools: {
+      type: "array",
+      maxItems: 128,
+      items: {
+        type: "object",
+        required: ["name", "input_schema"],
+        properties: {
+          name: { type: "string", pattern: "^[a-zA-Z0-9_-]{1,64}$" },
+          description: { type: "string" },
+          input_schema: { type: "object" },
+          type: { const: "custom" },
+          cache_control: { type: "object" },
+        },
+      },
+    },
+    tool_choice: {
+      type: "object",
+      required: ["type"],
+      properties: {
+        type: { enum: ["auto", "any", "tool", "none"] },
+        name: { type: "string" },
+        disable_parallel_tool_use: { type: "boolean" },
+      },
+    },
     stop_sequences: { type: "array", maxItems: 16, items: { type: "string", minLength: 1 } },
     temperature: { type: "number", minimum: 0, maximum: 1 },
     top_p: { type: "number", exclusiveMinimum: 0, maximum: 1 },
@@ -72,17 +124,32 @@ export const countTokensBody = {
     model: messagesBody.properties.model,
     messages: messagesBody.properties.messages,
     system: messagesBody.properties.system,
+    tools: messagesBody.properties.tools,
   },
 } as const;
 
-type Blocks = string | { type: "text"; text: string }[];
+type TextBlocks = string | { type: "text"; text: string }[];
+type Block =
+  | { type: "text"; text: string }
+  | { type: "tool_use"; id: string; name: string; input: Record<string, unknown> }
+  | { type: "tool_result"; tool_use_id: string; content?: TextBlocks; is_error?: boolean };
+type Blocks = string | Block[];
+
+/** A validated Anthropic tool. */
+export interface AnthropicTool {
+  name: string;
+  description?: string;
+  input_schema: Record<string, unknown>;
+}
 
 /** A validated /v1/messages body. */
 export interface MessagesBody {
   model: string;
   max_tokens: number;
   messages: { role: "user" | "assistant"; content: Blocks }[];
-  system?: Blocks;
+  system?: TextBlocks;
+  tools?: AnthropicTool[];
+  tool_choice?: { type: "auto" | "any" | "tool" | "none"; name?: string };
   stop_sequences?: string[];
   temperature?: number;
   top_p?: number;
@@ -92,9 +159,67 @@ export interface MessagesBody {
 }
 
 /** A validated /v1/messages/count_tokens body. */
-export type CountTokensBody = Pick<MessagesBody, "model" | "messages" | "system">;
+export type CountTokensBody = Pick<MessagesBody, "model" | "messages" | "system" | "tools">;
 
-const joined = (b: Blocks): string => (typeof b === "string" ? b : b.map((x) => x.text).join(""));
+const joined = (b: TextBlocks | Blocks): string =>
+  typeof b === "string" ? b : b.map((x) => (x.type === "text" ? x.text : "")).join("");
+
+/** Anthropic tools in OpenAI's function shape (what chat templates and the tool-call schema take). */
+export function asFunctions(tools: readonly AnthropicTool[]): ChatTool[] {
+  return tools.map((t) => ({
+    type: "function",
+    function: {
+      name: t.name,
+      ...(t.description === undefined ? {} : { description: t.description }),
+      parameters: t.input_schema,
+    },
+  }));
+}
+
+/**
+ * The turns as the chat template takes them (HF's shapes): an assistant's tool_use blocks become its tool_calls,
+ * a user's tool_result blocks become `tool` messages before its text.
+ */
+function turnsOf(body: CountTokensBody): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  body.messages.forEach((m, i) => {
+    if (typeof m.content === "string") {
+      out.push({ role: m.role, content: m.content });
+      return;
+    }
+    const uses = m.content.filter((b) => b.type === "tool_use");
+    const results = m.content.filter((b) => b.type === "tool_result");
+    if (uses.length > 0 && m.role !== "assistant")
+      throw new ApiError(
+        400,
+        "invalid_value",
+        `messages[${i}].content: tool_use blocks belong to assistant turns`,
+        `messages[${i}].content`,
+      );
+    if (results.length > 0 && m.role !== "user")
+      throw new ApiError(
+        400,
+        "invalid_value",
+        `messages[${i}].content: tool_result blocks belong to user turns`,
+        `messages[${i}].content`,
+      );
+    for (const r of results)
+      out.push({
+        role: "tool",
+        tool_call_id: r.tool_use_id,
+        content: r.content === undefined ? "" : joined(r.content),
+      });
+    const textOf = joined(m.content);
+    if (uses.length > 0)
+      out.push({
+        role: "assistant",
+        content: textOf,
+        tool_calls: uses.map((u) => ({ id: u.id, type: "function", function: { name: u.name, arguments: u.input } })),
+      });
+    else if (results.length === 0 || textOf !== "") out.push({ role: m.role, content: textOf });
+  });
+  return out;
+}
 
 /** Anthropic's error `type` for an HTTP status. */
 export function anthropicErrorType(status: number): string {
@@ -115,7 +240,7 @@ export function anthropicError(e: ApiError): { type: "error"; error: { type: str
 
 /** The prompt ids of a conversation: system + messages through the chat template; a final assistant turn is a prefill. */
 async function promptOf(engine: ServeEngine, body: CountTokensBody): Promise<number[]> {
-  const turns: ChatMessage[] = body.messages.map((m) => ({ role: m.role, content: joined(m.content) }));
+  const turns = turnsOf(body);
   const system = body.system === undefined ? "" : joined(body.system);
   checkTextSize(
     engine,
@@ -128,7 +253,10 @@ async function promptOf(engine: ServeEngine, body: CountTokensBody): Promise<num
   const chat = system === "" ? turns : [{ role: "system", content: system }, ...turns];
   let ids: number[] | null;
   try {
-    ids = await engine.encodeChat(chat);
+    ids = await engine.encodeChat(
+      chat,
+      body.tools === undefined || body.tools.length === 0 ? null : asFunctions(body.tools),
+    );
   } catch (err) {
     throw new ApiError(
       400,
@@ -155,15 +283,67 @@ export async function countTokens(engine: ServeEngine, body: CountTokensBody): P
   return { input_tokens: (await promptOf(engine, body)).length };
 }
 
+/**
+ * The tool mode of a /v1/messages body: `any` or a named `tool` forces a tool call (the output constrained to
+ * `{"name", "arguments"}` over the tools, answered as a tool_use block); `auto` (the default with tools) reads a
+ * tool-call answer back; `none` or no tools is text.
+ */
+function toolsOf(body: MessagesBody): { output: ChatOutput; schema: object | null } {
+  const tools = asFunctions(body.tools ?? []);
+  const choice = body.tool_choice ?? { type: tools.length > 0 ? "auto" : "none" };
+  if ((choice.type === "any" || choice.type === "tool") && tools.length === 0)
+    throw new ApiError(400, "invalid_value", `tool_choice.type ${choice.type} needs tools`, "tool_choice");
+  const names = new Set<string>();
+  tools.forEach((t, i) => {
+    if (names.has(t.function.name))
+      throw new ApiError(
+        400,
+        "invalid_value",
+        `tools[${i}].name "${t.function.name}" is used twice`,
+        `tools[${i}].name`,
+      );
+    names.add(t.function.name);
+    void new JsonGrammar(t.function.parameters, `tools[${i}].input_schema`);
+  });
+  if (choice.type === "tool") {
+    const named = tools.filter((t) => t.function.name === choice.name);
+    if (named.length === 0)
+      throw new ApiError(
+        400,
+        "invalid_value",
+        `tool_choice.name "${choice.name ?? ""}" is not in tools`,
+        "tool_choice.name",
+      );
+    return { output: { mode: "tool", tools: named }, schema: toolCallSchema(named) };
+  }
+  if (choice.type === "any") return { output: { mode: "tool", tools }, schema: toolCallSchema(tools) };
+  return { output: { mode: choice.type === "auto" && tools.length > 0 ? "auto" : "text", tools }, schema: null };
+}
+
+/** A planned /v1/messages request: its generation and how its answer is read back (text or a tool call). */
+export interface PlannedMessage {
+  readonly gen: GenerationRequest;
+  readonly output: ChatOutput;
+}
+
 /** The generation a /v1/messages body asks for. */
-export async function planMessages(engine: ServeEngine, body: MessagesBody): Promise<GenerationRequest> {
+export async function planMessages(engine: ServeEngine, body: MessagesBody): Promise<PlannedMessage> {
   const ids = await promptOf(engine, body);
   const maxTokens = maxTokensFor(engine, ids.length, body.max_tokens, body.max_tokens, "max_tokens", "messages");
   const format = body.output_config?.format ?? null;
+  const tools = toolsOf(body);
+  if (format !== null && tools.schema !== null)
+    throw new ApiError(
+      400,
+      "invalid_value",
+      "output_config.format cannot be combined with a forced tool_choice",
+      "output_config.format",
+    );
   let constraint: JsonConstraintSpec | null = null;
-  if (format !== null) {
-    // Structured output: the text block is one JSON document of the schema (grammar-constrained decoding).
-    const g = new JsonGrammar(format.schema, "output_config.format.schema");
+  if (format !== null || tools.schema !== null) {
+    // Structured output or a forced tool call: one JSON document of the schema (grammar-constrained decoding).
+    const schema = format?.schema ?? tools.schema!;
+    const g = new JsonGrammar(schema, format !== null ? "output_config.format.schema" : "tools");
     const least = g.minLength(g.root);
     if (least > maxTokens)
       throw new ApiError(
@@ -172,7 +352,7 @@ export async function planMessages(engine: ServeEngine, body: MessagesBody): Pro
         `max_tokens is ${maxTokens}, but the shortest answer the schema allows can take ${least} tokens; raise max_tokens`,
         "max_tokens",
       );
-    constraint = { schema: format.schema };
+    constraint = { schema };
   }
   const gen = generation(
     engine,
@@ -188,7 +368,7 @@ export async function planMessages(engine: ServeEngine, body: MessagesBody): Pro
     0,
     null,
   );
-  return { ...gen, constraint };
+  return { gen: { ...gen, constraint }, output: tools.output };
 }
 
 type StopReason = "end_turn" | "max_tokens" | "stop_sequence";
@@ -219,12 +399,30 @@ function stopOf(
 /** Runs a /v1/messages request on the scheduler and answers whole or as Anthropic's event stream. */
 export async function respondMessages(
   engine: ServeEngine,
-  scheduler: Scheduler,
+  scheduler: ServeScheduler,
   model: string,
   body: MessagesBody,
-  gen: GenerationRequest,
+  plan: PlannedMessage,
   reply: FastifyReply,
 ): Promise<void> {
+  const { gen, output } = plan;
+  /** The content blocks of a finished answer: a tool_use block when it is a tool call, else one text block. */
+  const blocks = (text: string): { content: object[]; tool: boolean } => {
+    const call = toolCallOf(output, text);
+    return call === null
+      ? { content: [{ type: "text", text }], tool: false }
+      : {
+          content: [
+            {
+              type: "tool_use",
+              id: `toolu_${call.id.slice(5)}`,
+              name: call.function.name,
+              input: JSON.parse(call.function.arguments) as unknown,
+            },
+          ],
+          tool: true,
+        };
+  };
   const [job] = scheduler.submit([gen]);
   const id = `msg_${randomUUID().replace(/-/g, "")}`;
   let done = false;
@@ -256,13 +454,14 @@ export async function respondMessages(
       } else {
         done = true;
         out += e.text;
+        const b = blocks(out);
         await reply.send({
           id,
           type: "message",
           role: "assistant",
           model,
-          content: [{ type: "text", text: out }],
-          ...stopOf(engine, e.finishReason, ids, stops),
+          content: b.content,
+          ...(b.tool ? { stop_reason: "tool_use", stop_sequence: null } : stopOf(engine, e.finishReason, ids, stops)),
           stop_details: null,
           usage: usage(e.completionTokens),
         });
@@ -298,11 +497,15 @@ export async function respondMessages(
       usage: usage(0),
     },
   });
-  send("content_block_start", { index: 0, content_block: { type: "text", text: "" } });
+  // A forced tool call is held back and sent as one tool_use block at the end; text streams as it comes.
+  const forced = output.mode === "tool";
+  if (!forced) send("content_block_start", { index: 0, content_block: { type: "text", text: "" } });
   send("ping", {});
   const ids: number[] = [];
+  let held = "";
   const delta = (t: string): void => {
-    if (t !== "") send("content_block_delta", { index: 0, delta: { type: "text_delta", text: t } });
+    if (forced) held += t;
+    else if (t !== "") send("content_block_delta", { index: 0, delta: { type: "text_delta", text: t } });
   };
   let e: GenerationEvent = head;
   for (;;) {
@@ -312,9 +515,28 @@ export async function respondMessages(
       delta(e.text);
     } else if (e.kind === "done") {
       delta(e.text);
+      let tool = false;
+      if (forced) {
+        const b = blocks(held);
+        const block = b.content[0] as { type: string; input?: unknown };
+        tool = b.tool;
+        if (b.tool) {
+          send("content_block_start", { index: 0, content_block: { ...block, input: {} } });
+          send("content_block_delta", {
+            index: 0,
+            delta: { type: "input_json_delta", partial_json: JSON.stringify(block.input) },
+          });
+        } else {
+          send("content_block_start", { index: 0, content_block: { type: "text", text: "" } });
+          if (held !== "") send("content_block_delta", { index: 0, delta: { type: "text_delta", text: held } });
+        }
+      }
       send("content_block_stop", { index: 0 });
       send("message_delta", {
-        delta: { ...stopOf(engine, e.finishReason, ids, stops), stop_details: null },
+        delta: {
+          ...(tool ? { stop_reason: "tool_use", stop_sequence: null } : stopOf(engine, e.finishReason, ids, stops)),
+          stop_details: null,
+        },
         usage: { output_tokens: e.completionTokens },
       });
       send("message_stop", {});

@@ -2,7 +2,7 @@
 // histograms fed by the scheduler, and gauges read from the scheduler and engine at scrape time.
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { ServeEngine } from "./engine.js";
-import type { Scheduler, SchedulerObserver } from "./scheduler.js";
+import type { SchedulerObserver, ServeScheduler } from "./scheduler.js";
 
 /** The server's metrics: a registry to scrape and the hooks that feed it. */
 export interface ServerMetrics {
@@ -34,7 +34,7 @@ function counterOf(registry: Registry, name: string, help: string, read: () => n
 /** Metric names other servers expose, for dashboards built on them: vLLM's `vllm:*`, llama.cpp's `llamacpp:*`. */
 export type MetricsCompat = "vllm" | "llamacpp";
 
-/** Options of {@link createMetrics}. */
+/** Options of the server's Prometheus metrics (its `/metrics` names and labels). */
 export interface MetricsOptions {
   /** The served model id (vLLM labels its metrics `model_name`). */
   readonly modelId?: string;
@@ -51,7 +51,7 @@ const REQUEST_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120,
 /** Builds the metrics of one server over its engine and scheduler (gauges are read when scraped). */
 export function createMetrics(
   engine: ServeEngine,
-  scheduler: () => Scheduler,
+  scheduler: () => ServeScheduler,
   options: MetricsOptions = {},
 ): ServerMetrics {
   const registry = new Registry();
@@ -168,6 +168,33 @@ export function createMetrics(
     },
   });
   counterOf(registry, "poot_compiles_total", "Programs compiled (staged) by the engine", () => engine.stats().compiles);
+  // The prefix cache (decision 2704; all 0 when it is off).
+  counterOf(
+    registry,
+    "poot_prefix_cache_hits_total",
+    "Generations whose prompt began with cached KV pages",
+    () => engine.stats().prefixCache?.hits ?? 0,
+  );
+  counterOf(
+    registry,
+    "poot_prefix_cache_hit_tokens_total",
+    "Prompt tokens whose KV came from the prefix cache",
+    () => engine.stats().prefixCache?.hitTokens ?? 0,
+  );
+  counterOf(
+    registry,
+    "poot_prefix_cache_evictions_total",
+    "KV pages evicted from the prefix cache",
+    () => engine.stats().prefixCache?.evictions ?? 0,
+  );
+  new Gauge({
+    name: "poot_prefix_cache_pages",
+    help: "KV pages the prefix cache holds",
+    registers: [registry],
+    collect() {
+      this.set(engine.stats().prefixCache?.pages ?? 0);
+    },
+  });
   counterOf(registry, "poot_engine_steps_total", "Batched engine steps run", () => scheduler().stepCount);
   // Blocks across devices (decisions 1700-1704): residual hand-offs and the weight pager (0 without them).
   counterOf(
@@ -250,7 +277,7 @@ export function createMetrics(
 function compatMetrics(
   registry: Registry,
   engine: ServeEngine,
-  scheduler: () => Scheduler,
+  scheduler: () => ServeScheduler,
   options: MetricsOptions,
 ): SchedulerObserver[] {
   const out: SchedulerObserver[] = [];

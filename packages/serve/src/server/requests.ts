@@ -261,7 +261,7 @@ function templateMessages(body: ChatBody): ChatMessage[] {
 }
 
 /** The JSON schema of one tool call `{"name": ..., "arguments": ...}` over `tools`, their $defs hoisted to the root. */
-function toolCallSchema(tools: readonly ChatTool[]): object {
+export function toolCallSchema(tools: readonly ChatTool[]): object {
   const defs: Record<string, unknown> = {};
   const options = tools.map((t) => {
     const { $defs, definitions, ...params } = (t.function.parameters ?? { type: "object" }) as Record<string, unknown>;

@@ -5,7 +5,7 @@ import { ApiError } from "../errors.js";
 import { Channel } from "./channel.js";
 import type { PlannedRequest } from "./requests.js";
 import type { ChoiceResult, Renderer, Usage } from "./responses.js";
-import type { GenerationEvent, GenerationJob, Scheduler, TokenEvent } from "./scheduler.js";
+import type { GenerationEvent, GenerationJob, ServeScheduler, TokenEvent } from "./scheduler.js";
 
 /** Events of several jobs as they happen, each tagged with its job's index. */
 function merged(
@@ -30,7 +30,7 @@ function usageOf(plan: PlannedRequest, completion: readonly number[]): Usage {
 
 /** Runs `plan` on the scheduler and answers through `reply` with `render`'s shapes. */
 export async function respond(
-  scheduler: Scheduler,
+  scheduler: ServeScheduler,
   plan: PlannedRequest,
   render: Renderer,
   reply: FastifyReply,

@@ -1,4 +1,4 @@
-// The ServeEngine over @poot/runtime: a sequence is a runtime Session with the runtime's Decoding (seeded
+// The BatchEngine over @poot/runtime: a sequence is a runtime Session with the runtime's Decoding (seeded
 // sampling, stop strings, streaming detokenization, logprobs), and a step is Engine.stepBatch.
 import type { ChatMessage } from "@poot/models";
 import {
@@ -13,6 +13,7 @@ import {
 import { invariant } from "../errors.js";
 import type {
   Admission,
+  BatchEngine,
   EngineSequence,
   EngineStats,
   JsonConstraintSpec,
@@ -21,7 +22,6 @@ import type {
   RelocateResult,
   SequenceEvent,
   SequenceOptions,
-  ServeEngine,
 } from "./engine.js";
 import { JsonGrammar } from "./json-grammar.js";
 import { CompiledConstraint, ConstrainedDecoder, TokenTable } from "./token-mask.js";
@@ -88,8 +88,8 @@ class RuntimeSequence implements EngineSequence {
 /** Compiled schemas an engine keeps (least recently used dropped first). */
 const CONSTRAINTS_KEPT = 64;
 
-/** Adapts a runtime {@link Engine} (which must have a tokenizer) to the server's {@link ServeEngine}. */
-export class RuntimeServeEngine implements ServeEngine {
+/** Adapts a runtime {@link Engine} (which must have a tokenizer) to the server's {@link BatchEngine}. */
+export class RuntimeServeEngine implements BatchEngine {
   private readonly codec: TextCodec;
   private readonly worker: TextWorker | null;
   /** Most UTF-8 bytes of text one token can stand for (the longest token string's bytes, an upper bound). */
@@ -191,7 +191,9 @@ export class RuntimeServeEngine implements ServeEngine {
       pool = e.pool;
     const pages = pool.pagesFor(Math.min(prompt.length + maxTokens, e.context));
     const laneFree = !e.needsLane() || pool.stats.lanesInUse < pool.lanes;
-    const admit: Admission = pages > pool.pages ? "never" : pages <= pool.available && laneFree ? "now" : "wait";
+    // With the prefix cache, cached prefix pages need no new page and cache-only pages can be evicted for it.
+    const { need, available } = e.admissionPages(prompt, prompt.length + maxTokens);
+    const admit: Admission = pages > pool.pages ? "never" : need <= available && laneFree ? "now" : "wait";
     return { admit, pages, pagesTotal: pool.pages };
   }
 
@@ -214,10 +216,11 @@ export class RuntimeServeEngine implements ServeEngine {
       ...(o.logprobs === null ? {} : { logprobs: o.logprobs }),
     };
     const json = o.constraint === undefined || o.constraint === null ? null : this.constrained(o.constraint);
-    const session = this.engine.openSession({ reserveTokens: prompt.length + o.maxTokens });
+    const session = this.engine.openSession({ reserveTokens: prompt.length + o.maxTokens, prompt });
     try {
       const decoding = new Decoding(this.engine, session, prompt, options);
-      session.feed(prompt);
+      // A cached prefix is already held: only the rest of the prompt runs.
+      session.feed(prompt.slice(session.length));
       return new RuntimeSequence(decoding, json);
     } catch (err) {
       session.release();
@@ -251,6 +254,7 @@ export class RuntimeServeEngine implements ServeEngine {
       compiles: this.engine.stats.programsStaged,
       deviceBytes: this.engine.executor.deviceBytes(),
       openSequences: this.engine.openSessions,
+      ...(this.engine.prefixCache === null ? {} : { prefixCache: this.engine.prefixCache.stats }),
       kv: {
         pageSize: kv.pageSize,
         pagesTotal: kv.pagesTotal,

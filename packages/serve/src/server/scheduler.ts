@@ -3,7 +3,7 @@
 // and only when the KV pages they can grow to are free: admission control, first come first served).
 import { ApiError, invariant } from "../errors.js";
 import { Channel } from "./channel.js";
-import type { EngineSequence, SequenceOptions, ServeEngine, TokenLogprob } from "./engine.js";
+import type { BatchEngine, EngineSequence, SequenceOptions, TokenLogprob } from "./engine.js";
 
 /** Why a generation ended, in OpenAI's words. */
 export type FinishReason = "stop" | "length";
@@ -65,6 +65,8 @@ export interface SchedulerOptions {
   readonly queueTimeoutMs?: number;
   /** Receives timings and counts. */
   readonly observer?: SchedulerObserver;
+  /** Receives admissions and events synchronously instead of the jobs' channels (the engine worker's batching). */
+  readonly sink?: JobSink;
 }
 
 /** A submitted generation: its events, and cancel() for a client that went away. */
@@ -73,6 +75,128 @@ export interface GenerationJob {
   readonly events: AsyncIterable<GenerationEvent>;
   /** Stops the generation and frees its sequence (no more events); idempotent. */
   cancel(): void;
+}
+
+/**
+ * Where a scheduler's jobs report, synchronously, instead of their `events` channels: the engine worker
+ * (engine-worker-main.ts) batches what one step released into one message to the HTTP thread.
+ */
+export interface JobSink {
+  /** A job left the queue for the running batch (its KV pages are reserved). */
+  admitted(job: GenerationJob): void;
+  /** An event of a job, in order; its done or error event is its last. */
+  event(job: GenerationJob, event: GenerationEvent): void;
+}
+
+/**
+ * What the HTTP server needs from a scheduler: submission with truthful admission answers, the queue and batch
+ * figures /health and /metrics report, draining and shutdown. {@link Scheduler} runs the engine on the calling
+ * thread; the engine worker's scheduler (engine-worker.ts) runs it on a worker thread behind the same surface.
+ */
+export interface ServeScheduler {
+  /** Requests waiting for a slot. */
+  readonly queueDepth: number;
+  /** Sequences in the running batch. */
+  readonly activeSequences: number;
+  /** Tokens held in the active sequences' KV caches. */
+  readonly kvTokens: number;
+  /** Engine steps run so far. */
+  readonly stepCount: number;
+  /** Whether new work is refused (draining, shut down or failed). */
+  readonly draining: boolean;
+  /** Why no new work is taken: null while serving. /health answers 503 with it. */
+  readonly refusing: "draining" | "failed" | null;
+  /** Seconds until the queue has room for `count` more (Retry-After). */
+  retryAfterSeconds(count: number): number;
+  /**
+   * Queues generations (the choices of one request) together: all are admitted to the queue or none is.
+   * @throws ApiError 400 when the request could never run, 429 when the queue is full, 503 while shutting down.
+   */
+  submit(requests: readonly GenerationRequest[]): GenerationJob[];
+  /** Refuses new work and resolves once everything queued and running ended (true) or after `timeoutMs` (false). */
+  drain(timeoutMs: number): Promise<boolean>;
+  /** Refuses new work and cancels everything queued or running. */
+  shutdown(): void;
+}
+
+/** Generations that left a scheduler recently: the measured drain rate behind Retry-After. */
+export class DrainRate {
+  /** When recent generations left (ms, performance.now()). */
+  private readonly leftAt: number[] = [];
+
+  /** Records a generation leaving now (finished or cancelled). */
+  left(now = performance.now()): void {
+    this.leftAt.push(now);
+  }
+
+  /**
+   * Seconds until a queue of `maxQueue` holding `waiting` has room for `count` more: the generations over the
+   * limit / the generations that left in the last minute per second (at least 1 s; 1 s per waiting generation per
+   * batch slot while nothing has left yet).
+   */
+  retryAfterSeconds(waiting: number, count: number, maxQueue: number, maxBatch: number): number {
+    const now = performance.now();
+    while (this.leftAt.length > 0 && this.leftAt[0]! < now - 60_000) this.leftAt.shift();
+    const over = waiting + count - maxQueue;
+    if (this.leftAt.length < 2) return Math.max(1, Math.ceil(over / maxBatch));
+    const perSecond = this.leftAt.length / Math.max(1, (now - this.leftAt[0]!) / 1000);
+    return Math.min(3600, Math.max(1, Math.ceil(over / perSecond)));
+  }
+}
+
+/**
+ * The admission answers of a submission, shared by both schedulers so they say the same: 503 while refusing work,
+ * 400 for a generation larger than the KV pool or more generations than the queue holds, 429 (with Retry-After)
+ * when the queue has no room now.
+ */
+export function checkSubmission(
+  requests: readonly GenerationRequest[],
+  s: {
+    readonly refusing: "draining" | "failed" | null;
+    readonly waiting: number;
+    readonly maxQueue: number;
+    readonly admission: (r: GenerationRequest) => {
+      readonly admit: string;
+      readonly pages: number;
+      readonly pagesTotal: number;
+    };
+    readonly retryAfter: (count: number) => number;
+  },
+): void {
+  if (s.refusing === "draining") throw new ApiError(503, "server_shutting_down", "the server is shutting down");
+  if (s.refusing === "failed")
+    throw new ApiError(503, "internal_error", "the engine failed and the server cannot generate: restart it");
+  for (const r of requests) {
+    const a = s.admission(r);
+    if (a.admit === "never") {
+      throw new ApiError(
+        400,
+        "kv_capacity_exceeded",
+        `the request needs ${a.pages} KV pages (${r.prompt.length} prompt + ${r.maxTokens} max_tokens tokens) but the server's KV cache has ${a.pagesTotal} in all; lower max_tokens or shorten the prompt`,
+        "max_tokens",
+      );
+    }
+  }
+  // Retrying cannot help a request larger than the queue itself: that is the client's error, not busy-ness.
+  if (requests.length > s.maxQueue) {
+    throw new ApiError(
+      400,
+      "too_many_generations",
+      `the request has ${requests.length} generations (prompts x n) but this server queues at most ${s.maxQueue} at once; send fewer prompts or a smaller n`,
+      "n",
+    );
+  }
+  const room = s.maxQueue - s.waiting;
+  if (requests.length > room) {
+    const after = s.retryAfter(requests.length);
+    throw new ApiError(
+      429,
+      "server_busy",
+      `the server is busy: ${s.waiting} requests are waiting (at most ${s.maxQueue}); retry after ${after} s`,
+      null,
+      { "retry-after": String(after) },
+    );
+  }
 }
 
 class Job implements GenerationJob {
@@ -86,7 +210,14 @@ class Job implements GenerationJob {
   constructor(
     readonly req: GenerationRequest,
     private readonly onCancel: (job: Job) => void,
+    private readonly sink: JobSink | undefined,
   ) {}
+
+  /** Sends an event to the sink, else to the channel. */
+  emit(event: GenerationEvent): void {
+    if (this.sink === undefined) this.events.push(event);
+    else this.sink.event(this, event);
+  }
 
   cancel(): void {
     if (this.over) return;
@@ -97,21 +228,21 @@ class Job implements GenerationJob {
 }
 
 /** Schedules generations over one engine with continuous batching and bounded waiting. */
-export class Scheduler {
+export class Scheduler implements ServeScheduler {
   private readonly waiting: Job[] = [];
   private active: Job[] = [];
   private running = false;
   private stopping = false;
   private steps = 0;
-  /** When recent generations left the scheduler (ms, performance.now()), for the drain rate behind Retry-After. */
-  private readonly leftAt: number[] = [];
+  /** Generations that left recently, for the drain rate behind Retry-After. */
+  private readonly rate = new DrainRate();
 
   /**
    * @param engine - the engine whose sequences the loop steps.
    * @param options - batch and queue bounds, and the metrics observer.
    */
   constructor(
-    private readonly engine: ServeEngine,
+    private readonly engine: BatchEngine,
     private readonly options: SchedulerOptions,
   ) {
     invariant(Number.isSafeInteger(options.maxBatch) && options.maxBatch >= 1, "maxBatch must be a positive integer");
@@ -142,17 +273,17 @@ export class Scheduler {
     return this.stopping;
   }
 
+  /** "draining" once a drain or shutdown began, else null. */
+  get refusing(): "draining" | null {
+    return this.stopping ? "draining" : null;
+  }
+
   /**
    * Seconds until the queue has room for `count` more, from the measured drain rate: generations that left in
    * the last minute per second (at least 1 s; 1 s per waiting generation per batch slot while nothing has left yet).
    */
   retryAfterSeconds(count: number): number {
-    const now = performance.now();
-    while (this.leftAt.length > 0 && this.leftAt[0]! < now - 60_000) this.leftAt.shift();
-    const over = this.waiting.length + count - this.options.maxQueue;
-    if (this.leftAt.length < 2) return Math.max(1, Math.ceil(over / this.options.maxBatch));
-    const perSecond = this.leftAt.length / Math.max(1, (now - this.leftAt[0]!) / 1000);
-    return Math.min(3600, Math.max(1, Math.ceil(over / perSecond)));
+    return this.rate.retryAfterSeconds(this.waiting.length, count, this.options.maxQueue, this.options.maxBatch);
   }
 
   /**
@@ -163,39 +294,14 @@ export class Scheduler {
    * 429 with a `Retry-After` when the queue has no room for them now; 503 while shutting down.
    */
   submit(requests: readonly GenerationRequest[]): GenerationJob[] {
-    if (this.stopping) throw new ApiError(503, "server_shutting_down", "the server is shutting down");
-    for (const r of requests) {
-      const a = this.engine.admission(r.prompt, r.maxTokens);
-      if (a.admit === "never") {
-        throw new ApiError(
-          400,
-          "kv_capacity_exceeded",
-          `the request needs ${a.pages} KV pages (${r.prompt.length} prompt + ${r.maxTokens} max_tokens tokens) but the server's KV cache has ${a.pagesTotal} in all; lower max_tokens or shorten the prompt`,
-          "max_tokens",
-        );
-      }
-    }
-    // Retrying cannot help a request larger than the queue itself: that is the client's error, not busy-ness.
-    if (requests.length > this.options.maxQueue) {
-      throw new ApiError(
-        400,
-        "too_many_generations",
-        `the request has ${requests.length} generations (prompts x n) but this server queues at most ${this.options.maxQueue} at once; send fewer prompts or a smaller n`,
-        "n",
-      );
-    }
-    const room = this.options.maxQueue - this.waiting.length;
-    if (requests.length > room) {
-      const after = this.retryAfterSeconds(requests.length);
-      throw new ApiError(
-        429,
-        "server_busy",
-        `the server is busy: ${this.waiting.length} requests are waiting (at most ${this.options.maxQueue}); retry after ${after} s`,
-        null,
-        { "retry-after": String(after) },
-      );
-    }
-    const jobs = requests.map((r) => new Job(r, (j) => this.dropped(j)));
+    checkSubmission(requests, {
+      refusing: this.refusing,
+      waiting: this.waiting.length,
+      maxQueue: this.options.maxQueue,
+      admission: (r) => this.engine.admission(r.prompt, r.maxTokens),
+      retryAfter: (count) => this.retryAfterSeconds(count),
+    });
+    const jobs = requests.map((r) => new Job(r, (j) => this.dropped(j), this.options.sink));
     this.waiting.push(...jobs);
     this.kick();
     return jobs;
@@ -223,7 +329,7 @@ export class Scheduler {
   }
 
   private dropped(job: Job): void {
-    this.leftAt.push(performance.now());
+    this.rate.left();
     const w = this.waiting.indexOf(job);
     if (w >= 0) this.waiting.splice(w, 1);
     // Between steps (cancel runs on the event loop, never inside a step), so the sequence can go now.
@@ -282,6 +388,7 @@ export class Scheduler {
         return;
       }
       this.active.push(job);
+      this.options.sink?.admitted(job);
     }
   }
 
@@ -339,7 +446,7 @@ export class Scheduler {
       else obs?.interToken((now - job.lastTokenAt) / 1000);
       job.lastTokenAt = now;
       job.tokens++;
-      job.events.push({ kind: "token", id: e.id, text: e.text, logprob: e.logprob, top: e.top });
+      job.emit({ kind: "token", id: e.id, text: e.text, logprob: e.logprob, top: e.top });
     }
     const finish = seq.finish;
     if (finish === null) return;
@@ -347,8 +454,8 @@ export class Scheduler {
     const reason: FinishReason = finish === "length" ? "length" : "stop";
     job.over = true;
     seq.release();
-    this.leftAt.push(now);
-    job.events.push({
+    this.rate.left(now);
+    job.emit({
       kind: "done",
       text: tail,
       finishReason: reason,
@@ -367,7 +474,7 @@ export class Scheduler {
     const w = this.waiting.indexOf(job);
     if (w >= 0) this.waiting.splice(w, 1);
     this.active = this.active.filter((j) => j !== job);
-    job.events.push({ kind: "error", error });
+    job.emit({ kind: "error", error });
     job.events.close();
     this.options.observer?.finished(job.req.prompt.length, job.tokens, "error");
     this.options.observer?.ended?.((performance.now() - job.submitted) / 1000);

@@ -7,12 +7,12 @@ import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
 import { ApiError } from "../errors.js";
 import { checkAuth, type AuthPolicy } from "./auth.js";
 import { LOOPBACK_NAMES, checkHost, isLoopback } from "./hosts.js";
-import type { PlacementSummary, ServeEngine } from "./engine.js";
+import { isRemoteEngine, type BatchEngine, type PlacementSummary, type RemoteServeEngine } from "./engine.js";
 import { createMetrics, type MetricsCompat, type ServerMetrics } from "./metrics.js";
 import { checkModel, planChat, planCompletion, type PlannedRequest } from "./requests.js";
 import { respond } from "./respond.js";
 import { chatRenderer, completionRenderer } from "./responses.js";
-import { Scheduler } from "./scheduler.js";
+import { Scheduler, type SchedulerOptions, type ServeScheduler } from "./scheduler.js";
 import { detokenize, embeddings, tokenize } from "./embeddings.js";
 import {
   anthropicError,
@@ -42,8 +42,12 @@ import { toApiError } from "./validation.js";
 
 /** Options of {@link createServer}. */
 export interface ServerOptions {
-  /** The engine that runs the model. */
-  readonly engine: ServeEngine;
+  /**
+   * The engine that runs the model: stepped here by an in-process Scheduler (a {@link BatchEngine}, e.g.
+   * RuntimeServeEngine), or run on a worker thread with its own scheduler (a {@link RemoteServeEngine}, e.g.
+   * EngineWorker, as `poot serve` does) so that no step holds the event loop.
+   */
+  readonly engine: BatchEngine | RemoteServeEngine;
   /** The model id clients name in requests and /v1/models lists. */
   readonly modelId: string;
   /**
@@ -103,7 +107,7 @@ export interface PootServer {
   /** The fastify instance (for `inject` in tests, or more routes). */
   readonly app: FastifyInstance;
   /** The scheduler (queue and batch state). */
-  readonly scheduler: Scheduler;
+  readonly scheduler: ServeScheduler;
   /** The metrics registry. */
   readonly metrics: ServerMetrics;
   /** Starts listening; resolves to the base URL, e.g. `http://127.0.0.1:8080`. */
@@ -132,19 +136,22 @@ const ENDPOINTS = new Set([
 /** Builds the server (routes, hooks, scheduler, metrics) over an engine. */
 export function createServer(options: ServerOptions): PootServer {
   const { engine, modelId } = options;
-  let scheduler: Scheduler | null = null;
+  let scheduler: ServeScheduler | null = null;
   const metrics = createMetrics(engine, () => scheduler!, {
     modelId,
     ...(options.metricsCompat === undefined ? {} : { compat: options.metricsCompat }),
   });
   const queueTimeoutMs = options.queueTimeoutMs ?? 60_000;
   const maxQueue = options.maxQueue ?? 256;
-  scheduler = new Scheduler(engine, {
+  const schedulerOptions: SchedulerOptions = {
     maxBatch: options.maxBatch ?? 8,
     maxQueue,
     observer: metrics.observer,
     ...(queueTimeoutMs > 0 ? { queueTimeoutMs } : {}),
-  });
+  };
+  scheduler = isRemoteEngine(engine)
+    ? engine.createScheduler(schedulerOptions)
+    : new Scheduler(engine, schedulerOptions);
   const sched = scheduler;
   const limits: SocketLimits = { ...DEFAULT_LIMITS, ...options.limits };
   const app = Fastify({
@@ -239,15 +246,17 @@ export function createServer(options: ServerOptions): PootServer {
     return reply.status(404).send(api.body());
   });
 
-  // A load balancer stops sending work when /health fails: so it fails (503) as soon as the server drains.
+  // A load balancer stops sending work when /health fails: so it fails (503) as soon as the server drains, or
+  // when the engine (worker) has failed.
   app.get("/health", async (_req, reply) => {
+    const refusing = sched.refusing;
     const body = {
-      status: sched.draining ? "draining" : "ok",
+      status: refusing ?? "ok",
       model: modelId,
       active_sequences: sched.activeSequences,
       queue_depth: sched.queueDepth,
     };
-    return reply.status(sched.draining ? 503 : 200).send(body);
+    return reply.status(refusing === null ? 200 : 503).send(body);
   });
   app.get("/metrics", async (_req, reply) =>
     reply.header("content-type", metrics.registry.contentType).send(await metrics.registry.metrics()),
@@ -285,8 +294,8 @@ export function createServer(options: ServerOptions): PootServer {
   });
   app.post<{ Body: MessagesBody }>("/v1/messages", { schema: { body: messagesBody } }, async (req, reply) => {
     checkModel(req.body.model, modelId);
-    const gen = await planMessages(engine, req.body);
-    await respondMessages(engine, sched, modelId, req.body, gen, reply);
+    const plan = await planMessages(engine, req.body);
+    await respondMessages(engine, sched, modelId, req.body, plan, reply);
   });
   app.post<{ Body: CountTokensBody }>(
     "/v1/messages/count_tokens",

@@ -1,0 +1,4 @@
+// The issue #26 packed formats on the wgpu backend (lavapipe in CI): see gpu-formats.ts.
+import { formatSuite } from "./gpu-formats.js";
+
+await formatSuite("wgpu");
