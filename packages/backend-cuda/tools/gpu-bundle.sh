@@ -29,6 +29,11 @@ done
 # The CLI reads its version from ../package.json next to its module: it lives in .gpu/cli/ beside a stub.
 mkdir -p .gpu/cli && mv .gpu/poot-cli.gpu.mjs .gpu/cli/poot.mjs
 node -e 'const v = require("./packages/cli/package.json").version; require("fs").writeFileSync(".gpu/package.json", JSON.stringify({ name: "poot-gpu-bundle", private: true, version: v, type: "module" }) + "\n")'
+# The CPU backend starts its threads from worker-node.js beside the module that imports it (as dist/ lays it out in
+# an install): bundle that entry beside the CLI, or a --gpu-layers split's CPU half cannot start its threads.
+"$esb" packages/backend-cpu/src/worker-node.ts --bundle --platform=node --format=esm --target=node20 --conditions=source \
+  --banner:js="import { createRequire as __cr } from 'module'; const require = __cr(import.meta.url);" \
+  --outfile=.gpu/cli/worker-node.js --log-level=warning
 # kernelgen's imported kernels are read from ../assets next to the module: beside cli/ as in an install (the CLI
 # bundle refuses to start without them, issue #22; bundles directly in .gpu/ look in the repo root's assets/).
 rm -rf .gpu/assets && cp -r packages/kernelgen/assets .gpu/assets
