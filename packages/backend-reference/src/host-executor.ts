@@ -28,7 +28,8 @@ import { numel, storageBytes, type HostData, type ValueType } from "@poot/graph-
 export abstract class HostExecutor implements Executor {
   abstract readonly caps: ExecutorCaps;
   private source: WeightSource | null = null;
-  private readonly weights = new Map<string, HostData>();
+  /** Weights read so far, with their storage bytes. */
+  private readonly weights = new Map<string, { readonly data: HostData; readonly bytes: number }>();
   private weightBytes = 0;
   /** @internal Live programs, for deviceBytes and dispose. */
   readonly programs = new Set<HostProgram>();
@@ -46,7 +47,25 @@ export abstract class HostExecutor implements Executor {
     this.weightsChanged();
   }
 
-  /** Called after the weights are bound anew or dropped: derived data goes with them. */
+  /**
+   * Frees the stored data of these weights (keys not held are ignored); a later step reads them from the source
+   * again. Derived data goes too (`weightsChanged`). Returns the bytes freed.
+   */
+  releaseWeights(keys: Iterable<string>): number {
+    this.alive();
+    let bytes = 0;
+    for (const key of keys) {
+      const w = this.weights.get(key);
+      if (w === undefined) continue;
+      this.weights.delete(key);
+      bytes += w.bytes;
+    }
+    this.weightBytes -= bytes;
+    if (bytes > 0) this.weightsChanged();
+    return bytes;
+  }
+
+  /** Called after the weights are bound anew, released or dropped: derived data goes with them. */
   protected weightsChanged(): void {}
 
   /** Bytes held besides the weights as read (derived weight data). */
@@ -61,12 +80,13 @@ export abstract class HostExecutor implements Executor {
 
   /** @internal The stored data of one Const, read from the source the first time it is needed. */
   weight(key: string, type: ValueType, program: string): HostData {
-    let d = this.weights.get(key);
-    if (d !== undefined) return d;
-    d = readWeight(this.source, key, type, program);
-    this.weights.set(key, d);
-    this.weightBytes += storageBytes(type.dtype, numel(type.shape));
-    return d;
+    const have = this.weights.get(key);
+    if (have !== undefined) return have.data;
+    const data = readWeight(this.source, key, type, program);
+    const bytes = storageBytes(type.dtype, numel(type.shape));
+    this.weights.set(key, { data, bytes });
+    this.weightBytes += bytes;
+    return data;
   }
 
   deviceBytes(): DeviceBytes {
