@@ -133,6 +133,43 @@ export function runConformance(name: string, makeExecutor: () => Executor, optio
       }
     });
 
+    it("releaseWeights frees the weights; the next step reads them again and gives the same answer", (ctx) => {
+      const exec = makeExecutor();
+      try {
+        if (exec.releaseWeights === undefined) return ctx.skip();
+        const c = stateCase();
+        let reads = 0;
+        exec.bindWeights((key) => (reads++, c.weights[key]!));
+        const prog = exec.stage(c.graph);
+        const st = prog.createState();
+        const [s0, s1] = [c.steps[0]!, c.steps[1]!];
+        for (const [k, v] of Object.entries(s0)) prog.writeSlot(k, v);
+        const replay = prog.capture(st);
+        if (replay) prog.replay();
+        else prog.run(st);
+        const held = exec.deviceBytes().weights,
+          read = reads;
+        const freed = exec.releaseWeights(Object.keys(c.weights));
+        expect(freed).toBeGreaterThan(0);
+        expect(exec.deviceBytes().weights).toBeLessThanOrEqual(held - freed);
+        expect(exec.releaseWeights(["no such weight"])).toBe(0);
+        for (const [k, v] of Object.entries(s1)) prog.writeSlot(k, v);
+        if (replay) prog.replay();
+        else prog.run(st);
+        expect(reads).toBeGreaterThan(read);
+        const r0 = evaluate(c.graph, { consts: c.weights, slots: s0, state: zeroState(c) });
+        const r1 = evaluate(c.graph, {
+          consts: c.weights,
+          slots: s1,
+          state: Object.fromEntries(Object.entries(r0.state).map(([k, t]) => [k, t.data])),
+        });
+        expect(relativeError(prog.readOutput("acc"), r1.outputs.acc!.data)).toBeLessThanOrEqual(tol);
+        expect(relativeError(st.read("cache"), r1.state.cache!.data)).toBeLessThanOrEqual(tol);
+      } finally {
+        exec.dispose();
+      }
+    });
+
     it("copyLanes moves one sequence's State between sets; other lanes stay as they were", () => {
       const exec = makeExecutor();
       try {
