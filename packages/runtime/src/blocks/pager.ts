@@ -6,7 +6,8 @@
 // Weights are read from the checkpoint by positioned reads per tensor when the block is paged in (never cached on
 // the host), the next block's ahead of use on a reader thread while the current one runs (decision 1706); its State
 // goes to the host while it is out and comes back with it. Least recently used blocks are evicted first.
-import type { Executor, OutputData, StateSet } from "@poot/executor";
+import type { Executor, OutputData, StateSet, WeightSource } from "@poot/executor";
+import type { ValueType } from "@poot/graph-ir";
 import { RuntimeError } from "../errors.js";
 import type { Unit } from "./unit.js";
 import type { WeightReader } from "./weight-reader.js";
@@ -83,16 +84,25 @@ export class Pager {
     private readonly host: PagerHost,
   ) {}
 
-  /** The weight source paged-in executors bind: the reader's, its time counted as stall. */
-  private readonly source = (key: string, type: Parameters<WeightReader["source"]>[1]) => {
+  /** The weight source paged-in executors bind: the reader's (with its `into`), its time counted as stall. */
+  private readonly source: WeightSource = Object.assign(
+    (key: string, type: ValueType) => this.reading(() => this.reader.source(key, type)),
+    {
+      into: (key: string, type: ValueType, dst: Uint8Array) =>
+        this.reading(() => this.reader.source.into?.(key, type, dst) ?? false),
+    },
+  );
+
+  /** Runs a read of the reader's, counted as stall and as read-wait time. */
+  private reading<T>(read: () => T): T {
     const w0 = this.reader.stats.waitMs;
     try {
-      return this.time(() => this.reader.source(key, type));
+      return this.time(read);
     } finally {
       this.stats.readWaitMs += this.reader.stats.waitMs - w0;
       this.stats.syncReads = this.reader.stats.syncReads;
     }
-  };
+  }
 
   /** Runs `fn` counting its time as page-in stall (nested calls count once). */
   time<T>(fn: () => T): T {
