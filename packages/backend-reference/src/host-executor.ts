@@ -6,6 +6,7 @@ import {
   HostStateSet,
   allocHostBuffer,
   checkSlotData,
+  checkStateFor,
   elementBytes,
   loadHost,
   readWeight,
@@ -183,24 +184,8 @@ export abstract class HostProgram<S extends HostStateSet = HostStateSet> impleme
 
   /** `state` checked against this program: made by this executor, with the program's layout; null without State. */
   protected checkState(state: StateSet | undefined): S | null {
-    if (this.schema.states.size === 0) return null;
-    if (state === undefined)
-      throw new ExecutorError(
-        "unknown-state",
-        `the program has ${this.schema.states.size} state(s): pass a StateSet from createState()`,
-        { program: this.name },
-      );
-    if (!(state instanceof HostStateSet) || !this.exec.stateSets.has(state))
-      throw new ExecutorError("unknown-state", "StateSet was not made by this executor", { program: this.name });
-    for (const s of this.schema.states.values()) {
-      const t = state.schema.states.get(s.key);
-      if (t === undefined || t.size !== s.size || t.dtype !== s.dtype)
-        throw new ExecutorError("unknown-state", "StateSet layout differs from the program's", {
-          program: this.name,
-          key: s.key,
-        });
-    }
-    return state as S;
+    const sets = this.exec.stateSets;
+    return checkStateFor(this.schema, state, this.name, (s): s is S => sets.has(s as never));
   }
 
   readOutput(name: string, into?: OutputData): OutputData {

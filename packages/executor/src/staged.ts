@@ -15,7 +15,7 @@ import type {
 } from "./contract.js";
 import type { Device, DeviceBuffer, DeviceOp } from "./device.js";
 import { ExecutorError } from "./errors.js";
-import { loadHost, storeHost, type HostBuffer } from "./host-state.js";
+import { checkStateFor, loadHost, storeHost, type HostBuffer } from "./host-state.js";
 import type { LoweredBuffer, LoweredProgram } from "./lowering/types.js";
 import { checkSlotData, readWeight, type ProgramSchema } from "./schema.js";
 import { DeviceStateSet } from "./staged-state.js";
@@ -490,24 +490,8 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
   }
 
   #checkState(state: StateSet | undefined): DeviceStateSet<B> | null {
-    if (this.schema.states.size === 0) return null;
-    if (state === undefined)
-      throw new ExecutorError(
-        "unknown-state",
-        `the program has ${this.schema.states.size} state(s): pass a StateSet from createState()`,
-        { program: this.name },
-      );
-    if (!(state instanceof DeviceStateSet) || !this.#exec.states.has(state))
-      throw new ExecutorError("unknown-state", "StateSet was not made by this executor", { program: this.name });
-    for (const s of this.schema.states.values()) {
-      const t = state.schema.states.get(s.key);
-      if (t === undefined || t.size !== s.size || t.dtype !== s.dtype)
-        throw new ExecutorError("unknown-state", "StateSet layout differs from the program's", {
-          program: this.name,
-          key: s.key,
-        });
-    }
-    return state as DeviceStateSet<B>;
+    const states = this.#exec.states;
+    return checkStateFor(this.schema, state, this.name, (s): s is DeviceStateSet<B> => states.has(s as never));
   }
 
   /** Runs one step and waits for it (so slots may be rewritten right after). */
