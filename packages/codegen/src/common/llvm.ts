@@ -37,7 +37,7 @@ export abstract class LlvmEmitter implements RegTarget<string> {
   readonly entry: string[] = [];
   readonly declares = new Set<string>();
   private n = 0;
-  private open = true;
+  protected open = true;
   private readonly loops: { cont: string; exit: string }[] = [];
   readonly paramVal = new Map<string, string>();
 
@@ -108,7 +108,9 @@ export abstract class LlvmEmitter implements RegTarget<string> {
     const i64 = this.def(`zext i32 ${index} to i64`);
     // Prefixed names cannot collide with the emitter's own %vN values and block labels.
     const base = space === "private" ? `%arr.${array}` : space === "workgroup" ? `@${array}` : `%buf.${array}`;
-    return this.def(`getelementptr inbounds ${llType(elem)}, ptr addrspace(${this.spaces[space as "global"]}) ${base}, i64 ${i64}`);
+    return this.def(
+      `getelementptr inbounds ${llType(elem)}, ptr addrspace(${this.spaces[space as "global"]}) ${base}, i64 ${i64}`,
+    );
   }
 
   load(space: string, array: string, elem: ElemType, index: string, type: ValueType): string {
@@ -375,15 +377,23 @@ export abstract class LlvmEmitter implements RegTarget<string> {
     this.writeVar(name, type, init);
   }
   readVar(name: string, type: ValueType): string {
-    return this.def(`load ${llType(type)}, ptr addrspace(${this.spaces.private}) %${name}.addr, align ${type === "bool" ? 1 : 4}`);
+    return this.def(
+      `load ${llType(type)}, ptr addrspace(${this.spaces.private}) %${name}.addr, align ${type === "bool" ? 1 : 4}`,
+    );
   }
   writeVar(name: string, type: ValueType, v: string): void {
-    this.emit(`store ${llType(type)} ${v}, ptr addrspace(${this.spaces.private}) %${name}.addr, align ${type === "bool" ? 1 : 4}`);
+    this.emit(
+      `store ${llType(type)} ${v}, ptr addrspace(${this.spaces.private}) %${name}.addr, align ${type === "bool" ? 1 : 4}`,
+    );
   }
   privateArray(name: string, elem: ValueType, length: number): void {
-    this.entry.push(`  %arr.${name} = alloca [${length} x ${llType(elem)}], align 16, addrspace(${this.spaces.private})`);
+    this.entry.push(
+      `  %arr.${name} = alloca [${length} x ${llType(elem)}], align 16, addrspace(${this.spaces.private})`,
+    );
     // Private arrays start as zero (IR semantics).
-    this.emit(`store [${length} x ${llType(elem)}] zeroinitializer, ptr addrspace(${this.spaces.private}) %arr.${name}, align 16`);
+    this.emit(
+      `store [${length} x ${llType(elem)}] zeroinitializer, ptr addrspace(${this.spaces.private}) %arr.${name}, align 16`,
+    );
   }
 
   ifElse(cond: string, then: () => void, otherwise: (() => void) | undefined): void {
