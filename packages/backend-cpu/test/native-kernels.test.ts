@@ -6,10 +6,11 @@ import { decodePacked, type PackedFormat } from "@poot/graph-ir";
 import { ggmlPackedFormat } from "@poot/models";
 import { describe, expect, test } from "vitest";
 import type { NativeSource } from "../src/index.js";
+import { WA } from "../src/memory.js";
 import { loadNodeNative } from "../src/native/node-library.js";
 
 const here = process.platform === "linux" && process.arch === "x64";
-const memory = new WebAssembly.Memory({ initial: 64, maximum: 64, shared: true });
+const memory = new WA.Memory({ initial: 64, maximum: 64, shared: true });
 const u8 = new Uint8Array(memory.buffer);
 const u32 = new Uint32Array(memory.buffer);
 const f32 = new Float32Array(memory.buffer);

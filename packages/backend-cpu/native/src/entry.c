@@ -38,6 +38,15 @@ const char *poot_native_isa(void) {
   return chosen ? chosen->isa : "none";
 }
 
+/** Forces a kernel set by name ("avx2", "avx512"); returns 1 when it is usable here (tests run both). */
+int poot_native_force(const char *isa) {
+  const poot_kernels *want = isa[0] == 'a' && isa[3] == '5' ? &poot_kernels_avx512 : &poot_kernels_avx2;
+  const poot_kernels *best = choose();
+  if (!best || (want == &poot_kernels_avx512 && best != want)) return 0;
+  chosen = want;
+  return 1;
+}
+
 /** The sha256 of the C sources this object was built from (the stale-object test compares it). */
 const char *poot_native_source_hash(void) { return POOT_SOURCE_HASH; }
 
