@@ -53,6 +53,8 @@ const TEST_ONLY = ["testkit"];
  */
 const TEST_IMPORTS = {
   "packages/runtime": ["backend-reference"],
+  // The native kernel library is generated from the quant formats @poot/models describes (build script and test).
+  "packages/backend-cpu": ["models"],
 };
 
 /** Every package name (folder under packages/) that the table knows, test-only ones aside. */

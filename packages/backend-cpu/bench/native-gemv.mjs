@@ -1,10 +1,11 @@
-// Native GEMV bench (decision 0952): the prebuilt kernels of each weight format on the Llama-3.2-1B decode shapes,
-// one thread, each kernel set this CPU runs, against a copy of the same bytes inside the same shared memory measured in
-// the same run (the memory-bound floor a GEMV's reads approach).
+// Native GEMV bench (decisions 0952, 2300): the prebuilt kernels of each weight format on the Llama-3.2-1B decode
+// shapes, one thread, against a copy of the same bytes inside the same shared memory measured in the same run (the
+// memory-bound floor a GEMV's reads approach).
 //
-// usage: pnpm --filter @poot/backend-cpu bench [-- --runs N] [--formats Q8_0,Q4_K] [--isas avx2,avx512]
-// Loads the committed object through koffi and calls its entry as the executor's threads do (argument block in a
-// shared WebAssembly.Memory).
+// usage: pnpm --filter @poot/backend-cpu bench [-- --runs N] [--formats Q8_0,Q4_K] [--libraries c,kernel-ir]
+// Loads the committed objects (the C one, the one generated from the kernel IR, or paths) through koffi and calls
+// each format's kernel as the executor's threads do (argument block in a shared WebAssembly.Memory); with several
+// libraries their runs alternate, shape by shape, so both see the same machine.
 import { randomFillSync } from "node:crypto";
 import { createRequire } from "node:module";
 import { existsSync } from "node:fs";
@@ -15,10 +16,16 @@ const arg = (name, dflt) => {
   return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : dflt;
 };
 const RUNS = Number(arg("runs", "7"));
-/** Weight formats: the C enum code and bytes per 256 elements. */
-const FORMATS = { F32: [1, 1024], F16: [2, 512], BF16: [3, 512], Q8_0: [8, 272], Q4_K: [12, 144], Q6_K: [14, 210] };
+/** Weight formats: the kernel's format name and bytes per 256 elements. */
+const FORMATS = {
+  F32: ["f32", 1024],
+  F16: ["f16", 512],
+  BF16: ["bf16", 512],
+  Q8_0: ["q8_0", 272],
+  Q4_K: ["q4_k", 144],
+  Q6_K: ["q6_k", 210],
+};
 const WANT = arg("formats", Object.keys(FORMATS).join(",")).split(",");
-const ISAS = arg("isas", "avx2,avx512").split(",");
 /** [K, N] of the decode GEMVs (q/o, k/v, gate/up, down, the LM head). */
 const SHAPES = [
   [2048, 2048],
@@ -29,15 +36,27 @@ const SHAPES = [
 ];
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-const path = fileURLToPath(
-  new URL(`../native/prebuilt/${process.platform}-${process.arch}/libpoot_cpu.so`, import.meta.url),
-);
-if (!existsSync(path)) throw new Error(`no prebuilt native kernels for ${process.platform}-${process.arch}`);
+const PREBUILT = { c: "libpoot_cpu.so", "kernel-ir": "libpoot_cpu_ir.so" };
 const require = createRequire(import.meta.url);
-const lib = require("koffi").load(path);
-const gemv = lib.func("void poot_native_gemv(uint64_t base, uint32_t args, uint32_t group, uint32_t nbuf)");
-const force = lib.func("int poot_native_force(const char *isa)");
-const addr = lib.func("uint64_t poot_native_addr(const void *p)");
+const LIBS = arg("libraries", "c,kernel-ir")
+  .split(",")
+  .map((name) => {
+    const file = PREBUILT[name];
+    const path =
+      file === undefined
+        ? name
+        : fileURLToPath(new URL(`../native/prebuilt/${process.platform}-${process.arch}/${file}`, import.meta.url));
+    if (!existsSync(path)) throw new Error(`no native kernels at ${path}`);
+    const lib = require("koffi").load(path);
+    const isa = lib.func("const char *poot_native_isa(void)")();
+    if (isa === "none") throw new Error(`${path}: this CPU cannot run its kernels`);
+    return {
+      name: `${name.length > 10 ? "lib" : name} ${isa}`,
+      lib,
+      addr: lib.func("uint64_t poot_native_addr(const void *p)"),
+    };
+  });
+const addr = LIBS[0].addr;
 
 const maxBytes = 128256 * 2048 * 4 + (1 << 20);
 const memory = new WebAssembly.Memory({
@@ -74,33 +93,30 @@ function fill(name, bytes) {
 console.log(`native GEMVs, 1 thread, median of ${RUNS}; ratio = GEMV weight-read GB/s / copy GB/s of the same bytes`);
 for (const name of WANT) {
   const [fmt, per256] = FORMATS[name];
-  for (const isa of ISAS) {
-    if (force(isa) !== 1) {
-      console.log(`${name} ${isa}: not runnable on this CPU`);
-      continue;
-    }
-    for (const [K, N] of SHAPES) {
-      const bytes = ((K * N) / 256) * per256;
-      fill(name, bytes);
-      u32.set([X, W, Y, fmt, 0, 1, N, K, N], ARGS / 4);
-      const times = [],
-        copies = [];
-      // Run -1 warms up (the copy's first touch of its pages, the kernel's first call).
-      for (let r = -1; r < RUNS; r++) {
-        const c0 = performance.now();
-        u8.copyWithin(COPY, W, W + bytes);
+  const gemvs = LIBS.map((l) => l.lib.func(`void poot_gemv_${fmt}_none(uint64_t base, uint32_t args, uint32_t group)`));
+  for (const [K, N] of SHAPES) {
+    const bytes = ((K * N) / 256) * per256;
+    fill(name, bytes);
+    u32.set([X, W, Y, 1, N, K, N], ARGS / 4);
+    const times = LIBS.map(() => []),
+      copies = [];
+    // Run -1 warms up (the copy's first touch of its pages, the kernels' first calls); the libraries alternate.
+    for (let r = -1; r < RUNS; r++) {
+      const c0 = performance.now();
+      u8.copyWithin(COPY, W, W + bytes);
+      if (r >= 0) copies.push(performance.now() - c0);
+      gemvs.forEach((gemv, i) => {
         const t0 = performance.now();
-        gemv(base, ARGS, 0, 3);
-        const t1 = performance.now();
-        if (r < 0) continue;
-        copies.push(t0 - c0);
-        times.push(t1 - t0);
-      }
-      const gbps = bytes / median(times) / 1e6,
-        copy = (2 * bytes) / median(copies) / 1e6;
-      console.log(
-        `${name.padEnd(5)} ${isa.padEnd(6)} K=${String(K).padEnd(5)} N=${String(N).padEnd(6)} ${median(times).toFixed(2).padStart(8)} ms  ${gbps.toFixed(1).padStart(5)} GB/s  copy ${copy.toFixed(1).padStart(5)} GB/s (read+write)  ratio ${(gbps / copy).toFixed(2)}`,
-      );
+        gemv(base, ARGS, 0);
+        if (r >= 0) times[i].push(performance.now() - t0);
+      });
     }
+    const copy = (2 * bytes) / median(copies) / 1e6;
+    LIBS.forEach((l, i) => {
+      const gbps = bytes / median(times[i]) / 1e6;
+      console.log(
+        `${name.padEnd(5)} ${l.name.padEnd(16)} K=${String(K).padEnd(5)} N=${String(N).padEnd(6)} ${median(times[i]).toFixed(2).padStart(8)} ms  ${gbps.toFixed(1).padStart(5)} GB/s  copy ${copy.toFixed(1).padStart(5)} GB/s (read+write)  ratio ${(gbps / copy).toFixed(2)}`,
+      );
+    });
   }
 }

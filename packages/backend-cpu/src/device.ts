@@ -18,7 +18,7 @@ import { defaultTarget, type CompileOptions, type DeviceCaps as PlanCaps } from 
 import { synthCapsFrom } from "@poot/kernelgen";
 import { invariant } from "./errors.js";
 import { CpuMemory, MAX_PAGES, PAGE, WA } from "./memory.js";
-import type { NativeLibrary } from "./native/library.js";
+import type { NativeLibrary, NativeSource } from "./native/library.js";
 import { nativeRoute } from "./native/route.js";
 import { ThreadPool, type PoolKernel, type RegionDebug } from "./pool.js";
 import { DEFAULT_CLAIMS, writeSchedule, type Phase, type Schedule, type ThreadAreas } from "./schedule.js";
@@ -49,6 +49,7 @@ export interface CpuDeviceOptions extends RegionDebug {
   readonly threads?: number;
   readonly compile?: CompileOptions;
   readonly native?: boolean;
+  readonly nativeKernels?: NativeSource;
   readonly fused?: boolean;
   readonly plantAllocation?: boolean;
   readonly claimsPerThread?: number;
@@ -133,7 +134,7 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
       throw new ExecutorError("unsupported-program", `claimsPerThread must be a positive integer, got ${claims}`);
     this.#options = options;
     this.memory = new CpuMemory();
-    this.native = options.native === false ? null : (platform.native?.() ?? null);
+    this.native = options.native === false ? null : (platform.native?.(options.nativeKernels ?? "c") ?? null);
     this.pool = new ThreadPool(this.memory, threads, platform.transport, this.native);
     // Native GEMVs read and write the shared memory at its base address, which never moves (decision 0952).
     this.#base = this.native === null ? 0 : this.native.address(this.memory.u8);
@@ -160,7 +161,9 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
         compile: policy.compile,
         // An operand that is also the output is read from a copy taken before the kernel (no cross-workgroup races).
         snapshotInPlace: true,
-        ...(this.native === null ? {} : { variant: "cpu-native-1", route: nativeRoute(threads, synth) }),
+        ...(this.native === null
+          ? {}
+          : { variant: "cpu-native-2", route: nativeRoute(threads, synth, this.native.kernels) }),
       },
     };
     if (options.profile === true) this.pool.enableProfile();
@@ -227,7 +230,9 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
     if (nbuf !== undefined) {
       const lib = this.native;
       invariant(lib !== null, `kernel ${code.kernel} is native but this device has no native kernels`);
-      load = { native: { native: true, library: lib.path, koffi: lib.koffi, base: this.#base, nbuf } };
+      load = {
+        native: { native: true, library: lib.path, koffi: lib.koffi, symbol: code.entryPoint, base: this.#base },
+      };
     } else load = { module: new WA.Module(code.binary!), entry: code.entryPoint };
     this.#pending.push({ kernel: k, load });
     this.#need.shared = Math.max(this.#need.shared, k.sharedBytes);

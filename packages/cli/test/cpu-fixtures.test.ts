@@ -104,46 +104,52 @@ describe.skipIf(!HAVE)(`--backend cpu on the gguf fixture files, weights packed$
         .readdirSync(path.join(FIX, "gguf"))
         .filter((f) => fs.existsSync(path.join(FIX, "gguf", f, "reference-F32.json")))
     : [];
-  for (const fam of files) {
-    for (const type of ["F32", "F16", "Q8_0", "Q4_K_M"]) {
-      test(`${fam} ${type}: prompt logits within 1e-4 of the f64 forward of the stored weights`, () => {
-        const dir = path.join(FIX, "gguf", fam);
-        const ref = JSON.parse(fs.readFileSync(path.join(dir, `reference-${type}.json`), "utf8")) as {
-          prompt_ids: number[];
-        };
-        const f64 = readF32(path.join(dir, `f64-logits-${type}.bin`));
-        const executor = createCpuExecutor({ threads: 2 });
-        const engine = Engine.load(path.join(dir, `model-${type}.gguf`), {
-          executor,
-          context: 24,
-          prefillChunk: 8,
-          tokenizer: null,
-        });
-        try {
-          const V = engine.config.vocabSize;
-          const s = engine.openSession();
-          let worst = 0;
-          // Steps end at positions 8, 16, 20: each returned row is that position's prompt logits.
-          for (const end of [8, 16, ref.prompt_ids.length]) {
-            const row = s.step(ref.prompt_ids.slice(s.length, end));
-            const err = relErr(row, f64.subarray((end - 1) * V, end * V));
-            worst = Math.max(worst, err);
-            expect(err, `${type} position ${end - 1}`).toBeLessThanOrEqual(1e-4);
+  // Both native GEMV libraries: the C one (default) and the one generated from the kernel IR (decision 2300).
+  for (const fam of files)
+    for (const nativeKernels of ["c", "kernel-ir"] as const) {
+      for (const type of ["F32", "F16", "Q8_0", "Q4_K_M"]) {
+        test(`${fam} ${type} (${nativeKernels} GEMVs): prompt logits within 1e-4 of the f64 forward of the stored weights`, () => {
+          const dir = path.join(FIX, "gguf", fam);
+          const ref = JSON.parse(fs.readFileSync(path.join(dir, `reference-${type}.json`), "utf8")) as {
+            prompt_ids: number[];
+          };
+          const f64 = readF32(path.join(dir, `f64-logits-${type}.bin`));
+          const llama = readF32(path.join(dir, `logits-${type}.bin`));
+          const executor = createCpuExecutor({ threads: 2, nativeKernels });
+          const engine = Engine.load(path.join(dir, `model-${type}.gguf`), {
+            executor,
+            context: 24,
+            prefillChunk: 8,
+            tokenizer: null,
+          });
+          try {
+            const V = engine.config.vocabSize;
+            const s = engine.openSession();
+            let worst = 0,
+              vsLlama = 0;
+            // Steps end at positions 8, 16, 20: each returned row is that position's prompt logits.
+            for (const end of [8, 16, ref.prompt_ids.length]) {
+              const row = s.step(ref.prompt_ids.slice(s.length, end));
+              const err = relErr(row, f64.subarray((end - 1) * V, end * V));
+              const ll = llama.subarray((end - 1) * V, end * V);
+              for (let i = 0; i < V; i++) vsLlama = Math.max(vsLlama, Math.abs(row[i]! - ll[i]!));
+              worst = Math.max(worst, err);
+              expect(err, `${type} position ${end - 1}`).toBeLessThanOrEqual(1e-4);
+            }
+            // Packed blocks are bound as bytes: the weights held are no more than the file (decoded f32 would be 3-7x).
+            const held = executor.deviceBytes().weights,
+              file = fs.statSync(path.join(dir, `model-${type}.gguf`)).size;
+            expect(held).toBeLessThanOrEqual(file);
+            console.log(
+              `cpu gguf ${fam} ${type} ${nativeKernels}: max rel err ${worst.toExponential(2)}, max |dlogit| vs llama.cpp ${vsLlama.toExponential(3)}, weights held ${held} B of a ${file} B file`,
+            );
+          } finally {
+            engine.close();
+            executor.dispose();
           }
-          // Packed blocks are bound as bytes: the weights held are no more than the file (decoded f32 would be 3-7x).
-          const held = executor.deviceBytes().weights,
-            file = fs.statSync(path.join(dir, `model-${type}.gguf`)).size;
-          expect(held).toBeLessThanOrEqual(file);
-          console.log(
-            `cpu gguf ${fam} ${type}: max rel err ${worst.toExponential(2)}, weights held ${held} B of a ${file} B file`,
-          );
-        } finally {
-          engine.close();
-          executor.dispose();
-        }
-      }, 600_000);
+        }, 600_000);
+      }
     }
-  }
 });
 
 describe("poot run | generate | logits --backend cpu on models/demo (the repository's own model)", () => {

@@ -37,7 +37,14 @@ const MODELS: [string, string][] = [
   ["demo", path.join(ROOT, "models/demo")],
   ...(HAVE_FIX ? FAMILIES.map((f): [string, string] => [f, path.join(FIX, f)]) : []),
 ];
-const EXT: Record<TargetName, string> = { wgsl: "wgsl", ptx: "ptx", spirv: "spv", amdgpu: "ll", wasm: "wasm" };
+const EXT: Record<TargetName, string> = {
+  wgsl: "wgsl",
+  ptx: "ptx",
+  spirv: "spv",
+  amdgpu: "ll",
+  wasm: "wasm",
+  x86: "ll",
+};
 const TARGETS: TargetName[] = ["wgsl", "ptx", "spirv", "amdgpu", "wasm"];
 const TMP = fs.mkdtempSync(path.join(tmpdir(), "poot-kernels-"));
 

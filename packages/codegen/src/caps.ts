@@ -46,7 +46,7 @@ export interface DeviceCaps {
 }
 
 /** Targets codegen lowers to. */
-export type TargetName = "wgsl" | "ptx" | "spirv" | "amdgpu" | "wasm";
+export type TargetName = "wgsl" | "ptx" | "spirv" | "amdgpu" | "wasm" | "x86";
 
 /** How the executor binds one kernel argument slot. */
 export type BindingSlot =

@@ -7,6 +7,7 @@ import { ptxTarget } from "./ptx/target.js";
 import { spirvTarget } from "./spirv/target.js";
 import { wasmTarget } from "./wasm/target.js";
 import { wgslTarget } from "./wgsl/target.js";
+import { x86Target } from "./x86/target.js";
 
 /** Every target, by name. */
 export const TARGETS: Readonly<Record<TargetName, Target>> = {
@@ -15,4 +16,5 @@ export const TARGETS: Readonly<Record<TargetName, Target>> = {
   spirv: spirvTarget,
   amdgpu: amdgpuTarget,
   wasm: wasmTarget,
+  x86: x86Target,
 };

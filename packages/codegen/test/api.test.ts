@@ -12,6 +12,7 @@ const caps: Record<TargetName, DeviceCaps> = {
   spirv: VULKAN_CAPS,
   amdgpu: AMD_CAPS,
   wasm: WASM_CAPS,
+  x86: WASM_CAPS,
 };
 
 describe("TARGETS + validateTargetCode", () => {
@@ -22,6 +23,7 @@ describe("TARGETS + validateTargetCode", () => {
       ["spirv", "spirv"],
       ["amdgpu", "amdgpu"],
       ["wasm", "wasm"],
+      ["x86", "x86"],
     ]);
   });
   for (const name of ["ptx", "spirv", "amdgpu", "wasm"] as const) {

@@ -6,6 +6,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import {
+  CodegenError,
   openDawnDevice,
   TARGETS,
   validateTargetCode,
@@ -24,6 +25,7 @@ const caps: Record<TargetName, DeviceCaps> = {
   spirv: VULKAN_CAPS,
   amdgpu: AMD_CAPS,
   wasm: { ...WASM_CAPS },
+  x86: { ...WASM_CAPS },
 };
 
 describe.skipIf(files.length === 0)(
@@ -42,7 +44,14 @@ describe.skipIf(files.length === 0)(
         for (const name of Object.keys(TARGETS) as TargetName[]) {
           // The CPU target has one-lane subgroups; kernels using subgroups need a real subgroup size there.
           if (name === "wasm" && JSON.stringify(kernel).includes('"subgroup')) continue;
-          const code = TARGETS[name].lower(kernel, caps[name]);
+          let code;
+          try {
+            code = TARGETS[name].lower(kernel, caps[name]);
+          } catch (e) {
+            // x86 runs a workgroup's invocations in a loop: barriers, shared memory and the grid size are refused.
+            if (name === "x86" && e instanceof CodegenError && e.code === "unsupported") continue;
+            throw e;
+          }
           for (const v of await validateTargetCode(code, dawn ? { wgslDevice: dawn.device } : {})) {
             expect(v.result.status === "invalid" ? `${name}/${v.label}: ${v.result.message}` : "not invalid").toBe(
               "not invalid",

@@ -29,6 +29,14 @@ export {
 } from "./synth/gemm-mma.js";
 export type { MmaGemmTiling } from "./synth/gemm-mma.js";
 export { synthesizeDequantGemv } from "./synth/dequant.js";
+export {
+  NATIVE_EPILOGUES,
+  NATIVE_GEMV_UNIFORMS,
+  nativeGemvKernel,
+  nativeGemvLibrary,
+  nativeGemvName,
+} from "./synth/gemv-native.js";
+export type { NativeDense, NativeEpilogue, NativeWeights } from "./synth/gemv-native.js";
 export type { DequantGemvRequest } from "./synth/dequant.js";
 export { synthesizeMovement } from "./synth/movement.js";
 export type { MovementOp, MovementRequest } from "./synth/movement.js";

@@ -1,5 +1,5 @@
 /*
- * The exported entry points: the argument-block reader the pool's threads call (one call per workgroup of rows),
+ * The exported entry points: one kernel per format and epilogue that the pool's threads call per workgroup of rows,
  * the instruction-set choice made once at load by cpuid/xgetbv, and the source hash the build embeds.
  */
 #include <cpuid.h>
@@ -54,13 +54,14 @@ const char *poot_native_source_hash(void) { return POOT_SOURCE_HASH; }
 uint64_t poot_native_addr(const void *p) { return (uint64_t)(uintptr_t)p; }
 
 /*
- * Runs workgroup `group` of a GEMV phase. `args` is the byte offset of the thread's argument block in the memory at
- * `base`: `nbuf` buffer offsets, then fmt, epi, M, N, K, rows per workgroup (the schedule's layout, decision 0950).
+ * Runs workgroup `group` of a GEMV phase of format `fmt` and epilogue `epi`. `args` is the byte offset of the
+ * thread's argument block in the memory at `base`: `nbuf` buffer offsets, then M, N, K and rows per workgroup (the
+ * layout of the kernels codegen's x86 target generates, decision 2300: both libraries take the same arguments).
  */
-void poot_native_gemv(uint64_t base, uint32_t args, uint32_t group, uint32_t nbuf) {
+static void gemv_group(uint64_t base, uint32_t args, uint32_t group, uint32_t nbuf, uint32_t fmt, uint32_t epi) {
   uint8_t *mem = (uint8_t *)(uintptr_t)base;
   const uint32_t *a = (const uint32_t *)(mem + args);
-  const uint32_t fmt = a[nbuf], epi = a[nbuf + 1], M = a[nbuf + 2], N = a[nbuf + 3], K = a[nbuf + 4], R = a[nbuf + 5];
+  const uint32_t M = a[nbuf], N = a[nbuf + 1], K = a[nbuf + 2], R = a[nbuf + 3];
   const uint32_t n0 = group * R, n1 = n0 + R < N ? n0 + R : N;
   if (n0 >= N) return;
   const float *x = (const float *)(mem + a[0]);
@@ -74,4 +75,23 @@ void poot_native_gemv(uint64_t base, uint32_t args, uint32_t group, uint32_t nbu
   const float *r = epi == POOT_EPI_ADD ? (const float *)(mem + a[2]) : 0;
   float *y = (float *)(mem + a[epi == POOT_EPI_ADD ? 3 : 2]);
   chosen->gemv(mem + a[1], fmt, x, y, r, M, N, K, n0, n1);
+}
+
+/* One exported kernel per format and epilogue, named as the generated library names them. */
+#define KERNELS_OF(NAME, FMT)                                                                                         \
+  void poot_gemv_##NAME##_none(uint64_t b, uint32_t a, uint32_t g) { gemv_group(b, a, g, 3, FMT, POOT_EPI_NONE); }   \
+  void poot_gemv_##NAME##_add(uint64_t b, uint32_t a, uint32_t g) { gemv_group(b, a, g, 4, FMT, POOT_EPI_ADD); }     \
+  void poot_gemv_##NAME##_heads2(uint64_t b, uint32_t a, uint32_t g) { gemv_group(b, a, g, 4, FMT, POOT_EPI_HEADS2); }
+KERNELS_OF(f32, POOT_F32)
+KERNELS_OF(f16, POOT_F16)
+KERNELS_OF(bf16, POOT_BF16)
+KERNELS_OF(q8_0, POOT_Q8_0)
+KERNELS_OF(q4_k, POOT_Q4_K)
+KERNELS_OF(q6_k, POOT_Q6_K)
+
+#define NAMES_OF(NAME) "poot_gemv_" #NAME "_none,poot_gemv_" #NAME "_add,poot_gemv_" #NAME "_heads2"
+
+/** The kernels this object defines, comma-separated. */
+const char *poot_native_kernels(void) {
+  return NAMES_OF(f32) "," NAMES_OF(f16) "," NAMES_OF(bf16) "," NAMES_OF(q8_0) "," NAMES_OF(q4_k) "," NAMES_OF(q6_k);
 }

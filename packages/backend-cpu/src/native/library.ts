@@ -10,17 +10,29 @@ export interface NativeLibrary {
   readonly path: string;
   /** Absolute path of koffi's CommonJS entry, for the worker threads. */
   readonly koffi: string;
-  /** The kernel set cpuid chose: "avx512" or "avx2". */
+  /** The kernel set this CPU runs: "avx512" or "avx2" (C), "avx2" (generated from the kernel IR). */
   readonly isa: string;
-  /** The sha256 of the C sources the object was built from. */
+  /** The sha256 of the kernels' LLVM IR and build arguments the object was built from (decision 2300). */
   readonly sourceHash: string;
+  /** The kernels the object defines, by symbol: what the CPU lowering may route to it. */
+  readonly kernels: ReadonlySet<string>;
   /** Byte address of a view's first byte (the shared memory's base). */
   address(view: Uint8Array): number;
-  /** Tests: runs the "avx2" or "avx512" kernel set from now on, process-wide; false when this CPU cannot. */
+  /**
+   * Tests: runs the "avx2" or "avx512" kernel set from now on, process-wide; false when this CPU or this library
+   * cannot (the library generated from the kernel IR has the AVX2 set only).
+   */
   force(isa: "avx2" | "avx512"): boolean;
   /** The host thread's function for a kernel (workers build theirs with the same `nativeKernels`). */
   hostKernel(ref: NativeRef): KernelFn;
 }
 
+/**
+ * Which prebuilt native kernels run: `"c"`, the hand-written C GEMVs (decision 0952, the default while they are
+ * faster), or `"kernel-ir"`, the GEMVs kernelgen synthesizes and codegen's x86 target compiles (decision 2300).
+ * Both take the same arguments and define the same kernels.
+ */
+export type NativeSource = "c" | "kernel-ir";
+
 /** How a platform loads its native kernels: null where none ship or the CPU cannot run them. */
-export type NativeLoader = () => NativeLibrary | null;
+export type NativeLoader = (source: NativeSource) => NativeLibrary | null;

@@ -1,34 +1,30 @@
-// Which plans a native GEMV serves (decision 0952): a synthesized [M, K] x [N, K]^T contraction of f32 activations
-// over a weight format the kernels decode, with no epilogue, a residual add, or any elementwise epilogue that then
-// runs as its own Wasm phase over the accumulators (RoPE, KV-cache writes, SiLU-gating of two heads).
+// Which plans a native GEMV serves (decisions 0952, 2300): a synthesized [M, K] x [N, K]^T contraction of f32
+// activations over a weight format the library has a kernel for, with an epilogue the kernel applies (none, residual
+// add, two heads), or any other elementwise epilogue that then runs as its own Wasm phase over the accumulators.
 
 import type { TargetCode } from "@poot/codegen";
 import type { RoutedLaunch, RoutedPlan, RoutedSource } from "@poot/executor/lowering";
 import { isPacked, numel, stridesOf, type DType } from "@poot/graph-ir";
-import { isDense, synthesizeRequest, type SynthCaps } from "@poot/kernelgen";
+import {
+  isDense,
+  NATIVE_GEMV_UNIFORMS,
+  nativeGemvName,
+  synthesizeRequest,
+  type NativeEpilogue,
+  type SynthCaps,
+} from "@poot/kernelgen";
 import type { Access, KernelRequest, Plan, Region, RegionNode } from "@poot/graph-plan";
-
-/** Weight formats of the native kernels (the C enum in native/src/poot_cpu.h). */
-export const NATIVE_FORMATS: Readonly<Record<string, number>> = {
-  f32: 1,
-  f16: 2,
-  bf16: 3,
-  q8_0: 8,
-  q4_k: 12,
-  q6_k: 14,
-};
-
-/** Epilogues the C kernel applies itself. */
-export const EPI = { NONE: 0, ADD: 1, HEADS2: 2 } as const;
 
 /** Where a native kernel's buffer word points: a request access, the output, or the plan's accumulator scratch. */
 export type NativeBinding = RoutedSource;
 
 /** A plan served natively: the GEMV's argument words, and the epilogue phase that follows it, if any. */
 export interface NativeRoute {
-  /** Buffer words in the C kernel's order ([x, W, y], [x, W, r, y] or [x, W0, W1, y]). */
+  /** The library kernel's symbol. */
+  readonly symbol: string;
+  /** Buffer words in the kernel's order ([x, W, y], [x, W, r, y] or [x, W0, W1, y]). */
   readonly buffers: readonly NativeBinding[];
-  /** The words after them: fmt, epi, M, N, K, rows per workgroup. */
+  /** The words after them: M, N, K, rows per workgroup. */
   readonly uniforms: readonly number[];
   readonly grid: readonly [number, number, number];
   /** Bytes of accumulator scratch the GEMV writes and the epilogue reads (0 without an epilogue phase). */
@@ -42,8 +38,9 @@ export interface NativeRoute {
 
 const CONTRACTIONS = new Set(["gemv", "gemm", "dequant-gemv", "dequant-gemm"]);
 
-function formatOf(d: DType): number | undefined {
-  return NATIVE_FORMATS[isPacked(d) ? d.packed.name : (d as string)];
+/** The weight format's name in kernel names: the packed format's or the dtype's. */
+function formatOf(d: DType): string {
+  return isPacked(d) ? d.packed.name : (d as string);
 }
 
 /** The region is `in0 + in1` (either order) in f32: the residual add the C kernel fuses exactly. */
@@ -59,8 +56,8 @@ export function rowsPerGroup(N: number, threads: number): number {
   return Math.max(1, Math.ceil(N / (threads * 16)), Math.ceil(N / 65535));
 }
 
-/** The native route of `plan`, or null when the Wasm kernel keeps it. */
-export function routeNative(plan: Plan, threads: number): NativeRoute | null {
+/** The native route of `plan` to one of `kernels` (the library's symbols), or null when the Wasm kernel keeps it. */
+export function routeNative(plan: Plan, threads: number, kernels: ReadonlySet<string>): NativeRoute | null {
   const src = plan.kernel;
   // An imported library GEMV computes the same contraction: its request describes it as well.
   if (src.provenance === "none") return null;
@@ -81,7 +78,12 @@ export function routeNative(plan: Plan, threads: number): NativeRoute | null {
   const K = A.shape[A.shape.length - 1] as number;
   const B = Bs[0] as Access;
   const fmt = formatOf(B.dtype);
-  if (fmt === undefined || A.dtype !== "f32" || !isDense(A)) return null;
+  // The library's kernel of this format with `e`, if it has one.
+  const kernel = (e: NativeEpilogue): string | null => {
+    const s = nativeGemvName(fmt, e);
+    return kernels.has(s) ? s : null;
+  };
+  if (kernel("none") === null || A.dtype !== "f32" || !isDense(A)) return null;
   if (
     Bs.some(
       (b) =>
@@ -104,11 +106,14 @@ export function routeNative(plan: Plan, threads: number): NativeRoute | null {
     y = { kind: "output" } as const;
   const weights = Bs.map((_, h) => ({ kind: "input", index: 1 + h }) as const);
   const plain = out.dtype === "f32" && isDense(out) && numel(out.shape) === M * N;
-  const uniforms = (e: number): number[] => [fmt, e, M, N, K, R];
+  const uniforms = [M, N, K, R];
+  const none = kernel("none")!;
   if (heads === 1 && epi === null && plain)
-    return { buffers: [x, weights[0]!, y], uniforms: uniforms(EPI.NONE), grid, scratchBytes: 0, epilogue: null };
+    return { symbol: none, buffers: [x, weights[0]!, y], uniforms, grid, scratchBytes: 0, epilogue: null };
   const r = extras[0];
+  const add = kernel("add");
   if (
+    add !== null &&
     heads === 1 &&
     plain &&
     isResidualAdd(epi) &&
@@ -119,15 +124,17 @@ export function routeNative(plan: Plan, threads: number): NativeRoute | null {
     numel(r.shape) === M * N
   ) {
     return {
+      symbol: add,
       buffers: [x, weights[0]!, { kind: "input", index: 1 + heads }, y],
-      uniforms: uniforms(EPI.ADD),
+      uniforms,
       grid,
       scratchBytes: 0,
       epilogue: null,
     };
   }
   // Any other elementwise epilogue: accumulators to scratch, then the region as an elementwise Wasm phase.
-  if (epi === null || epi.nodes.some((n) => n.op === "Reduce")) return null;
+  const heads2 = kernel("heads2");
+  if (epi === null || epi.nodes.some((n) => n.op === "Reduce") || (heads === 2 && heads2 === null)) return null;
   const accShape = [...A.shape.slice(0, -1), N];
   const acc = (h: number): Access => ({
     value: -1 - h,
@@ -148,8 +155,9 @@ export function routeNative(plan: Plan, threads: number): NativeRoute | null {
   };
   const scratch = Array.from({ length: heads }, (_, h) => ({ kind: "scratch", offset: h * M * N * 4 }) as const);
   return {
+    symbol: heads === 2 ? heads2! : none,
     buffers: heads === 2 ? [x, weights[0]!, weights[1]!, scratch[0]!] : [x, weights[0]!, scratch[0]!],
-    uniforms: uniforms(heads === 2 ? EPI.HEADS2 : EPI.NONE),
+    uniforms,
     grid,
     scratchBytes: heads * M * N * 4,
     epilogue: {
@@ -160,22 +168,26 @@ export function routeNative(plan: Plan, threads: number): NativeRoute | null {
 }
 
 /** The argument words after the buffers of every native GEMV, as uniforms. */
-const UNIFORMS = ["fmt", "epi", "M", "N", "K", "R"] as const;
+const UNIFORMS = NATIVE_GEMV_UNIFORMS;
 
 /**
- * The CPU lowering's `route` hook: a plan a native GEMV serves becomes the GEMV's launch (code the device loads
- * through koffi, marked by `abi.nativeBuffers`) and, when it has one, its epilogue's Wasm launch over the scratch.
+ * The CPU lowering's `route` hook: a plan a native GEMV of `kernels` serves becomes the GEMV's launch (code the
+ * device loads through koffi, marked by `abi.nativeBuffers`) and, when it has one, its epilogue's Wasm launch.
  */
-export function nativeRoute(threads: number, synth: SynthCaps): (plan: Plan, name: string) => RoutedPlan | null {
+export function nativeRoute(
+  threads: number,
+  synth: SynthCaps,
+  kernels: ReadonlySet<string>,
+): (plan: Plan, name: string) => RoutedPlan | null {
   return (plan, name) => {
-    const r = routeNative(plan, threads);
+    const r = routeNative(plan, threads, kernels);
     if (r === null) return null;
     const nbuf = r.buffers.length;
     const names = r.buffers.map((_, i) => `b${i}`);
     const code: TargetCode = {
-      target: "wasm",
+      target: "x86",
       kernel: `${name}_native`,
-      entryPoint: "poot_native_gemv",
+      entryPoint: r.symbol,
       ext: "native",
       workgroupSize: [1, 1, 1],
       bindings: [

@@ -1,5 +1,5 @@
 // How a thread of the pool turns a native kernel reference into the function its phase loop calls (decision 0952):
-// koffi loads the prebuilt object once per thread. Shared by the host thread and the node workers.
+// koffi loads the prebuilt object once per thread, and each kernel symbol once. Shared by the host and the workers.
 
 import type { KernelFn } from "./core.js";
 
@@ -11,32 +11,39 @@ export interface NativeRef {
   readonly library: string;
   /** Absolute path of koffi's CommonJS entry (a worker resolves nothing itself). */
   readonly koffi: string;
+  /** The kernel's symbol in the library (codegen's x86 target names it after the kernel, decision 2300). */
+  readonly symbol: string;
   /** Byte address of the shared memory (it never moves: its maximum is reserved up front). */
   readonly base: number;
-  /** Buffer words at the head of the kernel's argument block. */
-  readonly nbuf: number;
 }
 
-/** The C entry every native GEMV phase calls, as koffi declares it. */
-export const NATIVE_GEMV_SIGNATURE =
-  "void poot_native_gemv(uint64_t base, uint32_t args, uint32_t group, uint32_t nbuf)";
+/** Every native kernel's C signature (codegen's x86 ABI: memory base, argument block offset, workgroup id). */
+export function nativeSignature(symbol: string): string {
+  return `void ${symbol}(uint64_t base, uint32_t args, uint32_t group)`;
+}
 
 type Koffi = { load(path: string): { func(signature: string): (...a: number[]) => unknown } };
 
 /**
- * A thread's `nativeKernel(ref)`: the phase loop's function for a native kernel (one call per workgroup of rows; y
- * and z are 0, the thread range is the whole row block). `load` requires koffi by its absolute path.
+ * A thread's `nativeKernel(ref)`: the phase loop's function for a native kernel (one call per workgroup; y and z are
+ * 0, the thread range is the whole workgroup). `load` requires koffi by its absolute path.
  */
 export function nativeKernels(load: (path: string) => unknown): (ref: NativeRef) => KernelFn {
-  const gemv = new Map<string, (...a: number[]) => unknown>();
+  const libs = new Map<string, ReturnType<Koffi["load"]>>();
+  const fns = new Map<string, (...a: number[]) => unknown>();
   return (ref) => {
-    let f = gemv.get(ref.library);
+    const key = `${ref.library}\0${ref.symbol}`;
+    let f = fns.get(key);
     if (f === undefined) {
-      f = (load(ref.koffi) as Koffi).load(ref.library).func(NATIVE_GEMV_SIGNATURE);
-      gemv.set(ref.library, f);
+      let lib = libs.get(ref.library);
+      if (lib === undefined) {
+        lib = (load(ref.koffi) as Koffi).load(ref.library);
+        libs.set(ref.library, lib);
+      }
+      f = lib.func(nativeSignature(ref.symbol));
+      fns.set(key, f);
     }
-    const base = ref.base,
-      nbuf = ref.nbuf;
-    return (args, x) => void f(base, args, x, nbuf);
+    const base = ref.base;
+    return (args, x) => void f(base, args, x);
   };
 }

@@ -24,12 +24,13 @@ export const BACKEND_OF: Readonly<Record<TargetName, BackendKind>> = {
   spirv: "vulkan",
   amdgpu: "rocm",
   wasm: "cpu",
+  x86: "cpu",
 };
 
 /** The planner caps of `target`: the backend kind's defaults, with one-lane subgroups for Wasm (decision 0920). */
 export function planCapsFor(target: TargetName): { kind: BackendKind; overrides: Partial<PlanCaps> } {
   // The Wasm code generator runs subgroups of one lane, so kernels for it must not be synthesized for wider ones.
-  return { kind: BACKEND_OF[target], overrides: target === "wasm" ? { subgroupSize: 1 } : {} };
+  return { kind: BACKEND_OF[target], overrides: target === "wasm" || target === "x86" ? { subgroupSize: 1 } : {} };
 }
 
 /** Codegen caps equivalent to graph-plan caps for `target` (storage types each language addresses natively). */

@@ -10,6 +10,7 @@ export const KERNEL_EXT: Readonly<Record<TargetName, string>> = {
   spirv: "spv",
   amdgpu: "ll",
   wasm: "wasm",
+  x86: "ll",
 };
 
 /** One kernel file's validation: every validator run (per PTX architecture, per AMD GPU, ...). */

@@ -211,7 +211,7 @@ export function prepare(
 }
 
 /** Targets that lower the `load4` expression (a SIMD load of four widened elements; decision 0302). */
-const LOAD4_TARGETS: ReadonlySet<TargetName> = new Set(["wasm"]);
+const LOAD4_TARGETS: ReadonlySet<TargetName> = new Set(["wasm", "x86"]);
 
 /** Refuses a kernel with `load4` unless the target lowers it (kernelgen emits it only for caps with `simdLoads`). */
 function checkLoad4(kernel: Kernel, target: TargetName): void {

@@ -9,6 +9,8 @@ import { amdgpuGpusFor, assembleAmdgpu } from "./amdgpu.js";
 import { validatePtx } from "./ptxas.js";
 import type { ValidationResult } from "./result.js";
 import { validateSpirv } from "./spirv-val.js";
+import { assembleX86 } from "./x86.js";
+import { x86Library } from "../x86/library.js";
 import { validateWasm } from "./wasm.js";
 import { validateWgsl } from "./dawn.js";
 
@@ -79,6 +81,16 @@ export async function validateTargetCode(
       ];
     case "wasm":
       return [{ label: "wasm", result: validateWasm(code.binary!) }];
+    case "x86":
+      return [
+        {
+          label: "x86-64",
+          result: await assembleX86(x86Library([code], "validate"), {
+            ...(tools.llc ? { llc: tools.llc } : {}),
+            ...(tools.lld ? { lld: tools.lld } : {}),
+          }),
+        },
+      ];
     case "wgsl":
       return [
         {

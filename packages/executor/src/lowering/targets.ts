@@ -13,6 +13,7 @@ export const BACKEND_OF: Readonly<Record<TargetName, Exclude<BackendKind, "aie">
   spirv: "vulkan",
   amdgpu: "rocm",
   wasm: "cpu",
+  x86: "cpu",
 };
 
 /** The language each backend kind's kernels are lowered to. */

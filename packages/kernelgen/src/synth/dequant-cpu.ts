@@ -18,7 +18,7 @@ export interface SerialDequantParts {
   /** Per x row and weight: the sum this thread leaves for the epilogue. */
   readonly accs: readonly (readonly Var<"f32">[])[];
   readonly n: Val<"u32">;
-  readonly nb: number;
+  readonly nb: number | Val<"u32">;
   /** Vectorize (the caps have SIMD loads). */
   readonly simd: boolean;
 }

@@ -1,0 +1,132 @@
+// The shape-generic CPU GEMVs compiled ahead of time into the native kernel library (decision 2300): one kernel per
+// weight format and epilogue, M, N, K and the rows of a workgroup as uniforms, so one object serves every model.
+
+import { kernel } from "@poot/kernel-dsl";
+import type { Arr, Builder, Kernel, Val, Var } from "@poot/kernel-dsl";
+import type { PackedFormat } from "@poot/graph-ir";
+import { blockDecoder } from "./decode.js";
+import { serialDequantLoop, sum4x4 } from "./dequant-cpu.js";
+
+/** Epilogues a native GEMV applies itself: none, `y = acc + r` (the residual add), or two weights into y[2][M][N]. */
+export const NATIVE_EPILOGUES = ["none", "add", "heads2"] as const;
+/** One of {@link NATIVE_EPILOGUES}. */
+export type NativeEpilogue = (typeof NATIVE_EPILOGUES)[number];
+/** Dense weight storage a native GEMV reads. */
+export type NativeDense = "f32" | "f16" | "bf16";
+/** A native GEMV's weight format: a dense storage type or a packed format's descriptor. */
+export type NativeWeights = NativeDense | PackedFormat;
+
+/**
+ * The uniforms of every native GEMV, in argument-block order: rows of x (M), rows of W (N), the reduced length (K),
+ * and rows of W per workgroup (R; workgroup g computes rows [g R, min(N, g R + R))).
+ */
+export const NATIVE_GEMV_UNIFORMS = ["M", "N", "K", "R"] as const;
+
+/** Rows of x that share one pass over a row of W (its weights decoded once for all of them). */
+const XROWS = 4;
+
+/** The symbol of the native GEMV of `weights` (a dtype or packed format name) with `epilogue`. */
+export function nativeGemvName(weights: string, epilogue: NativeEpilogue): string {
+  return `poot_gemv_${weights}_${epilogue}`;
+}
+
+/** Four f32 lanes of zero. */
+const zero4 = (b: Builder): Val<"vec4<f32>"> => b.vec("vec4<f32>", b.f32(0), b.f32(0), b.f32(0), b.f32(0));
+
+/** The dense dot products of row n of W with the x rows at `xRow`, four vec4 sums then the K % 4 tail. */
+function denseLoop(
+  b: Builder,
+  Ws: readonly Arr<"f32">[],
+  x: Arr<"f32">,
+  xRow: readonly Val<"u32">[],
+  accs: readonly (readonly Var<"f32">[])[],
+  n: Val<"u32">,
+  K: Val<"u32">,
+): void {
+  const { let_, var_, for_, u32, f32 } = b;
+  const row = let_(n.mul(K), "row");
+  const K16 = let_(K.sub(K.rem(16)), "k16");
+  const K4 = let_(K.sub(K.rem(4)), "k4end");
+  const parts = accs.map((r, j) => r.map((_, h) => [0, 1, 2, 3].map((q) => var_(zero4(b), `vacc${j}_${h}_${q}`))));
+  const quad = (kk: Val<"u32">, q: number, slot: number): void => {
+    const ws = Ws.map((W) => W.at4(row.add(kk).add(4 * q), "vec4<f32>"));
+    xRow.forEach((xr, j) => {
+      const xv = x.at4(xr.add(kk).add(4 * q), "vec4<f32>");
+      ws.forEach((w, h) => {
+        const p = parts[j]![h]![slot]!;
+        p.set(p.add(xv.mul(w)));
+      });
+    });
+  };
+  for_(u32(0), K16, 16, (kk) => [0, 1, 2, 3].forEach((q) => quad(kk, q, q)), "k");
+  for_(K16, K4, 4, (kk) => quad(kk, 0, 0), "kq");
+  const tails = accs.map((r) => r.map(() => var_(f32(0), "tail")));
+  for_(
+    K4,
+    K,
+    1,
+    (kk) => {
+      const ws = Ws.map((W) => W.at(row.add(kk)));
+      xRow.forEach((xr, j) => {
+        const xv = let_(x.at(xr.add(kk)), "xv");
+        ws.forEach((w, h) => tails[j]![h]!.set(tails[j]![h]!.add(xv.mul(w as Val<"f32">))));
+      });
+    },
+    "k1",
+  );
+  accs.forEach((r, j) => r.forEach((acc, h) => acc.set(sum4x4(b, parts[j]![h]!).add(tails[j]![h]!))));
+}
+
+/** Synthesizes the native GEMV of `weights` with `epilogue`. Buffers: x, W (and W1 for heads2), r (add), y. */
+export function nativeGemvKernel(weights: NativeWeights, epilogue: NativeEpilogue): Kernel {
+  const packed = typeof weights !== "string";
+  const name = nativeGemvName(packed ? weights.name : weights, epilogue);
+  return kernel(name, { workgroupSize: [1, 1, 1] }, (b) => {
+    const { let_, var_, for_, u32, f32, wid } = b;
+    const x = b.buffer("x", "f32", "read") as Arr<"f32">;
+    const heads = epilogue === "heads2" ? 2 : 1;
+    const elem = packed ? "u8" : weights;
+    // Packed bytes are read as u8 (the decoders take them as an Arr<"u32"> of byte loads, as dequant.ts does).
+    const Ws = Array.from({ length: heads }, (_, h) => b.buffer(h === 0 ? "W" : `W${h}`, elem, "read")) as Arr[];
+    const r = epilogue === "add" ? (b.buffer("r", "f32", "read") as Arr<"f32">) : undefined;
+    const y = b.buffer("y", "f32", "write") as Arr<"f32">;
+    const [M, N, K, R] = NATIVE_GEMV_UNIFORMS.map((u) => b.uniform(u, "u32")) as [Val<"u32">, ...Val<"u32">[]];
+    const n0 = let_(wid.x.mul(R!), "n0");
+    const n1 = let_(b.min(n0.add(R!), N!), "n1");
+    const MN = let_(M.mul(N!), "mn");
+    const M4 = let_(M.sub(M.rem(XROWS)), "m4");
+    /** Rows [m, m + rows) of x against row n of W, each result stored with the epilogue. */
+    const pass = (n: Val<"u32">, m: Val<"u32">, rows: number): void => {
+      const xRow = Array.from({ length: rows }, (_, j) => let_(m.add(j).mul(K!), `xr${j}`));
+      const accs = xRow.map((_, j) => Ws.map((_, h) => var_(f32(0), `acc${j}_${h}`)));
+      if (packed) {
+        const nb = let_(K!.div(weights.blockSize), "nb");
+        const decs = Ws.map((W) => blockDecoder(b, weights, W as unknown as Arr<"u32">));
+        serialDequantLoop(b, { f: weights, Ws: Ws as unknown as Arr<"u32">[], decs, x, xRow, accs, n, nb, simd: true });
+      } else denseLoop(b, Ws as unknown as Arr<"f32">[], x, xRow, accs, n, K!);
+      accs.forEach((row, j) => {
+        const yi = let_(m.add(j).mul(N!).add(n), "yi");
+        row.forEach((acc, h) => {
+          const v = r === undefined ? acc : acc.add(r.at(yi));
+          y.set(h === 0 ? yi : yi.add(MN), v);
+        });
+      });
+    };
+    for_(
+      n0,
+      n1,
+      1,
+      (n) => {
+        for_(u32(0), M4, XROWS, (m) => pass(n, m, XROWS), "mb");
+        for_(M4, M, 1, (m) => pass(n, m, 1), "m");
+      },
+      "n",
+    );
+  });
+}
+
+/** Every native GEMV of `formats` (the packed formats to serve beside f32, f16 and bf16), for each epilogue. */
+export function nativeGemvLibrary(formats: readonly PackedFormat[]): Kernel[] {
+  const weights: NativeWeights[] = ["f32", "f16", "bf16", ...formats];
+  return weights.flatMap((w) => NATIVE_EPILOGUES.map((e) => nativeGemvKernel(w, e)));
+}
