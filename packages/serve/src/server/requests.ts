@@ -35,17 +35,6 @@ export interface ChatOutput {
   readonly tools: readonly ChatTool[];
 }
 
-/** Throws a 404 unless `model` is the served model's id. */
-export function checkModel(model: string, served: string): void {
-  if (model !== served)
-    throw new ApiError(
-      404,
-      "model_not_found",
-      `The model '${model}' does not exist: this server serves '${served}'`,
-      "model",
-    );
-}
-
 /**
  * The prompt ids of a chat through the model's template, off the event loop. A template that refuses the
  * conversation (roles out of order, a missing system turn, ...) or a model without one is a 400 naming `messages`;
