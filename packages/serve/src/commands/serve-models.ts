@@ -1,10 +1,9 @@
 // The models `poot serve` serves (decision 2705): from its arguments or a `--config` file, each with its id,
-// aliases, own options (the flags as defaults) and the weight bytes it is charged under `--models-memory`.
+// aliases, own options (the flags as defaults) and the weight-file bytes it is charged under `--models-memory`.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { RuntimeError, parseSize } from "@poot/runtime";
 import { CliError } from "../errors.js";
-import { blockCutOf } from "../placement.js";
 import { readServeConfig, type ServeConfigModel } from "./serve-config.js";
 import type { ModelSettings } from "./serve-load.js";
 
@@ -35,7 +34,7 @@ export interface ModelEntry {
   readonly settings: ModelSettings;
   /** Most sequences in one decode step. */
   readonly maxBatch: number;
-  /** Its weights' stored bytes, read from the checkpoint's header: what it is charged under the budget. */
+  /** The bytes of its weight files (what loading it reads): what it is charged under the budget. */
   readonly bytes: number;
 }
 
@@ -72,6 +71,31 @@ export function settingsOf(raw: RawModelOptions, name: (flag: string) => string)
     },
     ...(chatTemplate === undefined ? {} : { chatTemplate }),
   };
+}
+
+/**
+ * The bytes of the weight files loading `model` reads: a .gguf (or .safetensors) file, or a folder's
+ * model.bf16.safetensors (`weights` bf16), its shards (model.safetensors.index.json) or model.safetensors.
+ */
+export function weightFileBytes(model: string, weights: "f32" | "bf16"): number {
+  try {
+    let files: string[];
+    if (!fs.statSync(model).isDirectory()) files = [model];
+    else {
+      const index = path.join(model, "model.safetensors.index.json");
+      if (weights === "bf16") files = [path.join(model, "model.bf16.safetensors")];
+      else if (fs.existsSync(index)) {
+        const map = (JSON.parse(fs.readFileSync(index, "utf8")) as { weight_map: Record<string, string> }).weight_map;
+        files = [...new Set(Object.values(map))].map((f) => path.join(model, f));
+      } else files = [path.join(model, "model.safetensors")];
+    }
+    return files.reduce((n, f) => n + fs.statSync(f).size, 0);
+  } catch (err) {
+    throw new CliError("file-unreadable", `cannot read the weights of ${model}: ${(err as Error).message}`, {
+      command,
+      file: model,
+    });
+  }
 }
 
 /** `--models-memory` (or the config's) in bytes; a one-line error naming where it came from. */
@@ -135,12 +159,17 @@ export function modelEntries(
   const config = flags.config === undefined ? null : readServeConfig(flags.config);
   const file = flags.config ?? "";
   const listed = config === null ? models.map((p) => ({ path: p }) as ServeConfigModel) : config.models;
+  const memoryBytes = budgetOf(
+    flags.modelsMemory ?? config?.["models-memory"],
+    flags.modelsMemory !== undefined ? "--models-memory" : `${file}: models-memory`,
+  );
+  // One MODEL with no budget loads at start as before, its errors its load's; the others are sized (and checked) now.
+  const sized = listed.length > 1 || config !== null || memoryBytes !== null;
   const entries = listed.map((m, i): ModelEntry => {
     const name = (flag: string): string => (config === null ? `--${flag}` : `${file}: models[${i}].${flag}`);
     const settings = settingsOf(config === null ? defaults : overConfig(defaults, m), name);
     const id = m.id ?? (config === null ? flags.modelName : undefined) ?? path.basename(path.resolve(m.path));
-    const cut = blockCutOf(m.path, settings.load.weights, command);
-    const bytes = [...cut.constBytes.values()].reduce((a, b) => a + b, 0);
+    const bytes = sized ? weightFileBytes(m.path, settings.load.weights) : 0;
     return { path: m.path, id, aliases: m.aliases ?? [], settings, maxBatch: settings.load.maxSequences, bytes };
   });
   const seen = new Map<string, string>();
@@ -155,10 +184,6 @@ export function modelEntries(
         );
       seen.set(name, e.path);
     }
-  const memoryBytes = budgetOf(
-    flags.modelsMemory ?? config?.["models-memory"],
-    flags.modelsMemory !== undefined ? "--models-memory" : `${file}: models-memory`,
-  );
   if (memoryBytes !== null)
     for (const e of entries)
       if (e.bytes > memoryBytes)
