@@ -287,6 +287,30 @@ describe.skipIf(MISSING !== undefined)(`loading off the event loop${NOTE}`, { ti
   });
 });
 
+describe.skipIf(MISSING !== undefined)(`a model whose engine worker died${NOTE}`, { timeout: 300_000 }, () => {
+  let s: StartedServer;
+  beforeAll(async () => {
+    s = await start({ config: config({ llama3: "llama3", qwen3: "qwen3" }), maxBatch: "1" }, "crashingFactory");
+  }, 120_000);
+  afterAll(async () => s?.close());
+
+  test("its requests in flight fail (500), /health turns 503 failed, and the next request reloads it", async () => {
+    const r = await rawRequest(s.url, "POST", "/v1/completions", {
+      json: { model: "llama3", prompt: [5, 6], max_tokens: 30, ignore_eos: true },
+    });
+    expect(r.status).toBe(500);
+    expect(JSON.parse(r.body).error.message).toMatch(/planted worker crash$/);
+    expect((await rawRequest(s.url, "GET", "/health")).status).toBe(503);
+    // A fresh worker (its planted crash is at its 4th program run; one token needs fewer).
+    const next = await rawRequest(s.url, "POST", "/v1/completions", {
+      json: { model: "llama3", prompt: [5], max_tokens: 1 },
+    });
+    expect(next.status).toBe(200);
+    expect(await metric(s.url, "poot_model_loads_total", { model: "llama3" })).toBe(2);
+    expect((await rawRequest(s.url, "GET", "/health")).status).toBe(200);
+  });
+});
+
 describe("bad configuration: one line naming what is wrong", () => {
   const bad = async (o: Partial<ServeCliOptions>, models: string[] = []): Promise<string> => {
     const err = await startServe(models, flags(o), silent, () => createEvalExecutor(), ["eval"]).catch((e) => e);

@@ -143,7 +143,7 @@ export class ModelPool {
   async acquire(name: string): Promise<ModelLease> {
     const slot = this.byName.get(name) ?? this.byName.get(this.resolve(name).id)!;
     if (this.closed || this.draining) throw new ApiError(503, "server_shutting_down", "the server is shutting down");
-    if (slot.instance === null || slot.leaving) {
+    if (slot.instance === null || slot.leaving || this.failed(slot)) {
       const deadline = this.options.waitMs > 0 ? Date.now() + this.options.waitMs : Number.POSITIVE_INFINITY;
       // Serialized: the room check, the evictions and the load see one consistent pool.
       const run = this.chain.then(() => this.bringUp(slot, deadline));
@@ -172,8 +172,14 @@ export class ModelPool {
       if (slot.instance !== null && slot.users !== Number.POSITIVE_INFINITY) await this.unload(slot);
   }
 
+  /** Whether `slot`'s engine failed (its worker died) and nothing holds it: the next request reloads it. */
+  private failed(slot: Slot): boolean {
+    return slot.instance !== null && slot.users === 0 && slot.instance.scheduler.refusing === "failed";
+  }
+
   /** Loads `slot` (or finds it loaded) and counts the caller as a user, evicting or waiting for room first. */
   private async bringUp(slot: Slot, deadline: number): Promise<void> {
+    if (this.failed(slot)) await this.unload(slot);
     if (slot.instance !== null) {
       slot.users++;
       return;
