@@ -104,7 +104,7 @@ describe.skipIf(MISSING !== undefined)(`two fixture models in one server${NOTE}`
     expect(await metric(s.url, "poot_generations_total", { reason: "length" })).toBeGreaterThanOrEqual(2);
   });
 
-  test("chat, /v1/messages (Anthropic SDK) and /tokenize route by model: each equals its model's greedy loop", async () => {
+  test("chat, /v1/messages and count_tokens (Anthropic SDK), /tokenize and embeddings route by model: each chat equals its model's greedy loop", async () => {
     const anthropic = new Anthropic({ baseURL: s.url, apiKey: "x", maxRetries: 0 });
     const tok = new Tokenizer(
       JSON.parse(fs.readFileSync(path.join(dirOf("llama3"), "tokenizer.json"), "utf8")),
@@ -136,7 +136,14 @@ describe.skipIf(MISSING !== undefined)(`two fixture models in one server${NOTE}`
       expect(msg.content[0]).toEqual({ type: "text", text: want });
       const t = await rawRequest(s.url, "POST", "/tokenize", { json: { model: f, content: "Hello there" } });
       expect((JSON.parse(t.body) as { tokens: number[] }).tokens).toEqual(tok.encode("Hello there"));
+      const count = await anthropic.messages.countTokens({ model: f, messages });
+      expect(count.input_tokens).toBe(ids.length);
     }
+    // Embeddings route too: the same input through the two models' different weights.
+    const [a, b] = await Promise.all(FAMILIES.map((f) => client.embeddings.create({ model: f, input: "Hello there" })));
+    expect([a!.model, b!.model]).toEqual([...FAMILIES]);
+    expect(a!.data[0]!.embedding).toHaveLength(64);
+    expect(a!.data[0]!.embedding).not.toEqual(b!.data[0]!.embedding);
   });
 
   test("bad input: an unknown model is a 404 model_not_found naming it and the served ids; /tokenize needs model", async () => {
