@@ -1,10 +1,11 @@
 // Other servers' metric names on /metrics, for dashboards built on them (decision 2703): vLLM's `vllm:*` labelled
-// by model_name (one sample per served model), llama.cpp's `llamacpp:*` summed over the models in memory.
+// by model_name (one sample per served model), llama.cpp's `llamacpp:*` summed over the models in memory; and the
+// sums over loaded models that both these and the server's own gauges read.
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { EngineStats } from "./engine.js";
-import { loadedSums, type MetricsCompat } from "./metrics.js";
+import type { MetricsCompat } from "./metrics.js";
 import type { ModelInstance } from "./model-pool.js";
-import type { SchedulerObserver } from "./scheduler.js";
+import type { SchedulerObserver, ServeScheduler } from "./scheduler.js";
 
 /** vLLM's buckets for time to first token and per output token, and for request latency and queue time. */
 const VLLM_TTFT = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80];
@@ -23,6 +24,20 @@ export function compatMetrics(
   const vllm = compat.includes("vllm") ? vllmMetrics(registry, loaded) : null;
   const llamacpp = compat.includes("llamacpp") ? llamacppMetrics(registry, loaded) : null;
   return (id) => [...(vllm === null ? [] : [vllm(id)]), ...(llamacpp === null ? [] : [llamacpp])];
+}
+
+/** Sums `read` over the loaded models' schedulers and engine stats, read at scrape time. */
+export interface LoadedSums {
+  scheduler(read: (s: ServeScheduler) => number): number;
+  stats(read: (s: EngineStats) => number): number;
+}
+
+/** Sums over `loaded()`, each engine's stats read once per call. */
+export function loadedSums(loaded: () => readonly ModelInstance[]): LoadedSums {
+  return {
+    scheduler: (read) => loaded().reduce((n, m) => n + read(m.scheduler), 0),
+    stats: (read) => loaded().reduce((n, m) => n + read(m.engine.stats()), 0),
+  };
 }
 
 const kvRatio = (kv: EngineStats["kv"]): number => (kv.pagesTotal === 0 ? 0 : kv.pagesInUse / kv.pagesTotal);

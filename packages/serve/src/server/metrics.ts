@@ -1,8 +1,7 @@
 // The /metrics registry (prom-client, one Registry per server): request and token counters, latency
 // histograms fed by the scheduler, and gauges read from the scheduler and engine at scrape time.
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { EngineStats } from "./engine.js";
-import { compatMetrics } from "./metrics-compat.js";
+import { compatMetrics, loadedSums } from "./metrics-compat.js";
 import type { ModelInstance, ModelPoolObserver } from "./model-pool.js";
 import type { SchedulerObserver, ServeScheduler } from "./scheduler.js";
 
@@ -75,20 +74,6 @@ export interface MetricsOptions {
 }
 
 const REQUEST_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
-
-/** Sums `read` over the loaded models' schedulers and engine stats, read at scrape time. */
-export interface LoadedSums {
-  scheduler(read: (s: ServeScheduler) => number): number;
-  stats(read: (s: EngineStats) => number): number;
-}
-
-/** Sums over `loaded()`, each engine's stats read once per call. */
-export function loadedSums(loaded: () => readonly ModelInstance[]): LoadedSums {
-  return {
-    scheduler: (read) => loaded().reduce((n, m) => n + read(m.scheduler), 0),
-    stats: (read) => loaded().reduce((n, m) => n + read(m.engine.stats()), 0),
-  };
-}
 
 /**
  * Builds the metrics of one server over its loaded models' engines and schedulers (gauges and engine counters are
