@@ -63,6 +63,10 @@ export type ApiErrorCode =
   | "queue_timeout"
   /** The server is shutting down. */
   | "server_shutting_down"
+  /** The model cannot be loaded now: the memory budget is held by other models serving requests (retry later). */
+  | "model_busy"
+  /** The model failed to load (its engine could not start). */
+  | "model_load_failed"
   /** The request body is larger than the server accepts. */
   | "request_too_large"
   /** POST /admin/place named a placement the engine cannot take (unknown device, overlap, unplaced layers, ...). */

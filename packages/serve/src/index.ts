@@ -7,6 +7,8 @@ export type { CliIo, CommandModule, ExecutorFactory } from "./command.js";
 export { parseNumber } from "./commands/numbers.js";
 export { serveCommand, startServe } from "./commands/serve.js";
 export type { ExecutorModule, ServeCliOptions, StartedServer } from "./commands/serve.js";
+export { SERVE_CONFIG_SCHEMA, readServeConfig } from "./commands/serve-config.js";
+export type { ServeConfig, ServeConfigModel } from "./commands/serve-config.js";
 export { ApiError, CliError, invariant } from "./errors.js";
 export type { ApiErrorBody, ApiErrorCode, ApiErrorType, CliErrorCode } from "./errors.js";
 export type {
@@ -28,6 +30,15 @@ export type {
 export { EngineWorker, EngineWorkerError } from "./server/engine-worker.js";
 export type { EngineWorkerInfo, EngineWorkerLoad, EngineWorkerOptions } from "./server/engine-worker.js";
 export type { MetricsCompat, MetricsOptions, ServerMetrics } from "./server/metrics.js";
+export { ModelPool } from "./server/model-pool.js";
+export type {
+  LoadedEngine,
+  ModelInstance,
+  ModelLease,
+  ModelPoolObserver,
+  ModelPoolOptions,
+  ServedModel,
+} from "./server/model-pool.js";
 export { RuntimeServeEngine } from "./server/runtime-engine.js";
 export type { RuntimeServeEngineOptions } from "./server/runtime-engine.js";
 export { Scheduler } from "./server/scheduler.js";

@@ -69,3 +69,12 @@ export function pacedEvalExecutor(ms) {
   const cell = new Int32Array(new SharedArrayBuffer(4));
   return counted(createEvalExecutor(), () => Atomics.wait(cell, 0, 0, ms));
 }
+
+/** Eval executors that take 1.5 s of CPU on the thread making them: a model slow to load. */
+export function slowLoadFactory() {
+  return () => {
+    const end = performance.now() + 1500;
+    while (performance.now() < end);
+    return createEvalExecutor();
+  };
+}

@@ -1,17 +1,16 @@
 // `poot serve MODEL`: the OpenAI-compatible HTTP server with /metrics over the runtime, bound to
 // 127.0.0.1 unless told otherwise; runs until SIGINT or SIGTERM, then drains and exits.
-import * as fs from "node:fs";
-import * as path from "node:path";
-import { ModelError } from "@poot/models";
-import { Engine, RuntimeError, type PlacementReport } from "@poot/runtime";
-import { CliError } from "../errors.js";
-import { EngineWorker, EngineWorkerError, type EngineWorkerLoad } from "../server/engine-worker.js";
-import { RuntimeServeEngine } from "../server/runtime-engine.js";
-import type { MetricsCompat } from "../server/metrics.js";
-import { createServer, type PootServer } from "../server/server.js";
-import { planDevices, describePlacement, engineDevices, placementOptions, type PlacementFlags } from "../placement.js";
 import type { CliIo, CommandModule, ExecutorFactory } from "../command.js";
+import { CliError } from "../errors.js";
+import type { MetricsCompat } from "../server/metrics.js";
+import type { ServedModel } from "../server/model-pool.js";
+import { createServer, type PootServer } from "../server/server.js";
+import { placementOptions, type PlacementFlags } from "../placement.js";
 import { parseNumber } from "./numbers.js";
+import { loadModel, logPlacement, type ExecutorModule, type LoadContext, type Loaded } from "./serve-load.js";
+import { formatBytes, modelEntries, type ModelEntry, type RawModelOptions } from "./serve-models.js";
+
+export type { ExecutorModule } from "./serve-load.js";
 
 /** `poot serve` options as commander parses them (all strings). */
 export interface ServeCliOptions extends PlacementFlags {
@@ -30,6 +29,10 @@ export interface ServeCliOptions extends PlacementFlags {
   readonly weights: string;
   readonly chatTemplate?: string;
   readonly modelName?: string;
+  /** `--config FILE`: the models to serve and their own options (JSON; see {@link ServeConfig}). */
+  readonly config?: string;
+  /** `--models-memory SIZE`: most weight bytes of loaded models at once. */
+  readonly modelsMemory?: string;
   readonly prepare: boolean;
   readonly drainSeconds?: string;
   readonly queueTimeout?: string;
@@ -54,35 +57,6 @@ export interface StartedServer {
 
 const command = "serve";
 
-/**
- * Where `poot serve`'s engine worker gets its executors: a module (URL) whose export `name` (default
- * `executorFactory`) takes the device names and the command and returns (or resolves to) an ExecutorFactory.
- * The CLI passes its own (dist/serve-executors.js); functions cannot cross into the worker thread, modules can.
- */
-export interface ExecutorModule {
-  /** The module's URL (a file: URL of a built .js file). */
-  readonly url: URL | string;
-  /** The export to call (default `executorFactory`). */
-  readonly name?: string;
-}
-
-/** A loading failure of the engine worker as the CliError the in-process load would have thrown. */
-function workerCliError(err: EngineWorkerError, model: string): CliError {
-  if (err.kind === "cli")
-    return new CliError((err.code ?? "bad-input") as CliError["code"], err.message, {
-      command,
-      ...(err.file === undefined ? {} : { file: err.file }),
-    });
-  if (err.kind === "model")
-    return new CliError(err.code === "io" ? "file-unreadable" : "bad-input", err.message, {
-      command,
-      file: err.file ?? model,
-    });
-  if (err.kind === "runtime" || err.code === "no-tokenizer")
-    return new CliError("bad-input", err.message, { command, file: model });
-  return new CliError("command-failed", err.message, { command, file: model });
-}
-
 function positive(flag: string, value: string, min: number): number {
   const n = parseNumber(flag, value, "int", command);
   if (n < min) throw new CliError("bad-input", `${flag} must be an integer >= ${min}, got ${n}`, { command });
@@ -90,13 +64,15 @@ function positive(flag: string, value: string, min: number): number {
 }
 
 /**
- * Loads MODEL, builds the engine and server from `poot serve`'s options, and starts listening. With
- * `executorModule` (as `poot serve` runs) the engine and its scheduler run on a worker thread that makes its
- * executors through that module, so no engine step holds the HTTP event loop; without it they run on this thread
- * with `createExecutor`'s executors (for embedding and tests).
+ * Builds the server from `poot serve`'s options and starts listening. One MODEL (a string, or a one-element list
+ * without `--config`) is loaded first, as before; several (or a `--config` file) are loaded on their first request
+ * and unloaded least-recently-used under `--models-memory` (decision 2705). With `executorModule` (as `poot serve`
+ * runs) each engine, its scheduler and its loading run on a worker thread that makes its executors through that
+ * module, so neither loads nor steps hold the HTTP event loop; without it they run on this thread with
+ * `createExecutor`'s executors (for embedding and tests).
  */
 export async function startServe(
-  model: string,
+  model: string | readonly string[],
   o: ServeCliOptions,
   io: CliIo,
   createExecutor: ExecutorFactory,
@@ -108,11 +84,6 @@ export async function startServe(
     throw new CliError("bad-input", `--port must be in [0, 65535], got ${port}`, { command });
   const maxBatch = positive("--max-batch", o.maxBatch, 1);
   const maxQueue = positive("--max-queue", o.maxQueue, 0);
-  const context = o.ctx === undefined ? undefined : positive("--ctx", o.ctx, 2);
-  const pageSize = o.pageSize === undefined ? undefined : positive("--page-size", o.pageSize, 1);
-  if (pageSize !== undefined && (pageSize & (pageSize - 1)) !== 0)
-    throw new CliError("bad-input", `--page-size must be a power of two, got ${pageSize}`, { command });
-  const kvPages = o.kvPages === undefined ? undefined : positive("--kv-pages", o.kvPages, 1);
   const queueTimeout = parseNumber("--queue-timeout", o.queueTimeout ?? "60", "float", command);
   if (!(queueTimeout >= 0))
     throw new CliError("bad-input", `--queue-timeout must be >= 0 seconds, got ${o.queueTimeout}`, { command });
@@ -140,39 +111,26 @@ export async function startServe(
       throw new CliError("bad-input", `--metrics-compat takes vllm and/or llamacpp (comma-separated), got "${m}"`, {
         command,
       });
-  if (o.weights !== "f32" && o.weights !== "bf16")
-    throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command });
-  let chatTemplate: string | undefined;
-  if (o.chatTemplate !== undefined) {
-    try {
-      chatTemplate = fs.readFileSync(o.chatTemplate, "utf8");
-    } catch (err) {
-      throw new CliError("file-unreadable", `cannot read ${o.chatTemplate}: ${(err as Error).message}`, {
-        command,
-        file: o.chatTemplate,
-      });
-    }
-  }
-  // Prefill chunks stay within the context (the runtime stages one program per power-of-two chunk).
-  const prefillChunk = context === undefined ? undefined : 2 ** Math.min(6, Math.floor(Math.log2(context)));
-  // The KV pool holds --max-batch full contexts unless --kv-pages says otherwise; requests beyond it wait.
-  const load = {
+  const defaults: RawModelOptions = {
+    backend: o.backend,
     weights: o.weights,
-    maxSequences: maxBatch,
+    maxBatch,
     prefixCache: o.prefixCache === true,
-    ...(context === undefined ? {} : { context, prefillChunk }),
-    ...(pageSize === undefined ? {} : { pageSize }),
-    ...(kvPages === undefined ? {} : { kvPages }),
-  } as const;
-  const loaded =
-    executorModule === undefined || o.engineWorker === false
-      ? loadInProcess(model, o, io, createExecutor, backends, load, chatTemplate)
-      : await loadInWorker(model, o, io, executorModule, backends, load, chatTemplate, nice);
-  const { serveEngine, free } = loaded;
-  const modelId = o.modelName ?? path.basename(path.resolve(model));
-  const server = createServer({
-    engine: serveEngine,
-    modelId,
+    ...(o.ctx === undefined ? {} : { ctx: positive("--ctx", o.ctx, 2) }),
+    ...(o.pageSize === undefined ? {} : { pageSize: positive("--page-size", o.pageSize, 1) }),
+    ...(o.kvPages === undefined ? {} : { kvPages: positive("--kv-pages", o.kvPages, 1) }),
+    ...(o.chatTemplate === undefined ? {} : { chatTemplate: o.chatTemplate }),
+  };
+  const { entries, memoryBytes } = modelEntries(typeof model === "string" ? [model] : model, o, defaults);
+  const ctx: LoadContext = {
+    o,
+    io,
+    createExecutor,
+    backends,
+    ...(executorModule === undefined || o.engineWorker === false ? {} : { executorModule }),
+    nice,
+  };
+  const serverOptions = {
     apiKey: o.apiKey ?? null,
     metricsAuth: o.metricsAuth === true,
     metricsCompat: metricsCompat as MetricsCompat[],
@@ -182,151 +140,78 @@ export async function startServe(
     ...(allowedHosts === undefined ? {} : { allowedHosts }),
     ...(o.cors === undefined ? {} : { cors: o.cors }),
     ...(maxConnections === undefined ? {} : { limits: { maxConnections } }),
-  });
-  let url: string;
-  try {
-    url = await server.listen({ host: o.host, port });
-  } catch (err) {
-    await free();
-    throw new CliError("command-failed", `cannot listen on ${o.host}:${port}: ${(err as Error).message}`, { command });
-  }
-  const report = loaded.placementReport;
-  if (report !== null)
-    io.err(
-      `${describePlacement(report)
-        .map((l) => `poot serve: ${l}`)
-        .join("\n")}\n`,
-    );
-  io.err(
-    `poot serve: ${modelId} (context ${serveEngine.context}, max batch ${maxBatch}, backend ${o.backend}) on ${url}${o.apiKey === undefined ? "" : " (API key required)"}\n`,
-  );
-  return {
-    url,
-    server,
-    close: async (options = {}) => {
-      await server.close(options);
-      await free();
-    },
   };
-}
-
-/** The engine options `poot serve` loads the model with (less the executors). */
-type LoadOptions = EngineWorkerLoad & { readonly weights: "f32" | "bf16"; readonly maxSequences: number };
-
-/** A loaded engine for the server, what `poot serve` prints of its placement, and how to free it all. */
-interface Loaded {
-  readonly serveEngine: RuntimeServeEngine | EngineWorker;
-  readonly placementReport: (PlacementReport & { readonly chosen?: string }) | null;
-  free(): Promise<void>;
-}
-
-/** The engine on this thread (embedding and tests): steps run on the event loop. */
-function loadInProcess(
-  model: string,
-  o: ServeCliOptions,
-  io: CliIo,
-  createExecutor: ExecutorFactory,
-  backends: readonly string[],
-  load: LoadOptions,
-  chatTemplate: string | undefined,
-): Loaded {
-  const { plan, placed } = planDevices(o, o.backend, model, load.weights, command, backends, createExecutor);
-  const executor = { dispose: () => placed.dispose() };
-  let engine: Engine;
-  try {
-    engine = Engine.load(model, {
-      executor: placed.executor,
-      ...engineDevices(plan, placed, createExecutor),
-      ...load,
-    });
-  } catch (err) {
-    executor.dispose();
-    if (err instanceof ModelError)
-      throw new CliError(err.code === "io" ? "file-unreadable" : "bad-input", err.message, {
-        command,
-        file: err.file ?? model,
-      });
-    if (err instanceof RuntimeError) throw new CliError("bad-input", err.message, { command, file: model });
-    throw err;
-  }
-  if (engine.tokenizer === null) {
-    engine.close();
-    executor.dispose();
-    throw new CliError("bad-input", `${model} has no tokenizer (tokenizer.json): the server needs one`, {
-      command,
-      file: model,
-    });
-  }
-  const serveEngine = new RuntimeServeEngine(engine, {
-    tokenizerSource: model,
-    ...(chatTemplate === undefined ? {} : { chatTemplate }),
-  });
-  if (o.prepare) {
-    const t0 = performance.now();
-    engine.prepare();
+  const auth = o.apiKey === undefined ? "" : " (API key required)";
+  if (entries.length === 1 && o.config === undefined) {
+    // One model: loaded before listening, as always.
+    const e = entries[0]!;
+    const loaded = await loadModel(e.path, e.settings, ctx);
+    const server = createServer({ ...serverOptions, engine: loaded.serveEngine, modelId: e.id });
+    const url = await listen(server, o.host, port, loaded.free);
+    logPlacement(loaded, io);
     io.err(
-      `poot serve: compiled ${engine.stats.programsStaged} programs in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`,
+      `poot serve: ${e.id} (context ${loaded.serveEngine.context}, max batch ${maxBatch}, backend ${e.settings.backend}) on ${url}${auth}\n`,
     );
-  }
-  const report = engine.placementReport();
-  return {
-    serveEngine,
-    placementReport:
-      report === null ? null : { ...report, ...(plan?.chosen === undefined ? {} : { chosen: plan.chosen }) },
-    free: async () => {
-      serveEngine.close();
-      executor.dispose();
-    },
-  };
-}
-
-/** The engine and its scheduler on a worker thread (`poot serve`): steps never hold the event loop. */
-async function loadInWorker(
-  model: string,
-  o: ServeCliOptions,
-  io: CliIo,
-  executors: ExecutorModule,
-  backends: readonly string[],
-  load: LoadOptions,
-  chatTemplate: string | undefined,
-  nice: number,
-): Promise<Loaded> {
-  let worker: EngineWorker;
-  try {
-    worker = await EngineWorker.start({
-      model,
-      executorModule: executors.url,
-      ...(executors.name === undefined ? {} : { executorExport: executors.name }),
-      backend: o.backend,
-      command,
-      // Planned in the worker, whose executor answers the default placement's memory query (decision 1705).
-      placement: {
-        ...(o.gpuLayers === undefined ? {} : { gpuLayers: o.gpuLayers }),
-        ...(o.place === undefined ? {} : { place: o.place }),
-        ...(o.deviceMemory === undefined ? {} : { deviceMemory: o.deviceMemory }),
-        ...(o.hostMemory === undefined ? {} : { hostMemory: o.hostMemory }),
-        ...(o.prefetch === undefined ? {} : { prefetch: o.prefetch }),
+    return {
+      url,
+      server,
+      close: async (options = {}) => {
+        await server.close(options);
+        await loaded.free();
       },
-      backends,
-      load,
-      ...(chatTemplate === undefined ? {} : { chatTemplate }),
-      prepare: o.prepare,
-      nice,
-      log: (line) => io.err(`${line}\n`),
-    });
-  } catch (err) {
-    if (err instanceof EngineWorkerError) throw workerCliError(err, model);
-    throw err;
+    };
   }
-  const p = worker.info.prepared;
-  if (p !== null)
-    io.err(`poot serve: compiled ${p.programs} programs in ${p.seconds.toFixed(1)} s (engine worker thread)\n`);
+  const server = createServer({
+    ...serverOptions,
+    models: { list: entries.map((e) => servedOf(e, ctx)), memoryBytes },
+  });
+  const url = await listen(server, o.host, port, async () => {});
+  const budget = memoryBytes === null ? "no memory budget" : `--models-memory ${formatBytes(memoryBytes)}`;
+  io.err(
+    `poot serve: ${entries.length} models (${entries.map((e) => `${e.id} ${formatBytes(e.bytes)}`).join(", ")}; each loaded on its first request, ${budget}) on ${url}${auth}\n`,
+  );
+  // The server unloads the models it loaded when it closes.
+  return { url, server, close: (options = {}) => server.close(options) };
+}
+
+/** Starts listening; frees what was loaded and fails in one line when the address cannot be bound. */
+async function listen(server: PootServer, host: string, port: number, free: () => Promise<void>): Promise<string> {
+  try {
+    return await server.listen({ host, port });
+  } catch (err) {
+    await server.close();
+    await free();
+    throw new CliError("command-failed", `cannot listen on ${host}:${port}: ${(err as Error).message}`, { command });
+  }
+}
+
+/** A model entry as the server's pool loads it (logging each load and unload). */
+function servedOf(e: ModelEntry, ctx: LoadContext): ServedModel {
+  const { context } = e.settings.load;
   return {
-    serveEngine: worker,
-    placementReport: worker.info.placementReport,
-    free: async () => {
-      worker.close();
-      await worker.exited;
+    id: e.id,
+    aliases: e.aliases,
+    bytes: e.bytes,
+    maxBatch: e.maxBatch,
+    ...(context === undefined ? {} : { context }),
+    load: async () => {
+      const t0 = performance.now();
+      let loaded: Loaded;
+      try {
+        loaded = await loadModel(e.path, e.settings, ctx);
+      } catch (err) {
+        ctx.io.err(`poot serve: ${e.id}: ${(err as Error).message}\n`);
+        throw err;
+      }
+      logPlacement(loaded, ctx.io);
+      ctx.io.err(`poot serve: loaded ${e.id} in ${((performance.now() - t0) / 1000).toFixed(2)} s\n`);
+      return {
+        engine: loaded.serveEngine,
+        free: async () => {
+          await loaded.free();
+          ctx.io.err(`poot serve: unloaded ${e.id}\n`);
+        },
+      };
     },
   };
 }
@@ -343,8 +228,18 @@ export const serveCommand = (
   name: "serve",
   register: (program, io) => {
     placementOptions(program.command("serve"))
-      .description("serve MODEL over an OpenAI-compatible HTTP API with Prometheus /metrics")
-      .argument("<model>", "a Hugging Face model folder or a .gguf file")
+      .description(
+        "serve MODEL (or several, each loaded on its first request) over an OpenAI-compatible HTTP API with Prometheus /metrics",
+      )
+      .argument("[models...]", "Hugging Face model folders or .gguf files; requests pick one by its id (`model`)")
+      .option(
+        "--config <file>",
+        "a JSON file listing the models to serve with their own ids, aliases and options (instead of MODEL arguments)",
+      )
+      .option(
+        "--models-memory <size>",
+        "most weight bytes of loaded models at once, e.g. 24G; the least recently used idle model is unloaded to load another",
+      )
       .option("--backend <name>", "where to run (`poot backends` lists them; auto: the first GPU, else cpu)", "auto")
       .option("--host <host>", "address to bind (use 0.0.0.0 to accept other machines)", "127.0.0.1")
       .option("--port <n>", "port (0 = any free port)", "8080")
@@ -378,7 +273,10 @@ export const serveCommand = (
       )
       .option("--weights <kind>", "HF folders: f32 (model.safetensors) or bf16 (model.bf16.safetensors)", "f32")
       .option("--chat-template <file>", "a Jinja chat template replacing the model's own")
-      .option("--model-name <name>", "the model id clients use (default: the model folder or file name)")
+      .option(
+        "--model-name <name>",
+        "the model id clients use (default: the model folder or file name); one MODEL only",
+      )
       .option("--no-prepare", "compile programs on first use instead of at start-up")
       .option(
         "--no-engine-worker",
@@ -394,14 +292,14 @@ export const serveCommand = (
         "on SIGINT/SIGTERM, let running requests finish for up to S seconds (a second signal stops at once)",
         "30",
       )
-      .action(async (model: string, o: ServeCliOptions) => {
+      .action(async (models: string[], o: ServeCliOptions) => {
         // Only the CLI reads the environment; the server library takes typed options.
         const apiKey = o.apiKey ?? process.env.POOT_API_KEY;
         const drainMs = parseNumber("--drain-seconds", o.drainSeconds ?? "30", "float", command) * 1000;
         if (!(drainMs >= 0))
           throw new CliError("bad-input", `--drain-seconds must be >= 0, got ${o.drainSeconds}`, { command });
         const started = await startServe(
-          model,
+          models,
           { ...o, ...(apiKey === undefined || apiKey === "" ? {} : { apiKey }) },
           io,
           createExecutor,

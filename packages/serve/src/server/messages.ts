@@ -9,7 +9,15 @@ import type { ChatMessage } from "@poot/models";
 import { ApiError } from "../errors.js";
 import type { JsonConstraintSpec, ServeEngine } from "./engine.js";
 import { JsonGrammar } from "./json-grammar.js";
-import { checkIds, checkTextSize, generation, maxTokensFor, toolCallSchema, type ChatOutput } from "./requests.js";
+import {
+  checkIds,
+  checkTextSize,
+  encodeChatOr400,
+  generation,
+  maxTokensFor,
+  toolCallSchema,
+  type ChatOutput,
+} from "./requests.js";
 import { toolCallOf } from "./responses.js";
 import type { ChatTool } from "./schemas.js";
 import type { GenerationEvent, GenerationRequest, ServeScheduler } from "./scheduler.js";
@@ -251,27 +259,12 @@ async function promptOf(engine: ServeEngine, body: CountTokensBody): Promise<num
   if (turns[turns.length - 1]!.role === "assistant")
     throw new ApiError(400, "invalid_request", "messages: the conversation has no user turn to answer", "messages");
   const chat = system === "" ? turns : [{ role: "system", content: system }, ...turns];
-  let ids: number[] | null;
-  try {
-    ids = await engine.encodeChat(
-      chat,
-      body.tools === undefined || body.tools.length === 0 ? null : asFunctions(body.tools),
-    );
-  } catch (err) {
-    throw new ApiError(
-      400,
-      "invalid_request",
-      `the chat template rejected these messages: ${(err as Error).message}`,
-      "messages",
-    );
-  }
-  if (ids === null)
-    throw new ApiError(
-      400,
-      "invalid_request",
-      "this model has no chat template: start the server with --chat-template FILE",
-      "messages",
-    );
+  let ids = await encodeChatOr400(
+    engine,
+    chat,
+    body.tools === undefined || body.tools.length === 0 ? null : asFunctions(body.tools),
+    "start the server with --chat-template FILE",
+  );
   // The prefill continues the assistant turn the template opened.
   if (prefill !== null && prefill !== "") ids = [...ids, ...(await engine.encode(prefill, false))];
   checkIds(engine, ids, "messages");

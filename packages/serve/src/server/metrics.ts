@@ -1,7 +1,8 @@
 // The /metrics registry (prom-client, one Registry per server): request and token counters, latency
 // histograms fed by the scheduler, and gauges read from the scheduler and engine at scrape time.
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { ServeEngine } from "./engine.js";
+import { compatMetrics, loadedSums } from "./metrics-compat.js";
+import type { ModelInstance, ModelPoolObserver } from "./model-pool.js";
 import type { SchedulerObserver, ServeScheduler } from "./scheduler.js";
 
 /** The server's metrics: a registry to scrape and the hooks that feed it. */
@@ -10,25 +11,55 @@ export interface ServerMetrics {
   readonly registry: Registry;
   /** Counts a finished HTTP request by endpoint and status. */
   request(endpoint: string, status: number): void;
-  /** The observer to give the scheduler. */
-  readonly observer: SchedulerObserver;
+  /** The observer to give the scheduler of model `id` (its compat metrics carry its id as a label). */
+  observerFor(id: string): SchedulerObserver;
+  /** The observer of model loads and unloads (the `poot_model_*` metrics). */
+  readonly models: ModelPoolObserver;
 }
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
-/** A counter that follows a monotone count kept elsewhere, read at scrape time. */
-function counterOf(registry: Registry, name: string, help: string, read: () => number): void {
-  let seen = 0;
-  new Counter({
-    name,
-    help,
-    registers: [registry],
-    collect() {
-      const now = read();
-      if (now > seen) this.inc(now - seen);
-      seen = Math.max(seen, now);
-    },
-  });
+/**
+ * Counters that follow monotone counts kept by each loaded model's engine or scheduler, read at scrape time and
+ * once more when a model is unloaded (so its last counts are kept after its engine is gone).
+ */
+class FollowedCounters {
+  private readonly list: { readonly counter: Counter; readonly read: (m: ModelInstance) => number }[] = [];
+  private readonly seen = new WeakMap<Counter, WeakMap<ModelInstance, number>>();
+
+  constructor(
+    private readonly registry: Registry,
+    private readonly loaded: () => readonly ModelInstance[],
+  ) {}
+
+  /** Adds the counter `name` following `read` of each loaded model. */
+  add(name: string, help: string, read: (m: ModelInstance) => number): void {
+    const follow = (counter: Counter, m: ModelInstance): void => this.follow(counter, m, read);
+    const loaded = this.loaded;
+    const counter: Counter = new Counter({
+      name,
+      help,
+      registers: [this.registry],
+      collect() {
+        for (const m of loaded()) follow(counter, m);
+      },
+    });
+    this.seen.set(counter, new WeakMap());
+    this.list.push({ counter, read });
+  }
+
+  /** Takes the last counts of a model about to be unloaded. */
+  retire(m: ModelInstance): void {
+    for (const { counter, read } of this.list) this.follow(counter, m, read);
+  }
+
+  private follow(counter: Counter, m: ModelInstance, read: (m: ModelInstance) => number): void {
+    const seen = this.seen.get(counter)!;
+    const was = seen.get(m) ?? 0;
+    const now = read(m);
+    if (now > was) counter.inc(now - was);
+    seen.set(m, Math.max(was, now));
+  }
 }
 
 /** Metric names other servers expose, for dashboards built on them: vLLM's `vllm:*`, llama.cpp's `llamacpp:*`. */
@@ -36,25 +67,22 @@ export type MetricsCompat = "vllm" | "llamacpp";
 
 /** Options of the server's Prometheus metrics (its `/metrics` names and labels). */
 export interface MetricsOptions {
-  /** The served model id (vLLM labels its metrics `model_name`). */
-  readonly modelId?: string;
+  /** The served model ids (vLLM labels its metrics `model_name`; `poot_model_loaded` lists each). */
+  readonly modelIds?: readonly string[];
   /** Also expose these servers' metric names (default none). */
   readonly compat?: readonly MetricsCompat[];
 }
 
-/** vLLM's buckets for time to first token and per output token, and for request latency and queue time. */
-const VLLM_TTFT = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80];
-const VLLM_TPOT = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80];
-const VLLM_REQUEST = [0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680];
 const REQUEST_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
 
-/** Builds the metrics of one server over its engine and scheduler (gauges are read when scraped). */
-export function createMetrics(
-  engine: ServeEngine,
-  scheduler: () => ServeScheduler,
-  options: MetricsOptions = {},
-): ServerMetrics {
+/**
+ * Builds the metrics of one server over its loaded models' engines and schedulers (gauges and engine counters are
+ * summed over the models in memory when scraped; the model counters are labelled by model id).
+ */
+export function createMetrics(loaded: () => readonly ModelInstance[], options: MetricsOptions = {}): ServerMetrics {
   const registry = new Registry();
+  const sums = loadedSums(loaded);
+  const followed = new FollowedCounters(registry, loaded);
   const e2e = new Histogram({
     name: "poot_e2e_request_latency_seconds",
     help: "Seconds from a generation's arrival to its end (finished, cancelled or failed)",
@@ -67,7 +95,7 @@ export function createMetrics(
     buckets: LATENCY_BUCKETS,
     registers: [registry],
   });
-  const compat = compatMetrics(registry, engine, scheduler, options);
+  const compatObservers = compatMetrics(registry, loaded, options.compat ?? []);
   const requests = new Counter({
     name: "poot_requests_total",
     help: "HTTP requests by endpoint and status code",
@@ -107,7 +135,7 @@ export function createMetrics(
     help: "Requests waiting for a batch slot",
     registers: [registry],
     collect() {
-      this.set(scheduler().queueDepth);
+      this.set(sums.scheduler((s) => s.queueDepth));
     },
   });
   new Gauge({
@@ -115,7 +143,7 @@ export function createMetrics(
     help: "Sequences in the running decode batch",
     registers: [registry],
     collect() {
-      this.set(scheduler().activeSequences);
+      this.set(sums.scheduler((s) => s.activeSequences));
     },
   });
   new Gauge({
@@ -123,7 +151,7 @@ export function createMetrics(
     help: "Tokens held in the KV caches of active sequences",
     registers: [registry],
     collect() {
-      this.set(scheduler().kvTokens);
+      this.set(sums.scheduler((s) => s.kvTokens));
     },
   });
   // KV pages come from the engine's own pool allocator, so a page a sequence failed to give back shows here.
@@ -132,7 +160,7 @@ export function createMetrics(
     help: "KV cache pages held by sequences (from the engine's page pool)",
     registers: [registry],
     collect() {
-      this.set(engine.stats().kv.pagesInUse);
+      this.set(sums.stats((s) => s.kv.pagesInUse));
     },
   });
   new Gauge({
@@ -140,7 +168,7 @@ export function createMetrics(
     help: "KV cache pages promised to admitted sequences and not yet filled",
     registers: [registry],
     collect() {
-      this.set(engine.stats().kv.pagesReserved);
+      this.set(sums.stats((s) => s.kv.pagesReserved));
     },
   });
   new Gauge({
@@ -148,7 +176,7 @@ export function createMetrics(
     help: "KV cache pages in the engine's pool",
     registers: [registry],
     collect() {
-      this.set(engine.stats().kv.pagesTotal);
+      this.set(sums.stats((s) => s.kv.pagesTotal));
     },
   });
   new Gauge({
@@ -156,7 +184,8 @@ export function createMetrics(
     help: "Tokens per KV cache page",
     registers: [registry],
     collect() {
-      this.set(engine.stats().kv.pageSize);
+      // Models may differ: the largest page.
+      this.set(Math.max(0, ...loaded().map((m) => m.engine.stats().kv.pageSize)));
     },
   });
   new Gauge({
@@ -164,74 +193,65 @@ export function createMetrics(
     help: "Sequences whose KV state the engine holds (its own count)",
     registers: [registry],
     collect() {
-      this.set(engine.stats().openSequences);
+      this.set(sums.stats((s) => s.openSequences));
     },
   });
-  counterOf(registry, "poot_compiles_total", "Programs compiled (staged) by the engine", () => engine.stats().compiles);
+  followed.add("poot_compiles_total", "Programs compiled (staged) by the engine", (m) => m.engine.stats().compiles);
   // The prefix cache (decision 2704; all 0 when it is off).
-  counterOf(
-    registry,
+  followed.add(
     "poot_prefix_cache_hits_total",
     "Generations whose prompt began with cached KV pages",
-    () => engine.stats().prefixCache?.hits ?? 0,
+    (m) => m.engine.stats().prefixCache?.hits ?? 0,
   );
-  counterOf(
-    registry,
+  followed.add(
     "poot_prefix_cache_hit_tokens_total",
     "Prompt tokens whose KV came from the prefix cache",
-    () => engine.stats().prefixCache?.hitTokens ?? 0,
+    (m) => m.engine.stats().prefixCache?.hitTokens ?? 0,
   );
-  counterOf(
-    registry,
+  followed.add(
     "poot_prefix_cache_evictions_total",
     "KV pages evicted from the prefix cache",
-    () => engine.stats().prefixCache?.evictions ?? 0,
+    (m) => m.engine.stats().prefixCache?.evictions ?? 0,
   );
   new Gauge({
     name: "poot_prefix_cache_pages",
     help: "KV pages the prefix cache holds",
     registers: [registry],
     collect() {
-      this.set(engine.stats().prefixCache?.pages ?? 0);
+      this.set(sums.stats((s) => s.prefixCache?.pages ?? 0));
     },
   });
-  counterOf(registry, "poot_engine_steps_total", "Batched engine steps run", () => scheduler().stepCount);
+  followed.add("poot_engine_steps_total", "Batched engine steps run", (m) => m.scheduler.stepCount);
   // Blocks across devices (decisions 1700-1704): residual hand-offs and the weight pager (0 without them).
-  counterOf(
-    registry,
+  followed.add(
     "poot_block_handoffs_total",
     "Residual-stream hand-offs between devices",
-    () => engine.stats().blocks?.handoffs ?? 0,
+    (m) => m.engine.stats().blocks?.handoffs ?? 0,
   );
-  counterOf(
-    registry,
+  followed.add(
     "poot_pager_page_ins_total",
     "Blocks paged in by the weight pager",
-    () => engine.stats().blocks?.pageIns ?? 0,
+    (m) => m.engine.stats().blocks?.pageIns ?? 0,
   );
-  counterOf(
-    registry,
+  followed.add(
     "poot_pager_page_in_bytes_total",
     "Weight bytes read by page-ins",
-    () => engine.stats().blocks?.pageInBytes ?? 0,
+    (m) => m.engine.stats().blocks?.pageInBytes ?? 0,
   );
-  counterOf(
-    registry,
+  followed.add(
     "poot_pager_page_outs_total",
     "Blocks paged out by the weight pager",
-    () => engine.stats().blocks?.pageOuts ?? 0,
+    (m) => m.engine.stats().blocks?.pageOuts ?? 0,
   );
-  counterOf(
-    registry,
+  followed.add(
     "poot_pager_stall_seconds_total",
     "Seconds steps spent on page-ins (new executor, staging, State, weight reads or waits for weights read ahead)",
-    () => engine.stats().blocks?.stallSeconds ?? 0,
+    (m) => m.engine.stats().blocks?.stallSeconds ?? 0,
   );
-  counterOf(
-    registry,
+  followed.add(
     "poot_pager_prefetched_bytes_total",
     "Weight bytes read ahead of use while the block before ran",
-    () => engine.stats().blocks?.prefetchedBytes ?? 0,
+    (m) => m.engine.stats().blocks?.prefetchedBytes ?? 0,
   );
   new Gauge({
     name: "poot_device_bytes",
@@ -239,14 +259,17 @@ export function createMetrics(
     labelNames: ["kind"],
     registers: [registry],
     collect() {
-      const b = engine.stats().deviceBytes;
-      for (const kind of ["weights", "state", "io", "total"] as const) this.set({ kind }, b[kind]);
+      for (const kind of ["weights", "state", "io", "total"] as const)
+        this.set(
+          { kind },
+          sums.stats((s) => s.deviceBytes[kind]),
+        );
     },
   });
-  return {
-    registry,
-    request: (endpoint, status) => requests.inc({ endpoint, status: String(status) }),
-    observer: {
+  const models = modelMetrics(registry, loaded, options.modelIds ?? []);
+  const observerFor = (id: string): SchedulerObserver => {
+    const compat = compatObservers(id);
+    return {
       firstToken: (s) => {
         ttft.observe(s);
         for (const m of compat) m.firstToken(s);
@@ -269,120 +292,62 @@ export function createMetrics(
         e2e.observe(s);
         for (const m of compat) m.ended?.(s);
       },
+    };
+  };
+  return {
+    registry,
+    request: (endpoint, status) => requests.inc({ endpoint, status: String(status) }),
+    observerFor,
+    models: {
+      loaded: models.loaded,
+      unloading: (m) => {
+        followed.retire(m);
+        models.unloading(m);
+      },
     },
   };
 }
 
-/** The compatibility metrics asked for, each as an observer fed alongside the server's own. */
-function compatMetrics(
+/** `poot_model_*`: each model's loads, unloads, load seconds and whether it is in memory, by model id. */
+function modelMetrics(
   registry: Registry,
-  engine: ServeEngine,
-  scheduler: () => ServeScheduler,
-  options: MetricsOptions,
-): SchedulerObserver[] {
-  const out: SchedulerObserver[] = [];
-  const kvRatio = (): number => {
-    const kv = engine.stats().kv;
-    return kv.pagesTotal === 0 ? 0 : kv.pagesInUse / kv.pagesTotal;
+  loaded: () => readonly ModelInstance[],
+  ids: readonly string[],
+): ModelPoolObserver {
+  const labelNames = ["model"] as const;
+  const loads = new Counter({ name: "poot_model_loads_total", help: "Model loads", labelNames, registers: [registry] });
+  const unloads = new Counter({
+    name: "poot_model_unloads_total",
+    help: "Model unloads (least-recently-used, to fit the memory budget)",
+    labelNames,
+    registers: [registry],
+  });
+  const seconds = new Histogram({
+    name: "poot_model_load_seconds",
+    help: "Seconds a model took to load",
+    labelNames,
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+    registers: [registry],
+  });
+  new Gauge({
+    name: "poot_model_loaded",
+    help: "Whether the model is in memory (1) or not (0)",
+    labelNames,
+    registers: [registry],
+    collect() {
+      const now = new Set(loaded().map((m) => m.id));
+      for (const model of ids) this.set({ model }, now.has(model) ? 1 : 0);
+    },
+  });
+  for (const model of ids) {
+    loads.inc({ model }, 0);
+    unloads.inc({ model }, 0);
+  }
+  return {
+    loaded: (model, s) => {
+      loads.inc({ model });
+      seconds.observe({ model }, s);
+    },
+    unloading: (m) => unloads.inc({ model: m.id }),
   };
-  if (options.compat?.includes("vllm") === true) {
-    // vLLM's names and label (model_name), as its Grafana dashboard queries them.
-    const labels = { model_name: options.modelId ?? "" };
-    const labelNames = ["model_name"] as const;
-    const gauge = (name: string, help: string, read: () => number): void =>
-      void new Gauge({
-        name,
-        help,
-        labelNames,
-        registers: [registry],
-        collect() {
-          this.set(labels, read());
-        },
-      });
-    const histogram = (name: string, help: string, buckets: number[]): Histogram<"model_name"> =>
-      new Histogram({ name, help, labelNames, buckets, registers: [registry] });
-    const counter = (name: string, help: string): Counter<"model_name"> =>
-      new Counter({ name, help, labelNames, registers: [registry] });
-    gauge(
-      "vllm:num_requests_running",
-      "Number of requests in model execution batches.",
-      () => scheduler().activeSequences,
-    );
-    gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", () => scheduler().queueDepth);
-    gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", kvRatio);
-    const ttft = histogram(
-      "vllm:time_to_first_token_seconds",
-      "Histogram of time to first token in seconds.",
-      VLLM_TTFT,
-    );
-    const tpot = histogram(
-      "vllm:time_per_output_token_seconds",
-      "Histogram of time per output token in seconds.",
-      VLLM_TPOT,
-    );
-    const e2e = histogram(
-      "vllm:e2e_request_latency_seconds",
-      "Histogram of e2e request latency in seconds.",
-      VLLM_REQUEST,
-    );
-    const queue = histogram(
-      "vllm:request_queue_time_seconds",
-      "Histogram of time spent in WAITING phase for request.",
-      VLLM_REQUEST,
-    );
-    const prompt = counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.");
-    const gen = counter("vllm:generation_tokens_total", "Number of generation tokens processed.");
-    const success = new Counter({
-      name: "vllm:request_success_total",
-      help: "Count of successfully processed requests.",
-      labelNames: ["model_name", "finished_reason"],
-      registers: [registry],
-    });
-    out.push({
-      firstToken: (s) => ttft.observe(labels, s),
-      interToken: (s) => tpot.observe(labels, s),
-      finished: (p, c, reason) => {
-        prompt.inc(labels, p);
-        gen.inc(labels, c);
-        if (reason === "stop" || reason === "length") success.inc({ ...labels, finished_reason: reason });
-      },
-      queued: (s) => queue.observe(labels, s),
-      ended: (s) => e2e.observe(labels, s),
-    });
-  }
-  if (options.compat?.includes("llamacpp") === true) {
-    // llama-server's names (its /metrics with --metrics).
-    const gauge = (name: string, help: string, read: () => number): void =>
-      void new Gauge({
-        name,
-        help,
-        registers: [registry],
-        collect() {
-          this.set(read());
-        },
-      });
-    const prompt = new Counter({
-      name: "llamacpp:prompt_tokens_total",
-      help: "Number of prompt tokens processed.",
-      registers: [registry],
-    });
-    const predicted = new Counter({
-      name: "llamacpp:tokens_predicted_total",
-      help: "Number of generation tokens processed.",
-      registers: [registry],
-    });
-    gauge("llamacpp:requests_processing", "Number of requests processing.", () => scheduler().activeSequences);
-    gauge("llamacpp:requests_deferred", "Number of requests deferred.", () => scheduler().queueDepth);
-    gauge("llamacpp:kv_cache_usage_ratio", "KV-cache usage. 1 means 100 percent usage.", kvRatio);
-    gauge("llamacpp:kv_cache_tokens", "KV-cache tokens.", () => scheduler().kvTokens);
-    out.push({
-      firstToken: () => {},
-      interToken: () => {},
-      finished: (p, c) => {
-        prompt.inc(p);
-        predicted.inc(c);
-      },
-    });
-  }
-  return out;
 }

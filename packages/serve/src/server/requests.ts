@@ -35,15 +35,31 @@ export interface ChatOutput {
   readonly tools: readonly ChatTool[];
 }
 
-/** Throws a 404 unless `model` is the served model's id. */
-export function checkModel(model: string, served: string): void {
-  if (model !== served)
+/**
+ * The prompt ids of a chat through the model's template, off the event loop. A template that refuses the
+ * conversation (roles out of order, a missing system turn, ...) or a model without one is a 400 naming `messages`;
+ * `noTemplate` says what to do instead.
+ */
+export async function encodeChatOr400(
+  engine: ServeEngine,
+  messages: readonly ChatMessage[],
+  tools: readonly unknown[] | null,
+  noTemplate: string,
+): Promise<number[]> {
+  let ids: number[] | null;
+  try {
+    ids = await engine.encodeChat(messages, tools);
+  } catch (err) {
     throw new ApiError(
-      404,
-      "model_not_found",
-      `The model '${model}' does not exist: this server serves '${served}'`,
-      "model",
+      400,
+      "invalid_request",
+      `the chat template rejected these messages: ${(err as Error).message}`,
+      "messages",
     );
+  }
+  if (ids === null)
+    throw new ApiError(400, "invalid_request", `this model has no chat template: ${noTemplate}`, "messages");
+  return ids;
 }
 
 /** Throws a 400 naming `param` unless `ids` is non-empty and inside the vocabulary. */
@@ -363,26 +379,13 @@ export async function planChat(engine: ServeEngine, body: ChatBody): Promise<Pla
     messages.reduce((n, m) => n + Buffer.byteLength(m.content), 0),
     "messages",
   );
-  let ids: number[] | null;
-  try {
-    // The template writes BOS itself (HF apply_chat_template tokenizes without adding special tokens).
-    ids = await engine.encodeChat(messages, output.tools.length > 0 ? output.tools : null);
-  } catch (err) {
-    // Templates raise on conversations they refuse (roles out of order, a missing system turn, ...).
-    throw new ApiError(
-      400,
-      "invalid_request",
-      `the chat template rejected these messages: ${(err as Error).message}`,
-      "messages",
-    );
-  }
-  if (ids === null)
-    throw new ApiError(
-      400,
-      "invalid_request",
-      "this model has no chat template: use /v1/completions, or start the server with --chat-template FILE",
-      "messages",
-    );
+  // The template writes BOS itself (HF apply_chat_template tokenizes without adding special tokens).
+  const ids = await encodeChatOr400(
+    engine,
+    messages,
+    output.tools.length > 0 ? output.tools : null,
+    "use /v1/completions, or start the server with --chat-template FILE",
+  );
   checkIds(engine, ids, "messages");
   const asked = body.max_completion_tokens ?? body.max_tokens;
   const param =

@@ -223,6 +223,7 @@ export const tokenizeBody = {
   type: "object",
   required: ["content"],
   properties: {
+    model: { type: "string", minLength: 1 },
     content: { type: "string" },
     add_special: { type: "boolean" },
     with_pieces: { type: "boolean" },
@@ -231,6 +232,8 @@ export const tokenizeBody = {
 
 /** A validated /tokenize body. */
 export interface TokenizeBody {
+  /** The model whose tokenizer to use (needed when the server serves several). */
+  model?: string;
   content: string;
   add_special?: boolean;
   with_pieces?: boolean;
@@ -240,11 +243,16 @@ export interface TokenizeBody {
 export const detokenizeBody = {
   type: "object",
   required: ["tokens"],
-  properties: { tokens: { type: "array", items: { type: "integer", minimum: 0 } } },
+  properties: {
+    model: { type: "string", minLength: 1 },
+    tokens: { type: "array", items: { type: "integer", minimum: 0 } },
+  },
 } as const;
 
 /** A validated /detokenize body. */
 export interface DetokenizeBody {
+  /** The model whose tokenizer to use (needed when the server serves several). */
+  model?: string;
   tokens: number[];
 }
 
@@ -291,5 +299,5 @@ export const placeBody = {
   type: "object",
   required: ["place"],
   additionalProperties: false,
-  properties: { place: { type: "string", minLength: 1, maxLength: 4096 } },
+  properties: { place: { type: "string", minLength: 1, maxLength: 4096 }, model: { type: "string", minLength: 1 } },
 } as const;

@@ -1,55 +1,37 @@
 // The OpenAI-compatible HTTP server on fastify: /v1/models, /v1/completions, /v1/chat/completions,
-// /v1/embeddings, Anthropic's /v1/messages, llama-server's /tokenize and /detokenize, /health and /metrics, with API-key checks, OpenAI-shaped errors and a continuous-batching scheduler.
-import { randomUUID } from "node:crypto";
+// /v1/embeddings, Anthropic's /v1/messages, llama-server's /tokenize and /detokenize, /health and /metrics, with
+// API-key checks, OpenAI-shaped errors, a continuous-batching scheduler per model and several models on demand.
 import * as http from "node:http";
 import cors from "@fastify/cors";
 import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
-import { ApiError } from "../errors.js";
+import { ApiError, invariant } from "../errors.js";
 import { checkAuth, type AuthPolicy } from "./auth.js";
 import { LOOPBACK_NAMES, checkHost, isLoopback } from "./hosts.js";
-import { isRemoteEngine, type BatchEngine, type PlacementSummary, type RemoteServeEngine } from "./engine.js";
+import { isRemoteEngine, type BatchEngine, type RemoteServeEngine } from "./engine.js";
+import { anthropicError } from "./messages.js";
 import { createMetrics, type MetricsCompat, type ServerMetrics } from "./metrics.js";
-import { checkModel, planChat, planCompletion, type PlannedRequest } from "./requests.js";
-import { respond } from "./respond.js";
-import { chatRenderer, completionRenderer } from "./responses.js";
+import { ModelPool, type LoadedEngine, type ServedModel } from "./model-pool.js";
+import { poolScheduler } from "./pool-scheduler.js";
+import { registerRoutes } from "./routes.js";
 import { Scheduler, type SchedulerOptions, type ServeScheduler } from "./scheduler.js";
-import { detokenize, embeddings, tokenize } from "./embeddings.js";
-import {
-  anthropicError,
-  countTokens,
-  countTokensBody,
-  messagesBody,
-  planMessages,
-  respondMessages,
-  type CountTokensBody,
-  type MessagesBody,
-} from "./messages.js";
-import {
-  chatBody,
-  completionBody,
-  detokenizeBody,
-  embeddingsBody,
-  placeBody,
-  tokenizeBody,
-  type ChatBody,
-  type CompletionBody,
-  type DetokenizeBody,
-  type EmbeddingsBody,
-  type TokenizeBody,
-} from "./schemas.js";
 import { normalizeTarget } from "./url.js";
 import { toApiError } from "./validation.js";
 
 /** Options of {@link createServer}. */
 export interface ServerOptions {
   /**
-   * The engine that runs the model: stepped here by an in-process Scheduler (a {@link BatchEngine}, e.g.
+   * The engine that runs the one model (or give `models`): stepped here by an in-process Scheduler (a {@link BatchEngine}, e.g.
    * RuntimeServeEngine), or run on a worker thread with its own scheduler (a {@link RemoteServeEngine}, e.g.
    * EngineWorker, as `poot serve` does) so that no step holds the event loop.
    */
-  readonly engine: BatchEngine | RemoteServeEngine;
-  /** The model id clients name in requests and /v1/models lists. */
-  readonly modelId: string;
+  readonly engine?: BatchEngine | RemoteServeEngine;
+  /** The model id clients name in requests and /v1/models lists (with `engine`). */
+  readonly modelId?: string;
+  /**
+   * Several models instead of `engine` (decision 2705): each loaded on its first request and unloaded
+   * least-recently-used when a load needs room under `memoryBytes` (null or absent: no limit).
+   */
+  readonly models?: { readonly list: readonly ServedModel[]; readonly memoryBytes?: number | null };
   /**
    * When set, every route but `/health` (and `/metrics`, unless `metricsAuth`) needs `Authorization: Bearer <apiKey>`
    * or `x-api-key: <apiKey>` (as Anthropic's clients send it).
@@ -106,8 +88,10 @@ const DEFAULT_LIMITS: SocketLimits = {
 export interface PootServer {
   /** The fastify instance (for `inject` in tests, or more routes). */
   readonly app: FastifyInstance;
-  /** The scheduler (queue and batch state). */
+  /** The scheduler (queue and batch state); with several models, their schedulers seen as one. */
   readonly scheduler: ServeScheduler;
+  /** The served models: which are loaded, and leases on them. */
+  readonly models: ModelPool;
   /** The metrics registry. */
   readonly metrics: ServerMetrics;
   /** Starts listening; resolves to the base URL, e.g. `http://127.0.0.1:8080`. */
@@ -133,26 +117,48 @@ const ENDPOINTS = new Set([
   "/admin/place",
 ]);
 
-/** Builds the server (routes, hooks, scheduler, metrics) over an engine. */
+/** The models of a server: the one engine given, or the several models to load on demand. */
+function servedModels(options: ServerOptions): { models: readonly ServedModel[]; memoryBytes: number | null } {
+  if (options.models !== undefined) {
+    invariant(options.engine === undefined, "createServer takes engine or models, not both");
+    invariant(options.models.list.length > 0, "createServer needs at least one model");
+    return { models: options.models.list, memoryBytes: options.models.memoryBytes ?? null };
+  }
+  invariant(options.engine !== undefined && options.modelId !== undefined, "createServer needs engine and modelId");
+  const { engine } = options;
+  const load = (): Promise<LoadedEngine> => Promise.reject(new Error("the single model is adopted, never loaded"));
+  return { models: [{ id: options.modelId, bytes: 0, context: engine.context, load }], memoryBytes: null };
+}
+
+/** Builds the server (routes, hooks, schedulers, metrics) over one engine, or several models loaded on demand. */
 export function createServer(options: ServerOptions): PootServer {
-  const { engine, modelId } = options;
-  let scheduler: ServeScheduler | null = null;
-  const metrics = createMetrics(engine, () => scheduler!, {
-    modelId,
+  const served = servedModels(options);
+  let pool: ModelPool | null = null;
+  const metrics = createMetrics(() => pool!.loaded, {
+    modelIds: served.models.map((m) => m.id),
     ...(options.metricsCompat === undefined ? {} : { compat: options.metricsCompat }),
   });
   const queueTimeoutMs = options.queueTimeoutMs ?? 60_000;
   const maxQueue = options.maxQueue ?? 256;
-  const schedulerOptions: SchedulerOptions = {
-    maxBatch: options.maxBatch ?? 8,
-    maxQueue,
-    observer: metrics.observer,
-    ...(queueTimeoutMs > 0 ? { queueTimeoutMs } : {}),
+  const schedulerOf = (model: ServedModel, engine: BatchEngine | RemoteServeEngine): ServeScheduler => {
+    const schedulerOptions: SchedulerOptions = {
+      maxBatch: model.maxBatch ?? options.maxBatch ?? 8,
+      maxQueue,
+      observer: metrics.observerFor(model.id),
+      ...(queueTimeoutMs > 0 ? { queueTimeoutMs } : {}),
+    };
+    return isRemoteEngine(engine) ? engine.createScheduler(schedulerOptions) : new Scheduler(engine, schedulerOptions);
   };
-  scheduler = isRemoteEngine(engine)
-    ? engine.createScheduler(schedulerOptions)
-    : new Scheduler(engine, schedulerOptions);
-  const sched = scheduler;
+  pool = new ModelPool({
+    ...served,
+    waitMs: queueTimeoutMs,
+    scheduler: schedulerOf,
+    observer: metrics.models,
+  });
+  if (options.engine !== undefined) pool.adopt(served.models[0]!.id, { engine: options.engine, free: async () => {} });
+  const models = pool;
+  // One model: its own scheduler, as before; several: their schedulers seen as one.
+  const sched = options.engine !== undefined ? models.loaded[0]!.scheduler : poolScheduler(models);
   const limits: SocketLimits = { ...DEFAULT_LIMITS, ...options.limits };
   const app = Fastify({
     logger: options.logger ?? false,
@@ -186,19 +192,6 @@ export function createServer(options: ServerOptions): PootServer {
     // Wrong types are errors, not coerced ("0.5" is not a temperature); defaults stay out of the body.
     ajv: { customOptions: { coerceTypes: false, useDefaults: false, removeAdditional: false, allErrors: false } },
   });
-  const created = Math.floor(Date.now() / 1000);
-  /** A request with more generations than the queue holds can never run: a 400 naming n (or prompt), not a 429. */
-  const fitsQueue = (plan: PlannedRequest, n: number | null | undefined): void => {
-    const g = plan.generations.length;
-    if (g <= maxQueue) return;
-    const param = (n ?? 1) > 1 ? "n" : "prompt";
-    throw new ApiError(
-      400,
-      "too_many_generations",
-      `the request asks for ${g} generations (prompts x n) but this server queues at most ${maxQueue} at once; send fewer prompts or a smaller n`,
-      param,
-    );
-  };
   // JSON only: a text/plain body is a 415, not a string that fails the schema.
   app.removeContentTypeParser("text/plain");
 
@@ -252,7 +245,12 @@ export function createServer(options: ServerOptions): PootServer {
     const refusing = sched.refusing;
     const body = {
       status: refusing ?? "ok",
-      model: modelId,
+      model: served.models[0]!.id,
+      ...(served.models.length > 1
+        ? {
+            models: Object.fromEntries(served.models.map((m) => [m.id, models.isLoaded(m.id) ? "loaded" : "unloaded"])),
+          }
+        : {}),
       active_sequences: sched.activeSequences,
       queue_depth: sched.queueDepth,
     };
@@ -261,90 +259,13 @@ export function createServer(options: ServerOptions): PootServer {
   app.get("/metrics", async (_req, reply) =>
     reply.header("content-type", metrics.registry.contentType).send(await metrics.registry.metrics()),
   );
-  app.get("/v1/models", async () => ({
-    object: "list",
-    data: [{ id: modelId, object: "model", created, owned_by: "poot", max_model_len: engine.context }],
-  }));
-  app.get<{ Params: { id: string } }>("/v1/models/:id", async (req) => {
-    checkModel(req.params.id, modelId);
-    return { id: modelId, object: "model", created, owned_by: "poot", max_model_len: engine.context };
-  });
-  app.post<{ Body: CompletionBody }>("/v1/completions", { schema: { body: completionBody } }, async (req, reply) => {
-    checkModel(req.body.model, modelId);
-    const plan = await planCompletion(engine, req.body);
-    fitsQueue(plan, req.body.n);
-    const header = { id: `cmpl-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: modelId };
-    await respond(
-      sched,
-      plan,
-      completionRenderer(engine, header, req.body.logprobs ?? null, plan.echo, plan.echoLogprobs),
-      reply,
-    );
-  });
-  app.post<{ Body: ChatBody }>("/v1/chat/completions", { schema: { body: chatBody } }, async (req, reply) => {
-    checkModel(req.body.model, modelId);
-    const plan = await planChat(engine, req.body);
-    fitsQueue(plan, req.body.n);
-    const header = { id: `chatcmpl-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: modelId };
-    await respond(sched, plan, chatRenderer(engine, header, plan.generations[0]!.logprobs, plan.output), reply);
-  });
-  app.post<{ Body: EmbeddingsBody }>("/v1/embeddings", { schema: { body: embeddingsBody } }, async (req) => {
-    checkModel(req.body.model, modelId);
-    return embeddings(engine, req.body, modelId);
-  });
-  app.post<{ Body: MessagesBody }>("/v1/messages", { schema: { body: messagesBody } }, async (req, reply) => {
-    checkModel(req.body.model, modelId);
-    const plan = await planMessages(engine, req.body);
-    await respondMessages(engine, sched, modelId, req.body, plan, reply);
-  });
-  app.post<{ Body: CountTokensBody }>(
-    "/v1/messages/count_tokens",
-    { schema: { body: countTokensBody } },
-    async (req) => {
-      checkModel(req.body.model, modelId);
-      return countTokens(engine, req.body);
-    },
-  );
-  app.post<{ Body: TokenizeBody }>("/tokenize", { schema: { body: tokenizeBody } }, async (req) =>
-    tokenize(engine, req.body),
-  );
-  app.post<{ Body: DetokenizeBody }>("/detokenize", { schema: { body: detokenizeBody } }, async (req) =>
-    detokenize(engine, req.body),
-  );
-
-  // Admin (decision 1707): where the blocks are, and moving them between steps. Behind the same auth hook as the
-  // API (an API key, when set, is required); a bad placement is a one-line 400 and moves nothing.
-  const placementBody = (p: PlacementSummary) => ({
-    place: p.place,
-    units_per_token: p.unitsPerToken,
-    handoffs_per_token: p.handoffsPerToken,
-    weight_bytes_by_device: p.weightBytesByDevice,
-    relocations: p.relocations,
-  });
-  const noBlocks = () =>
-    new ApiError(
-      400,
-      "invalid_placement",
-      "this server runs the model as one program: start poot serve with --place or --gpu-layers to relocate blocks",
-      "place",
-    );
-  app.get("/admin/place", async () => {
-    const p = (await engine.placement?.()) ?? null;
-    if (p === null) throw noBlocks();
-    return placementBody(p);
-  });
-  app.post<{ Body: { place: string } }>("/admin/place", { schema: { body: placeBody } }, async (req) => {
-    if (engine.relocate === undefined) throw noBlocks();
-    // The engine moves blocks between steps: the scheduler's steps run on this thread (or answer in turn).
-    const r = await engine.relocate(req.body.place);
-    if ("error" in r) throw new ApiError(400, "invalid_placement", r.error, "place");
-    return placementBody(r.placement);
-  });
+  registerRoutes(app, { pool: models, created: Math.floor(Date.now() / 1000), maxQueue });
 
   return {
     app,
     scheduler: sched,
     metrics,
+    models,
     listen: async ({ host = "127.0.0.1", port = 8080 }) => {
       if (options.allowedHosts === undefined && isLoopback(host)) allowedHosts = new Set(LOOPBACK_NAMES);
       await app.listen({ host, port });
@@ -356,6 +277,7 @@ export function createServer(options: ServerOptions): PootServer {
       if (drainMs > 0) await sched.drain(drainMs);
       sched.shutdown();
       await app.close();
+      await models.close();
     },
   };
 }
