@@ -22,6 +22,8 @@ export interface LValue extends ValueType {
   readonly sharding: Sharding;
   /** Debug name. */
   readonly name?: string;
+  /** The weight this value was computed from (for messages and explain), if any. */
+  readonly origin?: string;
   /** For a split weight: the checkpoint key split (storage holds the same key). */
   readonly weightOf?: string;
 }

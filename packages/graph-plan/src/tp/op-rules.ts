@@ -108,10 +108,12 @@ function reshapeAxis(c: RuleContext, id: number, a: number, out: readonly number
     if (prod(out.slice(0, b)) !== before || out[b]! % c.ranks !== 0) continue;
     if ((out[b]! / c.ranks) * prod(out.slice(b + 1)) === piece) return b;
   }
+  const to = out.findIndex((d, b) => prod(out.slice(0, b)) === before && d > 1);
+  const what = v.origin === undefined ? (v.name ?? `value %${id}`) : `the output of ${v.origin}`;
   throw new PlanError(
     "tp-indivisible",
-    `${v.name ?? `value %${id}`} [${v.shape.join(", ")}] reshaped to [${out.join(", ")}]: its split axis ${a} ` +
-      `(${v.shape[a]}) has no axis of the result that splits into ${c.ranks} shards`,
+    `${what} [${v.shape.join(", ")}] is reshaped to [${out.join(", ")}]: its split axis ${a} (${v.shape[a]}) ` +
+      `falls on an axis of ${out[to] ?? "?"}, which does not divide into ${c.ranks} shards`,
     { value: id },
   );
 }

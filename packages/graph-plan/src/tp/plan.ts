@@ -17,7 +17,7 @@ export interface CollectivePlan {
   readonly segment: number;
   /** Output name in that segment. */
   readonly output: string;
-  /** The value's debug name. */
+  /** The value's debug name, or the weight it was computed from. */
   readonly name: string;
   /** Element type. */
   readonly dtype: DType;
@@ -84,7 +84,7 @@ export class ShardedProgram {
         axis: e.axis,
         segment: src.segment,
         output: src.output,
-        name: lg.values[e.input]!.name ?? `%${e.input}`,
+        name: lg.values[e.input]!.name ?? lg.values[e.input]!.origin ?? `%${e.input}`,
         dtype: v.dtype,
         shape: v.shape,
         bytes: storageBytes(v.dtype, numel(v.shape)),

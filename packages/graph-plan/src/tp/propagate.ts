@@ -42,11 +42,20 @@ class Propagation implements RuleContext {
   run(): LogicalGraph {
     for (const v of this.graph.values) if (v.storage.kind !== "device") this.map[v.id] = this.source(v);
     for (const e of this.graph.eqns) {
-      const ins = e.inputs.map((o) => (isLiteral(o) ? o : this.map[o]!));
+      // A partial sum already all-reduced is read whole (one collective per value, e.g. Gemma's post-norms).
+      const ins = e.inputs.map((o) => (isLiteral(o) ? o : (this.wholeMemo.get(this.map[o]!) ?? this.map[o]!)));
       const out = this.graph.values[e.out]!;
       const r = opRule(this, e.op, ins, e.params, out.shape);
       for (const o of r.inputs) if (!isLiteral(o)) this.used.add(o);
-      const id = this.add({ dtype: out.dtype, shape: out.shape, storage: out.storage, sharding: r.sharding, ...named(out) });
+      const origin = this.origin(e.op, r.inputs);
+      const id = this.add({
+        dtype: out.dtype,
+        shape: out.shape,
+        storage: out.storage,
+        sharding: r.sharding,
+        ...named(out),
+        ...(origin === undefined ? {} : { origin }),
+      });
       this.eqns.push({ kind: "op", op: e.op, inputs: r.inputs, params: e.params, out: id });
       this.map[e.out] = id;
     }
@@ -70,7 +79,14 @@ class Propagation implements RuleContext {
     const s = v.storage;
     const style = s.kind === "const" && !isPacked(v.dtype) ? shardStyle(s.key, this.rules) : null;
     if (s.kind !== "const" || style === null || this.ranks === 1)
-      return this.add({ dtype: v.dtype, shape: v.shape, storage: s, sharding: WHOLE, ...named(v) });
+      return this.add({
+        dtype: v.dtype,
+        shape: v.shape,
+        storage: s,
+        sharding: WHOLE,
+        ...named(v),
+        ...(s.kind === "const" ? { origin: s.key } : {}),
+      });
     const axis = shardAxis(style, v.shape.length);
     const dim = v.shape[axis]!;
     if (dim % this.ranks !== 0)
@@ -79,7 +95,14 @@ class Propagation implements RuleContext {
         `tensor "${s.key}" [${v.shape.join(", ")}]: axis ${axis} (${dim}) does not split into ${this.ranks} shards`,
         { value: v.id, key: s.key },
       );
-    return this.add({ dtype: v.dtype, shape: v.shape, storage: s, sharding: { kind: "split", axis }, weightOf: s.key });
+    return this.add({ dtype: v.dtype, shape: v.shape, storage: s, sharding: { kind: "split", axis }, weightOf: s.key, origin: s.key });
+  }
+
+  /** The weight a result comes from: a MatMul's right operand's, else the first non-whole input's. */
+  private origin(op: string, ins: readonly Operand[]): string | undefined {
+    const vs = ins.filter((o): o is number => !isLiteral(o)).map((o) => this.values[o]!);
+    const pick = op === "MatMul" ? vs[vs.length - 1] : (vs.find((v) => v.sharding.kind !== "whole") ?? vs[0]);
+    return pick?.origin;
   }
 
   private add(v: LValue): number {
@@ -97,7 +120,7 @@ class Propagation implements RuleContext {
     if (v.sharding.kind === "whole") return id;
     const memo = this.wholeMemo.get(id);
     if (memo !== undefined) return memo;
-    const out = this.add({ dtype: v.dtype, shape: v.shape, storage: { kind: "device" }, sharding: WHOLE, ...suffix(v, "whole") });
+    const out = this.add({ ...device(v), sharding: WHOLE, ...suffix(v, "whole") });
     const split = v.sharding.kind === "split";
     this.used.add(id);
     this.eqns.push({
@@ -134,7 +157,7 @@ class Propagation implements RuleContext {
     if (v.storage.kind === "const" && !isPacked(v.dtype)) {
       out = this.add({ ...v, sharding: { kind: "split", axis }, weightOf: v.storage.key });
     } else {
-      out = this.add({ dtype: v.dtype, shape: v.shape, storage: { kind: "device" }, sharding: { kind: "split", axis }, ...suffix(v, "local") });
+      out = this.add({ ...device(v), sharding: { kind: "split", axis }, ...suffix(v, "local") });
       this.used.add(id);
       this.eqns.push({ kind: "local-slice", input: id, axis, out });
     }
@@ -148,6 +171,10 @@ class Propagation implements RuleContext {
     const s = this.values[o]!.storage;
     return s.kind === "computed" && s.data.length === 1 && s.data[0] === 0;
   }
+}
+
+function device(v: LValue): Omit<LValue, "sharding"> {
+  return { dtype: v.dtype, shape: v.shape, storage: { kind: "device" }, ...(v.origin === undefined ? {} : { origin: v.origin }) };
 }
 
 function named(v: { readonly name?: string }): { name?: string } {
