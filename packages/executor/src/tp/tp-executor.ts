@@ -20,6 +20,11 @@ export class TensorParallelExecutor implements Executor {
   readonly caps: ExecutorCaps;
   /** The programs staged so far (for counters and explain). */
   readonly programs: TensorParallelStagedProgram[] = [];
+  /**
+   * Planted fault for the equality gate's own test: programs staged from now on skip this collective (each rank
+   * keeps its own partial sum); null (default) runs every collective.
+   */
+  dropCollective: number | null = null;
 
   /** @param ranks - one executor per rank, all of one backend (rank 0 first); @param options - sharding options. */
   constructor(
@@ -54,6 +59,7 @@ export class TensorParallelExecutor implements Executor {
       segs.map((g, s) => this.ranks[r]!.stage(g, { name: `${name}.tp${r}.s${s}` })),
     );
     const p = new TensorParallelStagedProgram(name, plan, progs);
+    p.dropCollective = this.dropCollective;
     this.programs.push(p);
     return p;
   }
