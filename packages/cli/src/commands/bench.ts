@@ -18,6 +18,8 @@ import { planDevices, describePlacement, engineDevices, placementOptions, type P
 import type { CommandModule } from "./index.js";
 import { parseNumber } from "./numbers.js";
 import { progressBar } from "./progress.js";
+import { collectiveCounter, describeTensorParallel, type TensorParallelBench } from "./bench-tp.js";
+import { TensorParallelExecutor } from "@poot/executor";
 
 /** What `poot bench` measures. */
 /** Which kernels ran a CPU bench's decode: the native GEMVs (decision 0952) and their dispatches per token, or Wasm only. */
@@ -86,6 +88,8 @@ export interface BenchReport {
   readonly bytesPerToken: number;
   /** The measured bandwidth floor, on backends that can measure it (null elsewhere). */
   readonly floor: BandwidthFloor | null;
+  /** With `--tp N`: collectives per decode token and their time; null for one executor. */
+  readonly tensorParallel: TensorParallelBench | null;
   /** Host regions (thread joins) per decode token on the cpu backend, else null. */
   readonly regionsPerToken: number | null;
   /** CPU backend: which kernels ran decode (native GEMVs with their share of the dispatches, and Wasm); null elsewhere. */
@@ -252,6 +256,9 @@ export const bench: CommandModule = {
             const dispatches = (): number | null => executor.dispatchesSubmitted?.() ?? null;
             const graphs = (): number | null => executor.graphLaunchesSubmitted?.() ?? null;
             const waited = (): number | null => executor.hostWaitMs?.() ?? null;
+            const collectives = collectiveCounter(executor);
+            const tpCount: number[] = [],
+              tpMs: number[] = [];
             let launches = 0;
             const cpuMs = () => {
               const u = process.cpuUsage();
@@ -273,6 +280,7 @@ export const bench: CommandModule = {
                 h1 = e.pipelineStats?.handoffs,
                 p1 = e.pagerStats === null ? null : { ...e.pagerStats };
               const q1 = waited();
+              const t1 = collectives?.();
               const w1 = performance.now(),
                 c1 = cpuMs();
               // G - 1 greedy steps after the first token (on the device where the backend has a greedy loop).
@@ -280,6 +288,7 @@ export const bench: CommandModule = {
               const w2 = performance.now(),
                 c2 = cpuMs();
               const q2 = waited();
+              const t2 = collectives?.();
               launches = e.stats.greedyLaunches - l1;
               // Steps the device ran: a greedy loop runs whole launches (a few past the last token, rolled back).
               const steps = launches > 0 ? launches * tokensPerLaunch : G - 1;
@@ -305,6 +314,10 @@ export const bench: CommandModule = {
                 pageInsPerToken.push((p2.pageIns - p1.pageIns) / (G - 1));
               }
               if (n1 !== undefined && n2 !== undefined) natives.push((n2 - n1) / (G - 1));
+              if (t1 !== undefined && t2 !== undefined) {
+                tpCount.push((t2.count - t1.count) / (G - 1));
+                tpMs.push((t2.ms - t1.ms) / (G - 1));
+              }
               pre.push((P / (w1p - w0)) * 1000);
               dec.push(((G - 1) / (w2 - w1)) * 1000);
               ms.push((w2 - w1) / (G - 1));
@@ -356,6 +369,14 @@ export const bench: CommandModule = {
               tokensPerLaunch: launches === 0 ? 1 : tokensPerLaunch,
               kvLayout: e.paged,
               regionsPerToken: regs.length > 0 ? median(regs) : null,
+              tensorParallel:
+                executor instanceof TensorParallelExecutor && tpCount.length > 0
+                  ? {
+                      ranks: executor.ranks.length,
+                      collectivesPerToken: median(tpCount),
+                      collectiveMsPerToken: median(tpMs),
+                    }
+                  : null,
               cpuKernels: cpu === null ? null : cpuKernels(cpu, natives),
               loadAverage: os.loadavg()[0]!,
               deviceBytes,
@@ -405,6 +426,7 @@ export const bench: CommandModule = {
                   ].join("")}\n`,
                 );
               if (report.cpuKernels !== null) io.out(`  kernels ${report.cpuKernels}\n`);
+              if (report.tensorParallel !== null) io.out(describeTensorParallel(report.tensorParallel));
               if (report.placement === null)
                 io.out(`  placement: every block on ${o.backend} as one program (1 unit, 0 hand-offs per token)\n`);
               else
