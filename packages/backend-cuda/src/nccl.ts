@@ -49,10 +49,14 @@ export function loadNccl(libraryPath: string = DEFAULT_NCCL_LIBRARY): NcclApi {
 
 function check(api: NcclApi, result: unknown, call: string): void {
   if (result === 0) return;
-  throw new CudaError("nccl-call", `${call} failed: ${String(api.ncclGetErrorString(result))} (ncclResult ${String(result)})`, {
-    call,
-    result: Number(result),
-  });
+  throw new CudaError(
+    "nccl-call",
+    `${call} failed: ${String(api.ncclGetErrorString(result))} (ncclResult ${String(result)})`,
+    {
+      call,
+      result: Number(result),
+    },
+  );
 }
 
 /** One rank's side of an all-reduce: its partial (`send`), where the sum goes (`recv`, may equal send), its stream. */
@@ -91,14 +95,21 @@ export class NcclGroup {
       throw new CudaError("bad-argument", `collective #${plan.index} is an ${plan.kind}: only all-reduce is wired`);
     const dtype = NCCL_DTYPES[plan.dtype as keyof typeof NCCL_DTYPES];
     if (dtype === undefined)
-      throw new CudaError("bad-argument", `collective #${plan.index} carries ${String(plan.dtype)}: NCCL takes f32, f16, bf16`);
+      throw new CudaError(
+        "bad-argument",
+        `collective #${plan.index} carries ${String(plan.dtype)}: NCCL takes f32, f16, bf16`,
+      );
     if (ranks.length !== this.comms.length)
       throw new CudaError("bad-argument", `${ranks.length} rank buffers for ${this.comms.length} communicators`);
     const count = plan.shape.reduce((a, b) => a * b, 1);
     check(this.api, this.api.ncclGroupStart(), "ncclGroupStart");
     try {
       ranks.forEach((r, i) =>
-        check(this.api, this.api.ncclAllReduce(r.send, r.recv, count, dtype, NCCL_SUM, this.comms[i], r.stream), "ncclAllReduce"),
+        check(
+          this.api,
+          this.api.ncclAllReduce(r.send, r.recv, count, dtype, NCCL_SUM, this.comms[i], r.stream),
+          "ncclAllReduce",
+        ),
       );
     } finally {
       check(this.api, this.api.ncclGroupEnd(), "ncclGroupEnd");

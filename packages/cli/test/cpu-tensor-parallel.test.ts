@@ -96,16 +96,20 @@ describe(`--tp on the cpu backend, hf fixture families${SKIP}`, () => {
     });
   }
 
-  test.skipIf(NO_FIXTURES !== undefined)("planted: --tp 2 with one all-reduce dropped fails the equality", () => {
-    const dir = fixture("hf", "llama3");
-    const ref = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as Reference;
-    const one = rows(dir, ref, group(1));
-    for (const k of [0, 3]) {
-      const planted = group(2) as TensorParallelExecutor;
-      planted.dropCollective = k;
-      const bad = rows(dir, ref, planted);
-      const err = Math.max(...bad.logits.map((row, i) => relErr(row, one.logits[i]!)));
-      expect(err, `all-reduce #${k} dropped`).toBeGreaterThan(1e-3);
-    }
-  }, 300_000);
+  test.skipIf(NO_FIXTURES !== undefined)(
+    "planted: --tp 2 with one all-reduce dropped fails the equality",
+    () => {
+      const dir = fixture("hf", "llama3");
+      const ref = JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as Reference;
+      const one = rows(dir, ref, group(1));
+      for (const k of [0, 3]) {
+        const planted = group(2) as TensorParallelExecutor;
+        planted.dropCollective = k;
+        const bad = rows(dir, ref, planted);
+        const err = Math.max(...bad.logits.map((row, i) => relErr(row, one.logits[i]!)));
+        expect(err, `all-reduce #${k} dropped`).toBeGreaterThan(1e-3);
+      }
+    },
+    300_000,
+  );
 });

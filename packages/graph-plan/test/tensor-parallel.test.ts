@@ -20,7 +20,12 @@ describe("shardGraph", () => {
       "all-gather": { count: 0, bytes: 0 },
     });
     expect(tp.segments).toHaveLength(2 * TINY.layers + 1);
-    expect(tp.collectives.map((c) => c.name)).toEqual(["layers.0.attn_out", "layers.0.down", "layers.1.attn_out", "layers.1.down"]);
+    expect(tp.collectives.map((c) => c.name)).toEqual([
+      "layers.0.attn_out",
+      "layers.0.down",
+      "layers.1.attn_out",
+      "layers.1.down",
+    ]);
     expect(tp.shards.map((s) => `${s.key}@${s.axis}`)).toContain("layers.0.o@1");
     expect(tp.stateAxes.get("layers.0.k_cache")).toBe(1);
     for (const [rank, segs] of tp.graphs.entries())
@@ -33,7 +38,9 @@ describe("shardGraph", () => {
         }
       }
     // The KV cache holds this rank's KV head only: [1, 2/2, maxSeq, D].
-    const cache = tp.graphs[1]!.flat().flatMap((g) => g.values).find((v) => v.storage.kind === "state");
+    const cache = tp.graphs[1]!.flat()
+      .flatMap((g) => g.values)
+      .find((v) => v.storage.kind === "state");
     expect(cache?.shape).toEqual([1, 1, TINY.maxSeq, TINY.headDim]);
     expect(tp.explain()).toMatch(/all-reduce per step: 4 \(512 bytes\)/);
   });
@@ -48,7 +55,9 @@ describe("shardGraph", () => {
   it("refuses dimensions that do not divide, naming them (planted: 4 ranks over 2 KV heads, 3 over 32 rows)", () => {
     const four = () => shardGraph(buildLlama(TINY), { ranks: 4, rules: RULES });
     expect(four).toThrow(PlanError);
-    expect(four).toThrow(/tp-indivisible.*layers\.0\.k \[1, 16\] is reshaped to \[1, 1, 2, 8\].*an axis of 2, which does not divide into 4 shards/);
+    expect(four).toThrow(
+      /tp-indivisible.*layers\.0\.k \[1, 16\] is reshaped to \[1, 1, 2, 8\].*an axis of 2, which does not divide into 4 shards/,
+    );
     expect(() => shardGraph(buildLlama(TINY), { ranks: 3, rules: RULES })).toThrow(
       /tensor "layers\.0\.q" \[32, 32\]: axis 0 \(32\) does not split into 3 shards/,
     );

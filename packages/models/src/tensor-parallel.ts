@@ -4,7 +4,9 @@ import type { ModelConfig } from "./config.js";
 import { ConfigError } from "./errors.js";
 
 /** The config dimensions tensor parallelism splits (config.json names), with their sizes. */
-export function tensorParallelDimensions(config: ModelConfig): readonly { readonly name: string; readonly size: number }[] {
+export function tensorParallelDimensions(
+  config: ModelConfig,
+): readonly { readonly name: string; readonly size: number }[] {
   const dims: { name: string; size: number }[] = [];
   const moe = config.moe;
   if (config.layerTypes.some((k) => k !== "linear")) {

@@ -211,7 +211,10 @@ export function planDevices(
   const tp = tensorParallelRanks(o, backend, command);
   if (tp !== null) {
     const executor = tensorParallelExecutor(tp, backend, model, weights, command, make);
-    return { plan: null, placed: { executor, devices: [{ name: backend, executor }], dispose: () => executor.dispose() } };
+    return {
+      plan: null,
+      placed: { executor, devices: [{ name: backend, executor }], dispose: () => executor.dispose() },
+    };
   }
   let probe: Executor | undefined;
   let plan: PlacementPlan | null;

@@ -11,9 +11,39 @@ export interface TensorParallelBench {
   readonly collectiveMsPerToken: number;
 }
 
-/** A reader of the group's collective counters, or null when `executor` is not a tensor-parallel group. */
-export function collectiveCounter(executor: Executor): (() => { count: number; ms: number }) | null {
-  return executor instanceof TensorParallelExecutor ? () => executor.collectiveStats() : null;
+/** Counts a tensor-parallel group's collectives around the timed decode steps of each run. */
+export class CollectiveMeter {
+  private readonly count: number[] = [];
+  private readonly ms: number[] = [];
+  private start: { count: number; ms: number } | null = null;
+
+  /** @param executor - the bench's executor (nothing is counted unless it is a tensor-parallel group). */
+  constructor(private readonly executor: Executor) {}
+
+  /** Before the timed steps. */
+  begin(): void {
+    if (this.executor instanceof TensorParallelExecutor) this.start = this.executor.collectiveStats();
+  }
+
+  /** After `tokens` timed steps; `keep` false for the warm-up run. */
+  end(tokens: number, keep: boolean): void {
+    if (!(this.executor instanceof TensorParallelExecutor) || this.start === null) return;
+    const now = this.executor.collectiveStats();
+    if (keep) {
+      this.count.push((now.count - this.start.count) / tokens);
+      this.ms.push((now.ms - this.start.ms) / tokens);
+    }
+  }
+
+  /** The medians, or null when the executor is not a tensor-parallel group. */
+  report(median: (xs: number[]) => number): TensorParallelBench | null {
+    if (!(this.executor instanceof TensorParallelExecutor) || this.count.length === 0) return null;
+    return {
+      ranks: this.executor.ranks.length,
+      collectivesPerToken: median(this.count),
+      collectiveMsPerToken: median(this.ms),
+    };
+  }
 }
 
 /** The bench line of a tensor-parallel run. */

@@ -18,8 +18,7 @@ import { planDevices, describePlacement, engineDevices, placementOptions, type P
 import type { CommandModule } from "./index.js";
 import { parseNumber } from "./numbers.js";
 import { progressBar } from "./progress.js";
-import { collectiveCounter, describeTensorParallel, type TensorParallelBench } from "./bench-tp.js";
-import { TensorParallelExecutor } from "@poot/executor";
+import { CollectiveMeter, describeTensorParallel, type TensorParallelBench } from "./bench-tp.js";
 
 /** What `poot bench` measures. */
 /** Which kernels ran a CPU bench's decode: the native GEMVs (decision 0952) and their dispatches per token, or Wasm only. */
@@ -256,9 +255,7 @@ export const bench: CommandModule = {
             const dispatches = (): number | null => executor.dispatchesSubmitted?.() ?? null;
             const graphs = (): number | null => executor.graphLaunchesSubmitted?.() ?? null;
             const waited = (): number | null => executor.hostWaitMs?.() ?? null;
-            const collectives = collectiveCounter(executor);
-            const tpCount: number[] = [],
-              tpMs: number[] = [];
+            const collectives = new CollectiveMeter(executor);
             let launches = 0;
             const cpuMs = () => {
               const u = process.cpuUsage();
@@ -280,7 +277,7 @@ export const bench: CommandModule = {
                 h1 = e.pipelineStats?.handoffs,
                 p1 = e.pagerStats === null ? null : { ...e.pagerStats };
               const q1 = waited();
-              const t1 = collectives?.();
+              collectives.begin();
               const w1 = performance.now(),
                 c1 = cpuMs();
               // G - 1 greedy steps after the first token (on the device where the backend has a greedy loop).
@@ -288,7 +285,7 @@ export const bench: CommandModule = {
               const w2 = performance.now(),
                 c2 = cpuMs();
               const q2 = waited();
-              const t2 = collectives?.();
+              collectives.end(G - 1, r > 0);
               launches = e.stats.greedyLaunches - l1;
               // Steps the device ran: a greedy loop runs whole launches (a few past the last token, rolled back).
               const steps = launches > 0 ? launches * tokensPerLaunch : G - 1;
@@ -314,10 +311,6 @@ export const bench: CommandModule = {
                 pageInsPerToken.push((p2.pageIns - p1.pageIns) / (G - 1));
               }
               if (n1 !== undefined && n2 !== undefined) natives.push((n2 - n1) / (G - 1));
-              if (t1 !== undefined && t2 !== undefined) {
-                tpCount.push((t2.count - t1.count) / (G - 1));
-                tpMs.push((t2.ms - t1.ms) / (G - 1));
-              }
               pre.push((P / (w1p - w0)) * 1000);
               dec.push(((G - 1) / (w2 - w1)) * 1000);
               ms.push((w2 - w1) / (G - 1));
@@ -369,14 +362,7 @@ export const bench: CommandModule = {
               tokensPerLaunch: launches === 0 ? 1 : tokensPerLaunch,
               kvLayout: e.paged,
               regionsPerToken: regs.length > 0 ? median(regs) : null,
-              tensorParallel:
-                executor instanceof TensorParallelExecutor && tpCount.length > 0
-                  ? {
-                      ranks: executor.ranks.length,
-                      collectivesPerToken: median(tpCount),
-                      collectiveMsPerToken: median(tpMs),
-                    }
-                  : null,
+              tensorParallel: collectives.report(median),
               cpuKernels: cpu === null ? null : cpuKernels(cpu, natives),
               loadAverage: os.loadavg()[0]!,
               deviceBytes,

@@ -74,7 +74,8 @@ export function tensorParallelReport(
       text: `${tp.explain()}\n  dispatches per step on each rank (${target}): ${dispatches}\n`,
     };
   } catch (err) {
-    if (err instanceof PlanError) throw new CliError("command-failed", err.message, { command: "compile", file: model });
+    if (err instanceof PlanError)
+      throw new CliError("command-failed", err.message, { command: "compile", file: model });
     throw err;
   }
 }

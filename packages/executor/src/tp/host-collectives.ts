@@ -22,13 +22,20 @@ export function allGather(parts: readonly OutputData[], shape: readonly number[]
   const { outer, inner } = axisRuns(shape, axis);
   const piece = (shape[axis]! / parts.length) * inner;
   parts.forEach((p, r) => {
-    for (let o = 0; o < outer; o++) out.set(p.subarray(o * piece, (o + 1) * piece), o * shape[axis]! * inner + r * piece);
+    for (let o = 0; o < outer; o++)
+      out.set(p.subarray(o * piece, (o + 1) * piece), o * shape[axis]! * inner + r * piece);
   });
   return out;
 }
 
 /** Rank `rank`'s piece (of `ranks`) of `data`, a tensor of shape `shape`, along `axis` (same array type). */
-export function slicePiece(data: HostData, shape: readonly number[], axis: number, rank: number, ranks: number): HostData {
+export function slicePiece(
+  data: HostData,
+  shape: readonly number[],
+  axis: number,
+  rank: number,
+  ranks: number,
+): HostData {
   const { outer, inner } = axisRuns(shape, axis);
   const row = shape[axis]! * inner;
   const piece = (shape[axis]! / ranks) * inner;

@@ -3,7 +3,15 @@
 // rank's weights are its shards, sliced from the bound source when first read.
 import { parseShardKey, shardGraph, type ShardedProgram, type ShardOptions } from "@poot/graph-plan";
 import type { Graph, ValueType } from "@poot/graph-ir";
-import { stageParts, type DeviceBytes, type Executor, type ExecutorCaps, type StageInput, type StageOptions, type WeightSource } from "../contract.js";
+import {
+  stageParts,
+  type DeviceBytes,
+  type Executor,
+  type ExecutorCaps,
+  type StageInput,
+  type StageOptions,
+  type WeightSource,
+} from "../contract.js";
 import { ExecutorError } from "../errors.js";
 import { slicePiece } from "./host-collectives.js";
 import { TensorParallelStagedProgram } from "./tp-program.js";
@@ -31,7 +39,8 @@ export class TensorParallelExecutor implements Executor {
     readonly ranks: readonly Executor[],
     private readonly options: TensorParallelOptions = {},
   ) {
-    if (ranks.length < 1) throw new ExecutorError("unsupported-program", "a tensor-parallel group needs at least one rank");
+    if (ranks.length < 1)
+      throw new ExecutorError("unsupported-program", "a tensor-parallel group needs at least one rank");
     const c = ranks[0]!.caps;
     this.caps = {
       kind: c.kind,
@@ -51,9 +60,13 @@ export class TensorParallelExecutor implements Executor {
     const { graph, ops } = stageParts(input);
     const name = options?.name ?? "program";
     if (ops !== undefined)
-      throw new ExecutorError("unsupported-program", "tensor parallelism shards the traced graph: stage it uncompiled", {
-        program: name,
-      });
+      throw new ExecutorError(
+        "unsupported-program",
+        "tensor parallelism shards the traced graph: stage it uncompiled",
+        {
+          program: name,
+        },
+      );
     const plan = this.shard(graph);
     const progs = plan.graphs.map((segs, r) =>
       segs.map((g, s) => this.ranks[r]!.stage(g, { name: `${name}.tp${r}.s${s}` })),
@@ -66,7 +79,10 @@ export class TensorParallelExecutor implements Executor {
 
   /** The sharding of a graph for this group (what `stage` runs; `poot compile --tp` prints its `explain`). */
   shard(graph: Graph): ShardedProgram {
-    return shardGraph(graph, { ranks: this.ranks.length, ...(this.options.rules === undefined ? {} : { rules: this.options.rules }) });
+    return shardGraph(graph, {
+      ranks: this.ranks.length,
+      ...(this.options.rules === undefined ? {} : { rules: this.options.rules }),
+    });
   }
 
   deviceBytes(): DeviceBytes {
@@ -81,7 +97,10 @@ export class TensorParallelExecutor implements Executor {
 
   /** Collectives run and milliseconds spent in them, over every staged program. */
   collectiveStats(): { count: number; ms: number } {
-    return this.programs.reduce((a, p) => ({ count: a.count + p.stats.count, ms: a.ms + p.stats.ms }), { count: 0, ms: 0 });
+    return this.programs.reduce((a, p) => ({ count: a.count + p.stats.count, ms: a.ms + p.stats.ms }), {
+      count: 0,
+      ms: 0,
+    });
   }
 
   dispose(): void {

@@ -64,7 +64,10 @@ export class TensorParallelStagedProgram implements StagedProgram {
         p.run(state?.partFor(r, p));
       }
       for (const out of this.carriedFrom(s))
-        carries.set(out, this.progs.map((segs) => segs[s]!.readOutput(out)));
+        carries.set(
+          out,
+          this.progs.map((segs) => segs[s]!.readOutput(out)),
+        );
       for (const c of this.plan.collectives) {
         if (c.segment !== s) continue;
         const t0 = performance.now();
@@ -96,7 +99,10 @@ export class TensorParallelStagedProgram implements StagedProgram {
   readOutput(name: string, into?: OutputData): OutputData {
     const s = this.plan.outputs.get(name);
     if (s === undefined)
-      throw new ExecutorError("unknown-output", `program ${this.name} has no output "${name}"`, { program: this.name, key: name });
+      throw new ExecutorError("unknown-output", `program ${this.name} has no output "${name}"`, {
+        program: this.name,
+        key: name,
+      });
     invariant(this.progs[0]![s] !== undefined, `output ${name} in segment ${s}`);
     return this.progs[0]![s]!.readOutput(name, into);
   }

@@ -56,9 +56,7 @@ export function segment(lg: LogicalGraph): Segmented {
   const pure: boolean[] = lg.values.map((v) => v.storage.kind !== "state" && v.storage.kind !== "device");
   for (const e of lg.eqns)
     pure[e.out] =
-      e.kind === "op"
-        ? e.inputs.every((o) => isLiteral(o) || pure[o]!)
-        : e.kind === "local-slice" && pure[e.input]!;
+      e.kind === "op" ? e.inputs.every((o) => isLiteral(o) || pure[o]!) : e.kind === "local-slice" && pure[e.input]!;
   const inputs: SegmentInput[][] = Array.from({ length: count }, () => []);
   const graphs = Array.from({ length: lg.ranks }, (_, rank) =>
     new RankEmitter(lg, rank, count, seg, defEqn, pure, collectiveIndex, inputs, rank === 0).run(sources),
@@ -90,7 +88,13 @@ class RankEmitter {
     private readonly inputs: SegmentInput[][],
     private readonly record: boolean,
   ) {
-    this.drafts = Array.from({ length: count }, () => ({ values: [], eqns: [], outputs: [], states: [], local: new Map() }));
+    this.drafts = Array.from({ length: count }, () => ({
+      values: [],
+      eqns: [],
+      outputs: [],
+      states: [],
+      local: new Map(),
+    }));
   }
 
   run(sources: readonly { segment: number; output: string }[]): Graph[] {
@@ -143,7 +147,8 @@ class RankEmitter {
     if (v.storage.kind === "state") this.stateSeg.set(id, s);
     if (v.storage.kind !== "device") return this.addValue(s, id, { ...base, storage: v.storage });
     const c = this.collectives.get(id);
-    if (c !== undefined) return this.slot(s, id, `tp.collective.${c}`, COLLECTIVE_SLOT, { kind: "collective", index: c });
+    if (c !== undefined)
+      return this.slot(s, id, `tp.collective.${c}`, COLLECTIVE_SLOT, { kind: "collective", index: c });
     const home = this.seg[id]!;
     invariant(home < s, `value ${id} used in segment ${s} before it is defined (${home})`);
     if (this.pure[id]) {

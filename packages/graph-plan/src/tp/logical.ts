@@ -31,7 +31,13 @@ export interface LValue extends ValueType {
 /** An equation of the sharded graph. */
 export type LEqn =
   /** An op of the source graph (params in global shapes; localized per rank). */
-  | { readonly kind: "op"; readonly op: string; readonly inputs: readonly Operand[]; readonly params: Params; readonly out: number }
+  | {
+      readonly kind: "op";
+      readonly op: string;
+      readonly inputs: readonly Operand[];
+      readonly params: Params;
+      readonly out: number;
+    }
   /** Each rank keeps its piece of a whole value along `axis`. */
   | { readonly kind: "local-slice"; readonly input: number; readonly axis: number; readonly out: number }
   /** A cross-rank collective: all-reduce sums partials in rank order, all-gather concatenates pieces on `axis`. */

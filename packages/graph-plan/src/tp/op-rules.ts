@@ -30,7 +30,13 @@ const split = (axis: number): Sharding => ({ kind: "split", axis });
 const norm = (a: number, r: number) => (a < 0 ? a + r : a);
 
 /** Applies the rule of `op`; an op with none is refused naming it. */
-export function opRule(c: RuleContext, op: string, ins: readonly Operand[], p: Params, out: readonly number[]): RuleResult {
+export function opRule(
+  c: RuleContext,
+  op: string,
+  ins: readonly Operand[],
+  p: Params,
+  out: readonly number[],
+): RuleResult {
   const at = (i: number) => ins[i] as number;
   const sh = (o: Operand): Sharding => (isLiteral(o) ? WHOLE : c.value(o).sharding);
   const allWhole = (): RuleResult => ({ inputs: ins.map((o) => (isLiteral(o) ? o : c.whole(o))), sharding: WHOLE });

@@ -123,7 +123,9 @@ export class ShardedProgram {
     const lines = [`tensor parallel: ${this.ranks} ranks, ${this.segments.length} segments per rank per step`];
     lines.push(`  weights split: ${this.shards.length} tensors, ${mib(this.shardBytesPerRank())} per rank`);
     for (const s of this.shards)
-      lines.push(`    ${s.key} [${s.shape.join(", ")}] split on axis ${s.axis} -> ${s.shape[s.axis]! / this.ranks} per rank`);
+      lines.push(
+        `    ${s.key} [${s.shape.join(", ")}] split on axis ${s.axis} -> ${s.shape[s.axis]! / this.ranks} per rank`,
+      );
     const per = this.collectivesPerStep();
     for (const k of ["all-reduce", "all-gather"] as const)
       lines.push(`  ${k} per step: ${per[k].count} (${per[k].bytes} bytes)`);

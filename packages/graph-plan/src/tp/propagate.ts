@@ -95,7 +95,14 @@ class Propagation implements RuleContext {
         `tensor "${s.key}" [${v.shape.join(", ")}]: axis ${axis} (${dim}) does not split into ${this.ranks} shards`,
         { value: v.id, key: s.key },
       );
-    return this.add({ dtype: v.dtype, shape: v.shape, storage: s, sharding: { kind: "split", axis }, weightOf: s.key, origin: s.key });
+    return this.add({
+      dtype: v.dtype,
+      shape: v.shape,
+      storage: s,
+      sharding: { kind: "split", axis },
+      weightOf: s.key,
+      origin: s.key,
+    });
   }
 
   /** The weight a result comes from: a MatMul's right operand's, else the first non-whole input's. */
@@ -174,7 +181,12 @@ class Propagation implements RuleContext {
 }
 
 function device(v: LValue): Omit<LValue, "sharding"> {
-  return { dtype: v.dtype, shape: v.shape, storage: { kind: "device" }, ...(v.origin === undefined ? {} : { origin: v.origin }) };
+  return {
+    dtype: v.dtype,
+    shape: v.shape,
+    storage: { kind: "device" },
+    ...(v.origin === undefined ? {} : { origin: v.origin }),
+  };
 }
 
 function named(v: { readonly name?: string }): { name?: string } {
