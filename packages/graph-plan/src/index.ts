@@ -53,3 +53,4 @@ export type { SegmentInput, SegmentPlan } from "./tp/emit.js";
 export { CARRY_SLOT, COLLECTIVE_SLOT } from "./tp/emit.js";
 export { SHARD_RULES, parseShardKey, shardAxis, shardKey, shardStyle } from "./tp/rules.js";
 export type { ShardRule, ShardStyle, WeightShard } from "./tp/rules.js";
+export type { LEqn, LogicalGraph, LValue, Sharding } from "./tp/logical.js";

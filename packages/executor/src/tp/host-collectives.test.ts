@@ -21,7 +21,9 @@ describe("host collectives", () => {
       expect([...allGather(pieces, shape, axis)]).toEqual([...whole]);
     }
     // Rank 1's half of axis 1 of [2, 4, 3]: rows 2..3 of each outer index.
-    expect([...slicePiece(whole, shape, 1, 1, 2)]).toEqual([6, 7, 8, 9, 10, 11, 18, 19, 20, 21, 22, 23]);
+    expect([...(slicePiece(whole, shape, 1, 1, 2) as Float32Array)]).toEqual([
+      6, 7, 8, 9, 10, 11, 18, 19, 20, 21, 22, 23,
+    ]);
   });
 
   it("keeps bf16 bits as Uint16Array", () => {

@@ -7,7 +7,7 @@ import type { LEqn, LogicalGraph, LValue, Sharding } from "./logical.js";
 import { SHARD_RULES, shardAxis, shardStyle, type ShardRule } from "./rules.js";
 import { opRule, type RuleContext } from "./op-rules.js";
 
-/** Options of {@link shardLogical}. */
+/** Options of {@link shardGraph}. */
 export interface ShardOptions {
   /** Ranks (tensor-parallel degree), an integer >= 1. */
   readonly ranks: number;
