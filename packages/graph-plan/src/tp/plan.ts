@@ -131,7 +131,8 @@ export class ShardedProgram {
       lines.push(`  ${k} per step: ${per[k].count} (${per[k].bytes} bytes)`);
     for (const c of this.collectives)
       lines.push(
-        `    #${c.index} ${c.kind}${c.axis === null ? "" : ` axis ${c.axis}`} ${c.name} ${c.dtype}[${c.shape.join(", ")}] ${c.bytes} B after segment ${c.segment}`,
+        `    #${c.index} after segment ${c.segment}: ${c.kind}${c.axis === null ? "" : ` on axis ${c.axis}`} of ` +
+          `${c.dtype}[${c.shape.join(", ")}] (${c.bytes} B), ${c.kind === "all-reduce" ? "partial sums" : "pieces"} from ${c.name}`,
       );
     return lines.join("\n");
   }
