@@ -43,7 +43,7 @@ class Propagation implements RuleContext {
     for (const v of this.graph.values) if (v.storage.kind !== "device") this.map[v.id] = this.source(v);
     for (const e of this.graph.eqns) {
       // A partial sum already all-reduced is read whole (one collective per value, e.g. Gemma's post-norms).
-      const ins = e.inputs.map((o) => (isLiteral(o) ? o : (this.wholeMemo.get(this.map[o]!) ?? this.map[o]!)));
+      const ins = e.inputs.map((o) => (isLiteral(o) ? o : this.reduced(this.map[o]!)));
       const out = this.graph.values[e.out]!;
       const r = opRule(this, e.op, ins, e.params, out.shape);
       for (const o of r.inputs) if (!isLiteral(o)) this.used.add(o);
@@ -105,6 +105,11 @@ class Propagation implements RuleContext {
     });
   }
 
+  /** A partial sum's all-reduced value when it already has one, else the value itself. */
+  private reduced(id: number): number {
+    return this.values[id]!.sharding.kind === "partial" ? (this.wholeMemo.get(id) ?? id) : id;
+  }
+
   /** The weight a result comes from: a MatMul's right operand's, else the first non-whole input's. */
   private origin(op: string, ins: readonly Operand[]): string | undefined {
     const vs = ins.filter((o): o is number => !isLiteral(o)).map((o) => this.values[o]!);
@@ -127,6 +132,18 @@ class Propagation implements RuleContext {
     if (v.sharding.kind === "whole") return id;
     const memo = this.wholeMemo.get(id);
     if (memo !== undefined) return memo;
+    if (v.storage.kind === "const") {
+      // A split weight read whole elsewhere (a tied embedding) is the whole tensor, not a gather.
+      const whole = this.add({
+        dtype: v.dtype,
+        shape: v.shape,
+        storage: v.storage,
+        sharding: WHOLE,
+        origin: v.storage.key,
+      });
+      this.wholeMemo.set(id, whole);
+      return whole;
+    }
     const out = this.add({ ...device(v), sharding: WHOLE, ...suffix(v, "whole") });
     const split = v.sharding.kind === "split";
     this.used.add(id);
