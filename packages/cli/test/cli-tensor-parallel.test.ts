@@ -56,6 +56,7 @@ describe.skipIf(NO_FIXTURES !== undefined)(
           /--tp must be a positive integer, got "two"/,
         ],
         [["bench", llama, "--backend", "cpu", "--tp", "2", "--gpu-layers", "1"], /--tp 2 cannot be combined/],
+        [["run", llama, "--backend", "cpu", "--tp", "2", "--compiled", "--prompt", "x"], /leave out --compiled/],
       ];
       for (const [argv, msg] of cases) {
         const r = await poot(...argv);

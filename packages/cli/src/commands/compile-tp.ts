@@ -79,3 +79,13 @@ export function tensorParallelReport(
     throw err;
   }
 }
+
+/** `--compiled` runs one compiled program per step; `--tp` shards the traced graph instead (each rank compiles its own). */
+export function refuseCompiledTp(o: { compiled?: boolean; tp?: string }, command: string): void {
+  if (o.compiled === true && o.tp !== undefined && o.tp.trim() !== "1")
+    throw new CliError(
+      "bad-input",
+      `--tp ${o.tp} shards the traced graph (each rank compiles its own segments): leave out --compiled`,
+      { command },
+    );
+}
