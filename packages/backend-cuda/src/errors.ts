@@ -14,7 +14,11 @@ export type CudaErrorCode =
   /** A graph-plan plan has no kernel kernelgen can provide for this device (context: the op and equation). */
   | "unsupported-kernel"
   /** A buffer, module, stream or graph was used after `dispose()`. */
-  | "disposed";
+  | "disposed"
+  /** libnccl could not be loaded (NCCL is not installed), so no cross-GPU collective can run. */
+  | "no-nccl"
+  /** An NCCL call returned a result other than ncclSuccess. */
+  | "nccl-call";
 
 /** Context of a {@link CudaError}. */
 export interface CudaErrorContext {

@@ -30,3 +30,5 @@ export type { CudaBuffer, CudaLaunch, CudaRecording } from "./executor/device.js
 export { planCapsOf, synthCapsOf } from "./executor/plan-caps.js";
 export { measureCopyBandwidth } from "./bandwidth.js";
 export type { CopyBandwidth, CopyBandwidthOptions } from "./bandwidth.js";
+export { DEFAULT_NCCL_LIBRARY, loadNccl, NCCL_DTYPES, NCCL_PROTOTYPES, NcclGroup } from "./nccl.js";
+export type { NcclApi, RankBuffers } from "./nccl.js";

@@ -51,3 +51,9 @@ export type {
   RoutedPlan,
   RoutedSource,
 } from "./lowering/types.js";
+export { TensorParallelExecutor, rankWeights } from "./tp/tp-executor.js";
+export type { TensorParallelOptions } from "./tp/tp-executor.js";
+export { TensorParallelStagedProgram } from "./tp/tp-program.js";
+export type { CollectiveStats } from "./tp/tp-program.js";
+export { TensorParallelStateSet } from "./tp/tp-state.js";
+export { allGather, allReduceSum, slicePiece } from "./tp/host-collectives.js";

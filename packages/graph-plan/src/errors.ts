@@ -12,7 +12,11 @@ export type PlanErrorCode =
   /** The planner cannot place an equation on the target: a capability is missing or too small. */
   | "missing-capability"
   /** The planner has no kernel strategy for this op. */
-  | "unsupported-op";
+  | "unsupported-op"
+  /** Tensor parallelism: a dimension a shard must split does not divide by the number of ranks. */
+  | "tp-indivisible"
+  /** Tensor parallelism: the graph has a shape the sharding pass cannot split or keep whole (names the value). */
+  | "tp-unsupported";
 
 /** Where an error happened. */
 export interface PlanErrorContext {

@@ -44,3 +44,13 @@ export type {
   Plan,
   SlotSpec,
 } from "./plan/types.js";
+
+export { shardGraph, ShardedProgram } from "./tp/plan.js";
+export type { CollectivePlan, WeightShardInfo } from "./tp/plan.js";
+export type { ShardOptions } from "./tp/propagate.js";
+export type { CollectiveKind } from "./tp/logical.js";
+export type { SegmentInput, SegmentPlan } from "./tp/emit.js";
+export { CARRY_SLOT, COLLECTIVE_SLOT } from "./tp/emit.js";
+export { SHARD_RULES, parseShardKey, shardAxis, shardKey, shardStyle } from "./tp/rules.js";
+export type { ShardRule, ShardStyle, WeightShard } from "./tp/rules.js";
+export type { LEqn, LogicalGraph, LValue, Sharding } from "./tp/logical.js";

@@ -79,3 +79,4 @@ export type { ExpertRole, GlobalRole, LayerRole, TensorNaming, WeightSpec } from
 export { ModelWeights, checkpointConsts, dtypeOf, hostData, hostDataOf, storedAs } from "./families/weights.js";
 export type { Generation, OpenModelOptions, StepResult } from "./families/forward.js";
 export { LoadedModel, argmax } from "./families/forward.js";
+export { checkTensorParallel, tensorParallelDimensions } from "./tensor-parallel.js";

@@ -22,6 +22,8 @@ import type { Executor } from "@poot/executor";
 import type { Graph } from "@poot/graph-ir";
 import type { ExecutorFactory } from "./command.js";
 import { CliError } from "./errors.js";
+import { cliErrors } from "./model-errors.js";
+import { tensorParallelExecutor, tensorParallelRanks } from "./tensor-parallel.js";
 
 /** The placement flags as commander parses them. */
 export interface PlacementFlags {
@@ -31,6 +33,8 @@ export interface PlacementFlags {
   readonly hostMemory?: string;
   /** Commander's `--no-prefetch`: false reads a paged block's weights when it runs, not ahead of use. */
   readonly prefetch?: boolean;
+  /** `--tp N`: tensor parallelism over N executors of the backend. */
+  readonly tp?: string;
 }
 
 /** The device the host-side blocks of `--gpu-layers` run on, and the one `--host-memory` budgets. */
@@ -43,7 +47,8 @@ export function placementOptions(cmd: Command): Command {
     .option("--place <spec>", 'blocks per device, e.g. "0-7:cuda,8-15:cpu,head:cuda" (layers N or N-M, embed, head)')
     .option("--device-memory <size>", "weight budget of each non-cpu device, e.g. 2G; a block must fit")
     .option("--host-memory <size>", "weight budget of the cpu device, e.g. 512M; a block must fit")
-    .option("--no-prefetch", "paging: read a block's weights when it runs instead of while the block before it runs");
+    .option("--no-prefetch", "paging: read a block's weights when it runs instead of while the block before it runs")
+    .option("--tp <n>", "tensor parallelism: heads and MLP columns split over N executors of --backend (cpu)");
 }
 
 /** A checked placement and what it puts where. */
@@ -72,21 +77,6 @@ export const DEVICE_WEIGHT_SHARE = 0.9;
 export function deviceMemoryOf(executor: Executor): number | null {
   const m = executor.freeMemoryBytes?.() ?? executor.caps.deviceMemoryBytes;
   return m === null || !Number.isFinite(m) ? null : m;
-}
-
-function cliErrors<T>(command: string, model: string, fn: () => T): T {
-  try {
-    return fn();
-  } catch (err) {
-    if (err instanceof RuntimeError)
-      throw new CliError("bad-input", err.message.replace(/^\[[a-z-]+\] /, ""), { command, file: model });
-    if (err instanceof ModelError)
-      throw new CliError(err.code === "io" ? "file-unreadable" : "bad-input", err.message, {
-        command,
-        file: err.file ?? model,
-      });
-    throw err;
-  }
 }
 
 /** The block cut of MODEL's single-token decode graph, traced from its header (no weight is read). */
@@ -218,6 +208,14 @@ export function planDevices(
   known: readonly string[],
   make: ExecutorFactory,
 ): PlannedDevices {
+  const tp = tensorParallelRanks(o, backend, command);
+  if (tp !== null) {
+    const executor = tensorParallelExecutor(tp, backend, model, weights, command, make);
+    return {
+      plan: null,
+      placed: { executor, devices: [{ name: backend, executor }], dispose: () => executor.dispose() },
+    };
+  }
   let probe: Executor | undefined;
   let plan: PlacementPlan | null;
   try {

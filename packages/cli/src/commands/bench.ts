@@ -18,6 +18,7 @@ import { planDevices, describePlacement, engineDevices, placementOptions, type P
 import type { CommandModule } from "./index.js";
 import { parseNumber } from "./numbers.js";
 import { progressBar } from "./progress.js";
+import { CollectiveMeter, describeTensorParallel, type TensorParallelBench } from "./bench-tp.js";
 
 /** What `poot bench` measures. */
 /** Which kernels ran a CPU bench's decode: the native GEMVs (decision 0952) and their dispatches per token, or Wasm only. */
@@ -86,6 +87,8 @@ export interface BenchReport {
   readonly bytesPerToken: number;
   /** The measured bandwidth floor, on backends that can measure it (null elsewhere). */
   readonly floor: BandwidthFloor | null;
+  /** With `--tp N`: collectives per decode token and their time; null for one executor. */
+  readonly tensorParallel: TensorParallelBench | null;
   /** Host regions (thread joins) per decode token on the cpu backend, else null. */
   readonly regionsPerToken: number | null;
   /** CPU backend: which kernels ran decode (native GEMVs with their share of the dispatches, and Wasm); null elsewhere. */
@@ -252,6 +255,7 @@ export const bench: CommandModule = {
             const dispatches = (): number | null => executor.dispatchesSubmitted?.() ?? null;
             const graphs = (): number | null => executor.graphLaunchesSubmitted?.() ?? null;
             const waited = (): number | null => executor.hostWaitMs?.() ?? null;
+            const collectives = new CollectiveMeter(executor);
             let launches = 0;
             const cpuMs = () => {
               const u = process.cpuUsage();
@@ -273,6 +277,7 @@ export const bench: CommandModule = {
                 h1 = e.pipelineStats?.handoffs,
                 p1 = e.pagerStats === null ? null : { ...e.pagerStats };
               const q1 = waited();
+              collectives.begin();
               const w1 = performance.now(),
                 c1 = cpuMs();
               // G - 1 greedy steps after the first token (on the device where the backend has a greedy loop).
@@ -280,6 +285,7 @@ export const bench: CommandModule = {
               const w2 = performance.now(),
                 c2 = cpuMs();
               const q2 = waited();
+              collectives.end(G - 1, r > 0);
               launches = e.stats.greedyLaunches - l1;
               // Steps the device ran: a greedy loop runs whole launches (a few past the last token, rolled back).
               const steps = launches > 0 ? launches * tokensPerLaunch : G - 1;
@@ -356,6 +362,7 @@ export const bench: CommandModule = {
               tokensPerLaunch: launches === 0 ? 1 : tokensPerLaunch,
               kvLayout: e.paged,
               regionsPerToken: regs.length > 0 ? median(regs) : null,
+              tensorParallel: collectives.report(median),
               cpuKernels: cpu === null ? null : cpuKernels(cpu, natives),
               loadAverage: os.loadavg()[0]!,
               deviceBytes,
@@ -405,6 +412,7 @@ export const bench: CommandModule = {
                   ].join("")}\n`,
                 );
               if (report.cpuKernels !== null) io.out(`  kernels ${report.cpuKernels}\n`);
+              if (report.tensorParallel !== null) io.out(describeTensorParallel(report.tensorParallel));
               if (report.placement === null)
                 io.out(`  placement: every block on ${o.backend} as one program (1 unit, 0 hand-offs per token)\n`);
               else

@@ -28,6 +28,7 @@ import {
   type PlacementFlags,
 } from "@poot/serve";
 import { BACKEND_NAMES } from "./backends.js";
+import { compileRanks, tensorParallelReport } from "./compile-tp.js";
 
 interface CompileFlags extends PlacementFlags {
   target: string;
@@ -329,17 +330,24 @@ export const compileCommand: CommandModule = {
                 ...(plan.chosen === undefined ? {} : { chosen: plan.chosen }),
               };
         r.placement = placement;
+        const ranks = compileRanks(o.tp);
+        const tp = ranks === null ? null : tensorParallelReport(model, g, ranks, o.target as BackendKind, opts);
+        if (tp !== null) r.tensorParallel = { ...tp, text: undefined };
         if (o.json === true) io.out(`${JSON.stringify(r)}\n`);
         else if (o.explain === true)
           io.out(
             explain(r) +
               (placement === null
                 ? `placement: every block on ${o.target} as one program (compile asks no device for its memory: --device-memory N plans the default split)\n`
-                : `${describePlacement(placement).join("\n")}\n`),
+                : `${describePlacement(placement).join("\n")}\n`) +
+              (tp === null ? "" : tp.text),
           );
         else
           io.out(
-            `${o.target}: ${String(r.unfusedDispatches)} -> ${String(r.fusedDispatches)} dispatches (${Object.values(r.dispatchesPerLayer as Record<string, number>).join(",")} per layer, ${String(r.dispatchesOutsideLayers)} outside), ${String(r.compileMs)} ms\n`,
+            `${o.target}: ${String(r.unfusedDispatches)} -> ${String(r.fusedDispatches)} dispatches (${Object.values(r.dispatchesPerLayer as Record<string, number>).join(",")} per layer, ${String(r.dispatchesOutsideLayers)} outside), ${String(r.compileMs)} ms\n` +
+              (tp === null
+                ? ""
+                : `--tp ${tp.ranks}: ${tp.dispatchesPerRank} dispatches per rank, ${tp.collectivesPerStep["all-reduce"]!.count} all-reduces (${tp.collectivesPerStep["all-reduce"]!.bytes} bytes) per step\n`),
           );
       });
   },

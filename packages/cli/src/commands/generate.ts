@@ -5,6 +5,7 @@ import { CliError } from "../errors.js";
 import { engineDevices, placementOptions, planDevices, type PlacedDevices, type PlacementFlags } from "@poot/serve";
 import { BACKEND_NAMES, createExecutor } from "./backends.js";
 import { executorGreedy, type CompileGraph } from "./executor-forward.js";
+import { refuseCompiledTp } from "./compile-tp.js";
 import type { CommandModule } from "./index.js";
 import { openForForward, parseIds, withModelErrors, type ForwardOptions } from "./model-args.js";
 
@@ -32,6 +33,7 @@ export const generate: CommandModule = {
           });
         if (options.greedy !== true)
           throw new CliError("bad-input", "only greedy decoding is available: pass --greedy", { command: "generate" });
+        refuseCompiledTp(options, "generate");
         const compileGraph = options.compiled === true ? compiler(options.target, model) : undefined;
         const make = (n: string, c: string) => createExecutor(n, c);
         const planned = planDevices(
@@ -44,10 +46,11 @@ export const generate: CommandModule = {
           make,
         );
         const plan = planned.plan;
-        // The eval backend runs the model's own forward, unless compiled programs or a placement are asked for:
-        // those are staged on executors (eval's evaluates each composite op by its reference semantics).
+        // The eval backend runs the model's own forward, unless compiled programs, a placement or --tp are asked
+        // for: those are staged on executors (eval's evaluates each composite op by its reference semantics).
         let placed: PlacedDevices | null = planned.placed;
-        if (options.backend === "eval" && compileGraph === undefined && plan === null) {
+        const tp = options.tp !== undefined && options.tp.trim() !== "1";
+        if (options.backend === "eval" && compileGraph === undefined && plan === null && !tp) {
           planned.placed.dispose();
           placed = null;
         }

@@ -7,6 +7,7 @@ import { LoadedModel, ModelError, loadTokenizer } from "@poot/models";
 import { CliError } from "../errors.js";
 import { BACKEND_NAMES, createExecutor, executorSettings, findDemoModel, loweringCache } from "./backends.js";
 import { planDevices, describePlacement, engineDevices, placementOptions, type PlacementFlags } from "@poot/serve";
+import { refuseCompiledTp } from "./compile-tp.js";
 import type { CommandModule } from "./index.js";
 import { progressBar } from "./progress.js";
 import { parseNumber } from "./numbers.js";
@@ -134,6 +135,7 @@ export const run: CommandModule = {
           throw new CliError("bad-input", `--target must be one of ${BACKEND_KINDS.join(", ")}, got "${o.target}"`, {
             command: "run",
           });
+        refuseCompiledTp(o, "run");
         const target = o.target as BackendKind;
         const compileGraph =
           o.compiled === true

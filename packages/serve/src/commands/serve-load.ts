@@ -171,6 +171,7 @@ async function loadInWorker(
         ...(o.deviceMemory === undefined ? {} : { deviceMemory: o.deviceMemory }),
         ...(o.hostMemory === undefined ? {} : { hostMemory: o.hostMemory }),
         ...(o.prefetch === undefined ? {} : { prefetch: o.prefetch }),
+        ...(o.tp === undefined ? {} : { tp: o.tp }),
       },
       backends,
       load,
