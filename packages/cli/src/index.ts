@@ -4,8 +4,8 @@
  * @packageDocumentation
  */
 export { EXIT_USAGE, cliVersion, createProgram, runCli } from "./cli.js";
-export { bandwidthFloor } from "./commands/bench.js";
-export type { BandwidthFloor, BenchReport } from "./commands/bench.js";
+export { bandwidthFloor } from "./commands/bench-report.js";
+export type { BandwidthFloor, BenchReport } from "./commands/bench-report.js";
 export type { CliOptions } from "./cli.js";
 export { commands } from "./commands/index.js";
 export { compileReport, trace, type LoweringReport } from "./commands/compile.js";
