@@ -4,6 +4,7 @@ import * as os from "node:os";
 import { Engine, Rng, RuntimeError, argmax } from "@poot/runtime";
 import { LoadedModel, ModelError } from "@poot/models";
 import { CpuExecutor } from "@poot/backend-cpu";
+import type { Executor } from "@poot/executor";
 import { measureBandwidth } from "./bandwidth.js";
 import { CliError } from "../errors.js";
 import {
@@ -141,9 +142,20 @@ export const bench: CommandModule = {
               natives: number[] = [];
             let stateBytes = 0;
             const cpu = executor instanceof CpuExecutor ? executor : null;
-            const dispatches = (): number | null => executor.dispatchesSubmitted?.() ?? null;
-            const graphs = (): number | null => executor.graphLaunchesSubmitted?.() ?? null;
-            const waited = (): number | null => executor.hostWaitMs?.() ?? null;
+            // Every executor that runs blocks: the placed devices' and, when blocks are paged, the pager's.
+            const executors = (): Executor[] => [
+              ...new Set([executor, ...placed.devices.map((d) => d.executor), ...(e.pipeline?.pager?.executors ?? [])]),
+            ];
+            const total = (count: (x: Executor) => number | undefined): number | null =>
+              executors().reduce<number | null>((n, x) => {
+                const v = count(x);
+                return v === undefined ? n : (n ?? 0) + v;
+              }, null);
+            const cpuTotal = (key: "regions" | "nativeDispatches"): number | undefined =>
+              cpu === null ? undefined : (total((x) => (x instanceof CpuExecutor ? x.stats()[key] : undefined)) ?? 0);
+            const dispatches = (): number | null => total((x) => x.dispatchesSubmitted?.());
+            const graphs = (): number | null => total((x) => x.graphLaunchesSubmitted?.());
+            const waited = (): number | null => total((x) => x.hostWaitMs?.());
             const collectives = new CollectiveMeter(executor);
             let launches = 0;
             const cpuMs = () => {
@@ -161,8 +173,8 @@ export const bench: CommandModule = {
               const d1 = dispatches(),
                 g1 = graphs(),
                 l1 = e.stats.greedyLaunches,
-                r1 = cpu?.stats().regions,
-                n1 = cpu?.stats().nativeDispatches,
+                r1 = cpuTotal("regions"),
+                n1 = cpuTotal("nativeDispatches"),
                 h1 = e.pipelineStats?.handoffs,
                 p1 = e.pagerStats === null ? null : { ...e.pagerStats };
               const q1 = waited();
@@ -180,11 +192,11 @@ export const bench: CommandModule = {
               const steps = launches > 0 ? launches * tokensPerLaunch : G - 1;
               const g2 = graphs();
               const d2 = dispatches(),
-                r2 = cpu?.stats().regions,
-                n2 = cpu?.stats().nativeDispatches,
+                r2 = cpuTotal("regions"),
+                n2 = cpuTotal("nativeDispatches"),
                 h2 = e.pipelineStats?.handoffs,
                 p2 = e.pagerStats === null ? null : { ...e.pagerStats };
-              stateBytes = placed.devices.reduce((n, d) => n + d.executor.deviceBytes().state, 0);
+              stateBytes = executors().reduce((n, x) => n + x.deviceBytes().state, 0);
               s.release();
               bar?.update(r + 1);
               // Run 0 warms up (stages programs, binds weights).
@@ -214,9 +226,9 @@ export const bench: CommandModule = {
                 `dispatches per decode token differ between runs: ${perToken.join(", ")}`,
                 { command: "bench" },
               );
-            // Every device's bytes: a split model holds weights and State on each.
-            const deviceBytes = placed.devices
-              .map((d) => d.executor.deviceBytes())
+            // Every executor's bytes: a split model holds weights and State on each device, a paged one on the pager's.
+            const deviceBytes = executors()
+              .map((x) => x.deviceBytes())
               .reduce((a, b) => ({
                 weights: a.weights + b.weights,
                 state: a.state + b.state,
@@ -225,7 +237,13 @@ export const bench: CommandModule = {
               }));
             // The State holds `context` = P + G positions; the timed steps read positions up to P + 1 ... P + G - 1.
             const meanLive = P + G / 2;
-            const bytesPerToken = deviceBytes.weights + (stateBytes / (P + G)) * meanLive;
+            // Every block's weights are read once a token, those of paged blocks too (the budget holds only some).
+            const placedWeights = e.placementReport()?.weightBytesByDevice;
+            const weightBytes =
+              placedWeights === undefined
+                ? deviceBytes.weights
+                : Object.values(placedWeights).reduce((a, b) => a + b, 0);
+            const bytesPerToken = weightBytes + (stateBytes / (P + G)) * meanLive;
             const decodeMsPerToken = median(ms);
             // The floor: the device's own copy bandwidth (CUDA), or the host's for the CPU backend; measured now.
             const copyGBps =

@@ -233,6 +233,12 @@ export class Pager {
     this.reader.dispose();
   }
 
+  /** The executors paged blocks run on now: each paged device's shared one, and the units' own where there is none. */
+  get executors(): readonly Executor[] {
+    const own = [...this.lru.values()].flat().flatMap((u) => (u.executor === null ? [] : [u.executor]));
+    return [...new Set([...this.shared.values(), ...own])];
+  }
+
   /** Resident weight bytes per paged device. */
   residentBytes(): Record<string, number> {
     const out: Record<string, number> = {};
