@@ -118,11 +118,23 @@ export class TraceContext {
     return this.laneSlot;
   }
 
-  /** The Const of a checkpoint tensor (created once); `shape` checks it when given. */
-  weight(name: string, shape?: readonly (number | null)[]): Ref {
+  /**
+   * The Const of a checkpoint tensor (created once); `shape` checks it when given. A weight stored with its input
+   * columns reordered (act-order) is refused unless `reordered` says the caller applies `inputOrder` (as `linear` does).
+   */
+  weight(name: string, shape?: readonly (number | null)[], reordered = false): Ref {
     let r = this.consts.get(name);
     if (r === undefined) {
       const s = this.weights.spec(name);
+      if (s.inputOrder !== undefined && !reordered)
+        throw new TraceError(
+          "bad-weight",
+          `tensor "${name}" has reordered input columns (act-order) and is used other than as a linear layer`,
+          {
+            file: this.weights.file,
+            tensor: name,
+          },
+        );
       if (
         shape !== undefined &&
         (shape.length !== s.shape.length || shape.some((d, i) => d !== null && d !== s.shape[i]))
