@@ -96,11 +96,11 @@ for (const [dir, dtype] of Object.entries(VARIANTS)) {
 }
 
 /** The checkpoint with each act-order weight's `inputOrder` replaced (planted violations of the column order). */
-function reordered(ck: Checkpoint, change: (order: Int32Array) => Int32Array | undefined): Checkpoint {
+function reordered(ck: Checkpoint, change: (order: Int32Array, name: string) => Int32Array | undefined): Checkpoint {
   const list = ck.tensors().map((t): TensorInfo => {
     if (t.inputOrder === undefined) return t;
     const { inputOrder, ...rest } = t;
-    const next = change(inputOrder);
+    const next = change(inputOrder, t.name);
     return next === undefined ? rest : { ...rest, inputOrder: next };
   });
   const byName = new Map(list.map((t) => [t.name, t]));
@@ -159,6 +159,22 @@ describe("layouts and act-order", () => {
     expect(notGathered).toBeGreaterThan(1e-4);
     expect(wrongOrder).toBeGreaterThan(1e-4);
     expect(plantedRel((o) => o)).toBeLessThanOrEqual(1e-4); // the wrapper itself changes nothing
+  });
+
+  test("linears of one input with one act-order (q/k/v, gate/up) share one gather of x: 4 in layer 1, not 7", () => {
+    const gathersOfX = (ck: Checkpoint) => {
+      const m = LoadedModel.fromCheckpoint(readHFConfig(path), ck);
+      try {
+        return m.graph({ kind: "prefill", tokens: 4 }).eqns.filter((e) => e.op === "Gather" && e.params["axis"] === 1)
+          .length;
+      } finally {
+        m.close();
+      }
+    };
+    expect(gathersOfX(openCheckpoint(path))).toBe(4);
+    // Planted: q's order differs from k's and v's (as a per-linear order would), so q needs its own gather.
+    const inverse = (o: Int32Array) => Int32Array.from(o).reverse();
+    expect(gathersOfX(reordered(openCheckpoint(path), (o, n) => (n.includes("q_proj") ? inverse(o) : o)))).toBe(5);
   });
 
   test("a reordered weight used other than as a linear layer is a TraceError naming it", () => {

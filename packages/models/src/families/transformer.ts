@@ -25,7 +25,7 @@ export function linear(ctx: TraceContext, x: Ref, name: string, bias?: string, r
   let w = ctx.weight(name, [null, k], true);
   if (rows !== undefined) w = b.gather(w, rows, 0);
   const order = ctx.weights.spec(name).inputOrder;
-  if (order !== undefined) x = b.gather(x, b.computed("i32", [k], order, `${name}.input_order`), x.shape.length - 1);
+  if (order !== undefined) x = ctx.inputsInOrder(x, order, name);
   return b.linear(x, w, bias === undefined ? undefined : ctx.weight(bias, [w.shape[0]!]));
 }
 
