@@ -1,9 +1,10 @@
 // `--backend cpu` on the GPTQ / AWQ / FP8 safetensors checkpoints of the llama3 fixture (fixtures/hf/llama3-*, see
 // packages/models/tools/hf-quant): weights bound packed (fewer bytes than f32), prompt logits within 1e-4 of the
-// float64 forward of the dequantized weights, and 16 greedy ids (KV cache, one token per step) equal to it.
+// float64 forward of the dequantized weights, and 16 greedy ids (KV cache, one token per step) equal to it; the bytes
+// held are the listed packed bytes (act-order GPTQ at its plain-GPTQ 0.625 B/weight, x gathered instead).
 import * as fs from "node:fs";
 import { createCpuExecutor } from "@poot/backend-cpu";
-import { openSafetensors } from "@poot/models";
+import { openCheckpoint, openSafetensors } from "@poot/models";
 import { Engine } from "@poot/runtime";
 import { fixture } from "@poot/testkit";
 import { describe, expect, test } from "vitest";
@@ -52,6 +53,10 @@ describe("--backend cpu on fixtures/hf/llama3-{gptq,awq,fp8}, weights packed", (
         const held = executor.deviceBytes().weights;
         // f32 would hold 4 bytes per parameter of the 2 × 36,864 linear weights alone.
         expect(held).toBeLessThan(2 * 36_864 * 4);
+        // Exactly the listed packed bytes: act-order GPTQ bound at its plain-GPTQ size, nothing expanded on load.
+        const ck = openCheckpoint(fixture("hf", dir));
+        expect(held).toBe(ck.tensors().reduce((n, t) => n + t.byteLength, 0));
+        ck.close();
         console.log(`cpu ${dir}: max rel err ${worst.toExponential(2)}; weights held ${held} B`);
       } finally {
         engine.close();

@@ -16,6 +16,11 @@ export interface TensorInfo {
   readonly byteLength: number;
   /** File holding the tensor (shards differ per tensor). */
   readonly file: string;
+  /**
+   * For a [out, in] weight stored with its input columns reordered (GPTQ act-order, decision 2602): stored column k
+   * holds input `inputOrder[k]`, so a matmul must gather x in this order first. Absent: columns in input order.
+   */
+  readonly inputOrder?: Int32Array;
 }
 
 /** An opened checkpoint: header parsed and validated, data left on disk. */

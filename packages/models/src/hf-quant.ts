@@ -122,7 +122,7 @@ export class QuantizedHFCheckpoint implements Checkpoint {
     if (gi !== undefined && gi.shape[0] !== inDim) shapeFail(gi, `${inDim}`);
     if (qz === undefined && !(q.method === "gptq" && q.sym)) throw new MissingTensorError(`${base}.qzeros`, qw.file);
     const scale = SCALE_OF[sc.dtype]!;
-    // Act-order g_idx that is not i / g needs a (scale, zero) per element; whether it is shows only in the data.
+    // Whether g_idx is act-order (not i / g) shows only in the data; every entry must name a group.
     const gidx = gi === undefined ? undefined : i32(this.inner.readSync(gi.name));
     if (gidx !== undefined)
       for (let i = 0; i < inDim; i++)
@@ -132,7 +132,13 @@ export class QuantizedHFCheckpoint implements Checkpoint {
             tensor: gi!.name,
             offset: gi!.byteOffset + 4 * i,
           });
-    const plain = gidx === undefined || gidx.every((v, i) => v === Math.floor(i / g));
+    const groupOf = gidx === undefined ? (i: number) => Math.floor(i / g) : (i: number) => gidx[i]!;
+    // Act-order (exllama's route): inputs sorted by group make each group contiguous, so the weight is plain grouped
+    // int4 with its columns in that order and the traced linear gathers x the same way. A grouping whose sorted
+    // groups do not fill whole 32-blocks keeps a (scale, zero) per element instead.
+    const order = groupOrder(inDim, groupOf);
+    const plain = order !== null;
+    const inputOrder = order !== null && order.some((v, k) => v !== k) ? order : undefined;
     const format = hfPackedFormat(plain ? `int4zp_${scale}` : `int4zpx_${scale}`)!;
     const name = `${base}.weight`;
     const info: TensorInfo = {
@@ -142,6 +148,7 @@ export class QuantizedHFCheckpoint implements Checkpoint {
       byteOffset: qw.byteOffset,
       byteLength: (out * inDim * format.bytesPerBlock) / HF_BLOCK,
       file: qw.file,
+      ...(inputOrder === undefined ? {} : { inputOrder }),
     };
     const pos = q.layout.order.map((_, k) => 4 * q.layout.order.indexOf(k));
     const repack = (): Uint8Array => {
@@ -156,7 +163,6 @@ export class QuantizedHFCheckpoint implements Checkpoint {
         z === undefined
           ? () => 8
           : (gr: number, o: number) => ((z[gr * (out >> 3) + (o >> 3)]! >>> pos[o & 7]!) & 15) + q.layout.zeroOffset;
-      const groupOf = gidx === undefined ? (i: number) => Math.floor(i / g) : (i: number) => gidx[i]!;
       const bytes = new Uint8Array(info.byteLength);
       const B = format.bytesPerBlock,
         qAt = B - 16;
@@ -165,7 +171,8 @@ export class QuantizedHFCheckpoint implements Checkpoint {
           const at = (o * inDim) / HF_BLOCK + b;
           const blk = bytes.subarray(at * B, at * B + B);
           for (let e = 0; e < HF_BLOCK; e++) {
-            const i = b * HF_BLOCK + e,
+            const k = b * HF_BLOCK + e,
+              i = inputOrder === undefined ? k : inputOrder[k]!,
               gr = groupOf(i);
             blk[qAt + (e >> 1)]! |= nib(o, i) << (4 * (e & 1));
             if (plain && e > 0) continue;
@@ -281,11 +288,29 @@ export class QuantizedHFCheckpoint implements Checkpoint {
   readF32Sync(name: string): Float32Array {
     const p = this.packed.get(name);
     if (p === undefined) return this.inner.readF32Sync(name);
-    return Float32Array.from(decodePacked(p.format, p.repack(), numel(p.info.shape)));
+    const stored = Float32Array.from(decodePacked(p.format, p.repack(), numel(p.info.shape)));
+    const order = p.info.inputOrder;
+    if (order === undefined) return stored;
+    // Values in input order: stored column k is input order[k].
+    const logical = new Float32Array(stored.length);
+    const inDim = order.length;
+    for (let o = 0; o < stored.length / inDim; o++)
+      for (let k = 0; k < inDim; k++) logical[o * inDim + order[k]!] = stored[o * inDim + k]!;
+    return logical;
   }
   close(): void {
     this.inner.close();
   }
+}
+
+/**
+ * Inputs sorted by group (stable): the column order that makes every group contiguous; null when a 32-block of that
+ * order would span two groups (a group whose size is not a multiple of 32).
+ */
+function groupOrder(inDim: number, groupOf: (i: number) => number): Int32Array | null {
+  const order = Int32Array.from({ length: inDim }, (_, i) => i).sort((a, b) => groupOf(a) - groupOf(b) || a - b);
+  for (let k = 0; k < inDim; k += HF_BLOCK) if (groupOf(order[k]!) !== groupOf(order[k + HF_BLOCK - 1]!)) return null;
+  return order;
 }
 
 function i32(bytes: Uint8Array): Int32Array {

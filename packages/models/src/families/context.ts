@@ -75,6 +75,7 @@ export class TraceContext {
   /** The paged layout, or null. */
   readonly paged: PagedLayout | null;
   private readonly consts = new Map<string, Ref>();
+  private readonly ordered = new Map<Ref["id"], { readonly order: Int32Array; readonly gathered: Ref }[]>();
   /** Memoized per-trace tables (RoPE cos/sin, masks) by key. */
   readonly memo = new Map<string, Ref>();
 
@@ -118,11 +119,23 @@ export class TraceContext {
     return this.laneSlot;
   }
 
-  /** The Const of a checkpoint tensor (created once); `shape` checks it when given. */
-  weight(name: string, shape?: readonly (number | null)[]): Ref {
+  /**
+   * The Const of a checkpoint tensor (created once); `shape` checks it when given. A weight stored with its input
+   * columns reordered (act-order) is refused unless `reordered` says the caller applies `inputOrder` (as `linear` does).
+   */
+  weight(name: string, shape?: readonly (number | null)[], reordered = false): Ref {
     let r = this.consts.get(name);
     if (r === undefined) {
       const s = this.weights.spec(name);
+      if (s.inputOrder !== undefined && !reordered)
+        throw new TraceError(
+          "bad-weight",
+          `tensor "${name}" has reordered input columns (act-order) and is used other than as a linear layer`,
+          {
+            file: this.weights.file,
+            tensor: name,
+          },
+        );
       if (
         shape !== undefined &&
         (shape.length !== s.shape.length || shape.some((d, i) => d !== null && d !== s.shape[i]))
@@ -137,6 +150,21 @@ export class TraceContext {
       this.consts.set(name, r);
     }
     return r;
+  }
+
+  /**
+   * x gathered along its last axis in a weight's stored input order (GPTQ act-order): one Gather per distinct
+   * (x, order), so linears that read the same x with equal orders (q/k/v, gate/up: AutoGPTQ derives the order from
+   * their shared input's Hessian) share it, and stay one horizontal group.
+   */
+  inputsInOrder(x: Ref, order: Int32Array, name: string): Ref {
+    const seen = this.ordered.get(x.id) ?? [];
+    const same = seen.find((s) => s.order.length === order.length && s.order.every((v, k) => v === order[k]));
+    if (same !== undefined) return same.gathered;
+    const k = x.shape[x.shape.length - 1]!;
+    const gathered = this.b.gather(x, this.b.computed("i32", [k], order, `${name}.input_order`), x.shape.length - 1);
+    this.ordered.set(x.id, [...seen, { order, gathered }]);
+    return gathered;
   }
 
   /** A scalar i32 literal operand (for dynamic-slice starts). */

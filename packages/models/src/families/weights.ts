@@ -14,6 +14,8 @@ export interface WeightSpec {
   readonly dtype: DType;
   /** Row-major shape. */
   readonly shape: readonly number[];
+  /** Input columns stored reordered (GPTQ act-order): stored column k is input `inputOrder[k]` (`linear` gathers x so). */
+  readonly inputOrder?: Int32Array;
 }
 
 /** Tensor names of one format; tracers ask for weights by these roles. */
@@ -181,7 +183,12 @@ export class ModelWeights {
     const t = this.tensors.get(name);
     if (t === undefined)
       throw new TraceError("missing-tensor", `the model needs tensor "${name}"`, { file: this.file, tensor: name });
-    return { name, dtype: dtypeOf(t), shape: t.shape };
+    return {
+      name,
+      dtype: dtypeOf(t),
+      shape: t.shape,
+      ...(t.inputOrder === undefined ? {} : { inputOrder: t.inputOrder }),
+    };
   }
 }
 

@@ -232,14 +232,24 @@ const u16 = (a, dtype) => ({ dtype, bytes: new Uint8Array(Uint16Array.from(a).bu
 const f32t = (a) => ({ dtype: "F32", bytes: new Uint8Array(Float32Array.from(a).buffer) });
 
 // ── GPTQ: asymmetric RTN per group, v1 zeros (stored minus one), act-order g_idx on layer 1 ──
-function packGPTQ(w, out, inn, g, act) {
-  const G = inn / g;
-  const order = Array.from({ length: inn }, (_, i) => i);
-  if (act)
+// AutoGPTQ's act-order quantizes inputs in the order argsort(diag(H)), H the Hessian of the layer's input: linears
+// reading the same input (q/k/v, gate/up) share it. Here a seeded shuffle per input stands in for that argsort.
+const ACT_ORDERS = new Map();
+function actOrder(name, inn) {
+  const key = name.replace(/\.(q_proj|k_proj|v_proj)\./, ".qkv.").replace(/\.(gate_proj|up_proj)\./, ".gate_up.");
+  if (!ACT_ORDERS.has(key)) {
+    const order = Array.from({ length: inn }, (_, i) => i);
     for (let i = inn - 1; i > 0; i--) {
       const j = Math.floor(rand() * (i + 1));
       [order[i], order[j]] = [order[j], order[i]];
     }
+    ACT_ORDERS.set(key, order);
+  }
+  return ACT_ORDERS.get(key);
+}
+function packGPTQ(w, out, inn, g, actOrderOf) {
+  const G = inn / g;
+  const order = actOrderOf ?? Array.from({ length: inn }, (_, i) => i);
   const gidx = new Int32Array(inn);
   order.forEach((i, j) => (gidx[i] = Math.floor(j / g)));
   const qweight = new Int32Array((inn / 8) * out),
@@ -372,7 +382,7 @@ const VARIANTS = {
     },
     pack(name, w, out, inn, T) {
       const base = name.slice(0, -".weight".length);
-      const t = packGPTQ(w, out, inn, 32, name.includes("layers.1."));
+      const t = packGPTQ(w, out, inn, 32, name.includes("layers.1.") ? actOrder(name, inn) : null);
       T[`${base}.qweight`] = { ...i32(t.qweight), shape: [inn / 8, out] };
       T[`${base}.qzeros`] = { ...i32(t.qzeros), shape: [t.G, out / 8] };
       T[`${base}.scales`] = { ...u16(t.scales, "F16"), shape: [t.G, out] };
