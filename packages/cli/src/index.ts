@@ -6,6 +6,7 @@
 export { EXIT_USAGE, cliVersion, createProgram, runCli } from "./cli.js";
 export { bandwidthFloor } from "./commands/bench-report.js";
 export type { BandwidthFloor, BenchReport } from "./commands/bench-report.js";
+export type { TensorParallelBench } from "./commands/bench-tp.js";
 export type { CliOptions } from "./cli.js";
 export { commands } from "./commands/index.js";
 export { compileReport, trace, type LoweringReport } from "./commands/compile.js";
