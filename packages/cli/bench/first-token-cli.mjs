@@ -41,13 +41,19 @@ for (let i = 0; i < Number(pairsArg); i++) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "poot-ttft-"));
   const load = () => os.loadavg()[0].toFixed(1);
   const c = await once(dir);
-  console.log(`cold: first token ${(c.first / 1000).toFixed(2)} s, wall ${(c.wall / 1000).toFixed(2)} s, load ${load()}`);
+  console.log(
+    `cold: first token ${(c.first / 1000).toFixed(2)} s, wall ${(c.wall / 1000).toFixed(2)} s, load ${load()}`,
+  );
   const w = await once(dir);
-  console.log(`warm: first token ${(w.first / 1000).toFixed(2)} s, wall ${(w.wall / 1000).toFixed(2)} s, load ${load()}`);
+  console.log(
+    `warm: first token ${(w.first / 1000).toFixed(2)} s, wall ${(w.wall / 1000).toFixed(2)} s, load ${load()}`,
+  );
   if (w.out !== c.out) throw new Error(`warm answer ${JSON.stringify(w.out)} != cold ${JSON.stringify(c.out)}`);
   cold.push(c.first);
   warm.push(w.first);
   fs.rmSync(dir, { recursive: true, force: true });
 }
 const [mc, mw] = [median(cold), median(warm)];
-console.log(`median first token: cold ${(mc / 1000).toFixed(2)} s, warm ${(mw / 1000).toFixed(2)} s, ratio ${(mc / mw).toFixed(2)}x`);
+console.log(
+  `median first token: cold ${(mc / 1000).toFixed(2)} s, warm ${(mw / 1000).toFixed(2)} s, ratio ${(mc / mw).toFixed(2)}x`,
+);

@@ -171,6 +171,11 @@ export const run: CommandModule = {
               : promptText;
           // A chat template writes its own BOS; a plain prompt gets the tokenizer's post-processor specials.
           const ids = userErrors(model, () => tok.encode(text, { addSpecial: o.chat !== true }));
+          if (ids.length === 0)
+            throw new CliError("bad-input", `the prompt encodes to no tokens with the tokenizer of ${model}`, {
+              command: "run",
+              file: model,
+            });
           // The context is sized to the request: the eval backend's attention cost grows with it.
           const context =
             o.context !== undefined
