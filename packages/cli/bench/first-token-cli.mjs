@@ -1,6 +1,7 @@
 // Time to the first token of fresh `poot run` processes, cold (an empty lowering cache) and warm (the entries the
 // cold run wrote), alternating cold/warm PAIRS times. The first token is the first byte on stdout (`--max-tokens 1`,
-// greedy); wall = whole process. Prints each run and the ratio of the median first-token times.
+// greedy); wall = whole process; cpu = its user + system seconds (all threads, through /usr/bin/time: on a shared
+// machine the work done is steadier than the wall). Prints each run and the ratios of the medians.
 // usage: node packages/cli/bench/first-token-cli.mjs MODEL [PAIRS=3] [BACKEND=cpu] [PROMPT=Hello]   (after the build)
 import { spawn } from "node:child_process";
 import * as fs from "node:fs";
@@ -19,7 +20,9 @@ function once(cacheDir) {
     let first = null;
     let out = "";
     let err = "";
-    const p = spawn(process.execPath, args, { env: { ...process.env, POOT_CACHE_DIR: cacheDir } });
+    const p = spawn("/usr/bin/time", ["-f", "cpu %U %S", process.execPath, ...args], {
+      env: { ...process.env, POOT_CACHE_DIR: cacheDir },
+    });
     p.stdout.on("data", (d) => {
       first ??= performance.now() - t0;
       out += d;
@@ -29,7 +32,10 @@ function once(cacheDir) {
     });
     p.on("close", (code) => {
       if (code !== 0 || first === null) reject(new Error(`poot run failed (${code}): ${err}`));
-      else resolve({ first, wall: performance.now() - t0, out: out.trim() });
+      else {
+        const [, user, sys] = /cpu ([\d.]+) ([\d.]+)/.exec(err) ?? [];
+        resolve({ first, wall: performance.now() - t0, cpu: Number(user) + Number(sys), out: out.trim() });
+      }
     });
   });
 }
@@ -37,6 +43,11 @@ function once(cacheDir) {
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const cold = [];
 const warm = [];
+const cpu = { cold: [], warm: [] };
+const show = (what, r, load) =>
+  console.log(
+    `${what}: first token ${(r.first / 1000).toFixed(2)} s, wall ${(r.wall / 1000).toFixed(2)} s, cpu ${r.cpu.toFixed(2)} s, load ${load}`,
+  );
 for (let i = 0; i < Number(pairsArg); i++) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "poot-ttft-"));
   const load = () => os.loadavg()[0].toFixed(1);
@@ -51,9 +62,13 @@ for (let i = 0; i < Number(pairsArg); i++) {
   if (w.out !== c.out) throw new Error(`warm answer ${JSON.stringify(w.out)} != cold ${JSON.stringify(c.out)}`);
   cold.push(c.first);
   warm.push(w.first);
+  cpu.cold.push(c.cpu);
+  cpu.warm.push(w.cpu);
   fs.rmSync(dir, { recursive: true, force: true });
 }
 const [mc, mw] = [median(cold), median(warm)];
 console.log(
   `median first token: cold ${(mc / 1000).toFixed(2)} s, warm ${(mw / 1000).toFixed(2)} s, ratio ${(mc / mw).toFixed(2)}x`,
 );
+const [cc, cw] = [median(cpu.cold), median(cpu.warm)];
+console.log(`median cpu: cold ${cc.toFixed(2)} s, warm ${cw.toFixed(2)} s, ratio ${(cc / cw).toFixed(2)}x`);
