@@ -81,6 +81,7 @@ describe.skipIf(!HAVE)(`poot run on the llama3 fixture${HAVE ? "" : ` (skipped: 
     [["--weights", "f8"], "--weights must be f32 or bf16"],
     [["--context", "3"], "the context holds 3"],
     [["--chat"], "no chat template"],
+    [["--prompt", ""], "the prompt encodes to no tokens with the tokenizer of"],
     [["--compiled", "--target", "tpu"], "--target must be one of"],
   ])("%o exits 1: %s", async (extra, message) => {
     const r = await poot("run", dir, "--prompt", prompt, ...extra);

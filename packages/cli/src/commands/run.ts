@@ -3,7 +3,7 @@
 import { Engine, RuntimeError, checkSampling, generate, type GenerateOptions } from "@poot/runtime";
 import type { Graph } from "@poot/graph-ir";
 import { BACKEND_KINDS, PlanError, compile, defaultTarget, type BackendKind } from "@poot/graph-plan";
-import { LoadedModel, ModelError, loadTokenizer } from "@poot/models";
+import { GGUFCheckpoint, LoadedModel, ModelError, loadTokenizer } from "@poot/models";
 import { CliError } from "../errors.js";
 import { BACKEND_NAMES, createExecutor, executorSettings, findDemoModel, loweringCache } from "./backends.js";
 import { planDevices, describePlacement, engineDevices, placementOptions, type PlacementFlags } from "@poot/serve";
@@ -161,7 +161,9 @@ export const run: CommandModule = {
           const opened = userErrors(model, () => LoadedModel.open(model, { weights }));
           m = opened;
           load?.update(1);
-          const tok = userErrors(model, () => loadTokenizer(model));
+          // A GGUF's vocabulary comes from the header the model already parsed (not a second parse of the file).
+          const ck = opened.checkpoint;
+          const tok = userErrors(model, () => loadTokenizer(ck instanceof GGUFCheckpoint ? ck : model));
           load?.update(2);
           const text =
             o.chat === true
@@ -169,6 +171,11 @@ export const run: CommandModule = {
               : promptText;
           // A chat template writes its own BOS; a plain prompt gets the tokenizer's post-processor specials.
           const ids = userErrors(model, () => tok.encode(text, { addSpecial: o.chat !== true }));
+          if (ids.length === 0)
+            throw new CliError("bad-input", `the prompt encodes to no tokens with the tokenizer of ${model}`, {
+              command: "run",
+              file: model,
+            });
           // The context is sized to the request: the eval backend's attention cost grows with it.
           const context =
             o.context !== undefined

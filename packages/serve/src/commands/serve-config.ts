@@ -2,7 +2,7 @@
 // the `poot serve` flags of the same names; checked with ajv, each error one line naming the file and the field.
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { Ajv, type ErrorObject } from "ajv";
+import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { CliError } from "../errors.js";
 
 const command = "serve";
@@ -75,7 +75,12 @@ export const SERVE_CONFIG_SCHEMA = {
   },
 } as const;
 
-const validate = new Ajv({ allErrors: false, strict: true }).compile<ServeConfig>(SERVE_CONFIG_SCHEMA);
+// Compiled on first use: importing @poot/serve (every `poot` command does) should not pay ajv's ~0.1 s compile.
+let compiled: ValidateFunction<ServeConfig> | undefined;
+function validator(): ValidateFunction<ServeConfig> {
+  compiled ??= new Ajv({ allErrors: false, strict: true }).compile<ServeConfig>(SERVE_CONFIG_SCHEMA);
+  return compiled;
+}
 
 /** `/models/1/ctx` as `models[1].ctx`. */
 function fieldOf(instancePath: string): string {
@@ -112,6 +117,7 @@ export function readServeConfig(file: string): ServeConfig {
   } catch (err) {
     throw new CliError("bad-input", `${file} is not JSON: ${(err as Error).message}`, { command, file });
   }
+  const validate = validator();
   if (!validate(json)) throw new CliError("bad-input", `${file}: ${describe(validate.errors![0]!)}`, { command, file });
   const dir = path.dirname(path.resolve(file));
   // Paths in the file are relative to it, wherever poot runs from.
