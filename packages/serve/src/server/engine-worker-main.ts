@@ -16,7 +16,7 @@ import type {
   FromWorker,
   ToWorker,
   WireEvent,
-} from "./engine-worker.js";
+} from "./engine-worker-protocol.js";
 import { RuntimeServeEngine } from "./runtime-engine.js";
 import { Scheduler, type GenerationEvent, type GenerationJob } from "./scheduler.js";
 
