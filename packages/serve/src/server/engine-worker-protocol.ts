@@ -4,7 +4,7 @@ import type { PlacementReport } from "@poot/runtime";
 import type { ApiErrorCode } from "../errors.js";
 import type { PlacementFlags } from "../placement.js";
 import type { EngineStats, PlacementSummary, PromptLogprob, RelocateResult } from "./engine.js";
-import type { GenerationEvent, GenerationRequest } from "./scheduler.js";
+import type { GenerationEvent, GenerationRequest } from "./scheduler-api.js";
 
 /** The runtime engine's options the worker loads the model with (`Engine.load`'s, less the executors). */
 export interface EngineWorkerLoad {

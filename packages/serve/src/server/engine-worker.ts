@@ -20,7 +20,7 @@ import {
   type WorkerReply,
 } from "./engine-worker-protocol.js";
 import { RemoteScheduler } from "./remote-scheduler.js";
-import type { SchedulerOptions, ServeScheduler } from "./scheduler.js";
+import type { SchedulerOptions, ServeScheduler } from "./scheduler-api.js";
 import { textCodec, type TextCodec } from "./text.js";
 import { TextWorker } from "./text-worker.js";
 

@@ -8,7 +8,7 @@ import type { ServeEngine } from "./engine.js";
 import type { MessagesBody } from "./messages-schema.js";
 import type { PlannedMessage } from "./messages.js";
 import { toolCallOf } from "./responses.js";
-import type { GenerationEvent, ServeScheduler } from "./scheduler.js";
+import type { GenerationEvent, ServeScheduler } from "./scheduler-api.js";
 
 /** Anthropic's error `type` for an HTTP status. */
 export function anthropicErrorType(status: number): string {

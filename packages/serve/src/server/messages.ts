@@ -17,7 +17,7 @@ import {
 } from "./requests.js";
 import type { ChatTool } from "./schemas.js";
 import type { AnthropicTool, CountTokensBody, MessagesBody, TextBlocks, Blocks } from "./messages-schema.js";
-import type { GenerationRequest } from "./scheduler.js";
+import type { GenerationRequest } from "./scheduler-api.js";
 
 const joined = (b: TextBlocks | Blocks): string =>
   typeof b === "string" ? b : b.map((x) => (x.type === "text" ? x.text : "")).join("");

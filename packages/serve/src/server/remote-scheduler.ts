@@ -3,15 +3,14 @@
 import { ApiError, invariant } from "../errors.js";
 import { Channel } from "./channel.js";
 import type { EngineWorkerInfo, ToWorker, WorkerBatch } from "./engine-worker-protocol.js";
-import {
-  DrainRate,
-  checkSubmission,
-  type GenerationEvent,
-  type GenerationJob,
-  type GenerationRequest,
-  type SchedulerOptions,
-  type ServeScheduler,
-} from "./scheduler.js";
+import { DrainRate, checkSubmission } from "./admission.js";
+import type {
+  GenerationEvent,
+  GenerationJob,
+  GenerationRequest,
+  SchedulerOptions,
+  ServeScheduler,
+} from "./scheduler-api.js";
 
 /** A generation submitted to the worker, as the HTTP thread tracks it (its events arrive in the worker's batches). */
 class RemoteJob implements GenerationJob {

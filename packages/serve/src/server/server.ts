@@ -13,7 +13,8 @@ import { createMetrics, type MetricsCompat, type ServerMetrics } from "./metrics
 import { ModelPool, type LoadedEngine, type ServedModel } from "./model-pool.js";
 import { poolScheduler } from "./pool-scheduler.js";
 import { registerRoutes } from "./routes.js";
-import { Scheduler, type SchedulerOptions, type ServeScheduler } from "./scheduler.js";
+import { Scheduler } from "./scheduler.js";
+import type { SchedulerOptions, ServeScheduler } from "./scheduler-api.js";
 import { normalizeTarget } from "./url.js";
 import { toApiError } from "./validation.js";
 
