@@ -54,7 +54,7 @@ export type {
   SchedulerOptions,
   ServeScheduler,
   TokenEvent,
-} from "./server/scheduler.js";
+} from "./server/scheduler-api.js";
 export { createServer } from "./server/server.js";
 export type { PootServer, ServerOptions, SocketLimits } from "./server/server.js";
 export {

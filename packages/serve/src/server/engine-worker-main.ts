@@ -16,9 +16,10 @@ import type {
   FromWorker,
   ToWorker,
   WireEvent,
-} from "./engine-worker.js";
+} from "./engine-worker-protocol.js";
 import { RuntimeServeEngine } from "./runtime-engine.js";
-import { Scheduler, type GenerationEvent, type GenerationJob } from "./scheduler.js";
+import { Scheduler } from "./scheduler.js";
+import type { GenerationEvent, GenerationJob } from "./scheduler-api.js";
 
 const data = workerData as EngineWorkerData;
 const port = parentPort!;

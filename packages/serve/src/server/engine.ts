@@ -2,7 +2,7 @@
 // and detokenize themselves, run one batched step, report stats. runtime-engine.ts adapts @poot/runtime to it;
 // engine-worker.ts runs that adapter and its scheduler on a worker thread behind the same text-side surface.
 import type { ChatMessage } from "@poot/models";
-import type { SchedulerOptions, ServeScheduler } from "./scheduler.js";
+import type { SchedulerOptions, ServeScheduler } from "./scheduler-api.js";
 
 /** Sampling parameters of one sequence, already range-checked by the server. */
 export interface SamplingParams {

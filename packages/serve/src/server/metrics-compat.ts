@@ -5,7 +5,7 @@ import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { EngineStats } from "./engine.js";
 import type { MetricsCompat } from "./metrics.js";
 import type { ModelInstance } from "./model-pool.js";
-import type { SchedulerObserver, ServeScheduler } from "./scheduler.js";
+import type { SchedulerObserver, ServeScheduler } from "./scheduler-api.js";
 
 /** vLLM's buckets for time to first token and per output token, and for request latency and queue time. */
 const VLLM_TTFT = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80];

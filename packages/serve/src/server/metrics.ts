@@ -3,7 +3,7 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { compatMetrics, loadedSums } from "./metrics-compat.js";
 import type { ModelInstance, ModelPoolObserver } from "./model-pool.js";
-import type { SchedulerObserver, ServeScheduler } from "./scheduler.js";
+import type { SchedulerObserver, ServeScheduler } from "./scheduler-api.js";
 
 /** The server's metrics: a registry to scrape and the hooks that feed it. */
 export interface ServerMetrics {

@@ -2,7 +2,7 @@
 // loaded model, unloaded least-recently-used when a load needs room under the memory budget, never under a request.
 import { ApiError } from "../errors.js";
 import type { BatchEngine, RemoteServeEngine } from "./engine.js";
-import type { ServeScheduler } from "./scheduler.js";
+import type { ServeScheduler } from "./scheduler-api.js";
 
 /** A loaded model's engine and how to free it. */
 export interface LoadedEngine {

@@ -2,7 +2,7 @@
 // loaded models for /health and /metrics, drain and shutdown applied to each; requests submit to their model's own.
 import { invariant } from "../errors.js";
 import type { ModelPool } from "./model-pool.js";
-import type { GenerationJob, ServeScheduler } from "./scheduler.js";
+import type { GenerationJob, ServeScheduler } from "./scheduler-api.js";
 
 /** The loaded models' schedulers of `pool` as one {@link ServeScheduler} (`submit` goes to a model's own). */
 export function poolScheduler(pool: ModelPool): ServeScheduler {

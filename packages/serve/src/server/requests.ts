@@ -5,7 +5,7 @@ import type { ChatMessage } from "@poot/models";
 import { ApiError } from "../errors.js";
 import type { JsonConstraintSpec, PromptLogprob, ServeEngine } from "./engine.js";
 import { JsonGrammar } from "./json-grammar.js";
-import type { GenerationRequest } from "./scheduler.js";
+import type { GenerationRequest } from "./scheduler-api.js";
 import type { ChatBody, ChatTool, CommonBody, CompletionBody } from "./schemas.js";
 
 /** A request turned into generations: one per (prompt, choice), prompt-major. */

@@ -5,7 +5,7 @@ import { ApiError } from "../errors.js";
 import { Channel } from "./channel.js";
 import type { PlannedRequest } from "./requests.js";
 import type { ChoiceResult, Renderer, Usage } from "./responses.js";
-import type { GenerationEvent, GenerationJob, ServeScheduler, TokenEvent } from "./scheduler.js";
+import type { GenerationEvent, GenerationJob, ServeScheduler, TokenEvent } from "./scheduler-api.js";
 
 /** Events of several jobs as they happen, each tagged with its job's index. */
 function merged(

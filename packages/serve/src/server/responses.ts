@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 import type { PromptLogprob, ServeEngine } from "./engine.js";
 import type { ChatOutput } from "./requests.js";
-import type { FinishReason, TokenEvent } from "./scheduler.js";
+import type { FinishReason, TokenEvent } from "./scheduler-api.js";
 
 /** A finished choice. */
 export interface ChoiceResult {

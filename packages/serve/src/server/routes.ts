@@ -5,15 +5,9 @@ import type { FastifyInstance } from "fastify";
 import { ApiError } from "../errors.js";
 import { detokenize, embeddings, tokenize } from "./embeddings.js";
 import type { PlacementSummary } from "./engine.js";
-import {
-  countTokens,
-  countTokensBody,
-  messagesBody,
-  planMessages,
-  respondMessages,
-  type CountTokensBody,
-  type MessagesBody,
-} from "./messages.js";
+import { countTokens, planMessages } from "./messages.js";
+import { respondMessages } from "./messages-respond.js";
+import { countTokensBody, messagesBody, type CountTokensBody, type MessagesBody } from "./messages-schema.js";
 import type { ModelLease, ModelPool } from "./model-pool.js";
 import { planChat, planCompletion, type PlannedRequest } from "./requests.js";
 import { respond } from "./respond.js";

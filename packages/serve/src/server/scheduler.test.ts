@@ -5,7 +5,8 @@ import { Engine } from "@poot/runtime";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ApiError } from "../errors.js";
 import { RuntimeServeEngine } from "./runtime-engine.js";
-import { Scheduler, type GenerationEvent, type GenerationRequest } from "./scheduler.js";
+import { Scheduler } from "./scheduler.js";
+import type { GenerationEvent, GenerationRequest } from "./scheduler-api.js";
 import { fixture, needFixture } from "@poot/testkit";
 
 const NO_FIXTURES = needFixture("hf/llama3");

@@ -1,204 +1,23 @@
 // Continuous batching: one loop runs every active sequence as one engine step, samples each one's next
 // token, and between steps lets finished or cancelled requests leave and waiting ones join (up to maxBatch,
 // and only when the KV pages they can grow to are free: admission control, first come first served).
+// The contract (requests, events, ServeScheduler) is scheduler-api.ts; the admission checks it shares with the
+// engine worker's scheduler (remote-scheduler.ts) are admission.ts.
 import { ApiError, invariant } from "../errors.js";
 import { Channel } from "./channel.js";
-import type { BatchEngine, EngineSequence, SequenceOptions, TokenLogprob } from "./engine.js";
+import { DrainRate, checkSubmission } from "./admission.js";
+import type { BatchEngine, EngineSequence } from "./engine.js";
+import type {
+  FinishReason,
+  GenerationEvent,
+  GenerationJob,
+  GenerationRequest,
+  JobSink,
+  SchedulerOptions,
+  ServeScheduler,
+} from "./scheduler-api.js";
 
-/** Why a generation ended, in OpenAI's words. */
-export type FinishReason = "stop" | "length";
-
-/** What one generation asks for (one choice of a request). */
-export interface GenerationRequest extends SequenceOptions {
-  /** Prompt token ids (non-empty; prompt + maxTokens fit the context, checked by the caller). */
-  readonly prompt: readonly number[];
-}
-
-/** A sampled token with the text it released (possibly empty) and, when asked, its logprobs. */
-export interface TokenEvent {
-  readonly kind: "token";
-  readonly id: number;
-  readonly text: string;
-  readonly logprob: number | null;
-  readonly top: readonly TokenLogprob[] | null;
-}
-
-/** The end of a generation: trailing text, the reason and the token counts. */
-export interface DoneEvent {
-  readonly kind: "done";
-  readonly text: string;
-  readonly finishReason: FinishReason;
-  readonly promptTokens: number;
-  readonly completionTokens: number;
-}
-
-/** The failure of a generation (an engine error), reported to its client only. */
-export interface ErrorEvent {
-  readonly kind: "error";
-  readonly error: ApiError;
-}
-
-/** Events of one generation, in order: tokens, then one done or error. */
-export type GenerationEvent = TokenEvent | DoneEvent | ErrorEvent;
-
-/** Where the scheduler reports timings and counts (the /metrics registry). */
-export interface SchedulerObserver {
-  /** Seconds from submission to the first token. */
-  firstToken(seconds: number): void;
-  /** Seconds between consecutive tokens of one sequence. */
-  interToken(seconds: number): void;
-  /** A generation finished with these counts. */
-  finished(promptTokens: number, completionTokens: number, reason: FinishReason | "cancelled" | "error"): void;
-  /** Seconds a generation waited in the queue before it joined the batch. */
-  queued?(seconds: number): void;
-  /** Seconds from a generation's submission to its end (done, cancelled or failed). */
-  ended?(seconds: number): void;
-}
-
-/** Options of {@link Scheduler}. */
-export interface SchedulerOptions {
-  /** Most sequences in one decode step. */
-  readonly maxBatch: number;
-  /** Most requests waiting for a slot; past it submissions get a 429. */
-  readonly maxQueue: number;
-  /** Most milliseconds a generation may wait for a slot before it fails with a 503 (default: no limit). */
-  readonly queueTimeoutMs?: number;
-  /** Receives timings and counts. */
-  readonly observer?: SchedulerObserver;
-  /** Receives admissions and events synchronously instead of the jobs' channels (the engine worker's batching). */
-  readonly sink?: JobSink;
-}
-
-/** A submitted generation: its events, and cancel() for a client that went away. */
-export interface GenerationJob {
-  /** Events as they happen; ends after the done or error event. */
-  readonly events: AsyncIterable<GenerationEvent>;
-  /** Stops the generation and frees its sequence (no more events); idempotent. */
-  cancel(): void;
-}
-
-/**
- * Where a scheduler's jobs report, synchronously, instead of their `events` channels: the engine worker
- * (engine-worker-main.ts) batches what one step released into one message to the HTTP thread.
- */
-export interface JobSink {
-  /** A job left the queue for the running batch (its KV pages are reserved). */
-  admitted(job: GenerationJob): void;
-  /** An event of a job, in order; its done or error event is its last. */
-  event(job: GenerationJob, event: GenerationEvent): void;
-}
-
-/**
- * What the HTTP server needs from a scheduler: submission with truthful admission answers, the queue and batch
- * figures /health and /metrics report, draining and shutdown. {@link Scheduler} runs the engine on the calling
- * thread; the engine worker's scheduler (engine-worker.ts) runs it on a worker thread behind the same surface.
- */
-export interface ServeScheduler {
-  /** Requests waiting for a slot. */
-  readonly queueDepth: number;
-  /** Sequences in the running batch. */
-  readonly activeSequences: number;
-  /** Tokens held in the active sequences' KV caches. */
-  readonly kvTokens: number;
-  /** Engine steps run so far. */
-  readonly stepCount: number;
-  /** Whether new work is refused (draining, shut down or failed). */
-  readonly draining: boolean;
-  /** Why no new work is taken: null while serving. /health answers 503 with it. */
-  readonly refusing: "draining" | "failed" | null;
-  /** Seconds until the queue has room for `count` more (Retry-After). */
-  retryAfterSeconds(count: number): number;
-  /**
-   * Queues generations (the choices of one request) together: all are admitted to the queue or none is.
-   * @throws ApiError 400 when the request could never run, 429 when the queue is full, 503 while shutting down.
-   */
-  submit(requests: readonly GenerationRequest[]): GenerationJob[];
-  /** Refuses new work and resolves once everything queued and running ended (true) or after `timeoutMs` (false). */
-  drain(timeoutMs: number): Promise<boolean>;
-  /** Refuses new work and cancels everything queued or running. */
-  shutdown(): void;
-}
-
-/** Generations that left a scheduler recently: the measured drain rate behind Retry-After. */
-export class DrainRate {
-  /** When recent generations left (ms, performance.now()). */
-  private readonly leftAt: number[] = [];
-
-  /** Records a generation leaving now (finished or cancelled). */
-  left(now = performance.now()): void {
-    this.leftAt.push(now);
-  }
-
-  /**
-   * Seconds until a queue of `maxQueue` holding `waiting` has room for `count` more: the generations over the
-   * limit / the generations that left in the last minute per second (at least 1 s; 1 s per waiting generation per
-   * batch slot while nothing has left yet).
-   */
-  retryAfterSeconds(waiting: number, count: number, maxQueue: number, maxBatch: number): number {
-    const now = performance.now();
-    while (this.leftAt.length > 0 && this.leftAt[0]! < now - 60_000) this.leftAt.shift();
-    const over = waiting + count - maxQueue;
-    if (this.leftAt.length < 2) return Math.max(1, Math.ceil(over / maxBatch));
-    const perSecond = this.leftAt.length / Math.max(1, (now - this.leftAt[0]!) / 1000);
-    return Math.min(3600, Math.max(1, Math.ceil(over / perSecond)));
-  }
-}
-
-/**
- * The admission answers of a submission, shared by both schedulers so they say the same: 503 while refusing work,
- * 400 for a generation larger than the KV pool or more generations than the queue holds, 429 (with Retry-After)
- * when the queue has no room now.
- */
-export function checkSubmission(
-  requests: readonly GenerationRequest[],
-  s: {
-    readonly refusing: "draining" | "failed" | null;
-    readonly waiting: number;
-    readonly maxQueue: number;
-    readonly admission: (r: GenerationRequest) => {
-      readonly admit: string;
-      readonly pages: number;
-      readonly pagesTotal: number;
-    };
-    readonly retryAfter: (count: number) => number;
-  },
-): void {
-  if (s.refusing === "draining") throw new ApiError(503, "server_shutting_down", "the server is shutting down");
-  if (s.refusing === "failed")
-    throw new ApiError(503, "internal_error", "the engine failed and the server cannot generate: restart it");
-  for (const r of requests) {
-    const a = s.admission(r);
-    if (a.admit === "never") {
-      throw new ApiError(
-        400,
-        "kv_capacity_exceeded",
-        `the request needs ${a.pages} KV pages (${r.prompt.length} prompt + ${r.maxTokens} max_tokens tokens) but the server's KV cache has ${a.pagesTotal} in all; lower max_tokens or shorten the prompt`,
-        "max_tokens",
-      );
-    }
-  }
-  // Retrying cannot help a request larger than the queue itself: that is the client's error, not busy-ness.
-  if (requests.length > s.maxQueue) {
-    throw new ApiError(
-      400,
-      "too_many_generations",
-      `the request has ${requests.length} generations (prompts x n) but this server queues at most ${s.maxQueue} at once; send fewer prompts or a smaller n`,
-      "n",
-    );
-  }
-  const room = s.maxQueue - s.waiting;
-  if (requests.length > room) {
-    const after = s.retryAfter(requests.length);
-    throw new ApiError(
-      429,
-      "server_busy",
-      `the server is busy: ${s.waiting} requests are waiting (at most ${s.maxQueue}); retry after ${after} s`,
-      null,
-      { "retry-after": String(after) },
-    );
-  }
-}
-
+/** A generation queued or running in a {@link Scheduler}: its channel (or sink), sequence and token timings. */
 class Job implements GenerationJob {
   readonly events = new Channel<GenerationEvent>();
   readonly submitted = performance.now();

@@ -8,12 +8,13 @@ import { ApiError, invariant } from "../errors.js";
 import { checkAuth, type AuthPolicy } from "./auth.js";
 import { LOOPBACK_NAMES, checkHost, isLoopback } from "./hosts.js";
 import { isRemoteEngine, type BatchEngine, type RemoteServeEngine } from "./engine.js";
-import { anthropicError } from "./messages.js";
+import { anthropicError } from "./messages-respond.js";
 import { createMetrics, type MetricsCompat, type ServerMetrics } from "./metrics.js";
 import { ModelPool, type LoadedEngine, type ServedModel } from "./model-pool.js";
 import { poolScheduler } from "./pool-scheduler.js";
 import { registerRoutes } from "./routes.js";
-import { Scheduler, type SchedulerOptions, type ServeScheduler } from "./scheduler.js";
+import { Scheduler } from "./scheduler.js";
+import type { SchedulerOptions, ServeScheduler } from "./scheduler-api.js";
 import { normalizeTarget } from "./url.js";
 import { toApiError } from "./validation.js";
 

@@ -3,7 +3,8 @@
 // characters and the document can still be completed in the tokens left (at most one token per character: every
 // ASCII character is a token of its own in the tokenizers served). Masks are cached per state set and shared by
 // every sequence of the same schema, so a schema's steady states cost one lookup.
-import { JsonAutomaton, JsonGrammar, type JsonState } from "./json-grammar.js";
+import { JsonAutomaton, type JsonState } from "./json-automaton.js";
+import type { JsonGrammar } from "./json-grammar.js";
 
 /** The text each token adds to a decoded sequence (null: never allowed in constrained output). */
 export class TokenTable {
