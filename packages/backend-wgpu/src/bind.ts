@@ -5,7 +5,6 @@
 /// <reference types="@webgpu/types" preserve="true" />
 
 import type { TargetCode } from "@poot/codegen";
-import type { Kernel } from "@poot/kernel-dsl";
 import { pad4, type WgpuBuffer } from "./buffers.js";
 import type { WgpuContext } from "./context.js";
 import { WgpuError } from "./errors.js";
@@ -55,10 +54,20 @@ export interface BoundKernel {
   setUniforms(values: Readonly<Record<string, number>>): void;
 }
 
+/**
+ * What binding needs of a kernel: its name, buffers (access decides the layout) and uniform types. A kernel-dsl
+ * `Kernel` is one; a lowered kernel gives one from its WGSL (see `kernelShapeOf`).
+ */
+export interface KernelShape {
+  readonly name: string;
+  readonly buffers: readonly { readonly name: string; readonly access: string; readonly atomic?: boolean }[];
+  readonly uniforms: readonly { readonly name: string; readonly type: string }[];
+}
+
 /** What {@link bindKernel} takes. */
 export interface BindRequest {
-  /** The kernel IR (for buffer access and uniform types). */
-  readonly kernel: Kernel;
+  /** The kernel (for buffer access and uniform types). */
+  readonly kernel: KernelShape;
   /** Its WGSL lowering. */
   readonly code: TargetCode;
   /** Workgroups along x, y, z. */
@@ -71,7 +80,8 @@ export interface BindRequest {
   readonly before?: readonly PackCopy[];
 }
 
-function checkGrid(ctx: WgpuContext, kernel: string, grid: readonly [number, number, number]): void {
+/** Throws `bad-binding` unless every grid axis is an integer the device can dispatch. */
+export function checkGrid(ctx: WgpuContext, kernel: string, grid: readonly [number, number, number]): void {
   const max = ctx.caps.maxWorkgroupsPerDimension;
   for (const g of grid) {
     if (!Number.isInteger(g) || g < 0 || g > max)

@@ -24,6 +24,8 @@ export interface StepOptions {
   readonly label?: string;
   /** Copies encoded after the last dispatch (e.g. a computed state_out into its State buffer). */
   readonly after?: readonly PackCopy[];
+  /** Copies encoded before dispatch `i` (e.g. a snapshot of an in-place operand), before its packed-input copies. */
+  readonly before?: readonly (readonly PackCopy[])[];
 }
 
 // The query-set size WebGPU allows: two timestamps per dispatch.
@@ -39,6 +41,7 @@ export class Step {
   /** The kernels, in dispatch order. */
   readonly kernels: readonly BoundKernel[];
   readonly #after: readonly PackCopy[];
+  readonly #before: readonly (readonly PackCopy[])[];
   readonly #ctx: WgpuContext;
   #query: { set: GPUQuerySet; resolve: GPUBuffer; read: GPUBuffer; count: number } | null = null;
   #disposed = false;
@@ -49,6 +52,7 @@ export class Step {
     this.kernels = kernels;
     this.label = options.label ?? "step";
     this.#after = options.after ?? [];
+    this.#before = options.before ?? [];
   }
 
   /** Dispatches per submit. */
@@ -62,10 +66,11 @@ export class Step {
     let pass: GPUComputePassEncoder | null = null;
     this.kernels.forEach((k, i) => {
       // Packed-input copies must sit between passes; a step with none keeps a single pass.
-      if (k.copies.length > 0 || timed) {
+      const copies = this.#before[i]?.length ? [...this.#before[i]!, ...k.copies] : k.copies;
+      if (copies.length > 0 || timed) {
         pass?.end();
         pass = null;
-        for (const c of k.copies) enc.copyBufferToBuffer(c.from, c.fromOffset, c.to, c.toOffset, c.bytes);
+        for (const c of copies) enc.copyBufferToBuffer(c.from, c.fromOffset, c.to, c.toOffset, c.bytes);
       }
       if (pass === null) {
         const q = this.#query;

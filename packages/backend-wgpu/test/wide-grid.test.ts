@@ -5,7 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { relativeError, seededFloats, stored } from "@poot/executor/conformance";
 import { Builder, evaluate, type Graph, type HostData } from "@poot/graph-ir";
-import { createWgpuExecutor, type WgpuExecutor } from "@poot/backend-wgpu/executor";
+import { compile, makeTarget } from "@poot/graph-plan";
+import { createWgpuExecutor, wgpuLowering, type WgpuExecutor } from "@poot/backend-wgpu/executor";
 import { openTestContext } from "./helpers.js";
 
 const TOL = 1e-4;
@@ -39,7 +40,10 @@ describe(`LM head with ${V} output columns on WebGPU`, () => {
     const { graph, weights } = lmHead();
     e.bindWeights((key) => weights[key]!);
     const prog = await e.stage(graph, { name: "wide_lm_head" });
-    const kernels = prog.program
+    // The plans the staged program was lowered from: graph-plan's, for the device's lowering target.
+    const target = wgpuLowering(e.ctx.caps);
+    expect(prog.inner.lowered.key).toBeTypeOf("string");
+    const kernels = compile(graph, makeTarget({ kind: "wgpu", caps: target.plan }), target.compile)
       .plans()
       .map((p) => p.kernel)
       .filter((k) => k.provenance === "imported")

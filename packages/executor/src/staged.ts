@@ -16,8 +16,8 @@ import type {
 import type { Device, DeviceBuffer, DeviceOp } from "./device.js";
 import { ExecutorError } from "./errors.js";
 import { loadHost, storeHost, type HostBuffer } from "./host-state.js";
-import type { LoweredBuffer, LoweredProgram } from "./lowering/types.js";
-import { checkSlotData, readWeight, type ProgramSchema } from "./schema.js";
+import type { ByteRegion, LoweredBuffer, LoweredProgram } from "./lowering/types.js";
+import { checkSlotData, readWeight, type OutputSpec, type ProgramSchema } from "./schema.js";
 import { DeviceStateSet } from "./staged-state.js";
 import { outputOf, storageOf } from "./storage.js";
 
@@ -477,6 +477,29 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
   }
 
   readOutput(name: string, into?: OutputData): OutputData {
+    const { spec, buf, regions } = this.#output(name);
+    const view =
+      regions.length === 1
+        ? this.#view(this.#outputViews, name, buf, regions[0]!.srcOffset, spec.dtype, spec.size)
+        : undefined;
+    if (view !== undefined) {
+      this.#device.sync();
+      return loadHost(spec.dtype, view, into);
+    }
+    const [offset, bytes] = span(regions, buf);
+    return gather(spec, regions, this.#device.download(buf, offset, bytes), into);
+  }
+
+  /** {@link readOutput} on a device that reads back asynchronously ({@link Device.downloadAsync}). */
+  async readOutputAsync(name: string, into?: OutputData): Promise<OutputData> {
+    if (this.#device.downloadAsync === undefined) return this.readOutput(name, into);
+    const { spec, buf, regions } = this.#output(name);
+    const [offset, bytes] = span(regions, buf);
+    return gather(spec, regions, await this.#device.downloadAsync(buf, offset, bytes), into);
+  }
+
+  /** The output's spec, the buffer it lives in after the last step, and its regions there. */
+  #output(name: string): { spec: OutputSpec; buf: B; regions: readonly ByteRegion[] } {
     this.#alive();
     const spec = this.schema.outputs.get(name);
     const o = this.lowered.outputs.find((x) => x.name === name);
@@ -486,23 +509,7 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
         `no output "${name}" (outputs: ${[...this.schema.outputs.keys()].join(", ")})`,
         { program: this.name, key: name },
       );
-    const buf = this.#buffer(o.buffer, this.#last);
-    const bytes = o.regions.reduce((a, r) => a + r.bytes, 0);
-    const view =
-      o.regions.length === 1
-        ? this.#view(this.#outputViews, name, buf, o.regions[0]!.srcOffset, spec.dtype, spec.size)
-        : undefined;
-    if (view !== undefined) {
-      this.#device.sync();
-      return loadHost(spec.dtype, view, into);
-    }
-    if (o.regions.length === 1)
-      return outputOf(spec.dtype, this.#device.download(buf, o.regions[0]!.srcOffset, bytes), spec.size, into);
-    // A strided view of its root (a transpose, a broadcast): read the root once and gather its runs.
-    const all = this.#device.download(buf, 0, buf.bytes);
-    const out = new Uint8Array(bytes);
-    for (const r of o.regions) out.set(all.subarray(r.srcOffset, r.srcOffset + r.bytes), r.dstOffset);
-    return outputOf(spec.dtype, out, spec.size, into);
+    return { spec, buf: this.#buffer(o.buffer, this.#last), regions: o.regions };
   }
 
   /** The host view of `n` elements at `offset` of `buffer` under `name` (remade when the buffer changes); none without `Device.hostView`. */
@@ -582,4 +589,17 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
     this.#exec.alive();
     if (this.#disposed) throw new ExecutorError("disposed", "program used after dispose", { program: this.name });
   }
+}
+
+/** The bytes to read for an output: its one region, or the whole root buffer of a strided one. */
+function span(regions: readonly ByteRegion[], buf: DeviceBuffer): [number, number] {
+  return regions.length === 1 ? [regions[0]!.srcOffset, regions[0]!.bytes] : [0, buf.bytes];
+}
+
+/** Host data of an output from what {@link span} read: a strided view's runs gathered in order. */
+function gather(spec: OutputSpec, regions: readonly ByteRegion[], data: Uint8Array, into?: OutputData): OutputData {
+  if (regions.length === 1) return outputOf(spec.dtype, data, spec.size, into);
+  const out = new Uint8Array(regions.reduce((a, r) => a + r.bytes, 0));
+  for (const r of regions) out.set(data.subarray(r.srcOffset, r.srcOffset + r.bytes), r.dstOffset);
+  return outputOf(spec.dtype, out, spec.size, into);
 }
