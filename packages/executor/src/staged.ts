@@ -407,7 +407,7 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
     return r;
   }
 
-  createState(): StateSet {
+  createState(): DeviceStateSet<B> {
     this.#alive();
     return this.#exec.createState(this.schema, this.name);
   }

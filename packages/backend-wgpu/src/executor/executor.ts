@@ -1,19 +1,7 @@
-// The WebGPU executor where the thread may not block (a page; decision 1601): @poot/executor's generic staged
-// program on a WgpuProxyDevice whose requests run on this thread's promise chain, with promises where WebGPU reads
-// back (outputs, State) and where its errors surface.
+// The WebGPU executor (decision 1601): @poot/executor's generic staged program on a WgpuProxyDevice; on a thread
+// that may not block (a page), its requests run on this thread's promise chain and reads are asynchronous.
 
-import {
-  DeviceExecutor,
-  type DeviceBytes,
-  type DeviceProgram,
-  type DeviceStateSet,
-  type ExecutorCaps,
-  type OutputData,
-  type ProgramSchema,
-  type StageInput,
-  type StageOptions,
-  type WeightSource,
-} from "@poot/executor";
+import { DeviceExecutor } from "@poot/executor";
 import { lowerProgram, type LoweringCache } from "@poot/executor/lowering";
 import type { CompileOptions } from "@poot/graph-plan";
 import type { WgpuContext } from "../context.js";
@@ -63,138 +51,18 @@ class ChainTransport implements Transport {
   close(): void {}
 }
 
-type H = WgpuHandle;
+/** The WebGPU executor: the generic staged program on a {@link WgpuProxyDevice}. */
+export type WgpuExecutor = DeviceExecutor<WgpuHandle, WgpuHandle, WgpuHandle, WgpuHandle> & {
+  readonly device: WgpuProxyDevice;
+};
 
-/** A StateSet of the {@link WgpuExecutor}: reads resolve once the device has written them. */
-export class WgpuStateSet {
-  constructor(
-    /** The generic StateSet. */ readonly inner: DeviceStateSet<H>,
-    readonly device: WgpuProxyDevice,
-  ) {}
-  get schema(): ProgramSchema {
-    return this.inner.schema;
-  }
-  get lanes(): number {
-    return this.inner.lanes;
-  }
-  get bytes(): number {
-    return this.inner.bytes;
-  }
-  /** Copies one state to the host (f16/bf16 widened to f32). */
-  read(key: string): Promise<OutputData> {
-    return this.inner.readAsync(key);
-  }
-  /** Overwrites one state from the host. */
-  write(key: string, data: ArrayLike<number>): void {
-    this.inner.write(key, data);
-  }
-  /** Copies `count` lanes from `from` (see `StateSet.copyLanes`). */
-  async copyLanes(from: WgpuStateSet, fromLane: number, toLane: number, count = 1): Promise<void> {
-    this.inner.copyLanes(from.inner, fromLane, toLane, count);
-    await this.device.syncAsync();
-  }
-  /** Zeroes every state. */
-  zero(): void {
-    this.inner.zero();
-  }
-  /** Frees the buffers. */
-  dispose(): void {
-    this.inner.dispose();
-  }
-}
-
-/** A program staged on the {@link WgpuExecutor}: `@poot/executor`'s StagedProgram with promises. */
-export class WgpuProgram {
-  constructor(
-    /** The generic staged program. */ readonly inner: DeviceProgram<H, H, H, H>,
-    readonly device: WgpuProxyDevice,
-  ) {}
-  get name(): string {
-    return this.inner.name;
-  }
-  get schema(): ProgramSchema {
-    return this.inner.schema;
-  }
-  /** A zeroed StateSet with this program's state layout. */
-  async createState(): Promise<WgpuStateSet> {
-    const s = new WgpuStateSet(this.inner.createState() as DeviceStateSet<H>, this.device);
-    await this.device.syncAsync();
-    return s;
-  }
-  /** Writes one slot (checked against the schema). */
-  writeSlot(key: string, data: ArrayLike<number>): void {
-    this.inner.writeSlot(key, data);
-  }
-  /** Runs one step with the written slots; resolves when the device has run it. */
-  async run(state?: WgpuStateSet): Promise<void> {
-    this.inner.run(state?.inner);
-    await this.device.syncAsync();
-  }
-  /** Copies an output of the last step to the host (f16/bf16 widened to f32). */
-  readOutput(name: string, into?: OutputData): Promise<OutputData> {
-    return this.inner.readOutputAsync(name, into);
-  }
-  /** Records the next step against `state` for {@link replay}. */
-  async capture(state?: WgpuStateSet): Promise<boolean> {
-    const ok = this.inner.capture(state?.inner);
-    await this.device.syncAsync();
-    return ok;
-  }
-  /** Replays the captured step with the slots' values now. */
-  async replay(): Promise<void> {
-    this.inner.replay();
-    await this.device.syncAsync();
-  }
-  /** Kernel dispatches per step. */
-  dispatchesPerStep(): number {
-    return this.inner.dispatchesPerStep();
-  }
-  /** Frees the program's buffers. */
-  dispose(): void {
-    this.inner.dispose();
-  }
-}
-
-/** The WebGPU executor of a thread that may not block: the generic staged program, awaited. */
-export class WgpuExecutor {
-  /** What the backend can do. */
-  readonly caps: ExecutorCaps;
-  readonly #exec: DeviceExecutor<H, H, H, H>;
-  readonly #device: WgpuProxyDevice;
-
-  constructor(
-    /** The device context (disposed with the executor). */ readonly ctx: WgpuContext,
-    options: WgpuExecutorOptions = {},
-  ) {
-    this.#device = new WgpuProxyDevice(wgpuDeviceCaps(ctx.caps, options.compile), new ChainTransport(new WgpuOps(ctx)));
-    this.#exec = proxyExecutor(this.#device, options.cache);
-    this.caps = this.#exec.caps;
-  }
-  /** Sets the weight source; each Const is read from it the first time a staged program runs with it. */
-  bindWeights(source: WeightSource): void {
-    this.#exec.bindWeights(source);
-  }
-  /** Lowers `input` for the device and loads its kernels (bad WGSL rejects here). */
-  async stage(input: StageInput, options: StageOptions = {}): Promise<WgpuProgram> {
-    const p = new WgpuProgram(this.#exec.stage(input, options), this.#device);
-    await this.#device.syncAsync();
-    return p;
-  }
-  /** Device bytes held now. */
-  deviceBytes(): DeviceBytes {
-    return this.#exec.deviceBytes();
-  }
-  /** Kernel dispatches submitted so far by every program (steps, replays, bind-time preparation). */
-  dispatchesSubmitted(): number {
-    return this.#exec.dispatchesSubmitted();
-  }
-  /** Frees every program, StateSet and weight, and the device. */
-  dispose(): void {
-    this.#exec.dispose();
-  }
-}
-
-/** Opens the WebGPU executor on a context (from `openWgpu`); disposing the executor disposes the context. */
+/**
+ * Opens the WebGPU executor on a context (from `openWgpu`) for a thread that may not block: requests run on this
+ * thread's promise chain, so outputs and State are read with `readOutputAsync` and `readAsync`, and
+ * `executor.device.syncAsync()` waits for queued work and rethrows a queued request's error. Disposing the executor
+ * disposes the context.
+ */
 export function createWgpuExecutor(ctx: WgpuContext, options: WgpuExecutorOptions = {}): WgpuExecutor {
-  return new WgpuExecutor(ctx, options);
+  const device = new WgpuProxyDevice(wgpuDeviceCaps(ctx.caps, options.compile), new ChainTransport(new WgpuOps(ctx)));
+  return proxyExecutor(device, options.cache) as WgpuExecutor;
 }

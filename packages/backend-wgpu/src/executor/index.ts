@@ -1,11 +1,11 @@
 /**
  * @poot/backend-wgpu/executor: WebGPU as a Device of `@poot/executor`'s generic staged program (decision 1601):
- * the proxy device, its device-side operations, and the executor with promises for threads that may not block.
+ * the proxy device, its device-side operations, and the executor for threads that may not block.
  * For the synchronous contract in Node, see `createSyncWgpuExecutor` in `@poot/backend-wgpu/node`.
  * @packageDocumentation
  */
-export { WgpuExecutor, WgpuProgram, WgpuStateSet, createWgpuExecutor, proxyExecutor } from "./executor.js";
-export type { WgpuExecutorOptions } from "./executor.js";
+export { createWgpuExecutor, proxyExecutor } from "./executor.js";
+export type { WgpuExecutor, WgpuExecutorOptions } from "./executor.js";
 export { WgpuHandle, WgpuProxyDevice, wgpuDeviceCaps, wgpuLowering } from "./device.js";
 export { WgpuOps, kernelShapeOf } from "./ops.js";
 export type { DeviceRequest, Transport, WireOp } from "./protocol.js";
