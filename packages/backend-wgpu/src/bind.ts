@@ -50,8 +50,6 @@ export interface BoundKernel {
   readonly owned: readonly WgpuBuffer[];
   /** Frees the buffers made for this binding. */
   dispose(): void;
-  /** Rewrites uniform values (by name) for later steps; names not given keep their value. */
-  setUniforms(values: Readonly<Record<string, number>>): void;
 }
 
 /**
@@ -187,8 +185,7 @@ export async function bindKernel(ctx: WgpuContext, req: BindRequest): Promise<Bo
     }
   }
   const types = new Map(kernel.uniforms.map((u) => [u.name, u.type]));
-  const writeUniforms = (): void => {
-    if (uniformSlot === null) return;
+  if (uniformSlot !== null) {
     const words = new DataView(new ArrayBuffer(uniformSlot.buffer.bytes));
     uniformSlot.order.forEach((name, i) => {
       const v = uniformValues.get(name);
@@ -202,8 +199,7 @@ export async function bindKernel(ctx: WgpuContext, req: BindRequest): Promise<Bo
       else words.setUint32(4 * i, v >>> 0, true);
     });
     uniformSlot.buffer.write(words);
-  };
-  writeUniforms();
+  }
   const bindGroup = await ctx.device.scoped(
     `bind ${kernel.name}`,
     () => ctx.device.device.createBindGroup({ label: kernel.name, layout: pipeline.layout, entries }),
@@ -224,17 +220,6 @@ export async function bindKernel(ctx: WgpuContext, req: BindRequest): Promise<Bo
     owned,
     dispose() {
       for (const b of owned) b.destroy();
-    },
-    setUniforms(values) {
-      for (const [k, v] of Object.entries(values)) {
-        if (!types.has(k))
-          throw new WgpuError("bad-binding", `kernel ${kernel.name} has no uniform ${k}`, {
-            kernel: kernel.name,
-            key: k,
-          });
-        uniformValues.set(k, v);
-      }
-      writeUniforms();
     },
   };
 }

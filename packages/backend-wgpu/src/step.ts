@@ -110,15 +110,7 @@ export class Step {
   submit(): Promise<void> {
     this.#alive("submit");
     const d = this.#ctx.device.device;
-    this.#ctx.noteDispatches(this.kernels.length);
     return this.#ctx.device.scoped(`submit ${this.label}`, () => d.queue.submit([this.#encode(false)]));
-  }
-
-  /** Resolves when every submitted step has finished on the GPU. */
-  async done(): Promise<void> {
-    this.#alive("done");
-    await this.#ctx.device.device.queue.onSubmittedWorkDone();
-    this.#ctx.device.assertAlive(`done ${this.label}`);
   }
 
   /**
@@ -152,7 +144,6 @@ export class Step {
       }));
     }
     const q = this.#query;
-    this.#ctx.noteDispatches(this.kernels.length);
     await dev.scoped(`profile ${this.label}`, () => dev.device.queue.submit([this.#encode(true)]));
     await q.read.mapAsync(MAP_READ);
     const stamps = new BigUint64Array(q.read.getMappedRange().slice(0));

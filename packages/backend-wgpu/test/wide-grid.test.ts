@@ -23,8 +23,7 @@ beforeAll(async () => {
   if ("ctx" in r) {
     exec = createWgpuExecutor(r.ctx);
     caps = r.ctx.caps;
-  }
-  else why = r.reason;
+  } else why = r.reason;
 });
 afterAll(() => exec?.dispose());
 
