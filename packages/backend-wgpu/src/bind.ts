@@ -46,8 +46,6 @@ export interface BoundKernel {
   readonly grid: readonly [number, number, number];
   /** Copies to encode before every dispatch (packed members that change between steps). */
   readonly copies: readonly PackCopy[];
-  /** Buffers made for this binding (uniform block, packed inputs); freed by {@link BoundKernel.dispose}. */
-  readonly owned: readonly WgpuBuffer[];
   /** Frees the buffers made for this binding. */
   dispose(): void;
 }
@@ -217,7 +215,6 @@ export async function bindKernel(ctx: WgpuContext, req: BindRequest): Promise<Bo
     bindGroup,
     grid: req.grid,
     copies,
-    owned,
     dispose() {
       for (const b of owned) b.destroy();
     },

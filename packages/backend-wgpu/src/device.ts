@@ -65,8 +65,6 @@ export class WgpuDevice {
   readonly caps: WgpuCaps;
   /** Resolves with a `device-lost` error when the device is lost (including by {@link dispose}). */
   readonly lost: Promise<WgpuError>;
-  /** Uncaptured errors seen so far (errors outside any scope), newest last; read for diagnostics. */
-  readonly uncaptured: WgpuError[] = [];
   // Held only so the implementation's instance outlives the device.
   readonly #gpu: GPU;
   #lostError: WgpuError | null = null;
@@ -84,9 +82,6 @@ export class WgpuDevice {
       this.#lostError = err;
       return err;
     });
-    device.onuncapturederror = (ev: GPUUncapturedErrorEvent) => {
-      this.uncaptured.push(toWgpuError(ev.error, "uncaptured"));
-    };
   }
 
   /** The `GPU` object it was opened from. */

@@ -55,11 +55,6 @@ export class Step {
     this.#before = options.before ?? [];
   }
 
-  /** Dispatches per submit. */
-  get dispatches(): number {
-    return this.kernels.length;
-  }
-
   #encode(timed: boolean): GPUCommandBuffer {
     const d = this.#ctx.device.device;
     const enc = d.createCommandEncoder({ label: this.label });

@@ -22,11 +22,9 @@ import type { Transport, WireOp } from "./protocol.js";
 const DTYPES = ["f32", "f16", "bf16", "i32", "u32", "u8", "bool"] as const;
 
 /** A buffer, kernel, launch or recording of a {@link WgpuProxyDevice}: a number the device side knows it by. */
-export class WgpuHandle {
-  constructor(
-    readonly id: number,
-    readonly bytes = 0,
-  ) {}
+export interface WgpuHandle {
+  readonly id: number;
+  readonly bytes: number;
 }
 
 /** What programs are lowered for on a device with `caps`: WGSL with codegen's non-finite literals fixed. */
@@ -68,12 +66,12 @@ export class WgpuProxyDevice implements Device<H, H, H, H> {
     readonly transport: Transport,
   ) {}
 
-  #id(): number {
-    return this.#next++;
+  #handle(bytes = 0): H {
+    return { id: this.#next++, bytes };
   }
 
   allocate(bytes: number, kind: LoweredBufferKind | "snapshot", label: string): H {
-    const h = new WgpuHandle(this.#id(), bytes);
+    const h = this.#handle(bytes);
     this.transport.post({ op: "allocate", id: h.id, bytes, kind, label });
     return h;
   }
@@ -112,13 +110,13 @@ export class WgpuProxyDevice implements Device<H, H, H, H> {
   }
 
   load(kernel: LoweredKernel): H {
-    const h = new WgpuHandle(this.#id());
+    const h = this.#handle();
     this.transport.post({ op: "load", id: h.id, kernel });
     return h;
   }
 
   bind(kernel: H, buffers: Readonly<Record<string, H>>, uniforms: Readonly<Record<string, number>>): H {
-    const h = new WgpuHandle(this.#id());
+    const h = this.#handle();
     const ids: Record<string, number> = {};
     for (const [name, b] of Object.entries(buffers)) ids[name] = b.id;
     this.transport.post({ op: "bind", id: h.id, kernel: kernel.id, buffers: ids, uniforms });
@@ -130,7 +128,7 @@ export class WgpuProxyDevice implements Device<H, H, H, H> {
   }
 
   record(ops: readonly DeviceOp<H, H>[], options: { readonly name: string; readonly replay: boolean }): H {
-    const h = new WgpuHandle(this.#id());
+    const h = this.#handle();
     // Slots are device buffers written in queue order: a `slot-in` needs no command.
     const wire: WireOp[] = [];
     for (const op of ops) {

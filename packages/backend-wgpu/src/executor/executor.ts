@@ -2,10 +2,10 @@
 // that may not block (a page), its requests run on this thread's promise chain and reads are asynchronous.
 
 import { DeviceExecutor } from "@poot/executor";
-import { lowerProgram, type LoweringCache } from "@poot/executor/lowering";
+import { lowerWith, type LoweringCache } from "@poot/executor/lowering";
 import type { CompileOptions } from "@poot/graph-plan";
 import type { WgpuContext } from "../context.js";
-import { WgpuHandle, WgpuProxyDevice, wgpuDeviceCaps } from "./device.js";
+import { WgpuProxyDevice, wgpuDeviceCaps, type WgpuHandle } from "./device.js";
 import { WgpuOps } from "./ops.js";
 import type { DeviceRequest, Transport } from "./protocol.js";
 
@@ -18,14 +18,8 @@ export interface WgpuExecutorOptions {
 }
 
 /** The generic executor over a WebGPU proxy device, lowering through `cache` when given. */
-export function proxyExecutor(
-  device: WgpuProxyDevice,
-  cache?: LoweringCache,
-): DeviceExecutor<WgpuHandle, WgpuHandle, WgpuHandle, WgpuHandle> {
-  const target = device.caps.lowering;
-  return new DeviceExecutor(device, (input, name) =>
-    cache !== undefined ? cache.lower(input, target, name) : lowerProgram(input, target, { name }),
-  );
+export function proxyExecutor(device: WgpuProxyDevice, cache?: LoweringCache): WgpuExecutor {
+  return new DeviceExecutor(device, lowerWith(device.caps.lowering, cache)) as WgpuExecutor;
 }
 
 /** Requests run in order on this thread; after a queued request fails, later ones are skipped until one is answered. */
@@ -64,5 +58,5 @@ export type WgpuExecutor = DeviceExecutor<WgpuHandle, WgpuHandle, WgpuHandle, Wg
  */
 export function createWgpuExecutor(ctx: WgpuContext, options: WgpuExecutorOptions = {}): WgpuExecutor {
   const device = new WgpuProxyDevice(wgpuDeviceCaps(ctx.caps, options.compile), new ChainTransport(new WgpuOps(ctx)));
-  return proxyExecutor(device, options.cache) as WgpuExecutor;
+  return proxyExecutor(device, options.cache);
 }

@@ -6,6 +6,7 @@
  */
 export { createWgpuExecutor, proxyExecutor } from "./executor.js";
 export type { WgpuExecutor, WgpuExecutorOptions } from "./executor.js";
-export { WgpuHandle, WgpuProxyDevice, wgpuDeviceCaps, wgpuLowering } from "./device.js";
+export { WgpuProxyDevice, wgpuDeviceCaps, wgpuLowering } from "./device.js";
+export type { WgpuHandle } from "./device.js";
 export { WgpuOps, kernelShapeOf } from "./ops.js";
 export type { DeviceRequest, Transport, WireOp } from "./protocol.js";

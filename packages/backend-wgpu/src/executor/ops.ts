@@ -3,7 +3,7 @@
 
 import type { ByteRegion, LoweredKernel } from "@poot/executor";
 import { checkGrid, type BoundKernel, type KernelShape, type PackCopy } from "../bind.js";
-import { pad4, type WgpuBuffer } from "../buffers.js";
+import { pad4, type BufferRole, type WgpuBuffer } from "../buffers.js";
 import type { WgpuContext } from "../context.js";
 import { WgpuError } from "../errors.js";
 import type { Step } from "../step.js";
@@ -21,6 +21,9 @@ export function kernelShapeOf(k: LoweredKernel): KernelShape {
   });
   return { name: k.name, buffers, uniforms: k.uniforms };
 }
+
+/** The buffer role of each lowered buffer kind (the rest are "io"). */
+const ROLE: Partial<Record<string, BufferRole>> = { weight: "weight", slot: "slot", state: "state" };
 
 /** Executes device requests on one context. */
 export class WgpuOps {
@@ -42,14 +45,7 @@ export class WgpuOps {
   async handle(r: DeviceRequest): Promise<unknown> {
     switch (r.op) {
       case "allocate":
-        this.#buffers.set(
-          r.id,
-          await this.ctx.buffers.create(
-            r.kind === "weight" ? "weight" : r.kind === "slot" ? "slot" : r.kind === "state" ? "state" : "io",
-            r.bytes,
-            r.label,
-          ),
-        );
+        this.#buffers.set(r.id, await this.ctx.buffers.create(ROLE[r.kind] ?? "io", r.bytes, r.label));
         return null;
       case "free":
         this.#buffers.get(r.id)?.destroy();
@@ -64,16 +60,13 @@ export class WgpuOps {
         const got = await this.#buffer(r.id).read(at, r.offset + r.bytes - at);
         return got.subarray(r.offset - at);
       }
-      case "copy": {
-        const enc = this.ctx.device.device.createCommandEncoder();
-        for (const c of this.#copies(r.from, r.to, r.regions))
-          enc.copyBufferToBuffer(c.from, c.fromOffset, c.to, c.toOffset, c.bytes);
-        this.ctx.device.device.queue.submit([enc.finish()]);
-        return null;
-      }
+      case "copy":
       case "zero": {
         const enc = this.ctx.device.device.createCommandEncoder();
-        enc.clearBuffer(this.#buffer(r.id).gpu);
+        if (r.op === "zero") enc.clearBuffer(this.#buffer(r.id).gpu);
+        else
+          for (const c of this.#copies(r.from, r.to, r.regions))
+            enc.copyBufferToBuffer(c.from, c.fromOffset, c.to, c.toOffset, c.bytes);
         this.ctx.device.device.queue.submit([enc.finish()]);
         return null;
       }

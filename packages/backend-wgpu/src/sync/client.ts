@@ -4,13 +4,13 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from "node:worker_threads";
-import type { DeviceExecutor } from "@poot/executor";
 import type { LoweringCache } from "@poot/executor/lowering";
 import type { CompileOptions } from "@poot/graph-plan";
 import type { WgpuCaps } from "../caps.js";
 import { WgpuError } from "../errors.js";
-import { WgpuProxyDevice, wgpuDeviceCaps, type WgpuHandle } from "../executor/device.js";
-import { proxyExecutor } from "../executor/executor.js";
+import { WgpuProxyDevice, wgpuDeviceCaps } from "../executor/device.js";
+import { proxyExecutor, type WgpuExecutor } from "../executor/executor.js";
+import type { Transport } from "../executor/protocol.js";
 import type { Message, OpenOptions, Reply, Request, WireError } from "./protocol.js";
 
 /** Options of {@link createSyncWgpuExecutor}. */
@@ -38,8 +38,8 @@ function rebuild(e: WireError): Error {
   return err;
 }
 
-/** The blocking channel to the worker. */
-class Channel {
+/** The blocking channel to the worker: the transport of the executor's WgpuProxyDevice. */
+class Channel implements Transport {
   readonly #signal = new Int32Array(new SharedArrayBuffer(4));
   readonly #port: MessagePort;
   readonly #worker: Worker;
@@ -94,6 +94,11 @@ class Channel {
     return m.message.value;
   }
 
+  /** A call, as a promise (the contract's async reads work here too). */
+  async request(r: Request): Promise<unknown> {
+    return this.call(r);
+  }
+
   close(): void {
     this.#port.close();
     void this.#worker.terminate();
@@ -117,20 +122,12 @@ function defaultWorker(): URL {
 }
 
 /** The synchronous WebGPU executor: the generic staged program over a device in a worker thread. */
-export type SyncWgpuExecutor = DeviceExecutor<WgpuHandle, WgpuHandle, WgpuHandle, WgpuHandle> & {
-  readonly device: WgpuProxyDevice;
-};
+export type SyncWgpuExecutor = WgpuExecutor;
 
 /** Opens a WebGPU device in a worker thread and returns a synchronous `Executor` over it (Node only). */
 export function createSyncWgpuExecutor(options: SyncWgpuOptions = {}): SyncWgpuExecutor {
   const ch = new Channel(options.workerUrl ?? defaultWorker(), options.timeoutMs ?? 600_000);
   const caps = ch.call({ op: "open", options: { gpu: options.gpu ?? {}, device: options.device ?? {} } }) as WgpuCaps;
-  const transport = {
-    post: (r: Request) => ch.post(r),
-    call: (r: Request) => ch.call(r),
-    request: async (r: Request) => ch.call(r),
-    close: () => ch.close(),
-  };
-  const device = new WgpuProxyDevice(wgpuDeviceCaps(caps, options.executor?.compile), transport);
-  return proxyExecutor(device, options.cache) as SyncWgpuExecutor;
+  const device = new WgpuProxyDevice(wgpuDeviceCaps(caps, options.executor?.compile), ch);
+  return proxyExecutor(device, options.cache);
 }
