@@ -8,6 +8,7 @@ import {
   type DeviceCaps,
   type DeviceOp,
   type HostBuffer,
+  type LoweredBufferKind,
   type LoweredKernel,
 } from "@poot/executor";
 import { fusionPolicy, type LoweringTarget } from "@poot/executor/lowering";
@@ -165,8 +166,9 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
     if (options.profile === true) this.pool.enableProfile();
   }
 
-  allocate(bytes: number): CpuBuffer {
-    return { at: this.memory.alloc(bytes), bytes };
+  allocate(bytes: number, kind: LoweredBufferKind | "snapshot"): CpuBuffer {
+    // A weight is written whole right after (upload or a read into its host view): zeroing it first is wasted.
+    return { at: this.memory.alloc(bytes, kind !== "weight"), bytes };
   }
 
   free(buffer: CpuBuffer): void {

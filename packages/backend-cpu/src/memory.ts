@@ -71,8 +71,8 @@ export class CpuMemory {
     this.#arrays++;
   }
 
-  /** Allocates `bytes` (rounded up to 64), zeroed; returns the byte address. */
-  alloc(bytes: number): number {
+  /** Allocates `bytes` (rounded up to 64), zeroed unless `zero` is false; returns the byte address. */
+  alloc(bytes: number, zero = true): number {
     const size = Math.max(ALIGN, Math.ceil(bytes / ALIGN) * ALIGN);
     this.#blocks++;
     const i = this.#free.findIndex((f) => f.bytes >= size);
@@ -82,7 +82,7 @@ export class CpuMemory {
       at = f.at;
       if (f.bytes === size) this.#free.splice(i, 1);
       else this.#free[i] = { at: f.at + size, bytes: f.bytes - size };
-      this.u8.fill(0, at, at + size);
+      if (zero) this.u8.fill(0, at, at + size);
     } else {
       at = this.#top;
       const end = at + size;

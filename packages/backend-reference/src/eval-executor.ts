@@ -1,31 +1,21 @@
 // The reference executor (backend kind "eval"): graph-ir's op semantics (the float64 oracle) over host buffers,
 // weight-only equations folded once or `evaluate` every step; the runtime's tests and other backends use it.
 import {
-  stageParts,
   ExecutorError,
-  allocHostBuffer,
-  loadHost,
-  storeHost,
-  checkSlotData,
-  elementBytes,
-  readWeight,
+  stageParts,
   schemaOf,
-  type DeviceBytes,
-  type Executor,
+  storeHost,
   type ExecutorCaps,
-  type OutputData,
+  type Executor,
+  type HostStateSet,
+  type ProgramSchema,
   type StageInput,
   type StageOptions,
   type StagedProgram,
   type StateSet,
-  type WeightSource,
-  type HostBuffer,
-  type ProgramSchema,
 } from "@poot/executor";
 import {
   evaluate,
-  numel,
-  storageBytes,
   validateGraph,
   type Graph,
   type HostData,
@@ -35,6 +25,7 @@ import {
 } from "@poot/graph-ir";
 import { FoldCache, FoldedSchedule } from "./folded.js";
 import { EvalStateSet } from "./eval-state.js";
+import { HostExecutor, HostProgram } from "./host-executor.js";
 
 /** Capabilities of the eval executor. */
 export const EVAL_CAPS: ExecutorCaps = {
@@ -58,37 +49,21 @@ export interface EvalExecutorOptions {
 }
 
 /** The reference executor; see {@link createEvalExecutor}. */
-class EvalExecutor implements Executor {
+class EvalExecutor extends HostExecutor {
   readonly caps = EVAL_CAPS;
   /** @internal Folded weight values shared by this executor's programs. */
   readonly folds = new FoldCache();
-  constructor(/** @internal */ readonly fold: boolean) {}
-  private source: WeightSource | null = null;
-  private readonly weights = new Map<string, HostData>();
-  private weightBytes = 0;
-  /** @internal Live programs and StateSets, for deviceBytes. */
-  readonly programs = new Set<EvalProgram>();
-  /** @internal */
-  readonly stateSets = new Set<EvalStateSet>();
-  private disposed = false;
-
-  bindWeights(source: WeightSource): void {
-    this.alive();
-    this.source = source;
-    this.weights.clear();
-    this.weightBytes = 0;
-    this.folds.clear();
-    for (const p of this.programs) p.schedule?.reset();
+  constructor(/** @internal */ readonly fold: boolean) {
+    super();
   }
 
-  /** @internal The bound data of one Const, read from the source the first time it is needed. */
-  weight(key: string, type: ValueType, program: string): HostData {
-    let d = this.weights.get(key);
-    if (d !== undefined) return d;
-    d = readWeight(this.source, key, type, program);
-    this.weights.set(key, d);
-    this.weightBytes += storageBytes(type.dtype, numel(type.shape));
-    return d;
+  protected override weightsChanged(): void {
+    this.folds.clear();
+    for (const p of this.programs) (p as EvalProgram).schedule?.reset();
+  }
+
+  protected override derivedBytes(): number {
+    return this.folds.bytes;
   }
 
   stage(input: StageInput, options: StageOptions = {}): StagedProgram {
@@ -98,94 +73,34 @@ class EvalExecutor implements Executor {
     const name = options.name ?? "program";
     const p = new EvalProgram(this, graph, ops, schemaOf(graph), name);
     // With weights already bound, staging also prepares them (like an upload on a device backend).
-    if (this.source !== null) p.schedule?.fold((key, type) => this.weight(key, type, name));
+    if (this.bound) p.schedule?.fold((key, type) => this.weight(key, type, name));
     this.programs.add(p);
     return p;
   }
-
-  deviceBytes(): DeviceBytes {
-    let state = 0,
-      io = 0;
-    for (const s of this.stateSets) state += s.bytes;
-    for (const p of this.programs) io += p.ioBytes();
-    const weights = this.weightBytes + this.folds.bytes;
-    return { weights, state, io, total: weights + state + io };
-  }
-
-  dispose(): void {
-    for (const p of [...this.programs]) p.dispose();
-    for (const s of [...this.stateSets]) s.dispose();
-    this.stateSets.clear();
-    this.weights.clear();
-    this.folds.clear();
-    this.weightBytes = 0;
-    this.source = null;
-    this.disposed = true;
-  }
-
-  /** @internal */
-  alive(): void {
-    if (this.disposed) throw new ExecutorError("disposed", "executor used after dispose");
-  }
 }
 
-/** A graph staged on the eval executor: slot buffers, last outputs, and `evaluate` per step. */
-class EvalProgram implements StagedProgram {
-  private readonly slots = new Map<string, HostBuffer>();
-  private readonly written = new Set<string>();
-  private outputs = new Map<string, HostBuffer>();
+/** A graph staged on the eval executor: `evaluate` (or the folded schedule) per step. */
+class EvalProgram extends HostProgram<EvalStateSet> {
   private captured: { state: StateSet | undefined } | null = null;
-  private disposed = false;
   /** @internal The folded schedule, or null when every step calls `evaluate`. */
   readonly schedule: FoldedSchedule | null;
 
   constructor(
-    private readonly exec: EvalExecutor,
+    exec: EvalExecutor,
     private readonly graph: Graph,
     private readonly ops: OpTable | undefined,
-    readonly schema: ProgramSchema,
-    readonly name: string,
+    schema: ProgramSchema,
+    name: string,
   ) {
+    super(exec, schema, name);
     this.schedule = exec.fold ? new FoldedSchedule(graph, name, exec.folds, ops) : null;
-    for (const s of schema.slots.values()) this.slots.set(s.key, allocHostBuffer(s.dtype, s.size));
-    for (const o of schema.outputs.values()) this.outputs.set(o.name, allocHostBuffer(o.dtype, o.size));
   }
 
-  ioBytes(): number {
-    let n = 0;
-    for (const s of this.schema.slots.values()) n += s.size * elementBytes(s.dtype);
-    for (const o of this.schema.outputs.values()) n += o.size * elementBytes(o.dtype);
-    return n;
+  protected newState(onDispose: (s: HostStateSet) => void): EvalStateSet {
+    return new EvalStateSet(this.schema, this.name, onDispose);
   }
 
-  createState(): StateSet {
-    this.alive();
-    const s = new EvalStateSet(this.schema, this.name, (gone) => this.exec.stateSets.delete(gone as EvalStateSet));
-    this.exec.stateSets.add(s);
-    return s;
-  }
-
-  writeSlot(key: string, data: ArrayLike<number>): void {
-    this.alive();
-    const spec = this.schema.slots.get(key);
-    if (spec === undefined)
-      throw new ExecutorError(
-        "unknown-slot",
-        `no slot "${key}" (slots: ${[...this.schema.slots.keys()].join(", ") || "none"})`,
-        { program: this.name, key },
-      );
-    checkSlotData(spec, data, this.name);
-    storeHost(spec.dtype, this.slots.get(key)!, data);
-    this.written.add(key);
-  }
-
-  run(state?: StateSet): void {
-    this.alive();
-    for (const key of this.schema.slots.keys()) {
-      if (!this.written.has(key))
-        throw new ExecutorError("slot-unwritten", "slot was never written", { program: this.name, key });
-    }
-    const host = this.checkState(state);
+  protected step(host: EvalStateSet | null): void {
     const slots: Record<string, HostData> = {};
     for (const [k, b] of this.slots) slots[k] = b;
     const stateIn: Record<string, HostData> = {};
@@ -225,39 +140,6 @@ class EvalProgram implements StagedProgram {
       for (const s of this.schema.states.values()) storeHost(s.dtype, host.buffer(s.key), states.get(s.key)!.data);
   }
 
-  private checkState(state: StateSet | undefined): EvalStateSet | null {
-    if (this.schema.states.size === 0) return null;
-    if (state === undefined)
-      throw new ExecutorError(
-        "unknown-state",
-        `the program has ${this.schema.states.size} state(s): pass a StateSet from createState()`,
-        { program: this.name },
-      );
-    if (!(state instanceof EvalStateSet) || !this.exec.stateSets.has(state))
-      throw new ExecutorError("unknown-state", "StateSet was not made by this executor", { program: this.name });
-    for (const s of this.schema.states.values()) {
-      const t = state.schema.states.get(s.key);
-      if (t === undefined || t.size !== s.size || t.dtype !== s.dtype)
-        throw new ExecutorError("unknown-state", "StateSet layout differs from the program's", {
-          program: this.name,
-          key: s.key,
-        });
-    }
-    return state;
-  }
-
-  readOutput(name: string, into?: OutputData): OutputData {
-    this.alive();
-    const spec = this.schema.outputs.get(name);
-    if (spec === undefined)
-      throw new ExecutorError(
-        "unknown-output",
-        `no output "${name}" (outputs: ${[...this.schema.outputs.keys()].join(", ")})`,
-        { program: this.name, key: name },
-      );
-    return loadHost(spec.dtype, this.outputs.get(name)!, into);
-  }
-
   capture(state?: StateSet): boolean {
     this.alive();
     this.checkState(state);
@@ -269,16 +151,6 @@ class EvalProgram implements StagedProgram {
     if (this.captured === null)
       throw new ExecutorError("not-captured", "replay before capture", { program: this.name });
     this.run(this.captured.state);
-  }
-
-  dispose(): void {
-    this.disposed = true;
-    this.exec.programs.delete(this);
-  }
-
-  private alive(): void {
-    this.exec.alive();
-    if (this.disposed) throw new ExecutorError("disposed", "program used after dispose", { program: this.name });
   }
 }
 

@@ -68,6 +68,16 @@ export function checkConformanceCase(exec: Executor, c: ConformanceCase, tol: nu
   });
 }
 
+/** The oracle's second step: `s0` from zero State, then `s1` from the State it left. */
+function twoSteps(c: ConformanceCase, s0: Record<string, HostData>, s1: Record<string, HostData>) {
+  const r0 = evaluate(c.graph, { consts: c.weights, slots: s0, state: zeroState(c) });
+  return evaluate(c.graph, {
+    consts: c.weights,
+    slots: s1,
+    state: Object.fromEntries(Object.entries(r0.state).map(([k, t]) => [k, t.data])),
+  });
+}
+
 function expectCode(fn: () => unknown, code: ExecutorError["code"]): void {
   let caught: unknown;
   try {
@@ -120,12 +130,39 @@ export function runConformance(name: string, makeExecutor: () => Executor, optio
         prog.replay();
         for (const [k, v] of Object.entries(s1)) prog.writeSlot(k, v);
         prog.replay();
-        const r0 = evaluate(c.graph, { consts: c.weights, slots: s0, state: zeroState(c) });
-        const r1 = evaluate(c.graph, {
-          consts: c.weights,
-          slots: s1,
-          state: Object.fromEntries(Object.entries(r0.state).map(([k, t]) => [k, t.data])),
-        });
+        const r1 = twoSteps(c, s0, s1);
+        expect(relativeError(prog.readOutput("acc"), r1.outputs.acc!.data)).toBeLessThanOrEqual(tol);
+        expect(relativeError(st.read("cache"), r1.state.cache!.data)).toBeLessThanOrEqual(tol);
+      } finally {
+        exec.dispose();
+      }
+    });
+
+    it("releaseWeights frees the weights; the next step reads them again and gives the same answer", (ctx) => {
+      const exec = makeExecutor();
+      try {
+        if (exec.releaseWeights === undefined) return ctx.skip();
+        const c = stateCase();
+        let reads = 0;
+        exec.bindWeights((key) => (reads++, c.weights[key]!));
+        const prog = exec.stage(c.graph);
+        const st = prog.createState();
+        const [s0, s1] = [c.steps[0]!, c.steps[1]!];
+        for (const [k, v] of Object.entries(s0)) prog.writeSlot(k, v);
+        const replay = prog.capture(st);
+        if (replay) prog.replay();
+        else prog.run(st);
+        const held = exec.deviceBytes().weights,
+          read = reads;
+        const freed = exec.releaseWeights(Object.keys(c.weights));
+        expect(freed).toBeGreaterThan(0);
+        expect(exec.deviceBytes().weights).toBeLessThanOrEqual(held - freed);
+        expect(exec.releaseWeights(["no such weight"])).toBe(0);
+        for (const [k, v] of Object.entries(s1)) prog.writeSlot(k, v);
+        if (replay) prog.replay();
+        else prog.run(st);
+        expect(reads).toBeGreaterThan(read);
+        const r1 = twoSteps(c, s0, s1);
         expect(relativeError(prog.readOutput("acc"), r1.outputs.acc!.data)).toBeLessThanOrEqual(tol);
         expect(relativeError(st.read("cache"), r1.state.cache!.data)).toBeLessThanOrEqual(tol);
       } finally {

@@ -77,6 +77,13 @@ export interface Executor {
   bindWeights(source: WeightSource): void;
   /** Stages a graph or compiled program for this device: validates it, plans its buffers, returns a program ready to run. */
   stage(input: StageInput, options?: StageOptions): StagedProgram;
+  /**
+   * Optional: frees the device copies of these weights (keys not held are ignored); a later step that needs one
+   * reads it from the bound source again. Staged programs stay valid: steps recorded against a freed weight are
+   * recorded again on their next run. Returns the bytes freed. The weight pager (decision 1709) pages blocks of one
+   * executor in and out with it; without it, each paged-in block gets an executor of its own.
+   */
+  releaseWeights?(keys: Iterable<string>): number;
   /** Device bytes held now. */
   deviceBytes(): DeviceBytes;
   /**

@@ -74,7 +74,10 @@ export interface DeviceCaps extends ExecutorCaps {
  */
 export interface Device<B extends DeviceBuffer = DeviceBuffer, K = unknown, L = unknown, R = unknown> {
   readonly caps: DeviceCaps;
-  /** A zeroed buffer of `bytes` for a buffer of `kind` (slots may live in host-visible memory). */
+  /**
+   * A zeroed buffer of `bytes` for a buffer of `kind` (slots may live in host-visible memory). A `weight` buffer need
+   * not be zeroed: it is written whole right after.
+   */
   allocate(bytes: number, kind: LoweredBufferKind | "snapshot", label: string): B;
   /** Frees a buffer (after the work queued on it). */
   free(buffer: B): void;

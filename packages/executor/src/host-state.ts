@@ -172,3 +172,29 @@ export class HostStateSet implements StateSet {
     if (this.disposed) throw new ExecutorError("disposed", "StateSet used after dispose", { program: this.program });
   }
 }
+
+/**
+ * Checks the StateSet a step of `schema` is given: null when the program has no State; else `state` must be one
+ * `owns` (made by the same executor) with the program's layout (`unknown-state` otherwise).
+ */
+export function checkStateFor<S extends StateSet>(
+  schema: ProgramSchema,
+  state: StateSet | undefined,
+  program: string,
+  owns: (s: StateSet) => s is S,
+): S | null {
+  if (schema.states.size === 0) return null;
+  if (state === undefined)
+    throw new ExecutorError(
+      "unknown-state",
+      `the program has ${schema.states.size} state(s): pass a StateSet from createState()`,
+      { program },
+    );
+  if (!owns(state)) throw new ExecutorError("unknown-state", "StateSet was not made by this executor", { program });
+  for (const s of schema.states.values()) {
+    const t = state.schema.states.get(s.key);
+    if (t === undefined || t.size !== s.size || t.dtype !== s.dtype)
+      throw new ExecutorError("unknown-state", "StateSet layout differs from the program's", { program, key: s.key });
+  }
+  return state;
+}

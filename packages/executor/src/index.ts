@@ -27,7 +27,7 @@ export { checkSlotData, elementBytes, readWeight, sameLaneLayout, schemaOf } fro
 export { viewLayout, viewRuns } from "./views.js";
 export type { ViewLayout } from "./views.js";
 export type { ConstSpec, OutputSpec, ProgramSchema, SlotSpec, StateSpec } from "./schema.js";
-export { HostStateSet, allocHostBuffer, laneCount, loadHost, storeHost } from "./host-state.js";
+export { HostStateSet, allocHostBuffer, checkStateFor, laneCount, loadHost, storeHost } from "./host-state.js";
 export type { HostBuffer } from "./host-state.js";
 export { bytesOf, outputOf, storageOf, viewOf } from "./storage.js";
 export { DeviceError } from "./device.js";

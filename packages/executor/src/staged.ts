@@ -15,7 +15,7 @@ import type {
 } from "./contract.js";
 import type { Device, DeviceBuffer, DeviceOp } from "./device.js";
 import { ExecutorError } from "./errors.js";
-import { loadHost, storeHost, type HostBuffer } from "./host-state.js";
+import { checkStateFor, loadHost, storeHost, type HostBuffer } from "./host-state.js";
 import type { ByteRegion, LoweredBuffer, LoweredProgram } from "./lowering/types.js";
 import { checkSlotData, readWeight, type OutputSpec, type ProgramSchema } from "./schema.js";
 import { DeviceStateSet } from "./staged-state.js";
@@ -70,6 +70,29 @@ export class DeviceExecutor<B extends DeviceBuffer = DeviceBuffer, K = unknown, 
     this.#weights.clear();
     this.#weightBytes = 0;
     this.epoch++;
+  }
+
+  /**
+   * Frees the device buffers of these weights (keys not held are ignored); the next step that needs one uploads it
+   * from the bound source again. Programs whose steps bind a freed weight record those steps again; prepared
+   * (bind-phase) values stay, being derived from the same weight values. Returns the bytes freed.
+   */
+  releaseWeights(keys: Iterable<string>): number {
+    this.alive();
+    const gone = new Set<string>();
+    let bytes = 0;
+    for (const key of keys) {
+      const w = this.#weights.get(key);
+      if (w === undefined) continue;
+      if (gone.size === 0) this.device.sync();
+      this.device.free(w);
+      this.#weights.delete(key);
+      gone.add(key);
+      bytes += w.bytes;
+    }
+    this.#weightBytes -= bytes;
+    if (gone.size > 0) for (const p of this.#programs) p.weightsReleased(gone);
+    return bytes;
   }
 
   /** @internal Whether weights were bound. */
@@ -208,6 +231,8 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
   readonly #steps = new Map<StateSet | null, Recorded<L, R>>();
   #captured: { state: DeviceStateSet<B> | null; rec: Recorded<L, R> } | null = null;
   #prepared = -1;
+  /** Bumped when a weight one of its step launches binds is released: its recorded steps are recorded again. */
+  #rebinds = 0;
   #last: DeviceStateSet<B> | null = null;
   #disposed = false;
 
@@ -387,9 +412,27 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
     this.#prepared = this.#exec.epoch;
   }
 
+  /** The weights its recorded steps were bound to: new bindings and released weights change it. */
+  #epoch(): number {
+    return this.#exec.epoch + this.#rebinds;
+  }
+
+  /** @internal Notes weights the executor released: steps that bind one of them are recorded again. */
+  weightsReleased(keys: ReadonlySet<string>): void {
+    const binds = this.lowered.launches.some(
+      (l) =>
+        l.phase === "step" &&
+        Object.values(l.args).some((a) => {
+          const b = this.#byId.get(a.buffer)!;
+          return b.kind === "weight" && keys.has(b.key!);
+        }),
+    );
+    if (binds) this.#rebinds++;
+  }
+
   #record(state: DeviceStateSet<B> | null, replay: boolean): Recorded<L, R> {
     const { ops, launches } = this.#ops("step", state);
-    return { recording: this.#device.record(ops, { name: this.name, replay }), launches, epoch: this.#exec.epoch };
+    return { recording: this.#device.record(ops, { name: this.name, replay }), launches, epoch: this.#epoch() };
   }
 
   #release(r: Recorded<L, R>): void {
@@ -400,7 +443,7 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
   #stepFor(state: DeviceStateSet<B> | null): Recorded<L, R> {
     this.#prepare();
     const have = this.#steps.get(state);
-    if (have !== undefined && have.epoch === this.#exec.epoch) return have;
+    if (have !== undefined && have.epoch === this.#epoch()) return have;
     if (have !== undefined) this.#release(have);
     const r = this.#record(state, false);
     this.#steps.set(state, r);
@@ -447,24 +490,8 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
   }
 
   #checkState(state: StateSet | undefined): DeviceStateSet<B> | null {
-    if (this.schema.states.size === 0) return null;
-    if (state === undefined)
-      throw new ExecutorError(
-        "unknown-state",
-        `the program has ${this.schema.states.size} state(s): pass a StateSet from createState()`,
-        { program: this.name },
-      );
-    if (!(state instanceof DeviceStateSet) || !this.#exec.states.has(state))
-      throw new ExecutorError("unknown-state", "StateSet was not made by this executor", { program: this.name });
-    for (const s of this.schema.states.values()) {
-      const t = state.schema.states.get(s.key);
-      if (t === undefined || t.size !== s.size || t.dtype !== s.dtype)
-        throw new ExecutorError("unknown-state", "StateSet layout differs from the program's", {
-          program: this.name,
-          key: s.key,
-        });
-    }
-    return state as DeviceStateSet<B>;
+    const states = this.#exec.states;
+    return checkStateFor(this.schema, state, this.name, (s): s is DeviceStateSet<B> => states.has(s as never));
   }
 
   /** Runs one step and waits for it (so slots may be rewritten right after). */
@@ -542,7 +569,7 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
     this.#alive();
     const c = this.#captured;
     if (c === null) throw new ExecutorError("not-captured", "replay before capture", { program: this.name });
-    if (c.rec.epoch !== this.#exec.epoch) this.capture(c.state ?? undefined);
+    if (c.rec.epoch !== this.#epoch()) this.capture(c.state ?? undefined);
     this.#device.submit(this.#captured!.rec.recording);
     this.#device.sync();
     this.#exec.noteDispatches(this.dispatchesPerStep());

@@ -76,6 +76,6 @@ export { FAMILY_PARTS, shapeOf, traceModel } from "./families/trace.js";
 export type { ChannelMixer, DecoderParts, Mixer } from "./families/transformer.js";
 export { inverseFrequencies } from "./families/attention.js";
 export type { ExpertRole, GlobalRole, LayerRole, TensorNaming, WeightSpec } from "./families/weights.js";
-export { ModelWeights, checkpointConsts, dtypeOf, hostData, hostDataOf } from "./families/weights.js";
+export { ModelWeights, checkpointConsts, dtypeOf, hostData, hostDataOf, storedAs } from "./families/weights.js";
 export type { Generation, OpenModelOptions, StepResult } from "./families/forward.js";
 export { LoadedModel, argmax } from "./families/forward.js";

@@ -3,6 +3,8 @@
 // server keeps serving afterwards. The table below is the list of bad requests tried.
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+// @ts-expect-error: a plain ES module shared with the engine-worker tests (no declarations).
+import { pacedEvalExecutor } from "./executors.mjs";
 import {
   LLAMA3,
   LLAMA3_TEMPLATE,
@@ -230,6 +232,8 @@ describe.skipIf(LLAMA3 === null)(`bad requests${SKIP_NOTE}`, { timeout: 180_000 
       maxBatch: 1,
       maxQueue: 1,
       bodyLimit: 64 * 1024,
+      // Paced steps: a streamed generation is still running while the queue tests act on it.
+      executor: () => pacedEvalExecutor(15),
     });
   }, 180_000);
   afterAll(async () => s?.close(), 60_000);

@@ -60,3 +60,12 @@ export function crashingFactory() {
         });
     });
 }
+
+/**
+ * An eval executor whose every program run (or replay) first sleeps `ms` milliseconds: a generation that is still
+ * running while a test acts on it, however fast the machine (the event loop serves requests between steps).
+ */
+export function pacedEvalExecutor(ms) {
+  const cell = new Int32Array(new SharedArrayBuffer(4));
+  return counted(createEvalExecutor(), () => Atomics.wait(cell, 0, 0, ms));
+}

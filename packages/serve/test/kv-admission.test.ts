@@ -1,9 +1,12 @@
 // Admission control by KV pages, through the official openai client: the llama3 fixture served with a pool
 // of two 16-token pages. A request whose prompt + max_tokens needs three pages can never run (400
 // context_length_exceeded naming max_tokens and the KV cache's 32 tokens: retrying cannot help, issue #20); two requests of two pages each cannot run together, so the second waits in the
-// queue until the first gives its pages back, then completes; a disconnected client's pages return at once.
+// queue until the first gives its pages back, then completes; a disconnected client's pages return at once. Steps
+// are paced (50 ms each) so that the first request is still generating while the second arrives, on any machine.
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+// @ts-expect-error: a plain ES module shared with the engine-worker tests (no declarations).
+import { pacedEvalExecutor } from "./executors.mjs";
 import { LLAMA3, SKIP_NOTE, metric, startTestServer, waitFor, type TestServer } from "./server-helpers.js";
 
 const M = "llama3";
@@ -11,7 +14,14 @@ const M = "llama3";
 describe.skipIf(LLAMA3 === null)(`KV page admission control${SKIP_NOTE}`, { timeout: 120_000 }, () => {
   let s: TestServer;
   beforeAll(async () => {
-    s = await startTestServer(LLAMA3!, { context: 48, kvPages: 2, pageSize: 16, maxBatch: 4, maxQueue: 8 });
+    s = await startTestServer(LLAMA3!, {
+      context: 48,
+      kvPages: 2,
+      pageSize: 16,
+      maxBatch: 4,
+      maxQueue: 8,
+      executor: () => pacedEvalExecutor(50),
+    });
   }, 120_000);
   afterAll(async () => s?.close(), 60_000);
 

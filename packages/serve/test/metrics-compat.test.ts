@@ -4,6 +4,8 @@
 // queue-time histograms, each moved by exactly what the requests did (usage from the openai client).
 import parsePrometheusTextFormat, { type MetricFamily } from "parse-prometheus-text-format";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+// @ts-expect-error: a plain ES module shared with the engine-worker tests (no declarations).
+import { pacedEvalExecutor } from "./executors.mjs";
 import { LLAMA3, LLAMA3_TEMPLATE, SKIP_NOTE, startTestServer, waitFor, type TestServer } from "./server-helpers.js";
 
 const M = "llama3";
@@ -38,6 +40,8 @@ describe.skipIf(LLAMA3 === null)(`--metrics-compat vllm,llamacpp${SKIP_NOTE}`, {
       chatTemplate: LLAMA3_TEMPLATE,
       maxBatch: 1,
       metricsCompat: ["vllm", "llamacpp"],
+      // Paced steps: a streamed generation is still running while the gauge test queues a second one.
+      executor: () => pacedEvalExecutor(15),
     });
     plain = await startTestServer(LLAMA3!, { context: 64, maxBatch: 1 });
   }, 180_000);

@@ -248,11 +248,18 @@ export function checkpointConsts(ckpt: Checkpoint): ConstSource & {
     return d;
   };
   const into = (key: string, type: ValueType, dst: Uint8Array): boolean => {
-    const t = ckpt.info(key);
-    const want = isPacked(type.dtype) ? type.dtype.packed.name : type.dtype;
-    if (cache.has(key) || t.dtype.toLowerCase() !== want.toLowerCase() || t.byteLength !== dst.byteLength) return false;
+    if (cache.has(key) || !storedAs(ckpt.info(key), type, dst.byteLength)) return false;
     ckpt.readInto(key, dst);
     return true;
   };
   return Object.assign(source, { into });
+}
+
+/**
+ * Whether a stored tensor's bytes are, as they are, the storage of `type` in `bytes` bytes (packed formats, F32, F16,
+ * BF16 stored as asked): then a reader may copy them straight into a device's memory.
+ */
+export function storedAs(t: TensorInfo, type: ValueType, bytes: number): boolean {
+  const want = isPacked(type.dtype) ? type.dtype.packed.name : type.dtype;
+  return t.dtype.toLowerCase() === want.toLowerCase() && t.byteLength === bytes;
 }

@@ -1,10 +1,13 @@
-// The weight pager (decision 1704): on a device whose budget is below the weights placed there, every block is
-// its own unit with its own executor while paged in, so paging a block out frees exactly its weights (the
-// executor contract binds weights for an executor's lifetime). Weights are read from the checkpoint by
-// positioned reads per tensor when the block is paged in (never cached on the host), the next block's ahead of
-// use on a reader thread while the current one runs (decision 1706); its State goes to the host while it is out
-// and comes back with it. Least recently used blocks are evicted first.
-import type { Executor, OutputData, StateSet } from "@poot/executor";
+// The weight pager (decisions 1704, 1709): on a device whose budget is below the weights placed there, every block is
+// its own unit. A paged device has one executor of its own that every paged-in block runs on: paging a block out
+// releases its weights there (`Executor.releaseWeights`) while its staged programs stay, so a page-in costs the
+// weight reads and the re-upload, not a fresh executor and re-staging. An executor that cannot release weights gets
+// the older scheme: a fresh executor per paged-in block, disposed with its weights when the block is paged out.
+// Weights are read from the checkpoint by positioned reads per tensor when the block is paged in (never cached on
+// the host), the next block's ahead of use on a reader thread while the current one runs (decision 1706); its State
+// goes to the host while it is out and comes back with it. Least recently used blocks are evicted first.
+import type { Executor, OutputData, StateSet, WeightSource } from "@poot/executor";
+import type { ValueType } from "@poot/graph-ir";
 import { RuntimeError } from "../errors.js";
 import type { Unit } from "./unit.js";
 import type { WeightReader } from "./weight-reader.js";
@@ -13,14 +16,15 @@ import type { WeightReader } from "./weight-reader.js";
 export interface PagerStats {
   /** Blocks paged in (weights read and bound, State restored). */
   pageIns: number;
-  /** Blocks paged out (State saved, executor and weights freed). */
+  /** Blocks paged out (State saved, weights released or their executor freed). */
   pageOuts: number;
   /** Weight bytes read by page-ins. */
   pageInBytes: number;
   /**
-   * Milliseconds the step's thread spent on page-ins: a fresh executor, staging, State restored, the weight reads
-   * (or waits for weights read ahead) and the block's first run on its fresh executor, where the executor uploads
-   * or repacks the weights it binds (the block's own compute, a small part, is in it too).
+   * Milliseconds the step's thread spent on page-ins: State restored, the weight reads (or waits for weights read
+   * ahead) and the block's first run after it, where the executor uploads or repacks the weights it binds (the
+   * block's own compute, a small part, is in it too); with an executor that cannot release weights, also a fresh
+   * executor and staging per page-in.
    */
   stallMs: number;
   /** The part of `stallMs` spent reading weights or waiting for weights read ahead. */
@@ -62,11 +66,14 @@ export class Pager {
   private readonly lru = new Map<string, Unit[]>();
   /** Units whose weights are being read ahead. */
   private readonly ahead = new Set<Unit>();
+  /** The executor of each paged device that releases weights, made on its first page-in. */
+  private readonly shared = new Map<string, Executor>();
   private depth = 0;
 
   /**
    * @param budgets - weight bytes each paged device may hold.
-   * @param factories - a fresh executor of each paged device.
+   * @param factories - makes an executor of each paged device (once per device, or once per page-in where the
+   *   executor cannot release weights).
    * @param reader - reads the checkpoint's tensors (positioned reads; ahead of use when it prefetches).
    * @param host - the pipeline.
    */
@@ -77,16 +84,25 @@ export class Pager {
     private readonly host: PagerHost,
   ) {}
 
-  /** The weight source paged-in executors bind: the reader's, its time counted as stall. */
-  private readonly source = (key: string, type: Parameters<WeightReader["source"]>[1]) => {
+  /** The weight source paged-in executors bind: the reader's (with its `into`), its time counted as stall. */
+  private readonly source: WeightSource = Object.assign(
+    (key: string, type: ValueType) => this.reading(() => this.reader.source(key, type)),
+    {
+      into: (key: string, type: ValueType, dst: Uint8Array) =>
+        this.reading(() => this.reader.source.into?.(key, type, dst) ?? false),
+    },
+  );
+
+  /** Runs a read of the reader's, counted as stall and as read-wait time. */
+  private reading<T>(read: () => T): T {
     const w0 = this.reader.stats.waitMs;
     try {
-      return this.time(() => this.reader.source(key, type));
+      return this.time(read);
     } finally {
       this.stats.readWaitMs += this.reader.stats.waitMs - w0;
       this.stats.syncReads = this.reader.stats.syncReads;
     }
-  };
+  }
 
   /** Runs `fn` counting its time as page-in stall (nested calls count once). */
   time<T>(fn: () => T): T {
@@ -160,16 +176,7 @@ export class Pager {
       used -= this.host.unitWeightBytes(victim);
       this.pageOut(victim);
     }
-    const make = this.factories.get(unit.device.name);
-    if (make === undefined)
-      throw new RuntimeError(
-        "bad-placement",
-        `device ${unit.device.name} has a budget but no way to make executors for paging`,
-        { param: "budget" },
-      );
-    const ex = make();
-    ex.bindWeights(this.source);
-    unit.executor = ex;
+    unit.executor = this.executorFor(unit.device.name);
     unit.freshlyPaged = true;
     list.push(unit);
     const st = this.host.unitState(unit);
@@ -178,7 +185,22 @@ export class Pager {
     this.stats.pageInBytes += need;
   }
 
-  /** Saves `unit`'s State to the host and frees its programs, State and executor (with its weights). */
+  /** The executor a unit of `device` is paged in on: the device's shared one, or a fresh one (see the header). */
+  private executorFor(device: string): Executor {
+    const have = this.shared.get(device);
+    if (have !== undefined) return have;
+    const make = this.factories.get(device);
+    if (make === undefined)
+      throw new RuntimeError("bad-placement", `device ${device} has a budget but no way to make executors for paging`, {
+        param: "budget",
+      });
+    const ex = make();
+    ex.bindWeights(this.source);
+    if (ex.releaseWeights !== undefined) this.shared.set(device, ex);
+    return ex;
+  }
+
+  /** Saves `unit`'s State to the host and frees its State and weights (its programs too, on an executor of its own). */
   pageOut(unit: Unit): void {
     if (!unit.resident) return;
     if (unit.state !== undefined && unit.state !== null) {
@@ -187,18 +209,27 @@ export class Pager {
       unit.saved = saved;
     }
     unit.dropState();
-    this.host.dropStaged(unit);
-    unit.executor!.dispose();
+    const list = this.lru.get(unit.device.name);
+    if (list !== undefined && list.includes(unit)) list.splice(list.indexOf(unit), 1);
+    const ex = unit.executor!;
+    if (this.shared.get(unit.device.name) === ex) {
+      // Weights another resident block reads (a tied embedding and head) stay.
+      const kept = new Set((list ?? []).flatMap((u) => this.host.unitConsts(u)));
+      ex.releaseWeights!(this.host.unitConsts(unit).filter((k) => !kept.has(k)));
+    } else {
+      this.host.dropStaged(unit);
+      ex.dispose();
+    }
     unit.executor = null;
     // Tensors read ahead for it that its programs never took.
     this.reader.forget(this.host.unitConsts(unit));
-    const list = this.lru.get(unit.device.name);
-    if (list !== undefined && list.includes(unit)) list.splice(list.indexOf(unit), 1);
     this.stats.pageOuts++;
   }
 
-  /** Stops the reader thread. */
+  /** Frees the paged devices' executors (after the pipeline freed their programs) and stops the reader thread. */
   dispose(): void {
+    for (const ex of this.shared.values()) ex.dispose();
+    this.shared.clear();
     this.reader.dispose();
   }
 

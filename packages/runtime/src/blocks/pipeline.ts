@@ -35,7 +35,10 @@ export type UnitCompiler = (graph: Graph, mode: "decode" | "prefill", device: st
 export interface PagingOptions {
   /** Weight bytes each device may hold, by device name. */
   readonly budgets: Readonly<Record<string, number>>;
-  /** A fresh executor of each device that may page (one per paged-in block). */
+  /**
+   * Makes an executor of each device that may page: called once per device where the executor can release weights
+   * (every paged block of the device runs on it), else once per paged-in block (decision 1709).
+   */
   readonly factories: Readonly<Record<string, () => Executor>>;
   /** Reads the checkpoint's tensors when a block is paged in (ahead of use when it prefetches, decision 1706). */
   readonly reader: WeightReader;

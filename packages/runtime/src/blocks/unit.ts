@@ -12,7 +12,7 @@ export class Unit {
   readonly key: string;
   /** Its StateSet: undefined until first use, null when its blocks hold no State (embedding, head). */
   state: StateSet | null | undefined = undefined;
-  /** The executor it runs on: its device's, or its own while paged in (a paged unit's executor holds only its weights). */
+  /** The executor it runs on: its device's, or the pager's while paged in (null while paged out, decision 1709). */
   executor: Executor | null;
   /** Whether the unit is paged (its device's budget is below the weights placed there, decision 1704). */
   readonly paged: boolean;

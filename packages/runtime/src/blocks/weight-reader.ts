@@ -6,8 +6,8 @@
 // (Atomics.wait) and takes the message with receiveMessageOnPort. No event-loop turn is needed on either side.
 import { MessageChannel, type MessagePort, Worker, receiveMessageOnPort } from "node:worker_threads";
 import type { WeightSource } from "@poot/executor";
-import type { HostData } from "@poot/graph-ir";
-import { type Checkpoint, type TensorInfo, hostDataOf } from "@poot/models";
+import type { HostData, ValueType } from "@poot/graph-ir";
+import { type Checkpoint, type TensorInfo, hostDataOf, storedAs } from "@poot/models";
 import { RuntimeError } from "../errors.js";
 
 /** Counters of the weight reads of paged-in blocks. */
@@ -79,21 +79,48 @@ export class WeightReader {
     readonly prefetch = true,
   ) {}
 
-  /** The weight source paged-in executors bind: a tensor read ahead if it was, else read now. Never cached. */
-  readonly source: WeightSource = (key: string): HostData => {
+  /**
+   * The weight source paged-in executors bind: a tensor read ahead if it was, else read now. Never cached. Its `into`
+   * writes the stored bytes straight into a device's host-visible memory (a positioned read into it, or one copy of
+   * the bytes read ahead) where they are the asked storage, so a page-in makes no host array.
+   */
+  readonly source: WeightSource = Object.assign(
+    (key: string): HostData => this.timed(() => hostDataOf(this.checkpoint.info(key), this.bytes(key))),
+    {
+      into: (key: string, type: ValueType, dst: Uint8Array): boolean => {
+        if (!storedAs(this.checkpoint.info(key), type, dst.byteLength)) return false;
+        this.timed(() => {
+          const p = this.take(key);
+          if (p !== undefined) dst.set(this.wait(p));
+          else this.checkpoint.readInto(key, dst);
+        });
+        return true;
+      },
+    },
+  );
+
+  /** The stored bytes of `key`: read ahead if they were, else read now. */
+  private bytes(key: string): Uint8Array {
+    const p = this.take(key);
+    return p !== undefined ? this.wait(p) : this.checkpoint.readSync(key);
+  }
+
+  /** The read-ahead request of `key`, taken (undefined when there is none: a synchronous read is counted). */
+  private take(key: string): Pending | undefined {
+    const p = this.pending.get(key);
+    if (p === undefined) this.stats.syncReads++;
+    else this.pending.delete(key);
+    return p;
+  }
+
+  private timed<T>(fn: () => T): T {
     const t0 = performance.now();
     try {
-      const p = this.pending.get(key);
-      if (p !== undefined) {
-        this.pending.delete(key);
-        return hostDataOf(p.info, this.wait(p));
-      }
-      this.stats.syncReads++;
-      return hostDataOf(this.checkpoint.info(key), this.checkpoint.readSync(key));
+      return fn();
     } finally {
       this.stats.waitMs += performance.now() - t0;
     }
-  };
+  }
 
   /** Starts reading `keys` on the reader thread (no-op without prefetch, or for keys already requested). */
   request(keys: Iterable<string>): void {
