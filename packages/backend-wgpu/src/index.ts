@@ -16,7 +16,7 @@ export type { BufferRole } from "./buffers.js";
 export { PipelineCache, kernelHash, layoutEntries } from "./pipelines.js";
 export type { CachedPipeline } from "./pipelines.js";
 export { bindKernel } from "./bind.js";
-export type { BindRequest, BoundKernel, KernelArg, PackCopy } from "./bind.js";
+export type { BindRequest, BoundKernel, KernelArg, KernelShape, PackCopy } from "./bind.js";
 export { Step } from "./step.js";
 export type { DispatchTiming, StepOptions } from "./step.js";
 export { WgpuContext, openWgpu } from "./context.js";

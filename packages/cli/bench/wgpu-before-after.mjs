@@ -1,7 +1,8 @@
 // WebGPU before/after an executor change, in one run: every fixtures/hf family and every fixtures/gguf file through
 // the runtime's Engine on two sync WebGPU executors (the built package and a saved copy of its earlier dist),
-// max |Δlogit| between them and each one's max rel. error to the fixture's reference; then decode tok/s alternated.
-// usage: node packages/cli/bench/wgpu-before-after.mjs BEFORE_DIST (e.g. packages/backend-wgpu/before-dist); needs `pnpm build`.
+// max |Δlogit| between them (the oracle tests are gpu-fixtures-wgpu.test.ts); then decode tok/s alternated.
+// usage: node packages/cli/bench/wgpu-before-after.mjs BEFORE_DIST (a copy of packages/backend-wgpu/dist from before);
+// ONLY_TPS=1 skips the logits, ROUNDS=N sets the decode rounds (default 3). Needs `pnpm build`.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -21,14 +22,21 @@ const make = {
 const models = [];
 for (const fam of ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"]) {
   const dir = path.join(fixture("hf"), fam);
-  models.push([`hf/${fam}`, dir, "f32", JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")).prompt_ids]);
+  models.push([
+    `hf/${fam}`,
+    dir,
+    "f32",
+    JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")).prompt_ids,
+  ]);
 }
 const gg = fixture("gguf");
 for (const d of fs.readdirSync(gg).sort()) {
   if (!fs.statSync(path.join(gg, d)).isDirectory()) continue;
   for (const f of fs.readdirSync(path.join(gg, d)).sort()) {
     if (!f.endsWith(".gguf")) continue;
-    const ref = f.startsWith("model-") ? path.join(gg, d, f.replace("model-", "reference-").replace(".gguf", ".json")) : path.join(gg, d, f.replace(".gguf", ".json"));
+    const ref = f.startsWith("model-")
+      ? path.join(gg, d, f.replace("model-", "reference-").replace(".gguf", ".json"))
+      : path.join(gg, d, f.replace(".gguf", ".json"));
     const ids = fs.existsSync(ref) ? JSON.parse(fs.readFileSync(ref, "utf8")).prompt_ids : undefined;
     models.push([`gguf/${d}/${f}`, path.join(gg, d, f), undefined, ids ?? [1, 2, 3, 4, 5, 6, 7, 8]]);
   }
@@ -37,7 +45,11 @@ for (const d of fs.readdirSync(gg).sort()) {
 /** Prefill logits, then 6 teacher-forced decode steps (the prompt's tokens again). */
 function logits(which, p, weights, ids) {
   const executor = make[which]();
-  const engine = new Engine(LoadedModel.open(p, weights ? { weights } : {}), { executor, context: 64, tokenizer: null });
+  const engine = new Engine(LoadedModel.open(p, weights ? { weights } : {}), {
+    executor,
+    context: 64,
+    tokenizer: null,
+  });
   try {
     const out = [];
     const s = engine.openSession();
@@ -52,7 +64,7 @@ function logits(which, p, weights, ids) {
 }
 
 let worst = 0;
-for (const [label, p, weights, ids] of models) {
+for (const [label, p, weights, ids] of process.env.ONLY_TPS ? [] : models) {
   const a = logits("before", p, weights, ids),
     b = logits("after", p, weights, ids);
   let d = 0,
@@ -87,6 +99,6 @@ function tps(which) {
     executor.dispose();
   }
 }
-for (let round = 0; round < 3; round++)
+for (let round = 0; round < Number(process.env.ROUNDS ?? 3); round++)
   for (const which of round % 2 === 0 ? ["before", "after"] : ["after", "before"])
     console.log(JSON.stringify({ round, which, ...tps(which) }));

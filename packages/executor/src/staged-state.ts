@@ -66,7 +66,7 @@ export class DeviceStateSet<B extends DeviceBuffer = DeviceBuffer> implements St
     return outputOf(s.dtype, this.#device.download(this.buffer(key), 0, s.size * elementBytes(s.dtype)), s.size);
   }
 
-  /** {@link read} on a device that reads back asynchronously ({@link Device.downloadAsync}). */
+  /** {@link DeviceStateSet.read} on a device that reads back asynchronously ({@link Device.downloadAsync}). */
   async readAsync(key: string): Promise<OutputData> {
     const s = this.#spec(key);
     if (this.#device.downloadAsync === undefined) return this.read(key);

@@ -517,7 +517,7 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
     return gather(spec, regions, this.#device.download(buf, offset, bytes), into);
   }
 
-  /** {@link readOutput} on a device that reads back asynchronously ({@link Device.downloadAsync}). */
+  /** {@link DeviceProgram.readOutput} on a device that reads back asynchronously ({@link Device.downloadAsync}). */
   async readOutputAsync(name: string, into?: OutputData): Promise<OutputData> {
     if (this.#device.downloadAsync === undefined) return this.readOutput(name, into);
     const { spec, buf, regions } = this.#output(name);
@@ -623,7 +623,7 @@ function span(regions: readonly ByteRegion[], buf: DeviceBuffer): [number, numbe
   return regions.length === 1 ? [regions[0]!.srcOffset, regions[0]!.bytes] : [0, buf.bytes];
 }
 
-/** Host data of an output from what {@link span} read: a strided view's runs gathered in order. */
+/** Host data of an output from what `span` read: a strided view's runs gathered in order. */
 function gather(spec: OutputSpec, regions: readonly ByteRegion[], data: Uint8Array, into?: OutputData): OutputData {
   if (regions.length === 1) return outputOf(spec.dtype, data, spec.size, into);
   const out = new Uint8Array(regions.reduce((a, r) => a + r.bytes, 0));

@@ -86,7 +86,7 @@ export class WgpuProxyDevice implements Device<H, H, H, H> {
     this.transport.post({ op: "upload", id: buffer.id, data: bytes, offset });
   }
 
-  /** Blocks until queued work is done and the bytes are read (Node's worker transport); see {@link downloadAsync}. */
+  /** Blocks until queued work is done and the bytes are read (Node's worker transport); see {@link WgpuProxyDevice.downloadAsync}. */
   download(buffer: H, offset: number, bytes: number): Uint8Array {
     if (this.transport.call === undefined)
       throw new ExecutorError(
@@ -147,12 +147,15 @@ export class WgpuProxyDevice implements Device<H, H, H, H> {
     this.transport.post({ op: "release", id: recording.id });
   }
 
-  /** Waits for queued work where the thread may block; on a page, ordering is the queue's and errors surface at reads. */
+  /**
+   * Waits until every queued request has been issued and validated, where the thread may block (the GPU queue keeps
+   * their order and a read waits for the GPU); on a page it returns at once and errors surface at the next read.
+   */
   sync(): void {
     this.transport.call?.({ op: "sync" });
   }
 
-  /** Resolves once queued work is done; rejects with the first error a queued request met. */
+  /** Resolves once every queued request has been issued and validated; rejects with the first error one met. */
   async syncAsync(): Promise<void> {
     await this.transport.request({ op: "sync" });
   }

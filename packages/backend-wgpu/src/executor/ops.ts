@@ -107,8 +107,8 @@ export class WgpuOps {
         this.#steps.get(r.id)?.dispose();
         this.#steps.delete(r.id);
         return null;
+      // Every earlier request has run and passed its error scopes; the queue keeps the GPU's order, and reads wait.
       case "sync":
-        await this.ctx.device.device.queue.onSubmittedWorkDone();
         this.ctx.device.assertAlive("sync");
         return null;
       case "dispose":
