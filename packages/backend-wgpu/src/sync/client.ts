@@ -40,7 +40,7 @@ function rebuild(e: WireError): Error {
 
 /** The blocking channel to the worker: the transport of the executor's WgpuProxyDevice. */
 class Channel implements Transport {
-  readonly #signal = new Int32Array(new SharedArrayBuffer(4));
+  readonly #signal = new Int32Array(new SharedArrayBuffer(8));
   readonly #port: MessagePort;
   readonly #worker: Worker;
   readonly #timeout: number;
@@ -87,7 +87,12 @@ class Channel implements Transport {
           : new WgpuError("no-webgpu", "the device worker failed to start", { operation: r.op });
       throw this.#failure;
     }
-    const m = receiveMessageOnPort(this.#port) as { message: Reply } | undefined;
+    let m = receiveMessageOnPort(this.#port) as { message: Reply } | undefined;
+    // The reply is posted before the signal is set, but may reach this port's queue a moment later.
+    for (let i = 0; m === undefined && i < 1000; i++) {
+      Atomics.wait(this.#signal, 1, 0, 1);
+      m = receiveMessageOnPort(this.#port) as { message: Reply } | undefined;
+    }
     if (m === undefined)
       throw new WgpuError("device-lost", `the device worker signalled ${r.op} without a reply`, { operation: r.op });
     if (!m.message.ok) throw rebuild(m.message.error);
