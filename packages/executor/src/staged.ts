@@ -18,6 +18,7 @@ import { ExecutorError } from "./errors.js";
 import { checkStateFor, loadHost, storeHost, type HostBuffer } from "./host-state.js";
 import type { ByteRegion, LoweredBuffer, LoweredProgram } from "./lowering/types.js";
 import { checkSlotData, readWeight, type OutputSpec, type ProgramSchema } from "./schema.js";
+import { gatherOutput, outputSpan } from "./regions.js";
 import { DeviceStateSet } from "./staged-state.js";
 import { outputOf, storageOf } from "./storage.js";
 
@@ -513,16 +514,16 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
       this.#device.sync();
       return loadHost(spec.dtype, view, into);
     }
-    const [offset, bytes] = span(regions, buf);
-    return gather(spec, regions, this.#device.download(buf, offset, bytes), into);
+    const [offset, bytes] = outputSpan(regions, buf);
+    return gatherOutput(spec, regions, this.#device.download(buf, offset, bytes), into);
   }
 
   /** {@link DeviceProgram.readOutput} on a device that reads back asynchronously ({@link Device.downloadAsync}). */
   async readOutputAsync(name: string, into?: OutputData): Promise<OutputData> {
     if (this.#device.downloadAsync === undefined) return this.readOutput(name, into);
     const { spec, buf, regions } = this.#output(name);
-    const [offset, bytes] = span(regions, buf);
-    return gather(spec, regions, await this.#device.downloadAsync(buf, offset, bytes), into);
+    const [offset, bytes] = outputSpan(regions, buf);
+    return gatherOutput(spec, regions, await this.#device.downloadAsync(buf, offset, bytes), into);
   }
 
   /** The output's spec, the buffer it lives in after the last step, and its regions there. */
@@ -616,17 +617,4 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
     this.#exec.alive();
     if (this.#disposed) throw new ExecutorError("disposed", "program used after dispose", { program: this.name });
   }
-}
-
-/** The bytes to read for an output: its one region, or the whole root buffer of a strided one. */
-function span(regions: readonly ByteRegion[], buf: DeviceBuffer): [number, number] {
-  return regions.length === 1 ? [regions[0]!.srcOffset, regions[0]!.bytes] : [0, buf.bytes];
-}
-
-/** Host data of an output from what `span` read: a strided view's runs gathered in order. */
-function gather(spec: OutputSpec, regions: readonly ByteRegion[], data: Uint8Array, into?: OutputData): OutputData {
-  if (regions.length === 1) return outputOf(spec.dtype, data, spec.size, into);
-  const out = new Uint8Array(regions.reduce((a, r) => a + r.bytes, 0));
-  for (const r of regions) out.set(data.subarray(r.srcOffset, r.srcOffset + r.bytes), r.dstOffset);
-  return outputOf(spec.dtype, out, spec.size, into);
 }
