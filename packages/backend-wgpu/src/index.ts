@@ -5,7 +5,7 @@
  * bytes changing; per-dispatch timestamps and typed errors for device loss, validation and out-of-memory.
  * @packageDocumentation
  */
-export { WgpuError, invariant } from "./errors.js";
+export { WgpuError } from "./errors.js";
 export type { WgpuErrorCode, WgpuErrorContext } from "./errors.js";
 export { capsOf, codegenCaps, fixedSubgroupSize, planCaps, synthCaps } from "./caps.js";
 export type { WgpuCaps } from "./caps.js";

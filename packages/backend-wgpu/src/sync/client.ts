@@ -87,12 +87,10 @@ class Channel implements Transport {
           : new WgpuError("no-webgpu", "the device worker failed to start", { operation: r.op });
       throw this.#failure;
     }
-    let m = receiveMessageOnPort(this.#port) as { message: Reply } | undefined;
+    let m: { message: Reply } | undefined;
     // The reply is posted before the signal is set, but may reach this port's queue a moment later.
-    for (let i = 0; m === undefined && i < 1000; i++) {
+    for (let i = 0; (m = receiveMessageOnPort(this.#port) as typeof m) === undefined && i < 1000; i++)
       Atomics.wait(this.#signal, 1, 0, 1);
-      m = receiveMessageOnPort(this.#port) as { message: Reply } | undefined;
-    }
     if (m === undefined)
       throw new WgpuError("device-lost", `the device worker signalled ${r.op} without a reply`, { operation: r.op });
     if (!m.message.ok) throw rebuild(m.message.error);
