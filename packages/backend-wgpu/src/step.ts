@@ -100,7 +100,7 @@ export class Step {
 
   /**
    * Encodes and submits the step. Returns once the submit is validated (not when the GPU is done: read a
-   * buffer or await {@link done} for that); validation and out-of-memory errors reject as {@link WgpuError}s.
+   * buffer for that); validation and out-of-memory errors reject as {@link WgpuError}s.
    */
   submit(): Promise<void> {
     this.#alive("submit");
