@@ -2,7 +2,7 @@
 // pool of worker threads the platform's transport starts). Graphs are lowered through the lowering cache when given one.
 
 import { DeviceExecutor, DeviceProgram, type LoweredProgram, type StageInput, type StageOptions } from "@poot/executor";
-import { lowerProgram, type LoweringCache } from "@poot/executor/lowering";
+import { lowerWith, type LoweringCache } from "@poot/executor/lowering";
 import type { CompileOptions } from "@poot/graph-plan";
 import { CpuDevice, type CpuBuffer, type CpuKernel, type CpuLaunch } from "./device.js";
 import type { CpuCounters, CpuMemory } from "./memory.js";
@@ -81,11 +81,7 @@ export class CpuExecutor extends DeviceExecutor<CpuBuffer, CpuKernel, CpuLaunch,
   /** An executor on `platform` (node: `createCpuExecutor` of `@poot/backend-cpu`; browsers: of `@poot/backend-cpu/browser`). */
   constructor(options: CpuExecutorOptions, platform: CpuPlatform) {
     const device = new CpuDevice(options, platform);
-    const target = device.caps.lowering,
-      cache = options.cache;
-    super(device, (input, name) =>
-      cache !== undefined ? cache.lower(input, target, name) : lowerProgram(input, target, { name }),
-    );
+    super(device, lowerWith(device.caps.lowering, options.cache));
   }
 
   /** The shared memory every thread and kernel works in. @internal */

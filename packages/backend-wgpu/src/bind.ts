@@ -5,7 +5,6 @@
 /// <reference types="@webgpu/types" preserve="true" />
 
 import type { TargetCode } from "@poot/codegen";
-import type { Kernel } from "@poot/kernel-dsl";
 import { pad4, type WgpuBuffer } from "./buffers.js";
 import type { WgpuContext } from "./context.js";
 import { WgpuError } from "./errors.js";
@@ -47,18 +46,24 @@ export interface BoundKernel {
   readonly grid: readonly [number, number, number];
   /** Copies to encode before every dispatch (packed members that change between steps). */
   readonly copies: readonly PackCopy[];
-  /** Buffers made for this binding (uniform block, packed inputs); freed by {@link BoundKernel.dispose}. */
-  readonly owned: readonly WgpuBuffer[];
   /** Frees the buffers made for this binding. */
   dispose(): void;
-  /** Rewrites uniform values (by name) for later steps; names not given keep their value. */
-  setUniforms(values: Readonly<Record<string, number>>): void;
+}
+
+/**
+ * What binding needs of a kernel: its name, buffers (access decides the layout) and uniform types. A kernel-dsl
+ * `Kernel` is one; a lowered kernel gives one from its WGSL (see `kernelShapeOf`).
+ */
+export interface KernelShape {
+  readonly name: string;
+  readonly buffers: readonly { readonly name: string; readonly access: string; readonly atomic?: boolean }[];
+  readonly uniforms: readonly { readonly name: string; readonly type: string }[];
 }
 
 /** What {@link bindKernel} takes. */
 export interface BindRequest {
-  /** The kernel IR (for buffer access and uniform types). */
-  readonly kernel: Kernel;
+  /** The kernel (for buffer access and uniform types). */
+  readonly kernel: KernelShape;
   /** Its WGSL lowering. */
   readonly code: TargetCode;
   /** Workgroups along x, y, z. */
@@ -71,7 +76,8 @@ export interface BindRequest {
   readonly before?: readonly PackCopy[];
 }
 
-function checkGrid(ctx: WgpuContext, kernel: string, grid: readonly [number, number, number]): void {
+/** Throws `bad-binding` unless every grid axis is an integer the device can dispatch. */
+export function checkGrid(ctx: WgpuContext, kernel: string, grid: readonly [number, number, number]): void {
   const max = ctx.caps.maxWorkgroupsPerDimension;
   for (const g of grid) {
     if (!Number.isInteger(g) || g < 0 || g > max)
@@ -177,8 +183,7 @@ export async function bindKernel(ctx: WgpuContext, req: BindRequest): Promise<Bo
     }
   }
   const types = new Map(kernel.uniforms.map((u) => [u.name, u.type]));
-  const writeUniforms = (): void => {
-    if (uniformSlot === null) return;
+  if (uniformSlot !== null) {
     const words = new DataView(new ArrayBuffer(uniformSlot.buffer.bytes));
     uniformSlot.order.forEach((name, i) => {
       const v = uniformValues.get(name);
@@ -192,8 +197,7 @@ export async function bindKernel(ctx: WgpuContext, req: BindRequest): Promise<Bo
       else words.setUint32(4 * i, v >>> 0, true);
     });
     uniformSlot.buffer.write(words);
-  };
-  writeUniforms();
+  }
   const bindGroup = await ctx.device.scoped(
     `bind ${kernel.name}`,
     () => ctx.device.device.createBindGroup({ label: kernel.name, layout: pipeline.layout, entries }),
@@ -211,20 +215,8 @@ export async function bindKernel(ctx: WgpuContext, req: BindRequest): Promise<Bo
     bindGroup,
     grid: req.grid,
     copies,
-    owned,
     dispose() {
       for (const b of owned) b.destroy();
-    },
-    setUniforms(values) {
-      for (const [k, v] of Object.entries(values)) {
-        if (!types.has(k))
-          throw new WgpuError("bad-binding", `kernel ${kernel.name} has no uniform ${k}`, {
-            kernel: kernel.name,
-            key: k,
-          });
-        uniformValues.set(k, v);
-      }
-      writeUniforms();
     },
   };
 }

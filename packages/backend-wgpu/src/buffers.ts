@@ -1,5 +1,5 @@
 // Device buffers by role (weights, slots, state, io, uniforms): creation under error scopes, writes padded
-// to WebGPU's 4-byte rule, read-back through one staging buffer kept per buffer, and bytes held by role.
+// to WebGPU's 4-byte rule, and read-back through one staging buffer kept per buffer.
 
 // Kept in the emitted .d.ts (preserve): its GPU* types are @webgpu/types' globals, a dependency of this package.
 /// <reference types="@webgpu/types" preserve="true" />
@@ -23,7 +23,7 @@ export const MAP_READ = 0x1;
 /** `GPUShaderStage.COMPUTE`. */
 export const SHADER_COMPUTE = 0x4;
 
-/** What a buffer holds; device bytes are reported by role. */
+/** What a buffer holds (uniform blocks are bound as uniforms, the rest as storage). */
 export type BufferRole = "weight" | "slot" | "state" | "io" | "uniform";
 
 /** Rounds up to a multiple of 4 (WebGPU copy and write sizes). */
@@ -139,9 +139,6 @@ export class WgpuBuffer {
   }
 }
 
-/** Bytes held, by role. */
-export type BytesByRole = Readonly<Record<BufferRole, number>>;
-
 /** Makes and tracks the buffers of one device. */
 export class BufferArena {
   /** The device. */
@@ -191,13 +188,6 @@ export class BufferArena {
     const b = await this.create(role, data.byteLength, label);
     b.write(data);
     return b;
-  }
-
-  /** Bytes held now, by role. */
-  bytes(): BytesByRole {
-    const out: Record<BufferRole, number> = { weight: 0, slot: 0, state: 0, io: 0, uniform: 0 };
-    for (const b of this.#live) out[b.role] += b.gpu.size;
-    return out;
   }
 
   /** Frees every buffer. */

@@ -5,7 +5,7 @@
 /// <reference types="@webgpu/types" preserve="true" />
 
 import { bindKernel, type BindRequest, type BoundKernel } from "./bind.js";
-import { BufferArena, type BytesByRole } from "./buffers.js";
+import { BufferArena } from "./buffers.js";
 import type { WgpuCaps } from "./caps.js";
 import { requestWgpuDevice, type WgpuDevice, type WgpuDeviceOptions } from "./device.js";
 import { PipelineCache } from "./pipelines.js";
@@ -32,7 +32,6 @@ export class WgpuContext {
   /** Pipelines by kernel hash. */
   readonly pipelines: PipelineCache;
   #bindGroups = 0;
-  #dispatched = 0;
 
   constructor(device: WgpuDevice) {
     this.device = device;
@@ -60,21 +59,6 @@ export class WgpuContext {
   stats(): WgpuStats {
     const p = this.pipelines.stats();
     return { buffers: this.buffers.created, pipelines: p.compiled, pipelineHits: p.hits, bindGroups: this.#bindGroups };
-  }
-
-  /** Device bytes held now, by role. */
-  bytes(): BytesByRole {
-    return this.buffers.bytes();
-  }
-
-  /** Kernel dispatches submitted so far (every step's submits and profiling runs). */
-  dispatchesSubmitted(): number {
-    return this.#dispatched;
-  }
-
-  /** @internal Counted by {@link Step.submit} and {@link Step.profile}. */
-  noteDispatches(n: number): void {
-    this.#dispatched += n;
   }
 
   /** @internal Counted by {@link bindKernel}. */

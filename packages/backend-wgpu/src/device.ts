@@ -65,15 +65,13 @@ export class WgpuDevice {
   readonly caps: WgpuCaps;
   /** Resolves with a `device-lost` error when the device is lost (including by {@link dispose}). */
   readonly lost: Promise<WgpuError>;
-  /** Uncaptured errors seen so far (errors outside any scope), newest last; read for diagnostics. */
-  readonly uncaptured: WgpuError[] = [];
-  // Held only so the implementation's instance outlives the device.
-  readonly #gpu: GPU;
+  /** The `GPU` object it was opened from (held so that Dawn's instance outlives the device). */
+  readonly gpu: GPU;
   #lostError: WgpuError | null = null;
   #disposed = false;
 
   constructor(gpu: GPU, adapter: GPUAdapter, device: GPUDevice) {
-    this.#gpu = gpu;
+    this.gpu = gpu;
     this.adapter = adapter;
     this.device = device;
     this.caps = capsOf(adapter, device);
@@ -84,14 +82,6 @@ export class WgpuDevice {
       this.#lostError = err;
       return err;
     });
-    device.onuncapturederror = (ev: GPUUncapturedErrorEvent) => {
-      this.uncaptured.push(toWgpuError(ev.error, "uncaptured"));
-    };
-  }
-
-  /** The `GPU` object it was opened from. */
-  get gpu(): GPU {
-    return this.#gpu;
   }
 
   /** Whether the device has been lost or disposed. */

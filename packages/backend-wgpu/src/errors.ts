@@ -60,8 +60,3 @@ export class WgpuError extends Error {
     this.context = context;
   }
 }
-
-/** Throws an internal-bug error (never for bad input: those are {@link WgpuError}s). */
-export function invariant(cond: unknown, message: string): asserts cond {
-  if (!cond) throw new Error(`@poot/backend-wgpu internal error: ${message}`);
-}

@@ -5,22 +5,20 @@
  * bytes changing; per-dispatch timestamps and typed errors for device loss, validation and out-of-memory.
  * @packageDocumentation
  */
-export { WgpuError, invariant } from "./errors.js";
+export { WgpuError } from "./errors.js";
 export type { WgpuErrorCode, WgpuErrorContext } from "./errors.js";
 export { capsOf, codegenCaps, fixedSubgroupSize, planCaps, synthCaps } from "./caps.js";
 export type { WgpuCaps } from "./caps.js";
 export { WgpuDevice, requestWgpuDevice, toWgpuError } from "./device.js";
 export type { FeatureWish, WgpuDeviceOptions } from "./device.js";
 export { BufferArena, BufferUsage, WgpuBuffer, pad4 } from "./buffers.js";
-export type { BufferRole, BytesByRole } from "./buffers.js";
+export type { BufferRole } from "./buffers.js";
 export { PipelineCache, kernelHash, layoutEntries } from "./pipelines.js";
 export type { CachedPipeline } from "./pipelines.js";
 export { bindKernel } from "./bind.js";
-export type { BindRequest, BoundKernel, KernelArg, PackCopy } from "./bind.js";
+export type { BindRequest, BoundKernel, KernelArg, KernelShape, PackCopy } from "./bind.js";
 export { Step } from "./step.js";
 export type { DispatchTiming, StepOptions } from "./step.js";
 export { WgpuContext, openWgpu } from "./context.js";
 export type { WgpuStats } from "./context.js";
-export { runKernel } from "./runner.js";
-export type { KernelRun } from "./runner.js";
 export { runtimeNonFinite } from "./wgsl-fixups.js";

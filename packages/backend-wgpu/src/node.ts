@@ -44,6 +44,6 @@ export async function nodeGpu(options: NodeGpuOptions = {}): Promise<GPU> {
   }
 }
 
-export { SyncWgpuExecutor, createSyncWgpuExecutor } from "./sync/client.js";
-export type { SyncWgpuOptions } from "./sync/client.js";
+export { createSyncWgpuExecutor } from "./sync/client.js";
+export type { SyncWgpuExecutor, SyncWgpuOptions } from "./sync/client.js";
 export type { OpenOptions } from "./sync/protocol.js";

@@ -5,7 +5,7 @@
 /// <reference types="@webgpu/types" preserve="true" />
 
 import type { TargetCode } from "@poot/codegen";
-import type { Kernel } from "@poot/kernel-dsl";
+import type { KernelShape } from "./bind.js";
 import { SHADER_COMPUTE } from "./buffers.js";
 import type { WgpuDevice } from "./device.js";
 import { WgpuError } from "./errors.js";
@@ -32,7 +32,7 @@ export interface CachedPipeline {
 }
 
 /** Layout entries of a lowered kernel: read-only storage for read buffers, storage otherwise, one uniform block. */
-export function layoutEntries(kernel: Kernel, code: TargetCode): GPUBindGroupLayoutEntry[] {
+export function layoutEntries(kernel: KernelShape, code: TargetCode): GPUBindGroupLayoutEntry[] {
   return code.bindings.map((slot): GPUBindGroupLayoutEntry => {
     switch (slot.kind) {
       case "buffer": {
@@ -78,7 +78,7 @@ export class PipelineCache {
   }
 
   /** The pipeline of `code` (lowered from `kernel`), compiling it on first use. */
-  get(kernel: Kernel, code: TargetCode): Promise<CachedPipeline> {
+  get(kernel: KernelShape, code: TargetCode): Promise<CachedPipeline> {
     if (code.target !== "wgsl" || code.text === undefined)
       throw new WgpuError("bad-binding", `kernel ${kernel.name} was lowered for ${code.target}, not WGSL`, {
         kernel: kernel.name,
@@ -100,7 +100,7 @@ export class PipelineCache {
     return entry;
   }
 
-  async #compile(kernel: Kernel, code: TargetCode, text: string, hash: string): Promise<CachedPipeline> {
+  async #compile(kernel: KernelShape, code: TargetCode, text: string, hash: string): Promise<CachedPipeline> {
     const dev = this.#device;
     const d = dev.device;
     const ctx = { kernel: kernel.name, hash };

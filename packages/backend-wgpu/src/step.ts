@@ -24,6 +24,8 @@ export interface StepOptions {
   readonly label?: string;
   /** Copies encoded after the last dispatch (e.g. a computed state_out into its State buffer). */
   readonly after?: readonly PackCopy[];
+  /** Copies encoded before dispatch `i` (e.g. a snapshot of an in-place operand), before its packed-input copies. */
+  readonly before?: readonly (readonly PackCopy[])[];
 }
 
 // The query-set size WebGPU allows: two timestamps per dispatch.
@@ -39,6 +41,7 @@ export class Step {
   /** The kernels, in dispatch order. */
   readonly kernels: readonly BoundKernel[];
   readonly #after: readonly PackCopy[];
+  readonly #before: readonly (readonly PackCopy[])[];
   readonly #ctx: WgpuContext;
   #query: { set: GPUQuerySet; resolve: GPUBuffer; read: GPUBuffer; count: number } | null = null;
   #disposed = false;
@@ -49,11 +52,7 @@ export class Step {
     this.kernels = kernels;
     this.label = options.label ?? "step";
     this.#after = options.after ?? [];
-  }
-
-  /** Dispatches per submit. */
-  get dispatches(): number {
-    return this.kernels.length;
+    this.#before = options.before ?? [];
   }
 
   #encode(timed: boolean): GPUCommandBuffer {
@@ -62,10 +61,11 @@ export class Step {
     let pass: GPUComputePassEncoder | null = null;
     this.kernels.forEach((k, i) => {
       // Packed-input copies must sit between passes; a step with none keeps a single pass.
-      if (k.copies.length > 0 || timed) {
+      const copies = this.#before[i]?.length ? [...this.#before[i]!, ...k.copies] : k.copies;
+      if (copies.length > 0 || timed) {
         pass?.end();
         pass = null;
-        for (const c of k.copies) enc.copyBufferToBuffer(c.from, c.fromOffset, c.to, c.toOffset, c.bytes);
+        for (const c of copies) enc.copyBufferToBuffer(c.from, c.fromOffset, c.to, c.toOffset, c.bytes);
       }
       if (pass === null) {
         const q = this.#query;
@@ -100,20 +100,12 @@ export class Step {
 
   /**
    * Encodes and submits the step. Returns once the submit is validated (not when the GPU is done: read a
-   * buffer or await {@link done} for that); validation and out-of-memory errors reject as {@link WgpuError}s.
+   * buffer for that); validation and out-of-memory errors reject as {@link WgpuError}s.
    */
   submit(): Promise<void> {
     this.#alive("submit");
     const d = this.#ctx.device.device;
-    this.#ctx.noteDispatches(this.kernels.length);
     return this.#ctx.device.scoped(`submit ${this.label}`, () => d.queue.submit([this.#encode(false)]));
-  }
-
-  /** Resolves when every submitted step has finished on the GPU. */
-  async done(): Promise<void> {
-    this.#alive("done");
-    await this.#ctx.device.device.queue.onSubmittedWorkDone();
-    this.#ctx.device.assertAlive(`done ${this.label}`);
   }
 
   /**
@@ -147,7 +139,6 @@ export class Step {
       }));
     }
     const q = this.#query;
-    this.#ctx.noteDispatches(this.kernels.length);
     await dev.scoped(`profile ${this.label}`, () => dev.device.queue.submit([this.#encode(true)]));
     await q.read.mapAsync(MAP_READ);
     const stamps = new BigUint64Array(q.read.getMappedRange().slice(0));

@@ -87,9 +87,14 @@ beforeAll(async () => {
     why = `no Chromium at ${CHROMIUM}`;
     return;
   }
-  // The package's own entry, bundled for browsers (no Node module may leak into it).
+  // The package's own entry, bundled for browsers (no Node module may leak into it), with the test's kernel harness.
   const bundle = await build({
-    entryPoints: [fileURLToPath(new URL("../src/index.ts", import.meta.url))],
+    stdin: {
+      contents: 'export * from "@poot/backend-wgpu";\nexport { runKernel } from "./run-kernel.ts";',
+      resolveDir: fileURLToPath(new URL(".", import.meta.url)),
+      loader: "ts",
+    },
+    conditions: ["source"],
     bundle: true,
     format: "esm",
     platform: "browser",

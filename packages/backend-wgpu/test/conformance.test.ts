@@ -1,11 +1,12 @@
 // The executor conformance cases of @poot/executor on the WebGPU executor (lavapipe): every step of every
-// case against graph-ir's `evaluate`, then capture/replay, lane copies and the typed errors, awaited.
+// case against graph-ir's `evaluate`, then capture/replay, lane copies and the typed errors; reads awaited.
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ExecutorError } from "@poot/executor";
 import { conformanceCases, relativeError, type ConformanceCase } from "@poot/executor/conformance";
 import { evaluate, type HostData } from "@poot/graph-ir";
 import { createWgpuExecutor, type WgpuExecutor } from "@poot/backend-wgpu/executor";
+import type { WgpuContext } from "@poot/backend-wgpu";
 import { openTestContext } from "./helpers.js";
 
 // f32 compute on the device against float64 rounded per dtype: summation order and exp/tanh differ slightly.
@@ -19,10 +20,12 @@ beforeAll(async () => {
 });
 
 const execs: WgpuExecutor[] = [];
+const contexts = new WeakMap<WgpuExecutor, WgpuContext>();
 async function exec(): Promise<WgpuExecutor> {
   const r = await openTestContext();
   if (!("ctx" in r)) throw new Error(r.reason);
   const e = createWgpuExecutor(r.ctx);
+  contexts.set(e, r.ctx);
   execs.push(e);
   return e;
 }
@@ -62,12 +65,12 @@ describe("executor conformance on WebGPU", () => {
           const r = evaluate(c.graph, { consts: c.weights, slots, state: oracle });
           for (const o of c.graph.outputs)
             expect(
-              relativeError(await prog.readOutput(o.name), r.outputs[o.name]!.data),
+              relativeError(await prog.readOutputAsync(o.name), r.outputs[o.name]!.data),
               `${c.name} step ${step} output ${o.name}`,
             ).toBeLessThanOrEqual(TOL);
           for (const s of c.graph.states)
             expect(
-              relativeError(await state!.read(s.key), r.state[s.key]!.data),
+              relativeError(await state!.readAsync(s.key), r.state[s.key]!.data),
               `${c.name} step ${step} state ${s.key}`,
             ).toBeLessThanOrEqual(TOL);
           oracle = Object.fromEntries(Object.entries(r.state).map(([k, v]) => [k, v.data]));
@@ -88,7 +91,9 @@ describe("executor conformance on WebGPU", () => {
     const [s0, s1] = [c.steps[0]!, c.steps[1]!];
     for (const [k, v] of Object.entries(s0)) prog.writeSlot(k, v);
     expect(await prog.capture(st)).toBe(true);
-    const before = e.ctx.stats();
+    // Requests run on this thread's promise chain: let the capture's finish before counting.
+    await e.device.syncAsync();
+    const before = contexts.get(e)!.stats();
     await prog.replay();
     for (const [k, v] of Object.entries(s1)) prog.writeSlot(k, v);
     await prog.replay();
@@ -98,10 +103,10 @@ describe("executor conformance on WebGPU", () => {
       slots: s1,
       state: Object.fromEntries(Object.entries(r0.state).map(([k, v]) => [k, v.data])),
     });
-    expect(relativeError(await prog.readOutput("acc"), r1.outputs.acc!.data)).toBeLessThanOrEqual(TOL);
-    expect(relativeError(await st.read("cache"), r1.state.cache!.data)).toBeLessThanOrEqual(TOL);
+    expect(relativeError(await prog.readOutputAsync("acc"), r1.outputs.acc!.data)).toBeLessThanOrEqual(TOL);
+    expect(relativeError(await st.readAsync("cache"), r1.state.cache!.data)).toBeLessThanOrEqual(TOL);
     // Replays made no buffer, pipeline or bind group (reads made their staging buffers, not counted).
-    expect(e.ctx.stats()).toEqual(before);
+    expect(contexts.get(e)!.stats()).toEqual(before);
   });
 
   it("copyLanes moves one sequence's State between sets; other lanes stay as they were", async (t) => {
@@ -116,14 +121,14 @@ describe("executor conformance on WebGPU", () => {
     for (const [k, v] of Object.entries(c.steps[0]!)) prog.writeSlot(k, v);
     await prog.run(a);
     await b.copyLanes(a, 1, 0);
-    const src = await a.read("cache"),
-      dst = await b.read("cache");
+    const src = await a.readAsync("cache"),
+      dst = await b.readAsync("cache");
     const per = src.length / 2;
     expect(Array.from(dst.subarray(0, per))).toEqual(Array.from(src.subarray(per)));
     expect(Array.from(dst.subarray(per)).every((v) => v === 0)).toBe(true);
-    expect(await codeOf(b.copyLanes(a, 1, 1, 2))).toBe("state-mismatch");
+    expect(await codeOf(() => b.copyLanes(a, 1, 1, 2))).toBe("state-mismatch");
     b.zero();
-    expect(Array.from(await b.read("acc")).every((v) => v === 0)).toBe(true);
+    expect(Array.from(await b.readAsync("acc")).every((v) => v === 0)).toBe(true);
   });
 
   it("bad slot, state and output use are typed ExecutorErrors; device bytes are reported", async (t) => {
@@ -135,13 +140,13 @@ describe("executor conformance on WebGPU", () => {
     expect(await codeOf(() => prog.writeSlot("pos", [0, 1]))).toBe("slot-mismatch");
     expect(await codeOf(() => prog.writeSlot("pos", [0.5]))).toBe("slot-mismatch");
     const st = await prog.createState();
-    expect(await codeOf(prog.run(st))).toBe("slot-unwritten");
+    expect(await codeOf(() => prog.run(st))).toBe("slot-unwritten");
     for (const [k, v] of Object.entries(c.steps[0]!)) prog.writeSlot(k, v);
-    expect(await codeOf(prog.run())).toBe("unknown-state");
-    expect(await codeOf(prog.run(st))).toBe("unbound-weights");
+    expect(await codeOf(() => prog.run())).toBe("unknown-state");
+    expect(await codeOf(() => prog.run(st))).toBe("unbound-weights");
     e.bindWeights((key) => c.weights[key]!);
     await prog.run(st);
-    expect(await codeOf(prog.readOutput("nope"))).toBe("unknown-output");
+    expect(await codeOf(() => prog.readOutput("nope"))).toBe("unknown-output");
     expect(await codeOf(() => st.read("nope"))).toBe("unknown-state");
     expect(await codeOf(() => st.write("cache", [1, 2, 3]))).toBe("state-mismatch");
     const bytes = e.deviceBytes();

@@ -11,7 +11,8 @@ import {
   synthesizeReductionRow,
   type ExprNode,
 } from "@poot/kernelgen";
-import { codegenCaps, fixedSubgroupSize, runKernel, synthCaps, type WgpuContext } from "@poot/backend-wgpu";
+import { codegenCaps, fixedSubgroupSize, synthCaps, type WgpuContext } from "@poot/backend-wgpu";
+import { runKernel } from "./run-kernel.js";
 import { bf16Bits, bf16Value, openTestContext, rand, relErr } from "./helpers.js";
 
 let ctx: WgpuContext | undefined;

@@ -5,7 +5,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { relativeError, seededFloats, stored } from "@poot/executor/conformance";
 import { Builder, evaluate, type Graph, type HostData } from "@poot/graph-ir";
-import { createWgpuExecutor, type WgpuExecutor } from "@poot/backend-wgpu/executor";
+import { compile, makeTarget } from "@poot/graph-plan";
+import { createWgpuExecutor, wgpuLowering, type WgpuExecutor } from "@poot/backend-wgpu/executor";
+import type { WgpuCaps } from "@poot/backend-wgpu";
 import { openTestContext } from "./helpers.js";
 
 const TOL = 1e-4;
@@ -15,10 +17,13 @@ const V = 70001,
 
 let why = "";
 let exec: WgpuExecutor | undefined;
+let caps: WgpuCaps | undefined;
 beforeAll(async () => {
   const r = await openTestContext();
-  if ("ctx" in r) exec = createWgpuExecutor(r.ctx);
-  else why = r.reason;
+  if ("ctx" in r) {
+    exec = createWgpuExecutor(r.ctx);
+    caps = r.ctx.caps;
+  } else why = r.reason;
 });
 afterAll(() => exec?.dispose());
 
@@ -39,7 +44,10 @@ describe(`LM head with ${V} output columns on WebGPU`, () => {
     const { graph, weights } = lmHead();
     e.bindWeights((key) => weights[key]!);
     const prog = await e.stage(graph, { name: "wide_lm_head" });
-    const kernels = prog.program
+    // The plans the staged program was lowered from: graph-plan's, for the device's lowering target.
+    const target = wgpuLowering(caps!);
+    expect(prog.lowered.key).toBeTypeOf("string");
+    const kernels = compile(graph, makeTarget({ kind: "wgpu", caps: target.plan }), target.compile)
       .plans()
       .map((p) => p.kernel)
       .filter((k) => k.provenance === "imported")
@@ -54,10 +62,10 @@ describe(`LM head with ${V} output columns on WebGPU`, () => {
         await prog.replay();
       }
       const r = evaluate(graph, { consts: weights, slots, state: {} });
-      const logits = await prog.readOutput("logits");
+      const logits = await prog.readOutputAsync("logits");
       expect(logits.length).toBe(V);
       expect(relativeError(logits, r.outputs.logits!.data)).toBeLessThanOrEqual(TOL);
-      expect(Array.from(await prog.readOutput("ids"))).toEqual(Array.from(r.outputs.ids!.data));
+      expect(Array.from(await prog.readOutputAsync("ids"))).toEqual(Array.from(r.outputs.ids!.data));
     }
   });
 });

@@ -85,6 +85,12 @@ export interface Device<B extends DeviceBuffer = DeviceBuffer, K = unknown, L = 
   upload(buffer: B, data: ArrayBufferView, offset?: number): void;
   /** Waits for queued work, then reads `bytes` at `offset`. */
   download(buffer: B, offset: number, bytes: number): Uint8Array;
+  /**
+   * Optional, for devices that read back asynchronously (WebGPU's `mapAsync`, decision 1601): resolves with `bytes` at
+   * `offset` once queued work is done. The staged program's `readOutputAsync` and `readAsync` use it; where the
+   * thread cannot block, `download` may throw.
+   */
+  downloadAsync?(buffer: B, offset: number, bytes: number): Promise<Uint8Array>;
   /** Queues region copies from `from` to `to`. */
   copy(from: B, to: B, regions: readonly ByteRegion[]): void;
   /** Queues zeroing a buffer. */

@@ -1,7 +1,9 @@
 // Where graph outputs and state_outs live in their root buffers, as byte regions to copy in row-major order:
 // a view (transpose, broadcast, slice) aliases its root without being its dense prefix, so it is gathered.
 
-import { elementBytes } from "./schema.js";
+import type { OutputData } from "./contract.js";
+import { elementBytes, type OutputSpec } from "./schema.js";
+import { outputOf } from "./storage.js";
 import { viewLayout, viewRuns } from "./views.js";
 import type { Graph, ScalarDType, ValueId } from "@poot/graph-ir";
 
@@ -42,4 +44,22 @@ export function stateCopies(g: Graph, rootOf: (v: ValueId) => ValueId): StateCop
     if (from !== to) out.push({ key: s.key, from, to, regions: viewRegions(g, s.output, from) });
   }
   return out;
+}
+
+/** The bytes to read for an output: its one region, or the whole root buffer of a strided one. */
+export function outputSpan(regions: readonly ByteRegion[], buf: { readonly bytes: number }): [number, number] {
+  return regions.length === 1 ? [regions[0]!.srcOffset, regions[0]!.bytes] : [0, buf.bytes];
+}
+
+/** Host data of an output from what {@link outputSpan} read: a strided view's runs gathered in order. */
+export function gatherOutput(
+  spec: OutputSpec,
+  regions: readonly ByteRegion[],
+  data: Uint8Array,
+  into?: OutputData,
+): OutputData {
+  if (regions.length === 1) return outputOf(spec.dtype, data, spec.size, into);
+  const out = new Uint8Array(regions.reduce((a, r) => a + r.bytes, 0));
+  for (const r of regions) out.set(data.subarray(r.srcOffset, r.srcOffset + r.bytes), r.dstOffset);
+  return outputOf(spec.dtype, out, spec.size, into);
 }

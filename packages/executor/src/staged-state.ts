@@ -66,6 +66,14 @@ export class DeviceStateSet<B extends DeviceBuffer = DeviceBuffer> implements St
     return outputOf(s.dtype, this.#device.download(this.buffer(key), 0, s.size * elementBytes(s.dtype)), s.size);
   }
 
+  /** {@link DeviceStateSet.read} on a device that reads back asynchronously ({@link Device.downloadAsync}). */
+  async readAsync(key: string): Promise<OutputData> {
+    const s = this.#spec(key);
+    if (this.#device.downloadAsync === undefined) return this.read(key);
+    const data = await this.#device.downloadAsync(this.buffer(key), 0, s.size * elementBytes(s.dtype));
+    return outputOf(s.dtype, data, s.size);
+  }
+
   write(key: string, data: ArrayLike<number>): void {
     const s = this.#spec(key);
     if (data.length !== s.size)

@@ -16,8 +16,9 @@ import type {
 import type { Device, DeviceBuffer, DeviceOp } from "./device.js";
 import { ExecutorError } from "./errors.js";
 import { checkStateFor, loadHost, storeHost, type HostBuffer } from "./host-state.js";
-import type { LoweredBuffer, LoweredProgram } from "./lowering/types.js";
-import { checkSlotData, readWeight, type ProgramSchema } from "./schema.js";
+import type { ByteRegion, LoweredBuffer, LoweredProgram } from "./lowering/types.js";
+import { checkSlotData, readWeight, type OutputSpec, type ProgramSchema } from "./schema.js";
+import { gatherOutput, outputSpan } from "./regions.js";
 import { DeviceStateSet } from "./staged-state.js";
 import { outputOf, storageOf } from "./storage.js";
 
@@ -450,7 +451,7 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
     return r;
   }
 
-  createState(): StateSet {
+  createState(): DeviceStateSet<B> {
     this.#alive();
     return this.#exec.createState(this.schema, this.name);
   }
@@ -504,6 +505,29 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
   }
 
   readOutput(name: string, into?: OutputData): OutputData {
+    const { spec, buf, regions } = this.#output(name);
+    const view =
+      regions.length === 1
+        ? this.#view(this.#outputViews, name, buf, regions[0]!.srcOffset, spec.dtype, spec.size)
+        : undefined;
+    if (view !== undefined) {
+      this.#device.sync();
+      return loadHost(spec.dtype, view, into);
+    }
+    const [offset, bytes] = outputSpan(regions, buf);
+    return gatherOutput(spec, regions, this.#device.download(buf, offset, bytes), into);
+  }
+
+  /** {@link DeviceProgram.readOutput} on a device that reads back asynchronously ({@link Device.downloadAsync}). */
+  async readOutputAsync(name: string, into?: OutputData): Promise<OutputData> {
+    if (this.#device.downloadAsync === undefined) return this.readOutput(name, into);
+    const { spec, buf, regions } = this.#output(name);
+    const [offset, bytes] = outputSpan(regions, buf);
+    return gatherOutput(spec, regions, await this.#device.downloadAsync(buf, offset, bytes), into);
+  }
+
+  /** The output's spec, the buffer it lives in after the last step, and its regions there. */
+  #output(name: string): { spec: OutputSpec; buf: B; regions: readonly ByteRegion[] } {
     this.#alive();
     const spec = this.schema.outputs.get(name);
     const o = this.lowered.outputs.find((x) => x.name === name);
@@ -513,23 +537,7 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
         `no output "${name}" (outputs: ${[...this.schema.outputs.keys()].join(", ")})`,
         { program: this.name, key: name },
       );
-    const buf = this.#buffer(o.buffer, this.#last);
-    const bytes = o.regions.reduce((a, r) => a + r.bytes, 0);
-    const view =
-      o.regions.length === 1
-        ? this.#view(this.#outputViews, name, buf, o.regions[0]!.srcOffset, spec.dtype, spec.size)
-        : undefined;
-    if (view !== undefined) {
-      this.#device.sync();
-      return loadHost(spec.dtype, view, into);
-    }
-    if (o.regions.length === 1)
-      return outputOf(spec.dtype, this.#device.download(buf, o.regions[0]!.srcOffset, bytes), spec.size, into);
-    // A strided view of its root (a transpose, a broadcast): read the root once and gather its runs.
-    const all = this.#device.download(buf, 0, buf.bytes);
-    const out = new Uint8Array(bytes);
-    for (const r of o.regions) out.set(all.subarray(r.srcOffset, r.srcOffset + r.bytes), r.dstOffset);
-    return outputOf(spec.dtype, out, spec.size, into);
+    return { spec, buf: this.#buffer(o.buffer, this.#last), regions: o.regions };
   }
 
   /** The host view of `n` elements at `offset` of `buffer` under `name` (remade when the buffer changes); none without `Device.hostView`. */

@@ -1,5 +1,5 @@
-// The playground's WebGPU path: the demo model's decode graph staged once on the asynchronous WgpuExecutor (the only
-// WebGPU executor a browser can run: no blocking waits on a page), fed the prompt one token at a time into its KV
+// The playground's WebGPU path: the demo model's decode graph staged once on the WgpuExecutor of a page (its reads are
+// awaited: no blocking waits on a page), fed the prompt one token at a time into its KV
 // state, then greedy decoding (argmax) until EOS or the limit. The runtime's Engine is synchronous, so this loop is
 // the page's own; it decodes the same way (`skipSpecial` stream decoding, EOS ids not emitted).
 
@@ -31,13 +31,13 @@ export async function generateWgpu(
   const executor = createWgpuExecutor(ctx);
   try {
     executor.bindWeights(checkpointConsts(model.checkpoint));
-    const prog = await executor.stage(model.graph({ kind: "decode", context, tokens: 1 }), { name: "decode" });
-    const state = await prog.createState();
+    const prog = executor.stage(model.graph({ kind: "decode", context, tokens: 1 }), { name: "decode" });
+    const state = prog.createState();
     const step = async (id: number, pos: number): Promise<Float32Array> => {
       prog.writeSlot("ids", [id]);
       prog.writeSlot("pos", [pos]);
-      await prog.run(state);
-      return (await prog.readOutput("logits")) as Float32Array;
+      prog.run(state);
+      return (await prog.readOutputAsync("logits")) as Float32Array;
     };
     const t0 = performance.now();
     let logits: Float32Array = new Float32Array(0);

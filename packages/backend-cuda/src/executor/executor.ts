@@ -10,7 +10,7 @@ import {
   type StagedProgram,
   type StateSet,
 } from "@poot/executor";
-import { lowerProgram, type LoweringCache } from "@poot/executor/lowering";
+import { lowerWith, type LoweringCache } from "@poot/executor/lowering";
 import type { CompileOptions } from "@poot/graph-plan";
 import { createCudaContext, type CompiledKernel, type CudaContext, type CudaContextOptions } from "../context.js";
 import { CudaComputeDevice, type CudaBuffer, type CudaLaunch, type CudaRecording } from "./device.js";
@@ -61,11 +61,7 @@ export type CudaProgram = DeviceProgram<CudaBuffer, CompiledKernel, CudaLaunch, 
 /** Opens the GPU and returns its executor; disposing the executor releases the device. Throws CudaError("no-driver") without one. */
 export function createCudaExecutor(options: CudaExecutorOptions = {}): CudaExecutor {
   const device = new CudaComputeDevice(createCudaContext(options), options.compile);
-  const target = device.caps.lowering;
-  const cache = options.cache;
-  return new CudaExecutor(device, (input, name) =>
-    cache !== undefined ? cache.lower(input, target, name) : lowerProgram(input, target, { name }),
-  );
+  return new CudaExecutor(device, lowerWith(device.caps.lowering, options.cache));
 }
 
 /** The CUDA context of an executor made by {@link createCudaExecutor}, or null for any other executor. */

@@ -2,7 +2,7 @@
 // per executor, and shared by every staged program; steps run on one stream or replay as HIP graphs.
 
 import { DeviceExecutor, type DeviceProgram, type Executor } from "@poot/executor";
-import { lowerProgram, type LoweringCache } from "@poot/executor/lowering";
+import { lowerWith, type LoweringCache } from "@poot/executor/lowering";
 import type { CompileOptions } from "@poot/graph-plan";
 import { baseArch } from "../hip/arch.js";
 import { HipRuntime, type HipRuntimeOptions } from "../hip/runtime.js";
@@ -38,10 +38,9 @@ export function createRocmExecutor(options: RocmExecutorOptions = {}): RocmExecu
     ...options.toolchain,
   });
   const device = new RocmDevice(hip, builder, options.compile);
-  const target = device.caps.lowering;
-  const cache = options.cache;
+  const lower = lowerWith(device.caps.lowering, options.cache);
   return new DeviceExecutor(device, (input, name) => {
-    const p = cache !== undefined ? cache.lower(input, target, name) : lowerProgram(input, target, { name });
+    const p = lower(input, name);
     // One llc + ld.lld run for the program's kernels (the device loads each from the shared code object).
     builder.prebuild(
       p.kernels.flatMap((k) => (k.code.text === undefined ? [] : [k.code.text])),

@@ -3,7 +3,7 @@
 // lazily, once per executor, to device-local memory.
 
 import { DeviceExecutor, type DeviceProgram } from "@poot/executor";
-import { lowerProgram, type LoweringCache } from "@poot/executor/lowering";
+import { lowerWith, type LoweringCache } from "@poot/executor/lowering";
 import type { CompileOptions } from "@poot/graph-plan";
 import type { VulkanBuffer } from "../buffer.js";
 import { VulkanDevice, type DeviceOptions } from "../device.js";
@@ -45,9 +45,5 @@ export function createVulkanExecutor(options: VulkanExecutorOptions = {}): Vulka
     ...(options.compile !== undefined ? { compile: options.compile } : {}),
     ...(options.computeUnits !== undefined ? { computeUnits: options.computeUnits } : {}),
   });
-  const target = device.caps.lowering;
-  const cache = options.cache;
-  return new DeviceExecutor(device, (input, name) =>
-    cache !== undefined ? cache.lower(input, target, name) : lowerProgram(input, target, { name }),
-  ) as VulkanExecutor;
+  return new DeviceExecutor(device, lowerWith(device.caps.lowering, options.cache)) as VulkanExecutor;
 }

@@ -1,11 +1,12 @@
 /**
- * @poot/backend-wgpu/executor: the WebGPU executor (async twin of `@poot/executor`'s contract): graphs compiled
- * by graph-plan, kernels from kernelgen lowered by codegen, run on a {@link WgpuContext}. For the synchronous
- * contract in Node, see `createSyncWgpuExecutor` in `@poot/backend-wgpu/node`.
+ * @poot/backend-wgpu/executor: WebGPU as a Device of `@poot/executor`'s generic staged program (decision 1601):
+ * the proxy device, its device-side operations, and the executor for threads that may not block.
+ * For the synchronous contract in Node, see `createSyncWgpuExecutor` in `@poot/backend-wgpu/node`.
  * @packageDocumentation
  */
-export { WgpuExecutor, createWgpuExecutor } from "./executor.js";
-export type { WgpuExecutorOptions } from "./executor.js";
-export { WgpuProgram } from "./program.js";
-export { WgpuStateSet } from "./state.js";
-export { lowerForWgpu } from "./lower.js";
+export { createWgpuExecutor, proxyExecutor } from "./executor.js";
+export type { WgpuExecutor, WgpuExecutorOptions } from "./executor.js";
+export { WgpuProxyDevice, wgpuDeviceCaps, wgpuLowering } from "./device.js";
+export type { WgpuHandle } from "./device.js";
+export { WgpuOps, kernelShapeOf } from "./ops.js";
+export type { DeviceRequest, Transport, WireOp } from "./protocol.js";

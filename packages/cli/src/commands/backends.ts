@@ -45,7 +45,8 @@ export const EXECUTORS: Readonly<
     gpuModule("vulkan").createVulkanExecutor({ compile, ...(cache !== undefined ? { cache } : {}) }),
   // WebGPU through Dawn (the Vulkan loader finds drivers through VK_DRIVER_FILES, e.g. lavapipe): the fused
   // Program graph-plan compiles for the device's wgpu target (decision 0702).
-  wgpu: (compile) => gpuModule("wgpu").createSyncWgpuExecutor({ executor: { compile } }),
+  wgpu: (compile, cache) =>
+    gpuModule("wgpu").createSyncWgpuExecutor({ executor: { compile }, ...(cache !== undefined ? { cache } : {}) }),
   // NVIDIA GPUs through the CUDA driver (libcuda.so.1 via koffi; no toolkit needed). Decode steps replay as CUDA
   // graphs; JIT-compiled kernels are cached on disk under the OS temp folder.
   cuda: (compile, cache) =>

@@ -45,10 +45,11 @@ async function runWgpu(ctx: Awaited<ReturnType<typeof openWgpu>>): Promise<PageR
   const ids = [...fx.promptIds, ...fx.greedyIds.slice(0, -1)];
   const executor = createWgpuExecutor(ctx);
   executor.bindWeights(checkpointConsts(fx.model.checkpoint));
-  const p = await executor.stage(fx.model.graph({ kind: "prefill", tokens: ids.length }), { name: "prefill" });
+  const p = executor.stage(fx.model.graph({ kind: "prefill", tokens: ids.length }), { name: "prefill" });
   p.writeSlot("ids", ids);
-  await p.run();
-  const all = (await p.readOutput("logits")) as Float32Array;
+  p.run();
+  // A page may not block: WebGPU's read-back is awaited.
+  const all = (await p.readOutputAsync("logits")) as Float32Array;
   const V = fx.model.config.vocabSize;
   const rows = ids.map((_, r) => ({ position: r, logits: all.slice(r * V, (r + 1) * V) }));
   return {

@@ -159,3 +159,12 @@ export function deserialize(text: string): LoweredProgram {
     return v;
   }) as LoweredProgram;
 }
+
+/** How a device's programs are lowered: for `target`, through `cache` when one is given (what every executor uses). */
+export function lowerWith(
+  target: LoweringTarget,
+  cache?: LoweringCache,
+): (input: StageInput, name: string) => LoweredProgram {
+  return (input, name) =>
+    cache !== undefined ? cache.lower(input, target, name) : lowerProgram(input, target, { name });
+}

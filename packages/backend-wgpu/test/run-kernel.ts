@@ -1,12 +1,9 @@
-// Runs one lowered kernel on host data through the backend's own path (buffers, pipeline cache, bind,
-// step): the harness that checks codegen's WGSL against kernel-dsl's interpreter on a real device.
+// Test harness: runs one lowered kernel on host data through the backend's own path (buffers, pipeline cache,
+// bind, step), to check codegen's WGSL against kernel-dsl's interpreter on a real device (Node and the browser test).
 
 import type { TargetCode } from "@poot/codegen";
 import type { Kernel, KernelBuffer } from "@poot/kernel-dsl";
-import type { KernelArg } from "./bind.js";
-import type { WgpuBuffer } from "./buffers.js";
-import type { WgpuContext } from "./context.js";
-import { WgpuError } from "./errors.js";
+import { WgpuError, type KernelArg, type WgpuBuffer, type WgpuContext } from "@poot/backend-wgpu";
 
 /** What {@link runKernel} takes. */
 export interface KernelRun {
