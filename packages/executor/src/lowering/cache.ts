@@ -1,10 +1,11 @@
 // The lowering cache on disk: one file per LoweredProgram, named by the content hash of what it was lowered from
-// (graph, target data, name, lowering version). Each file carries the SHA-256 of its body; a file whose body does
+// (graph, target data, name, lowering version, the lowering code's own hash). Each file carries the SHA-256 of its body; a file whose body does
 // not match is reported, deleted and rebuilt, never used.
 
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { fileURLToPath } from "node:url";
 import { graphToJsonString } from "@poot/graph-ir";
 import { Program } from "@poot/graph-plan";
 import { stageParts, type StageInput } from "../contract.js";
@@ -14,6 +15,71 @@ import type { LoweredProgram, LoweringTarget } from "./types.js";
 /** Bumped whenever the lowering or the entry format changes what a key would produce. */
 export const LOWERING_VERSION = 2;
 
+/** The packages whose code decides what a lowering produces (besides this one). */
+const PRODUCERS = ["@poot/graph-ir", "@poot/graph-plan", "@poot/kernelgen", "@poot/codegen", "@poot/kernel-dsl"];
+
+let fingerprint: string | undefined;
+
+/**
+ * SHA-256 over the code that lowers a program: the JavaScript of this package and of graph-ir, graph-plan,
+ * kernel-dsl, kernelgen (with its imported kernel library, `assets/`) and codegen, as installed. Part of every cache
+ * key, so an upgrade or a rebuild with other kernels never serves entries the old code lowered. Computed once per
+ * process (a few MB read); a package that cannot be resolved (a bundle that inlines it) is covered by the bundle's
+ * own file, which is in this package's folder.
+ */
+export function loweringCodeFingerprint(): string {
+  if (fingerprint !== undefined) return fingerprint;
+  const dirs = [path.dirname(fileURLToPath(import.meta.url))];
+  const roots: string[] = [];
+  for (const p of PRODUCERS) {
+    const root = packageRoot(p, roots);
+    if (root === null) continue; // inlined into this bundle
+    roots.push(root);
+    dirs.push(path.join(root, "dist"), path.join(root, "assets"));
+  }
+  fingerprint = codeFingerprintOf(dirs);
+  return fingerprint;
+}
+
+/**
+ * The folder of package `name`: resolved from here, or (a dependency of a dependency, which a strict install does not
+ * hoist) from the `node_modules` of a package already found; null when neither has it.
+ */
+function packageRoot(name: string, found: readonly string[]): string | null {
+  try {
+    return path.dirname(path.dirname(fileURLToPath(import.meta.resolve(name))));
+  } catch {
+    for (const root of found) {
+      const dir = path.join(root, "node_modules", name);
+      if (fs.existsSync(path.join(dir, "package.json"))) return fs.realpathSync(dir);
+    }
+    return null;
+  }
+}
+
+/** SHA-256 over the code and JSON files below `dirs` (their paths below each and their bytes; declarations left out). */
+export function codeFingerprintOf(dirs: readonly string[]): string {
+  const h = createHash("sha256");
+  for (const dir of dirs) hashTree(h, dir, "");
+  return h.digest("hex");
+}
+
+/** Adds every code and JSON file below `dir` (sorted, by path below it; declarations left out) to `h`. */
+function hashTree(h: ReturnType<typeof createHash>, dir: string, rel: string): void {
+  let entries: fs.Dirent[];
+  try {
+    entries = fs.readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return;
+  }
+  for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+    const file = path.join(dir, e.name);
+    if (e.isDirectory()) hashTree(h, file, `${rel}${e.name}/`);
+    else if (e.isFile() && /\.(m?js|cjs|ts|json)$/.test(e.name) && !/\.d\.m?ts$/.test(e.name))
+      h.update(`${rel}${e.name}\0`).update(fs.readFileSync(file));
+  }
+}
+
 /** The cache key of lowering `input` named `name` for `target`: SHA-256 over everything the result depends on. */
 export function loweringKey(input: StageInput | Program, target: LoweringTarget, name: string): string {
   const graph = input instanceof Program ? input.source : stageParts(input).graph;
@@ -22,6 +88,7 @@ export function loweringKey(input: StageInput | Program, target: LoweringTarget,
   h.update(
     JSON.stringify({
       version: LOWERING_VERSION,
+      code: loweringCodeFingerprint(),
       name,
       target: data,
       compiled: input instanceof Program ? input.target : null,

@@ -5,7 +5,16 @@
  */
 export { lowerProgram, stepTokens } from "./lower.js";
 export type { LowerProgramOptions } from "./lower.js";
-export { LOWERING_VERSION, LoweringCache, deserialize, loweringKey, lowerWith, serialize } from "./cache.js";
+export {
+  LOWERING_VERSION,
+  LoweringCache,
+  codeFingerprintOf,
+  deserialize,
+  loweringCodeFingerprint,
+  loweringKey,
+  lowerWith,
+  serialize,
+} from "./cache.js";
 export type { CacheOutcome, CacheStats, LoweringCacheOptions } from "./cache.js";
 export { launchesOf } from "./types.js";
 export type {

@@ -6,7 +6,14 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { describe, expect, test } from "vitest";
 import { conformanceCases } from "../conformance-cases.js";
-import { LoweringCache, deserialize, loweringKey, serialize } from "./cache.js";
+import {
+  LoweringCache,
+  codeFingerprintOf,
+  deserialize,
+  loweringCodeFingerprint,
+  loweringKey,
+  serialize,
+} from "./cache.js";
 import { lowerProgram } from "./lower.js";
 import { defaultLowering } from "./targets.js";
 
@@ -90,5 +97,32 @@ describe("LoweringCache", () => {
     // The rebuilt entry is sound: the next lowering hits without a warning.
     cache.lower(c.graph, target, "m");
     expect([cache.last, warnings.length]).toEqual(["hit", 1]);
+  });
+});
+
+describe("the lowering code's fingerprint (part of every key)", () => {
+  test("changes when a code or asset file changes, not when a source map does; the installed packages resolve", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "poot-fp-"));
+    try {
+      fs.mkdirSync(path.join(dir, "assets"));
+      fs.writeFileSync(path.join(dir, "index.js"), "export const kernel = 1;");
+      fs.writeFileSync(path.join(dir, "index.js.map"), "{}");
+      fs.writeFileSync(path.join(dir, "assets", "k.json"), "[1]");
+      const a = codeFingerprintOf([dir]);
+      fs.writeFileSync(path.join(dir, "index.js.map"), "{ }");
+      expect(codeFingerprintOf([dir])).toBe(a);
+      fs.writeFileSync(path.join(dir, "assets", "k.json"), "[2]");
+      const b = codeFingerprintOf([dir]);
+      expect(b).not.toBe(a);
+      fs.writeFileSync(path.join(dir, "index.js"), "export const kernel = 2;");
+      expect(codeFingerprintOf([dir])).not.toBe(b);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+    // The real one: stable within a process and a different hash from nothing at all.
+    const fp = loweringCodeFingerprint();
+    expect(fp).toMatch(/^[0-9a-f]{64}$/);
+    expect(loweringCodeFingerprint()).toBe(fp);
+    expect(fp).not.toBe(codeFingerprintOf([]));
   });
 });
