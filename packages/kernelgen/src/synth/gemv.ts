@@ -82,8 +82,7 @@ export function synthesizeGemvWith(req: GemvRequest, caps: SynthCaps, ep: Prepar
   if (!Number.isInteger(H) || H < 1 || H > 4)
     throw new KernelgenError("bad_param", `heads ${H} must be 1..4`, { synth: SYNTH, param: "heads", value: H });
   if (req.weight.layout === "kn") return gemvKN(req, caps, B, H, xDtype, wDtype, outDtype, ep);
-  if (cpuTiledGemv(caps, req.weight.layout))
-    return gemvNKSimd(req, caps, B, H, xDtype, wDtype, outDtype, ep);
+  if (cpuTiledGemv(caps, req.weight.layout)) return gemvNKSimd(req, caps, B, H, xDtype, wDtype, outDtype, ep);
   // [N, K]: a group of `lanes` threads per output row, striding over K (coalesced); rowsPerWg rows per workgroup.
   // Serial threads (CPU): a thread per output row, U independent partial sums (no reduction, no barrier).
   const serial = caps.serialThreads === true;
