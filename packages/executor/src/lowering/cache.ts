@@ -12,7 +12,7 @@ import { lowerProgram } from "./lower.js";
 import type { LoweredProgram, LoweringTarget } from "./types.js";
 
 /** Bumped whenever the lowering or the entry format changes what a key would produce. */
-export const LOWERING_VERSION = 2;
+export const LOWERING_VERSION = 3;
 
 /** The cache key of lowering `input` named `name` for `target`: SHA-256 over everything the result depends on. */
 export function loweringKey(input: StageInput | Program, target: LoweringTarget, name: string): string {
