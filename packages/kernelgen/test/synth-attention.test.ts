@@ -119,42 +119,53 @@ function stored(v: Float32Array, dt: AttentionRequest["qDtype"]): Float32Array |
 const CAPS: SynthCaps = { maxWorkgroup: 64, sharedBytes: 16384 };
 
 describe("synthesized attention", () => {
-  it("paged KV: two sequences read their keys through scrambled page tables of one shared pool", () => {
-    const r = rng(11);
-    const c: Case = { batch: 2, queries: 1, heads: 4, kvHeads: 2, headDim: 8, keys: 16, mask: "causal", pos0: 13 };
-    const ps = 4,
-      rows = 12 * ps,
-      D = 8,
-      Hkv = 2;
-    const table = Int32Array.from([7, 2, 10, 5, 1, 11, 4, 8]);
-    const q = randF32(r, 2 * 4 * D, 2);
-    const poolK = randF32(r, rows * Hkv * D),
-      poolV = randF32(r, rows * Hkv * D);
-    // The reference reads contiguous token-major caches [B, S, Hkv, D] copied out of the pool page by page.
-    const gather = (pool: Float32Array) => {
-      const out = new Float32Array(2 * 16 * Hkv * D);
-      for (let b = 0; b < 2; b++)
-        for (let j = 0; j < 16; j++) {
-          const row = table[b * 4 + Math.floor(j / ps)]! * ps + (j % ps);
-          out.set(pool.subarray(row * Hkv * D, (row + 1) * Hkv * D), (b * 16 + j) * Hkv * D);
-        }
-      return out;
-    };
-    const scale = 1 / Math.sqrt(D);
-    const s = synthesizeAttention(
-      { ...c, name: "attn", scale, paged: { pageSize: ps }, strides: { k: [0, D, Hkv * D, 1], v: [0, D, Hkv * D, 1] } },
-      CAPS,
-    );
-    const out = poisoned(s.kernel, "out", 2 * 4 * D);
-    run(s.kernel, {
-      grid: [...s.grid],
-      buffers: { q, k: poolK, v: poolV, out, limit: Int32Array.from([13, 13]), pages: table },
+  // On the CPU caps the 14 live keys go as three blocks of 4 (decision 2306) and two single keys, each through the table.
+  for (const [label, caps] of [
+    ["lanes", CAPS],
+    ["cpu", cpuSynthCaps()],
+  ] as const)
+    it(`paged KV (${label}): two sequences read their keys through scrambled page tables of one shared pool`, () => {
+      const r = rng(11);
+      const c: Case = { batch: 2, queries: 1, heads: 4, kvHeads: 2, headDim: 8, keys: 16, mask: "causal", pos0: 13 };
+      const ps = 4,
+        rows = 12 * ps,
+        D = 8,
+        Hkv = 2;
+      const table = Int32Array.from([7, 2, 10, 5, 1, 11, 4, 8]);
+      const q = randF32(r, 2 * 4 * D, 2);
+      const poolK = randF32(r, rows * Hkv * D),
+        poolV = randF32(r, rows * Hkv * D);
+      // The reference reads contiguous token-major caches [B, S, Hkv, D] copied out of the pool page by page.
+      const gather = (pool: Float32Array) => {
+        const out = new Float32Array(2 * 16 * Hkv * D);
+        for (let b = 0; b < 2; b++)
+          for (let j = 0; j < 16; j++) {
+            const row = table[b * 4 + Math.floor(j / ps)]! * ps + (j % ps);
+            out.set(pool.subarray(row * Hkv * D, (row + 1) * Hkv * D), (b * 16 + j) * Hkv * D);
+          }
+        return out;
+      };
+      const scale = 1 / Math.sqrt(D);
+      const s = synthesizeAttention(
+        {
+          ...c,
+          name: "attn",
+          scale,
+          paged: { pageSize: ps },
+          strides: { k: [0, D, Hkv * D, 1], v: [0, D, Hkv * D, 1] },
+        },
+        caps,
+      );
+      const out = poisoned(s.kernel, "out", 2 * 4 * D);
+      run(s.kernel, {
+        grid: [...s.grid],
+        buffers: { q, k: poolK, v: poolV, out, limit: Int32Array.from([13, 13]), pages: table },
+      });
+      expectClose(out as Float32Array, reference(c, q, gather(poolK), gather(poolV), scale), 1, 1e-5);
+      expect(() => synthesizeAttention({ ...c, name: "attn", scale, paged: { pageSize: 5 } }, CAPS)).toThrow(
+        /pageSize 5/,
+      );
     });
-    expectClose(out as Float32Array, reference(c, q, gather(poolK), gather(poolV), scale), 1, 1e-5);
-    expect(() => synthesizeAttention({ ...c, name: "attn", scale, paged: { pageSize: 5 } }, CAPS)).toThrow(
-      /pageSize 5/,
-    );
-  });
 
   it("decode: one query at position 22 of a 40-key cache, GQA 4:2, token-major", () => {
     check({ queries: 1, heads: 4, kvHeads: 2, headDim: 8, keys: 40, mask: "causal", pos0: 22 }, CAPS, 1);
@@ -197,6 +208,17 @@ describe("synthesized attention", () => {
       [0, 16, 39].forEach((pos0, i) => check({ ...c, pos0 }, cpu, 30 + i));
       check({ ...c, pos0: 25, kvDtype: "bf16", qDtype: "bf16" }, cpu, 33);
       check({ ...c, pos0: 25, kvDtype: "f16", kvLayout: "hsd", outDtype: "f16" }, cpu, 34);
+    });
+    it("prefill takes the keys in blocks of 4 (decision 2306): causal over 13 queries at 64-wide heads, GQA 4:1", () => {
+      const c = { queries: 13, heads: 8, kvHeads: 2, headDim: 64, keys: 24, mask: "causal" } as const;
+      const text = printKernel(synthesizeAttention({ ...c, name: "a", scale: 1 }, cpu).kernel);
+      expect(text).toContain("jb");
+      // Live lengths 8..20: whole blocks only (8, 12, 16, 20) and blocks with a tail of 1, 2 and 3 keys.
+      check({ ...c, pos0: 7 }, cpu, 40);
+      check({ ...c, pos0: 3, kvLayout: "hsd", kvDtype: "bf16" }, cpu, 41);
+      // A mask tensor keeps the key-by-key loop (a dropped key must be skipped).
+      const masked = { ...c, mask: "bool", maskTensor: { dtype: "u8", strides: [0, 0, 24, 1] } } as const;
+      expect(printKernel(synthesizeAttention({ ...masked, name: "a", scale: 1 }, cpu).kernel)).not.toContain("jb");
     });
     it("head dims of 4 and 12 (fewer quads than partial sums), value dim ≠ head dim, sliding prefill with soft-cap", () => {
       check(

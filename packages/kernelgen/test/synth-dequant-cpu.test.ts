@@ -152,11 +152,14 @@ describe("CPU dequant GEMV with SIMD loads", () => {
             [1, 1, 1],
             [2, 2, 9],
             [1, 3, 3],
+            [10, 1, 3],
           ]
         : [
             [1, 1, 1],
             [3, 5, 17],
             [2, 4, 1],
+            // Chunks of 8 rows sharing each decoded weight: two over grid z, the second ragged.
+            [13, 2, 5],
           ];
     for (const [B, nb, N] of nbs as [number, number, number][]) {
       it(`${f.name}: batch ${B}, ${nb} blocks per row, N=${N}, against float64`, () => {
@@ -201,7 +204,8 @@ describe("CPU dequant GEMV with SIMD loads", () => {
       node: 2,
     };
     for (const f of [Q4_K, Q6_K]) {
-      const [B, K, N] = [2, 2 * f.blockSize, 5];
+      // Q6_K with 6 rows: one chunk of rows sharing each decoded gate/up pair.
+      const [B, K, N] = [f === Q6_K ? 6 : 2, 2 * f.blockSize, 5];
       const r = rng(77 + f.bytesPerBlock);
       const [w0, w1] = [blocks(r, f, N * 2), blocks(r, f, N * 2)];
       const x = randF32(r, B * K);

@@ -101,6 +101,10 @@ describe("synthesized GEMV", () => {
     [1, 75, 6, "f16", "nk", CAPS_CPU],
     [2, 75, 1, "bf16", "nk", CAPS_CPU],
     [1, 3, 5, "f32", "nk", CAPS_CPU],
+    // CPU register tiles (decision 2305): tiles of 8 rows over grid z, the last one ragged, one vec4 sum per row.
+    [19, 75, 6, "f16", "nk", CAPS_CPU],
+    [9, 64, 11, "f32", "nk", CAPS_CPU],
+    [16, 132, 3, "bf16", "nk", CAPS_CPU],
   ];
   for (const [B, K, N, dt, layout, caps] of cases) {
     it(`B=${B} K=${K} N=${N} ${dt} ${layout} (${capsLabel(caps)})`, () => {
@@ -230,7 +234,8 @@ describe("synthesized GEMV", () => {
     ["nk", CAPS_CPU],
   ] as const) {
     it(`two weights sharing x (gate and up, ${layout}, ${capsLabel(caps)}) with a SwiGLU epilogue: silu(acc) · acc1`, () => {
-      const [B, K, N] = [3, 40, 21];
+      // On the CPU 11 rows: register tiles of 8 rows per gate/up row pair (decision 2305), the second ragged.
+      const [B, K, N] = [caps === CAPS_CPU ? 11 : 3, 40, 21];
       const r = rng(caps === CAPS_CPU ? 93 : layout === "nk" ? 91 : 92);
       const x = randF32(r, B * K),
         wg = randW(r, N * K, "bf16"),
@@ -272,7 +277,12 @@ describe("synthesized GEMV", () => {
     });
   }
 
-  it("refuses a batch above 8 and an integer weight with typed errors", () => {
+  it("on the CPU caps more rows than a tile run as tiles of 8 rows over grid z", () => {
+    const s = synthesizeGemv({ name: "g", K: 64, N: 30, batch: 19, weight: { dtype: "f16", layout: "nk" } }, CAPS_CPU);
+    expect(s.grid).toEqual([Math.ceil(30 / 8), 1, 3]);
+  });
+
+  it("refuses a batch above 8 (off the CPU) and an integer weight with typed errors", () => {
     expect(() =>
       synthesizeGemv({ name: "g", K: 4, N: 4, batch: 9, weight: { dtype: "f32", layout: "nk" } }, CAPS_SG),
     ).toThrow(KernelgenError);

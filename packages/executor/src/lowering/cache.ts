@@ -13,7 +13,7 @@ import { lowerProgram } from "./lower.js";
 import type { LoweredProgram, LoweringTarget } from "./types.js";
 
 /** Bumped whenever the lowering or the entry format changes what a key would produce. */
-export const LOWERING_VERSION = 2;
+export const LOWERING_VERSION = 3;
 
 /** The packages whose code decides what a lowering produces (besides this one). */
 const PRODUCERS = ["@poot/graph-ir", "@poot/graph-plan", "@poot/kernelgen", "@poot/codegen", "@poot/kernel-dsl"];

@@ -15,7 +15,7 @@ import type { PreparedEpilogue } from "../synth/epilogue.js";
 import type { ExprType } from "../synth/expr.js";
 import { synthesizeGemmWith } from "../synth/gemm.js";
 import { mmaGemmApplies, synthesizeMmaGemmWith } from "../synth/gemm-mma.js";
-import { synthesizeGemvWith } from "../synth/gemv.js";
+import { cpuTiledGemv, synthesizeGemvWith } from "../synth/gemv.js";
 import { synthesizeIndexedMatMulWith } from "../synth/indexed.js";
 import { synthesizeMovement } from "../synth/movement.js";
 import { synthesizeRope } from "../synth/rope.js";
@@ -429,7 +429,8 @@ function fastContraction(req: KernelRequest, name: string, caps: SynthCaps): Req
     return bind(k, { x: input(0), ...weightB, y: OUTPUT, ...extraB });
   }
   const rows = numel(A.shape.slice(0, -1));
-  if (B.shape.length === 2 && rows <= 8) {
+  // On the CPU any number of rows: the SIMD [N, K] kernel tiles them (decision 2305).
+  if (B.shape.length === 2 && (rows <= 8 || cpuTiledGemv(caps, transposeB ? "nk" : "kn"))) {
     if (Bs.some((x) => x.dtype !== B.dtype)) throw new AccumulatorElsewhere();
     const k = synthesizeGemvWith(
       {

@@ -11,7 +11,7 @@ import type { SynthCaps, SynthKernel } from "../caps.js";
 import { KernelgenError } from "../errors.js";
 import { attentionRow, declareAttentionIo, writeAttention } from "./attention-common.js";
 import type { AttentionIo, AttentionLayout, AttentionRow, Strides4 } from "./attention-common.js";
-import { simdAttentionApplies, simdRowOps } from "./attention-cpu.js";
+import { keyBlocks, simdAttentionApplies, simdRowOps } from "./attention-cpu.js";
 import type { LaneRow } from "./attention-cpu.js";
 import { ATTENTION_KEYS_PER_TRIP, ATTENTION_WARPS, warpAttentionFits, warpAttentionKernel } from "./attention-warp.js";
 import { checkDType, elemOf, storeAs } from "./storage.js";
@@ -239,19 +239,29 @@ function laneAttentionKernel(L: AttentionLayout, lanes: number, caps: SynthCaps)
     const sacc = b.shared("sacc", "f32", lanes * Dv);
     const r = attentionRow(b, L, io);
     const lane = let_(lid.x, "lane");
-    const row = qsh === undefined ? simdRowOps(b, L, io, r) : scalarRowOps(b, L, io, r, qsh, lane, lanes);
+    const simdRow = qsh === undefined ? simdRowOps(b, L, io, r) : undefined;
+    const row = simdRow ?? scalarRowOps(b, L, io, r, qsh!, lane, lanes);
     const m = var_(f32(-Infinity), "m");
     const l = var_(f32(0), "l");
-    const acc = row.acc();
+    const blockAcc = simdRow?.acc();
+    const acc = blockAcc ?? row.acc();
+    const score = (dot: Val<"f32">): Val<"f32"> => {
+      const s = let_(dot.mul(L.scale), "s");
+      return L.softCap === undefined ? s : let_(tanh(s.div(L.softCap)).mul(L.softCap), "s_cap");
+    };
+    // The SIMD row without a mask tensor takes the keys in blocks, then the rest one by one (attention-cpu.ts).
+    const first =
+      blockAcc !== undefined && L.maskTensor === undefined
+        ? keyBlocks(b, L, r, { score, m, l, acc: blockAcc })
+        : r.lo.add(lane);
     for_(
-      r.lo.add(lane),
+      first,
       r.hi,
       lanes,
       (jj) => {
         const j = r.tokenRow(jj);
         const kr = r.at(L.ks4, r.kvh, j);
-        let s = let_(acc.dot(kr).mul(L.scale), "s");
-        if (L.softCap !== undefined) s = let_(tanh(s.div(L.softCap)).mul(L.softCap), "s_cap");
+        let s = score(acc.dot(kr));
         let keep: Val<"bool"> = b.bool(true);
         if (io.mask !== undefined && L.maskTensor !== undefined) {
           const ms = L.maskTensor.strides;

@@ -17,7 +17,7 @@ export interface GemvRequest {
   readonly name: string;
   readonly K: number;
   readonly N: number;
-  /** Rows of x sharing each weight read (1..8, default 1). */
+  /** Rows of x sharing each weight read (1..8, default 1; any number on the CPU with an [N, K] weight, tiled). */
   readonly batch?: number;
   readonly xDtype?: StorageDType;
   readonly weight: { readonly dtype: StorageDType; readonly layout: "nk" | "kn" };
@@ -54,6 +54,11 @@ export function laneGroupSum(
   return r;
 }
 
+/** True when the CPU's register-tiled SIMD kernel serves an [N, K] weight: serial threads with SIMD loads. */
+export function cpuTiledGemv(caps: SynthCaps, layout: "kn" | "nk"): boolean {
+  return caps.serialThreads === true && caps.simdLoads === true && layout === "nk";
+}
+
 /** Generates the GEMV. Buffers: x, W, epilogue inputs, y. */
 export function synthesizeGemv(req: GemvRequest, caps: SynthCaps): SynthKernel {
   return synthesizeGemvWith(req, caps, prepareEpilogue(SYNTH, req.epilogue, req.outDtype ?? "f32"));
@@ -66,8 +71,10 @@ export function synthesizeGemvWith(req: GemvRequest, caps: SynthCaps, ep: Prepar
   const B = req.batch ?? 1;
   if (![K, N].every((d) => Number.isInteger(d) && d >= 1))
     throw new KernelgenError("bad_shape", `K ${K}, N ${N}`, { synth: SYNTH, param: "shape" });
-  if (!Number.isInteger(B) || B < 1 || B > 8)
-    throw new KernelgenError("bad_param", `batch ${B} must be 1..8`, { synth: SYNTH, param: "batch", value: B });
+  // The CPU's SIMD [N, K] kernel tiles any number of rows (grid z); the others hold every row in registers.
+  const maxB = cpuTiledGemv(caps, req.weight.layout) ? Number.MAX_SAFE_INTEGER : 8;
+  if (!Number.isInteger(B) || B < 1 || B > maxB)
+    throw new KernelgenError("bad_param", `batch ${B} must be 1..${maxB}`, { synth: SYNTH, param: "batch", value: B });
   const xDtype = checkDType(SYNTH, "x", req.xDtype ?? "f32", ["f32", "bf16", "f16"]);
   const wDtype = checkDType(SYNTH, "weight", req.weight.dtype, ["f32", "bf16", "f16"]);
   const outDtype = req.outDtype ?? "f32";
@@ -75,8 +82,7 @@ export function synthesizeGemvWith(req: GemvRequest, caps: SynthCaps, ep: Prepar
   if (!Number.isInteger(H) || H < 1 || H > 4)
     throw new KernelgenError("bad_param", `heads ${H} must be 1..4`, { synth: SYNTH, param: "heads", value: H });
   if (req.weight.layout === "kn") return gemvKN(req, caps, B, H, xDtype, wDtype, outDtype, ep);
-  if (caps.serialThreads === true && caps.simdLoads === true)
-    return gemvNKSimd(req, caps, B, H, xDtype, wDtype, outDtype, ep);
+  if (cpuTiledGemv(caps, req.weight.layout)) return gemvNKSimd(req, caps, B, H, xDtype, wDtype, outDtype, ep);
   // [N, K]: a group of `lanes` threads per output row, striding over K (coalesced); rowsPerWg rows per workgroup.
   // Serial threads (CPU): a thread per output row, U independent partial sums (no reduction, no barrier).
   const serial = caps.serialThreads === true;
