@@ -9,7 +9,7 @@ import { createCpuExecutor } from "@poot/backend-cpu";
 import { LoadedModel, openSafetensors } from "@poot/models";
 import { Engine } from "@poot/runtime";
 import { describe, expect, test } from "vitest";
-import { fixture, needFixture } from "@poot/testkit";
+import { fixture, needFixture, relErr, argmax } from "@poot/testkit";
 
 function repoRoot(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
@@ -20,19 +20,6 @@ const NO_FIXTURES = needFixture("hf", "gguf");
 const FIX = fixture();
 const HAVE = NO_FIXTURES === undefined;
 const SKIP = HAVE ? "" : ` (skipped: ${NO_FIXTURES})`;
-
-/** max |a - ref| / max |ref| (the fixtures README's agreement measure). */
-function relErr(a: Float32Array, ref: Float32Array): number {
-  let d = 0,
-    m = 0;
-  for (let i = 0; i < ref.length; i++) {
-    d = Math.max(d, Math.abs(a[i]! - ref[i]!));
-    m = Math.max(m, Math.abs(ref[i]!));
-  }
-  return d / m;
-}
-
-const argmax = (a: Float32Array): number => a.reduce((b, x, i) => (x > a[b]! ? i : b), 0);
 
 function readF32(file: string): Float32Array {
   const b = fs.readFileSync(file);

@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import { createCpuExecutor } from "@poot/backend-cpu";
 import { Engine } from "@poot/runtime";
 import { describe, expect, test } from "vitest";
+import { relErr, argmax } from "@poot/testkit";
 
 function repoRoot(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
@@ -22,19 +23,6 @@ interface FormatFixture {
   llama_cpp_greedy_ids: number[];
   reference_greedy_ids: number[];
 }
-
-/** max |a − ref| / max |ref|. */
-function relErr(a: Float32Array, ref: Float32Array): number {
-  let d = 0,
-    m = 0;
-  for (let i = 0; i < ref.length; i++) {
-    d = Math.max(d, Math.abs(a[i]! - ref[i]!));
-    m = Math.max(m, Math.abs(ref[i]!));
-  }
-  return d / m;
-}
-
-const argmax = (a: Float32Array): number => a.reduce((b, x, i) => (x > a[b]! ? i : b), 0);
 
 function readF32(file: string): Float32Array {
   const b = fs.readFileSync(file);

@@ -6,20 +6,8 @@ import * as fs from "node:fs";
 import { createCpuExecutor } from "@poot/backend-cpu";
 import { openCheckpoint, openSafetensors } from "@poot/models";
 import { Engine } from "@poot/runtime";
-import { fixture } from "@poot/testkit";
+import { fixture, relErr, argmax } from "@poot/testkit";
 import { describe, expect, test } from "vitest";
-
-/** max |a − ref| / max |ref|. */
-function relErr(a: Float32Array, ref: Float32Array): number {
-  let d = 0,
-    m = 0;
-  for (let i = 0; i < ref.length; i++) {
-    d = Math.max(d, Math.abs(a[i]! - ref[i]!));
-    m = Math.max(m, Math.abs(ref[i]!));
-  }
-  return d / m;
-}
-const argmax = (a: Float32Array): number => a.reduce((b, x, i) => (x > a[b]! ? i : b), 0);
 
 describe("--backend cpu on fixtures/hf/llama3-{gptq,awq,fp8}, weights packed", () => {
   for (const dir of ["llama3-gptq", "llama3-awq", "llama3-fp8"]) {

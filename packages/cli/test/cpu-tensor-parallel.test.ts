@@ -10,24 +10,11 @@ import { PlanError } from "@poot/graph-plan";
 import { checkTensorParallel, LoadedModel, openSafetensors } from "@poot/models";
 import { Engine } from "@poot/runtime";
 import { describe, expect, test } from "vitest";
-import { fixture, needFixture } from "@poot/testkit";
+import { fixture, needFixture, relErr, argmax } from "@poot/testkit";
 
 const NO_FIXTURES = needFixture("hf");
 const SKIP = NO_FIXTURES === undefined ? "" : ` (skipped: ${NO_FIXTURES})`;
 const FAMILIES = ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"];
-
-/** max |a - ref| / max |ref| (the fixtures README's agreement measure). */
-function relErr(a: Float32Array, ref: Float32Array): number {
-  let d = 0,
-    m = 0;
-  for (let i = 0; i < ref.length; i++) {
-    d = Math.max(d, Math.abs(a[i]! - ref[i]!));
-    m = Math.max(m, Math.abs(ref[i]!));
-  }
-  return d / m;
-}
-
-const argmax = (a: Float32Array): number => a.reduce((b, x, i) => (x > a[b]! ? i : b), 0);
 
 interface Reference {
   prompt_ids: number[];

@@ -13,7 +13,7 @@ import { Engine } from "@poot/runtime";
 import { describe, expect, test } from "vitest";
 import { createExecutor } from "../src/commands/backends.js";
 import { loadGpuModule } from "../src/commands/gpu-modules.js";
-import { fixture, needFixture } from "@poot/testkit";
+import { fixture, needFixture, relErr, argmax } from "@poot/testkit";
 
 function repoRoot(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
@@ -71,19 +71,6 @@ export async function loadReason(backend: "wgpu" | "vulkan" | "rocm"): Promise<s
   const r = await loadGpuModule(backend);
   return r.ok ? undefined : r.reason;
 }
-
-/** max |a - ref| / max |ref|. */
-function relErr(a: Float32Array, ref: Float32Array): number {
-  let d = 0,
-    m = 0;
-  for (let i = 0; i < ref.length; i++) {
-    d = Math.max(d, Math.abs(a[i]! - ref[i]!));
-    m = Math.max(m, Math.abs(ref[i]!));
-  }
-  return d / m;
-}
-
-const argmax = (a: Float32Array): number => a.reduce((b, x, i) => (x > a[b]! ? i : b), 0);
 
 /** Registers the fixture checks of one backend. */
 export async function fixtureSuite(backend: "wgpu" | "vulkan" | "rocm"): Promise<void> {

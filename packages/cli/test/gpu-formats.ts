@@ -6,22 +6,10 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { LoadedModel, openSafetensors } from "@poot/models";
 import { Engine } from "@poot/runtime";
-import { fixture } from "@poot/testkit";
+import { fixture, relErr, argmax } from "@poot/testkit";
 import { describe, expect, test } from "vitest";
 import { createExecutor } from "../src/commands/backends.js";
 import { loadReason, skipReason } from "./gpu-fixtures.js";
-
-/** max |a − ref| / max |ref|. */
-function relErr(a: Float32Array, ref: Float32Array): number {
-  let d = 0,
-    m = 0;
-  for (let i = 0; i < ref.length; i++) {
-    d = Math.max(d, Math.abs(a[i]! - ref[i]!));
-    m = Math.max(m, Math.abs(ref[i]!));
-  }
-  return d / m;
-}
-const argmax = (a: Float32Array): number => a.reduce((b, x, i) => (x > a[b]! ? i : b), 0);
 
 interface Case {
   /** Test name. */

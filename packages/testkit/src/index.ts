@@ -21,6 +21,7 @@ import { FixtureError } from "./errors.js";
 import { ensureGenerated } from "./generated.js";
 import { FIXTURES_ROOT } from "./root.js";
 
+export { argmax, relErr } from "./compare.js";
 export { FixtureError, type FixtureErrorCode } from "./errors.js";
 export { REPO_ROOT } from "./root.js";
 export {

@@ -1,0 +1,19 @@
+// How the tests compare logits with a reference: the fixtures README's agreement measure and greedy's pick.
+
+/** max |a - ref| / max |ref| over the whole arrays (the fixtures README's agreement measure). */
+export function relErr(a: ArrayLike<number>, ref: ArrayLike<number>): number {
+  let d = 0,
+    m = 0;
+  for (let i = 0; i < ref.length; i++) {
+    d = Math.max(d, Math.abs(a[i]! - ref[i]!));
+    m = Math.max(m, Math.abs(ref[i]!));
+  }
+  return d / m;
+}
+
+/** The index of the largest value (the first one on ties), as greedy decoding picks. */
+export function argmax(a: ArrayLike<number>): number {
+  let best = 0;
+  for (let i = 1; i < a.length; i++) if (a[i]! > a[best]!) best = i;
+  return best;
+}
