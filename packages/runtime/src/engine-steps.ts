@@ -22,7 +22,8 @@ export function runSequence(
   let last: Float32Array | null = null;
   for (const c of engine.chunks(ids.length)) {
     const t0 = performance.now();
-    const p = engine.decodeProgram(c);
+    // A chunk's logits are read for its last token only: its program runs the head on that row alone.
+    const p = engine.decodeProgram(c, "last");
     p.writeSlot("ids", ids.slice(off, off + c));
     p.writeSlot("pos", [pos]);
     engine.writePaging(p, [{ session, start: pos }], c);

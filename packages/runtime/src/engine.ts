@@ -257,10 +257,23 @@ export class Engine {
     return this.sessions.has(s);
   }
 
-  /** The paged decode program of `tokens` new tokens for one sequence (staged once). */
-  decodeProgram(tokens: number): StagedProgram {
-    return this.programs.staged(`decode-${tokens}`, tokens === 1 ? "decode" : "prefill", () =>
-      this.model.graph({ kind: "decode", context: this.context, tokens, paged: this.paged }),
+  /**
+   * The paged decode program of `tokens` new tokens for one sequence (staged once). With `logits: "last"` (a prefill
+   * chunk, `tokens` > 1) the head runs on the last token only and `logits` is that row [V]; default every row [T·V].
+   */
+  decodeProgram(tokens: number, logits: "all" | "last" = "all"): StagedProgram {
+    const last = logits === "last" && tokens > 1;
+    return this.programs.staged(
+      last ? `prefill-${tokens}` : `decode-${tokens}`,
+      tokens === 1 ? "decode" : "prefill",
+      () =>
+        this.model.graph({
+          kind: "decode",
+          context: this.context,
+          tokens,
+          paged: this.paged,
+          ...(last ? { logits: "last" as const } : {}),
+        }),
     );
   }
 
@@ -294,8 +307,8 @@ export class Engine {
     const sizes: number[] = [];
     for (let c = this.prefillChunk; c >= 1; c >>= 1) sizes.push(c);
     sizes.forEach((c, i) => {
-      this.decodeProgram(c);
-      onProgress?.(i + 1, sizes.length, `decode-${c}`);
+      this.decodeProgram(c, "last");
+      onProgress?.(i + 1, sizes.length, c === 1 ? "decode-1" : `prefill-${c}`);
     });
   }
 

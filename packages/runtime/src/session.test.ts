@@ -57,7 +57,7 @@ describe.skipIf(!fs.existsSync(path.join(DEMO, "config.json")))("Session on mode
     try {
       const seen: string[] = [];
       engine.prepare((done, total, name) => seen.push(`${done}/${total} ${name}`));
-      expect(seen).toEqual(["1/3 decode-4", "2/3 decode-2", "3/3 decode-1"]);
+      expect(seen).toEqual(["1/3 prefill-4", "2/3 prefill-2", "3/3 decode-1"]);
       const staged = engine.stats.programsStaged;
       engine.openSession().step([0, 346, 950, 413, 2038, 476, 263]);
       expect(engine.stats.programsStaged).toBe(staged);

@@ -206,7 +206,7 @@ export const run: CommandModule = {
           const compileBar = progressBar("compile", sizes.size);
           let staged = 0;
           for (const c of sizes) {
-            userErrors(model, () => e.decodeProgram(c));
+            userErrors(model, () => e.decodeProgram(c, "last"));
             compileBar?.update(++staged);
           }
           compileBar?.stop();

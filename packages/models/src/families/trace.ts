@@ -18,7 +18,8 @@ import type { ModelWeights } from "./weights.js";
  *   (what embeddings pool).
  * - `decode`: T (default 1) tokens of one sequence starting at the Pos slot `pos` (i32 [1]); the KV cache
  *   (`layers.N.k` / `.v`, f32 [1, Hkv, context, Dh]) and Qwen3.5's conv/recurrent states are State pairs.
- *   With T > 1 and pos 0 it is a prefill that fills the cache.
+ *   With T > 1 and pos 0 it is a prefill that fills the cache; with `logits: "last"` the final norm and the LM head
+ *   run on the last token's row only and `logits` is [1, V].
  * - `batched-decode`: one token for each of B sequences at their own positions (`pos` i32 [B]).
  *
  * With `paged`, decode and batched-decode graphs keep the KV cache in a shared page pool read through the
@@ -26,7 +27,14 @@ import type { ModelWeights } from "./weights.js";
  */
 export type GraphKind =
   | { readonly kind: "prefill"; readonly tokens: number; readonly output?: "logits" | "hidden" }
-  | { readonly kind: "decode"; readonly context: number; readonly tokens?: number; readonly paged?: PagedLayout }
+  | {
+      readonly kind: "decode";
+      readonly context: number;
+      readonly tokens?: number;
+      readonly paged?: PagedLayout;
+      /** `last`: `logits` holds only the last token's row [1, V] (a prefill chunk's next-token logits). Default `all`. */
+      readonly logits?: "all" | "last";
+    }
   | { readonly kind: "batched-decode"; readonly batch: number; readonly context: number; readonly paged?: PagedLayout };
 
 const dense: DecoderParts = { mixer: selfAttention, mlp: gatedMlp };
@@ -75,7 +83,8 @@ export function shapeOf(kind: GraphKind): TraceShape {
 export function traceModel(config: ModelConfig, weights: ModelWeights, kind: GraphKind): Graph {
   const ctx = new TraceContext(config, weights, shapeOf(kind));
   const hidden = kind.kind === "prefill" && kind.output === "hidden";
-  const out = decoder(ctx, FAMILY_PARTS[config.architecture], hidden ? "hidden" : "logits");
+  const lastRow = kind.kind === "decode" && kind.logits === "last";
+  const out = decoder(ctx, FAMILY_PARTS[config.architecture], hidden ? "hidden" : "logits", lastRow);
   ctx.b.output(hidden ? "hidden" : "logits", out);
   return ctx.b.build();
 }

@@ -103,9 +103,14 @@ export interface DecoderParts {
 /**
  * Pre-norm decoder: embed, per layer x + mixer(norm(x)) and x + mlp(norm(x)) (Gemma adds post-norms, Granite scales
  * both branches by its residual multiplier), head. With `output` "hidden" it stops before the head: the residual
- * stream after the final norm, [N, D].
+ * stream after the final norm, [N, D]. With `lastRow` the final norm and head run on the last row only ([1, ·]).
  */
-export function decoder(ctx: TraceContext, parts: DecoderParts, output: "logits" | "hidden" = "logits"): Ref {
+export function decoder(
+  ctx: TraceContext,
+  parts: DecoderParts,
+  output: "logits" | "hidden" = "logits",
+  lastRow = false,
+): Ref {
   const cfg = ctx.config,
     w = ctx.weights,
     b = ctx.b;
@@ -129,5 +134,8 @@ export function decoder(ctx: TraceContext, parts: DecoderParts, output: "logits"
       return b.add(h1, m, "out");
     });
   }
+  // Only the last row's logits are read after a prefill chunk: the head (a GEMM over the vocabulary) runs on it alone.
+  const [N, D] = h.shape as [number, number];
+  if (lastRow && N > 1) h = b.slice(h, [N - 1, 0], [N, D]);
   return output === "hidden" ? finalNorm(ctx, h) : lmHead(ctx, h);
 }
