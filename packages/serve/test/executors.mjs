@@ -78,3 +78,9 @@ export function slowLoadFactory() {
     return createEvalExecutor();
   };
 }
+
+/** A cpu executor whose every program run (or replay) first sleeps `ms` milliseconds: a step as long as a large model's. */
+export function pacedCpuExecutor(ms) {
+  const cell = new Int32Array(new SharedArrayBuffer(4));
+  return counted(createCpuExecutor(), () => Atomics.wait(cell, 0, 0, ms));
+}

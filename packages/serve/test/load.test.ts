@@ -7,11 +7,12 @@
 // planted violation runs the same load with the engine stepped on the HTTP thread, and the gate must fail.
 import * as os from "node:os";
 import { Worker } from "node:worker_threads";
-import { createCpuExecutor } from "@poot/backend-cpu";
 import { type Executor } from "@poot/executor";
 import { createEvalExecutor } from "@poot/backend-reference";
 import { LoadedModel } from "@poot/models";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+// @ts-expect-error: a plain ES module shared with the engine-worker tests (no declarations).
+import { pacedCpuExecutor } from "./executors.mjs";
 import {
   LLAMA3,
   LLAMA3_TEMPLATE,
@@ -291,7 +292,9 @@ describe.skipIf(LLAMA3 === null)(
   () => {
     let s: TestServer;
     beforeAll(async () => {
-      s = await startTestServer(LLAMA3!, { ...SERVER, executor: () => createCpuExecutor() });
+      // Each step also sleeps 150 ms on the HTTP thread, as a large model's step would take: the violation shows on
+      // any machine (the fixture's own steps are a few ms, too short to fail the gate on an idle one).
+      s = await startTestServer(LLAMA3!, { ...SERVER, executor: () => pacedCpuExecutor(150) });
     }, 180_000);
     afterAll(async () => s?.close(), 60_000);
 
