@@ -57,8 +57,10 @@ describe("poot pull against a local Hub", () => {
     expect(r.err).toMatch(
       /^poot pull: poot\/demo@main \(0123456789ab\): 5 files, 15\.\d MB \(5 downloaded, 0 cached\)/,
     );
-    // The first transfer of the LFS file dropped after 1 MiB; the client resumed it with a Range request.
-    expect(hub.log).toContain(`GET /poot/demo/resolve/${COMMIT}/model.safetensors bytes=${1 << 20}-`);
+    // The first transfer of the LFS file dropped after at most 1 MiB (a reset may discard bytes not yet delivered);
+    // the client resumed it with a Range request from where its file ended.
+    const resumed = new RegExp(`^GET /poot/demo/resolve/${COMMIT}/model\\.safetensors bytes=[1-9]\\d*-$`);
+    expect(hub.log.filter((l) => resumed.test(l)), hub.log.join("\n")).toHaveLength(1);
     const dir = repoDir("poot/demo");
     expect(fs.readFileSync(path.join(dir, "refs", "main"), "utf8")).toBe(COMMIT);
     for (const f of REPO_FILES) {
