@@ -60,7 +60,10 @@ describe("poot pull against a local Hub", () => {
     // The first transfer of the LFS file dropped after at most 1 MiB (a reset may discard bytes not yet delivered);
     // the client resumed it with a Range request from where its file ended.
     const resumed = new RegExp(`^GET /poot/demo/resolve/${COMMIT}/model\\.safetensors bytes=[1-9]\\d*-$`);
-    expect(hub.log.filter((l) => resumed.test(l)), hub.log.join("\n")).toHaveLength(1);
+    expect(
+      hub.log.filter((l) => resumed.test(l)),
+      hub.log.join("\n"),
+    ).toHaveLength(1);
     const dir = repoDir("poot/demo");
     expect(fs.readFileSync(path.join(dir, "refs", "main"), "utf8")).toBe(COMMIT);
     for (const f of REPO_FILES) {
