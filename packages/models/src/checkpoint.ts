@@ -21,6 +21,11 @@ export interface TensorInfo {
    * holds input `inputOrder[k]`, so a matmul must gather x in this order first. Absent: columns in input order.
    */
   readonly inputOrder?: Int32Array;
+  /**
+   * For an FP8 weight opened with `activations: "fp8-static"` (decision 2610): the checkpoint's static activation
+   * scale, so a matmul quantizes x to e4m3(clamp(x / inputScale, ±448)) · inputScale first. Absent: x stays f32.
+   */
+  readonly inputScale?: number;
 }
 
 /** An opened checkpoint: header parsed and validated, data left on disk. */

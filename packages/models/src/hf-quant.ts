@@ -25,6 +25,20 @@ interface Packed {
 }
 
 /**
+ * How the linears of a quantized checkpoint see their inputs: `f32` (the default: activations stay f32 whatever the
+ * checkpoint's activation scheme, the numerics of llama.cpp's reference forward) or `fp8-static` (an FP8 checkpoint's
+ * calibrated `input_scale`s applied as vLLM and compressed-tensors do: x → e4m3(clamp(x / s, ±448)) · s before each
+ * quantized linear; needs a static-activation FP8 checkpoint). Decision 2610.
+ */
+export type ActivationNumerics = "f32" | "fp8-static";
+
+/** Options of {@link withHFQuantization} and {@link QuantizedHFCheckpoint}. */
+export interface HFQuantOptions {
+  /** Activation numerics (default `f32`). */
+  readonly activations?: ActivationNumerics;
+}
+
+/**
  * Reads `quantization_config` from a model folder's config.json (or quantize_config.json); undefined when the
  * folder holds no quantized model. Malformed or unsupported settings are typed errors naming the key.
  */
@@ -49,10 +63,16 @@ export function readHFQuantConfig(folder: string): HFQuantConfig | undefined {
 }
 
 /** Wraps a checkpoint of a quantized HF folder (a no-op for folders without `quantization_config`). */
-export function withHFQuantization(ck: Checkpoint, folder: string): Checkpoint {
-  if (ck.format !== "safetensors" || !fs.statSync(folder).isDirectory()) return ck;
-  const q = readHFQuantConfig(folder);
-  return q === undefined ? ck : new QuantizedHFCheckpoint(ck, q);
+export function withHFQuantization(ck: Checkpoint, folder: string, options: HFQuantOptions = {}): Checkpoint {
+  const plain = ck.format !== "safetensors" || !fs.statSync(folder).isDirectory();
+  const q = plain ? undefined : readHFQuantConfig(folder);
+  if (q === undefined && (options.activations ?? "f32") !== "f32")
+    throw new ConfigError("bad-config", `activations ${options.activations} need an FP8 checkpoint with input_scale`, {
+      file: ck.path,
+      key: "activations",
+      value: options.activations,
+    });
+  return q === undefined ? ck : new QuantizedHFCheckpoint(ck, q, options);
 }
 
 /**
@@ -66,11 +86,32 @@ export class QuantizedHFCheckpoint implements Checkpoint {
   private readonly list: TensorInfo[] = [];
   private readonly listed = new Set<string>();
 
-  /** Validates every quantized tensor's parts (shapes, dtypes) against `quant`; reads no tensor data. */
+  /**
+   * Validates every quantized tensor's parts (shapes, dtypes) against `quant`; reads no weight data (act-order
+   * `g_idx`, and with `activations: "fp8-static"` each `input_scale`, are read and checked here).
+   */
   constructor(
     private readonly inner: Checkpoint,
     readonly quant: HFQuantConfig,
+    options: HFQuantOptions = {},
   ) {
+    const activations = options.activations ?? "f32";
+    if (activations !== "f32" && activations !== "fp8-static")
+      throw new ConfigError("bad-config", `activations must be f32 or fp8-static, got ${String(activations)}`, {
+        file: inner.path,
+        key: "activations",
+        value: activations,
+      });
+    if (activations === "fp8-static" && quant.method !== "fp8")
+      throw new ConfigError(
+        "bad-config",
+        `activations fp8-static need an FP8 checkpoint, this one is ${quant.method}`,
+        {
+          file: inner.path,
+          key: "activations",
+          value: activations,
+        },
+      );
     this.path = inner.path;
     const hidden = new Set<string>();
     for (const t of inner.tensors()) {
@@ -79,7 +120,8 @@ export class QuantizedHFCheckpoint implements Checkpoint {
       if (quant.method === "fp8" && t.name.endsWith(".weight") && t.dtype === "F8_E4M3")
         base = t.name.slice(0, -".weight".length);
       if (base === undefined) continue;
-      const p = quant.method === "fp8" ? this.fp8(base, quant.blockSize) : this.int4(base, quant);
+      const p =
+        quant.method === "fp8" ? this.fp8(base, quant.blockSize, activations === "fp8-static") : this.int4(base, quant);
       this.packed.set(p.info.name, p);
       for (const part of [...INT4_PARTS, ...FP8_PARTS, "weight"]) hidden.add(`${base}.${part}`);
     }
@@ -186,8 +228,9 @@ export class QuantizedHFCheckpoint implements Checkpoint {
     return { info, format, repack };
   }
 
-  private fp8(base: string, block: readonly [number, number] | undefined): Packed {
+  private fp8(base: string, block: readonly [number, number] | undefined, staticActivations: boolean): Packed {
     const w = this.part(base, "weight", ["F8_E4M3"], 2);
+    const inputScale = staticActivations ? staticInputScale(this.inner, base, w.file) : undefined;
     const byInv = this.inner.has(`${base}.weight_scale_inv`);
     const st = this.inner.info(`${base}.${byInv ? "weight_scale_inv" : "weight_scale"}`);
     const [out, inDim] = w.shape as [number, number];
@@ -223,6 +266,7 @@ export class QuantizedHFCheckpoint implements Checkpoint {
       byteOffset: w.byteOffset,
       byteLength: (out * inDim * format.bytesPerBlock) / HF_BLOCK,
       file: w.file,
+      ...(inputScale === undefined ? {} : { inputScale }),
     };
     const repack = (): Uint8Array => {
       const q = this.inner.readSync(w.name);
@@ -311,6 +355,37 @@ function groupOrder(inDim: number, groupOf: (i: number) => number): Int32Array |
   const order = Int32Array.from({ length: inDim }, (_, i) => i).sort((a, b) => groupOf(a) - groupOf(b) || a - b);
   for (let k = 0; k < inDim; k += HF_BLOCK) if (groupOf(order[k]!) !== groupOf(order[k + HF_BLOCK - 1]!)) return null;
   return order;
+}
+
+/** A linear's static activation scale (`<base>.input_scale`, one finite positive value); a typed error otherwise. */
+function staticInputScale(ck: Checkpoint, base: string, file: string): number {
+  const name = `${base}.input_scale`;
+  if (!ck.has(name))
+    throw new ModelError(
+      "missing-tensor",
+      `no tensor named "${name}": activations fp8-static need every FP8 linear's input_scale`,
+      {
+        file,
+        tensor: name,
+      },
+    );
+  const t = ck.info(name);
+  if (SCALE_OF[t.dtype] === undefined)
+    throw new ModelError("wrong-dtype", `expected F32 | BF16 | F16, found ${t.dtype}`, { file: t.file, tensor: name });
+  if (numel(t.shape) !== 1)
+    throw new ModelError("bad-shape", `expected one per-tensor scale, found [${t.shape}] (static per-tensor only)`, {
+      file: t.file,
+      tensor: name,
+      value: t.shape,
+    });
+  const s = widen(t.dtype, ck.readSync(name))[0]!;
+  if (!(Number.isFinite(s) && s > 0))
+    throw new ModelError("bad-weight", `input_scale ${s} is not a finite positive number`, {
+      file: t.file,
+      tensor: name,
+      offset: t.byteOffset,
+    });
+  return s;
 }
 
 function i32(bytes: Uint8Array): Int32Array {

@@ -3,6 +3,7 @@
 import { Builder, type Ref } from "@poot/graph-ir";
 import type { ModelConfig } from "../config.js";
 import { TraceError } from "../errors.js";
+import { fp8StaticQuantize } from "./fp8-activations.js";
 import type { ModelWeights } from "./weights.js";
 
 /**
@@ -165,6 +166,20 @@ export class TraceContext {
     const gathered = this.b.gather(x, this.b.computed("i32", [k], order, `${name}.input_order`), x.shape.length - 1);
     this.ordered.set(x.id, [...seen, { order, gathered }]);
     return gathered;
+  }
+
+  /**
+   * x quantized to FP8 e4m3 with a static scale and back (decision 2610), once per (x, scale): q/k/v and gate/up read
+   * one input with the scale calibrated on it, so they share one quantized copy and stay one horizontal group.
+   */
+  inputsQuantized(x: Ref, scale: number): Ref {
+    const key = `fp8:${x.id}:${scale}`;
+    let r = this.memo.get(key);
+    if (r === undefined) {
+      r = fp8StaticQuantize(this.b, x, scale);
+      this.memo.set(key, r);
+    }
+    return r;
   }
 
   /** A scalar i32 literal operand (for dynamic-slice starts). */
