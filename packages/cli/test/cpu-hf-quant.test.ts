@@ -2,6 +2,7 @@
 // packages/models/tools/hf-quant): weights bound packed (fewer bytes than f32), prompt logits within 1e-4 of the
 // float64 forward of the dequantized weights, and 16 greedy ids (KV cache, one token per step) equal to it; the bytes
 // held are the listed packed bytes (act-order GPTQ at its plain-GPTQ 0.625 B/weight, x gathered instead).
+// llama3-fp8-static is a compressed-tensors W8A8-static file written by HF safetensors (tools/hf-quant/make_fp8_static.py).
 import * as fs from "node:fs";
 import { createCpuExecutor } from "@poot/backend-cpu";
 import { openCheckpoint, openSafetensors } from "@poot/models";
@@ -9,16 +10,33 @@ import { Engine } from "@poot/runtime";
 import { fixture, relErr, argmax } from "@poot/testkit";
 import { describe, expect, test } from "vitest";
 
-describe("--backend cpu on fixtures/hf/llama3-{gptq,awq,fp8}, weights packed", () => {
-  for (const dir of ["llama3-gptq", "llama3-awq", "llama3-fp8"]) {
-    test(`${dir}: prompt logits within 1e-4 of the float64 forward; 16 greedy ids equal`, () => {
+// llama3-fp8-static twice: activations f32 (the default) against the exact-activation forward, and `fp8-static`
+// (decision 2610) against the forward that quantizes each linear's input with its input_scale (ml_dtypes' e4m3).
+const CASES = [
+  ...["llama3-gptq", "llama3-awq", "llama3-fp8", "llama3-fp8-static"].map((dir) => ({ dir, fp8Static: false })),
+  { dir: "llama3-fp8-static", fp8Static: true },
+];
+
+describe("--backend cpu on fixtures/hf/llama3-{gptq,awq,fp8,fp8-static}, weights packed", () => {
+  for (const { dir, fp8Static } of CASES) {
+    test(`${dir}${fp8Static ? " (activations fp8-static)" : ""}: prompt logits within 1e-4 of the float64 forward; 16 greedy ids equal`, () => {
       const ref = JSON.parse(fs.readFileSync(fixture("hf", dir, "reference.json"), "utf8")) as {
         prompt_ids: number[];
         greedy_ids: number[];
+        static_greedy_ids?: number[];
       };
-      const expected = openSafetensors(fixture("hf", dir, "reference.safetensors")).readF32Sync("prompt_logits");
+      const expected = openSafetensors(fixture("hf", dir, "reference.safetensors")).readF32Sync(
+        fp8Static ? "static_prompt_logits" : "prompt_logits",
+      );
+      const greedyIds = fp8Static ? ref.static_greedy_ids! : ref.greedy_ids;
       const executor = createCpuExecutor({ threads: 2 });
-      const engine = Engine.load(fixture("hf", dir), { executor, context: 32, prefillChunk: 8, tokenizer: null });
+      const engine = Engine.load(fixture("hf", dir), {
+        executor,
+        context: 32,
+        prefillChunk: 8,
+        tokenizer: null,
+        ...(fp8Static ? { activations: "fp8-static" as const } : {}),
+      });
       try {
         const V = engine.config.vocabSize,
           T = ref.prompt_ids.length;
@@ -32,11 +50,11 @@ describe("--backend cpu on fixtures/hf/llama3-{gptq,awq,fp8}, weights packed", (
           expect(err, `position ${end - 1}`).toBeLessThanOrEqual(1e-4);
         }
         const ids: number[] = [];
-        for (let g = 0; g < ref.greedy_ids.length; g++) {
+        for (let g = 0; g < greedyIds.length; g++) {
           ids.push(argmax(logits));
-          if (g + 1 < ref.greedy_ids.length) logits = s.step([ids.at(-1)!]);
+          if (g + 1 < greedyIds.length) logits = s.step([ids.at(-1)!]);
         }
-        expect(ids).toEqual(ref.greedy_ids);
+        expect(ids).toEqual(greedyIds);
         s.release();
         const held = executor.deviceBytes().weights;
         // f32 would hold 4 bytes per parameter of the 2 × 36,864 linear weights alone.
@@ -45,7 +63,9 @@ describe("--backend cpu on fixtures/hf/llama3-{gptq,awq,fp8}, weights packed", (
         const ck = openCheckpoint(fixture("hf", dir));
         expect(held).toBe(ck.tensors().reduce((n, t) => n + t.byteLength, 0));
         ck.close();
-        console.log(`cpu ${dir}: max rel err ${worst.toExponential(2)}; weights held ${held} B`);
+        console.log(
+          `cpu ${dir}${fp8Static ? " fp8-static" : ""}: max rel err ${worst.toExponential(2)}; weights held ${held} B`,
+        );
       } finally {
         engine.close();
         executor.dispose();
