@@ -59,7 +59,7 @@ export async function dispatchSuite(backend: "wgpu" | "vulkan"): Promise<void> {
   describe.skipIf(skip !== undefined)(
     `dispatches per decode token on ${backend}${skip !== undefined ? ` (skipped: ${skip})` : ""}`,
     () => {
-      for (const fam of ["llama3", "olmoe", "qwen35"]) {
+      for (const fam of ["llama3", "olmoe", "qwen35", "granite", "smollm3", "phi4", "gptoss", "deepseek2"]) {
         test(`${fam}: poot bench counts what poot compile --explain predicts`, async () => {
           const dir = path.join(FIX, fam);
           const bench = (await poot(

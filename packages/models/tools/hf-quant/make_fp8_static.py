@@ -192,7 +192,12 @@ rng = np.random.default_rng(2610)
 rand = (rng.choice([-1, 1], 2048) * np.exp2(rng.uniform(-14, 10, 2048))).astype(np.float32)
 near = np.concatenate([mid, np.nextafter(mid, np.float32(0)), np.nextafter(mid, np.float32(1e9))])
 xs = np.concatenate([finite.astype(np.float32), near, -near, np.float32([448, 464, 465, 1e4, -480, -1e30]), rand])
-rounding = {"x": xs.astype(np.float32), "expected": fp8(xs.astype(np.float64)).astype(np.float32)}
+rounding = {
+    "x": xs.astype(np.float32),
+    "expected": fp8(xs.astype(np.float64)).astype(np.float32),
+    # The value of every e4m3 byte 0..255 (NaN for 0x7f and 0xff): the decode oracle of kernelgen's fp8e4m3 kernels.
+    "byte_values": np.arange(256, dtype=np.uint8).view(E4M3).astype(np.float32),
+}
 
 os.makedirs(OUT, exist_ok=True)
 save_file(rounding, os.path.join(OUT, "e4m3-rounding.safetensors"))
