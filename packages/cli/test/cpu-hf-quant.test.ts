@@ -12,30 +12,53 @@ import { describe, expect, test } from "vitest";
 
 // llama3-fp8-static twice: activations f32 (the default) against the exact-activation forward, and `fp8-static`
 // (decision 2610) against the forward that quantizes each linear's input with its input_scale (ml_dtypes' e4m3).
-const CASES = [
-  ...["llama3-gptq", "llama3-awq", "llama3-fp8", "llama3-fp8-static"].map((dir) => ({ dir, fp8Static: false })),
-  { dir: "llama3-fp8-static", fp8Static: true },
+// llama3-fp8 also with `fp8-dynamic` against its dynamic-activation reference (tools/hf-quant/make_fp8_dynamic.py).
+type Activations = "f32" | "fp8-static" | "fp8-dynamic";
+const CASES: { dir: string; activations: Activations }[] = [
+  ...["llama3-gptq", "llama3-awq", "llama3-fp8", "llama3-fp8-static"].map((dir) => ({
+    dir,
+    activations: "f32" as const,
+  })),
+  { dir: "llama3-fp8-static", activations: "fp8-static" },
+  { dir: "llama3-fp8", activations: "fp8-dynamic" },
 ];
+/** The reference logits [T, V] and greedy ids of a case. */
+function referenceOf(
+  dir: string,
+  activations: Activations,
+): { promptIds: number[]; logits: Float32Array; greedy: number[] } {
+  const json = (file: string) => JSON.parse(fs.readFileSync(fixture("hf", dir, file), "utf8"));
+  const st = (file: string, name: string) => openSafetensors(fixture("hf", dir, file)).readF32Sync(name);
+  if (activations === "fp8-dynamic") {
+    const r = json("reference-dynamic.json");
+    return {
+      promptIds: r.prompt_ids,
+      logits: st("reference-dynamic.safetensors", "dynamic_prompt_logits"),
+      greedy: r.dynamic_greedy_ids,
+    };
+  }
+  const r = json("reference.json");
+  const stat = activations === "fp8-static";
+  return {
+    promptIds: r.prompt_ids,
+    logits: st("reference.safetensors", stat ? "static_prompt_logits" : "prompt_logits"),
+    greedy: stat ? r.static_greedy_ids : r.greedy_ids,
+  };
+}
 
 describe("--backend cpu on fixtures/hf/llama3-{gptq,awq,fp8,fp8-static}, weights packed", () => {
-  for (const { dir, fp8Static } of CASES) {
-    test(`${dir}${fp8Static ? " (activations fp8-static)" : ""}: prompt logits within 1e-4 of the float64 forward; 16 greedy ids equal`, () => {
-      const ref = JSON.parse(fs.readFileSync(fixture("hf", dir, "reference.json"), "utf8")) as {
-        prompt_ids: number[];
-        greedy_ids: number[];
-        static_greedy_ids?: number[];
-      };
-      const expected = openSafetensors(fixture("hf", dir, "reference.safetensors")).readF32Sync(
-        fp8Static ? "static_prompt_logits" : "prompt_logits",
-      );
-      const greedyIds = fp8Static ? ref.static_greedy_ids! : ref.greedy_ids;
+  for (const { dir, activations } of CASES) {
+    const label = `${dir}${activations === "f32" ? "" : ` (activations ${activations})`}`;
+    test(`${label}: prompt logits within 1e-4 of the float64 forward; 16 greedy ids equal`, () => {
+      const { promptIds, logits: expected, greedy: greedyIds } = referenceOf(dir, activations);
+      const ref = { prompt_ids: promptIds };
       const executor = createCpuExecutor({ threads: 2 });
       const engine = Engine.load(fixture("hf", dir), {
         executor,
         context: 32,
         prefillChunk: 8,
         tokenizer: null,
-        ...(fp8Static ? { activations: "fp8-static" as const } : {}),
+        activations,
       });
       try {
         const V = engine.config.vocabSize,
@@ -64,7 +87,7 @@ describe("--backend cpu on fixtures/hf/llama3-{gptq,awq,fp8,fp8-static}, weights
         expect(held).toBe(ck.tensors().reduce((n, t) => n + t.byteLength, 0));
         ck.close();
         console.log(
-          `cpu ${dir}${fp8Static ? " fp8-static" : ""}: max rel err ${worst.toExponential(2)}; weights held ${held} B`,
+          `cpu ${label}: max rel err ${worst.toExponential(2)}; weights held ${held} B`,
         );
       } finally {
         engine.close();

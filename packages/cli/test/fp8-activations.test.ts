@@ -69,7 +69,7 @@ describe("poot --activations on an FP8 W8A8-static checkpoint", () => {
     const bad = await poot("logits", dir, "--ids", "1,2", "--activations", "fp8");
     expect(bad.code).not.toBe(0);
     expect(bad.err.trim().split("\n")).toHaveLength(1);
-    expect(bad.err).toMatch(/--activations must be f32 or fp8-static, got "fp8"/);
+    expect(bad.err).toMatch(/--activations must be f32, fp8-static or fp8-dynamic, got "fp8"/);
     const none = await poot("logits", fixture("hf", "llama3-fp8"), "--ids", "1,2", "--activations", "fp8-static");
     expect(none.code).not.toBe(0);
     expect(none.err.trim().split("\n")).toHaveLength(1);

@@ -75,6 +75,22 @@ function cases(): Case[] {
       openSafetensors(fixture("hf", "llama3-fp8-static", "reference.safetensors")).readF32Sync("static_prompt_logits"),
     open: { activations: "fp8-static" },
   });
+  // transformers' dynamic FP8 activations (a scale per 64-input group) on the fine-grained FP8 checkpoint.
+  const dyn = JSON.parse(fs.readFileSync(fixture("hf", "llama3-fp8", "reference-dynamic.json"), "utf8")) as {
+    prompt_ids: number[];
+    dynamic_greedy_ids: number[];
+  };
+  out.push({
+    name: "llama3-fp8 (activations fp8-dynamic)",
+    model: fixture("hf", "llama3-fp8"),
+    promptIds: dyn.prompt_ids,
+    greedyIds: dyn.dynamic_greedy_ids,
+    logits: () =>
+      openSafetensors(fixture("hf", "llama3-fp8", "reference-dynamic.safetensors")).readF32Sync(
+        "dynamic_prompt_logits",
+      ),
+    open: { activations: "fp8-dynamic" },
+  });
   return out;
 }
 

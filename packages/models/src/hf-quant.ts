@@ -5,7 +5,8 @@ import * as path from "node:path";
 import { decodePacked, type PackedFormat } from "@poot/graph-ir";
 import { numel, type Checkpoint, type TensorInfo } from "./checkpoint.js";
 import { ConfigError, MissingTensorError, ModelError } from "./errors.js";
-import { bf16ToF32, f16ToF32 } from "./halfs.js";
+import { widenFloats } from "./halfs.js";
+import { checkActivations, inputQuantization, type ActivationNumerics, type HFQuantOptions } from "./hf-activations.js";
 import {
   HF_BLOCK,
   hfPackedFormat,
@@ -22,20 +23,6 @@ interface Packed {
   readonly info: TensorInfo;
   readonly format: PackedFormat;
   readonly repack: () => Uint8Array;
-}
-
-/**
- * How the linears of a quantized checkpoint see their inputs: `f32` (the default: activations stay f32 whatever the
- * checkpoint's activation scheme, the numerics of llama.cpp's reference forward) or `fp8-static` (an FP8 checkpoint's
- * calibrated `input_scale`s applied as vLLM and compressed-tensors do: x → e4m3(clamp(x / s, ±448)) · s before each
- * quantized linear; needs a static-activation FP8 checkpoint). Decision 2610.
- */
-export type ActivationNumerics = "f32" | "fp8-static";
-
-/** Options of {@link withHFQuantization} and {@link QuantizedHFCheckpoint}. */
-export interface HFQuantOptions {
-  /** Activation numerics (default `f32`). */
-  readonly activations?: ActivationNumerics;
 }
 
 /**
@@ -66,12 +53,7 @@ export function readHFQuantConfig(folder: string): HFQuantConfig | undefined {
 export function withHFQuantization(ck: Checkpoint, folder: string, options: HFQuantOptions = {}): Checkpoint {
   const plain = ck.format !== "safetensors" || !fs.statSync(folder).isDirectory();
   const q = plain ? undefined : readHFQuantConfig(folder);
-  if (q === undefined && (options.activations ?? "f32") !== "f32")
-    throw new ConfigError("bad-config", `activations ${options.activations} need an FP8 checkpoint with input_scale`, {
-      file: ck.path,
-      key: "activations",
-      value: options.activations,
-    });
+  if (q === undefined) checkActivations(options.activations, undefined, ck.path);
   return q === undefined ? ck : new QuantizedHFCheckpoint(ck, q, options);
 }
 
@@ -88,30 +70,15 @@ export class QuantizedHFCheckpoint implements Checkpoint {
 
   /**
    * Validates every quantized tensor's parts (shapes, dtypes) against `quant`; reads no weight data (act-order
-   * `g_idx`, and with `activations: "fp8-static"` each `input_scale`, are read and checked here).
+   * `g_idx`, and with `activations: "fp8-static"` each `input_scale`, are read and checked here; see
+   * {@link HFQuantOptions}).
    */
   constructor(
     private readonly inner: Checkpoint,
     readonly quant: HFQuantConfig,
     options: HFQuantOptions = {},
   ) {
-    const activations = options.activations ?? "f32";
-    if (activations !== "f32" && activations !== "fp8-static")
-      throw new ConfigError("bad-config", `activations must be f32 or fp8-static, got ${String(activations)}`, {
-        file: inner.path,
-        key: "activations",
-        value: activations,
-      });
-    if (activations === "fp8-static" && quant.method !== "fp8")
-      throw new ConfigError(
-        "bad-config",
-        `activations fp8-static need an FP8 checkpoint, this one is ${quant.method}`,
-        {
-          file: inner.path,
-          key: "activations",
-          value: activations,
-        },
-      );
+    const activations = checkActivations(options.activations, quant, inner.path);
     this.path = inner.path;
     const hidden = new Set<string>();
     for (const t of inner.tensors()) {
@@ -120,8 +87,7 @@ export class QuantizedHFCheckpoint implements Checkpoint {
       if (quant.method === "fp8" && t.name.endsWith(".weight") && t.dtype === "F8_E4M3")
         base = t.name.slice(0, -".weight".length);
       if (base === undefined) continue;
-      const p =
-        quant.method === "fp8" ? this.fp8(base, quant.blockSize, activations === "fp8-static") : this.int4(base, quant);
+      const p = quant.method === "fp8" ? this.fp8(base, quant.blockSize, activations) : this.int4(base, quant);
       this.packed.set(p.info.name, p);
       for (const part of [...INT4_PARTS, ...FP8_PARTS, "weight"]) hidden.add(`${base}.${part}`);
     }
@@ -228,9 +194,9 @@ export class QuantizedHFCheckpoint implements Checkpoint {
     return { info, format, repack };
   }
 
-  private fp8(base: string, block: readonly [number, number] | undefined, staticActivations: boolean): Packed {
+  private fp8(base: string, block: readonly [number, number] | undefined, activations: ActivationNumerics): Packed {
     const w = this.part(base, "weight", ["F8_E4M3"], 2);
-    const inputScale = staticActivations ? staticInputScale(this.inner, base, w.file) : undefined;
+    const input = inputQuantization(activations, this.inner, w, block);
     const byInv = this.inner.has(`${base}.weight_scale_inv`);
     const st = this.inner.info(`${base}.${byInv ? "weight_scale_inv" : "weight_scale"}`);
     const [out, inDim] = w.shape as [number, number];
@@ -266,11 +232,11 @@ export class QuantizedHFCheckpoint implements Checkpoint {
       byteOffset: w.byteOffset,
       byteLength: (out * inDim * format.bytesPerBlock) / HF_BLOCK,
       file: w.file,
-      ...(inputScale === undefined ? {} : { inputScale }),
+      ...input,
     };
     const repack = (): Uint8Array => {
       const q = this.inner.readSync(w.name);
-      const scales = widen(st.dtype, this.inner.readSync(st.name));
+      const scales = widenFloats(st.dtype, this.inner.readSync(st.name));
       const bytes = new Uint8Array(info.byteLength);
       const dv = new DataView(bytes.buffer);
       const B = format.bytesPerBlock;
@@ -357,45 +323,7 @@ function groupOrder(inDim: number, groupOf: (i: number) => number): Int32Array |
   return order;
 }
 
-/** A linear's static activation scale (`<base>.input_scale`, one finite positive value); a typed error otherwise. */
-function staticInputScale(ck: Checkpoint, base: string, file: string): number {
-  const name = `${base}.input_scale`;
-  if (!ck.has(name))
-    throw new ModelError(
-      "missing-tensor",
-      `no tensor named "${name}": activations fp8-static need every FP8 linear's input_scale`,
-      {
-        file,
-        tensor: name,
-      },
-    );
-  const t = ck.info(name);
-  if (SCALE_OF[t.dtype] === undefined)
-    throw new ModelError("wrong-dtype", `expected F32 | BF16 | F16, found ${t.dtype}`, { file: t.file, tensor: name });
-  if (numel(t.shape) !== 1)
-    throw new ModelError("bad-shape", `expected one per-tensor scale, found [${t.shape}] (static per-tensor only)`, {
-      file: t.file,
-      tensor: name,
-      value: t.shape,
-    });
-  const s = widen(t.dtype, ck.readSync(name))[0]!;
-  if (!(Number.isFinite(s) && s > 0))
-    throw new ModelError("bad-weight", `input_scale ${s} is not a finite positive number`, {
-      file: t.file,
-      tensor: name,
-      offset: t.byteOffset,
-    });
-  return s;
-}
-
 function i32(bytes: Uint8Array): Int32Array {
   const own = bytes.byteOffset % 4 === 0 ? bytes : bytes.slice();
   return new Int32Array(own.buffer, own.byteOffset, own.byteLength / 4);
-}
-
-function widen(dtype: string, bytes: Uint8Array): Float32Array {
-  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (dtype === "F32") return Float32Array.from({ length: bytes.byteLength / 4 }, (_, i) => dv.getFloat32(4 * i, true));
-  const f = dtype === "BF16" ? bf16ToF32 : f16ToF32;
-  return Float32Array.from({ length: bytes.byteLength / 2 }, (_, i) => f(dv.getUint16(2 * i, true)));
 }

@@ -69,8 +69,8 @@ export {
   parseHFQuantConfig,
 } from "./quant/hf-formats.js";
 export { QuantizedHFCheckpoint, readHFQuantConfig, withHFQuantization } from "./hf-quant.js";
-export type { ActivationNumerics, HFQuantOptions } from "./hf-quant.js";
-export { E4M3_MAX, fp8StaticQuantize } from "./families/fp8-activations.js";
+export type { ActivationNumerics, HFQuantOptions } from "./hf-activations.js";
+export { E4M3_MAX, fp8DynamicQuantize, fp8StaticQuantize } from "./families/fp8-activations.js";
 export type { PagedLayout, TraceShape } from "./families/context.js";
 export { TraceContext, checkPagedLayout } from "./families/context.js";
 export type { GraphKind } from "./families/trace.js";

@@ -16,12 +16,12 @@ export interface ForwardOptions {
 
 /** The `--activations` flag's help (decision 2610). */
 export const ACTIVATIONS_HELP =
-  "quantized HF folders: f32 (activations stay f32) or fp8-static (an FP8 checkpoint's input_scale applied, as vLLM runs it)";
+  "FP8 HF folders: f32 (activations stay f32), fp8-static (the checkpoint's input_scale applied, as vLLM runs it) or fp8-dynamic (a scale per token or weight_block_size[1] group, as transformers runs dynamic checkpoints)";
 
 /** Parses `--activations` (default f32). */
 export function parseActivations(text: string | undefined, command: string): ActivationNumerics {
-  if (text === undefined || text === "f32" || text === "fp8-static") return text ?? "f32";
-  throw new CliError("bad-input", `--activations must be f32 or fp8-static, got "${text}"`, { command });
+  if (text === undefined || text === "f32" || text === "fp8-static" || text === "fp8-dynamic") return text ?? "f32";
+  throw new CliError("bad-input", `--activations must be f32, fp8-static or fp8-dynamic, got "${text}"`, { command });
 }
 
 /** Parses `1,2,3` into token ids. */

@@ -18,6 +18,8 @@ export interface WeightSpec {
   readonly inputOrder?: Int32Array;
   /** FP8 static activation scale (opt-in, decision 2610): `linear` quantizes x to e4m3 with it first. */
   readonly inputScale?: number;
+  /** FP8 dynamic activation quantization (opt-in, decision 2610): inputs per scale group of each row. */
+  readonly inputGroup?: number;
 }
 
 /** Tensor names of one format; tracers ask for weights by these roles. */
@@ -191,6 +193,7 @@ export class ModelWeights {
       shape: t.shape,
       ...(t.inputOrder === undefined ? {} : { inputOrder: t.inputOrder }),
       ...(t.inputScale === undefined ? {} : { inputScale: t.inputScale }),
+      ...(t.inputGroup === undefined ? {} : { inputGroup: t.inputGroup }),
     };
   }
 }

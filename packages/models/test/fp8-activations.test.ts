@@ -2,7 +2,9 @@
 // checkpoint written by Hugging Face's safetensors with ml_dtypes' e4m3 bytes (tools/hf-quant/make_fp8_static.py).
 // Oracles: ml_dtypes' float8_e4m3fn rounding table, and that tool's float64 numpy forward (checked against
 // transformers' float64 logits of hf/llama3) with activations exact and with each linear's input quantized as vLLM's
-// static path does. Planted: a wrong input scale, truncation instead of round-to-even, activations left exact.
+// static path does; and llama3-fp8 (transformers' fine-grained FP8, dynamic activations) against make_fp8_dynamic.py's
+// forward with per-64-group dynamic scales. Planted: a wrong input scale, a biased rounding, activations left exact,
+// per-token instead of per-group dynamic scales.
 import * as fs from "node:fs";
 import { Builder, evaluate } from "@poot/graph-ir";
 import {
@@ -152,6 +154,56 @@ describe("fixtures/hf/llama3-fp8-static", () => {
     expect(() => openCheckpoint(fixture("hf", "llama3-gptq"), { activations: "fp8-static" })).toThrow(ConfigError);
     expect(() => openCheckpoint(fixture("hf", "llama3"), { activations: "fp8-static" })).toThrow(ConfigError);
     expect(() => openCheckpoint(fixture("hf", "llama3-fp8"), { activations: "fp8-static" })).toThrow(ModelError);
+  });
+});
+
+describe("fixtures/hf/llama3-fp8 (activation_scheme dynamic, weight blocks [32, 64]) with activations fp8-dynamic", () => {
+  const fp8 = fixture("hf", "llama3-fp8");
+  const dyn = JSON.parse(fs.readFileSync(fixture("hf", "llama3-fp8", "reference-dynamic.json"), "utf8")) as {
+    prompt_ids: number[];
+    dynamic_greedy_ids: number[];
+    group_size: number;
+  };
+  const want = () =>
+    openSafetensors(fixture("hf", "llama3-fp8", "reference-dynamic.safetensors")).readF32Sync("dynamic_prompt_logits");
+
+  test("groups of 64 inputs (weight_block_size[1]); logits of transformers' dynamic FP8 forward, 16 greedy ids", () => {
+    const ck = openCheckpoint(fp8, { activations: "fp8-dynamic" });
+    expect(ck.info("model.layers.0.mlp.down_proj.weight").inputGroup).toBe(dyn.group_size);
+    ck.close();
+    const m = LoadedModel.open(fp8, { activations: "fp8-dynamic" });
+    try {
+      const logits = m.logits(dyn.prompt_ids);
+      const rel = relErr(logits, want());
+      console.log(`fp8-dynamic: eval rel ${rel.toExponential(2)}`);
+      expect(rel).toBeLessThanOrEqual(1e-4);
+      expect(m.generate(dyn.prompt_ids, 16).ids).toEqual(dyn.dynamic_greedy_ids);
+    } finally {
+      m.close();
+    }
+  });
+
+  test("planted: one scale per token instead of per 64-group (down_proj has 128 inputs) fails the bound", () => {
+    const ck = openCheckpoint(fp8, { activations: "fp8-dynamic" });
+    const list = ck
+      .tensors()
+      .map((t): TensorInfo => (t.inputGroup === undefined ? t : { ...t, inputGroup: t.shape[1]! }));
+    const byName = new Map(list.map((t) => [t.name, t]));
+    const perToken = Object.assign(Object.create(ck) as Checkpoint, {
+      tensors: () => list,
+      info: (n: string) => byName.get(n)!,
+    });
+    const m = LoadedModel.fromCheckpoint(readHFConfig(fp8), perToken);
+    try {
+      expect(relErr(m.logits(dyn.prompt_ids), want())).toBeGreaterThan(1e-4);
+    } finally {
+      m.close();
+    }
+  });
+
+  test("fp8-dynamic on a checkpoint made for static or no activation quantization is a ConfigError", () => {
+    expect(() => openCheckpoint(dir, { activations: "fp8-dynamic" })).toThrow(/fp8-dynamic.*scheme is static/);
+    expect(() => openCheckpoint(fixture("hf", "llama3-awq"), { activations: "fp8-dynamic" })).toThrow(ConfigError);
   });
 });
 
