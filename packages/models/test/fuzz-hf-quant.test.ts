@@ -128,19 +128,21 @@ const STATIC_CONFIGS: HFQuantConfig[] = [
   )!,
   parseHFQuantConfig({ quant_method: "fp8", activation_scheme: "static" }, "c")!,
   parseHFQuantConfig({ quant_method: "fp8", weight_block_size: [8, 32] }, "c")!,
+  parseHFQuantConfig({ quant_method: "fp8", activation_scheme: "dynamic", weight_block_size: [16, 32] }, "c")!,
 ];
 
-test("FP8 static: 100,000 mutated W8A8 files opened with activations fp8-static decode or raise ModelErrors", () => {
+test("FP8 activations: 100,000 mutated W8A8 files opened with fp8-static or fp8-dynamic decode or raise ModelErrors", () => {
   const pick = rng(2610);
   const open = (s: MemorySource): number => {
     const cfg = STATIC_CONFIGS[Math.floor(pick() * STATIC_CONFIGS.length)]!;
-    const ck = new QuantizedHFCheckpoint(safetensorsFromBytes(s.readSync(0, s.size), s.label), cfg, {
-      activations: "fp8-static",
-    });
+    const activations = cfg.method === "fp8" && cfg.activations === "dynamic" ? "fp8-dynamic" : "fp8-static";
+    const ck = new QuantizedHFCheckpoint(safetensorsFromBytes(s.readSync(0, s.size), s.label), cfg, { activations });
     let n = 0;
     for (const t of ck.tensors())
       if (t.dtype === "fp8e4m3") {
-        if (!(t.inputScale! > 0 && Number.isFinite(t.inputScale))) throw new Error(`input scale ${t.inputScale}`);
+        const ok =
+          activations === "fp8-static" ? t.inputScale! > 0 && Number.isFinite(t.inputScale) : t.inputGroup! > 0;
+        if (!ok) throw new Error(`input quantization ${t.inputScale} ${t.inputGroup}`);
         n += ck.readF32Sync(t.name).length;
       }
     return n;
@@ -149,7 +151,7 @@ test("FP8 static: 100,000 mutated W8A8 files opened with activations fp8-static 
   const t0 = performance.now();
   const res = fuzz([STATIC_SEED], 100_000, 2611, open);
   console.log(
-    `FP8 static fuzz: ${res.ok} opened and decoded, ${res.typed} typed errors in ${(performance.now() - t0).toFixed(0)} ms`,
+    `FP8 activations fuzz: ${res.ok} opened and decoded, ${res.typed} typed errors in ${(performance.now() - t0).toFixed(0)} ms`,
   );
   expect(res.ok + res.typed).toBe(100_000);
   expect(res.ok).toBeGreaterThan(10_000);
