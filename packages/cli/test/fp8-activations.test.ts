@@ -22,11 +22,15 @@ async function poot(...argv: string[]): Promise<{ code: number; out: string; err
   return { code, out: io.stdout(), err: io.stderr() };
 }
 
+/** `poot logits` of llama3-fp8-static's prompt. */
 async function logits(...extra: string[]): Promise<Float32Array> {
+  return logitsOf(dir, ids, ...extra);
+}
+async function logitsOf(model: string, prompt: readonly number[], ...extra: string[]): Promise<Float32Array> {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "poot-fp8-"));
   try {
     const file = path.join(tmp, "l.bin");
-    const r = await poot("logits", dir, "--ids", ids.join(","), "--out", file, ...extra);
+    const r = await poot("logits", model, "--ids", prompt.join(","), "--out", file, ...extra);
     expect(r.code, r.err).toBe(0);
     const b = fs.readFileSync(file);
     return new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
@@ -48,6 +52,15 @@ describe("poot --activations on an FP8 W8A8-static checkpoint", () => {
       expect(relErr(got, exact)).toBeGreaterThan(1e-2);
     }
     expect(relErr(await logits(), exact)).toBeLessThanOrEqual(1e-4);
+  }, 120_000);
+
+  test("logits --activations fp8-dynamic on llama3-fp8 (dynamic scheme) match the per-group dynamic forward", async () => {
+    const fp8 = fixture("hf", "llama3-fp8");
+    const ref = JSON.parse(fs.readFileSync(path.join(fp8, "reference-dynamic.json"), "utf8")) as {
+      prompt_ids: number[];
+    };
+    const want = openSafetensors(path.join(fp8, "reference-dynamic.safetensors")).readF32Sync("dynamic_prompt_logits");
+    expect(relErr(await logitsOf(fp8, ref.prompt_ids, "--activations", "fp8-dynamic"), want)).toBeLessThanOrEqual(1e-4);
   }, 120_000);
 
   test("compile: the quantization of the inputs costs dispatches only where no producer absorbs it", async () => {
