@@ -86,9 +86,7 @@ describe("--backend cpu on fixtures/hf/llama3-{gptq,awq,fp8,fp8-static}, weights
         const ck = openCheckpoint(fixture("hf", dir));
         expect(held).toBe(ck.tensors().reduce((n, t) => n + t.byteLength, 0));
         ck.close();
-        console.log(
-          `cpu ${label}: max rel err ${worst.toExponential(2)}; weights held ${held} B`,
-        );
+        console.log(`cpu ${label}: max rel err ${worst.toExponential(2)}; weights held ${held} B`);
       } finally {
         engine.close();
         executor.dispose();
