@@ -21,6 +21,16 @@ export interface TensorInfo {
    * holds input `inputOrder[k]`, so a matmul must gather x in this order first. Absent: columns in input order.
    */
   readonly inputOrder?: Int32Array;
+  /**
+   * For an FP8 weight opened with `activations: "fp8-static"` (decision 2610): the checkpoint's static activation
+   * scale, so a matmul quantizes x to e4m3(clamp(x / inputScale, ±448)) · inputScale first. Absent: x stays f32.
+   */
+  readonly inputScale?: number;
+  /**
+   * For an FP8 weight opened with `activations: "fp8-dynamic"` (decision 2610): x is quantized to e4m3 per group of
+   * this many consecutive inputs of each row, with the scale max|x_group| / 448 (the input size: per token).
+   */
+  readonly inputGroup?: number;
 }
 
 /** An opened checkpoint: header parsed and validated, data left on disk. */

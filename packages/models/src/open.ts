@@ -7,6 +7,7 @@ import { configFromGGUF } from "./config-gguf.js";
 import { readHFConfig } from "./config-hf.js";
 import { ModelError } from "./errors.js";
 import { openGGUF, type GGUFCheckpoint } from "./gguf.js";
+import type { HFQuantOptions } from "./hf-activations.js";
 import { withHFQuantization } from "./hf-quant.js";
 import { openSafetensors, type OpenSafetensorsOptions } from "./safetensors.js";
 import { Tokenizer } from "./tokenizer.js";
@@ -27,11 +28,12 @@ export function isGGUF(model: string): boolean {
 }
 
 /** Opens a model's weights: a `.gguf` file, a `.safetensors` file, or a Hugging Face folder. */
-export function openCheckpoint(model: string, options: OpenSafetensorsOptions = {}): Checkpoint {
+export function openCheckpoint(model: string, options: OpenSafetensorsOptions & HFQuantOptions = {}): Checkpoint {
   if (isGGUF(model)) return openGGUF(model);
-  const ck = openSafetensors(model, options);
+  const { activations, ...st } = options;
+  const ck = openSafetensors(model, st);
   try {
-    return withHFQuantization(ck, model);
+    return withHFQuantization(ck, model, activations === undefined ? {} : { activations });
   } catch (e) {
     ck.close();
     throw e;

@@ -8,7 +8,7 @@ import { CliError } from "../errors.js";
 import { createExecutor } from "./backends.js";
 import { executorLogits } from "./executor-forward.js";
 import type { CommandModule } from "./index.js";
-import { openForForward, parseIds, withModelErrors, type ForwardOptions } from "./model-args.js";
+import { ACTIVATIONS_HELP, openForForward, parseIds, withModelErrors, type ForwardOptions } from "./model-args.js";
 
 /** The `logits` subcommand. */
 export const logits: CommandModule = {
@@ -22,6 +22,7 @@ export const logits: CommandModule = {
       .option("--out <file>", "write the logits as float32 little-endian [T, V]")
       .option("--backend <name>", "where to run", "eval")
       .option("--weights <kind>", "HF folders: f32 (model.safetensors) or bf16 (model.bf16.safetensors)", "f32")
+      .option("--activations <numerics>", ACTIVATIONS_HELP)
       .option("--compiled", "evaluate the compiled (optimized) graph instead of the primitive one")
       .option("--target <kind>", `with --compiled: the target compiled for (${BACKEND_KINDS.join(" | ")})`, "cpu")
       .action(

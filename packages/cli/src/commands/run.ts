@@ -4,6 +4,7 @@ import { Engine, RuntimeError, checkSampling, generate, type GenerateOptions } f
 import type { Graph } from "@poot/graph-ir";
 import { BACKEND_KINDS, PlanError, compile, defaultTarget, type BackendKind } from "@poot/graph-plan";
 import { GGUFCheckpoint, LoadedModel, ModelError, loadTokenizer } from "@poot/models";
+import { ACTIVATIONS_HELP, parseActivations } from "./model-args.js";
 import { CliError } from "../errors.js";
 import { BACKEND_NAMES, createExecutor, executorSettings, findDemoModel, loweringCache } from "./backends.js";
 import { planDevices, describePlacement, engineDevices, placementOptions, type PlacementFlags } from "@poot/serve";
@@ -31,6 +32,7 @@ export interface RunOptions extends PlacementFlags {
   stop?: string[];
   context?: string;
   weights: string;
+  activations?: string;
   ignoreEos?: boolean;
   compiled?: boolean;
   target: string;
@@ -101,6 +103,7 @@ export const run: CommandModule = {
       .option("--stop <text...>", "stop strings")
       .option("-c, --context <n>", "KV capacity in tokens (default: prompt + max tokens, at most the model's)")
       .option("--weights <kind>", "HF folders: f32 (model.safetensors) or bf16 (model.bf16.safetensors)", "f32")
+      .option("--activations <numerics>", ACTIVATIONS_HELP)
       .option("--ignore-eos", "keep generating past end-of-sequence tokens")
       .option("-t, --threads <n>", "CPU backend: worker threads (default: one per core)")
       .option(
@@ -158,7 +161,8 @@ export const run: CommandModule = {
         let m: LoadedModel | null = null;
         let engine: Engine | null = null;
         try {
-          const opened = userErrors(model, () => LoadedModel.open(model, { weights }));
+          const activations = parseActivations(o.activations, "run");
+          const opened = userErrors(model, () => LoadedModel.open(model, { weights, activations }));
           m = opened;
           load?.update(1);
           // A GGUF's vocabulary comes from the header the model already parsed (not a second parse of the file).

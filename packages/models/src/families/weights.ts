@@ -16,6 +16,10 @@ export interface WeightSpec {
   readonly shape: readonly number[];
   /** Input columns stored reordered (GPTQ act-order): stored column k is input `inputOrder[k]` (`linear` gathers x so). */
   readonly inputOrder?: Int32Array;
+  /** FP8 static activation scale (opt-in, decision 2610): `linear` quantizes x to e4m3 with it first. */
+  readonly inputScale?: number;
+  /** FP8 dynamic activation quantization (opt-in, decision 2610): inputs per scale group of each row. */
+  readonly inputGroup?: number;
 }
 
 /** Tensor names of one format; tracers ask for weights by these roles. */
@@ -188,6 +192,8 @@ export class ModelWeights {
       dtype: dtypeOf(t),
       shape: t.shape,
       ...(t.inputOrder === undefined ? {} : { inputOrder: t.inputOrder }),
+      ...(t.inputScale === undefined ? {} : { inputScale: t.inputScale }),
+      ...(t.inputGroup === undefined ? {} : { inputGroup: t.inputGroup }),
     };
   }
 }
