@@ -34,7 +34,8 @@ export class CudaBenchResultError extends Error {
 }
 
 const obj = (x: unknown): x is Record<string, unknown> => typeof x === "object" && x !== null && !Array.isArray(x);
-const num = (x: unknown): x is number => typeof x === "number" && Number.isFinite(x);
+/** Whether `x` is a finite number (a figure a bench could have measured). */
+export const num = (x: unknown): x is number => typeof x === "number" && Number.isFinite(x);
 
 function parseLine(line: string, where: string): Record<string, unknown> {
   let x: unknown;

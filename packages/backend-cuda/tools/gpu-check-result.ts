@@ -8,9 +8,7 @@ import {
   figure,
   ratiosOf,
 } from "@poot/testkit";
-import { CudaBenchResultError } from "./cuda-bench-result.js";
-
-const num = (x: unknown): x is number => typeof x === "number" && Number.isFinite(x);
+import { CudaBenchResultError, num } from "./cuda-bench-result.js";
 
 /** A number field of a gpu-check section, or a one-line error naming the section and the field. */
 function field(results: Readonly<Record<string, unknown>>, section: string, key: string): number {
