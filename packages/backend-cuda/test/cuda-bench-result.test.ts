@@ -6,7 +6,13 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { benchResultSchemaErrors, readBenchResult, REPO_ROOT, writeBenchResult } from "@poot/testkit";
 import { describe, expect, test } from "vitest";
-import { cudaBenchInput, ggufFormatOf, parseAnchorLines, parseBenchLines } from "../tools/cuda-bench-result.js";
+import {
+  cudaBenchInput,
+  ggufFormatOf,
+  parseAnchorLines,
+  parseBenchLines,
+  parseReport,
+} from "../tools/cuda-bench-result.js";
 import { gpuCheckInput } from "../tools/gpu-check-result.js";
 
 const RAW = path.join(REPO_ROOT, "packages", "backend-cuda", "bench-results");
@@ -127,6 +133,29 @@ describe("CUDA bench results", () => {
     });
     expect(ggufFormatOf("/tmp/gguf/llama-3.2-1b-random-Q4_K_M.gguf")).toBe("Q4_K_M");
     expect(ggufFormatOf("/tmp/l1b")).toBeNull();
+  });
+
+  test("gpu-apis-h200 reports (vulkan, wgpu): the committed gpu-apis-1b record is what the writer makes of them", () => {
+    const dir = path.join(REPO_ROOT, "packages", "backend-vulkan", "bench-results");
+    const runs = ["grouped", "shared-epilogue"].flatMap((mode) =>
+      ["vulkan", "wgpu"].flatMap((b) => {
+        const f = `h200-2026-12-01-r3-${mode}-gpu-apis-h200-${b}.json`;
+        return parseReport(fs.readFileSync(path.join(dir, f), "utf8"), f, mode);
+      }),
+    );
+    const opts = { name: "gpu-apis-1b", title: "t", commit: "51a09e6", command: "c", hfFormat: "bf16" };
+    expect(() => cudaBenchInput(runs, [], opts)).toThrow(/backend is "vulkan", not cuda/);
+    const input = cudaBenchInput(runs, [], { ...opts, backends: ["vulkan", "wgpu"] });
+    const report = JSON.parse(
+      fs.readFileSync(path.join(dir, "h200-2026-12-01-r3-grouped-gpu-apis-h200-vulkan.json"), "utf8"),
+    );
+    const grouped = input.cases.find((c) => c.id === "vulkan-bf16-grouped-p128g64")!;
+    expect(grouped.backend).toBe("vulkan");
+    expect(grouped.metrics["decodeTokS"]!.median).toBe(report.bench.vulkan.decodeTokS);
+    expect(grouped.metrics["dispatchesPerToken"]!.median).toBe(report.bench.vulkan.decodeDispatchesPerToken);
+    const committed = readBenchResult(path.join(REPO_ROOT, "bench-results", "2026-12-01-gpu-apis-1b.json"));
+    expect(committed.cases).toEqual(input.cases);
+    expect(() => parseReport("{}", "r.json", "x")).toThrow(/^r\.json: no "bench" object/);
   });
 });
 

@@ -1,5 +1,6 @@
-// The CUDA benches' raw output as `poot-bench-result/1` records (decision 2101, 2110): `poot bench --backend cuda
-// --json` processes beside their same-call anchors (transformers from hf-anchor.py, llama.cpp CUDA from llama-bench).
+// The GPU benches' raw output as `poot-bench-result/1` records (decision 2101, 2110): `poot bench --backend cuda
+// --json` processes (or vulkan/wgpu ones, from gpu-apis-h200 reports) beside their same-call anchors (transformers
+// from hf-anchor.py, llama.cpp CUDA from llama-bench).
 import {
   type BenchAnchor,
   type BenchCase,
@@ -62,6 +63,20 @@ export function parseBenchLines(text: string, source: string): PootBenchRun[] {
     runs.push({ variant: m[1]!, label: m[2]!, json: parseLine(m[3], `${source}:${i + 1}`) });
   }
   return runs;
+}
+
+/**
+ * The `poot bench --json` outputs of a gpu-apis-h200 report (packages/cli/bench/gpu-apis-h200.gpu.ts, the Vulkan and
+ * WebGPU checks on the GPU machine: `{"bench": {"<backend>": {...}}}`), as runs of build `variant`.
+ */
+export function parseReport(text: string, source: string, variant: string): PootBenchRun[] {
+  const x = parseLine(text, source);
+  const bench = x["bench"];
+  if (!obj(bench)) throw new CudaBenchResultError(`${source}: no "bench" object (did the bench step fail?)`);
+  return Object.entries(bench).map(([backend, json]) => {
+    if (!obj(json)) throw new CudaBenchResultError(`${source}: bench.${backend} is not an object`);
+    return { variant, label: "", json };
+  });
 }
 
 /** The GGUF tensor type a file name ends with (`...-Q4_K_M.gguf` -> `Q4_K_M`), or null. */
@@ -135,6 +150,8 @@ export interface CudaBenchOptions {
   readonly date?: string;
   /** The weight format of a model that is not a GGUF file (make-hf.mjs writes bf16 safetensors). */
   readonly hfFormat: string;
+  /** The backends the runs may name (default: cuda); a run of another is refused. */
+  readonly backends?: readonly string[];
   readonly notes?: readonly string[];
 }
 
@@ -151,14 +168,15 @@ export function cudaBenchInput(
   const groups = new Map<string, { run: PootBenchRun; format: string | null; values: Map<string, number[]> }>();
   for (const run of runs) {
     const j = run.json;
-    if (j["backend"] !== "cuda")
+    const allowed = opts.backends ?? ["cuda"];
+    if (typeof j["backend"] !== "string" || !allowed.includes(j["backend"]))
       throw new CudaBenchResultError(
-        `${run.variant} ${run.label}: backend is ${JSON.stringify(j["backend"])}, not cuda`,
+        `${run.variant} ${run.label}: backend is ${JSON.stringify(j["backend"])}, not ${allowed.join(" or ")}`,
       );
     const model = String(j["model"]);
     const format = ggufFormatOf(model) ?? opts.hfFormat;
     const loop = typeof j["decodeLoop"] === "string" ? j["decodeLoop"] : null;
-    const key = [run.variant, run.label, loop, model, j["promptTokens"], j["genTokens"]].join("|");
+    const key = [j["backend"], run.variant, run.label, loop, model, j["promptTokens"], j["genTokens"]].join("|");
     const g = groups.get(key) ?? { run, format, values: new Map<string, number[]>() };
     groups.set(key, g);
     for (const [metric, field] of METRICS) {
@@ -182,13 +200,14 @@ export function cudaBenchInput(
     if (best !== undefined) usedAnchors.set(best.anchor.id, best.anchor);
     const anchorMetrics = best?.metrics ?? {};
     const tag = run.label === "" || run.label === format ? "" : ` ${run.label}`;
-    const id = `cuda ${format} ${run.variant}${tag}${loop} p${j["promptTokens"]}g${j["genTokens"]}`
+    const backend = String(j["backend"]);
+    const id = `${backend} ${format} ${run.variant}${tag}${loop} p${j["promptTokens"]}g${j["genTokens"]}`
       .replace(/[^A-Za-z0-9_.]+/g, "-")
       .replace(/-+$/, "");
     cases.push({
       id,
-      label: `cuda ${format} ${run.variant}${tag}${loop} p${j["promptTokens"]}+${j["genTokens"]}`,
-      backend: "cuda",
+      label: `${backend} ${format} ${run.variant}${tag}${loop} p${j["promptTokens"]}+${j["genTokens"]}`,
+      backend,
       format,
       numerics: null,
       model: String(j["model"]),
@@ -221,7 +240,7 @@ export function cudaBenchInput(
     anchors: [...usedAnchors.values()],
     cases,
     notes: [
-      "Each run of a case is one `poot bench --backend cuda --json` process's figure (its median over --runs runs).",
+      "Each run of a case is one `poot bench --json` process's figure (its median over --runs runs).",
       ...(loads.length === 0 ? ["The processes recorded no load average: load reads 0."] : []),
       ...others.map(
         (a) =>
