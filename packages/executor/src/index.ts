@@ -23,7 +23,15 @@ export type {
 export { stageParts } from "./contract.js";
 export { ExecutorError } from "./errors.js";
 export type { ExecutorErrorCode, ExecutorErrorContext } from "./errors.js";
-export { checkSlotData, elementBytes, readWeight, sameLaneLayout, schemaOf } from "./schema.js";
+export {
+  checkSlotData,
+  checkSlotsWritten,
+  elementBytes,
+  readWeight,
+  sameLaneLayout,
+  schemaOf,
+  slotSpecFor,
+} from "./schema.js";
 export { viewLayout, viewRuns } from "./views.js";
 export type { ViewLayout } from "./views.js";
 export type { ConstSpec, OutputSpec, ProgramSchema, SlotSpec, StateSpec } from "./schema.js";
