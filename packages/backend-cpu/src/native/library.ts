@@ -14,6 +14,11 @@ export interface NativeLibrary {
   readonly isa: string;
   /** The sha256 of the kernels' LLVM IR and build arguments the object was built from (decision 2300). */
   readonly sourceHash: string;
+  /**
+   * Whether this CPU runs the library's 8-bit integer dot-product kernels (`fast` numerics: AVX-512 VNNI, decision
+   * 2320); false for a library without them.
+   */
+  readonly vnni: boolean;
   /** The kernels the object defines, by symbol: what the CPU lowering may route to it. */
   readonly kernels: ReadonlySet<string>;
   /** Byte address of a view's first byte (the shared memory's base). */
