@@ -110,8 +110,8 @@ describe.skipIf(!here)("fast native GEMVs (8-bit activations, integer dot produc
   const lib = here ? loadNodeNative("kernel-ir") : null;
   const vnni = lib?.vnni === true;
   for (const fmt of ["q8_0", "q4_k"] as const)
-    test.skipIf(!vnni)(`${fmt}: none, add and heads2 epilogues, M = 1 and M = 6`, () => {
-      for (const M of [1, 6])
+    test.skipIf(!vnni)(`${fmt}: none, add and heads2 epilogues, M = 1, 6 and 19`, () => {
+      for (const M of [1, 6, 19])
         for (const epi of ["none", "add", "heads2"] as const)
           expect(check(fmt, M, epi), `${fmt} ${epi} M=${M}: max |y - ref| / sum |w x|`).toBeLessThan(1e-5);
     });

@@ -6,7 +6,8 @@ import type { Arr, Builder, Val, Var } from "@poot/kernel-dsl";
 
 /**
  * The activation quantizations (decision 2320), as llama.cpp's CPU backend rounds them:
- * - `q8_0`: blocks of 32, `d = amax / 127` rounded to f16, `q = round_even(x · 127 / amax)` (its AVX2 quantizer);
+ * - `q8_0`: blocks of 32, `d = amax / 127` rounded to f16, `q = round_even(x · 127 / amax)` (its AVX2 quantizer),
+ *   stored as the unsigned byte q + 128 (the first operand of `dot4U8I8`);
  * - `q8_k`: blocks of 256, `iscale = −127 / max` (max: the element of largest |x|, signed), `q = min(127,
  *   round_even(iscale · x))`, `d = 1 / iscale` in f32 (`quantize_row_q8_K_ref`).
  * Each also stores the sum of the q of every 32 elements (llama.cpp's `bsums`, per 32 here).
@@ -88,7 +89,7 @@ export function quantBody(b: Builder, q: ActivationQuant): void {
             (j) => {
               const k = let_(k0.add(g.mul(32)).add(j), "k");
               const r = let_(b.min(roundEven(b, x.at(k).mul(id)), f32(127)).cast("i32"), "qi");
-              qs.set(k, r);
+              qs.set(k, q === "q8_0" ? r.add(128) : r);
               sum.set(sum.add(r));
             },
             "j",
@@ -131,37 +132,37 @@ const hsum = (b: Builder, v: Val<"vec4<f32>">): Val<"f32"> => {
 };
 
 /**
- * Q8_0 weights (34-byte blocks: f16 d, 32 i8) against q8_0 activations: per block, `(w ⊕ 0x80) · x` in `dot4U8I8`
- * (w + 128 as unsigned bytes) with −128 · Σx folded into the accumulator's first lane, then `dw · dx` times the
- * integer sum added to a vec4 f32 sum per row.
+ * Q8_0 weights (34-byte blocks: f16 d, 32 i8) against q8_0 activations stored as q + 128: per block, `(x + 128) · w`
+ * in `dot4U8I8` started from −128 · Σw (Σw itself a `dot4U8I8` of ones with the block, once for all rows), then
+ * `dw · dx` times the integer sum added to a vec4 f32 sum per row (one fma).
  */
 export function fastQ8_0Loop(b: Builder, p: FastParts): void {
   const { let_, var_, for_, u32 } = b;
   const nb = let_(p.K.div(32), "nb");
   const sums = p.accs.map((r) => r.map(() => var_(zeroF(b), "fs")));
+  const ones = b.vec("vec4<u32>", u32(0x01010101), u32(0x01010101), u32(0x01010101), u32(0x01010101));
   for_(
     u32(0),
     nb,
     1,
     (blk) => {
       const base = let_(p.n.mul(nb).add(blk).mul(34), "base");
-      const ws = p.Ws.map((W) => ({
-        d: f16At(b, W, base),
-        lo: let_(W.at16x8(base.add(2)).xor(0x80808080), "wl"),
-        hi: let_(W.at16x8(base.add(18)).xor(0x80808080), "wh"),
-      }));
+      const ws = p.Ws.map((W) => {
+        const lo = let_(W.at16x8(base.add(2)), "wl");
+        const hi = let_(W.at16x8(base.add(18)), "wh");
+        const wsum = b.dot4U8I8(b.dot4U8I8(zeroI(b), ones, lo), ones, hi);
+        return { d: f16At(b, W, base), lo, hi, init: let_(wsum.mul(-128), "corr") };
+      });
       p.rows.forEach((m, j) => {
         const bi = let_(m.mul(nb).add(blk), "bi");
         const xo = let_(bi.mul(32), "xo");
         const xl = let_(p.q.at16x8(xo), "xl");
         const xh = let_(p.q.at16x8(xo.add(16)), "xh");
         const dx = let_(p.d.at(bi), "dx");
-        const c = let_(p.s.at(bi).mul(-128), "corr");
-        const init = b.vec("vec4<i32>", c, b.i32(0), b.i32(0), b.i32(0));
         ws.forEach((w, h) => {
-          const isum = b.dot4U8I8(b.dot4U8I8(init, w.lo, xl), w.hi, xh);
+          const isum = b.dot4U8I8(b.dot4U8I8(w.init, xl, w.lo), xh, w.hi);
           const acc = sums[j]![h]!;
-          acc.set(acc.add(isum.cast("vec4<f32>").mul(splatF(b, w.d.mul(dx)))));
+          acc.set(b.fma(isum.cast("vec4<f32>"), splatF(b, w.d.mul(dx)), acc));
         });
       });
     },
@@ -234,7 +235,7 @@ export function fastQ4_KLoop(b: Builder, p: FastParts): void {
             msum = msum.add(mn.cast("i32").mul(p.s.at(s0.add(g))));
           });
           const acc = sums[j]![h]!;
-          acc.set(acc.add(isums[j]![h]!.cast("vec4<f32>").mul(splatF(b, w.d.mul(dx)))));
+          acc.set(b.fma(isums[j]![h]!.cast("vec4<f32>"), splatF(b, w.d.mul(dx)), acc));
           const mm = mins[j]![h]!;
           mm.set(mm.add(w.dmin.mul(dx).mul(msum.cast("f32"))));
         });

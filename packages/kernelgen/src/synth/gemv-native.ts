@@ -33,6 +33,8 @@ export const NATIVE_GEMV_UNIFORMS = ["M", "N", "K", "R"] as const;
 
 /** Rows of x that share one pass over a row of W (its weights decoded once for all of them). */
 const XROWS = 4;
+/** The same for `fast` GEMVs (x86-64-v4's 32 vector registers hold eight rows' sums and the block's weights). */
+const FAST_XROWS = 8;
 
 /**
  * The symbol of the native GEMV of `weights` (a dtype or packed format name) with `epilogue`; with `fast`, the one
@@ -131,7 +133,8 @@ export function nativeGemvKernel(weights: NativeWeights, epilogue: NativeEpilogu
     const n0 = let_(wid.x.mul(R!), "n0");
     const n1 = let_(b.min(n0.add(R!), N!), "n1");
     const MN = let_(M.mul(N!), "mn");
-    const M4 = let_(M.sub(M.rem(XROWS)), "m4");
+    const rowsPerPass = fastLoop === undefined ? XROWS : FAST_XROWS;
+    const M4 = let_(M.sub(M.rem(rowsPerPass)), "m4");
     /** Rows [m, m + rows) of x against row n of W, each result stored with the epilogue. */
     const pass = (n: Val<"u32">, m: Val<"u32">, rows: number): void => {
       const xRow = Array.from({ length: rows }, (_, j) => let_(m.add(j).mul(K!), `xr${j}`));
@@ -157,7 +160,7 @@ export function nativeGemvKernel(weights: NativeWeights, epilogue: NativeEpilogu
       n1,
       1,
       (n) => {
-        for_(u32(0), M4, XROWS, (m) => pass(n, m, XROWS), "mb");
+        for_(u32(0), M4, rowsPerPass, (m) => pass(n, m, rowsPerPass), "mb");
         for_(M4, M, 1, (m) => pass(n, m, 1), "m");
       },
       "n",
