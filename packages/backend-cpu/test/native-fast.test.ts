@@ -15,7 +15,17 @@ const u8 = new Uint8Array(memory.buffer);
 const u32 = new Uint32Array(memory.buffer);
 const f32 = new Float32Array(memory.buffer);
 /** Byte offsets: argument block, x, r, y, W, W1, then the quantized activations q, d, s. */
-const AT = { args: 0, x: 1 << 12, r: 1 << 16, y: 1 << 17, w: 1 << 19, w1: 1 << 21, q: 3 << 20, d: 7 << 19, s: 15 << 18 };
+const AT = {
+  args: 0,
+  x: 1 << 12,
+  r: 1 << 16,
+  y: 1 << 17,
+  w: 1 << 19,
+  w1: 1 << 21,
+  q: 3 << 20,
+  d: 7 << 19,
+  s: 15 << 18,
+};
 
 const fr = Math.fround;
 /** Round half to even (nearest_int / _mm256_round_ps). */
@@ -63,7 +73,8 @@ function weights(fmt: string, N: number, K: number, at: number): Float64Array {
   const packed = ggmlPackedFormat(fmt.toUpperCase())!;
   const bytes = u8.subarray(at, at + ((N * K) / packed.blockSize) * packed.bytesPerBlock);
   randomFillSync(bytes);
-  for (let o = 0; o < bytes.length; o += packed.bytesPerBlock) for (const h of fmt === "q8_0" ? [0] : [0, 2]) bytes[o + h + 1]! &= 0x1b;
+  for (let o = 0; o < bytes.length; o += packed.bytesPerBlock)
+    for (const h of fmt === "q8_0" ? [0] : [0, 2]) bytes[o + h + 1]! &= 0x1b;
   return decodePacked(packed as PackedFormat, bytes, N * K);
 }
 
@@ -106,23 +117,29 @@ function check(fmt: "q8_0" | "q4_k", M: number, epi: "none" | "add" | "heads2", 
   return worst;
 }
 
-describe.skipIf(!here)("fast native GEMVs (8-bit activations, integer dot products) against llama.cpp's arithmetic", () => {
-  const lib = here ? loadNodeNative("kernel-ir") : null;
-  const vnni = lib?.vnni === true;
-  for (const fmt of ["q8_0", "q4_k"] as const)
-    test.skipIf(!vnni)(`${fmt}: none, add and heads2 epilogues, M = 1, 6 and 19`, () => {
-      for (const M of [1, 6, 19])
-        for (const epi of ["none", "add", "heads2"] as const)
-          expect(check(fmt, M, epi), `${fmt} ${epi} M=${M}: max |y - ref| / sum |w x|`).toBeLessThan(1e-5);
-    });
+describe.skipIf(!here)(
+  "fast native GEMVs (8-bit activations, integer dot products) against llama.cpp's arithmetic",
+  () => {
+    const lib = here ? loadNodeNative("kernel-ir") : null;
+    const vnni = lib?.vnni === true;
+    for (const fmt of ["q8_0", "q4_k"] as const)
+      test.skipIf(!vnni)(`${fmt}: none, add and heads2 epilogues, M = 1, 6 and 19`, () => {
+        for (const M of [1, 6, 19])
+          for (const epi of ["none", "add", "heads2"] as const)
+            expect(check(fmt, M, epi), `${fmt} ${epi} M=${M}: max |y - ref| / sum |w x|`).toBeLessThan(1e-5);
+      });
 
-  test.skipIf(!vnni)("planted violation: one weight block's scale doubled after decoding the reference fails the check", () => {
-    // Row 5, block 3 of W: its f16 scale's exponent raised by one (the kernel reads 2d, the reference kept d).
-    const plant = (fmt: string, bpb: number) => () => {
-      const o = AT.w + (5 * (512 / (fmt === "q8_0" ? 32 : 256)) + 1) * bpb;
-      u8[o + 1] = u8[o + 1]! + 4;
-    };
-    expect(check("q8_0", 1, "none", plant("q8_0", 34))).toBeGreaterThan(1e-3);
-    expect(check("q4_k", 1, "none", plant("q4_k", 144))).toBeGreaterThan(1e-3);
-  });
-});
+    test.skipIf(!vnni)(
+      "planted violation: one weight block's scale doubled after decoding the reference fails the check",
+      () => {
+        // Row 5, block 3 of W: its f16 scale's exponent raised by one (the kernel reads 2d, the reference kept d).
+        const plant = (fmt: string, bpb: number) => () => {
+          const o = AT.w + (5 * (512 / (fmt === "q8_0" ? 32 : 256)) + 1) * bpb;
+          u8[o + 1] = u8[o + 1]! + 4;
+        };
+        expect(check("q8_0", 1, "none", plant("q8_0", 34))).toBeGreaterThan(1e-3);
+        expect(check("q4_k", 1, "none", plant("q4_k", 144))).toBeGreaterThan(1e-3);
+      },
+    );
+  },
+);

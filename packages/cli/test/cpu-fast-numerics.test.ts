@@ -121,7 +121,8 @@ describe.skipIf(!HAVE || !VNNI)(`--numerics fast against llama.cpp's logits${SKI
         `${fam} ${type}: rel vs llama.cpp fast ${fast.rel.toExponential(2)} exact ${exact.rel.toExponential(2)}; greedy = llama.cpp fast ${fast.greedy.filter((g, i) => g === ids[i]).length}/${ids.length} exact ${exact.greedy.filter((g, i) => g === ids[i]).length}/${ids.length}; decisive steps ${fast.decisive}`,
       );
       expect(fast.rel, "fast: max |poot - llama.cpp| / max |llama.cpp|").toBeLessThanOrEqual(TOL);
-      if (CLOSER.has(`${fam} ${type}`)) expect(fast.rel, "fast is closer to llama.cpp than exact").toBeLessThan(exact.rel);
+      if (CLOSER.has(`${fam} ${type}`))
+        expect(fast.rel, "fast is closer to llama.cpp than exact").toBeLessThan(exact.rel);
       expect(fast.argmaxDiffs, "prompt rows whose argmax differs from llama.cpp's").toBe(0);
       expect(fast.greedy.slice(0, fast.decisive), "greedy ids up to llama.cpp's first near-tie").toEqual(
         ids.slice(0, fast.decisive),

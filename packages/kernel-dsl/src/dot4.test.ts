@@ -47,7 +47,11 @@ describe("dot4U8I8", () => {
     const bad = JSON.parse(JSON.stringify(dots)) as { body: { value?: Expr }[] };
     const call = bad.body.find((s) => s.value?.k === "call")!.value as { args: Expr[] };
     call.args[1] = { k: "const", type: "f32", value: 1 };
-    expect(validateKernel(bad as unknown as Kernel).map((i) => i.message).join("; ")).toMatch(/args\[1\] must be u32/);
+    expect(
+      validateKernel(bad as unknown as Kernel)
+        .map((i) => i.message)
+        .join("; "),
+    ).toMatch(/args\[1\] must be u32/);
     expect(() =>
       kernel("p", { workgroupSize: [1, 1, 1] }, (b) => {
         b.buffer("f", "f32", "read").at16x8(0);

@@ -71,10 +71,7 @@ export function quantBody(b: Builder, q: ActivationQuant): void {
       const nz = let_(amax.gt(0), "nz");
       const safe = let_(b.select(nz, q === "q8_0" ? amax : vmax, f32(1)), "safe");
       const id = let_(b.select(nz, f32(q === "q8_0" ? 127 : -127).div(safe), f32(0)), "id");
-      const d =
-        q === "q8_0"
-          ? b.unpack("f16", b.pack("f16", amax.div(127)))
-          : b.select(nz, f32(1).div(id), f32(0));
+      const d = q === "q8_0" ? b.unpack("f16", b.pack("f16", amax.div(127))) : b.select(nz, f32(1).div(id), f32(0));
       ds.set(blk.add(b.wid.x.mul(nb)), d);
       for_(
         u32(0),
@@ -176,8 +173,22 @@ function scaleMin(b: Builder, W: Arr<"u8">, sc: Val<"u32">, j: number): [Val<"u3
   const at = (i: number): Val<"u32"> => W.at(sc.add(i));
   if (j < 4) return [b.let_(at(j).and(63), "sc"), b.let_(at(j + 4).and(63), "mn")];
   return [
-    b.let_(at(j + 4).and(15).or(at(j - 4).shr(6).shl(4)), "sc"),
-    b.let_(at(j + 4).shr(4).or(at(j).shr(6).shl(4)), "mn"),
+    b.let_(
+      at(j + 4)
+        .and(15)
+        .or(
+          at(j - 4)
+            .shr(6)
+            .shl(4),
+        ),
+      "sc",
+    ),
+    b.let_(
+      at(j + 4)
+        .shr(4)
+        .or(at(j).shr(6).shl(4)),
+      "mn",
+    ),
   ];
 }
 
@@ -212,7 +223,13 @@ export function fastQ4_KLoop(b: Builder, p: FastParts): void {
           );
         });
         p.rows.forEach((m, j) => {
-          const xo = let_(m.mul(p.K).add(blk.mul(256)).add(64 * c), "xo");
+          const xo = let_(
+            m
+              .mul(p.K)
+              .add(blk.mul(256))
+              .add(64 * c),
+            "xo",
+          );
           const xs = [0, 16, 32, 48].map((o) => let_(p.q.at16x8(xo.add(o)), "xq"));
           ws.forEach((w, h) => {
             const n4 = nib[h]!;

@@ -110,8 +110,7 @@ export function nativeGemvKernel(weights: NativeWeights, epilogue: NativeEpilogu
   const packed = typeof weights !== "string";
   const name = nativeGemvName(packed ? weights.name : weights, epilogue, fast);
   const fastLoop = fast && packed ? FAST_LOOPS[weights.name] : undefined;
-  if (fast && fastLoop === undefined)
-    throw new Error(`invariant: no fast GEMV for ${packed ? weights.name : weights}`);
+  if (fast && fastLoop === undefined) throw new Error(`invariant: no fast GEMV for ${packed ? weights.name : weights}`);
   return kernel(name, { workgroupSize: [1, 1, 1] }, (b) => {
     const { let_, var_, for_, u32, f32, wid } = b;
     const xq =
