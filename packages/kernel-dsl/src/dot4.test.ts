@@ -45,7 +45,7 @@ describe("dot4U8I8", () => {
 
   it("the validator refuses f32 operands and a packed load of f32 storage", () => {
     const bad = JSON.parse(JSON.stringify(dots)) as { body: { value?: Expr }[] };
-    const call = bad.body.find((s) => s.value?.k === "call")!.value as { args: Expr[] };
+    const call = bad.body.find((s) => s.value?.k === "call")!.value as unknown as { args: Expr[] };
     call.args[1] = { k: "const", type: "f32", value: 1 };
     expect(
       validateKernel(bad as unknown as Kernel)
