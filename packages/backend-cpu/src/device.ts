@@ -16,9 +16,9 @@ import type { TargetCode } from "@poot/codegen";
 import type { ScalarDType } from "@poot/graph-ir";
 import { defaultTarget, type CompileOptions, type DeviceCaps as PlanCaps } from "@poot/graph-plan";
 import { synthCapsFrom } from "@poot/kernelgen";
-import { invariant } from "./errors.js";
+import { CpuError, invariant } from "./errors.js";
 import { CpuMemory, MAX_PAGES, PAGE, WA } from "./memory.js";
-import type { NativeLibrary, NativeSource } from "./native/library.js";
+import type { CpuNumerics, NativeLibrary, NativeSource } from "./native/library.js";
 import { nativeRoute } from "./native/route.js";
 import { ThreadPool, type PoolKernel, type RegionDebug } from "./pool.js";
 import { DEFAULT_CLAIMS, writeSchedule, type Phase, type Schedule, type ThreadAreas } from "./schedule.js";
@@ -44,12 +44,30 @@ export function cpuPlanCaps(threads: number): PlanCaps {
   return defaultTarget("cpu", { subgroupSize: 1, computeUnits: threads }).caps as PlanCaps;
 }
 
+/**
+ * The library with the `fast` kernels (decision 2320): the loaded one if it has them, else the generated one; a
+ * platform or CPU without them (no native kernels, no AVX-512 VNNI) is refused in one line.
+ */
+function fastLibrary(native: NativeLibrary | null, platform: CpuPlatform): NativeLibrary {
+  const lib = native === null ? null : native.vnni ? native : (platform.native?.("kernel-ir") ?? null);
+  if (lib === null || !lib.vnni)
+    throw new CpuError(
+      "unsupported-platform",
+      native === null
+        ? "numerics fast needs the native CPU kernels (linux-x64), which are off or absent here: use numerics exact"
+        : "numerics fast needs AVX-512 VNNI (with AVX-512 F/BW/DQ/VL), which this CPU lacks: use numerics exact",
+    );
+  return lib;
+}
+
 /** How the device runs its steps (the executor's options). */
 export interface CpuDeviceOptions extends RegionDebug {
   readonly threads?: number;
   readonly compile?: CompileOptions;
   readonly native?: boolean;
   readonly nativeKernels?: NativeSource;
+  /** `exact` (default) or `fast` (8-bit activations and integer dot products on packed weights, decision 2320). */
+  readonly numerics?: CpuNumerics;
   readonly fused?: boolean;
   readonly plantAllocation?: boolean;
   readonly claimsPerThread?: number;
@@ -114,6 +132,8 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
   readonly memory: CpuMemory;
   readonly pool: ThreadPool;
   readonly native: NativeLibrary | null;
+  /** The library whose integer dot-product kernels run packed GEMVs (`fast` numerics, decision 2320), or null. */
+  readonly fast: NativeLibrary | null;
   readonly #options: CpuDeviceOptions;
   readonly #base: number;
   #pending: { kernel: CpuKernel; load: PoolKernel }[] = [];
@@ -135,6 +155,7 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
     this.#options = options;
     this.memory = new CpuMemory();
     this.native = options.native === false ? null : (platform.native?.(options.nativeKernels ?? "c") ?? null);
+    this.fast = options.numerics === "fast" ? fastLibrary(this.native, platform) : null;
     this.pool = new ThreadPool(this.memory, threads, platform.transport, this.native);
     // Native GEMVs read and write the shared memory at its base address, which never moves (decision 0952).
     this.#base = this.native === null ? 0 : this.native.address(this.memory.u8);
@@ -144,7 +165,10 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
     const synth = { ...synthCapsFrom(plan), serialThreads: true, simdLoads: true };
     // q/k/v stay separate launches unless asked: grouped, they measured slower here (decision 0402).
     const policy = fusionPolicy("cpu", options.compile);
-    const kernels = this.native === null ? "Wasm SIMD128" : `native ${this.native.isa} GEMVs + Wasm SIMD128`;
+    const kernels =
+      this.native === null
+        ? "Wasm SIMD128"
+        : `native ${this.native.isa} GEMVs${this.fast === null ? "" : " + fast numerics (8-bit activations, AVX-512 VNNI)"} + Wasm SIMD128`;
     this.caps = {
       kind: "cpu",
       device: `${platform.cpu}, ${threads} thread(s) (${platform.transport.name}), ${kernels} over one shared memory`,
@@ -163,7 +187,10 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
         snapshotInPlace: true,
         ...(this.native === null
           ? {}
-          : { variant: "cpu-native-2", route: nativeRoute(threads, synth, this.native.kernels) }),
+          : {
+              variant: this.fast === null ? "cpu-native-2" : "cpu-native-2-fast",
+              route: nativeRoute(threads, synth, this.native.kernels, this.fast?.kernels ?? null),
+            }),
       },
     };
     if (options.profile === true) this.pool.enableProfile();
@@ -228,7 +255,8 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
     };
     let load: PoolKernel;
     if (nbuf !== undefined) {
-      const lib = this.native;
+      // The fast kernels may live in the other library (the generated one beside the C one, decision 2320).
+      const lib = this.native?.kernels.has(code.entryPoint) === false && this.fast !== null ? this.fast : this.native;
       invariant(lib !== null, `kernel ${code.kernel} is native but this device has no native kernels`);
       load = {
         native: { native: true, library: lib.path, koffi: lib.koffi, symbol: code.entryPoint, base: this.#base },

@@ -48,9 +48,11 @@ describe("the native kernel library", () => {
     expect(await differs(planted)).toMatch(/differ from the committed/);
   });
 
-  test("the C object defines the same kernels, taking the same arguments", () => {
+  test("the C object defines the same exact kernels, taking the same arguments", () => {
     const c = process.platform === "linux" && process.arch === "x64" ? loadNodeNative("c") : null;
     const ir = process.platform === "linux" && process.arch === "x64" ? loadNodeNative("kernel-ir") : null;
-    if (c !== null && ir !== null) expect([...c.kernels].sort()).toEqual([...ir.kernels].sort());
+    // The `fast` kernels and their quantizers (decision 2320) exist in the generated library only.
+    const exact = (k: string): boolean => !k.includes("_fast_") && !k.startsWith("poot_quant_");
+    if (c !== null && ir !== null) expect([...c.kernels].sort()).toEqual([...ir.kernels].filter(exact).sort());
   });
 });

@@ -35,7 +35,10 @@ export {
   nativeGemvKernel,
   nativeGemvLibrary,
   nativeGemvName,
+  nativeQuantKernel,
 } from "./synth/gemv-native.js";
+export { ACT_BLOCK, FAST_FORMATS, NATIVE_QUANT_UNIFORMS, nativeQuantName } from "./synth/gemv-int8.js";
+export type { ActivationQuant, FastParts } from "./synth/gemv-int8.js";
 export type { NativeDense, NativeEpilogue, NativeWeights } from "./synth/gemv-native.js";
 export type { DequantGemvRequest } from "./synth/dequant.js";
 export { synthesizeMovement } from "./synth/movement.js";

@@ -60,6 +60,8 @@ function openLibrary(source: NativeSource): NativeLibrary | null {
   const sourceHash = lib.func("const char *poot_native_source_hash(void)")() as string;
   const kernels = new Set((lib.func("const char *poot_native_kernels(void)")() as string).split(","));
   const addr = lib.func("uint64_t poot_native_addr(const void *p)");
+  // Only the generated library has integer dot-product kernels (decision 2320).
+  const vnni = kernels.has("poot_quant_q8_0") && lib.func("int poot_native_vnni(void)")() === 1;
   // The C library has two kernel sets to choose from; the generated one has one.
   const force =
     source === "c" ? lib.func("int poot_native_force(const char *isa)") : (want: string) => (want === isa ? 1 : 0);
@@ -68,6 +70,7 @@ function openLibrary(source: NativeSource): NativeLibrary | null {
     path,
     koffi: koffiPath,
     sourceHash,
+    vnni,
     get isa() {
       return isaOf() as string;
     },

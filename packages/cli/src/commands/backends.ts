@@ -13,8 +13,28 @@ import type { CompileOptions } from "@poot/graph-plan";
 import { CliError } from "../errors.js";
 import { gpuModule, isGpuBackend, loadGpuModule, loadedGpuModule } from "./gpu-modules.js";
 
-/** Settings the CLI's flags give the executors it makes (`-t, --threads` for the CPU backend). */
-export const executorSettings: { threads?: number } = {};
+/** Settings the CLI's flags give the executors it makes (`-t, --threads` and `--numerics` for the CPU backend). */
+export const executorSettings: { threads?: number; numerics?: "exact" | "fast" } = {};
+
+/** `--numerics`'s help (decision 2320). */
+export const NUMERICS_HELP =
+  "CPU backend: exact (f32 products of decoded weights) | fast (Q8_0/Q4_K GEMVs on 8-bit activations with integer dot products, as llama.cpp; needs AVX-512 VNNI)";
+
+/**
+ * Reads `--numerics` (or, absent, `POOT_CPU_NUMERICS`, which also reaches `poot serve`'s engine worker) into
+ * {@link executorSettings}; a value other than exact or fast is a CliError naming it.
+ */
+export function setNumerics(value: string | undefined, command: string): void {
+  const v = value ?? process.env["POOT_CPU_NUMERICS"];
+  if (v === undefined) return;
+  if (v !== "exact" && v !== "fast")
+    throw new CliError(
+      "bad-input",
+      `${value === undefined ? "POOT_CPU_NUMERICS" : "--numerics"} must be exact or fast, got "${v}"`,
+      { command },
+    );
+  executorSettings.numerics = v;
+}
 
 /**
  * Executor factories by backend name, given the compile options of executors that compile (the eval backends
@@ -33,6 +53,8 @@ export const EXECUTORS: Readonly<
       native: process.env["POOT_CPU_NATIVE"] !== "0",
       ...(process.env["POOT_CPU_NATIVE"] === "kernel-ir" ? { nativeKernels: "kernel-ir" as const } : {}),
       ...(executorSettings.threads === undefined ? {} : { threads: executorSettings.threads }),
+      // --numerics fast (decision 2320); POOT_CPU_NUMERICS carries it into serve's engine worker.
+      numerics: executorSettings.numerics ?? (process.env["POOT_CPU_NUMERICS"] === "fast" ? "fast" : "exact"),
     }),
   eval: () => createEvalExecutor(),
   // The literal oracle: graph-ir's `evaluate` every step, nothing folded (slow; for checking and baselines).

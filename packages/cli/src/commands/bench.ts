@@ -11,6 +11,8 @@ import {
   BACKEND_NAMES,
   createExecutor,
   executorSettings,
+  NUMERICS_HELP,
+  setNumerics,
   horizontalFusion,
   loweringCache,
   measureFloorBandwidth,
@@ -60,6 +62,7 @@ export const bench: CommandModule = {
       .option("--tokens-per-launch <n>", "decode steps per launch of a greedy loop", "8")
       .option("--horizontal-fusion <mode>", "grouped (default: q/k/v as one dispatch) | shared-epilogue (a baseline)")
       .option("-t, --threads <n>", "CPU backend: worker threads (default: one per core)")
+      .option("--numerics <kind>", NUMERICS_HELP, "exact")
       .option("--json", "print JSON instead of a table")
       .action(
         async (
@@ -75,6 +78,7 @@ export const bench: CommandModule = {
             decodeLoop: string;
             tokensPerLaunch: string;
             threads?: string;
+            numerics?: string;
             json?: boolean;
           },
         ) => {
@@ -103,6 +107,7 @@ export const bench: CommandModule = {
               throw new CliError("bad-input", `--threads must be >= 1, got ${threads}`, { command: "bench" });
             executorSettings.threads = threads;
           }
+          setNumerics(o.numerics, "bench");
           const fusion = horizontalFusion(o.horizontalFusion, "bench");
           const cache = loweringCache((m) => io.err(`${m}\n`));
           const make = (n: string, c: string) => createExecutor(n, c, fusion, cache);

@@ -3,7 +3,7 @@
 import { BACKEND_KINDS, PlanError, compile, defaultTarget, type BackendKind } from "@poot/graph-plan";
 import { CliError } from "../errors.js";
 import { engineDevices, placementOptions, planDevices, type PlacedDevices, type PlacementFlags } from "@poot/serve";
-import { BACKEND_NAMES, createExecutor } from "./backends.js";
+import { BACKEND_NAMES, createExecutor, NUMERICS_HELP, setNumerics } from "./backends.js";
 import { executorGreedy, type CompileGraph } from "./executor-forward.js";
 import { refuseCompiledTp } from "./compile-tp.js";
 import type { CommandModule } from "./index.js";
@@ -23,6 +23,7 @@ export const generate: CommandModule = {
       .option("--backend <name>", "where to run", "eval")
       .option("--weights <kind>", "HF folders: f32 (model.safetensors) or bf16 (model.bf16.safetensors)", "f32")
       .option("--activations <numerics>", ACTIVATIONS_HELP)
+      .option("--numerics <kind>", NUMERICS_HELP, "exact")
       .option("--compiled", "run the compiled (optimized) programs instead of the primitive graphs")
       .option("--target <kind>", `with --compiled: the target compiled for (${BACKEND_KINDS.join(" | ")})`, "cpu")
       .action((model: string, options: GenerateOptions & PlacementFlags) => {
@@ -35,6 +36,7 @@ export const generate: CommandModule = {
         if (options.greedy !== true)
           throw new CliError("bad-input", "only greedy decoding is available: pass --greedy", { command: "generate" });
         refuseCompiledTp(options, "generate");
+        setNumerics(options.numerics, "generate");
         const compileGraph = options.compiled === true ? compiler(options.target, model) : undefined;
         const make = (n: string, c: string) => createExecutor(n, c);
         const planned = planDevices(
@@ -83,6 +85,7 @@ type GenerateOptions = ForwardOptions & {
   maxTokens: string;
   greedy?: boolean;
   ignoreEos?: boolean;
+  numerics?: string;
   compiled?: boolean;
   target: string;
 };

@@ -6,7 +6,15 @@ import { BACKEND_KINDS, PlanError, compile, defaultTarget, type BackendKind } fr
 import { GGUFCheckpoint, LoadedModel, ModelError, loadTokenizer } from "@poot/models";
 import { ACTIVATIONS_HELP, parseActivations } from "./model-args.js";
 import { CliError } from "../errors.js";
-import { BACKEND_NAMES, createExecutor, executorSettings, findDemoModel, loweringCache } from "./backends.js";
+import {
+  BACKEND_NAMES,
+  createExecutor,
+  executorSettings,
+  findDemoModel,
+  loweringCache,
+  NUMERICS_HELP,
+  setNumerics,
+} from "./backends.js";
 import { planDevices, describePlacement, engineDevices, placementOptions, type PlacementFlags } from "@poot/serve";
 import { refuseCompiledTp } from "./compile-tp.js";
 import type { CommandModule } from "./index.js";
@@ -19,6 +27,7 @@ export interface RunOptions extends PlacementFlags {
   prompt?: string;
   model?: string;
   threads?: string;
+  numerics?: string;
   json?: boolean;
   chat?: boolean;
   backend: string;
@@ -106,6 +115,7 @@ export const run: CommandModule = {
       .option("--activations <numerics>", ACTIVATIONS_HELP)
       .option("--ignore-eos", "keep generating past end-of-sequence tokens")
       .option("-t, --threads <n>", "CPU backend: worker threads (default: one per core)")
+      .option("--numerics <kind>", NUMERICS_HELP, "exact")
       .option(
         "--json",
         "print one JSON object (text, token counts, finish reason, tok/s, backend) instead of streaming",
@@ -125,6 +135,7 @@ export const run: CommandModule = {
             throw new CliError("bad-input", `--threads must be >= 1, got ${threads}`, { command: "run" });
           executorSettings.threads = threads;
         }
+        setNumerics(o.numerics, "run");
         if (model === null)
           throw new CliError(
             "file-unreadable",

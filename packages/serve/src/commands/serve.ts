@@ -15,6 +15,8 @@ export type { ExecutorModule } from "./serve-load.js";
 /** `poot serve` options as commander parses them (all strings). */
 export interface ServeCliOptions extends PlacementFlags {
   readonly backend: string;
+  /** `--numerics`: the CPU backend's exact or fast numerics (decision 2320). */
+  readonly numerics?: string;
   readonly host: string;
   readonly port: string;
   readonly apiKey?: string;
@@ -288,6 +290,11 @@ export const serveCommand = (
         "5",
       )
       .option(
+        "--numerics <kind>",
+        "CPU backend: exact (f32 products of decoded weights) | fast (Q8_0/Q4_K GEMVs on 8-bit activations with integer dot products, as llama.cpp; needs AVX-512 VNNI)",
+        "exact",
+      )
+      .option(
         "--drain-seconds <s>",
         "on SIGINT/SIGTERM, let running requests finish for up to S seconds (a second signal stops at once)",
         "30",
@@ -298,6 +305,10 @@ export const serveCommand = (
         const drainMs = parseNumber("--drain-seconds", o.drainSeconds ?? "30", "float", command) * 1000;
         if (!(drainMs >= 0))
           throw new CliError("bad-input", `--drain-seconds must be >= 0, got ${o.drainSeconds}`, { command });
+        if (o.numerics !== undefined && o.numerics !== "exact" && o.numerics !== "fast")
+          throw new CliError("bad-input", `--numerics must be exact or fast, got "${o.numerics}"`, { command });
+        // The CPU executors read it (decision 2320), in the engine worker too: the environment reaches it.
+        if (o.numerics === "fast") process.env["POOT_CPU_NUMERICS"] = "fast";
         const started = await startServe(
           models,
           { ...o, ...(apiKey === undefined || apiKey === "" ? {} : { apiKey }) },
