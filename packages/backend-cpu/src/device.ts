@@ -10,6 +10,7 @@ import {
   type HostBuffer,
   type LoweredBufferKind,
   type LoweredKernel,
+  type WeightFileRange,
 } from "@poot/executor";
 import { fusionPolicy, type LoweringTarget } from "@poot/executor/lowering";
 import type { TargetCode } from "@poot/codegen";
@@ -23,7 +24,7 @@ import { nativeRoute } from "./native/route.js";
 import { ThreadPool, type PoolKernel, type RegionDebug } from "./pool.js";
 import { DEFAULT_CLAIMS, writeSchedule, type Phase, type Schedule, type ThreadAreas } from "./schedule.js";
 import { ROW } from "./thread/core.js";
-import type { CpuPlatform } from "./transport.js";
+import type { CpuPlatform, FileMapper } from "./transport.js";
 
 /** Scalar dtypes the CPU holds in slot, state and output buffers. */
 const DTYPES = ["f32", "f16", "bf16", "i32", "u32", "u8", "bool"] as const;
@@ -50,6 +51,7 @@ export interface CpuDeviceOptions extends RegionDebug {
   readonly compile?: CompileOptions;
   readonly native?: boolean;
   readonly nativeKernels?: NativeSource;
+  readonly mapWeights?: boolean;
   readonly fused?: boolean;
   readonly plantAllocation?: boolean;
   readonly claimsPerThread?: number;
@@ -60,6 +62,8 @@ export interface CpuDeviceOptions extends RegionDebug {
 export interface CpuBuffer extends DeviceBuffer {
   /** Byte address. */
   readonly at: number;
+  /** A weight mapped from its file: the block it sits in (its address agrees with the file offset by the page). */
+  readonly block?: number;
 }
 
 /** A kernel loaded on every thread (its pool id is assigned when the batch of loads is flushed). */
@@ -114,6 +118,7 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
   readonly memory: CpuMemory;
   readonly pool: ThreadPool;
   readonly native: NativeLibrary | null;
+  readonly #files: FileMapper | null;
   readonly #options: CpuDeviceOptions;
   readonly #base: number;
   #pending: { kernel: CpuKernel; load: PoolKernel }[] = [];
@@ -135,6 +140,7 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
     this.#options = options;
     this.memory = new CpuMemory();
     this.native = options.native === false ? null : (platform.native?.(options.nativeKernels ?? "c") ?? null);
+    this.#files = options.mapWeights === false ? null : (platform.files?.() ?? null);
     this.pool = new ThreadPool(this.memory, threads, platform.transport, this.native);
     // Native GEMVs read and write the shared memory at its base address, which never moves (decision 0952).
     this.#base = this.native === null ? 0 : this.native.address(this.memory.u8);
@@ -175,7 +181,19 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
   }
 
   free(buffer: CpuBuffer): void {
-    this.memory.free(buffer.at);
+    // A freed mapped weight's pages stay mapped: the next owner's writes copy them (private mapping).
+    this.memory.free(buffer.block ?? buffer.at);
+  }
+
+  mapWeight(bytes: number, file: WeightFileRange): CpuBuffer | null {
+    const files = this.#files;
+    // Below two pages there is little to map; an offset off 16 bytes would misalign the kernels' vector loads.
+    if (files === null || file.length !== bytes || bytes < 2 * files.page || file.offset % 16 !== 0) return null;
+    const block = this.memory.alloc(bytes + files.page, false);
+    const at = block + ((((file.offset - block) % files.page) + files.page) % files.page);
+    if (files.map(this.memory.view(Uint8Array, at, bytes), file.fd, file.offset)) return { at, bytes, block };
+    this.memory.free(block);
+    return null;
   }
 
   slice(buffer: CpuBuffer, offset: number, bytes: number): CpuBuffer {

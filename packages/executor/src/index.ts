@@ -19,6 +19,7 @@ export type {
   StagedProgram,
   StateSet,
   WeightSource,
+  WeightFileRange,
 } from "./contract.js";
 export { stageParts } from "./contract.js";
 export { ExecutorError } from "./errors.js";
