@@ -3,6 +3,7 @@
 
 import {
   ExecutorError,
+  hostArrayType,
   type Device,
   type DeviceBuffer,
   type DeviceCaps,
@@ -14,7 +15,7 @@ import {
 } from "@poot/executor";
 import { fusionPolicy, type LoweringTarget } from "@poot/executor/lowering";
 import type { TargetCode } from "@poot/codegen";
-import type { ScalarDType } from "@poot/graph-ir";
+import { SCALAR_DTYPES, type ScalarDType } from "@poot/graph-ir";
 import { defaultTarget, type CompileOptions, type DeviceCaps as PlanCaps } from "@poot/graph-plan";
 import { synthCapsFrom } from "@poot/kernelgen";
 import { invariant } from "./errors.js";
@@ -25,9 +26,6 @@ import { ThreadPool, type PoolKernel, type RegionDebug } from "./pool.js";
 import { DEFAULT_CLAIMS, writeSchedule, type Phase, type Schedule, type ThreadAreas } from "./schedule.js";
 import { ROW } from "./thread/core.js";
 import type { CpuPlatform, FileMapper } from "./transport.js";
-
-/** Scalar dtypes the CPU holds in slot, state and output buffers. */
-const DTYPES = ["f32", "f16", "bf16", "i32", "u32", "u8", "bool"] as const;
 
 /** The codegen caps of the Wasm target: subgroups of one lane, 16-bit and byte storage loaded natively. */
 export const WASM_CODEGEN_CAPS = {
@@ -94,22 +92,7 @@ const U32 = new Uint32Array(F32.buffer);
 
 /** A typed view (the storage array of `dtype`: f16/bf16 as bits) of `n` elements at byte address `at` (counted). */
 export function hostView(mem: CpuMemory, dtype: ScalarDType, at: number, n: number): HostBuffer {
-  switch (dtype) {
-    case "f32":
-      return mem.view(Float32Array, at, n);
-    case "f16":
-    case "bf16":
-      return mem.view(Uint16Array, at, n);
-    case "i32":
-      return mem.view(Int32Array, at, n);
-    case "u32":
-      return mem.view(Uint32Array, at, n);
-    case "u8":
-    case "bool":
-      return mem.view(Uint8Array, at, n);
-    default:
-      return dtype satisfies never;
-  }
+  return mem.view(hostArrayType(dtype), at, n);
 }
 
 /** The CPU device: one shared memory, a thread pool over it, and the native GEMVs where the platform has them. */
@@ -154,7 +137,7 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
     this.caps = {
       kind: "cpu",
       device: `${platform.cpu}, ${threads} thread(s) (${platform.transport.name}), ${kernels} over one shared memory`,
-      dtypes: DTYPES,
+      dtypes: SCALAR_DTYPES,
       capture: true,
       deviceMemoryBytes: MAX_PAGES * PAGE,
       lowering: {
