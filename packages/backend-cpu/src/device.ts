@@ -3,6 +3,7 @@
 
 import {
   ExecutorError,
+  hostArrayType,
   type Device,
   type DeviceBuffer,
   type DeviceCaps,
@@ -10,10 +11,11 @@ import {
   type HostBuffer,
   type LoweredBufferKind,
   type LoweredKernel,
+  type WeightFileRange,
 } from "@poot/executor";
 import { fusionPolicy, type LoweringTarget } from "@poot/executor/lowering";
 import type { TargetCode } from "@poot/codegen";
-import type { ScalarDType } from "@poot/graph-ir";
+import { SCALAR_DTYPES, type ScalarDType } from "@poot/graph-ir";
 import { defaultTarget, type CompileOptions, type DeviceCaps as PlanCaps } from "@poot/graph-plan";
 import { synthCapsFrom } from "@poot/kernelgen";
 import { CpuError, invariant } from "./errors.js";
@@ -23,10 +25,7 @@ import { nativeRoute } from "./native/route.js";
 import { ThreadPool, type PoolKernel, type RegionDebug } from "./pool.js";
 import { DEFAULT_CLAIMS, writeSchedule, type Phase, type Schedule, type ThreadAreas } from "./schedule.js";
 import { ROW } from "./thread/core.js";
-import type { CpuPlatform } from "./transport.js";
-
-/** Scalar dtypes the CPU holds in slot, state and output buffers. */
-const DTYPES = ["f32", "f16", "bf16", "i32", "u32", "u8", "bool"] as const;
+import type { CpuPlatform, FileMapper } from "./transport.js";
 
 /** The codegen caps of the Wasm target: subgroups of one lane, 16-bit and byte storage loaded natively. */
 export const WASM_CODEGEN_CAPS = {
@@ -68,6 +67,7 @@ export interface CpuDeviceOptions extends RegionDebug {
   readonly nativeKernels?: NativeSource;
   /** `exact` (default) or `fast` (8-bit activations and integer dot products on packed weights, decision 2320). */
   readonly numerics?: CpuNumerics;
+  readonly mapWeights?: boolean;
   readonly fused?: boolean;
   readonly plantAllocation?: boolean;
   readonly claimsPerThread?: number;
@@ -78,6 +78,8 @@ export interface CpuDeviceOptions extends RegionDebug {
 export interface CpuBuffer extends DeviceBuffer {
   /** Byte address. */
   readonly at: number;
+  /** A weight mapped from its file: the block it sits in (its address agrees with the file offset by the page). */
+  readonly block?: number;
 }
 
 /** A kernel loaded on every thread (its pool id is assigned when the batch of loads is flushed). */
@@ -108,22 +110,7 @@ const U32 = new Uint32Array(F32.buffer);
 
 /** A typed view (the storage array of `dtype`: f16/bf16 as bits) of `n` elements at byte address `at` (counted). */
 export function hostView(mem: CpuMemory, dtype: ScalarDType, at: number, n: number): HostBuffer {
-  switch (dtype) {
-    case "f32":
-      return mem.view(Float32Array, at, n);
-    case "f16":
-    case "bf16":
-      return mem.view(Uint16Array, at, n);
-    case "i32":
-      return mem.view(Int32Array, at, n);
-    case "u32":
-      return mem.view(Uint32Array, at, n);
-    case "u8":
-    case "bool":
-      return mem.view(Uint8Array, at, n);
-    default:
-      return dtype satisfies never;
-  }
+  return mem.view(hostArrayType(dtype), at, n);
 }
 
 /** The CPU device: one shared memory, a thread pool over it, and the native GEMVs where the platform has them. */
@@ -134,6 +121,7 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
   readonly native: NativeLibrary | null;
   /** The library whose integer dot-product kernels run packed GEMVs (`fast` numerics, decision 2320), or null. */
   readonly fast: NativeLibrary | null;
+  readonly #files: FileMapper | null;
   readonly #options: CpuDeviceOptions;
   readonly #base: number;
   #pending: { kernel: CpuKernel; load: PoolKernel }[] = [];
@@ -156,6 +144,7 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
     this.memory = new CpuMemory();
     this.native = options.native === false ? null : (platform.native?.(options.nativeKernels ?? "c") ?? null);
     this.fast = options.numerics === "fast" ? fastLibrary(this.native, platform) : null;
+    this.#files = options.mapWeights === false ? null : (platform.files?.() ?? null);
     this.pool = new ThreadPool(this.memory, threads, platform.transport, this.native);
     // Native GEMVs read and write the shared memory at its base address, which never moves (decision 0952).
     this.#base = this.native === null ? 0 : this.native.address(this.memory.u8);
@@ -172,7 +161,7 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
     this.caps = {
       kind: "cpu",
       device: `${platform.cpu}, ${threads} thread(s) (${platform.transport.name}), ${kernels} over one shared memory`,
-      dtypes: DTYPES,
+      dtypes: SCALAR_DTYPES,
       capture: true,
       deviceMemoryBytes: MAX_PAGES * PAGE,
       lowering: {
@@ -202,7 +191,19 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
   }
 
   free(buffer: CpuBuffer): void {
-    this.memory.free(buffer.at);
+    // A freed mapped weight's pages stay mapped: the next owner's writes copy them (private mapping).
+    this.memory.free(buffer.block ?? buffer.at);
+  }
+
+  mapWeight(bytes: number, file: WeightFileRange): CpuBuffer | null {
+    const files = this.#files;
+    // Below two pages there is little to map; an offset off 16 bytes would misalign the kernels' vector loads.
+    if (files === null || file.length !== bytes || bytes < 2 * files.page || file.offset % 16 !== 0) return null;
+    const block = this.memory.alloc(bytes + files.page, false);
+    const at = block + ((((file.offset - block) % files.page) + files.page) % files.page);
+    if (files.map(this.memory.view(Uint8Array, at, bytes), file.fd, file.offset)) return { at, bytes, block };
+    this.memory.free(block);
+    return null;
   }
 
   slice(buffer: CpuBuffer, offset: number, bytes: number): CpuBuffer {

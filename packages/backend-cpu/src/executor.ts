@@ -24,6 +24,12 @@ export interface CpuExecutorOptions {
    * them (node on linux-x64 with AVX2+F16C); false runs every plan's Wasm kernel. Default true.
    */
   readonly native?: boolean;
+  /**
+   * Weights stored as the CPU holds them are mapped from their file (node on Linux: the page cache's pages, private
+   * to this process) instead of read into fresh memory (decision 1620). Default true; false reads them. A mapped
+   * file must not be truncated while the executor holds it.
+   */
+  readonly mapWeights?: boolean;
   /** Which native kernels run (default `"c"`; `"kernel-ir"`: the library generated from the kernel IR, decision 2300). */
   readonly nativeKernels?: NativeSource;
   /**

@@ -84,6 +84,9 @@ export class DeviceExecutor<B extends DeviceBuffer = DeviceBuffer, K = unknown, 
     const have = this.#weights.get(b.key!);
     if (have !== undefined) return have;
     const type = { dtype: b.dtype, shape: b.shape };
+    const file = this.device.mapWeight !== undefined ? this.#source?.locate?.(b.key!, type, b.bytes) : undefined;
+    const mapped = file !== undefined ? this.device.mapWeight!(b.bytes, file) : null;
+    if (mapped !== null) return this.#bound(b, mapped);
     const w = this.device.allocate(b.bytes, "weight", `weight ${b.key}`);
     // Host-visible memory is read into in place when the source can (one file read, no host copy).
     const into = this.#source?.into,
@@ -92,6 +95,10 @@ export class DeviceExecutor<B extends DeviceBuffer = DeviceBuffer, K = unknown, 
       const data = readWeight(this.#source, b.key!, type, program);
       this.device.upload(w, storageOf(b.dtype, data.length, data));
     }
+    return this.#bound(b, w);
+  }
+
+  #bound(b: LoweredBuffer, w: B): B {
     this.#weights.set(b.key!, w);
     this.#weightBytes += b.bytes;
     return w;

@@ -1,6 +1,7 @@
 // The format-neutral checkpoint interface shared by the safetensors and GGUF readers.
 // Tensors are listed from the header at open; their bytes are read only when asked for.
 import { ModelError } from "./errors.js";
+import type { FileRange } from "./source.js";
 
 /** One tensor's directory entry. `shape` is row-major (numpy order: last axis fastest) in every format. */
 export interface TensorInfo {
@@ -51,6 +52,8 @@ export interface Checkpoint {
   readSync(name: string): Uint8Array;
   /** {@link Checkpoint.readSync} into `dst` (exactly the tensor's byte length): straight into a device's memory. */
   readInto(name: string, dst: Uint8Array): void;
+  /** Where a tensor's stored bytes lie in an open file, for a device that maps them; absent for in-memory sources. */
+  locate?(name: string): FileRange | undefined;
   /** Reads a tensor widened/decoded to f32 (bf16/f16 exactly; quantized types by the reference decoder). */
   readF32(name: string): Promise<Float32Array>;
   /** Synchronous {@link Checkpoint.readF32}. */

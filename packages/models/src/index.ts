@@ -34,7 +34,7 @@ export {
   parseSafetensorsHeader,
   safetensorsFromBytes,
 } from "./safetensors.js";
-export type { ByteSource } from "./source.js";
+export type { ByteSource, FileRange } from "./source.js";
 export { FileSource, MemorySource } from "./source.js";
 export type {
   Architecture,

@@ -5,7 +5,7 @@ import * as path from "node:path";
 import { numel, type Checkpoint, type TensorInfo } from "./checkpoint.js";
 import { CheckpointFormatError, MissingTensorError, ModelError, UnsupportedTensorTypeError } from "./errors.js";
 import { copyF32, widenBF16, widenF16 } from "./halfs.js";
-import { FileSource, MemorySource, type ByteSource } from "./source.js";
+import { FileSource, MemorySource, type ByteSource, type FileRange } from "./source.js";
 
 /** safetensors dtypes this reader accepts, with their element sizes in bytes. */
 export const SAFETENSORS_DTYPE_BYTES = {
@@ -227,6 +227,10 @@ export class SafetensorsCheckpoint implements Checkpoint {
   readInto(name: string, dst: Uint8Array): void {
     const t = this.info(name);
     this.source(t).readInto(t.byteOffset, dst);
+  }
+  locate(name: string): FileRange | undefined {
+    const t = this.info(name);
+    return this.source(t).fileRange?.(t.byteOffset, t.byteLength);
   }
   async readF32(name: string): Promise<Float32Array> {
     const t = this.info(name);
