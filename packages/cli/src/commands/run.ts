@@ -4,10 +4,17 @@ import { Engine, RuntimeError, checkSampling, generate, type GenerateOptions } f
 import type { Graph } from "@poot/graph-ir";
 import { BACKEND_KINDS, PlanError, compile, defaultTarget, type BackendKind } from "@poot/graph-plan";
 import { GGUFCheckpoint, LoadedModel, ModelError, loadTokenizer } from "@poot/models";
-import { ACTIVATIONS_HELP, parseActivations } from "./model-args.js";
 import { CliError } from "../errors.js";
 import { BACKEND_NAMES, createExecutor, executorSettings, findDemoModel, loweringCache } from "./backends.js";
-import { planDevices, describePlacement, engineDevices, placementOptions, type PlacementFlags } from "@poot/serve";
+import {
+  activationsOption,
+  describePlacement,
+  engineDevices,
+  parseActivations,
+  placementOptions,
+  planDevices,
+  type PlacementFlags,
+} from "@poot/serve";
 import { refuseCompiledTp } from "./compile-tp.js";
 import type { CommandModule } from "./index.js";
 import { progressBar } from "./progress.js";
@@ -103,7 +110,7 @@ export const run: CommandModule = {
       .option("--stop <text...>", "stop strings")
       .option("-c, --context <n>", "KV capacity in tokens (default: prompt + max tokens, at most the model's)")
       .option("--weights <kind>", "HF folders: f32 (model.safetensors) or bf16 (model.bf16.safetensors)", "f32")
-      .option("--activations <numerics>", ACTIVATIONS_HELP)
+      .addOption(activationsOption())
       .option("--ignore-eos", "keep generating past end-of-sequence tokens")
       .option("-t, --threads <n>", "CPU backend: worker threads (default: one per core)")
       .option(

@@ -6,6 +6,7 @@ import type { MetricsCompat } from "../server/metrics.js";
 import type { ServedModel } from "../server/model-pool.js";
 import { createServer, type PootServer } from "../server/server.js";
 import { placementOptions, type PlacementFlags } from "../placement.js";
+import { activationsOption } from "./activations.js";
 import { parseNumber } from "./numbers.js";
 import { loadModel, logPlacement, type ExecutorModule, type LoadContext, type Loaded } from "./serve-load.js";
 import { formatBytes, modelEntries, type ModelEntry, type RawModelOptions } from "./serve-models.js";
@@ -27,6 +28,8 @@ export interface ServeCliOptions extends PlacementFlags {
   readonly pageSize?: string;
   readonly kvPages?: string;
   readonly weights: string;
+  /** `--activations`: FP8 checkpoints' activation numerics (f32, fp8-static or fp8-dynamic). */
+  readonly activations?: string;
   readonly chatTemplate?: string;
   readonly modelName?: string;
   /** `--config FILE`: the models to serve and their own options (JSON; see {@link ServeConfig}). */
@@ -114,6 +117,7 @@ export async function startServe(
   const defaults: RawModelOptions = {
     backend: o.backend,
     weights: o.weights,
+    ...(o.activations === undefined ? {} : { activations: o.activations }),
     maxBatch,
     prefixCache: o.prefixCache === true,
     ...(o.ctx === undefined ? {} : { ctx: positive("--ctx", o.ctx, 2) }),
@@ -272,6 +276,7 @@ export const serveCommand = (
         "pages in the shared KV cache (default: --max-batch full contexts); a request waits until its pages are free",
       )
       .option("--weights <kind>", "HF folders: f32 (model.safetensors) or bf16 (model.bf16.safetensors)", "f32")
+      .addOption(activationsOption())
       .option("--chat-template <file>", "a Jinja chat template replacing the model's own")
       .option(
         "--model-name <name>",
