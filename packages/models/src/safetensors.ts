@@ -274,6 +274,17 @@ export function safetensorsFromBytes(bytes: Uint8Array, label = "<memory>"): Saf
   return new SafetensorsCheckpoint(label, new Map([[label, src]]), header.metadata, [header]);
 }
 
+/** A folder without the weight file asked for: names the weight files it has, and which `weights` option reads them. */
+function missingWeights(folder: string, fileName: string): ModelError {
+  const which: Record<string, string> = { "model.safetensors": "f32", "model.bf16.safetensors": "bf16" };
+  const present = fs
+    .readdirSync(folder)
+    .filter((f) => which[f] !== undefined)
+    .map((f) => `${f}: weights ${which[f]}`);
+  const has = present.length === 0 ? "" : ` (it has ${present.join(", ")})`;
+  return new ModelError("io", `no ${fileName} in the model folder${has}`, { file: path.join(folder, fileName) });
+}
+
 /**
  * Opens a safetensors checkpoint: a `.safetensors` file, or a folder holding `model.safetensors.index.json`
  * (sharded) or `model.safetensors` (or `options.fileName`). Only headers are read.
@@ -292,7 +303,11 @@ export function openSafetensors(pathOrFolder: string, options: OpenSafetensorsOp
     if (options.fileName === undefined && fs.existsSync(index)) {
       weightMap = readIndex(index);
       files = [...new Set(Object.values(weightMap))].map((f) => path.join(pathOrFolder, f));
-    } else files = [path.join(pathOrFolder, options.fileName ?? "model.safetensors")];
+    } else {
+      const fileName = options.fileName ?? "model.safetensors";
+      files = [path.join(pathOrFolder, fileName)];
+      if (!fs.existsSync(files[0]!)) throw missingWeights(pathOrFolder, fileName);
+    }
   } else files = [pathOrFolder];
   const sources = new Map<string, ByteSource>();
   try {

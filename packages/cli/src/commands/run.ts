@@ -67,10 +67,31 @@ export function generateOptions(o: RunOptions, command: string): GenerateOptions
   try {
     checkSampling(options);
   } catch (err) {
-    if (err instanceof RuntimeError) throw new CliError("bad-input", err.message, { command });
-    throw err;
+    if (!(err instanceof RuntimeError)) throw err;
+    // The runtime names its option (topP) after a "[bad-sampling] " code; the user typed the flag (--top-p).
+    const param = err.context.param ?? "";
+    const text = err.message.replace(/^\[[a-z-]+\] /, "");
+    const flag = SAMPLING_FLAGS[param];
+    throw new CliError("bad-input", flag === undefined ? text : `${flag}${text.slice(param.length)}`, { command });
   }
   return options;
+}
+
+/** The flag of each sampling option `checkSampling` may name. */
+const SAMPLING_FLAGS: Readonly<Record<string, string>> = {
+  temperature: "--temperature",
+  topP: "--top-p",
+  topK: "--top-k",
+  minP: "--min-p",
+  repetitionPenalty: "--repeat-penalty",
+  seed: "--seed",
+};
+
+/** Parses `--context` (`-c`): at least 2 tokens (a prompt token and a generated one). */
+export function parseContext(text: string, command: string): number {
+  const n = parseNumber("--context", text, "int", command);
+  if (n < 2) throw new CliError("bad-input", `--context must be an integer >= 2, got ${n}`, { command });
+  return n;
 }
 
 /** Turns runtime and model errors into CliErrors naming the model. */
@@ -190,7 +211,7 @@ export const run: CommandModule = {
           // The context is sized to the request: the eval backend's attention cost grows with it.
           const context =
             o.context !== undefined
-              ? parseNumber("--context", o.context, "int", "run")
+              ? parseContext(o.context, "run")
               : Math.min(opened.config.maxPositions, ids.length + gen.maxTokens);
           if (ids.length >= context)
             throw new CliError("bad-input", `the prompt has ${ids.length} tokens; the context holds ${context}`, {
