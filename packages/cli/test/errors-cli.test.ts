@@ -150,7 +150,11 @@ describe("bad arguments through the bin", () => {
       1,
       /^poot: no model\.safetensors in the model folder \(it has model\.bf16\.safetensors: weights bf16\) \(file .*model\.safetensors\)$/,
     ],
-    [["run", "/nonexistent/model", "--prompt", "hi"], 1, /^poot: .*\/nonexistent\/model/],
+    [
+      ["run", "/nonexistent/model", "--prompt", "hi"],
+      1,
+      /^poot: no such file or folder \(file \/nonexistent\/model\)$/,
+    ],
     [
       ["generate", demo, "--ids", "99999999", "--backend", "cpu", "--max-tokens", "2", "--greedy"],
       1,

@@ -3,7 +3,13 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { numel, type Checkpoint, type TensorInfo } from "./checkpoint.js";
-import { CheckpointFormatError, MissingTensorError, ModelError, UnsupportedTensorTypeError } from "./errors.js";
+import {
+  CheckpointFormatError,
+  MissingTensorError,
+  ModelError,
+  UnsupportedTensorTypeError,
+  ioError,
+} from "./errors.js";
 import { copyF32, widenBF16, widenF16 } from "./halfs.js";
 import { FileSource, MemorySource, type ByteSource } from "./source.js";
 
@@ -296,7 +302,7 @@ export function openSafetensors(pathOrFolder: string, options: OpenSafetensorsOp
   try {
     isDir = fs.statSync(pathOrFolder).isDirectory();
   } catch (cause) {
-    throw new ModelError("io", `cannot stat: ${(cause as Error).message}`, { file: pathOrFolder }, { cause });
+    throw ioError(cause, pathOrFolder, "stat");
   }
   if (isDir) {
     const index = path.join(pathOrFolder, "model.safetensors.index.json");
