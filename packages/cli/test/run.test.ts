@@ -144,3 +144,25 @@ describe("the default model", () => {
     120_000,
   );
 });
+
+describe("--context past the model's positions", () => {
+  const demo = findDemoModel();
+  test.skipIf(demo === null)(
+    "warns, naming the config's max_position_embeddings; within them, no warning",
+    async () => {
+      const max = (
+        JSON.parse(fs.readFileSync(path.join(demo!, "config.json"), "utf8")) as {
+          max_position_embeddings: number;
+        }
+      ).max_position_embeddings;
+      const over = await poot("run", demo!, "-p", "hi", "-n", "1", "--backend", "cpu", "-c", String(max + 1));
+      expect(over.code, over.err).toBe(0);
+      expect(over.err.split("\n")[0]).toBe(
+        `poot run: warning: --context ${max + 1} is past the model's ${max} positions (max_position_embeddings); text beyond them degrades`,
+      );
+      const within = await poot("run", demo!, "-p", "hi", "-n", "1", "--backend", "cpu", "-c", String(max));
+      expect(within.err).not.toContain("warning");
+    },
+    120_000,
+  );
+});

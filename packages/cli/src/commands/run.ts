@@ -213,6 +213,10 @@ export const run: CommandModule = {
             o.context !== undefined
               ? parseContext(o.context, "run")
               : Math.min(opened.config.maxPositions, ids.length + gen.maxTokens);
+          if (context > opened.config.maxPositions)
+            io.err(
+              `poot run: warning: --context ${context} is past the model's ${opened.config.maxPositions} positions (max_position_embeddings); text beyond them degrades\n`,
+            );
           if (ids.length >= context)
             throw new CliError("bad-input", `the prompt has ${ids.length} tokens; the context holds ${context}`, {
               command: "run",
