@@ -75,7 +75,7 @@ describe.skipIf(!HAVE)(`poot run on the llama3 fixture${HAVE ? "" : ` (skipped: 
 
   test.each([
     [["--temperature", "hot"], "--temperature must be a number"],
-    [["--top-p", "2"], "topP must be in (0, 1]"],
+    [["--top-p", "2"], "poot: --top-p must be in (0, 1], got 2"],
     [["--max-tokens", "0"], "--max-tokens must be a positive integer"],
     [["--backend", "tpu"], 'unknown backend "tpu"'],
     [["--weights", "f8"], "--weights must be f32 or bf16"],
