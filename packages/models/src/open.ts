@@ -7,7 +7,7 @@ import { configFromGGUF } from "./config-gguf.js";
 import { readHFConfig } from "./config-hf.js";
 import { ModelError, ioError } from "./errors.js";
 import { openGGUF, type GGUFCheckpoint } from "./gguf.js";
-import type { HFQuantOptions } from "./hf-activations.js";
+import { checkGGUFActivations, type HFQuantOptions } from "./hf-activations.js";
 import { withHFQuantization } from "./hf-quant.js";
 import { openSafetensors, type OpenSafetensorsOptions } from "./safetensors.js";
 import { Tokenizer } from "./tokenizer.js";
@@ -29,8 +29,11 @@ export function isGGUF(model: string): boolean {
 
 /** Opens a model's weights: a `.gguf` file, a `.safetensors` file, or a Hugging Face folder. */
 export function openCheckpoint(model: string, options: OpenSafetensorsOptions & HFQuantOptions = {}): Checkpoint {
-  if (isGGUF(model)) return openGGUF(model);
   const { activations, ...st } = options;
+  if (isGGUF(model)) {
+    checkGGUFActivations(activations, model);
+    return openGGUF(model);
+  }
   const ck = openSafetensors(model, st);
   try {
     return withHFQuantization(ck, model, activations === undefined ? {} : { activations });
