@@ -1,5 +1,6 @@
 // `poot serve MODEL`: the OpenAI-compatible HTTP server with /metrics over the runtime, bound to
 // 127.0.0.1 unless told otherwise; runs until SIGINT or SIGTERM, then drains and exits.
+import * as net from "node:net";
 import type { CliIo, CommandModule, ExecutorFactory } from "../command.js";
 import { CliError } from "../errors.js";
 import type { MetricsCompat } from "../server/metrics.js";
@@ -147,8 +148,9 @@ export async function startServe(
   };
   const auth = o.apiKey === undefined ? "" : " (API key required)";
   if (entries.length === 1 && o.config === undefined) {
-    // One model: loaded before listening, as always.
+    // One model: loaded before listening, as always; but a taken port fails before a load of minutes, not after.
     const e = entries[0]!;
+    await checkBindable(o.host, port);
     const loaded = await loadModel(e.path, e.settings, ctx);
     const server = createServer({ ...serverOptions, engine: loaded.serveEngine, modelId: e.id });
     const url = await listen(server, o.host, port, loaded.free);
@@ -176,6 +178,20 @@ export async function startServe(
   );
   // The server unloads the models it loaded when it closes.
   return { url, server, close: (options = {}) => server.close(options) };
+}
+
+/** Fails in one line, as {@link listen} would, when `host:port` (not 0) cannot be bound now. */
+async function checkBindable(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const probe = net.createServer();
+      probe.once("error", reject);
+      probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()));
+    });
+  } catch (err) {
+    throw new CliError("command-failed", `cannot listen on ${host}:${port}: ${(err as Error).message}`, { command });
+  }
 }
 
 /** Starts listening; frees what was loaded and fails in one line when the address cannot be bound. */
