@@ -87,5 +87,17 @@ describe("poot --activations on an FP8 W8A8-static checkpoint", () => {
     expect(none.code).not.toBe(0);
     expect(none.err.trim().split("\n")).toHaveLength(1);
     expect(none.err).toMatch(/input_scale/);
+    // A GGUF has no FP8 checkpoint: refused, not silently run with f32 activations.
+    const gguf = path.join(fixture("gguf", "llama3"), "model-Q4_K_M.gguf");
+    for (const argv of [
+      ["logits", gguf, "--ids", "1,2"],
+      ["run", gguf, "-p", "hi", "-n", "1", "--backend", "cpu"],
+    ]) {
+      const r = await poot(...argv, "--activations", "fp8-dynamic");
+      expect(r.code).not.toBe(0);
+      expect(r.err).toBe(
+        `poot: activations fp8-dynamic need an FP8 Hugging Face checkpoint; a GGUF file has none (file ${gguf}, key activations)\n`,
+      );
+    }
   });
 });

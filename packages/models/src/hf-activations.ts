@@ -45,6 +45,17 @@ export function checkActivations(
   return a;
 }
 
+/** `activations` for a GGUF file, which holds no FP8 checkpoint: anything but f32 is a ConfigError naming it. */
+export function checkGGUFActivations(activations: ActivationNumerics | undefined, file: string): void {
+  const a = activations ?? "f32";
+  if (a !== "f32")
+    throw new ConfigError("bad-config", `activations ${a} need an FP8 Hugging Face checkpoint; a GGUF file has none`, {
+      file,
+      key: "activations",
+      value: a,
+    });
+}
+
 /** The TensorInfo fields of an FP8 weight `w` [out, in] that tell `linear` how to quantize its input. */
 export function inputQuantization(
   activations: ActivationNumerics,

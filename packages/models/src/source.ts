@@ -1,7 +1,7 @@
 // Byte sources behind the checkpoint readers: a file read through positioned reads, or memory.
 // Nothing here reads more than asked for, so opening a checkpoint costs only its header.
 import * as fs from "node:fs";
-import { CheckpointFormatError, ModelError } from "./errors.js";
+import { CheckpointFormatError, ModelError, ioError } from "./errors.js";
 
 /** Random-access bytes with a known size: the only thing the parsers need. */
 export interface ByteSource {
@@ -59,7 +59,7 @@ export class FileSource implements ByteSource {
       this.fd = fs.openSync(path, "r");
       this.size = fs.fstatSync(this.fd).size;
     } catch (cause) {
-      throw new ModelError("io", `cannot open: ${(cause as Error).message}`, { file: path }, { cause });
+      throw ioError(cause, path);
     }
   }
 

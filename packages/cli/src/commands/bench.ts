@@ -17,7 +17,14 @@ import {
   loweringCache,
   measureFloorBandwidth,
 } from "./backends.js";
-import { planDevices, engineDevices, placementOptions, type PlacementFlags } from "@poot/serve";
+import {
+  activationsOption,
+  engineDevices,
+  parseActivations,
+  placementOptions,
+  planDevices,
+  type PlacementFlags,
+} from "@poot/serve";
 import type { CommandModule } from "./index.js";
 import { parseNumber } from "./numbers.js";
 import { progressBar } from "./progress.js";
@@ -53,6 +60,7 @@ export const bench: CommandModule = {
       )
       .option("--runs <n>", "timed runs after one warm-up", "3")
       .option("--weights <kind>", "HF folders: f32 or bf16", "f32")
+      .addOption(activationsOption())
       .option("--prefill-chunk <n>", "largest prefill step in tokens (a power of two)", "64")
       .option(
         "--decode-loop <mode>",
@@ -73,6 +81,7 @@ export const bench: CommandModule = {
             genTokens: string;
             runs: string;
             weights: string;
+            activations?: string;
             prefillChunk: string;
             horizontalFusion?: string;
             decodeLoop: string;
@@ -101,6 +110,7 @@ export const bench: CommandModule = {
           if (o.weights !== "f32" && o.weights !== "bf16")
             throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command: "bench" });
           const weights: "f32" | "bf16" = o.weights;
+          const activations = parseActivations(o.activations, "bench");
           if (o.threads !== undefined) {
             const threads = parseNumber("--threads", o.threads, "int", "bench");
             if (threads < 1)
@@ -115,7 +125,7 @@ export const bench: CommandModule = {
           const executor = placed.executor;
           let engine: Engine | null = null;
           try {
-            const m = LoadedModel.open(model, { weights });
+            const m = LoadedModel.open(model, { weights, activations });
             engine = new Engine(m, {
               executor,
               context: P + G,

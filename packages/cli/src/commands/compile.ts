@@ -25,10 +25,12 @@ import { horizontalFusion, loweringCache } from "./backends.js";
 import { LANGUAGE_OF, defaultLowering, lowerProgram, type LoweringCache } from "@poot/executor/lowering";
 import { configWeights } from "./config-weights.js";
 import type { CommandModule } from "./index.js";
-import { ACTIVATIONS_HELP, parseActivations, withModelErrors } from "./model-args.js";
+import { withModelErrors } from "./model-args.js";
 import {
+  activationsOption,
   cutOfGraph,
   describePlacement,
+  parseActivations,
   placementOptions,
   placementReportOf,
   planPlacement,
@@ -290,7 +292,7 @@ export const compileCommand: CommandModule = {
       .option("--page-size <n>", "trace the paged KV layout with pages of this many tokens (a power of two)")
       .option("--pages <n>", "pages in the paged KV pool (default: --batch sequences of --context tokens)")
       .option("--horizontal-fusion <mode>", "grouped (default: q/k/v as one dispatch) | shared-epilogue")
-      .option("--activations <numerics>", ACTIVATIONS_HELP)
+      .addOption(activationsOption())
       .option("--explain", "print passes, dispatches with their kernels, declines and memory")
       .option("--json", "print the report as one JSON object")
       .action((model: string, o: CompileFlags) => {

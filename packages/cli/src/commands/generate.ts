@@ -2,12 +2,19 @@
 // through the decode graph's KV cache; prints the generated ids as a JSON array on stdout.
 import { BACKEND_KINDS, PlanError, compile, defaultTarget, type BackendKind } from "@poot/graph-plan";
 import { CliError } from "../errors.js";
-import { engineDevices, placementOptions, planDevices, type PlacedDevices, type PlacementFlags } from "@poot/serve";
+import {
+  activationsOption,
+  engineDevices,
+  placementOptions,
+  planDevices,
+  type PlacedDevices,
+  type PlacementFlags,
+} from "@poot/serve";
 import { BACKEND_NAMES, createExecutor, NUMERICS_HELP, setNumerics } from "./backends.js";
 import { executorGreedy, type CompileGraph } from "./executor-forward.js";
 import { refuseCompiledTp } from "./compile-tp.js";
 import type { CommandModule } from "./index.js";
-import { ACTIVATIONS_HELP, openForForward, parseIds, withModelErrors, type ForwardOptions } from "./model-args.js";
+import { openForForward, parseIds, withModelErrors, type ForwardOptions } from "./model-args.js";
 
 /** The `generate` subcommand. */
 export const generate: CommandModule = {
@@ -22,7 +29,7 @@ export const generate: CommandModule = {
       .option("--ignore-eos", "keep generating past an end-of-sequence token")
       .option("--backend <name>", "where to run", "eval")
       .option("--weights <kind>", "HF folders: f32 (model.safetensors) or bf16 (model.bf16.safetensors)", "f32")
-      .option("--activations <numerics>", ACTIVATIONS_HELP)
+      .addOption(activationsOption())
       .option("--numerics <kind>", NUMERICS_HELP, "exact")
       .option("--compiled", "run the compiled (optimized) programs instead of the primitive graphs")
       .option("--target <kind>", `with --compiled: the target compiled for (${BACKEND_KINDS.join(" | ")})`, "cpu")

@@ -1,6 +1,7 @@
 // Shared plumbing of the model commands (logits, generate, tokenize, chat-template): the MODEL argument,
 // --ids / --backend / --weights parsing, and @poot/models errors turned into CliErrors that name the file.
-import { LoadedModel, ModelError, type ActivationNumerics } from "@poot/models";
+import { LoadedModel, ModelError } from "@poot/models";
+import { parseActivations } from "@poot/serve";
 import { CliError } from "../errors.js";
 import { EXECUTORS } from "./backends.js";
 
@@ -12,16 +13,6 @@ export interface ForwardOptions {
   readonly backend: string;
   readonly weights: string;
   readonly activations?: string;
-}
-
-/** The `--activations` flag's help (decision 2610). */
-export const ACTIVATIONS_HELP =
-  "FP8 HF folders: f32 (activations stay f32), fp8-static (the checkpoint's input_scale applied, as vLLM runs it) or fp8-dynamic (a scale per token or weight_block_size[1] group, as transformers runs dynamic checkpoints)";
-
-/** Parses `--activations` (default f32). */
-export function parseActivations(text: string | undefined, command: string): ActivationNumerics {
-  if (text === undefined || text === "f32" || text === "fp8-static" || text === "fp8-dynamic") return text ?? "f32";
-  throw new CliError("bad-input", `--activations must be f32, fp8-static or fp8-dynamic, got "${text}"`, { command });
 }
 
 /** Parses `1,2,3` into token ids. */

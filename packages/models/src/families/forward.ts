@@ -10,7 +10,7 @@ import { readHFConfig } from "../config-hf.js";
 import { TraceError } from "../errors.js";
 import { openGGUF } from "../gguf.js";
 import { isGGUF } from "../open.js";
-import type { ActivationNumerics } from "../hf-activations.js";
+import { checkGGUFActivations, type ActivationNumerics } from "../hf-activations.js";
 import { withHFQuantization } from "../hf-quant.js";
 import { openSafetensors } from "../safetensors.js";
 import { shapeOf, traceModel, type GraphKind } from "./trace.js";
@@ -77,6 +77,7 @@ export class LoadedModel {
   /** Opens an HF model folder (config.json + safetensors) or a GGUF file (recognized by its magic). */
   static open(modelPath: string, options: OpenModelOptions = {}): LoadedModel {
     if (isGGUF(modelPath)) {
+      checkGGUFActivations(options.activations, modelPath);
       const g = openGGUF(modelPath);
       try {
         return new LoadedModel(configFromGGUF(g), g, ModelWeights.of(g));
