@@ -8,6 +8,8 @@ export {
   ACTIVATION_NUMERICS,
   ACTIVATIONS_HELP,
   activationsOption,
+  NUMERICS_HELP,
+  numericsOption,
   parseActivations,
 } from "./commands/activations.js";
 export { parseNumber } from "./commands/numbers.js";

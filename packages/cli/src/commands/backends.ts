@@ -16,10 +16,6 @@ import { gpuModule, isGpuBackend, loadGpuModule, loadedGpuModule } from "./gpu-m
 /** Settings the CLI's flags give the executors it makes (`-t, --threads` and `--numerics` for the CPU backend). */
 export const executorSettings: { threads?: number; numerics?: "exact" | "fast" } = {};
 
-/** `--numerics`'s help (decision 2320). */
-export const NUMERICS_HELP =
-  "CPU backend: exact (f32 products of decoded weights) | fast (Q8_0/Q4_K GEMVs on 8-bit activations with integer dot products, as llama.cpp; needs AVX-512 VNNI)";
-
 /**
  * Reads `--numerics` (or, absent, `POOT_CPU_NUMERICS`, which also reaches `poot serve`'s engine worker) into
  * {@link executorSettings}; a value other than exact or fast is a CliError naming it.

@@ -11,7 +11,6 @@ import {
   BACKEND_NAMES,
   createExecutor,
   executorSettings,
-  NUMERICS_HELP,
   setNumerics,
   horizontalFusion,
   loweringCache,
@@ -19,6 +18,7 @@ import {
 } from "./backends.js";
 import {
   activationsOption,
+  numericsOption,
   engineDevices,
   parseActivations,
   placementOptions,
@@ -70,7 +70,7 @@ export const bench: CommandModule = {
       .option("--tokens-per-launch <n>", "decode steps per launch of a greedy loop", "8")
       .option("--horizontal-fusion <mode>", "grouped (default: q/k/v as one dispatch) | shared-epilogue (a baseline)")
       .option("-t, --threads <n>", "CPU backend: worker threads (default: one per core)")
-      .option("--numerics <kind>", NUMERICS_HELP, "exact")
+      .addOption(numericsOption())
       .option("--json", "print JSON instead of a table")
       .action(
         async (

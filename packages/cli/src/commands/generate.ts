@@ -4,13 +4,14 @@ import { BACKEND_KINDS, PlanError, compile, defaultTarget, type BackendKind } fr
 import { CliError } from "../errors.js";
 import {
   activationsOption,
+  numericsOption,
   engineDevices,
   placementOptions,
   planDevices,
   type PlacedDevices,
   type PlacementFlags,
 } from "@poot/serve";
-import { BACKEND_NAMES, createExecutor, NUMERICS_HELP, setNumerics } from "./backends.js";
+import { BACKEND_NAMES, createExecutor, setNumerics } from "./backends.js";
 import { executorGreedy, type CompileGraph } from "./executor-forward.js";
 import { refuseCompiledTp } from "./compile-tp.js";
 import type { CommandModule } from "./index.js";
@@ -30,7 +31,7 @@ export const generate: CommandModule = {
       .option("--backend <name>", "where to run", "eval")
       .option("--weights <kind>", "HF folders: f32 (model.safetensors) or bf16 (model.bf16.safetensors)", "f32")
       .addOption(activationsOption())
-      .option("--numerics <kind>", NUMERICS_HELP, "exact")
+      .addOption(numericsOption())
       .option("--compiled", "run the compiled (optimized) programs instead of the primitive graphs")
       .option("--target <kind>", `with --compiled: the target compiled for (${BACKEND_KINDS.join(" | ")})`, "cpu")
       .action((model: string, options: GenerateOptions & PlacementFlags) => {

@@ -11,11 +11,11 @@ import {
   executorSettings,
   findDemoModel,
   loweringCache,
-  NUMERICS_HELP,
   setNumerics,
 } from "./backends.js";
 import {
   activationsOption,
+  numericsOption,
   describePlacement,
   engineDevices,
   parseActivations,
@@ -143,7 +143,7 @@ export const run: CommandModule = {
       .addOption(activationsOption())
       .option("--ignore-eos", "keep generating past end-of-sequence tokens")
       .option("-t, --threads <n>", "CPU backend: worker threads (default: one per core)")
-      .option("--numerics <kind>", NUMERICS_HELP, "exact")
+      .addOption(numericsOption())
       .option(
         "--json",
         "print one JSON object (text, token counts, finish reason, tok/s, backend) instead of streaming",

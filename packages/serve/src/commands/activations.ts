@@ -27,3 +27,15 @@ export function parseActivations(
   if (found !== undefined) return found;
   throw new CliError("bad-input", `${flag} must be f32, fp8-static or fp8-dynamic, got "${text}"`, { command });
 }
+
+/** The `--numerics` flag's help (decision 2320). */
+export const NUMERICS_HELP =
+  "CPU backend: exact (default: f32 products of decoded weights) | fast (Q8_0/Q4_K GEMVs on 8-bit activations with integer dot products, as llama.cpp; needs AVX-512 VNNI); absent, POOT_CPU_NUMERICS is read";
+
+/**
+ * A fresh `--numerics <kind>` option for `command.addOption`, shared by `run`, `generate`, `bench` and `serve`. It
+ * has no default value, so that an unset flag leaves `POOT_CPU_NUMERICS` in force (exact when neither is set).
+ */
+export function numericsOption(): Option {
+  return new Option("--numerics <kind>", NUMERICS_HELP);
+}

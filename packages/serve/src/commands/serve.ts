@@ -7,7 +7,7 @@ import type { MetricsCompat } from "../server/metrics.js";
 import type { ServedModel } from "../server/model-pool.js";
 import { createServer, type PootServer } from "../server/server.js";
 import { placementOptions, type PlacementFlags } from "../placement.js";
-import { activationsOption } from "./activations.js";
+import { activationsOption, numericsOption } from "./activations.js";
 import { parseNumber } from "./numbers.js";
 import { loadModel, logPlacement, type ExecutorModule, type LoadContext, type Loaded } from "./serve-load.js";
 import { formatBytes, modelEntries, type ModelEntry, type RawModelOptions } from "./serve-models.js";
@@ -310,11 +310,7 @@ export const serveCommand = (
         "nice value (0-19) of the engine worker and its CPU kernel threads (Linux), so the HTTP thread runs first",
         "5",
       )
-      .option(
-        "--numerics <kind>",
-        "CPU backend: exact (f32 products of decoded weights) | fast (Q8_0/Q4_K GEMVs on 8-bit activations with integer dot products, as llama.cpp; needs AVX-512 VNNI)",
-        "exact",
-      )
+      .addOption(numericsOption())
       .option(
         "--drain-seconds <s>",
         "on SIGINT/SIGTERM, let running requests finish for up to S seconds (a second signal stops at once)",
@@ -329,7 +325,7 @@ export const serveCommand = (
         if (o.numerics !== undefined && o.numerics !== "exact" && o.numerics !== "fast")
           throw new CliError("bad-input", `--numerics must be exact or fast, got "${o.numerics}"`, { command });
         // The CPU executors read it (decision 2320), in the engine worker too: the environment reaches it.
-        if (o.numerics === "fast") process.env["POOT_CPU_NUMERICS"] = "fast";
+        if (o.numerics !== undefined) process.env["POOT_CPU_NUMERICS"] = o.numerics;
         const started = await startServe(
           models,
           { ...o, ...(apiKey === undefined || apiKey === "" ? {} : { apiKey }) },
