@@ -43,6 +43,8 @@ export class ThreadPool {
   #regions = 0;
   #disposed = false;
   #starting = false;
+  /** Node's workers start while the host blocks: their start is awaited before the first command, not here. */
+  #unacked = false;
   #profileAt = 0;
 
   constructor(mem: CpuMemory, threads: number, transport: ThreadTransport, native: NativeLibrary | null = null) {
@@ -69,7 +71,9 @@ export class ThreadPool {
     };
     for (let t = 1; t < threads; t++)
       this.#workers.push(transport.start({ memory: mem.memory, ctl: this.#ctl, thread: t }));
-    if (transport.startsWhileBlocked) this.#awaitAck(threads - 1, "start");
+    // Where the workers start while the host blocks (node), the host goes on (opening the model, building the
+    // tokenizer) while they start, and waits for their start acknowledgements before its first command or region.
+    if (transport.startsWhileBlocked) this.#unacked = threads > 1;
     else this.#starting = threads > 1;
   }
 
@@ -133,6 +137,7 @@ export class ThreadPool {
   run(rows: number, n: number, debug: RegionDebug = {}): void {
     const i32 = this.#mem.i32,
       c = this.#ctl;
+    this.#awaitStart();
     if (debug.checkPhaseOrder === true) Atomics.store(i32, c + CTL.CHECK, 1);
     if (debug.plantEarlyPublish === true) Atomics.store(i32, c + CTL.PLANT_EARLY, 1);
     const base = this.#seq + 1;
@@ -201,11 +206,19 @@ export class ThreadPool {
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;
-    if (this.threads > 1) this.#command(2);
+    // Workers still starting are terminated without waiting for them.
+    if (this.threads > 1 && !this.#unacked) this.#command(2);
     for (const w of this.#workers) w.terminate();
   }
 
+  #awaitStart(): void {
+    if (!this.#unacked) return;
+    this.#unacked = false;
+    this.#awaitAck(this.threads - 1, "start");
+  }
+
   #command(kind: 1 | 2): void {
+    this.#awaitStart();
     const i32 = this.#mem.i32,
       c = this.#ctl;
     Atomics.store(i32, c + CTL.ACK, 0);

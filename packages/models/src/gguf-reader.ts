@@ -4,6 +4,8 @@ import { CheckpointFormatError } from "./errors.js";
 import type { ByteSource } from "./source.js";
 
 const WINDOW = 1 << 20;
+/** Strings up to this many bytes are decoded in place when they are ASCII. */
+const SHORT = 24;
 
 /** Cursor over a byte source; all reads are bounds-checked and fail with typed `truncated` errors. */
 export class HeaderReader {
@@ -97,22 +99,41 @@ export class HeaderReader {
     return this.view.getBigInt64(at, true);
   }
   /** A u64 that must fit a safe integer (counts, lengths, offsets). */
-  u64(what: string): number {
-    const at = this.pos;
-    const v = this.u64Big(what);
-    if (v > BigInt(Number.MAX_SAFE_INTEGER)) {
-      throw new CheckpointFormatError("bad-header", `${what} ${v} is too large`, { file: this.src.label, offset: at });
+  u64(what: string, suffix = ""): number {
+    if (this.remaining() < 8) this.need(8, what + suffix);
+    const at = this.ensure(8, what);
+    // Two u32 halves rather than a bigint: a header reads one per string (400k for a 128k-token vocabulary).
+    const lo = this.view.getUint32(at, true);
+    const hi = this.view.getUint32(at + 4, true);
+    if (hi > 0x1fffff) {
+      const v = this.view.getBigUint64(at, true);
+      throw new CheckpointFormatError("bad-header", `${what}${suffix} ${v} is too large`, {
+        file: this.src.label,
+        offset: this.pos - 8,
+      });
     }
-    return Number(v);
+    return hi * 0x1_0000_0000 + lo;
   }
   /** A GGUF string: u64 byte length then UTF-8 bytes. */
   string(what = "string"): string {
     const at = this.pos;
-    const len = this.u64(`${what} length`);
+    const len = this.u64(what, " length");
     this.need(len, what);
     const off = this.ensure(len, what);
+    const win = this.win;
+    // Short ASCII strings (most of a vocabulary's 128k tokens) without a TextDecoder call each: the same string.
+    if (len <= SHORT) {
+      let ascii = "";
+      let i = off;
+      for (; i < off + len; i++) {
+        const b = win[i]!;
+        if (b >= 0x80) break;
+        ascii += String.fromCharCode(b);
+      }
+      if (i === off + len) return ascii;
+    }
     try {
-      return this.utf8.decode(this.win.subarray(off, off + len));
+      return this.utf8.decode(win.subarray(off, off + len));
     } catch {
       throw new CheckpointFormatError("bad-header", `${what} is not valid UTF-8`, { file: this.src.label, offset: at });
     }

@@ -99,21 +99,21 @@ export function tokenizerJsonFromGGUF(g: GGUFCheckpoint): {
   const addBos = g.get("tokenizer.ggml.add_bos_token") === true,
     addEos = g.get("tokenizer.ggml.add_eos_token") === true;
   // llama.cpp matches CONTROL and USER_DEFINED tokens written in text; CONTROL ones are special.
-  const added = tokens.flatMap((content, id) =>
-    types[id] === TYPE.CONTROL || types[id] === TYPE.USER_DEFINED || types[id] === TYPE.UNKNOWN
-      ? [
-          {
-            id,
-            content,
-            single_word: false,
-            lstrip: false,
-            rstrip: false,
-            normalized: false,
-            special: types[id] !== TYPE.USER_DEFINED,
-          },
-        ]
-      : [],
-  );
+  // One loop over the vocabulary, not a flatMap's array per token (128k of them for Llama 3).
+  const added: object[] = [];
+  for (let id = 0; id < tokens.length; id++) {
+    const type = types[id];
+    if (type !== TYPE.CONTROL && type !== TYPE.USER_DEFINED && type !== TYPE.UNKNOWN) continue;
+    added.push({
+      id,
+      content: tokens[id]!,
+      single_word: false,
+      lstrip: false,
+      rstrip: false,
+      normalized: false,
+      special: type !== TYPE.USER_DEFINED,
+    });
+  }
   const vocab: Record<string, number> = {};
   tokens.forEach((t, i) => {
     if (!Object.hasOwn(vocab, t)) vocab[t] = i;

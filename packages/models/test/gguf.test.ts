@@ -145,3 +145,41 @@ describe("bad input", () => {
     expect(err(bytes).code).toBe("bad-shape");
   });
 });
+
+describe("vocabulary strings (ASCII read in place, the rest through a UTF-8 decoder)", () => {
+  const words = ["x".repeat(24), "y".repeat(25), "\u0000\u007f", "Ġü", "日本", "zz"];
+  const file = (): Uint8Array => {
+    const enc = encodeGGUFHeader(
+      {
+        "general.architecture": { type: "string", value: "llama" },
+        "tokenizer.ggml.tokens": { type: "array", elem: "string", value: words },
+      },
+      [],
+    );
+    return enc.header;
+  };
+  const at = (bytes: Uint8Array, s: string): number => {
+    const needle = new TextEncoder().encode(s);
+    for (let i = 0; i < bytes.length; i++) if (needle.every((b, j) => bytes[i + j] === b)) return i;
+    throw new Error(`${s} not in the file`);
+  };
+  test("every string as the UTF-8 decoder reads it", () => {
+    expect(new GGUFCheckpoint(new MemorySource(file(), "m.gguf")).get("tokenizer.ggml.tokens")).toEqual(words);
+  });
+  test("invalid UTF-8 in a short string is bad-header at its length's offset", () => {
+    const bytes = file();
+    const i = at(bytes, "zz");
+    bytes[i] = 0xff;
+    const e = err(bytes);
+    expect([e.code, e.offset]).toEqual(["bad-header", i - 8]);
+    expect(e.message).toContain("not valid UTF-8");
+  });
+  test("a string length past 2^53 is bad-header, not a wrapped number", () => {
+    const bytes = file();
+    const i = at(bytes, "zz");
+    bytes[i - 1] = 0x01; // the length's top byte: 2^56 + 2
+    const e = err(bytes);
+    expect(e.code).toBe("bad-header");
+    expect(e.message).toContain("too large");
+  });
+});

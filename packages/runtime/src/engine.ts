@@ -62,6 +62,8 @@ export class Engine {
   private shared: StateSet | null = null;
   /** Whether the traced graphs read a `state_lane` slot (the model has recurrent state). */
   private hasLanes: boolean | null = null;
+  /** The first paged program staged (prefill or decode): what the state and lanes are read from, staging no other. */
+  private firstPaged: StagedProgram | null = null;
   /** The programs staged so far (made in the constructor, once the pipeline is known). */
   private readonly programs: EnginePrograms;
   /** Greedy decoding's loop. */
@@ -151,13 +153,16 @@ export class Engine {
 
   /** Whether sessions need a recurrent-state lane (the model has recurrent state: the graphs read `state_lane`). */
   needsLane(): boolean {
-    this.hasLanes ??= this.decodeProgram(1).schema.slots.has("state_lane");
+    this.hasLanes ??= (this.firstPaged ?? this.decodeProgram(1)).schema.slots.has("state_lane");
     return this.hasLanes;
   }
 
   /** @internal The shared StateSet of every program (zeroed on creation). */
   state(): StateSet {
-    this.shared ??= this.pipeline !== null ? this.pipeline.state() : this.decodeProgram(1).createState();
+    // Every paged program has the same state (the KV pages), so whichever was staged first makes it: a one-token
+    // answer to a longer prompt never stages the decode program.
+    this.shared ??=
+      this.pipeline !== null ? this.pipeline.state() : (this.firstPaged ?? this.decodeProgram(1)).createState();
     return this.shared;
   }
 
@@ -267,7 +272,7 @@ export class Engine {
    */
   decodeProgram(tokens: number, logits: "all" | "last" = "all"): StagedProgram {
     const last = logits === "last" && tokens > 1;
-    return this.programs.staged(
+    const p = this.programs.staged(
       last ? `prefill-${tokens}` : `decode-${tokens}`,
       tokens === 1 ? "decode" : "prefill",
       () =>
@@ -279,6 +284,8 @@ export class Engine {
           ...(last ? { logits: "last" as const } : {}),
         }),
     );
+    this.firstPaged ??= p;
+    return p;
   }
 
   /** The paged batched decode program of `batch` sequences (staged once). */

@@ -248,8 +248,9 @@ export const run: CommandModule = {
           engine = e;
           load?.update(3);
           load?.stop();
-          // The prompt's chunk sizes and the single-token decode program.
-          const sizes = new Set([...e.chunks(ids.length), 1]);
+          // The prompt's chunk sizes; the single-token decode program is staged once the first token is out (an
+          // answer of one token never needs it), before any decode step is timed.
+          const sizes = new Set(e.chunks(ids.length));
           const compileBar = progressBar("compile", sizes.size);
           let staged = 0;
           for (const c of sizes) {
@@ -260,9 +261,14 @@ export const run: CommandModule = {
           const it = generate(e, e.openSession(), ids, gen);
           let r = userErrors(model, () => it.next());
           let answer = "";
+          let decodeStaged = gen.maxTokens <= 1;
           while (r.done !== true) {
             if (o.json === true) answer += r.value.text;
             else io.out(r.value.text);
+            if (!decodeStaged) {
+              decodeStaged = true;
+              userErrors(model, () => e.decodeProgram(1));
+            }
             r = userErrors(model, () => it.next());
           }
           const res = r.value;

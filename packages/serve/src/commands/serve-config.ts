@@ -2,8 +2,9 @@
 // the `poot serve` flags of the same names; checked with ajv, each error one line naming the file and the field.
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
+import type { ErrorObject, ValidateFunction } from "ajv";
 import { CliError } from "../errors.js";
+import { ajv } from "../server/deps.js";
 
 const command = "serve";
 
@@ -81,7 +82,7 @@ export const SERVE_CONFIG_SCHEMA = {
 // Compiled on first use: importing @poot/serve (every `poot` command does) should not pay ajv's ~0.1 s compile.
 let compiled: ValidateFunction<ServeConfig> | undefined;
 function validator(): ValidateFunction<ServeConfig> {
-  compiled ??= new Ajv({ allErrors: false, strict: true }).compile<ServeConfig>(SERVE_CONFIG_SCHEMA);
+  compiled ??= new (ajv())({ allErrors: false, strict: true }).compile<ServeConfig>(SERVE_CONFIG_SCHEMA);
   return compiled;
 }
 

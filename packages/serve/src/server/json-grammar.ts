@@ -1,8 +1,8 @@
 // Grammar-constrained JSON, part one: a JSON schema checked (ajv) and compiled to a tree of value nodes, each knowing
 // the fewest characters of a value it accepts. The character automaton over these nodes is json-automaton.ts; the
 // output is compact JSON: no whitespace outside strings, object members in the schema's property order, no \u escapes.
-import { Ajv } from "ajv";
 import { ApiError } from "../errors.js";
+import { ajv } from "./deps.js";
 
 /** A compiled schema node: the values it accepts. */
 export type JsonNode =
@@ -78,7 +78,7 @@ export class JsonGrammar {
       if (typeof schema !== "object" && typeof schema !== "boolean")
         throw new ApiError(400, "invalid_value", `${param} must be a JSON schema (an object)`, param);
       try {
-        new Ajv({ strict: false, allErrors: false }).compile(schema as object);
+        new (ajv())({ strict: false, allErrors: false }).compile(schema as object);
       } catch (err) {
         throw new ApiError(
           400,
