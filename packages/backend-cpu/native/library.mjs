@@ -12,7 +12,10 @@ export const NATIVE_PACKED = ["Q8_0", "Q4_K", "Q6_K"];
 /** The shared object of each platform the library is built for. */
 export const NATIVE_LIBRARIES = { "linux-x64": "libpoot_cpu_ir.so" };
 
-/** Caps of the native target: one invocation per workgroup, 16-bit and byte storage loaded at their own width. */
+/**
+ * Caps of the native target: one invocation per workgroup, 16-bit and byte storage loaded at their own width, vectors
+ * of 8 lanes (AVX2's 256-bit registers); the AVX-512 set is lowered with 16 (decision 2310).
+ */
 const CAPS = {
   maxWorkgroup: 256,
   subgroupSize: 1,
@@ -21,15 +24,18 @@ const CAPS = {
   maxStorageBuffers: 16,
   f16: false,
   bf16: false,
+  vectorLanes: 8,
 };
+const WIDE_CAPS = { ...CAPS, vectorLanes: 16 };
 
 /** The library's LLVM IR and the sha256 it embeds (of its kernels' IR and the opt/llc/ld.lld arguments). */
 export function nativeLibraryIR() {
   const formats = NATIVE_PACKED.map((t) => ggmlPackedFormat(t));
-  const codes = nativeGemvLibrary(formats).map((k) => lowerX86(k, CAPS));
+  const codes = nativeGemvLibrary(formats, 8).map((k) => lowerX86(k, CAPS));
+  const wide = nativeGemvLibrary(formats, 16).map((k) => lowerX86(k, WIDE_CAPS));
   const h = createHash("sha256");
-  for (const c of codes) h.update(c.text).update("\0");
+  for (const c of [...codes, ...wide]) h.update(c.text).update("\0");
   h.update(JSON.stringify([X86_OPT_ARGS, X86_LLC_ARGS, X86_LLD_ARGS]));
   const hash = h.digest("hex");
-  return { ir: x86Library(codes, hash), hash };
+  return { ir: x86Library(codes, hash, wide), hash };
 }

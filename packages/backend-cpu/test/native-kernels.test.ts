@@ -51,11 +51,18 @@ function weights(fmt: string, N: number, K: number, at: number): Float64Array {
 const FORMATS = ["f32", "f16", "bf16", "q8_0", "q4_k", "q6_k"] as const;
 
 describe.skipIf(!here)("native GEMV kernels against a float64 reference", () => {
-  for (const source of ["c", "kernel-ir"] as NativeSource[]) {
+  for (const [source, isa] of [
+    ["c", "avx2"],
+    ["c", "avx512"],
+    ["kernel-ir", "avx2"],
+    ["kernel-ir", "avx512"],
+  ] as [NativeSource, "avx2" | "avx512"][]) {
     for (const fmt of FORMATS) {
-      test(`${source} ${fmt}: none, add and heads2 epilogues, M = 1 and M = 6`, () => {
+      test(`${source} ${isa} ${fmt}: none, add and heads2 epilogues, M = 1 and M = 6`, ({ skip }) => {
         const lib = loadNodeNative(source);
         expect(lib, `the ${source} library loads on this CPU`).not.toBeNull();
+        const best = lib!.isa;
+        if (!lib!.force(isa)) skip(`this CPU cannot run ${isa}`);
         const dense = !fmt.startsWith("q");
         const K = dense ? 103 : 512,
           N = 37,
@@ -86,9 +93,10 @@ describe.skipIf(!here)("native GEMV kernels against a float64 reference", () => 
                   const got = f32[AT.y / 4 + h * M * N + m * N + n]!;
                   worst = Math.max(worst, Math.abs(got - ref) / (mag + 1e-30));
                 }
-            expect(worst, `${symbol} M=${M}: max |y - ref| / sum |w x|`).toBeLessThan(1e-5);
+            expect(worst, `${symbol} (${isa}) M=${M}: max |y - ref| / sum |w x|`).toBeLessThan(1e-5);
           }
         }
+        lib!.force(best as "avx2" | "avx512");
       });
     }
   }

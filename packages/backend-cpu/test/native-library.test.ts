@@ -43,7 +43,7 @@ describe("the native kernel library", () => {
     if (same === "unavailable") return;
     expect(same).toBeNull();
     // Planted: one product of the Q8_0 GEMV made a sum, in the IR only (the embedded hash unchanged).
-    const at = ir.indexOf("fmul <4 x float>", ir.indexOf("define void @poot_gemv_q8_0_none"));
+    const at = ir.indexOf("fmul <16 x float>", ir.indexOf("define internal void @poot_gemv_q8_0_none.avx512("));
     const planted = `${ir.slice(0, at)}fadd${ir.slice(at + 4)}`;
     expect(await differs(planted)).toMatch(/differ from the committed/);
   });

@@ -154,8 +154,9 @@ export function compileKernelSource(
       case "load4": {
         // 8-bit storage takes the extension `type` names; other elements load as `load` widens them.
         const byte = bufferElem(e.array) === "u8" || bufferElem(e.array) === "i8";
-        const ext = !byte ? "" : e.type === "vec4<i32>" ? " << 24 >> 24" : " & 255";
-        return `((i) => [0, 1, 2, 3].map((j) => L_${e.array}(i + j, T)${ext}))(${ex(e.index)})`;
+        const ext = !byte ? "" : elemOf(e.type) === "i32" ? " << 24 >> 24" : " & 255";
+        const js = JSON.stringify(Array.from({ length: lanesOf(e.type) }, (_, j) => j));
+        return `((i) => ${js}.map((j) => L_${e.array}(i + j, T)${ext}))(${ex(e.index)})`;
       }
       case "unary": {
         const el = elemOf(e.type);

@@ -36,7 +36,7 @@ export {
   nativeGemvLibrary,
   nativeGemvName,
 } from "./synth/gemv-native.js";
-export type { NativeDense, NativeEpilogue, NativeWeights } from "./synth/gemv-native.js";
+export type { NativeDense, NativeEpilogue, NativeLanes, NativeWeights } from "./synth/gemv-native.js";
 export type { DequantGemvRequest } from "./synth/dequant.js";
 export { synthesizeMovement } from "./synth/movement.js";
 export type { MovementOp, MovementRequest } from "./synth/movement.js";

@@ -10,7 +10,7 @@ export interface NativeLibrary {
   readonly path: string;
   /** Absolute path of koffi's CommonJS entry, for the worker threads. */
   readonly koffi: string;
-  /** The kernel set this CPU runs: "avx512" or "avx2" (C), "avx2" (generated from the kernel IR). */
+  /** The kernel set this CPU runs: "avx512" or "avx2". */
   readonly isa: string;
   /** The sha256 of the kernels' LLVM IR and build arguments the object was built from (decision 2300). */
   readonly sourceHash: string;
@@ -19,8 +19,7 @@ export interface NativeLibrary {
   /** Byte address of a view's first byte (the shared memory's base). */
   address(view: Uint8Array): number;
   /**
-   * Tests: runs the "avx2" or "avx512" kernel set from now on, process-wide; false when this CPU or this library
-   * cannot (the library generated from the kernel IR has the AVX2 set only).
+   * Tests: runs the "avx2" or "avx512" kernel set from now on, process-wide; false when this CPU cannot.
    */
   force(isa: "avx2" | "avx512"): boolean;
   /** The host thread's function for a kernel (workers build theirs with the same `nativeKernels`). */

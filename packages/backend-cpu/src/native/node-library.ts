@@ -60,9 +60,8 @@ function openLibrary(source: NativeSource): NativeLibrary | null {
   const sourceHash = lib.func("const char *poot_native_source_hash(void)")() as string;
   const kernels = new Set((lib.func("const char *poot_native_kernels(void)")() as string).split(","));
   const addr = lib.func("uint64_t poot_native_addr(const void *p)");
-  // The C library has two kernel sets to choose from; the generated one has one.
-  const force =
-    source === "c" ? lib.func("int poot_native_force(const char *isa)") : (want: string) => (want === isa ? 1 : 0);
+  // Both libraries have two kernel sets to choose from (AVX2 and AVX-512).
+  const force = lib.func("int poot_native_force(const char *isa)");
   const isaOf = lib.func("const char *poot_native_isa(void)");
   return {
     path,

@@ -5,7 +5,7 @@ import { kernel } from "@poot/kernel-dsl";
 import type { Arr, Builder, Kernel, Val, Var } from "@poot/kernel-dsl";
 import type { PackedFormat } from "@poot/graph-ir";
 import { blockDecoder } from "./decode.js";
-import { serialDequantLoop, sum4x4 } from "./dequant-cpu.js";
+import { serialDequantLoop, sumWide, zeroVec } from "./dequant-cpu.js";
 
 /** Epilogues a native GEMV applies itself: none, `y = acc + r` (the residual add), or two weights into y[2][M][N]. */
 export const NATIVE_EPILOGUES = ["none", "add", "heads2"] as const;
@@ -30,10 +30,10 @@ export function nativeGemvName(weights: string, epilogue: NativeEpilogue): strin
   return `poot_gemv_${weights}_${epilogue}`;
 }
 
-/** Four f32 lanes of zero. */
-const zero4 = (b: Builder): Val<"vec4<f32>"> => b.vec("vec4<f32>", b.f32(0), b.f32(0), b.f32(0), b.f32(0));
+/** Lanes of a native GEMV's vectors: 4 (any SIMD target), 8 (AVX2) or 16 (AVX-512); decision 2310. */
+export type NativeLanes = 4 | 8 | 16;
 
-/** The dense dot products of row n of W with the x rows at `xRow`, four vec4 sums then the K % 4 tail. */
+/** The dense dot products of row n of W with the x rows at `xRow`, four vecW sums then the K % W tail. */
 function denseLoop(
   b: Builder,
   Ws: readonly Arr<"f32">[],
@@ -42,24 +42,26 @@ function denseLoop(
   accs: readonly (readonly Var<"f32">[])[],
   n: Val<"u32">,
   K: Val<"u32">,
+  L: NativeLanes,
 ): void {
   const { let_, var_, for_, u32, f32 } = b;
+  const vt = `vec${L}<f32>` as const;
   const row = let_(n.mul(K), "row");
-  const K16 = let_(K.sub(K.rem(16)), "k16");
-  const K4 = let_(K.sub(K.rem(4)), "k4end");
-  const parts = accs.map((r, j) => r.map((_, h) => [0, 1, 2, 3].map((q) => var_(zero4(b), `vacc${j}_${h}_${q}`))));
+  const K16 = let_(K.sub(K.rem(4 * L)), "k16");
+  const K4 = let_(K.sub(K.rem(L)), "k4end");
+  const parts = accs.map((r, j) => r.map((_, h) => [0, 1, 2, 3].map((q) => var_(zeroVec(b, L), `vacc${j}_${h}_${q}`))));
   const quad = (kk: Val<"u32">, q: number, slot: number): void => {
-    const ws = Ws.map((W) => W.at4(row.add(kk).add(4 * q), "vec4<f32>"));
+    const ws = Ws.map((W) => W.atVec(row.add(kk).add(L * q), vt));
     xRow.forEach((xr, j) => {
-      const xv = x.at4(xr.add(kk).add(4 * q), "vec4<f32>");
+      const xv = x.atVec(xr.add(kk).add(L * q), vt);
       ws.forEach((w, h) => {
         const p = parts[j]![h]![slot]!;
         p.set(p.add(xv.mul(w)));
       });
     });
   };
-  for_(u32(0), K16, 16, (kk) => [0, 1, 2, 3].forEach((q) => quad(kk, q, q)), "k");
-  for_(K16, K4, 4, (kk) => quad(kk, 0, 0), "kq");
+  for_(u32(0), K16, 4 * L, (kk) => [0, 1, 2, 3].forEach((q) => quad(kk, q, q)), "k");
+  for_(K16, K4, L, (kk) => quad(kk, 0, 0), "kq");
   const tails = accs.map((r) => r.map(() => var_(f32(0), "tail")));
   for_(
     K4,
@@ -74,11 +76,14 @@ function denseLoop(
     },
     "k1",
   );
-  accs.forEach((r, j) => r.forEach((acc, h) => acc.set(sum4x4(b, parts[j]![h]!).add(tails[j]![h]!))));
+  accs.forEach((r, j) => r.forEach((acc, h) => acc.set(sumWide(b, parts[j]![h]!).add(tails[j]![h]!))));
 }
 
-/** Synthesizes the native GEMV of `weights` with `epilogue`. Buffers: x, W (and W1 for heads2), r (add), y. */
-export function nativeGemvKernel(weights: NativeWeights, epilogue: NativeEpilogue): Kernel {
+/**
+ * Synthesizes the native GEMV of `weights` with `epilogue`, its vectors `lanes` wide (4 by default; 8 and 16 lower
+ * only where the caps report that many `vectorLanes`). Buffers: x, W (and W1 for heads2), r (add), y.
+ */
+export function nativeGemvKernel(weights: NativeWeights, epilogue: NativeEpilogue, lanes: NativeLanes = 4): Kernel {
   const packed = typeof weights !== "string";
   const name = nativeGemvName(packed ? weights.name : weights, epilogue);
   return kernel(name, { workgroupSize: [1, 1, 1] }, (b) => {
@@ -102,8 +107,9 @@ export function nativeGemvKernel(weights: NativeWeights, epilogue: NativeEpilogu
       if (packed) {
         const nb = let_(K!.div(weights.blockSize), "nb");
         const decs = Ws.map((W) => blockDecoder(b, weights, W as unknown as Arr<"u32">));
-        serialDequantLoop(b, { f: weights, Ws: Ws as unknown as Arr<"u32">[], decs, x, xRow, accs, n, nb, simd: true });
-      } else denseLoop(b, Ws as unknown as Arr<"f32">[], x, xRow, accs, n, K!);
+        const Wu = Ws as unknown as Arr<"u32">[];
+        serialDequantLoop(b, { f: weights, Ws: Wu, decs, x, xRow, accs, n, nb, simd: true, lanes });
+      } else denseLoop(b, Ws as unknown as Arr<"f32">[], x, xRow, accs, n, K!, lanes);
       accs.forEach((row, j) => {
         const yi = let_(m.add(j).mul(N!).add(n), "yi");
         row.forEach((acc, h) => {
@@ -125,8 +131,11 @@ export function nativeGemvKernel(weights: NativeWeights, epilogue: NativeEpilogu
   });
 }
 
-/** Every native GEMV of `formats` (the packed formats to serve beside f32, f16 and bf16), for each epilogue. */
-export function nativeGemvLibrary(formats: readonly PackedFormat[]): Kernel[] {
+/**
+ * Every native GEMV of `formats` (the packed formats to serve beside f32, f16 and bf16), for each epilogue, with
+ * vectors `lanes` wide.
+ */
+export function nativeGemvLibrary(formats: readonly PackedFormat[], lanes: NativeLanes = 4): Kernel[] {
   const weights: NativeWeights[] = ["f32", "f16", "bf16", ...formats];
-  return weights.flatMap((w) => NATIVE_EPILOGUES.map((e) => nativeGemvKernel(w, e)));
+  return weights.flatMap((w) => NATIVE_EPILOGUES.map((e) => nativeGemvKernel(w, e, lanes)));
 }
