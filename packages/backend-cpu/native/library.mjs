@@ -1,6 +1,6 @@
 // The native CPU kernel library, generated (decision 2300): kernelgen's shape-generic GEMVs for every weight format
 // and epilogue the CPU backend serves natively, lowered by codegen's x86 target and linked into one LLVM module.
-// Shared by build-ir.mjs (which compiles it with opt, llc and ld.lld) and the regeneration test.
+// Shared by build.mjs (which compiles it with opt, llc and ld.lld) and the regeneration test.
 import { createHash } from "node:crypto";
 import { X86_LLC_ARGS, X86_LLD_ARGS, X86_OPT_ARGS, lowerX86, x86Library } from "@poot/codegen";
 import { nativeGemvLibrary } from "@poot/kernelgen";
@@ -10,7 +10,7 @@ import { ggmlPackedFormat } from "@poot/models";
 export const NATIVE_PACKED = ["Q8_0", "Q4_K", "Q6_K"];
 
 /** The shared object of each platform the library is built for. */
-export const NATIVE_LIBRARIES = { "linux-x64": "libpoot_cpu_ir.so" };
+export const NATIVE_LIBRARIES = { "linux-x64": "libpoot_cpu.so" };
 
 /**
  * Caps of the native target: one invocation per workgroup, 16-bit and byte storage loaded at their own width, vectors

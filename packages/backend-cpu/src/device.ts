@@ -18,7 +18,7 @@ import { defaultTarget, type CompileOptions, type DeviceCaps as PlanCaps } from 
 import { synthCapsFrom } from "@poot/kernelgen";
 import { invariant } from "./errors.js";
 import { CpuMemory, MAX_PAGES, PAGE, WA } from "./memory.js";
-import type { NativeLibrary, NativeSource } from "./native/library.js";
+import type { NativeLibrary } from "./native/library.js";
 import { nativeRoute } from "./native/route.js";
 import { ThreadPool, type PoolKernel, type RegionDebug } from "./pool.js";
 import { DEFAULT_CLAIMS, writeSchedule, type Phase, type Schedule, type ThreadAreas } from "./schedule.js";
@@ -49,7 +49,6 @@ export interface CpuDeviceOptions extends RegionDebug {
   readonly threads?: number;
   readonly compile?: CompileOptions;
   readonly native?: boolean;
-  readonly nativeKernels?: NativeSource;
   readonly fused?: boolean;
   readonly plantAllocation?: boolean;
   readonly claimsPerThread?: number;
@@ -134,7 +133,7 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
       throw new ExecutorError("unsupported-program", `claimsPerThread must be a positive integer, got ${claims}`);
     this.#options = options;
     this.memory = new CpuMemory();
-    this.native = options.native === false ? null : (platform.native?.(options.nativeKernels ?? "c") ?? null);
+    this.native = options.native === false ? null : (platform.native?.() ?? null);
     this.pool = new ThreadPool(this.memory, threads, platform.transport, this.native);
     // Native GEMVs read and write the shared memory at its base address, which never moves (decision 0952).
     this.#base = this.native === null ? 0 : this.native.address(this.memory.u8);

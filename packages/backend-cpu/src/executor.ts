@@ -6,7 +6,7 @@ import { lowerWith, type LoweringCache } from "@poot/executor/lowering";
 import type { CompileOptions } from "@poot/graph-plan";
 import { CpuDevice, type CpuBuffer, type CpuKernel, type CpuLaunch } from "./device.js";
 import type { CpuCounters, CpuMemory } from "./memory.js";
-import type { NativeLibrary, NativeSource } from "./native/library.js";
+import type { NativeLibrary } from "./native/library.js";
 import type { ThreadPool } from "./pool.js";
 import type { Schedule } from "./schedule.js";
 import type { CpuPlatform } from "./transport.js";
@@ -24,8 +24,6 @@ export interface CpuExecutorOptions {
    * them (node on linux-x64 with AVX2+F16C); false runs every plan's Wasm kernel. Default true.
    */
   readonly native?: boolean;
-  /** Which native kernels run (default `"c"`; `"kernel-ir"`: the library generated from the kernel IR, decision 2300). */
-  readonly nativeKernels?: NativeSource;
   /** Run a step as one region (default true) or one region per dispatch (for comparison and debugging). */
   readonly fused?: boolean;
   /** Debug: every chunk checks that the previous phase completed; a violation throws `CpuError("phase-order")`. */

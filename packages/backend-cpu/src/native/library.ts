@@ -27,11 +27,7 @@ export interface NativeLibrary {
 }
 
 /**
- * Which prebuilt native kernels run: `"c"`, the hand-written C GEMVs (decision 0952, the default while they are
- * faster), or `"kernel-ir"`, the GEMVs kernelgen synthesizes and codegen's x86 target compiles (decision 2300).
- * Both take the same arguments and define the same kernels.
+ * How a platform loads its native kernels (the GEMVs kernelgen synthesizes from the kernel IR and codegen's x86 target
+ * compiles, decisions 2300 and 2310): null where none ship or the CPU cannot run them.
  */
-export type NativeSource = "c" | "kernel-ir";
-
-/** How a platform loads its native kernels: null where none ship or the CPU cannot run them. */
-export type NativeLoader = (source: NativeSource) => NativeLibrary | null;
+export type NativeLoader = () => NativeLibrary | null;

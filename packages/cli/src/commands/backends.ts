@@ -24,14 +24,13 @@ export const EXECUTORS: Readonly<
   Record<string, (compile: CompileOptions, cache: LoweringCache | undefined) => Executor>
 > = {
   // codegen's Wasm SIMD kernels on worker_threads (one per core) over one shared memory; a step is one fused region.
-  // Native GEMVs (prebuilt, decision 0952) serve the contractions they can; POOT_CPU_NATIVE=0 runs Wasm only,
-  // POOT_CPU_NATIVE=kernel-ir the GEMVs generated from the kernel IR (decision 2300) instead of the C ones.
+  // Native GEMVs (prebuilt from the kernel IR, decisions 2300 and 2310) serve the contractions they can;
+  // POOT_CPU_NATIVE=0 runs Wasm only.
   cpu: (compile, cache) =>
     createCpuExecutor({
       compile,
       ...(cache !== undefined ? { cache } : {}),
       native: process.env["POOT_CPU_NATIVE"] !== "0",
-      ...(process.env["POOT_CPU_NATIVE"] === "kernel-ir" ? { nativeKernels: "kernel-ir" as const } : {}),
       ...(executorSettings.threads === undefined ? {} : { threads: executorSettings.threads }),
     }),
   eval: () => createEvalExecutor(),
