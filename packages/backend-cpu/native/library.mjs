@@ -1,8 +1,20 @@
-// The native CPU kernel library, generated (decision 2300): kernelgen's shape-generic GEMVs for every weight format
-// and epilogue the CPU backend serves natively, lowered by codegen's x86 target and linked into one LLVM module.
-// Shared by build.mjs (which compiles it with opt, llc and ld.lld) and the regeneration test.
+// The native CPU kernel library, generated (decisions 2300, 2310): kernelgen's shape-generic GEMVs for every weight
+// format and epilogue the CPU backend serves natively, lowered by codegen's x86 target and linked into one LLVM module
+// per platform (linux-x64: AVX2 and AVX-512 sets; linux-arm64: NEON). Shared by build.mjs (which compiles them with
+// opt, llc and ld.lld) and the regeneration test.
 import { createHash } from "node:crypto";
-import { X86_LLC_ARGS, X86_LLD_ARGS, X86_OPT_ARGS, lowerX86, x86Library } from "@poot/codegen";
+import {
+  ARM64_LLC_ARGS,
+  ARM64_OPT_ARGS,
+  X86_LLC_ARGS,
+  X86_LLD_ARGS,
+  X86_OPT_ARGS,
+  arm64Library,
+  assembleArm64,
+  assembleX86,
+  lowerX86,
+  x86Library,
+} from "@poot/codegen";
 import { nativeGemvLibrary } from "@poot/kernelgen";
 import { ggmlPackedFormat } from "@poot/models";
 
@@ -10,7 +22,10 @@ import { ggmlPackedFormat } from "@poot/models";
 export const NATIVE_PACKED = ["Q8_0", "Q4_K", "Q6_K"];
 
 /** The shared object of each platform the library is built for. */
-export const NATIVE_LIBRARIES = { "linux-x64": "libpoot_cpu.so" };
+export const NATIVE_LIBRARIES = { "linux-x64": "libpoot_cpu.so", "linux-arm64": "libpoot_cpu.so" };
+
+/** How each platform's library is compiled and linked (its IR from {@link nativeLibraryIR}). */
+export const NATIVE_ASSEMBLE = { "linux-x64": assembleX86, "linux-arm64": assembleArm64 };
 
 /**
  * Caps of the native target: one invocation per workgroup, 16-bit and byte storage loaded at their own width, vectors
@@ -27,15 +42,21 @@ const CAPS = {
   vectorLanes: 8,
 };
 const WIDE_CAPS = { ...CAPS, vectorLanes: 16 };
+/** arm64: NEON's 128-bit vectors, 4 lanes. */
+const NEON_CAPS = { ...CAPS, vectorLanes: 4 };
 
-/** The library's LLVM IR and the sha256 it embeds (of its kernels' IR and the opt/llc/ld.lld arguments). */
-export function nativeLibraryIR() {
+/** The library's LLVM IR for `platform` ("linux-x64" or "linux-arm64") and the sha256 it embeds (of its kernels' IR and
+ * the opt/llc/ld.lld arguments). */
+export function nativeLibraryIR(platform = "linux-x64") {
   const formats = NATIVE_PACKED.map((t) => ggmlPackedFormat(t));
-  const codes = nativeGemvLibrary(formats, 8).map((k) => lowerX86(k, CAPS));
-  const wide = nativeGemvLibrary(formats, 16).map((k) => lowerX86(k, WIDE_CAPS));
+  const lower = (lanes, caps) => nativeGemvLibrary(formats, lanes).map((k) => lowerX86(k, caps));
+  const arm = platform === "linux-arm64";
+  const sets = arm ? [lower(4, NEON_CAPS)] : [lower(8, CAPS), lower(16, WIDE_CAPS)];
   const h = createHash("sha256");
-  for (const c of [...codes, ...wide]) h.update(c.text).update("\0");
-  h.update(JSON.stringify([X86_OPT_ARGS, X86_LLC_ARGS, X86_LLD_ARGS]));
+  for (const c of sets.flat()) h.update(c.text).update("\0");
+  h.update(
+    JSON.stringify(arm ? [ARM64_OPT_ARGS, ARM64_LLC_ARGS, X86_LLD_ARGS] : [X86_OPT_ARGS, X86_LLC_ARGS, X86_LLD_ARGS]),
+  );
   const hash = h.digest("hex");
-  return { ir: x86Library(codes, hash, wide), hash };
+  return { ir: arm ? arm64Library(sets[0], hash) : x86Library(sets[0], hash, sets[1]), hash };
 }

@@ -10,7 +10,7 @@ export interface NativeLibrary {
   readonly path: string;
   /** Absolute path of koffi's CommonJS entry, for the worker threads. */
   readonly koffi: string;
-  /** The kernel set this CPU runs: "avx512" or "avx2". */
+  /** The kernel set this CPU runs: "avx512" or "avx2" (x86-64), "neon" (arm64). */
   readonly isa: string;
   /** The sha256 of the kernels' LLVM IR and build arguments the object was built from (decision 2300). */
   readonly sourceHash: string;

@@ -1,5 +1,6 @@
 // The node platform's native kernels: the prebuilt object for this OS and architecture, shipped in the package
-// (native/prebuilt/<platform>-<arch>/), loaded through koffi; null where none ships or the CPU lacks AVX2, FMA and F16C.
+// (native/prebuilt/<platform>-<arch>/), loaded through koffi; null where none ships or (x86-64) the CPU lacks AVX2, FMA
+// and F16C. The linux-arm64 object (NEON) is built and linked here but has not run on an arm64 machine (decision 2310).
 
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -10,7 +11,7 @@ import type { NativeLibrary } from "./library.js";
 import { nativeKernels } from "../thread/native.js";
 
 /** The object of each platform (generated from the kernel IR, decisions 2300 and 2310). */
-const LIBRARIES: Readonly<Record<string, string>> = { "linux-x64": "libpoot_cpu.so" };
+const LIBRARIES: Readonly<Record<string, string>> = { "linux-x64": "libpoot_cpu.so", "linux-arm64": "libpoot_cpu.so" };
 
 /** The prebuilt object for `platform-arch` next to this module (src/native or dist), or null. */
 export function prebuiltPath(platform: string = process.platform, arch: string = process.arch): string | null {

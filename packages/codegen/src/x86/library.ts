@@ -23,7 +23,8 @@ function cString(s: string): string {
     .join("");
 }
 
-function constant(name: string, s: string): string {
+/** A private LLVM IR string constant `@name` holding `s` (NUL-terminated). */
+export function constant(name: string, s: string): string {
   return `@${name} = private unnamed_addr constant [${Buffer.byteLength(s) + 1} x i8] c"${cString(s)}", align 1`;
 }
 
@@ -139,10 +140,14 @@ function dispatcher(name: string): string[] {
 }
 
 /**
- * The `define` … `}` lines and the `declare` lines of one x86 kernel's module; with `suffix`, the function is defined
+ * The `define` … `}` lines and the `declare` lines of one x86 kernel's module (also linked for arm64, `arm64.ts`); with `suffix`, the function is defined
  * as `@name.suffix` with attributes `#attr` (one of several instruction-set variants of the kernel).
  */
-function parts(code: X86Code, suffix?: string, attr = 0): { name: string; define: string[]; declares: string[] } {
+export function parts(
+  code: X86Code,
+  suffix?: string,
+  attr = 0,
+): { name: string; define: string[]; declares: string[] } {
   const lines = code.text?.split("\n") ?? [];
   const start = lines.findIndex((l) => l.startsWith("define "));
   const name = /^define void @([\w.$]+)\(/.exec(lines[start] ?? "")?.[1];
