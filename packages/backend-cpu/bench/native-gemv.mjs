@@ -2,7 +2,7 @@
 // shapes, one thread, against a copy of the same bytes inside the same shared memory measured in the same run (the
 // memory-bound floor a GEMV's reads approach).
 //
-// usage: pnpm --filter @poot/backend-cpu bench [-- --runs N] [--formats Q8_0,Q4_K] [--libraries kernel-ir,PATH.so]
+// usage: pnpm --filter @poot/backend-cpu bench [-- --runs N] [--formats Q8_0,Q4_K] [--libraries kernel-ir,PATH.so] [--m M]
 // Loads the committed object (generated from the kernel IR) or other builds by path through koffi and calls
 // each format's kernel as the executor's threads do (argument block in a shared WebAssembly.Memory); with several
 // libraries their runs alternate, shape by shape, so both see the same machine.
@@ -16,6 +16,8 @@ const arg = (name, dflt) => {
   return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : dflt;
 };
 const RUNS = Number(arg("runs", "7"));
+/** Rows of x (M > 1: the prefill path, several rows per pass over the weights; the LM head shape is then skipped). */
+const M = Number(arg("m", "1"));
 /** Weight formats: the kernel's format name and bytes per 256 elements. */
 const FORMATS = {
   F32: ["f32", 1024],
@@ -33,7 +35,7 @@ const SHAPES = [
   [2048, 8192],
   [8192, 2048],
   [2048, 128256],
-];
+].filter(([, N]) => M === 1 || N < 128256);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const PREBUILT = { "kernel-ir": "libpoot_cpu.so" };
@@ -66,8 +68,13 @@ const LIBS = arg("libraries", "kernel-ir")
 const addr = LIBS[0].addr;
 
 const maxBytes = 128256 * 2048 * 4 + (1 << 20);
+const ARGS = 0,
+  X = 4096,
+  Y = X + M * 8192 * 4,
+  W = Math.ceil((Y + M * Math.max(...SHAPES.map(([, N]) => N)) * 4) / (1 << 20)) * (1 << 20),
+  COPY = W + maxBytes;
 const memory = new WebAssembly.Memory({
-  initial: Math.ceil((2 * maxBytes + (1 << 20)) / 65536),
+  initial: Math.ceil((COPY + maxBytes) / 65536),
   maximum: 65536,
   shared: true,
 });
@@ -75,12 +82,7 @@ const u8 = new Uint8Array(memory.buffer),
   u32 = new Uint32Array(memory.buffer),
   f32 = new Float32Array(memory.buffer);
 const base = Number(addr(u8));
-const ARGS = 0,
-  X = 4096,
-  Y = X + 8192 * 4,
-  W = 1 << 20,
-  COPY = W + maxBytes;
-for (let i = 0; i < 8192; i++) f32[X / 4 + i] = Math.sin(i);
+for (let i = 0; i < M * 8192; i++) f32[X / 4 + i] = Math.sin(i);
 
 /** Valid weights: finite halves and small block scales (random bytes elsewhere). */
 function fill(name, bytes) {
@@ -97,7 +99,9 @@ function fill(name, bytes) {
   }
 }
 
-console.log(`native GEMVs, 1 thread, median of ${RUNS}; ratio = GEMV weight-read GB/s / copy GB/s of the same bytes`);
+console.log(
+  `native GEMVs, 1 thread, M = ${M}, median of ${RUNS}; ratio = GEMV weight-read GB/s / copy GB/s of the same bytes`,
+);
 for (const name of WANT) {
   const [fmt, per256] = FORMATS[name];
   const gemvs = LIBS.map((l) => l.lib.func(`void poot_gemv_${fmt}_none(uint64_t base, uint32_t args, uint32_t group)`));
@@ -105,7 +109,7 @@ for (const name of WANT) {
   for (const [K, N] of SHAPES) {
     const bytes = ((K * N) / 256) * per256;
     fill(name, bytes);
-    u32.set([X, W, Y, 1, N, K, N], ARGS / 4);
+    u32.set([X, W, Y, M, N, K, N], ARGS / 4);
     const times = LIBS.map(() => []),
       cpus = LIBS.map(() => []),
       copies = [];
