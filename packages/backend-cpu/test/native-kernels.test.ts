@@ -1,6 +1,6 @@
 // Every native GEMV of the library generated from the kernel IR, both kernel sets (AVX2, AVX-512), against a float64 dot
 // product of weights decoded by graph-ir's reference decoder (packed formats) or by the IEEE formats (f16, bf16):
-// each format, each epilogue, one row of x (decode) and six (two passes of four rows and a remainder, prefill).
+// each format, each epilogue, one row of x (decode), six and eleven (passes of eight or four rows and a remainder, prefill).
 import { randomFillSync } from "node:crypto";
 import { decodePacked, type PackedFormat } from "@poot/graph-ir";
 import { ggmlPackedFormat } from "@poot/models";
@@ -52,7 +52,7 @@ const FORMATS = ["f32", "f16", "bf16", "q8_0", "q4_k", "q6_k"] as const;
 describe.skipIf(!here)("native GEMV kernels against a float64 reference", () => {
   for (const isa of ["avx2", "avx512"] as const) {
     for (const fmt of FORMATS) {
-      test(`${isa} ${fmt}: none, add and heads2 epilogues, M = 1 and M = 6`, ({ skip }) => {
+      test(`${isa} ${fmt}: none, add and heads2 epilogues, M = 1, 6 and 11`, ({ skip }) => {
         const lib = loadNodeNative();
         expect(lib, "the library loads on this CPU").not.toBeNull();
         const best = lib!.isa;
@@ -63,7 +63,7 @@ describe.skipIf(!here)("native GEMV kernels against a float64 reference", () => 
           R = 8;
         const W = [weights(fmt, N, K, AT.w), weights(fmt, N, K, AT.w1)];
         const base = lib!.address(u8);
-        for (const M of [1, 6]) {
+        for (const M of [1, 6, 11]) {
           for (let i = 0; i < M * K; i++) f32[AT.x / 4 + i] = Math.random() * 2 - 1;
           for (let i = 0; i < M * N; i++) f32[AT.r / 4 + i] = Math.random();
           for (const epi of ["none", "add", "heads2"] as const) {

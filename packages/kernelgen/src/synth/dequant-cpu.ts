@@ -23,6 +23,8 @@ export interface SerialDequantParts {
   readonly simd: boolean;
   /** Lanes of the SIMD vectors: 4 (default), or 8/16 on targets whose caps report them (decision 2310). */
   readonly lanes?: 4 | 8 | 16;
+  /** Partial sums per x row and weight with SIMD (default 4; fewer when many x rows already give independent sums). */
+  readonly partials?: number;
 }
 
 /** `lanes` f32 lanes of zero. */
@@ -30,11 +32,11 @@ export const zeroVec = <N extends 4 | 8 | 16>(b: Builder, lanes: N): Val<`vec${N
   b.vec(`vec${lanes}<f32>`, ...Array.from({ length: lanes }, () => b.f32(0)));
 
 /**
- * Horizontal sum of four vecN partial sums: pairwise ((a0 + a1) + (a2 + a3)), then the lanes as a tree (each lane i
- * of the lower half plus lane i + N/2, halving until one is left). For vec4 that is {@link sum4x4}'s order.
+ * Horizontal sum of four vecN partial sums (or one): pairwise ((a0 + a1) + (a2 + a3)), then the lanes as a tree (each
+ * lane i of the lower half plus lane i + N/2, halving until one is left). For vec4 that is {@link sum4x4}'s order.
  */
 export function sumWide(b: Builder, ps: readonly Val<`vec${4 | 8 | 16}<f32>`>[]): Val<"f32"> {
-  const v = b.let_(ps[0]!.add(ps[1]!).add(ps[2]!.add(ps[3]!)), "hsum");
+  const v = b.let_(ps.length === 1 ? ps[0]! : ps[0]!.add(ps[1]!).add(ps[2]!.add(ps[3]!)), "hsum");
   if (v.type === "vec4<f32>") return v.x.add(v.y).add(v.z.add(v.w));
   let lanes = Array.from({ length: Number(v.type.slice(3, v.type.indexOf("<"))) }, (_, i) => v.lane(i));
   while (lanes.length > 1) {
@@ -58,7 +60,7 @@ export function serialDequantLoop(b: Builder, p: SerialDequantParts): void {
   const W = p.lanes ?? 4;
   const simd = p.simd && f.blockSize % W === 0;
   // U partial sums per row and weight (vec4 when SIMD), used round-robin over the block's elements.
-  const U = simd || f.blockSize % 4 === 0 ? 4 : 1;
+  const U = simd ? (p.partials ?? 4) : f.blockSize % 4 === 0 ? 4 : 1;
   // (Typed as f32 sums: the vec4 and f32 forms take the same add/mul calls.)
   const parts = accs.map((row, j) =>
     row.map((acc, h) =>

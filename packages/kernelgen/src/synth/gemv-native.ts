@@ -22,8 +22,11 @@ export type NativeWeights = NativeDense | PackedFormat;
  */
 export const NATIVE_GEMV_UNIFORMS = ["M", "N", "K", "R"] as const;
 
-/** Rows of x that share one pass over a row of W (its weights decoded once for all of them). */
-const XROWS = 4;
+/**
+ * Rows of x that share one pass over a row of W (its weights decoded once for all of them): 4, or 8 with 8- and
+ * 16-lane vectors (32 registers on AVX-512; each row then keeps one vector sum per weight, decision 2310).
+ */
+const xRowsOf = (lanes: NativeLanes): number => (lanes > 4 ? 8 : 4);
 
 /** The symbol of the native GEMV of `weights` (a dtype or packed format name) with `epilogue`. */
 export function nativeGemvName(weights: string, epilogue: NativeEpilogue): string {
@@ -46,10 +49,14 @@ function denseLoop(
 ): void {
   const { let_, var_, for_, u32, f32 } = b;
   const vt = `vec${L}<f32>` as const;
+  // Vector sums per row and weight: four, or one when more than four x rows already give independent sums.
+  const S = xRow.length > 4 ? 1 : 4;
   const row = let_(n.mul(K), "row");
   const K16 = let_(K.sub(K.rem(4 * L)), "k16");
   const K4 = let_(K.sub(K.rem(L)), "k4end");
-  const parts = accs.map((r, j) => r.map((_, h) => [0, 1, 2, 3].map((q) => var_(zeroVec(b, L), `vacc${j}_${h}_${q}`))));
+  const parts = accs.map((r, j) =>
+    r.map((_, h) => Array.from({ length: S }, (_, q) => var_(zeroVec(b, L), `vacc${j}_${h}_${q}`))),
+  );
   const quad = (kk: Val<"u32">, q: number, slot: number): void => {
     const ws = Ws.map((W) => W.atVec(row.add(kk).add(L * q), vt));
     xRow.forEach((xr, j) => {
@@ -60,7 +67,7 @@ function denseLoop(
       });
     });
   };
-  for_(u32(0), K16, 4 * L, (kk) => [0, 1, 2, 3].forEach((q) => quad(kk, q, q)), "k");
+  for_(u32(0), K16, 4 * L, (kk) => [0, 1, 2, 3].forEach((q) => quad(kk, q, q % S)), "k");
   for_(K16, K4, L, (kk) => quad(kk, 0, 0), "kq");
   const tails = accs.map((r) => r.map(() => var_(f32(0), "tail")));
   for_(
@@ -99,6 +106,7 @@ export function nativeGemvKernel(weights: NativeWeights, epilogue: NativeEpilogu
     const n0 = let_(wid.x.mul(R!), "n0");
     const n1 = let_(b.min(n0.add(R!), N!), "n1");
     const MN = let_(M.mul(N!), "mn");
+    const XROWS = xRowsOf(lanes);
     const M4 = let_(M.sub(M.rem(XROWS)), "m4");
     /** Rows [m, m + rows) of x against row n of W, each result stored with the epilogue. */
     const pass = (n: Val<"u32">, m: Val<"u32">, rows: number): void => {
@@ -108,7 +116,8 @@ export function nativeGemvKernel(weights: NativeWeights, epilogue: NativeEpilogu
         const nb = let_(K!.div(weights.blockSize), "nb");
         const decs = Ws.map((W) => blockDecoder(b, weights, W as unknown as Arr<"u32">));
         const Wu = Ws as unknown as Arr<"u32">[];
-        serialDequantLoop(b, { f: weights, Ws: Wu, decs, x, xRow, accs, n, nb, simd: true, lanes });
+        const partials = rows > 4 ? 1 : 4;
+        serialDequantLoop(b, { f: weights, Ws: Wu, decs, x, xRow, accs, n, nb, simd: true, lanes, partials });
       } else denseLoop(b, Ws as unknown as Arr<"f32">[], x, xRow, accs, n, K!, lanes);
       accs.forEach((row, j) => {
         const yi = let_(m.add(j).mul(N!).add(n), "yi");
