@@ -5,11 +5,13 @@
 // usage: pnpm --filter @poot/backend-cpu bench [-- --runs N] [--formats Q8_0,Q4_K] [--libraries kernel-ir,PATH.so] [--m M]
 // Loads the committed object (generated from the kernel IR) or other builds by path through koffi and calls
 // each format's kernel as the executor's threads do (argument block in a shared WebAssembly.Memory); with several
-// libraries their runs alternate, shape by shape, so both see the same machine.
+// libraries their runs alternate, shape by shape, so both see the same machine. Writes
+// bench-results/<date>-cpu-native-gemv.json (each GEMV's weight-read GB/s against the copy of the same bytes).
 import { randomFillSync } from "node:crypto";
 import { createRequire } from "node:module";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { figure, gitCommit, loadSampler, ratiosOf, writeBenchResult } from "@poot/testkit";
 
 const arg = (name, dflt) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -99,6 +101,9 @@ function fill(name, bytes) {
   }
 }
 
+const commit = gitCommit();
+const load = loadSampler();
+const cases = [];
 console.log(
   `native GEMVs, 1 thread, M = ${M}, median of ${RUNS}; ratio = GEMV weight-read GB/s / copy GB/s of the same bytes`,
 );
@@ -129,7 +134,35 @@ for (const name of WANT) {
       });
     }
     const copy = (2 * bytes) / median(copies) / 1e6;
+    const anchorMetrics = {
+      GBps: figure(
+        copies.map((ms) => (2 * bytes) / ms / 1e6),
+        "GB/s",
+      ),
+    };
     LIBS.forEach((l, i) => {
+      const metrics = {
+        GBps: figure(
+          times[i].map((ms) => bytes / ms / 1e6),
+          "GB/s",
+        ),
+      };
+      const id = `${name}-${l.name}-${K}x${N}`.replace(/[^A-Za-z0-9_.-]+/g, "-");
+      const label = `${name} ${l.name} K=${K} N=${N}`;
+      const ratios = ratiosOf(metrics, anchorMetrics);
+      const model = `K=${K} N=${N}`;
+      cases.push({
+        id,
+        label,
+        backend: "cpu",
+        format: name,
+        numerics: null,
+        model,
+        metrics,
+        anchor: "copy",
+        anchorMetrics,
+        ratios,
+      });
       const gbps = bytes / median(times[i]) / 1e6;
       cpuTotals[i] += median(cpus[i]);
       console.log(
@@ -145,3 +178,14 @@ for (const name of WANT) {
         .join(", ")}`,
     );
 }
+const file = writeBenchResult({
+  name: "cpu-native-gemv",
+  commit,
+  title: "native GEMVs of each weight format, one thread, Llama-3.2-1B decode shapes, against a copy of the same bytes",
+  load: load.summary(),
+  settings: { runs: RUNS, threads: 1, m: M, formats: WANT.join(","), libraries: LIBS.map((l) => l.name).join(",") },
+  anchors: [{ id: "copy", name: "copyWithin of the same weight bytes in the same shared memory (read + write bytes)" }],
+  cases,
+  notes: ["GB/s of a GEMV counts its weight bytes read; the copy counts read + write bytes."],
+});
+console.log(`wrote ${file}`);

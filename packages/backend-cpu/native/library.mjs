@@ -1,6 +1,6 @@
-// The native CPU kernel library, generated (decisions 2300, 2310): kernelgen's shape-generic GEMVs for every weight
-// format and epilogue the CPU backend serves natively, lowered by codegen's x86 target and linked into one LLVM module
-// per platform (linux-x64: AVX2 and AVX-512 sets; linux-arm64: NEON). Shared by build.mjs (which compiles them with
+// The native CPU kernel library, generated (decisions 2300, 2310, 2320): kernelgen's shape-generic GEMVs for every
+// weight format and epilogue the CPU backend serves natively, lowered by codegen's x86 target and linked into one LLVM
+// module per platform (linux-x64: AVX2 and AVX-512 sets plus the AVX-512 VNNI `fast` kernels; linux-arm64: NEON). Shared by build.mjs (which compiles them with
 // opt, llc and ld.lld) and the regeneration test.
 import { createHash } from "node:crypto";
 import {
@@ -15,7 +15,7 @@ import {
   lowerX86,
   x86Library,
 } from "@poot/codegen";
-import { nativeGemvLibrary } from "@poot/kernelgen";
+import { nativeFastLibrary, nativeGemvLibrary } from "@poot/kernelgen";
 import { ggmlPackedFormat } from "@poot/models";
 
 /** The packed formats the library serves (with f32, f16 and bf16): every format the CPU's decode GEMVs take. */
@@ -51,12 +51,14 @@ export function nativeLibraryIR(platform = "linux-x64") {
   const formats = NATIVE_PACKED.map((t) => ggmlPackedFormat(t));
   const lower = (lanes, caps) => nativeGemvLibrary(formats, lanes).map((k) => lowerX86(k, caps));
   const arm = platform === "linux-arm64";
-  const sets = arm ? [lower(4, NEON_CAPS)] : [lower(8, CAPS), lower(16, WIDE_CAPS)];
+  // x86 also links the `fast` GEMVs and activation quantizers once (AVX-512 VNNI, decision 2320); arm64 has none.
+  const fast = arm ? [] : nativeFastLibrary(formats).map((k) => lowerX86(k, CAPS));
+  const sets = arm ? [lower(4, NEON_CAPS)] : [lower(8, CAPS), lower(16, WIDE_CAPS), fast];
   const h = createHash("sha256");
   for (const c of sets.flat()) h.update(c.text).update("\0");
   h.update(
     JSON.stringify(arm ? [ARM64_OPT_ARGS, ARM64_LLC_ARGS, X86_LLD_ARGS] : [X86_OPT_ARGS, X86_LLC_ARGS, X86_LLD_ARGS]),
   );
   const hash = h.digest("hex");
-  return { ir: arm ? arm64Library(sets[0], hash) : x86Library(sets[0], hash, sets[1]), hash };
+  return { ir: arm ? arm64Library(sets[0], hash) : x86Library(sets[0], hash, sets[1], sets[2]), hash };
 }

@@ -3,6 +3,7 @@
 
 import {
   ExecutorError,
+  hostArrayType,
   type Device,
   type DeviceBuffer,
   type DeviceCaps,
@@ -10,23 +11,21 @@ import {
   type HostBuffer,
   type LoweredBufferKind,
   type LoweredKernel,
+  type WeightFileRange,
 } from "@poot/executor";
 import { fusionPolicy, type LoweringTarget } from "@poot/executor/lowering";
 import type { TargetCode } from "@poot/codegen";
-import type { ScalarDType } from "@poot/graph-ir";
+import { SCALAR_DTYPES, type ScalarDType } from "@poot/graph-ir";
 import { defaultTarget, type CompileOptions, type DeviceCaps as PlanCaps } from "@poot/graph-plan";
 import { synthCapsFrom } from "@poot/kernelgen";
-import { invariant } from "./errors.js";
+import { CpuError, invariant } from "./errors.js";
 import { CpuMemory, MAX_PAGES, PAGE, WA } from "./memory.js";
-import type { NativeLibrary } from "./native/library.js";
+import type { CpuNumerics, NativeLibrary } from "./native/library.js";
 import { nativeRoute } from "./native/route.js";
 import { ThreadPool, type PoolKernel, type RegionDebug } from "./pool.js";
 import { DEFAULT_CLAIMS, writeSchedule, type Phase, type Schedule, type ThreadAreas } from "./schedule.js";
 import { ROW } from "./thread/core.js";
-import type { CpuPlatform } from "./transport.js";
-
-/** Scalar dtypes the CPU holds in slot, state and output buffers. */
-const DTYPES = ["f32", "f16", "bf16", "i32", "u32", "u8", "bool"] as const;
+import type { CpuPlatform, FileMapper } from "./transport.js";
 
 /** The codegen caps of the Wasm target: subgroups of one lane, 16-bit and byte storage loaded natively. */
 export const WASM_CODEGEN_CAPS = {
@@ -44,11 +43,28 @@ export function cpuPlanCaps(threads: number): PlanCaps {
   return defaultTarget("cpu", { subgroupSize: 1, computeUnits: threads }).caps as PlanCaps;
 }
 
+/**
+ * Refuses `fast` numerics (decision 2320) in one line where the native library cannot run its integer dot-product
+ * kernels (no native kernels, or a CPU without AVX-512 VNNI).
+ */
+function fastCheck(native: NativeLibrary | null): void {
+  if (native === null || !native.vnni)
+    throw new CpuError(
+      "unsupported-platform",
+      native === null
+        ? "numerics fast needs the native CPU kernels (linux-x64), which are off or absent here: use numerics exact"
+        : "numerics fast needs AVX-512 VNNI (with AVX-512 F/BW/DQ/VL), which this CPU lacks: use numerics exact",
+    );
+}
+
 /** How the device runs its steps (the executor's options). */
 export interface CpuDeviceOptions extends RegionDebug {
   readonly threads?: number;
   readonly compile?: CompileOptions;
   readonly native?: boolean;
+  /** `exact` (default) or `fast` (8-bit activations and integer dot products on packed weights, decision 2320). */
+  readonly numerics?: CpuNumerics;
+  readonly mapWeights?: boolean;
   readonly fused?: boolean;
   readonly plantAllocation?: boolean;
   readonly claimsPerThread?: number;
@@ -59,6 +75,8 @@ export interface CpuDeviceOptions extends RegionDebug {
 export interface CpuBuffer extends DeviceBuffer {
   /** Byte address. */
   readonly at: number;
+  /** A weight mapped from its file: the block it sits in (its address agrees with the file offset by the page). */
+  readonly block?: number;
 }
 
 /** A kernel loaded on every thread (its pool id is assigned when the batch of loads is flushed). */
@@ -89,22 +107,7 @@ const U32 = new Uint32Array(F32.buffer);
 
 /** A typed view (the storage array of `dtype`: f16/bf16 as bits) of `n` elements at byte address `at` (counted). */
 export function hostView(mem: CpuMemory, dtype: ScalarDType, at: number, n: number): HostBuffer {
-  switch (dtype) {
-    case "f32":
-      return mem.view(Float32Array, at, n);
-    case "f16":
-    case "bf16":
-      return mem.view(Uint16Array, at, n);
-    case "i32":
-      return mem.view(Int32Array, at, n);
-    case "u32":
-      return mem.view(Uint32Array, at, n);
-    case "u8":
-    case "bool":
-      return mem.view(Uint8Array, at, n);
-    default:
-      return dtype satisfies never;
-  }
+  return mem.view(hostArrayType(dtype), at, n);
 }
 
 /** The CPU device: one shared memory, a thread pool over it, and the native GEMVs where the platform has them. */
@@ -113,6 +116,9 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
   readonly memory: CpuMemory;
   readonly pool: ThreadPool;
   readonly native: NativeLibrary | null;
+  /** Whether the native library's integer dot-product kernels run packed GEMVs (`fast` numerics, decision 2320). */
+  readonly fast: boolean;
+  readonly #files: FileMapper | null;
   readonly #options: CpuDeviceOptions;
   readonly #base: number;
   #pending: { kernel: CpuKernel; load: PoolKernel }[] = [];
@@ -134,6 +140,9 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
     this.#options = options;
     this.memory = new CpuMemory();
     this.native = options.native === false ? null : (platform.native?.() ?? null);
+    if (options.numerics === "fast") fastCheck(this.native);
+    this.fast = options.numerics === "fast";
+    this.#files = options.mapWeights === false ? null : (platform.files?.() ?? null);
     this.pool = new ThreadPool(this.memory, threads, platform.transport, this.native);
     // Native GEMVs read and write the shared memory at its base address, which never moves (decision 0952).
     this.#base = this.native === null ? 0 : this.native.address(this.memory.u8);
@@ -143,11 +152,14 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
     const synth = { ...synthCapsFrom(plan), serialThreads: true, simdLoads: true };
     // q/k/v stay separate launches unless asked: grouped, they measured slower here (decision 0402).
     const policy = fusionPolicy("cpu", options.compile);
-    const kernels = this.native === null ? "Wasm SIMD128" : `native ${this.native.isa} GEMVs + Wasm SIMD128`;
+    const kernels =
+      this.native === null
+        ? "Wasm SIMD128"
+        : `native ${this.native.isa} GEMVs${!this.fast ? "" : " + fast numerics (8-bit activations, AVX-512 VNNI)"} + Wasm SIMD128`;
     this.caps = {
       kind: "cpu",
       device: `${platform.cpu}, ${threads} thread(s) (${platform.transport.name}), ${kernels} over one shared memory`,
-      dtypes: DTYPES,
+      dtypes: SCALAR_DTYPES,
       capture: true,
       deviceMemoryBytes: MAX_PAGES * PAGE,
       lowering: {
@@ -162,7 +174,10 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
         snapshotInPlace: true,
         ...(this.native === null
           ? {}
-          : { variant: "cpu-native-2", route: nativeRoute(threads, synth, this.native.kernels) }),
+          : {
+              variant: !this.fast ? "cpu-native-2" : "cpu-native-2-fast",
+              route: nativeRoute(threads, synth, this.native.kernels, this.fast ? this.native.kernels : null),
+            }),
       },
     };
     if (options.profile === true) this.pool.enableProfile();
@@ -174,7 +189,19 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
   }
 
   free(buffer: CpuBuffer): void {
-    this.memory.free(buffer.at);
+    // A freed mapped weight's pages stay mapped: the next owner's writes copy them (private mapping).
+    this.memory.free(buffer.block ?? buffer.at);
+  }
+
+  mapWeight(bytes: number, file: WeightFileRange): CpuBuffer | null {
+    const files = this.#files;
+    // Below two pages there is little to map; an offset off 16 bytes would misalign the kernels' vector loads.
+    if (files === null || file.length !== bytes || bytes < 2 * files.page || file.offset % 16 !== 0) return null;
+    const block = this.memory.alloc(bytes + files.page, false);
+    const at = block + ((((file.offset - block) % files.page) + files.page) % files.page);
+    if (files.map(this.memory.view(Uint8Array, at, bytes), file.fd, file.offset)) return { at, bytes, block };
+    this.memory.free(block);
+    return null;
   }
 
   slice(buffer: CpuBuffer, offset: number, bytes: number): CpuBuffer {

@@ -6,7 +6,7 @@ import { lowerWith, type LoweringCache } from "@poot/executor/lowering";
 import type { CompileOptions } from "@poot/graph-plan";
 import { CpuDevice, type CpuBuffer, type CpuKernel, type CpuLaunch } from "./device.js";
 import type { CpuCounters, CpuMemory } from "./memory.js";
-import type { NativeLibrary } from "./native/library.js";
+import type { CpuNumerics, NativeLibrary } from "./native/library.js";
 import type { ThreadPool } from "./pool.js";
 import type { Schedule } from "./schedule.js";
 import type { CpuPlatform } from "./transport.js";
@@ -24,6 +24,18 @@ export interface CpuExecutorOptions {
    * them (node on linux-x64 with AVX2+F16C); false runs every plan's Wasm kernel. Default true.
    */
   readonly native?: boolean;
+  /**
+   * Weights stored as the CPU holds them are mapped from their file (node on Linux: the page cache's pages, private
+   * to this process) instead of read into fresh memory (decision 1620). Default true; false reads them. A mapped
+   * file must not be truncated while the executor holds it.
+   */
+  readonly mapWeights?: boolean;
+  /**
+   * Numerics of the packed GEMVs (decision 2320): `"exact"` (default; f32 products of decoded weights) or `"fast"`
+   * (Q8_0 / Q4_K GEMVs quantize activations to 8-bit blocks and take integer dot products, as llama.cpp; needs the
+   * native kernels and AVX-512 VNNI, else `CpuError("unsupported-platform")`).
+   */
+  readonly numerics?: CpuNumerics;
   /** Run a step as one region (default true) or one region per dispatch (for comparison and debugging). */
   readonly fused?: boolean;
   /** Debug: every chunk checks that the previous phase completed; a violation throws `CpuError("phase-order")`. */

@@ -6,6 +6,7 @@ import { createRequire } from "node:module";
 import * as os from "node:os";
 import { fileURLToPath } from "node:url";
 import { MessageChannel, Worker, receiveMessageOnPort } from "node:worker_threads";
+import { nodeFileMapper } from "./map-node.js";
 import { loadNodeNative } from "./native/node-library.js";
 import type { CpuPlatform, ThreadHandle, ThreadInit, ThreadTransport } from "./transport.js";
 
@@ -56,12 +57,13 @@ export const nodeThreads: ThreadTransport = {
   },
 };
 
-/** The node platform: worker_threads, `os.availableParallelism()` threads by default, the prebuilt native GEMVs. */
+/** The node platform: worker_threads, `os.availableParallelism()` threads by default, the prebuilt native GEMVs, mapped weights. */
 export function nodePlatform(): CpuPlatform {
   return {
     transport: nodeThreads,
     defaultThreads: os.availableParallelism(),
     cpu: os.cpus()[0]?.model.trim() ?? "CPU",
     native: loadNodeNative,
+    files: nodeFileMapper,
   };
 }

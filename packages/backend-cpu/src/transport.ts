@@ -46,4 +46,14 @@ export interface CpuPlatform {
   readonly cpu: string;
   /** Loads the platform's prebuilt native GEMV kernels (decision 0952); absent where none ship (browsers). */
   readonly native?: NativeLoader;
+  /** Maps weights from their files into the shared memory (decision 1620); absent or null where it cannot. */
+  readonly files?: () => FileMapper | null;
+}
+
+/** Maps a file's bytes over a weight's bytes in the shared memory instead of reading them (node on Linux). */
+export interface FileMapper {
+  /** The page size: a mapped weight's address and file offset must agree modulo it. */
+  readonly page: number;
+  /** Maps `fd`'s bytes from `offset` into `view` (in the shared memory); false, with nothing changed, where it cannot. */
+  map(view: Uint8Array, fd: number, offset: number): boolean;
 }

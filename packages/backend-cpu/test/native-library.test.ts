@@ -68,4 +68,16 @@ describe("the native kernel libraries", () => {
       const planted = `${ir.slice(0, at)}fadd${ir.slice(at + 4)}`;
       expect(await differs(p, planted)).toMatch(/differ from the committed/);
     });
+
+  test("linux-x64 links the fast kernels and quantizers once, as AVX-512 VNNI code (decision 2320); linux-arm64 has none", () => {
+    const x86 = libraryIR("linux-x64").ir;
+    const arm = libraryIR("linux-arm64").ir;
+    for (const k of ["poot_quant_q8_0", "poot_quant_q8_k", "poot_gemv_q8_0_fast_none", "poot_gemv_q4_k_fast_heads2"]) {
+      expect(x86).toContain(`define void @${k}(`);
+      expect(arm).not.toContain(`@${k}(`);
+    }
+    expect(x86).toMatch(/define void @poot_gemv_q8_0_fast_add\(.*\) #3 \{/);
+    expect(x86).toMatch(/attributes #3 = .*"\+avx512vnni"/);
+    expect(arm).toContain("define i32 @poot_native_vnni() #0 {\n  ret i32 0");
+  });
 });

@@ -10,13 +10,16 @@
 #   fixtures/ hf families and gguf files against their own reference logits; run `pnpm fixtures` first so the
 #   regenerated GGUF files are there to copy);
 #   packed GGUFs of the same shape: /tmp/node .gpu/make-random-model.mjs --type Q8_0|Q4_K_M|F16 --out-dir /tmp/gguf
+#   bench JSON (poot-bench-result/1, decision 2110): gpu-check.mjs writes $OUT/bench-results/ itself; for `poot bench
+#   --backend cuda --json` runs, /tmp/node .gpu/cuda-bench-result.mjs --name cuda-decode --title T --commit "$(cat
+#   .gpu/bench-commit)" --out $OUT/bench-results --json new:bf16:FILE ... --anchors anchor.jsonl (see gpu-ab.sh)
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
 bash tools/gpu/pack.sh
 esb="$(find node_modules/.pnpm -maxdepth 5 -path '*node_modules/esbuild/bin/esbuild' | head -1)"
 # vitest is replaced by a small shim so the executor conformance suite runs without vitest.
-for src in packages/backend-cuda/tools/gpu-check.ts packages/backend-cuda/tools/gpu-executor.ts packages/serve/bench/cuda-demo-model.gpu.ts \
+for src in packages/backend-cuda/tools/gpu-check.ts packages/backend-cuda/tools/gpu-executor.ts packages/backend-cuda/tools/cuda-bench-result-cli.ts packages/serve/bench/cuda-demo-model.gpu.ts \
   packages/cli/bench/poot-cli.gpu.ts packages/serve/bench/cuda-profile.gpu.ts packages/cli/bench/cuda-decode-alloc.gpu.ts packages/serve/bench/cuda-vs-eval.gpu.ts packages/cli/bench/cuda-fixtures.gpu.ts \
   packages/cli/bench/cuda-greedy.gpu.ts; do
   entry=$(basename "${src%.ts}")
@@ -26,6 +29,11 @@ for src in packages/backend-cuda/tools/gpu-check.ts packages/backend-cuda/tools/
     --outfile=".gpu/$entry.mjs" --log-level=warning
   echo "bundled .gpu/$entry.mjs"
 done
+# The bench-result writers record the commit bundled (the GPU machine's copy of the tree has no git history).
+mv .gpu/cuda-bench-result-cli.mjs .gpu/cuda-bench-result.mjs
+sha=$(git rev-parse HEAD)
+git diff --quiet HEAD -- . ':(exclude)bench-results' || sha="$sha-dirty"
+echo "$sha" > .gpu/bench-commit
 # The CLI reads its version from ../package.json next to its module: it lives in .gpu/cli/ beside a stub.
 mkdir -p .gpu/cli && mv .gpu/poot-cli.gpu.mjs .gpu/cli/poot.mjs
 node -e 'const v = require("./packages/cli/package.json").version; require("fs").writeFileSync(".gpu/package.json", JSON.stringify({ name: "poot-gpu-bundle", private: true, version: v, type: "module" }) + "\n")'

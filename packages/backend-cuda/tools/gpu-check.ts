@@ -1,17 +1,20 @@
 // The GPU entry point (bundled by gpu-pack, run on the GPU machine): device facts, PTX correctness against
 // the kernel-dsl interpreter, JIT cache, typed JIT errors, launch overhead, copy bandwidth and GEMVs.
 
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createCudaContext, CudaError, loadPtx } from "@poot/backend-cuda";
+import { benchMachine, loadSampler, writeBenchResult } from "@poot/testkit";
 import { benchCopy, benchGemv, benchLaunch, type GemvFigure } from "./gpu-bench.js";
 import { addPos, runCorrectness, runSlotGraph } from "./gpu-cases.js";
 import { benchDecodeStep } from "./gpu-decode.js";
+import { gpuCheckInput } from "./gpu-check-result.js";
 
 const outDir = process.env.OUT ?? ".gpu/out";
 mkdirSync(outDir, { recursive: true });
 const cacheDir = "/tmp/poot-cuda-cache";
 rmSync(cacheDir, { recursive: true, force: true });
+const load = loadSampler();
 const results: Record<string, unknown> = { date: new Date().toISOString(), node: process.version };
 const save = (): void => writeFileSync(join(outDir, "gpu-check.json"), JSON.stringify(results, null, 1));
 let failures = 0;
@@ -113,5 +116,20 @@ if (decode)
 console.log(`${failures} failure(s)`);
 results.failures = failures;
 save();
+// The timing figures as a poot-bench-result/1 file (decision 2110); gpu-bundle.sh records the commit it bundled.
+if (launch && copy) {
+  const commitFile = new URL("./bench-commit", import.meta.url);
+  const info = ctx.device.info;
+  const file = writeBenchResult(
+    gpuCheckInput(results, {
+      commit: existsSync(commitFile) ? readFileSync(commitFile, "utf8").trim() : "unknown",
+      command: `node ${process.argv[1] ?? "gpu-check.mjs"}`,
+      load: load.summary(),
+      machine: benchMachine(`${info.name} (${info.arch}), CUDA driver API ${info.driverVersion}`),
+    }),
+    join(outDir, "bench-results"),
+  );
+  console.log(`bench result: ${file}`);
+}
 ctx.dispose();
 process.exit(failures ? 1 : 0);

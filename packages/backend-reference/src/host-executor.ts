@@ -5,11 +5,12 @@ import {
   ExecutorError,
   HostStateSet,
   allocHostBuffer,
-  checkSlotData,
+  checkSlotsWritten,
   checkStateFor,
   elementBytes,
   loadHost,
   readWeight,
+  slotSpecFor,
   storeHost,
   type DeviceBytes,
   type Executor,
@@ -161,24 +162,14 @@ export abstract class HostProgram<S extends HostStateSet = HostStateSet> impleme
 
   writeSlot(key: string, data: ArrayLike<number>): void {
     this.alive();
-    const spec = this.schema.slots.get(key);
-    if (spec === undefined)
-      throw new ExecutorError(
-        "unknown-slot",
-        `no slot "${key}" (slots: ${[...this.schema.slots.keys()].join(", ") || "none"})`,
-        { program: this.name, key },
-      );
-    checkSlotData(spec, data, this.name);
+    const spec = slotSpecFor(this.schema, key, data, this.name);
     storeHost(spec.dtype, this.slots.get(key)!, data);
     this.written.add(key);
   }
 
   run(state?: StateSet): void {
     this.alive();
-    for (const key of this.schema.slots.keys()) {
-      if (!this.written.has(key))
-        throw new ExecutorError("slot-unwritten", "slot was never written", { program: this.name, key });
-    }
+    checkSlotsWritten(this.schema, this.written, this.name);
     this.step(this.checkState(state));
   }
 

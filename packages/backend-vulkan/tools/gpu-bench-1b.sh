@@ -13,6 +13,7 @@ bundle=${BUNDLE:-.gpu-vk}
 model=/tmp/llama-1b-${SHAPE:-llama-3.2-1b}
 mkdir -p "$out"
 t0=$(date +%s)
+carried=$bundle
 if [ "${UNPACK:-1}" = 1 ]; then
   # The Vulkan loader and glvnd (the NVIDIA ICD needs both; the image has neither), then the bundle's Node and Dawn.
   for f in .gl/*.deb; do dpkg -x "$f" /; done
@@ -39,4 +40,16 @@ for mode in ${HFUSION_MODES:-default}; do
     grep -E '^(bench|[0-9]+ failure)' "$o/bench-$b.log" | cut -c1-1500
   done
 done
+# Every mode's reports as one poot-bench-result/1 file under $out/bench-results (decision 2110; copy it to the repo's
+# bench-results/ for the docs charts). Run from the carried bundle: the writer reads the schema from the checkout.
+reports=()
+for mode in ${HFUSION_MODES:-default}; do
+  o=$out; [ "$mode" = default ] || o=$out/$mode
+  for b in vulkan wgpu; do [ -s "$o/gpu-apis-h200-$b.json" ] && reports+=(--report "$mode:$o/gpu-apis-h200-$b.json"); done
+done
+[ ${#reports[@]} -gt 0 ] && "$bundle/node" "$carried/bin/bench-result.js" --name gpu-apis-1b --backend vulkan --backend wgpu \
+  --title "poot --backend vulkan and wgpu on the GPU machine, Llama-3.2-1B-shaped bf16" "${reports[@]}" \
+  --commit "$(cat "$carried/bench-commit" 2>/dev/null || echo unknown)" --out "$out/bench-results" \
+  --device "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)" \
+  --command "bash packages/backend-vulkan/tools/gpu-bench-1b.sh (HFUSION_MODES=${HFUSION_MODES:-default})"
 exit $rc

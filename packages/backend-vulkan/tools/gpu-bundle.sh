@@ -52,6 +52,10 @@ common=(--bundle --platform=node --format=esm --target=node20 --conditions=sourc
 # The conformance suite calls vitest's describe/it/expect: the shim backend-cuda's GPU checks use stands in.
 "$esb" packages/cli/bench/gpu-apis-h200.gpu.ts "${common[@]}" --alias:vitest=./packages/backend-cuda/tools/vitest-shim.ts --outfile="$dest/bin/gpu-apis-h200.js"
 "$esb" packages/backend-wgpu/src/sync-worker.ts "${common[@]}" --outfile="$dest/bin/sync-worker.js"
+# The bench-result writer (decision 2110): the call's reports as a poot-bench-result/1 file; it reads the schema from
+# the checkout, so it runs from the carried bundle, not a copy outside the tree. The commit bundled goes beside it.
+"$esb" packages/backend-cuda/tools/cuda-bench-result-cli.ts "${common[@]}" --alias:vitest=./packages/backend-cuda/tools/vitest-shim.ts --outfile="$dest/bin/bench-result.js"
+sha=$(git rev-parse HEAD); git diff --quiet HEAD -- . ':(exclude)bench-results' || sha="$sha-dirty"; echo "$sha" > "$dest/bench-commit"
 
 # Fixture families: f32 weights and transformers' references (no bf16 weights, no tokenizer: the checks pass ids).
 for fam in llama3 qwen3 gemma3 olmoe qwen35; do

@@ -1,13 +1,15 @@
 // Time to the first token of fresh `poot run` processes, cold (an empty lowering cache) and warm (the entries the
 // cold run wrote), alternating cold/warm PAIRS times. The first token is the first byte on stdout (`--max-tokens 1`,
 // greedy); wall = whole process; cpu = its user + system seconds (all threads, through /usr/bin/time: on a shared
-// machine the work done is steadier than the wall). Prints each run and the ratios of the medians.
+// machine the work done is steadier than the wall). Prints each run and the ratios of the medians, and writes
+// bench-results/<date>-first-token-<backend>.json (the warm runs against the cold ones as the anchor).
 // usage: node packages/cli/bench/first-token-cli.mjs MODEL [PAIRS=3] [BACKEND=cpu] [PROMPT=Hello]   (after the build)
 import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
+import { figure, gitCommit, loadSampler, ratiosOf, writeBenchResult } from "@poot/testkit";
 
 const [model, pairsArg = "3", backend = "cpu", prompt = "Hello"] = process.argv.slice(2);
 if (model === undefined) throw new Error("usage: first-token-cli.mjs MODEL [PAIRS] [BACKEND] [PROMPT]");
@@ -40,6 +42,8 @@ function once(cacheDir) {
   });
 }
 
+const commit = gitCommit();
+const sampler = loadSampler();
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const cold = [];
 const warm = [];
@@ -72,3 +76,29 @@ console.log(
 );
 const [cc, cw] = [median(cpu.cold), median(cpu.warm)];
 console.log(`median cpu: cold ${cc.toFixed(2)} s, warm ${cw.toFixed(2)} s, ratio ${(cc / cw).toFixed(2)}x`);
+const metrics = { firstTokenMs: figure(warm, "ms"), cpuS: figure(cpu.warm, "CPU-s") };
+const anchorMetrics = { firstTokenMs: figure(cold, "ms"), cpuS: figure(cpu.cold, "CPU-s") };
+const file = writeBenchResult({
+  name: `first-token-${backend}`,
+  commit,
+  title: `poot run --backend ${backend}: time to the first token of a fresh process, warm lowering cache against cold`,
+  load: sampler.summary(),
+  settings: { pairs: Number(pairsArg), prompt, maxTokens: 1, alternated: true },
+  anchors: [{ id: "cold", name: "the same command with an empty lowering cache (POOT_CACHE_DIR a new folder)" }],
+  cases: [
+    {
+      id: `${backend}-warm`,
+      label: `poot run ${backend}, warm cache`,
+      backend,
+      format: null,
+      numerics: null,
+      model,
+      metrics,
+      anchor: "cold",
+      anchorMetrics,
+      ratios: ratiosOf(metrics, anchorMetrics),
+    },
+  ],
+  notes: ["The first token is the first byte on stdout; CPU-s is the process's user + system time (all threads)."],
+});
+console.log(`wrote ${file}`);

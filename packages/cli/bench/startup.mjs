@@ -1,9 +1,10 @@
 // Benchmark: start-up time of `poot --version` (the built bin), against bare `node -e 0` measured in the
-// same run as the baseline. Prints the BENCHMARKS.md record: machine, date, command, medians and ratio.
+// same run as the baseline. Prints the BENCHMARKS.md record and writes bench-results/<date>-cli-startup.json.
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
+import { figure, gitCommit, loadSampler, ratiosOf, writeBenchResult } from "@poot/testkit";
 
 const RUNS = 15;
 const bin = fileURLToPath(new URL("../bin/poot.mjs", import.meta.url));
@@ -27,6 +28,8 @@ const median = (xs) => {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
 
+const commit = gitCommit();
+const load = loadSampler();
 // Interleave the two commands so that machine load drifts affect both alike.
 const base = [];
 const poot = [];
@@ -45,3 +48,29 @@ console.log(`date:     ${new Date().toISOString()}`);
 console.log(`command:  node packages/cli/bin/poot.mjs --version   (median of ${RUNS} runs)`);
 console.log(`baseline: node -e 0   (median of ${RUNS} runs, same run, interleaved)`);
 console.log(`poot --version  ${mp.toFixed(1)} ms   baseline ${mb.toFixed(1)} ms   ratio ${(mp / mb).toFixed(2)}x`);
+const metrics = { startMs: figure(poot, "ms") };
+const anchorMetrics = { startMs: figure(base, "ms") };
+const file = writeBenchResult({
+  name: "cli-startup",
+  commit,
+  title: "poot --version start-up time against bare node, interleaved",
+  load: load.summary(),
+  settings: { runs: RUNS, interleaved: true },
+  anchors: [{ id: "node", name: `node -e 0 (${process.version})` }],
+  cases: [
+    {
+      id: "poot-version",
+      label: "poot --version",
+      backend: null,
+      format: null,
+      numerics: null,
+      model: "none",
+      metrics,
+      anchor: "node",
+      anchorMetrics,
+      ratios: ratiosOf(metrics, anchorMetrics),
+    },
+  ],
+  notes: ["Wall time of a fresh process each run, after one warm-up of each command."],
+});
+console.log(`wrote ${file}`);

@@ -12,14 +12,14 @@ interface Listing {
   backends: { name: string; status: string; device: string | null; gpu: boolean; detail: string }[];
 }
 
-function backends(env: Record<string, string> = {}): Listing {
+function backends(env: Record<string, string> = {}): Listing & { stderr: string } {
   const r = spawnSync(process.execPath, [bin, "backends", "--json"], {
     encoding: "utf8",
     env: { ...process.env, ...env },
     timeout: 120_000,
   });
   expect(r.status, r.stderr).toBe(0);
-  return JSON.parse(r.stdout) as Listing;
+  return { ...(JSON.parse(r.stdout) as Listing), stderr: r.stderr };
 }
 
 test("every backend is listed with a status, a device when available, and auto picks a hardware GPU or cpu", {
@@ -57,6 +57,11 @@ test("without a Vulkan driver, vulkan says no driver and auto falls back to the 
     t.skip("a CUDA device is present: auto picks it");
   expect(l.backends.find((b) => b.name === "vulkan")?.status).toBe("no driver");
   expect(l.auto).toBe("cpu");
+  // Dawn is not started on Linux without Vulkan: no loader warnings ("vkCreateInstance failed ...") on stderr.
+  if (process.platform === "linux") {
+    expect(l.backends.find((b) => b.name === "wgpu")).toMatchObject({ status: "no device", detail: /no driver/ });
+    expect(l.stderr).toBe("");
+  }
 });
 
 test("--help lists the backends", () => {

@@ -3,6 +3,8 @@
 // Device loss and out-of-memory cannot be caused on demand: their mapping is checked on the backends' own
 // error classes in-process.
 import { spawnSync } from "node:child_process";
+import { mkdtempSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CudaError } from "@poot/backend-cuda";
@@ -11,6 +13,7 @@ import { VulkanError } from "@poot/backend-vulkan";
 import { WgpuError } from "@poot/backend-wgpu";
 import { CliError } from "@poot/cli";
 import { DeviceError } from "@poot/executor";
+import { fixture } from "@poot/testkit";
 import { describe, expect, test } from "vitest";
 import { backendFailure } from "../src/commands/backends.js";
 import { probeBackend } from "../src/commands/backend-probe.js";
@@ -44,6 +47,14 @@ function expectOneLine(r: ReturnType<typeof poot>, code: 1 | 2, says: RegExp): v
   expect(r.code).toBe(code);
   expect(r.lines).toHaveLength(1);
   expect(r.lines[0]).toMatch(says);
+}
+
+/** llama3's folder with only its bf16 weights (as the fixture is committed, before tests derive model.safetensors). */
+function bf16Only(): string {
+  const src = fixture("hf", "llama3");
+  const dir = mkdtempSync(join(tmpdir(), "poot-bf16-only-"));
+  for (const f of ["config.json", "tokenizer.json", "model.bf16.safetensors"]) symlinkSync(join(src, f), join(dir, f));
+  return dir;
 }
 
 const noVulkanDriver = { VK_DRIVER_FILES: "/nonexistent/icd.json" };
@@ -131,8 +142,19 @@ describe("bad arguments through the bin", () => {
     [["run", "--prompt", "hi", "--bogus"], 2, /^error: unknown option '--bogus'/],
     [["run", "--prompt", "hi", "--backend", "tpu"], 1, /^poot: unknown backend "tpu" \(available: auto, /],
     [["run", "--prompt", "hi", "--max-tokens", "abc"], 1, /^poot: --max-tokens must be an integer, got "abc"$/],
-    [["run", "--prompt", "hi", "--temperature", "-1"], 1, /temperature must be a finite number >= 0/],
-    [["run", "/nonexistent/model", "--prompt", "hi"], 1, /^poot: .*\/nonexistent\/model/],
+    [["run", "--prompt", "hi", "--temperature", "-1"], 1, /^poot: --temperature must be a finite number >= 0, got -1$/],
+    [["run", "--prompt", "hi", "--top-p", "2"], 1, /^poot: --top-p must be in \(0, 1\], got 2$/],
+    [["run", "--prompt", "hi", "-c", "-1"], 1, /^poot: --context must be an integer >= 2, got -1$/],
+    [
+      ["run", bf16Only(), "--prompt", "hi", "--backend", "cpu"],
+      1,
+      /^poot: no model\.safetensors in the model folder \(it has model\.bf16\.safetensors: weights bf16\) \(file .*model\.safetensors\)$/,
+    ],
+    [
+      ["run", "/nonexistent/model", "--prompt", "hi"],
+      1,
+      /^poot: no such file or folder \(file \/nonexistent\/model\)$/,
+    ],
     [
       ["generate", demo, "--ids", "99999999", "--backend", "cpu", "--max-tokens", "2", "--greedy"],
       1,

@@ -3,7 +3,8 @@
 // bind-phase plans (computed once from weights), which must not be launched again per token; qwen35's conv
 // state_out is a strided view, which must be stored by copies, not by an extra kernel. bench runs the runtime's
 // paged decode graph (qwen35's recurrent states in lane pools: a gather and an update per state), so the
-// prediction is compiled for the layout bench reports (decision 0704).
+// prediction is compiled for the layout bench reports (decision 0704). The issue #26 families (granite, smollm3, phi4,
+// gptoss, deepseek2: fixtures/hf) too: their per-layer counts are printed (decision 2650 lists them).
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -59,7 +60,7 @@ export async function dispatchSuite(backend: "wgpu" | "vulkan"): Promise<void> {
   describe.skipIf(skip !== undefined)(
     `dispatches per decode token on ${backend}${skip !== undefined ? ` (skipped: ${skip})` : ""}`,
     () => {
-      for (const fam of ["llama3", "olmoe", "qwen35"]) {
+      for (const fam of ["llama3", "olmoe", "qwen35", "granite", "smollm3", "phi4", "gptoss", "deepseek2"]) {
         test(`${fam}: poot bench counts what poot compile --explain predicts`, async () => {
           const dir = path.join(FIX, fam);
           const bench = (await poot(
@@ -94,7 +95,10 @@ export async function dispatchSuite(backend: "wgpu" | "vulkan"): Promise<void> {
             "--pages",
             String(bench.kvLayout.pages),
             "--json",
-          )) as { fusedDispatches: number; unfusedDispatches: number };
+          )) as { fusedDispatches: number; unfusedDispatches: number; dispatchesPerLayer: Record<string, number> };
+          console.log(
+            `${backend} ${fam}: ${bench.decodeDispatchesPerToken} dispatches per decode token, per layer ${JSON.stringify(predicted.dispatchesPerLayer)}`,
+          );
           expect(bench.decodeDispatchesPerToken).toBe(predicted.fusedDispatches);
           // The fused program really is what runs (fusion removed launches on these models).
           expect(predicted.fusedDispatches).toBeLessThan(predicted.unfusedDispatches);

@@ -4,7 +4,7 @@
 // decode in kernelgen's kernels; prompt logits within 1e-3 (GPU tolerance of the issue), 16 greedy ids equal.
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { LoadedModel, openSafetensors } from "@poot/models";
+import { LoadedModel, openSafetensors, type OpenModelOptions } from "@poot/models";
 import { Engine } from "@poot/runtime";
 import { fixture, relErr, argmax } from "@poot/testkit";
 import { describe, expect, test } from "vitest";
@@ -20,6 +20,8 @@ interface Case {
   readonly greedyIds: readonly number[];
   /** Reference prompt logits [T, V]. */
   readonly logits: () => Float32Array;
+  /** How the model is opened (fp8-static activations, decision 2610). */
+  readonly open?: OpenModelOptions;
 }
 
 function cases(): Case[] {
@@ -59,6 +61,36 @@ function cases(): Case[] {
       logits: () => openSafetensors(fixture("hf", d, "reference.safetensors")).readF32Sync("prompt_logits"),
     });
   }
+  // FP8 static activation scales applied (against the float64 forward that quantizes each linear's input with them).
+  const st = JSON.parse(fs.readFileSync(fixture("hf", "llama3-fp8-static", "reference.json"), "utf8")) as {
+    prompt_ids: number[];
+    static_greedy_ids: number[];
+  };
+  out.push({
+    name: "llama3-fp8-static (activations fp8-static)",
+    model: fixture("hf", "llama3-fp8-static"),
+    promptIds: st.prompt_ids,
+    greedyIds: st.static_greedy_ids,
+    logits: () =>
+      openSafetensors(fixture("hf", "llama3-fp8-static", "reference.safetensors")).readF32Sync("static_prompt_logits"),
+    open: { activations: "fp8-static" },
+  });
+  // transformers' dynamic FP8 activations (a scale per 64-input group) on the fine-grained FP8 checkpoint.
+  const dyn = JSON.parse(fs.readFileSync(fixture("hf", "llama3-fp8", "reference-dynamic.json"), "utf8")) as {
+    prompt_ids: number[];
+    dynamic_greedy_ids: number[];
+  };
+  out.push({
+    name: "llama3-fp8 (activations fp8-dynamic)",
+    model: fixture("hf", "llama3-fp8"),
+    promptIds: dyn.prompt_ids,
+    greedyIds: dyn.dynamic_greedy_ids,
+    logits: () =>
+      openSafetensors(fixture("hf", "llama3-fp8", "reference-dynamic.safetensors")).readF32Sync(
+        "dynamic_prompt_logits",
+      ),
+    open: { activations: "fp8-dynamic" },
+  });
   return out;
 }
 
@@ -72,7 +104,7 @@ export async function formatSuite(backend: "wgpu" | "vulkan"): Promise<void> {
         test(`${c.name}: prompt logits within 1e-3 of the float forward of the stored weights, greedy ids equal`, () => {
           const expected = c.logits();
           const executor = createExecutor(backend, "test");
-          const engine = new Engine(LoadedModel.open(c.model), { executor, context: 40, tokenizer: null });
+          const engine = new Engine(LoadedModel.open(c.model, c.open), { executor, context: 40, tokenizer: null });
           try {
             const V = engine.config.vocabSize,
               T = c.promptIds.length;

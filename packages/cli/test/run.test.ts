@@ -75,7 +75,7 @@ describe.skipIf(!HAVE)(`poot run on the llama3 fixture${HAVE ? "" : ` (skipped: 
 
   test.each([
     [["--temperature", "hot"], "--temperature must be a number"],
-    [["--top-p", "2"], "topP must be in (0, 1]"],
+    [["--top-p", "2"], "poot: --top-p must be in (0, 1], got 2"],
     [["--max-tokens", "0"], "--max-tokens must be a positive integer"],
     [["--backend", "tpu"], 'unknown backend "tpu"'],
     [["--weights", "f8"], "--weights must be f32 or bf16"],
@@ -140,6 +140,28 @@ describe("the default model", () => {
       );
       expect(c.code).toBe(0);
       expect(c.out).toBe(`${ref.chat_greedy_text}\n`);
+    },
+    120_000,
+  );
+});
+
+describe("--context past the model's positions", () => {
+  const demo = findDemoModel();
+  test.skipIf(demo === null)(
+    "warns, naming the config's max_position_embeddings; within them, no warning",
+    async () => {
+      const max = (
+        JSON.parse(fs.readFileSync(path.join(demo!, "config.json"), "utf8")) as {
+          max_position_embeddings: number;
+        }
+      ).max_position_embeddings;
+      const over = await poot("run", demo!, "-p", "hi", "-n", "1", "--backend", "cpu", "-c", String(max + 1));
+      expect(over.code, over.err).toBe(0);
+      expect(over.err.split("\n")[0]).toBe(
+        `poot run: warning: --context ${max + 1} is past the model's ${max} positions (max_position_embeddings); text beyond them degrades`,
+      );
+      const within = await poot("run", demo!, "-p", "hi", "-n", "1", "--backend", "cpu", "-c", String(max));
+      expect(within.err).not.toContain("warning");
     },
     120_000,
   );

@@ -1,6 +1,7 @@
 // `poot serve` as a user starts it: the command and its options, startServe on the bundled demo model
 // (its own chat template) answering a greedy chat equal to @poot/models' reference loop, the default
 // loopback binding, and typed CLI errors for bad options.
+import * as net from "node:net";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { LoadedModel, loadTokenizer } from "@poot/models";
@@ -60,6 +61,27 @@ describe("poot serve", () => {
     await expect(
       startServe(DEMO, { ...defaults, metricsCompat: "vllm,prometheus" }, io, createExecutor),
     ).rejects.toThrow('--metrics-compat takes vllm and/or llamacpp (comma-separated), got "prometheus"');
+  });
+
+  test("a port already taken fails in one line before the model loads", async () => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen({ host: "127.0.0.1", port: 0 }, resolve));
+    const port = (taken.address() as net.AddressInfo).port;
+    let executors = 0;
+    const counting: typeof createExecutor = (...args) => {
+      executors++;
+      return createExecutor(...args);
+    };
+    try {
+      const err = await startServe(DEMO, { ...defaults, port: String(port) }, bufferIo(), counting).catch((e) => e);
+      expect(err).toBeInstanceOf(CliError);
+      expect(err.message).toBe(
+        `cannot listen on 127.0.0.1:${port}: listen EADDRINUSE: address already in use 127.0.0.1:${port}`,
+      );
+      expect(executors).toBe(0);
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
   });
 
   test("bad options through the engine worker: the same CliErrors (unknown backend, missing model)", {

@@ -3,7 +3,18 @@
 // which the native ABI does not pass) are refused with a typed error; a malformed module fails. Numbers are checked where the kernels run (@poot/backend-cpu's native tests).
 
 import { describe, expect, test } from "vitest";
-import { assembleX86, CodegenError, lowerX86, x86Library, type ValidationResult } from "@poot/codegen";
+import {
+  arm64Library,
+  assembleX86,
+  CodegenError,
+  lowerPtx,
+  lowerWasm,
+  lowerWgsl,
+  lowerX86,
+  x86Library,
+  type ValidationResult,
+} from "@poot/codegen";
+import { kernel } from "@poot/kernel-dsl";
 import { walkStmts } from "../src/common/prepare.js";
 import { COVERAGE_KERNELS } from "./coverage-kernels.js";
 import { WASM_CAPS } from "./helpers.js";
@@ -66,5 +77,44 @@ describe("the x86 target", () => {
     const code = lowerX86(expressible[0]!, WASM_CAPS);
     const broken = { target: "x86" as const, text: code.text!.replace("ret void", "ret i32 0") };
     expect((await assembleX86(x86Library([broken], "test"))).status).toBe("invalid");
+  });
+});
+
+describe("the 8-bit integer dot product (dot4U8I8, packed load4; decision 2320)", () => {
+  const dot = kernel("dot_u8i8", { workgroupSize: [1, 1, 1] }, (b) => {
+    const a = b.buffer("a", "u8", "read");
+    const w = b.buffer("w", "i8", "read");
+    const o = b.buffer("o", "i32", "write");
+    const zero = b.vec("vec4<i32>", b.i32(0), b.i32(0), b.i32(0), b.i32(0));
+    o.set(0, b.dot4U8I8(zero, a.at16x8(0), w.at16x8(0)).x);
+  });
+
+  test("x86 lowers it to vpdpbusd, and the library compiles that kernel for AVX-512 VNNI", () => {
+    const code = lowerX86(dot, WASM_CAPS);
+    expect(code.text).toContain("@llvm.x86.avx512.vpdpbusd.128");
+    expect(code.text).toContain("load <4 x i32>");
+    const lib = x86Library([code], "h");
+    expect(lib).toMatch(/define void @dot_u8i8\(.*\) #3 \{/);
+    expect(lib).toContain('"target-features"="+avx512vnni"');
+    expect(lib).toContain("define i32 @poot_native_vnni()");
+    // Linked once beside wide kernel sets, it keeps its own symbol (no AVX2/AVX-512 dispatch).
+    expect(x86Library([], "h", [], [code])).toMatch(/define void @dot_u8i8\(.*\) #3 \{/);
+    // The arm64 library cannot hold it: refused in one line, not linked.
+    expect(() => arm64Library([code], "h")).toThrow(/dot_u8i8 uses an x86 intrinsic/);
+  });
+
+  test("targets without an integer dot product refuse it with missing-capability", () => {
+    const lowerings = { wgsl: lowerWgsl, wasm: lowerWasm, ptx: lowerPtx } as const;
+    for (const [target, lower] of Object.entries(lowerings)) {
+      let err: unknown;
+      try {
+        lower(dot, WASM_CAPS);
+      } catch (e) {
+        err = e;
+      }
+      expect(err, target).toBeInstanceOf(CodegenError);
+      expect((err as CodegenError).code, target).toBe("missing-capability");
+      expect((err as Error).message, target).toMatch(/8-bit integer dot product/);
+    }
   });
 });

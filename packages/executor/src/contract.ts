@@ -36,7 +36,22 @@ export interface DeviceBytes {
  */
 export type WeightSource = ConstSource & {
   readonly into?: (key: string, type: ValueType, dst: Uint8Array) => boolean;
+  /**
+   * Optional: where a weight's storage bytes (`bytes` of them, stored as they are) lie in an open file, for a device
+   * that maps them instead of reading; undefined where they do not.
+   */
+  readonly locate?: (key: string, type: ValueType, bytes: number) => WeightFileRange | undefined;
 };
+
+/** Bytes of an open file: a weight's storage as it is stored (`@poot/models`' `FileRange` has this shape). */
+export interface WeightFileRange {
+  /** The open file's descriptor (valid while the weight source is). */
+  readonly fd: number;
+  /** Byte offset in the file. */
+  readonly offset: number;
+  /** Byte length. */
+  readonly length: number;
+}
 
 /**
  * A compiled graph: the optimized graph and the op table that defines its composite ops (Fused, Attention,

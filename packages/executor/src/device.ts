@@ -3,7 +3,7 @@
 // for replay) and caps. The generic staged program (staged.ts) runs any LoweredProgram on any Device.
 
 import type { ScalarDType } from "@poot/graph-ir";
-import type { ExecutorCaps } from "./contract.js";
+import type { ExecutorCaps, WeightFileRange } from "./contract.js";
 import type { HostBuffer } from "./host-state.js";
 import type { ByteRegion, LoweredBufferKind, LoweredKernel, LoweringTarget } from "./lowering/types.js";
 
@@ -131,6 +131,12 @@ export interface Device<B extends DeviceBuffer = DeviceBuffer, K = unknown, L = 
    * through views made once, so a step with `readOutput(name, into)` makes no host allocation.
    */
   hostView?(buffer: B, offset: number, dtype: ScalarDType, n: number): HostBuffer;
+  /**
+   * Optional, for host memory that can map a file (the CPU's shared memory): a weight buffer of `bytes` holding the
+   * file's bytes at `file` (the weight's storage as stored), mapped rather than read; null where it cannot (then the
+   * staged program allocates and reads as usual).
+   */
+  mapWeight?(bytes: number, file: WeightFileRange): B | null;
   /** Releases the device. */
   dispose(): void;
 }

@@ -8,24 +8,35 @@ import { elementBytes, sameLaneLayout, type ProgramSchema, type StateSpec } from
 /** Storage of one host buffer: f32 as Float32Array, f16/bf16 as their bits, integers as their own arrays. */
 export type HostBuffer = Float32Array | Uint16Array | Int32Array | Uint32Array | Uint8Array;
 
-/** A zeroed host buffer of `n` elements of `dtype`. */
-export function allocHostBuffer(dtype: ScalarDType, n: number): HostBuffer {
+/** The typed array a host buffer of `dtype` is (16-bit floats as their bits), over fresh or existing memory. */
+export type HostArrayType = {
+  new (n: number): HostBuffer;
+  new (buffer: ArrayBufferLike, byteOffset: number, length: number): HostBuffer;
+};
+
+/** The typed array that holds `dtype`'s storage (f16/bf16 as Uint16Array, bool as Uint8Array). */
+export function hostArrayType(dtype: ScalarDType): HostArrayType {
   switch (dtype) {
     case "f32":
-      return new Float32Array(n);
+      return Float32Array;
     case "f16":
     case "bf16":
-      return new Uint16Array(n);
+      return Uint16Array;
     case "i32":
-      return new Int32Array(n);
+      return Int32Array;
     case "u32":
-      return new Uint32Array(n);
+      return Uint32Array;
     case "u8":
     case "bool":
-      return new Uint8Array(n);
+      return Uint8Array;
     default:
       return dtype satisfies never;
   }
+}
+
+/** A zeroed host buffer of `n` elements of `dtype`. */
+export function allocHostBuffer(dtype: ScalarDType, n: number): HostBuffer {
+  return new (hostArrayType(dtype))(n);
 }
 
 /** Writes numbers into a host buffer, rounding floats to the storage dtype (f16/bf16 stored as bits). */

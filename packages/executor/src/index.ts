@@ -19,16 +19,33 @@ export type {
   StagedProgram,
   StateSet,
   WeightSource,
+  WeightFileRange,
 } from "./contract.js";
 export { stageParts } from "./contract.js";
 export { ExecutorError } from "./errors.js";
 export type { ExecutorErrorCode, ExecutorErrorContext } from "./errors.js";
-export { checkSlotData, elementBytes, readWeight, sameLaneLayout, schemaOf } from "./schema.js";
+export {
+  checkSlotData,
+  checkSlotsWritten,
+  elementBytes,
+  readWeight,
+  sameLaneLayout,
+  schemaOf,
+  slotSpecFor,
+} from "./schema.js";
 export { viewLayout, viewRuns } from "./views.js";
 export type { ViewLayout } from "./views.js";
 export type { ConstSpec, OutputSpec, ProgramSchema, SlotSpec, StateSpec } from "./schema.js";
-export { HostStateSet, allocHostBuffer, checkStateFor, laneCount, loadHost, storeHost } from "./host-state.js";
-export type { HostBuffer } from "./host-state.js";
+export {
+  HostStateSet,
+  allocHostBuffer,
+  checkStateFor,
+  hostArrayType,
+  laneCount,
+  loadHost,
+  storeHost,
+} from "./host-state.js";
+export type { HostArrayType, HostBuffer } from "./host-state.js";
 export { bytesOf, outputOf, storageOf, viewOf } from "./storage.js";
 export { DeviceError } from "./device.js";
 export type { Device, DeviceBuffer, DeviceCaps, DeviceErrorCode, DeviceOp } from "./device.js";

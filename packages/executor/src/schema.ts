@@ -146,6 +146,29 @@ export function checkSlotData(spec: SlotSpec, data: ArrayLike<number>, program: 
 }
 
 /**
+ * The spec of slot `key` of `schema`, with `data` checked against it ({@link checkSlotData}): what every
+ * `StagedProgram.writeSlot` does before it stores the data. Throws `unknown-slot` naming the program's slots when
+ * there is no such slot, `slot-mismatch` when the data does not fit.
+ */
+export function slotSpecFor(schema: ProgramSchema, key: string, data: ArrayLike<number>, program: string): SlotSpec {
+  const spec = schema.slots.get(key);
+  if (spec === undefined)
+    throw new ExecutorError(
+      "unknown-slot",
+      `no slot "${key}" (slots: ${[...schema.slots.keys()].join(", ") || "none"})`,
+      { program, key },
+    );
+  checkSlotData(spec, data, program);
+  return spec;
+}
+
+/** Throws `slot-unwritten` for the first slot of `schema` not in `written`: a step reads every slot. */
+export function checkSlotsWritten(schema: ProgramSchema, written: ReadonlySet<string>, program: string): void {
+  for (const key of schema.slots.keys())
+    if (!written.has(key)) throw new ExecutorError("slot-unwritten", "slot was never written", { program, key });
+}
+
+/**
  * Reads one Const from a bound weight source and checks what came back: `unbound-weights` when nothing is bound,
  * `weight-mismatch` unless it holds numel(shape) elements, or, for a packed dtype, its storage bytes as a Uint8Array.
  */

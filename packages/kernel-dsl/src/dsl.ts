@@ -87,6 +87,18 @@ export class Arr<E extends ElemType = ElemType> {
       `${this.name}_v${lanesOf(t)}`,
     ) as unknown as Val<T>;
   }
+  /**
+   * Loads bytes `i` … `i + 15` of a u8/i8 global buffer now, four packed into each u32 lane (`load4` with `packed`,
+   * decision 2320): the operand of {@link Builder.dot4U8I8}.
+   */
+  at16x8(i: Index): Val<"vec4<u32>"> {
+    if (this.space !== "global" || (this.elem !== "u8" && this.elem !== "i8"))
+      throw new KernelDslError(this.b.kernelName, `at16x8 of ${this.name}: only global u8/i8 buffers`);
+    return this.b.bind(
+      { k: "load4", type: "vec4<u32>", array: this.name, index: this.b.idx(i), packed: true },
+      `${this.name}_p16`,
+    ) as unknown as Val<"vec4<u32>">;
+  }
   /** Stores `v` to element `i` (narrowed for storage-only element types). */
   set(i: Index, v: Val<Widened<E>> | number): void {
     const t = widenedType(this.elem);
@@ -363,6 +375,15 @@ export class Builder implements ValOwner {
   /** max(a, b) */ max = <T extends ValueType>(a: Val<T>, b: Val<T>): Val<T> => this.call("max", [a, b]);
   /** a*b+c, rounded once */ fma = <T extends ValueType>(a: Val<T>, b: Val<T>, c: Val<T>): Val<T> =>
     this.call("fma", [a, b, c]);
+  /**
+   * `acc + Σ_k u8(a, k) · i8(b, k)` per lane over the four packed bytes of each u32 (decision 2320): i32 from u32
+   * operands, or vec4<i32> from vec4<u32>.
+   */
+  dot4U8I8 = <T extends "i32" | "vec4<i32>">(
+    acc: Val<T>,
+    a: Val<T extends "i32" ? "u32" : "vec4<u32>">,
+    b: Val<T extends "i32" ? "u32" : "vec4<u32>">,
+  ): Val<T> => new Val({ k: "call", type: acc.type, fn: "dot4U8I8", args: [acc.expr, a.expr, b.expr] }, acc.type, this);
   /** `cond ? a : b` (both evaluated). */
   select = <T extends ValueType>(cond: Val<"bool">, a: Val<T>, b: Val<T> | number): Val<T> =>
     new Val({ k: "select", type: a.type, cond: cond.expr, a: a.expr, b: this.coerce(b, a.type) }, a.type, this);

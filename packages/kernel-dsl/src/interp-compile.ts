@@ -152,6 +152,9 @@ export function compileKernelSource(
       case "load":
         return `L_${e.array}(${ex(e.index)}, T)`;
       case "load4": {
+        // Packed: lane j holds bytes 4j … 4j + 3, little-endian (decision 2320).
+        if (e.packed === true)
+          return `((i) => [0, 4, 8, 12].map((j) => ((L_${e.array}(i + j, T) & 255) | ((L_${e.array}(i + j + 1, T) & 255) << 8) | ((L_${e.array}(i + j + 2, T) & 255) << 16) | ((L_${e.array}(i + j + 3, T) & 255) << 24)) >>> 0))(${ex(e.index)})`;
         // 8-bit storage takes the extension `type` names; other elements load as `load` widens them.
         const byte = bufferElem(e.array) === "u8" || bufferElem(e.array) === "i8";
         const ext = !byte ? "" : elemOf(e.type) === "i32" ? " << 24 >> 24" : " & 255";
@@ -183,6 +186,7 @@ export function compileKernelSource(
       case "select":
         return `H.sel(${ex(e.cond)}, ${ex(e.a)}, ${ex(e.b)})`;
       case "call":
+        if (e.fn === "dot4U8I8") return lanewise(e.type, e.args.map(ex), ([c, a, b]) => `H.dot4U8I8(${c}, ${a}, ${b})`);
         return lanewise(e.type, e.args.map(ex), (xs) => scalarCall(e.fn, elemOf(e.type), xs));
       case "cast":
       case "bitcast": {

@@ -76,6 +76,12 @@ function helpers(kernel: string): Record<string, unknown> {
     rem: (a: number, b: number, signed: boolean) => (b === 0 ? zero() : signed ? (a % b) | 0 : (a % b) >>> 0),
     sel: (c: boolean, a: unknown, b: unknown) => (c ? a : b),
     erf,
+    // dot4U8I8 (decision 2320): a's bytes unsigned, b's signed, the sum wrapping in i32.
+    dot4U8I8: (c: number, a: number, b: number) => {
+      let s = c;
+      for (let k = 0; k < 32; k += 8) s += ((a >>> k) & 255) * (((b >>> k) << 24) >> 24);
+      return s | 0;
+    },
     f2i: f32ToI32,
     f2u: f32ToU32,
     f2b: f32ToBits,

@@ -125,7 +125,11 @@ export type CmpOp = "eq" | "ne" | "lt" | "le" | "gt" | "ge";
 
 /**
  * Math intrinsics on f32 (component-wise on vec<f32>); abs/min/max also on i32/u32.
- * fma(a,b,c) = a*b+c rounded once. Arity: fma 3, min/max 2, the rest 1.
+ * fma(a,b,c) = a*b+c rounded once. Arity: fma 3, min/max 2, dot4U8I8 3, the rest 1.
+ * dot4U8I8(acc, a, b) (decision 2320): `acc` i32 (or vec4<i32>), `a` and `b` u32 (or vec4<u32>), each u32 four
+ * packed bytes (byte 0 in the low bits); per lane `acc + Σ_k u8(a, k) · i8(b, k)` (a's bytes unsigned, b's signed,
+ * the sum wrapping in i32): the integer dot product of x86 `vpdpbusd` and PTX `dp4a.u32.s32`. Only targets with an
+ * integer dot product lower it (x86 with VNNI); the others refuse the kernel with codegen's `missing-capability`.
  */
 export type MathFn =
   | "exp"
@@ -140,7 +144,8 @@ export type MathFn =
   | "min"
   | "max"
   | "fma"
-  | "floor";
+  | "floor"
+  | "dot4U8I8";
 
 /**
  * Pack/unpack between f32 and 16-bit float bit patterns held in a u32.
@@ -200,12 +205,15 @@ export type Expr =
    * A `vec8`/`vec16` type loads 8 or 16 elements the same way (wide CPU targets only, decision 2310).
    * Every element must be in bounds. Only targets that report SIMD loads lower it (Wasm); the others refuse the
    * kernel with codegen's `missing-capability`.
+   * `packed` (8-bit storage, `vec4<u32>` only; decision 2320): sixteen bytes `index` … `index + 15`, four to a lane
+   * unextended (lane j holds bytes 4j … 4j + 3, the first in the low bits): the operand of `dot4U8I8`.
    */
   | {
       readonly k: "load4";
       readonly type: LoadVecType;
       readonly array: string;
       readonly index: Expr;
+      readonly packed?: true;
     };
 
 // ── statements ──

@@ -39,7 +39,9 @@ export function printExpr(e: Expr): string {
     case "load":
       return `${e.array}[${printExpr(e.index)}]`;
     case "load4":
-      return `${e.array}[${printExpr(e.index)} +0..3 as ${e.type}]`;
+      return e.packed === true
+        ? `${e.array}[${printExpr(e.index)} +0..15 packed as ${e.type}]`
+        : `${e.array}[${printExpr(e.index)} +0..3 as ${e.type}]`;
     case "unary":
       return `${e.op === "neg" ? "-" : e.type === "bool" ? "!" : "~"}${printExpr(e.a)}`;
     case "binary":

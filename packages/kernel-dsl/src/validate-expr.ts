@@ -126,7 +126,10 @@ export function checkExpr(e: Expr, path: string, cx: ExprContext): ValueType {
       if (!b.readable) cx.report("access_violation", path, `${e.array} is write-only`);
       const lanes = lanesOf(e.type);
       const types = load4Types(b.elem, lanes === 8 || lanes === 16 ? lanes : 4);
-      if (types.length === 0)
+      if (e.packed === true) {
+        if ((b.elem !== "u8" && b.elem !== "i8") || e.type !== "vec4<u32>")
+          cx.report("bad_vector", path, `a packed load4 reads u8/i8 storage as vec4<u32>, not ${b.elem} as ${e.type}`);
+      } else if (types.length === 0)
         cx.report("bad_vector", path, `load4 needs a buffer of scalar elements, ${e.array} holds ${b.elem}`);
       else if (!types.includes(e.type as never)) mismatch("type", types.join(" or "), e.type);
       return e.type;
@@ -170,6 +173,7 @@ export function checkExpr(e: Expr, path: string, cx: ExprContext): ValueType {
       return e.type;
     }
     case "call": {
+      if (e.fn === "dot4U8I8") return dot4Type(e, path, cx, sub, mismatch);
       const arity = e.fn === "fma" ? 3 : e.fn === "min" || e.fn === "max" ? 2 : 1;
       if (!Array.isArray(e.args) || e.args.length !== arity) {
         cx.report("type_mismatch", path, `${e.fn} takes ${arity} argument(s)`);
@@ -235,4 +239,26 @@ export function checkExpr(e: Expr, path: string, cx: ExprContext): ValueType {
       cx.report("type_mismatch", path, `unknown expression kind ${String((e as { k: unknown }).k)}`);
       return "u32";
   }
+}
+
+/** `dot4U8I8(acc, a, b)`: acc and the result i32 (vec4<i32>), a and b u32 (vec4<u32>) with the same lanes. */
+function dot4Type(
+  e: Extract<Expr, { k: "call" }>,
+  path: string,
+  cx: ExprContext,
+  sub: (x: Expr, key: string) => ValueType,
+  mismatch: (what: string, want: string, got: string) => void,
+): ValueType {
+  if (!Array.isArray(e.args) || e.args.length !== 3) {
+    cx.report("type_mismatch", path, "dot4U8I8 takes 3 argument(s)");
+    return e.type;
+  }
+  if (e.type !== "i32" && e.type !== "vec4<i32>") cx.report("bad_operand_type", path, `dot4U8I8 on ${e.type}`);
+  const packed = e.type === "vec4<i32>" ? "vec4<u32>" : "u32";
+  e.args.forEach((a, i) => {
+    const t = sub(a, `args[${i}]`);
+    const want = i === 0 ? e.type : packed;
+    if (t !== want) mismatch(`args[${i}]`, want, t);
+  });
+  return e.type;
 }

@@ -33,9 +33,13 @@ export {
   NATIVE_EPILOGUES,
   NATIVE_GEMV_UNIFORMS,
   nativeGemvKernel,
+  nativeFastLibrary,
   nativeGemvLibrary,
   nativeGemvName,
+  nativeQuantKernel,
 } from "./synth/gemv-native.js";
+export { ACT_BLOCK, FAST_FORMATS, NATIVE_QUANT_UNIFORMS, nativeQuantName } from "./synth/gemv-int8.js";
+export type { ActivationQuant, FastParts } from "./synth/gemv-int8.js";
 export type { NativeDense, NativeEpilogue, NativeLanes, NativeWeights } from "./synth/gemv-native.js";
 export type { DequantGemvRequest } from "./synth/dequant.js";
 export { synthesizeMovement } from "./synth/movement.js";
@@ -48,6 +52,8 @@ export { synthesizeIndexedMatMul } from "./synth/indexed.js";
 export type { IndexedMatMulRequest } from "./synth/indexed.js";
 export { synthesizeRequest, synthCapsFrom } from "./adapter/request.js";
 export type { RequestKernel, BindingSource } from "./adapter/request.js";
+export { stridedFallback } from "./synth/strided.js";
+export { GREEDY_WG, greedyNext, greedyReference } from "./greedy.js";
 export { importedLaunch } from "./launch.js";
 export { planKernel, reduceAsRows, squeezeWeightBatch, synthesizesFaster } from "./adapter/plan-kernel.js";
 export type { PlanKernel } from "./adapter/plan-kernel.js";

@@ -1,6 +1,7 @@
 // The format-neutral checkpoint interface shared by the safetensors and GGUF readers.
 // Tensors are listed from the header at open; their bytes are read only when asked for.
 import { ModelError } from "./errors.js";
+import type { FileRange } from "./source.js";
 
 /** One tensor's directory entry. `shape` is row-major (numpy order: last axis fastest) in every format. */
 export interface TensorInfo {
@@ -21,6 +22,16 @@ export interface TensorInfo {
    * holds input `inputOrder[k]`, so a matmul must gather x in this order first. Absent: columns in input order.
    */
   readonly inputOrder?: Int32Array;
+  /**
+   * For an FP8 weight opened with `activations: "fp8-static"` (decision 2610): the checkpoint's static activation
+   * scale, so a matmul quantizes x to e4m3(clamp(x / inputScale, ±448)) · inputScale first. Absent: x stays f32.
+   */
+  readonly inputScale?: number;
+  /**
+   * For an FP8 weight opened with `activations: "fp8-dynamic"` (decision 2610): x is quantized to e4m3 per group of
+   * this many consecutive inputs of each row, with the scale max|x_group| / 448 (the input size: per token).
+   */
+  readonly inputGroup?: number;
 }
 
 /** An opened checkpoint: header parsed and validated, data left on disk. */
@@ -41,6 +52,8 @@ export interface Checkpoint {
   readSync(name: string): Uint8Array;
   /** {@link Checkpoint.readSync} into `dst` (exactly the tensor's byte length): straight into a device's memory. */
   readInto(name: string, dst: Uint8Array): void;
+  /** Where a tensor's stored bytes lie in an open file, for a device that maps them; absent for in-memory sources. */
+  locate?(name: string): FileRange | undefined;
   /** Reads a tensor widened/decoded to f32 (bf16/f16 exactly; quantized types by the reference decoder). */
   readF32(name: string): Promise<Float32Array>;
   /** Synchronous {@link Checkpoint.readF32}. */

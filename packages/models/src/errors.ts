@@ -127,3 +127,21 @@ export class TraceError extends ModelError {
 export function invariant(cond: unknown, message: string): asserts cond {
   if (!cond) throw new Error(`@poot/models internal invariant failed: ${message}`);
 }
+
+/** Node's error codes a user fixes without the errno text: the message said instead. */
+const IO_CAUSES: Readonly<Record<string, string>> = {
+  ENOENT: "no such file or folder",
+  EACCES: "permission denied",
+  EISDIR: "a folder, not a file",
+  ENOTDIR: "a path through a file, not a folder",
+};
+
+/**
+ * The `io` ModelError for a failed open or stat of `file`: "no such file or folder" for ENOENT (and the like)
+ * rather than Node's `ENOENT: no such file or directory, stat '<file>'`, which repeats the path the error names.
+ */
+export function ioError(cause: unknown, file: string, verb = "open"): ModelError {
+  const code = (cause as NodeJS.ErrnoException | null)?.code;
+  const plain = code === undefined ? undefined : IO_CAUSES[code];
+  return new ModelError("io", plain ?? `cannot ${verb}: ${(cause as Error).message}`, { file }, { cause });
+}

@@ -5,7 +5,7 @@ import { CheckpointFormatError, MissingTensorError, ModelError, UnsupportedTenso
 import { HeaderReader } from "./gguf-reader.js";
 import { decodePacked, type QuantFormat } from "./quant/format.js";
 import { formatById, ggmlTypeName } from "./quant/registry.js";
-import { FileSource, type ByteSource } from "./source.js";
+import { FileSource, type ByteSource, type FileRange } from "./source.js";
 
 /** A GGUF metadata value. 64-bit integers become numbers when safe, else bigint. */
 export type GGUFValue = number | bigint | boolean | string | GGUFValue[];
@@ -298,6 +298,10 @@ export class GGUFCheckpoint implements Checkpoint {
   }
   readInto(name: string, dst: Uint8Array): void {
     this.source().readInto(this.info(name).byteOffset, dst);
+  }
+  locate(name: string): FileRange | undefined {
+    const t = this.info(name);
+    return this.source().fileRange?.(t.byteOffset, t.byteLength);
   }
   async readF32(name: string): Promise<Float32Array> {
     return decodePacked(this.info(name).format, await this.read(name));

@@ -55,3 +55,8 @@ export function copyF32(bytes: Uint8Array): Float32Array {
   new Uint8Array(out.buffer).set(bytes.subarray(0, out.byteLength));
   return out;
 }
+
+/** The values of little-endian F32 / BF16 / F16 bytes (scale tensors), widened to f32. */
+export function widenFloats(dtype: string, bytes: Uint8Array): Float32Array {
+  return dtype === "F32" ? copyF32(bytes) : dtype === "BF16" ? widenBF16(bytes) : widenF16(bytes);
+}

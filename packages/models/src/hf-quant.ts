@@ -5,7 +5,8 @@ import * as path from "node:path";
 import { decodePacked, type PackedFormat } from "@poot/graph-ir";
 import { numel, type Checkpoint, type TensorInfo } from "./checkpoint.js";
 import { ConfigError, MissingTensorError, ModelError } from "./errors.js";
-import { bf16ToF32, f16ToF32 } from "./halfs.js";
+import { widenFloats } from "./halfs.js";
+import { checkActivations, inputQuantization, type ActivationNumerics, type HFQuantOptions } from "./hf-activations.js";
 import {
   HF_BLOCK,
   hfPackedFormat,
@@ -49,10 +50,11 @@ export function readHFQuantConfig(folder: string): HFQuantConfig | undefined {
 }
 
 /** Wraps a checkpoint of a quantized HF folder (a no-op for folders without `quantization_config`). */
-export function withHFQuantization(ck: Checkpoint, folder: string): Checkpoint {
-  if (ck.format !== "safetensors" || !fs.statSync(folder).isDirectory()) return ck;
-  const q = readHFQuantConfig(folder);
-  return q === undefined ? ck : new QuantizedHFCheckpoint(ck, q);
+export function withHFQuantization(ck: Checkpoint, folder: string, options: HFQuantOptions = {}): Checkpoint {
+  const plain = ck.format !== "safetensors" || !fs.statSync(folder).isDirectory();
+  const q = plain ? undefined : readHFQuantConfig(folder);
+  if (q === undefined) checkActivations(options.activations, undefined, ck.path);
+  return q === undefined ? ck : new QuantizedHFCheckpoint(ck, q, options);
 }
 
 /**
@@ -66,11 +68,17 @@ export class QuantizedHFCheckpoint implements Checkpoint {
   private readonly list: TensorInfo[] = [];
   private readonly listed = new Set<string>();
 
-  /** Validates every quantized tensor's parts (shapes, dtypes) against `quant`; reads no tensor data. */
+  /**
+   * Validates every quantized tensor's parts (shapes, dtypes) against `quant`; reads no weight data (act-order
+   * `g_idx`, and with `activations: "fp8-static"` each `input_scale`, are read and checked here; see
+   * {@link HFQuantOptions}).
+   */
   constructor(
     private readonly inner: Checkpoint,
     readonly quant: HFQuantConfig,
+    options: HFQuantOptions = {},
   ) {
+    const activations = checkActivations(options.activations, quant, inner.path);
     this.path = inner.path;
     const hidden = new Set<string>();
     for (const t of inner.tensors()) {
@@ -79,7 +87,7 @@ export class QuantizedHFCheckpoint implements Checkpoint {
       if (quant.method === "fp8" && t.name.endsWith(".weight") && t.dtype === "F8_E4M3")
         base = t.name.slice(0, -".weight".length);
       if (base === undefined) continue;
-      const p = quant.method === "fp8" ? this.fp8(base, quant.blockSize) : this.int4(base, quant);
+      const p = quant.method === "fp8" ? this.fp8(base, quant.blockSize, activations) : this.int4(base, quant);
       this.packed.set(p.info.name, p);
       for (const part of [...INT4_PARTS, ...FP8_PARTS, "weight"]) hidden.add(`${base}.${part}`);
     }
@@ -186,8 +194,9 @@ export class QuantizedHFCheckpoint implements Checkpoint {
     return { info, format, repack };
   }
 
-  private fp8(base: string, block: readonly [number, number] | undefined): Packed {
+  private fp8(base: string, block: readonly [number, number] | undefined, activations: ActivationNumerics): Packed {
     const w = this.part(base, "weight", ["F8_E4M3"], 2);
+    const input = inputQuantization(activations, this.inner, w, block);
     const byInv = this.inner.has(`${base}.weight_scale_inv`);
     const st = this.inner.info(`${base}.${byInv ? "weight_scale_inv" : "weight_scale"}`);
     const [out, inDim] = w.shape as [number, number];
@@ -223,10 +232,11 @@ export class QuantizedHFCheckpoint implements Checkpoint {
       byteOffset: w.byteOffset,
       byteLength: (out * inDim * format.bytesPerBlock) / HF_BLOCK,
       file: w.file,
+      ...input,
     };
     const repack = (): Uint8Array => {
       const q = this.inner.readSync(w.name);
-      const scales = widen(st.dtype, this.inner.readSync(st.name));
+      const scales = widenFloats(st.dtype, this.inner.readSync(st.name));
       const bytes = new Uint8Array(info.byteLength);
       const dv = new DataView(bytes.buffer);
       const B = format.bytesPerBlock;
@@ -316,11 +326,4 @@ function groupOrder(inDim: number, groupOf: (i: number) => number): Int32Array |
 function i32(bytes: Uint8Array): Int32Array {
   const own = bytes.byteOffset % 4 === 0 ? bytes : bytes.slice();
   return new Int32Array(own.buffer, own.byteOffset, own.byteLength / 4);
-}
-
-function widen(dtype: string, bytes: Uint8Array): Float32Array {
-  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (dtype === "F32") return Float32Array.from({ length: bytes.byteLength / 4 }, (_, i) => dv.getFloat32(4 * i, true));
-  const f = dtype === "BF16" ? bf16ToF32 : f16ToF32;
-  return Float32Array.from({ length: bytes.byteLength / 2 }, (_, i) => f(dv.getUint16(2 * i, true)));
 }

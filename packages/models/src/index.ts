@@ -34,7 +34,7 @@ export {
   parseSafetensorsHeader,
   safetensorsFromBytes,
 } from "./safetensors.js";
-export type { ByteSource } from "./source.js";
+export type { ByteSource, FileRange } from "./source.js";
 export { FileSource, MemorySource } from "./source.js";
 export type {
   Architecture,
@@ -59,7 +59,7 @@ export { QUANT_RECIPES, decodeBlockByRecipe, evalRecipeExpr } from "./quant/reci
 export { isGGUF, loadModelConfig, loadTokenizer, openCheckpoint } from "./open.js";
 export { TraceError } from "./errors.js";
 export { PACKED_GGML_TYPES, ggmlPackedFormat } from "./quant/recipes.js";
-export type { HFQuantConfig, Int4Layout, ScaleType } from "./quant/hf-formats.js";
+export type { FP8ActivationScheme, HFQuantConfig, Int4Layout, ScaleType } from "./quant/hf-formats.js";
 export {
   AWQ_GEMM_LAYOUT,
   GPTQ_LAYOUT_V1,
@@ -69,6 +69,8 @@ export {
   parseHFQuantConfig,
 } from "./quant/hf-formats.js";
 export { QuantizedHFCheckpoint, readHFQuantConfig, withHFQuantization } from "./hf-quant.js";
+export type { ActivationNumerics, HFQuantOptions } from "./hf-activations.js";
+export { E4M3_MAX, fp8DynamicQuantize, fp8StaticQuantize } from "./families/fp8-activations.js";
 export type { PagedLayout, TraceShape } from "./families/context.js";
 export { TraceContext, checkPagedLayout } from "./families/context.js";
 export type { GraphKind } from "./families/trace.js";

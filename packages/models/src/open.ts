@@ -5,8 +5,9 @@ import type { Checkpoint } from "./checkpoint.js";
 import type { ModelConfig } from "./config.js";
 import { configFromGGUF } from "./config-gguf.js";
 import { readHFConfig } from "./config-hf.js";
-import { ModelError } from "./errors.js";
+import { ModelError, ioError } from "./errors.js";
 import { openGGUF, type GGUFCheckpoint } from "./gguf.js";
+import { checkGGUFActivations, type HFQuantOptions } from "./hf-activations.js";
 import { withHFQuantization } from "./hf-quant.js";
 import { openSafetensors, type OpenSafetensorsOptions } from "./safetensors.js";
 import { Tokenizer } from "./tokenizer.js";
@@ -22,16 +23,20 @@ export function isGGUF(model: string): boolean {
     fs.closeSync(fd);
     return n === 4 && b[0] === 0x47 && b[1] === 0x47 && b[2] === 0x55 && b[3] === 0x46;
   } catch (cause) {
-    throw new ModelError("io", `cannot open: ${(cause as Error).message}`, { file: model }, { cause });
+    throw ioError(cause, model);
   }
 }
 
 /** Opens a model's weights: a `.gguf` file, a `.safetensors` file, or a Hugging Face folder. */
-export function openCheckpoint(model: string, options: OpenSafetensorsOptions = {}): Checkpoint {
-  if (isGGUF(model)) return openGGUF(model);
-  const ck = openSafetensors(model, options);
+export function openCheckpoint(model: string, options: OpenSafetensorsOptions & HFQuantOptions = {}): Checkpoint {
+  const { activations, ...st } = options;
+  if (isGGUF(model)) {
+    checkGGUFActivations(activations, model);
+    return openGGUF(model);
+  }
+  const ck = openSafetensors(model, st);
   try {
-    return withHFQuantization(ck, model);
+    return withHFQuantization(ck, model, activations === undefined ? {} : { activations });
   } catch (e) {
     ck.close();
     throw e;

@@ -3,9 +3,15 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { numel, type Checkpoint, type TensorInfo } from "./checkpoint.js";
-import { CheckpointFormatError, MissingTensorError, ModelError, UnsupportedTensorTypeError } from "./errors.js";
+import {
+  CheckpointFormatError,
+  MissingTensorError,
+  ModelError,
+  UnsupportedTensorTypeError,
+  ioError,
+} from "./errors.js";
 import { copyF32, widenBF16, widenF16 } from "./halfs.js";
-import { FileSource, MemorySource, type ByteSource } from "./source.js";
+import { FileSource, MemorySource, type ByteSource, type FileRange } from "./source.js";
 
 /** safetensors dtypes this reader accepts, with their element sizes in bytes. */
 export const SAFETENSORS_DTYPE_BYTES = {
@@ -228,6 +234,10 @@ export class SafetensorsCheckpoint implements Checkpoint {
     const t = this.info(name);
     this.source(t).readInto(t.byteOffset, dst);
   }
+  locate(name: string): FileRange | undefined {
+    const t = this.info(name);
+    return this.source(t).fileRange?.(t.byteOffset, t.byteLength);
+  }
   async readF32(name: string): Promise<Float32Array> {
     const t = this.info(name);
     return toF32(t, await this.read(name));
@@ -274,6 +284,17 @@ export function safetensorsFromBytes(bytes: Uint8Array, label = "<memory>"): Saf
   return new SafetensorsCheckpoint(label, new Map([[label, src]]), header.metadata, [header]);
 }
 
+/** A folder without the weight file asked for: names the weight files it has, and which `weights` option reads them. */
+function missingWeights(folder: string, fileName: string): ModelError {
+  const which: Record<string, string> = { "model.safetensors": "f32", "model.bf16.safetensors": "bf16" };
+  const present = fs
+    .readdirSync(folder)
+    .filter((f) => which[f] !== undefined)
+    .map((f) => `${f}: weights ${which[f]}`);
+  const has = present.length === 0 ? "" : ` (it has ${present.join(", ")})`;
+  return new ModelError("io", `no ${fileName} in the model folder${has}`, { file: path.join(folder, fileName) });
+}
+
 /**
  * Opens a safetensors checkpoint: a `.safetensors` file, or a folder holding `model.safetensors.index.json`
  * (sharded) or `model.safetensors` (or `options.fileName`). Only headers are read.
@@ -285,14 +306,18 @@ export function openSafetensors(pathOrFolder: string, options: OpenSafetensorsOp
   try {
     isDir = fs.statSync(pathOrFolder).isDirectory();
   } catch (cause) {
-    throw new ModelError("io", `cannot stat: ${(cause as Error).message}`, { file: pathOrFolder }, { cause });
+    throw ioError(cause, pathOrFolder, "stat");
   }
   if (isDir) {
     const index = path.join(pathOrFolder, "model.safetensors.index.json");
     if (options.fileName === undefined && fs.existsSync(index)) {
       weightMap = readIndex(index);
       files = [...new Set(Object.values(weightMap))].map((f) => path.join(pathOrFolder, f));
-    } else files = [path.join(pathOrFolder, options.fileName ?? "model.safetensors")];
+    } else {
+      const fileName = options.fileName ?? "model.safetensors";
+      files = [path.join(pathOrFolder, fileName)];
+      if (!fs.existsSync(files[0]!)) throw missingWeights(pathOrFolder, fileName);
+    }
   } else files = [pathOrFolder];
   const sources = new Map<string, ByteSource>();
   try {

@@ -1,7 +1,7 @@
 // Byte sources behind the checkpoint readers: a file read through positioned reads, or memory.
 // Nothing here reads more than asked for, so opening a checkpoint costs only its header.
 import * as fs from "node:fs";
-import { CheckpointFormatError, ModelError } from "./errors.js";
+import { CheckpointFormatError, ModelError, ioError } from "./errors.js";
 
 /** Random-access bytes with a known size: the only thing the parsers need. */
 export interface ByteSource {
@@ -15,8 +15,20 @@ export interface ByteSource {
   readInto(offset: number, dst: Uint8Array): void;
   /** Async variant of {@link ByteSource.readSync}. */
   read(offset: number, length: number): Promise<Uint8Array>;
+  /** Where `length` bytes at `offset` lie in an open file (a device may map them instead of reading); absent in memory. */
+  fileRange?(offset: number, length: number): FileRange;
   /** Releases the file handle (idempotent). */
   close(): void;
+}
+
+/** Bytes of an open file: its descriptor (valid until the source closes), byte offset and length. */
+export interface FileRange {
+  /** The open file's descriptor. */
+  readonly fd: number;
+  /** Byte offset in the file. */
+  readonly offset: number;
+  /** Byte length. */
+  readonly length: number;
 }
 
 function checkRange(src: ByteSource, offset: number, length: number): void {
@@ -47,7 +59,7 @@ export class FileSource implements ByteSource {
       this.fd = fs.openSync(path, "r");
       this.size = fs.fstatSync(this.fd).size;
     } catch (cause) {
-      throw new ModelError("io", `cannot open: ${(cause as Error).message}`, { file: path }, { cause });
+      throw ioError(cause, path);
     }
   }
 
@@ -77,6 +89,11 @@ export class FileSource implements ByteSource {
         });
       done += n;
     }
+  }
+
+  fileRange(offset: number, length: number): FileRange {
+    checkRange(this, offset, length);
+    return { fd: this.handle(), offset, length };
   }
 
   async read(offset: number, length: number): Promise<Uint8Array> {

@@ -67,8 +67,14 @@ export class Tokenizer {
   private readonly source: { readonly json: object; readonly config: Record<string, unknown> };
   /** The special added tokens' strings (`special: true` in tokenizer.json), longest first. */
   readonly specialTokens: readonly string[];
-  private readonly vocab: Map<string, number>;
-  private readonly inverse: Map<number, string>;
+  /** The model's vocabulary, both ways (the HF model's own tables: building copies cost a start ~100 ms). */
+  private readonly model: {
+    readonly vocab: readonly (string | undefined)[];
+    readonly tokens_to_ids: Map<string, number>;
+  };
+  /** Added tokens, by string and by id (they take precedence over the model's vocabulary). */
+  private readonly added: Map<string, number>;
+  private readonly addedById: Map<number, string>;
   /** BOS token string, or null. */
   readonly bosToken: string | null;
   /** EOS token string, or null. */
@@ -116,13 +122,11 @@ export class Tokenizer {
       .filter((a) => a.special === true)
       .map((a) => a.content)
       .sort((a, b) => b.length - a.length);
-    this.vocab = new Map();
-    const v = tj.model.vocab;
-    if (Array.isArray(v)) v.forEach((e, i) => this.vocab.set(Array.isArray(e) ? String(e[0]) : String(e), i));
-    else if (typeof v === "object" && v !== null)
-      for (const [k, id] of Object.entries(v)) this.vocab.set(k, id as number);
-    for (const a of tj.added_tokens ?? []) this.vocab.set(a.content, a.id);
-    this.inverse = new Map([...this.vocab].map(([k, id]) => [id, k]));
+    if (this.hf.model === null)
+      throw new TokenizerError("tokenizer", "tokenizer.json has no model", { file: this.label });
+    this.model = this.hf.model;
+    this.added = new Map((tj.added_tokens ?? []).map((a) => [a.content, a.id]));
+    this.addedById = new Map([...this.added].map(([k, id]) => [id, k]));
     this.bosToken = meta.bosToken !== undefined ? meta.bosToken : tokenString(tokenizerConfig.bos_token);
     this.eosToken = meta.eosToken !== undefined ? meta.eosToken : tokenString(tokenizerConfig.eos_token);
     const ct = meta.chatTemplate !== undefined ? meta.chatTemplate : tokenizerConfig.chat_template;
@@ -156,8 +160,9 @@ export class Tokenizer {
 
   /** Number of ids: one past the largest id of the vocabulary and added tokens. */
   get vocabSize(): number {
-    let max = -1;
-    for (const id of this.inverse.keys()) if (id > max) max = id;
+    let max = this.model.vocab.length - 1;
+    while (max >= 0 && this.model.vocab[max] === undefined) max--;
+    for (const id of this.addedById.keys()) if (id > max) max = id;
     return max + 1;
   }
   /** Id of the BOS token, or null. */
@@ -170,11 +175,15 @@ export class Tokenizer {
   }
   /** Id of a token string (vocabulary or added token). */
   tokenToId(token: string): number | undefined {
-    return this.vocab.get(token);
+    return this.added.get(token) ?? this.model.tokens_to_ids.get(token);
   }
   /** Token string of an id. */
   idToToken(id: number): string | undefined {
-    return this.inverse.get(id);
+    const added = this.addedById.get(id);
+    if (added !== undefined) return added;
+    const t = this.model.vocab[id];
+    // A model token whose string an added token took over under another id has no string of its own.
+    return t !== undefined && this.tokenToId(t) === id ? t : undefined;
   }
 
   /** Encodes text to ids. */
@@ -225,7 +234,7 @@ export class Tokenizer {
   decode(ids: readonly number[], options: DecodeOptions = {}): string {
     if (ids.length === 0) return "";
     for (const id of ids) {
-      if (!this.inverse.has(id))
+      if (this.idToToken(id) === undefined)
         throw new TokenizerError("tokenizer", `token id ${id} is not in the vocabulary`, {
           file: this.label,
           value: id,

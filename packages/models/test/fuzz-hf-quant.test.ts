@@ -1,5 +1,6 @@
 // Seeded fuzzing of the HF quantization parsers (issue #26): 100,000 mutated quantization_config objects, and
-// 100,000 mutated GPTQ / AWQ / FP8 safetensors files opened under random configs and fully decoded. Every input
+// 100,000 mutated GPTQ / AWQ / FP8 safetensors files opened under random configs and fully decoded, and 100,000
+// mutated FP8 W8A8-static files opened with their input scales. Every input
 // must succeed or raise a ModelError naming what and where; nothing else, no hang, bounded heap.
 import { expect, test } from "vitest";
 import {
@@ -105,6 +106,58 @@ test("GPTQ / AWQ / FP8 safetensors: 100,000 mutated files under random configs o
   expect(typed).toBeGreaterThan(10_000);
 }, 300_000);
 
+// FP8 W8A8 static (decision 2610): channel scales and a per-tensor input_scale, opened with activations fp8-static,
+// so the input_scale reader (dtype, shape, finite positive value) and the activation scheme both see mutated bytes.
+const STATIC_SEED = st({
+  "l.input_scale": { dtype: "F32", shape: [1], bytes: new Uint8Array(Float32Array.of(0.05).buffer) },
+  "l.weight": { dtype: "F8_E4M3", shape: [16, 64], bytes: bytes(16 * 64).map((b) => b & 0xf7) },
+  "l.weight_scale": { dtype: "BF16", shape: [16, 1], bytes: halfs(16, 0x3c) },
+});
+const STATIC_CONFIGS: HFQuantConfig[] = [
+  parseHFQuantConfig(
+    {
+      quant_method: "compressed-tensors",
+      config_groups: {
+        g: {
+          weights: { type: "float", num_bits: 8, strategy: "channel" },
+          input_activations: { type: "float", num_bits: 8, strategy: "tensor", dynamic: false },
+        },
+      },
+    },
+    "c",
+  )!,
+  parseHFQuantConfig({ quant_method: "fp8", activation_scheme: "static" }, "c")!,
+  parseHFQuantConfig({ quant_method: "fp8", weight_block_size: [8, 32] }, "c")!,
+  parseHFQuantConfig({ quant_method: "fp8", activation_scheme: "dynamic", weight_block_size: [16, 32] }, "c")!,
+];
+
+test("FP8 activations: 100,000 mutated W8A8 files opened with fp8-static or fp8-dynamic decode or raise ModelErrors", () => {
+  const pick = rng(2610);
+  const open = (s: MemorySource): number => {
+    const cfg = STATIC_CONFIGS[Math.floor(pick() * STATIC_CONFIGS.length)]!;
+    const activations = cfg.method === "fp8" && cfg.activations === "dynamic" ? "fp8-dynamic" : "fp8-static";
+    const ck = new QuantizedHFCheckpoint(safetensorsFromBytes(s.readSync(0, s.size), s.label), cfg, { activations });
+    let n = 0;
+    for (const t of ck.tensors())
+      if (t.dtype === "fp8e4m3") {
+        const ok =
+          activations === "fp8-static" ? t.inputScale! > 0 && Number.isFinite(t.inputScale) : t.inputGroup! > 0;
+        if (!ok) throw new Error(`input quantization ${t.inputScale} ${t.inputGroup}`);
+        n += ck.readF32Sync(t.name).length;
+      }
+    return n;
+  };
+  expect(open(new MemorySource(STATIC_SEED, "seed"))).toBe(16 * 64);
+  const t0 = performance.now();
+  const res = fuzz([STATIC_SEED], 100_000, 2611, open);
+  console.log(
+    `FP8 activations fuzz: ${res.ok} opened and decoded, ${res.typed} typed errors in ${(performance.now() - t0).toFixed(0)} ms`,
+  );
+  expect(res.ok + res.typed).toBe(100_000);
+  expect(res.ok).toBeGreaterThan(10_000);
+  expect(res.typed).toBeGreaterThan(10_000);
+}, 300_000);
+
 // Structured mutations of quantization_config: each key of a valid config replaced, dropped or added at random.
 const KEYS = [
   "quant_method",
@@ -120,6 +173,7 @@ const KEYS = [
   "fmt",
   "weight_block_size",
   "config_groups",
+  "activation_scheme",
 ];
 const VALUES: unknown[] = [
   undefined,
@@ -158,6 +212,19 @@ const VALUES: unknown[] = [
   { g: { weights: { type: "int", num_bits: 4, strategy: "group" } } },
   { g: null },
   { g: { weights: [] } },
+  "static",
+  "dynamic",
+  { g: { weights: { type: "float", num_bits: 8, strategy: "tensor" }, input_activations: null } },
+  { g: { weights: { type: "float", num_bits: 8, strategy: "tensor" }, input_activations: [] } },
+  {
+    g: {
+      weights: { type: "float", num_bits: 8, strategy: "channel" },
+      input_activations: { type: "float", num_bits: 8, strategy: "tensor", dynamic: false },
+    },
+  },
+  { g: { weights: { type: "float", num_bits: 8 }, input_activations: { type: "float", num_bits: 8, dynamic: true } } },
+  { g: { weights: { type: "float", num_bits: 8 }, input_activations: { type: "int", num_bits: 8, dynamic: "x" } } },
+  { g: { weights: { type: "float", num_bits: 8 }, input_activations: { type: "float", num_bits: 8, strategy: 3 } } },
 ];
 const BASES: unknown[] = [
   { quant_method: "gptq", bits: 4, group_size: 128, desc_act: true, sym: true },
@@ -165,6 +232,8 @@ const BASES: unknown[] = [
   { quant_method: "fp8", fmt: "e4m3", weight_block_size: [128, 128] },
   { quant_method: "compressed-tensors", config_groups: VALUES[32] },
   { bits: 4, group_size: 128 },
+  { quant_method: "compressed-tensors", config_groups: VALUES[40] },
+  { quant_method: "fp8", activation_scheme: "static" },
 ];
 
 test("quantization_config: 100,000 structurally mutated configs parse or raise ModelErrors naming a key", () => {

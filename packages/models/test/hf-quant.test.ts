@@ -257,7 +257,7 @@ describe("quantization_config parsing: typed errors naming the key", () => {
         },
         "c",
       ),
-    ).toEqual({ method: "fp8", blockSize: [128, 128] });
+    ).toEqual({ method: "fp8", blockSize: [128, 128], activations: "none" });
     expect(parseHFQuantConfig({ bits: 4, group_size: 128, desc_act: true, sym: true }, "c")).toMatchObject({
       method: "gptq",
       groupSize: 128,

@@ -163,7 +163,11 @@ export class Engine {
 
   /** Opens a model folder or GGUF file, with its tokenizer when it has one, on `options.executor`. */
   static load(model: string, options: EngineOptions & OpenModelOptions): Engine {
-    const m = LoadedModel.open(model, options.weights === undefined ? {} : { weights: options.weights });
+    const { weights, activations } = options;
+    const m = LoadedModel.open(model, {
+      ...(weights === undefined ? {} : { weights }),
+      ...(activations === undefined ? {} : { activations }),
+    });
     try {
       const hasTokenizer = isGGUF(model) || fs.existsSync(path.join(model, "tokenizer.json"));
       const tokenizer =

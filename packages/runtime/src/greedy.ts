@@ -17,7 +17,7 @@ export interface GreedyOptions {
 
 /**
  * The argmax the greedy loops use, in float64 compares: the lowest index among the largest non-NaN values, -1 when
- * none is above -inf (the device kernel's semantics, `greedy_next` in @poot/backend-cuda).
+ * none is above -inf (the device kernel's semantics, `greedy_next` in @poot/kernelgen).
  */
 export function greedyArgmax(row: ArrayLike<number>): number {
   let at = -1;

@@ -2,80 +2,24 @@
 // gives the single-device run's greedy ids and logits within 1e-6 when split across devices, and when a block
 // moves at token 5 and back at token 10; the greedy ids are also transformers' (HF) — the oracle nobody here
 // wrote. Each gate is shown failing on a planted violation.
-import * as fs from "node:fs";
-import { type Executor, type WeightSource } from "@poot/executor";
 import { createEvalExecutor } from "@poot/backend-reference";
-import type { Graph } from "@poot/graph-ir";
-import { LoadedModel } from "@poot/models";
-import {
-  Engine,
-  findBlocks,
-  gpuLayers,
-  parsePlacement,
-  placeAll,
-  type BlockDevice,
-  type PagerStats,
-  type PipelineProgram,
-  type Placement,
-} from "@poot/runtime";
+import { Engine, gpuLayers, parsePlacement, placeAll, type PipelineProgram } from "@poot/runtime";
 import { describe, expect, test } from "vitest";
 import { assertSameAnswer, greedyRun } from "./blocks-helpers.js";
-import { fixture, needFixture } from "@poot/testkit";
-
-// The fixture folders this file reads (in the repo's fixtures/; CI fails when one is missing).
-const NO_FIXTURES = needFixture("hf", "gguf");
-const FIXTURES = NO_FIXTURES === undefined ? fixture() : undefined;
-
-const HF = [
-  "llama3",
-  "gemma3",
-  "qwen3",
-  "qwen35",
-  "olmoe",
-  "deepseek2",
-  "gptoss",
-  "granite",
-  "phi4",
-  "smollm3",
-] as const;
-const GGUF = ["llama3", "gemma3", "olmoe", "qwen3", "llama3-w256", "qwen3-w256"] as const;
-const TYPES = ["F32", "F16", "Q8_0", "Q4_K_M"] as const;
-
-function devices(): BlockDevice[] {
-  return [
-    { name: "a", executor: createEvalExecutor() },
-    { name: "b", executor: createEvalExecutor() },
-  ];
-}
-
-/** A placement with every boundary kind: embed and layer 0 on a, the other layers on b, the head back on a. */
-function split(layers: number): Placement {
-  const text = layers > 1 ? `0:a,1-${layers - 1}:b,head:a` : "embed:a,0:b,head:a";
-  return parsePlacement(text, layers, ["a", "b"]);
-}
-
-interface Case {
-  readonly model: string;
-  readonly prompt: number[];
-  readonly greedy: number[] | null;
-}
-
-function hfCase(fam: string): Case {
-  const ref = JSON.parse(fs.readFileSync(fixture("hf", fam, "reference.json"), "utf8")) as {
-    prompt_ids: number[];
-    greedy_ids: number[];
-  };
-  return { model: fixture("hf", fam), prompt: ref.prompt_ids, greedy: ref.greedy_ids };
-}
-
-function ggufCase(dir: string, type: string): Case {
-  const ref = JSON.parse(fs.readFileSync(fixture("gguf", dir, `reference-${type}.json`), "utf8")) as {
-    prompt_ids: number[];
-  };
-  return { model: fixture("gguf", dir, `model-${type}.gguf`), prompt: ref.prompt_ids.slice(0, 8), greedy: null };
-}
-
-const N = 14;
+import {
+  NO_FIXTURES,
+  FIXTURES,
+  HF,
+  GGUF,
+  TYPES,
+  devices,
+  split,
+  type Case,
+  hfCase,
+  ggufCase,
+  N,
+  perturbing,
+} from "./blocks-cases.js";
 
 function check(c: Case): void {
   const single = Engine.load(c.model, {
@@ -217,194 +161,6 @@ describe.skipIf(FIXTURES === undefined)(
         } finally {
           engine.close();
         }
-      }
-    });
-  },
-);
-
-/** The single-token decode graph of a model (its block cut). */
-function probeGraph(dir: string): Graph {
-  const m = LoadedModel.open(dir);
-  try {
-    return m.graph({ kind: "decode", context: 4, tokens: 1 });
-  } finally {
-    m.close();
-  }
-}
-
-/** An executor whose weight source scales the tensors `pick` selects by 1 + 1e-4. */
-function perturbing(inner: Executor, pick: (key: string) => boolean): Executor {
-  return new Proxy(inner, {
-    get(target, prop, recv) {
-      if (prop === "bindWeights") {
-        return (source: WeightSource) =>
-          target.bindWeights((key, type) => {
-            const d = source(key, type);
-            if (!pick(key) || !(d instanceof Float32Array)) return d;
-            return d.map((x) => x * (1 + 1e-4));
-          });
-      }
-      const v = Reflect.get(target, prop, recv) as unknown;
-      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-    },
-  });
-}
-
-describe.skipIf(FIXTURES === undefined)(
-  `blocks: the weight pager (${FIXTURES === undefined ? NO_FIXTURES : "present"})`,
-  () => {
-    for (const c of [
-      { name: "hf/llama3", dir: () => fixture("hf", "llama3") },
-      { name: "hf/qwen35", dir: () => fixture("hf", "qwen35") },
-      { name: "gguf/llama3-w256 Q8_0", dir: () => fixture("gguf", "llama3-w256", "model-Q8_0.gguf") },
-    ]) {
-      test(`${c.name}: a budget of one third of the weights pages blocks (LRU) and gives the same answer`, () => {
-        const prompt = c.name.startsWith("hf/")
-          ? hfCase(c.name.slice(3)).prompt
-          : ggufCase("llama3-w256", "Q8_0").prompt;
-        const single = Engine.load(c.dir(), {
-          executor: createEvalExecutor(),
-          context: prompt.length + N,
-          prefillChunk: 8,
-        });
-        const ref = greedyRun(single, prompt, N);
-        const L = single.config.numLayers;
-        single.close();
-        const probe = Engine.load(c.dir(), {
-          executor: createEvalExecutor(),
-          devices: devices(),
-          placement: placeAll(L, "a"),
-          context: 4,
-        });
-        const report = probe.placementReport()!;
-        probe.close();
-        const total = report.weightBytesByDevice["a"]!;
-        // One third of the weights, or the largest block where that is more (the fixtures have 2 layers and a large
-        // embedding: a third of them holds no block).
-        const cut = findBlocks(probeGraph(c.dir()));
-        const budget = Math.max(Math.floor(total / 3), ...cut.blocks.map((b) => b.weightBytes));
-        expect(budget).toBeLessThan(total / 2);
-        const devs = devices();
-        const engine = Engine.load(c.dir(), {
-          executor: devs[0]!.executor,
-          devices: devs,
-          placement: placeAll(L, "a"),
-          budgets: { a: budget },
-          deviceFactories: { a: () => createEvalExecutor() },
-          context: prompt.length + N,
-          prefillChunk: 8,
-        });
-        try {
-          const r = engine.placementReport()!;
-          expect(r.pagedDevices).toEqual({ a: budget });
-          expect(r.unitsPerToken).toBe(L + 2);
-          assertSameAnswer(greedyRun(engine, prompt, N), ref, "paged");
-          const st = engine.pagerStats!;
-          // Every step pages blocks in: more than one block per step never fits, so each step reads weights.
-          expect(st.pageIns).toBeGreaterThan(N);
-          expect(st.pageOuts).toBeGreaterThan(0);
-          expect(st.pageInBytes).toBeGreaterThan(total);
-          expect(st.stallMs).toBeGreaterThan(0);
-          for (const [, bytes] of Object.entries(engine.pipeline!.pager!.residentBytes()))
-            expect(bytes).toBeLessThanOrEqual(budget);
-        } finally {
-          engine.close();
-        }
-      });
-    }
-
-    // Prefetch (decision 1706): with room for two blocks, each block's weights are read on the reader thread while the
-    // block before it runs; the answer is the unpaged run's with and without it.
-    for (const c of [
-      { name: "hf/llama3", dir: () => fixture("hf", "llama3"), prompt: () => hfCase("llama3").prompt },
-      {
-        name: "gguf/llama3-w256 Q8_0",
-        dir: () => fixture("gguf", "llama3-w256", "model-Q8_0.gguf"),
-        prompt: () => ggufCase("llama3-w256", "Q8_0").prompt,
-      },
-    ]) {
-      test(`${c.name}: the next block's weights are read ahead while the current one runs (planted: no read-ahead)`, () => {
-        const prompt = c.prompt();
-        const single = Engine.load(c.dir(), {
-          executor: createEvalExecutor(),
-          context: prompt.length + N,
-          prefillChunk: 8,
-        });
-        const ref = greedyRun(single, prompt, N);
-        const L = single.config.numLayers;
-        single.close();
-        const cut = findBlocks(probeGraph(c.dir()));
-        const sizes = cut.blocks.map((b) => b.weightBytes).sort((a, b) => b - a);
-        const budget = sizes[0]! + sizes[1]!;
-        const run = (prefetch: boolean, plant?: (e: Engine) => void) => {
-          const devs = devices();
-          const engine = Engine.load(c.dir(), {
-            executor: devs[0]!.executor,
-            devices: devs,
-            placement: placeAll(L, "a"),
-            budgets: { a: budget },
-            deviceFactories: { a: () => createEvalExecutor() },
-            context: prompt.length + N,
-            prefillChunk: 8,
-            prefetch,
-          });
-          try {
-            plant?.(engine);
-            assertSameAnswer(greedyRun(engine, prompt, N), ref, prefetch ? "prefetched" : "paged");
-            return { ...engine.pagerStats! };
-          } finally {
-            engine.close();
-          }
-        };
-        const readAhead = (st: PagerStats): void => {
-          // Every page-in reads its tensors from the checkpoint again (no host cache): read now or read ahead...
-          if (st.syncReads + st.prefetches < st.pageIns)
-            throw new Error(`${st.pageIns} page-ins read only ${st.syncReads} + ${st.prefetches} times`);
-          // ...and most page-ins found their weights read ahead: at most one block a step is read on the step's thread.
-          if (st.prefetches < st.pageIns / 2)
-            throw new Error(`only ${st.prefetches} of ${st.pageIns} page-ins were read ahead`);
-        };
-        const on = run(true);
-        const off = run(false);
-        readAhead(on);
-        expect(on.prefetchedBytes).toBeGreaterThan(0);
-        expect(on.syncReads).toBeLessThan(off.syncReads);
-        expect(off.prefetches).toBe(0);
-        expect(() => readAhead(off)).toThrow(/page-ins were read ahead/);
-        // Planted: a pipeline that never asks for the next block ahead.
-        const none = run(true, (e) => {
-          e.pipeline!.prefetch = () => {};
-        });
-        expect(() => readAhead(none)).toThrow(/page-ins were read ahead/);
-      });
-    }
-
-    test("planted: a pager that forgets a block's State on page-out fails the gate", () => {
-      const c = hfCase("llama3");
-      const single = Engine.load(c.model, { executor: createEvalExecutor(), context: 40 });
-      const ref = greedyRun(single, c.prompt, 8);
-      single.close();
-      const devs = devices();
-      const engine = Engine.load(c.model, {
-        executor: devs[0]!.executor,
-        devices: devs,
-        placement: placeAll(2, "a"),
-        budgets: { a: 200_000 },
-        deviceFactories: { a: () => createEvalExecutor() },
-        context: 40,
-      });
-      try {
-        const pager = engine.pipeline!.pager!;
-        const pageOut = pager.pageOut.bind(pager);
-        pager.pageOut = (u) => {
-          pageOut(u);
-          u.saved = null;
-        };
-        expect(() => assertSameAnswer(greedyRun(engine, c.prompt, 8), ref, "planted")).toThrow(
-          /planted: (logits|greedy ids) differ/,
-        );
-      } finally {
-        engine.close();
       }
     });
   },

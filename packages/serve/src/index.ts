@@ -4,6 +4,14 @@
  * @packageDocumentation
  */
 export type { CliIo, CommandModule, ExecutorFactory } from "./command.js";
+export {
+  ACTIVATION_NUMERICS,
+  ACTIVATIONS_HELP,
+  activationsOption,
+  NUMERICS_HELP,
+  numericsOption,
+  parseActivations,
+} from "./commands/activations.js";
 export { parseNumber } from "./commands/numbers.js";
 export { serveCommand, startServe } from "./commands/serve.js";
 export type { ExecutorModule, ServeCliOptions, StartedServer } from "./commands/serve.js";

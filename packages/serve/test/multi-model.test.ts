@@ -334,6 +334,8 @@ describe("bad configuration: one line naming what is wrong", () => {
   test("config fields: wrong type, unknown field, missing path, bad size, not JSON, MODEL and --config both", async () => {
     let f = write({ models: [{ path: "a" }, { path: "b", ctx: "64" }] });
     expect(await bad({ config: f })).toBe(`${f}: models[1].ctx must be integer`);
+    f = write({ models: [{ path: "a", activations: "fp8" }] });
+    expect(await bad({ config: f })).toMatch(new RegExp(`^${f}: models\\[0\\]\\.activations must be .*fp8-static`));
     f = write({ models: [{ path: "a", contxt: 64 }] });
     expect(await bad({ config: f })).toBe(`${f}: models[0] has an unknown field "contxt"`);
     f = write({ models: [{ id: "a" }] });

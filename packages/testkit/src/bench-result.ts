@@ -4,6 +4,7 @@ import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { benchResultSchemaErrors } from "./bench-schema.js";
 import { REPO_ROOT } from "./root.js";
 
 /** The schema tag every result file carries; a reader refuses any other. */
@@ -187,7 +188,10 @@ function checkFigures(where: string, m: unknown): void {
   }
 }
 
-/** Checks `x` is a {@link BenchResult}; throws a one-line {@link BenchResultError} naming `source` and the field. */
+/**
+ * Checks `x` is a {@link BenchResult} (the rules below, then the JSON Schema through {@link benchResultSchemaErrors});
+ * throws a one-line {@link BenchResultError} naming `source` and the field.
+ */
 export function validateBenchResult(x: unknown, source: string): BenchResult {
   if (!isObj(x)) throw new BenchResultError(`${source}: not a JSON object`);
   if (x["schema"] !== BENCH_RESULT_SCHEMA)
@@ -232,6 +236,9 @@ export function validateBenchResult(x: unknown, source: string): BenchResult {
   }
   if (!Array.isArray(x["notes"]) || !x["notes"].every((n) => typeof n === "string"))
     throw new BenchResultError(`${source}: notes must be a list of strings`);
+  const schemaErrors = benchResultSchemaErrors(x);
+  if (schemaErrors.length > 0)
+    throw new BenchResultError(`${source}: ${schemaErrors[0]} (JSON Schema of ${BENCH_RESULT_SCHEMA})`);
   return x as unknown as BenchResult;
 }
 
@@ -278,6 +285,8 @@ function compactJson(x: unknown): string {
 /** What a bench supplies; the writer adds the schema, date, commit, machine and (by default) the command. */
 export type BenchResultInput = Omit<BenchResult, "schema" | "date" | "commit" | "machine" | "command"> & {
   readonly command?: string;
+  /** When the run ended (ISO time); default: now. A result converted from a recorded run gives the run's time. */
+  readonly date?: string;
   /** The commit measured (take {@link gitCommit} when the run starts); default: the checkout's commit now. */
   readonly commit?: string;
   readonly machine?: BenchMachine;
@@ -285,14 +294,14 @@ export type BenchResultInput = Omit<BenchResult, "schema" | "date" | "commit" | 
 
 /**
  * Completes `input` and writes it as `<dir>/<YYYY-MM-DD>-<name>.json` (a second run of the same bench on the same
- * day replaces the first); returns the path. The commit defaults to the checkout's now, the command defaults to `node <script> <args>` relative to the
- * repository root. The result is validated before it is written.
+ * day replaces the first); returns the path. The date defaults to now, the commit to the checkout's now, the command
+ * to `node <script> <args>` relative to the repository root. The result is validated before it is written.
  */
 export function writeBenchResult(input: BenchResultInput, dir: string = BENCH_RESULTS_DIR): string {
   if (!/^[a-z0-9][a-z0-9-]*$/.test(input.name))
     throw new BenchResultError(`bench name "${input.name}": lowercase letters, digits and dashes only`);
   const script = process.argv[1] === undefined ? "" : path.relative(REPO_ROOT, process.argv[1]);
-  const date = new Date().toISOString();
+  const date = input.date ?? new Date().toISOString();
   const result: BenchResult = {
     schema: BENCH_RESULT_SCHEMA,
     name: input.name,

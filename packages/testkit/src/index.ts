@@ -45,6 +45,7 @@ export {
   type BenchResult,
   type BenchResultInput,
 } from "./bench-result.js";
+export { BENCH_RESULT_JSON_SCHEMA_FILE, benchResultSchemaErrors } from "./bench-schema.js";
 
 /** Whether this run is CI (`CI` set to anything but "", "0" or "false"): missing fixtures then fail. */
 export function isCI(): boolean {

@@ -1,12 +1,15 @@
 // The benchmark result files: a written result reads back the same, every committed file of bench-results/ passes the
 // schema, and each planted fault (wrong schema, a case naming an anchor that is absent, a repeated id, a run that is
-// not a number, a missing field) is refused with a one-line message naming the file and the field.
+// not a number, a missing field) is refused with a one-line message naming the file and the field. The JSON Schema
+// (checked with ajv) passes every committed file and refuses planted invalid records.
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { describe, expect, test } from "vitest";
 import {
+  BENCH_RESULT_JSON_SCHEMA_FILE,
   BENCH_RESULTS_DIR,
+  benchResultSchemaErrors,
   BenchResultError,
   figure,
   loadSampler,
@@ -101,6 +104,40 @@ describe("bench results", () => {
     try {
       fs.writeFileSync(path.join(dir, "2026-01-01-x.json"), "{not json");
       expect(() => readBenchResults(dir)).toThrow(/2026-01-01-x\.json: not JSON/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("the JSON Schema (ajv) passes every committed file and refuses a planted invalid record", () => {
+    expect(fs.existsSync(BENCH_RESULT_JSON_SCHEMA_FILE)).toBe(true);
+    const files = fs.readdirSync(BENCH_RESULTS_DIR).filter((f) => f.endsWith(".json"));
+    expect(files.length).toBeGreaterThan(0);
+    for (const f of files) {
+      const x = JSON.parse(fs.readFileSync(path.join(BENCH_RESULTS_DIR, f), "utf8"));
+      expect(benchResultSchemaErrors(x), f).toEqual([]);
+    }
+    const good = JSON.parse(fs.readFileSync(path.join(BENCH_RESULTS_DIR, files[0]!), "utf8"));
+    const plant = (edit: (x: any) => void): string[] => {
+      const x = JSON.parse(JSON.stringify(good));
+      edit(x);
+      return benchResultSchemaErrors(x);
+    };
+    expect(plant(() => {})).toEqual([]);
+    expect(plant((x) => (x.cases[0].metrics[Object.keys(x.cases[0].metrics)[0]!].runs = []))).toEqual([
+      expect.stringMatching(/^\/cases\/0\/metrics\/\w+\/runs must NOT have fewer than 1 items/),
+    ]);
+    expect(plant((x) => (x.cases[0].backend = 3)).join("\n")).toMatch(/\/cases\/0\/backend must be string,null/);
+    expect(plant((x) => (x.date = "yesterday")).join("\n")).toMatch(/\/date must match pattern/);
+    expect(plant((x) => (x.cases[0].speed = 1)).join("\n")).toMatch(/\/cases\/0 must NOT have additional properties/);
+    // The writer refuses what the schema refuses (validateBenchResult runs it last), so no bench writes such a file.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "poot-bench-results-"));
+    try {
+      expect(() => writeBenchResult({ ...input(), date: "2026-12-02 08:33" }, dir)).toThrow(/date/);
+      const bad = input();
+      (bad.cases[0] as any).speed = 1;
+      expect(() => writeBenchResult(bad, dir)).toThrow(/cases\/0 must NOT have additional properties \(JSON Schema/);
+      expect(fs.readdirSync(dir)).toEqual([]);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

@@ -14,6 +14,11 @@ export interface NativeLibrary {
   readonly isa: string;
   /** The sha256 of the kernels' LLVM IR and build arguments the object was built from (decision 2300). */
   readonly sourceHash: string;
+  /**
+   * Whether this CPU runs the library's 8-bit integer dot-product kernels (`fast` numerics: AVX-512 VNNI, decision
+   * 2320); false for a library without them.
+   */
+  readonly vnni: boolean;
   /** The kernels the object defines, by symbol: what the CPU lowering may route to it. */
   readonly kernels: ReadonlySet<string>;
   /** Byte address of a view's first byte (the shared memory's base). */
@@ -31,3 +36,10 @@ export interface NativeLibrary {
  * compiles, decisions 2300 and 2310): null where none ship or the CPU cannot run them.
  */
 export type NativeLoader = () => NativeLibrary | null;
+
+/**
+ * The CPU's numerics (decision 2320): `exact`, f32 products of decoded weights (matching the float64 references to
+ * 1e-5); `fast`, packed Q8_0 / Q4_K GEMVs that quantize each activation row to 8-bit blocks (llama.cpp's Q8_0 / Q8_K)
+ * and take integer dot products, the block scales applied in f32: llama.cpp's CPU arithmetic.
+ */
+export type CpuNumerics = "exact" | "fast";

@@ -6,8 +6,12 @@ import type { TargetCode } from "@poot/codegen";
 import type { RoutedLaunch, RoutedPlan, RoutedSource } from "@poot/executor/lowering";
 import { isPacked, numel, stridesOf, type DType } from "@poot/graph-ir";
 import {
+  ACT_BLOCK,
+  FAST_FORMATS,
   isDense,
   NATIVE_GEMV_UNIFORMS,
+  NATIVE_QUANT_UNIFORMS,
+  nativeQuantName,
   nativeGemvName,
   synthesizeRequest,
   type NativeEpilogue,
@@ -18,8 +22,21 @@ import type { Access, KernelRequest, Plan, Region, RegionNode } from "@poot/grap
 /** Where a native kernel's buffer word points: a request access, the output, or the plan's accumulator scratch. */
 export type NativeBinding = RoutedSource;
 
+/** The activation quantizer a `fast` GEMV reads (decision 2320): x to 8-bit blocks in the plan's scratch. */
+export interface NativeQuant {
+  readonly symbol: string;
+  /** [x, q, d, s]. */
+  readonly buffers: readonly NativeBinding[];
+  /** M, K. */
+  readonly uniforms: readonly number[];
+  /** One workgroup per row of x. */
+  readonly grid: readonly [number, number, number];
+}
+
 /** A plan served natively: the GEMV's argument words, and the epilogue phase that follows it, if any. */
 export interface NativeRoute {
+  /** The activation quantizer that runs first (`fast` numerics), or null. */
+  readonly quant: NativeQuant | null;
   /** The library kernel's symbol. */
   readonly symbol: string;
   /** Buffer words in the kernel's order ([x, W, y], [x, W, r, y] or [x, W0, W1, y]). */
@@ -56,8 +73,46 @@ export function rowsPerGroup(N: number, threads: number): number {
   return Math.max(1, Math.ceil(N / (threads * 16)), Math.ceil(N / 65535));
 }
 
-/** The native route of `plan` to one of `kernels` (the library's symbols), or null when the Wasm kernel keeps it. */
-export function routeNative(plan: Plan, threads: number, kernels: ReadonlySet<string>): NativeRoute | null {
+/** Rounds up to a multiple of 64 bytes. */
+const align64 = (n: number): number => Math.ceil(n / 64) * 64;
+
+/**
+ * The native route of `plan` to one of `kernels` (the library's symbols), or null when the Wasm kernel keeps it.
+ * With `fast` (the symbols of the library with integer dot products, `fast` numerics, decision 2320), a packed
+ * format that has a `fast` GEMV there takes it, after its activation quantizer.
+ */
+export function routeNative(
+  plan: Plan,
+  threads: number,
+  kernels: ReadonlySet<string>,
+  fast: ReadonlySet<string> | null = null,
+): NativeRoute | null {
+  const r = routeExact(plan, threads, kernels);
+  if (r === null || fast === null) return r;
+  const src = plan.kernel;
+  if (src.provenance === "none") return r;
+  const B = src.request.inputs[1] as Access;
+  const q = isPacked(B.dtype) ? FAST_FORMATS[B.dtype.packed.name] : undefined;
+  const fastSymbol = r.symbol.replace(/_(none|add|heads2)$/, "_fast_$1");
+  if (q === undefined || !fast.has(fastSymbol) || !fast.has(nativeQuantName(q))) return r;
+  const [M, , K] = r.uniforms as [number, number, number];
+  if (K % ACT_BLOCK[q] !== 0) return r;
+  // Scratch after the accumulators: q (i8 [M, K]), d (f32 per block), s (i32 per 32).
+  const at = align64(r.scratchBytes);
+  const qAt = { kind: "scratch", offset: at } as const;
+  const dAt = { kind: "scratch", offset: at + align64(M * K) } as const;
+  const sAt = { kind: "scratch", offset: dAt.offset + align64(((M * K) / ACT_BLOCK[q]) * 4) } as const;
+  return {
+    ...r,
+    symbol: fastSymbol,
+    buffers: [qAt, dAt, sAt, ...r.buffers.slice(1)],
+    scratchBytes: sAt.offset + align64(((M * K) / 32) * 4),
+    quant: { symbol: nativeQuantName(q), buffers: [r.buffers[0]!, qAt, dAt, sAt], uniforms: [M, K], grid: [M, 1, 1] },
+  };
+}
+
+/** {@link routeNative} in `exact` numerics. */
+function routeExact(plan: Plan, threads: number, kernels: ReadonlySet<string>): NativeRoute | null {
   const src = plan.kernel;
   // An imported library GEMV computes the same contraction: its request describes it as well.
   if (src.provenance === "none") return null;
@@ -109,7 +164,7 @@ export function routeNative(plan: Plan, threads: number, kernels: ReadonlySet<st
   const uniforms = [M, N, K, R];
   const none = kernel("none")!;
   if (heads === 1 && epi === null && plain)
-    return { symbol: none, buffers: [x, weights[0]!, y], uniforms, grid, scratchBytes: 0, epilogue: null };
+    return { quant: null, symbol: none, buffers: [x, weights[0]!, y], uniforms, grid, scratchBytes: 0, epilogue: null };
   const r = extras[0];
   const add = kernel("add");
   if (
@@ -124,6 +179,7 @@ export function routeNative(plan: Plan, threads: number, kernels: ReadonlySet<st
     numel(r.shape) === M * N
   ) {
     return {
+      quant: null,
       symbol: add,
       buffers: [x, weights[0]!, { kind: "input", index: 1 + heads }, y],
       uniforms,
@@ -155,6 +211,7 @@ export function routeNative(plan: Plan, threads: number, kernels: ReadonlySet<st
   };
   const scratch = Array.from({ length: heads }, (_, h) => ({ kind: "scratch", offset: h * M * N * 4 }) as const);
   return {
+    quant: null,
     symbol: heads === 2 ? heads2! : none,
     buffers: heads === 2 ? [x, weights[0]!, weights[1]!, scratch[0]!] : [x, weights[0]!, scratch[0]!],
     uniforms,
@@ -167,50 +224,63 @@ export function routeNative(plan: Plan, threads: number, kernels: ReadonlySet<st
   };
 }
 
-/** The argument words after the buffers of every native GEMV, as uniforms. */
-const UNIFORMS = NATIVE_GEMV_UNIFORMS;
+/** A launch of native kernel `symbol` (code the device loads through koffi, marked by `abi.nativeBuffers`). */
+function nativeLaunch(
+  kernel: string,
+  symbol: string,
+  buffers: readonly NativeBinding[],
+  names: readonly string[],
+  values: readonly number[],
+  grid: readonly [number, number, number],
+): RoutedLaunch {
+  const nbuf = buffers.length;
+  const bufNames = buffers.map((_, i) => `b${i}`);
+  const code: TargetCode = {
+    target: "x86",
+    kernel,
+    entryPoint: symbol,
+    ext: "native",
+    workgroupSize: [1, 1, 1],
+    bindings: [
+      ...bufNames.map((buffer, slot) => ({ kind: "buffer", slot, buffer }) as const),
+      { kind: "uniforms", slot: nbuf, order: names },
+    ],
+    abi: { argWords: nbuf + names.length + 5, sharedBytes: 0, frameBytes: 0, nativeBuffers: nbuf },
+  };
+  return {
+    kernel: { code, uniforms: names.map((u) => ({ name: u, type: "u32" as const })) },
+    grid,
+    uniforms: Object.fromEntries(names.map((u, i) => [u, values[i]!])),
+    bindings: buffers.map((source, i) => ({ buffer: bufNames[i]!, source })),
+  };
+}
 
 /**
- * The CPU lowering's `route` hook: a plan a native GEMV of `kernels` serves becomes the GEMV's launch (code the
- * device loads through koffi, marked by `abi.nativeBuffers`) and, when it has one, its epilogue's Wasm launch.
+ * The CPU lowering's `route` hook: a plan a native GEMV of `kernels` serves becomes the GEMV's launch (preceded by
+ * its activation quantizer's with `fast` kernels, decision 2320) and, when it has one, its epilogue's Wasm launch.
  */
 export function nativeRoute(
   threads: number,
   synth: SynthCaps,
   kernels: ReadonlySet<string>,
+  fast: ReadonlySet<string> | null = null,
 ): (plan: Plan, name: string) => RoutedPlan | null {
   return (plan, name) => {
-    const r = routeNative(plan, threads, kernels);
+    const r = routeNative(plan, threads, kernels, fast);
     if (r === null) return null;
-    const nbuf = r.buffers.length;
-    const names = r.buffers.map((_, i) => `b${i}`);
-    const code: TargetCode = {
-      target: "x86",
-      kernel: `${name}_native`,
-      entryPoint: r.symbol,
-      ext: "native",
-      workgroupSize: [1, 1, 1],
-      bindings: [
-        ...names.map((buffer, slot) => ({ kind: "buffer", slot, buffer }) as const),
-        { kind: "uniforms", slot: nbuf, order: UNIFORMS },
-      ],
-      abi: { argWords: nbuf + UNIFORMS.length + 5, sharedBytes: 0, frameBytes: 0, nativeBuffers: nbuf },
-    };
-    const gemv: RoutedLaunch = {
-      kernel: { code, uniforms: UNIFORMS.map((u) => ({ name: u, type: "u32" as const })) },
-      grid: r.grid,
-      uniforms: Object.fromEntries(UNIFORMS.map((u, i) => [u, r.uniforms[i]!])),
-      bindings: r.buffers.map((source, i) => ({ buffer: names[i]!, source })),
-    };
+    const gemv = nativeLaunch(`${name}_native`, r.symbol, r.buffers, NATIVE_GEMV_UNIFORMS, r.uniforms, r.grid);
+    const q = r.quant;
+    const first =
+      q === null ? [] : [nativeLaunch(`${name}_quant`, q.symbol, q.buffers, NATIVE_QUANT_UNIFORMS, q.uniforms, q.grid)];
     const epi = r.epilogue;
-    if (epi === null) return { launches: [gemv], scratchBytes: r.scratchBytes };
+    if (epi === null) return { launches: [...first, gemv], scratchBytes: r.scratchBytes };
     const rk = synthesizeRequest(epi.request, synth, `${name}_epilogue`);
     const bindings = rk.bindings.map(({ buffer, source: s }) => ({
       buffer,
       source: s.kind === "output" ? s : epi.binding(s.index),
     }));
     return {
-      launches: [gemv, { kernel: { dsl: rk.kernel }, grid: rk.grid, uniforms: {}, bindings }],
+      launches: [...first, gemv, { kernel: { dsl: rk.kernel }, grid: rk.grid, uniforms: {}, bindings }],
       scratchBytes: r.scratchBytes,
     };
   };

@@ -5,10 +5,10 @@
 // event; it reads ids a launch at a time, behind the device.
 
 import type { DeviceProgram, GreedyLoop, GreedyLoopOptions, StateSet } from "@poot/executor";
+import { greedyNext } from "@poot/kernelgen";
 import type { CompiledKernel } from "../context.js";
 import { CudaError } from "../errors.js";
 import type { CudaGraph } from "../graph.js";
-import { greedyNext } from "../greedy.js";
 import type { LaunchParams } from "../launch.js";
 import type { DeviceBuffer, PinnedBuffer } from "../memory.js";
 import type { CudaEvent } from "../stream.js";

@@ -14,13 +14,12 @@ import {
   type LoweringTarget,
 } from "@poot/executor";
 import { makeTarget, type CompileOptions, type Target } from "@poot/graph-plan";
-import { synthCapsFrom } from "@poot/kernelgen";
+import { stridedFallback, synthCapsFrom } from "@poot/kernelgen";
 import type { VulkanBuffer } from "../buffer.js";
 import type { VulkanDevice } from "../device.js";
 import { VulkanError } from "../errors.js";
 import { BoundKernel, VulkanKernel } from "../kernel.js";
 import { Recording, type Step } from "../recording.js";
-import { fallbackKernel } from "./fallback.js";
 
 /** The graph-plan target of a device, from what it reports. */
 export function vulkanTarget(device: VulkanDevice, computeUnits?: number): Target {
@@ -60,7 +59,7 @@ export function vulkanLowering(
     compile,
     snapshotInPlace: false,
     variant: "vulkan-strided-fallback-1",
-    fallback: fallbackKernel,
+    fallback: stridedFallback,
   };
 }
 

@@ -13,13 +13,11 @@ import {
 } from "@poot/executor";
 import { fusionPolicy } from "@poot/executor/lowering";
 import type { CompileOptions } from "@poot/graph-plan";
+import { SCALAR_DTYPES } from "@poot/graph-ir";
 import { synthCapsFrom } from "@poot/kernelgen";
 import { codegenCaps, planCaps, type WgpuCaps } from "../caps.js";
 import { runtimeNonFinite } from "../wgsl-fixups.js";
 import type { Transport, WireOp } from "./protocol.js";
-
-/** Scalar dtypes the WebGPU device holds (16-bit and narrower types live in 32-bit words in WGSL). */
-const DTYPES = ["f32", "f16", "bf16", "i32", "u32", "u8", "bool"] as const;
 
 /** A buffer, kernel, launch or recording of a {@link WgpuProxyDevice}: a number the device side knows it by. */
 export interface WgpuHandle {
@@ -48,7 +46,8 @@ export function wgpuDeviceCaps(caps: WgpuCaps, compile: CompileOptions = {}): De
   return {
     kind: "wgpu",
     device: caps.adapter,
-    dtypes: DTYPES,
+    // Every scalar dtype (16-bit and narrower types live in 32-bit words in WGSL).
+    dtypes: SCALAR_DTYPES,
     capture: true,
     deviceMemoryBytes: null,
     lowering: wgpuLowering(caps, compile),

@@ -147,8 +147,27 @@ async function probeWgpu(): Promise<BackendStatus> {
   };
 }
 
-/** The status of one backend; never throws for a missing package, driver or device. */
-export async function probeBackend(name: string): Promise<BackendStatus> {
+/**
+ * WebGPU's status without starting Dawn, when `earlier` shows Linux has no Vulkan driver: Dawn runs on Vulkan there,
+ * and starting it anyway only prints the Vulkan loader's warnings on stderr (on every `--backend auto` run).
+ */
+function wgpuWithoutVulkan(earlier: readonly BackendStatus[]): BackendStatus | null {
+  const vulkan = earlier.find((s) => s.name === "vulkan");
+  if (os.platform() !== "linux" || vulkan?.status !== "no driver") return null;
+  return {
+    name: "wgpu",
+    status: "no device",
+    device: null,
+    gpu: false,
+    detail: "on Linux Dawn needs Vulkan, which has no driver here (see vulkan)",
+  };
+}
+
+/**
+ * The status of one backend; never throws for a missing package, driver or device. `earlier`: the statuses already
+ * probed in this process (wgpu on Linux follows vulkan's).
+ */
+export async function probeBackend(name: string, earlier: readonly BackendStatus[] = []): Promise<BackendStatus> {
   if (name === "cpu") return host(name, "");
   if (!isGpuBackend(name)) return host(name, "reference; for checking, never chosen by auto");
   const load = await loadGpuModule(name);
@@ -156,7 +175,7 @@ export async function probeBackend(name: string): Promise<BackendStatus> {
   if (name === "cuda") return probeCuda();
   if (name === "rocm") return probeRocm(process.env["ROCM_PATH"]);
   if (name === "vulkan") return probeVulkan();
-  return probeWgpu();
+  return wgpuWithoutVulkan(earlier) ?? probeWgpu();
 }
 
 /** The backend `auto` stands for here, with the statuses it looked at (the GPU backends it tried, in order). */
@@ -170,7 +189,7 @@ export async function resolveAuto(): Promise<{ readonly backend: string; readonl
       tried.some((t) => t.name === "vulkan" && t.status === "available")
     )
       continue;
-    const st = await probeBackend(name);
+    const st = await probeBackend(name, tried);
     tried.push(st);
     if (st.status === "available" && st.gpu) return { backend: name, tried };
   }

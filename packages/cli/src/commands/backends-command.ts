@@ -14,7 +14,7 @@ export const backendsCommand: CommandModule = {
       .action(async (o: { json?: boolean }) => {
         const statuses: BackendStatus[] = [];
         for (const name of Object.keys(BACKEND_ROLES).filter((n) => n !== "auto"))
-          statuses.push(await probeBackend(name));
+          statuses.push(await probeBackend(name, statuses));
         const auto = (await resolveAuto()).backend;
         if (o.json === true) {
           io.out(`${JSON.stringify({ auto, backends: statuses }, null, 1)}\n`);

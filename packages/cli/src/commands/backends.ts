@@ -13,8 +13,24 @@ import type { CompileOptions } from "@poot/graph-plan";
 import { CliError } from "../errors.js";
 import { gpuModule, isGpuBackend, loadGpuModule, loadedGpuModule } from "./gpu-modules.js";
 
-/** Settings the CLI's flags give the executors it makes (`-t, --threads` for the CPU backend). */
-export const executorSettings: { threads?: number } = {};
+/** Settings the CLI's flags give the executors it makes (`-t, --threads` and `--numerics` for the CPU backend). */
+export const executorSettings: { threads?: number; numerics?: "exact" | "fast" } = {};
+
+/**
+ * Reads `--numerics` (or, absent, `POOT_CPU_NUMERICS`, which also reaches `poot serve`'s engine worker) into
+ * {@link executorSettings}; a value other than exact or fast is a CliError naming it.
+ */
+export function setNumerics(value: string | undefined, command: string): void {
+  const v = value ?? process.env["POOT_CPU_NUMERICS"];
+  if (v === undefined) return;
+  if (v !== "exact" && v !== "fast")
+    throw new CliError(
+      "bad-input",
+      `${value === undefined ? "POOT_CPU_NUMERICS" : "--numerics"} must be exact or fast, got "${v}"`,
+      { command },
+    );
+  executorSettings.numerics = v;
+}
 
 /**
  * Executor factories by backend name, given the compile options of executors that compile (the eval backends
@@ -26,12 +42,16 @@ export const EXECUTORS: Readonly<
   // codegen's Wasm SIMD kernels on worker_threads (one per core) over one shared memory; a step is one fused region.
   // Native GEMVs (prebuilt from the kernel IR, decisions 2300 and 2310) serve the contractions they can;
   // POOT_CPU_NATIVE=0 runs Wasm only.
+  // Weights are mapped from their file (decision 1620); POOT_CPU_MMAP=0 reads them instead.
   cpu: (compile, cache) =>
     createCpuExecutor({
       compile,
       ...(cache !== undefined ? { cache } : {}),
       native: process.env["POOT_CPU_NATIVE"] !== "0",
+      mapWeights: process.env["POOT_CPU_MMAP"] !== "0",
       ...(executorSettings.threads === undefined ? {} : { threads: executorSettings.threads }),
+      // --numerics fast (decision 2320); POOT_CPU_NUMERICS carries it into serve's engine worker.
+      numerics: executorSettings.numerics ?? (process.env["POOT_CPU_NUMERICS"] === "fast" ? "fast" : "exact"),
     }),
   eval: () => createEvalExecutor(),
   // The literal oracle: graph-ir's `evaluate` every step, nothing folded (slow; for checking and baselines).

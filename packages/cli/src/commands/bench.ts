@@ -11,11 +11,20 @@ import {
   BACKEND_NAMES,
   createExecutor,
   executorSettings,
+  setNumerics,
   horizontalFusion,
   loweringCache,
   measureFloorBandwidth,
 } from "./backends.js";
-import { planDevices, engineDevices, placementOptions, type PlacementFlags } from "@poot/serve";
+import {
+  activationsOption,
+  numericsOption,
+  engineDevices,
+  parseActivations,
+  placementOptions,
+  planDevices,
+  type PlacementFlags,
+} from "@poot/serve";
 import type { CommandModule } from "./index.js";
 import { parseNumber } from "./numbers.js";
 import { progressBar } from "./progress.js";
@@ -51,6 +60,7 @@ export const bench: CommandModule = {
       )
       .option("--runs <n>", "timed runs after one warm-up", "3")
       .option("--weights <kind>", "HF folders: f32 or bf16", "f32")
+      .addOption(activationsOption())
       .option("--prefill-chunk <n>", "largest prefill step in tokens (a power of two)", "64")
       .option(
         "--decode-loop <mode>",
@@ -60,6 +70,7 @@ export const bench: CommandModule = {
       .option("--tokens-per-launch <n>", "decode steps per launch of a greedy loop", "8")
       .option("--horizontal-fusion <mode>", "grouped (default: q/k/v as one dispatch) | shared-epilogue (a baseline)")
       .option("-t, --threads <n>", "CPU backend: worker threads (default: one per core)")
+      .addOption(numericsOption())
       .option("--json", "print JSON instead of a table")
       .action(
         async (
@@ -70,11 +81,13 @@ export const bench: CommandModule = {
             genTokens: string;
             runs: string;
             weights: string;
+            activations?: string;
             prefillChunk: string;
             horizontalFusion?: string;
             decodeLoop: string;
             tokensPerLaunch: string;
             threads?: string;
+            numerics?: string;
             json?: boolean;
           },
         ) => {
@@ -97,12 +110,14 @@ export const bench: CommandModule = {
           if (o.weights !== "f32" && o.weights !== "bf16")
             throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command: "bench" });
           const weights: "f32" | "bf16" = o.weights;
+          const activations = parseActivations(o.activations, "bench");
           if (o.threads !== undefined) {
             const threads = parseNumber("--threads", o.threads, "int", "bench");
             if (threads < 1)
               throw new CliError("bad-input", `--threads must be >= 1, got ${threads}`, { command: "bench" });
             executorSettings.threads = threads;
           }
+          setNumerics(o.numerics, "bench");
           const fusion = horizontalFusion(o.horizontalFusion, "bench");
           const cache = loweringCache((m) => io.err(`${m}\n`));
           const make = (n: string, c: string) => createExecutor(n, c, fusion, cache);
@@ -110,7 +125,7 @@ export const bench: CommandModule = {
           const executor = placed.executor;
           let engine: Engine | null = null;
           try {
-            const m = LoadedModel.open(model, { weights });
+            const m = LoadedModel.open(model, { weights, activations });
             engine = new Engine(m, {
               executor,
               context: P + G,

@@ -7,8 +7,7 @@ import { LoadedModel, loadTokenizer } from "@poot/models";
 import { CliError } from "../errors.js";
 import { BACKEND_NAMES, createExecutor, findDemoModel } from "./backends.js";
 import type { CommandModule } from "./index.js";
-import { parseNumber } from "./numbers.js";
-import { generateOptions } from "./run.js";
+import { generateOptions, parseContext } from "./run.js";
 
 interface ChatOptions {
   backend: string;
@@ -57,9 +56,7 @@ export const chat: CommandModule = {
         const m = LoadedModel.open(model, { weights: o.weights });
         const tok = loadTokenizer(model);
         const context =
-          o.context === undefined
-            ? Math.min(m.config.maxPositions, 2048)
-            : parseNumber("--context", o.context, "int", "chat");
+          o.context === undefined ? Math.min(m.config.maxPositions, 2048) : parseContext(o.context, "chat");
         const engine = new Engine(m, { executor, context, tokenizer: tok, maxSequences: 1 });
         const messages: { role: string; content: string }[] =
           o.system === undefined ? [] : [{ role: "system", content: o.system }];

@@ -12,7 +12,14 @@ import {
   type CompileOptions,
   type Program,
 } from "@poot/graph-plan";
-import { LoadedModel, parseHFConfig, traceModel, type GraphKind, type PagedLayout } from "@poot/models";
+import {
+  LoadedModel,
+  parseHFConfig,
+  traceModel,
+  type ActivationNumerics,
+  type GraphKind,
+  type PagedLayout,
+} from "@poot/models";
 import { CliError } from "../errors.js";
 import { horizontalFusion, loweringCache } from "./backends.js";
 import { LANGUAGE_OF, defaultLowering, lowerProgram, type LoweringCache } from "@poot/executor/lowering";
@@ -20,8 +27,10 @@ import { configWeights } from "./config-weights.js";
 import type { CommandModule } from "./index.js";
 import { withModelErrors } from "./model-args.js";
 import {
+  activationsOption,
   cutOfGraph,
   describePlacement,
+  parseActivations,
   placementOptions,
   placementReportOf,
   planPlacement,
@@ -41,6 +50,7 @@ interface CompileFlags extends PlacementFlags {
   horizontalFusion?: string;
   explain?: boolean;
   json?: boolean;
+  activations?: string;
 }
 
 function positive(text: string, flag: string): number {
@@ -83,7 +93,7 @@ export function graphKind(
 }
 
 /** Traces MODEL (a model folder, a .gguf, or a bare config.json compiled without weights). */
-export function trace(model: string, kind: GraphKind): Graph {
+export function trace(model: string, kind: GraphKind, activations: ActivationNumerics = "f32"): Graph {
   return withModelErrors("compile", model, () => {
     let isFile = false;
     try {
@@ -96,7 +106,7 @@ export function trace(model: string, kind: GraphKind): Graph {
       const raw = JSON.parse(readFileSync(model, "utf8")) as { torch_dtype?: string };
       return traceModel(cfg, configWeights(cfg, raw.torch_dtype === "bfloat16" ? "BF16" : "F32", model), kind);
     }
-    const m = LoadedModel.open(model);
+    const m = LoadedModel.open(model, { activations });
     try {
       return m.graph(kind);
     } finally {
@@ -282,6 +292,7 @@ export const compileCommand: CommandModule = {
       .option("--page-size <n>", "trace the paged KV layout with pages of this many tokens (a power of two)")
       .option("--pages <n>", "pages in the paged KV pool (default: --batch sequences of --context tokens)")
       .option("--horizontal-fusion <mode>", "grouped (default: q/k/v as one dispatch) | shared-epilogue")
+      .addOption(activationsOption())
       .option("--explain", "print passes, dispatches with their kernels, declines and memory")
       .option("--json", "print the report as one JSON object")
       .action((model: string, o: CompileFlags) => {
@@ -289,7 +300,7 @@ export const compileCommand: CommandModule = {
           throw new CliError("bad-input", `--target must be one of ${BACKEND_KINDS.join(", ")}, got "${o.target}"`, {
             command: "compile",
           });
-        const g = trace(model, graphKind(o));
+        const g = trace(model, graphKind(o), parseActivations(o.activations, "compile"));
         let p: Program;
         try {
           p = compile(g, defaultTarget(o.target as BackendKind), {

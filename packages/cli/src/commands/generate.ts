@@ -2,8 +2,16 @@
 // through the decode graph's KV cache; prints the generated ids as a JSON array on stdout.
 import { BACKEND_KINDS, PlanError, compile, defaultTarget, type BackendKind } from "@poot/graph-plan";
 import { CliError } from "../errors.js";
-import { engineDevices, placementOptions, planDevices, type PlacedDevices, type PlacementFlags } from "@poot/serve";
-import { BACKEND_NAMES, createExecutor } from "./backends.js";
+import {
+  activationsOption,
+  numericsOption,
+  engineDevices,
+  placementOptions,
+  planDevices,
+  type PlacedDevices,
+  type PlacementFlags,
+} from "@poot/serve";
+import { BACKEND_NAMES, createExecutor, setNumerics } from "./backends.js";
 import { executorGreedy, type CompileGraph } from "./executor-forward.js";
 import { refuseCompiledTp } from "./compile-tp.js";
 import type { CommandModule } from "./index.js";
@@ -22,6 +30,8 @@ export const generate: CommandModule = {
       .option("--ignore-eos", "keep generating past an end-of-sequence token")
       .option("--backend <name>", "where to run", "eval")
       .option("--weights <kind>", "HF folders: f32 (model.safetensors) or bf16 (model.bf16.safetensors)", "f32")
+      .addOption(activationsOption())
+      .addOption(numericsOption())
       .option("--compiled", "run the compiled (optimized) programs instead of the primitive graphs")
       .option("--target <kind>", `with --compiled: the target compiled for (${BACKEND_KINDS.join(" | ")})`, "cpu")
       .action((model: string, options: GenerateOptions & PlacementFlags) => {
@@ -34,6 +44,7 @@ export const generate: CommandModule = {
         if (options.greedy !== true)
           throw new CliError("bad-input", "only greedy decoding is available: pass --greedy", { command: "generate" });
         refuseCompiledTp(options, "generate");
+        setNumerics(options.numerics, "generate");
         const compileGraph = options.compiled === true ? compiler(options.target, model) : undefined;
         const make = (n: string, c: string) => createExecutor(n, c);
         const planned = planDevices(
@@ -82,6 +93,7 @@ type GenerateOptions = ForwardOptions & {
   maxTokens: string;
   greedy?: boolean;
   ignoreEos?: boolean;
+  numerics?: string;
   compiled?: boolean;
   target: string;
 };

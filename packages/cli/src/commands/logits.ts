@@ -4,6 +4,7 @@ import { writeFileSync } from "node:fs";
 import { evaluate } from "@poot/graph-ir";
 import { BACKEND_KINDS, PLAN_OPS, PlanError, compile, defaultTarget, type BackendKind } from "@poot/graph-plan";
 import { argmax, checkpointConsts, openCheckpoint, type LoadedModel } from "@poot/models";
+import { activationsOption } from "@poot/serve";
 import { CliError } from "../errors.js";
 import { createExecutor } from "./backends.js";
 import { executorLogits } from "./executor-forward.js";
@@ -22,6 +23,7 @@ export const logits: CommandModule = {
       .option("--out <file>", "write the logits as float32 little-endian [T, V]")
       .option("--backend <name>", "where to run", "eval")
       .option("--weights <kind>", "HF folders: f32 (model.safetensors) or bf16 (model.bf16.safetensors)", "f32")
+      .addOption(activationsOption())
       .option("--compiled", "evaluate the compiled (optimized) graph instead of the primitive one")
       .option("--target <kind>", `with --compiled: the target compiled for (${BACKEND_KINDS.join(" | ")})`, "cpu")
       .action(

@@ -1,6 +1,7 @@
 // Shared plumbing of the model commands (logits, generate, tokenize, chat-template): the MODEL argument,
 // --ids / --backend / --weights parsing, and @poot/models errors turned into CliErrors that name the file.
 import { LoadedModel, ModelError } from "@poot/models";
+import { parseActivations } from "@poot/serve";
 import { CliError } from "../errors.js";
 import { EXECUTORS } from "./backends.js";
 
@@ -11,6 +12,7 @@ export const BACKENDS: readonly string[] = Object.keys(EXECUTORS);
 export interface ForwardOptions {
   readonly backend: string;
   readonly weights: string;
+  readonly activations?: string;
 }
 
 /** Parses `1,2,3` into token ids. */
@@ -47,5 +49,6 @@ export function openForForward(command: string, model: string, options: ForwardO
     throw new CliError("bad-input", `--weights must be f32 or bf16, got "${options.weights}"`, { command });
   }
   const weights = options.weights;
-  return withModelErrors(command, model, () => LoadedModel.open(model, { weights }));
+  const activations = parseActivations(options.activations, command);
+  return withModelErrors(command, model, () => LoadedModel.open(model, { weights, activations }));
 }

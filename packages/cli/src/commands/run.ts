@@ -5,8 +5,24 @@ import type { Graph } from "@poot/graph-ir";
 import { BACKEND_KINDS, PlanError, compile, defaultTarget, type BackendKind } from "@poot/graph-plan";
 import { GGUFCheckpoint, LoadedModel, ModelError, loadTokenizer } from "@poot/models";
 import { CliError } from "../errors.js";
-import { BACKEND_NAMES, createExecutor, executorSettings, findDemoModel, loweringCache } from "./backends.js";
-import { planDevices, describePlacement, engineDevices, placementOptions, type PlacementFlags } from "@poot/serve";
+import {
+  BACKEND_NAMES,
+  createExecutor,
+  executorSettings,
+  findDemoModel,
+  loweringCache,
+  setNumerics,
+} from "./backends.js";
+import {
+  activationsOption,
+  numericsOption,
+  describePlacement,
+  engineDevices,
+  parseActivations,
+  placementOptions,
+  planDevices,
+  type PlacementFlags,
+} from "@poot/serve";
 import { refuseCompiledTp } from "./compile-tp.js";
 import type { CommandModule } from "./index.js";
 import { progressBar } from "./progress.js";
@@ -18,6 +34,7 @@ export interface RunOptions extends PlacementFlags {
   prompt?: string;
   model?: string;
   threads?: string;
+  numerics?: string;
   json?: boolean;
   chat?: boolean;
   backend: string;
@@ -31,6 +48,7 @@ export interface RunOptions extends PlacementFlags {
   stop?: string[];
   context?: string;
   weights: string;
+  activations?: string;
   ignoreEos?: boolean;
   compiled?: boolean;
   target: string;
@@ -58,10 +76,31 @@ export function generateOptions(o: RunOptions, command: string): GenerateOptions
   try {
     checkSampling(options);
   } catch (err) {
-    if (err instanceof RuntimeError) throw new CliError("bad-input", err.message, { command });
-    throw err;
+    if (!(err instanceof RuntimeError)) throw err;
+    // The runtime names its option (topP) after a "[bad-sampling] " code; the user typed the flag (--top-p).
+    const param = err.context.param ?? "";
+    const text = err.message.replace(/^\[[a-z-]+\] /, "");
+    const flag = SAMPLING_FLAGS[param];
+    throw new CliError("bad-input", flag === undefined ? text : `${flag}${text.slice(param.length)}`, { command });
   }
   return options;
+}
+
+/** The flag of each sampling option `checkSampling` may name. */
+const SAMPLING_FLAGS: Readonly<Record<string, string>> = {
+  temperature: "--temperature",
+  topP: "--top-p",
+  topK: "--top-k",
+  minP: "--min-p",
+  repetitionPenalty: "--repeat-penalty",
+  seed: "--seed",
+};
+
+/** Parses `--context` (`-c`): at least 2 tokens (a prompt token and a generated one). */
+export function parseContext(text: string, command: string): number {
+  const n = parseNumber("--context", text, "int", command);
+  if (n < 2) throw new CliError("bad-input", `--context must be an integer >= 2, got ${n}`, { command });
+  return n;
 }
 
 /** Turns runtime and model errors into CliErrors naming the model. */
@@ -101,8 +140,10 @@ export const run: CommandModule = {
       .option("--stop <text...>", "stop strings")
       .option("-c, --context <n>", "KV capacity in tokens (default: prompt + max tokens, at most the model's)")
       .option("--weights <kind>", "HF folders: f32 (model.safetensors) or bf16 (model.bf16.safetensors)", "f32")
+      .addOption(activationsOption())
       .option("--ignore-eos", "keep generating past end-of-sequence tokens")
       .option("-t, --threads <n>", "CPU backend: worker threads (default: one per core)")
+      .addOption(numericsOption())
       .option(
         "--json",
         "print one JSON object (text, token counts, finish reason, tok/s, backend) instead of streaming",
@@ -122,6 +163,7 @@ export const run: CommandModule = {
             throw new CliError("bad-input", `--threads must be >= 1, got ${threads}`, { command: "run" });
           executorSettings.threads = threads;
         }
+        setNumerics(o.numerics, "run");
         if (model === null)
           throw new CliError(
             "file-unreadable",
@@ -158,7 +200,8 @@ export const run: CommandModule = {
         let m: LoadedModel | null = null;
         let engine: Engine | null = null;
         try {
-          const opened = userErrors(model, () => LoadedModel.open(model, { weights }));
+          const activations = parseActivations(o.activations, "run");
+          const opened = userErrors(model, () => LoadedModel.open(model, { weights, activations }));
           m = opened;
           load?.update(1);
           // A GGUF's vocabulary comes from the header the model already parsed (not a second parse of the file).
@@ -179,8 +222,12 @@ export const run: CommandModule = {
           // The context is sized to the request: the eval backend's attention cost grows with it.
           const context =
             o.context !== undefined
-              ? parseNumber("--context", o.context, "int", "run")
+              ? parseContext(o.context, "run")
               : Math.min(opened.config.maxPositions, ids.length + gen.maxTokens);
+          if (context > opened.config.maxPositions)
+            io.err(
+              `poot run: warning: --context ${context} is past the model's ${opened.config.maxPositions} positions (max_position_embeddings); text beyond them degrades\n`,
+            );
           if (ids.length >= context)
             throw new CliError("bad-input", `the prompt has ${ids.length} tokens; the context holds ${context}`, {
               command: "run",

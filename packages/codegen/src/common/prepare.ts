@@ -214,12 +214,26 @@ export function prepare(
 /** Targets that lower the `load4` expression (a SIMD load of four widened elements; decision 0302). */
 const LOAD4_TARGETS: ReadonlySet<TargetName> = new Set(["wasm", "x86"]);
 
-/** Refuses a kernel with `load4` unless the target lowers it (kernelgen emits it only for caps with `simdLoads`). */
+/** Targets that lower the 8-bit integer dot product (`dot4U8I8`, packed `load4`; decision 2320). */
+const DOT4_TARGETS: ReadonlySet<TargetName> = new Set(["x86"]);
+
+/**
+ * Refuses a kernel with `load4` unless the target lowers it (kernelgen emits it only for caps with `simdLoads`),
+ * and one with the 8-bit integer dot product (`dot4U8I8`, packed `load4`) unless the target has one.
+ */
 function checkLoad4(kernel: Kernel, target: TargetName): void {
-  if (LOAD4_TARGETS.has(target)) return;
+  const dot4 = DOT4_TARGETS.has(target);
+  if (LOAD4_TARGETS.has(target) && dot4) return;
   walkStmts(kernel.body, (s) => {
     for (const e of stmtExprs(s)) {
       walkExpr(e, (x) => {
+        if (!dot4 && ((x.k === "call" && x.fn === "dot4U8I8") || (x.k === "load4" && x.packed === true)))
+          throw new CodegenError(
+            "missing-capability",
+            `the ${target} target has no 8-bit integer dot product (dot4U8I8, packed load4)`,
+            { kernel: kernel.name, target, construct: "dot4U8I8" },
+          );
+        if (LOAD4_TARGETS.has(target)) return;
         if (x.k === "load4")
           throw new CodegenError(
             "missing-capability",

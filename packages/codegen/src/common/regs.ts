@@ -42,7 +42,7 @@ export interface RegTarget<V> {
   vec(type: ValueType, elems: readonly V[]): V;
   extract(vecType: ValueType, lane: number, a: V): V;
   /** Four consecutive elements of a global buffer as one vec4 (`load4`; only SIMD targets implement it). */
-  load4?(array: string, elem: ElemType, index: V, type: ValueType): V;
+  load4?(array: string, elem: ElemType, index: V, type: ValueType, packed?: boolean): V;
   subgroup(op: SubgroupOp, type: ValueType, value: V, lane: V | undefined): V;
   /** Warp-scope matrix multiply-accumulate of `shape` (only targets with matrix units implement it; prepare checks). */
   mma?(shape: MmaShape, input: MmaInput, a: V, b: V, c: V): V;
@@ -178,7 +178,7 @@ export function makeDriver<V>(p: PreparedKernel, t: RegTarget<V>, options: Drive
             target: p.target,
             construct: "load4",
           });
-        return t.load4(e.array, elemOfArray("global", e.array), expr(e.index), e.type);
+        return t.load4(e.array, elemOfArray("global", e.array), expr(e.index), e.type, e.packed === true);
       default:
         e satisfies never;
         throw new Error("unreachable");

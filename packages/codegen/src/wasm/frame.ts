@@ -6,6 +6,9 @@ import { CodegenError } from "../errors.js";
 import { Misc, Simd, W, type WasmCode } from "./code.js";
 import { ValType } from "./module.js";
 
+/** Indices of the math imports, in the fixed order of the calling convention. */
+export const MATH_IMPORTS = ["exp", "log", "tanh", "erf", "sin", "cos", "f16_to_f32", "f32_to_f16"] as const;
+
 /** The Wasm value type of an IR value type. */
 export const vt = (t: ValueType): ValType =>
   lanesOf(t) > 1 ? ValType.v128 : elemOf(t) === "f32" ? ValType.f32 : ValType.i32;

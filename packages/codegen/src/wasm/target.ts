@@ -9,7 +9,8 @@ import { makeDriver, type Driver } from "../common/regs.js";
 import { CodegenError } from "../errors.js";
 import { W, WasmCode } from "./code.js";
 import { ValType, WasmModule } from "./module.js";
-import { MATH_IMPORTS, WasmEmitter } from "./select.js";
+import { MATH_IMPORTS } from "./frame.js";
+import { WasmEmitter } from "./select.js";
 
 /** Options of the Wasm target. */
 export interface WasmOptions extends LowerOptions {

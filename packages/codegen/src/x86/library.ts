@@ -12,6 +12,12 @@ export const X86_KERNEL_CPU = "x86-64-v3";
 /** The level of the AVX-512 kernel set (AVX-512 F, BW, CD, DQ, VL on top of x86-64-v3), decision 2310. */
 export const X86_WIDE_KERNEL_CPU = "x86-64-v4";
 
+/**
+ * What kernels using the 8-bit integer dot product (`dot4U8I8`, decision 2320) are compiled for: x86-64-v4 (AVX-512
+ * F/BW/DQ/VL, 32 vector registers) with AVX-512 VNNI; `poot_native_vnni()` says whether this CPU runs them.
+ */
+export const X86_VNNI_CPU = "x86-64-v4";
+
 /** An LLVM IR string constant's body (`c"..."`). */
 function cString(s: string): string {
   return [...Buffer.from(`${s}\0`, "utf8")]
@@ -140,6 +146,43 @@ function dispatcher(name: string): string[] {
 }
 
 /**
+ * `poot_native_vnni()`: 1 when CPUID and XCR0 show AVX-512 F, DQ, CD, BW, VL and VNNI with the OS saving the opmask
+ * and ZMM state (what {@link X86_VNNI_CPU} kernels need), else 0. Baseline x86-64 code.
+ */
+const VNNI_CHECK = [
+  "define i32 @poot_native_vnni() #1 {",
+  "entry:",
+  '  %l1 = call { i32, i32, i32, i32 } asm "cpuid", "={ax},={bx},={cx},={dx},{ax},{cx},~{dirflag},~{fpsr},~{flags}"(i32 1, i32 0)',
+  "  %c1 = extractvalue { i32, i32, i32, i32 } %l1, 2",
+  // ECX bit 27 (OSXSAVE).
+  "  %m1 = and i32 %c1, 134217728",
+  "  %ok1 = icmp ne i32 %m1, 0",
+  "  br i1 %ok1, label %xcr, label %none",
+  "xcr:",
+  '  %xg = call { i32, i32 } asm "xgetbv", "={ax},={dx},{cx},~{dirflag},~{fpsr},~{flags}"(i32 0)',
+  "  %x0 = extractvalue { i32, i32 } %xg, 0",
+  // XCR0 bits 1, 2 (SSE, AVX state), 5, 6, 7 (opmask, ZMM0-15 upper halves, ZMM16-31).
+  "  %xm = and i32 %x0, 230",
+  "  %ok2 = icmp eq i32 %xm, 230",
+  "  br i1 %ok2, label %leaf7, label %none",
+  "leaf7:",
+  '  %l7 = call { i32, i32, i32, i32 } asm "cpuid", "={ax},={bx},={cx},={dx},{ax},{cx},~{dirflag},~{fpsr},~{flags}"(i32 7, i32 0)',
+  "  %b7 = extractvalue { i32, i32, i32, i32 } %l7, 1",
+  "  %c7 = extractvalue { i32, i32, i32, i32 } %l7, 2",
+  // EBX bits 16 (AVX512F), 17 (DQ), 28 (CD), 30 (BW), 31 (VL); ECX bit 11 (AVX512_VNNI).
+  "  %mb = and i32 %b7, 3489857536",
+  "  %okb = icmp eq i32 %mb, 3489857536",
+  "  %mc = and i32 %c7, 2048",
+  "  %okc = icmp ne i32 %mc, 0",
+  "  %ok3 = and i1 %okb, %okc",
+  "  %r = zext i1 %ok3 to i32",
+  "  ret i32 %r",
+  "none:",
+  "  ret i32 0",
+  "}",
+];
+
+/**
  * The `define` … `}` lines and the `declare` lines of one x86 kernel's module (also linked for arm64, `arm64.ts`); with `suffix`, the function is defined
  * as `@name.suffix` with attributes `#attr` (one of several instruction-set variants of the kernel).
  */
@@ -159,6 +202,8 @@ export function parts(
     define[0] = define[0]!
       .replace(`define void @${name}(`, `define internal void @${name}.${suffix}(`)
       .replace(/#0 \{$/, `#${attr} {`);
+  // Kernels with the integer dot product run as AVX-512 VNNI code (attributes #3), whatever set they were given in.
+  if (define.some((l) => l.includes("@llvm.x86.avx512.vpdpbusd"))) define[0] = define[0]!.replace(/ #\d+ \{$/, " #3 {");
   return { name, define, declares: lines.filter((l) => l.startsWith("declare ")) };
 }
 
@@ -167,18 +212,29 @@ export type X86Code = Pick<TargetCode, "target" | "text">;
 
 /**
  * Links lowered x86 kernels into one module with the loader's entry points: `poot_native_isa`, `poot_native_force`,
- * `poot_native_source_hash` (returns `sourceHash`), `poot_native_addr` and `poot_native_kernels` (the kernels' names,
- * comma-separated). `codes` run as {@link X86_KERNEL_CPU} code, the entry points as baseline x86-64. With `wide` (the
+ * `poot_native_vnni`, `poot_native_source_hash` (returns `sourceHash`), `poot_native_addr` and `poot_native_kernels`
+ * (the kernels' names, comma-separated). `codes` run as {@link X86_KERNEL_CPU} code, the entry points as baseline x86-64. With `wide` (the
  * same kernels lowered with AVX-512's 16-lane vectors, decision 2310), each kernel's symbol dispatches at run time to
- * the {@link X86_WIDE_KERNEL_CPU} variant where CPUID allows it, else to the `codes` variant.
+ * the {@link X86_WIDE_KERNEL_CPU} variant where CPUID allows it, else to the `codes` variant. `single` kernels link
+ * once, under their own name, without dispatch: those with the integer dot product (decision 2320) as
+ * {@link X86_VNNI_CPU} code with AVX-512 VNNI (callable only where `poot_native_vnni()` returns 1), the others as
+ * {@link X86_KERNEL_CPU} code.
  */
-export function x86Library(codes: readonly X86Code[], sourceHash: string, wide?: readonly X86Code[]): string {
-  const all =
+export function x86Library(
+  codes: readonly X86Code[],
+  sourceHash: string,
+  wide?: readonly X86Code[],
+  single: readonly X86Code[] = [],
+): string {
+  const sets =
     wide === undefined
       ? codes.map((c) => parts(c))
       : [...codes.map((c) => parts(c, "avx2", 0)), ...wide.map((c) => parts(c, "avx512", 2))];
-  const names = [...new Set(all.map((p) => p.name))];
-  if (wide !== undefined && names.length !== codes.length)
+  const setNames = [...new Set(sets.map((p) => p.name))];
+  const once = single.map((c) => parts(c));
+  const all = [...sets, ...once];
+  const names = [...setNames, ...once.map((p) => p.name)];
+  if (wide !== undefined && setNames.length !== codes.length)
     throw new CodegenError("invalid-kernel", "the AVX2 and AVX-512 kernel sets name different kernels", {
       target: "x86",
     });
@@ -200,6 +256,8 @@ export function x86Library(codes: readonly X86Code[], sourceHash: string, wide?:
     "",
     ...levelEntries(wide !== undefined),
     "",
+    ...VNNI_CHECK,
+    "",
     "define ptr @poot_native_source_hash() #1 {",
     "  ret ptr @poot.hash",
     "}",
@@ -214,13 +272,14 @@ export function x86Library(codes: readonly X86Code[], sourceHash: string, wide?:
     "}",
     "",
     ...all.flatMap((p) => [...p.define, ""]),
-    ...(wide === undefined ? [] : names.flatMap((n) => [...dispatcher(n), ""])),
+    ...(wide === undefined ? [] : setNames.flatMap((n) => [...dispatcher(n), ""])),
     ...declares,
     "",
     `attributes #0 = { nounwind "target-cpu"="${X86_KERNEL_CPU}" }`,
     `attributes #1 = { nounwind "target-cpu"="x86-64" }`,
     // 512-bit vectors stay whole (not split in two 256-bit halves, as the CPU's default tuning may prefer).
     `attributes #2 = { nounwind "target-cpu"="${X86_WIDE_KERNEL_CPU}" "min-legal-vector-width"="512" "prefer-vector-width"="512" }`,
+    `attributes #3 = { nounwind "target-cpu"="${X86_VNNI_CPU}" "target-features"="+avx512vnni" }`,
     "",
   ];
   return out.join("\n");

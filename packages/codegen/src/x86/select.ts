@@ -54,11 +54,27 @@ export class X86Emitter extends LlvmEmitter {
   }
 
   /**
-   * Four (or, for a vec8/vec16 type, 8 or 16) consecutive elements as one unaligned vector load, widened in-register
-   * (f16/bf16 to f32, bytes to i32).
+   * `dot4U8I8` as AVX-512 VNNI's `vpdpbusd` (decision 2320; the library compiles such a kernel for AVX-512 VNNI): one
+   * instruction per vec4, a scalar through lane 0 of one.
    */
-  load4(array: string, elem: ElemType, index: string, type: ValueType): string {
+  override call(fn: string, type: ValueType, args: readonly string[]): string {
+    if (fn !== "dot4U8I8") return super.call(fn, type, args);
+    const name = "llvm.x86.avx512.vpdpbusd.128";
+    this.declares.add(`declare <4 x i32> @${name}(<4 x i32>, <4 x i32>, <4 x i32>)`);
+    const v = (x: string): string =>
+      type === "vec4<i32>" ? x : this.def(`insertelement <4 x i32> zeroinitializer, i32 ${x}, i64 0`);
+    const r = this.def(`call <4 x i32> @${name}(${args.map((x) => `<4 x i32> ${v(x)}`).join(", ")})`);
+    return type === "vec4<i32>" ? r : this.def(`extractelement <4 x i32> ${r}, i64 0`);
+  }
+
+  /**
+   * Four (or, for a vec8/vec16 type, 8 or 16) consecutive elements as one unaligned vector load, widened in-register
+   * (f16/bf16 to f32, bytes to i32);
+   * `packed`: sixteen bytes as one unaligned `<4 x i32>` load (decision 2320).
+   */
+  load4(array: string, elem: ElemType, index: string, type: ValueType, packed = false): string {
     const p = this.pointer("global", array, elem, index);
+    if (packed) return this.def(`load <4 x i32>, ptr ${p}, align 1`);
     const et = llType(elem);
     const n = lanesOf(type);
     const raw = this.def(

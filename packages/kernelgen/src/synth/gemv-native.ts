@@ -6,6 +6,15 @@ import type { Arr, Builder, Kernel, Val, Var } from "@poot/kernel-dsl";
 import type { PackedFormat } from "@poot/graph-ir";
 import { blockDecoder } from "./decode.js";
 import { serialDequantLoop, sumWide, zeroVec } from "./dequant-cpu.js";
+import {
+  FAST_FORMATS,
+  fastQ4_KLoop,
+  fastQ8_0Loop,
+  nativeQuantName,
+  quantBody,
+  type ActivationQuant,
+  type FastParts,
+} from "./gemv-int8.js";
 
 /** Epilogues a native GEMV applies itself: none, `y = acc + r` (the residual add), or two weights into y[2][M][N]. */
 export const NATIVE_EPILOGUES = ["none", "add", "heads2"] as const;
@@ -27,10 +36,26 @@ export const NATIVE_GEMV_UNIFORMS = ["M", "N", "K", "R"] as const;
  * 16-lane vectors (32 registers on AVX-512; each row then keeps one vector sum per weight, decision 2310).
  */
 const xRowsOf = (lanes: NativeLanes): number => (lanes > 4 ? 8 : 4);
+/** The same for `fast` GEMVs (x86-64-v4's 32 vector registers hold eight rows' sums and the block's weights). */
+const FAST_XROWS = 8;
 
-/** The symbol of the native GEMV of `weights` (a dtype or packed format name) with `epilogue`. */
-export function nativeGemvName(weights: string, epilogue: NativeEpilogue): string {
-  return `poot_gemv_${weights}_${epilogue}`;
+/**
+ * The symbol of the native GEMV of `weights` (a dtype or packed format name) with `epilogue`; with `fast`, the one
+ * that reads quantized activations and dots them in integers (decision 2320).
+ */
+export function nativeGemvName(weights: string, epilogue: NativeEpilogue, fast = false): string {
+  return `poot_gemv_${weights}_${fast ? "fast_" : ""}${epilogue}`;
+}
+
+/** The integer inner loop of each packed format with `fast` GEMVs (decision 2320). */
+const FAST_LOOPS: Readonly<Record<string, (b: Builder, p: FastParts) => void>> = {
+  q8_0: fastQ8_0Loop,
+  q4_k: fastQ4_KLoop,
+};
+
+/** The activation quantizer `q` (decision 2320): workgroup g quantizes row g of x. */
+export function nativeQuantKernel(q: ActivationQuant): Kernel {
+  return kernel(nativeQuantName(q), { workgroupSize: [1, 1, 1] }, (b) => quantBody(b, q));
 }
 
 /** Lanes of a native GEMV's vectors: 4 (any SIMD target), 8 (AVX2) or 16 (AVX-512); decision 2310. */
@@ -87,15 +112,33 @@ function denseLoop(
 }
 
 /**
+/**
  * Synthesizes the native GEMV of `weights` with `epilogue`, its vectors `lanes` wide (4 by default; 8 and 16 lower
- * only where the caps report that many `vectorLanes`). Buffers: x, W (and W1 for heads2), r (add), y.
+ * only where the caps report that many `vectorLanes`). Buffers: x, W (and W1 for heads2), r (add), y; with `fast`
+ * (packed formats of {@link FAST_FORMATS}, decision 2320) the activations come quantized: q, d, s instead of x, and
+ * the integer loop is 4 lanes wide whatever `lanes` says.
  */
-export function nativeGemvKernel(weights: NativeWeights, epilogue: NativeEpilogue, lanes: NativeLanes = 4): Kernel {
+export function nativeGemvKernel(
+  weights: NativeWeights,
+  epilogue: NativeEpilogue,
+  lanes: NativeLanes = 4,
+  fast = false,
+): Kernel {
   const packed = typeof weights !== "string";
-  const name = nativeGemvName(packed ? weights.name : weights, epilogue);
+  const name = nativeGemvName(packed ? weights.name : weights, epilogue, fast);
+  const fastLoop = fast && packed ? FAST_LOOPS[weights.name] : undefined;
+  if (fast && fastLoop === undefined) throw new Error(`invariant: no fast GEMV for ${packed ? weights.name : weights}`);
   return kernel(name, { workgroupSize: [1, 1, 1] }, (b) => {
     const { let_, var_, for_, u32, f32, wid } = b;
-    const x = b.buffer("x", "f32", "read") as Arr<"f32">;
+    const xq =
+      fastLoop === undefined
+        ? undefined
+        : {
+            q: b.buffer("q", "i8", "read") as Arr<"i8">,
+            d: b.buffer("d", "f32", "read") as Arr<"f32">,
+            s: b.buffer("s", "i32", "read") as Arr<"i32">,
+          };
+    const x = (xq === undefined ? b.buffer("x", "f32", "read") : undefined) as Arr<"f32">;
     const heads = epilogue === "heads2" ? 2 : 1;
     const elem = packed ? "u8" : weights;
     // Packed bytes are read as u8 (the decoders take them as an Arr<"u32"> of byte loads, as dequant.ts does).
@@ -106,13 +149,16 @@ export function nativeGemvKernel(weights: NativeWeights, epilogue: NativeEpilogu
     const n0 = let_(wid.x.mul(R!), "n0");
     const n1 = let_(b.min(n0.add(R!), N!), "n1");
     const MN = let_(M.mul(N!), "mn");
-    const XROWS = xRowsOf(lanes);
-    const M4 = let_(M.sub(M.rem(XROWS)), "m4");
+    const rowsPerPass = fastLoop === undefined ? xRowsOf(lanes) : FAST_XROWS;
+    const M4 = let_(M.sub(M.rem(rowsPerPass)), "m4");
     /** Rows [m, m + rows) of x against row n of W, each result stored with the epilogue. */
     const pass = (n: Val<"u32">, m: Val<"u32">, rows: number): void => {
       const xRow = Array.from({ length: rows }, (_, j) => let_(m.add(j).mul(K!), `xr${j}`));
       const accs = xRow.map((_, j) => Ws.map((_, h) => var_(f32(0), `acc${j}_${h}`)));
-      if (packed) {
+      if (fastLoop !== undefined && xq !== undefined) {
+        const rows = xRow.map((_, j) => let_(m.add(j), `mr${j}`));
+        fastLoop(b, { ...xq, Ws: Ws as unknown as Arr<"u8">[], rows, accs, n, K: K! });
+      } else if (packed) {
         const nb = let_(K!.div(weights.blockSize), "nb");
         const decs = Ws.map((W) => blockDecoder(b, weights, W as unknown as Arr<"u32">));
         const Wu = Ws as unknown as Arr<"u32">[];
@@ -132,7 +178,7 @@ export function nativeGemvKernel(weights: NativeWeights, epilogue: NativeEpilogu
       n1,
       1,
       (n) => {
-        for_(u32(0), M4, XROWS, (m) => pass(n, m, XROWS), "mb");
+        for_(u32(0), M4, rowsPerPass, (m) => pass(n, m, rowsPerPass), "mb");
         for_(M4, M, 1, (m) => pass(n, m, 1), "m");
       },
       "n",
@@ -147,4 +193,17 @@ export function nativeGemvKernel(weights: NativeWeights, epilogue: NativeEpilogu
 export function nativeGemvLibrary(formats: readonly PackedFormat[], lanes: NativeLanes = 4): Kernel[] {
   const weights: NativeWeights[] = ["f32", "f16", "bf16", ...formats];
   return weights.flatMap((w) => NATIVE_EPILOGUES.map((e) => nativeGemvKernel(w, e, lanes)));
+}
+
+/**
+ * The `fast` GEMVs of those of `formats` with an integer loop, for each epilogue, and the activation quantizers they
+ * read (decision 2320): x86 code for AVX-512 VNNI, linked once (not per vector width) into the native library.
+ */
+export function nativeFastLibrary(formats: readonly PackedFormat[]): Kernel[] {
+  const fast = formats.filter((f) => FAST_FORMATS[f.name] !== undefined);
+  const quants = [...new Set(fast.map((f) => FAST_FORMATS[f.name]!))];
+  return [
+    ...fast.flatMap((w) => NATIVE_EPILOGUES.map((e) => nativeGemvKernel(w, e, 4, true))),
+    ...quants.map(nativeQuantKernel),
+  ];
 }

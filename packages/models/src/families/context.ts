@@ -3,6 +3,7 @@
 import { Builder, type Ref } from "@poot/graph-ir";
 import type { ModelConfig } from "../config.js";
 import { TraceError } from "../errors.js";
+import { fp8DynamicQuantize, fp8StaticQuantize } from "./fp8-activations.js";
 import type { ModelWeights } from "./weights.js";
 
 /**
@@ -165,6 +166,21 @@ export class TraceContext {
     const gathered = this.b.gather(x, this.b.computed("i32", [k], order, `${name}.input_order`), x.shape.length - 1);
     this.ordered.set(x.id, [...seen, { order, gathered }]);
     return gathered;
+  }
+
+  /**
+   * x quantized to FP8 e4m3 and back (decision 2610) with a static scale or per dynamic group, once per (x, scale or
+   * group): q/k/v and gate/up read one input (with one calibrated scale), so they share one quantized copy and stay
+   * one horizontal group.
+   */
+  inputsQuantized(x: Ref, how: number | { readonly group: number }): Ref {
+    const key = `fp8:${x.id}:${typeof how === "number" ? how : `g${how.group}`}`;
+    let r = this.memo.get(key);
+    if (r === undefined) {
+      r = typeof how === "number" ? fp8StaticQuantize(this.b, x, how) : fp8DynamicQuantize(this.b, x, how.group);
+      this.memo.set(key, r);
+    }
+    return r;
   }
 
   /** A scalar i32 literal operand (for dynamic-slice starts). */

@@ -10,6 +10,7 @@ import { readHFConfig } from "../config-hf.js";
 import { TraceError } from "../errors.js";
 import { openGGUF } from "../gguf.js";
 import { isGGUF } from "../open.js";
+import { checkGGUFActivations, type ActivationNumerics } from "../hf-activations.js";
 import { withHFQuantization } from "../hf-quant.js";
 import { openSafetensors } from "../safetensors.js";
 import { shapeOf, traceModel, type GraphKind } from "./trace.js";
@@ -19,6 +20,11 @@ import { checkpointConsts, ModelWeights } from "./weights.js";
 export interface OpenModelOptions {
   /** HF folders: `bf16` reads `model.bf16.safetensors` instead of `model.safetensors` (default `f32`). */
   readonly weights?: "f32" | "bf16";
+  /**
+   * Quantized HF folders: `fp8-static` applies an FP8 checkpoint's static `input_scale`s (the numerics it was
+   * calibrated for, as vLLM runs it); default `f32` keeps activations f32 (see {@link ActivationNumerics}).
+   */
+  readonly activations?: ActivationNumerics;
 }
 
 /** Result of {@link LoadedModel.generate}. */
@@ -71,6 +77,7 @@ export class LoadedModel {
   /** Opens an HF model folder (config.json + safetensors) or a GGUF file (recognized by its magic). */
   static open(modelPath: string, options: OpenModelOptions = {}): LoadedModel {
     if (isGGUF(modelPath)) {
+      checkGGUFActivations(options.activations, modelPath);
       const g = openGGUF(modelPath);
       try {
         return new LoadedModel(configFromGGUF(g), g, ModelWeights.of(g));
@@ -91,7 +98,11 @@ export class LoadedModel {
       throw new TraceError("io", `no ${fileName} in the model folder`, { file: path.join(modelPath, fileName) });
     const ckpt = openSafetensors(modelPath, fileName === undefined ? {} : { fileName });
     try {
-      const quantized = withHFQuantization(ckpt, modelPath);
+      const quantized = withHFQuantization(
+        ckpt,
+        modelPath,
+        options.activations === undefined ? {} : { activations: options.activations },
+      );
       return new LoadedModel(config, quantized, ModelWeights.of(quantized));
     } catch (e) {
       ckpt.close();

@@ -17,14 +17,17 @@ export function rmsNorm(ctx: TraceContext, x: Ref, name: string, plusOne: boolea
 /**
  * x [N, K] @ W^T for an [out, K] weight (dense or packed) plus an optional bias; `rows` gathers weight rows first.
  * A weight stored with reordered input columns (GPTQ act-order, `inputOrder`) gets x gathered along K in that order,
- * a constant permutation, so its groups stay contiguous 32-blocks.
+ * a constant permutation, so its groups stay contiguous 32-blocks. An FP8 weight opened with static activation
+ * scales (`inputScale`) or dynamic groups (`inputGroup`, decision 2610) gets x quantized to e4m3 first.
  */
 export function linear(ctx: TraceContext, x: Ref, name: string, bias?: string, rows?: Ref): Ref {
   const b = ctx.b;
   const k = x.shape[x.shape.length - 1]!;
   let w = ctx.weight(name, [null, k], true);
   if (rows !== undefined) w = b.gather(w, rows, 0);
-  const order = ctx.weights.spec(name).inputOrder;
+  const { inputOrder: order, inputScale, inputGroup } = ctx.weights.spec(name);
+  if (inputScale !== undefined) x = ctx.inputsQuantized(x, inputScale);
+  if (inputGroup !== undefined) x = ctx.inputsQuantized(x, { group: inputGroup });
   if (order !== undefined) x = ctx.inputsInOrder(x, order, name);
   return b.linear(x, w, bias === undefined ? undefined : ctx.weight(bias, [w.shape[0]!]));
 }

@@ -5,6 +5,7 @@ import type { Checkpoint, TensorInfo } from "../checkpoint.js";
 import { TraceError } from "../errors.js";
 import { hfPackedFormat } from "../quant/hf-formats.js";
 import { ggmlPackedFormat } from "../quant/recipes.js";
+import type { FileRange } from "../source.js";
 
 /** A weight as the tracer sees it: storage dtype and row-major shape. */
 export interface WeightSpec {
@@ -16,6 +17,10 @@ export interface WeightSpec {
   readonly shape: readonly number[];
   /** Input columns stored reordered (GPTQ act-order): stored column k is input `inputOrder[k]` (`linear` gathers x so). */
   readonly inputOrder?: Int32Array;
+  /** FP8 static activation scale (opt-in, decision 2610): `linear` quantizes x to e4m3 with it first. */
+  readonly inputScale?: number;
+  /** FP8 dynamic activation quantization (opt-in, decision 2610): inputs per scale group of each row. */
+  readonly inputGroup?: number;
 }
 
 /** Tensor names of one format; tracers ask for weights by these roles. */
@@ -188,6 +193,8 @@ export class ModelWeights {
       dtype: dtypeOf(t),
       shape: t.shape,
       ...(t.inputOrder === undefined ? {} : { inputOrder: t.inputOrder }),
+      ...(t.inputScale === undefined ? {} : { inputScale: t.inputScale }),
+      ...(t.inputGroup === undefined ? {} : { inputGroup: t.inputGroup }),
     };
   }
 }
@@ -240,10 +247,12 @@ export function hostDataOf(t: TensorInfo, bytes: Uint8Array): HostData {
 /**
  * A lazy, caching eval ConstSource over a checkpoint (each tensor read once). Its `into` reads a tensor straight into
  * a device's memory when the stored bytes are the storage of the asked dtype (packed formats, F32, F16, BF16), so a
- * host-memory device loads weights with one read and no host copy; it returns false where they are not.
+ * host-memory device loads weights with one read and no host copy; it returns false where they are not. Its `locate`
+ * says, under the same condition, where those bytes lie in the open file (a device may map them).
  */
 export function checkpointConsts(ckpt: Checkpoint): ConstSource & {
   readonly into: (key: string, type: ValueType, dst: Uint8Array) => boolean;
+  readonly locate: (key: string, type: ValueType, bytes: number) => FileRange | undefined;
 } {
   const cache = new Map<string, HostData>();
   const source = (key: string): HostData => {
@@ -259,7 +268,10 @@ export function checkpointConsts(ckpt: Checkpoint): ConstSource & {
     ckpt.readInto(key, dst);
     return true;
   };
-  return Object.assign(source, { into });
+  // Where the stored bytes are the storage as they are, a host-memory device may map them from the file instead.
+  const locate = (key: string, type: ValueType, bytes: number): FileRange | undefined =>
+    cache.has(key) || !storedAs(ckpt.info(key), type, bytes) ? undefined : ckpt.locate?.(key);
+  return Object.assign(source, { into, locate });
 }
 
 /**

@@ -34,7 +34,16 @@ export type HFQuantConfig =
       readonly method: "fp8";
       /** `[rows, cols]` of one `weight_scale_inv` block (DeepSeek / Qwen FP8), or undefined for tensor/channel scales. */
       readonly blockSize: readonly [number, number] | undefined;
+      /** How the checkpoint means its linears' inputs to be quantized (see {@link FP8ActivationScheme}). */
+      readonly activations: FP8ActivationScheme;
     };
+
+/**
+ * The activation quantization an FP8 checkpoint was made for: `none` (weight-only, W8A16), `static` (one
+ * calibrated `input_scale` per linear, x quantized as e4m3(x / input_scale)), `dynamic` (a scale computed from each
+ * token's or 128-group's values at run time). poot keeps activations f32 unless told otherwise (decision 2610).
+ */
+export type FP8ActivationScheme = "none" | "static" | "dynamic";
 
 /** GPTQ's nibble order (element k in nibble k). */
 export const GPTQ_LAYOUT_V1: Int4Layout = { packAxis: "in", order: [0, 1, 2, 3, 4, 5, 6, 7], zeroOffset: 1 };
@@ -104,14 +113,26 @@ export function parseHFQuantConfig(raw: unknown, file: string): HFQuantConfig | 
     case "fp8": {
       const fmt = raw["fmt"] ?? "e4m3";
       if (fmt !== "e4m3") return unsupported("fmt", `FP8 format ${JSON.stringify(fmt)} is not supported (e4m3)`, fmt);
-      return { method: "fp8", blockSize: blockSizeOf(raw["weight_block_size"], "weight_block_size", bad) };
+      const scheme = raw["activation_scheme"] ?? "dynamic";
+      if (scheme !== "static" && scheme !== "dynamic")
+        return bad("activation_scheme", `activation_scheme must be "static" or "dynamic"`, scheme);
+      return {
+        method: "fp8",
+        blockSize: blockSizeOf(raw["weight_block_size"], "weight_block_size", bad),
+        activations: scheme,
+      };
     }
     case "compressed-tensors": {
       const groups = raw["config_groups"];
       if (!isObj(groups) || Object.keys(groups).length === 0)
         return bad("config_groups", "compressed-tensors needs config_groups");
       let block: readonly [number, number] | undefined;
+      let activations: FP8ActivationScheme = "none";
       for (const [name, g] of Object.entries(groups)) {
+        activations = inputActivationsOf(isObj(g) ? g["input_activations"] : undefined, `config_groups.${name}`, {
+          bad,
+          unsupported,
+        });
         const w = isObj(g) ? g["weights"] : undefined;
         if (!isObj(w)) return bad(`config_groups.${name}.weights`, "weights must be an object");
         if (w["type"] !== "float" || w["num_bits"] !== 8)
@@ -127,11 +148,39 @@ export function parseHFQuantConfig(raw: unknown, file: string): HFQuantConfig | 
             `FP8 strategy ${JSON.stringify(w["strategy"])} is not supported (tensor, channel, block)`,
           );
       }
-      return { method: "fp8", blockSize: block };
+      return { method: "fp8", blockSize: block, activations };
     }
     default:
       return unsupported("quant_method", `quantization method ${JSON.stringify(method)} is not supported`, method);
   }
+}
+
+type Fail = (key: string, msg: string, value?: unknown) => never;
+
+/** compressed-tensors `input_activations`: absent or null (weight-only), float 8 static per tensor, or dynamic. */
+function inputActivationsOf(
+  a: unknown,
+  key: string,
+  fail: { readonly bad: Fail; readonly unsupported: Fail },
+): FP8ActivationScheme {
+  if (a === undefined || a === null) return "none";
+  const at = `${key}.input_activations`;
+  if (!isObj(a)) return fail.bad(at, "input_activations must be an object or null", a);
+  if (a["type"] !== "float" || a["num_bits"] !== 8)
+    return fail.unsupported(
+      at,
+      `input activations ${JSON.stringify(a["type"])} × ${JSON.stringify(a["num_bits"])} bits are not supported (float 8)`,
+    );
+  if (a["dynamic"] === true) return "dynamic";
+  if (a["dynamic"] !== false && a["dynamic"] !== undefined)
+    return fail.bad(`${at}.dynamic`, "dynamic must be true or false", a["dynamic"]);
+  if (a["strategy"] !== "tensor")
+    return fail.unsupported(
+      `${at}.strategy`,
+      `static input activations with strategy ${JSON.stringify(a["strategy"])} are not supported (tensor)`,
+      a["strategy"],
+    );
+  return "static";
 }
 
 function blockSizeOf(

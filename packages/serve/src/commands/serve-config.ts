@@ -25,6 +25,8 @@ export interface ServeConfigModel {
   readonly "kv-pages"?: number;
   /** `--weights` for this model. */
   readonly weights?: "f32" | "bf16";
+  /** `--activations` for this model. */
+  readonly activations?: "f32" | "fp8-static" | "fp8-dynamic";
   /** `--chat-template` for this model (relative paths: from the config file's folder). */
   readonly "chat-template"?: string;
   /** `--max-batch` for this model. */
@@ -66,6 +68,7 @@ export const SERVE_CONFIG_SCHEMA = {
           "page-size": positive,
           "kv-pages": positive,
           weights: { enum: ["f32", "bf16"] },
+          activations: { enum: ["f32", "fp8-static", "fp8-dynamic"] },
           "chat-template": { type: "string", minLength: 1 },
           "max-batch": positive,
           "prefix-cache": { type: "boolean" },

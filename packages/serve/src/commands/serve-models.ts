@@ -4,6 +4,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { RuntimeError, parseSize } from "@poot/runtime";
 import { CliError } from "../errors.js";
+import { parseActivations } from "./activations.js";
 import { readServeConfig, type ServeConfigModel } from "./serve-config.js";
 import type { ModelSettings } from "./serve-load.js";
 
@@ -16,6 +17,8 @@ export interface RawModelOptions {
   readonly pageSize?: number;
   readonly kvPages?: number;
   readonly weights: string;
+  /** `--activations` (absent: f32). */
+  readonly activations?: string;
   /** A chat template file to read. */
   readonly chatTemplate?: string;
   readonly maxBatch: number;
@@ -45,6 +48,7 @@ export function settingsOf(raw: RawModelOptions, name: (flag: string) => string)
     throw new CliError("bad-input", `${name("page-size")} must be a power of two, got ${pageSize}`, { command });
   if (raw.weights !== "f32" && raw.weights !== "bf16")
     throw new CliError("bad-input", `${name("weights")} must be f32 or bf16, got "${raw.weights}"`, { command });
+  const activations = parseActivations(raw.activations, command, name("activations"));
   let chatTemplate: string | undefined;
   if (raw.chatTemplate !== undefined) {
     try {
@@ -63,6 +67,7 @@ export function settingsOf(raw: RawModelOptions, name: (flag: string) => string)
     // The KV pool holds --max-batch full contexts unless --kv-pages says otherwise; requests beyond it wait.
     load: {
       weights: raw.weights,
+      activations,
       maxSequences: raw.maxBatch,
       prefixCache: raw.prefixCache,
       ...(context === undefined ? {} : { context, prefillChunk }),
@@ -127,6 +132,9 @@ function overConfig(defaults: RawModelOptions, m: ServeConfigModel): RawModelOpt
   return {
     backend: m.backend ?? defaults.backend,
     weights: m.weights ?? defaults.weights,
+    ...((m.activations ?? defaults.activations) === undefined
+      ? {}
+      : { activations: m.activations ?? defaults.activations }),
     maxBatch: m["max-batch"] ?? defaults.maxBatch,
     prefixCache: m["prefix-cache"] ?? defaults.prefixCache,
     ...(ctx === undefined ? {} : { ctx }),

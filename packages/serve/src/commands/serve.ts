@@ -1,11 +1,13 @@
 // `poot serve MODEL`: the OpenAI-compatible HTTP server with /metrics over the runtime, bound to
 // 127.0.0.1 unless told otherwise; runs until SIGINT or SIGTERM, then drains and exits.
+import * as net from "node:net";
 import type { CliIo, CommandModule, ExecutorFactory } from "../command.js";
 import { CliError } from "../errors.js";
 import type { MetricsCompat } from "../server/metrics.js";
 import type { ServedModel } from "../server/model-pool.js";
 import { createServer, type PootServer } from "../server/server.js";
 import { placementOptions, type PlacementFlags } from "../placement.js";
+import { activationsOption, numericsOption } from "./activations.js";
 import { parseNumber } from "./numbers.js";
 import { loadModel, logPlacement, type ExecutorModule, type LoadContext, type Loaded } from "./serve-load.js";
 import { formatBytes, modelEntries, type ModelEntry, type RawModelOptions } from "./serve-models.js";
@@ -15,6 +17,8 @@ export type { ExecutorModule } from "./serve-load.js";
 /** `poot serve` options as commander parses them (all strings). */
 export interface ServeCliOptions extends PlacementFlags {
   readonly backend: string;
+  /** `--numerics`: the CPU backend's exact or fast numerics (decision 2320). */
+  readonly numerics?: string;
   readonly host: string;
   readonly port: string;
   readonly apiKey?: string;
@@ -27,6 +31,8 @@ export interface ServeCliOptions extends PlacementFlags {
   readonly pageSize?: string;
   readonly kvPages?: string;
   readonly weights: string;
+  /** `--activations`: FP8 checkpoints' activation numerics (f32, fp8-static or fp8-dynamic). */
+  readonly activations?: string;
   readonly chatTemplate?: string;
   readonly modelName?: string;
   /** `--config FILE`: the models to serve and their own options (JSON; see {@link ServeConfig}). */
@@ -114,6 +120,7 @@ export async function startServe(
   const defaults: RawModelOptions = {
     backend: o.backend,
     weights: o.weights,
+    ...(o.activations === undefined ? {} : { activations: o.activations }),
     maxBatch,
     prefixCache: o.prefixCache === true,
     ...(o.ctx === undefined ? {} : { ctx: positive("--ctx", o.ctx, 2) }),
@@ -143,8 +150,9 @@ export async function startServe(
   };
   const auth = o.apiKey === undefined ? "" : " (API key required)";
   if (entries.length === 1 && o.config === undefined) {
-    // One model: loaded before listening, as always.
+    // One model: loaded before listening, as always; but a taken port fails before a load of minutes, not after.
     const e = entries[0]!;
+    await checkBindable(o.host, port);
     const loaded = await loadModel(e.path, e.settings, ctx);
     const server = createServer({ ...serverOptions, engine: loaded.serveEngine, modelId: e.id });
     const url = await listen(server, o.host, port, loaded.free);
@@ -172,6 +180,20 @@ export async function startServe(
   );
   // The server unloads the models it loaded when it closes.
   return { url, server, close: (options = {}) => server.close(options) };
+}
+
+/** Fails in one line, as {@link listen} would, when `host:port` (not 0) cannot be bound now. */
+async function checkBindable(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const probe = net.createServer();
+      probe.once("error", reject);
+      probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()));
+    });
+  } catch (err) {
+    throw new CliError("command-failed", `cannot listen on ${host}:${port}: ${(err as Error).message}`, { command });
+  }
 }
 
 /** Starts listening; frees what was loaded and fails in one line when the address cannot be bound. */
@@ -272,6 +294,7 @@ export const serveCommand = (
         "pages in the shared KV cache (default: --max-batch full contexts); a request waits until its pages are free",
       )
       .option("--weights <kind>", "HF folders: f32 (model.safetensors) or bf16 (model.bf16.safetensors)", "f32")
+      .addOption(activationsOption())
       .option("--chat-template <file>", "a Jinja chat template replacing the model's own")
       .option(
         "--model-name <name>",
@@ -287,6 +310,7 @@ export const serveCommand = (
         "nice value (0-19) of the engine worker and its CPU kernel threads (Linux), so the HTTP thread runs first",
         "5",
       )
+      .addOption(numericsOption())
       .option(
         "--drain-seconds <s>",
         "on SIGINT/SIGTERM, let running requests finish for up to S seconds (a second signal stops at once)",
@@ -298,6 +322,10 @@ export const serveCommand = (
         const drainMs = parseNumber("--drain-seconds", o.drainSeconds ?? "30", "float", command) * 1000;
         if (!(drainMs >= 0))
           throw new CliError("bad-input", `--drain-seconds must be >= 0, got ${o.drainSeconds}`, { command });
+        if (o.numerics !== undefined && o.numerics !== "exact" && o.numerics !== "fast")
+          throw new CliError("bad-input", `--numerics must be exact or fast, got "${o.numerics}"`, { command });
+        // The CPU executors read it (decision 2320), in the engine worker too: the environment reaches it.
+        if (o.numerics !== undefined) process.env["POOT_CPU_NUMERICS"] = o.numerics;
         const started = await startServe(
           models,
           { ...o, ...(apiKey === undefined || apiKey === "" ? {} : { apiKey }) },

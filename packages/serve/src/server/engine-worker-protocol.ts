@@ -1,5 +1,6 @@
 // The engine worker's message protocol (decision 2004): what the HTTP thread starts the worker with, the messages
 // each side posts (calls, submissions and cancellations in; readiness, step batches and replies out) and their wire forms.
+import type { ActivationNumerics } from "@poot/models";
 import type { PlacementReport } from "@poot/runtime";
 import type { ApiErrorCode } from "../errors.js";
 import type { PlacementFlags } from "../placement.js";
@@ -9,6 +10,8 @@ import type { GenerationEvent, GenerationRequest } from "./scheduler-api.js";
 /** The runtime engine's options the worker loads the model with (`Engine.load`'s, less the executors). */
 export interface EngineWorkerLoad {
   readonly weights?: "f32" | "bf16";
+  /** FP8 checkpoints' activation numerics (`--activations`, decision 2610). */
+  readonly activations?: ActivationNumerics;
   readonly maxSequences?: number;
   readonly context?: number;
   readonly prefillChunk?: number;

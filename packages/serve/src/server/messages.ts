@@ -6,15 +6,8 @@ import type { ChatMessage } from "@poot/models";
 import { ApiError } from "../errors.js";
 import type { JsonConstraintSpec, ServeEngine } from "./engine.js";
 import { JsonGrammar } from "./json-grammar.js";
-import {
-  checkIds,
-  checkTextSize,
-  encodeChatOr400,
-  generation,
-  maxTokensFor,
-  toolCallSchema,
-  type ChatOutput,
-} from "./requests.js";
+import { checkIds, checkTextSize, encodeChatOr400, generation, maxTokensFor } from "./requests.js";
+import { toolCallSchema, type ChatOutput } from "./chat-request.js";
 import type { ChatTool } from "./schemas.js";
 import type { AnthropicTool, CountTokensBody, MessagesBody, TextBlocks, Blocks } from "./messages-schema.js";
 import type { GenerationRequest } from "./scheduler-api.js";

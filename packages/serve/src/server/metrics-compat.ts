@@ -1,7 +1,8 @@
 // Other servers' metric names on /metrics, for dashboards built on them (decision 2703): vLLM's `vllm:*` labelled
 // by model_name (one sample per served model), llama.cpp's `llamacpp:*` summed over the models in memory; and the
 // sums over loaded models that both these and the server's own gauges read.
-import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import type { Counter, Histogram, Registry } from "prom-client";
+import { prom } from "./deps.js";
 import type { EngineStats } from "./engine.js";
 import type { MetricsCompat } from "./metrics.js";
 import type { ModelInstance } from "./model-pool.js";
@@ -44,6 +45,7 @@ const kvRatio = (kv: EngineStats["kv"]): number => (kv.pagesTotal === 0 ? 0 : kv
 
 /** vLLM's names and label (model_name), as its Grafana dashboard queries them. */
 function vllmMetrics(registry: Registry, loaded: () => readonly ModelInstance[]): (id: string) => SchedulerObserver {
+  const { Counter, Gauge, Histogram } = prom();
   const labelNames = ["model_name"] as const;
   // Gauges: one sample per model in memory.
   const gauge = (name: string, help: string, read: (m: ModelInstance) => number): void =>
@@ -110,6 +112,7 @@ function vllmMetrics(registry: Registry, loaded: () => readonly ModelInstance[])
 
 /** llama-server's names (its /metrics with --metrics), summed over the models in memory. */
 function llamacppMetrics(registry: Registry, loaded: () => readonly ModelInstance[]): SchedulerObserver {
+  const { Counter, Gauge } = prom();
   const sums = loadedSums(loaded);
   const gauge = (name: string, help: string, read: () => number): void =>
     void new Gauge({

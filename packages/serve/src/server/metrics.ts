@@ -1,6 +1,7 @@
 // The /metrics registry (prom-client, one Registry per server): request and token counters, latency
 // histograms fed by the scheduler, and gauges read from the scheduler and engine at scrape time.
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { Counter, Registry } from "prom-client";
+import { prom } from "./deps.js";
 import { compatMetrics, loadedSums } from "./metrics-compat.js";
 import type { ModelInstance, ModelPoolObserver } from "./model-pool.js";
 import type { SchedulerObserver, ServeScheduler } from "./scheduler-api.js";
@@ -36,7 +37,7 @@ class FollowedCounters {
   add(name: string, help: string, read: (m: ModelInstance) => number): void {
     const follow = (counter: Counter, m: ModelInstance): void => this.follow(counter, m, read);
     const loaded = this.loaded;
-    const counter: Counter = new Counter({
+    const counter: Counter = new (prom().Counter)({
       name,
       help,
       registers: [this.registry],
@@ -80,6 +81,7 @@ const REQUEST_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120,
  * summed over the models in memory when scraped; the model counters are labelled by model id).
  */
 export function createMetrics(loaded: () => readonly ModelInstance[], options: MetricsOptions = {}): ServerMetrics {
+  const { Counter, Gauge, Histogram, Registry } = prom();
   const registry = new Registry();
   const sums = loadedSums(loaded);
   const followed = new FollowedCounters(registry, loaded);
@@ -314,6 +316,7 @@ function modelMetrics(
   loaded: () => readonly ModelInstance[],
   ids: readonly string[],
 ): ModelPoolObserver {
+  const { Counter, Gauge, Histogram } = prom();
   const labelNames = ["model"] as const;
   const loads = new Counter({ name: "poot_model_loads_total", help: "Model loads", labelNames, registers: [registry] });
   const unloads = new Counter({

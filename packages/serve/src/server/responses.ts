@@ -2,7 +2,7 @@
 // `.chunk` stream form), with logprobs in each endpoint's format and usage counts.
 import { randomUUID } from "node:crypto";
 import type { PromptLogprob, ServeEngine } from "./engine.js";
-import type { ChatOutput } from "./requests.js";
+import type { ChatOutput } from "./chat-request.js";
 import type { FinishReason, TokenEvent } from "./scheduler-api.js";
 
 /** A finished choice. */

@@ -2,9 +2,9 @@
 // /v1/embeddings, Anthropic's /v1/messages, llama-server's /tokenize and /detokenize, /health and /metrics, with
 // API-key checks, OpenAI-shaped errors, a continuous-batching scheduler per model and several models on demand.
 import * as http from "node:http";
-import cors from "@fastify/cors";
-import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
+import type { FastifyError, FastifyInstance } from "fastify";
 import { ApiError, invariant } from "../errors.js";
+import { corsPlugin, fastify } from "./deps.js";
 import { checkAuth, type AuthPolicy } from "./auth.js";
 import { LOOPBACK_NAMES, checkHost, isLoopback } from "./hosts.js";
 import { isRemoteEngine, type BatchEngine, type RemoteServeEngine } from "./engine.js";
@@ -161,7 +161,7 @@ export function createServer(options: ServerOptions): PootServer {
   // One model: its own scheduler, as before; several: their schedulers seen as one.
   const sched = options.engine !== undefined ? models.loaded[0]!.scheduler : poolScheduler(models);
   const limits: SocketLimits = { ...DEFAULT_LIMITS, ...options.limits };
-  const app = Fastify({
+  const app = fastify()({
     logger: options.logger ?? false,
     // Node checks the header and request timeouts every connectionsCheckingInterval: keep it below them.
     serverFactory: (handler) => {
@@ -198,7 +198,7 @@ export function createServer(options: ServerOptions): PootServer {
 
   if (options.cors !== undefined && options.cors !== null) {
     // Preflights carry no credentials: the plugin answers them (its OPTIONS route is open, auth.ts).
-    void app.register(cors, {
+    void app.register(corsPlugin(), {
       origin: options.cors,
       methods: ["GET", "POST"],
       allowedHeaders: ["authorization", "content-type", "x-api-key", "anthropic-version", "anthropic-beta"],

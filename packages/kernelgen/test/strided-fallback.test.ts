@@ -4,7 +4,7 @@
 import { describe, expect, test } from "vitest";
 import type { Access, KernelRequest } from "@poot/graph-plan";
 import { interpret } from "@poot/kernel-dsl";
-import { fallbackKernel } from "./fallback.js";
+import { stridedFallback } from "../src/synth/strided.js";
 
 const caps = { maxWorkgroup: 256, sharedBytes: 16384, maxGridDim: 65535 };
 const dense = (value: number, shape: number[], dtype = "f32"): Access => {
@@ -15,7 +15,7 @@ const seeded = (n: number, seed: number): Float32Array =>
   Float32Array.from({ length: n }, (_, i) => Math.sin(seed * 1000 + i * 1.37) * 3);
 
 function run(req: KernelRequest, inputs: Float32Array[], outN: number): Float32Array {
-  const k = fallbackKernel(req, caps, "t")!;
+  const k = stridedFallback(req, caps, "t")!;
   const out = new Float32Array(outN).fill(NaN);
   const buffers: Record<string, Float32Array> = {};
   for (const b of k.bindings) buffers[b.buffer] = b.source.kind === "output" ? out : inputs[b.source.index]!;

@@ -1,9 +1,11 @@
-// Plain strided kernels for the requests kernelgen's synthesizers decline today (reductions over leading or
-// several axes, contractions whose B broadcasts over batch dims): one thread per output element, exact index math.
+// Plain strided kernels for the requests the synthesizers decline today (reductions over leading or several axes,
+// contractions whose B broadcasts over batch dims): one thread per output element, exact index math. A target names
+// them as its lowering's fallback (Vulkan does); they are written in the kernel DSL, so any target can.
 
 import { numel, type ReduceParams } from "@poot/graph-ir";
 import type { Access, KernelRequest } from "@poot/graph-plan";
-import { grid2d, type RequestKernel, type SynthCaps } from "@poot/kernelgen";
+import type { RequestKernel } from "../adapter/request.js";
+import { grid2d, type SynthCaps } from "../caps.js";
 import { kernel, type Builder, type ElemType, type Val } from "@poot/kernel-dsl";
 
 const WG = 64;
@@ -140,7 +142,7 @@ function stridedMatMul(name: string, req: KernelRequest, caps: SynthCaps): Reque
 }
 
 /** A strided kernel for `req` when it is a plain reduction or contraction, else null. */
-export function fallbackKernel(req: KernelRequest, caps: SynthCaps, name: string): RequestKernel | null {
+export function stridedFallback(req: KernelRequest, caps: SynthCaps, name: string): RequestKernel | null {
   if (req.op === "Reduce") return stridedReduce(name, req, caps);
   if (req.kind === "gemm" || req.kind === "gemv") return stridedMatMul(name, req, caps);
   return null;

@@ -1,7 +1,7 @@
 // The device side of greedy decoding (decision 2201): one workgroup takes the argmax of a logits row and writes the
 // next step's inputs (token id, position, KV slot from the page table) and the id into a ring the host reads in
-// batches, so consecutive decode steps need no host round trip. Written in the kernel DSL: it runs under the
-// kernel-dsl interpreter (tested against a float64 argmax) and lowers to PTX (assembled by ptxas in the tests).
+// batches, so consecutive decode steps need no host round trip. Written in the kernel DSL, so it is no one device's:
+// it runs under the kernel-dsl interpreter (tested against a float64 argmax); CUDA's greedy loop lowers it to PTX.
 
 import { kernel, type Builder, type Val } from "@poot/kernel-dsl";
 

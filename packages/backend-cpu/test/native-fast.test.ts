@@ -1,0 +1,145 @@
+// The `fast` native GEMVs (decision 2320) of the library generated from the kernel IR: the activation quantizer then
+// the integer-dot GEMV, against a float64 dot product of graph-ir-decoded weights with the activations quantized as
+// llama.cpp's ggml-quants.c does (quantize_row_q8_0's AVX2 path, quantize_row_q8_K_ref), re-derived here from its
+// source; and a planted violation (one weight block's scale changed) that the same check catches.
+import { randomFillSync } from "node:crypto";
+import { decodePacked, type PackedFormat } from "@poot/graph-ir";
+import { ggmlPackedFormat } from "@poot/models";
+import { describe, expect, test } from "vitest";
+import { WA } from "../src/memory.js";
+import { loadNodeNative } from "../src/native/node-library.js";
+
+const here = process.platform === "linux" && process.arch === "x64";
+const memory = new WA.Memory({ initial: 64, maximum: 64, shared: true });
+const u8 = new Uint8Array(memory.buffer);
+const u32 = new Uint32Array(memory.buffer);
+const f32 = new Float32Array(memory.buffer);
+/** Byte offsets: argument block, x, r, y, W, W1, then the quantized activations q, d, s. */
+const AT = {
+  args: 0,
+  x: 1 << 12,
+  r: 1 << 16,
+  y: 1 << 17,
+  w: 1 << 19,
+  w1: 1 << 21,
+  q: 3 << 20,
+  d: 7 << 19,
+  s: 15 << 18,
+};
+
+const fr = Math.fround;
+/** Round half to even (nearest_int / _mm256_round_ps). */
+const rne = (v: number): number => {
+  const r = Math.round(v);
+  return Math.abs(v % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+};
+/** f32 to the nearest binary16 value (round to nearest even), as GGML_FP32_TO_FP16. */
+function toHalf(v: number): number {
+  const a = Math.abs(v);
+  if (a === 0) return 0;
+  const e = Math.max(Math.floor(Math.log2(a)), -14);
+  const ulp = 2 ** (e - 10);
+  return Math.sign(v) * rne(a / ulp) * ulp;
+}
+
+/** One row quantized as llama.cpp does for `fmt`'s vec_dot_type, dequantized: q · d per element. */
+function llamaQuant(x: Float32Array, fmt: string): Float64Array {
+  const B = fmt === "q8_0" ? 32 : 256;
+  const out = new Float64Array(x.length);
+  for (let b0 = 0; b0 < x.length; b0 += B) {
+    let amax = 0,
+      max = 0;
+    for (let j = 0; j < B; j++)
+      if (Math.abs(x[b0 + j]!) > amax) {
+        amax = Math.abs(x[b0 + j]!);
+        max = x[b0 + j]!;
+      }
+    if (fmt === "q8_0") {
+      const d = toHalf(fr(amax / 127));
+      const id = amax !== 0 ? fr(127 / amax) : 0;
+      for (let j = 0; j < B; j++) out[b0 + j] = rne(fr(x[b0 + j]! * id)) * d;
+    } else {
+      if (amax === 0) continue;
+      const iscale = fr(-127 / max);
+      const d = fr(1 / iscale);
+      for (let j = 0; j < B; j++) out[b0 + j] = Math.min(127, rne(fr(iscale * x[b0 + j]!))) * d;
+    }
+  }
+  return out;
+}
+
+/** Random weights of `fmt` (finite halves) for N rows of K at `at`; returns them decoded. */
+function weights(fmt: string, N: number, K: number, at: number): Float64Array {
+  const packed = ggmlPackedFormat(fmt.toUpperCase())!;
+  const bytes = u8.subarray(at, at + ((N * K) / packed.blockSize) * packed.bytesPerBlock);
+  randomFillSync(bytes);
+  for (let o = 0; o < bytes.length; o += packed.bytesPerBlock)
+    for (const h of fmt === "q8_0" ? [0] : [0, 2]) bytes[o + h + 1]! &= 0x1b;
+  return decodePacked(packed as PackedFormat, bytes, N * K);
+}
+
+/** Runs quantizer + fast GEMV for (M, N, K, epilogue); returns max |y − ref| / Σ|w x| against llama.cpp's arithmetic. */
+function check(fmt: "q8_0" | "q4_k", M: number, epi: "none" | "add" | "heads2", plant?: () => void): number {
+  const lib = loadNodeNative()!;
+  const base = lib.address(u8);
+  const K = 512,
+    N = 37,
+    R = 8;
+  const W = [weights(fmt, N, K, AT.w), weights(fmt, N, K, AT.w1)];
+  plant?.();
+  for (let i = 0; i < M * K; i++) f32[AT.x / 4 + i] = (Math.random() * 2 - 1) * (i % 7 === 0 ? 4 : 1);
+  for (let i = 0; i < M * N; i++) f32[AT.r / 4 + i] = Math.random();
+  const call = (symbol: string, words: number[], groups: number): void => {
+    u32.set(words, AT.args / 4);
+    const run = lib.hostKernel({ native: true, library: lib.path, koffi: lib.koffi, symbol, base });
+    for (let g = 0; g < groups; g++) run(AT.args, g, 0, 0, 0, 1);
+  };
+  call(`poot_quant_${fmt === "q8_0" ? "q8_0" : "q8_k"}`, [AT.x, AT.q, AT.d, AT.s, M, K], M);
+  const ins = [AT.q, AT.d, AT.s, AT.w];
+  const buffers = epi === "none" ? [...ins, AT.y] : [...ins, epi === "add" ? AT.r : AT.w1, AT.y];
+  f32.fill(Number.NaN, AT.y / 4, AT.y / 4 + 2 * M * N);
+  call(`poot_gemv_${fmt}_fast_${epi}`, [...buffers, M, N, K, R], Math.ceil(N / R));
+  let worst = 0;
+  for (let m = 0; m < M; m++) {
+    const xq = llamaQuant(f32.subarray(AT.x / 4 + m * K, AT.x / 4 + (m + 1) * K), fmt);
+    for (let h = 0; h < (epi === "heads2" ? 2 : 1); h++)
+      for (let n = 0; n < N; n++) {
+        let ref = epi === "add" ? f32[AT.r / 4 + m * N + n]! : 0,
+          mag = Math.abs(ref);
+        for (let k = 0; k < K; k++) {
+          ref += W[h]![n * K + k]! * xq[k]!;
+          mag += Math.abs(W[h]![n * K + k]! * xq[k]!);
+        }
+        const got = f32[AT.y / 4 + h * M * N + m * N + n]!;
+        worst = Math.max(worst, Math.abs(got - ref) / (mag + 1e-30));
+      }
+  }
+  return worst;
+}
+
+describe.skipIf(!here)(
+  "fast native GEMVs (8-bit activations, integer dot products) against llama.cpp's arithmetic",
+  () => {
+    const lib = here ? loadNodeNative() : null;
+    const vnni = lib?.vnni === true;
+    for (const fmt of ["q8_0", "q4_k"] as const)
+      test.skipIf(!vnni)(`${fmt}: none, add and heads2 epilogues, M = 1, 6 and 19`, () => {
+        for (const M of [1, 6, 19])
+          for (const epi of ["none", "add", "heads2"] as const)
+            expect(check(fmt, M, epi), `${fmt} ${epi} M=${M}: max |y - ref| / sum |w x|`).toBeLessThan(1e-5);
+      });
+
+    test.skipIf(!vnni)(
+      "planted violation: one weight block's scale doubled after decoding the reference fails the check",
+      () => {
+        // Row 5, block 3 of W: its f16 scale's exponent raised by one (the kernel reads 2d, the reference kept d).
+        const plant = (fmt: string, bpb: number) => () => {
+          const o = AT.w + (5 * (512 / (fmt === "q8_0" ? 32 : 256)) + 1) * bpb;
+          u8[o + 1] = u8[o + 1]! + 4;
+        };
+        expect(check("q8_0", 1, "none", plant("q8_0", 34))).toBeGreaterThan(1e-3);
+        expect(check("q4_k", 1, "none", plant("q4_k", 144))).toBeGreaterThan(1e-3);
+      },
+    );
+  },
+);
