@@ -1,9 +1,9 @@
-// Native GEMV bench (decisions 0952, 2300): the prebuilt kernels of each weight format on the Llama-3.2-1B decode
+// Native GEMV bench (decisions 0952, 2300, 2310): the prebuilt kernels of each weight format on the Llama-3.2-1B decode
 // shapes, one thread, against a copy of the same bytes inside the same shared memory measured in the same run (the
 // memory-bound floor a GEMV's reads approach).
 //
-// usage: pnpm --filter @poot/backend-cpu bench [-- --runs N] [--formats Q8_0,Q4_K] [--libraries c,kernel-ir]
-// Loads the committed objects (the C one, the one generated from the kernel IR, or paths) through koffi and calls
+// usage: pnpm --filter @poot/backend-cpu bench [-- --runs N] [--formats Q8_0,Q4_K] [--libraries kernel-ir,PATH.so] [--m M]
+// Loads the committed object (generated from the kernel IR) or other builds by path through koffi and calls
 // each format's kernel as the executor's threads do (argument block in a shared WebAssembly.Memory); with several
 // libraries their runs alternate, shape by shape, so both see the same machine. Writes
 // bench-results/<date>-cpu-native-gemv.json (each GEMV's weight-read GB/s against the copy of the same bytes).
@@ -18,6 +18,8 @@ const arg = (name, dflt) => {
   return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : dflt;
 };
 const RUNS = Number(arg("runs", "7"));
+/** Rows of x (M > 1: the prefill path, several rows per pass over the weights; the LM head shape is then skipped). */
+const M = Number(arg("m", "1"));
 /** Weight formats: the kernel's format name and bytes per 256 elements. */
 const FORMATS = {
   F32: ["f32", 1024],
@@ -35,12 +37,12 @@ const SHAPES = [
   [2048, 8192],
   [8192, 2048],
   [2048, 128256],
-];
+].filter(([, N]) => M === 1 || N < 128256);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-const PREBUILT = { c: "libpoot_cpu.so", "kernel-ir": "libpoot_cpu_ir.so" };
+const PREBUILT = { "kernel-ir": "libpoot_cpu.so" };
 const require = createRequire(import.meta.url);
-const LIBS = arg("libraries", "c,kernel-ir")
+const LIBS = arg("libraries", "kernel-ir")
   .split(",")
   .map((name) => {
     const file = PREBUILT[name];
@@ -53,7 +55,14 @@ const LIBS = arg("libraries", "c,kernel-ir")
     const isa = lib.func("const char *poot_native_isa(void)")();
     if (isa === "none") throw new Error(`${path}: this CPU cannot run its kernels`);
     return {
-      name: `${name.length > 10 ? "lib" : name} ${isa}`,
+      name: `${
+        name.length > 10
+          ? name
+              .split("/")
+              .pop()
+              .replace(/^libpoot_cpu_?|\.so$/g, "")
+          : name
+      } ${isa}`,
       lib,
       addr: lib.func("uint64_t poot_native_addr(const void *p)"),
     };
@@ -61,8 +70,13 @@ const LIBS = arg("libraries", "c,kernel-ir")
 const addr = LIBS[0].addr;
 
 const maxBytes = 128256 * 2048 * 4 + (1 << 20);
+const ARGS = 0,
+  X = 4096,
+  Y = X + M * 8192 * 4,
+  W = Math.ceil((Y + M * Math.max(...SHAPES.map(([, N]) => N)) * 4) / (1 << 20)) * (1 << 20),
+  COPY = W + maxBytes;
 const memory = new WebAssembly.Memory({
-  initial: Math.ceil((2 * maxBytes + (1 << 20)) / 65536),
+  initial: Math.ceil((COPY + maxBytes) / 65536),
   maximum: 65536,
   shared: true,
 });
@@ -70,12 +84,7 @@ const u8 = new Uint8Array(memory.buffer),
   u32 = new Uint32Array(memory.buffer),
   f32 = new Float32Array(memory.buffer);
 const base = Number(addr(u8));
-const ARGS = 0,
-  X = 4096,
-  Y = X + 8192 * 4,
-  W = 1 << 20,
-  COPY = W + maxBytes;
-for (let i = 0; i < 8192; i++) f32[X / 4 + i] = Math.sin(i);
+for (let i = 0; i < M * 8192; i++) f32[X / 4 + i] = Math.sin(i);
 
 /** Valid weights: finite halves and small block scales (random bytes elsewhere). */
 function fill(name, bytes) {
@@ -95,15 +104,19 @@ function fill(name, bytes) {
 const commit = gitCommit();
 const load = loadSampler();
 const cases = [];
-console.log(`native GEMVs, 1 thread, median of ${RUNS}; ratio = GEMV weight-read GB/s / copy GB/s of the same bytes`);
+console.log(
+  `native GEMVs, 1 thread, M = ${M}, median of ${RUNS}; ratio = GEMV weight-read GB/s / copy GB/s of the same bytes`,
+);
 for (const name of WANT) {
   const [fmt, per256] = FORMATS[name];
   const gemvs = LIBS.map((l) => l.lib.func(`void poot_gemv_${fmt}_none(uint64_t base, uint32_t args, uint32_t group)`));
+  const cpuTotals = LIBS.map(() => 0);
   for (const [K, N] of SHAPES) {
     const bytes = ((K * N) / 256) * per256;
     fill(name, bytes);
-    u32.set([X, W, Y, 1, N, K, N], ARGS / 4);
+    u32.set([X, W, Y, M, N, K, N], ARGS / 4);
     const times = LIBS.map(() => []),
+      cpus = LIBS.map(() => []),
       copies = [];
     // Run -1 warms up (the copy's first touch of its pages, the kernels' first calls); the libraries alternate.
     for (let r = -1; r < RUNS; r++) {
@@ -111,9 +124,13 @@ for (const name of WANT) {
       u8.copyWithin(COPY, W, W + bytes);
       if (r >= 0) copies.push(performance.now() - c0);
       gemvs.forEach((gemv, i) => {
+        const c0 = process.cpuUsage();
         const t0 = performance.now();
         gemv(base, ARGS, 0);
-        if (r >= 0) times[i].push(performance.now() - t0);
+        const t1 = performance.now();
+        const c1 = process.cpuUsage(c0);
+        if (r >= 0) times[i].push(t1 - t0);
+        if (r >= 0) cpus[i].push((c1.user + c1.system) / 1000);
       });
     }
     const copy = (2 * bytes) / median(copies) / 1e6;
@@ -147,18 +164,26 @@ for (const name of WANT) {
         ratios,
       });
       const gbps = bytes / median(times[i]) / 1e6;
+      cpuTotals[i] += median(cpus[i]);
       console.log(
-        `${name.padEnd(5)} ${l.name.padEnd(16)} K=${String(K).padEnd(5)} N=${String(N).padEnd(6)} ${median(times[i]).toFixed(2).padStart(8)} ms  ${gbps.toFixed(1).padStart(5)} GB/s  copy ${copy.toFixed(1).padStart(5)} GB/s (read+write)  ratio ${(gbps / copy).toFixed(2)}`,
+        `${name.padEnd(5)} ${l.name.padEnd(16)} K=${String(K).padEnd(5)} N=${String(N).padEnd(6)} ${median(times[i]).toFixed(2).padStart(8)} ms (cpu ${median(cpus[i]).toFixed(2).padStart(8)} ms)  ${gbps.toFixed(1).padStart(5)} GB/s  copy ${copy.toFixed(1).padStart(5)} GB/s (read+write)  ratio ${(gbps / copy).toFixed(2)}`,
       );
     });
   }
+  // Per CPU-second: the sum over the shapes of each library's median CPU time, relative to the first library's.
+  if (LIBS.length > 1)
+    console.log(
+      `${name.padEnd(5)} per CPU-second vs ${LIBS[0].name}: ${LIBS.slice(1)
+        .map((l, i) => `${l.name} ${(cpuTotals[0] / cpuTotals[i + 1]).toFixed(2)}x`)
+        .join(", ")}`,
+    );
 }
 const file = writeBenchResult({
   name: "cpu-native-gemv",
   commit,
   title: "native GEMVs of each weight format, one thread, Llama-3.2-1B decode shapes, against a copy of the same bytes",
   load: load.summary(),
-  settings: { runs: RUNS, threads: 1, formats: WANT.join(","), libraries: LIBS.map((l) => l.name).join(",") },
+  settings: { runs: RUNS, threads: 1, m: M, formats: WANT.join(","), libraries: LIBS.map((l) => l.name).join(",") },
   anchors: [{ id: "copy", name: "copyWithin of the same weight bytes in the same shared memory (read + write bytes)" }],
   cases,
   notes: ["GB/s of a GEMV counts its weight bytes read; the copy counts read + write bytes."],

@@ -1,32 +1,23 @@
-// Builds the prebuilt native kernels for linux-x64 (decision 0952): `pnpm --filter @poot/backend-cpu build:native`.
-// Needs gcc; users never run it (the object is committed). The sha256 of the sources and flags is embedded in the
-// object, and src/native/stale.test.ts fails when the committed object was built from other sources.
-import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+// Builds the native kernel libraries generated from the kernel IR (decisions 2300, 2310) for linux-x64 and linux-arm64:
+// `pnpm --filter @poot/backend-cpu build:native`. Generates their LLVM IR (library.mjs) and compiles it with opt, llc
+// and ld.lld (LLVM 19); users never run it (the objects are committed), and test/native-library.test.ts regenerates
+// them.
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { NATIVE_TARGETS, sourceHash } from "./source-hash.mjs";
+import { NATIVE_ASSEMBLE, NATIVE_LIBRARIES, nativeLibraryIR } from "./library.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
-const target = NATIVE_TARGETS["linux-x64"];
-const hash = sourceHash(here);
-const tmp = mkdtempSync(join(tmpdir(), "poot-native-"));
-try {
-  const cc = process.env.CC ?? "gcc";
-  const objects = target.units.map((u) => {
-    const out = join(tmp, `${u.name}.o`);
-    execFileSync(
-      cc,
-      [...target.common, ...u.flags, `-DPOOT_SOURCE_HASH="${hash}"`, "-c", join(here, "src", u.source), "-o", out],
-      { stdio: "inherit" },
-    );
-    return out;
-  });
-  const dir = join(here, "prebuilt", "linux-x64");
+for (const [platform, file] of Object.entries(NATIVE_LIBRARIES)) {
+  const { ir, hash } = nativeLibraryIR(platform);
+  const r = await NATIVE_ASSEMBLE[platform](ir);
+  if (r.status !== "ok") {
+    console.error(`build:native ${platform}: ${r.tool}: ${r.status === "invalid" ? r.message : r.reason}`);
+    process.exit(1);
+  }
+  const dir = join(here, "prebuilt", platform);
   mkdirSync(dir, { recursive: true });
-  execFileSync(cc, [...target.link, "-o", join(dir, target.library), ...objects], { stdio: "inherit" });
-  console.log(`built ${join(dir, target.library)} (sources ${hash})`);
-} finally {
-  rmSync(tmp, { recursive: true, force: true });
+  const out = join(dir, file);
+  writeFileSync(out, r.artifact, { mode: 0o755 });
+  console.log(`built ${out} (${r.artifact.length} bytes, kernels ${hash}) with ${r.tool}`);
 }

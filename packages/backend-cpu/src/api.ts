@@ -12,5 +12,5 @@ export { CpuError } from "./errors.js";
 export type { CpuErrorCode, CpuErrorContext } from "./errors.js";
 export type { CpuCounters, CpuMemory, SharedMemory } from "./memory.js";
 export type { CpuPlatform, FileMapper, ThreadHandle, ThreadInit, ThreadTransport } from "./transport.js";
-export type { CpuNumerics, NativeLibrary, NativeLoader, NativeSource } from "./native/library.js";
+export type { CpuNumerics, NativeLibrary, NativeLoader } from "./native/library.js";
 export type { NativeRef } from "./thread/native.js";

@@ -20,7 +20,7 @@ import { defaultTarget, type CompileOptions, type DeviceCaps as PlanCaps } from 
 import { synthCapsFrom } from "@poot/kernelgen";
 import { CpuError, invariant } from "./errors.js";
 import { CpuMemory, MAX_PAGES, PAGE, WA } from "./memory.js";
-import type { CpuNumerics, NativeLibrary, NativeSource } from "./native/library.js";
+import type { CpuNumerics, NativeLibrary } from "./native/library.js";
 import { nativeRoute } from "./native/route.js";
 import { ThreadPool, type PoolKernel, type RegionDebug } from "./pool.js";
 import { DEFAULT_CLAIMS, writeSchedule, type Phase, type Schedule, type ThreadAreas } from "./schedule.js";
@@ -44,19 +44,17 @@ export function cpuPlanCaps(threads: number): PlanCaps {
 }
 
 /**
- * The library with the `fast` kernels (decision 2320): the loaded one if it has them, else the generated one; a
- * platform or CPU without them (no native kernels, no AVX-512 VNNI) is refused in one line.
+ * Refuses `fast` numerics (decision 2320) in one line where the native library cannot run its integer dot-product
+ * kernels (no native kernels, or a CPU without AVX-512 VNNI).
  */
-function fastLibrary(native: NativeLibrary | null, platform: CpuPlatform): NativeLibrary {
-  const lib = native === null ? null : native.vnni ? native : (platform.native?.("kernel-ir") ?? null);
-  if (lib === null || !lib.vnni)
+function fastCheck(native: NativeLibrary | null): void {
+  if (native === null || !native.vnni)
     throw new CpuError(
       "unsupported-platform",
       native === null
         ? "numerics fast needs the native CPU kernels (linux-x64), which are off or absent here: use numerics exact"
         : "numerics fast needs AVX-512 VNNI (with AVX-512 F/BW/DQ/VL), which this CPU lacks: use numerics exact",
     );
-  return lib;
 }
 
 /** How the device runs its steps (the executor's options). */
@@ -64,7 +62,6 @@ export interface CpuDeviceOptions extends RegionDebug {
   readonly threads?: number;
   readonly compile?: CompileOptions;
   readonly native?: boolean;
-  readonly nativeKernels?: NativeSource;
   /** `exact` (default) or `fast` (8-bit activations and integer dot products on packed weights, decision 2320). */
   readonly numerics?: CpuNumerics;
   readonly mapWeights?: boolean;
@@ -119,8 +116,8 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
   readonly memory: CpuMemory;
   readonly pool: ThreadPool;
   readonly native: NativeLibrary | null;
-  /** The library whose integer dot-product kernels run packed GEMVs (`fast` numerics, decision 2320), or null. */
-  readonly fast: NativeLibrary | null;
+  /** Whether the native library's integer dot-product kernels run packed GEMVs (`fast` numerics, decision 2320). */
+  readonly fast: boolean;
   readonly #files: FileMapper | null;
   readonly #options: CpuDeviceOptions;
   readonly #base: number;
@@ -142,8 +139,9 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
       throw new ExecutorError("unsupported-program", `claimsPerThread must be a positive integer, got ${claims}`);
     this.#options = options;
     this.memory = new CpuMemory();
-    this.native = options.native === false ? null : (platform.native?.(options.nativeKernels ?? "c") ?? null);
-    this.fast = options.numerics === "fast" ? fastLibrary(this.native, platform) : null;
+    this.native = options.native === false ? null : (platform.native?.() ?? null);
+    if (options.numerics === "fast") fastCheck(this.native);
+    this.fast = options.numerics === "fast";
     this.#files = options.mapWeights === false ? null : (platform.files?.() ?? null);
     this.pool = new ThreadPool(this.memory, threads, platform.transport, this.native);
     // Native GEMVs read and write the shared memory at its base address, which never moves (decision 0952).
@@ -157,7 +155,7 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
     const kernels =
       this.native === null
         ? "Wasm SIMD128"
-        : `native ${this.native.isa} GEMVs${this.fast === null ? "" : " + fast numerics (8-bit activations, AVX-512 VNNI)"} + Wasm SIMD128`;
+        : `native ${this.native.isa} GEMVs${!this.fast ? "" : " + fast numerics (8-bit activations, AVX-512 VNNI)"} + Wasm SIMD128`;
     this.caps = {
       kind: "cpu",
       device: `${platform.cpu}, ${threads} thread(s) (${platform.transport.name}), ${kernels} over one shared memory`,
@@ -177,8 +175,8 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
         ...(this.native === null
           ? {}
           : {
-              variant: this.fast === null ? "cpu-native-2" : "cpu-native-2-fast",
-              route: nativeRoute(threads, synth, this.native.kernels, this.fast?.kernels ?? null),
+              variant: !this.fast ? "cpu-native-2" : "cpu-native-2-fast",
+              route: nativeRoute(threads, synth, this.native.kernels, this.fast ? this.native.kernels : null),
             }),
       },
     };
@@ -256,8 +254,7 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
     };
     let load: PoolKernel;
     if (nbuf !== undefined) {
-      // The fast kernels may live in the other library (the generated one beside the C one, decision 2320).
-      const lib = this.native?.kernels.has(code.entryPoint) === false && this.fast !== null ? this.fast : this.native;
+      const lib = this.native;
       invariant(lib !== null, `kernel ${code.kernel} is native but this device has no native kernels`);
       load = {
         native: { native: true, library: lib.path, koffi: lib.koffi, symbol: code.entryPoint, base: this.#base },

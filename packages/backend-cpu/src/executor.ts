@@ -6,7 +6,7 @@ import { lowerWith, type LoweringCache } from "@poot/executor/lowering";
 import type { CompileOptions } from "@poot/graph-plan";
 import { CpuDevice, type CpuBuffer, type CpuKernel, type CpuLaunch } from "./device.js";
 import type { CpuCounters, CpuMemory } from "./memory.js";
-import type { CpuNumerics, NativeLibrary, NativeSource } from "./native/library.js";
+import type { CpuNumerics, NativeLibrary } from "./native/library.js";
 import type { ThreadPool } from "./pool.js";
 import type { Schedule } from "./schedule.js";
 import type { CpuPlatform } from "./transport.js";
@@ -30,8 +30,6 @@ export interface CpuExecutorOptions {
    * file must not be truncated while the executor holds it.
    */
   readonly mapWeights?: boolean;
-  /** Which native kernels run (default `"c"`; `"kernel-ir"`: the library generated from the kernel IR, decision 2300). */
-  readonly nativeKernels?: NativeSource;
   /**
    * Numerics of the packed GEMVs (decision 2320): `"exact"` (default; f32 products of decoded weights) or `"fast"`
    * (Q8_0 / Q4_K GEMVs quantize activations to 8-bit blocks and take integer dot products, as llama.cpp; needs the

@@ -12,9 +12,9 @@ export function createCpuExecutor(options: CpuExecutorOptions = {}): CpuExecutor
 }
 
 /**
- * Whether `numerics: "fast"` runs here (decision 2320): the native kernels generated from the kernel IR ship for
+ * Whether `numerics: "fast"` runs here (decision 2320): the native kernels ship for
  * this platform and this CPU has AVX-512 VNNI.
  */
 export function fastNumericsAvailable(): boolean {
-  return loadNodeNative("kernel-ir")?.vnni === true;
+  return loadNodeNative()?.vnni === true;
 }

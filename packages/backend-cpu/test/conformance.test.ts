@@ -7,10 +7,3 @@ runConformance("cpu", () => createCpuExecutor({ threads: 2 }), { dtypes: ["f32",
 runConformance("cpu (1 thread, one region per dispatch)", () => createCpuExecutor({ threads: 1, fused: false }), {
   dtypes: ["f32", "bf16"],
 });
-runConformance(
-  "cpu (native GEMVs generated from the kernel IR)",
-  () => createCpuExecutor({ threads: 2, nativeKernels: "kernel-ir" }),
-  {
-    dtypes: ["f32", "f16", "bf16"],
-  },
-);

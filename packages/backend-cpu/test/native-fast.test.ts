@@ -80,7 +80,7 @@ function weights(fmt: string, N: number, K: number, at: number): Float64Array {
 
 /** Runs quantizer + fast GEMV for (M, N, K, epilogue); returns max |y − ref| / Σ|w x| against llama.cpp's arithmetic. */
 function check(fmt: "q8_0" | "q4_k", M: number, epi: "none" | "add" | "heads2", plant?: () => void): number {
-  const lib = loadNodeNative("kernel-ir")!;
+  const lib = loadNodeNative()!;
   const base = lib.address(u8);
   const K = 512,
     N = 37,
@@ -120,7 +120,7 @@ function check(fmt: "q8_0" | "q4_k", M: number, epi: "none" | "add" | "heads2", 
 describe.skipIf(!here)(
   "fast native GEMVs (8-bit activations, integer dot products) against llama.cpp's arithmetic",
   () => {
-    const lib = here ? loadNodeNative("kernel-ir") : null;
+    const lib = here ? loadNodeNative() : null;
     const vnni = lib?.vnni === true;
     for (const fmt of ["q8_0", "q4_k"] as const)
       test.skipIf(!vnni)(`${fmt}: none, add and heads2 epilogues, M = 1, 6 and 19`, () => {

@@ -1,11 +1,10 @@
-// Every native GEMV of both libraries (the C one and the one generated from the kernel IR) against a float64 dot
+// Every native GEMV of the library generated from the kernel IR, both kernel sets (AVX2, AVX-512), against a float64 dot
 // product of weights decoded by graph-ir's reference decoder (packed formats) or by the IEEE formats (f16, bf16):
-// each format, each epilogue, one row of x (decode) and six (two passes of four rows and a remainder, prefill).
+// each format, each epilogue, one row of x (decode), six and eleven (passes of eight or four rows and a remainder, prefill).
 import { randomFillSync } from "node:crypto";
 import { decodePacked, type PackedFormat } from "@poot/graph-ir";
 import { ggmlPackedFormat } from "@poot/models";
 import { describe, expect, test } from "vitest";
-import type { NativeSource } from "../src/index.js";
 import { WA } from "../src/memory.js";
 import { loadNodeNative } from "../src/native/node-library.js";
 
@@ -51,18 +50,20 @@ function weights(fmt: string, N: number, K: number, at: number): Float64Array {
 const FORMATS = ["f32", "f16", "bf16", "q8_0", "q4_k", "q6_k"] as const;
 
 describe.skipIf(!here)("native GEMV kernels against a float64 reference", () => {
-  for (const source of ["c", "kernel-ir"] as NativeSource[]) {
+  for (const isa of ["avx2", "avx512"] as const) {
     for (const fmt of FORMATS) {
-      test(`${source} ${fmt}: none, add and heads2 epilogues, M = 1 and M = 6`, () => {
-        const lib = loadNodeNative(source);
-        expect(lib, `the ${source} library loads on this CPU`).not.toBeNull();
+      test(`${isa} ${fmt}: none, add and heads2 epilogues, M = 1, 6 and 11`, ({ skip }) => {
+        const lib = loadNodeNative();
+        expect(lib, "the library loads on this CPU").not.toBeNull();
+        const best = lib!.isa;
+        if (!lib!.force(isa)) skip(`this CPU cannot run ${isa}`);
         const dense = !fmt.startsWith("q");
         const K = dense ? 103 : 512,
           N = 37,
           R = 8;
         const W = [weights(fmt, N, K, AT.w), weights(fmt, N, K, AT.w1)];
         const base = lib!.address(u8);
-        for (const M of [1, 6]) {
+        for (const M of [1, 6, 11]) {
           for (let i = 0; i < M * K; i++) f32[AT.x / 4 + i] = Math.random() * 2 - 1;
           for (let i = 0; i < M * N; i++) f32[AT.r / 4 + i] = Math.random();
           for (const epi of ["none", "add", "heads2"] as const) {
@@ -86,9 +87,10 @@ describe.skipIf(!here)("native GEMV kernels against a float64 reference", () => 
                   const got = f32[AT.y / 4 + h * M * N + m * N + n]!;
                   worst = Math.max(worst, Math.abs(got - ref) / (mag + 1e-30));
                 }
-            expect(worst, `${symbol} M=${M}: max |y - ref| / sum |w x|`).toBeLessThan(1e-5);
+            expect(worst, `${symbol} (${isa}) M=${M}: max |y - ref| / sum |w x|`).toBeLessThan(1e-5);
           }
         }
+        lib!.force(best as "avx2" | "avx512");
       });
     }
   }

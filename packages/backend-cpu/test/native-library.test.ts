@@ -1,58 +1,83 @@
-// The committed native kernel library is the kernel IR's: regenerating it (kernelgen's GEMVs, codegen's x86 target,
-// opt + llc + ld.lld of LLVM 19) gives the committed object byte for byte, and a planted change in any kernel's IR
-// makes the check fail. Without LLVM 19 the byte check is skipped, or fails under CI.
+// The committed native kernel libraries are the kernel IR's: regenerating each (kernelgen's GEMVs, codegen's x86
+// target, opt + llc + ld.lld of LLVM 19; linux-x64 with its AVX2 and AVX-512 sets, linux-arm64 with NEON) gives the
+// committed object byte for byte, and a planted change in any kernel's IR makes the check fail. Without LLVM 19 the
+// byte check is skipped, or fails under CI. The arm64 object is only built and linked here (no arm64 machine runs it).
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { assembleX86 } from "@poot/codegen";
+import type { ValidationResult } from "@poot/codegen";
 import { isCI } from "@poot/testkit";
 import { describe, expect, test } from "vitest";
 import { loadNodeNative, prebuiltPath } from "../src/native/node-library.js";
 // @ts-expect-error: a plain ES module of the package's build (no declarations).
-import { NATIVE_LIBRARIES, nativeLibraryIR } from "../native/library.mjs";
+import { NATIVE_ASSEMBLE, NATIVE_LIBRARIES, nativeLibraryIR } from "../native/library.mjs";
 
-const { ir, hash } = nativeLibraryIR() as { ir: string; hash: string };
-const committed = (): Uint8Array => readFileSync(prebuiltPath("linux", "x64", "kernel-ir")!);
-const path = fileURLToPath(new URL(`../native/prebuilt/linux-x64/${NATIVE_LIBRARIES["linux-x64"]}`, import.meta.url));
+type Platform = "linux-x64" | "linux-arm64";
+const libraryIR = nativeLibraryIR as (platform: Platform) => { ir: string; hash: string };
+const assemble = NATIVE_ASSEMBLE as Record<Platform, (ir: string) => Promise<ValidationResult>>;
+const files = NATIVE_LIBRARIES as Record<Platform, string>;
+const pathOf = (p: Platform): string => fileURLToPath(new URL(`../native/prebuilt/${p}/${files[p]}`, import.meta.url));
 
-/** Where `ir` compiles to other bytes than the committed object: a message, or null when they are equal. */
-async function differs(source: string): Promise<string | null> {
-  const r = await assembleX86(source);
+/** Where `ir` compiles to other bytes than `platform`'s committed object: a message, or null when they are equal. */
+async function differs(platform: Platform, source: string): Promise<string | null> {
+  const r = await assemble[platform](source);
   if (r.status === "unavailable") {
-    if (isCI()) throw new Error(`LLVM 19 is needed to regenerate ${path}: ${r.reason}`);
+    if (isCI()) throw new Error(`LLVM 19 is needed to regenerate ${pathOf(platform)}: ${r.reason}`);
     return "unavailable";
   }
   if (r.status !== "ok") return `${r.tool}: ${r.message}`;
-  const want = committed();
-  if (Buffer.compare(Buffer.from(r.artifact!), Buffer.from(want)) === 0) return null;
-  return `regenerated ${r.artifact!.length} bytes differ from the committed ${want.length} (pnpm --filter @poot/backend-cpu build:native-ir)`;
+  const want = readFileSync(pathOf(platform));
+  if (Buffer.compare(Buffer.from(r.artifact!), want) === 0) return null;
+  return `regenerated ${r.artifact!.length} bytes differ from the committed ${want.length} (pnpm --filter @poot/backend-cpu build:native)`;
 }
 
-describe("the native kernel library", () => {
-  test("the committed object embeds the hash of the kernel IR it was built from", () => {
-    expect(prebuiltPath("linux", "x64", "kernel-ir")).toBe(path);
-    expect(Buffer.from(committed()).includes(hash), `the object was built from other kernels than ${hash}`).toBe(true);
-    const lib = process.platform === "linux" && process.arch === "x64" ? loadNodeNative("kernel-ir") : null;
+/** Per platform: where a planted change goes (one product of the Q8_0 GEMV made a sum, in the IR only). */
+const PLANT: Record<Platform, readonly [string, string]> = {
+  "linux-x64": ["define internal void @poot_gemv_q8_0_none.avx512(", "fmul <16 x float>"],
+  "linux-arm64": ["define void @poot_gemv_q8_0_none(", "fmul <4 x float>"],
+};
+
+describe("the native kernel libraries", () => {
+  test("the committed objects embed the hash of the kernel IR they were built from", () => {
+    expect(prebuiltPath("linux", "x64")).toBe(pathOf("linux-x64"));
+    expect(prebuiltPath("linux", "arm64")).toBe(pathOf("linux-arm64"));
+    for (const p of ["linux-x64", "linux-arm64"] as const) {
+      const { hash } = libraryIR(p);
+      expect(readFileSync(pathOf(p)).includes(hash), `${p} was built from other kernels than ${hash}`).toBe(true);
+    }
+    const lib = process.platform === "linux" && process.arch === "x64" ? loadNodeNative() : null;
     if (lib !== null) {
-      expect(lib.sourceHash).toBe(hash);
+      expect(lib.sourceHash).toBe(libraryIR("linux-x64").hash);
       expect([...lib.kernels]).toContain("poot_gemv_q4_k_add");
     }
   });
 
-  test("regenerating it from the kernel IR gives the committed bytes; a planted kernel change does not", async () => {
-    const same = await differs(ir);
-    if (same === "unavailable") return;
-    expect(same).toBeNull();
-    // Planted: one product of the Q8_0 GEMV made a sum, in the IR only (the embedded hash unchanged).
-    const at = ir.indexOf("fmul <4 x float>", ir.indexOf("define void @poot_gemv_q8_0_none"));
-    const planted = `${ir.slice(0, at)}fadd${ir.slice(at + 4)}`;
-    expect(await differs(planted)).toMatch(/differ from the committed/);
+  test("other platforms have no object (the executor then runs the Wasm kernels)", () => {
+    expect(prebuiltPath("darwin", "arm64")).toBeNull();
+    expect(prebuiltPath("win32", "x64")).toBeNull();
   });
 
-  test("the C object defines the same exact kernels, taking the same arguments", () => {
-    const c = process.platform === "linux" && process.arch === "x64" ? loadNodeNative("c") : null;
-    const ir = process.platform === "linux" && process.arch === "x64" ? loadNodeNative("kernel-ir") : null;
-    // The `fast` kernels and their quantizers (decision 2320) exist in the generated library only.
-    const exact = (k: string): boolean => !k.includes("_fast_") && !k.startsWith("poot_quant_");
-    if (c !== null && ir !== null) expect([...c.kernels].sort()).toEqual([...ir.kernels].filter(exact).sort());
+  for (const p of ["linux-x64", "linux-arm64"] as const)
+    test(`${p}: regenerating it from the kernel IR gives the committed bytes; a planted kernel change does not`, async () => {
+      const { ir } = libraryIR(p);
+      const same = await differs(p, ir);
+      if (same === "unavailable") return;
+      expect(same).toBeNull();
+      const [fn, op] = PLANT[p];
+      const at = ir.indexOf(op, ir.indexOf(fn));
+      expect(at).toBeGreaterThan(ir.indexOf(fn));
+      const planted = `${ir.slice(0, at)}fadd${ir.slice(at + 4)}`;
+      expect(await differs(p, planted)).toMatch(/differ from the committed/);
+    });
+
+  test("linux-x64 links the fast kernels and quantizers once, as AVX-512 VNNI code (decision 2320); linux-arm64 has none", () => {
+    const x86 = libraryIR("linux-x64").ir;
+    const arm = libraryIR("linux-arm64").ir;
+    for (const k of ["poot_quant_q8_0", "poot_quant_q8_k", "poot_gemv_q8_0_fast_none", "poot_gemv_q4_k_fast_heads2"]) {
+      expect(x86).toContain(`define void @${k}(`);
+      expect(arm).not.toContain(`@${k}(`);
+    }
+    expect(x86).toMatch(/define void @poot_gemv_q8_0_fast_add\(.*\) #3 \{/);
+    expect(x86).toMatch(/attributes #3 = .*"\+avx512vnni"/);
+    expect(arm).toContain("define i32 @poot_native_vnni() #0 {\n  ret i32 0");
   });
 });

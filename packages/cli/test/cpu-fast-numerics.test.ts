@@ -62,7 +62,7 @@ function measure(gguf: string, dir: string, type: string, numerics: "exact" | "f
     llama_cpp_greedy_ids: number[];
   };
   const llama = readF32(path.join(dir, `logits-${type}.bin`));
-  const executor = createCpuExecutor({ threads: 2, nativeKernels: "kernel-ir", numerics });
+  const executor = createCpuExecutor({ threads: 2, numerics });
   const engine = Engine.load(gguf, { executor, context: 48, prefillChunk: 8, tokenizer: null });
   try {
     const V = engine.config.vocabSize;

@@ -91,9 +91,9 @@ describe.skipIf(!HAVE)(`--backend cpu on the gguf fixture files, weights packed$
         .readdirSync(path.join(FIX, "gguf"))
         .filter((f) => fs.existsSync(path.join(FIX, "gguf", f, "reference-F32.json")))
     : [];
-  // Both native GEMV libraries: the C one (default) and the one generated from the kernel IR (decision 2300).
+  // The native GEMVs generated from the kernel IR (decisions 2300, 2310) at the CPU's widest kernel set, then Wasm only.
   for (const fam of files)
-    for (const nativeKernels of ["c", "kernel-ir"] as const) {
+    for (const nativeKernels of ["native", "wasm"] as const) {
       for (const type of ["F32", "F16", "Q8_0", "Q4_K_M"]) {
         test(`${fam} ${type} (${nativeKernels} GEMVs): prompt logits within 1e-4 of the f64 forward of the stored weights`, () => {
           const dir = path.join(FIX, "gguf", fam);
@@ -102,7 +102,7 @@ describe.skipIf(!HAVE)(`--backend cpu on the gguf fixture files, weights packed$
           };
           const f64 = readF32(path.join(dir, `f64-logits-${type}.bin`));
           const llama = readF32(path.join(dir, `logits-${type}.bin`));
-          const executor = createCpuExecutor({ threads: 2, nativeKernels });
+          const executor = createCpuExecutor({ threads: 2, native: nativeKernels === "native" });
           const engine = Engine.load(path.join(dir, `model-${type}.gguf`), {
             executor,
             context: 24,

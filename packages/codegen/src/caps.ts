@@ -27,6 +27,11 @@ export interface DeviceCaps {
   /** Whether the target has native bf16 conversions (e.g. PTX `cvt.rn.bf16x2.f32` on sm_80+). */
   readonly bf16: boolean;
   /**
+   * The widest vector (in lanes) the target's registers hold: absent = 4 (vec2/vec4 only). CPU targets with AVX2 report
+   * 8 and with AVX-512 16; a kernel with a wider vector type is refused with `missing-capability` (decision 2310).
+   */
+  readonly vectorLanes?: number;
+  /**
    * Warp-scope matrix-unit (tensor core) shapes the target can issue, as graph-plan's `MatrixShape`s
    * (`{ m: 16, n: 8, k: 16, input: "bf16" }` = PTX `mma.sync` m16n8k16; `{ m: 16, n: 16, k: 16, input, layout:
    * "mfma" | "wmma" }` = AMD matrix cores). Absent or empty = none: a kernel with an `mma` statement is then refused

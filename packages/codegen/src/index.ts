@@ -18,9 +18,18 @@ export { lowerPtx, ptxTarget } from "./ptx/target.js";
 export { lowerSpirv, spirvTarget } from "./spirv/target.js";
 export { lowerAmdgpu, amdgpuTarget } from "./amdgpu/target.js";
 export { lowerX86, x86Target, X86_TRIPLE } from "./x86/target.js";
-export { x86Library, X86_KERNEL_CPU, X86_VNNI_CPU } from "./x86/library.js";
+export { x86Library, X86_KERNEL_CPU, X86_VNNI_CPU, X86_WIDE_KERNEL_CPU } from "./x86/library.js";
 export type { X86Code } from "./x86/library.js";
-export { assembleX86, X86_LLC_ARGS, X86_LLD_ARGS, X86_OPT_ARGS } from "./validate/x86.js";
+export {
+  assembleArm64,
+  assembleX86,
+  ARM64_LLC_ARGS,
+  ARM64_OPT_ARGS,
+  X86_LLC_ARGS,
+  X86_LLD_ARGS,
+  X86_OPT_ARGS,
+} from "./validate/x86.js";
+export { arm64Library, ARM64_TRIPLE } from "./x86/arm64.js";
 export type { X86ToolOptions } from "./validate/x86.js";
 export type { WmmaGather, WmmaGatherWord } from "./amdgpu/mma.js";
 export { WMMA_A, WMMA_B, WMMA_KEEP_BIT, amdMatrixIntrinsic } from "./amdgpu/mma.js";

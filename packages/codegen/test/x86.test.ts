@@ -4,6 +4,7 @@
 
 import { describe, expect, test } from "vitest";
 import {
+  arm64Library,
   assembleX86,
   CodegenError,
   lowerPtx,
@@ -93,9 +94,13 @@ describe("the 8-bit integer dot product (dot4U8I8, packed load4; decision 2320)"
     expect(code.text).toContain("@llvm.x86.avx512.vpdpbusd.128");
     expect(code.text).toContain("load <4 x i32>");
     const lib = x86Library([code], "h");
-    expect(lib).toMatch(/define void @dot_u8i8\(.*\) #2 \{/);
+    expect(lib).toMatch(/define void @dot_u8i8\(.*\) #3 \{/);
     expect(lib).toContain('"target-features"="+avx512vnni"');
     expect(lib).toContain("define i32 @poot_native_vnni()");
+    // Linked once beside wide kernel sets, it keeps its own symbol (no AVX2/AVX-512 dispatch).
+    expect(x86Library([], "h", [], [code])).toMatch(/define void @dot_u8i8\(.*\) #3 \{/);
+    // The arm64 library cannot hold it: refused in one line, not linked.
+    expect(() => arm64Library([code], "h")).toThrow(/dot_u8i8 uses an x86 intrinsic/);
   });
 
   test("targets without an integer dot product refuse it with missing-capability", () => {

@@ -6,7 +6,7 @@ import { elemOf, isVecType, lanesOf } from "./ir.js";
 import type { BinaryOp, CmpOp, Expr, ScalarType, UnaryOp, ValueType, VecElem } from "./ir.js";
 
 /** Element type of a vector type, for typing `.x/.y/.z/.w`. */
-export type ElemOfType<T extends ValueType> = T extends `vec${2 | 4}<${infer E extends VecElem}>` ? E : T;
+export type ElemOfType<T extends ValueType> = T extends `vec${2 | 4 | 8 | 16}<${infer E extends VecElem}>` ? E : T;
 
 /** What a DSL value needs from its kernel: the kernel name for errors. */
 export interface ValOwner {

@@ -2,7 +2,7 @@
 // Statements are appended in call order to the current block; the result is validated before it is returned.
 
 import { KernelDslError } from "./errors.js";
-import { load4Types, widenedType } from "./ir.js";
+import { lanesOf, load4Types, widenedType } from "./ir.js";
 import type {
   AddressSpace,
   AtomicOp,
@@ -17,6 +17,7 @@ import type {
   Size,
   Stmt,
   SubgroupOp,
+  LoadVecType,
   ValueType,
   VecType,
 } from "./ir.js";
@@ -68,14 +69,22 @@ export class Arr<E extends ElemType = ElemType> {
    * widened like `at`; for u8/i8 buffers `type` picks zero (`vec4<u32>`) or sign (`vec4<i32>`) extension.
    */
   at4<T extends "vec4<f32>" | "vec4<i32>" | "vec4<u32>">(i: Index, type?: T): Val<T> {
+    return this.atVec(i, type ?? (load4Types(this.elem)[0] as T | undefined));
+  }
+  /**
+   * Loads elements `i` … `i + lanes - 1` of a global buffer of scalar elements as one vector of `type` (4, 8 or 16
+   * lanes: `load4`, a SIMD load), widened like `at`; for u8/i8 buffers `type` picks zero or sign extension. vec8 and
+   * vec16 lower only on targets whose caps report that many `vectorLanes` (decision 2310).
+   */
+  atVec<T extends LoadVecType>(i: Index, type: T | undefined): Val<T> {
     if (this.space !== "global")
       throw new KernelDslError(this.b.kernelName, `load4 of ${this.space} array ${this.name}: only global buffers`);
-    const t = type ?? (load4Types(this.elem)[0] as T | undefined);
-    if (t === undefined)
+    const t = type;
+    if (t === undefined || load4Types(this.elem).length === 0)
       throw new KernelDslError(this.b.kernelName, `load4 of ${this.name}: its elements (${this.elem}) are not scalars`);
     return this.b.bind(
       { k: "load4", type: t, array: this.name, index: this.b.idx(i) },
-      `${this.name}_v4`,
+      `${this.name}_v${lanesOf(t)}`,
     ) as unknown as Val<T>;
   }
   /**

@@ -6,6 +6,8 @@ export type {
   ScalarType,
   VecElem,
   VecType,
+  VecLanes,
+  LoadVecType,
   ValueType,
   StorageOnlyType,
   ElemType,
@@ -33,7 +35,7 @@ export type {
   StmtKind,
   ExprKind,
 } from "./ir.js";
-export { isVecType, elemOf, lanesOf, widenedType, elemBytes, load4Types } from "./ir.js";
+export { isVecType, elemOf, lanesOf, vecType, widenedType, elemBytes, load4Types } from "./ir.js";
 export type {
   KernelValidationCode,
   KernelValidationIssue,

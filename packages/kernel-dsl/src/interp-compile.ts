@@ -157,8 +157,9 @@ export function compileKernelSource(
           return `((i) => [0, 4, 8, 12].map((j) => ((L_${e.array}(i + j, T) & 255) | ((L_${e.array}(i + j + 1, T) & 255) << 8) | ((L_${e.array}(i + j + 2, T) & 255) << 16) | ((L_${e.array}(i + j + 3, T) & 255) << 24)) >>> 0))(${ex(e.index)})`;
         // 8-bit storage takes the extension `type` names; other elements load as `load` widens them.
         const byte = bufferElem(e.array) === "u8" || bufferElem(e.array) === "i8";
-        const ext = !byte ? "" : e.type === "vec4<i32>" ? " << 24 >> 24" : " & 255";
-        return `((i) => [0, 1, 2, 3].map((j) => L_${e.array}(i + j, T)${ext}))(${ex(e.index)})`;
+        const ext = !byte ? "" : elemOf(e.type) === "i32" ? " << 24 >> 24" : " & 255";
+        const js = JSON.stringify(Array.from({ length: lanesOf(e.type) }, (_, j) => j));
+        return `((i) => ${js}.map((j) => L_${e.array}(i + j, T)${ext}))(${ex(e.index)})`;
       }
       case "unary": {
         const el = elemOf(e.type);

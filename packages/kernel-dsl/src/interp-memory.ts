@@ -15,14 +15,20 @@ export function arrayClassFor(elem: ElemType): { readonly name: string; readonly
     case "f32":
     case "vec2<f32>":
     case "vec4<f32>":
+    case "vec8<f32>":
+    case "vec16<f32>":
       return { name: "Float32Array", make: (n) => new Float32Array(n) };
     case "i32":
     case "vec2<i32>":
     case "vec4<i32>":
+    case "vec8<i32>":
+    case "vec16<i32>":
       return { name: "Int32Array", make: (n) => new Int32Array(n) };
     case "u32":
     case "vec2<u32>":
     case "vec4<u32>":
+    case "vec8<u32>":
+    case "vec16<u32>":
       return { name: "Uint32Array", make: (n) => new Uint32Array(n) };
     case "bf16":
     case "f16":

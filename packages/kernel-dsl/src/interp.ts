@@ -2,6 +2,7 @@
 // as interleaved generators between barriers and subgroup ops, with race, bounds and divergence checks.
 
 import { KernelRuntimeError } from "./errors.js";
+import { lanesOf } from "./ir.js";
 import type { Kernel, Size } from "./ir.js";
 import { compileKernelSource } from "./interp-compile.js";
 import type { SyncPoint } from "./interp-compile.js";
@@ -177,7 +178,7 @@ export function interpret(kernel: Kernel, launch: InterpretLaunch): void {
   const sharedData: KernelBuffer[] = [];
   for (const s of kernel.shared) {
     const len = spec(s.length);
-    const lanes = s.elem.startsWith("vec4") ? 4 : s.elem.startsWith("vec2") ? 2 : 1;
+    const lanes = lanesOf(s.elem);
     const data = arrayClassFor(s.elem).make(len * lanes);
     sharedData.push(data);
     let race: RaceTracker | undefined;
@@ -199,7 +200,7 @@ export function interpret(kernel: Kernel, launch: InterpretLaunch): void {
     elem: Parameters<typeof arrayClassFor>[0],
     len: number,
   ): Accessors["load"] & { store: Accessors["store"] } => {
-    const lanes = elem.startsWith("vec4") ? 4 : elem.startsWith("vec2") ? 2 : 1;
+    const lanes = lanesOf(elem);
     const acc = makeAccessors(name, arr, elem, arrayClassFor(elem).make(len * lanes), undefined, where);
     return Object.assign((i: number, t: { li: number }) => acc.load(i, t), { store: acc.store });
   };

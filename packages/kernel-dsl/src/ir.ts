@@ -9,8 +9,18 @@ export type ScalarType = "bool" | "i32" | "u32" | "f32";
 /** Element types of vectors. */
 export type VecElem = "f32" | "i32" | "u32";
 
-/** Vector types (for wide loads and packed math). */
-export type VecType = `vec2<${VecElem}>` | `vec4<${VecElem}>`;
+/**
+ * Vector types (for wide loads and packed math). vec8 and vec16 are the wide SIMD registers of CPUs (AVX2, AVX-512):
+ * only targets whose caps report `vectorLanes` of at least their width lower them (decision 2310); the others refuse
+ * the kernel with codegen's `missing-capability`.
+ */
+export type VecType = `vec2<${VecElem}>` | `vec4<${VecElem}>` | `vec8<${VecElem}>` | `vec16<${VecElem}>`;
+
+/** Lane counts a vector type can have. */
+export type VecLanes = 2 | 4 | 8 | 16;
+
+/** The types a SIMD load (`load4`) produces: 4, 8 or 16 widened lanes. */
+export type LoadVecType = `vec${4 | 8 | 16}<${VecElem}>`;
 
 /** Any type a value can have in the IR (a let, a var, an expression). */
 export type ValueType = ScalarType | VecType;
@@ -186,12 +196,13 @@ export type Expr =
   | { readonly k: "unpack"; readonly type: "f32" | "vec2<f32>"; readonly fmt: PackFormat; readonly a: Expr }
   /** Build a vector from scalars of its element type (2 or 4 of them). */
   | { readonly k: "vec"; readonly type: VecType; readonly elems: readonly Expr[] }
-  /** Component `lane` (a literal 0..3) of a vector. */
+  /** Component `lane` (a literal 0 … lanes - 1) of a vector. */
   | { readonly k: "extract"; readonly type: VecElem; readonly a: Expr; readonly lane: number }
   /**
    * Elements `index` … `index + 3` (u32, in elements) of a global buffer of a scalar element type, each widened as
    * `load` widens it, as one `vec4` (a SIMD load; docs/decisions/0302). `type` is `vec4<widened>`, except that 8-bit
    * storage (u8/i8) picks its extension by `type`: `vec4<u32>` zero-extends, `vec4<i32>` sign-extends the bytes.
+   * A `vec8`/`vec16` type loads 8 or 16 elements the same way (wide CPU targets only, decision 2310).
    * Every element must be in bounds. Only targets that report SIMD loads lower it (Wasm); the others refuse the
    * kernel with codegen's `missing-capability`.
    * `packed` (8-bit storage, `vec4<u32>` only; decision 2320): sixteen bytes `index` … `index + 15`, four to a lane
@@ -199,7 +210,7 @@ export type Expr =
    */
   | {
       readonly k: "load4";
-      readonly type: "vec4<f32>" | "vec4<i32>" | "vec4<u32>";
+      readonly type: LoadVecType;
       readonly array: string;
       readonly index: Expr;
       readonly packed?: true;
@@ -337,7 +348,7 @@ export type ExprKind = Expr["k"];
 
 // ── small helpers shared by every consumer ──
 
-/** True for vec2/vec4 types. */
+/** True for vector types (vec2, vec4, vec8, vec16). */
 export function isVecType(t: ElemType | ValueType): t is VecType {
   return t.startsWith("vec");
 }
@@ -346,19 +357,27 @@ export function isVecType(t: ElemType | ValueType): t is VecType {
 export function elemOf(t: VecType): VecElem;
 export function elemOf(t: ValueType): ScalarType;
 export function elemOf(t: ValueType): ScalarType {
-  return isVecType(t) ? (t.slice(5, -1) as VecElem) : t;
+  return isVecType(t) ? (t.slice(t.indexOf("<") + 1, -1) as VecElem) : t;
 }
 
-/** Number of lanes: 2 or 4 for vectors, 1 for scalars. */
-export function lanesOf(t: ElemType | ValueType): 1 | 2 | 4 {
-  return isVecType(t) ? (t[3] === "2" ? 2 : 4) : 1;
+/** Number of lanes: 2, 4, 8 or 16 for vectors, 1 for scalars. */
+export function lanesOf(t: ElemType | ValueType): 1 | VecLanes {
+  return isVecType(t) ? (Number(t.slice(3, t.indexOf("<"))) as VecLanes) : 1;
 }
 
-/** The types a `load4` of a buffer of scalar element `elem` may produce (8-bit storage: either extension). */
-export function load4Types(elem: ElemType): readonly VecType[] {
+/** The vector type of `lanes` lanes of `elem`. */
+export function vecType<E extends VecElem, N extends VecLanes>(elem: E, lanes: N): `vec${N}<${E}>` {
+  return `vec${lanes}<${elem}>`;
+}
+
+/**
+ * The types a `load4` of `lanes` (default 4) elements of a buffer of scalar element `elem` may produce (8-bit
+ * storage: either extension).
+ */
+export function load4Types(elem: ElemType, lanes: 4 | 8 | 16 = 4): readonly LoadVecType[] {
   if (isVecType(elem)) return [];
-  if (elem === "u8" || elem === "i8") return ["vec4<u32>", "vec4<i32>"];
-  return [`vec4<${widenedType(elem) as VecElem}>`];
+  if (elem === "u8" || elem === "i8") return [`vec${lanes}<u32>`, `vec${lanes}<i32>`];
+  return [`vec${lanes}<${widenedType(elem) as VecElem}>`];
 }
 
 /** The value type a load of `elem` produces (storage-only types widen). */

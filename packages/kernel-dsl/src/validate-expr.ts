@@ -36,6 +36,7 @@ const VALUE_TYPES = new Set<string>([
   "vec4<i32>",
   "vec2<u32>",
   "vec4<u32>",
+  ...["f32", "i32", "u32"].flatMap((e) => [`vec8<${e}>`, `vec16<${e}>`]),
 ]);
 const FLOAT_ONLY = new Set(["exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sin", "cos", "floor", "fma"]);
 
@@ -123,7 +124,8 @@ export function checkExpr(e: Expr, path: string, cx: ExprContext): ValueType {
       }
       if (b.atomic) cx.report("atomic_misuse", path, `${e.array} is atomic; read it with an atomic load`);
       if (!b.readable) cx.report("access_violation", path, `${e.array} is write-only`);
-      const types = load4Types(b.elem);
+      const lanes = lanesOf(e.type);
+      const types = load4Types(b.elem, lanes === 8 || lanes === 16 ? lanes : 4);
       if (e.packed === true) {
         if ((b.elem !== "u8" && b.elem !== "i8") || e.type !== "vec4<u32>")
           cx.report("bad_vector", path, `a packed load4 reads u8/i8 storage as vec4<u32>, not ${b.elem} as ${e.type}`);

@@ -33,13 +33,14 @@ export {
   NATIVE_EPILOGUES,
   NATIVE_GEMV_UNIFORMS,
   nativeGemvKernel,
+  nativeFastLibrary,
   nativeGemvLibrary,
   nativeGemvName,
   nativeQuantKernel,
 } from "./synth/gemv-native.js";
 export { ACT_BLOCK, FAST_FORMATS, NATIVE_QUANT_UNIFORMS, nativeQuantName } from "./synth/gemv-int8.js";
 export type { ActivationQuant, FastParts } from "./synth/gemv-int8.js";
-export type { NativeDense, NativeEpilogue, NativeWeights } from "./synth/gemv-native.js";
+export type { NativeDense, NativeEpilogue, NativeLanes, NativeWeights } from "./synth/gemv-native.js";
 export type { DequantGemvRequest } from "./synth/dequant.js";
 export { synthesizeMovement } from "./synth/movement.js";
 export type { MovementOp, MovementRequest } from "./synth/movement.js";

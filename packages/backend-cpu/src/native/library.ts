@@ -10,7 +10,7 @@ export interface NativeLibrary {
   readonly path: string;
   /** Absolute path of koffi's CommonJS entry, for the worker threads. */
   readonly koffi: string;
-  /** The kernel set this CPU runs: "avx512" or "avx2" (C), "avx2" (generated from the kernel IR). */
+  /** The kernel set this CPU runs: "avx512" or "avx2" (x86-64), "neon" (arm64). */
   readonly isa: string;
   /** The sha256 of the kernels' LLVM IR and build arguments the object was built from (decision 2300). */
   readonly sourceHash: string;
@@ -24,8 +24,7 @@ export interface NativeLibrary {
   /** Byte address of a view's first byte (the shared memory's base). */
   address(view: Uint8Array): number;
   /**
-   * Tests: runs the "avx2" or "avx512" kernel set from now on, process-wide; false when this CPU or this library
-   * cannot (the library generated from the kernel IR has the AVX2 set only).
+   * Tests: runs the "avx2" or "avx512" kernel set from now on, process-wide; false when this CPU cannot.
    */
   force(isa: "avx2" | "avx512"): boolean;
   /** The host thread's function for a kernel (workers build theirs with the same `nativeKernels`). */
@@ -33,14 +32,10 @@ export interface NativeLibrary {
 }
 
 /**
- * Which prebuilt native kernels run: `"c"`, the hand-written C GEMVs (decision 0952, the default while they are
- * faster), or `"kernel-ir"`, the GEMVs kernelgen synthesizes and codegen's x86 target compiles (decision 2300).
- * Both take the same arguments and define the same kernels.
+ * How a platform loads its native kernels (the GEMVs kernelgen synthesizes from the kernel IR and codegen's x86 target
+ * compiles, decisions 2300 and 2310): null where none ship or the CPU cannot run them.
  */
-export type NativeSource = "c" | "kernel-ir";
-
-/** How a platform loads its native kernels: null where none ship or the CPU cannot run them. */
-export type NativeLoader = (source: NativeSource) => NativeLibrary | null;
+export type NativeLoader = () => NativeLibrary | null;
 
 /**
  * The CPU's numerics (decision 2320): `exact`, f32 products of decoded weights (matching the float64 references to

@@ -1,26 +1,21 @@
 // The node platform's native kernels: the prebuilt object for this OS and architecture, shipped in the package
-// (native/prebuilt/<platform>-<arch>/), loaded through koffi; null where none ships or the CPU lacks AVX2, FMA and F16C.
+// (native/prebuilt/<platform>-<arch>/), loaded through koffi; null where none ships or (x86-64) the CPU lacks AVX2, FMA
+// and F16C. The linux-arm64 object (NEON) is built and linked here but has not run on an arm64 machine (decision 2310).
 
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CpuError } from "../errors.js";
-import type { NativeLibrary, NativeSource } from "./library.js";
+import type { NativeLibrary } from "./library.js";
 import { nativeKernels } from "../thread/native.js";
 
-/** The objects of each platform, by source (the C build's and the kernel IR's, decision 2300). */
-const LIBRARIES: Readonly<Record<string, Readonly<Record<NativeSource, string>>>> = {
-  "linux-x64": { c: "libpoot_cpu.so", "kernel-ir": "libpoot_cpu_ir.so" },
-};
+/** The object of each platform (generated from the kernel IR, decisions 2300 and 2310). */
+const LIBRARIES: Readonly<Record<string, string>> = { "linux-x64": "libpoot_cpu.so", "linux-arm64": "libpoot_cpu.so" };
 
-/** The prebuilt object of `source` for `platform-arch` next to this module (src/native or dist), or null. */
-export function prebuiltPath(
-  platform: string = process.platform,
-  arch: string = process.arch,
-  source: NativeSource = "c",
-): string | null {
-  const file = LIBRARIES[`${platform}-${arch}`]?.[source];
+/** The prebuilt object for `platform-arch` next to this module (src/native or dist), or null. */
+export function prebuiltPath(platform: string = process.platform, arch: string = process.arch): string | null {
+  const file = LIBRARIES[`${platform}-${arch}`];
   if (file === undefined) return null;
   // src/native/*.ts and dist/*.js sit at different depths under the package root.
   let dir = dirname(fileURLToPath(import.meta.url));
@@ -31,18 +26,16 @@ export function prebuiltPath(
   return null;
 }
 
-const loaded = new Map<NativeSource, NativeLibrary | null>();
+let loaded: NativeLibrary | null | undefined;
 
-/** Loads the prebuilt kernels of `source` once per process (null where there are none, or the CPU cannot run them). */
-export function loadNodeNative(source: NativeSource = "c"): NativeLibrary | null {
-  if (loaded.has(source)) return loaded.get(source)!;
-  const lib = openLibrary(source);
-  loaded.set(source, lib);
-  return lib;
+/** Loads the prebuilt kernels once per process (null where there are none, or the CPU cannot run them). */
+export function loadNodeNative(): NativeLibrary | null {
+  if (loaded === undefined) loaded = openLibrary();
+  return loaded;
 }
 
-function openLibrary(source: NativeSource): NativeLibrary | null {
-  const path = prebuiltPath(process.platform, process.arch, source);
+function openLibrary(): NativeLibrary | null {
+  const path = prebuiltPath(process.platform, process.arch);
   if (path === null) return null;
   const require = createRequire(import.meta.url);
   const koffiPath = require.resolve("koffi");
@@ -60,11 +53,10 @@ function openLibrary(source: NativeSource): NativeLibrary | null {
   const sourceHash = lib.func("const char *poot_native_source_hash(void)")() as string;
   const kernels = new Set((lib.func("const char *poot_native_kernels(void)")() as string).split(","));
   const addr = lib.func("uint64_t poot_native_addr(const void *p)");
-  // Only the generated library has integer dot-product kernels (decision 2320).
+  // Both libraries have two kernel sets to choose from (AVX2 and AVX-512).
+  const force = lib.func("int poot_native_force(const char *isa)");
+  // The integer dot-product kernels (decision 2320) run only where the CPU has AVX-512 VNNI.
   const vnni = kernels.has("poot_quant_q8_0") && lib.func("int poot_native_vnni(void)")() === 1;
-  // The C library has two kernel sets to choose from; the generated one has one.
-  const force =
-    source === "c" ? lib.func("int poot_native_force(const char *isa)") : (want: string) => (want === isa ? 1 : 0);
   const isaOf = lib.func("const char *poot_native_isa(void)");
   return {
     path,

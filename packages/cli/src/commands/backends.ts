@@ -40,8 +40,8 @@ export const EXECUTORS: Readonly<
   Record<string, (compile: CompileOptions, cache: LoweringCache | undefined) => Executor>
 > = {
   // codegen's Wasm SIMD kernels on worker_threads (one per core) over one shared memory; a step is one fused region.
-  // Native GEMVs (prebuilt, decision 0952) serve the contractions they can; POOT_CPU_NATIVE=0 runs Wasm only,
-  // POOT_CPU_NATIVE=kernel-ir the GEMVs generated from the kernel IR (decision 2300) instead of the C ones.
+  // Native GEMVs (prebuilt from the kernel IR, decisions 2300 and 2310) serve the contractions they can;
+  // POOT_CPU_NATIVE=0 runs Wasm only.
   // Weights are mapped from their file (decision 1620); POOT_CPU_MMAP=0 reads them instead.
   cpu: (compile, cache) =>
     createCpuExecutor({
@@ -49,7 +49,6 @@ export const EXECUTORS: Readonly<
       ...(cache !== undefined ? { cache } : {}),
       native: process.env["POOT_CPU_NATIVE"] !== "0",
       mapWeights: process.env["POOT_CPU_MMAP"] !== "0",
-      ...(process.env["POOT_CPU_NATIVE"] === "kernel-ir" ? { nativeKernels: "kernel-ir" as const } : {}),
       ...(executorSettings.threads === undefined ? {} : { threads: executorSettings.threads }),
       // --numerics fast (decision 2320); POOT_CPU_NUMERICS carries it into serve's engine worker.
       numerics: executorSettings.numerics ?? (process.env["POOT_CPU_NUMERICS"] === "fast" ? "fast" : "exact"),

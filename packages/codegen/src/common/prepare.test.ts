@@ -31,6 +31,14 @@ const manyWritten = kernel("many_written", { workgroupSize: [64, 1, 1] }, ({ buf
   for (let j = 0; j < 6; j++) buffer(`o${j}`, "u32", "write").set(gid.x, gid.x);
 });
 
+/** y[0] = lane 0 of a `lanes`-wide load of x (decision 2310's wide vectors). */
+const vecLoad = (lanes: 4 | 8 | 16) =>
+  kernel(`vec${lanes}`, { workgroupSize: [1, 1, 1] }, (b) => {
+    const x = b.buffer("x", "f32", "read");
+    const y = b.buffer("y", "f32", "write");
+    y.set(b.u32(0), x.atVec(b.u32(0), `vec${lanes}<f32>`).lane(0));
+  });
+
 function codeOf(f: () => unknown): string | undefined {
   try {
     f();
@@ -49,6 +57,15 @@ describe("capability checks give typed errors", () => {
     expect(codeOf(() => prepare(wide, caps, "wgsl", { specs: { WG: 512 } }))).toBe("missing-capability"));
   test("more shared memory than the device has", () =>
     expect(codeOf(() => prepare(bigShared, caps, "ptx"))).toBe("missing-capability"));
+  test("vectors wider than the caps' vectorLanes (or than vec4 on a target without wide vectors)", () => {
+    const cpu = { ...caps, vectorLanes: 8 };
+    expect(prepare(vecLoad(8), cpu, "x86").workgroupSize).toEqual([1, 1, 1]);
+    expect(prepare(vecLoad(4), caps, "wasm").workgroupSize).toEqual([1, 1, 1]);
+    // Planted: 16 lanes where the caps report 8; 8 lanes on x86 without the field; 8 lanes on Wasm whatever the caps.
+    expect(codeOf(() => prepare(vecLoad(16), cpu, "x86"))).toBe("missing-capability");
+    expect(codeOf(() => prepare(vecLoad(8), caps, "x86"))).toBe("missing-capability");
+    expect(codeOf(() => prepare(vecLoad(8), { ...caps, vectorLanes: 16 }, "wasm"))).toBe("missing-capability");
+  });
   test("subgroup ops on a device without subgroups", () =>
     expect(codeOf(() => prepare(sg, caps, "spirv"))).toBe("missing-capability"));
   test("more written buffers than bindings (nothing packable)", () => {

@@ -189,6 +189,7 @@ export function prepare(
   });
   checkMma(kernel, caps, target);
   checkLoad4(kernel, target);
+  checkVectorWidth(kernel, caps, target);
   if (usesSubgroups && caps.subgroupSize === undefined) {
     throw new CodegenError("missing-capability", "kernel uses subgroup operations but the device has none", {
       kernel: kernel.name,
@@ -242,6 +243,37 @@ function checkLoad4(kernel: Kernel, target: TargetName): void {
       });
     }
   });
+}
+
+/** Targets that lower vectors wider than vec4 (vec8, vec16) when their caps report the lanes (decision 2310). */
+const WIDE_TARGETS: ReadonlySet<TargetName> = new Set(["x86"]);
+
+/** The vector width (lanes) a kernel uses: the widest type of any let, var, array or expression. */
+function widestVector(kernel: Kernel): number {
+  let w = 1;
+  const see = (t: string): void => {
+    if (t.startsWith("vec")) w = Math.max(w, Number(t.slice(3, t.indexOf("<"))));
+  };
+  for (const a of [...kernel.buffers, ...kernel.shared]) see(a.elem);
+  walkStmts(kernel.body, (s) => {
+    if ("type" in s && typeof s.type === "string") see(s.type);
+    if (s.s === "array") see(s.elem);
+    for (const e of stmtExprs(s)) walkExpr(e, (x) => see(x.type));
+  });
+  return w;
+}
+
+/** Refuses a kernel with vectors wider than vec4 unless the target lowers them and the caps report enough lanes. */
+function checkVectorWidth(kernel: Kernel, caps: DeviceCaps, target: TargetName): void {
+  const w = widestVector(kernel);
+  if (w <= 4) return;
+  const have = WIDE_TARGETS.has(target) ? (caps.vectorLanes ?? 4) : 4;
+  if (w > have)
+    throw new CodegenError(
+      "missing-capability",
+      `kernel uses ${w}-lane vectors but the ${target} target${WIDE_TARGETS.has(target) ? "'s caps report" : " has"} ${have}`,
+      { kernel: kernel.name, target, construct: `vec${w}`, value: have },
+    );
 }
 
 /**

@@ -6,6 +6,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { findTool, runProcess, withTempDir, type ValidationResult } from "./result.js";
 import { X86_TRIPLE } from "../x86/target.js";
+import { ARM64_TRIPLE } from "../x86/arm64.js";
 
 /** Options of {@link assembleX86}. */
 export interface X86ToolOptions {
@@ -33,8 +34,38 @@ export const X86_LLC_ARGS: readonly string[] = [
 /** The ld.lld arguments of the native library. */
 export const X86_LLD_ARGS: readonly string[] = ["-shared", "--build-id=none", "-z", "noexecstack", "-s"];
 
+/** The opt arguments of the arm64 native library (decision 2310; no fast-math, as x86-64's). */
+export const ARM64_OPT_ARGS: readonly string[] = [`-mtriple=${ARM64_TRIPLE}`, "-O3"];
+
+/** The llc arguments of the arm64 native library (baseline ARMv8-A with NEON; no FMA contraction). */
+export const ARM64_LLC_ARGS: readonly string[] = [
+  `-mtriple=${ARM64_TRIPLE}`,
+  "-mcpu=generic",
+  "-O3",
+  "--relocation-model=pic",
+  "--fp-contract=off",
+  "-filetype=obj",
+];
+
 /** Compiles the library's LLVM IR and links it; `artifact` is the shared object on success. */
 export async function assembleX86(ir: string, options: X86ToolOptions = {}): Promise<ValidationResult> {
+  return assemble(ir, X86_OPT_ARGS, X86_LLC_ARGS, options);
+}
+
+/**
+ * Compiles the arm64 library's LLVM IR (`arm64Library`) and links it for aarch64 Linux with the same tools; the object
+ * cannot run on an x86-64 machine, so llc and ld.lld accepting it is the check there.
+ */
+export async function assembleArm64(ir: string, options: X86ToolOptions = {}): Promise<ValidationResult> {
+  return assemble(ir, ARM64_OPT_ARGS, ARM64_LLC_ARGS, options);
+}
+
+async function assemble(
+  ir: string,
+  optArgs: readonly string[],
+  llcArgs: readonly string[],
+  options: X86ToolOptions,
+): Promise<ValidationResult> {
   const llc = options.llc ?? (await findTool(["llc-19", "llc"], ["--version"]));
   const lld = options.lld ?? (await findTool(["ld.lld-19", "ld.lld"], ["--version"]));
   const opt = options.opt ?? (await findTool(["opt-19", "opt"], ["--version"]));
@@ -48,10 +79,10 @@ export async function assembleX86(ir: string, options: X86ToolOptions = {}): Pro
     const obj = join(dir, "lib.o");
     const out = join(dir, "lib.so");
     await writeFile(src, ir);
-    const o = await runProcess(opt, [...X86_OPT_ARGS, "-o", bc, src]);
+    const o = await runProcess(opt, [...optArgs, "-o", bc, src]);
     if (o.spawnError !== undefined) return { status: "unavailable", tool: opt, reason: o.spawnError };
     if (o.code !== 0) return { status: "invalid", tool: opt, message: o.output.trim() };
-    const c = await runProcess(llc, [...X86_LLC_ARGS, "-o", obj, bc]);
+    const c = await runProcess(llc, [...llcArgs, "-o", obj, bc]);
     if (c.spawnError !== undefined) return { status: "unavailable", tool: llc, reason: c.spawnError };
     if (c.code !== 0) return { status: "invalid", tool: llc, message: c.output.trim() };
     const l = await runProcess(lld, [...X86_LLD_ARGS, "-o", out, obj]);

@@ -9,6 +9,9 @@ import { X86_TRIPLE } from "./target.js";
 /** The instruction-set level the kernels are compiled for (AVX2, FMA, F16C, BMI2: `-mcpu=x86-64-v3`). */
 export const X86_KERNEL_CPU = "x86-64-v3";
 
+/** The level of the AVX-512 kernel set (AVX-512 F, BW, CD, DQ, VL on top of x86-64-v3), decision 2310. */
+export const X86_WIDE_KERNEL_CPU = "x86-64-v4";
+
 /**
  * What kernels using the 8-bit integer dot product (`dot4U8I8`, decision 2320) are compiled for: x86-64-v4 (AVX-512
  * F/BW/DQ/VL, 32 vector registers) with AVX-512 VNNI; `poot_native_vnni()` says whether this CPU runs them.
@@ -26,16 +29,18 @@ function cString(s: string): string {
     .join("");
 }
 
-function constant(name: string, s: string): string {
+/** A private LLVM IR string constant `@name` holding `s` (NUL-terminated). */
+export function constant(name: string, s: string): string {
   return `@${name} = private unnamed_addr constant [${Buffer.byteLength(s) + 1} x i8] c"${cString(s)}", align 1`;
 }
 
 /**
- * `poot_native_isa()`: "avx2" when CPUID and XCR0 show AVX, AVX2, FMA, F16C and BMI2 with the OS saving YMM state,
- * else "none" (the caller then keeps its Wasm kernels). Written for the baseline x86-64, so it runs anywhere.
+ * `poot.detect()`: 2 when CPUID and XCR0 show AVX-512 F/BW/CD/DQ/VL with the OS saving ZMM and opmask state (and
+ * everything level 1 needs), 1 when they show AVX, AVX2, FMA, F16C and BMI2 with the OS saving YMM state, else 0
+ * (the caller then keeps its Wasm kernels). Written for the baseline x86-64, so it runs anywhere.
  */
-const ISA_CHECK = [
-  "define ptr @poot_native_isa() #1 {",
+const ISA_DETECT = [
+  "define internal i32 @poot.detect() #1 {",
   "entry:",
   '  %l1 = call { i32, i32, i32, i32 } asm "cpuid", "={ax},={bx},={cx},={dx},{ax},{cx},~{dirflag},~{fpsr},~{flags}"(i32 1, i32 0)',
   "  %c1 = extractvalue { i32, i32, i32, i32 } %l1, 2",
@@ -55,12 +60,90 @@ const ISA_CHECK = [
   // EBX bits 3 (BMI1), 5 (AVX2), 8 (BMI2).
   "  %m7 = and i32 %b7, 296",
   "  %ok3 = icmp eq i32 %m7, 296",
-  "  %isa = select i1 %ok3, ptr @poot.isa.avx2, ptr @poot.isa.none",
-  "  ret ptr %isa",
+  "  br i1 %ok3, label %wide, label %none",
+  "wide:",
+  // EBX bits 16 (AVX-512F), 17 (DQ), 28 (CD), 30 (BW), 31 (VL); XCR0 bits 1, 2, 5, 6, 7 (SSE, AVX, opmask, ZMM).
+  "  %m512 = and i32 %b7, -805109760",
+  "  %ok4 = icmp eq i32 %m512, -805109760",
+  "  %xz = and i32 %x0, 230",
+  "  %ok5 = icmp eq i32 %xz, 230",
+  "  %ok6 = and i1 %ok4, %ok5",
+  "  %lvl = select i1 %ok6, i32 2, i32 1",
+  "  ret i32 %lvl",
   "none:",
-  "  ret ptr @poot.isa.none",
+  "  ret i32 0",
   "}",
 ];
+
+/**
+ * The level the kernels run at (`@poot.level`: -1 = not yet detected, 0 none, 1 AVX2, 2 AVX-512), the entry points
+ * that read and force it, and `poot_native_isa()`, which names it ("avx512", "avx2" or "none"). With one kernel set
+ * (no AVX-512 set linked) level 2 runs level 1's kernels and is named "avx2".
+ */
+function levelEntries(wide: boolean): string[] {
+  return [
+    "@poot.level = internal global i32 -1, align 4",
+    "",
+    ...ISA_DETECT,
+    "",
+    "define internal i32 @poot.level.now() #1 {",
+    "entry:",
+    "  %l = load i32, ptr @poot.level, align 4",
+    "  %known = icmp sge i32 %l, 0",
+    "  br i1 %known, label %done, label %detect",
+    "detect:",
+    "  %d = call i32 @poot.detect()",
+    `  %dl = ${wide ? "add i32 %d, 0" : "call i32 @llvm.umin.i32(i32 %d, i32 1)"}`,
+    "  store i32 %dl, ptr @poot.level, align 4",
+    "  ret i32 %dl",
+    "done:",
+    "  ret i32 %l",
+    "}",
+    "",
+    "define ptr @poot_native_isa() #1 {",
+    "  %l = call i32 @poot.level.now()",
+    "  %is2 = icmp eq i32 %l, 2",
+    "  %is1 = icmp eq i32 %l, 1",
+    "  %n1 = select i1 %is1, ptr @poot.isa.avx2, ptr @poot.isa.none",
+    "  %n = select i1 %is2, ptr @poot.isa.avx512, ptr %n1",
+    "  ret ptr %n",
+    "}",
+    "",
+    // poot_native_force("avx2" | "avx512"): 1 when this CPU (and this library) runs that set, which then runs.
+    "define i32 @poot_native_force(ptr %name) #1 {",
+    "  %best = call i32 @poot.detect()",
+    "  %c3 = getelementptr inbounds i8, ptr %name, i64 3",
+    "  %ch = load i8, ptr %c3, align 1",
+    "  %w5 = icmp eq i8 %ch, 53",
+    `  %want = select i1 %w5, i32 ${wide ? 2 : 3}, i32 1`,
+    "  %ok = icmp ule i32 %want, %best",
+    "  br i1 %ok, label %set, label %no",
+    "set:",
+    "  store i32 %want, ptr @poot.level, align 4",
+    "  ret i32 1",
+    "no:",
+    "  ret i32 0",
+    "}",
+  ];
+}
+
+/** The function of `name` that runs the AVX-512 kernel at level 2 and the AVX2 kernel otherwise. */
+function dispatcher(name: string): string[] {
+  const args = "i64 %base, i32 %args, i32 %group";
+  return [
+    `define void @${name}(${args}) #1 {`,
+    "  %l = call i32 @poot.level.now()",
+    "  %w = icmp eq i32 %l, 2",
+    "  br i1 %w, label %wide, label %narrow",
+    "wide:",
+    `  tail call void @${name}.avx512(${args})`,
+    "  ret void",
+    "narrow:",
+    `  tail call void @${name}.avx2(${args})`,
+    "  ret void",
+    "}",
+  ];
+}
 
 /**
  * `poot_native_vnni()`: 1 when CPUID and XCR0 show AVX-512 F, DQ, CD, BW, VL and VNNI with the OS saving the opmask
@@ -99,8 +182,15 @@ const VNNI_CHECK = [
   "}",
 ];
 
-/** The `define` … `}` lines and the `declare` lines of one x86 kernel's module. */
-function parts(code: X86Code): { name: string; define: string[]; declares: string[] } {
+/**
+ * The `define` … `}` lines and the `declare` lines of one x86 kernel's module (also linked for arm64, `arm64.ts`); with `suffix`, the function is defined
+ * as `@name.suffix` with attributes `#attr` (one of several instruction-set variants of the kernel).
+ */
+export function parts(
+  code: X86Code,
+  suffix?: string,
+  attr = 0,
+): { name: string; define: string[]; declares: string[] } {
   const lines = code.text?.split("\n") ?? [];
   const start = lines.findIndex((l) => l.startsWith("define "));
   const name = /^define void @([\w.$]+)\(/.exec(lines[start] ?? "")?.[1];
@@ -108,8 +198,12 @@ function parts(code: X86Code): { name: string; define: string[]; declares: strin
     throw new CodegenError("invalid-kernel", `a ${code.target} kernel is not an x86 kernel`, { target: "x86" });
   const end = lines.indexOf("}", start);
   const define = lines.slice(start, end + 1);
-  // Kernels with the integer dot product run as AVX-512 VNNI code (attributes #2), the others as AVX2 (#0).
-  if (define.some((l) => l.includes("@llvm.x86.avx512.vpdpbusd"))) define[0] = define[0]!.replace(/ #0 \{$/, " #2 {");
+  if (suffix !== undefined)
+    define[0] = define[0]!
+      .replace(`define void @${name}(`, `define internal void @${name}.${suffix}(`)
+      .replace(/#0 \{$/, `#${attr} {`);
+  // Kernels with the integer dot product run as AVX-512 VNNI code (attributes #3), whatever set they were given in.
+  if (define.some((l) => l.includes("@llvm.x86.avx512.vpdpbusd"))) define[0] = define[0]!.replace(/ #\d+ \{$/, " #3 {");
   return { name, define, declares: lines.filter((l) => l.startsWith("declare ")) };
 }
 
@@ -117,24 +211,50 @@ function parts(code: X86Code): { name: string; define: string[]; declares: strin
 export type X86Code = Pick<TargetCode, "target" | "text">;
 
 /**
- * Links lowered x86 kernels into one module with the loader's entry points: `poot_native_isa`, `poot_native_vnni`,
- * `poot_native_source_hash` (returns `sourceHash`), `poot_native_addr` and `poot_native_kernels` (the kernels' names,
- * comma-separated). Kernels run as {@link X86_KERNEL_CPU} code, the entry points as baseline x86-64.
+ * Links lowered x86 kernels into one module with the loader's entry points: `poot_native_isa`, `poot_native_force`,
+ * `poot_native_vnni`, `poot_native_source_hash` (returns `sourceHash`), `poot_native_addr` and `poot_native_kernels`
+ * (the kernels' names, comma-separated). `codes` run as {@link X86_KERNEL_CPU} code, the entry points as baseline x86-64. With `wide` (the
+ * same kernels lowered with AVX-512's 16-lane vectors, decision 2310), each kernel's symbol dispatches at run time to
+ * the {@link X86_WIDE_KERNEL_CPU} variant where CPUID allows it, else to the `codes` variant. `single` kernels link
+ * once, under their own name, without dispatch: those with the integer dot product (decision 2320) as
+ * {@link X86_VNNI_CPU} code with AVX-512 VNNI (callable only where `poot_native_vnni()` returns 1), the others as
+ * {@link X86_KERNEL_CPU} code.
  */
-export function x86Library(codes: readonly X86Code[], sourceHash: string): string {
-  const all = codes.map(parts);
-  const names = all.map((p) => p.name);
-  const declares = [...new Set(all.flatMap((p) => p.declares))].sort();
+export function x86Library(
+  codes: readonly X86Code[],
+  sourceHash: string,
+  wide?: readonly X86Code[],
+  single: readonly X86Code[] = [],
+): string {
+  const sets =
+    wide === undefined
+      ? codes.map((c) => parts(c))
+      : [...codes.map((c) => parts(c, "avx2", 0)), ...wide.map((c) => parts(c, "avx512", 2))];
+  const setNames = [...new Set(sets.map((p) => p.name))];
+  const once = single.map((c) => parts(c));
+  const all = [...sets, ...once];
+  const names = [...setNames, ...once.map((p) => p.name)];
+  if (wide !== undefined && setNames.length !== codes.length)
+    throw new CodegenError("invalid-kernel", "the AVX2 and AVX-512 kernel sets name different kernels", {
+      target: "x86",
+    });
+  const declares = [
+    ...new Set([
+      ...all.flatMap((p) => p.declares),
+      ...(wide === undefined ? ["declare i32 @llvm.umin.i32(i32, i32)"] : []),
+    ]),
+  ].sort();
   const out = [
     "; the poot native CPU kernel library: generated by @poot/codegen from the kernel IR",
     `target triple = "${X86_TRIPLE}"`,
     "",
     constant("poot.isa.avx2", "avx2"),
+    constant("poot.isa.avx512", "avx512"),
     constant("poot.isa.none", "none"),
     constant("poot.hash", sourceHash),
     constant("poot.kernels", names.join(",")),
     "",
-    ...ISA_CHECK,
+    ...levelEntries(wide !== undefined),
     "",
     ...VNNI_CHECK,
     "",
@@ -152,11 +272,14 @@ export function x86Library(codes: readonly X86Code[], sourceHash: string): strin
     "}",
     "",
     ...all.flatMap((p) => [...p.define, ""]),
+    ...(wide === undefined ? [] : setNames.flatMap((n) => [...dispatcher(n), ""])),
     ...declares,
     "",
     `attributes #0 = { nounwind "target-cpu"="${X86_KERNEL_CPU}" }`,
     `attributes #1 = { nounwind "target-cpu"="x86-64" }`,
-    `attributes #2 = { nounwind "target-cpu"="${X86_VNNI_CPU}" "target-features"="+avx512vnni" }`,
+    // 512-bit vectors stay whole (not split in two 256-bit halves, as the CPU's default tuning may prefer).
+    `attributes #2 = { nounwind "target-cpu"="${X86_WIDE_KERNEL_CPU}" "min-legal-vector-width"="512" "prefer-vector-width"="512" }`,
+    `attributes #3 = { nounwind "target-cpu"="${X86_VNNI_CPU}" "target-features"="+avx512vnni" }`,
     "",
   ];
   return out.join("\n");

@@ -1,7 +1,7 @@
 // LLVM IR instruction selection for x86-64: one address space, the workgroup's invocations run one after another in a
 // loop on the calling thread (so no barriers and subgroups of one lane), and `load4` as one unaligned vector load.
 
-import type { ElemType, SubgroupOp, ValueType } from "@poot/kernel-dsl";
+import { elemOf, lanesOf, type ElemType, type SubgroupOp, type ValueType } from "@poot/kernel-dsl";
 import { LlvmEmitter, llType } from "../common/llvm.js";
 
 /** Emission state of one x86-64 kernel; `%lane` is the invocation's local index, `%wg.{x,y,z}` the workgroup's id. */
@@ -68,27 +68,29 @@ export class X86Emitter extends LlvmEmitter {
   }
 
   /**
-   * Four consecutive elements as one unaligned vector load, widened in-register (f16/bf16 to f32, bytes to i32);
+   * Four (or, for a vec8/vec16 type, 8 or 16) consecutive elements as one unaligned vector load, widened in-register
+   * (f16/bf16 to f32, bytes to i32);
    * `packed`: sixteen bytes as one unaligned `<4 x i32>` load (decision 2320).
    */
   load4(array: string, elem: ElemType, index: string, type: ValueType, packed = false): string {
     const p = this.pointer("global", array, elem, index);
     if (packed) return this.def(`load <4 x i32>, ptr ${p}, align 1`);
     const et = llType(elem);
+    const n = lanesOf(type);
     const raw = this.def(
-      `load <4 x ${et}>, ptr ${p}, align ${elem === "f16" || elem === "bf16" ? 2 : elem === "u8" || elem === "i8" ? 1 : 4}`,
+      `load <${n} x ${et}>, ptr ${p}, align ${elem === "f16" || elem === "bf16" ? 2 : elem === "u8" || elem === "i8" ? 1 : 4}`,
     );
     switch (elem) {
       case "f16":
-        return this.def(`fpext <4 x half> ${raw} to <4 x float>`);
+        return this.def(`fpext <${n} x half> ${raw} to <${n} x float>`);
       case "bf16": {
-        const w = this.def(`shl <4 x i32> ${this.def(`zext <4 x i16> ${raw} to <4 x i32>`)}, splat (i32 16)`);
-        return this.def(`bitcast <4 x i32> ${w} to <4 x float>`);
+        const w = this.def(`shl <${n} x i32> ${this.def(`zext <${n} x i16> ${raw} to <${n} x i32>`)}, splat (i32 16)`);
+        return this.def(`bitcast <${n} x i32> ${w} to <${n} x float>`);
       }
       case "u8":
       case "i8":
-        // vec4<i32> sign-extends, vec4<u32> zero-extends (whatever the storage's own signedness).
-        return this.def(`${type === "vec4<i32>" ? "sext" : "zext"} <4 x i8> ${raw} to <4 x i32>`);
+        // vecN<i32> sign-extends, vecN<u32> zero-extends (whatever the storage's own signedness).
+        return this.def(`${elemOf(type) === "i32" ? "sext" : "zext"} <${n} x i8> ${raw} to <${n} x i32>`);
       default:
         return raw;
     }

@@ -84,9 +84,14 @@ export interface UnrolledDecoder {
    * exactly what `element` computes for it; the recipe is vectorized across the four lanes (see {@link lanes4}).
    */
   element4(i0: number): Val<"vec4<f32>">;
+  /**
+   * Emits the decode of elements `i0` … `i0 + lanes - 1` as one vector of `lanes` f32 (8 or 16 need a target whose
+   * caps report that many `vectorLanes`, decision 2310), as {@link UnrolledDecoder.element4} does for four.
+   */
+  elementN<N extends 4 | 8 | 16>(i0: number, lanes: N): Val<`vec${N}<f32>`>;
 }
 
-type VKind = "vec4<i32>" | "vec4<u32>" | "vec4<f32>";
+type VKind = `vec${4 | 8 | 16}<${Kind}>`;
 /**
  * A recipe value over four consecutive elements: the same for every lane (`u`, a scalar C), known per lane at
  * generation time (`cs`), or an emitted vec4 (`v`, with the recipe type of its lanes).
@@ -95,7 +100,6 @@ type L4 =
   | { readonly u: C }
   | { readonly cs: readonly number[]; readonly t: Kind }
   | { readonly v: Val<VKind>; readonly t: Kind; readonly max?: number };
-const VEC: Record<Kind, VKind> = { i32: "vec4<i32>", u32: "vec4<u32>", f32: "vec4<f32>" };
 /** Thrown inside element4 for a recipe node it does not vectorize; element4 then builds the vector lane by lane. */
 class NotLanewise extends Error {}
 
@@ -234,18 +238,22 @@ export function unrolledDecoder(
     },
     element,
     element4(i0) {
+      return this.elementN(i0, 4);
+    },
+    elementN<N extends 4 | 8 | 16>(i0: number, n: N): Val<`vec${N}<f32>`> {
       try {
-        return lanes4(fmt.decode, i0);
+        return lanes4(fmt.decode, i0, n) as Val<`vec${N}<f32>`>;
       } catch (err) {
         if (!(err instanceof NotLanewise)) throw err;
-        return b.vec("vec4<f32>", ...[0, 1, 2, 3].map((j) => element(i0 + j)));
+        const t = `vec${n}<f32>` as const;
+        return b.vec(t, ...Array.from({ length: n }, (_, j) => element(i0 + j))) as Val<`vec${N}<f32>`>;
       }
     },
   };
 }
 
 /**
- * Vectorizes a recipe across elements i0 … i0+3 (i0 a multiple of 4): subtrees equal in every lane stay scalar (the
+ * Vectorizes a recipe across elements i0 … i0 + lanes - 1 (i0 a multiple of lanes): subtrees equal in every lane stay scalar (the
  * scalar decoder's `emit`, memoized per block), lane-varying integer constants fold per lane, a u8/i8 load at four
  * consecutive offsets becomes one `load4`, and the ops of the recipe apply lane-wise with its typing rules (bit ops
  * on u32, float if either side is f32, else i32). Anything else (a lane-varying select, idiv, min, a gather) throws
@@ -260,7 +268,10 @@ function vectorizer(
   emitScalar: (e: DecodeExpr, i: number, env: ReadonlyMap<string, C>) => C,
   binaryScalar: (op: string, x: C, y: C) => C,
   base: () => Val<"u32">,
-): (e: DecodeExpr, i0: number) => Val<"vec4<f32>"> {
+): (e: DecodeExpr, i0: number, lanes: 4 | 8 | 16) => Val<VKind> {
+  /** The lanes of the vector being built (4, 8 or 16). */
+  let L: 4 | 8 | 16 = 4;
+  const VEC = (t: Kind): VKind => `vec${L}<${t}>`;
   const vkeys = new Map<object, string>();
   const keyOf = (x: L4): string => {
     if ("u" in x) return `u${key(x.u)}`;
@@ -270,7 +281,7 @@ function vectorizer(
     return k;
   };
   const vb = (k: string, make: () => Val<VKind>): Val<VKind> =>
-    bind(`4:${k}`, make as unknown as () => V) as unknown as Val<VKind>;
+    bind(`${L}:${k}`, make as unknown as () => V) as unknown as Val<VKind>;
   const vbind = (k: string, t: Kind, make: () => Val<VKind>, max?: number): L4 => ({
     v: vb(k, make),
     t,
@@ -287,18 +298,18 @@ function vectorizer(
       // u32 lanes known to be < 2^31 convert as i32 (the same values; Wasm's signed convert is one instruction).
       if (t === "f32")
         return vb(`f32(${keyOf(x)})`, () =>
-          (x.t === "u32" && x.max !== undefined && x.max < 2 ** 31 ? x.v.bitcast("vec4<i32>") : x.v).cast("vec4<f32>"),
+          (x.t === "u32" && x.max !== undefined && x.max < 2 ** 31 ? x.v.bitcast(VEC("i32")) : x.v).cast(VEC("f32")),
         );
       if (x.t === "f32") throw new NotLanewise();
-      return vb(`${t}(${keyOf(x)})`, () => x.v.bitcast(VEC[t]));
+      return vb(`${t}(${keyOf(x)})`, () => x.v.bitcast(VEC(t)));
     }
-    const lanes = "u" in x ? [x.u, x.u, x.u, x.u] : x.cs.map((c) => ({ c, t: x.t }) as C);
+    const lanes = "u" in x ? Array.from({ length: L }, () => x.u) : x.cs.map((c) => ({ c, t: x.t }) as C);
     // A splat names its scalar once, so every lane reads one value (the Wasm target then shifts by a scalar count).
     const same = lanes.every((l) => key(l) === key(lanes[0] as C));
     return vb(`splat${t}(${lanes.map(key).join(",")})`, () => {
-      if (!same) return b.vec(VEC[t], ...lanes.map((l) => scalarAs(val(l), t)));
+      if (!same) return b.vec(VEC(t), ...lanes.map((l) => scalarAs(val(l), t)));
       const s1 = b.let_(scalarAs(val(lanes[0] as C), t), "sp");
-      return b.vec(VEC[t], s1, s1, s1, s1);
+      return b.vec(VEC(t), ...Array.from({ length: L }, () => s1));
     });
   };
   const scalarAs = (v: V, t: Kind): V => {
@@ -361,15 +372,15 @@ function vectorizer(
       throw new NotLanewise();
     const at = off.cs[0] as number;
     return type === "i8"
-      ? vbind(`ld4i8@${at}`, "i32", () => bytes.at4(base().add(at), "vec4<i32>"))
-      : vbind(`ld4u8@${at}`, "i32", () => bytes.at4(base().add(at), "vec4<u32>").bitcast("vec4<i32>"), 255);
+      ? vbind(`ld${L}i8@${at}`, "i32", () => bytes.atVec(base().add(at), VEC("i32")))
+      : vbind(`ld${L}u8@${at}`, "i32", () => bytes.atVec(base().add(at), VEC("u32")).bitcast(VEC("i32")), 255);
   };
   const go = (e: DecodeExpr, i0: number, env: ReadonlyMap<string, L4>): L4 => {
     switch (e.op) {
       case "const":
         return { u: { c: e.value, t: Number.isInteger(e.value) && Math.abs(e.value) < 2 ** 31 ? "i32" : "f32" } };
       case "i":
-        return { cs: [i0, i0 + 1, i0 + 2, i0 + 3], t: "i32" };
+        return { cs: Array.from({ length: L }, (_, j) => i0 + j), t: "i32" };
       case "var":
         return env.get(e.name) as L4;
       case "let":
@@ -415,8 +426,8 @@ function vectorizer(
           y = go(e.b, i0, env);
         if ("u" in x && "u" in y) return { u: binaryScalar(e.op, x.u, y.u) };
         if (!("v" in x) && !("v" in y)) {
-          const xs = "u" in x ? [x.u, x.u, x.u, x.u] : x.cs.map((c) => ({ c, t: x.t }));
-          const ys = "u" in y ? [y.u, y.u, y.u, y.u] : y.cs.map((c) => ({ c, t: y.t }));
+          const xs = "u" in x ? Array.from({ length: L }, () => x.u) : x.cs.map((c) => ({ c, t: x.t }));
+          const ys = "u" in y ? Array.from({ length: L }, () => y.u) : y.cs.map((c) => ({ c, t: y.t }));
           const r = xs.map((xc, j) =>
             isConst(xc) && isConst(ys[j] as C) ? fold(e.op, xc, ys[j] as { c: number; t: Kind }) : undefined,
           );
@@ -430,7 +441,10 @@ function vectorizer(
       }
     }
   };
-  return (e, i0) => asVec(go(e, i0, new Map()), "f32") as Val<"vec4<f32>">;
+  return (e, i0, lanes) => {
+    L = lanes;
+    return asVec(go(e, i0, new Map()), "f32");
+  };
 }
 
 /** Bound of a u32 bit op's result from its operands' bounds (undefined = unknown). */

@@ -21,10 +21,30 @@ export interface SerialDequantParts {
   readonly nb: number | Val<"u32">;
   /** Vectorize (the caps have SIMD loads). */
   readonly simd: boolean;
+  /** Lanes of the SIMD vectors: 4 (default), or 8/16 on targets whose caps report them (decision 2310). */
+  readonly lanes?: 4 | 8 | 16;
+  /** Partial sums per x row and weight with SIMD (default 4; fewer when many x rows already give independent sums). */
+  readonly partials?: number;
 }
 
-/** Four f32 lanes of zero. */
-const zero4 = (b: Builder): Val<"vec4<f32>"> => b.vec("vec4<f32>", b.f32(0), b.f32(0), b.f32(0), b.f32(0));
+/** `lanes` f32 lanes of zero. */
+export const zeroVec = <N extends 4 | 8 | 16>(b: Builder, lanes: N): Val<`vec${N}<f32>`> =>
+  b.vec(`vec${lanes}<f32>`, ...Array.from({ length: lanes }, () => b.f32(0)));
+
+/**
+ * Horizontal sum of four vecN partial sums (or one): pairwise ((a0 + a1) + (a2 + a3)), then the lanes as a tree (each
+ * lane i of the lower half plus lane i + N/2, halving until one is left). For vec4 that is {@link sum4x4}'s order.
+ */
+export function sumWide(b: Builder, ps: readonly Val<`vec${4 | 8 | 16}<f32>`>[]): Val<"f32"> {
+  const v = b.let_(ps.length === 1 ? ps[0]! : ps[0]!.add(ps[1]!).add(ps[2]!.add(ps[3]!)), "hsum");
+  if (v.type === "vec4<f32>") return v.x.add(v.y).add(v.z.add(v.w));
+  let lanes = Array.from({ length: Number(v.type.slice(3, v.type.indexOf("<"))) }, (_, i) => v.lane(i));
+  while (lanes.length > 1) {
+    const h = lanes.length / 2;
+    lanes = lanes.slice(0, h).map((l, i) => l.add(lanes[i + h]!));
+  }
+  return lanes[0]!;
+}
 
 /** Horizontal sum of four vec4 partial sums: pairwise ((a0 + a1) + (a2 + a3)), then lanes (x + y) + (z + w). */
 export function sum4x4(b: Builder, ps: readonly Val<"vec4<f32>">[]): Val<"f32"> {
@@ -37,15 +57,16 @@ export function serialDequantLoop(b: Builder, p: SerialDequantParts): void {
   const { let_, var_, for_, u32, f32 } = b;
   const { f, n, nb, x, xRow, accs } = p;
   const unrolled = p.Ws.map((W, h) => unrolledDecoder(b, f, W, (p.decs[h] as BlockDecoder).binary));
-  const simd = p.simd && f.blockSize % 4 === 0;
+  const W = p.lanes ?? 4;
+  const simd = p.simd && f.blockSize % W === 0;
   // U partial sums per row and weight (vec4 when SIMD), used round-robin over the block's elements.
-  const U = simd || f.blockSize % 4 === 0 ? 4 : 1;
+  const U = simd ? (p.partials ?? 4) : f.blockSize % 4 === 0 ? 4 : 1;
   // (Typed as f32 sums: the vec4 and f32 forms take the same add/mul calls.)
   const parts = accs.map((row, j) =>
     row.map((acc, h) =>
       Array.from({ length: U }, (_, q) =>
         simd
-          ? (var_(zero4(b), `vacc${j}_${h}_${q}`) as unknown as Var<"f32">)
+          ? (var_(zeroVec(b, W), `vacc${j}_${h}_${q}`) as unknown as Var<"f32">)
           : q === 0
             ? acc
             : var_(f32(0), `part${j}_${h}_${q}`),
@@ -61,13 +82,13 @@ export function serialDequantLoop(b: Builder, p: SerialDequantParts): void {
       for (const dec of unrolled) dec.block(base);
       const k0 = let_(blk.mul(f.blockSize), "k0");
       const xk = xRow.map((xr) => let_(k0.add(xr), "xk"));
-      const step = simd ? 4 : 1;
+      const step = simd ? W : 1;
       for (let i = 0; i < f.blockSize; i += step) {
         const q = (i / step) % U;
-        const ws = unrolled.map((dec) => (simd ? (dec.element4(i) as unknown as Val<"f32">) : dec.element(i)));
+        const ws = unrolled.map((dec) => (simd ? (dec.elementN(i, W) as unknown as Val<"f32">) : dec.element(i)));
         parts.forEach((row, j) => {
           const xv = simd
-            ? (x.at4((xk[j] as Val<"u32">).add(i)) as unknown as Val<"f32">)
+            ? (x.atVec((xk[j] as Val<"u32">).add(i), `vec${W}<f32>`) as unknown as Val<"f32">)
             : let_(x.at((xk[j] as Val<"u32">).add(i)), "xv");
           row.forEach((ps, h) => ps[q]!.set(ps[q]!.add(xv.mul(ws[h]!))));
         });
@@ -78,7 +99,7 @@ export function serialDequantLoop(b: Builder, p: SerialDequantParts): void {
   parts.forEach((row, j) =>
     row.forEach((ps, h) => {
       const acc = accs[j]![h]!;
-      if (simd) acc.set(sum4x4(b, ps as unknown as Val<"vec4<f32>">[]));
+      if (simd) acc.set(sumWide(b, ps as unknown as Val<"vec4<f32>">[]));
       else if (U > 1) acc.set(acc.add(ps[1]!).add(ps[2]!.add(ps[3]!)));
     }),
   );

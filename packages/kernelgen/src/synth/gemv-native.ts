@@ -5,7 +5,7 @@ import { kernel } from "@poot/kernel-dsl";
 import type { Arr, Builder, Kernel, Val, Var } from "@poot/kernel-dsl";
 import type { PackedFormat } from "@poot/graph-ir";
 import { blockDecoder } from "./decode.js";
-import { serialDequantLoop, sum4x4 } from "./dequant-cpu.js";
+import { serialDequantLoop, sumWide, zeroVec } from "./dequant-cpu.js";
 import {
   FAST_FORMATS,
   fastQ4_KLoop,
@@ -31,8 +31,11 @@ export type NativeWeights = NativeDense | PackedFormat;
  */
 export const NATIVE_GEMV_UNIFORMS = ["M", "N", "K", "R"] as const;
 
-/** Rows of x that share one pass over a row of W (its weights decoded once for all of them). */
-const XROWS = 4;
+/**
+ * Rows of x that share one pass over a row of W (its weights decoded once for all of them): 4, or 8 with 8- and
+ * 16-lane vectors (32 registers on AVX-512; each row then keeps one vector sum per weight, decision 2310).
+ */
+const xRowsOf = (lanes: NativeLanes): number => (lanes > 4 ? 8 : 4);
 /** The same for `fast` GEMVs (x86-64-v4's 32 vector registers hold eight rows' sums and the block's weights). */
 const FAST_XROWS = 8;
 
@@ -55,10 +58,10 @@ export function nativeQuantKernel(q: ActivationQuant): Kernel {
   return kernel(nativeQuantName(q), { workgroupSize: [1, 1, 1] }, (b) => quantBody(b, q));
 }
 
-/** Four f32 lanes of zero. */
-const zero4 = (b: Builder): Val<"vec4<f32>"> => b.vec("vec4<f32>", b.f32(0), b.f32(0), b.f32(0), b.f32(0));
+/** Lanes of a native GEMV's vectors: 4 (any SIMD target), 8 (AVX2) or 16 (AVX-512); decision 2310. */
+export type NativeLanes = 4 | 8 | 16;
 
-/** The dense dot products of row n of W with the x rows at `xRow`, four vec4 sums then the K % 4 tail. */
+/** The dense dot products of row n of W with the x rows at `xRow`, four vecW sums then the K % W tail. */
 function denseLoop(
   b: Builder,
   Ws: readonly Arr<"f32">[],
@@ -67,24 +70,30 @@ function denseLoop(
   accs: readonly (readonly Var<"f32">[])[],
   n: Val<"u32">,
   K: Val<"u32">,
+  L: NativeLanes,
 ): void {
   const { let_, var_, for_, u32, f32 } = b;
+  const vt = `vec${L}<f32>` as const;
+  // Vector sums per row and weight: four, or one when more than four x rows already give independent sums.
+  const S = xRow.length > 4 ? 1 : 4;
   const row = let_(n.mul(K), "row");
-  const K16 = let_(K.sub(K.rem(16)), "k16");
-  const K4 = let_(K.sub(K.rem(4)), "k4end");
-  const parts = accs.map((r, j) => r.map((_, h) => [0, 1, 2, 3].map((q) => var_(zero4(b), `vacc${j}_${h}_${q}`))));
+  const K16 = let_(K.sub(K.rem(4 * L)), "k16");
+  const K4 = let_(K.sub(K.rem(L)), "k4end");
+  const parts = accs.map((r, j) =>
+    r.map((_, h) => Array.from({ length: S }, (_, q) => var_(zeroVec(b, L), `vacc${j}_${h}_${q}`))),
+  );
   const quad = (kk: Val<"u32">, q: number, slot: number): void => {
-    const ws = Ws.map((W) => W.at4(row.add(kk).add(4 * q), "vec4<f32>"));
+    const ws = Ws.map((W) => W.atVec(row.add(kk).add(L * q), vt));
     xRow.forEach((xr, j) => {
-      const xv = x.at4(xr.add(kk).add(4 * q), "vec4<f32>");
+      const xv = x.atVec(xr.add(kk).add(L * q), vt);
       ws.forEach((w, h) => {
         const p = parts[j]![h]![slot]!;
         p.set(p.add(xv.mul(w)));
       });
     });
   };
-  for_(u32(0), K16, 16, (kk) => [0, 1, 2, 3].forEach((q) => quad(kk, q, q)), "k");
-  for_(K16, K4, 4, (kk) => quad(kk, 0, 0), "kq");
+  for_(u32(0), K16, 4 * L, (kk) => [0, 1, 2, 3].forEach((q) => quad(kk, q, q % S)), "k");
+  for_(K16, K4, L, (kk) => quad(kk, 0, 0), "kq");
   const tails = accs.map((r) => r.map(() => var_(f32(0), "tail")));
   for_(
     K4,
@@ -99,14 +108,22 @@ function denseLoop(
     },
     "k1",
   );
-  accs.forEach((r, j) => r.forEach((acc, h) => acc.set(sum4x4(b, parts[j]![h]!).add(tails[j]![h]!))));
+  accs.forEach((r, j) => r.forEach((acc, h) => acc.set(sumWide(b, parts[j]![h]!).add(tails[j]![h]!))));
 }
 
 /**
- * Synthesizes the native GEMV of `weights` with `epilogue`. Buffers: x, W (and W1 for heads2), r (add), y; with
- * `fast` (packed formats of {@link FAST_FORMATS}, decision 2320) the activations come quantized: q, d, s instead of x.
+/**
+ * Synthesizes the native GEMV of `weights` with `epilogue`, its vectors `lanes` wide (4 by default; 8 and 16 lower
+ * only where the caps report that many `vectorLanes`). Buffers: x, W (and W1 for heads2), r (add), y; with `fast`
+ * (packed formats of {@link FAST_FORMATS}, decision 2320) the activations come quantized: q, d, s instead of x, and
+ * the integer loop is 4 lanes wide whatever `lanes` says.
  */
-export function nativeGemvKernel(weights: NativeWeights, epilogue: NativeEpilogue, fast = false): Kernel {
+export function nativeGemvKernel(
+  weights: NativeWeights,
+  epilogue: NativeEpilogue,
+  lanes: NativeLanes = 4,
+  fast = false,
+): Kernel {
   const packed = typeof weights !== "string";
   const name = nativeGemvName(packed ? weights.name : weights, epilogue, fast);
   const fastLoop = fast && packed ? FAST_LOOPS[weights.name] : undefined;
@@ -132,7 +149,7 @@ export function nativeGemvKernel(weights: NativeWeights, epilogue: NativeEpilogu
     const n0 = let_(wid.x.mul(R!), "n0");
     const n1 = let_(b.min(n0.add(R!), N!), "n1");
     const MN = let_(M.mul(N!), "mn");
-    const rowsPerPass = fastLoop === undefined ? XROWS : FAST_XROWS;
+    const rowsPerPass = fastLoop === undefined ? xRowsOf(lanes) : FAST_XROWS;
     const M4 = let_(M.sub(M.rem(rowsPerPass)), "m4");
     /** Rows [m, m + rows) of x against row n of W, each result stored with the epilogue. */
     const pass = (n: Val<"u32">, m: Val<"u32">, rows: number): void => {
@@ -144,8 +161,10 @@ export function nativeGemvKernel(weights: NativeWeights, epilogue: NativeEpilogu
       } else if (packed) {
         const nb = let_(K!.div(weights.blockSize), "nb");
         const decs = Ws.map((W) => blockDecoder(b, weights, W as unknown as Arr<"u32">));
-        serialDequantLoop(b, { f: weights, Ws: Ws as unknown as Arr<"u32">[], decs, x, xRow, accs, n, nb, simd: true });
-      } else denseLoop(b, Ws as unknown as Arr<"f32">[], x, xRow, accs, n, K!);
+        const Wu = Ws as unknown as Arr<"u32">[];
+        const partials = rows > 4 ? 1 : 4;
+        serialDequantLoop(b, { f: weights, Ws: Wu, decs, x, xRow, accs, n, nb, simd: true, lanes, partials });
+      } else denseLoop(b, Ws as unknown as Arr<"f32">[], x, xRow, accs, n, K!, lanes);
       accs.forEach((row, j) => {
         const yi = let_(m.add(j).mul(N!).add(n), "yi");
         row.forEach((acc, h) => {
@@ -168,16 +187,23 @@ export function nativeGemvKernel(weights: NativeWeights, epilogue: NativeEpilogu
 }
 
 /**
- * Every native GEMV of `formats` (the packed formats to serve beside f32, f16 and bf16), for each epilogue; then the
- * `fast` GEMVs of those with an integer loop and the activation quantizers they read (decision 2320).
+ * Every native GEMV of `formats` (the packed formats to serve beside f32, f16 and bf16), for each epilogue, with
+ * vectors `lanes` wide.
  */
-export function nativeGemvLibrary(formats: readonly PackedFormat[]): Kernel[] {
+export function nativeGemvLibrary(formats: readonly PackedFormat[], lanes: NativeLanes = 4): Kernel[] {
   const weights: NativeWeights[] = ["f32", "f16", "bf16", ...formats];
+  return weights.flatMap((w) => NATIVE_EPILOGUES.map((e) => nativeGemvKernel(w, e, lanes)));
+}
+
+/**
+ * The `fast` GEMVs of those of `formats` with an integer loop, for each epilogue, and the activation quantizers they
+ * read (decision 2320): x86 code for AVX-512 VNNI, linked once (not per vector width) into the native library.
+ */
+export function nativeFastLibrary(formats: readonly PackedFormat[]): Kernel[] {
   const fast = formats.filter((f) => FAST_FORMATS[f.name] !== undefined);
   const quants = [...new Set(fast.map((f) => FAST_FORMATS[f.name]!))];
   return [
-    ...weights.flatMap((w) => NATIVE_EPILOGUES.map((e) => nativeGemvKernel(w, e))),
-    ...fast.flatMap((w) => NATIVE_EPILOGUES.map((e) => nativeGemvKernel(w, e, true))),
+    ...fast.flatMap((w) => NATIVE_EPILOGUES.map((e) => nativeGemvKernel(w, e, 4, true))),
     ...quants.map(nativeQuantKernel),
   ];
 }
