@@ -72,6 +72,7 @@ export function createProgram(options: CliOptions = {}): Command {
 export async function runCli(argv: readonly string[], options: CliOptions = {}): Promise<number> {
   const io = options.io ?? processIo;
   const program = createProgram(options);
+  const modules = options.commands ?? builtinCommands;
   // Before a command that takes --backend runs: resolve `auto` and import the chosen GPU backend's package.
   let backend = null as { readonly name: string; readonly command: string } | null;
   program.hook("preAction", async (_program, action) => {
@@ -81,6 +82,8 @@ export async function runCli(argv: readonly string[], options: CliOptions = {}):
     }
     const opts = action.opts();
     if (typeof opts["backend"] !== "string") return;
+    // Bad flag values fail now, not after the probe below (about a second of GPU driver start-up).
+    modules.find((m) => m.name === action.name())?.checkFlags?.(opts);
     if (opts["backend"] === "auto") {
       action.setOptionValue("backend", (await resolveAuto()).backend);
       action.setOptionValue("autoBackend", true);

@@ -14,6 +14,7 @@ export {
   TokenizerError,
   UnknownArchitectureError,
   UnsupportedTensorTypeError,
+  ioError,
 } from "./errors.js";
 export type { GGUFHeader, GGUFTensorInfo, GGUFValue } from "./gguf.js";
 export type { EncodedGGUFHeader, GGUFWriteTensor, GGUFWriteValue } from "./gguf-writer.js";

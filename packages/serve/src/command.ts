@@ -17,6 +17,11 @@ export interface CommandModule {
   readonly name: string;
   /** Adds the subcommand to `program`; its action writes through `io` and throws `CliError` on bad input. */
   readonly register: (program: Command, io: CliIo) => void;
+  /**
+   * Checks the parsed options (commander's, all strings) and throws a CliError for a bad value; the CLI calls it
+   * before `--backend auto` probes the backends (about a second), so a bad flag fails at once.
+   */
+  readonly checkFlags?: (options: Record<string, unknown>) => void;
 }
 
 /**

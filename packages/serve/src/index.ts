@@ -13,6 +13,7 @@ export {
   parseActivations,
 } from "./commands/activations.js";
 export { parseNumber } from "./commands/numbers.js";
+export { readTextFile } from "./commands/read-file.js";
 export { serveCommand, startServe } from "./commands/serve.js";
 export type { ExecutorModule, ServeCliOptions, StartedServer } from "./commands/serve.js";
 export { SERVE_CONFIG_SCHEMA, readServeConfig } from "./commands/serve-config.js";

@@ -347,6 +347,11 @@ describe("bad configuration: one line naming what is wrong", () => {
     expect(await bad({ config: f }, ["x"])).toBe("give MODEL arguments or --config FILE, not both");
   });
 
+  test("a missing --config file: one line naming the path once, not Node's ENOENT text", async () => {
+    const missing = path.join(tmp, "nonexistent.json");
+    expect(await bad({ config: missing })).toBe(`no such file or folder (file ${missing})`);
+  });
+
   test.skipIf(MISSING !== undefined)(
     "duplicate ids, --model-name with several, a model larger than the budget",
     async () => {

@@ -178,8 +178,12 @@ export async function probeBackend(name: string, earlier: readonly BackendStatus
   return wgpuWithoutVulkan(earlier) ?? probeWgpu();
 }
 
+/** How many times {@link resolveAuto} has probed in this process (tests check bad flags fail before any probe). */
+export let autoProbes = 0;
+
 /** The backend `auto` stands for here, with the statuses it looked at (the GPU backends it tried, in order). */
 export async function resolveAuto(): Promise<{ readonly backend: string; readonly tried: readonly BackendStatus[] }> {
+  autoProbes++;
   const tried: BackendStatus[] = [];
   for (const name of AUTO_ORDER) {
     // Dawn runs on Vulkan on Linux: when Vulkan sees only an emulation, WebGPU would too.

@@ -24,9 +24,18 @@ interface ChatOptions {
   weights: string;
 }
 
+/** Checks `poot chat`'s flag values, before `--backend auto` probes the backends (and again in the action). */
+function checkChatFlags(o: ChatOptions): GenerateOptions {
+  if (o.weights !== "f32" && o.weights !== "bf16")
+    throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command: "chat" });
+  if (o.context !== undefined) parseContext(o.context, "chat");
+  return generateOptions({ ...o, prompt: "", target: "cpu" }, "chat");
+}
+
 /** The `chat` subcommand. */
 export const chat: CommandModule = {
   name: "chat",
+  checkFlags: (options) => void checkChatFlags(options as unknown as ChatOptions),
   register: (program, io) => {
     program
       .command("chat")
@@ -49,11 +58,9 @@ export const chat: CommandModule = {
           throw new CliError("file-unreadable", "no MODEL given and the demo model is not installed", {
             command: "chat",
           });
-        if (o.weights !== "f32" && o.weights !== "bf16")
-          throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command: "chat" });
-        const gen: GenerateOptions = generateOptions({ ...o, prompt: "", target: "cpu" }, "chat");
+        const gen = checkChatFlags(o);
         const executor = createExecutor(o.backend, "chat");
-        const m = LoadedModel.open(model, { weights: o.weights });
+        const m = LoadedModel.open(model, { weights: o.weights as "f32" | "bf16" }); // checked by checkChatFlags
         const tok = loadTokenizer(model);
         const context =
           o.context === undefined ? Math.min(m.config.maxPositions, 2048) : parseContext(o.context, "chat");

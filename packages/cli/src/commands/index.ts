@@ -14,7 +14,7 @@ import { kernelsCommand } from "./kernels.js";
 import { list } from "./list.js";
 import { logits } from "./logits.js";
 import { pull } from "./pull.js";
-import { BACKEND_NAMES, createExecutor, loweringCache } from "./backends.js";
+import { BACKEND_NAMES, createExecutor, findDemoModel, loweringCache } from "./backends.js";
 import { run } from "./run.js";
 import { tokenize } from "./tokenize.js";
 import { trace } from "./trace.js";
@@ -41,6 +41,11 @@ export interface CommandModule {
   readonly name: string;
   /** Adds the subcommand to `program`; its action writes through `io` and throws `CliError` on bad input. */
   readonly register: (program: Command, io: CliIo) => void;
+  /**
+   * Checks the parsed options (commander's, all strings) and throws a CliError for a bad value; the CLI calls it
+   * before `--backend auto` probes the backends (about a second), so a bad flag fails at once.
+   */
+  readonly checkFlags?: (options: Record<string, unknown>) => void;
 }
 
 /**
@@ -64,6 +69,8 @@ export const commands: readonly CommandModule[] = [
     BACKEND_NAMES,
     // The engine worker thread makes its executors through this module (the built file next to the bundle).
     { url: serveExecutorsModule() },
+    // No MODEL: the bundled demo model, as `poot run` and `poot chat` serve it.
+    () => findDemoModel(),
   ),
   bench,
   ir,

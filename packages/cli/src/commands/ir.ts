@@ -1,7 +1,7 @@
 // `poot ir FILE.json`: reads a graph saved as graph-ir JSON (graphToJsonString), validates it and prints
 // it one equation per line with the graph-ir printer.
-import { readFileSync } from "node:fs";
 import { GraphError, graphFromJson, printGraph } from "@poot/graph-ir";
+import { readTextFile } from "@poot/serve";
 import { CliError } from "../errors.js";
 import type { CommandModule } from "./index.js";
 
@@ -14,15 +14,7 @@ export const ir: CommandModule = {
       .description("print a graph saved as graph-ir JSON, one equation per line")
       .argument("<file>", "graph JSON file (as written by graphToJsonString)")
       .action((file: string) => {
-        let text: string;
-        try {
-          text = readFileSync(file, "utf8");
-        } catch (err) {
-          throw new CliError("file-unreadable", `cannot read ${file}: ${(err as Error).message}`, {
-            command: "ir",
-            file,
-          });
-        }
+        const text = readTextFile(file, "ir");
         let graph;
         try {
           graph = graphFromJson(text);

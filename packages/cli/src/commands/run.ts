@@ -103,6 +103,31 @@ export function parseContext(text: string, command: string): number {
   return n;
 }
 
+/**
+ * Checks `poot run`'s flag values (numbers, --threads, --numerics, --weights, --target, --context, --activations)
+ * without side effects: the CLI calls it before `--backend auto` probes the backends, and the action again.
+ */
+export function checkRunFlags(o: RunOptions): { readonly gen: GenerateOptions; readonly threads?: number } {
+  const command = "run";
+  let threads: number | undefined;
+  if (o.threads !== undefined) {
+    threads = parseNumber("--threads", o.threads, "int", command);
+    if (threads < 1) throw new CliError("bad-input", `--threads must be >= 1, got ${threads}`, { command });
+  }
+  if (o.numerics !== undefined && o.numerics !== "exact" && o.numerics !== "fast")
+    throw new CliError("bad-input", `--numerics must be exact or fast, got "${o.numerics}"`, { command });
+  if (o.weights !== "f32" && o.weights !== "bf16")
+    throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command });
+  const gen = generateOptions(o, command);
+  if (o.compiled === true && !(BACKEND_KINDS as readonly string[]).includes(o.target))
+    throw new CliError("bad-input", `--target must be one of ${BACKEND_KINDS.join(", ")}, got "${o.target}"`, {
+      command,
+    });
+  if (o.context !== undefined) parseContext(o.context, command);
+  parseActivations(o.activations, command);
+  return threads === undefined ? { gen } : { gen, threads };
+}
+
 /** Turns runtime and model errors into CliErrors naming the model. */
 function userErrors<T>(model: string, fn: () => T): T {
   try {
@@ -122,6 +147,7 @@ function userErrors<T>(model: string, fn: () => T): T {
 /** The `run` subcommand. */
 export const run: CommandModule = {
   name: "run",
+  checkFlags: (options) => void checkRunFlags(options as unknown as RunOptions),
   register: (program, io) => {
     placementOptions(program.command("run"))
       .description("generate text from a prompt, streaming it; ends with a speed summary on stderr")
@@ -156,13 +182,9 @@ export const run: CommandModule = {
             command: "run",
           });
         const model = modelArg ?? (o.model === undefined ? null : resolveModelArg(o.model, "run")) ?? findDemoModel();
+        const { gen, threads } = checkRunFlags(o);
         const promptText = o.prompt ?? (await readStdinPrompt());
-        if (o.threads !== undefined) {
-          const threads = parseNumber("--threads", o.threads, "int", "run");
-          if (threads < 1)
-            throw new CliError("bad-input", `--threads must be >= 1, got ${threads}`, { command: "run" });
-          executorSettings.threads = threads;
-        }
+        if (threads !== undefined) executorSettings.threads = threads;
         setNumerics(o.numerics, "run");
         if (model === null)
           throw new CliError(
@@ -170,13 +192,6 @@ export const run: CommandModule = {
             "no MODEL given and the bundled demo model (models/demo) was not found next to the installed package",
             { command: "run" },
           );
-        if (o.weights !== "f32" && o.weights !== "bf16")
-          throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command: "run" });
-        const gen = generateOptions(o, "run");
-        if (o.compiled === true && !(BACKEND_KINDS as readonly string[]).includes(o.target))
-          throw new CliError("bad-input", `--target must be one of ${BACKEND_KINDS.join(", ")}, got "${o.target}"`, {
-            command: "run",
-          });
         refuseCompiledTp(o, "run");
         const target = o.target as BackendKind;
         const compileGraph =
@@ -196,7 +211,7 @@ export const run: CommandModule = {
         );
         const executor = placed.executor;
         const load = progressBar("load   ", 3);
-        const weights: "f32" | "bf16" = o.weights;
+        const weights = o.weights as "f32" | "bf16"; // checked by checkRunFlags
         let m: LoadedModel | null = null;
         let engine: Engine | null = null;
         try {

@@ -1,10 +1,10 @@
 // `poot serve --config FILE`: the models of a several-model server and their own options, as JSON whose keys are
 // the `poot serve` flags of the same names; checked with ajv, each error one line naming the file and the field.
-import * as fs from "node:fs";
 import * as path from "node:path";
 import type { ErrorObject, ValidateFunction } from "ajv";
 import { CliError } from "../errors.js";
 import { ajv } from "../server/deps.js";
+import { readTextFile } from "./read-file.js";
 
 const command = "serve";
 
@@ -109,12 +109,7 @@ function describe(e: ErrorObject): string {
 
 /** Reads and checks a `--config` file; a one-line CliError naming the file and the bad field otherwise. */
 export function readServeConfig(file: string): ServeConfig {
-  let text: string;
-  try {
-    text = fs.readFileSync(file, "utf8");
-  } catch (err) {
-    throw new CliError("file-unreadable", `cannot read ${file}: ${(err as Error).message}`, { command, file });
-  }
+  const text = readTextFile(file, command);
   let json: unknown;
   try {
     json = JSON.parse(text);

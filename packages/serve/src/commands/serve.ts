@@ -69,22 +69,8 @@ function positive(flag: string, value: string, min: number): number {
   return n;
 }
 
-/**
- * Builds the server from `poot serve`'s options and starts listening. One MODEL (a string, or a one-element list
- * without `--config`) is loaded first, as before; several (or a `--config` file) are loaded on their first request
- * and unloaded least-recently-used under `--models-memory` (decision 2705). With `executorModule` (as `poot serve`
- * runs) each engine, its scheduler and its loading run on a worker thread that makes its executors through that
- * module, so neither loads nor steps hold the HTTP event loop; without it they run on this thread with
- * `createExecutor`'s executors (for embedding and tests).
- */
-export async function startServe(
-  model: string | readonly string[],
-  o: ServeCliOptions,
-  io: CliIo,
-  createExecutor: ExecutorFactory,
-  backends: readonly string[] = [o.backend],
-  executorModule?: ExecutorModule,
-): Promise<StartedServer> {
+/** `poot serve`'s flag values, checked (each bad one a one-line CliError naming the flag). */
+function serveFlags(o: ServeCliOptions) {
   const port = parseNumber("--port", o.port, "int", command);
   if (port < 0 || port > 65535)
     throw new CliError("bad-input", `--port must be in [0, 65535], got ${port}`, { command });
@@ -117,6 +103,51 @@ export async function startServe(
       throw new CliError("bad-input", `--metrics-compat takes vllm and/or llamacpp (comma-separated), got "${m}"`, {
         command,
       });
+  return { port, maxBatch, maxQueue, queueTimeout, maxConnections, nice, allowedHosts, metricsCompat };
+}
+
+/**
+ * Checks `poot serve`'s flag values without loading anything: the CLI calls it before `--backend auto` probes the
+ * backends, so a bad value fails at once.
+ */
+export function checkServeFlags(o: ServeCliOptions): void {
+  serveFlags(o);
+  drainMsOf(o);
+  if (o.numerics !== undefined && o.numerics !== "exact" && o.numerics !== "fast")
+    throw new CliError("bad-input", `--numerics must be exact or fast, got "${o.numerics}"`, { command });
+  const sizes = [
+    ["--ctx", o.ctx, 2],
+    ["--page-size", o.pageSize, 1],
+    ["--kv-pages", o.kvPages, 1],
+  ] as const;
+  for (const [flag, v, min] of sizes) if (v !== undefined) positive(flag, v, min);
+}
+
+/** `--drain-seconds` in milliseconds. */
+function drainMsOf(o: ServeCliOptions): number {
+  const drainMs = parseNumber("--drain-seconds", o.drainSeconds ?? "30", "float", command) * 1000;
+  if (!(drainMs >= 0))
+    throw new CliError("bad-input", `--drain-seconds must be >= 0, got ${o.drainSeconds}`, { command });
+  return drainMs;
+}
+
+/**
+ * Builds the server from `poot serve`'s options and starts listening. One MODEL (a string, or a one-element list
+ * without `--config`) is loaded first, as before; several (or a `--config` file) are loaded on their first request
+ * and unloaded least-recently-used under `--models-memory` (decision 2705). With `executorModule` (as `poot serve`
+ * runs) each engine, its scheduler and its loading run on a worker thread that makes its executors through that
+ * module, so neither loads nor steps hold the HTTP event loop; without it they run on this thread with
+ * `createExecutor`'s executors (for embedding and tests).
+ */
+export async function startServe(
+  model: string | readonly string[],
+  o: ServeCliOptions,
+  io: CliIo,
+  createExecutor: ExecutorFactory,
+  backends: readonly string[] = [o.backend],
+  executorModule?: ExecutorModule,
+): Promise<StartedServer> {
+  const { port, maxBatch, maxQueue, queueTimeout, maxConnections, nice, allowedHosts, metricsCompat } = serveFlags(o);
   const defaults: RawModelOptions = {
     backend: o.backend,
     weights: o.weights,
@@ -241,19 +272,25 @@ function servedOf(e: ModelEntry, ctx: LoadContext): ServedModel {
 /**
  * The `serve` subcommand, running on the executors `createExecutor` makes (the CLI passes its backend table), or,
  * given `executorModule` (as the CLI does), on an engine worker thread that makes them through that module.
+ * `demoModel` finds the model served when no MODEL and no `--config` are given (the CLI's bundled demo model).
  */
 export const serveCommand = (
   createExecutor: ExecutorFactory,
   backends?: readonly string[],
   executorModule?: ExecutorModule,
+  demoModel?: () => string | null,
 ): CommandModule => ({
   name: "serve",
+  checkFlags: (options) => checkServeFlags(options as unknown as ServeCliOptions),
   register: (program, io) => {
     placementOptions(program.command("serve"))
       .description(
         "serve MODEL (or several, each loaded on its first request) over an OpenAI-compatible HTTP API with Prometheus /metrics",
       )
-      .argument("[models...]", "Hugging Face model folders or .gguf files; requests pick one by its id (`model`)")
+      .argument(
+        "[models...]",
+        "Hugging Face model folders or .gguf files; requests pick one by its id (`model`) (default, without --config: the bundled demo model)",
+      )
       .option(
         "--config <file>",
         "a JSON file listing the models to serve with their own ids, aliases and options (instead of MODEL arguments)",
@@ -319,15 +356,14 @@ export const serveCommand = (
       .action(async (models: string[], o: ServeCliOptions) => {
         // Only the CLI reads the environment; the server library takes typed options.
         const apiKey = o.apiKey ?? process.env.POOT_API_KEY;
-        const drainMs = parseNumber("--drain-seconds", o.drainSeconds ?? "30", "float", command) * 1000;
-        if (!(drainMs >= 0))
-          throw new CliError("bad-input", `--drain-seconds must be >= 0, got ${o.drainSeconds}`, { command });
-        if (o.numerics !== undefined && o.numerics !== "exact" && o.numerics !== "fast")
-          throw new CliError("bad-input", `--numerics must be exact or fast, got "${o.numerics}"`, { command });
+        checkServeFlags(o);
+        const drainMs = drainMsOf(o);
         // The CPU executors read it (decision 2320), in the engine worker too: the environment reaches it.
         if (o.numerics !== undefined) process.env["POOT_CPU_NUMERICS"] = o.numerics;
+        // No MODEL and no --config: the bundled demo model, as `poot run` and `poot chat` do.
+        const demo = models.length === 0 && o.config === undefined ? (demoModel?.() ?? null) : null;
         const started = await startServe(
-          models,
+          demo === null ? models : [demo],
           { ...o, ...(apiKey === undefined || apiKey === "" ? {} : { apiKey }) },
           io,
           createExecutor,
