@@ -46,7 +46,6 @@ describe("dot4U8I8", () => {
     expect(validateKernel(dots16)).toEqual([]);
   });
 
-
   it("sums u8 × i8 over each lane's four bytes into the accumulator", () => {
     const a = Uint8Array.from({ length: 16 }, (_, i) => (i * 37 + 200) & 255);
     const bb = Int8Array.from({ length: 16 }, (_, i) => ((i * 53 + 100) & 255) - 128);

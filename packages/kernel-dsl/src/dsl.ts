@@ -402,7 +402,8 @@ export class Builder implements ValOwner {
    * `acc + Σ_k u8(a, k) · i8(b, k)` per lane over the four packed bytes of each u32 (decision 2320): i32 from u32
    * operands, or vec4/vec8/vec16<i32> from vec4/vec8/vec16<u32> (the wide ones: decision 2330).
    */
-  dot4U8I8 = <T extends Dot4Acc>(acc: Val<T>, a: Val<Dot4Operand<T>>, b: Val<Dot4Operand<T>>): Val<T> => new Val({ k: "call", type: acc.type, fn: "dot4U8I8", args: [acc.expr, a.expr, b.expr] }, acc.type, this);
+  dot4U8I8 = <T extends Dot4Acc>(acc: Val<T>, a: Val<Dot4Operand<T>>, b: Val<Dot4Operand<T>>): Val<T> =>
+    new Val({ k: "call", type: acc.type, fn: "dot4U8I8", args: [acc.expr, a.expr, b.expr] }, acc.type, this);
   /** `cond ? a : b` (both evaluated). */
   select = <T extends ValueType>(cond: Val<"bool">, a: Val<T>, b: Val<T> | number): Val<T> =>
     new Val({ k: "select", type: a.type, cond: cond.expr, a: a.expr, b: this.coerce(b, a.type) }, a.type, this);

@@ -180,9 +180,7 @@ export function fastQ8_0Loop(b: Builder, p: FastParts): void {
   };
   for_(u32(0), pairs, 1, (i) => step(let_(i.mul(2), "blk"), 16), "pr");
   for_(pairs.mul(2), nb, 1, (blk) => step(blk, 8), "blk");
-  p.accs.forEach((r, j) =>
-    r.forEach((acc, h) => acc.set(hsum(b, wide[j]![h]!).add(hsum(b, tail[j]![h]!)))),
-  );
+  p.accs.forEach((r, j) => r.forEach((acc, h) => acc.set(hsum(b, wide[j]![h]!).add(hsum(b, tail[j]![h]!)))));
 }
 
 /** The 6-bit scale and min of sub-block `j` of a Q4_K/Q5_K block's 12 scale bytes at `sc` (`get_scale_min_k4`). */
@@ -249,7 +247,13 @@ export function fastQ4_KLoop(b: Builder, p: FastParts): void {
           const xq = let_(p.q.at64x8(xo), "xq");
           ws.forEach((w, h) => {
             const dot = b.dot4U8I8(zeroI(b, 16), nib[h]!, xq);
-            const scales = spread(b, "vec16<i32>", 8, w.pairs[2 * c]![0].cast("i32"), w.pairs[2 * c + 1]![0].cast("i32"));
+            const scales = spread(
+              b,
+              "vec16<i32>",
+              8,
+              w.pairs[2 * c]![0].cast("i32"),
+              w.pairs[2 * c + 1]![0].cast("i32"),
+            );
             const is = isums[j]![h]!;
             is.set(is.add(dot.mul(scales)));
           });
