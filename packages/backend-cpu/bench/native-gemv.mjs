@@ -3,6 +3,9 @@
 // memory-bound floor a GEMV's reads approach).
 //
 // usage: pnpm --filter @poot/backend-cpu bench [-- --runs N] [--formats Q8_0,Q4_K] [--libraries kernel-ir,PATH.so] [--m M]
+//        [--numerics fast]
+// With `--numerics fast` (Q8_0 and Q4_K only, decisions 2320, 2330) each shape's x is quantized once, outside the
+// timing (as the executor does once per x for every GEMV reading it), and the `fast` GEMVs are timed.
 // Loads the committed object (generated from the kernel IR) or other builds by path through koffi and calls
 // each format's kernel as the executor's threads do (argument block in a shared WebAssembly.Memory); with several
 // libraries their runs alternate, shape by shape, so both see the same machine. Writes
@@ -29,7 +32,12 @@ const FORMATS = {
   Q4_K: ["q4_k", 144],
   Q6_K: ["q6_k", 210],
 };
-const WANT = arg("formats", Object.keys(FORMATS).join(",")).split(",");
+const FAST = arg("numerics", "exact") === "fast";
+/** The activation quantizer of each format's fast GEMV (decision 2320). */
+const FAST_QUANT = { Q8_0: "q8_0", Q4_K: "q8_k" };
+const WANT = arg("formats", FAST ? "Q8_0,Q4_K" : Object.keys(FORMATS).join(",")).split(",");
+for (const name of WANT)
+  if (FAST && FAST_QUANT[name] === undefined) throw new Error(`--numerics fast: no fast GEMV for ${name}`);
 /** [K, N] of the decode GEMVs (q/o, k/v, gate/up, down, the LM head). */
 const SHAPES = [
   [2048, 2048],
@@ -74,9 +82,13 @@ const ARGS = 0,
   X = 4096,
   Y = X + M * 8192 * 4,
   W = Math.ceil((Y + M * Math.max(...SHAPES.map(([, N]) => N)) * 4) / (1 << 20)) * (1 << 20),
-  COPY = W + maxBytes;
+  COPY = W + maxBytes,
+  // The quantized activations of the fast GEMVs: q (bytes), d and s (one f32/i32 per 32 elements, at most).
+  Q = COPY + maxBytes,
+  D = Q + M * 8192,
+  S = D + M * 1024;
 const memory = new WebAssembly.Memory({
-  initial: Math.ceil((COPY + maxBytes) / 65536),
+  initial: Math.ceil((S + M * 1024) / 65536),
   maximum: 65536,
   shared: true,
 });
@@ -105,16 +117,22 @@ const commit = gitCommit();
 const load = loadSampler();
 const cases = [];
 console.log(
-  `native GEMVs, 1 thread, M = ${M}, median of ${RUNS}; ratio = GEMV weight-read GB/s / copy GB/s of the same bytes`,
+  `native GEMVs${FAST ? " (fast numerics)" : ""}, 1 thread, M = ${M}, median of ${RUNS}; ratio = GEMV weight-read GB/s / copy GB/s of the same bytes`,
 );
 for (const name of WANT) {
   const [fmt, per256] = FORMATS[name];
-  const gemvs = LIBS.map((l) => l.lib.func(`void poot_gemv_${fmt}_none(uint64_t base, uint32_t args, uint32_t group)`));
+  const sig = (symbol) => `void ${symbol}(uint64_t base, uint32_t args, uint32_t group)`;
+  const gemvs = LIBS.map((l) => l.lib.func(sig(`poot_gemv_${fmt}_${FAST ? "fast_" : ""}none`)));
+  const quant = FAST ? LIBS[0].lib.func(sig(`poot_quant_${FAST_QUANT[name]}`)) : null;
   const cpuTotals = LIBS.map(() => 0);
   for (const [K, N] of SHAPES) {
     const bytes = ((K * N) / 256) * per256;
     fill(name, bytes);
-    u32.set([X, W, Y, M, N, K, N], ARGS / 4);
+    if (quant !== null) {
+      u32.set([X, Q, D, S, M, K], ARGS / 4);
+      for (let g = 0; g < M; g++) quant(base, ARGS, g);
+      u32.set([Q, D, S, W, Y, M, N, K, N], ARGS / 4);
+    } else u32.set([X, W, Y, M, N, K, N], ARGS / 4);
     const times = LIBS.map(() => []),
       cpus = LIBS.map(() => []),
       copies = [];
@@ -156,7 +174,7 @@ for (const name of WANT) {
         label,
         backend: "cpu",
         format: name,
-        numerics: null,
+        numerics: FAST ? "fast" : null,
         model,
         metrics,
         anchor: "copy",
@@ -183,7 +201,14 @@ const file = writeBenchResult({
   commit,
   title: "native GEMVs of each weight format, one thread, Llama-3.2-1B decode shapes, against a copy of the same bytes",
   load: load.summary(),
-  settings: { runs: RUNS, threads: 1, m: M, formats: WANT.join(","), libraries: LIBS.map((l) => l.name).join(",") },
+  settings: {
+    runs: RUNS,
+    threads: 1,
+    m: M,
+    numerics: FAST ? "fast" : "exact",
+    formats: WANT.join(","),
+    libraries: LIBS.map((l) => l.name).join(","),
+  },
   anchors: [{ id: "copy", name: "copyWithin of the same weight bytes in the same shared memory (read + write bytes)" }],
   cases,
   notes: ["GB/s of a GEMV counts its weight bytes read; the copy counts read + write bytes."],

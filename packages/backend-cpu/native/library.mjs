@@ -52,7 +52,7 @@ export function nativeLibraryIR(platform = "linux-x64") {
   const lower = (lanes, caps) => nativeGemvLibrary(formats, lanes).map((k) => lowerX86(k, caps));
   const arm = platform === "linux-arm64";
   // x86 also links the `fast` GEMVs and activation quantizers once (AVX-512 VNNI, decision 2320); arm64 has none.
-  const fast = arm ? [] : nativeFastLibrary(formats).map((k) => lowerX86(k, CAPS));
+  const fast = arm ? [] : nativeFastLibrary(formats).map((k) => lowerX86(k, WIDE_CAPS));
   const sets = arm ? [lower(4, NEON_CAPS)] : [lower(8, CAPS), lower(16, WIDE_CAPS), fast];
   const h = createHash("sha256");
   for (const c of sets.flat()) h.update(c.text).update("\0");

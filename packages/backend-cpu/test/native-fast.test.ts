@@ -79,11 +79,10 @@ function weights(fmt: string, N: number, K: number, at: number): Float64Array {
 }
 
 /** Runs quantizer + fast GEMV for (M, N, K, epilogue); returns max |y − ref| / Σ|w x| against llama.cpp's arithmetic. */
-function check(fmt: "q8_0" | "q4_k", M: number, epi: "none" | "add" | "heads2", plant?: () => void): number {
+function check(fmt: "q8_0" | "q4_k", M: number, epi: "none" | "add" | "heads2", plant?: () => void, K = 512): number {
   const lib = loadNodeNative()!;
   const base = lib.address(u8);
-  const K = 512,
-    N = 37,
+  const N = 37,
     R = 8;
   const W = [weights(fmt, N, K, AT.w), weights(fmt, N, K, AT.w1)];
   plant?.();
@@ -128,6 +127,16 @@ describe.skipIf(!here)(
           for (const epi of ["none", "add", "heads2"] as const)
             expect(check(fmt, M, epi), `${fmt} ${epi} M=${M}: max |y - ref| / sum |w x|`).toBeLessThan(1e-5);
       });
+
+    // 17 blocks of 32: eight pairs in 16 lanes, the last block alone in 8 (decision 2330).
+    test.skipIf(!vnni)("q8_0 with an odd number of blocks per row (K = 544), M = 1 and 6", () => {
+      for (const M of [1, 6])
+        for (const epi of ["none", "heads2"] as const)
+          expect(check("q8_0", M, epi, undefined, 544), `q8_0 ${epi} M=${M} K=544`).toBeLessThan(1e-5);
+      // Planted: the scale of row 5's last (unpaired) block doubled after decoding the reference.
+      const o = AT.w + (5 * 17 + 16) * 34;
+      expect(check("q8_0", 1, "none", () => (u8[o + 1] = u8[o + 1]! + 4), 544)).toBeGreaterThan(1e-3);
+    });
 
     test.skipIf(!vnni)(
       "planted violation: one weight block's scale doubled after decoding the reference fails the check",

@@ -103,6 +103,27 @@ describe("the 8-bit integer dot product (dot4U8I8, packed load4; decision 2320)"
     expect(() => arm64Library([code], "h")).toThrow(/dot_u8i8 uses an x86 intrinsic/);
   });
 
+  test("vec8/vec16 operands lower to the 256/512-bit vpdpbusd and one 32/64-byte load (decision 2330)", () => {
+    const wide = (lanes: 8 | 16) =>
+      kernel(`dot_u8i8_${lanes}`, { workgroupSize: [1, 1, 1] }, (b) => {
+        const a = b.buffer("a", "u8", "read");
+        const w = b.buffer("w", "i8", "read");
+        const o = b.buffer("o", "i32", "write");
+        const t = lanes === 8 ? "vec8<i32>" : "vec16<i32>";
+        const zero = b.vec(t, ...Array.from({ length: lanes }, () => b.i32(0))) as never;
+        const [x, y] = lanes === 8 ? [a.at32x8(0), w.at32x8(0)] : [a.at64x8(0), w.at64x8(0)];
+        o.set(0, b.let_(b.dot4U8I8(zero, x as never, y as never), "d").lane(lanes - 1) as never);
+      });
+    const code8 = lowerX86(wide(8), { ...WASM_CAPS, vectorLanes: 16 });
+    expect(code8.text).toContain("@llvm.x86.avx512.vpdpbusd.256(<8 x i32>");
+    expect(code8.text).toContain("load <8 x i32>");
+    const code16 = lowerX86(wide(16), { ...WASM_CAPS, vectorLanes: 16 });
+    expect(code16.text).toContain("@llvm.x86.avx512.vpdpbusd.512(<16 x i32>");
+    expect(code16.text).toContain("load <16 x i32>");
+    // Planted: caps without 16 lanes refuse the vec16 kernel.
+    expect(() => lowerX86(wide(16), { ...WASM_CAPS, vectorLanes: 8 })).toThrow(/16-lane vectors/);
+  });
+
   test("targets without an integer dot product refuse it with missing-capability", () => {
     const lowerings = { wgsl: lowerWgsl, wasm: lowerWasm, ptx: lowerPtx } as const;
     for (const [target, lower] of Object.entries(lowerings)) {

@@ -22,7 +22,30 @@ const dots: Kernel = kernel("dots", { workgroupSize: [1, 1, 1] }, (b) => {
   for (let l = 0; l < 4; l++) o.set(1 + l, v.lane(l));
 });
 
+/** o[0..16) = dot4U8I8(lane index, packed a bytes 0..63, packed b bytes 0..63) in 16 lanes (decision 2330). */
+const dots16: Kernel = kernel("dots16", { workgroupSize: [1, 1, 1] }, (b) => {
+  const a = b.buffer("a", "u8", "read");
+  const bb = b.buffer("bb", "i8", "read");
+  const o = b.buffer("o", "i32", "write");
+  const acc = b.vec("vec16<i32>", ...Array.from({ length: 16 }, (_, l) => b.i32(l)));
+  const v = b.let_(b.dot4U8I8(acc, a.at64x8(0), bb.at64x8(0)), "v");
+  for (let l = 0; l < 16; l++) o.set(l, v.lane(l));
+});
+
 describe("dot4U8I8", () => {
+  it("in 16 lanes: 64 packed bytes, each lane its own four (decision 2330)", () => {
+    const a = Uint8Array.from({ length: 64 }, (_, i) => (i * 37 + 200) & 255);
+    const bb = Int8Array.from({ length: 64 }, (_, i) => ((i * 53 + 100) & 255) - 128);
+    const o = new Int32Array(16);
+    interpret(dots16, { grid: [1], buffers: { a, bb, o } });
+    for (let l = 0; l < 16; l++) {
+      let want = l;
+      for (let k = 0; k < 4; k++) want += a[4 * l + k]! * bb[4 * l + k]!;
+      expect(o[l], `lane ${l}`).toBe(want);
+    }
+    expect(validateKernel(dots16)).toEqual([]);
+  });
+
   it("sums u8 × i8 over each lane's four bytes into the accumulator", () => {
     const a = Uint8Array.from({ length: 16 }, (_, i) => (i * 37 + 200) & 255);
     const bb = Int8Array.from({ length: 16 }, (_, i) => ((i * 53 + 100) & 255) - 128);

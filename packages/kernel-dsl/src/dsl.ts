@@ -47,6 +47,17 @@ export type Widened<E extends ElemType> = E extends "bf16" | "f16"
 /** Element types an atomic add supports. */
 export type AtomicType = "u32" | "i32" | "f32";
 
+/** Accumulator (and result) types of {@link Builder.dot4U8I8}. */
+export type Dot4Acc = "i32" | "vec4<i32>" | "vec8<i32>" | "vec16<i32>";
+/** The packed-byte operand type of {@link Builder.dot4U8I8} with accumulator `T`: u32 lanes as many as T's. */
+export type Dot4Operand<T extends Dot4Acc> = T extends "i32"
+  ? "u32"
+  : T extends "vec4<i32>"
+    ? "vec4<u32>"
+    : T extends "vec8<i32>"
+      ? "vec8<u32>"
+      : "vec16<u32>";
+
 /** A global buffer, shared array or private array: `at` loads (at this point of the body), `set` stores. */
 export class Arr<E extends ElemType = ElemType> {
   /** @internal */
@@ -92,12 +103,24 @@ export class Arr<E extends ElemType = ElemType> {
    * decision 2320): the operand of {@link Builder.dot4U8I8}.
    */
   at16x8(i: Index): Val<"vec4<u32>"> {
+    return this.packed(i, "vec4<u32>");
+  }
+  /** Bytes `i` … `i + 31` packed into a vec8<u32>, as {@link Arr.at16x8} (256-bit `vpdpbusd`; decision 2330). */
+  at32x8(i: Index): Val<"vec8<u32>"> {
+    return this.packed(i, "vec8<u32>");
+  }
+  /** Bytes `i` … `i + 63` packed into a vec16<u32>, as {@link Arr.at16x8} (512-bit `vpdpbusd`; decision 2330). */
+  at64x8(i: Index): Val<"vec16<u32>"> {
+    return this.packed(i, "vec16<u32>");
+  }
+  private packed<T extends "vec4<u32>" | "vec8<u32>" | "vec16<u32>">(i: Index, type: T): Val<T> {
+    const bytes = 4 * lanesOf(type);
     if (this.space !== "global" || (this.elem !== "u8" && this.elem !== "i8"))
-      throw new KernelDslError(this.b.kernelName, `at16x8 of ${this.name}: only global u8/i8 buffers`);
+      throw new KernelDslError(this.b.kernelName, `at${bytes}x8 of ${this.name}: only global u8/i8 buffers`);
     return this.b.bind(
-      { k: "load4", type: "vec4<u32>", array: this.name, index: this.b.idx(i), packed: true },
-      `${this.name}_p16`,
-    ) as unknown as Val<"vec4<u32>">;
+      { k: "load4", type, array: this.name, index: this.b.idx(i), packed: true },
+      `${this.name}_p${bytes}`,
+    ) as unknown as Val<T>;
   }
   /** Stores `v` to element `i` (narrowed for storage-only element types). */
   set(i: Index, v: Val<Widened<E>> | number): void {
@@ -377,13 +400,10 @@ export class Builder implements ValOwner {
     this.call("fma", [a, b, c]);
   /**
    * `acc + Σ_k u8(a, k) · i8(b, k)` per lane over the four packed bytes of each u32 (decision 2320): i32 from u32
-   * operands, or vec4<i32> from vec4<u32>.
+   * operands, or vec4/vec8/vec16<i32> from vec4/vec8/vec16<u32> (the wide ones: decision 2330).
    */
-  dot4U8I8 = <T extends "i32" | "vec4<i32>">(
-    acc: Val<T>,
-    a: Val<T extends "i32" ? "u32" : "vec4<u32>">,
-    b: Val<T extends "i32" ? "u32" : "vec4<u32>">,
-  ): Val<T> => new Val({ k: "call", type: acc.type, fn: "dot4U8I8", args: [acc.expr, a.expr, b.expr] }, acc.type, this);
+  dot4U8I8 = <T extends Dot4Acc>(acc: Val<T>, a: Val<Dot4Operand<T>>, b: Val<Dot4Operand<T>>): Val<T> =>
+    new Val({ k: "call", type: acc.type, fn: "dot4U8I8", args: [acc.expr, a.expr, b.expr] }, acc.type, this);
   /** `cond ? a : b` (both evaluated). */
   select = <T extends ValueType>(cond: Val<"bool">, a: Val<T>, b: Val<T> | number): Val<T> =>
     new Val({ k: "select", type: a.type, cond: cond.expr, a: a.expr, b: this.coerce(b, a.type) }, a.type, this);

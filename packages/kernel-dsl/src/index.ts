@@ -55,7 +55,7 @@ export { validateKernel, assertValidKernel } from "./validate.js";
 export { printKernel, printExpr } from "./print.js";
 export { toKirJson, parseKirJson, KIR_FORMAT, KIR_VERSION } from "./json.js";
 export { kernel, Builder, Arr } from "./dsl.js";
-export type { KernelOptions, Axes, Widened, Index, AtomicType } from "./dsl.js";
+export type { KernelOptions, Axes, Widened, Index, AtomicType, Dot4Acc, Dot4Operand } from "./dsl.js";
 export { Val, Var } from "./dsl-val.js";
 export type { ElemOfType, IndexType, ValOwner } from "./dsl-val.js";
 export { interpret } from "./interp.js";

@@ -154,7 +154,7 @@ export function compileKernelSource(
       case "load4": {
         // Packed: lane j holds bytes 4j … 4j + 3, little-endian (decision 2320).
         if (e.packed === true)
-          return `((i) => [0, 4, 8, 12].map((j) => ((L_${e.array}(i + j, T) & 255) | ((L_${e.array}(i + j + 1, T) & 255) << 8) | ((L_${e.array}(i + j + 2, T) & 255) << 16) | ((L_${e.array}(i + j + 3, T) & 255) << 24)) >>> 0))(${ex(e.index)})`;
+          return `((i) => ${JSON.stringify(Array.from({ length: lanesOf(e.type) }, (_, j) => 4 * j))}.map((j) => ((L_${e.array}(i + j, T) & 255) | ((L_${e.array}(i + j + 1, T) & 255) << 8) | ((L_${e.array}(i + j + 2, T) & 255) << 16) | ((L_${e.array}(i + j + 3, T) & 255) << 24)) >>> 0))(${ex(e.index)})`;
         // 8-bit storage takes the extension `type` names; other elements load as `load` widens them.
         const byte = bufferElem(e.array) === "u8" || bufferElem(e.array) === "i8";
         const ext = !byte ? "" : elemOf(e.type) === "i32" ? " << 24 >> 24" : " & 255";

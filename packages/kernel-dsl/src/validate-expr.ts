@@ -127,8 +127,12 @@ export function checkExpr(e: Expr, path: string, cx: ExprContext): ValueType {
       const lanes = lanesOf(e.type);
       const types = load4Types(b.elem, lanes === 8 || lanes === 16 ? lanes : 4);
       if (e.packed === true) {
-        if ((b.elem !== "u8" && b.elem !== "i8") || e.type !== "vec4<u32>")
-          cx.report("bad_vector", path, `a packed load4 reads u8/i8 storage as vec4<u32>, not ${b.elem} as ${e.type}`);
+        if ((b.elem !== "u8" && b.elem !== "i8") || !PACKED_TYPES.includes(e.type))
+          cx.report(
+            "bad_vector",
+            path,
+            `a packed load4 reads u8/i8 storage as vec4/vec8/vec16<u32>, not ${b.elem} as ${e.type}`,
+          );
       } else if (types.length === 0)
         cx.report("bad_vector", path, `load4 needs a buffer of scalar elements, ${e.array} holds ${b.elem}`);
       else if (!types.includes(e.type as never)) mismatch("type", types.join(" or "), e.type);
@@ -241,7 +245,15 @@ export function checkExpr(e: Expr, path: string, cx: ExprContext): ValueType {
   }
 }
 
-/** `dot4U8I8(acc, a, b)`: acc and the result i32 (vec4<i32>), a and b u32 (vec4<u32>) with the same lanes. */
+/** The types of a packed `load4` (decision 2320; vec8/vec16: decision 2330). */
+const PACKED_TYPES: readonly ValueType[] = ["vec4<u32>", "vec8<u32>", "vec16<u32>"];
+/** The accumulator types of `dot4U8I8` (decision 2320; vec8/vec16: decision 2330). */
+const DOT4_TYPES: readonly ValueType[] = ["i32", "vec4<i32>", "vec8<i32>", "vec16<i32>"];
+
+/**
+ * `dot4U8I8(acc, a, b)`: acc and the result i32 (or vec4/vec8/vec16<i32>), a and b u32 (or vec4/vec8/vec16<u32>)
+ * with the same lanes.
+ */
 function dot4Type(
   e: Extract<Expr, { k: "call" }>,
   path: string,
@@ -253,8 +265,8 @@ function dot4Type(
     cx.report("type_mismatch", path, "dot4U8I8 takes 3 argument(s)");
     return e.type;
   }
-  if (e.type !== "i32" && e.type !== "vec4<i32>") cx.report("bad_operand_type", path, `dot4U8I8 on ${e.type}`);
-  const packed = e.type === "vec4<i32>" ? "vec4<u32>" : "u32";
+  if (!DOT4_TYPES.includes(e.type)) cx.report("bad_operand_type", path, `dot4U8I8 on ${e.type}`);
+  const packed = e.type.replace("i32", "u32");
   e.args.forEach((a, i) => {
     const t = sub(a, `args[${i}]`);
     const want = i === 0 ? e.type : packed;

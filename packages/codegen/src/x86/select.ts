@@ -55,26 +55,29 @@ export class X86Emitter extends LlvmEmitter {
 
   /**
    * `dot4U8I8` as AVX-512 VNNI's `vpdpbusd` (decision 2320; the library compiles such a kernel for AVX-512 VNNI): one
-   * instruction per vec4, a scalar through lane 0 of one.
+   * instruction per vec4, vec8 or vec16 (128, 256 or 512 bits: 16, 32 or 64 multiply-adds; decision 2330), a scalar
+   * through lane 0 of a vec4.
    */
   override call(fn: string, type: ValueType, args: readonly string[]): string {
     if (fn !== "dot4U8I8") return super.call(fn, type, args);
-    const name = "llvm.x86.avx512.vpdpbusd.128";
-    this.declares.add(`declare <4 x i32> @${name}(<4 x i32>, <4 x i32>, <4 x i32>)`);
-    const v = (x: string): string =>
-      type === "vec4<i32>" ? x : this.def(`insertelement <4 x i32> zeroinitializer, i32 ${x}, i64 0`);
-    const r = this.def(`call <4 x i32> @${name}(${args.map((x) => `<4 x i32> ${v(x)}`).join(", ")})`);
-    return type === "vec4<i32>" ? r : this.def(`extractelement <4 x i32> ${r}, i64 0`);
+    const vector = type !== "i32";
+    const n = vector ? lanesOf(type) : 4;
+    const name = `llvm.x86.avx512.vpdpbusd.${32 * n}`;
+    const vt = `<${n} x i32>`;
+    this.declares.add(`declare ${vt} @${name}(${vt}, ${vt}, ${vt})`);
+    const v = (x: string): string => (vector ? x : this.def(`insertelement ${vt} zeroinitializer, i32 ${x}, i64 0`));
+    const r = this.def(`call ${vt} @${name}(${args.map((x) => `${vt} ${v(x)}`).join(", ")})`);
+    return vector ? r : this.def(`extractelement ${vt} ${r}, i64 0`);
   }
 
   /**
    * Four (or, for a vec8/vec16 type, 8 or 16) consecutive elements as one unaligned vector load, widened in-register
    * (f16/bf16 to f32, bytes to i32);
-   * `packed`: sixteen bytes as one unaligned `<4 x i32>` load (decision 2320).
+   * `packed`: 16, 32 or 64 bytes as one unaligned `<4 x i32>`, `<8 x i32>` or `<16 x i32>` load (decisions 2320, 2330).
    */
   load4(array: string, elem: ElemType, index: string, type: ValueType, packed = false): string {
     const p = this.pointer("global", array, elem, index);
-    if (packed) return this.def(`load <4 x i32>, ptr ${p}, align 1`);
+    if (packed) return this.def(`load <${lanesOf(type)} x i32>, ptr ${p}, align 1`);
     const et = llType(elem);
     const n = lanesOf(type);
     const raw = this.def(

@@ -2,7 +2,7 @@
 // (llama.cpp's Q8_0 for Q8_0 weights, Q8_K for the k-quants), and each weight block is dotted with it in integers
 // (`dot4U8I8`: VNNI `vpdpbusd`), the block scales applied in f32 — the arithmetic of llama.cpp's CPU backend.
 
-import type { Arr, Builder, Val, Var } from "@poot/kernel-dsl";
+import { type Arr, type Builder, type Val, type Var, type VecType, lanesOf } from "@poot/kernel-dsl";
 
 /**
  * The activation quantizations (decision 2320), as llama.cpp's CPU backend rounds them:
@@ -119,53 +119,68 @@ function f16At(b: Builder, W: Arr<"u8">, i: Val<"u32">): Val<"f32"> {
   return b.let_(b.unpack("f16", W.at(i).or(W.at(i.add(1)).shl(8))), "h");
 }
 
-const zeroF = (b: Builder): Val<"vec4<f32>"> => b.vec("vec4<f32>", b.f32(0), b.f32(0), b.f32(0), b.f32(0));
-const zeroI = (b: Builder): Val<"vec4<i32>"> => b.vec("vec4<i32>", b.i32(0), b.i32(0), b.i32(0), b.i32(0));
-const splatF = (b: Builder, v: Val<"f32">): Val<"vec4<f32>"> => b.vec("vec4<f32>", v, v, v, v);
-const splatI = (b: Builder, v: Val<"i32">): Val<"vec4<i32>"> => b.vec("vec4<i32>", v, v, v, v);
-const hsum = (b: Builder, v: Val<"vec4<f32>">): Val<"f32"> => {
-  const t = b.let_(v, "hs");
-  return t.x.add(t.y).add(t.z.add(t.w));
-};
+type Lanes = 8 | 16;
+/** `n` copies of each of `vs` in turn, as one vecN of type `t` (`n · vs.length` lanes). */
+function spread<T extends VecType>(b: Builder, t: T, n: number, ...vs: Val[]): Val<T> {
+  return b.vec(t, ...vs.flatMap((v) => Array.from({ length: n }, () => v)));
+}
+const zeroF = <L extends Lanes>(b: Builder, l: L): Val<`vec${L}<f32>`> =>
+  spread(b, `vec${l}<f32>`, l, b.f32(0)) as Val<`vec${L}<f32>`>;
+const zeroI = <L extends Lanes>(b: Builder, l: L): Val<`vec${L}<i32>`> =>
+  spread(b, `vec${l}<i32>`, l, b.i32(0)) as Val<`vec${L}<i32>`>;
+/** The lanes of a vec8 `a` then those of a vec8 `b` as one vec16 (a register concatenation). */
+function concat16(b: Builder, x: Val<"vec8<u32>">, y: Val<"vec8<u32>">): Val<"vec16<u32>"> {
+  const lanes = [x, y].flatMap((v) => Array.from({ length: 8 }, (_, i) => v.lane(i)));
+  return b.let_(b.vec("vec16<u32>", ...lanes), "cat");
+}
+/** The sum of the lanes of `v`, pairwise (a tree). */
+function hsum(b: Builder, v: Val<`vec${Lanes}<f32>`>): Val<"f32"> {
+  const t = b.let_(v as Val<"vec16<f32>">, "hs");
+  let xs: Val<"f32">[] = Array.from({ length: lanesOf(v.type) }, (_, i) => t.lane(i));
+  while (xs.length > 1) xs = Array.from({ length: xs.length / 2 }, (_, i) => xs[i]!.add(xs[i + xs.length / 2]!));
+  return xs[0]!;
+}
 
 /**
- * Q8_0 weights (34-byte blocks: f16 d, 32 i8) against q8_0 activations stored as q + 128: per block, `(x + 128) · w`
- * in `dot4U8I8` started from −128 · Σw (Σw itself a `dot4U8I8` of ones with the block, once for all rows), then
- * `dw · dx` times the integer sum added to a vec4 f32 sum per row (one fma).
+ * Q8_0 weights (34-byte blocks: f16 d, 32 i8) against q8_0 activations stored as q + 128, two blocks at a time in
+ * 16 lanes (decision 2330: one 512-bit `vpdpbusd`, 64 multiply-adds, per row and pair), an odd last block in 8: per
+ * block, `(x + 128) · w` in `dot4U8I8` started from −128 · Σw (Σw itself a `dot4U8I8` of ones with the weights, once
+ * for all rows), then `dw · dx` (per half) times the integer sums added to a vec f32 sum per row (one fma).
  */
 export function fastQ8_0Loop(b: Builder, p: FastParts): void {
   const { let_, var_, for_, u32 } = b;
   const nb = let_(p.K.div(32), "nb");
-  const sums = p.accs.map((r) => r.map(() => var_(zeroF(b), "fs")));
-  const ones = b.vec("vec4<u32>", u32(0x01010101), u32(0x01010101), u32(0x01010101), u32(0x01010101));
-  for_(
-    u32(0),
-    nb,
-    1,
-    (blk) => {
-      const base = let_(p.n.mul(nb).add(blk).mul(34), "base");
-      const ws = p.Ws.map((W) => {
-        const lo = let_(W.at16x8(base.add(2)), "wl");
-        const hi = let_(W.at16x8(base.add(18)), "wh");
-        const wsum = b.dot4U8I8(b.dot4U8I8(zeroI(b), ones, lo), ones, hi);
-        return { d: f16At(b, W, base), lo, hi, init: let_(wsum.mul(-128), "corr") };
+  const pairs = let_(nb.div(2), "np");
+  const wide = p.accs.map((r) => r.map(() => var_(zeroF(b, 16), "fs")));
+  const tail = p.accs.map((r) => r.map(() => var_(zeroF(b, 8), "ft")));
+  /** Blocks [blk, blk + l / 8) of every head and row. */
+  const step = (blk: Val<"u32">, l: Lanes): void => {
+    const base = let_(p.n.mul(nb).add(blk).mul(34), "base");
+    const ws = p.Ws.map((W) => {
+      const w =
+        l === 16 ? concat16(b, W.at32x8(base.add(2)), W.at32x8(base.add(36))) : let_(W.at32x8(base.add(2)), "w8");
+      const ones = spread(b, `vec${l}<u32>`, l, u32(0x01010101)) as Val<"vec16<u32>">;
+      const wsum = b.dot4U8I8(zeroI(b, l) as Val<"vec16<i32>">, ones, w as Val<"vec16<u32>">);
+      const ds = l === 16 ? [f16At(b, W, base), f16At(b, W, base.add(34))] : [f16At(b, W, base)];
+      return { w: w as Val<"vec16<u32>">, ds, init: let_(wsum.mul(-128), "corr") };
+    });
+    p.rows.forEach((m, j) => {
+      const bi = let_(m.mul(nb).add(blk), "bi");
+      const xo = let_(bi.mul(32), "xo");
+      const x = let_(l === 16 ? p.q.at64x8(xo) : (p.q.at32x8(xo) as unknown as Val<"vec16<u32>">), "xq");
+      const dxs = l === 16 ? [p.d.at(bi), p.d.at(bi.add(1))] : [p.d.at(bi)];
+      const dx = dxs.map((v) => let_(v, "dx"));
+      ws.forEach((w, h) => {
+        const isum = b.dot4U8I8(w.init, x, w.w);
+        const acc = (l === 16 ? wide[j]![h]! : tail[j]![h]!) as Var<"vec16<f32>">;
+        const scale = spread(b, `vec${l}<f32>`, 8, ...w.ds.map((d, i) => d.mul(dx[i]!))) as Val<"vec16<f32>">;
+        acc.set(b.fma(isum.cast(`vec${l}<f32>` as "vec16<f32>"), scale, acc));
       });
-      p.rows.forEach((m, j) => {
-        const bi = let_(m.mul(nb).add(blk), "bi");
-        const xo = let_(bi.mul(32), "xo");
-        const xl = let_(p.q.at16x8(xo), "xl");
-        const xh = let_(p.q.at16x8(xo.add(16)), "xh");
-        const dx = let_(p.d.at(bi), "dx");
-        ws.forEach((w, h) => {
-          const isum = b.dot4U8I8(b.dot4U8I8(w.init, xl, w.lo), xh, w.hi);
-          const acc = sums[j]![h]!;
-          acc.set(b.fma(isum.cast("vec4<f32>"), splatF(b, w.d.mul(dx)), acc));
-        });
-      });
-    },
-    "blk",
-  );
-  p.accs.forEach((r, j) => r.forEach((acc, h) => acc.set(hsum(b, sums[j]![h]!))));
+    });
+  };
+  for_(u32(0), pairs, 1, (i) => step(let_(i.mul(2), "blk"), 16), "pr");
+  for_(pairs.mul(2), nb, 1, (blk) => step(blk, 8), "blk");
+  p.accs.forEach((r, j) => r.forEach((acc, h) => acc.set(hsum(b, wide[j]![h]!).add(hsum(b, tail[j]![h]!)))));
 }
 
 /** The 6-bit scale and min of sub-block `j` of a Q4_K/Q5_K block's 12 scale bytes at `sc` (`get_scale_min_k4`). */
@@ -194,14 +209,16 @@ function scaleMin(b: Builder, W: Arr<"u8">, sc: Val<"u32">, j: number): [Val<"u3
 
 /**
  * Q4_K weights (144-byte blocks of 256: f16 d, f16 dmin, 12 scale bytes, 128 nibble bytes) against q8_k activations:
- * per 32-element sub-block, nibbles · x in `dot4U8I8` times its 6-bit scale (integers, as llama.cpp), the block's
- * sum times `d · dx`; the mins as `dmin · dx · Σ m · Σx` from the quantizer's sums.
+ * per 32-element sub-block, nibbles · x in `dot4U8I8` times its 6-bit scale (integers, as llama.cpp; 16 lanes, two
+ * sub-blocks per 512-bit `vpdpbusd`, decision 2330), the block's sum times `d · dx`; the mins as `dmin · dx · Σ m · Σx` from the quantizer's sums.
  */
 export function fastQ4_KLoop(b: Builder, p: FastParts): void {
   const { let_, var_, for_, u32 } = b;
   const nb = let_(p.K.div(256), "nb");
-  const sums = p.accs.map((r) => r.map(() => var_(zeroF(b), "fs")));
+  const sums = p.accs.map((r) => r.map(() => var_(zeroF(b, 16), "fs")));
   const mins = p.accs.map((r) => r.map(() => var_(b.f32(0), "fm")));
+  // Lanes 0–7 take the low nibbles of 32 bytes, lanes 8–15 the high ones: 64 elements against 64 contiguous x.
+  const shifts = spread(b, "vec16<u32>", 8, u32(0), u32(4));
   for_(
     u32(0),
     nb,
@@ -213,14 +230,11 @@ export function fastQ4_KLoop(b: Builder, p: FastParts): void {
         const pairs = Array.from({ length: 8 }, (_, j) => scaleMin(b, W, sc, j));
         return { W, d: f16At(b, W, base), dmin: f16At(b, W, base.add(2)), pairs };
       });
-      const isums = p.rows.map(() => ws.map(() => var_(zeroI(b), "is")));
+      const isums = p.rows.map(() => ws.map(() => var_(zeroI(b, 16), "is")));
       for (let c = 0; c < 4; c++) {
         const nib = ws.map(({ W }) => {
-          const v0 = let_(W.at16x8(base.add(16 + 32 * c)), "v0");
-          const v1 = let_(W.at16x8(base.add(32 + 32 * c)), "v1");
-          return [v0.and(0x0f0f0f0f), v1.and(0x0f0f0f0f), v0.shr(4).and(0x0f0f0f0f), v1.shr(4).and(0x0f0f0f0f)].map(
-            (v) => let_(v, "nb4"),
-          );
+          const v = let_(W.at32x8(base.add(16 + 32 * c)), "v");
+          return let_(concat16(b, v, v).shr(shifts).and(0x0f0f0f0f), "nb16");
         });
         p.rows.forEach((m, j) => {
           const xo = let_(
@@ -230,15 +244,18 @@ export function fastQ4_KLoop(b: Builder, p: FastParts): void {
               .add(64 * c),
             "xo",
           );
-          const xs = [0, 16, 32, 48].map((o) => let_(p.q.at16x8(xo.add(o)), "xq"));
+          const xq = let_(p.q.at64x8(xo), "xq");
           ws.forEach((w, h) => {
-            const n4 = nib[h]!;
-            const lo = b.dot4U8I8(b.dot4U8I8(zeroI(b), n4[0]!, xs[0]!), n4[1]!, xs[1]!);
-            const hi = b.dot4U8I8(b.dot4U8I8(zeroI(b), n4[2]!, xs[2]!), n4[3]!, xs[3]!);
-            const sl = splatI(b, w.pairs[2 * c]![0].cast("i32"));
-            const sh = splatI(b, w.pairs[2 * c + 1]![0].cast("i32"));
+            const dot = b.dot4U8I8(zeroI(b, 16), nib[h]!, xq);
+            const scales = spread(
+              b,
+              "vec16<i32>",
+              8,
+              w.pairs[2 * c]![0].cast("i32"),
+              w.pairs[2 * c + 1]![0].cast("i32"),
+            );
             const is = isums[j]![h]!;
-            is.set(is.add(lo.mul(sl)).add(hi.mul(sh)));
+            is.set(is.add(dot.mul(scales)));
           });
         });
       }
@@ -252,7 +269,7 @@ export function fastQ4_KLoop(b: Builder, p: FastParts): void {
             msum = msum.add(mn.cast("i32").mul(p.s.at(s0.add(g))));
           });
           const acc = sums[j]![h]!;
-          acc.set(b.fma(isums[j]![h]!.cast("vec4<f32>"), splatF(b, w.d.mul(dx)), acc));
+          acc.set(b.fma(isums[j]![h]!.cast("vec16<f32>"), spread(b, "vec16<f32>", 16, w.d.mul(dx)), acc));
           const mm = mins[j]![h]!;
           mm.set(mm.add(w.dmin.mul(dx).mul(msum.cast("f32"))));
         });
