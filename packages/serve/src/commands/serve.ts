@@ -360,11 +360,16 @@ export const serveCommand = (
         const drainMs = drainMsOf(o);
         // The CPU executors read it (decision 2320), in the engine worker too: the environment reaches it.
         if (o.numerics !== undefined) process.env["POOT_CPU_NUMERICS"] = o.numerics;
-        // No MODEL and no --config: the bundled demo model, as `poot run` and `poot chat` do.
+        // No MODEL and no --config: the bundled demo model, as `poot run` and `poot chat` do. It is served as
+        // `demo` (unless --model-name says otherwise) wherever its folder is (an npm install names it `model`).
         const demo = models.length === 0 && o.config === undefined ? (demoModel?.() ?? null) : null;
         const started = await startServe(
           demo === null ? models : [demo],
-          { ...o, ...(apiKey === undefined || apiKey === "" ? {} : { apiKey }) },
+          {
+            ...o,
+            ...(demo === null ? {} : { modelName: o.modelName ?? "demo" }),
+            ...(apiKey === undefined || apiKey === "" ? {} : { apiKey }),
+          },
           io,
           createExecutor,
           backends,
