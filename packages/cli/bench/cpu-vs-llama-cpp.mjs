@@ -6,7 +6,9 @@
 //
 // usage: node bench/cpu-vs-llama-cpp.mjs [--formats F16,Q8_0,Q4_K_M] [--pairs 5] [--prompt-tokens 128]
 //          [--gen-tokens 64] [--threads 2] [--models-dir DIR] [--numerics exact,fast] [--name NAME] [--no-write]
-// (--name: the result file's name part, default cpu-vs-llama-cpp; a second run the same day with the same name
+//          [--installed DIR]
+// (--installed DIR: measure @poot/cli as npm installs it from the packed workspace, the layout users run;
+// --name: the result file's name part, default cpu-vs-llama-cpp; a second run the same day with the same name
 // replaces the first)
 // On a shared machine, run it under `flock /tmp/poot-bench.lock` so two benchmarks do not share the cores.
 import { execFileSync, spawn } from "node:child_process";
@@ -15,17 +17,17 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { figure, gitCommit, loadSampler, ratiosOf, writeBenchResult } from "@poot/testkit";
+import { figure, gitCommit, loadSampler, npmInstall, packWorkspace, ratiosOf, writeBenchResult } from "@poot/testkit";
 
 const CLI = fileURLToPath(new URL("..", import.meta.url));
 const REPO = path.resolve(CLI, "../..");
-const POOT = path.join(CLI, "bin/poot.mjs");
 const LLAMA_RUN = path.join(CLI, "bench/llama-cpp-run.mjs");
 const MAKE_MODEL = path.join(REPO, "tools/random-model/make-random-model.mjs");
 const FORMATS = ["F16", "Q8_0", "Q4_K_M"];
 const USAGE =
   "usage: node bench/cpu-vs-llama-cpp.mjs [--formats F16,Q8_0,Q4_K_M] [--pairs 5] [--prompt-tokens 128] " +
-  "[--gen-tokens 64] [--threads 2] [--models-dir DIR] [--numerics exact,fast] [--name NAME] [--no-write]";
+  "[--gen-tokens 64] [--threads 2] [--models-dir DIR] [--numerics exact,fast] [--name NAME] [--no-write] " +
+  "[--installed DIR]";
 
 function fail(msg) {
   console.error(`bench cpu-vs-llama-cpp: ${msg}`);
@@ -45,6 +47,7 @@ try {
       numerics: { type: "string" },
       name: { type: "string", default: "cpu-vs-llama-cpp" },
       "no-write": { type: "boolean", default: false },
+      installed: { type: "string" },
       help: { type: "boolean", default: false },
     },
   }).values;
@@ -69,11 +72,30 @@ for (const f of formats) if (!FORMATS.includes(f)) fail(`--formats: ${f} is not 
 const modelsDir = path.resolve(o["models-dir"]);
 if (!/^[a-z0-9][a-z0-9-]*$/.test(o.name)) fail(`--name: lowercase letters, digits and dashes only, not "${o.name}"`);
 
-// The CLI as an install lays it out: its built dist/, and the kernel library (kernelgen's assets) beside it.
-if (!existsSync(path.join(CLI, "dist/index.js"))) fail("@poot/cli is not built; run `pnpm build` (or `pnpm bench`)");
-const assets = path.join(CLI, "node_modules/@poot/kernelgen/assets");
-if (!existsSync(assets) || readdirSync(assets).length === 0)
-  fail(`${assets} is missing or empty: the CLI would run without its kernel library; run \`pnpm install\``);
+// The CLI as an install lays it out. --installed DIR: every workspace package packed and installed with npm into
+// DIR (as `npm i -g @poot/cli` would lay it out; done once, reused while DIR/node_modules/@poot/cli is there);
+// otherwise the workspace's built dist/ with the kernel library (kernelgen's assets) beside it.
+let POOT = path.join(CLI, "bin/poot.mjs");
+let layout = "the workspace's built packages (packages/cli/dist)";
+if (o.installed !== undefined) {
+  const dir = path.resolve(o.installed);
+  POOT = path.join(dir, "node_modules/@poot/cli/bin/poot.mjs");
+  if (!existsSync(POOT)) {
+    if (!existsSync(path.join(CLI, "dist/index.js"))) fail("@poot/cli is not built; run `pnpm build` first");
+    console.log(`packing the workspace and installing @poot/cli with npm into ${dir} ...`);
+    try {
+      npmInstall(dir, packWorkspace(path.join(dir, ".tarballs")));
+    } catch (e) {
+      fail(e.message.split("\n")[0]);
+    }
+  }
+  layout = "@poot/cli installed with npm from the workspace's packed tarballs (every package's assets as published)";
+} else {
+  if (!existsSync(path.join(CLI, "dist/index.js"))) fail("@poot/cli is not built; run `pnpm build` (or `pnpm bench`)");
+  const assets = path.join(CLI, "node_modules/@poot/kernelgen/assets");
+  if (!existsSync(assets) || readdirSync(assets).length === 0)
+    fail(`${assets} is missing or empty: the CLI would run without its kernel library; run \`pnpm install\``);
+}
 
 // Numerics: what `poot bench` offers (`exact` alone until the CLI has --numerics).
 const benchHelp = execFileSync(process.execPath, [POOT, "bench", "--help"], { encoding: "utf8" });
@@ -104,6 +126,7 @@ function save(done) {
       pairs: PAIRS,
       interleaved: true,
       models: "tools/random-model/make-random-model.mjs --seed 1",
+      poot: layout,
       pootCommand: `poot bench MODEL --backend cpu --threads ${THREADS} --prompt-tokens ${P} --gen-tokens ${G} --runs 1 --json`,
     },
     anchors: [
@@ -174,6 +197,7 @@ async function llamaRun(file) {
 
 const commit = gitCommit();
 const load = loadSampler();
+console.log(`poot: ${layout}`);
 const done = [];
 const fmt = (x) => x.toFixed(2);
 let build = null,

@@ -12,6 +12,7 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import semver from "semver";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { npmInstall, packWorkspace } from "@poot/testkit";
 import { COMMIT, REPO_FILES, startHubServer, type HubServer } from "./hub-server.js";
 import {
   dependencyClosure,
@@ -66,19 +67,7 @@ async function poot(
 describe.skipIf(!ENABLED)("@poot/cli installed with npm from the packed tarballs (CI or POOT_PACK_TEST=1)", () => {
   beforeAll(async () => {
     work = fs.mkdtempSync(path.join(os.tmpdir(), "poot-pack-"));
-    const tarballs = path.join(work, "tarballs");
-    fs.mkdirSync(tarballs);
-    for (const pkg of fs.readdirSync(path.join(root, "packages"))) {
-      const dir = path.join(root, "packages", pkg);
-      const manifest = JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8")) as { private?: boolean };
-      if (manifest.private === true) continue;
-      const r = spawnSync("pnpm", ["pack", "--pack-destination", tarballs], { cwd: dir, encoding: "utf8" });
-      if (r.status !== 0) throw new Error(`pnpm pack in packages/${pkg} failed: ${r.stderr}`);
-    }
-    const app = path.join(work, "app");
-    fs.mkdirSync(app);
-    fs.writeFileSync(path.join(app, "package.json"), JSON.stringify({ name: "poot-pack-test", private: true }));
-    const files = fs.readdirSync(tarballs).map((f) => path.join(tarballs, f));
+    const files = packWorkspace(path.join(work, "tarballs"));
     for (const file of files) {
       const r = run("tar", ["-xzOf", file, "package/package.json"], work);
       if (r.status !== 0) throw new Error(`reading package.json from ${file} failed: ${r.out}`);
@@ -86,11 +75,7 @@ describe.skipIf(!ENABLED)("@poot/cli installed with npm from the packed tarballs
       packed.set(manifest.name ?? file, manifest);
       tarballOf.set(manifest.name ?? file, file);
     }
-    const r = spawnSync("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error", ...files], {
-      cwd: app,
-      encoding: "utf8",
-    });
-    if (r.status !== 0) throw new Error(`npm install of the tarballs failed: ${r.stderr}`);
+    npmInstall(path.join(work, "app"), files);
     hub = await startHubServer(demo);
   }, 600_000);
   afterAll(async () => {

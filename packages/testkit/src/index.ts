@@ -23,6 +23,7 @@ import { FIXTURES_ROOT } from "./root.js";
 
 export { argmax, relErr } from "./compare.js";
 export { FixtureError, type FixtureErrorCode } from "./errors.js";
+export { npmInstall, packWorkspace } from "./install.js";
 export { REPO_ROOT } from "./root.js";
 export {
   BENCH_RESULT_SCHEMA,
