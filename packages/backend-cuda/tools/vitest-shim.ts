@@ -58,6 +58,8 @@ export function expect(actual: unknown, message?: string) {
     toBe: (want: unknown) => (Object.is(actual, want) ? undefined : fail(`to be ${String(want)}`)),
     toEqual: (want: unknown) =>
       same(actual, want) ? undefined : fail(`to equal ${JSON.stringify(want)?.slice(0, 200)}`),
+    toBeLessThan: (n: number) => ((actual as number) < n ? undefined : fail(`to be < ${n}`)),
+    toBeGreaterThan: (n: number) => ((actual as number) > n ? undefined : fail(`to be > ${n}`)),
     toBeLessThanOrEqual: (n: number) => ((actual as number) <= n ? undefined : fail(`to be <= ${n}`)),
     toBeGreaterThanOrEqual: (n: number) => ((actual as number) >= n ? undefined : fail(`to be >= ${n}`)),
     toBeInstanceOf: (c: abstract new (...a: never[]) => unknown) =>
