@@ -19,6 +19,7 @@ import {
   describePlacement,
   engineDevices,
   parseActivations,
+  parseNumerics,
   placementOptions,
   planDevices,
   type PlacementFlags,
@@ -114,8 +115,7 @@ export function checkRunFlags(o: RunOptions): { readonly gen: GenerateOptions; r
     threads = parseNumber("--threads", o.threads, "int", command);
     if (threads < 1) throw new CliError("bad-input", `--threads must be >= 1, got ${threads}`, { command });
   }
-  if (o.numerics !== undefined && o.numerics !== "exact" && o.numerics !== "fast")
-    throw new CliError("bad-input", `--numerics must be exact or fast, got "${o.numerics}"`, { command });
+  parseNumerics(o.numerics, command);
   if (o.weights !== "f32" && o.weights !== "bf16")
     throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command });
   const gen = generateOptions(o, command);
