@@ -12,7 +12,8 @@ import { linearThread } from "../synth/index-math.js";
 import { elemForDType } from "./access.js";
 import { blockElem, emitBlockGemv } from "./block-contraction.js";
 import { blockGemv, blockSharedBytes, type BlockGemv } from "./block-gemv.js";
-import { contractionSource, emitRegionElement, regionSpace } from "./region-kernels.js";
+import { contractionSource } from "./region-contraction.js";
+import { emitRegionElement, regionSpace } from "./region-kernels.js";
 
 const SYNTH = "groupedContraction";
 

@@ -27,7 +27,8 @@ import type { RoutedParams } from "./routed.js";
 import { blockContraction } from "./block-contraction.js";
 import { splitBlockContraction } from "./block-split.js";
 import { groupedContraction } from "./grouped.js";
-import { inlineContraction, packedDecode, regionElementwise, regionRow, singleNodeRegion } from "./region-kernels.js";
+import { inlineContraction } from "./region-contraction.js";
+import { packedDecode, regionElementwise, regionRow, singleNodeRegion } from "./region-kernels.js";
 
 /** What a kernel buffer binds: request input `index`, or the request's output. */
 export type BindingSource = { readonly kind: "input"; readonly index: number } | { readonly kind: "output" };
