@@ -2,7 +2,7 @@
 // SIMD loads, stores and atomics, each appended to the body of the builder that declared the array (dsl.ts).
 
 import { KernelDslError } from "./errors.js";
-import { lanesOf, load4Types, widenedType } from "./ir.js";
+import { lanesOf, load4Types, widenedType } from "./ir-types.js";
 import type { AddressSpace, AtomicOp, ElemType, Expr, LoadVecType, Stmt, ValueType } from "./ir.js";
 import { Val } from "./dsl-val.js";
 import type { ValOwner } from "./dsl-val.js";

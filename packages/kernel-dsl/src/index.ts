@@ -35,7 +35,7 @@ export type {
   StmtKind,
   ExprKind,
 } from "./ir.js";
-export { isVecType, elemOf, lanesOf, vecType, widenedType, elemBytes, load4Types } from "./ir.js";
+export { isVecType, elemOf, lanesOf, vecType, widenedType, elemBytes, load4Types } from "./ir-types.js";
 export type {
   KernelValidationCode,
   KernelValidationIssue,

@@ -2,7 +2,7 @@
 // as interleaved generators between barriers and subgroup ops, with race, bounds and divergence checks.
 
 import { KernelRuntimeError } from "./errors.js";
-import { lanesOf } from "./ir.js";
+import { lanesOf } from "./ir-types.js";
 import type { Kernel, Size } from "./ir.js";
 import { compileKernelSource } from "./interp-compile.js";
 import type { SyncPoint } from "./interp-compile.js";
