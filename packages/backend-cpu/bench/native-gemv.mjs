@@ -9,7 +9,8 @@
 // Loads the committed object (generated from the kernel IR) or other builds by path through koffi and calls
 // each format's kernel as the executor's threads do (argument block in a shared WebAssembly.Memory); with several
 // libraries their runs alternate, shape by shape, so both see the same machine. Writes
-// bench-results/<date>-cpu-native-gemv.json (each GEMV's weight-read GB/s against the copy of the same bytes).
+// bench-results/<date>-<name>.json (each GEMV's weight-read GB/s against the copy of the same bytes); `--name NAME`
+// (default cpu-native-gemv) keeps a second run of the day, with other settings, from replacing the first.
 import { randomFillSync } from "node:crypto";
 import { createRequire } from "node:module";
 import { existsSync } from "node:fs";
@@ -20,6 +21,12 @@ const arg = (name, dflt) => {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : dflt;
 };
+/** The result's name: the file name's part after the date (as cpu-vs-llama-cpp.mjs takes it). */
+const NAME = arg("name", "cpu-native-gemv");
+if (!/^[a-z0-9][a-z0-9-]*$/.test(NAME)) {
+  console.error(`bench native-gemv: --name: lowercase letters, digits and dashes only, not "${NAME}"`);
+  process.exit(1);
+}
 const RUNS = Number(arg("runs", "7"));
 /** Rows of x (M > 1: the prefill path, several rows per pass over the weights; the LM head shape is then skipped). */
 const M = Number(arg("m", "1"));
@@ -197,7 +204,7 @@ for (const name of WANT) {
     );
 }
 const file = writeBenchResult({
-  name: "cpu-native-gemv",
+  name: NAME,
   commit,
   title: "native GEMVs of each weight format, one thread, Llama-3.2-1B decode shapes, against a copy of the same bytes",
   load: load.summary(),

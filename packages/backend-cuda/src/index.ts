@@ -24,7 +24,7 @@ export { createCudaExecutor, cudaContextOf, CudaExecutor } from "./executor/exec
 export type { CudaExecutorOptions, CudaProgram } from "./executor/executor.js";
 export { cudaGreedyLoop, CudaGreedyLoop } from "./executor/greedy-loop.js";
 export type { CudaLoopProgram } from "./executor/greedy-loop.js";
-export { greedyNext, greedyReference, GREEDY_WG } from "@poot/kernelgen";
+export { greedyArgmax, greedyNext, GREEDY_WG } from "@poot/kernelgen";
 export { CudaComputeDevice, cudaLowering } from "./executor/device.js";
 export type { CudaBuffer, CudaLaunch, CudaRecording } from "./executor/device.js";
 export { planCapsOf, synthCapsOf } from "./executor/plan-caps.js";

@@ -3,7 +3,9 @@
 
 import { describe, expect, it } from "vitest";
 import { makeTarget } from "@poot/graph-plan";
+import { synthCapsFrom } from "@poot/kernelgen";
 import { codegenCaps, fixedSubgroupSize, planCaps, synthCaps, type WgpuCaps } from "./caps.js";
+import { wgpuLowering } from "./executor/device.js";
 
 // What lavapipe (Mesa 25, llvmpipe 256-bit) granted through Dawn in this workspace.
 const LAVAPIPE: WgpuCaps = {
@@ -42,5 +44,10 @@ describe("caps translations", () => {
     expect(codegenCaps(LAVAPIPE).dtypes).toContain("f16");
     expect(codegenCaps({ ...LAVAPIPE, f16: false }).dtypes).not.toContain("f16");
     expect(codegenCaps(LAVAPIPE).bf16).toBe(false);
+  });
+
+  it("synthCaps is what the executor's lowering sizes kernels with (kernelgen's translation, not a copy)", () => {
+    expect(synthCaps(LAVAPIPE)).toEqual(wgpuLowering(LAVAPIPE).synth);
+    expect(synthCaps(LAVAPIPE)).toEqual(synthCapsFrom(planCaps(LAVAPIPE)));
   });
 });

@@ -6,6 +6,7 @@
 
 import type { DeviceCaps as CodegenCaps } from "@poot/codegen";
 import type { DeviceCaps as PlanCaps } from "@poot/graph-plan";
+import { synthCapsFrom, type SynthCaps } from "@poot/kernelgen";
 
 /** The measured capabilities of one WebGPU device (what was granted, not what the adapter could offer). */
 export interface WgpuCaps {
@@ -93,20 +94,12 @@ export function codegenCaps(caps: WgpuCaps): CodegenCaps {
   };
 }
 
-/** The caps kernelgen's synthesizers size kernels from (structurally kernelgen's `SynthCaps`). */
-export function synthCaps(caps: WgpuCaps): {
-  readonly maxWorkgroup: number;
-  readonly subgroupSize?: number;
-  readonly sharedBytes: number;
-  readonly maxGridDim: number;
-} {
-  const sg = fixedSubgroupSize(caps);
-  return {
-    maxWorkgroup: caps.maxWorkgroup,
-    ...(sg !== null ? { subgroupSize: sg } : {}),
-    sharedBytes: caps.sharedBytes,
-    maxGridDim: caps.maxWorkgroupsPerDimension,
-  };
+/**
+ * The caps kernelgen's synthesizers size kernels from: kernelgen's own translation of the planning caps, as the
+ * executor's lowering ({@link planCaps}, then `synthCapsFrom`) sizes them.
+ */
+export function synthCaps(caps: WgpuCaps): SynthCaps {
+  return synthCapsFrom(planCaps(caps));
 }
 
 /** The caps graph-plan plans a `wgpu` target with (`makeTarget({ kind: "wgpu", caps: planCaps(c) })`). */

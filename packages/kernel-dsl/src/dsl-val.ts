@@ -2,7 +2,7 @@
 // Numbers mixed with a value become literals of that value's type; mismatched types throw KernelDslError.
 
 import { KernelDslError } from "./errors.js";
-import { elemOf, isVecType, lanesOf } from "./ir.js";
+import { elemOf, isVecType, lanesOf } from "./ir-types.js";
 import type { BinaryOp, CmpOp, Expr, ScalarType, UnaryOp, ValueType, VecElem } from "./ir.js";
 
 /** Element type of a vector type, for typing `.x/.y/.z/.w`. */

@@ -35,7 +35,7 @@ export type {
   StmtKind,
   ExprKind,
 } from "./ir.js";
-export { isVecType, elemOf, lanesOf, vecType, widenedType, elemBytes, load4Types } from "./ir.js";
+export { isVecType, elemOf, lanesOf, vecType, widenedType, elemBytes, load4Types } from "./ir-types.js";
 export type {
   KernelValidationCode,
   KernelValidationIssue,
@@ -54,8 +54,10 @@ export {
 export { validateKernel, assertValidKernel } from "./validate.js";
 export { printKernel, printExpr } from "./print.js";
 export { toKirJson, parseKirJson, KIR_FORMAT, KIR_VERSION } from "./json.js";
-export { kernel, Builder, Arr } from "./dsl.js";
-export type { KernelOptions, Axes, Widened, Index, AtomicType, Dot4Acc, Dot4Operand } from "./dsl.js";
+export { kernel, Builder } from "./dsl.js";
+export type { KernelOptions, Axes, Dot4Acc, Dot4Operand } from "./dsl.js";
+export { Arr } from "./dsl-arr.js";
+export type { ArrOwner, AtomicType, Index, Widened } from "./dsl-arr.js";
 export { Val, Var } from "./dsl-val.js";
 export type { ElemOfType, IndexType, ValOwner } from "./dsl-val.js";
 export { interpret } from "./interp.js";

@@ -2,7 +2,7 @@
 // Threads yield at barriers and subgroup ops so the scheduler in interp.ts can interleave a workgroup faithfully.
 
 import { invariant } from "./errors.js";
-import { elemOf, isVecType, lanesOf } from "./ir.js";
+import { elemOf, isVecType, lanesOf } from "./ir-types.js";
 import type { ElemType, Expr, MmaInput, MmaShape, ScalarType, Size, Stmt, SubgroupOp, ValueType } from "./ir.js";
 
 /** A synchronization point a thread yields at: its index in `CompiledKernel.syncs` is the yielded value. */

@@ -2,7 +2,7 @@
 // widening/narrowing, atomics, and the per-barrier-interval race detector on workgroup memory.
 
 import { KernelRuntimeError } from "./errors.js";
-import { lanesOf } from "./ir.js";
+import { lanesOf } from "./ir-types.js";
 import type { ElemType } from "./ir.js";
 import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from "./numeric.js";
 

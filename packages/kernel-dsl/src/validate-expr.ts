@@ -2,7 +2,7 @@
 // Used by validate.ts; reports issues through a callback instead of throwing so all problems are listed.
 
 import type { KernelValidationCode } from "./errors.js";
-import { elemOf, isVecType, lanesOf, load4Types, widenedType } from "./ir.js";
+import { elemOf, isVecType, lanesOf, load4Types, widenedType } from "./ir-types.js";
 import type { ElemType, Expr, ValueType } from "./ir.js";
 
 /** What a name denotes in the validator's scope. */

@@ -3,7 +3,7 @@
 
 import { KernelValidationError } from "./errors.js";
 import type { KernelValidationCode, KernelValidationIssue } from "./errors.js";
-import { isVecType } from "./ir.js";
+import { isVecType } from "./ir-types.js";
 import type { Kernel, Size, Stmt } from "./ir.js";
 import { MMA_LAYOUTS, mmaOperandTypes } from "./mma.js";
 import { checkExpr, isValueType } from "./validate-expr.js";

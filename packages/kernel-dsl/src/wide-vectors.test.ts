@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { kernel } from "./dsl.js";
 import { interpret } from "./interp.js";
-import { lanesOf } from "./ir.js";
+import { lanesOf } from "./ir-types.js";
 import { validateKernel } from "./validate.js";
 
 /** y[i] = (load of `lanes` bytes at 1, as i32) * 2 + lane i of that vector read back (i < lanes). */

@@ -141,10 +141,11 @@ export const greedyNext = kernel("greedy_next", { workgroupSize: [GREEDY_WG, 1, 
 });
 
 /**
- * The reference `greedy_next` is tested against: the lowest index among the largest non-NaN values of `row`, in
- * float64 compares; -1 when none is above -inf.
+ * The argmax of greedy decoding, in float64 compares: the lowest index among the largest non-NaN values of `row`; -1
+ * when none is above -inf. It is `greedy_next`'s semantics (the kernel is tested against it) and the one the
+ * runtime's host greedy loop uses (`@poot/runtime` re-exports it), so both loops pick the same ids.
  */
-export function greedyReference(row: ArrayLike<number>): number {
+export function greedyArgmax(row: ArrayLike<number>): number {
   let at = -1;
   let best = Number.NEGATIVE_INFINITY;
   for (let i = 0; i < row.length; i++) {

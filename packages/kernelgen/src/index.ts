@@ -53,7 +53,7 @@ export type { IndexedMatMulRequest } from "./synth/indexed.js";
 export { synthesizeRequest, synthCapsFrom } from "./adapter/request.js";
 export type { RequestKernel, BindingSource } from "./adapter/request.js";
 export { stridedFallback } from "./synth/strided.js";
-export { GREEDY_WG, greedyNext, greedyReference } from "./greedy.js";
+export { GREEDY_WG, greedyArgmax, greedyNext } from "./greedy.js";
 export { importedLaunch } from "./launch.js";
 export { planKernel, reduceAsRows, squeezeWeightBatch, synthesizesFaster } from "./adapter/plan-kernel.js";
 export type { PlanKernel } from "./adapter/plan-kernel.js";

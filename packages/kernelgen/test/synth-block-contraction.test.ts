@@ -8,7 +8,7 @@ import { compile, defaultTarget } from "@poot/graph-plan";
 import { describe, expect, it } from "vitest";
 import { interpretProgram, planKernel, synthCapsFrom } from "@poot/kernelgen";
 import type { SynthCaps } from "@poot/kernelgen";
-import { epilogueBlocking } from "../src/adapter/block-contraction.js";
+import { epilogueBlocking } from "../src/adapter/block-epilogue.js";
 import { BASE, bindings, decoder } from "./decoder.js";
 import type { Dims } from "./decoder.js";
 import { Q4_0, Q8_0 } from "./formats.js";

@@ -3,7 +3,8 @@
 import type { GreedyLoop } from "@poot/executor";
 import type { Engine } from "./engine.js";
 import { RuntimeError } from "./errors.js";
-import { greedyArgmax, hostGreedyLoop, type GreedyOptions } from "./greedy.js";
+import { greedyArgmax } from "@poot/kernelgen";
+import { hostGreedyLoop, type GreedyOptions } from "./greedy.js";
 import type { Session } from "./session.js";
 
 /** An engine's greedy decoding: its greedy loop (made once) and the session that loop is running for. */

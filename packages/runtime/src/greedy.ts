@@ -4,6 +4,8 @@
 // loop here has the same launch/read shape over plain steps, as the reference the device loop is tested against
 // and the path of every other executor.
 import type { GreedyLoop, GreedyLoopOptions, StagedProgram, StateSet } from "@poot/executor";
+// The argmax the greedy loops use: the device kernel's semantics (`greedy_next`), defined once beside it.
+import { greedyArgmax } from "@poot/kernelgen";
 import { RuntimeError } from "./errors.js";
 
 /** Options of {@link Engine.greedy}. */
@@ -13,23 +15,6 @@ export interface GreedyOptions {
    * may have run a few steps past it: they are rolled back.
    */
   readonly stop?: (id: number, index: number) => boolean;
-}
-
-/**
- * The argmax the greedy loops use, in float64 compares: the lowest index among the largest non-NaN values, -1 when
- * none is above -inf (the device kernel's semantics, `greedy_next` in @poot/kernelgen).
- */
-export function greedyArgmax(row: ArrayLike<number>): number {
-  let at = -1;
-  let best = Number.NEGATIVE_INFINITY;
-  for (let i = 0; i < row.length; i++) {
-    const v = row[i]!;
-    if (v > best) {
-      best = v;
-      at = i;
-    }
-  }
-  return at;
 }
 
 /**

@@ -6,7 +6,8 @@
  */
 export { Engine, prefillChunks } from "./engine.js";
 export type { EngineOptions, EngineStats, EngineStatsSnapshot } from "./engine.js";
-export { greedyArgmax, hostGreedyLoop } from "./greedy.js";
+export { greedyArgmax } from "@poot/kernelgen";
+export { hostGreedyLoop } from "./greedy.js";
 export type { GreedyOptions } from "./greedy.js";
 export { KvPool } from "./kv-pool.js";
 export type { KvPoolStats } from "./kv-pool.js";

@@ -6,6 +6,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createEvalExecutor } from "@poot/backend-reference";
+import { greedyArgmax as kernelgenGreedyArgmax } from "@poot/kernelgen";
 import { Engine, generate, greedyArgmax, type EngineOptions, type GenerateOptions } from "@poot/runtime";
 import { describe, expect, it } from "vitest";
 
@@ -28,6 +29,10 @@ describe("greedyArgmax", () => {
     expect(greedyArgmax([Number.NaN, 0.5, Number.NaN, 0.25])).toBe(1);
     expect(greedyArgmax([Number.NEGATIVE_INFINITY, Number.NaN])).toBe(-1);
     expect(greedyArgmax([-1e38, Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY])).toBe(1);
+  });
+
+  it("is the device kernel's own definition (kernelgen's, beside greedy_next), not a copy", () => {
+    expect(greedyArgmax).toBe(kernelgenGreedyArgmax);
   });
 });
 

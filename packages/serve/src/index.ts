@@ -11,7 +11,9 @@ export {
   NUMERICS_HELP,
   numericsOption,
   parseActivations,
+  parseNumerics,
 } from "./commands/activations.js";
+export type { CpuNumerics } from "./commands/activations.js";
 export { parseNumber } from "./commands/numbers.js";
 export { readTextFile } from "./commands/read-file.js";
 export { serveCommand, startServe } from "./commands/serve.js";

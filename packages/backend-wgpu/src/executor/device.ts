@@ -14,8 +14,7 @@ import {
 import { fusionPolicy } from "@poot/executor/lowering";
 import type { CompileOptions } from "@poot/graph-plan";
 import { SCALAR_DTYPES } from "@poot/graph-ir";
-import { synthCapsFrom } from "@poot/kernelgen";
-import { codegenCaps, planCaps, type WgpuCaps } from "../caps.js";
+import { codegenCaps, planCaps, synthCaps, type WgpuCaps } from "../caps.js";
 import { runtimeNonFinite } from "../wgsl-fixups.js";
 import type { Transport, WireOp } from "./protocol.js";
 
@@ -32,7 +31,7 @@ export function wgpuLowering(caps: WgpuCaps, compile: CompileOptions = {}): Lowe
     kind: "wgpu",
     language: "wgsl",
     plan,
-    synth: synthCapsFrom(plan),
+    synth: synthCaps(caps),
     codegen: codegenCaps(caps),
     compile: fusionPolicy("wgpu", compile).compile,
     snapshotInPlace: true,

@@ -10,26 +10,19 @@ import { createEvalExecutor, createInterpExecutor } from "@poot/backend-referenc
 import type { Executor } from "@poot/executor";
 import { LoweringCache } from "@poot/executor/lowering";
 import type { CompileOptions } from "@poot/graph-plan";
+import { parseNumerics, type CpuNumerics } from "@poot/serve";
 import { CliError } from "../errors.js";
 import { gpuModule, isGpuBackend, loadGpuModule, loadedGpuModule } from "./gpu-modules.js";
 
 /** Settings the CLI's flags give the executors it makes (`-t, --threads` and `--numerics` for the CPU backend). */
-export const executorSettings: { threads?: number; numerics?: "exact" | "fast" } = {};
+export const executorSettings: { threads?: number; numerics?: CpuNumerics } = {};
 
 /**
- * Reads `--numerics` (or, absent, `POOT_CPU_NUMERICS`, which also reaches `poot serve`'s engine worker) into
- * {@link executorSettings}; a value other than exact or fast is a CliError naming it.
+ * Reads `--numerics` (or, absent, `POOT_CPU_NUMERICS`) into {@link executorSettings}, checked by `parseNumerics`.
  */
 export function setNumerics(value: string | undefined, command: string): void {
-  const v = value ?? process.env["POOT_CPU_NUMERICS"];
-  if (v === undefined) return;
-  if (v !== "exact" && v !== "fast")
-    throw new CliError(
-      "bad-input",
-      `${value === undefined ? "POOT_CPU_NUMERICS" : "--numerics"} must be exact or fast, got "${v}"`,
-      { command },
-    );
-  executorSettings.numerics = v;
+  const v = parseNumerics(value, command);
+  if (v !== undefined) executorSettings.numerics = v;
 }
 
 /**

@@ -25,7 +25,7 @@ import { horizontalFusion, loweringCache } from "./backends.js";
 import { LANGUAGE_OF, defaultLowering, lowerProgram, type LoweringCache } from "@poot/executor/lowering";
 import { configWeights } from "./config-weights.js";
 import type { CommandModule } from "./index.js";
-import { withModelErrors } from "./model-args.js";
+import { checkTarget, withModelErrors } from "./model-args.js";
 import {
   activationsOption,
   cutOfGraph,
@@ -296,14 +296,11 @@ export const compileCommand: CommandModule = {
       .option("--explain", "print passes, dispatches with their kernels, declines and memory")
       .option("--json", "print the report as one JSON object")
       .action((model: string, o: CompileFlags) => {
-        if (!(BACKEND_KINDS as readonly string[]).includes(o.target))
-          throw new CliError("bad-input", `--target must be one of ${BACKEND_KINDS.join(", ")}, got "${o.target}"`, {
-            command: "compile",
-          });
+        const target = checkTarget(o.target, "compile");
         const g = trace(model, graphKind(o), parseActivations(o.activations, "compile"));
         let p: Program;
         try {
-          p = compile(g, defaultTarget(o.target as BackendKind), {
+          p = compile(g, defaultTarget(target), {
             mode: o.mode === "prefill" ? "prefill" : "decode",
             ...horizontalFusion(o.horizontalFusion, "compile"),
           });
@@ -321,7 +318,7 @@ export const compileCommand: CommandModule = {
             ? withLowerErrors(model, () =>
                 lowerReport(
                   g,
-                  o.target as BackendKind,
+                  target,
                   opts,
                   loweringCache((m) => io.err(`${m}\n`)),
                 ),
@@ -342,7 +339,7 @@ export const compileCommand: CommandModule = {
               };
         r.placement = placement;
         const ranks = compileRanks(o.tp);
-        const tp = ranks === null ? null : tensorParallelReport(model, g, ranks, o.target as BackendKind, opts);
+        const tp = ranks === null ? null : tensorParallelReport(model, g, ranks, target, opts);
         if (tp !== null) r.tensorParallel = { ...tp, text: undefined };
         if (o.json === true) io.out(`${JSON.stringify(r)}\n`);
         else if (o.explain === true)

@@ -1,10 +1,11 @@
 // `poot generate MODEL --ids … --max-tokens N --greedy [--compiled --target T]`: greedy decoding token by token
 // through the decode graph's KV cache; prints the generated ids as a JSON array on stdout.
-import { BACKEND_KINDS, PlanError, compile, defaultTarget, type BackendKind } from "@poot/graph-plan";
+import { BACKEND_KINDS, PlanError, compile, defaultTarget } from "@poot/graph-plan";
 import { CliError } from "../errors.js";
 import {
   activationsOption,
   numericsOption,
+  parseNumerics,
   engineDevices,
   placementOptions,
   planDevices,
@@ -15,11 +16,39 @@ import { BACKEND_NAMES, createExecutor, setNumerics } from "./backends.js";
 import { executorGreedy, type CompileGraph } from "./executor-forward.js";
 import { refuseCompiledTp } from "./compile-tp.js";
 import type { CommandModule } from "./index.js";
-import { openForForward, parseIds, withModelErrors, type ForwardOptions } from "./model-args.js";
+import {
+  checkTarget,
+  forwardFlags,
+  openForForward,
+  parseIds,
+  withModelErrors,
+  type ForwardOptions,
+} from "./model-args.js";
+
+/**
+ * Checks `poot generate`'s flag values (--ids, --max-tokens, --greedy, --tp with --compiled, --weights,
+ * --activations, --numerics, --target) without side effects: the CLI calls it before `--backend auto` probes the
+ * backends, and the action again. Returns the prompt ids and the number of tokens to generate.
+ */
+function checkGenerateFlags(o: GenerateOptions & PlacementFlags): { readonly ids: number[]; readonly n: number } {
+  const command = "generate";
+  const ids = parseIds(o.ids, command);
+  const n = Number(o.maxTokens);
+  if (!Number.isSafeInteger(n) || n < 1)
+    throw new CliError("bad-input", `--max-tokens must be a positive integer, got "${o.maxTokens}"`, { command });
+  if (o.greedy !== true)
+    throw new CliError("bad-input", "only greedy decoding is available: pass --greedy", { command });
+  refuseCompiledTp(o, command);
+  forwardFlags(command, o);
+  parseNumerics(o.numerics, command);
+  if (o.compiled === true) checkTarget(o.target, command);
+  return { ids, n };
+}
 
 /** The `generate` subcommand. */
 export const generate: CommandModule = {
   name: "generate",
+  checkFlags: (options) => void checkGenerateFlags(options as unknown as GenerateOptions & PlacementFlags),
   register: (program, io) => {
     placementOptions(program.command("generate"))
       .description("generate tokens after a prompt with the KV cache; prints the new ids as JSON")
@@ -35,15 +64,7 @@ export const generate: CommandModule = {
       .option("--compiled", "run the compiled (optimized) programs instead of the primitive graphs")
       .option("--target <kind>", `with --compiled: the target compiled for (${BACKEND_KINDS.join(" | ")})`, "cpu")
       .action((model: string, options: GenerateOptions & PlacementFlags) => {
-        const ids = parseIds(options.ids, "generate");
-        const n = Number(options.maxTokens);
-        if (!Number.isSafeInteger(n) || n < 1)
-          throw new CliError("bad-input", `--max-tokens must be a positive integer, got "${options.maxTokens}"`, {
-            command: "generate",
-          });
-        if (options.greedy !== true)
-          throw new CliError("bad-input", "only greedy decoding is available: pass --greedy", { command: "generate" });
-        refuseCompiledTp(options, "generate");
+        const { ids, n } = checkGenerateFlags(options);
         setNumerics(options.numerics, "generate");
         const compileGraph = options.compiled === true ? compiler(options.target, model) : undefined;
         const make = (n: string, c: string) => createExecutor(n, c);
@@ -100,13 +121,10 @@ type GenerateOptions = ForwardOptions & {
 
 /** graph-plan's compile for `--target`, with planner refusals as one-line CLI errors naming the model. */
 function compiler(target: string, model: string): CompileGraph {
-  if (!(BACKEND_KINDS as readonly string[]).includes(target))
-    throw new CliError("bad-input", `--target must be one of ${BACKEND_KINDS.join(", ")}, got "${target}"`, {
-      command: "generate",
-    });
+  const kind = checkTarget(target, "generate");
   return (g, mode) => {
     try {
-      return compile(g, defaultTarget(target as BackendKind), { mode });
+      return compile(g, defaultTarget(kind), { mode });
     } catch (err) {
       if (err instanceof PlanError)
         throw new CliError("command-failed", err.message, { command: "generate", file: model });

@@ -2,18 +2,40 @@
 // little-endian [T, V] to FILE, with a one-line summary on stdout.
 import { writeFileSync } from "node:fs";
 import { evaluate } from "@poot/graph-ir";
-import { BACKEND_KINDS, PLAN_OPS, PlanError, compile, defaultTarget, type BackendKind } from "@poot/graph-plan";
+import { BACKEND_KINDS, PLAN_OPS, PlanError, compile, defaultTarget } from "@poot/graph-plan";
 import { argmax, checkpointConsts, openCheckpoint, type LoadedModel } from "@poot/models";
 import { activationsOption } from "@poot/serve";
 import { CliError } from "../errors.js";
 import { createExecutor } from "./backends.js";
 import { executorLogits } from "./executor-forward.js";
 import type { CommandModule } from "./index.js";
-import { openForForward, parseIds, withModelErrors, type ForwardOptions } from "./model-args.js";
+import {
+  checkTarget,
+  forwardFlags,
+  openForForward,
+  parseIds,
+  withModelErrors,
+  type ForwardOptions,
+} from "./model-args.js";
+
+/** `poot logits` options as commander parses them. */
+type LogitsOptions = ForwardOptions & { ids: string; out?: string; compiled?: boolean; target: string };
+
+/**
+ * Checks `poot logits`'s flag values (--ids, --weights, --activations, --target with --compiled) without side
+ * effects: the CLI calls it before `--backend auto` probes the backends, and the action again. Returns the ids.
+ */
+function checkLogitsFlags(o: LogitsOptions): number[] {
+  const ids = parseIds(o.ids, "logits");
+  forwardFlags("logits", o);
+  if (o.compiled === true) checkTarget(o.target, "logits");
+  return ids;
+}
 
 /** The `logits` subcommand. */
 export const logits: CommandModule = {
   name: "logits",
+  checkFlags: (options) => void checkLogitsFlags(options as unknown as LogitsOptions),
   register: (program, io) => {
     program
       .command("logits")
@@ -26,48 +48,43 @@ export const logits: CommandModule = {
       .addOption(activationsOption())
       .option("--compiled", "evaluate the compiled (optimized) graph instead of the primitive one")
       .option("--target <kind>", `with --compiled: the target compiled for (${BACKEND_KINDS.join(" | ")})`, "cpu")
-      .action(
-        (
-          model: string,
-          options: ForwardOptions & { ids: string; out?: string; compiled?: boolean; target: string },
-        ) => {
-          const ids = parseIds(options.ids, "logits");
-          const m = openForForward("logits", model, options);
-          // Executor backends own the model through their engine; eval runs the model's own forward.
-          const executor =
-            options.backend === "eval" || options.compiled === true ? null : createExecutor(options.backend, "logits");
-          try {
-            const out = withModelErrors("logits", model, () =>
-              options.compiled === true
-                ? compiledLogits(m, model, ids, options)
-                : executor === null
-                  ? m.logits(ids)
-                  : executorLogits(m, executor, ids),
-            );
-            const V = m.config.vocabSize,
-              T = ids.length;
-            if (options.out !== undefined) {
-              try {
-                writeFileSync(options.out, new Uint8Array(out.buffer, out.byteOffset, out.byteLength));
-              } catch (err) {
-                throw new CliError("file-unreadable", `cannot write ${options.out}: ${(err as Error).message}`, {
-                  command: "logits",
-                  file: options.out,
-                });
-              }
+      .action((model: string, options: LogitsOptions) => {
+        const ids = checkLogitsFlags(options);
+        const m = openForForward("logits", model, options);
+        // Executor backends own the model through their engine; eval runs the model's own forward.
+        const executor =
+          options.backend === "eval" || options.compiled === true ? null : createExecutor(options.backend, "logits");
+        try {
+          const out = withModelErrors("logits", model, () =>
+            options.compiled === true
+              ? compiledLogits(m, model, ids, options)
+              : executor === null
+                ? m.logits(ids)
+                : executorLogits(m, executor, ids),
+          );
+          const V = m.config.vocabSize,
+            T = ids.length;
+          if (options.out !== undefined) {
+            try {
+              writeFileSync(options.out, new Uint8Array(out.buffer, out.byteOffset, out.byteLength));
+            } catch (err) {
+              throw new CliError("file-unreadable", `cannot write ${options.out}: ${(err as Error).message}`, {
+                command: "logits",
+                file: options.out,
+              });
             }
-            let maxAbs = 0;
-            for (const x of out) maxAbs = Math.max(maxAbs, Math.abs(x));
-            const last = argmax(out.subarray((T - 1) * V));
-            io.out(
-              `logits f32[${T},${V}] max|x|=${maxAbs.toPrecision(6)} last-argmax=${last}${options.out === undefined ? "" : ` -> ${options.out}`}\n`,
-            );
-          } finally {
-            if (executor === null) m.close();
-            else executor.dispose();
           }
-        },
-      );
+          let maxAbs = 0;
+          for (const x of out) maxAbs = Math.max(maxAbs, Math.abs(x));
+          const last = argmax(out.subarray((T - 1) * V));
+          io.out(
+            `logits f32[${T},${V}] max|x|=${maxAbs.toPrecision(6)} last-argmax=${last}${options.out === undefined ? "" : ` -> ${options.out}`}\n`,
+          );
+        } finally {
+          if (executor === null) m.close();
+          else executor.dispose();
+        }
+      });
   },
 };
 
@@ -78,10 +95,7 @@ function compiledLogits(
   ids: readonly number[],
   options: ForwardOptions & { target: string },
 ): Float32Array {
-  if (!(BACKEND_KINDS as readonly string[]).includes(options.target))
-    throw new CliError("bad-input", `--target must be one of ${BACKEND_KINDS.join(", ")}, got "${options.target}"`, {
-      command: "logits",
-    });
+  const target = checkTarget(options.target, "logits");
   for (const id of ids)
     if (id >= m.config.vocabSize)
       throw new CliError("bad-input", `token id ${id} is outside the vocabulary [0, ${m.config.vocabSize})`, {
@@ -90,7 +104,7 @@ function compiledLogits(
   const g = m.graph({ kind: "prefill", tokens: ids.length });
   let graph;
   try {
-    graph = compile(g, defaultTarget(options.target as BackendKind), { mode: "prefill" }).graph;
+    graph = compile(g, defaultTarget(target), { mode: "prefill" }).graph;
   } catch (err) {
     if (err instanceof PlanError) throw new CliError("command-failed", err.message, { command: "logits", file: model });
     throw err;

@@ -1,6 +1,7 @@
 // Shared plumbing of the model commands (logits, generate, tokenize, chat-template): the MODEL argument,
 // --ids / --backend / --weights parsing, and @poot/models errors turned into CliErrors that name the file.
-import { LoadedModel, ModelError } from "@poot/models";
+import { LoadedModel, ModelError, type ActivationNumerics } from "@poot/models";
+import { BACKEND_KINDS, type BackendKind } from "@poot/graph-plan";
 import { parseActivations } from "@poot/serve";
 import { CliError } from "../errors.js";
 import { EXECUTORS } from "./backends.js";
@@ -38,17 +39,33 @@ export function withModelErrors<T>(command: string, model: string, fn: () => T):
   }
 }
 
-/** Opens MODEL for a forward command after checking --backend and --weights. */
+/** `--target` (with --compiled) as a graph-plan backend kind, or a CliError naming the kinds. */
+export function checkTarget(target: string, command: string): BackendKind {
+  if (!(BACKEND_KINDS as readonly string[]).includes(target))
+    throw new CliError("bad-input", `--target must be one of ${BACKEND_KINDS.join(", ")}, got "${target}"`, {
+      command,
+    });
+  return target as BackendKind;
+}
+
+/** A forward command's `--weights` and `--activations`, checked (each bad value a one-line CliError). */
+export function forwardFlags(
+  command: string,
+  options: Omit<ForwardOptions, "backend">,
+): { readonly weights: "f32" | "bf16"; readonly activations: ActivationNumerics } {
+  if (options.weights !== "f32" && options.weights !== "bf16") {
+    throw new CliError("bad-input", `--weights must be f32 or bf16, got "${options.weights}"`, { command });
+  }
+  return { weights: options.weights, activations: parseActivations(options.activations, command) };
+}
+
+/** Opens MODEL for a forward command after checking --backend, --weights and --activations. */
 export function openForForward(command: string, model: string, options: ForwardOptions): LoadedModel {
   if (!BACKENDS.includes(options.backend)) {
     throw new CliError("bad-input", `unknown backend "${options.backend}" (available: ${BACKENDS.join(", ")})`, {
       command,
     });
   }
-  if (options.weights !== "f32" && options.weights !== "bf16") {
-    throw new CliError("bad-input", `--weights must be f32 or bf16, got "${options.weights}"`, { command });
-  }
-  const weights = options.weights;
-  const activations = parseActivations(options.activations, command);
+  const { weights, activations } = forwardFlags(command, options);
   return withModelErrors(command, model, () => LoadedModel.open(model, { weights, activations }));
 }

@@ -19,11 +19,13 @@ import {
   describePlacement,
   engineDevices,
   parseActivations,
+  parseNumerics,
   placementOptions,
   planDevices,
   type PlacementFlags,
 } from "@poot/serve";
 import { refuseCompiledTp } from "./compile-tp.js";
+import { checkTarget } from "./model-args.js";
 import type { CommandModule } from "./index.js";
 import { progressBar } from "./progress.js";
 import { parseNumber } from "./numbers.js";
@@ -114,15 +116,11 @@ export function checkRunFlags(o: RunOptions): { readonly gen: GenerateOptions; r
     threads = parseNumber("--threads", o.threads, "int", command);
     if (threads < 1) throw new CliError("bad-input", `--threads must be >= 1, got ${threads}`, { command });
   }
-  if (o.numerics !== undefined && o.numerics !== "exact" && o.numerics !== "fast")
-    throw new CliError("bad-input", `--numerics must be exact or fast, got "${o.numerics}"`, { command });
+  parseNumerics(o.numerics, command);
   if (o.weights !== "f32" && o.weights !== "bf16")
     throw new CliError("bad-input", `--weights must be f32 or bf16, got "${o.weights}"`, { command });
   const gen = generateOptions(o, command);
-  if (o.compiled === true && !(BACKEND_KINDS as readonly string[]).includes(o.target))
-    throw new CliError("bad-input", `--target must be one of ${BACKEND_KINDS.join(", ")}, got "${o.target}"`, {
-      command,
-    });
+  if (o.compiled === true) checkTarget(o.target, command);
   if (o.context !== undefined) parseContext(o.context, command);
   parseActivations(o.activations, command);
   return threads === undefined ? { gen } : { gen, threads };

@@ -12,12 +12,11 @@ import type { SynthCaps, SynthKernel } from "../caps.js";
 import {
   blockDecoders,
   blockDots,
-  blockGemv,
   declareDotBuffers,
   declareEpilogueBuffers,
   emitBlockEpilogue,
 } from "./block-contraction.js";
-import type { BlockGemv } from "./block-contraction.js";
+import { blockGemv, type BlockGemv } from "./block-gemv.js";
 
 /** Outputs (warps) per workgroup of the dot-product dispatch. */
 const ROWS = 4;

@@ -10,9 +10,10 @@ import type { SynthCaps, SynthKernel } from "../caps.js";
 import { KernelgenError } from "../errors.js";
 import { linearThread } from "../synth/index-math.js";
 import { elemForDType } from "./access.js";
-import { blockElem, blockGemv, blockSharedBytes, emitBlockGemv } from "./block-contraction.js";
-import type { BlockGemv } from "./block-contraction.js";
-import { contractionSource, emitRegionElement, regionSpace } from "./region-kernels.js";
+import { blockElem, emitBlockGemv } from "./block-contraction.js";
+import { blockGemv, blockSharedBytes, type BlockGemv } from "./block-gemv.js";
+import { contractionSource } from "./region-contraction.js";
+import { emitRegionElement, regionSpace } from "./region-kernels.js";
 
 const SYNTH = "groupedContraction";
 

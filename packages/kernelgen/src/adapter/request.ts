@@ -21,13 +21,15 @@ import { synthesizeMovement } from "../synth/movement.js";
 import { synthesizeRope } from "../synth/rope.js";
 import type { StorageDType } from "../synth/storage.js";
 import { delinearize, elemForDType, isDense, loadAccess, requireDense } from "./access.js";
-import { RegionEmitter, exprTypeOf } from "./region-emit.js";
+import { exprTypeOf } from "../synth/expr.js";
+import { RegionEmitter } from "./region-emit.js";
 import { routedIndexedMatMul } from "./routed.js";
 import type { RoutedParams } from "./routed.js";
 import { blockContraction } from "./block-contraction.js";
 import { splitBlockContraction } from "./block-split.js";
 import { groupedContraction } from "./grouped.js";
-import { inlineContraction, packedDecode, regionElementwise, regionRow, singleNodeRegion } from "./region-kernels.js";
+import { inlineContraction } from "./region-contraction.js";
+import { packedDecode, regionElementwise, regionRow, singleNodeRegion } from "./region-kernels.js";
 
 /** What a kernel buffer binds: request input `index`, or the request's output. */
 export type BindingSource = { readonly kind: "input"; readonly index: number } | { readonly kind: "output" };

@@ -2,10 +2,30 @@
 // lowering to kernel IR in the DSL, with the primitive graph's semantics (integer /0 = 0, NaN-propagating max).
 
 import type { Builder, Val } from "@poot/kernel-dsl";
+import type { ScalarDType } from "@poot/graph-ir";
 import { KernelgenError } from "../errors.js";
 
 /** Value types of expression nodes (storage types widen to these on load). */
 export type ExprType = "f32" | "i32" | "u32" | "bool";
+
+/** Expression type of a graph scalar dtype (16-bit floats compute in f32, u8 in u32). */
+export function exprTypeOf(d: ScalarDType): ExprType {
+  switch (d) {
+    case "f32":
+    case "f16":
+    case "bf16":
+      return "f32";
+    case "i32":
+      return "i32";
+    case "u32":
+    case "u8":
+      return "u32";
+    case "bool":
+      return "bool";
+    default:
+      return d satisfies never;
+  }
+}
 /** Unary functions. `recip` = 1/x, `not` = bitwise (logical on bool). */
 export type UnaryFn =
   | "neg"

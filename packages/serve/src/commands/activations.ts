@@ -1,5 +1,6 @@
-// The `--activations` option (decision 2610) of every command that runs a model: one definition, so `run`,
-// `generate`, `logits`, `compile`, `bench` and `serve` spell, default, document and check it alike.
+// The `--activations` option (decision 2610) of every command that runs a model, and `--numerics` (decision 2320)
+// of those that run on the CPU backend: one definition each, so the commands spell, default, document and check
+// them alike.
 import type { ActivationNumerics } from "@poot/models";
 import { Option } from "commander";
 import { CliError } from "../errors.js";
@@ -38,4 +39,21 @@ export const NUMERICS_HELP =
  */
 export function numericsOption(): Option {
   return new Option("--numerics <kind>", NUMERICS_HELP);
+}
+
+/** The CPU backend's numerics (decision 2320). */
+export type CpuNumerics = "exact" | "fast";
+
+/**
+ * Parses `--numerics` or, when it is absent, `env` (`POOT_CPU_NUMERICS`, which also reaches `poot serve`'s engine
+ * worker): undefined when neither is set; any value but exact or fast is a one-line CliError naming which gave it.
+ */
+export function parseNumerics(
+  text: string | undefined,
+  command: string,
+  env: string | undefined = process.env["POOT_CPU_NUMERICS"],
+): CpuNumerics | undefined {
+  const [value, flag] = text !== undefined ? [text, "--numerics"] : [env, "POOT_CPU_NUMERICS"];
+  if (value === undefined || value === "exact" || value === "fast") return value;
+  throw new CliError("bad-input", `${flag} must be exact or fast, got "${value}"`, { command });
 }

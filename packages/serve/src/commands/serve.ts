@@ -7,7 +7,7 @@ import type { MetricsCompat } from "../server/metrics.js";
 import type { ServedModel } from "../server/model-pool.js";
 import { createServer, type PootServer } from "../server/server.js";
 import { placementOptions, type PlacementFlags } from "../placement.js";
-import { activationsOption, numericsOption } from "./activations.js";
+import { activationsOption, numericsOption, parseNumerics } from "./activations.js";
 import { parseNumber } from "./numbers.js";
 import { loadModel, logPlacement, type ExecutorModule, type LoadContext, type Loaded } from "./serve-load.js";
 import { formatBytes, modelEntries, type ModelEntry, type RawModelOptions } from "./serve-models.js";
@@ -113,8 +113,7 @@ function serveFlags(o: ServeCliOptions) {
 export function checkServeFlags(o: ServeCliOptions): void {
   serveFlags(o);
   drainMsOf(o);
-  if (o.numerics !== undefined && o.numerics !== "exact" && o.numerics !== "fast")
-    throw new CliError("bad-input", `--numerics must be exact or fast, got "${o.numerics}"`, { command });
+  parseNumerics(o.numerics, command);
   const sizes = [
     ["--ctx", o.ctx, 2],
     ["--page-size", o.pageSize, 1],
