@@ -107,16 +107,44 @@ bench() {
   done
 }
 
+# par: the checks whose figures do not depend on time, as concurrent processes (16 host cores, one GPU): Vulkan and
+# WebGPU fixture logits base and new (the new tree's fixtures include the quantized llama3-* checkpoints), CUDA's
+# quantized checkpoints (new), the conformance suite on cuda, vulkan and wgpu (new), cuda-decode-alloc (new), and the
+# Q8_0 GGUF the ttft steps read. Each process's stdout goes to $R/par-NAME.log.
+par() {
+  el par
+  local q=llama3-gptq,llama3-awq,llama3-fp8,llama3-fp8-static pids=()
+  run1() { local n=$1; shift; ( "$@" > "$R/par-$n.log" 2>&1; echo "rc=$?" >> "$R/par-$n.log" ) & pids+=($!); }
+  [ -e $Q8 ] || run1 make-gguf timeout $(tmo 200) $N $X/new/bin/make-random-model.mjs --type Q8_0 --out-dir /tmp/gguf
+  for b in ${PAR_FIX:-vulkan wgpu}; do
+    for v in base new; do
+      run1 "fix-$b-$v" env OUT=$R LABEL=$v BACKEND=$b FIXTURES_WEIGHTS=f32 timeout $(tmo ${FIX_T:-300}) $N $X/$v/bin/devices-h200.gpu.mjs fixtures fixtures
+    done
+  done
+  run1 quant-cuda env OUT=$R LABEL=new-quant BACKEND=cuda FAMILIES=$q timeout $(tmo 200) $N $X/new/bin/devices-h200.gpu.mjs fixtures fixtures
+  for b in ${PAR_CONF:-cuda vulkan wgpu}; do
+    run1 "conf-$b" env OUT=$R LABEL=new BACKEND=$b timeout $(tmo 200) $N $X/new/bin/devices-h200.gpu.mjs conformance
+  done
+  [ -z "${PAR_ALLOC-x}" ] || run1 alloc timeout $(tmo 120) $N $X/new/bin/cuda-decode-alloc.gpu.mjs
+  wait "${pids[@]}"
+  for f in "$R"/par-*.log; do echo "== $f"; grep -v '"ok":true' "$f" | tail -${PAR_TAIL:-12}; done
+  el "par done"
+}
+
 # ttft B: PAIRS pairs of fresh `poot run` processes (new tree), cold (empty POOT_CACHE_DIR, and TMPDIR: CUDA's JIT
-# cache is under it) then warm (both as the cold run left them).
+# cache is under it) then warm (both as the cold run left them). XDG_CACHE_HOME, CUDA_CACHE_PATH (the driver's PTX
+# JIT cache) and __GL_SHADER_DISK_CACHE_PATH (the NVIDIA Vulkan driver's pipeline cache) are the pair's folder too,
+# so a cold start finds no cache of any layer. POOT_TIMING=1: each process's phase lines land in ttft.jsonl.
 ttft() {
   local b=$1
-  for i in $(seq "$PAIRS"); do
+  local pairs=$PAIRS
+  [ "$b" = cuda ] || pairs=${PAIRS_OTHER:-$PAIRS}
+  for i in $(seq "$pairs"); do
     local d
     d=$(mktemp -d /tmp/poot-ttft-XXXX)
     for k in cold warm; do
       el "ttft $b $k $i"
-      TMPDIR=$d POOT_CACHE_DIR=$d timeout $(tmo 120) $N $X/new/bin/first-token-once.mjs $N $X/new/bin/poot.mjs run $Q8 --backend "$b" \
+      POOT_TIMING=1 XDG_CACHE_HOME=$d CUDA_CACHE_PATH=$d/nv __GL_SHADER_DISK_CACHE_PATH=$d/gl TMPDIR=$d POOT_CACHE_DIR=$d timeout $(tmo 120) $N $X/new/bin/first-token-once.mjs $N $X/new/bin/poot.mjs run $Q8 --backend "$b" \
         --prompt Hello --max-tokens 1 --temperature 0 | sed "s/^/TTFT $b $k /" | tee -a "$R/ttft.jsonl"
     done
     rm -rf "$d"
@@ -135,6 +163,8 @@ for s in ${STEPS:-prep alloc bench-cuda conf-cuda ttft-cuda fix-cuda}; do
   [ $(($(date +%s) - t0)) -ge "$DEADLINE" ] && { echo "SKIPPED $s (deadline)"; continue; }
   case $s in
     prep) prep ;;
+    regen) el regen fixtures; timeout $(tmo 120) $N $X/new/bin/make-fixture-ggufs.mjs fixtures | tail -3 ;;
+    par) par ;;
     conf-*) conf "${s#conf-}" ;;
     fix-*) fix "${s#fix-}" ;;
     alloc) alloc ;;

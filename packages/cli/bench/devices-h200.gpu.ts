@@ -14,7 +14,8 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { runConformance } from "@poot/executor/conformance";
-import { Engine } from "@poot/runtime";
+import { LoadedModel, openSafetensors, type OpenModelOptions } from "@poot/models";
+import { Engine, argmax } from "@poot/runtime";
 import { describe, runRegistered } from "vitest";
 import { createExecutor, loadBackend } from "../src/commands/backends.js";
 import { checkHfFamily, relErr } from "./hf-family.js";
@@ -105,7 +106,7 @@ const weights = (process.env.FIXTURES_WEIGHTS ?? "f32").split(",") as ("f32" | "
 const only = (f: string): boolean => process.env.FAMILIES === undefined || process.env.FAMILIES.split(",").includes(f);
 const families = fs
   .readdirSync(hf)
-  .filter((f) => fs.existsSync(path.join(hf, f, "reference.safetensors")) && only(f))
+  .filter((f) => fs.existsSync(path.join(hf, f, "model.bf16.safetensors")) && only(f))
   .sort();
 for (const fam of families)
   for (const w of weights)
@@ -113,6 +114,85 @@ for (const fam of families)
       const { ids: _, ...r } = checkHfFamily(path.join(hf, fam), make(), w, TOL);
       return r;
     });
+
+// The quantized checkpoints of fixtures/hf/llama3-* (GPTQ, AWQ, FP8, FP8 static): their references hold the prompt
+// logits of the float64 forward of the dequantized weights (`prompt_logits`, or the activation-quantized forwards'
+// `static_prompt_logits` / `dynamic_prompt_logits`) and 16 greedy ids, as packages/cli/test/gpu-formats.ts reads them:
+// chunks of 8 then the rest of the prompt against those rows, then the greedy ids one token a step.
+const quantCases: {
+  name: string;
+  dir: string;
+  ref: string;
+  st: string;
+  logits: string;
+  greedy: string;
+  open?: OpenModelOptions;
+}[] = [];
+for (const q of ["llama3-gptq", "llama3-awq", "llama3-fp8", "llama3-fp8-static"])
+  quantCases.push({
+    name: q,
+    dir: q,
+    ref: "reference.json",
+    st: "reference.safetensors",
+    logits: "prompt_logits",
+    greedy: "greedy_ids",
+  });
+quantCases.push({
+  name: "llama3-fp8-static (activations fp8-static)",
+  dir: "llama3-fp8-static",
+  ref: "reference.json",
+  st: "reference.safetensors",
+  logits: "static_prompt_logits",
+  greedy: "static_greedy_ids",
+  open: { activations: "fp8-static" },
+});
+quantCases.push({
+  name: "llama3-fp8 (activations fp8-dynamic)",
+  dir: "llama3-fp8",
+  ref: "reference-dynamic.json",
+  st: "reference-dynamic.safetensors",
+  logits: "dynamic_prompt_logits",
+  greedy: "dynamic_greedy_ids",
+  open: { activations: "fp8-dynamic" },
+});
+for (const c of quantCases) {
+  const dir = path.join(hf, c.dir);
+  if (!fs.existsSync(path.join(dir, c.ref)) || !only(c.dir)) continue;
+  check(`hf ${c.name}`, () => {
+    const ref = JSON.parse(fs.readFileSync(path.join(dir, c.ref), "utf8")) as Record<string, number[]>;
+    const ids = ref.prompt_ids!,
+      greedy = ref[c.greedy]!;
+    const expected = openSafetensors(path.join(dir, c.st)).readF32Sync(c.logits);
+    const executor = make();
+    const engine = new Engine(LoadedModel.open(dir, c.open), { executor, context: 40, tokenizer: null });
+    try {
+      const V = engine.config.vocabSize;
+      const s = engine.openSession();
+      let prefill = 0;
+      let logits: Float32Array = new Float32Array(0);
+      for (const end of [8, ids.length]) {
+        logits = s.step(ids.slice(s.length, end));
+        prefill = Math.max(prefill, relErr(logits, expected.subarray((end - 1) * V, end * V)));
+      }
+      const got: number[] = [];
+      for (let g = 0; g < greedy.length; g++) {
+        got.push(argmax(logits));
+        if (g + 1 < greedy.length) logits = s.step([got.at(-1)!]);
+      }
+      s.release();
+      const idsEqual = got.join() === greedy.join();
+      return {
+        ok: prefill <= TOL && idsEqual,
+        prefillRelErr: prefill,
+        idsEqual,
+        weightBytes: executor.deviceBytes().weights,
+      };
+    } finally {
+      engine.close();
+      executor.dispose();
+    }
+  });
+}
 
 const gg = path.join(fixtures!, "gguf");
 for (const fam of fs.readdirSync(gg).sort()) {

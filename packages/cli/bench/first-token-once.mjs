@@ -1,6 +1,6 @@
 // One timed process for first-token figures where /usr/bin/time and the repo's packages are absent (the GPU
 // machine): runs the command given, prints one JSON line {first, wall} in ms (first = first byte on stdout) and
-// the command's stdout as `out`. Used by packages/backend-cuda/tools/devices-h200.sh (ttft steps).
+// the command's stdout as `out`, and POOT_TIMING=1's phase lines from stderr as `timing`. Used by packages/backend-cuda/tools/devices-h200.sh (ttft steps).
 // usage: node first-token-once.mjs COMMAND [ARGS...]
 import { spawn } from "node:child_process";
 
@@ -20,6 +20,8 @@ p.stderr.on("data", (d) => {
 });
 p.on("close", (code) => {
   const wall = performance.now() - t0;
-  console.log(JSON.stringify({ code, first, wall, out: out.trim(), err: code === 0 ? "" : err.slice(-400) }));
+  // POOT_TIMING=1's phase lines (packages/cli/src/commands/timing.ts), kept whole.
+  const timing = err.split("\n").filter((l) => l.startsWith("poot timing: "));
+  console.log(JSON.stringify({ code, first, wall, out: out.trim(), err: code === 0 ? "" : err.slice(-400), timing }));
   process.exit(code ?? 1);
 });

@@ -52,6 +52,7 @@ export type { Device, DeviceBuffer, DeviceCaps, DeviceErrorCode, DeviceOp } from
 export { DeviceExecutor, DeviceProgram } from "./staged.js";
 export type { KernelTiming, Lower } from "./staged.js";
 export { DeviceStateSet } from "./staged-state.js";
+export { phaseTotals, timed, timingOn } from "./timing.js";
 export { stateCopies, viewRegions } from "./regions.js";
 export type { ByteRegion, StateCopy } from "./regions.js";
 export type {

@@ -11,6 +11,7 @@ import { readWeight, type ProgramSchema } from "./schema.js";
 import { DeviceProgram } from "./staged-program.js";
 import { DeviceStateSet } from "./staged-state.js";
 import { storageOf } from "./storage.js";
+import { timed } from "./timing.js";
 
 export { DeviceProgram, type KernelTiming } from "./staged-program.js";
 
@@ -85,15 +86,15 @@ export class DeviceExecutor<B extends DeviceBuffer = DeviceBuffer, K = unknown, 
     if (have !== undefined) return have;
     const type = { dtype: b.dtype, shape: b.shape };
     const file = this.device.mapWeight !== undefined ? this.#source?.locate?.(b.key!, type, b.bytes) : undefined;
-    const mapped = file !== undefined ? this.device.mapWeight!(b.bytes, file) : null;
+    const mapped = file !== undefined ? timed("weights map", () => this.device.mapWeight!(b.bytes, file)) : null;
     if (mapped !== null) return this.#bound(b, mapped);
     const w = this.device.allocate(b.bytes, "weight", `weight ${b.key}`);
     // Host-visible memory is read into in place when the source can (one file read, no host copy).
     const into = this.#source?.into,
       view = into !== undefined ? this.device.hostView?.(w, 0, "u8", b.bytes) : undefined;
-    if (view === undefined || !into!(b.key!, type, view as Uint8Array)) {
-      const data = readWeight(this.#source, b.key!, type, program);
-      this.device.upload(w, storageOf(b.dtype, data.length, data));
+    if (view === undefined || !timed("weights read", () => into!(b.key!, type, view as Uint8Array))) {
+      const data = timed("weights read", () => readWeight(this.#source, b.key!, type, program));
+      timed("weights upload", () => this.device.upload(w, storageOf(b.dtype, data.length, data)));
     }
     return this.#bound(b, w);
   }
@@ -107,7 +108,7 @@ export class DeviceExecutor<B extends DeviceBuffer = DeviceBuffer, K = unknown, 
   stage(input: StageInput, options: StageOptions = {}): DeviceProgram<B, K, L, R> {
     this.alive();
     const name = options.name ?? "program";
-    const lowered = this.lower(input, name);
+    const lowered = timed("lower", () => this.lower(input, name));
     const s = lowered.schema;
     for (const x of [...s.slots.values(), ...s.states.values(), ...s.outputs.values()]) {
       if (!this.caps.dtypes.includes(x.dtype))
@@ -117,7 +118,7 @@ export class DeviceExecutor<B extends DeviceBuffer = DeviceBuffer, K = unknown, 
           { program: name, key: "key" in x ? x.key : x.name },
         );
     }
-    const p = this.createProgram(lowered);
+    const p = timed("device code load", () => this.createProgram(lowered));
     this.#programs.add(p);
     return p;
   }

@@ -28,6 +28,7 @@ import { refuseCompiledTp } from "./compile-tp.js";
 import { checkTarget } from "./model-args.js";
 import type { CommandModule } from "./index.js";
 import { progressBar } from "./progress.js";
+import { phaseMarker } from "./timing.js";
 import { parseNumber } from "./numbers.js";
 import { readStdinPrompt, resolveModelArg } from "./prompt-input.js";
 
@@ -191,6 +192,8 @@ export const run: CommandModule = {
             { command: "run" },
           );
         refuseCompiledTp(o, "run");
+        const mark = phaseMarker((l) => io.err(l));
+        mark("node start + imports + flags");
         const target = o.target as BackendKind;
         const compileGraph =
           o.compiled === true
@@ -208,6 +211,7 @@ export const run: CommandModule = {
           make,
         );
         const executor = placed.executor;
+        mark("executor (device context)");
         const load = progressBar("load   ", 3);
         const weights = o.weights as "f32" | "bf16"; // checked by checkRunFlags
         let m: LoadedModel | null = null;
@@ -216,11 +220,13 @@ export const run: CommandModule = {
           const activations = parseActivations(o.activations, "run");
           const opened = userErrors(model, () => LoadedModel.open(model, { weights, activations }));
           m = opened;
+          mark("model open (header parse)");
           load?.update(1);
           // A GGUF's vocabulary comes from the header the model already parsed (not a second parse of the file).
           const ck = opened.checkpoint;
           const tok = userErrors(model, () => loadTokenizer(ck instanceof GGUFCheckpoint ? ck : model));
           load?.update(2);
+          mark("tokenizer");
           const text =
             o.chat === true
               ? userErrors(model, () => tok.applyChatTemplate([{ role: "user", content: promptText }]))
@@ -259,6 +265,7 @@ export const run: CommandModule = {
               }),
           );
           engine = e;
+          mark("engine (bind weights)");
           load?.update(3);
           load?.stop();
           // The prompt's chunk sizes; the single-token decode program is staged once the first token is out (an
@@ -271,8 +278,10 @@ export const run: CommandModule = {
             compileBar?.update(++staged);
           }
           compileBar?.stop();
+          mark("stage prompt programs (lower, code load)", true);
           const it = generate(e, e.openSession(), ids, gen);
           let r = userErrors(model, () => it.next());
+          mark("first token (prefill, lazy weight read/upload)", true);
           let answer = "";
           let decodeStaged = gen.maxTokens <= 1;
           while (r.done !== true) {
