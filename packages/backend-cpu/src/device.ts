@@ -39,7 +39,7 @@ export const WASM_CODEGEN_CAPS = {
 
 /**
  * The graph-plan caps of the CPU: kernelgen's cpu defaults with one-lane subgroups (the Wasm target's); the weight
- * formats of `native`'s GEMVs (`poot_gemv_<format>_none`) take only the epilogues those apply (decision 2340).
+ * formats of `native`'s GEMVs (`poot_gemv_<format>_none`) take only the epilogues those apply (decision 2345).
  */
 export function cpuPlanCaps(threads: number, native: NativeLibrary | null = null): PlanCaps {
   const caps = defaultTarget("cpu", { subgroupSize: 1, computeUnits: threads }).caps as PlanCaps;

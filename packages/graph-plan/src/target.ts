@@ -64,7 +64,7 @@ export interface DeviceCaps {
    * Weight formats (a storage dtype or packed format name: `"f16"`, `"q8_0"`) whose `[N, K]ᵀ` contractions run on
    * kernels that take no epilogue but a residual add `acc + r` (r of the accumulator's shape), or two B operands
    * sharing A with an own-element epilogue that runs as a second dispatch over both accumulators (the CPU's prebuilt
-   * native GEMVs, decision 2340). Fusion gives such a contraction nothing else. Absent: no such format.
+   * native GEMVs, decision 2345). Fusion gives such a contraction nothing else. Absent: no such format.
    */
   readonly residualOnlyWeights?: readonly string[];
 }

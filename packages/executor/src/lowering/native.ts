@@ -1,4 +1,4 @@
-// Prebuilt native kernels a device loads by symbol (the CPU's GEMV library, decisions 0952, 2300, 2340): a plan whose
+// Prebuilt native kernels a device loads by symbol (the CPU's GEMV library, decisions 0952, 2300, 2345): a plan whose
 // contraction one of them computes becomes its launches, the library GEMV (after its activation quantizer in `fast`
 // numerics, decision 2320) and, with two heads, their epilogue as a kernel-dsl launch over the two accumulators. The
 // planner fused nothing else into a contraction (graph-plan caps `contractionEpilogues: "residual"`).

@@ -48,7 +48,7 @@ export interface LoweringTarget {
   /** Rewrites lowered code (WebGPU's non-finite literal fix). */
   readonly fixup?: (code: TargetCode) => TargetCode;
   /**
-   * Prebuilt kernels the device loads by symbol (the CPU's native GEMVs, decisions 0952 and 2340): plans they serve
+   * Prebuilt kernels the device loads by symbol (the CPU's native GEMVs, decisions 0952 and 2345): plans they serve
    * run them instead of kernelgen's kernel (native.ts).
    */
   readonly native?: NativeKernels;

@@ -176,7 +176,7 @@ function grow(k0: number, root: Eqn, cx: RuleContext): Rewrite | null {
     for (const h of heads) for (const o of h.inputs) if (!isLiteral(o)) all.add(o);
     return all.size + 1 - inPlace;
   };
-  // Contractions whose kernels take only a residual add or two heads (caps residualOnlyWeights, decision 2340):
+  // Contractions whose kernels take only a residual add or two heads (caps residualOnlyWeights, decision 2345):
   // own-element epilogues, two heads of one format at most at any row count; a lone head is dropped at the end
   // unless its region is `acc + r`.
   let residual = false;

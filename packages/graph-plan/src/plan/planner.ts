@@ -322,7 +322,7 @@ function planEach(g: Graph, target: Target, options: ResolvedOptions, ops: OpTab
             ...launches(per, wg, L)[0]!,
             chunk: { start: c * per, count: Math.min(per, total - c * per) },
           }));
-    // Two heads on kernels that take no epilogue of theirs (decision 2340): the epilogue is a second dispatch.
+    // Two heads on kernels that take no epilogue of theirs (decision 2345): the epilogue is a second dispatch.
     const second =
       Number(e.params.heads ?? 1) > 1 &&
       e.params.epilogue != null &&
