@@ -21,7 +21,6 @@ import { synthCapsFrom } from "@poot/kernelgen";
 import { CpuError, invariant } from "./errors.js";
 import { CpuMemory, MAX_PAGES, PAGE, WA } from "./memory.js";
 import type { CpuNumerics, NativeLibrary } from "./native/library.js";
-import { nativeRoute } from "./native/route.js";
 import { ThreadPool, type PoolKernel, type RegionDebug } from "./pool.js";
 import { DEFAULT_CLAIMS, writeSchedule, type Phase, type Schedule, type ThreadAreas } from "./schedule.js";
 import { ROW } from "./thread/core.js";
@@ -38,9 +37,14 @@ export const WASM_CODEGEN_CAPS = {
   bf16: false,
 } as const satisfies LoweringTarget["codegen"];
 
-/** The graph-plan caps of the CPU: kernelgen's cpu defaults with one-lane subgroups (the Wasm target's). */
-export function cpuPlanCaps(threads: number): PlanCaps {
-  return defaultTarget("cpu", { subgroupSize: 1, computeUnits: threads }).caps as PlanCaps;
+/**
+ * The graph-plan caps of the CPU: kernelgen's cpu defaults with one-lane subgroups (the Wasm target's); the weight
+ * formats of `native`'s GEMVs (`poot_gemv_<format>_none`) take only the epilogues those apply (decision 2345).
+ */
+export function cpuPlanCaps(threads: number, native: NativeLibrary | null = null): PlanCaps {
+  const caps = defaultTarget("cpu", { subgroupSize: 1, computeUnits: threads }).caps as PlanCaps;
+  const formats = [...(native?.kernels ?? [])].flatMap((s) => /^poot_gemv_(\w+)(?<!_fast)_none$/.exec(s)?.[1] ?? []);
+  return formats.length === 0 ? caps : { ...caps, residualOnlyWeights: formats.sort() };
 }
 
 /**
@@ -146,7 +150,7 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
     this.pool = new ThreadPool(this.memory, threads, platform.transport, this.native);
     // Native GEMVs read and write the shared memory at its base address, which never moves (decision 0952).
     this.#base = this.native === null ? 0 : this.native.address(this.memory.u8);
-    const plan = cpuPlanCaps(threads);
+    const plan = cpuPlanCaps(threads, this.native);
     // Threads of a workgroup run one after another on one core: kernelgen's CPU shapes (decision 0451); codegen's
     // Wasm target lowers load4, so GEMVs decode and multiply four weights per SIMD op (decision 0951).
     const synth = { ...synthCapsFrom(plan), serialThreads: true, simdLoads: true };
@@ -172,12 +176,7 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
         compile: policy.compile,
         // An operand that is also the output is read from a copy taken before the kernel (no cross-workgroup races).
         snapshotInPlace: true,
-        ...(this.native === null
-          ? {}
-          : {
-              variant: !this.fast ? "cpu-native-2" : "cpu-native-2-fast",
-              route: nativeRoute(threads, synth, this.native.kernels, this.fast ? this.native.kernels : null),
-            }),
+        ...(this.native === null ? {} : { native: { symbols: [...this.native.kernels].sort(), fast: this.fast } }),
       },
     };
     if (options.profile === true) this.pool.enableProfile();

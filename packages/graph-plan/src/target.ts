@@ -1,6 +1,7 @@
 // Targets: a backend kind paired with its device capabilities as plain data. Every planning decision
 // reads these numbers; nothing branches on the backend's name. Executors measure caps at run time.
 
+import { isPacked, type DType, type Params } from "@poot/graph-ir";
 import { PlanError } from "./errors.js";
 
 /** Backend kinds poot compiles for. */
@@ -59,6 +60,30 @@ export interface DeviceCaps {
   readonly matrixShapes: readonly MatrixShape[];
   /** Compute units (SMs, CUs, cores): how many workgroups run at once, used for split-K decisions. */
   readonly computeUnits: number;
+  /**
+   * Weight formats (a storage dtype or packed format name: `"f16"`, `"q8_0"`) whose `[N, K]ᵀ` contractions run on
+   * kernels that take no epilogue but a residual add `acc + r` (r of the accumulator's shape), or two B operands
+   * sharing A with an own-element epilogue that runs as a second dispatch over both accumulators (the CPU's prebuilt
+   * native GEMVs, decision 2345). Fusion gives such a contraction nothing else. Absent: no such format.
+   */
+  readonly residualOnlyWeights?: readonly string[];
+}
+
+/**
+ * Whether a contraction with weight `b` and `params` takes only a residual add or two heads on target `t` (caps
+ * `residualOnlyWeights`): a listed format, transposed, whole packed blocks along K.
+ */
+export function residualOnly(
+  t: Target,
+  b: { readonly dtype: DType; readonly shape: readonly number[] },
+  params: Params,
+): boolean {
+  const formats = t.kind === "aie" ? undefined : t.caps.residualOnlyWeights;
+  if (formats === undefined || params.transposeB !== true) return false;
+  const d = b.dtype;
+  return isPacked(d)
+    ? formats.includes(d.packed.name) && b.shape.at(-1)! % d.packed.blockSize === 0
+    : formats.includes(d as string);
 }
 
 /** Capabilities of an AMD AI Engine array: a grid of VLIW vector tiles with local memories and DMA. */

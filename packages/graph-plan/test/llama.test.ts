@@ -2,7 +2,7 @@
 // primitive graph under graph-ir's eval (the oracle), in decode and prefill, f32 and bf16 weights.
 
 import { describe, expect, test } from "vitest";
-import { BACKEND_KINDS, PLAN_OPS, compile, defaultTarget } from "@poot/graph-plan";
+import { BACKEND_KINDS, PLAN_OPS, compile, defaultTarget, makeTarget, type DeviceCaps } from "@poot/graph-plan";
 import { buildLlama, TINY } from "./llama.js";
 import { bindingsFor, compareEval, opCounts } from "./util.js";
 
@@ -111,4 +111,50 @@ describe('contractionEpilogues "own-element" (the CUDA executor\'s setting)', ()
       /contractionEpilogues/,
     );
   });
+});
+
+describe("caps residualOnlyWeights (the CPU's native GEMVs, decision 2345)", () => {
+  /** The cpu target whose contractions over `formats` take only a residual add or two heads. */
+  const cpu = (formats: readonly string[]) =>
+    makeTarget({ kind: "cpu", caps: { ...(defaultTarget("cpu").caps as DeviceCaps), residualOnlyWeights: formats } });
+  /** What each contraction's epilogue is: none, a lone residual add, two heads, or other (fused beyond the kernels). */
+  const epilogues = (p: ReturnType<typeof compile>): string[] =>
+    p.plans().flatMap((pl) => {
+      const e = p.graph.eqns[pl.eqn]!;
+      if (e.op !== "ContractionEpilogue" || pl.kernel.provenance === "none") return [];
+      const r = e.params.epilogue as { nodes: { op: string }[] } | null;
+      if (r === null) return ["none"];
+      if (e.params.heads === 2)
+        return [
+          r.nodes.some((n) => /Rope|DynamicUpdateSlice|Reduce/.test(n.op)) ? "other" : `heads2x${pl.dispatches.length}`,
+        ];
+      return [r.nodes.length === 1 && r.nodes[0]!.op === "Add" ? "add" : "other"];
+    });
+
+  test.each([
+    ["decode", TINY, "decode"],
+    ["prefill of 12 tokens", { ...TINY, tokens: 12 }, "prefill"],
+  ] as const)(
+    "%s: a listed format's contractions take nothing but a residual add or two heads (their epilogue a second dispatch); it evaluates equal",
+    (_n, shape, mode) => {
+      const g = buildLlama(shape);
+      const only = compile(g, cpu(["f32"]), { mode });
+      const e = epilogues(only);
+      expect(e).not.toContain("other");
+      expect(e.filter((x) => x === "add").length).toBeGreaterThan(0);
+      expect(e.filter((x) => x === "heads2x2").length).toBe(shape.layers);
+      // Another format listed: the f32 contractions fuse as before (RoPE, KV writes), so the check above can fail.
+      expect(epilogues(compile(g, cpu(["q8_0"]), { mode }))).toContain("other");
+      const { worst } = compareEval(
+        g,
+        only.graph,
+        PLAN_OPS,
+        bindingsFor(g, 13, {
+          ids: Array.from({ length: shape.tokens }, (_, i) => (5 * i + 1) % shape.vocab),
+          pos: [0],
+        }),
+      );
+      expect(worst).toBeLessThanOrEqual(1e-6);
+    },
+  );
 });

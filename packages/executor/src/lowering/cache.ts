@@ -83,7 +83,7 @@ function hashTree(h: ReturnType<typeof createHash>, dir: string, rel: string): v
 /** The cache key of lowering `input` named `name` for `target`: SHA-256 over everything the result depends on. */
 export function loweringKey(input: StageInput | Program, target: LoweringTarget, name: string): string {
   const graph = input instanceof Program ? input.source : stageParts(input).graph;
-  const { fallback: _f, fixup: _x, route: _r, ...data } = target;
+  const { fallback: _f, fixup: _x, ...data } = target;
   const h = createHash("sha256");
   h.update(
     JSON.stringify({

@@ -33,3 +33,4 @@ export type {
 } from "./types.js";
 export { BACKEND_OF, LANGUAGE_OF, codegenCapsFor, defaultLowering, fusionPolicy } from "./targets.js";
 export type { FusionPolicy } from "./targets.js";
+export type { NativeKernels } from "./native.js";

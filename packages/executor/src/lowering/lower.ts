@@ -11,6 +11,7 @@ import { ExecutorError, invariant } from "../errors.js";
 import { stateCopies, viewRegions } from "../regions.js";
 import { schemaOf } from "../schema.js";
 import { bytesOf, storageOf } from "../storage.js";
+import { nativeRouter } from "./native.js";
 import type {
   LoweredArg,
   LoweredBuffer,
@@ -166,6 +167,8 @@ export function lowerProgram(
   const kernels: LoweredKernel[] = [];
   const launches: LoweredLaunch[] = [];
   const fallbacks: string[] = [];
+  const native =
+    target.native === undefined ? null : nativeRouter(target.native, target.plan.computeUnits, target.synth);
   let scratch = 0;
   /** Lowers one kernel-dsl kernel for the target (and applies its fixup). */
   const lowerOne = (kernel: PlanKernel["kernel"], p: Plan, i: number): TargetCode => {
@@ -194,7 +197,7 @@ export function lowerProgram(
     const req = src.request;
     const outRoot = own(rootOf(req.output.root));
     const kname = `${ident}_p${i}_${p.op.toLowerCase()}`;
-    const routed = target.route?.(p, kname) ?? null;
+    const routed = native?.(p, kname) ?? null;
     const k = routed === null ? kernelOf(program, i, target, kname, fallbacks) : null;
     const scratchId =
       routed !== null

@@ -5,7 +5,8 @@ import type { DType, ValueId } from "@poot/graph-ir";
 import type { BackendKind, CompileOptions, DeviceCaps as PlanCaps } from "@poot/graph-plan";
 import type { DeviceCaps as CodegenCaps, TargetCode, TargetName } from "@poot/codegen";
 import type { PlanKernel, RequestKernel, SynthCaps } from "@poot/kernelgen";
-import type { KernelRequest, Plan } from "@poot/graph-plan";
+import type { KernelRequest } from "@poot/graph-plan";
+import type { NativeKernels } from "./native.js";
 import type { ByteRegion } from "../regions.js";
 import type { ProgramSchema } from "../schema.js";
 
@@ -47,13 +48,13 @@ export interface LoweringTarget {
   /** Rewrites lowered code (WebGPU's non-finite literal fix). */
   readonly fixup?: (code: TargetCode) => TargetCode;
   /**
-   * Device code of the target's own for a plan (the CPU's native GEMVs, decision 0952), or null to let kernelgen
-   * map it. Called before kernelgen for every plan with a kernel; `name` is the plan's kernel name.
+   * Prebuilt kernels the device loads by symbol (the CPU's native GEMVs, decisions 0952 and 2345): plans they serve
+   * run them instead of kernelgen's kernel (native.ts).
    */
-  readonly route?: (plan: Plan, name: string) => RoutedPlan | null;
+  readonly native?: NativeKernels;
 }
 
-/** Where a routed launch's buffer comes from: a request input, the output, or the plan's scratch at a byte offset. */
+/** Where a native plan's launch's buffer comes from: a request input, the output, or the plan's scratch at a byte offset. */
 export type RoutedSource =
   | { readonly kind: "input"; readonly index: number }
   | { readonly kind: "output" }

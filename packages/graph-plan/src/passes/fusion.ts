@@ -13,7 +13,7 @@ import {
 } from "@poot/graph-ir";
 import type { Region, RegionArg, RegionNode } from "../region.js";
 import type { Pass, Rewrite, Rule, RuleContext } from "../rules.js";
-import { planLimits } from "../target.js";
+import { planLimits, residualOnly } from "../target.js";
 import { deadEquation } from "./dce.js";
 import { isLastAxis } from "./match.js";
 
@@ -101,9 +101,15 @@ const OWN_ELEMENT_VIEWS = new Set(["Broadcast"]);
  * load or a broadcast, the region's values all of the accumulator's shape, and a second head only when A has
  * at most 8 rows.
  */
-function ownElement(d: RuleContext["draft"], h: Eqn, members: ReadonlyMap<number, Eqn>, heads: number): boolean {
+function ownElement(
+  d: RuleContext["draft"],
+  h: Eqn,
+  members: ReadonlyMap<number, Eqn>,
+  heads: number,
+  anyRows = false,
+): boolean {
   const acc = d.values[h.out]!.shape;
-  if (heads > 0 && numel(d.values[h.inputs[0] as number]!.shape.slice(0, -1)) > 8) return false;
+  if (heads > 0 && !anyRows && numel(d.values[h.inputs[0] as number]!.shape.slice(0, -1)) > 8) return false;
   for (const m of members.values()) {
     const def = d.ops[m.op];
     const pointwise = def !== undefined && def.category === "elementwise";
@@ -111,6 +117,30 @@ function ownElement(d: RuleContext["draft"], h: Eqn, members: ReadonlyMap<number
     if ((pointwise || m.op === "Broadcast") && !shapeEquals(d.values[m.out]!.shape, acc)) return false;
   }
   return true;
+}
+
+/** Two contractions' weights have one format (a dtype or a packed format). */
+function sameFormat(d: RuleContext["draft"], a: Eqn, b: Eqn): boolean {
+  const f = (e: Eqn): string => {
+    const t = d.values[e.inputs[1] as number]!.dtype;
+    return isPacked(t) ? t.packed.name : (t as string);
+  };
+  return f(a) === f(b);
+}
+
+/** The region is `acc + r` alone: an f32 Add of head `h`'s accumulator and one other value of its shape. */
+function residualAdd(d: RuleContext["draft"], h: Eqn, members: ReadonlyMap<number, Eqn>): boolean {
+  const [e] = [...members.values()];
+  if (members.size !== 1 || e!.op !== "Add" || d.values[e!.out]!.dtype !== "f32") return false;
+  const acc = d.values[h.out]!.shape;
+  const r = e!.inputs.find((o) => o !== h.out);
+  return (
+    e!.inputs.includes(h.out) &&
+    r !== undefined &&
+    !isLiteral(r) &&
+    shapeEquals(d.values[r]!.shape, acc) &&
+    shapeEquals(d.values[e!.out]!.shape, acc)
+  );
 }
 
 function grow(k0: number, root: Eqn, cx: RuleContext): Rewrite | null {
@@ -146,6 +176,11 @@ function grow(k0: number, root: Eqn, cx: RuleContext): Rewrite | null {
     for (const h of heads) for (const o of h.inputs) if (!isLiteral(o)) all.add(o);
     return all.size + 1 - inPlace;
   };
+  // Contractions whose kernels take only a residual add or two heads (caps residualOnlyWeights, decision 2345):
+  // own-element epilogues, two heads of one format at most at any row count; a lone head is dropped at the end
+  // unless its region is `acc + r`.
+  let residual = false;
+  const ownOnly = (): boolean => residual || cx.options.contractionEpilogues === "own-element";
   const tried = new Set<ValueId>();
   const withFeeders = (k: number, p: Eqn): number[] => {
     const added = [k];
@@ -184,21 +219,20 @@ function grow(k0: number, root: Eqn, cx: RuleContext): Rewrite | null {
     if (pk === "head") {
       // "own-element": the epilogue must apply at the accumulator's own element (no RoPE partner, row reduction,
       // in-place write or reshaped result), and extra heads need a GEMV-sized A.
-      if (cx.options.contractionEpilogues === "own-element" && !ownElement(d, p, members, heads.length)) continue;
+      const only = residualOnly(cx.target, d.values[p.inputs[1] as number]!, p.params);
+      if (heads.length > 0 && (only !== residual || (only && !sameFormat(d, heads[0]!, p)))) continue;
+      if ((only || ownOnly()) && !ownElement(d, p, members, heads.length, only)) continue;
+      if (only && heads.length === 2) continue;
       // The first contraction heads the region; another over the same A joins it (horizontal fusion: gate/up).
       const joins = heads.length === 0 || (sameA(d, heads[0]!, p) && !hasReduce);
       if (!exclusive || !joins || (hasReduce && !headRowsOk(p, rowLen))) continue;
       heads.push(p);
       if (bindings() > limits.maxStorageBuffers) heads.pop();
+      residual = heads.length > 0 && only;
       continue;
     }
     // Under "own-element" a headed region takes no RoPE, row reduction or in-place write after its head either.
-    if (
-      cx.options.contractionEpilogues === "own-element" &&
-      heads.length > 0 &&
-      (pk === "reduce" || pk === "rope" || pk === "dus")
-    )
-      continue;
+    if (ownOnly() && heads.length > 0 && (pk === "reduce" || pk === "rope" || pk === "dus")) continue;
     if (pk === "reduce") {
       const x = d.values[p.inputs[0] as number]!.shape;
       // One reduction row per workgroup: it must hold whole region rows (a norm over all heads before a per-head RoPE).
@@ -220,6 +254,7 @@ function grow(k0: number, root: Eqn, cx: RuleContext): Rewrite | null {
     }
     if (pk === "reduce") hasReduce = true;
   }
+  if (residual && heads.length === 1 && !residualAdd(d, heads[0]!, members)) heads.pop();
   if (members.size === 1 && heads.length === 0) return null;
   return { kind: "replace", eqn: build(cx, members, heads, root, hasReduce) };
 }
