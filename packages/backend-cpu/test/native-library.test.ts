@@ -72,7 +72,13 @@ describe("the native kernel libraries", () => {
   test("linux-x64 links the fast kernels and quantizers once, as AVX-512 VNNI code (decision 2320); linux-arm64 has none", () => {
     const x86 = libraryIR("linux-x64").ir;
     const arm = libraryIR("linux-arm64").ir;
-    for (const k of ["poot_quant_q8_0", "poot_quant_q8_k", "poot_gemv_q8_0_fast_none", "poot_gemv_q4_k_fast_heads2"]) {
+    for (const k of [
+      "poot_quant_q8_0",
+      "poot_quant_q8_k",
+      "poot_gemv_q8_0_fast_none",
+      "poot_gemv_q4_k_fast_heads2",
+      "poot_gemv_q6_k_fast_add",
+    ]) {
       expect(x86).toContain(`define void @${k}(`);
       expect(arm).not.toContain(`@${k}(`);
     }

@@ -39,7 +39,8 @@ export type NativeLoader = () => NativeLibrary | null;
 
 /**
  * The CPU's numerics (decision 2320): `exact`, f32 products of decoded weights (matching the float64 references to
- * 1e-5); `fast`, packed Q8_0 / Q4_K GEMVs that quantize each activation row to 8-bit blocks (llama.cpp's Q8_0 / Q8_K)
- * and take integer dot products, the block scales applied in f32: llama.cpp's CPU arithmetic.
+ * 1e-5); `fast`, packed Q8_0 / Q4_K / Q6_K GEMVs (kernelgen's `FAST_FORMATS`, decisions 2320 and 2335) that quantize each
+ * activation row to 8-bit blocks (llama.cpp's Q8_0 / Q8_K) and take integer dot products, the block scales applied in
+ * f32: llama.cpp's CPU arithmetic.
  */
 export type CpuNumerics = "exact" | "fast";

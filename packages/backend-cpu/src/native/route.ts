@@ -7,6 +7,7 @@ import type { RoutedLaunch, RoutedPlan, RoutedSource } from "@poot/executor/lowe
 import { isPacked, numel, stridesOf, type DType } from "@poot/graph-ir";
 import {
   ACT_BLOCK,
+  ACT_SUM,
   FAST_FORMATS,
   isDense,
   NATIVE_GEMV_UNIFORMS,
@@ -97,7 +98,7 @@ export function routeNative(
   if (q === undefined || !fast.has(fastSymbol) || !fast.has(nativeQuantName(q))) return r;
   const [M, , K] = r.uniforms as [number, number, number];
   if (K % ACT_BLOCK[q] !== 0) return r;
-  // Scratch after the accumulators: q (i8 [M, K]), d (f32 per block), s (i32 per 32).
+  // Scratch after the accumulators: q (i8 [M, K]), d (f32 per block), s (i32 per ACT_SUM).
   const at = align64(r.scratchBytes);
   const qAt = { kind: "scratch", offset: at } as const;
   const dAt = { kind: "scratch", offset: at + align64(M * K) } as const;
@@ -106,7 +107,7 @@ export function routeNative(
     ...r,
     symbol: fastSymbol,
     buffers: [qAt, dAt, sAt, ...r.buffers.slice(1)],
-    scratchBytes: sAt.offset + align64(((M * K) / 32) * 4),
+    scratchBytes: sAt.offset + align64(((M * K) / ACT_SUM) * 4),
     quant: { symbol: nativeQuantName(q), buffers: [r.buffers[0]!, qAt, dAt, sAt], uniforms: [M, K], grid: [M, 1, 1] },
   };
 }
