@@ -15,7 +15,7 @@ import { describe, expect, test } from "vitest";
 const NO_FIXTURES = needFixture("gguf");
 const HAVE = NO_FIXTURES === undefined;
 const VNNI = fastNumericsAvailable();
-const SKIP = !HAVE ? ` (skipped: ${NO_FIXTURES})` : !VNNI ? " (skipped: this CPU has no AVX-512 VNNI)" : "";
+const SKIP = !HAVE ? ` (skipped: ${NO_FIXTURES})` : !VNNI ? " (skipped: no native fast kernels on this platform)" : "";
 
 /**
  * Max |poot − llama.cpp| / max |llama.cpp| over the prompt logits that `fast` must stay within (measured: 6.5e-3 …
