@@ -175,7 +175,9 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
         ...(this.native === null
           ? {}
           : {
-              variant: !this.fast ? "cpu-native-2" : "cpu-native-2-fast",
+              // The routes depend on the library's kernels: its source hash keys the lowering cache too (a library
+              // rebuilt with new kernels must not reuse programs routed for the old one).
+              variant: `${!this.fast ? "cpu-native-2" : "cpu-native-2-fast"}:${this.native.sourceHash}`,
               route: nativeRoute(threads, synth, this.native.kernels, this.fast ? this.native.kernels : null),
             }),
       },
