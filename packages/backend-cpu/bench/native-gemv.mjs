@@ -3,9 +3,10 @@
 // memory-bound floor a GEMV's reads approach).
 //
 // usage: pnpm --filter @poot/backend-cpu bench [-- --runs N] [--formats Q8_0,Q4_K] [--libraries kernel-ir,PATH.so] [--m M]
-//        [--numerics fast]
-// With `--numerics fast` (Q8_0 and Q4_K only, decisions 2320, 2330) each shape's x is quantized once, outside the
-// timing (as the executor does once per x for every GEMV reading it), and the `fast` GEMVs are timed.
+//        [--numerics fast] [--isa avx2|avx512]
+// With `--numerics fast` (Q8_0, Q4_K and Q6_K, decisions 2320, 2330, 2335) each shape's x is quantized once, outside the
+// timing (as the executor does once per x for every GEMV reading it), and the `fast` GEMVs are timed. `--isa` forces
+// a kernel set (`poot_native_force`; with fast numerics, avx2 runs the widened AVX2 fallback, decision 2335).
 // Loads the committed object (generated from the kernel IR) or other builds by path through koffi and calls
 // each format's kernel as the executor's threads do (argument block in a shared WebAssembly.Memory); with several
 // libraries their runs alternate, shape by shape, so both see the same machine. Writes
@@ -41,8 +42,8 @@ const FORMATS = {
 };
 const FAST = arg("numerics", "exact") === "fast";
 /** The activation quantizer of each format's fast GEMV (decision 2320). */
-const FAST_QUANT = { Q8_0: "q8_0", Q4_K: "q8_k" };
-const WANT = arg("formats", FAST ? "Q8_0,Q4_K" : Object.keys(FORMATS).join(",")).split(",");
+const FAST_QUANT = { Q8_0: "q8_0", Q4_K: "q8_k", Q6_K: "q8_k" };
+const WANT = arg("formats", FAST ? Object.keys(FAST_QUANT).join(",") : Object.keys(FORMATS).join(",")).split(",");
 for (const name of WANT)
   if (FAST && FAST_QUANT[name] === undefined) throw new Error(`--numerics fast: no fast GEMV for ${name}`);
 /** [K, N] of the decode GEMVs (q/o, k/v, gate/up, down, the LM head). */
@@ -67,6 +68,9 @@ const LIBS = arg("libraries", "kernel-ir")
         : fileURLToPath(new URL(`../native/prebuilt/${process.platform}-${process.arch}/${file}`, import.meta.url));
     if (!existsSync(path)) throw new Error(`no native kernels at ${path}`);
     const lib = require("koffi").load(path);
+    const want = arg("isa", undefined);
+    if (want !== undefined && lib.func("int poot_native_force(const char *isa)")(want) !== 1)
+      throw new Error(`${path}: this CPU cannot run its ${want} kernels`);
     const isa = lib.func("const char *poot_native_isa(void)")();
     if (isa === "none") throw new Error(`${path}: this CPU cannot run its kernels`);
     return {
@@ -90,12 +94,12 @@ const ARGS = 0,
   Y = X + M * 8192 * 4,
   W = Math.ceil((Y + M * Math.max(...SHAPES.map(([, N]) => N)) * 4) / (1 << 20)) * (1 << 20),
   COPY = W + maxBytes,
-  // The quantized activations of the fast GEMVs: q (bytes), d and s (one f32/i32 per 32 elements, at most).
+  // The quantized activations of the fast GEMVs: q (bytes), d (one f32 per 32 elements, at most), s (one i32 per 16).
   Q = COPY + maxBytes,
   D = Q + M * 8192,
   S = D + M * 1024;
 const memory = new WebAssembly.Memory({
-  initial: Math.ceil((S + M * 1024) / 65536),
+  initial: Math.ceil((S + M * 2048) / 65536),
   maximum: 65536,
   shared: true,
 });

@@ -1,11 +1,13 @@
 // The `fast` native GEMVs (decision 2320) of the library generated from the kernel IR: the activation quantizer then
 // the integer-dot GEMV, against a float64 dot product of graph-ir-decoded weights with the activations quantized as
 // llama.cpp's ggml-quants.c does (quantize_row_q8_0's AVX2 path, quantize_row_q8_K_ref), re-derived here from its
-// source; and a planted violation (one weight block's scale changed) that the same check catches.
+// source; and a planted violation (one weight block's scale changed) that the same check catches. Every format of
+// kernelgen's FAST_FORMATS (Q8_0, Q4_K, Q6_K: decisions 2320, 2335).
 import { randomFillSync } from "node:crypto";
 import { decodePacked, type PackedFormat } from "@poot/graph-ir";
+import { FAST_FORMATS } from "@poot/kernelgen";
 import { ggmlPackedFormat } from "@poot/models";
-import { describe, expect, test } from "vitest";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { WA } from "../src/memory.js";
 import { loadNodeNative } from "../src/native/node-library.js";
 
@@ -26,6 +28,12 @@ const AT = {
   d: 7 << 19,
   s: 15 << 18,
 };
+
+/** The formats with fast GEMVs, and the activation quantizer each reads (llama.cpp's vec_dot_type). */
+const QUANT = { q8_0: "q8_0", q4_k: "q8_k", q6_k: "q8_k" } as const;
+type Fmt = keyof typeof QUANT;
+/** Byte offsets of the f16 scales in each format's block (d; Q4_K also dmin). */
+const HALVES: Record<Fmt, number[]> = { q8_0: [0], q4_k: [0, 2], q6_k: [208] };
 
 const fr = Math.fround;
 /** Round half to even (nearest_int / _mm256_round_ps). */
@@ -69,12 +77,11 @@ function llamaQuant(x: Float32Array, fmt: string): Float64Array {
 }
 
 /** Random weights of `fmt` (finite halves) for N rows of K at `at`; returns them decoded. */
-function weights(fmt: string, N: number, K: number, at: number): Float64Array {
+function weights(fmt: Fmt, N: number, K: number, at: number): Float64Array {
   const packed = ggmlPackedFormat(fmt.toUpperCase())!;
   const bytes = u8.subarray(at, at + ((N * K) / packed.blockSize) * packed.bytesPerBlock);
   randomFillSync(bytes);
-  for (let o = 0; o < bytes.length; o += packed.bytesPerBlock)
-    for (const h of fmt === "q8_0" ? [0] : [0, 2]) bytes[o + h + 1]! &= 0x1b;
+  for (let o = 0; o < bytes.length; o += packed.bytesPerBlock) for (const h of HALVES[fmt]) bytes[o + h + 1]! &= 0x1b;
   return decodePacked(packed as PackedFormat, bytes, N * K);
 }
 
@@ -86,17 +93,18 @@ const ROWS = 37;
  * decoded (the kernel reads about 2d, the reference kept d). Every row, so that no row's random products cancelling
  * out can hide it: the check takes the worst row.
  */
-const raiseScales = (fmt: "q8_0" | "q4_k", block: number, K: number) => (): void => {
+const raiseScales = (fmt: Fmt, block: number, K: number) => (): void => {
   const packed = ggmlPackedFormat(fmt.toUpperCase())!;
   const perRow = K / packed.blockSize;
   for (let n = 0; n < ROWS; n++) {
     const o = AT.w + (n * perRow + block) * packed.bytesPerBlock;
-    u8[o + 1] = u8[o + 1]! + 4;
+    const hi = o + HALVES[fmt][0]! + 1;
+    u8[hi] = u8[hi]! + 4;
   }
 };
 
 /** Runs quantizer + fast GEMV for (M, N, K, epilogue); returns max |y − ref| / Σ|w x| against llama.cpp's arithmetic. */
-function check(fmt: "q8_0" | "q4_k", M: number, epi: "none" | "add" | "heads2", plant?: () => void, K = 512): number {
+function check(fmt: Fmt, M: number, epi: "none" | "add" | "heads2", plant?: () => void, K = 512): number {
   const lib = loadNodeNative()!;
   const base = lib.address(u8);
   const N = ROWS,
@@ -110,7 +118,7 @@ function check(fmt: "q8_0" | "q4_k", M: number, epi: "none" | "add" | "heads2", 
     const run = lib.hostKernel({ native: true, library: lib.path, koffi: lib.koffi, symbol, base });
     for (let g = 0; g < groups; g++) run(AT.args, g, 0, 0, 0, 1);
   };
-  call(`poot_quant_${fmt === "q8_0" ? "q8_0" : "q8_k"}`, [AT.x, AT.q, AT.d, AT.s, M, K], M);
+  call(`poot_quant_${QUANT[fmt]}`, [AT.x, AT.q, AT.d, AT.s, M, K], M);
   const ins = [AT.q, AT.d, AT.s, AT.w];
   const buffers = epi === "none" ? [...ins, AT.y] : [...ins, epi === "add" ? AT.r : AT.w1, AT.y];
   f32.fill(Number.NaN, AT.y / 4, AT.y / 4 + 2 * M * N);
@@ -137,29 +145,44 @@ describe.skipIf(!here)(
   "fast native GEMVs (8-bit activations, integer dot products) against llama.cpp's arithmetic",
   () => {
     const lib = here ? loadNodeNative() : null;
-    const vnni = lib?.vnni === true;
-    for (const fmt of ["q8_0", "q4_k"] as const)
-      test.skipIf(!vnni)(`${fmt}: none, add and heads2 epilogues, M = 1, 6 and 19`, () => {
-        for (const M of [1, 6, 19])
-          for (const epi of ["none", "add", "heads2"] as const)
-            expect(check(fmt, M, epi), `${fmt} ${epi} M=${M}: max |y - ref| / sum |w x|`).toBeLessThan(1e-5);
-      });
-
-    // 17 blocks of 32: eight pairs in 16 lanes, the last block alone in 8 (decision 2330).
-    test.skipIf(!vnni)("q8_0 with an odd number of blocks per row (K = 544), M = 1 and 6", () => {
-      for (const M of [1, 6])
-        for (const epi of ["none", "heads2"] as const)
-          expect(check("q8_0", M, epi, undefined, 544), `q8_0 ${epi} M=${M} K=544`).toBeLessThan(1e-5);
-      // Planted: the scale of each row's last (unpaired) block doubled after decoding the reference.
-      expect(check("q8_0", 1, "none", raiseScales("q8_0", 16, 544), 544)).toBeGreaterThan(1e-3);
+    test("every format with a fast GEMV is checked here, with llama.cpp's vec_dot_type as its quantizer", () => {
+      expect(FAST_FORMATS).toEqual(QUANT);
     });
+    // Each kernel set the library dispatches to: AVX-512 VNNI `vpdpbusd` (decisions 2320, 2330) where the CPU has it,
+    // and the AVX2 fallback with the dot product widened (decision 2335), forced here on a VNNI CPU too.
+    const sets = [
+      { isa: "avx512", runs: lib?.vnni === true },
+      { isa: "avx2", runs: lib?.fast === true },
+    ] as const;
+    for (const { isa, runs } of sets)
+      describe.skipIf(!runs)(`${isa} kernels`, () => {
+        beforeAll(() => {
+          expect(lib!.force(isa), `this CPU runs the ${isa} set`).toBe(true);
+        });
+        afterAll(() => {
+          lib!.force(lib!.vnni ? "avx512" : "avx2");
+        });
+        for (const fmt of Object.keys(QUANT) as Fmt[])
+          test(`${fmt}: none, add and heads2 epilogues, M = 1, 6 and 19`, () => {
+            for (const M of [1, 6, 19])
+              for (const epi of ["none", "add", "heads2"] as const)
+                expect(check(fmt, M, epi), `${fmt} ${epi} M=${M}: max |y - ref| / sum |w x|`).toBeLessThan(1e-5);
+          });
 
-    test.skipIf(!vnni)(
-      "planted violation: one weight block's scale doubled after decoding the reference fails the check",
-      () => {
-        expect(check("q8_0", 1, "none", raiseScales("q8_0", 1, 512))).toBeGreaterThan(1e-3);
-        expect(check("q4_k", 1, "none", raiseScales("q4_k", 1, 512))).toBeGreaterThan(1e-3);
-      },
-    );
+        // 17 blocks of 32: eight pairs in 16 lanes, the last block alone in 8 (decision 2330).
+        test("q8_0 with an odd number of blocks per row (K = 544), M = 1 and 6", () => {
+          for (const M of [1, 6])
+            for (const epi of ["none", "heads2"] as const)
+              expect(check("q8_0", M, epi, undefined, 544), `q8_0 ${epi} M=${M} K=544`).toBeLessThan(1e-5);
+          // Planted: the scale of each row's last (unpaired) block doubled after decoding the reference.
+          expect(check("q8_0", 1, "none", raiseScales("q8_0", 16, 544), 544)).toBeGreaterThan(1e-3);
+        });
+
+        test("planted violation: one weight block's scale doubled after decoding the reference fails the check", () => {
+          expect(check("q8_0", 1, "none", raiseScales("q8_0", 1, 512))).toBeGreaterThan(1e-3);
+          expect(check("q4_k", 1, "none", raiseScales("q4_k", 1, 512))).toBeGreaterThan(1e-3);
+          expect(check("q6_k", 1, "none", raiseScales("q6_k", 1, 512))).toBeGreaterThan(1e-3);
+        });
+      });
   },
 );

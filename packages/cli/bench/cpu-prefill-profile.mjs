@@ -3,8 +3,9 @@
 // tok/s and tok per CPU-second, then the phases grouped by label (layer suffixes folded), largest first.
 //
 // usage: node bench/cpu-prefill-profile.mjs MODEL.gguf [--prompt-tokens 128] [--prefill-chunk 64] [--threads 2]
-//          [--no-native] [--raw]
-// (--no-native: Wasm kernels only, as POOT_CPU_NATIVE=0; --raw: one row per label, layers not folded)
+//          [--no-native] [--raw] [--numerics exact|fast]
+// (--no-native: Wasm kernels only, as POOT_CPU_NATIVE=0; --raw: one row per label, layers not folded; --numerics: the
+// CPU numerics, decision 2320)
 import { parseArgs } from "node:util";
 import { createCpuExecutor } from "@poot/backend-cpu";
 import { LoadedModel } from "@poot/models";
@@ -18,6 +19,7 @@ const { values: o, positionals } = parseArgs({
     threads: { type: "string", default: "2" },
     "no-native": { type: "boolean", default: false },
     raw: { type: "boolean", default: false },
+    numerics: { type: "string", default: "exact" },
   },
 });
 const file = positionals[0];
@@ -30,7 +32,7 @@ if (file === undefined || ![P, chunk, threads].every((n) => Number.isInteger(n) 
   );
   process.exit(2);
 }
-const executor = createCpuExecutor({ threads, profile: true, native: !o["no-native"] });
+const executor = createCpuExecutor({ threads, profile: true, native: !o["no-native"], numerics: o.numerics });
 const engine = new Engine(LoadedModel.open(file, { weights: "f32" }), {
   executor,
   context: P + 1,

@@ -15,9 +15,11 @@ export interface NativeLibrary {
   /** The sha256 of the kernels' LLVM IR and build arguments the object was built from (decision 2300). */
   readonly sourceHash: string;
   /**
-   * Whether this CPU runs the library's 8-bit integer dot-product kernels (`fast` numerics: AVX-512 VNNI, decision
-   * 2320); false for a library without them.
+   * Whether the library has the 8-bit integer dot-product kernels of `fast` numerics (decision 2320), which run on
+   * every CPU that runs the library: AVX-512 VNNI code where the CPU has it, else their AVX2 fallback (decision 2335).
    */
+  readonly fast: boolean;
+  /** Whether this CPU has AVX-512 VNNI, so the `fast` kernels run as `vpdpbusd` (decision 2320). */
   readonly vnni: boolean;
   /** The kernels the object defines, by symbol: what the CPU lowering may route to it. */
   readonly kernels: ReadonlySet<string>;
@@ -39,7 +41,8 @@ export type NativeLoader = () => NativeLibrary | null;
 
 /**
  * The CPU's numerics (decision 2320): `exact`, f32 products of decoded weights (matching the float64 references to
- * 1e-5); `fast`, packed Q8_0 / Q4_K GEMVs that quantize each activation row to 8-bit blocks (llama.cpp's Q8_0 / Q8_K)
- * and take integer dot products, the block scales applied in f32: llama.cpp's CPU arithmetic.
+ * 1e-5); `fast`, packed Q8_0 / Q4_K / Q6_K GEMVs (kernelgen's `FAST_FORMATS`, decisions 2320 and 2335) that quantize each
+ * activation row to 8-bit blocks (llama.cpp's Q8_0 / Q8_K) and take integer dot products, the block scales applied in
+ * f32: llama.cpp's CPU arithmetic.
  */
 export type CpuNumerics = "exact" | "fast";

@@ -8,6 +8,7 @@ import { isPacked, numel, stridesOf, type DType } from "@poot/graph-ir";
 import type { Access, KernelRequest, Plan, Region } from "@poot/graph-plan";
 import {
   ACT_BLOCK,
+  ACT_SUM,
   FAST_FORMATS,
   isDense,
   NATIVE_GEMV_UNIFORMS,
@@ -25,6 +26,8 @@ export interface NativeKernels {
   readonly symbols: readonly string[];
   /** Packed formats with a `fast` GEMV take it, after its activation quantizer (decision 2320). */
   readonly fast: boolean;
+  /** The library's identity (its source hash): part of the lowering cache's key, never read by the router. */
+  readonly library: string;
 }
 
 const CONTRACTIONS = new Set(["gemv", "gemm", "dequant-gemv", "dequant-gemm"]);
@@ -124,7 +127,7 @@ export function nativeRouter(
     const symbol = nativeGemvName(fmt, epilogue, fast && has.has(nativeGemvName(fmt, epilogue, true)));
     if (!has.has(symbol)) return null;
     const quantized = symbol !== nativeGemvName(fmt, epilogue);
-    // Scratch: the two heads' accumulators ([2][M][N] f32), then `fast`'s q (i8 [M, K]), d (f32 per block), s (i32 per 32).
+    // Scratch: the two heads' accumulators ([2][M][N] f32), then `fast`'s q (i8 [M, K]), d (f32 per block), s (i32 per ACT_SUM).
     const accBytes = heads === 2 ? 2 * M * N * 4 : 0;
     const qAt = align64(accBytes);
     const dAt = qAt + align64(M * K);
@@ -190,6 +193,6 @@ export function nativeRouter(
       }));
       launches.push({ kernel: { dsl: rk.kernel }, grid: rk.grid, uniforms: {}, bindings });
     }
-    return { launches, scratchBytes: quantized ? sAt + align64(((M * K) / 32) * 4) : accBytes };
+    return { launches, scratchBytes: quantized ? sAt + align64(((M * K) / ACT_SUM) * 4) : accBytes };
   };
 }

@@ -10,15 +10,23 @@ import { type Arr, type Builder, type Val, type Var, type VecType, lanesOf } fro
  *   stored as the unsigned byte q + 128 (the first operand of `dot4U8I8`);
  * - `q8_k`: blocks of 256, `iscale = −127 / max` (max: the element of largest |x|, signed), `q = min(127,
  *   round_even(iscale · x))`, `d = 1 / iscale` in f32 (`quantize_row_q8_K_ref`).
- * Each also stores the sum of the q of every 32 elements (llama.cpp's `bsums`, per 32 here).
+ * Each also stores the sum of the q of every {@link ACT_SUM} (16) elements: llama.cpp's `bsums` of `block_q8_K`, which the
+ * k-quant loops dot with their per-sub-block mins (Q4_K) or with the −32 offset of their quants (Q6_K).
  */
 export type ActivationQuant = "q8_0" | "q8_k";
 
 /** Elements per scale of each activation quantization. */
 export const ACT_BLOCK: Readonly<Record<ActivationQuant, number>> = { q8_0: 32, q8_k: 256 };
 
-/** The packed weight formats with `fast` GEMVs, and the activation quantization each is dotted with. */
-export const FAST_FORMATS: Readonly<Record<string, ActivationQuant>> = { q8_0: "q8_0", q4_k: "q8_k" };
+/** Elements per stored activation sum (`bsums`, as `block_q8_K`'s): Q6_K's 16-element sub-blocks need that grain. */
+export const ACT_SUM = 16;
+
+/**
+ * The packed weight formats with `fast` GEMVs, and the activation quantization each is dotted with (llama.cpp's
+ * `vec_dot_type`): the data the native library, the router and the benches read, so a new format is one entry here
+ * and one integer loop in gemv-native.ts's table.
+ */
+export const FAST_FORMATS: Readonly<Record<string, ActivationQuant>> = { q8_0: "q8_0", q4_k: "q8_k", q6_k: "q8_k" };
 
 /** The uniforms of an activation quantizer: rows (M) and row length (K); workgroup g quantizes row g. */
 export const NATIVE_QUANT_UNIFORMS = ["M", "K"] as const;
@@ -33,7 +41,10 @@ function roundEven(b: Builder, v: Val<"f32">): Val<"f32"> {
   return b.let_(v.add(12582912).sub(12582912), "rne");
 }
 
-/** Body of the activation quantizer `q`. Buffers: x (f32 [M, K]), q (i8 [M, K]), d (f32 per block), s (i32 per 32). */
+/**
+ * Body of the activation quantizer `q`. Buffers: x (f32 [M, K]), q (i8 [M, K]), d (f32 per block), s (i32 per
+ * {@link ACT_SUM} elements).
+ */
 export function quantBody(b: Builder, q: ActivationQuant): void {
   const { let_, var_, for_, u32, f32, i32 } = b;
   const x = b.buffer("x", "f32", "read") as Arr<"f32">;
@@ -75,23 +86,23 @@ export function quantBody(b: Builder, q: ActivationQuant): void {
       ds.set(blk.add(b.wid.x.mul(nb)), d);
       for_(
         u32(0),
-        u32(B / 32),
+        u32(B / ACT_SUM),
         1,
         (g) => {
           const sum = var_(i32(0), "sum");
           for_(
             u32(0),
-            u32(32),
+            u32(ACT_SUM),
             1,
             (j) => {
-              const k = let_(k0.add(g.mul(32)).add(j), "k");
+              const k = let_(k0.add(g.mul(ACT_SUM)).add(j), "k");
               const r = let_(b.min(roundEven(b, x.at(k).mul(id)), f32(127)).cast("i32"), "qi");
               qs.set(k, q === "q8_0" ? r.add(128) : r);
               sum.set(sum.add(r));
             },
             "j",
           );
-          ss.set(row.add(blk.mul(B)).div(32).add(g), sum);
+          ss.set(row.add(blk.mul(B)).div(ACT_SUM).add(g), sum);
         },
         "g",
       );
@@ -102,7 +113,7 @@ export function quantBody(b: Builder, q: ActivationQuant): void {
 
 /** What the fast inner loop reads: the quantized activations and one weight row per head. */
 export interface FastParts {
-  /** Quantized activations (i8 [M, K]), block scales, sums per 32. */
+  /** Quantized activations (i8 [M, K]), block scales, sums per {@link ACT_SUM}. */
   readonly q: Arr<"i8">;
   readonly d: Arr<"f32">;
   readonly s: Arr<"i32">;
@@ -115,26 +126,29 @@ export interface FastParts {
 }
 
 /** A little-endian f16 of bytes `i`, `i + 1` of W, as f32. */
-function f16At(b: Builder, W: Arr<"u8">, i: Val<"u32">): Val<"f32"> {
+export function f16At(b: Builder, W: Arr<"u8">, i: Val<"u32">): Val<"f32"> {
   return b.let_(b.unpack("f16", W.at(i).or(W.at(i.add(1)).shl(8))), "h");
 }
 
-type Lanes = 8 | 16;
+/** Lanes of the fast loops' vectors: 8 (256-bit) or 16 (512-bit `vpdpbusd`). */
+export type Lanes = 8 | 16;
 /** `n` copies of each of `vs` in turn, as one vecN of type `t` (`n · vs.length` lanes). */
-function spread<T extends VecType>(b: Builder, t: T, n: number, ...vs: Val[]): Val<T> {
+export function spread<T extends VecType>(b: Builder, t: T, n: number, ...vs: Val[]): Val<T> {
   return b.vec(t, ...vs.flatMap((v) => Array.from({ length: n }, () => v)));
 }
-const zeroF = <L extends Lanes>(b: Builder, l: L): Val<`vec${L}<f32>`> =>
+/** A vecL<f32> of zeros. */
+export const zeroF = <L extends Lanes>(b: Builder, l: L): Val<`vec${L}<f32>`> =>
   spread(b, `vec${l}<f32>`, l, b.f32(0)) as Val<`vec${L}<f32>`>;
-const zeroI = <L extends Lanes>(b: Builder, l: L): Val<`vec${L}<i32>`> =>
+/** A vecL<i32> of zeros. */
+export const zeroI = <L extends Lanes>(b: Builder, l: L): Val<`vec${L}<i32>`> =>
   spread(b, `vec${l}<i32>`, l, b.i32(0)) as Val<`vec${L}<i32>`>;
 /** The lanes of a vec8 `a` then those of a vec8 `b` as one vec16 (a register concatenation). */
-function concat16(b: Builder, x: Val<"vec8<u32>">, y: Val<"vec8<u32>">): Val<"vec16<u32>"> {
+export function concat16(b: Builder, x: Val<"vec8<u32>">, y: Val<"vec8<u32>">): Val<"vec16<u32>"> {
   const lanes = [x, y].flatMap((v) => Array.from({ length: 8 }, (_, i) => v.lane(i)));
   return b.let_(b.vec("vec16<u32>", ...lanes), "cat");
 }
 /** The sum of the lanes of `v`, pairwise (a tree). */
-function hsum(b: Builder, v: Val<`vec${Lanes}<f32>`>): Val<"f32"> {
+export function hsum(b: Builder, v: Val<`vec${Lanes}<f32>`>): Val<"f32"> {
   const t = b.let_(v as Val<"vec16<f32>">, "hs");
   let xs: Val<"f32">[] = Array.from({ length: lanesOf(v.type) }, (_, i) => t.lane(i));
   while (xs.length > 1) xs = Array.from({ length: xs.length / 2 }, (_, i) => xs[i]!.add(xs[i + xs.length / 2]!));
@@ -181,101 +195,4 @@ export function fastQ8_0Loop(b: Builder, p: FastParts): void {
   for_(u32(0), pairs, 1, (i) => step(let_(i.mul(2), "blk"), 16), "pr");
   for_(pairs.mul(2), nb, 1, (blk) => step(blk, 8), "blk");
   p.accs.forEach((r, j) => r.forEach((acc, h) => acc.set(hsum(b, wide[j]![h]!).add(hsum(b, tail[j]![h]!)))));
-}
-
-/** The 6-bit scale and min of sub-block `j` of a Q4_K/Q5_K block's 12 scale bytes at `sc` (`get_scale_min_k4`). */
-function scaleMin(b: Builder, W: Arr<"u8">, sc: Val<"u32">, j: number): [Val<"u32">, Val<"u32">] {
-  const at = (i: number): Val<"u32"> => W.at(sc.add(i));
-  if (j < 4) return [b.let_(at(j).and(63), "sc"), b.let_(at(j + 4).and(63), "mn")];
-  return [
-    b.let_(
-      at(j + 4)
-        .and(15)
-        .or(
-          at(j - 4)
-            .shr(6)
-            .shl(4),
-        ),
-      "sc",
-    ),
-    b.let_(
-      at(j + 4)
-        .shr(4)
-        .or(at(j).shr(6).shl(4)),
-      "mn",
-    ),
-  ];
-}
-
-/**
- * Q4_K weights (144-byte blocks of 256: f16 d, f16 dmin, 12 scale bytes, 128 nibble bytes) against q8_k activations:
- * per 32-element sub-block, nibbles · x in `dot4U8I8` times its 6-bit scale (integers, as llama.cpp; 16 lanes, two
- * sub-blocks per 512-bit `vpdpbusd`, decision 2330), the block's sum times `d · dx`; the mins as `dmin · dx · Σ m · Σx` from the quantizer's sums.
- */
-export function fastQ4_KLoop(b: Builder, p: FastParts): void {
-  const { let_, var_, for_, u32 } = b;
-  const nb = let_(p.K.div(256), "nb");
-  const sums = p.accs.map((r) => r.map(() => var_(zeroF(b, 16), "fs")));
-  const mins = p.accs.map((r) => r.map(() => var_(b.f32(0), "fm")));
-  // Lanes 0–7 take the low nibbles of 32 bytes, lanes 8–15 the high ones: 64 elements against 64 contiguous x.
-  const shifts = spread(b, "vec16<u32>", 8, u32(0), u32(4));
-  for_(
-    u32(0),
-    nb,
-    1,
-    (blk) => {
-      const base = let_(p.n.mul(nb).add(blk).mul(144), "base");
-      const ws = p.Ws.map((W) => {
-        const sc = let_(base.add(4), "scb");
-        const pairs = Array.from({ length: 8 }, (_, j) => scaleMin(b, W, sc, j));
-        return { W, d: f16At(b, W, base), dmin: f16At(b, W, base.add(2)), pairs };
-      });
-      const isums = p.rows.map(() => ws.map(() => var_(zeroI(b, 16), "is")));
-      for (let c = 0; c < 4; c++) {
-        const nib = ws.map(({ W }) => {
-          const v = let_(W.at32x8(base.add(16 + 32 * c)), "v");
-          return let_(concat16(b, v, v).shr(shifts).and(0x0f0f0f0f), "nb16");
-        });
-        p.rows.forEach((m, j) => {
-          const xo = let_(
-            m
-              .mul(p.K)
-              .add(blk.mul(256))
-              .add(64 * c),
-            "xo",
-          );
-          const xq = let_(p.q.at64x8(xo), "xq");
-          ws.forEach((w, h) => {
-            const dot = b.dot4U8I8(zeroI(b, 16), nib[h]!, xq);
-            const scales = spread(
-              b,
-              "vec16<i32>",
-              8,
-              w.pairs[2 * c]![0].cast("i32"),
-              w.pairs[2 * c + 1]![0].cast("i32"),
-            );
-            const is = isums[j]![h]!;
-            is.set(is.add(dot.mul(scales)));
-          });
-        });
-      }
-      p.rows.forEach((m, j) => {
-        const bi = let_(m.mul(nb).add(blk), "bi");
-        const dx = let_(p.d.at(bi), "dx");
-        const s0 = let_(bi.mul(8), "s0");
-        ws.forEach((w, h) => {
-          let msum: Val<"i32"> = b.i32(0);
-          w.pairs.forEach(([, mn], g) => {
-            msum = msum.add(mn.cast("i32").mul(p.s.at(s0.add(g))));
-          });
-          const acc = sums[j]![h]!;
-          acc.set(b.fma(isums[j]![h]!.cast("vec16<f32>"), spread(b, "vec16<f32>", 16, w.d.mul(dx)), acc));
-          const mm = mins[j]![h]!;
-          mm.set(mm.add(w.dmin.mul(dx).mul(msum.cast("f32"))));
-        });
-      });
-    },
-    "blk",
-  );
-  p.accs.forEach((r, j) => r.forEach((acc, h) => acc.set(hsum(b, sums[j]![h]!).sub(mins[j]![h]!))));
 }

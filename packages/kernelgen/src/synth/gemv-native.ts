@@ -8,13 +8,13 @@ import { blockDecoder } from "./decode.js";
 import { serialDequantLoop, sumWide, zeroVec } from "./dequant-cpu.js";
 import {
   FAST_FORMATS,
-  fastQ4_KLoop,
   fastQ8_0Loop,
   nativeQuantName,
   quantBody,
   type ActivationQuant,
   type FastParts,
 } from "./gemv-int8.js";
+import { fastQ4_KLoop, fastQ6_KLoop } from "./gemv-int8-k.js";
 
 /** Epilogues a native GEMV applies itself: none, `y = acc + r` (the residual add), or two weights into y[2][M][N]. */
 export const NATIVE_EPILOGUES = ["none", "add", "heads2"] as const;
@@ -47,10 +47,11 @@ export function nativeGemvName(weights: string, epilogue: NativeEpilogue, fast =
   return `poot_gemv_${weights}_${fast ? "fast_" : ""}${epilogue}`;
 }
 
-/** The integer inner loop of each packed format with `fast` GEMVs (decision 2320). */
+/** The integer inner loop of each packed format of {@link FAST_FORMATS} (decisions 2320, 2335). */
 const FAST_LOOPS: Readonly<Record<string, (b: Builder, p: FastParts) => void>> = {
   q8_0: fastQ8_0Loop,
   q4_k: fastQ4_KLoop,
+  q6_k: fastQ6_KLoop,
 };
 
 /** The activation quantizer `q` (decision 2320): workgroup g quantizes row g of x. */
@@ -112,11 +113,10 @@ function denseLoop(
 }
 
 /**
-/**
  * Synthesizes the native GEMV of `weights` with `epilogue`, its vectors `lanes` wide (4 by default; 8 and 16 lower
  * only where the caps report that many `vectorLanes`). Buffers: x, W (and W1 for heads2), r (add), y; with `fast`
  * (packed formats of {@link FAST_FORMATS}, decision 2320) the activations come quantized: q, d, s instead of x, and
- * the integer loop is 4 lanes wide whatever `lanes` says.
+ * the integer loop is 16 lanes wide (decision 2330) whatever `lanes` says.
  */
 export function nativeGemvKernel(
   weights: NativeWeights,

@@ -1,0 +1,186 @@
+// The k-quant integer loops of the `fast` native GEMVs (decisions 2320, 2330, 2335): Q4_K and Q6_K weights against
+// q8_k activations (256 per f32 scale, sums per 16), 64 elements per 512-bit `vpdpbusd`, the sub-block scales applied
+// in integers per super-block and the block's sum times `d · dx` in f32, as llama.cpp's `ggml_vec_dot_q{4,6}_K_q8_K`.
+
+import type { Arr, Builder, Val } from "@poot/kernel-dsl";
+import { ACT_SUM, concat16, f16At, hsum, spread, zeroF, zeroI, type FastParts } from "./gemv-int8.js";
+
+/** The 6-bit scale and min of sub-block `j` of a Q4_K/Q5_K block's 12 scale bytes at `sc` (`get_scale_min_k4`). */
+function scaleMin(b: Builder, W: Arr<"u8">, sc: Val<"u32">, j: number): [Val<"u32">, Val<"u32">] {
+  const at = (i: number): Val<"u32"> => W.at(sc.add(i));
+  if (j < 4) return [b.let_(at(j).and(63), "sc"), b.let_(at(j + 4).and(63), "mn")];
+  return [
+    b.let_(
+      at(j + 4)
+        .and(15)
+        .or(
+          at(j - 4)
+            .shr(6)
+            .shl(4),
+        ),
+      "sc",
+    ),
+    b.let_(
+      at(j + 4)
+        .shr(4)
+        .or(at(j).shr(6).shl(4)),
+      "mn",
+    ),
+  ];
+}
+
+/** The 16 activation sums (`bsums`, one per 16 elements) of block `blk` of x row `m`, as a vec16<i32>. */
+function bsums(b: Builder, p: FastParts, m: Val<"u32">, nb: Val<"u32">, blk: Val<"u32">): Val<"vec16<i32>"> {
+  return b.let_(
+    p.s.atVec(
+      m
+        .mul(nb)
+        .add(blk)
+        .mul(256 / ACT_SUM),
+      "vec16<i32>",
+    ),
+    "bs",
+  );
+}
+
+/**
+ * Q4_K weights (144-byte blocks of 256: f16 d, f16 dmin, 12 scale bytes, 128 nibble bytes) against q8_k activations:
+ * per 32-element sub-block, nibbles · x in `dot4U8I8` times its 6-bit scale (integers, as llama.cpp; 16 lanes, two
+ * sub-blocks per 512-bit `vpdpbusd`, decision 2330), the block's sum times `d · dx`; the mins as `dmin · dx · Σ m ·
+ * Σx`, the products of the mins (each twice) with the quantizer's 16 sums in one vec16 multiply (decision 2335).
+ */
+export function fastQ4_KLoop(b: Builder, p: FastParts): void {
+  const { let_, var_, for_, u32 } = b;
+  const nb = let_(p.K.div(256), "nb");
+  const sums = p.accs.map((r) => r.map(() => var_(zeroF(b, 16), "fs")));
+  // Lanes 0–7 take the low nibbles of 32 bytes, lanes 8–15 the high ones: 64 elements against 64 contiguous x.
+  const shifts = spread(b, "vec16<u32>", 8, u32(0), u32(4));
+  for_(
+    u32(0),
+    nb,
+    1,
+    (blk) => {
+      const base = let_(p.n.mul(nb).add(blk).mul(144), "base");
+      const ws = p.Ws.map((W) => {
+        const sc = let_(base.add(4), "scb");
+        const pairs = Array.from({ length: 8 }, (_, j) => scaleMin(b, W, sc, j));
+        // Sub-block g's min in lanes 2g, 2g + 1: against the sums of its two halves of 16.
+        const mins = let_(spread(b, "vec16<i32>", 2, ...pairs.map(([, mn]) => mn.cast("i32"))), "mins");
+        return { W, d: f16At(b, W, base), dmin: f16At(b, W, base.add(2)), pairs, mins };
+      });
+      const isums = p.rows.map(() => ws.map(() => var_(zeroI(b, 16), "is")));
+      for (let c = 0; c < 4; c++) {
+        const nib = ws.map(({ W }) => {
+          const v = let_(W.at32x8(base.add(16 + 32 * c)), "v");
+          return let_(concat16(b, v, v).shr(shifts).and(0x0f0f0f0f), "nb16");
+        });
+        p.rows.forEach((m, j) => {
+          const xo = let_(
+            m
+              .mul(p.K)
+              .add(blk.mul(256))
+              .add(64 * c),
+            "xo",
+          );
+          const xq = let_(p.q.at64x8(xo), "xq");
+          ws.forEach((w, h) => {
+            const dot = b.dot4U8I8(zeroI(b, 16), nib[h]!, xq);
+            const scales = spread(
+              b,
+              "vec16<i32>",
+              8,
+              w.pairs[2 * c]![0].cast("i32"),
+              w.pairs[2 * c + 1]![0].cast("i32"),
+            );
+            const is = isums[j]![h]!;
+            is.set(is.add(dot.mul(scales)));
+          });
+        });
+      }
+      p.rows.forEach((m, j) => {
+        const dx = let_(p.d.at(m.mul(nb).add(blk)), "dx");
+        const bs = bsums(b, p, m, nb, blk);
+        ws.forEach((w, h) => {
+          const acc = sums[j]![h]!;
+          const body = b.fma(isums[j]![h]!.cast("vec16<f32>"), spread(b, "vec16<f32>", 16, w.d.mul(dx)), acc);
+          const minus = spread(b, "vec16<f32>", 16, w.dmin.mul(dx).neg());
+          acc.set(b.fma(w.mins.mul(bs).cast("vec16<f32>"), minus, body));
+        });
+      });
+    },
+    "blk",
+  );
+  p.accs.forEach((r, j) => r.forEach((acc, h) => acc.set(hsum(b, sums[j]![h]!))));
+}
+
+/**
+ * Q6_K weights (210-byte blocks of 256: 128 bytes `ql` of low nibbles, 64 bytes `qh` of 2-bit high parts, 16 i8
+ * scales, f16 d; weight = d · scale · (q − 32)) against q8_k activations (decision 2335): per 64 elements the 6-bit q
+ * rebuilt in one zmm (`ql` low or high nibbles, or the `qh` pair shifted into bits 4–5), one 512-bit `vpdpbusd` per
+ * x row, times the scales of its four 16-element sub-blocks (each in four lanes) in integers; the −32 offset as
+ * `−32 · Σ scale · bsum` from the quantizer's sums per 16 (llama.cpp's trick), one vec16 multiply that starts the
+ * block's integer sum; then the block's sum times `d · dx` in f32.
+ */
+export function fastQ6_KLoop(b: Builder, p: FastParts): void {
+  const { let_, var_, for_, u32 } = b;
+  const nb = let_(p.K.div(256), "nb");
+  const sums = p.accs.map((r) => r.map(() => var_(zeroF(b, 16), "fs")));
+  // qh's 2-bit field of elements 64c + (0–31 | 32–63), lanes 0–7 | 8–15: bits (0 | 2) for even c, (4 | 6) for odd c.
+  const qhShift = [spread(b, "vec16<u32>", 8, u32(0), u32(2)), spread(b, "vec16<u32>", 8, u32(4), u32(6))];
+  for_(
+    u32(0),
+    nb,
+    1,
+    (blk) => {
+      const base = let_(p.n.mul(nb).add(blk).mul(210), "base");
+      const ws = p.Ws.map((W) => ({
+        W,
+        d: f16At(b, W, base.add(208)),
+        sc: let_(W.atVec(base.add(192), "vec16<i32>"), "sc"),
+      }));
+      const isums = p.rows.map((m) => {
+        const bs = bsums(b, p, m, nb, blk);
+        return ws.map((w) => var_(w.sc.mul(bs).mul(-32), "is"));
+      });
+      for (let half = 0; half < 2; half++) {
+        const raw = ws.map(({ W }) => {
+          const qh = let_(W.at32x8(base.add(128 + 32 * half)), "qh");
+          return { ql: let_(W.at64x8(base.add(64 * half)), "ql"), qh: concat16(b, qh, qh) };
+        });
+        for (let hi = 0; hi < 2; hi++) {
+          const c = 2 * half + hi;
+          const q6 = raw.map(({ ql, qh }) => {
+            const lo = (hi === 0 ? ql : ql.shr(4)).and(0x0f0f0f0f);
+            return let_(lo.or(qh.shr(qhShift[hi]!).and(0x03030303).shl(4)), "q6");
+          });
+          const scales = ws.map((w) =>
+            let_(spread(b, "vec16<i32>", 4, ...[0, 1, 2, 3].map((i) => w.sc.lane(4 * c + i))), "sc4"),
+          );
+          p.rows.forEach((m, j) => {
+            const xo = let_(
+              m
+                .mul(p.K)
+                .add(blk.mul(256))
+                .add(64 * c),
+              "xo",
+            );
+            const xq = let_(p.q.at64x8(xo), "xq");
+            ws.forEach((_, h) => {
+              const is = isums[j]![h]!;
+              is.set(is.add(b.dot4U8I8(zeroI(b, 16), q6[h]!, xq).mul(scales[h]!)));
+            });
+          });
+        }
+      }
+      p.rows.forEach((m, j) => {
+        const dx = let_(p.d.at(m.mul(nb).add(blk)), "dx");
+        ws.forEach((w, h) => {
+          const acc = sums[j]![h]!;
+          acc.set(b.fma(isums[j]![h]!.cast("vec16<f32>"), spread(b, "vec16<f32>", 16, w.d.mul(dx)), acc));
+        });
+      });
+    },
+    "blk",
+  );
+  p.accs.forEach((r, j) => r.forEach((acc, h) => acc.set(hsum(b, sums[j]![h]!))));
+}
