@@ -3,7 +3,7 @@
 // tok/s and tok per CPU-second, then the phases grouped by label (layer suffixes folded), largest first.
 //
 // usage: node bench/cpu-prefill-profile.mjs MODEL.gguf [--prompt-tokens 128] [--prefill-chunk 64] [--threads 2]
-//          [--no-native] [--raw]
+//          [--no-native] [--numerics exact|fast] [--raw]
 // (--no-native: Wasm kernels only, as POOT_CPU_NATIVE=0; --raw: one row per label, layers not folded)
 import { parseArgs } from "node:util";
 import { createCpuExecutor } from "@poot/backend-cpu";
@@ -18,19 +18,25 @@ const { values: o, positionals } = parseArgs({
     threads: { type: "string", default: "2" },
     "no-native": { type: "boolean", default: false },
     raw: { type: "boolean", default: false },
+    numerics: { type: "string", default: "exact" },
   },
 });
 const file = positionals[0];
 const P = Number(o["prompt-tokens"]),
   chunk = Number(o["prefill-chunk"]),
   threads = Number(o.threads);
-if (file === undefined || ![P, chunk, threads].every((n) => Number.isInteger(n) && n >= 1)) {
+const numerics = o.numerics;
+if (
+  file === undefined ||
+  ![P, chunk, threads].every((n) => Number.isInteger(n) && n >= 1) ||
+  (numerics !== "exact" && numerics !== "fast")
+) {
   console.error(
-    "usage: node bench/cpu-prefill-profile.mjs MODEL.gguf [--prompt-tokens N] [--prefill-chunk N] [--threads N] [--no-native] [--raw]",
+    "usage: node bench/cpu-prefill-profile.mjs MODEL.gguf [--prompt-tokens N] [--prefill-chunk N] [--threads N] [--no-native] [--numerics exact|fast] [--raw]",
   );
   process.exit(2);
 }
-const executor = createCpuExecutor({ threads, profile: true, native: !o["no-native"] });
+const executor = createCpuExecutor({ threads, profile: true, native: !o["no-native"], numerics });
 const engine = new Engine(LoadedModel.open(file, { weights: "f32" }), {
   executor,
   context: P + 1,
@@ -56,7 +62,7 @@ for (let run = 0; run < 2; run++) {
   s.release();
   if (run === 0) continue; // warm-up: stages the programs, binds the weights
   console.log(
-    `prefill ${P} tokens (chunks of ${chunk}, ${threads} threads, ${o["no-native"] ? "Wasm only" : "native GEMVs + Wasm"}): ` +
+    `prefill ${P} tokens (chunks of ${chunk}, ${threads} threads, ${o["no-native"] ? "Wasm only" : `native GEMVs (${numerics}) + Wasm`}): ` +
       `${(t1 - t0).toFixed(0)} ms = ${((P / (t1 - t0)) * 1000).toFixed(2)} tok/s, ${((P / (c1 - c0)) * 1000).toFixed(2)} tok per CPU-second`,
   );
   const rows = new Map();

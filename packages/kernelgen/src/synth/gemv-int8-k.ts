@@ -60,20 +60,25 @@ export function fastQ4_KLoop(b: Builder, p: FastParts): void {
     nb,
     1,
     (blk) => {
-      const base = let_(p.n.mul(nb).add(blk).mul(144), "base");
-      const ws = p.Ws.map((W) => {
+      const ws = p.cols.map(({ W, n }) => {
+        const base = let_(n.mul(nb).add(blk).mul(144), "base");
         const sc = let_(base.add(4), "scb");
         const pairs = Array.from({ length: 8 }, (_, j) => scaleMin(b, W, sc, j));
         // Sub-block g's min in lanes 2g, 2g + 1: against the sums of its two halves of 16.
         const mins = let_(spread(b, "vec16<i32>", 2, ...pairs.map(([, mn]) => mn.cast("i32"))), "mins");
-        return { W, d: f16At(b, W, base), dmin: f16At(b, W, base.add(2)), pairs, mins };
+        const d = spread(b, "vec16<f32>", 16, f16At(b, W, base));
+        const negMin = spread(b, "vec16<f32>", 16, f16At(b, W, base.add(2)).neg());
+        return { W, base, d: let_(d, "d"), negMin: let_(negMin, "dm"), pairs, mins };
       });
       const isums = p.rows.map(() => ws.map(() => var_(zeroI(b, 16), "is")));
       for (let c = 0; c < 4; c++) {
-        const nib = ws.map(({ W }) => {
+        const nib = ws.map(({ W, base }) => {
           const v = let_(W.at32x8(base.add(16 + 32 * c)), "v");
           return let_(concat16(b, v, v).shr(shifts).and(0x0f0f0f0f), "nb16");
         });
+        const scales = ws.map((w) =>
+          let_(spread(b, "vec16<i32>", 8, w.pairs[2 * c]![0].cast("i32"), w.pairs[2 * c + 1]![0].cast("i32")), "s8"),
+        );
         p.rows.forEach((m, j) => {
           const xo = let_(
             m
@@ -83,28 +88,19 @@ export function fastQ4_KLoop(b: Builder, p: FastParts): void {
             "xo",
           );
           const xq = let_(p.q.at64x8(xo), "xq");
-          ws.forEach((w, h) => {
-            const dot = b.dot4U8I8(zeroI(b, 16), nib[h]!, xq);
-            const scales = spread(
-              b,
-              "vec16<i32>",
-              8,
-              w.pairs[2 * c]![0].cast("i32"),
-              w.pairs[2 * c + 1]![0].cast("i32"),
-            );
+          ws.forEach((_, h) => {
             const is = isums[j]![h]!;
-            is.set(is.add(dot.mul(scales)));
+            is.set(is.add(b.dot4U8I8(zeroI(b, 16), nib[h]!, xq).mul(scales[h]!)));
           });
         });
       }
       p.rows.forEach((m, j) => {
-        const dx = let_(p.d.at(m.mul(nb).add(blk)), "dx");
+        const dx = let_(spread(b, "vec16<f32>", 16, p.d.at(m.mul(nb).add(blk))), "dx");
         const bs = bsums(b, p, m, nb, blk);
         ws.forEach((w, h) => {
           const acc = sums[j]![h]!;
-          const body = b.fma(isums[j]![h]!.cast("vec16<f32>"), spread(b, "vec16<f32>", 16, w.d.mul(dx)), acc);
-          const minus = spread(b, "vec16<f32>", 16, w.dmin.mul(dx).neg());
-          acc.set(b.fma(w.mins.mul(bs).cast("vec16<f32>"), minus, body));
+          const body = b.fma(isums[j]![h]!.cast("vec16<f32>"), w.d.mul(dx), acc);
+          acc.set(b.fma(w.mins.mul(bs).cast("vec16<f32>"), w.negMin.mul(dx), body));
         });
       });
     },
@@ -132,18 +128,17 @@ export function fastQ6_KLoop(b: Builder, p: FastParts): void {
     nb,
     1,
     (blk) => {
-      const base = let_(p.n.mul(nb).add(blk).mul(210), "base");
-      const ws = p.Ws.map((W) => ({
-        W,
-        d: f16At(b, W, base.add(208)),
-        sc: let_(W.atVec(base.add(192), "vec16<i32>"), "sc"),
-      }));
+      const ws = p.cols.map(({ W, n }) => {
+        const base = let_(n.mul(nb).add(blk).mul(210), "base");
+        const d = let_(spread(b, "vec16<f32>", 16, f16At(b, W, base.add(208))), "d");
+        return { W, base, d, sc: let_(W.atVec(base.add(192), "vec16<i32>"), "sc") };
+      });
       const isums = p.rows.map((m) => {
         const bs = bsums(b, p, m, nb, blk);
         return ws.map((w) => var_(w.sc.mul(bs).mul(-32), "is"));
       });
       for (let half = 0; half < 2; half++) {
-        const raw = ws.map(({ W }) => {
+        const raw = ws.map(({ W, base }) => {
           const qh = let_(W.at32x8(base.add(128 + 32 * half)), "qh");
           return { ql: let_(W.at64x8(base.add(64 * half)), "ql"), qh: concat16(b, qh, qh) };
         });
@@ -173,10 +168,10 @@ export function fastQ6_KLoop(b: Builder, p: FastParts): void {
         }
       }
       p.rows.forEach((m, j) => {
-        const dx = let_(p.d.at(m.mul(nb).add(blk)), "dx");
+        const dx = let_(spread(b, "vec16<f32>", 16, p.d.at(m.mul(nb).add(blk))), "dx");
         ws.forEach((w, h) => {
           const acc = sums[j]![h]!;
-          acc.set(b.fma(isums[j]![h]!.cast("vec16<f32>"), spread(b, "vec16<f32>", 16, w.d.mul(dx)), acc));
+          acc.set(b.fma(isums[j]![h]!.cast("vec16<f32>"), w.d.mul(dx), acc));
         });
       });
     },
