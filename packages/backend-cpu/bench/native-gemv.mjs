@@ -3,9 +3,10 @@
 // memory-bound floor a GEMV's reads approach).
 //
 // usage: pnpm --filter @poot/backend-cpu bench [-- --runs N] [--formats Q8_0,Q4_K] [--libraries kernel-ir,PATH.so] [--m M]
-//        [--numerics fast]
+//        [--numerics fast] [--isa avx2|avx512]
 // With `--numerics fast` (Q8_0, Q4_K and Q6_K, decisions 2320, 2330, 2335) each shape's x is quantized once, outside the
-// timing (as the executor does once per x for every GEMV reading it), and the `fast` GEMVs are timed.
+// timing (as the executor does once per x for every GEMV reading it), and the `fast` GEMVs are timed. `--isa` forces
+// a kernel set (`poot_native_force`; with fast numerics, avx2 runs the widened AVX2 fallback, decision 2335).
 // Loads the committed object (generated from the kernel IR) or other builds by path through koffi and calls
 // each format's kernel as the executor's threads do (argument block in a shared WebAssembly.Memory); with several
 // libraries their runs alternate, shape by shape, so both see the same machine. Writes
@@ -60,6 +61,9 @@ const LIBS = arg("libraries", "kernel-ir")
         : fileURLToPath(new URL(`../native/prebuilt/${process.platform}-${process.arch}/${file}`, import.meta.url));
     if (!existsSync(path)) throw new Error(`no native kernels at ${path}`);
     const lib = require("koffi").load(path);
+    const want = arg("isa", undefined);
+    if (want !== undefined && lib.func("int poot_native_force(const char *isa)")(want) !== 1)
+      throw new Error(`${path}: this CPU cannot run its ${want} kernels`);
     const isa = lib.func("const char *poot_native_isa(void)")();
     if (isa === "none") throw new Error(`${path}: this CPU cannot run its kernels`);
     return {

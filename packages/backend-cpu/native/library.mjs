@@ -1,6 +1,7 @@
 // The native CPU kernel library, generated (decisions 2300, 2310, 2320): kernelgen's shape-generic GEMVs for every
 // weight format and epilogue the CPU backend serves natively, lowered by codegen's x86 target and linked into one LLVM
-// module per platform (linux-x64: AVX2 and AVX-512 sets plus the AVX-512 VNNI `fast` kernels; linux-arm64: NEON). Shared by build.mjs (which compiles them with
+// module per platform (linux-x64: AVX2 and AVX-512 sets plus the AVX-512 VNNI `fast` kernels and their AVX2 fallbacks;
+// linux-arm64: NEON). Shared by build.mjs (which compiles them with
 // opt, llc and ld.lld) and the regeneration test.
 import { createHash } from "node:crypto";
 import {
@@ -51,14 +52,19 @@ export function nativeLibraryIR(platform = "linux-x64") {
   const formats = NATIVE_PACKED.map((t) => ggmlPackedFormat(t));
   const lower = (lanes, caps) => nativeGemvLibrary(formats, lanes).map((k) => lowerX86(k, caps));
   const arm = platform === "linux-arm64";
-  // x86 also links the `fast` GEMVs and activation quantizers once (AVX-512 VNNI, decision 2320); arm64 has none.
-  const fast = arm ? [] : nativeFastLibrary(formats).map((k) => lowerX86(k, WIDE_CAPS));
-  const sets = arm ? [lower(4, NEON_CAPS)] : [lower(8, CAPS), lower(16, WIDE_CAPS), fast];
+  // x86 also links the `fast` GEMVs and activation quantizers once (AVX-512 VNNI, decision 2320) and, for the kernels
+  // with `dot4U8I8`, an AVX2 fallback with it widened (decision 2335); arm64 has none.
+  const fastKernels = arm ? [] : nativeFastLibrary(formats);
+  const fast = fastKernels.map((k) => lowerX86(k, WIDE_CAPS));
+  const fallback = fastKernels
+    .map((k) => lowerX86(k, WIDE_CAPS, {}, "widen"))
+    .filter((c, i) => c.text !== fast[i].text);
+  const sets = arm ? [lower(4, NEON_CAPS)] : [lower(8, CAPS), lower(16, WIDE_CAPS), fast, fallback];
   const h = createHash("sha256");
   for (const c of sets.flat()) h.update(c.text).update("\0");
   h.update(
     JSON.stringify(arm ? [ARM64_OPT_ARGS, ARM64_LLC_ARGS, X86_LLD_ARGS] : [X86_OPT_ARGS, X86_LLC_ARGS, X86_LLD_ARGS]),
   );
   const hash = h.digest("hex");
-  return { ir: arm ? arm64Library(sets[0], hash) : x86Library(sets[0], hash, sets[1], sets[2]), hash };
+  return { ir: arm ? arm64Library(sets[0], hash) : x86Library(sets[0], hash, sets[1], sets[2], sets[3]), hash };
 }

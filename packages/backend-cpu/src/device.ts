@@ -45,15 +45,15 @@ export function cpuPlanCaps(threads: number): PlanCaps {
 
 /**
  * Refuses `fast` numerics (decision 2320) in one line where the native library cannot run its integer dot-product
- * kernels (no native kernels, or a CPU without AVX-512 VNNI).
+ * kernels (no native kernels here, or a library without them: the arm64 one).
  */
 function fastCheck(native: NativeLibrary | null): void {
-  if (native === null || !native.vnni)
+  if (native === null || !native.fast)
     throw new CpuError(
       "unsupported-platform",
       native === null
         ? "numerics fast needs the native CPU kernels (linux-x64), which are off or absent here: use numerics exact"
-        : "numerics fast needs AVX-512 VNNI (with AVX-512 F/BW/DQ/VL), which this CPU lacks: use numerics exact",
+        : "numerics fast needs the native integer dot-product kernels, which this platform's library lacks: use numerics exact",
     );
 }
 
@@ -155,7 +155,7 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
     const kernels =
       this.native === null
         ? "Wasm SIMD128"
-        : `native ${this.native.isa} GEMVs${!this.fast ? "" : " + fast numerics (8-bit activations, AVX-512 VNNI)"} + Wasm SIMD128`;
+        : `native ${this.native.isa} GEMVs${!this.fast ? "" : ` + fast numerics (8-bit activations, ${this.native.vnni && this.native.isa === "avx512" ? "AVX-512 VNNI" : "AVX2"})`} + Wasm SIMD128`;
     this.caps = {
       kind: "cpu",
       device: `${platform.cpu}, ${threads} thread(s) (${platform.transport.name}), ${kernels} over one shared memory`,
@@ -175,7 +175,9 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
         ...(this.native === null
           ? {}
           : {
-              variant: !this.fast ? "cpu-native-2" : "cpu-native-2-fast",
+              // The routes depend on the library's kernels: its source hash keys the lowering cache too (a library
+              // rebuilt with new kernels must not reuse programs routed for the old one).
+              variant: `${!this.fast ? "cpu-native-2" : "cpu-native-2-fast"}:${this.native.sourceHash}`,
               route: nativeRoute(threads, synth, this.native.kernels, this.fast ? this.native.kernels : null),
             }),
       },

@@ -12,9 +12,9 @@ export function createCpuExecutor(options: CpuExecutorOptions = {}): CpuExecutor
 }
 
 /**
- * Whether `numerics: "fast"` runs here (decision 2320): the native kernels ship for
- * this platform and this CPU has AVX-512 VNNI.
+ * Whether `numerics: "fast"` runs here (decision 2320): the native kernels ship for this platform with their
+ * integer dot-product kernels (AVX-512 VNNI code, or its AVX2 fallback on other x86-64-v3 CPUs: decision 2335).
  */
 export function fastNumericsAvailable(): boolean {
-  return loadNodeNative()?.vnni === true;
+  return loadNodeNative()?.fast === true;
 }

@@ -7,7 +7,7 @@ import { randomFillSync } from "node:crypto";
 import { decodePacked, type PackedFormat } from "@poot/graph-ir";
 import { FAST_FORMATS } from "@poot/kernelgen";
 import { ggmlPackedFormat } from "@poot/models";
-import { describe, expect, test } from "vitest";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { WA } from "../src/memory.js";
 import { loadNodeNative } from "../src/native/node-library.js";
 
@@ -144,43 +144,54 @@ describe.skipIf(!here)(
   "fast native GEMVs (8-bit activations, integer dot products) against llama.cpp's arithmetic",
   () => {
     const lib = here ? loadNodeNative() : null;
-    const vnni = lib?.vnni === true;
     test("every format with a fast GEMV is checked here, with llama.cpp's vec_dot_type as its quantizer", () => {
       expect(FAST_FORMATS).toEqual(QUANT);
     });
-    for (const fmt of Object.keys(QUANT) as Fmt[])
-      test.skipIf(!vnni)(`${fmt}: none, add and heads2 epilogues, M = 1, 6 and 19`, () => {
-        for (const M of [1, 6, 19])
-          for (const epi of ["none", "add", "heads2"] as const)
-            expect(check(fmt, M, epi), `${fmt} ${epi} M=${M}: max |y - ref| / sum |w x|`).toBeLessThan(1e-5);
-      });
+    // Each kernel set the library dispatches to: AVX-512 VNNI `vpdpbusd` (decisions 2320, 2330) where the CPU has it,
+    // and the AVX2 fallback with the dot product widened (decision 2335), forced here on a VNNI CPU too.
+    const sets = [
+      { isa: "avx512", runs: lib?.vnni === true },
+      { isa: "avx2", runs: lib?.fast === true },
+    ] as const;
+    for (const { isa, runs } of sets)
+      describe.skipIf(!runs)(`${isa} kernels`, () => {
+        beforeAll(() => {
+          expect(lib!.force(isa), `this CPU runs the ${isa} set`).toBe(true);
+        });
+        afterAll(() => {
+          lib!.force(lib!.vnni ? "avx512" : "avx2");
+        });
+        for (const fmt of Object.keys(QUANT) as Fmt[])
+          test(`${fmt}: none, add and heads2 epilogues, M = 1, 6 and 19`, () => {
+            for (const M of [1, 6, 19])
+              for (const epi of ["none", "add", "heads2"] as const)
+                expect(check(fmt, M, epi), `${fmt} ${epi} M=${M}: max |y - ref| / sum |w x|`).toBeLessThan(1e-5);
+          });
 
-    // 17 blocks of 32: eight pairs in 16 lanes, the last block alone in 8 (decision 2330).
-    test.skipIf(!vnni)("q8_0 with an odd number of blocks per row (K = 544), M = 1 and 6", () => {
-      for (const M of [1, 6])
-        for (const epi of ["none", "heads2"] as const)
-          expect(check("q8_0", M, epi, undefined, 544), `q8_0 ${epi} M=${M} K=544`).toBeLessThan(1e-5);
-      // Planted: the scale of each row's last (unpaired) block doubled after decoding the reference.
-      expect(check("q8_0", 1, "none", raiseScales("q8_0", 16, 544), 544)).toBeGreaterThan(1e-3);
-    });
-
-    // Register tiles (decision 2340): 3 and 5 weight rows per workgroup (under and over Q8_0's tile of 4 weight rows,
-    // 2 per head with heads2), the x rows' tails (M = 6, 19 against tiles of 4 and 8 rows).
-    test.skipIf(!vnni)("tile edges: 3 and 5 weight rows per workgroup, M = 6 and 19", () => {
-      for (const fmt of Object.keys(QUANT) as Fmt[])
-        for (const R of [3, 5])
-          for (const M of [6, 19])
+        // 17 blocks of 32: eight pairs in 16 lanes, the last block alone in 8 (decision 2330).
+        test("q8_0 with an odd number of blocks per row (K = 544), M = 1 and 6", () => {
+          for (const M of [1, 6])
             for (const epi of ["none", "heads2"] as const)
-              expect(check(fmt, M, epi, undefined, 512, R), `${fmt} ${epi} M=${M} R=${R}`).toBeLessThan(1e-5);
-    });
+              expect(check("q8_0", M, epi, undefined, 544), `q8_0 ${epi} M=${M} K=544`).toBeLessThan(1e-5);
+          // Planted: the scale of each row's last (unpaired) block doubled after decoding the reference.
+          expect(check("q8_0", 1, "none", raiseScales("q8_0", 16, 544), 544)).toBeGreaterThan(1e-3);
+        });
 
-    test.skipIf(!vnni)(
-      "planted violation: one weight block's scale doubled after decoding the reference fails the check",
-      () => {
-        expect(check("q8_0", 1, "none", raiseScales("q8_0", 1, 512))).toBeGreaterThan(1e-3);
-        expect(check("q4_k", 1, "none", raiseScales("q4_k", 1, 512))).toBeGreaterThan(1e-3);
-        expect(check("q6_k", 1, "none", raiseScales("q6_k", 1, 512))).toBeGreaterThan(1e-3);
-      },
-    );
+        // Register tiles (decision 2340): 3 and 5 weight rows per workgroup (under and over Q8_0's tile of 4 weight
+        // rows, 2 per head with heads2), the x rows' tails (M = 6, 19 against tiles of 4 and 8 rows).
+        test("tile edges: 3 and 5 weight rows per workgroup, M = 6 and 19", () => {
+          for (const fmt of Object.keys(QUANT) as Fmt[])
+            for (const R of [3, 5])
+              for (const M of [6, 19])
+                for (const epi of ["none", "heads2"] as const)
+                  expect(check(fmt, M, epi, undefined, 512, R), `${fmt} ${epi} M=${M} R=${R}`).toBeLessThan(1e-5);
+        });
+
+        test("planted violation: one weight block's scale doubled after decoding the reference fails the check", () => {
+          expect(check("q8_0", 1, "none", raiseScales("q8_0", 1, 512))).toBeGreaterThan(1e-3);
+          expect(check("q4_k", 1, "none", raiseScales("q4_k", 1, 512))).toBeGreaterThan(1e-3);
+          expect(check("q6_k", 1, "none", raiseScales("q6_k", 1, 512))).toBeGreaterThan(1e-3);
+        });
+      });
   },
 );

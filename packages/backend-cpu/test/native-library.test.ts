@@ -69,7 +69,7 @@ describe("the native kernel libraries", () => {
       expect(await differs(p, planted)).toMatch(/differ from the committed/);
     });
 
-  test("linux-x64 links the fast kernels and quantizers once, as AVX-512 VNNI code (decision 2320); linux-arm64 has none", () => {
+  test("linux-x64 links the fast kernels as AVX-512 VNNI code (decision 2320) with an AVX2 fallback each (decision 2335), the quantizers once; linux-arm64 has none", () => {
     const x86 = libraryIR("linux-x64").ir;
     const arm = libraryIR("linux-arm64").ir;
     for (const k of [
@@ -82,7 +82,13 @@ describe("the native kernel libraries", () => {
       expect(x86).toContain(`define void @${k}(`);
       expect(arm).not.toContain(`@${k}(`);
     }
-    expect(x86).toMatch(/define void @poot_gemv_q8_0_fast_add\(.*\) #3 \{/);
+    // The symbol dispatches: the VNNI kernel (attributes #3) or its widened AVX2 fallback (#0, x86-64-v3, no vpdpbusd).
+    expect(x86).toMatch(/define void @poot_gemv_q8_0_fast_add\(.*\) #1 \{\n.*@poot\.level\.now/);
+    expect(x86).toMatch(/define internal void @poot_gemv_q8_0_fast_add\.vnni\(.*\) #3 \{/);
+    const avx2 = /define internal void @poot_gemv_q6_k_fast_none\.avx2\(.*\) #0 \{\n[^]*?\n\}/.exec(x86)?.[0] ?? "";
+    expect(avx2).toContain("mul <32 x i32>");
+    expect(avx2).not.toContain("vpdpbusd");
+    expect(x86).not.toContain("@poot_quant_q8_k.avx2(");
     expect(x86).toMatch(/attributes #3 = .*"\+avx512vnni"/);
     expect(arm).toContain("define i32 @poot_native_vnni() #0 {\n  ret i32 0");
   });

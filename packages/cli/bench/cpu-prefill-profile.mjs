@@ -3,8 +3,9 @@
 // tok/s and tok per CPU-second, then the phases grouped by label (layer suffixes folded), largest first.
 //
 // usage: node bench/cpu-prefill-profile.mjs MODEL.gguf [--prompt-tokens 128] [--prefill-chunk 64] [--threads 2]
-//          [--no-native] [--numerics exact|fast] [--raw]
-// (--no-native: Wasm kernels only, as POOT_CPU_NATIVE=0; --raw: one row per label, layers not folded)
+//          [--no-native] [--raw] [--numerics exact|fast]
+// (--no-native: Wasm kernels only, as POOT_CPU_NATIVE=0; --raw: one row per label, layers not folded; --numerics: the
+// CPU numerics, decision 2320)
 import { parseArgs } from "node:util";
 import { createCpuExecutor } from "@poot/backend-cpu";
 import { LoadedModel } from "@poot/models";
@@ -25,18 +26,13 @@ const file = positionals[0];
 const P = Number(o["prompt-tokens"]),
   chunk = Number(o["prefill-chunk"]),
   threads = Number(o.threads);
-const numerics = o.numerics;
-if (
-  file === undefined ||
-  ![P, chunk, threads].every((n) => Number.isInteger(n) && n >= 1) ||
-  (numerics !== "exact" && numerics !== "fast")
-) {
+if (file === undefined || ![P, chunk, threads].every((n) => Number.isInteger(n) && n >= 1)) {
   console.error(
-    "usage: node bench/cpu-prefill-profile.mjs MODEL.gguf [--prompt-tokens N] [--prefill-chunk N] [--threads N] [--no-native] [--numerics exact|fast] [--raw]",
+    "usage: node bench/cpu-prefill-profile.mjs MODEL.gguf [--prompt-tokens N] [--prefill-chunk N] [--threads N] [--no-native] [--raw]",
   );
   process.exit(2);
 }
-const executor = createCpuExecutor({ threads, profile: true, native: !o["no-native"], numerics });
+const executor = createCpuExecutor({ threads, profile: true, native: !o["no-native"], numerics: o.numerics });
 const engine = new Engine(LoadedModel.open(file, { weights: "f32" }), {
   executor,
   context: P + 1,
@@ -62,7 +58,7 @@ for (let run = 0; run < 2; run++) {
   s.release();
   if (run === 0) continue; // warm-up: stages the programs, binds the weights
   console.log(
-    `prefill ${P} tokens (chunks of ${chunk}, ${threads} threads, ${o["no-native"] ? "Wasm only" : `native GEMVs (${numerics}) + Wasm`}): ` +
+    `prefill ${P} tokens (chunks of ${chunk}, ${threads} threads, ${o["no-native"] ? "Wasm only" : "native GEMVs + Wasm"}): ` +
       `${(t1 - t0).toFixed(0)} ms = ${((P / (t1 - t0)) * 1000).toFixed(2)} tok/s, ${((P / (c1 - c0)) * 1000).toFixed(2)} tok per CPU-second`,
   );
   const rows = new Map();

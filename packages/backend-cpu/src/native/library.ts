@@ -15,9 +15,11 @@ export interface NativeLibrary {
   /** The sha256 of the kernels' LLVM IR and build arguments the object was built from (decision 2300). */
   readonly sourceHash: string;
   /**
-   * Whether this CPU runs the library's 8-bit integer dot-product kernels (`fast` numerics: AVX-512 VNNI, decision
-   * 2320); false for a library without them.
+   * Whether the library has the 8-bit integer dot-product kernels of `fast` numerics (decision 2320), which run on
+   * every CPU that runs the library: AVX-512 VNNI code where the CPU has it, else their AVX2 fallback (decision 2335).
    */
+  readonly fast: boolean;
+  /** Whether this CPU has AVX-512 VNNI, so the `fast` kernels run as `vpdpbusd` (decision 2320). */
   readonly vnni: boolean;
   /** The kernels the object defines, by symbol: what the CPU lowering may route to it. */
   readonly kernels: ReadonlySet<string>;

@@ -55,13 +55,15 @@ function openLibrary(): NativeLibrary | null {
   const addr = lib.func("uint64_t poot_native_addr(const void *p)");
   // Both libraries have two kernel sets to choose from (AVX2 and AVX-512).
   const force = lib.func("int poot_native_force(const char *isa)");
-  // The integer dot-product kernels (decision 2320) run only where the CPU has AVX-512 VNNI.
-  const vnni = kernels.has("poot_quant_q8_0") && lib.func("int poot_native_vnni(void)")() === 1;
+  // The integer dot-product kernels (decision 2320): AVX-512 VNNI code where the CPU has it, else their AVX2 fallback.
+  const fast = kernels.has("poot_quant_q8_0");
+  const vnni = fast && lib.func("int poot_native_vnni(void)")() === 1;
   const isaOf = lib.func("const char *poot_native_isa(void)");
   return {
     path,
     koffi: koffiPath,
     sourceHash,
+    fast,
     vnni,
     get isa() {
       return isaOf() as string;

@@ -146,6 +146,48 @@ function dispatcher(name: string): string[] {
 }
 
 /**
+ * The function of `name` that runs its AVX-512 VNNI kernel where the level is 2 (AVX-512, not forced down) and the CPU
+ * has VNNI (`@poot.vnni.now`), else its widened AVX2 one (decision 2335).
+ */
+function vnniDispatcher(name: string): string[] {
+  const args = "i64 %base, i32 %args, i32 %group";
+  return [
+    `define void @${name}(${args}) #1 {`,
+    "  %l = call i32 @poot.level.now()",
+    "  %w = icmp eq i32 %l, 2",
+    "  %v = call i32 @poot.vnni.now()",
+    "  %vv = icmp eq i32 %v, 1",
+    "  %both = and i1 %w, %vv",
+    "  br i1 %both, label %vnni, label %narrow",
+    "vnni:",
+    `  tail call void @${name}.vnni(${args})`,
+    "  ret void",
+    "narrow:",
+    `  tail call void @${name}.avx2(${args})`,
+    "  ret void",
+    "}",
+  ];
+}
+
+/** `@poot.vnni.now()`: `poot_native_vnni()`, detected once (CPUID is slow; kernels dispatch per workgroup). */
+const VNNI_CACHED = [
+  "@poot.vnni = internal global i32 -1, align 4",
+  "",
+  "define internal i32 @poot.vnni.now() #1 {",
+  "entry:",
+  "  %v = load i32, ptr @poot.vnni, align 4",
+  "  %known = icmp sge i32 %v, 0",
+  "  br i1 %known, label %done, label %detect",
+  "detect:",
+  "  %d = call i32 @poot_native_vnni()",
+  "  store i32 %d, ptr @poot.vnni, align 4",
+  "  ret i32 %d",
+  "done:",
+  "  ret i32 %v",
+  "}",
+];
+
+/**
  * `poot_native_vnni()`: 1 when CPUID and XCR0 show AVX-512 F, DQ, CD, BW, VL and VNNI with the OS saving the opmask
  * and ZMM state (what {@link X86_VNNI_CPU} kernels need), else 0. Baseline x86-64 code.
  */
@@ -218,21 +260,30 @@ export type X86Code = Pick<TargetCode, "target" | "text">;
  * the {@link X86_WIDE_KERNEL_CPU} variant where CPUID allows it, else to the `codes` variant. `single` kernels link
  * once, under their own name, without dispatch: those with the integer dot product (decision 2320) as
  * {@link X86_VNNI_CPU} code with AVX-512 VNNI (callable only where `poot_native_vnni()` returns 1), the others as
- * {@link X86_KERNEL_CPU} code.
+ * {@link X86_KERNEL_CPU} code. A `single` kernel with a namesake in `fallback` (the same kernel lowered with
+ * `dot4U8I8` widened, decision 2335) links both, and its symbol dispatches to the VNNI one where the level is AVX-512
+ * and the CPU has VNNI, else to the fallback as {@link X86_KERNEL_CPU} code: callable on every AVX2 CPU.
  */
 export function x86Library(
   codes: readonly X86Code[],
   sourceHash: string,
   wide?: readonly X86Code[],
   single: readonly X86Code[] = [],
+  fallback: readonly X86Code[] = [],
 ): string {
   const sets =
     wide === undefined
       ? codes.map((c) => parts(c))
       : [...codes.map((c) => parts(c, "avx2", 0)), ...wide.map((c) => parts(c, "avx512", 2))];
   const setNames = [...new Set(sets.map((p) => p.name))];
-  const once = single.map((c) => parts(c));
-  const all = [...sets, ...once];
+  const narrow = fallback.map((c) => parts(c, "avx2", 0));
+  const paired = new Set(narrow.map((p) => p.name));
+  const once = single.map((c) => (paired.has(parts(c).name) ? parts(c, "vnni", 3) : parts(c)));
+  if (once.filter((p) => paired.has(p.name)).length !== paired.size)
+    throw new CodegenError("invalid-kernel", "a fallback kernel has no namesake among the single kernels", {
+      target: "x86",
+    });
+  const all = [...sets, ...once, ...narrow];
   const names = [...setNames, ...once.map((p) => p.name)];
   if (wide !== undefined && setNames.length !== codes.length)
     throw new CodegenError("invalid-kernel", "the AVX2 and AVX-512 kernel sets name different kernels", {
@@ -258,6 +309,7 @@ export function x86Library(
     "",
     ...VNNI_CHECK,
     "",
+    ...(paired.size === 0 ? [] : [...VNNI_CACHED, ""]),
     "define ptr @poot_native_source_hash() #1 {",
     "  ret ptr @poot.hash",
     "}",
@@ -273,6 +325,7 @@ export function x86Library(
     "",
     ...all.flatMap((p) => [...p.define, ""]),
     ...(wide === undefined ? [] : setNames.flatMap((n) => [...dispatcher(n), ""])),
+    ...[...paired].flatMap((n) => [...vnniDispatcher(n), ""]),
     ...declares,
     "",
     `attributes #0 = { nounwind "target-cpu"="${X86_KERNEL_CPU}" }`,

@@ -6,7 +6,7 @@ import type { BindingSlot, DeviceCaps, LowerOptions, Target, TargetCode } from "
 import { CodegenError } from "../errors.js";
 import { prepare } from "../common/prepare.js";
 import { driveBody } from "../common/regs.js";
-import { X86Emitter } from "./select.js";
+import { X86Emitter, type X86Dot4 } from "./select.js";
 
 /** The LLVM target triple of the native CPU kernels. */
 export const X86_TRIPLE = "x86_64-unknown-linux-gnu";
@@ -15,9 +15,15 @@ export const X86_TRIPLE = "x86_64-unknown-linux-gnu";
  * Lowers a kernel to `void @name(i64 base, i32 args, i32 group)`: `base` is the address of the memory every buffer
  * lives in, `args` the byte offset of the argument block (one u32 byte offset per buffer in binding order, then each
  * uniform as one 32-bit word in declaration order, the CPU schedule's layout) and `group` the workgroup's x id.
- * The invocations of the workgroup run in order in a loop, so a kernel with a barrier is refused.
+ * The invocations of the workgroup run in order in a loop, so a kernel with a barrier is refused. `dot4` picks how
+ * `dot4U8I8` lowers: AVX-512 VNNI (default) or widening multiplies for AVX2 (decision 2335).
  */
-export function lowerX86(kernel: Kernel, caps: DeviceCaps, options: LowerOptions = {}): TargetCode {
+export function lowerX86(
+  kernel: Kernel,
+  caps: DeviceCaps,
+  options: LowerOptions = {},
+  dot4: X86Dot4 = "vnni",
+): TargetCode {
   const p = prepare(kernel, caps, "x86", options);
   if (p.shared.length > 0)
     throw new CodegenError("unsupported", "x86 lowering has no workgroup memory (one thread runs the workgroup)", {
@@ -27,7 +33,7 @@ export function lowerX86(kernel: Kernel, caps: DeviceCaps, options: LowerOptions
     });
   const [x, y, z] = p.workgroupSize;
   const lanes = x * y * z;
-  const e = new X86Emitter(kernel.name, p.workgroupSize, lanes === 1 ? "ret void" : "br label %lane.next");
+  const e = new X86Emitter(kernel.name, p.workgroupSize, lanes === 1 ? "ret void" : "br label %lane.next", dot4);
   const head: string[] = [
     "  %mem = inttoptr i64 %base to ptr",
     "  %argp = getelementptr inbounds i8, ptr %mem, i64 %args.64",

@@ -30,7 +30,7 @@ export function parseActivations(
 
 /** The `--numerics` flag's help (decision 2320). */
 export const NUMERICS_HELP =
-  "CPU backend: exact (default: f32 products of decoded weights) | fast (Q8_0/Q4_K/Q6_K GEMVs on 8-bit activations with integer dot products, as llama.cpp; needs AVX-512 VNNI); absent, POOT_CPU_NUMERICS is read";
+  "CPU backend: exact (default: f32 products of decoded weights) | fast (Q8_0/Q4_K/Q6_K GEMVs on 8-bit activations with integer dot products, as llama.cpp; AVX-512 VNNI, or a slower AVX2 fallback); absent, POOT_CPU_NUMERICS is read";
 
 /**
  * A fresh `--numerics <kind>` option for `command.addOption`, shared by `run`, `generate`, `bench` and `serve`. It
