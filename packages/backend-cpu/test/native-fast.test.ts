@@ -104,11 +104,10 @@ const raiseScales = (fmt: Fmt, block: number, K: number) => (): void => {
 };
 
 /** Runs quantizer + fast GEMV for (M, N, K, epilogue); returns max |y − ref| / Σ|w x| against llama.cpp's arithmetic. */
-function check(fmt: Fmt, M: number, epi: "none" | "add" | "heads2", plant?: () => void, K = 512): number {
+function check(fmt: Fmt, M: number, epi: "none" | "add" | "heads2", plant?: () => void, K = 512, R = 8): number {
   const lib = loadNodeNative()!;
   const base = lib.address(u8);
-  const N = ROWS,
-    R = 8;
+  const N = ROWS;
   const W = [weights(fmt, N, K, AT.w), weights(fmt, N, K, AT.w1)];
   plant?.();
   for (let i = 0; i < M * K; i++) f32[AT.x / 4 + i] = (Math.random() * 2 - 1) * (i % 7 === 0 ? 4 : 1);
@@ -176,6 +175,16 @@ describe.skipIf(!here)(
               expect(check("q8_0", M, epi, undefined, 544), `q8_0 ${epi} M=${M} K=544`).toBeLessThan(1e-5);
           // Planted: the scale of each row's last (unpaired) block doubled after decoding the reference.
           expect(check("q8_0", 1, "none", raiseScales("q8_0", 16, 544), 544)).toBeGreaterThan(1e-3);
+        });
+
+        // Register tiles (decision 2340): 3 and 5 weight rows per workgroup (under and over Q8_0's tile of 4 weight
+        // rows, 2 per head with heads2), the x rows' tails (M = 6, 19 against tiles of 4 and 8 rows).
+        test("tile edges: 3 and 5 weight rows per workgroup, M = 6 and 19", () => {
+          for (const fmt of Object.keys(QUANT) as Fmt[])
+            for (const R of [3, 5])
+              for (const M of [6, 19])
+                for (const epi of ["none", "heads2"] as const)
+                  expect(check(fmt, M, epi, undefined, 512, R), `${fmt} ${epi} M=${M} R=${R}`).toBeLessThan(1e-5);
         });
 
         test("planted violation: one weight block's scale doubled after decoding the reference fails the check", () => {

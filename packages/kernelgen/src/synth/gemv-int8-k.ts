@@ -5,28 +5,29 @@
 import type { Arr, Builder, Val } from "@poot/kernel-dsl";
 import { ACT_SUM, concat16, f16At, hsum, spread, zeroF, zeroI, type FastParts } from "./gemv-int8.js";
 
-/** The 6-bit scale and min of sub-block `j` of a Q4_K/Q5_K block's 12 scale bytes at `sc` (`get_scale_min_k4`). */
-function scaleMin(b: Builder, W: Arr<"u8">, sc: Val<"u32">, j: number): [Val<"u32">, Val<"u32">] {
-  const at = (i: number): Val<"u32"> => W.at(sc.add(i));
-  if (j < 4) return [b.let_(at(j).and(63), "sc"), b.let_(at(j + 4).and(63), "mn")];
-  return [
-    b.let_(
-      at(j + 4)
-        .and(15)
-        .or(
-          at(j - 4)
-            .shr(6)
-            .shl(4),
-        ),
-      "sc",
-    ),
-    b.let_(
-      at(j + 4)
-        .shr(4)
-        .or(at(j).shr(6).shl(4)),
-      "mn",
-    ),
-  ];
+/**
+ * The eight 6-bit scales (lanes 0–7) and mins (lanes 8–15) of a Q4_K/Q5_K block's 12 scale bytes at `sc`
+ * (`get_scale_min_k4`), unpacked in vector registers (decision 2340): the 16 bytes at `sc` zero-extended into 16
+ * lanes (the last four are the block's first nibbles, unused), two lane permutations, then per lane
+ * `(P >> s) & m | (Q >> 2) & 0x30`: for j < 4 `sc = b[j] & 63`, `mn = b[j + 4] & 63`; for j ≥ 4
+ * `sc = b[j + 4] & 15 | (b[j − 4] >> 6) << 4`, `mn = b[j + 4] >> 4 | (b[j] >> 6) << 4`.
+ */
+function scalesMins(b: Builder, W: Arr<"u8">, sc: Val<"u32">): Val<"vec16<u32>"> {
+  const v = b.let_(W.atVec(sc, "vec16<u32>"), "scv");
+  const L = Array.from({ length: 16 }, (_, l) => l);
+  const perm = (idx: readonly number[]): Val<"vec16<u32>"> => b.vec("vec16<u32>", ...idx.map((i) => v.lane(i)));
+  const consts = (xs: readonly number[]): Val<"vec16<u32>"> => b.vec("vec16<u32>", ...xs.map((x) => b.u32(x)));
+  // Lanes 4–7 (scales of j ≥ 4) and 12–15 (mins of j ≥ 4) take 4 bits of P and 2 high bits of Q.
+  const split = (l: number): boolean => (l >= 4 && l < 8) || l >= 12;
+  const P = perm(L.map((l) => (l < 4 ? l : l < 8 ? l + 4 : l - 4)));
+  const Q = perm(L.map((l) => (l < 4 || (l >= 8 && l < 12) ? 0 : l < 8 ? l - 4 : l - 8)));
+  const lo = P.shr(consts(L.map((l) => (l >= 12 ? 4 : 0)))).and(consts(L.map((l) => (split(l) ? 15 : 63))));
+  return b.let_(lo.or(Q.shr(2).and(consts(L.map((l) => (split(l) ? 0x30 : 0))))), "scm");
+}
+
+/** Lanes `idx` of `v` as a vec16<i32> (a permutation: `vpermd`). */
+function lanesI32(b: Builder, v: Val<"vec16<u32>">, idx: readonly number[]): Val<"vec16<i32>"> {
+  return b.let_(b.vec("vec16<i32>", ...idx.map((i) => v.lane(i).cast("i32"))), "perm");
 }
 
 /** The 16 activation sums (`bsums`, one per 16 elements) of block `blk` of x row `m`, as a vec16<i32>. */
@@ -60,20 +61,33 @@ export function fastQ4_KLoop(b: Builder, p: FastParts): void {
     nb,
     1,
     (blk) => {
-      const base = let_(p.n.mul(nb).add(blk).mul(144), "base");
-      const ws = p.Ws.map((W) => {
-        const sc = let_(base.add(4), "scb");
-        const pairs = Array.from({ length: 8 }, (_, j) => scaleMin(b, W, sc, j));
+      const ws = p.cols.map(({ W, n }) => {
+        const base = let_(n.mul(nb).add(blk).mul(144), "base");
+        const sm = scalesMins(b, W, base.add(4));
         // Sub-block g's min in lanes 2g, 2g + 1: against the sums of its two halves of 16.
-        const mins = let_(spread(b, "vec16<i32>", 2, ...pairs.map(([, mn]) => mn.cast("i32"))), "mins");
-        return { W, d: f16At(b, W, base), dmin: f16At(b, W, base.add(2)), pairs, mins };
+        const mins = lanesI32(
+          b,
+          sm,
+          Array.from({ length: 16 }, (_, l) => 8 + (l >> 1)),
+        );
+        const d = spread(b, "vec16<f32>", 16, f16At(b, W, base));
+        const negMin = spread(b, "vec16<f32>", 16, f16At(b, W, base.add(2)).neg());
+        return { W, base, d: let_(d, "d"), negMin: let_(negMin, "dm"), sm, mins };
       });
       const isums = p.rows.map(() => ws.map(() => var_(zeroI(b, 16), "is")));
       for (let c = 0; c < 4; c++) {
-        const nib = ws.map(({ W }) => {
+        const nib = ws.map(({ W, base }) => {
           const v = let_(W.at32x8(base.add(16 + 32 * c)), "v");
           return let_(concat16(b, v, v).shr(shifts).and(0x0f0f0f0f), "nb16");
         });
+        // Sub-block 2c's scale in lanes 0–7, 2c + 1's in 8–15.
+        const scales = ws.map((w) =>
+          lanesI32(
+            b,
+            w.sm,
+            Array.from({ length: 16 }, (_, l) => 2 * c + (l >> 3)),
+          ),
+        );
         p.rows.forEach((m, j) => {
           const xo = let_(
             m
@@ -83,28 +97,19 @@ export function fastQ4_KLoop(b: Builder, p: FastParts): void {
             "xo",
           );
           const xq = let_(p.q.at64x8(xo), "xq");
-          ws.forEach((w, h) => {
-            const dot = b.dot4U8I8(zeroI(b, 16), nib[h]!, xq);
-            const scales = spread(
-              b,
-              "vec16<i32>",
-              8,
-              w.pairs[2 * c]![0].cast("i32"),
-              w.pairs[2 * c + 1]![0].cast("i32"),
-            );
+          ws.forEach((_, h) => {
             const is = isums[j]![h]!;
-            is.set(is.add(dot.mul(scales)));
+            is.set(is.add(b.dot4U8I8(zeroI(b, 16), nib[h]!, xq).mul(scales[h]!)));
           });
         });
       }
       p.rows.forEach((m, j) => {
-        const dx = let_(p.d.at(m.mul(nb).add(blk)), "dx");
+        const dx = let_(spread(b, "vec16<f32>", 16, p.d.at(m.mul(nb).add(blk))), "dx");
         const bs = bsums(b, p, m, nb, blk);
         ws.forEach((w, h) => {
           const acc = sums[j]![h]!;
-          const body = b.fma(isums[j]![h]!.cast("vec16<f32>"), spread(b, "vec16<f32>", 16, w.d.mul(dx)), acc);
-          const minus = spread(b, "vec16<f32>", 16, w.dmin.mul(dx).neg());
-          acc.set(b.fma(w.mins.mul(bs).cast("vec16<f32>"), minus, body));
+          const body = b.fma(isums[j]![h]!.cast("vec16<f32>"), w.d.mul(dx), acc);
+          acc.set(b.fma(w.mins.mul(bs).cast("vec16<f32>"), w.negMin.mul(dx), body));
         });
       });
     },
@@ -132,18 +137,17 @@ export function fastQ6_KLoop(b: Builder, p: FastParts): void {
     nb,
     1,
     (blk) => {
-      const base = let_(p.n.mul(nb).add(blk).mul(210), "base");
-      const ws = p.Ws.map((W) => ({
-        W,
-        d: f16At(b, W, base.add(208)),
-        sc: let_(W.atVec(base.add(192), "vec16<i32>"), "sc"),
-      }));
+      const ws = p.cols.map(({ W, n }) => {
+        const base = let_(n.mul(nb).add(blk).mul(210), "base");
+        const d = let_(spread(b, "vec16<f32>", 16, f16At(b, W, base.add(208))), "d");
+        return { W, base, d, sc: let_(W.atVec(base.add(192), "vec16<i32>"), "sc") };
+      });
       const isums = p.rows.map((m) => {
         const bs = bsums(b, p, m, nb, blk);
         return ws.map((w) => var_(w.sc.mul(bs).mul(-32), "is"));
       });
       for (let half = 0; half < 2; half++) {
-        const raw = ws.map(({ W }) => {
+        const raw = ws.map(({ W, base }) => {
           const qh = let_(W.at32x8(base.add(128 + 32 * half)), "qh");
           return { ql: let_(W.at64x8(base.add(64 * half)), "ql"), qh: concat16(b, qh, qh) };
         });
@@ -173,10 +177,10 @@ export function fastQ6_KLoop(b: Builder, p: FastParts): void {
         }
       }
       p.rows.forEach((m, j) => {
-        const dx = let_(p.d.at(m.mul(nb).add(blk)), "dx");
+        const dx = let_(spread(b, "vec16<f32>", 16, p.d.at(m.mul(nb).add(blk))), "dx");
         ws.forEach((w, h) => {
           const acc = sums[j]![h]!;
-          acc.set(b.fma(isums[j]![h]!.cast("vec16<f32>"), spread(b, "vec16<f32>", 16, w.d.mul(dx)), acc));
+          acc.set(b.fma(isums[j]![h]!.cast("vec16<f32>"), w.d.mul(dx), acc));
         });
       });
     },

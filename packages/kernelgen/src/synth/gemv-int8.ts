@@ -111,17 +111,26 @@ export function quantBody(b: Builder, q: ActivationQuant): void {
   );
 }
 
-/** What the fast inner loop reads: the quantized activations and one weight row per head. */
+/** One weight row (output column) of a fast GEMM tile: its matrix (a head) and its row index n. */
+export interface FastCol {
+  readonly W: Arr<"u8">;
+  readonly n: Val<"u32">;
+}
+
+/**
+ * What the fast inner loop reads: the quantized activations and the weight rows of one register tile (decision
+ * 2340): every x row of `rows` is dotted with every weight row of `cols`, each weight block loaded and decoded once
+ * for all the tile's x rows and each x block loaded once for all its weight rows; `accs[j][c]` takes x row j · col c.
+ */
 export interface FastParts {
   /** Quantized activations (i8 [M, K]), block scales, sums per {@link ACT_SUM}. */
   readonly q: Arr<"i8">;
   readonly d: Arr<"f32">;
   readonly s: Arr<"i32">;
-  readonly Ws: readonly Arr<"u8">[];
+  readonly cols: readonly FastCol[];
   /** Per x row: its index m. */
   readonly rows: readonly Val<"u32">[];
   readonly accs: readonly (readonly Var<"f32">[])[];
-  readonly n: Val<"u32">;
   readonly K: Val<"u32">;
 }
 
@@ -157,42 +166,41 @@ export function hsum(b: Builder, v: Val<`vec${Lanes}<f32>`>): Val<"f32"> {
 
 /**
  * Q8_0 weights (34-byte blocks: f16 d, 32 i8) against q8_0 activations stored as q + 128, two blocks at a time in
- * 16 lanes (decision 2330: one 512-bit `vpdpbusd`, 64 multiply-adds, per row and pair), an odd last block in 8: per
- * block, `(x + 128) · w` in `dot4U8I8` started from −128 · Σw (Σw itself a `dot4U8I8` of ones with the weights, once
- * for all rows), then `dw · dx` (per half) times the integer sums added to a vec f32 sum per row (one fma).
+ * 16 lanes (decision 2330: one 512-bit `vpdpbusd`, 64 multiply-adds, per x row, weight row and pair), an odd last
+ * block in the low 8 lanes (the high 8 zero): per block, `(x + 128) · w` in `dot4U8I8` started from −128 · Σw (Σw
+ * itself a `dot4U8I8` of ones with the weights, once per weight row for all x rows), then `dw · dx` (per half, a
+ * vec16 multiply of the weight row's scales by the x row's) times the integer sums added to a vec16 f32 sum per tile
+ * entry (one fma); decision 2340.
  */
 export function fastQ8_0Loop(b: Builder, p: FastParts): void {
-  const { let_, var_, for_, u32 } = b;
+  const { let_, var_, for_, u32, f32 } = b;
   const nb = let_(p.K.div(32), "nb");
   const pairs = let_(nb.div(2), "np");
   const wide = p.accs.map((r) => r.map(() => var_(zeroF(b, 16), "fs")));
-  const tail = p.accs.map((r) => r.map(() => var_(zeroF(b, 8), "ft")));
-  /** Blocks [blk, blk + l / 8) of every head and row. */
-  const step = (blk: Val<"u32">, l: Lanes): void => {
-    const base = let_(p.n.mul(nb).add(blk).mul(34), "base");
-    const ws = p.Ws.map((W) => {
-      const w =
-        l === 16 ? concat16(b, W.at32x8(base.add(2)), W.at32x8(base.add(36))) : let_(W.at32x8(base.add(2)), "w8");
-      const ones = spread(b, `vec${l}<u32>`, l, u32(0x01010101)) as Val<"vec16<u32>">;
-      const wsum = b.dot4U8I8(zeroI(b, l) as Val<"vec16<i32>">, ones, w as Val<"vec16<u32>">);
-      const ds = l === 16 ? [f16At(b, W, base), f16At(b, W, base.add(34))] : [f16At(b, W, base)];
-      return { w: w as Val<"vec16<u32>">, ds, init: let_(wsum.mul(-128), "corr") };
+  const zero8 = spread(b, "vec8<u32>", 8, u32(0));
+  /** Blocks [blk, blk + 2) (`pair`) or block blk alone of every weight row and x row. */
+  const step = (blk: Val<"u32">, pair: boolean): void => {
+    const ws = p.cols.map(({ W, n }) => {
+      const base = let_(n.mul(nb).add(blk).mul(34), "base");
+      const w = concat16(b, W.at32x8(base.add(2)), pair ? W.at32x8(base.add(36)) : zero8);
+      const ones = spread(b, "vec16<u32>", 16, u32(0x01010101));
+      const wsum = b.dot4U8I8(zeroI(b, 16), ones, w);
+      const dw = let_(spread(b, "vec16<f32>", 8, f16At(b, W, base), pair ? f16At(b, W, base.add(34)) : f32(0)), "dw");
+      return { w, dw, init: let_(wsum.mul(-128), "corr") };
     });
     p.rows.forEach((m, j) => {
       const bi = let_(m.mul(nb).add(blk), "bi");
       const xo = let_(bi.mul(32), "xo");
-      const x = let_(l === 16 ? p.q.at64x8(xo) : (p.q.at32x8(xo) as unknown as Val<"vec16<u32>">), "xq");
-      const dxs = l === 16 ? [p.d.at(bi), p.d.at(bi.add(1))] : [p.d.at(bi)];
-      const dx = dxs.map((v) => let_(v, "dx"));
-      ws.forEach((w, h) => {
+      const x = let_(pair ? p.q.at64x8(xo) : concat16(b, p.q.at32x8(xo), zero8), "xq");
+      const dx = let_(spread(b, "vec16<f32>", 8, p.d.at(bi), pair ? p.d.at(bi.add(1)) : f32(0)), "dx");
+      ws.forEach((w, c) => {
         const isum = b.dot4U8I8(w.init, x, w.w);
-        const acc = (l === 16 ? wide[j]![h]! : tail[j]![h]!) as Var<"vec16<f32>">;
-        const scale = spread(b, `vec${l}<f32>`, 8, ...w.ds.map((d, i) => d.mul(dx[i]!))) as Val<"vec16<f32>">;
-        acc.set(b.fma(isum.cast(`vec${l}<f32>` as "vec16<f32>"), scale, acc));
+        const acc = wide[j]![c]!;
+        acc.set(b.fma(isum.cast("vec16<f32>"), w.dw.mul(dx), acc));
       });
     });
   };
-  for_(u32(0), pairs, 1, (i) => step(let_(i.mul(2), "blk"), 16), "pr");
-  for_(pairs.mul(2), nb, 1, (blk) => step(blk, 8), "blk");
-  p.accs.forEach((r, j) => r.forEach((acc, h) => acc.set(hsum(b, wide[j]![h]!).add(hsum(b, tail[j]![h]!)))));
+  for_(u32(0), pairs, 1, (i) => step(let_(i.mul(2), "blk"), true), "pr");
+  for_(pairs.mul(2), nb, 1, (blk) => step(blk, false), "blk");
+  p.accs.forEach((r, j) => r.forEach((acc, c) => acc.set(hsum(b, wide[j]![c]!))));
 }
