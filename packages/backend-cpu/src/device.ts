@@ -48,10 +48,43 @@ export function cpuPlanCaps(threads: number, native: NativeLibrary | null = null
 }
 
 /**
+ * The lowering target of a CPU device with `threads` threads and the native library `native` (null: Wasm only):
+ * what the device lowers its programs for, and what `poot compile --target cpu` predicts from. `fast` picks the
+ * integer dot-product GEMVs for packed weights (decision 2320).
+ */
+export function cpuLowering(
+  threads: number,
+  native: NativeLibrary | null,
+  fast: boolean,
+  compile?: CompileOptions,
+): LoweringTarget {
+  const plan = cpuPlanCaps(threads, native);
+  // Threads of a workgroup run one after another on one core: kernelgen's CPU shapes (decision 0451); codegen's
+  // Wasm target lowers load4, so GEMVs decode and multiply four weights per SIMD op (decision 0951).
+  const synth = { ...synthCapsFrom(plan), serialThreads: true, simdLoads: true };
+  // q/k/v stay separate launches unless asked: grouped, they measured slower here (decision 0402).
+  const policy = fusionPolicy("cpu", compile);
+  return {
+    kind: "cpu",
+    language: "wasm",
+    plan,
+    synth,
+    codegen: WASM_CODEGEN_CAPS,
+    lowerOptions: { maxPages: MAX_PAGES },
+    compile: policy.compile,
+    // An operand that is also the output is read from a copy taken before the kernel (no cross-workgroup races).
+    snapshotInPlace: true,
+    // The library's source hash keys the lowering cache too: a library rebuilt with new kernels (or another
+    // scratch layout) must not reuse programs routed for the old one.
+    ...(native === null ? {} : { native: { symbols: [...native.kernels].sort(), fast, library: native.sourceHash } }),
+  };
+}
+
+/**
  * Refuses `fast` numerics (decision 2320) in one line where the native library cannot run its integer dot-product
  * kernels (no native kernels here, or a library without them: the arm64 one).
  */
-function fastCheck(native: NativeLibrary | null): void {
+export function fastCheck(native: NativeLibrary | null): void {
   if (native === null || !native.fast)
     throw new CpuError(
       "unsupported-platform",
@@ -150,12 +183,6 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
     this.pool = new ThreadPool(this.memory, threads, platform.transport, this.native);
     // Native GEMVs read and write the shared memory at its base address, which never moves (decision 0952).
     this.#base = this.native === null ? 0 : this.native.address(this.memory.u8);
-    const plan = cpuPlanCaps(threads, this.native);
-    // Threads of a workgroup run one after another on one core: kernelgen's CPU shapes (decision 0451); codegen's
-    // Wasm target lowers load4, so GEMVs decode and multiply four weights per SIMD op (decision 0951).
-    const synth = { ...synthCapsFrom(plan), serialThreads: true, simdLoads: true };
-    // q/k/v stay separate launches unless asked: grouped, they measured slower here (decision 0402).
-    const policy = fusionPolicy("cpu", options.compile);
     const kernels =
       this.native === null
         ? "Wasm SIMD128"
@@ -166,28 +193,7 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
       dtypes: SCALAR_DTYPES,
       capture: true,
       deviceMemoryBytes: MAX_PAGES * PAGE,
-      lowering: {
-        kind: "cpu",
-        language: "wasm",
-        plan,
-        synth,
-        codegen: WASM_CODEGEN_CAPS,
-        lowerOptions: { maxPages: MAX_PAGES },
-        compile: policy.compile,
-        // An operand that is also the output is read from a copy taken before the kernel (no cross-workgroup races).
-        snapshotInPlace: true,
-        // The library's source hash keys the lowering cache too: a library rebuilt with new kernels (or another
-        // scratch layout) must not reuse programs routed for the old one.
-        ...(this.native === null
-          ? {}
-          : {
-              native: {
-                symbols: [...this.native.kernels].sort(),
-                fast: this.fast,
-                library: this.native.sourceHash,
-              },
-            }),
-      },
+      lowering: cpuLowering(threads, this.native, this.fast, options.compile),
     };
     if (options.profile === true) this.pool.enableProfile();
   }

@@ -6,4 +6,4 @@
  * @packageDocumentation
  */
 export * from "./api.js";
-export { createCpuExecutor, fastNumericsAvailable, nodePlatform, nodeThreads } from "./node.js";
+export { cpuLoweringTarget, createCpuExecutor, fastNumericsAvailable, nodePlatform, nodeThreads } from "./node.js";

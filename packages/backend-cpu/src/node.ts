@@ -1,5 +1,7 @@
 // The node entry's factory: the CPU executor on worker_threads.
 
+import type { LoweringTarget } from "@poot/executor/lowering";
+import { cpuLowering, fastCheck } from "./device.js";
 import { CpuExecutor, type CpuExecutorOptions } from "./executor.js";
 import { loadNodeNative } from "./native/node-library.js";
 import { nodePlatform } from "./transport-node.js";
@@ -17,4 +19,18 @@ export function createCpuExecutor(options: CpuExecutorOptions = {}): CpuExecutor
  */
 export function fastNumericsAvailable(): boolean {
   return loadNodeNative()?.fast === true;
+}
+
+/**
+ * The lowering target that `createCpuExecutor(options)` would lower its programs for (its plan caps with the native
+ * library's formats, its kernels), without starting any thread: what `poot compile --target cpu` predicts from.
+ * @throws CpuError `unsupported-platform` for `numerics: "fast"` where the native kernels cannot run it.
+ */
+export function cpuLoweringTarget(
+  options: Pick<CpuExecutorOptions, "threads" | "compile" | "native" | "numerics"> = {},
+): LoweringTarget {
+  const platform = nodePlatform();
+  const native = options.native === false ? null : (platform.native?.() ?? null);
+  if (options.numerics === "fast") fastCheck(native);
+  return cpuLowering(options.threads ?? platform.defaultThreads, native, options.numerics === "fast", options.compile);
 }

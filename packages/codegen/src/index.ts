@@ -20,6 +20,7 @@ export { lowerAmdgpu, amdgpuTarget } from "./amdgpu/target.js";
 export { lowerX86, x86Target, X86_TRIPLE } from "./x86/target.js";
 export { x86Library, X86_KERNEL_CPU, X86_VNNI_CPU, X86_WIDE_KERNEL_CPU } from "./x86/library.js";
 export type { X86Code } from "./x86/library.js";
+export type { X86Dot4 } from "./x86/select.js";
 export {
   assembleArm64,
   assembleX86,

@@ -69,6 +69,7 @@ export type {
   RoutedPlan,
   RoutedSource,
 } from "./lowering/types.js";
+export type { NativeKernels } from "./lowering/native.js";
 export { TensorParallelExecutor, rankWeights } from "./tp/tp-executor.js";
 export type { TensorParallelOptions } from "./tp/tp-executor.js";
 export { TensorParallelStagedProgram } from "./tp/tp-program.js";

@@ -2,12 +2,14 @@
 // [--json]`: traces the model and compiles it with @poot/graph-plan; prints what the compiler did.
 import { readFileSync, statSync } from "node:fs";
 import { peakTransientBytes, type Graph } from "@poot/graph-ir";
+import { cpuLoweringTarget, CpuError, type CpuNumerics } from "@poot/backend-cpu";
 import { ExecutorError } from "@poot/executor";
 import {
   BACKEND_KINDS,
   PlanError,
   compile,
   defaultTarget,
+  makeTarget,
   type BackendKind,
   type CompileOptions,
   type Program,
@@ -22,7 +24,13 @@ import {
 } from "@poot/models";
 import { CliError } from "../errors.js";
 import { horizontalFusion, loweringCache } from "./backends.js";
-import { LANGUAGE_OF, defaultLowering, lowerProgram, type LoweringCache } from "@poot/executor/lowering";
+import {
+  LANGUAGE_OF,
+  defaultLowering,
+  lowerProgram,
+  type LoweringCache,
+  type LoweringTarget,
+} from "@poot/executor/lowering";
 import { configWeights } from "./config-weights.js";
 import type { CommandModule } from "./index.js";
 import { checkTarget, withModelErrors } from "./model-args.js";
@@ -30,7 +38,9 @@ import {
   activationsOption,
   cutOfGraph,
   describePlacement,
+  numericsOption,
   parseActivations,
+  parseNumerics,
   placementOptions,
   placementReportOf,
   planPlacement,
@@ -40,6 +50,7 @@ import { BACKEND_NAMES } from "./backends.js";
 import { compileRanks, tensorParallelReport } from "./compile-tp.js";
 
 interface CompileFlags extends PlacementFlags {
+  numerics?: string;
   target: string;
   mode: string;
   tokens?: string;
@@ -126,15 +137,26 @@ export interface LoweringReport {
   readonly ms: number;
 }
 
+/**
+ * The lowering target `kind`'s device lowers for: the CPU's as its executor builds it here (the plan caps of its native
+ * library's formats, its kernels and `numerics`, decision 2345), the other kinds' defaults.
+ */
+function loweringTargetOf(kind: BackendKind, options: CompileOptions, numerics: CpuNumerics): LoweringTarget {
+  return kind === "cpu"
+    ? cpuLoweringTarget({ compile: options, numerics })
+    : defaultLowering(LANGUAGE_OF[kind as Exclude<BackendKind, "aie">], options);
+}
+
 /** Lowers `g` as the target's device would (its fusion policy, through `cache` when given) and reports it. */
 export function lowerReport(
   g: Graph,
   kind: BackendKind,
   options: CompileOptions,
   cache: LoweringCache | undefined,
+  numerics: CpuNumerics = "exact",
 ): LoweringReport | null {
   if (kind === "aie") return null;
-  const target = defaultLowering(LANGUAGE_OF[kind], options);
+  const target = loweringTargetOf(kind, options, numerics);
   const t0 = performance.now();
   const p = cache !== undefined ? cache.lower(g, target, "program") : lowerProgram(g, target);
   return {
@@ -269,7 +291,7 @@ function withLowerErrors<T>(model: string, fn: () => T): T {
   try {
     return fn();
   } catch (err) {
-    if (err instanceof ExecutorError)
+    if (err instanceof ExecutorError || err instanceof CpuError)
       throw new CliError("command-failed", err.message, { command: "compile", file: model });
     throw err;
   }
@@ -293,14 +315,24 @@ export const compileCommand: CommandModule = {
       .option("--pages <n>", "pages in the paged KV pool (default: --batch sequences of --context tokens)")
       .option("--horizontal-fusion <mode>", "grouped (default: q/k/v as one dispatch) | shared-epilogue")
       .addOption(activationsOption())
+      .addOption(numericsOption())
       .option("--explain", "print passes, dispatches with their kernels, declines and memory")
       .option("--json", "print the report as one JSON object")
       .action((model: string, o: CompileFlags) => {
         const target = checkTarget(o.target, "compile");
+        const numerics = parseNumerics(o.numerics, "compile") ?? "exact";
         const g = trace(model, graphKind(o), parseActivations(o.activations, "compile"));
         let p: Program;
         try {
-          p = compile(g, defaultTarget(target), {
+          // The CPU plans with its device's caps (the native GEMVs' formats take only their own epilogues).
+          const planTarget =
+            target === "cpu"
+              ? makeTarget({
+                  kind: "cpu",
+                  caps: withLowerErrors(model, () => loweringTargetOf("cpu", {}, numerics)).plan,
+                })
+              : defaultTarget(target);
+          p = compile(g, planTarget, {
             mode: o.mode === "prefill" ? "prefill" : "decode",
             ...horizontalFusion(o.horizontalFusion, "compile"),
           });
@@ -321,6 +353,7 @@ export const compileCommand: CommandModule = {
                   target,
                   opts,
                   loweringCache((m) => io.err(`${m}\n`)),
+                  numerics,
                 ),
               )
             : null;

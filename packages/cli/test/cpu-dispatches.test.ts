@@ -1,0 +1,88 @@
+// Dispatches per decode token that `poot bench --backend cpu` counts equal what `poot compile --target cpu` predicts
+// (issue #16), in both numerics: the prediction plans with the CPU device's own caps (the native GEMVs' formats take
+// only their epilogues, decision 2345) and lowers with its native kernels, so the `fast` activation quantizers and the
+// two-head epilogues are counted. Packed and dense GGUFs whose widths are whole blocks (llama3-w256) and ones
+// whose are not (llama3, where packed contractions stay in Wasm).
+import { bufferIo, runCli } from "@poot/cli";
+import { fastNumericsAvailable } from "@poot/backend-cpu";
+import { fixture, needFixture } from "@poot/testkit";
+import { describe, expect, test } from "vitest";
+
+const NO_FIXTURES = needFixture("gguf");
+const NUMERICS = fastNumericsAvailable() ? (["exact", "fast"] as const) : (["exact"] as const);
+const P = 3,
+  G = 3;
+
+async function poot(...argv: string[]): Promise<Record<string, unknown>> {
+  const io = bufferIo();
+  const code = await runCli(argv, { io });
+  expect(code, io.stderr()).toBe(0);
+  return JSON.parse(io.stdout()) as Record<string, unknown>;
+}
+
+/** bench's measured dispatches per decode token, and compile's predicted launches per step, for one file. */
+async function countsOf(file: string, numerics: string): Promise<{ measured: unknown; predicted: unknown }> {
+  const bench = await poot(
+    "bench",
+    file,
+    "--backend",
+    "cpu",
+    "--threads",
+    "2",
+    "--numerics",
+    numerics,
+    "--prompt-tokens",
+    String(P),
+    "--gen-tokens",
+    String(G),
+    "--runs",
+    "1",
+    "--json",
+  );
+  const layout = bench["kvLayout"] as { pageSize: number; pages: number };
+  const compiled = await poot(
+    "compile",
+    file,
+    "--target",
+    "cpu",
+    "--numerics",
+    numerics,
+    "--context",
+    String(P + G),
+    "--page-size",
+    String(layout.pageSize),
+    "--pages",
+    String(layout.pages),
+    "--json",
+  );
+  return {
+    measured: bench["decodeDispatchesPerToken"],
+    predicted: (compiled["lowering"] as { launchesPerStep: number }).launchesPerStep,
+  };
+}
+
+describe.skipIf(NO_FIXTURES !== undefined)(
+  `dispatches per decode token on cpu${NO_FIXTURES !== undefined ? ` (skipped: ${NO_FIXTURES})` : ""}`,
+  () => {
+    for (const [fam, type] of [
+      ["llama3-w256", "Q8_0"],
+      ["llama3-w256", "Q4_K_M"],
+      ["llama3-w256", "F16"],
+      ["llama3", "Q8_0"],
+    ] as const)
+      for (const numerics of NUMERICS)
+        test(`${fam} ${type}, numerics ${numerics}: poot bench counts what poot compile predicts`, async () => {
+          const { measured, predicted } = await countsOf(fixture("gguf", fam, `model-${type}.gguf`), numerics);
+          expect(typeof measured).toBe("number");
+          expect(measured).toBe(predicted);
+        }, 120_000);
+
+    test("planted: the prediction of the other numerics differs on a packed file (the check can fail)", async () => {
+      if (NUMERICS.length < 2) return;
+      const file = fixture("gguf", "llama3-w256", "model-Q8_0.gguf");
+      const exact = await countsOf(file, "exact");
+      const fast = await countsOf(file, "fast");
+      expect(fast.measured).not.toBe(exact.predicted);
+    }, 120_000);
+  },
+);
