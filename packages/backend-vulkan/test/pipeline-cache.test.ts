@@ -52,7 +52,7 @@ describe.skipIf(noVulkan !== undefined)(
       const info = buildOnce(store);
       const file = store.blobFile(info.cacheId);
       const bytes = fs.readFileSync(file);
-      bytes[bytes.length - 1] ^= 0x01;
+      bytes.writeUInt8(bytes.readUInt8(bytes.length - 1) ^ 0x01, bytes.length - 1);
       fs.writeFileSync(file, bytes);
       const device = openDevice({ codeCache: store });
       try {
