@@ -4,6 +4,7 @@
 import koffi from "koffi";
 import type { DeviceCaps } from "@poot/codegen";
 import type { ElemType } from "@poot/kernel-dsl";
+import type { BlobStore } from "@poot/executor/lowering";
 import { VulkanError } from "./errors.js";
 import { VulkanInstance, type InstanceOptions } from "./instance.js";
 import { chooseDevice, describePhysicalDevice, type DeviceRequirements, type PhysicalDeviceInfo } from "./physical.js";
@@ -24,6 +25,8 @@ export interface DeviceOptions extends InstanceOptions, DeviceRequirements {
   readonly robustBufferAccess?: boolean;
   /** Fence wait limit in milliseconds before a submission is reported as a timeout (default 120000). */
   readonly timeoutMs?: number;
+  /** Builds pipelines through a VkPipelineCache kept in this store across processes (see {@link PipelineCache}). */
+  readonly codeCache?: BlobStore;
 }
 
 const USAGE: Record<BufferKind, number> = {
@@ -55,6 +58,7 @@ export class VulkanDevice {
     /** The compute VkQueue. */
     readonly queue: bigint,
     private readonly timeoutMs: number,
+    codeCache?: BlobStore,
   ) {
     const vk = this.vk;
     const mem = {} as { memoryTypeCount: number; memoryTypes: { propertyFlags: number; heapIndex: number }[] };
@@ -80,7 +84,7 @@ export class VulkanDevice {
       null,
     );
     this.transferCmd = this.allocateCommandBuffer();
-    this.pipelines = new PipelineCache(this);
+    this.pipelines = new PipelineCache(this, codeCache);
     this.uniforms = new UniformArena(this);
   }
 
@@ -157,7 +161,7 @@ export class VulkanDevice {
       }
       const q = new BigUint64Array(1);
       vk.fn.vkGetDeviceQueue!(handle, info.computeQueueFamily, 0, q);
-      const dev = new VulkanDevice(instance, info, handle, q[0]!, options.timeoutMs ?? 120_000);
+      const dev = new VulkanDevice(instance, info, handle, q[0]!, options.timeoutMs ?? 120_000, options.codeCache);
       instance.throwOnValidationErrors("vkCreateDevice");
       return dev;
     } catch (e) {

@@ -51,6 +51,8 @@ export interface PhysicalDeviceInfo {
   };
   /** Bytes of device-local heaps. */
   readonly deviceLocalBytes: number;
+  /** Names the pipeline-cache data this device and driver may read: `pipelineCacheUUID`, vendor, device, driver version. */
+  readonly cacheId: string;
 }
 
 const TYPES = {
@@ -101,6 +103,10 @@ export function describePhysicalDevice(vk: VkLib, handle: bigint, index: number)
     deviceName: string;
     deviceType: number;
     apiVersion: number;
+    driverVersion: number;
+    vendorID: number;
+    deviceID: number;
+    pipelineCacheUUID: number[];
     limits: Record<string, number & number[]>;
   };
   const features = new Chain([
@@ -164,6 +170,7 @@ export function describePhysicalDevice(vk: VkLib, handle: bigint, index: number)
       minUniformBufferOffsetAlignment: Number(L.minUniformBufferOffsetAlignment),
     },
     deviceLocalBytes,
+    cacheId: `vulkan-${Buffer.from(p.pipelineCacheUUID).toString("hex")}-${[p.vendorID, p.deviceID, p.driverVersion].map((x) => x.toString(16)).join("-")}`,
   };
 }
 

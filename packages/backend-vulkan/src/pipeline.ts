@@ -2,6 +2,7 @@
 // shader modules from SPIR-V words, pipelines cached by SPIR-V hash, and descriptor sets from growing pools.
 
 import { createHash } from "node:crypto";
+import type { BlobStore } from "@poot/executor/lowering";
 import { VulkanError } from "./errors.js";
 import { check, createHandle } from "./vk/api.js";
 import { DescriptorPoolCreate, DescriptorType, ShaderStage, SType } from "./vk/constants.js";
@@ -38,15 +39,53 @@ const SETS_PER_POOL = 256;
 const VK_ERROR_OUT_OF_POOL_MEMORY = -1000069000;
 const VK_ERROR_FRAGMENTED_POOL = -12;
 
-/** Pipelines, layouts and descriptor pools of one device; everything is destroyed with the device. */
+/**
+ * Pipelines, layouts and descriptor pools of one device; everything is destroyed with the device. With a `store`,
+ * pipelines are built through a VkPipelineCache whose data is read from the store at creation (under the device's
+ * `info.cacheId`) and written back by {@link PipelineCache.save} when pipelines were added.
+ */
 export class PipelineCache {
   private readonly layouts = new Map<string, PipelineLayout>();
   private readonly pipelines = new Map<string, ComputePipeline>();
   private readonly pools: bigint[] = [];
+  /** The VkPipelineCache (0n without a store). */
+  private readonly vkCache: bigint = 0n;
+  private unsaved = false;
   /** Shader modules created (one per distinct SPIR-V binary), for tests and metrics. */
   modulesCreated = 0;
 
-  constructor(private readonly device: VulkanDevice) {}
+  constructor(
+    private readonly device: VulkanDevice,
+    private readonly store?: BlobStore,
+  ) {
+    if (store === undefined) return;
+    const data = store.readBlob(device.info.cacheId);
+    this.vkCache = createHandle(
+      device.vk.fn.vkCreatePipelineCache!,
+      "vkCreatePipelineCache",
+      device.handle,
+      {
+        sType: SType.PIPELINE_CACHE_CREATE_INFO,
+        pNext: null,
+        flags: 0,
+        initialDataSize: data?.byteLength ?? 0,
+        pInitialData: data,
+      },
+      null,
+    );
+  }
+
+  /** Writes the VkPipelineCache's data to the store when pipelines were built since the last save. */
+  save(): void {
+    if (this.store === undefined || !this.unsaved) return;
+    const f = this.device.vk.fn;
+    const size = [0];
+    check(f.vkGetPipelineCacheData!(this.device.handle, this.vkCache, size, null), "vkGetPipelineCacheData");
+    const data = Buffer.alloc(size[0]!);
+    check(f.vkGetPipelineCacheData!(this.device.handle, this.vkCache, size, data), "vkGetPipelineCacheData");
+    this.store.writeBlob(this.device.info.cacheId, data.subarray(0, size[0]!));
+    this.unsaved = false;
+  }
 
   /** The layout for `bindings` (set 0, binding i = bindings[i]) and a push-constant range of `pushConstantBytes`. */
   layout(bindings: readonly DescriptorKind[], pushConstantBytes = 0): PipelineLayout {
@@ -139,7 +178,7 @@ export class PipelineCache {
       check(
         f.vkCreateComputePipelines!(
           d.handle,
-          0n,
+          this.vkCache,
           1,
           [
             {
@@ -169,6 +208,7 @@ export class PipelineCache {
       d.instance.throwOnValidationErrors(`vkCreateComputePipelines (${entryPoint})`);
       const made: ComputePipeline = { handle: out[0]!, layout, entryPoint, hash };
       this.pipelines.set(key, made);
+      this.unsaved = true;
       return made;
     } finally {
       // The pipeline keeps what it needs; the module can go right away.
@@ -279,6 +319,7 @@ export class PipelineCache {
       f.vkDestroyDescriptorSetLayout!(d.handle, l.setLayout, null);
     }
     for (const p of this.pools) f.vkDestroyDescriptorPool!(d.handle, p, null);
+    if (this.vkCache !== 0n) f.vkDestroyPipelineCache!(d.handle, this.vkCache, null);
     this.pipelines.clear();
     this.layouts.clear();
     this.pools.length = 0;

@@ -115,6 +115,7 @@ describe("device choice", () => {
     name: "cpu",
     type: "cpu",
     apiVersion: "1.3.0",
+    cacheId: "vulkan-test",
     computeQueueFamily: 0,
     timestampValidBits: 64,
     timestampPeriod: 1,

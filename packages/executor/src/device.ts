@@ -97,6 +97,8 @@ export interface Device<B extends DeviceBuffer = DeviceBuffer, K = unknown, L = 
   zero(buffer: B): void;
   /** Loads one lowered kernel (compiles it for the device). */
   load(kernel: LoweredKernel): K;
+  /** Called after a staged program's kernels are loaded: a device may persist what loading compiled (optional). */
+  loaded?(): void;
   /** Binds buffers by the kernel's buffer names and uniform values by name: a launch ready to record. */
   bind(kernel: K, buffers: Readonly<Record<string, B>>, uniforms: Readonly<Record<string, number>>): L;
   /** Frees a bound launch (after the recordings that use it are released). */

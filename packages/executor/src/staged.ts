@@ -119,6 +119,7 @@ export class DeviceExecutor<B extends DeviceBuffer = DeviceBuffer, K = unknown, 
         );
     }
     const p = timed("device code load", () => this.createProgram(lowered));
+    if (this.device.loaded !== undefined) timed("device code save", () => this.device.loaded!());
     this.#programs.add(p);
     return p;
   }

@@ -145,6 +145,10 @@ export class VulkanComputeDevice implements Device<VulkanBuffer, VulkanKernel, B
     return VulkanKernel.create(this.vk, kernel, kernel.code);
   }
 
+  loaded(): void {
+    this.vk.pipelines.save();
+  }
+
   bind(
     kernel: VulkanKernel,
     buffers: Readonly<Record<string, VulkanBuffer>>,

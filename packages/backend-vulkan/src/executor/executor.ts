@@ -21,7 +21,7 @@ export interface VulkanExecutorOptions extends DeviceOptions {
   readonly timestamps?: boolean;
   /** Workgroups resident at once, for the planner's split decisions (default: host cores for CPU devices, else 64). */
   readonly computeUnits?: number;
-  /** Lowered programs are read from and written to this cache. */
+  /** Lowered programs are read from and written to this cache; so is the pipeline cache of a device opened here. */
   readonly cache?: LoweringCache;
 }
 
@@ -38,7 +38,13 @@ export type VulkanProgram = DeviceProgram<VulkanBuffer, VulkanKernel, BoundKerne
  * uses `options.device`. Throws VulkanError `no-device` / `loader-missing` when Vulkan is unavailable.
  */
 export function createVulkanExecutor(options: VulkanExecutorOptions = {}): VulkanExecutor {
-  const vk = options.device ?? VulkanDevice.open(options);
+  const vk =
+    options.device ??
+    VulkanDevice.open(
+      options.cache !== undefined && options.codeCache === undefined
+        ? { ...options, codeCache: options.cache }
+        : options,
+    );
   const device = new VulkanComputeDevice(vk, {
     owns: options.device === undefined,
     ...(options.timestamps !== undefined ? { timestamps: options.timestamps } : {}),

@@ -176,6 +176,11 @@ export const VK_STRUCTS: readonly (readonly [string, string])[] = [
     "VkStructureType sType; const void* pNext; VkShaderModuleCreateFlags flags; size_t codeSize; const " +
       "uint32_t* pCode;",
   ],
+  [
+    "VkPipelineCacheCreateInfo",
+    "VkStructureType sType; const void* pNext; VkPipelineCacheCreateFlags flags; size_t initialDataSize; const " +
+      "void* pInitialData;",
+  ],
   ["VkSpecializationMapEntry", "uint32_t constantID; uint32_t offset; size_t size;"],
   [
     "VkSpecializationInfo",

@@ -116,8 +116,19 @@ export interface CacheStats {
   readonly rebuilt: number;
 }
 
-/** A content-hashed disk cache of lowered programs. */
-export class LoweringCache {
+/**
+ * Opaque bytes a device keeps across processes (a Vulkan pipeline cache's data), by a name that identifies what may
+ * read them (the device, its driver and version). {@link LoweringCache} is one.
+ */
+export interface BlobStore {
+  /** The bytes stored under `name`, or null when absent (a corrupted entry: reported, deleted, null). */
+  readBlob(name: string): Uint8Array | null;
+  /** Stores `data` under `name` (replacing what was there). */
+  writeBlob(name: string, data: Uint8Array): void;
+}
+
+/** A content-hashed disk cache of lowered programs, and the {@link BlobStore} of device code beside them. */
+export class LoweringCache implements BlobStore {
   readonly dir: string;
   readonly #warn: (message: string) => void;
   #hits = 0;
@@ -141,15 +152,27 @@ export class LoweringCache {
     return path.join(this.dir, `${key}.lowered.json`);
   }
 
+  /** The file of blob `name` (names are reduced to `[\w.-]`). */
+  blobFile(name: string): string {
+    return path.join(this.dir, `${name.replace(/[^\w.-]/g, "_")}.blob`);
+  }
+
+  /** The bytes of blob `name` when a sound entry exists; a corrupted one is reported, deleted and counted as rebuilt. */
+  readBlob(name: string): Uint8Array | null {
+    const body = this.#readChecked(this.blobFile(name), name, "device code cache");
+    return body === null || body === "corrupted" ? null : new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
+  }
+
+  /** Stores `data` as blob `name` (atomically, with its SHA-256). */
+  writeBlob(name: string, data: Uint8Array): void {
+    this.#writeChecked(this.blobFile(name), { format: "poot-blob", key: name }, Buffer.from(data));
+  }
+
   /** The lowered program of (input, target, name): read from the cache when a sound entry exists, else lowered and stored. */
   lower(input: StageInput | Program, target: LoweringTarget, name = "program"): LoweredProgram {
     const key = loweringKey(input, target, name);
     const hit = this.read(key);
-    if (hit !== null) {
-      this.#hits++;
-      this.last = "hit";
-      return hit;
-    }
+    if (hit !== null) return hit;
     const lowered = lowerProgram(input, target, { name, key });
     this.write(lowered);
     return lowered;
@@ -157,51 +180,60 @@ export class LoweringCache {
 
   /** The entry of `key`, or null when absent; a corrupted entry is reported, deleted and counted for rebuilding. */
   read(key: string): LoweredProgram | null {
-    const file = this.file(key);
-    let text: string;
-    try {
-      text = fs.readFileSync(file, "utf8");
-    } catch {
-      this.#misses++;
-      this.last = "miss";
-      return null;
-    }
-    const nl = text.indexOf("\n");
-    const body = nl < 0 ? "" : text.slice(nl + 1);
-    let header: { sha256?: unknown; key?: unknown } = {};
-    try {
-      header = JSON.parse(nl < 0 ? text : text.slice(0, nl)) as typeof header;
-    } catch {
-      // An unparsable header is corruption like a wrong hash.
-    }
-    const sha = createHash("sha256").update(body).digest("hex");
-    if (header.sha256 !== sha || header.key !== key) {
-      this.#warn(`poot: lowering cache entry ${file} is corrupted (hash mismatch); rebuilding it`);
-      fs.rmSync(file, { force: true });
-      this.#rebuilt++;
-      this.last = "rebuilt";
-      return null;
-    }
-    return deserialize(body);
+    const body = this.#readChecked(this.file(key), key, "lowering cache");
+    if (body === "corrupted") this.#rebuilt++;
+    else if (body === null) this.#misses++;
+    else this.#hits++;
+    this.last = body === "corrupted" ? "rebuilt" : body === null ? "miss" : "hit";
+    return body === null || body === "corrupted" ? null : deserialize(body.toString("utf8"));
   }
 
   /** Stores `lowered` under its key (atomically: written aside, then renamed). */
   write(lowered: LoweredProgram): void {
     if (this.last !== "rebuilt") this.last = "miss";
-    const body = serialize(lowered);
-    const header = JSON.stringify({
-      format: "poot-lowered",
-      version: LOWERING_VERSION,
-      key: lowered.key,
-      sha256: createHash("sha256").update(body).digest("hex"),
-    });
+    const header = { format: "poot-lowered", version: LOWERING_VERSION, key: lowered.key };
+    this.#writeChecked(this.file(lowered.key), header, Buffer.from(serialize(lowered)));
+  }
+
+  /**
+   * The body of `file` (a JSON header line with its SHA-256 and `key`, then the body), null when absent; a corrupted
+   * file is reported and deleted.
+   */
+  #readChecked(file: string, key: string, what: string): Buffer | null | "corrupted" {
+    let bytes: Buffer;
+    try {
+      bytes = fs.readFileSync(file);
+    } catch {
+      return null;
+    }
+    const nl = bytes.indexOf(10);
+    const body = nl < 0 ? Buffer.alloc(0) : bytes.subarray(nl + 1);
+    let header: { sha256?: unknown; key?: unknown } = {};
+    try {
+      header = JSON.parse(bytes.subarray(0, nl < 0 ? bytes.length : nl).toString("utf8")) as typeof header;
+    } catch {
+      // An unparsable header is corruption like a wrong hash.
+    }
+    if (header.sha256 !== createHash("sha256").update(body).digest("hex") || header.key !== key) {
+      this.#warn(`poot: ${what} entry ${file} is corrupted (hash mismatch); rebuilding it`);
+      fs.rmSync(file, { force: true });
+      return "corrupted";
+    }
+    return body;
+  }
+
+  /** Writes `header` (with the body's SHA-256) and `body` to `file`, atomically (written aside, then renamed). */
+  #writeChecked(file: string, header: Record<string, unknown>, body: Buffer): void {
+    const line = JSON.stringify({ ...header, sha256: createHash("sha256").update(body).digest("hex") });
     try {
       fs.mkdirSync(this.dir, { recursive: true });
-      const tmp = `${this.file(lowered.key)}.${process.pid}.tmp`;
-      fs.writeFileSync(tmp, `${header}\n${body}`);
-      fs.renameSync(tmp, this.file(lowered.key));
+      const tmp = `${file}.${process.pid}.tmp`;
+      fs.writeFileSync(tmp, Buffer.concat([Buffer.from(`${line}\n`), body]));
+      fs.renameSync(tmp, file);
     } catch (e) {
-      this.#warn(`poot: cannot write the lowering cache in ${this.dir}: ${(e as Error).message}`);
+      this.#warn(
+        `poot: cannot write the ${header["format"] === "poot-blob" ? "device code" : "lowering"} cache in ${this.dir}: ${(e as Error).message}`,
+      );
     }
   }
 }

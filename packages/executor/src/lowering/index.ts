@@ -15,7 +15,7 @@ export {
   lowerWith,
   serialize,
 } from "./cache.js";
-export type { CacheOutcome, CacheStats, LoweringCacheOptions } from "./cache.js";
+export type { BlobStore, CacheOutcome, CacheStats, LoweringCacheOptions } from "./cache.js";
 export { launchesOf } from "./types.js";
 export type {
   LoweredArg,
