@@ -9,7 +9,6 @@ import {
   PlanError,
   compile,
   defaultTarget,
-  makeTarget,
   type BackendKind,
   type CompileOptions,
   type Program,
@@ -324,15 +323,7 @@ export const compileCommand: CommandModule = {
         const g = trace(model, graphKind(o), parseActivations(o.activations, "compile"));
         let p: Program;
         try {
-          // The CPU plans with its device's caps (the native GEMVs' formats take only their own epilogues).
-          const planTarget =
-            target === "cpu"
-              ? makeTarget({
-                  kind: "cpu",
-                  caps: withLowerErrors(model, () => loweringTargetOf("cpu", {}, numerics)).plan,
-                })
-              : defaultTarget(target);
-          p = compile(g, planTarget, {
+          p = compile(g, defaultTarget(target), {
             mode: o.mode === "prefill" ? "prefill" : "decode",
             ...horizontalFusion(o.horizontalFusion, "compile"),
           });
