@@ -1,7 +1,6 @@
 // The imported kernel library: kernels written once in the kernel DSL (kernels/*.ts), compiled by pootc into
 // the committed assets/*.kir.json that ship with the package and are loaded (and validated) here on demand.
 
-import { readFileSync } from "node:fs";
 import { parseKirJson } from "@poot/kernel-dsl";
 import type { Kernel } from "@poot/kernel-dsl";
 import { KernelgenError } from "./errors.js";
@@ -37,6 +36,18 @@ function assetUrl(name: string): URL {
 }
 
 /**
+ * The text of `name`'s asset, read from disk. node:fs is reached at run time (`process.getBuiltinModule`), not
+ * imported, so that a browser bundle of a package that uses kernelgen's synthesizers pulls in no Node module; there
+ * the assets cannot be read and this throws.
+ */
+function readAsset(name: string): string {
+  const proc = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process;
+  const fs = proc?.getBuiltinModule?.("node:fs") as typeof import("node:fs") | undefined;
+  if (fs === undefined) throw new Error("the kernel library's assets are read from disk, which needs Node.js");
+  return fs.readFileSync(assetUrl(name), "utf8");
+}
+
+/**
  * Loads an imported kernel from its committed `.kir.json` asset (parsed and validated once, then cached).
  * Throws `KernelgenError` `unknown_kernel` for a name not in the library, `bad_asset` if the file is unreadable.
  */
@@ -51,7 +62,7 @@ export function importedKernel(name: ImportedKernelName): Kernel {
   }
   let text: string;
   try {
-    text = readFileSync(assetUrl(name), "utf8");
+    text = readAsset(name);
   } catch (e) {
     throw new KernelgenError("bad_asset", `cannot read the asset of ${name}: ${(e as Error).message}`, {
       synth: "importedKernel",
@@ -73,7 +84,7 @@ export function missingImportedAssets(): string[] {
   const missing: string[] = [];
   for (const name of IMPORTED_KERNELS) {
     try {
-      parseKirJson(readFileSync(assetUrl(name), "utf8"), `${name}.kir.json`);
+      parseKirJson(readAsset(name), `${name}.kir.json`);
     } catch (e) {
       missing.push(`${name}: ${(e as Error).message.split("\n")[0]}`);
     }
