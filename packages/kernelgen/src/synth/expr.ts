@@ -4,27 +4,14 @@
 import type { Builder, Val } from "@poot/kernel-dsl";
 import type { ScalarDType } from "@poot/graph-ir";
 import { KernelgenError } from "../errors.js";
+import { valueTypeOf } from "./storage.js";
 
 /** Value types of expression nodes (storage types widen to these on load). */
 export type ExprType = "f32" | "i32" | "u32" | "bool";
 
-/** Expression type of a graph scalar dtype (16-bit floats compute in f32, u8 in u32). */
+/** Expression type of a graph scalar dtype (16-bit floats compute in f32, u8 in u32): what a load of it produces. */
 export function exprTypeOf(d: ScalarDType): ExprType {
-  switch (d) {
-    case "f32":
-    case "f16":
-    case "bf16":
-      return "f32";
-    case "i32":
-      return "i32";
-    case "u32":
-    case "u8":
-      return "u32";
-    case "bool":
-      return "bool";
-    default:
-      return d satisfies never;
-  }
+  return valueTypeOf(d);
 }
 /** Unary functions. `recip` = 1/x, `not` = bitwise (logical on bool). */
 export type UnaryFn =
