@@ -7,7 +7,7 @@
 # DEST gets, all from sources (the `source` export condition, no build):
 #   bin/poot.mjs (the CLI) with worker-node.js and sync-worker.js beside it (the CPU backend's threads, the WebGPU
 #   device worker), bin/devices-h200.gpu.mjs (conformance and fixtures per --backend), bin/cuda-decode-alloc.gpu.mjs,
-#   bin/make-fixture-ggufs.mjs (regenerates fixtures/generated.json's files on the machine), bin/make-hf.mjs and
+#   bin/vk-leak.gpu.mjs (Vulkan create/dispose cycles, when the tree has it), bin/make-fixture-ggufs.mjs (regenerates fixtures/generated.json's files on the machine), bin/make-hf.mjs and
 #   bin/make-random-model.mjs (the Llama-3.2-1B-shaped models), assets/ (kernelgen's, at ../assets of bin/ as in an
 #   install), package.json (the CLI's version) and bench-commit. koffi and webgpu stay external: put one node_modules
 #   holding them (tools/gpu/pack.sh, backend-vulkan/tools/gpu-bundle.sh) in a folder above DEST.
@@ -28,6 +28,8 @@ common=(--bundle --platform=node --format=esm --target=node20 --conditions=sourc
 "$esb" packages/backend-wgpu/src/sync-worker.ts "${common[@]}" --outfile="$dest/bin/sync-worker.js"
 "$esb" packages/cli/bench/devices-h200.gpu.ts "${common[@]}" --outfile="$dest/bin/devices-h200.gpu.mjs"
 "$esb" packages/cli/bench/cuda-decode-alloc.gpu.ts "${common[@]}" --outfile="$dest/bin/cuda-decode-alloc.gpu.mjs"
+# Vulkan create/dispose cycles (decision 1650); trees older than it have no entry point for it.
+[ ! -f packages/cli/bench/vk-leak.gpu.ts ] || "$esb" packages/cli/bench/vk-leak.gpu.ts "${common[@]}" --outfile="$dest/bin/vk-leak.gpu.mjs"
 "$esb" packages/models/scripts/make-fixture-ggufs.ts "${common[@]}" --outfile="$dest/bin/make-fixture-ggufs.mjs"
 cp tools/random-model/make-hf.mjs "$dest/bin/make-hf.mjs"
 cp "${ENTRY_FROM:-.}/packages/cli/bench/first-token-once.mjs" "$dest/bin/first-token-once.mjs"

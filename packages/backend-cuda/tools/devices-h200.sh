@@ -7,7 +7,9 @@
 #   usage, from the checkout's root: G=.gpu/gpu16 STEPS="prep conf-cuda ..." bash $G/devices-h200.sh
 # Steps: prep (unpack, fixtures regenerated, the Llama-3.2-1B-shaped bf16 folder and Q8_0 GGUF), conf-B, fix-B
 # (B = cuda|vulkan|wgpu: base then new), alloc (new), bench-B (base/new interleaved, then `poot compile`'s
-# prediction), ttft-B (first token of `poot run` cold then warm, fresh POOT_CACHE_DIR per pair, new tree), anchor.
+# prediction), ttft-B (first token of `poot run` cold then warm, fresh POOT_CACHE_DIR per pair, new tree), anchor,
+# vkleak (Vulkan create/dispose cycles in one process: bare instances and executors, decision 1650) and vkwarm (Vulkan
+# first token cold vs warm with the pipeline cache on disk, decision 1645: ttft-vulkan's pairs on "hello world").
 # $OUT gets run.log and results.tgz (devices-*.json, bench.jsonl: one poot bench --json a line, ttft.jsonl).
 set -uo pipefail
 G=${G:-.gpu/gpu16}
@@ -56,9 +58,14 @@ prep() {
   timeout $(tmo 120) $N $X/new/bin/make-fixture-ggufs.mjs fixtures | tail -3
   el make-hf
   [ -f $L1B/model.safetensors ] || timeout $(tmo 120) $N $X/new/bin/make-hf.mjs --out $L1B ${SHAPE:+--shape $SHAPE} | tail -1
+  q8gguf
+  ls -la $L1B /tmp/gguf
+}
+
+# The Llama-3.2-1B-shaped Q8_0 GGUF the ttft steps read ($Q8), made once per machine.
+q8gguf() {
   el make-gguf
   [ -e $Q8 ] || timeout $(tmo 150) $N $X/new/bin/make-random-model.mjs --type Q8_0 --out-dir /tmp/gguf | tail -1
-  ls -la $L1B /tmp/gguf
 }
 
 # conf B / fix B: base then new, one process each.
@@ -135,20 +142,48 @@ par() {
 # cache is under it) then warm (both as the cold run left them). XDG_CACHE_HOME, CUDA_CACHE_PATH (the driver's PTX
 # JIT cache) and __GL_SHADER_DISK_CACHE_PATH (the NVIDIA Vulkan driver's pipeline cache) are the pair's folder too,
 # so a cold start finds no cache of any layer. POOT_TIMING=1: each process's phase lines land in ttft.jsonl.
+# ttft B [PAIRS [PROMPT]]: those pairs and that prompt instead of PAIRS (PAIRS_OTHER for b != cuda) and "Hello".
 ttft() {
   local b=$1
   local pairs=$PAIRS
   [ "$b" = cuda ] || pairs=${PAIRS_OTHER:-$PAIRS}
+  pairs=${2:-$pairs}
   for i in $(seq "$pairs"); do
     local d
     d=$(mktemp -d /tmp/poot-ttft-XXXX)
     for k in cold warm; do
       el "ttft $b $k $i"
       POOT_TIMING=1 XDG_CACHE_HOME=$d CUDA_CACHE_PATH=$d/nv __GL_SHADER_DISK_CACHE_PATH=$d/gl TMPDIR=$d POOT_CACHE_DIR=$d timeout $(tmo 120) $N $X/new/bin/first-token-once.mjs $N $X/new/bin/poot.mjs run $Q8 --backend "$b" \
-        --prompt Hello --max-tokens 1 --temperature 0 | sed "s/^/TTFT $b $k /" | tee -a "$R/ttft.jsonl"
+        --prompt "${3:-Hello}" --max-tokens 1 --temperature 0 | sed "s/^/TTFT $b $k /" | tee -a "$R/ttft.jsonl"
     done
     rm -rf "$d"
   done
+}
+
+# vkleak: VKLEAK_CYCLES (default 60) create/dispose cycles per process, new tree (packages/cli/bench/vk-leak.gpu.ts):
+# bare instances destroyed each cycle (retain 0: the driver's own per-process limit, if that is what #16 hit), bare
+# devices with their instance destroyed each cycle (retain 0), then executors on VKLEAK_MODEL (default the committed fixtures/gguf/formats/llama3-Q4_0.gguf; $Q8 works, slower) with
+# the shared instance kept (retain 1, decision 1650) and destroyed each cycle (retain 0, the tree before it). One JSON
+# line per cycle (ok, ms, fds, threads, RSS, live Vulkan objects) in $R/vkleak.jsonl; the failures and a summary here.
+vkleak() {
+  local c=${VKLEAK_CYCLES:-60} m=${VKLEAK_MODEL:-fixtures/gguf/formats/llama3-Q4_0.gguf} run
+  for run in ${VKLEAK_RUNS:-instance:0 device:0 executor:1 executor:0}; do
+    el "vkleak ${run%:*} retain=${run#*:}"
+    VKLEAK_RETAIN=${run#*:} timeout "$(tmo ${VKLEAK_T:-90})" $N $X/new/bin/vk-leak.gpu.mjs "${run%:*}" "$c" "$m" \
+      > /tmp/vkleak.out 2>&1
+    echo "rc=$?"
+    cat /tmp/vkleak.out >> "$R/vkleak.jsonl"
+    grep -v '"ok":true' /tmp/vkleak.out | head -4
+    grep '"cycle":1,\|"cycle":30,\|"cycle":'"$c"',' /tmp/vkleak.out | cut -c1-300
+  done
+}
+
+# vkwarm: Vulkan first token, cold then warm (the pipeline cache on disk, decision 1645), VKWARM_PAIRS (default 3)
+# pairs of fresh processes through ttft: `POOT_TIMING=1 poot run $Q8 --backend vulkan --prompt "hello world"
+# --max-tokens 1`, each pair a fresh POOT_CACHE_DIR / XDG_CACHE_HOME (and the NVIDIA driver's own shader cache).
+vkwarm() {
+  q8gguf
+  ttft vulkan "${VKWARM_PAIRS:-3}" "hello world"
 }
 
 # anchor: transformers eager bf16 on the same folder (hf-anchor.py), for scale only.
@@ -171,6 +206,8 @@ for s in ${STEPS:-prep alloc bench-cuda conf-cuda ttft-cuda fix-cuda}; do
     bench-*) bench "${s#bench-}" ;;
     ttft-*) ttft "${s#ttft-}" ;;
     anchor) anchor ;;
+    vkleak) vkleak ;;
+    vkwarm) vkwarm ;;
     *) echo "unknown step $s" ;;
   esac
   # At most 8 files come back from $OUT: every result file of the call in one archive, rewritten after each step.

@@ -27,6 +27,12 @@ export interface DeviceOptions extends InstanceOptions, DeviceRequirements {
   readonly timeoutMs?: number;
   /** Builds pipelines through a VkPipelineCache kept in this store across processes (see {@link PipelineCache}). */
   readonly codeCache?: BlobStore;
+  /**
+   * Keep the process's shared VkInstance when the last device on it is disposed (default true), so creating and
+   * disposing devices does not create and destroy instances: NVIDIA's driver fails `vkCreateInstance` after about 30
+   * such cycles in one process (decision 1650). `false` destroys it with the last device.
+   */
+  readonly retainInstance?: boolean;
 }
 
 const USAGE: Record<BufferKind, number> = {
@@ -41,6 +47,8 @@ export class VulkanDevice {
   /** Host-visible blocks for kernel uniforms. */
   readonly uniforms: UniformArena;
   private readonly buffers = new Set<VulkanBuffer>();
+  /** Objects recorded on the device (recordings) that must end before it: disposed first by {@link dispose}. */
+  private readonly dependents = new Set<{ dispose(): void }>();
   private readonly memoryTypes: { propertyFlags: number; heapIndex: number }[];
   private readonly fence: bigint;
   private readonly commandPool: bigint;
@@ -58,6 +66,7 @@ export class VulkanDevice {
     /** The compute VkQueue. */
     readonly queue: bigint,
     private readonly timeoutMs: number,
+    private readonly retainInstance: boolean,
     codeCache?: BlobStore,
   ) {
     const vk = this.vk;
@@ -71,21 +80,38 @@ export class VulkanDevice {
       { sType: SType.FENCE_CREATE_INFO, pNext: null, flags: 0 },
       null,
     );
-    this.commandPool = createHandle(
+    try {
+      this.commandPool = this.createCommandPool();
+    } catch (e) {
+      vk.fn.vkDestroyFence!(handle, this.fence, null);
+      throw e;
+    }
+    try {
+      this.transferCmd = this.allocateCommandBuffer();
+      this.pipelines = new PipelineCache(this, codeCache);
+    } catch (e) {
+      // The pool takes its command buffers with it.
+      vk.fn.vkDestroyCommandPool!(handle, this.commandPool, null);
+      vk.fn.vkDestroyFence!(handle, this.fence, null);
+      throw e;
+    }
+    this.uniforms = new UniformArena(this);
+  }
+
+  private createCommandPool(): bigint {
+    const vk = this.vk;
+    return createHandle(
       vk.fn.vkCreateCommandPool!,
       "vkCreateCommandPool",
-      handle,
+      this.handle,
       {
         sType: SType.COMMAND_POOL_CREATE_INFO,
         pNext: null,
         flags: CommandPoolCreate.RESET_COMMAND_BUFFER,
-        queueFamilyIndex: info.computeQueueFamily,
+        queueFamilyIndex: this.info.computeQueueFamily,
       },
       null,
     );
-    this.transferCmd = this.allocateCommandBuffer();
-    this.pipelines = new PipelineCache(this, codeCache);
-    this.uniforms = new UniformArena(this);
   }
 
   /**
@@ -93,7 +119,10 @@ export class VulkanDevice {
    * requirements, and creates a logical device with one compute queue and the 16-bit features it has.
    */
   static open(options: DeviceOptions = {}): VulkanDevice {
-    const instance = VulkanInstance.create(options);
+    const retain = options.retainInstance ?? true;
+    const instance = VulkanInstance.shared(options);
+    let handle = 0n;
+    let dev: VulkanDevice | undefined;
     try {
       const infos = instance.physicalDevices().map((h, i) => describePhysicalDevice(instance.vk, h, i));
       let info: PhysicalDeviceInfo;
@@ -125,7 +154,6 @@ export class VulkanDevice {
           robustBufferAccess: options.robustBufferAccess === true ? 1 : 0,
         },
       });
-      let handle: bigint;
       try {
         handle = createHandle(
           vk.fn.vkCreateDevice!,
@@ -161,11 +189,17 @@ export class VulkanDevice {
       }
       const q = new BigUint64Array(1);
       vk.fn.vkGetDeviceQueue!(handle, info.computeQueueFamily, 0, q);
-      const dev = new VulkanDevice(instance, info, handle, q[0]!, options.timeoutMs ?? 120_000, options.codeCache);
+      dev = new VulkanDevice(instance, info, handle, q[0]!, options.timeoutMs ?? 120_000, retain, options.codeCache);
       instance.throwOnValidationErrors("vkCreateDevice");
       return dev;
     } catch (e) {
-      instance.dispose();
+      // Whatever was made before the failure ends here: the device (its constructor ended its own children) and
+      // this holder's share of the instance.
+      if (dev !== undefined) dev.dispose();
+      else {
+        if (handle !== 0n) instance.vk.fn.vkDestroyDevice!(handle, null);
+        instance.release(retain);
+      }
       throw e;
     }
   }
@@ -225,6 +259,16 @@ export class VulkanDevice {
   /** Called by a buffer's dispose. */
   forget(b: VulkanBuffer): void {
     this.buffers.delete(b);
+  }
+
+  /** Registers an object made on the device (a recording) that {@link dispose} must end first, if still alive. */
+  adopt(d: { dispose(): void }): void {
+    this.dependents.add(d);
+  }
+
+  /** Called by an adopted object's dispose. */
+  release(d: { dispose(): void }): void {
+    this.dependents.delete(d);
   }
 
   /** Allocates a primary command buffer from the device's pool. */
@@ -403,17 +447,22 @@ export class VulkanDevice {
     if (this.disposed) throw new VulkanError("disposed", "the Vulkan device was disposed");
   }
 
-  /** Waits for the queue, destroys every pipeline, buffer, pool and fence, the device and the instance. */
+  /**
+   * Waits for the queue, destroys every recording left, pipeline, buffer, pool and fence, and the device; then gives
+   * back its share of the instance (kept for the next device unless `retainInstance: false`, decision 1650).
+   */
   dispose(): void {
     if (this.disposed) return;
     const f = this.vk.fn;
     f.vkDeviceWaitIdle!(this.handle);
+    // Recordings own query pools: a VkDevice must outlive every child (a leaked child is not destroyed with it).
+    for (const d of [...this.dependents]) d.dispose();
     this.pipelines.dispose();
     for (const b of [...this.buffers]) b.dispose();
     this.disposed = true;
     f.vkDestroyCommandPool!(this.handle, this.commandPool, null);
     f.vkDestroyFence!(this.handle, this.fence, null);
     f.vkDestroyDevice!(this.handle, null);
-    this.instance.dispose();
+    this.instance.release(this.retainInstance);
   }
 }

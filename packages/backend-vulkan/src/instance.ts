@@ -44,10 +44,21 @@ export function instanceLayers(vk: VkLib = loadVulkan()): string[] {
   return props.map((p) => p.layerName);
 }
 
+/**
+ * The process's shared instances, by loader, validation and application name (see {@link VulkanInstance.shared}).
+ * NVIDIA's driver fails `vkCreateInstance` with VK_ERROR_INCOMPATIBLE_DRIVER after about 30 instances were created
+ * and destroyed in one process (decision 1650): devices take their instance from here and it is kept.
+ */
+const sharedInstances = new Map<string, VulkanInstance>();
+
 /** A Vulkan instance, with the validation messenger when validation is on. */
 export class VulkanInstance {
   /** Messages the validation layer reported so far (errors and warnings). */
   readonly messages: ValidationMessage[] = [];
+  /** Holders of a shared instance ({@link VulkanInstance.shared} minus {@link VulkanInstance.release}). */
+  private users = 0;
+  /** The key of a shared instance in `sharedInstances` (null: made by {@link VulkanInstance.create}, not shared). */
+  private sharedKey: string | null = null;
   private messenger = 0n;
   private callback: unknown = null;
   private destroyMessenger: VkFunction | null = null;
@@ -101,6 +112,35 @@ export class VulkanInstance {
     const inst = new VulkanInstance(vk, handle, available);
     if (available) inst.attachMessenger();
     return inst;
+  }
+
+  /**
+   * The process's instance for these options, created on first use and shared by every caller that asks for the
+   * same loader, validation and application name; each call must be matched by one {@link VulkanInstance.release}.
+   */
+  static shared(options: InstanceOptions = {}): VulkanInstance {
+    const vk = loadVulkan(options.loader);
+    const want = options.validation ?? false;
+    // Keyed by what the instance has (validation on or off), not what was asked: "if-available" shares with true.
+    const validation = want !== false && instanceLayers(vk).includes(VALIDATION_LAYER);
+    const key = `${options.loader ?? ""}|${validation}|${options.applicationName ?? ""}`;
+    let inst = sharedInstances.get(key);
+    if (inst === undefined || inst.disposed) {
+      inst = VulkanInstance.create(options);
+      inst.sharedKey = key;
+      sharedInstances.set(key, inst);
+    }
+    inst.users++;
+    return inst;
+  }
+
+  /**
+   * Gives back a {@link VulkanInstance.shared} instance. The last holder's release keeps it for the next caller
+   * (`retain`, the default) or destroys it (`retain: false`, one create/destroy cycle per user as before 1650).
+   */
+  release(retain = true): void {
+    this.users = Math.max(0, this.users - 1);
+    if (this.users === 0 && !retain) this.dispose();
   }
 
   private attachMessenger(): void {
@@ -174,6 +214,7 @@ export class VulkanInstance {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
+    if (this.sharedKey !== null && sharedInstances.get(this.sharedKey) === this) sharedInstances.delete(this.sharedKey);
     if (this.messenger !== 0n) this.destroyMessenger!(this.handle, this.messenger, null);
     this.vk.fn.vkDestroyInstance!(this.handle, null);
     if (this.callback !== null) koffi.unregister(this.callback as bigint);

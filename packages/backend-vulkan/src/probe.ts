@@ -14,7 +14,8 @@ export type VulkanProbe =
 export function probeVulkan(options: { readonly loader?: string } = {}): VulkanProbe {
   let inst: VulkanInstance | undefined;
   try {
-    inst = VulkanInstance.create(options.loader === undefined ? {} : { loader: options.loader });
+    // The shared instance: a probe is no extra create/destroy cycle of the driver (decision 1650).
+    inst = VulkanInstance.shared(options.loader === undefined ? {} : { loader: options.loader });
     const devices = inst
       .physicalDevices()
       .map((h, i) => describePhysicalDevice(inst!.vk, h, i))
@@ -29,6 +30,6 @@ export function probeVulkan(options: { readonly loader?: string } = {}): VulkanP
     if (e instanceof VulkanError) return { ok: false, reason: e.message };
     throw e;
   } finally {
-    inst?.dispose();
+    inst?.release();
   }
 }

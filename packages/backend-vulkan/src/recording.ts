@@ -76,7 +76,7 @@ export class Recording {
     /** The VkCommandBuffer. */
     readonly cmd: bigint,
     private readonly queryPool: bigint,
-    private readonly labels: readonly string[],
+    private readonly labels: string[],
     /** The name. */
     readonly name: string,
   ) {}
@@ -85,7 +85,6 @@ export class Recording {
   static record(device: VulkanDevice, steps: readonly Step[], options: RecordOptions = {}): Recording {
     device.live();
     const f = device.vk.fn;
-    const max = device.info.limits.maxWorkgroupCount;
     const timestamps =
       options.timestamps === true && device.info.timestampValidBits > 0 && device.info.timestampPeriod > 0;
     const name = options.name ?? "step";
@@ -105,7 +104,30 @@ export class Recording {
           null,
         )
       : 0n;
-    const cmd = device.allocateCommandBuffer();
+    let cmd: bigint;
+    try {
+      cmd = device.allocateCommandBuffer();
+    } catch (e) {
+      if (queryPool !== 0n) f.vkDestroyQueryPool!(device.handle, queryPool, null);
+      throw e;
+    }
+    const labels: string[] = [];
+    // Made before recording, so a step that fails to record (a bad grid, a disposed buffer) frees what it holds.
+    const rec = new Recording(device, cmd, queryPool, labels, name);
+    try {
+      rec.#record(steps, timestamps);
+    } catch (e) {
+      rec.dispose();
+      throw e;
+    }
+    device.adopt(rec);
+    return rec;
+  }
+
+  #record(steps: readonly Step[], timestamps: boolean): void {
+    const { device, cmd, queryPool, labels } = this;
+    const f = device.vk.fn;
+    const max = device.info.limits.maxWorkgroupCount;
     // No ONE_TIME_SUBMIT: the buffer is resubmitted after each fence wait.
     check(
       f.vkBeginCommandBuffer!(cmd, {
@@ -120,7 +142,6 @@ export class Recording {
       f.vkCmdResetQueryPool!(cmd, queryPool, 0, steps.length + 1);
       f.vkCmdWriteTimestamp!(cmd, PipelineStage.TOP_OF_PIPE, queryPool, 0);
     }
-    const labels: string[] = [];
     steps.forEach((s, i) => {
       if (i > 0) device.barrier(cmd, ALL_ACCESS, ALL_ACCESS, ALL_STAGES, ALL_STAGES);
       if (s.kind === "dispatch") {
@@ -171,8 +192,7 @@ export class Recording {
     // The host reads outputs from mapped memory after the fence: make shader and transfer writes visible to it.
     device.barrier(cmd, Access.SHADER_WRITE | Access.TRANSFER_WRITE, Access.HOST_READ, ALL_STAGES, PipelineStage.HOST);
     check(f.vkEndCommandBuffer!(cmd), "vkEndCommandBuffer");
-    device.instance.throwOnValidationErrors(`recording ${name}`);
-    return new Recording(device, cmd, queryPool, labels, name);
+    device.instance.throwOnValidationErrors(`recording ${this.name}`);
   }
 
   /** Submits the recorded step and waits for it to finish. */
@@ -213,6 +233,7 @@ export class Recording {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
+    this.device.release(this);
     if (!this.device.alive) return;
     this.device.freeCommandBuffer(this.cmd);
     if (this.queryPool !== 0n) this.device.vk.fn.vkDestroyQueryPool!(this.device.handle, this.queryPool, null);
