@@ -39,12 +39,19 @@ export const WASM_CODEGEN_CAPS = {
 
 /**
  * The graph-plan caps of the CPU: kernelgen's cpu defaults with one-lane subgroups (the Wasm target's); the weight
- * formats of `native`'s GEMVs (`poot_gemv_<format>_none`) take only the epilogues those apply (decision 2345).
+ * formats of `native`'s GEMVs (`poot_gemv_<format>_none`) take only the epilogues those apply (decision 2345), SwiGLU
+ * among them where the library has `poot_gemv_<format>_swiglu` (decision 2360).
  */
 export function cpuPlanCaps(threads: number, native: NativeLibrary | null = null): PlanCaps {
   const caps = defaultTarget("cpu", { subgroupSize: 1, computeUnits: threads }).caps as PlanCaps;
-  const formats = [...(native?.kernels ?? [])].flatMap((s) => /^poot_gemv_(\w+)(?<!_fast)_none$/.exec(s)?.[1] ?? []);
-  return formats.length === 0 ? caps : { ...caps, residualOnlyWeights: formats.sort() };
+  const named = (epilogue: string): string[] =>
+    [...(native?.kernels ?? [])]
+      .flatMap((s) => new RegExp(`^poot_gemv_(\\w+)(?<!_fast)_${epilogue}$`).exec(s)?.[1] ?? [])
+      .sort();
+  const formats = named("none");
+  if (formats.length === 0) return caps;
+  const swiglu = named("swiglu").filter((f) => formats.includes(f));
+  return { ...caps, residualOnlyWeights: formats, ...(swiglu.length > 0 ? { swigluWeights: swiglu } : {}) };
 }
 
 /**

@@ -104,7 +104,14 @@ const raiseScales = (fmt: Fmt, block: number, K: number) => (): void => {
 };
 
 /** Runs quantizer + fast GEMV for (M, N, K, epilogue); returns max |y − ref| / Σ|w x| against llama.cpp's arithmetic. */
-function check(fmt: Fmt, M: number, epi: "none" | "add" | "heads2", plant?: () => void, K = 512, R = 8): number {
+function check(
+  fmt: Fmt,
+  M: number,
+  epi: "none" | "add" | "heads2" | "swiglu",
+  plant?: () => void,
+  K = 512,
+  R = 8,
+): number {
   const lib = loadNodeNative()!;
   const base = lib.address(u8);
   const N = ROWS;
@@ -125,16 +132,28 @@ function check(fmt: Fmt, M: number, epi: "none" | "add" | "heads2", plant?: () =
   let worst = 0;
   for (let m = 0; m < M; m++) {
     const xq = llamaQuant(f32.subarray(AT.x / 4 + m * K, AT.x / 4 + (m + 1) * K), fmt);
+    const dot = (h: number, n: number): { ref: number; mag: number } => {
+      let ref = epi === "add" ? f32[AT.r / 4 + m * N + n]! : 0,
+        mag = Math.abs(ref);
+      for (let k = 0; k < K; k++) {
+        ref += W[h]![n * K + k]! * xq[k]!;
+        mag += Math.abs(W[h]![n * K + k]! * xq[k]!);
+      }
+      return { ref, mag };
+    };
     for (let h = 0; h < (epi === "heads2" ? 2 : 1); h++)
       for (let n = 0; n < N; n++) {
-        let ref = epi === "add" ? f32[AT.r / 4 + m * N + n]! : 0,
-          mag = Math.abs(ref);
-        for (let k = 0; k < K; k++) {
-          ref += W[h]![n * K + k]! * xq[k]!;
-          mag += Math.abs(W[h]![n * K + k]! * xq[k]!);
-        }
         const got = f32[AT.y / 4 + h * M * N + m * N + n]!;
-        worst = Math.max(worst, Math.abs(got - ref) / (mag + 1e-30));
+        if (epi === "swiglu") {
+          // silu(gate) · up, gate = W: each sum's error bound carried through silu (|silu'| < 1.1).
+          const [g, u] = [dot(0, n), dot(1, n)];
+          const sg = g.ref / (1 + Math.exp(-g.ref));
+          const scale = 1.1 * g.mag * Math.abs(u.ref) + Math.abs(sg) * u.mag + 1e-30;
+          worst = Math.max(worst, Math.abs(got - sg * u.ref) / scale);
+        } else {
+          const { ref, mag } = dot(h, n);
+          worst = Math.max(worst, Math.abs(got - ref) / (mag + 1e-30));
+        }
       }
   }
   return worst;
@@ -162,9 +181,9 @@ describe.skipIf(!here)(
           lib!.force(lib!.vnni ? "avx512" : "avx2");
         });
         for (const fmt of Object.keys(QUANT) as Fmt[])
-          test(`${fmt}: none, add and heads2 epilogues, M = 1, 6 and 19`, () => {
+          test(`${fmt}: none, add, heads2 and swiglu epilogues, M = 1, 6 and 19`, () => {
             for (const M of [1, 6, 19])
-              for (const epi of ["none", "add", "heads2"] as const)
+              for (const epi of ["none", "add", "heads2", "swiglu"] as const)
                 expect(check(fmt, M, epi), `${fmt} ${epi} M=${M}: max |y - ref| / sum |w x|`).toBeLessThan(1e-5);
           });
 
@@ -183,7 +202,7 @@ describe.skipIf(!here)(
           for (const fmt of Object.keys(QUANT) as Fmt[])
             for (const R of [3, 5])
               for (const M of [6, 19])
-                for (const epi of ["none", "heads2"] as const)
+                for (const epi of ["none", "heads2", "swiglu"] as const)
                   expect(check(fmt, M, epi, undefined, 512, R), `${fmt} ${epi} M=${M} R=${R}`).toBeLessThan(1e-5);
         });
 
@@ -191,6 +210,7 @@ describe.skipIf(!here)(
           expect(check("q8_0", 1, "none", raiseScales("q8_0", 1, 512))).toBeGreaterThan(1e-3);
           expect(check("q4_k", 1, "none", raiseScales("q4_k", 1, 512))).toBeGreaterThan(1e-3);
           expect(check("q6_k", 1, "none", raiseScales("q6_k", 1, 512))).toBeGreaterThan(1e-3);
+          expect(check("q4_k", 1, "swiglu", raiseScales("q4_k", 1, 512))).toBeGreaterThan(1e-3);
         });
       });
   },

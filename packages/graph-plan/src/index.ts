@@ -7,7 +7,7 @@
 export { PlanError, PlanInvariantError, invariant } from "./errors.js";
 export type { PlanErrorCode, PlanErrorContext } from "./errors.js";
 
-export { BACKEND_KINDS, ROCM_ARCHS, defaultTarget, makeTarget, planLimits } from "./target.js";
+export { BACKEND_KINDS, ROCM_ARCHS, defaultTarget, makeTarget, planLimits, swigluHeads } from "./target.js";
 export type { AieCaps, BackendKind, DTypeSupport, DeviceCaps, MatrixShape, PlanLimits, Target } from "./target.js";
 
 export { resolveOptions } from "./options.js";
@@ -30,7 +30,7 @@ export type { HorizontalGroup } from "./passes/horizontal.js";
 export type { FusedParams } from "./composite/fused.js";
 export type { ExpertRouting, IndexedMatMulParams } from "./composite/indexed.js";
 export type { ArgMaxChunkParams } from "./composite/argmax.js";
-export { evalRegion, typeRegion } from "./region.js";
+export { evalRegion, swigluGate, typeRegion } from "./region.js";
 export type { Region, RegionArg, RegionLiteral, RegionNode } from "./region.js";
 
 export type {

@@ -147,3 +147,34 @@ export function evalRegion(region: Region, inputs: readonly Tensor[], ops: OpTab
 export function regionOps(region: Region): string[] {
   return region.nodes.map((n) => n.op);
 }
+
+/**
+ * The gate's input (0 or 1) when `r` is exactly SwiGLU over its first two inputs, `silu(in_g) · in_u` in f32 with
+ * silu as graph-ir's builder writes it (`in_g / (exp(−in_g) + 1)`, either operand order of the add and the
+ * product), else null: the two-heads epilogue that the CPU's native GEMVs apply themselves (caps `swigluWeights`,
+ * decision 2360).
+ */
+export function swigluGate(r: Region): 0 | 1 | null {
+  const ns = r.nodes;
+  if (ns.length !== 5 || ns.some((n) => n.dtype !== "f32")) return null;
+  const node = (a: RegionArg | undefined, op: string): RegionNode | undefined => {
+    const n = a !== undefined && isNodeArg(a) ? ns[a.node] : undefined;
+    return n?.op === op ? n : undefined;
+  };
+  const isIn = (a: RegionArg | undefined, i: number): boolean => a !== undefined && isInputArg(a) && a.in === i;
+  const one = (a: RegionArg | undefined): boolean => a !== undefined && isLiteralArg(a) && a.lit === 1;
+  const mul = ns[r.result]!;
+  if (mul.op !== "Mul" || mul.args.length !== 2) return null;
+  for (const g of [0, 1] as const) {
+    const [m0, m1] = mul.args;
+    const div = node(isIn(m1, 1 - g) ? m0 : isIn(m0, 1 - g) ? m1 : undefined, "Div");
+    if (div === undefined || !isIn(div.args[0], g)) continue;
+    const add = node(div.args[1], "Add");
+    if (add === undefined || add.args.length !== 2) continue;
+    const [a0, a1] = add.args;
+    const exp = node(one(a1) ? a0 : one(a0) ? a1 : undefined, "Exp");
+    const neg = exp === undefined ? undefined : node(exp.args[0], "Neg");
+    if (neg !== undefined && isIn(neg.args[0], g)) return g;
+  }
+  return null;
+}

@@ -3,6 +3,7 @@
 
 import { isPacked, type DType, type Params } from "@poot/graph-ir";
 import { PlanError } from "./errors.js";
+import { swigluGate, type Region } from "./region.js";
 
 /** Backend kinds poot compiles for. */
 export type BackendKind = "cpu" | "wgpu" | "vulkan" | "cuda" | "rocm" | "aie";
@@ -67,6 +68,11 @@ export interface DeviceCaps {
    * native GEMVs, decision 2345). Fusion gives such a contraction nothing else. Absent: no such format.
    */
   readonly residualOnlyWeights?: readonly string[];
+  /**
+   * Those of {@link residualOnlyWeights} whose two-heads kernels apply SwiGLU themselves: a region that is exactly
+   * `silu(acc0) · acc1` (graph-plan's `swigluGate`) runs in the GEMV's one dispatch, not a second (decision 2360).
+   */
+  readonly swigluWeights?: readonly string[];
 }
 
 /**
@@ -84,6 +90,21 @@ export function residualOnly(
   return isPacked(d)
     ? formats.includes(d.packed.name) && b.shape.at(-1)! % d.packed.blockSize === 0
     : formats.includes(d as string);
+}
+
+/**
+ * Whether two heads over weight `b` with epilogue `region` run as one dispatch on target `t`: a format of caps
+ * `swigluWeights` (and of `residualOnlyWeights`) and a region that is exactly SwiGLU (decision 2360).
+ */
+export function swigluHeads(
+  t: Target,
+  b: { readonly dtype: DType; readonly shape: readonly number[] },
+  params: Params,
+  region: Region,
+): boolean {
+  const formats = t.kind === "aie" ? undefined : t.caps.swigluWeights;
+  if (formats === undefined || !residualOnly(t, b, params) || swigluGate(region) === null) return false;
+  return formats.includes(isPacked(b.dtype) ? b.dtype.packed.name : (b.dtype as string));
 }
 
 /** Capabilities of an AMD AI Engine array: a grid of VLIW vector tiles with local memories and DMA. */

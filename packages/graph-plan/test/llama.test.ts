@@ -2,7 +2,16 @@
 // primitive graph under graph-ir's eval (the oracle), in decode and prefill, f32 and bf16 weights.
 
 import { describe, expect, test } from "vitest";
-import { BACKEND_KINDS, PLAN_OPS, compile, defaultTarget, makeTarget, type DeviceCaps } from "@poot/graph-plan";
+import {
+  BACKEND_KINDS,
+  PLAN_OPS,
+  compile,
+  defaultTarget,
+  makeTarget,
+  swigluGate,
+  type DeviceCaps,
+  type Region,
+} from "@poot/graph-plan";
 import { buildLlama, TINY } from "./llama.js";
 import { bindingsFor, compareEval, opCounts } from "./util.js";
 
@@ -157,4 +166,48 @@ describe("caps residualOnlyWeights (the CPU's native GEMVs, decision 2345)", () 
       expect(worst).toBeLessThanOrEqual(1e-6);
     },
   );
+});
+
+describe("caps swigluWeights (two-heads GEMVs that apply SwiGLU themselves, decision 2360)", () => {
+  const cpu = (caps: Partial<DeviceCaps>) =>
+    makeTarget({ kind: "cpu", caps: { ...(defaultTarget("cpu").caps as DeviceCaps), ...caps } });
+  /** The dispatches of each two-heads plan, and their epilogues' gate inputs. */
+  const twoHeads = (p: ReturnType<typeof compile>): { dispatches: number; gate: 0 | 1 | null }[] =>
+    p.plans().flatMap((pl) => {
+      const e = p.graph.eqns[pl.eqn]!;
+      if (e.op !== "ContractionEpilogue" || e.params.heads !== 2 || pl.kernel.provenance === "none") return [];
+      return [{ dispatches: pl.dispatches.length, gate: swigluGate(e.params.epilogue as Region) }];
+    });
+
+  test.each(["decode", "prefill"] as const)(
+    "%s: the gate/up GEMV is one dispatch where the format is listed",
+    (mode) => {
+      const g = buildLlama(mode === "decode" ? TINY : { ...TINY, tokens: 12 });
+      const heads = twoHeads(compile(g, cpu({ residualOnlyWeights: ["f32"], swigluWeights: ["f32"] }), { mode }));
+      expect(heads.length).toBe(TINY.layers);
+      for (const h of heads) expect(h).toEqual({ dispatches: 1, gate: expect.any(Number) });
+      // Planted: another format listed (or none): the epilogue is the second dispatch again.
+      for (const caps of [{ swigluWeights: ["q8_0"] }, {}])
+        for (const h of twoHeads(compile(g, cpu({ residualOnlyWeights: ["f32"], ...caps }), { mode })))
+          expect(h.dispatches).toBe(2);
+    },
+  );
+
+  test("swigluGate recognizes silu(in_g) · in_u in either order and nothing else", () => {
+    const swiglu = (g: number, u: number, one = 1): Region => ({
+      nodes: [
+        { op: "Neg", args: [{ in: g }], params: {}, dtype: "f32", shape: [4] },
+        { op: "Exp", args: [{ node: 0 }], params: {}, dtype: "f32", shape: [4] },
+        { op: "Add", args: [{ lit: one, dtype: "f32" }, { node: 1 }], params: {}, dtype: "f32", shape: [4] },
+        { op: "Div", args: [{ in: g }, { node: 2 }], params: {}, dtype: "f32", shape: [4] },
+        { op: "Mul", args: [{ in: u }, { node: 3 }], params: {}, dtype: "f32", shape: [4] },
+      ],
+      result: 4,
+    });
+    expect(swigluGate(swiglu(0, 1))).toBe(0);
+    expect(swigluGate(swiglu(1, 0))).toBe(1);
+    // Planted: x / (e^−x + 2) · u, and silu(in0) · in0, are not SwiGLU.
+    expect(swigluGate(swiglu(0, 1, 2))).toBeNull();
+    expect(swigluGate(swiglu(0, 0))).toBeNull();
+  });
 });

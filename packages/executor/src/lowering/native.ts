@@ -1,11 +1,12 @@
 // Prebuilt native kernels a device loads by symbol (the CPU's GEMV library, decisions 0952, 2300, 2345): a plan whose
 // contraction one of them computes becomes its launches, the library GEMV (after its activation quantizer in `fast`
-// numerics, decision 2320) and, with two heads, their epilogue as a kernel-dsl launch over the two accumulators. The
+// numerics, decision 2320) and, with two heads, their epilogue as a kernel-dsl launch over the two accumulators (none
+// when it is the SwiGLU the library's `swiglu` GEMVs apply, decision 2360). The
 // planner fused nothing else into a contraction (graph-plan caps `contractionEpilogues: "residual"`).
 
 import type { TargetCode } from "@poot/codegen";
 import { isPacked, numel, stridesOf, type DType } from "@poot/graph-ir";
-import type { Access, KernelRequest, Plan, Region } from "@poot/graph-plan";
+import { swigluGate, type Access, type KernelRequest, type Plan, type Region } from "@poot/graph-plan";
 import {
   ACT_BLOCK,
   ACT_SUM,
@@ -121,14 +122,18 @@ export function nativeRouter(
       (heads === 1 && epi !== null && (extras.length !== 1 || !rows(extras[0]!) || !isResidualAdd(epi)))
     )
       return null;
-    const epilogue = heads === 2 ? "heads2" : epi === null ? "none" : "add";
+    // Two heads whose epilogue is exactly SwiGLU, written to the output: the library's swiglu GEMV (decision 2360).
+    const gate = heads === 2 ? swigluGate(epi!) : null;
+    const swiglu = gate !== null && extras.length === 0 && rows(req.output) && has.has(nativeGemvName(fmt, "swiglu"));
+    const epilogue = swiglu ? "swiglu" : heads === 2 ? "heads2" : epi === null ? "none" : "add";
+    const twoAccs = epilogue === "heads2";
     const q = native.fast && isPacked(B.dtype) ? FAST_FORMATS[B.dtype.packed.name] : undefined;
     const fast = q !== undefined && K % ACT_BLOCK[q] === 0 && has.has(nativeQuantName(q));
     const symbol = nativeGemvName(fmt, epilogue, fast && has.has(nativeGemvName(fmt, epilogue, true)));
     if (!has.has(symbol)) return null;
     const quantized = symbol !== nativeGemvName(fmt, epilogue);
     // Scratch: the two heads' accumulators ([2][M][N] f32), then `fast`'s q (i8 [M, K]), d (f32 per block), s (i32 per ACT_SUM).
-    const accBytes = heads === 2 ? 2 * M * N * 4 : 0;
+    const accBytes = twoAccs ? 2 * M * N * 4 : 0;
     const qAt = align64(accBytes);
     const dAt = qAt + align64(M * K);
     const sAt = dAt + (q === undefined ? 0 : align64(((M * K) / ACT_BLOCK[q]) * 4));
@@ -136,9 +141,10 @@ export function nativeRouter(
     const x: RoutedSource[] = quantized ? [at(qAt), at(dAt), at(sAt)] : [{ kind: "input", index: 0 }];
     const buffers: RoutedSource[] = [
       ...x,
-      ...Bs.map((_, h): RoutedSource => ({ kind: "input", index: 1 + h })),
+      // The swiglu kernels read the gate's weights first.
+      ...Bs.map((_, h): RoutedSource => ({ kind: "input", index: 1 + (swiglu && gate === 1 ? 1 - h : h) })),
       ...(epilogue === "add" ? [{ kind: "input", index: 2 } as const] : []),
-      heads === 2 ? at(0) : { kind: "output" },
+      twoAccs ? at(0) : { kind: "output" },
     ];
     const R = rowsPerGroup(N, threads);
     const gemv = libraryLaunch(
@@ -161,7 +167,7 @@ export function nativeRouter(
           [M, 1, 1],
         ),
       );
-    if (heads === 2) {
+    if (twoAccs) {
       // The epilogue as an elementwise request over [accumulators (scratch, roots < 0)..., extras...].
       const shape = [...A!.shape.slice(0, -1), N];
       const acc = (h: number): Access => ({

@@ -16,7 +16,7 @@ import {
 import { PlanError } from "../errors.js";
 import type { ResolvedOptions } from "../options.js";
 import type { Region } from "../region.js";
-import { planLimits, residualOnly, type PlanLimits, type Target } from "../target.js";
+import { planLimits, residualOnly, swigluHeads, type PlanLimits, type Target } from "../target.js";
 import { groupPlans } from "./groups.js";
 import { layouts } from "./layout.js";
 import type { Access, Dispatch, KernelKind, KernelRequest, KernelSource, Plan } from "./types.js";
@@ -322,11 +322,15 @@ function planEach(g: Graph, target: Target, options: ResolvedOptions, ops: OpTab
             ...launches(per, wg, L)[0]!,
             chunk: { start: c * per, count: Math.min(per, total - c * per) },
           }));
-    // Two heads on kernels that take no epilogue of theirs (decision 2345): the epilogue is a second dispatch.
+    // Two heads on kernels that take no epilogue of theirs (decision 2345): the epilogue is a second dispatch, unless
+    // it is the SwiGLU those kernels apply themselves (decision 2360).
+    const w = g.values[e.inputs[1] as number]!;
+    const epi = (e.params.epilogue ?? null) as Region | null;
     const second =
       Number(e.params.heads ?? 1) > 1 &&
-      e.params.epilogue != null &&
-      residualOnly(target, g.values[e.inputs[1] as number]!, e.params)
+      epi !== null &&
+      residualOnly(target, w, e.params) &&
+      !swigluHeads(target, w, e.params, epi)
         ? launches(Math.max(1, Math.ceil(numel(g.values[e.out]!.shape) / wg)), wg, L)
         : [];
     return { eqn: k, op: e.op, out: e.out, layer, phase, kernel, dispatches: [...dispatches, ...second] };

@@ -16,8 +16,11 @@ import {
 } from "./gemv-int8.js";
 import { fastQ4_KLoop, fastQ6_KLoop } from "./gemv-int8-k.js";
 
-/** Epilogues a native GEMV applies itself: none, `y = acc + r` (the residual add), or two weights into y[2][M][N]. */
-export const NATIVE_EPILOGUES = ["none", "add", "heads2"] as const;
+/**
+ * Epilogues a native GEMV applies itself: none, `y = acc + r` (the residual add), two weights into y[2][M][N], or
+ * two weights (gate, up) into `y = silu(gate) · up` of [M][N] (SwiGLU, decision 2360).
+ */
+export const NATIVE_EPILOGUES = ["none", "add", "heads2", "swiglu"] as const;
 /** One of {@link NATIVE_EPILOGUES}. */
 export type NativeEpilogue = (typeof NATIVE_EPILOGUES)[number];
 /** Dense weight storage a native GEMV reads. */
@@ -123,8 +126,30 @@ function denseLoop(
 }
 
 /**
+ * `e^v` in f32 without a libm call (the library links none): Cephes' `expf`, `2ⁿ · p(r)` with n = round(v · log₂e),
+ * r = v − n ln 2 in two parts and p its degree-7 polynomial, v clamped to ±88.376 (about 1 ulp).
+ */
+export function expF32(b: Builder, v: Val<"f32">): Val<"f32"> {
+  const { let_, f32 } = b;
+  const x = let_(b.min(b.max(v, f32(-88.3762626647949)), f32(88.3762626647949)), "ex");
+  const n = let_(b.floor(x.mul(1.44269504088896341).add(0.5)), "en");
+  const r = let_(x.sub(n.mul(0.693359375)).sub(n.mul(-2.1219444e-4)), "er");
+  const c = [1.98756915e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1];
+  let p: Val<"f32"> = f32(c[0]!);
+  for (const k of c.slice(1)) p = b.fma(p, r, f32(k));
+  const e = let_(b.fma(p, r.mul(r), r).add(1), "ep");
+  const scale = let_(n.cast("i32").add(127).shl(23).bitcast("f32"), "e2n");
+  return let_(e.mul(scale), "exp");
+}
+
+/** `silu(g) = g / (1 + e^−g)`, as graph-ir's `silu` writes it. */
+function silu(b: Builder, g: Val<"f32">): Val<"f32"> {
+  return b.let_(g.div(expF32(b, g.neg()).add(1)), "silu");
+}
+
+/**
  * Synthesizes the native GEMV of `weights` with `epilogue`, its vectors `lanes` wide (4 by default; 8 and 16 lower
- * only where the caps report that many `vectorLanes`). Buffers: x, W (and W1 for heads2), r (add), y; with `fast`
+ * only where the caps report that many `vectorLanes`). Buffers: x, W (and W1 for heads2 and swiglu), r (add), y; with `fast`
  * (packed formats of {@link FAST_FORMATS}, decision 2320) the activations come quantized: q, d, s instead of x, and
  * the integer loop is 16 lanes wide (decision 2330) whatever `lanes` says.
  */
@@ -149,7 +174,7 @@ export function nativeGemvKernel(
             s: b.buffer("s", "i32", "read") as Arr<"i32">,
           };
     const x = (xq === undefined ? b.buffer("x", "f32", "read") : undefined) as Arr<"f32">;
-    const heads = epilogue === "heads2" ? 2 : 1;
+    const heads = epilogue === "heads2" || epilogue === "swiglu" ? 2 : 1;
     const elem = packed ? "u8" : weights;
     // Packed bytes are read as u8 (the decoders take them as an Arr<"u32"> of byte loads, as dequant.ts does).
     const Ws = Array.from({ length: heads }, (_, h) => b.buffer(h === 0 ? "W" : `W${h}`, elem, "read")) as Arr[];
@@ -184,6 +209,7 @@ export function nativeGemvKernel(
       accs.forEach((row, j) => {
         ns.forEach((ni, i) => {
           const yi = let_(m.add(j).mul(N!).add(ni), "yi");
+          if (epilogue === "swiglu") return y.set(yi, silu(b, row[i * 2]!).mul(row[i * 2 + 1]!));
           Ws.forEach((_, h) => {
             const acc = row[i * heads + h]!;
             const v = r === undefined ? acc : acc.add(r.at(yi));
