@@ -90,53 +90,22 @@ export function contraction(req: KernelRequest, name: string, caps: SynthCaps): 
     const p = req.params as Record<string, unknown>;
     const heads = (p.heads ?? 1) as number;
     const epi = (p.epilogue ?? null) as Region | null;
-    // A bounded neighbourhood (a head for RoPE, a KV-cache window): a cooperative GEMV per block, epilogue from workgroup memory.
-    // Blocks too few for the device (8 heads of k): every output's GEMV, then the epilogue per block (decision 0807).
-    const split =
-      epi === null
-        ? null
-        : splitBlockContraction(
-            name,
-            req.inputs,
-            heads,
-            epi,
-            (p.accDtype ?? "f32") as ScalarDType,
-            p.transposeB === true,
-            req.output,
-            caps,
-          );
-    if (split !== null)
-      return {
-        ...bind(split.dots, {}, "part"),
-        transient: { buffer: "part", elements: split.partElements },
-        then: bind(split.epilogue, {}, "part"),
-      };
-    const blocked =
-      epi === null
-        ? null
-        : blockContraction(
-            name,
-            req.inputs,
-            heads,
-            epi,
-            (p.accDtype ?? "f32") as ScalarDType,
-            p.transposeB === true,
-            req.output,
-            caps,
-          );
-    if (blocked !== null) return bind(blocked);
-    return bind(
-      inlineContraction(
-        name,
-        req.inputs,
-        (p.heads ?? 1) as number,
-        (p.epilogue ?? null) as Region | null,
-        (p.accDtype ?? "f32") as ScalarDType,
-        p.transposeB === true,
-        req.output,
-        caps,
-      ),
-    );
+    const accDtype = (p.accDtype ?? "f32") as ScalarDType;
+    const transposeB = p.transposeB === true;
+    if (epi !== null) {
+      // A bounded neighbourhood (a head for RoPE, a KV-cache window): a cooperative GEMV per block, epilogue from workgroup memory.
+      // Blocks too few for the device (8 heads of k): every output's GEMV, then the epilogue per block (decision 0807).
+      const split = splitBlockContraction(name, req.inputs, heads, epi, accDtype, transposeB, req.output, caps);
+      if (split !== null)
+        return {
+          ...bind(split.dots, {}, "part"),
+          transient: { buffer: "part", elements: split.partElements },
+          then: bind(split.epilogue, {}, "part"),
+        };
+      const blocked = blockContraction(name, req.inputs, heads, epi, accDtype, transposeB, req.output, caps);
+      if (blocked !== null) return bind(blocked);
+    }
+    return bind(inlineContraction(name, req.inputs, heads, epi, accDtype, transposeB, req.output, caps));
   }
 }
 
