@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { kernelArgs } from "./context.js";
 import { cudaCaps, type CudaDeviceInfo } from "./device.js";
 import type { DeviceBuffer } from "./memory.js";
-import { gemvRowsBf16 } from "./kernels.js";
+import { gemvRowsBf16 } from "../test/row-gemvs.js";
 import { CudaError } from "./errors.js";
 
 const H200: CudaDeviceInfo = {

@@ -19,7 +19,6 @@ export type { KernelArg, Dim3 } from "./launch.js";
 export { CudaGraph } from "./graph.js";
 export { createCudaContext, kernelArgs, ptxArch } from "./context.js";
 export type { CudaContext, CudaContextOptions, CompiledKernel, KernelBindings, KernelSignature } from "./context.js";
-export { gemvRowsBf16, gemvRowsBf16x2, gemvRowsF32, gemvRowsGrid, GEMV_ROWS_WG } from "./kernels.js";
 export { createCudaExecutor, cudaContextOf, CudaExecutor } from "./executor/executor.js";
 export type { CudaExecutorOptions, CudaProgram } from "./executor/executor.js";
 export { cudaGreedyLoop, CudaGreedyLoop } from "./executor/greedy-loop.js";

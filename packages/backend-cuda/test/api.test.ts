@@ -1,14 +1,8 @@
 // The public API as a user imports it: what works on a machine without a GPU, and the typed error that
 // says there is no driver.
 import { describe, expect, it } from "vitest";
-import {
-  CudaError,
-  createCudaContext,
-  gemvRowsBf16,
-  gemvRowsGrid,
-  loadDriver,
-  openCudaDevice,
-} from "@poot/backend-cuda";
+import { CudaError, createCudaContext, loadDriver, openCudaDevice } from "@poot/backend-cuda";
+import { gemvRowsBf16, gemvRowsGrid } from "./row-gemvs.js";
 
 describe("@poot/backend-cuda without a driver", () => {
   it("reports a missing driver library as CudaError no-driver naming the path", () => {

@@ -2,15 +2,8 @@
 // slots copied inside a replayed CUDA graph, a typed JIT error. Skips elsewhere, saying so.
 import { bf16BitsToF32, f32ToBf16Bits, kernel } from "@poot/kernel-dsl";
 import { describe, expect, it } from "vitest";
-import {
-  createCudaContext,
-  CudaError,
-  gemvRowsBf16,
-  gemvRowsGrid,
-  loadDriver,
-  loadPtx,
-  type CudaContext,
-} from "@poot/backend-cuda";
+import { createCudaContext, CudaError, loadDriver, loadPtx, type CudaContext } from "@poot/backend-cuda";
+import { gemvRowsBf16, gemvRowsGrid } from "./row-gemvs.js";
 
 function driverPresent(): boolean {
   try {

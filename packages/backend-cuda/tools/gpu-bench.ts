@@ -3,15 +3,8 @@
 
 import { bf16BitsToF32, f32ToBf16Bits, type Kernel } from "@poot/kernel-dsl";
 import { synthesizeGemv } from "@poot/kernelgen";
-import {
-  gemvRowsBf16,
-  gemvRowsBf16x2,
-  gemvRowsF32,
-  gemvRowsGrid,
-  type CudaContext,
-  type DeviceBuffer,
-  type LaunchParams,
-} from "@poot/backend-cuda";
+import { type CudaContext, type DeviceBuffer, type LaunchParams } from "@poot/backend-cuda";
+import { gemvRowsBf16, gemvRowsBf16x2, gemvRowsF32, gemvRowsGrid } from "../test/row-gemvs.js";
 import { addPos, rng } from "./gpu-cases.js";
 
 export { rng };

@@ -6,14 +6,8 @@ import { synthesizeGemv } from "@poot/kernelgen";
 // The imported library's sources (their .kir.json assets are read from disk, which a bundle cannot do).
 import { convert_bf16x2_f32 } from "../../kernelgen/kernels/convert.js";
 import { gemv_bf16_kn, gemv_bf16_nk, gemv_f32_kn } from "../../kernelgen/kernels/gemv.js";
-import {
-  gemvRowsBf16,
-  gemvRowsBf16x2,
-  gemvRowsF32,
-  gemvRowsGrid,
-  type CudaContext,
-  type DeviceBuffer,
-} from "@poot/backend-cuda";
+import { type CudaContext, type DeviceBuffer } from "@poot/backend-cuda";
+import { gemvRowsBf16, gemvRowsBf16x2, gemvRowsF32, gemvRowsGrid } from "../test/row-gemvs.js";
 
 /** One launch: kernel, grid, inputs, uniforms and the output tolerance (0 = bit-exact). */
 interface Case {

@@ -2,14 +2,8 @@
 // bf16 weights, 2.47 GB), launched plainly and replayed as one CUDA graph: ms per step and tok/s bound.
 
 import { f32ToBf16Bits } from "@poot/kernel-dsl";
-import {
-  gemvRowsBf16,
-  gemvRowsBf16x2,
-  gemvRowsGrid,
-  type CudaContext,
-  type DeviceBuffer,
-  type LaunchParams,
-} from "@poot/backend-cuda";
+import { type CudaContext, type DeviceBuffer, type LaunchParams } from "@poot/backend-cuda";
+import { gemvRowsBf16, gemvRowsBf16x2, gemvRowsGrid } from "../test/row-gemvs.js";
 import { median, rng } from "./gpu-bench.js";
 
 const LAYERS = 16;

@@ -10,8 +10,8 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { createCudaExecutor } from "@poot/backend-cuda";
-import { Engine } from "@poot/runtime";
-import { checkHfFamily, relErr } from "./hf-family.js";
+import { FixtureChecks, checkGgufPrompt, readF32 } from "./fixture-checks.js";
+import { checkHfFamily } from "./hf-family.js";
 
 const [fixtures] = process.argv.slice(2);
 if (fixtures === undefined) throw new Error("usage: cuda-fixtures.gpu.mjs FIXTURES_DIR");
@@ -19,11 +19,6 @@ const TOL = 1e-3;
 const outDir = process.env.OUT ?? ".gpu/out";
 fs.mkdirSync(outDir, { recursive: true });
 const newExecutor = () => createCudaExecutor({ cacheDir: "/tmp/poot-cuda-cache" });
-
-function readF32(file: string): Float32Array {
-  const b = fs.readFileSync(file);
-  return new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
-}
 
 function hfFamily(fam: string, weights: "f32" | "bf16"): Record<string, unknown> {
   const { ids: _, ...r } = checkHfFamily(path.join(fixtures!, "hf", fam), newExecutor(), weights, TOL);
@@ -34,56 +29,24 @@ function ggufFile(fam: string, type: string): Record<string, unknown> {
   const dir = path.join(fixtures!, "gguf", fam);
   const ref = JSON.parse(fs.readFileSync(path.join(dir, `reference-${type}.json`), "utf8")) as { prompt_ids: number[] };
   const f64 = readF32(path.join(dir, `f64-logits-${type}.bin`));
-  const executor = newExecutor();
-  const engine = Engine.load(path.join(dir, `model-${type}.gguf`), {
-    executor,
-    context: 24,
-    prefillChunk: 8,
-    tokenizer: null,
-  });
-  try {
-    const V = engine.config.vocabSize,
-      T = ref.prompt_ids.length;
-    const want = (p: number): Float32Array => f64.subarray(p * V, (p + 1) * V);
-    const s = engine.openSession();
-    let prefill = 0,
-      decode = 0;
-    for (const end of [8, 16])
-      prefill = Math.max(prefill, relErr(s.step(ref.prompt_ids.slice(s.length, end)), want(end - 1)));
-    for (let p = 16; p < T; p++) decode = Math.max(decode, relErr(s.step([ref.prompt_ids[p]!]), want(p)));
-    s.release();
-    const held = executor.deviceBytes().weights,
-      file = fs.statSync(path.join(dir, `model-${type}.gguf`)).size;
-    return {
-      ok: prefill <= TOL && decode <= TOL && held <= file,
-      prefillRelErr: prefill,
-      decodeRelErr: decode,
-      weightsHeld: held,
-      fileBytes: file,
-    };
-  } finally {
-    engine.close();
-    executor.dispose();
-  }
+  const V = f64.length / ref.prompt_ids.length;
+  const file = path.join(dir, `model-${type}.gguf`);
+  const r = checkGgufPrompt(file, newExecutor(), ref.prompt_ids, (p) => f64.subarray(p * V, (p + 1) * V));
+  const fileBytes = fs.statSync(file).size;
+  return {
+    ok: r.prefillRelErr <= TOL && r.decodeRelErr <= TOL && r.weightsHeld <= fileBytes,
+    prefillRelErr: r.prefillRelErr,
+    decodeRelErr: r.decodeRelErr,
+    weightsHeld: r.weightsHeld,
+    fileBytes,
+  };
 }
 
 const report: Record<string, unknown> = { date: new Date().toISOString(), tolerance: TOL };
-const results: Record<string, Record<string, unknown>> = {};
+const checks = new FixtureChecks((name, r) => console.log(`${name}: ${JSON.stringify(r)}`));
+const { results } = checks;
 report.results = results;
-let failures = 0;
-function check(name: string, f: () => Record<string, unknown>): void {
-  const t0 = performance.now();
-  let r: Record<string, unknown>;
-  try {
-    r = f();
-  } catch (e) {
-    r = { ok: false, error: (e as Error).stack ?? String(e) };
-  }
-  r.seconds = Math.round(performance.now() - t0) / 1000;
-  if (r.ok !== true) failures++;
-  results[name] = r;
-  console.log(`${name}: ${JSON.stringify(r)}`);
-}
+const check = checks.check.bind(checks);
 // FIXTURES_WEIGHTS=bf16 (or f32) checks the hf families with one weight dtype only (a shorter device call).
 const hfWeights = (["f32", "bf16"] as const).filter(
   (w) => process.env.FIXTURES_WEIGHTS === undefined || process.env.FIXTURES_WEIGHTS === w,
@@ -99,7 +62,7 @@ for (const fam of fs.readdirSync(ggufDir).filter((f) => fs.statSync(path.join(gg
     else results[`gguf ${fam} ${type}`] = { skipped: "not in this fixtures folder" };
   }
 }
-report.failures = failures;
+report.failures = checks.failures;
 fs.writeFileSync(path.join(outDir, "cuda-fixtures.json"), JSON.stringify(report, null, 1));
-console.log(`${failures} failure(s) of ${Object.keys(results).length}`);
-process.exit(failures === 0 ? 0 : 1);
+console.log(`${checks.failures} failure(s) of ${Object.keys(results).length}`);
+process.exit(checks.failures === 0 ? 0 : 1);

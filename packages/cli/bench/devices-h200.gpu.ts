@@ -16,6 +16,7 @@ import * as path from "node:path";
 import { runConformance } from "@poot/executor/conformance";
 import { LoadedModel, openSafetensors, type OpenModelOptions } from "@poot/models";
 import { Engine, argmax } from "@poot/runtime";
+import { FixtureChecks, checkGgufPrompt, readF32 } from "./fixture-checks.js";
 import { describe, runRegistered } from "vitest";
 import { createExecutor, loadBackend } from "../src/commands/backends.js";
 import { checkHfFamily, relErr } from "./hf-family.js";
@@ -58,47 +59,20 @@ if (mode === "conformance") {
   process.exit(failed.length === 0 ? 0 : 1);
 }
 
-function readF32(file: string): Float32Array {
-  const b = fs.readFileSync(file);
-  return new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
-}
-
-/** A GGUF in chunks of 8 (positions 7 and 15 against `want`), then decoded one token at a time to the prompt's end. */
+/** A GGUF's prompt (fixture-checks.ts) on a fresh executor, within the tolerance. */
 function gguf(file: string, ids: readonly number[], want: (p: number) => Float32Array): Record<string, unknown> {
-  const executor = make();
-  const engine = Engine.load(file, { executor, context: 24, prefillChunk: 8, tokenizer: null });
-  try {
-    const s = engine.openSession();
-    let prefill = 0,
-      decode = 0;
-    for (const end of [8, 16]) prefill = Math.max(prefill, relErr(s.step(ids.slice(s.length, end)), want(end - 1)));
-    for (let p = 16; p < ids.length; p++) decode = Math.max(decode, relErr(s.step([ids[p]!]), want(p)));
-    s.release();
-    return { ok: prefill <= TOL && decode <= TOL, prefillRelErr: prefill, decodeRelErr: decode };
-  } finally {
-    engine.close();
-    executor.dispose();
-  }
+  const { prefillRelErr, decodeRelErr } = checkGgufPrompt(file, make(), ids, want);
+  return { ok: prefillRelErr <= TOL && decodeRelErr <= TOL, prefillRelErr, decodeRelErr };
 }
 
-const results: Record<string, Record<string, unknown>> = {};
 report.tolerance = TOL;
-report.results = results;
-let failures = 0;
-function check(name: string, f: () => Record<string, unknown>): void {
-  const t0 = performance.now();
-  let r: Record<string, unknown>;
-  try {
-    r = f();
-  } catch (e) {
-    r = { ok: false, error: String((e as Error).stack ?? e).slice(0, 800) };
-  }
-  r.seconds = since(t0);
-  if (r.ok !== true) failures++;
-  results[name] = r;
+const checks = new FixtureChecks((name, r) => {
   console.log(`${backend} ${label} ${name}: ${JSON.stringify(r).slice(0, 400)}`);
   save();
-}
+}, 800);
+const { results } = checks;
+report.results = results;
+const check = checks.check.bind(checks);
 
 const hf = path.join(fixtures!, "hf");
 const weights = (process.env.FIXTURES_WEIGHTS ?? "f32").split(",") as ("f32" | "bf16")[];
@@ -227,7 +201,7 @@ for (const f of fs.existsSync(formats) && only("formats") ? fs.readdirSync(forma
     return gguf(path.join(formats, f), meta.prompt_ids, (p) => ref.subarray(p * V, (p + 1) * V));
   });
 }
-report.failures = failures;
+report.failures = checks.failures;
 save();
-console.log(`${backend} ${label}: ${failures} failure(s) of ${Object.keys(results).length}`);
+console.log(`${backend} ${label}: ${checks.failures} failure(s) of ${Object.keys(results).length}`);
 process.exit(0);

@@ -3,57 +3,20 @@
 // only their epilogues, decision 2345) and lowers with its native kernels, so the `fast` activation quantizers and the
 // two-head epilogues are counted. Packed and dense GGUFs whose widths are whole blocks (llama3-w256) and ones
 // whose are not (llama3, where packed contractions stay in Wasm).
-import { bufferIo, runCli } from "@poot/cli";
 import { fastNumericsAvailable } from "@poot/backend-cpu";
 import { fixture, needFixture } from "@poot/testkit";
 import { describe, expect, test } from "vitest";
+import { benchAndCompile } from "./dispatch-counts.js";
 
 const NO_FIXTURES = needFixture("gguf");
 const NUMERICS = fastNumericsAvailable() ? (["exact", "fast"] as const) : (["exact"] as const);
-const P = 3,
-  G = 3;
-
-async function poot(...argv: string[]): Promise<Record<string, unknown>> {
-  const io = bufferIo();
-  const code = await runCli(argv, { io });
-  expect(code, io.stderr()).toBe(0);
-  return JSON.parse(io.stdout()) as Record<string, unknown>;
-}
-
 /** bench's measured dispatches per decode token, and compile's predicted launches per step, for one file. */
 async function countsOf(file: string, numerics: string): Promise<{ measured: unknown; predicted: unknown }> {
-  const bench = await poot(
-    "bench",
+  const { bench, compiled } = await benchAndCompile(
     file,
-    "--backend",
     "cpu",
-    "--threads",
-    "2",
-    "--numerics",
-    numerics,
-    "--prompt-tokens",
-    String(P),
-    "--gen-tokens",
-    String(G),
-    "--runs",
-    "1",
-    "--json",
-  );
-  const layout = bench["kvLayout"] as { pageSize: number; pages: number };
-  const compiled = await poot(
-    "compile",
-    file,
-    "--target",
-    "cpu",
-    "--numerics",
-    numerics,
-    "--context",
-    String(P + G),
-    "--page-size",
-    String(layout.pageSize),
-    "--pages",
-    String(layout.pages),
-    "--json",
+    ["--threads", "2", "--numerics", numerics],
+    ["--numerics", numerics],
   );
   return {
     measured: bench["decodeDispatchesPerToken"],

@@ -11,9 +11,9 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { probeVulkan } from "@poot/backend-vulkan";
 import { nodeGpu } from "@poot/backend-wgpu/node";
-import { bufferIo, runCli } from "@poot/cli";
 import { describe, expect, test } from "vitest";
 import { fixture, needFixture } from "@poot/testkit";
+import { benchAndCompile } from "./dispatch-counts.js";
 
 function repoRoot(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
@@ -44,16 +44,6 @@ async function skipReason(backend: "wgpu" | "vulkan"): Promise<string | undefine
   }
 }
 
-async function poot(...argv: string[]): Promise<unknown> {
-  const io = bufferIo();
-  const code = await runCli(argv, { io });
-  expect(code, io.stderr()).toBe(0);
-  return JSON.parse(io.stdout());
-}
-
-const P = 3,
-  G = 3;
-
 /** Registers the dispatch-count checks of one backend (one test file per backend: see gpu-fixtures.ts). */
 export async function dispatchSuite(backend: "wgpu" | "vulkan"): Promise<void> {
   const skip = await skipReason(backend);
@@ -63,43 +53,20 @@ export async function dispatchSuite(backend: "wgpu" | "vulkan"): Promise<void> {
       for (const fam of ["llama3", "olmoe", "qwen35", "granite", "smollm3", "phi4", "gptoss", "deepseek2"]) {
         test(`${fam}: poot bench counts what poot compile --explain predicts`, async () => {
           const dir = path.join(FIX, fam);
-          const bench = (await poot(
-            "bench",
-            dir,
-            "--backend",
-            backend,
-            "--prompt-tokens",
-            String(P),
-            "--gen-tokens",
-            String(G),
-            "--runs",
-            "1",
-            "--json",
-          )) as {
-            decodeDispatchesPerToken: number | null;
-            kvLayout: { pageSize: number; pages: number; lanes: number };
-          };
+          const { bench, compiled } = await benchAndCompile(dir, backend, [], ["--mode", "decode"]);
+          const kvLayout = bench["kvLayout"] as { lanes: number };
           // bench's Engine runs one sequence (lanes 1 = --batch 1) with context = prompt + generated tokens, paged.
-          expect(bench.kvLayout.lanes).toBe(1);
-          const predicted = (await poot(
-            "compile",
-            dir,
-            "--target",
-            backend,
-            "--mode",
-            "decode",
-            "--context",
-            String(P + G),
-            "--page-size",
-            String(bench.kvLayout.pageSize),
-            "--pages",
-            String(bench.kvLayout.pages),
-            "--json",
-          )) as { fusedDispatches: number; unfusedDispatches: number; dispatchesPerLayer: Record<string, number> };
+          expect(kvLayout.lanes).toBe(1);
+          const measured = bench["decodeDispatchesPerToken"] as number | null;
+          const predicted = compiled as {
+            fusedDispatches: number;
+            unfusedDispatches: number;
+            dispatchesPerLayer: Record<string, number>;
+          };
           console.log(
-            `${backend} ${fam}: ${bench.decodeDispatchesPerToken} dispatches per decode token, per layer ${JSON.stringify(predicted.dispatchesPerLayer)}`,
+            `${backend} ${fam}: ${measured} dispatches per decode token, per layer ${JSON.stringify(predicted.dispatchesPerLayer)}`,
           );
-          expect(bench.decodeDispatchesPerToken).toBe(predicted.fusedDispatches);
+          expect(measured).toBe(predicted.fusedDispatches);
           // The fused program really is what runs (fusion removed launches on these models).
           expect(predicted.fusedDispatches).toBeLessThan(predicted.unfusedDispatches);
         }, 300_000);

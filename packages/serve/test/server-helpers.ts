@@ -40,6 +40,23 @@ export function llama3Tokenizer(): Tokenizer {
 }
 
 /** A running test server and its client. */
+/** A server for `engine` on a free port, named after the model folder, and an OpenAI client of it. */
+async function listen(
+  model: string,
+  options: Partial<ServerOptions>,
+  engine: ServerOptions["engine"],
+): Promise<{ server: PootServer; url: string; client: OpenAI }> {
+  const server = createServer({ modelId: path.basename(model), ...options, engine });
+  const url = await server.listen({ port: 0 });
+  const client = new OpenAI({
+    baseURL: `${url}/v1`,
+    apiKey: options.apiKey ?? "unused",
+    maxRetries: 0,
+    timeout: 300_000,
+  });
+  return { server, url, client };
+}
+
 export interface TestServer {
   readonly url: string;
   readonly server: PootServer;
@@ -74,14 +91,7 @@ export async function startTestServer(
     tokenizerSource: model,
     ...(options.chatTemplate === undefined ? {} : { chatTemplate: options.chatTemplate }),
   });
-  const server = createServer({ modelId: path.basename(model), ...options, engine: serveEngine });
-  const url = await server.listen({ port: 0 });
-  const client = new OpenAI({
-    baseURL: `${url}/v1`,
-    apiKey: options.apiKey ?? "unused",
-    maxRetries: 0,
-    timeout: 300_000,
-  });
+  const { server, url, client } = await listen(model, options, serveEngine);
   return {
     url,
     server,
@@ -143,14 +153,7 @@ export async function startWorkerServer(
     ...template,
     ...(options.log === undefined ? {} : { log: options.log }),
   });
-  const server = createServer({ modelId: path.basename(model), ...options, engine: worker });
-  const url = await server.listen({ port: 0 });
-  const client = new OpenAI({
-    baseURL: `${url}/v1`,
-    apiKey: options.apiKey ?? "unused",
-    maxRetries: 0,
-    timeout: 300_000,
-  });
+  const { server, url, client } = await listen(model, options, worker);
   return {
     url,
     server,

@@ -7,7 +7,7 @@ import { LoadedModel, loadTokenizer } from "@poot/models";
 import { CliError } from "../errors.js";
 import { BACKEND_NAMES, createExecutor, findDemoModel } from "./backends.js";
 import type { CommandModule } from "./index.js";
-import { generateOptions, parseContext } from "./run.js";
+import { generateOptions, parseContext, samplingOptions } from "./run.js";
 
 interface ChatOptions {
   backend: string;
@@ -37,18 +37,14 @@ export const chat: CommandModule = {
   name: "chat",
   checkFlags: (options) => void checkChatFlags(options as unknown as ChatOptions),
   register: (program, io) => {
-    program
-      .command("chat")
-      .description("chat with a model in the terminal (its chat template; /exit leaves; Ctrl-C stops an answer)")
-      .argument("[model]", "a model folder, .gguf file, org/name from the HF cache, or demo (the default)")
-      .option("--backend <name>", `where to run: ${BACKEND_NAMES.join(" | ")}`, "auto")
-      .option("-n, --max-tokens <n>", "most tokens per answer", "256")
-      .option("--temperature <t>", "0 = greedy", "0.8")
-      .option("--top-p <p>", "nucleus sampling mass (1 = off)", "0.95")
-      .option("--top-k <k>", "keep the k most likely tokens (0 = off)", "40")
-      .option("--min-p <p>", "drop tokens below p x the top probability (0 = off)", "0")
-      .option("--repeat-penalty <r>", "repetition penalty (1 = off)", "1")
-      .option("-s, --seed <s>", "random seed (default: random)")
+    samplingOptions(
+      program
+        .command("chat")
+        .description("chat with a model in the terminal (its chat template; /exit leaves; Ctrl-C stops an answer)")
+        .argument("[model]", "a model folder, .gguf file, org/name from the HF cache, or demo (the default)")
+        .option("--backend <name>", `where to run: ${BACKEND_NAMES.join(" | ")}`, "auto")
+        .option("-n, --max-tokens <n>", "most tokens per answer", "256"),
+    )
       .option("-c, --context <n>", "KV capacity of the conversation in tokens (default: the model's, at most 2048)")
       .option("--system <text>", "a system message opening the conversation")
       .option("--weights <kind>", "HF folders: f32 or bf16", "f32")

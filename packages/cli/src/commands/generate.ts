@@ -1,6 +1,6 @@
 // `poot generate MODEL --ids … --max-tokens N --greedy [--compiled --target T]`: greedy decoding token by token
 // through the decode graph's KV cache; prints the generated ids as a JSON array on stdout.
-import { BACKEND_KINDS, PlanError, compile, defaultTarget } from "@poot/graph-plan";
+import { BACKEND_KINDS, defaultTarget } from "@poot/graph-plan";
 import { CliError } from "../errors.js";
 import {
   activationsOption,
@@ -17,12 +17,12 @@ import { executorGreedy, type CompileGraph } from "./executor-forward.js";
 import { refuseCompiledTp } from "./compile-tp.js";
 import type { CommandModule } from "./index.js";
 import {
+  checkForwardFlags,
   checkTarget,
-  forwardFlags,
+  compileForCommand,
   openForForward,
-  parseIds,
   withModelErrors,
-  type ForwardOptions,
+  type CompiledForwardOptions,
 } from "./model-args.js";
 
 /**
@@ -32,16 +32,14 @@ import {
  */
 function checkGenerateFlags(o: GenerateOptions & PlacementFlags): { readonly ids: number[]; readonly n: number } {
   const command = "generate";
-  const ids = parseIds(o.ids, command);
+  const ids = checkForwardFlags(command, o);
   const n = Number(o.maxTokens);
   if (!Number.isSafeInteger(n) || n < 1)
     throw new CliError("bad-input", `--max-tokens must be a positive integer, got "${o.maxTokens}"`, { command });
   if (o.greedy !== true)
     throw new CliError("bad-input", "only greedy decoding is available: pass --greedy", { command });
   refuseCompiledTp(o, command);
-  forwardFlags(command, o);
   parseNumerics(o.numerics, command);
-  if (o.compiled === true) checkTarget(o.target, command);
   return { ids, n };
 }
 
@@ -109,26 +107,15 @@ export const generate: CommandModule = {
   },
 };
 
-type GenerateOptions = ForwardOptions & {
-  ids: string;
+type GenerateOptions = CompiledForwardOptions & {
   maxTokens: string;
   greedy?: boolean;
   ignoreEos?: boolean;
   numerics?: string;
-  compiled?: boolean;
-  target: string;
 };
 
 /** graph-plan's compile for `--target`, with planner refusals as one-line CLI errors naming the model. */
 function compiler(target: string, model: string): CompileGraph {
   const kind = checkTarget(target, "generate");
-  return (g, mode) => {
-    try {
-      return compile(g, defaultTarget(kind), { mode });
-    } catch (err) {
-      if (err instanceof PlanError)
-        throw new CliError("command-failed", err.message, { command: "generate", file: model });
-      throw err;
-    }
-  };
+  return (g, mode) => compileForCommand(g, defaultTarget(kind), mode, "generate", model);
 }

@@ -1,18 +1,12 @@
 // The kernels of a compiled Program lowered for one codegen target: each plan's kernel from kernelgen's
 // `planKernel` (imported or synthesized, the same mapping the executors use), then the target's `lower`.
 import { CodegenError, TARGETS, type DeviceCaps as CodegenCaps, type TargetCode, type TargetName } from "@poot/codegen";
-import {
-  compile,
-  defaultTarget,
-  PlanError,
-  type BackendKind,
-  type DeviceCaps as PlanCaps,
-  type Program,
-} from "@poot/graph-plan";
+import { defaultTarget, type BackendKind, type DeviceCaps as PlanCaps, type Program } from "@poot/graph-plan";
 import type { Graph } from "@poot/graph-ir";
 import { KernelgenError, planKernel, synthCapsFrom } from "@poot/kernelgen";
 import type { ElemType, Kernel } from "@poot/kernel-dsl";
 import { CliError, invariant } from "../errors.js";
+import { compileForCommand } from "./model-args.js";
 
 /** The codegen targets `poot kernels` writes, in a stable order. */
 export const KERNEL_TARGETS: readonly TargetName[] = ["wgsl", "ptx", "spirv", "amdgpu", "wasm"];
@@ -78,12 +72,7 @@ export function compileFor(
   caps: Partial<PlanCaps> = {},
 ): Program {
   const { kind, overrides } = planCapsFor(target);
-  try {
-    return compile(graph, defaultTarget(kind, { ...overrides, ...caps }), { mode });
-  } catch (err) {
-    if (err instanceof PlanError) throw new CliError("command-failed", err.message, { command: "kernels", file });
-    throw err;
-  }
+  return compileForCommand(graph, defaultTarget(kind, { ...overrides, ...caps }), mode, "kernels", file);
 }
 
 /**

@@ -2,7 +2,7 @@
 // little-endian [T, V] to FILE, with a one-line summary on stdout.
 import { writeFileSync } from "node:fs";
 import { evaluate } from "@poot/graph-ir";
-import { BACKEND_KINDS, PLAN_OPS, PlanError, compile, defaultTarget } from "@poot/graph-plan";
+import { BACKEND_KINDS, PLAN_OPS, defaultTarget } from "@poot/graph-plan";
 import { argmax, checkpointConsts, openCheckpoint, type LoadedModel } from "@poot/models";
 import { activationsOption } from "@poot/serve";
 import { CliError } from "../errors.js";
@@ -10,32 +10,23 @@ import { createExecutor } from "./backends.js";
 import { executorLogits } from "./executor-forward.js";
 import type { CommandModule } from "./index.js";
 import {
+  checkForwardFlags,
   checkTarget,
-  forwardFlags,
+  compileForCommand,
   openForForward,
-  parseIds,
   withModelErrors,
+  type CompiledForwardOptions,
   type ForwardOptions,
 } from "./model-args.js";
 
 /** `poot logits` options as commander parses them. */
-type LogitsOptions = ForwardOptions & { ids: string; out?: string; compiled?: boolean; target: string };
-
-/**
- * Checks `poot logits`'s flag values (--ids, --weights, --activations, --target with --compiled) without side
- * effects: the CLI calls it before `--backend auto` probes the backends, and the action again. Returns the ids.
- */
-function checkLogitsFlags(o: LogitsOptions): number[] {
-  const ids = parseIds(o.ids, "logits");
-  forwardFlags("logits", o);
-  if (o.compiled === true) checkTarget(o.target, "logits");
-  return ids;
-}
+type LogitsOptions = CompiledForwardOptions & { out?: string };
 
 /** The `logits` subcommand. */
 export const logits: CommandModule = {
   name: "logits",
-  checkFlags: (options) => void checkLogitsFlags(options as unknown as LogitsOptions),
+  // Checks --ids, --weights, --activations and --target with --compiled, before `--backend auto` probes the backends.
+  checkFlags: (options) => void checkForwardFlags("logits", options as unknown as LogitsOptions),
   register: (program, io) => {
     program
       .command("logits")
@@ -49,7 +40,7 @@ export const logits: CommandModule = {
       .option("--compiled", "evaluate the compiled (optimized) graph instead of the primitive one")
       .option("--target <kind>", `with --compiled: the target compiled for (${BACKEND_KINDS.join(" | ")})`, "cpu")
       .action((model: string, options: LogitsOptions) => {
-        const ids = checkLogitsFlags(options);
+        const ids = checkForwardFlags("logits", options);
         const m = openForForward("logits", model, options);
         // Executor backends own the model through their engine; eval runs the model's own forward.
         const executor =
@@ -102,13 +93,7 @@ function compiledLogits(
         command: "logits",
       });
   const g = m.graph({ kind: "prefill", tokens: ids.length });
-  let graph;
-  try {
-    graph = compile(g, defaultTarget(target), { mode: "prefill" }).graph;
-  } catch (err) {
-    if (err instanceof PlanError) throw new CliError("command-failed", err.message, { command: "logits", file: model });
-    throw err;
-  }
+  const graph = compileForCommand(g, defaultTarget(target), "prefill", "logits", model).graph;
   const ckpt = openCheckpoint(model, options.weights === "bf16" ? { fileName: "model.bf16.safetensors" } : {});
   try {
     const r = evaluate(

@@ -1,7 +1,17 @@
 // Shared plumbing of the model commands (logits, generate, tokenize, chat-template): the MODEL argument,
-// --ids / --backend / --weights parsing, and @poot/models errors turned into CliErrors that name the file.
+// --ids / --backend / --weights / --target parsing, and @poot/models and planner errors turned into CliErrors that
+// name the file.
 import { LoadedModel, ModelError, type ActivationNumerics } from "@poot/models";
-import { BACKEND_KINDS, type BackendKind } from "@poot/graph-plan";
+import {
+  BACKEND_KINDS,
+  PlanError,
+  compile,
+  type BackendKind,
+  type CompileOptions,
+  type Program,
+  type Target,
+} from "@poot/graph-plan";
+import type { Graph } from "@poot/graph-ir";
 import { parseActivations } from "@poot/serve";
 import { CliError } from "../errors.js";
 import { EXECUTORS } from "./backends.js";
@@ -46,6 +56,36 @@ export function checkTarget(target: string, command: string): BackendKind {
       command,
     });
   return target as BackendKind;
+}
+
+/** The flags of a forward command that may run compiled programs (`logits`, `generate`). */
+export type CompiledForwardOptions = ForwardOptions & { readonly ids: string; compiled?: boolean; target: string };
+
+/**
+ * A forward command's `--ids`, `--weights`, `--activations` and (with --compiled) `--target`, checked without side
+ * effects (each bad value a one-line CliError); returns the prompt ids.
+ */
+export function checkForwardFlags(command: string, o: CompiledForwardOptions): number[] {
+  const ids = parseIds(o.ids, command);
+  forwardFlags(command, o);
+  if (o.compiled === true) checkTarget(o.target, command);
+  return ids;
+}
+
+/** graph-plan's compile of `g` for `target`, with planner refusals as one-line CliErrors naming the model file. */
+export function compileForCommand(
+  g: Graph,
+  target: Target,
+  mode: NonNullable<CompileOptions["mode"]>,
+  command: string,
+  model: string,
+): Program {
+  try {
+    return compile(g, target, { mode });
+  } catch (err) {
+    if (err instanceof PlanError) throw new CliError("command-failed", err.message, { command, file: model });
+    throw err;
+  }
 }
 
 /** A forward command's `--weights` and `--activations`, checked (each bad value a one-line CliError). */

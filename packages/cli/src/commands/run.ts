@@ -4,6 +4,7 @@ import { Engine, RuntimeError, checkSampling, generate, type GenerateOptions } f
 import type { Graph } from "@poot/graph-ir";
 import { BACKEND_KINDS, PlanError, compile, defaultTarget, type BackendKind } from "@poot/graph-plan";
 import { GGUFCheckpoint, LoadedModel, ModelError, loadTokenizer } from "@poot/models";
+import type { Command } from "commander";
 import { CliError } from "../errors.js";
 import {
   BACKEND_NAMES,
@@ -57,6 +58,20 @@ export interface RunOptions extends PlacementFlags {
   target: string;
   /** Set when --backend auto chose `backend`. */
   autoBackend?: boolean;
+}
+
+/**
+ * Adds the sampling flags `run` and `chat` share (--temperature, --top-p, --top-k, --min-p, --repeat-penalty, --seed);
+ * {@link generateOptions} checks them.
+ */
+export function samplingOptions(cmd: Command): Command {
+  return cmd
+    .option("--temperature <t>", "0 = greedy", "0.8")
+    .option("--top-p <p>", "nucleus sampling mass (1 = off)", "0.95")
+    .option("--top-k <k>", "keep the k most likely tokens (0 = off)", "40")
+    .option("--min-p <p>", "drop tokens below p x the top probability (0 = off)", "0")
+    .option("--repeat-penalty <r>", "repetition penalty over the whole sequence (1 = off)", "1")
+    .option("-s, --seed <s>", "random seed (default: random)");
 }
 
 /** The sampling and limit options of a run, checked. */
@@ -148,20 +163,16 @@ export const run: CommandModule = {
   name: "run",
   checkFlags: (options) => void checkRunFlags(options as unknown as RunOptions),
   register: (program, io) => {
-    placementOptions(program.command("run"))
-      .description("generate text from a prompt, streaming it; ends with a speed summary on stderr")
-      .argument("[model]", "a Hugging Face model folder or a .gguf file (default: the bundled demo model)")
-      .option("-m, --model <model>", "the model, instead of the MODEL argument")
-      .option("-p, --prompt <text>", "the prompt (default: read from stdin when it is not a terminal)")
-      .option("--chat", "wrap the prompt as one user turn with the model's chat template")
-      .option("--backend <name>", `where to run: ${BACKEND_NAMES.join(" | ")} (\`poot backends\` lists them)`, "auto")
-      .option("-n, --max-tokens <n>", "most tokens to generate", "128")
-      .option("--temperature <t>", "0 = greedy", "0.8")
-      .option("--top-p <p>", "nucleus sampling mass (1 = off)", "0.95")
-      .option("--top-k <k>", "keep the k most likely tokens (0 = off)", "40")
-      .option("--min-p <p>", "drop tokens below p x the top probability (0 = off)", "0")
-      .option("--repeat-penalty <r>", "repetition penalty over the whole sequence (1 = off)", "1")
-      .option("-s, --seed <s>", "random seed (default: random)")
+    samplingOptions(
+      placementOptions(program.command("run"))
+        .description("generate text from a prompt, streaming it; ends with a speed summary on stderr")
+        .argument("[model]", "a Hugging Face model folder or a .gguf file (default: the bundled demo model)")
+        .option("-m, --model <model>", "the model, instead of the MODEL argument")
+        .option("-p, --prompt <text>", "the prompt (default: read from stdin when it is not a terminal)")
+        .option("--chat", "wrap the prompt as one user turn with the model's chat template")
+        .option("--backend <name>", `where to run: ${BACKEND_NAMES.join(" | ")} (\`poot backends\` lists them)`, "auto")
+        .option("-n, --max-tokens <n>", "most tokens to generate", "128"),
+    )
       .option("--stop <text...>", "stop strings")
       .option("-c, --context <n>", "KV capacity in tokens (default: prompt + max tokens, at most the model's)")
       .option("--weights <kind>", "HF folders: f32 (model.safetensors) or bf16 (model.bf16.safetensors)", "f32")

@@ -5,7 +5,7 @@ import { lanesOf, type MmaInput, type MmaShape, type ValueType } from "@poot/ker
 import { LlvmEmitter } from "../common/llvm.js";
 import { amdMatrixIntrinsic, WMMA_A, WMMA_B, WMMA_KEEP_BIT, type WmmaGather } from "./mma.js";
 
-export { llFloat, llType } from "../common/llvm.js";
+export { llFloat, llType } from "../common/llvm-types.js";
 
 /** Emission state of one AMDGPU kernel. */
 export class AmdgpuEmitter extends LlvmEmitter {

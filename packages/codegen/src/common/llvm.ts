@@ -5,31 +5,8 @@ import { elemOf, lanesOf, type ElemType, type SubgroupOp, type ValueType } from 
 import type { TargetName } from "../caps.js";
 import type { RegTarget } from "./regs.js";
 import { CodegenError } from "../errors.js";
-
-/** LLVM type of an IR value type. */
-export function llType(t: ValueType | ElemType): string {
-  const scalar = (e: string): string =>
-    e === "bool"
-      ? "i1"
-      : e === "f32"
-        ? "float"
-        : e === "f16"
-          ? "half"
-          : e === "bf16" || e === "i16"
-            ? "i16"
-            : e === "u8" || e === "i8"
-              ? "i8"
-              : "i32";
-  const n = lanesOf(t);
-  return n === 1 ? scalar(t) : `<${n} x ${scalar(elemOf(t as ValueType))}>`;
-}
-
-/** LLVM spelling of an f32 constant: the double with the same value, in hex (exact). */
-export function llFloat(v: number): string {
-  const d = new DataView(new ArrayBuffer(8));
-  d.setFloat64(0, Math.fround(v));
-  return `0x${d.getBigUint64(0).toString(16).toUpperCase().padStart(16, "0")}`;
-}
+import { llvmMathCall, type LlvmMathSink } from "./llvm-math.js";
+import { llFloat, llType } from "./llvm-types.js";
 
 /** Emission state of one kernel as one LLVM function; subclasses add the target's builtins, subgroups and barrier. */
 export abstract class LlvmEmitter implements RegTarget<string> {
@@ -40,6 +17,11 @@ export abstract class LlvmEmitter implements RegTarget<string> {
   protected open = true;
   private readonly loops: { cont: string; exit: string }[] = [];
   readonly paramVal = new Map<string, string>();
+  private readonly mathSink: LlvmMathSink = {
+    def: (rhs) => this.def(rhs),
+    declare: (line) => void this.declares.add(line),
+    unsupported: (what) => this.unsupported(what),
+  };
 
   /**
    * @param kernel - the kernel's name (for errors)
@@ -208,66 +190,9 @@ export abstract class LlvmEmitter implements RegTarget<string> {
     return this.def(`select i1 ${cond}, ${t} ${a}, ${t} ${b}`);
   }
 
-  protected math(name: string, type: ValueType, args: readonly string[]): string {
-    const t = llType(type);
-    const suffix =
-      lanesOf(type) > 1
-        ? `v${lanesOf(type)}${elemOf(type) === "f32" ? "f32" : "i32"}`
-        : elemOf(type) === "f32"
-          ? "f32"
-          : "i32";
-    this.declares.add(
-      `declare ${t} @llvm.${name}.${suffix}(${args.map(() => t).join(", ")}${name === "abs" ? ", i1" : ""})`,
-    );
-    return this.def(
-      `call ${t} @llvm.${name}.${suffix}(${args.map((x) => `${t} ${x}`).join(", ")}${name === "abs" ? ", i1 false" : ""})`,
-    );
-  }
-
+  /** A DSL math function (`exp`, `erf`, `min`, …) as LLVM intrinsics and arithmetic (llvm-math.ts). */
   call(fn: string, type: ValueType, args: readonly string[]): string {
-    const t = llType(type);
-    const e = elemOf(type);
-    const one = lanesOf(type) > 1 ? `splat (float 1.0)` : "1.0";
-    switch (fn) {
-      case "exp":
-      case "log":
-      case "sqrt":
-      case "sin":
-      case "cos":
-      case "floor":
-      case "fma":
-        return this.math(fn, type, args);
-      case "rsqrt":
-        return this.def(`fdiv ${t} ${one}, ${this.math("sqrt", type, args)}`);
-      case "tanh": {
-        // tanh(x) = 1 - 2 / (exp(2x) + 1): no tanh instruction on AMDGPU.
-        const two = lanesOf(type) > 1 ? `splat (float 2.0)` : "2.0";
-        const e2 = this.math("exp", type, [this.def(`fmul ${t} ${args[0]}, ${two}`)]);
-        return this.def(`fsub ${t} ${one}, ${this.def(`fdiv ${t} ${two}, ${this.def(`fadd ${t} ${e2}, ${one}`)}`)}`);
-      }
-      case "erf": {
-        if (lanesOf(type) > 1) return this.unsupported("vector erf");
-        const ax = this.math("fabs", "f32", args);
-        const tt = this.def(
-          `fdiv float 1.0, ${this.def(`fadd float 1.0, ${this.def(`fmul float ${ax}, ${llFloat(0.3275911)}`)}`)}`,
-        );
-        let p = llFloat(1.061405429);
-        for (const c of [-1.453152027, 1.421413741, -0.284496736, 0.254829592])
-          p = this.def(`fadd float ${this.def(`fmul float ${p}, ${tt}`)}, ${llFloat(c)}`);
-        p = this.def(`fmul float ${p}, ${tt}`);
-        const ex = this.math("exp", "f32", [this.def(`fneg float ${this.def(`fmul float ${ax}, ${ax}`)}`)]);
-        const r = this.def(`fsub float 1.0, ${this.def(`fmul float ${p}, ${ex}`)}`);
-        return this.math("copysign", "f32", [r, args[0]!]);
-      }
-      case "abs":
-        return e === "f32" ? this.math("fabs", type, args) : e === "u32" ? args[0]! : this.math("abs", type, args);
-      case "min":
-        return this.math(e === "f32" ? "minnum" : e === "i32" ? "smin" : "umin", type, args);
-      case "max":
-        return this.math(e === "f32" ? "maxnum" : e === "i32" ? "smax" : "umax", type, args);
-      default:
-        return this.unsupported(`math ${fn}`);
-    }
+    return llvmMathCall(this.mathSink, fn, type, args);
   }
 
   cast(from: ValueType, to: ValueType, a: string): string {

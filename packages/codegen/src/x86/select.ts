@@ -2,7 +2,8 @@
 // loop on the calling thread (so no barriers and subgroups of one lane), and `load4` as one unaligned vector load.
 
 import { elemOf, lanesOf, type ElemType, type SubgroupOp, type ValueType } from "@poot/kernel-dsl";
-import { LlvmEmitter, llType } from "../common/llvm.js";
+import { LlvmEmitter } from "../common/llvm.js";
+import { llType } from "../common/llvm-types.js";
 
 /**
  * How the x86 target lowers `dot4U8I8`: `"vnni"`, AVX-512 VNNI's `vpdpbusd` (decision 2320); `"widen"`, widening

@@ -74,6 +74,13 @@ function inPlaceUpdate(region: Region, src: RegionSource, output: Access): Regio
   return same ? r : undefined;
 }
 
+/** The shape of a region argument: an input's (from `src`), a node's, or a scalar constant's []. */
+function argShape(region: Region, src: RegionSource, a: RegionArg): readonly number[] {
+  if ("in" in a) return src.shapes[a.in] as readonly number[];
+  if ("node" in a) return (region.nodes[a.node] as RegionNode).shape;
+  return [];
+}
+
 /** The iteration of a region kernel: the output, or the update window of an in-place cache write. */
 export interface RegionSpace {
   /** The in-place DynamicUpdateSlice result node, when only its window is written. */
@@ -88,9 +95,7 @@ export interface RegionSpace {
 export function regionSpace(region: Region, src: RegionSource, output: Access): RegionSpace {
   const dus = inPlaceUpdate(region, src, output);
   const upd = dus === undefined ? undefined : (dus.args[1] as RegionArg);
-  const argShape = (a: RegionArg): readonly number[] =>
-    "in" in a ? (src.shapes[a.in] as readonly number[]) : "node" in a ? (region.nodes[a.node] as RegionNode).shape : [];
-  const space = upd === undefined ? output.shape : argShape(upd);
+  const space = upd === undefined ? output.shape : argShape(region, src, upd);
   return { dus, space, total: Math.max(1, numel(space)) };
 }
 
@@ -158,12 +163,6 @@ export function regionElementwise(
   return regionKernel(name, region, accessSource(inputs), output, caps);
 }
 
-function regionShape(region: Region, inputs: readonly Access[], a: RegionArg): readonly number[] {
-  if ("in" in a) return (inputs[a.in] as Access).shape;
-  if ("node" in a) return (region.nodes[a.node] as RegionNode).shape;
-  return [];
-}
-
 /**
  * A row region: every Reduce node (last axis, keepdim) runs as a workgroup reduction over the row (subgroups when
  * the caps have them), cached, then each output element of the row evaluates the result. One workgroup per row.
@@ -176,8 +175,6 @@ export function regionRow(
   caps: SynthCaps,
 ): SynthKernel {
   const src = Array.isArray(inputs) ? accessSource(inputs as readonly Access[]) : (inputs as RegionSource);
-  const regionShape = (_r: Region, _i: unknown, a: RegionArg): readonly number[] =>
-    "in" in a ? (src.shapes[a.in] as readonly number[]) : "node" in a ? (region.nodes[a.node] as RegionNode).shape : [];
   const oshape = output.shape;
   const cols = oshape[oshape.length - 1] ?? 1;
   const lead = oshape.slice(0, -1);
@@ -187,7 +184,7 @@ export function regionRow(
     cols,
     ...reduces.map(({ n }) => {
       const a = n.args[0] as RegionArg;
-      const s = regionShape(region, inputs, a);
+      const s = argShape(region, src, a);
       return s[s.length - 1] ?? 1;
     }),
   );
@@ -212,8 +209,8 @@ export function regionRow(
       // RoPE) the row is another reduction's, so the emitter computes it inline where the output reads it.
       if (!rowAligned(region, i)) continue;
       const kind = n.params.kind as string;
-      const src = n.args[0] as RegionArg;
-      const srcShape = regionShape(region, inputs, src);
+      const arg = n.args[0] as RegionArg;
+      const srcShape = argShape(region, src, arg);
       const lc = em.broadcastTo(rc, lead, n.shape.slice(0, -1));
       if (kind === "argmax") {
         // First maximal index (numpy order), as i32.
@@ -225,7 +222,7 @@ export function regionRow(
           wg,
           (j) => {
             em.scoped(() => {
-              const v = em.arg(src, [...lc, j]) as Val<"f32">;
+              const v = em.arg(arg, [...lc, j]) as Val<"f32">;
               b.if_(argmaxBeats(v, j, best, bestI), () => {
                 best.set(v);
                 bestI.set(j);
@@ -250,7 +247,7 @@ export function regionRow(
         srcShape[srcShape.length - 1] as number,
         wg,
         (j) => {
-          em.scoped(() => acc.set(combine(b, kind, acc, em.arg(src, [...lc, j]) as Val<"f32">)));
+          em.scoped(() => acc.set(combine(b, kind, acc, em.arg(arg, [...lc, j]) as Val<"f32">)));
         },
         "j",
       );

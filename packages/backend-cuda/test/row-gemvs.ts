@@ -1,5 +1,7 @@
 // Decode GEMV kernels written in the kernel DSL for memory bandwidth: one warp per output row of a
-// row-major [N, K] weight, 16-byte loads (8 bf16 or 4 f32 per lane), a subgroup sum per row.
+// row-major [N, K] weight, 16-byte loads (8 bf16 or 4 f32 per lane), a subgroup sum per row. Test and tool kernels
+// (the driver, launch and CUDA-graph checks, tools/gpu-bench's bandwidth figures): the executor runs kernelgen's
+// GEMVs, so these are no longer part of the package (decision 2711).
 
 import { kernel, type Builder, type Val } from "@poot/kernel-dsl";
 

@@ -2,8 +2,8 @@
 // every global load is a 16-byte vector load, the property their bandwidth depends on.
 import { lowerPtx, validatePtx } from "@poot/codegen";
 import { describe, expect, it } from "vitest";
-import { cudaCaps, type CudaDeviceInfo } from "./device.js";
-import { gemvRowsBf16, gemvRowsBf16x2, gemvRowsF32 } from "./kernels.js";
+import { cudaCaps, type CudaDeviceInfo } from "@poot/backend-cuda";
+import { gemvRowsBf16, gemvRowsBf16x2, gemvRowsF32 } from "./row-gemvs.js";
 
 const info = {
   computeCapability: [9, 0],

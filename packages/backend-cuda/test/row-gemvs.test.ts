@@ -1,7 +1,7 @@
 // The bandwidth GEMVs under the kernel-dsl interpreter against a float64 sum of the widened weights.
 import { bf16BitsToF32, f32ToBf16Bits, interpret } from "@poot/kernel-dsl";
 import { describe, expect, it } from "vitest";
-import { gemvRowsBf16, gemvRowsBf16x2, gemvRowsF32, gemvRowsGrid } from "./kernels.js";
+import { gemvRowsBf16, gemvRowsBf16x2, gemvRowsF32, gemvRowsGrid } from "./row-gemvs.js";
 
 function lcg(seed: number): () => number {
   let s = seed >>> 0;
