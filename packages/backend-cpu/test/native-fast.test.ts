@@ -196,12 +196,13 @@ describe.skipIf(!here)(
           expect(check("q8_0", 1, "none", raiseScales("q8_0", 16, 544), 544)).toBeGreaterThan(1e-3);
         });
 
-        // Register tiles (decision 2340): 3 and 5 weight rows per workgroup (under and over Q8_0's tile of 4 weight
-        // rows, 2 per head with heads2), the x rows' tails (M = 6, 19 against tiles of 4 and 8 rows).
-        test("tile edges: 3 and 5 weight rows per workgroup, M = 6 and 19", () => {
+        // Register tiles (decision 2340): 3, 5 and 11 weight rows per workgroup (under and over Q8_0's tile of 4 weight
+        // rows, 2 per head with heads2, and its decode tile of 8, 4 per head: decision 2380, taken at M = 1 and 3), the
+        // x rows' tails (M = 6, 19 against tiles of 4 and 8 rows).
+        test("tile edges: 3, 5 and 11 weight rows per workgroup, M = 1, 3, 6 and 19", () => {
           for (const fmt of Object.keys(QUANT) as Fmt[])
-            for (const R of [3, 5])
-              for (const M of [6, 19])
+            for (const R of [3, 5, 11])
+              for (const M of [1, 3, 6, 19])
                 for (const epi of ["none", "heads2", "swiglu"] as const)
                   expect(check(fmt, M, epi, undefined, 512, R), `${fmt} ${epi} M=${M} R=${R}`).toBeLessThan(1e-5);
         });

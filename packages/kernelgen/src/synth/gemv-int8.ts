@@ -164,13 +164,21 @@ export function hsum(b: Builder, v: Val<`vec${Lanes}<f32>`>): Val<"f32"> {
   return xs[0]!;
 }
 
+/** The f16 scale at bytes `i`, `i + 1` of W as f32, by one packed load (two byte loads do not merge: decision 2380). */
+function f16Word(b: Builder, W: Arr<"u8">, i: Val<"u32">): Val<"f32"> {
+  return b.let_(b.unpack("f16", W.at16x8(i).lane(0).and(0xffff)), "h");
+}
+
 /**
  * Q8_0 weights (34-byte blocks: f16 d, 32 i8) against q8_0 activations stored as q + 128, two blocks at a time in
  * 16 lanes (decision 2330: one 512-bit `vpdpbusd`, 64 multiply-adds, per x row, weight row and pair), an odd last
- * block in the low 8 lanes (the high 8 zero): per block, `(x + 128) · w` in `dot4U8I8` started from −128 · Σw (Σw
- * itself a `dot4U8I8` of ones with the weights, once per weight row for all x rows), then `dw · dx` (per half, a
- * vec16 multiply of the weight row's scales by the x row's) times the integer sums added to a vec16 f32 sum per tile
- * entry (one fma); decision 2340.
+ * block in the low 8 lanes (the high 8 zero). `vpdpbusd` takes unsigned bytes times signed ones, and the side of the
+ * tile with fewer rows pays the −128 correction (decision 2380): with more weight rows than x rows (decode's 1 × 8)
+ * the weights enter as the unsigned w + 128 (w xor 0x80) and the activations as the signed q (their stored byte xor
+ * 0x80), summed from −128 · Σq (a `dot4U8I8` of 0x80 bytes with q, once per x row); otherwise (2340's 4 × 4) the
+ * activations enter as stored and the weights as signed, summed from −128 · Σw (a `dot4U8I8` of ones with w, once
+ * per weight row). Either is Σ w · q exactly. Then `dw · dx` (per half, a vec16 multiply of the weight row's scales
+ * by the x row's) times the integer sums is added to a vec16 f32 sum per tile entry (one fma); decision 2340.
  */
 export function fastQ8_0Loop(b: Builder, p: FastParts): void {
   const { let_, var_, for_, u32, f32 } = b;
@@ -178,23 +186,33 @@ export function fastQ8_0Loop(b: Builder, p: FastParts): void {
   const pairs = let_(nb.div(2), "np");
   const wide = p.accs.map((r) => r.map(() => var_(zeroF(b, 16), "fs")));
   const zero8 = spread(b, "vec8<u32>", 8, u32(0));
+  const flip = spread(b, "vec16<u32>", 16, u32(0x80808080));
+  const ones = spread(b, "vec16<u32>", 16, u32(0x01010101));
+  // Which operand carries the correction: the activations' when they are the fewer rows of the tile.
+  const xSide = p.rows.length < p.cols.length;
   /** Blocks [blk, blk + 2) (`pair`) or block blk alone of every weight row and x row. */
   const step = (blk: Val<"u32">, pair: boolean): void => {
     const ws = p.cols.map(({ W, n }) => {
       const base = let_(n.mul(nb).add(blk).mul(34), "base");
-      const w = concat16(b, W.at32x8(base.add(2)), pair ? W.at32x8(base.add(36)) : zero8);
-      const ones = spread(b, "vec16<u32>", 16, u32(0x01010101));
-      const wsum = b.dot4U8I8(zeroI(b, 16), ones, w);
-      const dw = let_(spread(b, "vec16<f32>", 8, f16At(b, W, base), pair ? f16At(b, W, base.add(34)) : f32(0)), "dw");
-      return { w, dw, init: let_(wsum.mul(-128), "corr") };
+      const raw = concat16(b, W.at32x8(base.add(2)), pair ? W.at32x8(base.add(36)) : zero8);
+      // An odd last block: its zero high half dots to zero against the correction (and its scale is zero).
+      const w = let_(xSide ? raw.xor(flip) : raw, "wu");
+      const init = xSide ? undefined : let_(b.dot4U8I8(zeroI(b, 16), ones, w).mul(-128), "corr");
+      const dw = let_(
+        spread(b, "vec16<f32>", 8, f16Word(b, W, base), pair ? f16Word(b, W, base.add(34)) : f32(0)),
+        "dw",
+      );
+      return { w, dw, init };
     });
     p.rows.forEach((m, j) => {
       const bi = let_(m.mul(nb).add(blk), "bi");
       const xo = let_(bi.mul(32), "xo");
-      const x = let_(pair ? p.q.at64x8(xo) : concat16(b, p.q.at32x8(xo), zero8), "xq");
+      const xu = pair ? p.q.at64x8(xo) : concat16(b, p.q.at32x8(xo), zero8);
+      const x = let_(xSide ? xu.xor(flip) : xu, "xq");
+      const xInit = xSide ? let_(b.dot4U8I8(zeroI(b, 16), flip, x).neg(), "corr") : undefined;
       const dx = let_(spread(b, "vec16<f32>", 8, p.d.at(bi), pair ? p.d.at(bi.add(1)) : f32(0)), "dx");
       ws.forEach((w, c) => {
-        const isum = b.dot4U8I8(w.init, x, w.w);
+        const isum = xSide ? b.dot4U8I8(xInit!, w.w, x) : b.dot4U8I8(w.init!, x, w.w);
         const acc = wide[j]![c]!;
         acc.set(b.fma(isum.cast("vec16<f32>"), w.dw.mul(dx), acc));
       });

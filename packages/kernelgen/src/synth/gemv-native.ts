@@ -45,9 +45,13 @@ const xRowsOf = (lanes: NativeLanes): number => (lanes > 4 ? 8 : 4);
  * corrections and scales, each x block loaded once for four weight rows (measured 20–30% faster than 8 × 1 at M = 64).
  * The k-quants keep 8 × 1: their scales and mins are decoded per weight row and super-block in scalar code, which a
  * tile of fewer x rows amortizes over fewer products (4 × 2 measured 1.5x slower).
+ * `decodeCols`, where given, is the weight rows per pass while M < rows (decode, M = 1, decision 2380): Q8_0 streams
+ * 8 weight rows at once there (1 × 8: eight sums, weights and scales in registers, each x block loaded once for 8).
  */
-export const FAST_TILE: Readonly<Record<string, { readonly rows: number; readonly cols: number }>> = {
-  q8_0: { rows: 4, cols: 4 },
+export const FAST_TILE: Readonly<
+  Record<string, { readonly rows: number; readonly cols: number; readonly decodeCols?: number }>
+> = {
+  q8_0: { rows: 4, cols: 4, decodeCols: 8 },
   q4_k: { rows: 8, cols: 1 },
   q6_k: { rows: 8, cols: 1 },
 };
@@ -223,12 +227,23 @@ export function nativeGemvKernel(
       for_(u32(0), M4, rowsPerPass, (m) => pass(n, cols, m, rowsPerPass), "mb");
       for_(M4, M, 1, (m) => pass(n, cols, m, 1), "m");
     };
-    if (colsPerPass === 1) for_(n0, n1, 1, (n) => columns(n, 1), "n");
-    else {
-      const nc = let_(n1.sub(n1.sub(n0).rem(colsPerPass)), "nc");
-      for_(n0, nc, colsPerPass, (n) => columns(n, colsPerPass), "nt");
-      for_(nc, n1, 1, (n) => columns(n, 1), "n");
-    }
+    /** Rows [n0, n1) of W, `cols` per pass then one at a time. */
+    const rowsOfW = (cols: number): void => {
+      if (cols === 1) for_(n0, n1, 1, (n) => columns(n, 1), "n");
+      else {
+        const nc = let_(n1.sub(n1.sub(n0).rem(cols)), "nc");
+        for_(n0, nc, cols, (n) => columns(n, cols), "nt");
+        for_(nc, n1, 1, (n) => columns(n, 1), "n");
+      }
+    };
+    const decodeCols = tile?.decodeCols === undefined ? colsPerPass : Math.max(1, Math.floor(tile.decodeCols / heads));
+    if (decodeCols === colsPerPass) rowsOfW(colsPerPass);
+    else
+      b.if_(
+        M.lt(rowsPerPass),
+        () => rowsOfW(decodeCols),
+        () => rowsOfW(colsPerPass),
+      );
   });
 }
 
