@@ -64,15 +64,16 @@ export function fastQ4_KLoop(b: Builder, p: FastParts): void {
       const ws = p.cols.map(({ W, n }) => {
         const base = let_(n.mul(nb).add(blk).mul(144), "base");
         const sm = scalesMins(b, W, base.add(4));
-        // Sub-block g's min in lanes 2g, 2g + 1: against the sums of its two halves of 16.
+        // d and dmin: the block's first dword, one load and one `vcvtph2ps` (not four byte loads).
+        const dd = let_(b.unpack("f16x2", W.at16x8(base).lane(0)), "dd");
+        // Sub-block g's min in lanes 2g, 2g + 1 (against the sums of its two halves of 16), times −dmin in f32.
         const mins = lanesI32(
           b,
           sm,
           Array.from({ length: 16 }, (_, l) => 8 + (l >> 1)),
         );
-        const d = spread(b, "vec16<f32>", 16, f16At(b, W, base));
-        const negMin = spread(b, "vec16<f32>", 16, f16At(b, W, base.add(2)).neg());
-        return { W, base, d: let_(d, "d"), negMin: let_(negMin, "dm"), sm, mins };
+        const negMin = let_(mins.cast("vec16<f32>").mul(spread(b, "vec16<f32>", 16, dd.lane(1).neg())), "dm");
+        return { W, base, d: let_(spread(b, "vec16<f32>", 16, dd.lane(0)), "d"), negMin, sm };
       });
       const isums = p.rows.map(() => ws.map(() => var_(zeroI(b, 16), "is")));
       for (let c = 0; c < 4; c++) {
@@ -103,13 +104,14 @@ export function fastQ4_KLoop(b: Builder, p: FastParts): void {
           });
         });
       }
+      // Per x row and weight row: (isum · d − dmin · Σ m · bsum) · dx, the sums as f32 (each bsum converted once).
       p.rows.forEach((m, j) => {
         const dx = let_(spread(b, "vec16<f32>", 16, p.d.at(m.mul(nb).add(blk))), "dx");
-        const bs = bsums(b, p, m, nb, blk);
+        const bs = let_(bsums(b, p, m, nb, blk).cast("vec16<f32>"), "bsf");
         ws.forEach((w, h) => {
           const acc = sums[j]![h]!;
-          const body = b.fma(isums[j]![h]!.cast("vec16<f32>"), w.d.mul(dx), acc);
-          acc.set(b.fma(w.mins.mul(bs).cast("vec16<f32>"), w.negMin.mul(dx), body));
+          const t = b.fma(bs, w.negMin, isums[j]![h]!.cast("vec16<f32>").mul(w.d));
+          acc.set(b.fma(t, dx, acc));
         });
       });
     },
@@ -140,11 +142,12 @@ export function fastQ6_KLoop(b: Builder, p: FastParts): void {
       const ws = p.cols.map(({ W, n }) => {
         const base = let_(n.mul(nb).add(blk).mul(210), "base");
         const d = let_(spread(b, "vec16<f32>", 16, f16At(b, W, base.add(208))), "d");
-        return { W, base, d, sc: let_(W.atVec(base.add(192), "vec16<i32>"), "sc") };
+        const sc = let_(W.atVec(base.add(192), "vec16<i32>"), "sc");
+        return { W, base, d, sc, sc32: let_(sc.mul(-32), "sc32") };
       });
       const isums = p.rows.map((m) => {
         const bs = bsums(b, p, m, nb, blk);
-        return ws.map((w) => var_(w.sc.mul(bs).mul(-32), "is"));
+        return ws.map((w) => var_(w.sc32.mul(bs), "is"));
       });
       for (let half = 0; half < 2; half++) {
         const raw = ws.map(({ W, base }) => {
