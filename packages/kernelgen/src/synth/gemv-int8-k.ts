@@ -47,8 +47,9 @@ function bsums(b: Builder, p: FastParts, m: Val<"u32">, nb: Val<"u32">, blk: Val
 /**
  * Q4_K weights (144-byte blocks of 256: f16 d, f16 dmin, 12 scale bytes, 128 nibble bytes) against q8_k activations:
  * per 32-element sub-block, nibbles · x in `dot4U8I8` times its 6-bit scale (integers, as llama.cpp; 16 lanes, two
- * sub-blocks per 512-bit `vpdpbusd`, decision 2330), the block's sum times `d · dx`; the mins as `dmin · dx · Σ m ·
- * Σx`, the products of the mins (each twice) with the quantizer's 16 sums in one vec16 multiply (decision 2335).
+ * sub-blocks per 512-bit `vpdpbusd`, decision 2330); per block and tile entry `(isum · d + bsums · (−dmin · m)) · dx`
+ * in f32, the mins (each in two lanes) times −dmin and d built once per weight row, the quantizer's 16 sums
+ * converted once per x row (decision 2350: two fmas and a multiply, where 2335 took ten ops).
  */
 export function fastQ4_KLoop(b: Builder, p: FastParts): void {
   const { let_, var_, for_, u32 } = b;
