@@ -127,7 +127,7 @@ export function fastQ4_KLoop(b: Builder, p: FastParts): void {
  * rebuilt in one zmm (`ql` low or high nibbles, or the `qh` pair shifted into bits 4–5), one 512-bit `vpdpbusd` per
  * x row, times the scales of its four 16-element sub-blocks (each in four lanes) in integers; the −32 offset as
  * `−32 · Σ scale · bsum` from the quantizer's sums per 16 (llama.cpp's trick), one vec16 multiply that starts the
- * block's integer sum; then the block's sum times d, times dx in an fma (the broadcast of dx folded into it).
+ * block's integer sum; then the block's sum times `d · dx` in f32 (llama.cpp's order).
  */
 export function fastQ6_KLoop(b: Builder, p: FastParts): void {
   const { let_, var_, for_, u32 } = b;
@@ -184,7 +184,7 @@ export function fastQ6_KLoop(b: Builder, p: FastParts): void {
         const dx = let_(spread(b, "vec16<f32>", 16, p.d.at(m.mul(nb).add(blk))), "dx");
         ws.forEach((w, h) => {
           const acc = sums[j]![h]!;
-          acc.set(b.fma(isums[j]![h]!.cast("vec16<f32>").mul(w.d), dx, acc));
+          acc.set(b.fma(isums[j]![h]!.cast("vec16<f32>"), w.d.mul(dx), acc));
         });
       });
     },
