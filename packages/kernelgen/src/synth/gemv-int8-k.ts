@@ -47,8 +47,9 @@ function bsums(b: Builder, p: FastParts, m: Val<"u32">, nb: Val<"u32">, blk: Val
 /**
  * Q4_K weights (144-byte blocks of 256: f16 d, f16 dmin, 12 scale bytes, 128 nibble bytes) against q8_k activations:
  * per 32-element sub-block, nibbles · x in `dot4U8I8` times its 6-bit scale (integers, as llama.cpp; 16 lanes, two
- * sub-blocks per 512-bit `vpdpbusd`, decision 2330), the block's sum times `d · dx`; the mins as `dmin · dx · Σ m ·
- * Σx`, the products of the mins (each twice) with the quantizer's 16 sums in one vec16 multiply (decision 2335).
+ * sub-blocks per 512-bit `vpdpbusd`, decision 2330); per block and tile entry `(isum · d + bsums · (−dmin · m)) · dx`
+ * in f32, the mins (each in two lanes) times −dmin and d built once per weight row, the quantizer's 16 sums
+ * converted once per x row (decision 2350: two fmas and a multiply, where 2335 took ten ops).
  */
 export function fastQ4_KLoop(b: Builder, p: FastParts): void {
   const { let_, var_, for_, u32 } = b;
@@ -64,15 +65,16 @@ export function fastQ4_KLoop(b: Builder, p: FastParts): void {
       const ws = p.cols.map(({ W, n }) => {
         const base = let_(n.mul(nb).add(blk).mul(144), "base");
         const sm = scalesMins(b, W, base.add(4));
-        // Sub-block g's min in lanes 2g, 2g + 1: against the sums of its two halves of 16.
+        // d and dmin: the block's first dword, one load and one `vcvtph2ps` (not four byte loads).
+        const dd = let_(b.unpack("f16x2", W.at16x8(base).lane(0)), "dd");
+        // Sub-block g's min in lanes 2g, 2g + 1 (against the sums of its two halves of 16), times −dmin in f32.
         const mins = lanesI32(
           b,
           sm,
           Array.from({ length: 16 }, (_, l) => 8 + (l >> 1)),
         );
-        const d = spread(b, "vec16<f32>", 16, f16At(b, W, base));
-        const negMin = spread(b, "vec16<f32>", 16, f16At(b, W, base.add(2)).neg());
-        return { W, base, d: let_(d, "d"), negMin: let_(negMin, "dm"), sm, mins };
+        const negMin = let_(mins.cast("vec16<f32>").mul(spread(b, "vec16<f32>", 16, dd.lane(1).neg())), "dm");
+        return { W, base, d: let_(spread(b, "vec16<f32>", 16, dd.lane(0)), "d"), negMin, sm };
       });
       const isums = p.rows.map(() => ws.map(() => var_(zeroI(b, 16), "is")));
       for (let c = 0; c < 4; c++) {
@@ -103,13 +105,14 @@ export function fastQ4_KLoop(b: Builder, p: FastParts): void {
           });
         });
       }
+      // Per x row and weight row: (isum · d − dmin · Σ m · bsum) · dx, the sums as f32 (each bsum converted once).
       p.rows.forEach((m, j) => {
         const dx = let_(spread(b, "vec16<f32>", 16, p.d.at(m.mul(nb).add(blk))), "dx");
-        const bs = bsums(b, p, m, nb, blk);
+        const bs = let_(bsums(b, p, m, nb, blk).cast("vec16<f32>"), "bsf");
         ws.forEach((w, h) => {
           const acc = sums[j]![h]!;
-          const body = b.fma(isums[j]![h]!.cast("vec16<f32>"), w.d.mul(dx), acc);
-          acc.set(b.fma(w.mins.mul(bs).cast("vec16<f32>"), w.negMin.mul(dx), body));
+          const t = b.fma(bs, w.negMin, isums[j]![h]!.cast("vec16<f32>").mul(w.d));
+          acc.set(b.fma(t, dx, acc));
         });
       });
     },
@@ -124,7 +127,7 @@ export function fastQ4_KLoop(b: Builder, p: FastParts): void {
  * rebuilt in one zmm (`ql` low or high nibbles, or the `qh` pair shifted into bits 4–5), one 512-bit `vpdpbusd` per
  * x row, times the scales of its four 16-element sub-blocks (each in four lanes) in integers; the −32 offset as
  * `−32 · Σ scale · bsum` from the quantizer's sums per 16 (llama.cpp's trick), one vec16 multiply that starts the
- * block's integer sum; then the block's sum times `d · dx` in f32.
+ * block's integer sum; then the block's sum times `d · dx` in f32 (llama.cpp's order).
  */
 export function fastQ6_KLoop(b: Builder, p: FastParts): void {
   const { let_, var_, for_, u32 } = b;
@@ -140,11 +143,12 @@ export function fastQ6_KLoop(b: Builder, p: FastParts): void {
       const ws = p.cols.map(({ W, n }) => {
         const base = let_(n.mul(nb).add(blk).mul(210), "base");
         const d = let_(spread(b, "vec16<f32>", 16, f16At(b, W, base.add(208))), "d");
-        return { W, base, d, sc: let_(W.atVec(base.add(192), "vec16<i32>"), "sc") };
+        const sc = let_(W.atVec(base.add(192), "vec16<i32>"), "sc");
+        return { W, base, d, sc, sc32: let_(sc.mul(-32), "sc32") };
       });
       const isums = p.rows.map((m) => {
         const bs = bsums(b, p, m, nb, blk);
-        return ws.map((w) => var_(w.sc.mul(bs).mul(-32), "is"));
+        return ws.map((w) => var_(w.sc32.mul(bs), "is"));
       });
       for (let half = 0; half < 2; half++) {
         const raw = ws.map(({ W, base }) => {
