@@ -5,7 +5,8 @@ import { kernel } from "@poot/kernel-dsl";
 import type { Arr, Builder, Kernel, Val, Var } from "@poot/kernel-dsl";
 import type { PackedFormat } from "@poot/graph-ir";
 import { blockDecoder } from "./decode.js";
-import { serialDequantLoop, sumWide, zeroVec } from "./dequant-cpu.js";
+import { serialDequantLoop } from "./dequant-cpu.js";
+import { denseLongK, denseLoop, denseWRows, type NativeLanes } from "./gemv-dense.js";
 import {
   FAST_FORMATS,
   fastQ8_0Loop,
@@ -15,6 +16,8 @@ import {
   type FastParts,
 } from "./gemv-int8.js";
 import { fastQ4_KLoop, fastQ6_KLoop } from "./gemv-int8-k.js";
+
+export type { NativeLanes } from "./gemv-dense.js";
 
 /**
  * Epilogues a native GEMV applies itself: none, `y = acc + r` (the residual add), two weights into y[2][M][N], or
@@ -75,59 +78,6 @@ const FAST_LOOPS: Readonly<Record<string, (b: Builder, p: FastParts) => void>> =
 /** The activation quantizer `q` (decision 2320): workgroup g quantizes row g of x. */
 export function nativeQuantKernel(q: ActivationQuant): Kernel {
   return kernel(nativeQuantName(q), { workgroupSize: [1, 1, 1] }, (b) => quantBody(b, q));
-}
-
-/** Lanes of a native GEMV's vectors: 4 (any SIMD target), 8 (AVX2) or 16 (AVX-512); decision 2310. */
-export type NativeLanes = 4 | 8 | 16;
-
-/** The dense dot products of row n of W with the x rows at `xRow`, four vecW sums then the K % W tail. */
-function denseLoop(
-  b: Builder,
-  Ws: readonly Arr<"f32">[],
-  x: Arr<"f32">,
-  xRow: readonly Val<"u32">[],
-  accs: readonly (readonly Var<"f32">[])[],
-  n: Val<"u32">,
-  K: Val<"u32">,
-  L: NativeLanes,
-): void {
-  const { let_, var_, for_, u32, f32 } = b;
-  const vt = `vec${L}<f32>` as const;
-  // Vector sums per row and weight: four, or one when more than four x rows already give independent sums.
-  const S = xRow.length > 4 ? 1 : 4;
-  const row = let_(n.mul(K), "row");
-  const K16 = let_(K.sub(K.rem(4 * L)), "k16");
-  const K4 = let_(K.sub(K.rem(L)), "k4end");
-  const parts = accs.map((r, j) =>
-    r.map((_, h) => Array.from({ length: S }, (_, q) => var_(zeroVec(b, L), `vacc${j}_${h}_${q}`))),
-  );
-  const quad = (kk: Val<"u32">, q: number, slot: number): void => {
-    const ws = Ws.map((W) => W.atVec(row.add(kk).add(L * q), vt));
-    xRow.forEach((xr, j) => {
-      const xv = x.atVec(xr.add(kk).add(L * q), vt);
-      ws.forEach((w, h) => {
-        const p = parts[j]![h]![slot]!;
-        p.set(p.add(xv.mul(w)));
-      });
-    });
-  };
-  for_(u32(0), K16, 4 * L, (kk) => [0, 1, 2, 3].forEach((q) => quad(kk, q, q % S)), "k");
-  for_(K16, K4, L, (kk) => quad(kk, 0, 0), "kq");
-  const tails = accs.map((r) => r.map(() => var_(f32(0), "tail")));
-  for_(
-    K4,
-    K,
-    1,
-    (kk) => {
-      const ws = Ws.map((W) => W.at(row.add(kk)));
-      xRow.forEach((xr, j) => {
-        const xv = let_(x.at(xr.add(kk)), "xv");
-        ws.forEach((w, h) => tails[j]![h]!.set(tails[j]![h]!.add(xv.mul(w as Val<"f32">))));
-      });
-    },
-    "k1",
-  );
-  accs.forEach((r, j) => r.forEach((acc, h) => acc.set(sumWide(b, parts[j]![h]!).add(tails[j]![h]!))));
 }
 
 /**
@@ -210,7 +160,7 @@ export function nativeGemvKernel(
         const Wu = Ws as unknown as Arr<"u32">[];
         const partials = rows > 4 ? 1 : 4;
         serialDequantLoop(b, { f: weights, Ws: Wu, decs, x, xRow, accs, n, nb, simd: true, lanes, partials });
-      } else denseLoop(b, Ws as unknown as Arr<"f32">[], x, xRow, accs, n, K!, lanes);
+      } else denseLoop(b, { Ws: Ws as unknown as Arr<"f32">[], x, xRow, ns, accs, K: K!, lanes });
       accs.forEach((row, j) => {
         ns.forEach((ni, i) => {
           const yi = let_(m.add(j).mul(N!).add(ni), "yi");
@@ -237,6 +187,25 @@ export function nativeGemvKernel(
         for_(nc, n1, 1, (n) => columns(n, 1), "n");
       }
     };
+    // Dense W with long rows: the single x rows (decode) take several rows of W per pass (decision 2370); the blocks
+    // of x rows (prefill) keep one W row per pass, their sums already fill the registers.
+    const wRows = packed ? 1 : denseWRows(lanes, heads);
+    if (!packed && wRows > 1) {
+      const long = (): void => {
+        const nc = let_(n1.sub(n1.sub(n0).rem(wRows)), "nc");
+        const block = (n: Val<"u32">): void => {
+          const one = (m: Val<"u32">): void =>
+            for_(u32(0), u32(wRows), 1, (i) => pass(n.add(i), 1, m, rowsPerPass), "i");
+          for_(u32(0), M4, rowsPerPass, one, "mb");
+          for_(M4, M, 1, (m) => pass(n, wRows, m, 1), "m");
+        };
+        for_(n0, nc, wRows, block, "nt");
+        for_(nc, n1, 1, (n) => columns(n, 1), "n");
+      };
+      b.if_(K!.ge(denseLongK(weights as NativeDense)), long, () => rowsOfW(colsPerPass));
+      return;
+    }
+    // Packed W: the format's tile, and its decode tile while M is below the tile's x rows (decision 2380).
     const decodeCols = tile?.decodeCols === undefined ? colsPerPass : Math.max(1, Math.floor(tile.decodeCols / heads));
     if (decodeCols === colsPerPass) rowsOfW(colsPerPass);
     else
