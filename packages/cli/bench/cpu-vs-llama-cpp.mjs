@@ -12,7 +12,7 @@
 // replaces the first)
 // On a shared machine, run it under `flock /tmp/poot-bench.lock` so two benchmarks do not share the cores.
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -73,18 +73,25 @@ const modelsDir = path.resolve(o["models-dir"]);
 if (!/^[a-z0-9][a-z0-9-]*$/.test(o.name)) fail(`--name: lowercase letters, digits and dashes only, not "${o.name}"`);
 
 // The CLI as an install lays it out. --installed DIR: every workspace package packed and installed with npm into
-// DIR (as `npm i -g @poot/cli` would lay it out; done once, reused while DIR/node_modules/@poot/cli is there);
+// DIR (as `npm i -g @poot/cli` would lay it out; done once, reused while DIR holds an install of the same commit,
+// redone for another commit or a tree with uncommitted changes);
 // otherwise the workspace's built dist/ with the kernel library (kernelgen's assets) beside it.
 let POOT = path.join(CLI, "bin/poot.mjs");
 let layout = "the workspace's built packages (packages/cli/dist)";
 if (o.installed !== undefined) {
   const dir = path.resolve(o.installed);
   POOT = path.join(dir, "node_modules/@poot/cli/bin/poot.mjs");
+  // An install made from another commit (or a tree with changes since) is stale: measured, it would report old code.
+  const stamp = path.join(dir, ".poot-source");
+  const source = execFileSync("git", ["-C", CLI, "describe", "--always", "--dirty"], { encoding: "utf8" }).trim();
+  if (existsSync(POOT) && (!existsSync(stamp) || readFileSync(stamp, "utf8") !== source || source.endsWith("-dirty")))
+    rmSync(path.join(dir, "node_modules"), { recursive: true, force: true });
   if (!existsSync(POOT)) {
     if (!existsSync(path.join(CLI, "dist/index.js"))) fail("@poot/cli is not built; run `pnpm build` first");
     console.log(`packing the workspace and installing @poot/cli with npm into ${dir} ...`);
     try {
       npmInstall(dir, packWorkspace(path.join(dir, ".tarballs")));
+      writeFileSync(stamp, source);
     } catch (e) {
       fail(e.message.split("\n")[0]);
     }
