@@ -13,8 +13,6 @@ export type { VulkanErrorCode, VulkanErrorContext } from "./errors.js";
 // ── bindings ──
 export { loadVulkan } from "./vk/api.js";
 export type { VkFunction, VkLib } from "./vk/api.js";
-export { trackVulkanObjects } from "./vk/ledger.js";
-export type { ObjectCounts, VulkanObjectLedger } from "./vk/ledger.js";
 
 // ── instance and device ──
 export { VulkanInstance, VALIDATION_LAYER, instanceLayers } from "./instance.js";

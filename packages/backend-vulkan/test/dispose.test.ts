@@ -5,14 +5,8 @@
 
 import { afterEach, beforeAll, beforeEach, describe, expect, test } from "vitest";
 import { lowerSpirv } from "@poot/codegen";
-import {
-  loadVulkan,
-  Recording,
-  trackVulkanObjects,
-  VulkanDevice,
-  VulkanKernel,
-  type VulkanObjectLedger,
-} from "@poot/backend-vulkan";
+import { loadVulkan, Recording, VulkanDevice, VulkanKernel } from "@poot/backend-vulkan";
+import { trackVulkanObjects, type VulkanObjectLedger } from "@poot/testkit";
 import { noVulkan, openDevice } from "./helpers.js";
 import { colSum } from "./kernels.js";
 

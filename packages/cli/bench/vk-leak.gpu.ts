@@ -9,14 +9,9 @@
 // vkDestroyInstance a cycle); 1 (default) keeps the process's shared instance.
 // usage: [VKLEAK_RETAIN=0|1] node vk-leak.gpu.mjs instance|device|executor CYCLES [MODEL]
 import * as fs from "node:fs";
-import {
-  createVulkanExecutor,
-  loadVulkan,
-  trackVulkanObjects,
-  VulkanDevice,
-  VulkanInstance,
-} from "@poot/backend-vulkan";
+import { createVulkanExecutor, loadVulkan, VulkanDevice, VulkanInstance } from "@poot/backend-vulkan";
 import { Engine } from "@poot/runtime";
+import { trackVulkanObjects } from "@poot/testkit";
 
 const [mode, cyclesArg, model] = process.argv.slice(2);
 const cycles = Number(cyclesArg);

@@ -4,10 +4,10 @@
 // Vulkan object it made and create no instance after the first (decision 1650); counted through the driver layer,
 // which catches a destroy planted out (the process's descriptors do not: lavapipe holds none per object).
 import * as fs from "node:fs";
-import { createVulkanExecutor, loadVulkan, probeVulkan, trackVulkanObjects } from "@poot/backend-vulkan";
+import { createVulkanExecutor, loadVulkan, probeVulkan } from "@poot/backend-vulkan";
 import type { Executor } from "@poot/executor";
 import { Engine } from "@poot/runtime";
-import { fixture, needFixture } from "@poot/testkit";
+import { fixture, needFixture, trackVulkanObjects } from "@poot/testkit";
 import { describe, expect, test } from "vitest";
 import { createExecutor, loadBackend } from "../src/commands/backends.js";
 

@@ -25,6 +25,7 @@ export { argmax, relErr } from "./compare.js";
 export { FixtureError, type FixtureErrorCode } from "./errors.js";
 export { npmInstall, packWorkspace } from "./install.js";
 export { REPO_ROOT } from "./root.js";
+export { trackVulkanObjects, type VulkanObjectCounts, type VulkanObjectLedger } from "./vulkan-ledger.js";
 export {
   BENCH_RESULT_SCHEMA,
   BENCH_RESULTS_DIR,

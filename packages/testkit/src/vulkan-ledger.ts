@@ -1,18 +1,17 @@
 // A ledger of live Vulkan objects, kept by wrapping the loaded bindings' create/allocate and destroy/free functions:
 // what a dispose path leaves behind shows as a type with live handles, whatever the driver does with them (lavapipe
-// shows no symptom of a leaked VkFence or VkDevice; NVIDIA's driver does, decision 1650).
-
-import type { VkFunction, VkLib } from "./api.js";
+// shows no symptom of a leaked VkFence or VkDevice; NVIDIA's driver does, decision 1650). A test instrument, so it
+// lives here rather than in @poot/backend-vulkan; it needs only the shape of the bindings (`loadVulkan()`'s `fn`).
 
 /** Live handles by object type (`Instance`, `Device`, `Fence`, `Pipeline`, `Mapping`, ...). */
-export type ObjectCounts = Readonly<Record<string, number>>;
+export type VulkanObjectCounts = Readonly<Record<string, number>>;
 
 /** What {@link trackVulkanObjects} returns. */
 export interface VulkanObjectLedger {
   /** Handles created and not destroyed yet, by type (types with none left are omitted). */
-  live(): ObjectCounts;
+  live(): VulkanObjectCounts;
   /** Handles created since tracking began, by type. */
-  created(): ObjectCounts;
+  created(): VulkanObjectCounts;
   /** Puts the bindings' own functions back (the ledger stops counting). */
   stop(): void;
 }
@@ -68,8 +67,8 @@ const handles = (a: unknown, n: number): Handle[] =>
  * these bindings: devices, executors, probes). Objects of extension functions (the debug messenger) are not counted.
  * One ledger at a time; {@link VulkanObjectLedger.stop} ends it.
  */
-export function trackVulkanObjects(vk: VkLib): VulkanObjectLedger {
-  const fn = vk.fn as Record<string, VkFunction>;
+export function trackVulkanObjects(vk: { readonly fn: object }): VulkanObjectLedger {
+  const fn = vk.fn as Record<string, (...args: unknown[]) => unknown>;
   const original = { ...fn };
   /** type -> live handle -> parent pool (0n without one). */
   const live = new Map<string, Map<Handle, Handle>>();
@@ -112,7 +111,7 @@ export function trackVulkanObjects(vk: VkLib): VulkanObjectLedger {
   });
   wrap("vkFreeCommandBuffers", (a) => end("CommandBuffer", handles(a[3], Number(a[2]))));
   wrap("vkFreeDescriptorSets", (a) => end("DescriptorSet", handles(a[3], Number(a[2]))));
-  const counts = (m: Map<string, number>): ObjectCounts =>
+  const counts = (m: Map<string, number>): VulkanObjectCounts =>
     Object.fromEntries([...m].filter(([, n]) => n > 0).sort(([a], [b]) => a.localeCompare(b)));
   return {
     live: () => counts(new Map([...live].map(([t, hs]) => [t, hs.size]))),
