@@ -1,17 +1,10 @@
 // kernelgen's flash-decode attention as the CUDA executor synthesizes it at Llama-3.2-1B decode shapes (32 heads,
 // 8 kv heads, head dim 64, bf16 head-major cache): the split partial kernel (a warp per key on these caps, decision
 // 0807) and its combine lower to PTX and ptxas accepts both (skipped, saying so, without ptxas).
-import { lowerPtx, validatePtx } from "@poot/codegen";
 import { attentionSplits, synthesizeAttention, type SynthCaps } from "@poot/kernelgen";
 import { describe, expect, it } from "vitest";
-import { cudaCaps, type CudaDeviceInfo } from "./device.js";
+import { expectPtxasAccepts } from "../test/ptx.js";
 
-const info = {
-  computeCapability: [9, 0],
-  maxThreadsPerBlock: 1024,
-  warpSize: 32,
-  sharedBytesPerBlock: 49152,
-} as unknown as CudaDeviceInfo;
 const caps: SynthCaps = {
   maxWorkgroup: 1024,
   subgroupSize: 32,
@@ -47,14 +40,7 @@ describe("kernelgen flash-decode attention, lowered to PTX", () => {
     expect(s.split?.combine.grid[0]).toBe(32);
     expect(s.kernel.shared.map((x) => x.name)).not.toContain("qs"); // the warp-per-key kernel keeps q in registers
     for (const k of [s.kernel, s.split!.combine.kernel]) {
-      for (const arch of ["sm_80", "sm_90"]) {
-        const r = await validatePtx(lowerPtx(k, cudaCaps(info), { arch }).text!, { arch });
-        if (r.status === "unavailable") {
-          console.log(`ptxas check skipped: ${r.reason}`);
-          return;
-        }
-        expect(r.status === "ok" ? "ok" : r.message).toBe("ok");
-      }
+      await expectPtxasAccepts(k);
     }
   });
 });
