@@ -11,7 +11,8 @@
 import { parseArgs } from "node:util";
 import { createCpuExecutor } from "@poot/backend-cpu";
 import { LoadedModel } from "@poot/models";
-import { Engine, Rng } from "@poot/runtime";
+import { Engine, greedyArgmax } from "@poot/runtime";
+import { cpuMs, phaseRows, randomPrompt } from "./cpu-profile.mjs";
 
 const { values: o, positionals } = parseArgs({
   allowPositionals: true,
@@ -34,7 +35,7 @@ if (
   (o.numerics !== "exact" && o.numerics !== "fast")
 ) {
   console.error(
-    "usage: node bench/cpu-decode-profile.mjs MODEL.gguf [--prompt-tokens N] [--gen-tokens N] [--threads N] [--numerics exact|fast] [--raw]",
+    "usage: node bench/cpu-decode-profile.mjs MODEL.gguf [--prompt-tokens N] [--gen-tokens N] [--threads N] [--numerics exact|fast] [--raw] [--order]",
   );
   process.exit(2);
 }
@@ -65,13 +66,7 @@ const engine = new Engine(LoadedModel.open(file, { weights: "f32" }), {
   tokenizer: null,
   maxSequences: 1,
 });
-const rng = new Rng(1);
-const prompt = Array.from({ length: P }, () => Math.floor(rng.next() * engine.config.vocabSize));
-const cpuMs = () => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
-};
-const argmax = (xs) => xs.reduce((best, v, i) => (v > xs[best] ? i : best), 0);
+const prompt = randomPrompt(engine, P);
 for (let run = 0; run < 2; run++) {
   const s = engine.openSession();
   const logits = s.step(prompt);
@@ -80,7 +75,7 @@ for (let run = 0; run < 2; run++) {
     s0 = executor.stats().steps;
   const c0 = cpuMs(),
     t0 = performance.now();
-  engine.greedy(s, argmax(logits), G);
+  engine.greedy(s, greedyArgmax(logits), G);
   const t1 = performance.now(),
     c1 = cpuMs();
   const dispatches = (executor.stats().dispatches - d0) / G,
@@ -93,25 +88,13 @@ for (let run = 0; run < 2; run++) {
       `${((G / (t1 - t0)) * 1000).toFixed(2)} tok/s, ${((G / (c1 - c0)) * 1000).toFixed(2)} tok per CPU-second, ` +
       `${dispatches.toFixed(0)} dispatches and ${schedules.toFixed(2)} schedules per token`,
   );
-  const rows = new Map();
-  let total = 0,
-    busy = 0;
-  for (const p of profile) {
-    const key = o.raw ? p.label : p.label.replace(/_l\d+/g, "_lN").replace(/\.\d+/g, "");
-    const r = rows.get(key) ?? { wall: 0, busy: 0, n: 0 };
-    r.wall += p.wall;
-    r.busy += p.busy.reduce((a, b) => a + b, 0);
-    r.n++;
-    total += p.wall;
-    busy += p.busy.reduce((a, b) => a + b, 0);
-    rows.set(key, r);
-  }
+  const { rows, total, busy } = phaseRows(profile, o.raw);
   console.log(
     `phases: ${(total / G).toFixed(2)} ms/token wall (of ${((t1 - t0) / G).toFixed(2)}), ${(busy / G).toFixed(2)} ms/token busy over ${threads} threads`,
   );
   if (o.order)
     profile.slice(0, 40).forEach((p, i) => console.log(`  #${i} ${(p.wall / G).toFixed(3)} ms/tok  ${p.label}`));
-  for (const [key, r] of [...rows].sort((a, b) => b[1].wall - a[1].wall))
+  for (const [key, r] of rows)
     console.log(
       `${(r.wall / G).toFixed(3).padStart(8)} ms/tok ${((100 * r.wall) / total).toFixed(1).padStart(5)} %  busy ${(r.busy / G).toFixed(3).padStart(7)}  x${r.n}  ${key}`,
     );

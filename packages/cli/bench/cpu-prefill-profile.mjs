@@ -9,7 +9,8 @@
 import { parseArgs } from "node:util";
 import { createCpuExecutor } from "@poot/backend-cpu";
 import { LoadedModel } from "@poot/models";
-import { Engine, Rng } from "@poot/runtime";
+import { Engine } from "@poot/runtime";
+import { cpuMs, phaseRows, randomPrompt } from "./cpu-profile.mjs";
 
 const { values: o, positionals } = parseArgs({
   allowPositionals: true,
@@ -40,12 +41,7 @@ const engine = new Engine(LoadedModel.open(file, { weights: "f32" }), {
   prefillChunk: chunk,
   maxSequences: 1,
 });
-const rng = new Rng(1);
-const prompt = Array.from({ length: P }, () => Math.floor(rng.next() * engine.config.vocabSize));
-const cpuMs = () => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
-};
+const prompt = randomPrompt(engine, P);
 for (let run = 0; run < 2; run++) {
   const s = engine.openSession();
   executor.takeProfile();
@@ -61,17 +57,8 @@ for (let run = 0; run < 2; run++) {
     `prefill ${P} tokens (chunks of ${chunk}, ${threads} threads, ${o["no-native"] ? "Wasm only" : "native GEMVs + Wasm"}): ` +
       `${(t1 - t0).toFixed(0)} ms = ${((P / (t1 - t0)) * 1000).toFixed(2)} tok/s, ${((P / (c1 - c0)) * 1000).toFixed(2)} tok per CPU-second`,
   );
-  const rows = new Map();
-  let total = 0;
-  for (const p of profile) {
-    const key = o.raw ? p.label : p.label.replace(/_l\d+/g, "_lN").replace(/\.\d+/g, "");
-    const r = rows.get(key) ?? { wall: 0, n: 0 };
-    r.wall += p.wall;
-    r.n++;
-    total += p.wall;
-    rows.set(key, r);
-  }
-  for (const [key, r] of [...rows].sort((a, b) => b[1].wall - a[1].wall))
+  const { rows, total } = phaseRows(profile, o.raw);
+  for (const [key, r] of rows)
     console.log(
       `${r.wall.toFixed(1).padStart(9)} ms ${((100 * r.wall) / total).toFixed(1).padStart(5)} %  x${r.n}  ${key}`,
     );
