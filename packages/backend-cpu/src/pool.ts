@@ -144,7 +144,6 @@ export class ThreadPool {
     if (this.#profileAt !== 0) new Float64Array(i32.buffer)[(this.#profileAt >>> 3) + PROFILE_ROWS] = now();
     Atomics.store(i32, rows + ROW.DONE, 0);
     Atomics.store(i32, rows + ROW.CLAIM, 0);
-    Atomics.store(i32, c + CTL.KIND, 0);
     Atomics.store(i32, c + CTL.ROWS, rows);
     Atomics.store(i32, c + CTL.NPH, n);
     Atomics.store(i32, c + CTL.BASE, base);
@@ -223,8 +222,7 @@ export class ThreadPool {
       c = this.#ctl;
     Atomics.store(i32, c + CTL.ACK, 0);
     Atomics.store(i32, c + CTL.KIND, kind);
-    Atomics.store(i32, c + CTL.NPH, 0);
-    Atomics.store(i32, c + CTL.BASE, ++this.#seq);
+    Atomics.store(i32, c + CTL.CMD, ++this.#seq);
     Atomics.store(i32, c + CTL.SEQ, this.#seq);
     Atomics.notify(i32, c + CTL.SEQ);
   }

@@ -13,13 +13,16 @@ const { memory, ctl, thread, port } = workerData as {
   thread: number;
   port: MessagePort;
 };
-threadMain(
+const loop = threadMain(
   memory,
   ctl,
   thread,
-  () => (receiveMessageOnPort(port)?.message as LoadEntry[] | undefined) ?? [],
+  () => receiveMessageOnPort(port)?.message as LoadEntry[] | undefined,
   (text) => port.postMessage(text),
   // koffi is required by its absolute path (NativeRef.koffi).
   nativeKernels((path) => createRequire(path)(path)),
-)();
+);
+// The host posts a load before it commands it, so the message is in the port's queue when the loop asks for it; were it
+// not yet, the loop returns false and asks again.
+while (!loop());
 port.close();

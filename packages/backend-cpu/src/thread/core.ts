@@ -13,7 +13,7 @@ export const CTL = {
   NPH: 2,
   /** Word index of the region's first schedule row. */
   ROWS: 3,
-  /** What the region is: 0 phases to run, 1 load kernels from the port, 2 exit. */
+  /** What the last command was: 1 load kernels from the port, 2 exit. */
   KIND: 4,
   /** Workers that finished a load (or started). */
   ACK: 5,
@@ -29,6 +29,11 @@ export const CTL = {
   GROWN: 10,
   /** Step profile on: the f64 index of the profile area (see {@link PROFILE_ROWS}); 0 when off. */
   PROF: 11,
+  /**
+   * The sequence number of the last command. A command publishes `SEQ` like a region but leaves `BASE` and `NPH` as the
+   * last region left them, so a thread still in that region ends it without taking the command for its end.
+   */
+  CMD: 12,
   /** Words in the block. */
   WORDS: 16,
 } as const;
@@ -190,7 +195,12 @@ function runChunk(st: ThreadState, row: number, k: number): void {
   }
 }
 
-/** Runs claimed chunks of the current region until it is complete; returns the final sequence number. */
+/**
+ * Runs claimed chunks of the current region until it is complete; returns the region's final sequence number
+ * (`BASE + NPH`), or the sequence number it read when that belongs to a later region (the caller then sees the change).
+ * The region may complete without this thread and the host publish its next command before this thread looks: the
+ * command's number is not returned, so the caller's wait on `SEQ` still sees it.
+ */
 export function participate(st: ThreadState): number {
   const ctl = st.ctl;
   // The profile switch is read once per region; its view is made on the first claim (the memory may have grown).
@@ -204,7 +214,8 @@ export function participate(st: ThreadState): number {
     const base = Atomics.load(i32, ctl + CTL.BASE),
       n = Atomics.load(i32, ctl + CTL.NPH),
       idx = seq - base;
-    if (idx < 0 || idx >= n) return seq;
+    if (idx < 0) return seq;
+    if (idx >= n) return base + n;
     if (at !== 0 && pf === null) pf = new Float64Array(i32.buffer);
     const mine = pf !== null && idx < PROFILE_ROWS ? at + (2 + 2 * st.thread) * PROFILE_ROWS + idx : -1;
     const row = Atomics.load(i32, ctl + CTL.ROWS) + idx * ROW.WORDS;

@@ -42,7 +42,9 @@ export function threadMain(
     for (;;) {
       while (Atomics.load(st.i32, ctl + CTL.SEQ) === seen) Atomics.wait(st.i32, ctl + CTL.SEQ, seen);
       if (Atomics.load(st.i32, ctl + CTL.GROWN) !== st.grown) st.refresh();
-      const kind = Atomics.load(st.i32, ctl + CTL.KIND);
+      const seq = Atomics.load(st.i32, ctl + CTL.SEQ);
+      // A command stores CMD before SEQ, so a sequence number that is a command's reads as one here; a region's never does.
+      const kind = Atomics.load(st.i32, ctl + CTL.CMD) === seq ? Atomics.load(st.i32, ctl + CTL.KIND) : 0;
       if (kind === 2) return true;
       if (kind === 1) {
         const m = recv();
@@ -52,7 +54,7 @@ export function threadMain(
             mod instanceof WA.Module
               ? (new WA.Instance(mod, { env: { memory }, math: wasmMath }).exports[entry] as KernelFn)
               : nativeKernel(mod as NativeRef);
-        seen = Atomics.load(st.i32, ctl + CTL.SEQ);
+        seen = seq;
         Atomics.add(st.i32, ctl + CTL.ACK, 1);
         Atomics.notify(st.i32, ctl + CTL.ACK);
         continue;
