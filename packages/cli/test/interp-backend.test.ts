@@ -5,7 +5,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { openSafetensors } from "@poot/models";
-import { bufferIo, runCli } from "@poot/cli";
+import { poot } from "./run-poot.js";
 import { afterAll, describe, expect, test } from "vitest";
 import { fixture, needFixture } from "@poot/testkit";
 
@@ -14,12 +14,6 @@ const FIX = fixture();
 const HAVE = NO_FIXTURES === undefined;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "poot-interp-"));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
-
-async function poot(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const io = bufferIo();
-  const code = await runCli(argv, { io });
-  return { code, out: io.stdout(), err: io.stderr() };
-}
 
 /** max |a - ref| / max |ref| (the fixtures README's agreement measure). */
 function relErr(a: Float32Array, ref: Float32Array): number {

@@ -19,7 +19,7 @@ import {
   type TargetValidation,
   type ValidateOptions,
 } from "@poot/codegen";
-import { bufferIo, runCli } from "@poot/cli";
+import { poot } from "./run-poot.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { fixture, needFixture } from "@poot/testkit";
 
@@ -47,12 +47,6 @@ const EXT: Record<TargetName, string> = {
 };
 const TARGETS: TargetName[] = ["wgsl", "ptx", "spirv", "amdgpu", "wasm"];
 const TMP = fs.mkdtempSync(path.join(tmpdir(), "poot-kernels-"));
-
-async function poot(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const io = bufferIo();
-  const code = await runCli(argv, { io });
-  return { code, out: io.stdout(), err: io.stderr() };
-}
 
 // Which validators are installed (a missing one skips its target, saying why).
 const missing: Partial<Record<TargetName, string>> = {};
