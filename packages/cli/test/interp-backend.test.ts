@@ -7,25 +7,13 @@ import * as path from "node:path";
 import { openSafetensors } from "@poot/models";
 import { poot } from "./run-poot.js";
 import { afterAll, describe, expect, test } from "vitest";
-import { fixture, needFixture } from "@poot/testkit";
+import { fixture, needFixture, relErr } from "@poot/testkit";
 
 const NO_FIXTURES = needFixture("hf");
 const FIX = fixture();
 const HAVE = NO_FIXTURES === undefined;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "poot-interp-"));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
-
-/** max |a - ref| / max |ref| (the fixtures README's agreement measure). */
-function relErr(a: Float32Array, ref: Float32Array): number {
-  expect(a.length).toBe(ref.length);
-  let d = 0,
-    m = 0;
-  for (let i = 0; i < ref.length; i++) {
-    d = Math.max(d, Math.abs(a[i]! - ref[i]!));
-    m = Math.max(m, Math.abs(ref[i]!));
-  }
-  return d / m;
-}
 
 // f32 weights: every family generates all 16 reference greedy ids through the Engine (prefill chunks, then the
 // KV-cached single-token decode program): about 40 s for the five families on this machine. bf16 weights (bf16

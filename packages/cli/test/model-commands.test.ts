@@ -7,24 +7,13 @@ import * as path from "node:path";
 import { openSafetensors } from "@poot/models";
 import { poot } from "./run-poot.js";
 import { afterAll, describe, expect, test } from "vitest";
-import { fixture, needFixture } from "@poot/testkit";
+import { fixture, needFixture, relErr } from "@poot/testkit";
 
 const NO_FIXTURES = needFixture("hf", "gguf");
 const FIX = fixture();
 const HAVE = NO_FIXTURES === undefined;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "poot-model-cmd-"));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
-
-function relErr(a: Float32Array, ref: Float32Array): number {
-  expect(a.length).toBe(ref.length);
-  let d = 0,
-    m = 0;
-  for (let i = 0; i < ref.length; i++) {
-    d = Math.max(d, Math.abs(a[i]! - ref[i]!));
-    m = Math.max(m, Math.abs(ref[i]!));
-  }
-  return d / m;
-}
 
 describe.skipIf(!HAVE)(`model commands on fixtures/${HAVE ? "" : ` (skipped: ${NO_FIXTURES})`}`, () => {
   for (const fam of ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"]) {

@@ -7,7 +7,7 @@ import { probeVulkan } from "@poot/backend-vulkan";
 import { openSafetensors } from "@poot/models";
 import { poot } from "./run-poot.js";
 import { afterAll, describe, expect, test } from "vitest";
-import { fixture, needFixture } from "@poot/testkit";
+import { fixture, needFixture, relErr } from "@poot/testkit";
 
 const NO_FIXTURES = needFixture("hf");
 const FIX = fixture();
@@ -18,18 +18,6 @@ const probe = probeVulkan();
 const why = NO_FIXTURES !== undefined ? NO_FIXTURES : !probe.ok ? `no Vulkan device: ${probe.reason}` : undefined;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "poot-vulkan-cmd-"));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
-
-/** max |a - ref| / max |ref|. */
-function relErr(a: Float32Array, ref: Float32Array): number {
-  expect(a.length).toBe(ref.length);
-  let d = 0,
-    m = 0;
-  for (let i = 0; i < ref.length; i++) {
-    d = Math.max(d, Math.abs(a[i]! - ref[i]!));
-    m = Math.max(m, Math.abs(ref[i]!));
-  }
-  return d / m;
-}
 
 describe.skipIf(why !== undefined)(
   `poot --backend vulkan on fixtures/${why === undefined ? "" : ` (skipped: ${why})`}`,

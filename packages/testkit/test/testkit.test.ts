@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterEach, describe, expect, test, vi } from "vitest";
-import { FixtureError, fixture, isCI, needFixture, rng } from "@poot/testkit";
+import { FixtureError, fixture, isCI, needFixture, relErr, rng } from "@poot/testkit";
 
 afterEach(() => vi.unstubAllEnvs());
 
@@ -85,5 +85,13 @@ describe("rng()", () => {
     const s = rng(1);
     s();
     expect(s()).not.toBe(C_OUTPUTS[1]![0]! / 4294967296);
+  });
+});
+
+describe("relErr()", () => {
+  test("max |a − ref| / max |ref|; planted: a result of another length throws instead of comparing a prefix", () => {
+    expect(relErr([1, 2, 4.5], [1, 2, 4])).toBe(0.125);
+    expect(() => relErr([1, 2], [1, 2, 4])).toThrow("relErr: 2 values against a reference of 3");
+    expect(() => relErr([1, 2, 4, 9], [1, 2, 4])).toThrow("relErr: 4 values against a reference of 3");
   });
 });
