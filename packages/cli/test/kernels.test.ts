@@ -5,7 +5,6 @@ import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import {
   assembleAmdgpu,
   amdgpuGpusFor,
@@ -21,14 +20,9 @@ import {
 } from "@poot/codegen";
 import { poot } from "./run-poot.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { fixture, needFixture } from "@poot/testkit";
+import { fixture, needFixture, REPO_ROOT } from "@poot/testkit";
 
-function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
-  return dir;
-}
-const ROOT = repoRoot();
+const ROOT = REPO_ROOT;
 const NO_FIXTURES = needFixture("hf");
 const FIX = fixture("hf");
 const FAMILIES = ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"];

@@ -5,18 +5,12 @@
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { describe, expect, test } from "vitest";
 import { decodePacked } from "@poot/graph-ir";
 import { LoadedModel, ModelWeights, argmax, ggmlPackedFormat, openGGUF } from "@poot/models";
-import { relErr } from "@poot/testkit";
+import { relErr, REPO_ROOT } from "@poot/testkit";
 
-function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
-  return dir;
-}
-const DIR = path.join(repoRoot(), "fixtures", "gguf", "formats");
+const DIR = path.join(REPO_ROOT, "fixtures", "gguf", "formats");
 
 /** What tools/llama-ref/make-format-fixtures.mjs records per file. */
 export interface FormatFixture {
