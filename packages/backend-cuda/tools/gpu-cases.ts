@@ -8,6 +8,9 @@ import { convert_bf16x2_f32 } from "../../kernelgen/kernels/convert.js";
 import { gemv_bf16_kn, gemv_bf16_nk, gemv_f32_kn } from "../../kernelgen/kernels/gemv.js";
 import { type CudaContext, type DeviceBuffer } from "@poot/backend-cuda";
 import { gemvRowsBf16, gemvRowsBf16x2, gemvRowsF32, gemvRowsGrid } from "../test/row-gemvs.js";
+import { rng } from "@poot/testkit";
+
+export { rng };
 
 /** One launch: kernel, grid, inputs, uniforms and the output tolerance (0 = bit-exact). */
 interface Case {
@@ -25,18 +28,6 @@ export interface CaseResult {
   readonly name: string;
   readonly ok: boolean;
   readonly detail: string;
-}
-
-/** mulberry32: deterministic uniform [0, 1). */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const f32s = (n: number, r: () => number): Float32Array => Float32Array.from({ length: n }, () => r() * 2 - 1);

@@ -1,18 +1,24 @@
-// A logical Vulkan device with one compute queue: device-local and host-visible buffers, staging uploads
-// and read-backs, command-buffer submission with a fence, and the codegen caps the device supports.
+// A logical Vulkan device with one compute queue: device-local and host-visible buffers, command-buffer submission
+// with a fence, and the codegen caps the device supports; its copies to and from the host are transfer.ts's.
 
-import koffi from "koffi";
 import type { DeviceCaps } from "@poot/codegen";
 import type { ElemType } from "@poot/kernel-dsl";
 import type { BlobStore } from "@poot/executor/lowering";
 import { VulkanError } from "./errors.js";
 import { VulkanInstance, type InstanceOptions } from "./instance.js";
-import { chooseDevice, describePhysicalDevice, type DeviceRequirements, type PhysicalDeviceInfo } from "./physical.js";
+import {
+  chooseDevice,
+  createLogicalDevice,
+  describePhysicalDevice,
+  type DeviceRequirements,
+  type PhysicalDeviceInfo,
+} from "./physical.js";
 import { check, createHandle, type VkLib } from "./vk/api.js";
-import { Access, BufferUsage, CommandBufferUsage, CommandPoolCreate, PipelineStage, SType } from "./vk/constants.js";
+import { BufferUsage, CommandPoolCreate, SType } from "./vk/constants.js";
 import { VulkanBuffer, type BufferKind } from "./buffer.js";
 import { UniformArena } from "./kernel.js";
 import { PipelineCache } from "./pipeline.js";
+import { recordBarrier, Transfers } from "./transfer.js";
 
 /** Options of {@link VulkanDevice.open}. */
 export interface DeviceOptions extends InstanceOptions, DeviceRequirements {
@@ -52,8 +58,7 @@ export class VulkanDevice {
   private readonly memoryTypes: { propertyFlags: number; heapIndex: number }[];
   private readonly fence: bigint;
   private readonly commandPool: bigint;
-  private readonly transferCmd: bigint;
-  private staging: VulkanBuffer | null = null;
+  private readonly transfers: Transfers;
   private disposed = false;
 
   private constructor(
@@ -87,7 +92,7 @@ export class VulkanDevice {
       throw e;
     }
     try {
-      this.transferCmd = this.allocateCommandBuffer();
+      this.transfers = new Transfers(this);
       this.pipelines = new PipelineCache(this, codeCache);
     } catch (e) {
       // The pool takes its command buffers with it.
@@ -133,60 +138,7 @@ export class VulkanDevice {
         info = chooseDevice([d], options);
       } else info = chooseDevice(infos, options);
       const vk = instance.vk;
-      const v11 = koffi.alloc(vk.struct.VkPhysicalDeviceVulkan11Features!, 1);
-      const v12 = koffi.alloc(vk.struct.VkPhysicalDeviceVulkan12Features!, 1);
-      koffi.encode(v12, vk.struct.VkPhysicalDeviceVulkan12Features!, {
-        sType: SType.PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
-        pNext: null,
-        shaderFloat16: info.shaderFloat16 ? 1 : 0,
-      });
-      koffi.encode(v11, vk.struct.VkPhysicalDeviceVulkan11Features!, {
-        sType: SType.PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
-        pNext: v12,
-        storageBuffer16BitAccess: info.storage16 ? 1 : 0,
-      });
-      const f2 = koffi.alloc(vk.struct.VkPhysicalDeviceFeatures2!, 1);
-      koffi.encode(f2, vk.struct.VkPhysicalDeviceFeatures2!, {
-        sType: SType.PHYSICAL_DEVICE_FEATURES_2,
-        pNext: v11,
-        features: {
-          shaderInt16: info.shaderInt16 ? 1 : 0,
-          robustBufferAccess: options.robustBufferAccess === true ? 1 : 0,
-        },
-      });
-      try {
-        handle = createHandle(
-          vk.fn.vkCreateDevice!,
-          "vkCreateDevice",
-          info.handle,
-          {
-            sType: SType.DEVICE_CREATE_INFO,
-            pNext: f2,
-            flags: 0,
-            queueCreateInfoCount: 1,
-            pQueueCreateInfos: [
-              {
-                sType: SType.DEVICE_QUEUE_CREATE_INFO,
-                pNext: null,
-                flags: 0,
-                queueFamilyIndex: info.computeQueueFamily,
-                queueCount: 1,
-                pQueuePriorities: [1],
-              },
-            ],
-            enabledLayerCount: 0,
-            ppEnabledLayerNames: null,
-            enabledExtensionCount: 0,
-            ppEnabledExtensionNames: null,
-            pEnabledFeatures: null,
-          },
-          null,
-        );
-      } finally {
-        koffi.free(f2);
-        koffi.free(v11);
-        koffi.free(v12);
-      }
+      handle = createLogicalDevice(vk, info, options.robustBufferAccess === true);
       const q = new BigUint64Array(1);
       vk.fn.vkGetDeviceQueue!(handle, info.computeQueueFamily, 0, q);
       dev = new VulkanDevice(instance, info, handle, q[0]!, options.timeoutMs ?? 120_000, retain, options.codeCache);
@@ -340,89 +292,27 @@ export class VulkanDevice {
 
   /** Records commands into the device's transfer command buffer with `record`, submits and waits. */
   oneShot(what: string, record: (cmd: bigint) => void): void {
-    const f = this.vk.fn;
-    const cmd = this.transferCmd;
-    check(f.vkResetCommandBuffer!(cmd, 0), "vkResetCommandBuffer");
-    check(
-      f.vkBeginCommandBuffer!(cmd, {
-        sType: SType.COMMAND_BUFFER_BEGIN_INFO,
-        pNext: null,
-        flags: CommandBufferUsage.ONE_TIME_SUBMIT,
-        pInheritanceInfo: null,
-      }),
-      "vkBeginCommandBuffer",
-    );
-    record(cmd);
-    check(f.vkEndCommandBuffer!(cmd), "vkEndCommandBuffer");
-    this.submit(cmd, what);
-  }
-
-  /** A host-visible staging buffer of at least `bytes` (kept and grown). */
-  private stagingBuffer(bytes: number): VulkanBuffer {
-    if (this.staging === null || this.staging.bytes < bytes) {
-      this.staging?.dispose();
-      this.staging = this.createBuffer(Math.max(bytes, 1 << 20), "host", "staging");
-    }
-    return this.staging;
+    this.transfers.oneShot(what, record);
   }
 
   /** Writes `data` into `dst` at byte `offset`: directly when host-visible, through staging otherwise. */
   upload(dst: VulkanBuffer, data: ArrayBufferView, offset = 0): void {
-    const src = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-    dst.checkRange(offset, src.byteLength, "upload");
-    if (dst.kind === "host") {
-      dst.mapped().set(src, offset);
-      return;
-    }
-    // Chunks keep the staging buffer bounded for large weights.
-    const CHUNK = 64 << 20;
-    for (let at = 0; at < src.byteLength; at += CHUNK) {
-      const part = src.subarray(at, Math.min(src.byteLength, at + CHUNK));
-      const stage = this.stagingBuffer(Math.ceil(part.byteLength / 4) * 4);
-      stage.mapped().set(part);
-      this.oneShot(`upload to ${dst.name}`, (cmd) => {
-        this.vk.fn.vkCmdCopyBuffer!(cmd, stage.handle, dst.handle, 1, [
-          { srcOffset: 0, dstOffset: offset + at, size: part.byteLength },
-        ]);
-      });
-    }
+    this.transfers.upload(dst, data, offset);
   }
 
   /** Copies `bytes` of `src` from byte `offset` to the host. */
   download(src: VulkanBuffer, offset = 0, bytes = src.bytes - offset): Uint8Array {
-    src.checkRange(offset, bytes, "download");
-    if (src.kind === "host") return src.mapped().slice(offset, offset + bytes);
-    const stage = this.stagingBuffer(Math.ceil(bytes / 4) * 4);
-    this.oneShot(`download from ${src.name}`, (cmd) => {
-      this.vk.fn.vkCmdCopyBuffer!(cmd, src.handle, stage.handle, 1, [{ srcOffset: offset, dstOffset: 0, size: bytes }]);
-      this.barrier(cmd, Access.TRANSFER_WRITE, Access.HOST_READ, PipelineStage.TRANSFER, PipelineStage.HOST);
-    });
-    return stage.mapped().slice(0, bytes);
+    return this.transfers.download(src, offset, bytes);
   }
 
   /** Fills `dst` with zeros (vkCmdFillBuffer). */
   zero(dst: VulkanBuffer): void {
-    if (dst.kind === "host") {
-      dst.mapped().fill(0);
-      return;
-    }
-    this.oneShot(`zero ${dst.name}`, (cmd) => this.vk.fn.vkCmdFillBuffer!(cmd, dst.handle, 0, dst.bytes, 0));
+    this.transfers.zero(dst);
   }
 
   /** Records a global memory barrier. */
   barrier(cmd: bigint, srcAccess: number, dstAccess: number, srcStage: number, dstStage: number): void {
-    this.vk.fn.vkCmdPipelineBarrier!(
-      cmd,
-      srcStage,
-      dstStage,
-      0,
-      1,
-      [{ sType: SType.MEMORY_BARRIER, pNext: null, srcAccessMask: srcAccess, dstAccessMask: dstAccess }],
-      0,
-      null,
-      0,
-      null,
-    );
+    recordBarrier(this.vk, cmd, srcAccess, dstAccess, srcStage, dstStage);
   }
 
   /** Bytes held in buffers, by kind. */
@@ -430,7 +320,7 @@ export class VulkanDevice {
     let device = 0,
       host = 0;
     for (const b of this.buffers) {
-      if (b === this.staging) continue;
+      if (this.transfers.isStaging(b)) continue;
       if (b.kind === "device") device += b.bytes;
       else host += b.bytes;
     }

@@ -1,9 +1,9 @@
 // Physical-device discovery: the properties, features and limits poot's compute path depends on, read
-// through pNext chains, and the choice of one device by those capabilities.
+// through pNext chains, the choice of one device by those capabilities, and the logical device made on it.
 
 import koffi, { type TypeObject } from "koffi";
 import { VulkanError } from "./errors.js";
-import type { VkLib } from "./vk/api.js";
+import { createHandle, type VkLib } from "./vk/api.js";
 import { MemoryProperty, PhysicalDeviceType, QueueFlag, ShaderStage, SType, SubgroupFeature } from "./vk/constants.js";
 
 /** What one physical device offers the compute path. */
@@ -214,4 +214,65 @@ export function chooseDevice(infos: readonly PhysicalDeviceInfo[], req: DeviceRe
     throw new VulkanError("no-device", why);
   }
   return [...ok].sort((a, b) => RANK[a.type] - RANK[b.type] || b.deviceLocalBytes - a.deviceLocalBytes)[0]!;
+}
+
+/**
+ * Creates a logical device on `info` with one compute queue and the 16-bit features the device has (16-bit storage,
+ * shaderFloat16, shaderInt16), and robustBufferAccess when asked; returns its VkDevice handle.
+ */
+export function createLogicalDevice(vk: VkLib, info: PhysicalDeviceInfo, robustBufferAccess: boolean): bigint {
+  const v11 = koffi.alloc(vk.struct.VkPhysicalDeviceVulkan11Features!, 1);
+  const v12 = koffi.alloc(vk.struct.VkPhysicalDeviceVulkan12Features!, 1);
+  koffi.encode(v12, vk.struct.VkPhysicalDeviceVulkan12Features!, {
+    sType: SType.PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+    pNext: null,
+    shaderFloat16: info.shaderFloat16 ? 1 : 0,
+  });
+  koffi.encode(v11, vk.struct.VkPhysicalDeviceVulkan11Features!, {
+    sType: SType.PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
+    pNext: v12,
+    storageBuffer16BitAccess: info.storage16 ? 1 : 0,
+  });
+  const f2 = koffi.alloc(vk.struct.VkPhysicalDeviceFeatures2!, 1);
+  koffi.encode(f2, vk.struct.VkPhysicalDeviceFeatures2!, {
+    sType: SType.PHYSICAL_DEVICE_FEATURES_2,
+    pNext: v11,
+    features: {
+      shaderInt16: info.shaderInt16 ? 1 : 0,
+      robustBufferAccess: robustBufferAccess ? 1 : 0,
+    },
+  });
+  try {
+    return createHandle(
+      vk.fn.vkCreateDevice!,
+      "vkCreateDevice",
+      info.handle,
+      {
+        sType: SType.DEVICE_CREATE_INFO,
+        pNext: f2,
+        flags: 0,
+        queueCreateInfoCount: 1,
+        pQueueCreateInfos: [
+          {
+            sType: SType.DEVICE_QUEUE_CREATE_INFO,
+            pNext: null,
+            flags: 0,
+            queueFamilyIndex: info.computeQueueFamily,
+            queueCount: 1,
+            pQueuePriorities: [1],
+          },
+        ],
+        enabledLayerCount: 0,
+        ppEnabledLayerNames: null,
+        enabledExtensionCount: 0,
+        ppEnabledExtensionNames: null,
+        pEnabledFeatures: null,
+      },
+      null,
+    );
+  } finally {
+    koffi.free(f2);
+    koffi.free(v11);
+    koffi.free(v12);
+  }
 }

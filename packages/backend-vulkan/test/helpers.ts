@@ -5,6 +5,7 @@ import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { probeVulkan, VulkanDevice, type DeviceOptions } from "@poot/backend-vulkan";
+export { rng } from "@poot/testkit";
 
 /** lavapipe's ICD manifest as written by .ci/lavapipe-setup (or an older setup's folder), when present. */
 export function lavapipeIcd(): string | undefined {
@@ -30,18 +31,6 @@ export const noVulkan: string | undefined = (() => {
 /** Opens the test device with the validation layer when installed (its errors fail the calls). */
 export function openDevice(options: DeviceOptions = {}): VulkanDevice {
   return VulkanDevice.open({ validation: "if-available", ...options });
-}
-
-/** mulberry32: deterministic uniform [0, 1). */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** `n` uniform values in [lo, hi). */

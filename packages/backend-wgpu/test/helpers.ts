@@ -28,19 +28,8 @@ export async function openTestContext(): Promise<{ ctx: WgpuContext } | { reason
   }
 }
 
-/** Seeded uniform numbers in [lo, hi) (mulberry32). */
-export function rand(seed: number, n: number, lo = -1, hi = 1): Float32Array {
-  let a = seed >>> 0;
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; i++) {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    out[i] = lo + (hi - lo) * (((t ^ (t >>> 14)) >>> 0) / 4294967296);
-  }
-  return out;
-}
+/** Seeded uniform numbers in [lo, hi) (mulberry32): the conformance suite's. */
+export { seededFloats as rand } from "@poot/executor/conformance";
 
 /** bf16 bits of an f32 (round to nearest even), written from the format's definition. */
 export function bf16Bits(x: number): number {

@@ -6,23 +6,17 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { probeVulkan } from "@poot/backend-vulkan";
 import { nodeGpu } from "@poot/backend-wgpu/node";
 import type { Executor, WeightSource } from "@poot/executor";
 import { Engine, parsePlacement, type BlockDevice, type Placement } from "@poot/runtime";
 import { describe, expect, test } from "vitest";
-import { fixture, needFixture } from "@poot/testkit";
+import { fixture, needFixture, REPO_ROOT } from "@poot/testkit";
 import { createExecutor, loadBackend } from "../src/commands/backends.js";
 
-function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
-  return dir;
-}
 /** The repository's fixtures/ folder (@poot/testkit). */
 export const FIXTURES = fixture();
-const WORKER = path.resolve(repoRoot(), "packages/backend-wgpu/dist/sync-worker.js");
+const WORKER = path.resolve(REPO_ROOT, "packages/backend-wgpu/dist/sync-worker.js");
 
 /** Why the test cannot run here, or undefined. */
 export async function skipReason(backend: "wgpu" | "vulkan"): Promise<string | undefined> {

@@ -9,7 +9,7 @@ import * as path from "node:path";
 import { openSafetensors } from "@poot/models";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bundlePage } from "./browser/bundle.js";
-import { fixture, needFixture } from "@poot/testkit";
+import { fixture, needFixture, relErr } from "@poot/testkit";
 
 const CHROMIUM = "/usr/bin/chromium";
 const FLAGS = [
@@ -112,17 +112,6 @@ async function loadPage(extra: readonly string[], query = ""): Promise<{ result:
     await browser.close();
     await rm(profile, { recursive: true, force: true });
   }
-}
-
-/** max |a - ref| / max |ref| (the fixtures README's measure). */
-function relErr(a: ArrayLike<number>, ref: Float32Array): number {
-  let d = 0,
-    m = 0;
-  for (let i = 0; i < ref.length; i++) {
-    d = Math.max(d, Math.abs(a[i]! - ref[i]!));
-    m = Math.max(m, Math.abs(ref[i]!));
-  }
-  return d / m;
 }
 
 /** Every row the page computed within 1e-4 of transformers' float64 logits, and its greedy ids equal the reference's. */

@@ -1,17 +1,11 @@
 // `--tp` through the CLI: `poot compile --tp 2 --explain` lists the shards and the all-reduces per step (Llama-3.2-1B's
 // released config: 2 per layer, one [1, 2048] f32 row each); `poot run --tp 2` answers what `--tp 1` answers; bad
 // values, other backends and models whose KV heads do not divide are one-line refusals.
-import { bufferIo, runCli } from "@poot/cli";
+import { poot } from "./run-poot.js";
 import { describe, expect, test } from "vitest";
 import { fixture, needFixture } from "@poot/testkit";
 
 const NO_FIXTURES = needFixture("hf", "configs");
-
-async function poot(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const io = bufferIo();
-  const code = await runCli(argv, { io });
-  return { code, out: io.stdout(), err: io.stderr() };
-}
 
 describe.skipIf(NO_FIXTURES !== undefined)(
   `poot --tp${NO_FIXTURES === undefined ? "" : ` (skipped: ${NO_FIXTURES})`}`,

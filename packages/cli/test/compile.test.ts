@@ -8,19 +8,13 @@ import * as path from "node:path";
 import { evaluate, type Graph, type Tensor } from "@poot/graph-ir";
 import { BACKEND_KINDS, PLAN_OPS, compile, defaultTarget } from "@poot/graph-plan";
 import { LoadedModel, checkpointConsts, openCheckpoint, openSafetensors } from "@poot/models";
-import { bufferIo, runCli } from "@poot/cli";
+import { poot } from "./run-poot.js";
 import { describe, expect, test } from "vitest";
 import { fixture, needFixture } from "@poot/testkit";
 
 const NO_FIXTURES = needFixture("hf", "gguf", "configs");
 const FIX = fixture();
 const HAVE = NO_FIXTURES === undefined;
-
-async function poot(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const io = bufferIo();
-  const code = await runCli(argv, { io });
-  return { code, out: io.stdout(), err: io.stderr() };
-}
 
 function rel(a: Tensor, ref: Tensor): number {
   let d = 0,

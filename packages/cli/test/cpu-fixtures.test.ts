@@ -4,18 +4,12 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { createCpuExecutor } from "@poot/backend-cpu";
 import { LoadedModel, openSafetensors } from "@poot/models";
 import { Engine } from "@poot/runtime";
 import { describe, expect, test } from "vitest";
-import { fixture, needFixture, relErr, argmax } from "@poot/testkit";
+import { fixture, needFixture, relErr, argmax, REPO_ROOT } from "@poot/testkit";
 
-function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
-  return dir;
-}
 const NO_FIXTURES = needFixture("hf", "gguf");
 const FIX = fixture();
 const HAVE = NO_FIXTURES === undefined;
@@ -140,7 +134,7 @@ describe.skipIf(!HAVE)(`--backend cpu on the gguf fixture files, weights packed$
 });
 
 describe("poot run | generate | logits --backend cpu on models/demo (the repository's own model)", () => {
-  const demo = path.join(repoRoot(), "models", "demo");
+  const demo = path.join(REPO_ROOT, "models", "demo");
   test("greedy ids and text equal transformers' reference; prompt logits within 1e-4 of graph-ir's evaluate", async () => {
     const { bufferIo, runCli } = await import("@poot/cli");
     const ref = JSON.parse(fs.readFileSync(path.join(demo, "reference.json"), "utf8")) as {

@@ -4,18 +4,12 @@
 // llama.cpp's own quantized run agrees with it, to llama.cpp's.
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { createCpuExecutor } from "@poot/backend-cpu";
 import { Engine } from "@poot/runtime";
 import { describe, expect, test } from "vitest";
-import { relErr, argmax } from "@poot/testkit";
+import { relErr, argmax, REPO_ROOT } from "@poot/testkit";
 
-function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
-  return dir;
-}
-const DIR = path.join(repoRoot(), "fixtures", "gguf", "formats");
+const DIR = path.join(REPO_ROOT, "fixtures", "gguf", "formats");
 
 interface FormatFixture {
   gguf: string;

@@ -1,18 +1,12 @@
 // `--backend cuda` in the CLI: without a CUDA driver every command that takes a backend fails with a clear
 // message (exit 1); the bandwidth floor poot bench reports is the weight-and-KV bytes at the measured copy rate.
-import * as fs from "node:fs";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { CudaError, loadDriver } from "@poot/backend-cuda";
 import { bandwidthFloor, bufferIo, runCli } from "@poot/cli";
 import { describe, expect, test } from "vitest";
+import { REPO_ROOT } from "@poot/testkit";
 
-function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
-  return dir;
-}
-const DEMO = path.join(repoRoot(), "models", "demo");
+const DEMO = path.join(REPO_ROOT, "models", "demo");
 
 function driverPresent(): boolean {
   try {

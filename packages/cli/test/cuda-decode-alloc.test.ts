@@ -5,17 +5,12 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { CudaError, createCudaExecutor, type CudaExecutor } from "@poot/backend-cuda";
 import { Engine, argmax } from "@poot/runtime";
 import { describe, expect, it } from "vitest";
+import { REPO_ROOT } from "@poot/testkit";
 
-function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
-  return dir;
-}
-const DEMO = path.join(repoRoot(), "models", "demo");
+const DEMO = path.join(REPO_ROOT, "models", "demo");
 
 function cudaAbsent(): string | undefined {
   try {

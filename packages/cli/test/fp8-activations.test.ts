@@ -6,7 +6,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { bufferIo, runCli } from "@poot/cli";
+import { poot } from "./run-poot.js";
 import { openSafetensors } from "@poot/models";
 import { fixture, relErr } from "@poot/testkit";
 import { describe, expect, test } from "vitest";
@@ -15,12 +15,6 @@ const dir = fixture("hf", "llama3-fp8-static");
 const ids = (JSON.parse(fs.readFileSync(path.join(dir, "reference.json"), "utf8")) as { prompt_ids: number[] })
   .prompt_ids;
 const reference = (name: string) => openSafetensors(path.join(dir, "reference.safetensors")).readF32Sync(name);
-
-async function poot(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const io = bufferIo();
-  const code = await runCli(argv, { io });
-  return { code, out: io.stdout(), err: io.stderr() };
-}
 
 /** `poot logits` of llama3-fp8-static's prompt. */
 async function logits(...extra: string[]): Promise<Float32Array> {

@@ -8,20 +8,14 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { probeVulkan } from "@poot/backend-vulkan";
 import { nodeGpu } from "@poot/backend-wgpu/node";
 import { describe, expect, test } from "vitest";
-import { fixture, needFixture } from "@poot/testkit";
+import { fixture, needFixture, REPO_ROOT } from "@poot/testkit";
 import { benchAndCompile } from "./dispatch-counts.js";
 
-function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
-  return dir;
-}
 const FIX = fixture("hf");
-const WORKER = path.resolve(repoRoot(), "packages/backend-wgpu/dist/sync-worker.js");
+const WORKER = path.resolve(REPO_ROOT, "packages/backend-wgpu/dist/sync-worker.js");
 // Tests (not the libraries) pick lavapipe when no ICD is chosen and .ci/lavapipe-setup ran.
 const LVP = path.join(os.homedir(), ".cache", "lavapipe25", "lvp_icd.json");
 if (process.env.VK_DRIVER_FILES === undefined && fs.existsSync(LVP)) process.env.VK_DRIVER_FILES = LVP;

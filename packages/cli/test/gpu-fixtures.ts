@@ -5,7 +5,6 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { probeVulkan } from "@poot/backend-vulkan";
 import { nodeGpu } from "@poot/backend-wgpu/node";
 import { LoadedModel, openSafetensors } from "@poot/models";
@@ -13,15 +12,10 @@ import { Engine } from "@poot/runtime";
 import { describe, expect, test } from "vitest";
 import { createExecutor } from "../src/commands/backends.js";
 import { loadGpuModule } from "../src/commands/gpu-modules.js";
-import { fixture, needFixture, relErr, argmax } from "@poot/testkit";
+import { fixture, needFixture, relErr, argmax, REPO_ROOT } from "@poot/testkit";
 
-function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
-  return dir;
-}
 const FIX = fixture("hf");
-const WORKER = path.resolve(repoRoot(), "packages/backend-wgpu/dist/sync-worker.js");
+const WORKER = path.resolve(REPO_ROOT, "packages/backend-wgpu/dist/sync-worker.js");
 
 /** Why a GPU test cannot run here, or undefined. Tests may read the environment; the lavapipe ICD is found on disk too. */
 export async function skipReason(backend: "wgpu" | "vulkan" | "rocm"): Promise<string | undefined> {

@@ -5,33 +5,15 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { openSafetensors } from "@poot/models";
-import { bufferIo, runCli } from "@poot/cli";
+import { poot } from "./run-poot.js";
 import { afterAll, describe, expect, test } from "vitest";
-import { fixture, needFixture } from "@poot/testkit";
+import { fixture, needFixture, relErr } from "@poot/testkit";
 
 const NO_FIXTURES = needFixture("hf");
 const FIX = fixture();
 const HAVE = NO_FIXTURES === undefined;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "poot-interp-"));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
-
-async function poot(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const io = bufferIo();
-  const code = await runCli(argv, { io });
-  return { code, out: io.stdout(), err: io.stderr() };
-}
-
-/** max |a - ref| / max |ref| (the fixtures README's agreement measure). */
-function relErr(a: Float32Array, ref: Float32Array): number {
-  expect(a.length).toBe(ref.length);
-  let d = 0,
-    m = 0;
-  for (let i = 0; i < ref.length; i++) {
-    d = Math.max(d, Math.abs(a[i]! - ref[i]!));
-    m = Math.max(m, Math.abs(ref[i]!));
-  }
-  return d / m;
-}
 
 // f32 weights: every family generates all 16 reference greedy ids through the Engine (prefill chunks, then the
 // KV-cached single-token decode program): about 40 s for the five families on this machine. bf16 weights (bf16

@@ -1,5 +1,5 @@
 // The tensor-core GEMM end to end on the PTX path: kernelgen synthesizes it for the cuda caps (graph-plan's
-// defaults list mma m16n8k16), `codegenCaps` hands PTX the matrix shapes, and every emitted kernel assembles with
+// defaults list mma m16n8k16), `codegenCapsFor` hands PTX the matrix shapes, and every emitted kernel assembles with
 // `ptxas` for sm_80 and sm_90; WGSL/SPIR-V/Wasm caps carry no matrix shapes, so codegen refuses it there. The same on
 // the AMDGPU path (decision 2401): graph-plan's ROCm caps per GPU give MFMA (gfx90a, gfx942) or WMMA (gfx1100), and
 // every emitted GEMM is compiled by llc and linked by ld.lld for each GPU that has the instruction.
@@ -20,7 +20,7 @@ import { defaultTarget, ROCM_ARCHS, type DeviceCaps } from "@poot/graph-plan";
 import { synthCapsFrom, synthesizeMmaGemm } from "@poot/kernelgen";
 import { bufferIo, runCli } from "@poot/cli";
 import { describe, expect, test } from "vitest";
-import { codegenCaps } from "../src/commands/kernels-emit.js";
+import { codegenCapsFor } from "@poot/executor/lowering";
 import { fixture, needFixture } from "@poot/testkit";
 
 const probe = await validatePtx("", { arch: "sm_90" });
@@ -42,7 +42,7 @@ describe("tensor-core GEMM through PTX", () => {
         `M=${M} N=${N} K=${K} A ${a} W ${w} ${layout} assembles for ${arch}${missing ? ` (skipped: ${missing})` : ""}`,
         async () => {
           const s = synthesizeMmaGemm({ name: "gemm_mma", M, N, K, aDtype: a, weight: { dtype: w, layout } }, synth);
-          const text = lowerPtx(s.kernel, codegenCaps("ptx", cuda), { arch }).text!;
+          const text = lowerPtx(s.kernel, codegenCapsFor("ptx", cuda), { arch }).text!;
           expect(text).toContain(`mma.sync.aligned.m16n8k16.row.col.f32.${w}.${w}.f32`);
           const r = await validatePtx(text, { arch });
           expect(r.status === "invalid" ? r.message : r.status).toBe("ok");
@@ -80,8 +80,8 @@ describe("tensor-core GEMM through PTX", () => {
       synth,
     );
     const vk = defaultTarget("vulkan").caps as DeviceCaps;
-    expect(() => lowerSpirv(s.kernel, codegenCaps("spirv", vk))).toThrow(CodegenError);
-    expect(() => lowerSpirv(s.kernel, codegenCaps("spirv", vk))).toThrow(
+    expect(() => lowerSpirv(s.kernel, codegenCapsFor("spirv", vk))).toThrow(CodegenError);
+    expect(() => lowerSpirv(s.kernel, codegenCapsFor("spirv", vk))).toThrow(
       expect.objectContaining({ code: "missing-capability" }),
     );
   });
@@ -103,7 +103,7 @@ describe("tensor-core GEMM through AMDGPU (MFMA on gfx90a/gfx942, WMMA on gfx110
             synthCapsFrom(caps),
           );
           expect(s.subgroupSize).toBe(caps.subgroupSize);
-          const text = lowerAmdgpu(s.kernel, codegenCaps("amdgpu", caps)).text!;
+          const text = lowerAmdgpu(s.kernel, codegenCapsFor("amdgpu", caps)).text!;
           expect(text).toContain(insn);
           expect(amdgpuGpusFor(text)).toContain(arch);
           const r = await assembleAmdgpu(text, { mcpu: arch });

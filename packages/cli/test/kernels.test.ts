@@ -5,7 +5,6 @@ import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import {
   assembleAmdgpu,
   amdgpuGpusFor,
@@ -19,16 +18,11 @@ import {
   type TargetValidation,
   type ValidateOptions,
 } from "@poot/codegen";
-import { bufferIo, runCli } from "@poot/cli";
+import { poot } from "./run-poot.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { fixture, needFixture } from "@poot/testkit";
+import { fixture, needFixture, REPO_ROOT } from "@poot/testkit";
 
-function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
-  return dir;
-}
-const ROOT = repoRoot();
+const ROOT = REPO_ROOT;
 const NO_FIXTURES = needFixture("hf");
 const FIX = fixture("hf");
 const FAMILIES = ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"];
@@ -47,12 +41,6 @@ const EXT: Record<TargetName, string> = {
 };
 const TARGETS: TargetName[] = ["wgsl", "ptx", "spirv", "amdgpu", "wasm"];
 const TMP = fs.mkdtempSync(path.join(tmpdir(), "poot-kernels-"));
-
-async function poot(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const io = bufferIo();
-  const code = await runCli(argv, { io });
-  return { code, out: io.stdout(), err: io.stderr() };
-}
 
 // Which validators are installed (a missing one skips its target, saying why).
 const missing: Partial<Record<TargetName, string>> = {};

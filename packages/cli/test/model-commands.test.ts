@@ -5,32 +5,15 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { openSafetensors } from "@poot/models";
-import { bufferIo, runCli } from "@poot/cli";
+import { poot } from "./run-poot.js";
 import { afterAll, describe, expect, test } from "vitest";
-import { fixture, needFixture } from "@poot/testkit";
+import { fixture, needFixture, relErr } from "@poot/testkit";
 
 const NO_FIXTURES = needFixture("hf", "gguf");
 const FIX = fixture();
 const HAVE = NO_FIXTURES === undefined;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "poot-model-cmd-"));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
-
-async function poot(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const io = bufferIo();
-  const code = await runCli(argv, { io });
-  return { code, out: io.stdout(), err: io.stderr() };
-}
-
-function relErr(a: Float32Array, ref: Float32Array): number {
-  expect(a.length).toBe(ref.length);
-  let d = 0,
-    m = 0;
-  for (let i = 0; i < ref.length; i++) {
-    d = Math.max(d, Math.abs(a[i]! - ref[i]!));
-    m = Math.max(m, Math.abs(ref[i]!));
-  }
-  return d / m;
-}
 
 describe.skipIf(!HAVE)(`model commands on fixtures/${HAVE ? "" : ` (skipped: ${NO_FIXTURES})`}`, () => {
   for (const fam of ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"]) {

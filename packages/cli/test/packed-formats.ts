@@ -10,6 +10,7 @@ import { PACKED_GGML_TYPES, QUANT_FORMATS, decodePacked, ggmlPackedFormat, openG
 import type { GGMLTypeName } from "@poot/models";
 import { expect } from "vitest";
 import { fixture, needFixture } from "@poot/testkit";
+export { rng } from "@poot/testkit";
 
 /** Every GGML block type models keeps packed in traced graphs (so kernelgen receives its descriptor). */
 export const TYPES: readonly GGMLTypeName[] = PACKED_GGML_TYPES;
@@ -24,18 +25,6 @@ export function descriptor(t: GGMLTypeName): PackedFormat {
 /** The oracle's f32 values of `bytes` (whole blocks of `t`), by models' ggml-port decoder, not by the descriptor. */
 export function decodeIndependently(t: GGMLTypeName, bytes: Uint8Array): Float32Array {
   return decodePacked(QUANT_FORMATS[t], bytes);
-}
-
-/** mulberry32: a small deterministic PRNG returning floats in [0, 1). */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** n uniform f32 values in [-1, 1). */

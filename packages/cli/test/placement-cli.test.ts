@@ -3,7 +3,8 @@
 // ids; bench and compile --explain report the placement.
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { bufferIo, runCli } from "@poot/cli";
+import { bufferIo } from "@poot/cli";
+import { poot } from "./run-poot.js";
 import { createEvalExecutor } from "@poot/backend-reference";
 import type { Executor } from "@poot/executor";
 import { gpuLayers, type BlockCut, type Placement } from "@poot/runtime";
@@ -12,12 +13,6 @@ import { loadTokenizer } from "@poot/models";
 import { createExecutor } from "../src/commands/backends.js";
 import { describe, expect, test } from "vitest";
 import { FIXTURES } from "./blocks-split.js";
-
-async function poot(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const io = bufferIo();
-  const code = await runCli(argv, { io });
-  return { code, out: io.stdout(), err: io.stderr() };
-}
 
 const HAVE = fs.existsSync(path.join(FIXTURES, "hf", "llama3"));
 

@@ -4,7 +4,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { LoadedModel, loadTokenizer } from "@poot/models";
-import { bufferIo, runCli } from "@poot/cli";
+import { poot } from "./run-poot.js";
 import { afterAll, describe, expect, test } from "vitest";
 import { findDemoModel } from "../src/commands/backends.js";
 import { fixture, needFixture } from "@poot/testkit";
@@ -14,12 +14,6 @@ const FIX = fixture();
 const HAVE = NO_FIXTURES === undefined;
 const SUMMARY =
   /^prompt (\d+) tokens, generated (\d+) tokens \((eos|stop|length)\), prefill [\d.]+ tok\/s, decode [\d.]+ tok\/s \[(auto: (cuda|vulkan|wgpu|cpu)|eval)\]\n$/;
-
-async function poot(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const io = bufferIo();
-  const code = await runCli(argv, { io });
-  return { code, out: io.stdout(), err: io.stderr() };
-}
 
 describe.skipIf(!HAVE)(`poot run on the llama3 fixture${HAVE ? "" : ` (skipped: ${NO_FIXTURES})`}`, () => {
   const dir = path.join(FIX, "hf", "llama3");

@@ -5,9 +5,9 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { probeVulkan } from "@poot/backend-vulkan";
 import { openSafetensors } from "@poot/models";
-import { bufferIo, runCli } from "@poot/cli";
+import { poot } from "./run-poot.js";
 import { afterAll, describe, expect, test } from "vitest";
-import { fixture, needFixture } from "@poot/testkit";
+import { fixture, needFixture, relErr } from "@poot/testkit";
 
 const NO_FIXTURES = needFixture("hf");
 const FIX = fixture();
@@ -18,24 +18,6 @@ const probe = probeVulkan();
 const why = NO_FIXTURES !== undefined ? NO_FIXTURES : !probe.ok ? `no Vulkan device: ${probe.reason}` : undefined;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "poot-vulkan-cmd-"));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
-
-async function poot(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const io = bufferIo();
-  const code = await runCli(argv, { io });
-  return { code, out: io.stdout(), err: io.stderr() };
-}
-
-/** max |a - ref| / max |ref|. */
-function relErr(a: Float32Array, ref: Float32Array): number {
-  expect(a.length).toBe(ref.length);
-  let d = 0,
-    m = 0;
-  for (let i = 0; i < ref.length; i++) {
-    d = Math.max(d, Math.abs(a[i]! - ref[i]!));
-    m = Math.max(m, Math.abs(ref[i]!));
-  }
-  return d / m;
-}
 
 describe.skipIf(why !== undefined)(
   `poot --backend vulkan on fixtures/${why === undefined ? "" : ` (skipped: ${why})`}`,

@@ -1,6 +1,13 @@
 // StateSets in host memory (typed arrays in the state's storage dtype): the eval executor's State, and the
 // shared lane-copy and host-transfer logic that host-memory backends (CPU, Wasm) reuse.
-import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits, type ScalarDType } from "@poot/graph-ir";
+import {
+  bf16BitsToF32,
+  f16BitsToF32,
+  f32ToBf16Bits,
+  f32ToF16Bits,
+  storedClass,
+  type ScalarDType,
+} from "@poot/graph-ir";
 import type { OutputData, StateSet } from "./contract.js";
 import { ExecutorError } from "./errors.js";
 import { elementBytes, sameLaneLayout, type ProgramSchema, type StateSpec } from "./schema.js";
@@ -16,22 +23,7 @@ export type HostArrayType = {
 
 /** The typed array that holds `dtype`'s storage (f16/bf16 as Uint16Array, bool as Uint8Array). */
 export function hostArrayType(dtype: ScalarDType): HostArrayType {
-  switch (dtype) {
-    case "f32":
-      return Float32Array;
-    case "f16":
-    case "bf16":
-      return Uint16Array;
-    case "i32":
-      return Int32Array;
-    case "u32":
-      return Uint32Array;
-    case "u8":
-    case "bool":
-      return Uint8Array;
-    default:
-      return dtype satisfies never;
-  }
+  return storedClass(dtype);
 }
 
 /** A zeroed host buffer of `n` elements of `dtype`. */

@@ -77,7 +77,7 @@ export type {
 export type { IotaParams } from "./ops/linalg.js";
 export { erf } from "./ops/erf.js";
 
-export { operandType, validateGraph } from "./validate.js";
+export { operandType, storedClass, validateGraph } from "./validate.js";
 export type { OpsOption } from "./validate.js";
 
 export { GraphBuilder } from "./builder-core.js";

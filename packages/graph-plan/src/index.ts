@@ -7,7 +7,15 @@
 export { PlanError, PlanInvariantError, invariant } from "./errors.js";
 export type { PlanErrorCode, PlanErrorContext } from "./errors.js";
 
-export { BACKEND_KINDS, ROCM_ARCHS, defaultTarget, makeTarget, planLimits, swigluHeads } from "./target.js";
+export {
+  BACKEND_KINDS,
+  ROCM_ARCHS,
+  defaultTarget,
+  makeTarget,
+  planLimits,
+  swigluHeads,
+  swigluRequest,
+} from "./target.js";
 export type { AieCaps, BackendKind, DTypeSupport, DeviceCaps, MatrixShape, PlanLimits, Target } from "./target.js";
 
 export { resolveOptions } from "./options.js";

@@ -1,8 +1,9 @@
 // Targets: a backend kind paired with its device capabilities as plain data. Every planning decision
 // reads these numbers; nothing branches on the backend's name. Executors measure caps at run time.
 
-import { isPacked, type DType, type Params } from "@poot/graph-ir";
+import { isPacked, stridesOf, type DType, type Params } from "@poot/graph-ir";
 import { PlanError } from "./errors.js";
+import type { KernelRequest } from "./plan/types.js";
 import { swigluGate, type Region } from "./region.js";
 
 /** Backend kinds poot compiles for. */
@@ -93,17 +94,33 @@ export function residualOnly(
 }
 
 /**
- * Whether two heads over weight `b` with epilogue `region` run as one dispatch on target `t`: a format of caps
- * `swigluWeights` (and of `residualOnlyWeights`) and a region that is exactly SwiGLU (decision 2360).
+ * The gate head (0 or 1) when `req` is the two-heads SwiGLU contraction a `swiglu` GEMV computes in one dispatch,
+ * else null: two heads over a transposed B accumulated in f32, no group, no inputs beyond A and the two weights, an
+ * epilogue that is exactly SwiGLU ({@link swigluGate}) and a dense row-major f32 output. The planner's dispatch count
+ * ({@link swigluHeads}) and the CPU lowering's kernel choice both ask this one predicate, so they agree (decision 2360).
+ */
+export function swigluRequest(req: KernelRequest): 0 | 1 | null {
+  const p = req.params;
+  const out = req.output;
+  if (p.heads !== 2 || p.transposeB !== true || (p.accDtype ?? "f32") !== "f32" || req.group !== undefined) return null;
+  if (req.inputs.length !== 3 || out.dtype !== "f32" || out.offset !== 0) return null;
+  const dense = stridesOf(out.shape);
+  if (out.strides.some((s, d) => s !== dense[d] && out.shape[d] !== 1)) return null;
+  const epi = (p.epilogue ?? null) as Region | null;
+  return epi === null ? null : swigluGate(epi);
+}
+
+/**
+ * Whether a two-heads request `req` over weight `b` runs as one dispatch on target `t`: a format of caps
+ * `swigluWeights` (and of `residualOnlyWeights`) and a request that {@link swigluRequest} accepts (decision 2360).
  */
 export function swigluHeads(
   t: Target,
   b: { readonly dtype: DType; readonly shape: readonly number[] },
-  params: Params,
-  region: Region,
+  req: KernelRequest,
 ): boolean {
   const formats = t.kind === "aie" ? undefined : t.caps.swigluWeights;
-  if (formats === undefined || !residualOnly(t, b, params) || swigluGate(region) === null) return false;
+  if (formats === undefined || !residualOnly(t, b, req.params) || swigluRequest(req) === null) return false;
   return formats.includes(isPacked(b.dtype) ? b.dtype.packed.name : (b.dtype as string));
 }
 

@@ -3,6 +3,7 @@
 // KV-cache States with a causal mask, output projection, SwiGLU MLP, tied head. Used by tests and the bench.
 
 import { Builder, type Graph, type Ref } from "@poot/graph-ir";
+import { rng } from "@poot/testkit";
 
 /** Model dimensions. */
 export interface LlamaShape {
@@ -146,14 +147,6 @@ export function buildLlama(s: LlamaShape): Graph {
 
 /** Deterministic pseudo-random weights in [-scale, scale) (mulberry32). */
 export function randomData(n: number, seed: number, scale = 0.5): Float32Array {
-  let a = seed >>> 0;
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; i++) {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    out[i] = ((((t ^ (t >>> 14)) >>> 0) / 4294967296) * 2 - 1) * scale;
-  }
-  return out;
+  const r = rng(seed);
+  return Float32Array.from({ length: n }, () => (r() * 2 - 1) * scale);
 }

@@ -4,7 +4,6 @@ import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import {
   ConfigError,
@@ -19,6 +18,7 @@ import {
   type GGUFCheckpoint,
   type SafetensorsCheckpoint,
 } from "@poot/models";
+import { REPO_ROOT } from "@poot/testkit";
 
 /**
  * sha256 of models/demo/model.gguf as written by tools/demo-model/to_gguf.py with llama.cpp's Python `gguf`
@@ -26,12 +26,7 @@ import {
  */
 const LLAMA_CPP_GGUF_SHA256 = "3c2eaff0e14e290a456807c0b4a1e457ed5f9e53471ede09909b3b87f316cb1b";
 
-function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
-  return dir;
-}
-const demo = path.join(repoRoot(), "models", "demo");
+const demo = path.join(REPO_ROOT, "models", "demo");
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "poot-demo-gguf-"));
 const out = path.join(tmp, "model.gguf");
 const config = JSON.parse(fs.readFileSync(path.join(demo, "config.json"), "utf8")) as Record<

@@ -5,6 +5,7 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { expect, test } from "vitest";
 import { LoadedModel, Tokenizer, openSafetensors } from "@poot/models";
+import { relErr } from "@poot/testkit";
 
 const DEMO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../models/demo");
 
@@ -15,18 +16,6 @@ interface DemoReference {
   chat_messages: { role: string; content: string }[];
   chat_text: string;
   chat_ids: number[];
-}
-
-/** max |a - ref| / max |ref|. */
-function relErr(a: ArrayLike<number>, ref: ArrayLike<number>): number {
-  expect(a.length).toBe(ref.length);
-  let d = 0,
-    m = 0;
-  for (let i = 0; i < ref.length; i++) {
-    d = Math.max(d, Math.abs(a[i]! - ref[i]!));
-    m = Math.max(m, Math.abs(ref[i]!));
-  }
-  return d / m;
 }
 
 const ref = JSON.parse(fs.readFileSync(path.join(DEMO, "reference.json"), "utf8")) as DemoReference;

@@ -7,20 +7,10 @@ import { describe, expect, test } from "vitest";
 import * as os from "node:os";
 import { LoadedModel, openSafetensors } from "@poot/models";
 import { hfToGGUF } from "./hf-to-gguf.js";
+import { relErr } from "@poot/testkit";
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), "fixtures", "families");
 const FAMILIES = ["mistral", "qwen2", "gemma2", "gemma3-mixed", "phi3", "mixtral", "qwen3moe"];
-
-function relErr(a: ArrayLike<number>, ref: ArrayLike<number>): number {
-  expect(a.length).toBe(ref.length);
-  let d = 0,
-    m = 0;
-  for (let i = 0; i < ref.length; i++) {
-    d = Math.max(d, Math.abs(a[i]! - ref[i]!));
-    m = Math.max(m, Math.abs(ref[i]!));
-  }
-  return d / m;
-}
 
 describe("self-made family fixtures", () => {
   for (const fam of FAMILIES) {

@@ -4,22 +4,11 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, expect, test } from "vitest";
 import { LoadedModel } from "@poot/models";
-import { fixture, needFixture } from "@poot/testkit";
+import { fixture, needFixture, relErr } from "@poot/testkit";
 
 // The fixture folders this file reads (in the repo's fixtures/; CI fails when one is missing).
 const NO_FIXTURES = needFixture("gguf", "hf");
 const FIXTURES = NO_FIXTURES === undefined ? fixture() : undefined;
-
-function relErr(a: ArrayLike<number>, ref: ArrayLike<number>): number {
-  expect(a.length).toBe(ref.length);
-  let d = 0,
-    m = 0;
-  for (let i = 0; i < ref.length; i++) {
-    d = Math.max(d, Math.abs(a[i]! - ref[i]!));
-    m = Math.max(m, Math.abs(ref[i]!));
-  }
-  return d / m;
-}
 
 function readF32(file: string): Float32Array {
   const b = fs.readFileSync(file);

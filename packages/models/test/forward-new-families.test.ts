@@ -6,7 +6,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, expect, test } from "vitest";
 import { LoadedModel, openSafetensors, parseHFConfig, readHFConfig, type ModelConfig } from "@poot/models";
-import { fixture } from "@poot/testkit";
+import { fixture, relErr } from "@poot/testkit";
 
 // fixture() regenerates each folder's float32 model.safetensors from its bf16 file when absent (generated.json).
 const famDir = (fam: string): string => fixture("hf", fam);
@@ -18,18 +18,6 @@ export const NEW_FAMILIES = {
   gptoss: "gptoss",
   deepseek2: "deepseek2",
 } as const;
-
-/** max |a - ref| / max |ref|. */
-function relErr(a: ArrayLike<number>, ref: ArrayLike<number>): number {
-  expect(a.length).toBe(ref.length);
-  let d = 0,
-    m = 0;
-  for (let i = 0; i < ref.length; i++) {
-    d = Math.max(d, Math.abs(a[i]! - ref[i]!));
-    m = Math.max(m, Math.abs(ref[i]!));
-  }
-  return d / m;
-}
 
 describe("issue #26 families against transformers' float64 logits", () => {
   for (const [fam, arch] of Object.entries(NEW_FAMILIES)) {

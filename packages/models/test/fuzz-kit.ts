@@ -2,18 +2,9 @@
 // parses or raises a ModelError; heap growth bounded).
 import { expect } from "vitest";
 import { MemorySource, ModelError } from "@poot/models";
+import { rng } from "@poot/testkit";
 
-/** mulberry32: deterministic floats in [0, 1). */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { rng };
 
 /** One random mutation family per input: byte flips, special values, u64 overwrites, splices, truncation. */
 export function mutate(src: Uint8Array, r: () => number): Uint8Array {

@@ -5,17 +5,12 @@
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { describe, expect, test } from "vitest";
 import { decodePacked } from "@poot/graph-ir";
 import { LoadedModel, ModelWeights, argmax, ggmlPackedFormat, openGGUF } from "@poot/models";
+import { relErr, REPO_ROOT } from "@poot/testkit";
 
-function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
-  return dir;
-}
-const DIR = path.join(repoRoot(), "fixtures", "gguf", "formats");
+const DIR = path.join(REPO_ROOT, "fixtures", "gguf", "formats");
 
 /** What tools/llama-ref/make-format-fixtures.mjs records per file. */
 export interface FormatFixture {
@@ -38,18 +33,6 @@ const FILES = fs
 function readF32(file: string): Float32Array {
   const b = fs.readFileSync(file);
   return new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
-}
-
-/** max |a − ref| / max |ref| (the fixtures' agreement measure). */
-function relErr(a: Float32Array, ref: Float32Array): number {
-  expect(a.length).toBe(ref.length);
-  let d = 0,
-    m = 0;
-  for (let i = 0; i < ref.length; i++) {
-    d = Math.max(d, Math.abs(a[i]! - ref[i]!));
-    m = Math.max(m, Math.abs(ref[i]!));
-  }
-  return d / m;
 }
 
 /** Length of the common prefix of two id lists. */

@@ -21,7 +21,7 @@ import {
   type HFQuantConfig,
   type TensorInfo,
 } from "@poot/models";
-import { fixture } from "@poot/testkit";
+import { fixture, relErr } from "@poot/testkit";
 
 interface Reference {
   prompt_ids: number[];
@@ -30,17 +30,6 @@ interface Reference {
 }
 
 const VARIANTS = { "llama3-gptq": /^int4zp_f16$/, "llama3-awq": /^int4zp_f16$/, "llama3-fp8": /^fp8e4m3$/ };
-
-function relErr(a: ArrayLike<number>, ref: ArrayLike<number>): number {
-  expect(a.length).toBe(ref.length);
-  let d = 0,
-    m = 0;
-  for (let i = 0; i < ref.length; i++) {
-    d = Math.max(d, Math.abs(a[i]! - ref[i]!));
-    m = Math.max(m, Math.abs(ref[i]!));
-  }
-  return d / m;
-}
 
 const sha = (x: Float32Array) =>
   crypto

@@ -6,23 +6,13 @@ import * as fs from "node:fs";
 import { describe, expect, test } from "vitest";
 import { LoadedModel, TraceError, openSafetensors, type GraphKind, type PagedLayout } from "@poot/models";
 import type { HostData } from "@poot/graph-ir";
-import { fixture, needFixture } from "@poot/testkit";
+import { fixture, needFixture, relErr } from "@poot/testkit";
 
 // The fixture folders this file reads (in the repo's fixtures/; CI fails when one is missing).
 const NO_FIXTURES = needFixture("hf");
 const FIXTURES = NO_FIXTURES === undefined ? fixture() : undefined;
 
 const FAMILIES = ["llama3", "qwen3", "gemma3", "olmoe", "qwen35"] as const;
-
-function relErr(a: ArrayLike<number>, ref: ArrayLike<number>): number {
-  let d = 0,
-    m = 0;
-  for (let i = 0; i < ref.length; i++) {
-    d = Math.max(d, Math.abs(a[i]! - ref[i]!));
-    m = Math.max(m, Math.abs(ref[i]!));
-  }
-  return d / m;
-}
 
 function argmax(row: ArrayLike<number>): number {
   let best = 0;

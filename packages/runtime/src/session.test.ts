@@ -3,17 +3,12 @@
 // as fed at once (State carries across steps).
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { createEvalExecutor } from "@poot/backend-reference";
 import { describe, expect, it } from "vitest";
 import { Engine } from "./engine.js";
+import { REPO_ROOT } from "@poot/testkit";
 
-function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
-  return dir;
-}
-const DEMO = path.join(repoRoot(), "models", "demo");
+const DEMO = path.join(REPO_ROOT, "models", "demo");
 
 describe.skipIf(!fs.existsSync(path.join(DEMO, "config.json")))("Session on models/demo", () => {
   it("pieces and whole prompts give identical logits; pages are taken as sessions grow and given back on release", () => {

@@ -2,18 +2,13 @@
 // the ids transformers generated (models/demo/reference.json), and prompt logits are within 1e-4.
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { createEvalExecutor } from "@poot/backend-reference";
 import { openSafetensors } from "@poot/models";
 import { Engine, generateAll } from "@poot/runtime";
 import { describe, expect, test } from "vitest";
+import { REPO_ROOT } from "@poot/testkit";
 
-function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
-  return dir;
-}
-const DEMO = path.join(repoRoot(), "models", "demo");
+const DEMO = path.join(REPO_ROOT, "models", "demo");
 const HAVE = fs.existsSync(path.join(DEMO, "reference.json"));
 
 interface DemoReference {

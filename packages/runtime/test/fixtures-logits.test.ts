@@ -6,7 +6,7 @@ import { createEvalExecutor } from "@poot/backend-reference";
 import { openSafetensors } from "@poot/models";
 import { Engine } from "@poot/runtime";
 import { describe, expect, test } from "vitest";
-import { fixture, needFixture } from "@poot/testkit";
+import { fixture, needFixture, relErr } from "@poot/testkit";
 
 // The fixture folders this file reads (in the repo's fixtures/; CI fails when one is missing).
 const NO_FIXTURES = needFixture("hf");
@@ -15,17 +15,6 @@ const FIXTURES = NO_FIXTURES === undefined ? fixture() : undefined;
 interface Reference {
   prompt_ids: number[];
   greedy_ids: number[];
-}
-
-/** max |a - ref| / max |ref|. */
-function relErr(a: ArrayLike<number>, ref: ArrayLike<number>): number {
-  let d = 0,
-    m = 0;
-  for (let i = 0; i < ref.length; i++) {
-    d = Math.max(d, Math.abs(a[i]! - ref[i]!));
-    m = Math.max(m, Math.abs(ref[i]!));
-  }
-  return d / m;
 }
 
 /** Logits after the prompt and after each of the first `n` greedy ids, fed one by one. */

@@ -4,18 +4,13 @@
 // back exactly (same tokens, pages and next logits as a step-by-step run); the argmax semantics against float64.
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { createEvalExecutor } from "@poot/backend-reference";
 import { greedyArgmax as kernelgenGreedyArgmax } from "@poot/kernelgen";
 import { Engine, generate, greedyArgmax, type EngineOptions, type GenerateOptions } from "@poot/runtime";
 import { describe, expect, it } from "vitest";
+import { REPO_ROOT } from "@poot/testkit";
 
-function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
-  return dir;
-}
-const DEMO = path.join(repoRoot(), "models", "demo");
+const DEMO = path.join(REPO_ROOT, "models", "demo");
 const HAVE = fs.existsSync(path.join(DEMO, "reference.json"));
 
 interface DemoReference {

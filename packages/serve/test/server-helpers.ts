@@ -2,23 +2,16 @@
 // eval backend listening on a free loopback port, an OpenAI client for it, and a small /metrics reader.
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { type Executor } from "@poot/executor";
 import { createEvalExecutor } from "@poot/backend-reference";
 import { Tokenizer } from "@poot/models";
 import { Engine } from "@poot/runtime";
 import { EngineWorker, RuntimeServeEngine, createServer, type PootServer, type ServerOptions } from "@poot/serve";
 import OpenAI from "openai";
-import { fixture, needFixture } from "@poot/testkit";
-
-function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "pnpm-workspace.yaml"))) dir = path.dirname(dir);
-  return dir;
-}
+import { fixture, needFixture, REPO_ROOT } from "@poot/testkit";
 
 /** The repository root. */
-export const ROOT = repoRoot();
+export const ROOT = REPO_ROOT;
 /** Why fixture tests skip (fixtures/hf/llama3 missing), or undefined; under CI a missing fixture fails instead. */
 export const NO_FIXTURES: string | undefined = needFixture("hf/llama3");
 /** fixtures/hf/llama3, or null when it is missing. */

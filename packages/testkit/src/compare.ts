@@ -1,7 +1,11 @@
 // How the tests compare logits with a reference: the fixtures README's agreement measure and greedy's pick.
 
-/** max |a - ref| / max |ref| over the whole arrays (the fixtures README's agreement measure). */
+/**
+ * max |a - ref| / max |ref| over the whole arrays (the fixtures README's agreement measure). Throws when the lengths
+ * differ, so a truncated or padded result never passes as a close one.
+ */
 export function relErr(a: ArrayLike<number>, ref: ArrayLike<number>): number {
+  if (a.length !== ref.length) throw new Error(`relErr: ${a.length} values against a reference of ${ref.length}`);
   let d = 0,
     m = 0;
   for (let i = 0; i < ref.length; i++) {

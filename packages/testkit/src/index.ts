@@ -22,6 +22,7 @@ import { ensureGenerated } from "./generated.js";
 import { FIXTURES_ROOT } from "./root.js";
 
 export { argmax, relErr } from "./compare.js";
+export { rng } from "./random.js";
 export { FixtureError, type FixtureErrorCode } from "./errors.js";
 export { npmInstall, packWorkspace } from "./install.js";
 export { REPO_ROOT } from "./root.js";

@@ -1,10 +1,10 @@
 // The locator against the repository's own fixtures folder: paths, the CI rule (planted missing fixture) and the
-// regenerated GGUF files against the sha256 of the originals recorded in fixtures/generated.json.
+// regenerated GGUF files against the sha256 of the originals in fixtures/generated.json; rng against the C mulberry32.
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterEach, describe, expect, test, vi } from "vitest";
-import { FixtureError, fixture, isCI, needFixture } from "@poot/testkit";
+import { FixtureError, fixture, isCI, needFixture, relErr, rng } from "@poot/testkit";
 
 afterEach(() => vi.unstubAllEnvs());
 
@@ -64,5 +64,34 @@ describe("regenerated GGUF fixtures (fixtures/generated.json)", () => {
         .filter((f) => f.startsWith("model-"))
         .sort(),
     ).toEqual(["model-F16.gguf", "model-F32.gguf", "model-Q4_K_M.gguf", "model-Q8_0.gguf"]);
+  });
+});
+
+describe("rng()", () => {
+  // The first outputs of Tommy Ettinger's published C mulberry32 (compiled with gcc 12 from its source) for seeds 1
+  // and 42, over 2^32: the generator every package's tests draw from is that one.
+  const C_OUTPUTS: Record<number, number[]> = {
+    1: [2693262067, 11749833, 2265367787, 4213581821],
+    42: [2581720956, 1925393290, 3661312704, 2876485805],
+  };
+  test.each([1, 42])("seed %i gives the C reference's sequence", (seed) => {
+    const r = rng(seed);
+    expect(C_OUTPUTS[seed]!.map(() => r())).toEqual(C_OUTPUTS[seed]!.map((u) => u / 4294967296));
+  });
+
+  test("planted: another seed, or a second generator stepped once more, differs", () => {
+    const r = rng(2);
+    expect(C_OUTPUTS[1]!.map(() => r())).not.toEqual(C_OUTPUTS[1]!.map((u) => u / 4294967296));
+    const s = rng(1);
+    s();
+    expect(s()).not.toBe(C_OUTPUTS[1]![0]! / 4294967296);
+  });
+});
+
+describe("relErr()", () => {
+  test("max |a − ref| / max |ref|; planted: a result of another length throws instead of comparing a prefix", () => {
+    expect(relErr([1, 2, 4.5], [1, 2, 4])).toBe(0.125);
+    expect(() => relErr([1, 2], [1, 2, 4])).toThrow("relErr: 2 values against a reference of 3");
+    expect(() => relErr([1, 2, 4, 9], [1, 2, 4])).toThrow("relErr: 4 values against a reference of 3");
   });
 });

@@ -1,7 +1,7 @@
 // The table of `poot` subcommands: each lives in its own module in this folder and is listed here.
 // Later work adds more commands as their packages land.
 import * as fs from "node:fs";
-import { serveCommand } from "@poot/serve";
+import { serveCommand, type CliIo, type CommandModule } from "@poot/serve";
 import type { Command } from "commander";
 import { backendsCommand } from "./backends-command.js";
 import { bench } from "./bench.js";
@@ -25,28 +25,8 @@ function serveExecutorsModule(): URL {
   return fs.existsSync(beside) ? beside : new URL("../../dist/serve-executors.js", import.meta.url);
 }
 
-// These two shapes equal @poot/serve's (CliIo, CommandModule), whose `serve` command the table registers.
-
-/** Where a command writes: stdout and stderr in the real CLI, buffers in tests. */
-export interface CliIo {
-  /** Writes to standard output (text as given, no newline added). */
-  readonly out: (text: string) => void;
-  /** Writes to standard error (text as given, no newline added). */
-  readonly err: (text: string) => void;
-}
-
-/** One subcommand: a name and a function that adds it (arguments, options, action) to the program. */
-export interface CommandModule {
-  /** The subcommand's name as typed after `poot`, e.g. `"ir"`. */
-  readonly name: string;
-  /** Adds the subcommand to `program`; its action writes through `io` and throws `CliError` on bad input. */
-  readonly register: (program: Command, io: CliIo) => void;
-  /**
-   * Checks the parsed options (commander's, all strings) and throws a CliError for a bad value; the CLI calls it
-   * before `--backend auto` probes the backends (about a second), so a bad flag fails at once.
-   */
-  readonly checkFlags?: (options: Record<string, unknown>) => void;
-}
+// A subcommand's shape is @poot/serve's (its `serve` command is one of the table's).
+export type { CliIo, CommandModule };
 
 /**
  * The built-in subcommands, in the order `poot --help` lists them. Add a command by writing

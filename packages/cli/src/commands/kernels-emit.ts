@@ -1,51 +1,21 @@
 // The kernels of a compiled Program lowered for one codegen target: each plan's kernel from kernelgen's
 // `planKernel` (imported or synthesized, the same mapping the executors use), then the target's `lower`.
-import { CodegenError, TARGETS, type DeviceCaps as CodegenCaps, type TargetCode, type TargetName } from "@poot/codegen";
+import { CodegenError, TARGETS, type TargetCode, type TargetName } from "@poot/codegen";
+import { BACKEND_OF, codegenCapsFor } from "@poot/executor/lowering";
 import { defaultTarget, type BackendKind, type DeviceCaps as PlanCaps, type Program } from "@poot/graph-plan";
 import type { Graph } from "@poot/graph-ir";
 import { KernelgenError, planKernel, synthCapsFrom } from "@poot/kernelgen";
-import type { ElemType, Kernel } from "@poot/kernel-dsl";
+import type { Kernel } from "@poot/kernel-dsl";
 import { CliError, invariant } from "../errors.js";
 import { compileForCommand } from "./model-args.js";
 
 /** The codegen targets `poot kernels` writes, in a stable order. */
 export const KERNEL_TARGETS: readonly TargetName[] = ["wgsl", "ptx", "spirv", "amdgpu", "wasm"];
 
-/** The backend kind whose default caps each target's kernels are planned for. */
-export const BACKEND_OF: Readonly<Record<TargetName, BackendKind>> = {
-  wgsl: "wgpu",
-  ptx: "cuda",
-  spirv: "vulkan",
-  amdgpu: "rocm",
-  wasm: "cpu",
-  x86: "cpu",
-};
-
 /** The planner caps of `target`: the backend kind's defaults, with one-lane subgroups for Wasm (decision 0920). */
 export function planCapsFor(target: TargetName): { kind: BackendKind; overrides: Partial<PlanCaps> } {
   // The Wasm code generator runs subgroups of one lane, so kernels for it must not be synthesized for wider ones.
   return { kind: BACKEND_OF[target], overrides: target === "wasm" || target === "x86" ? { subgroupSize: 1 } : {} };
-}
-
-/** Codegen caps equivalent to graph-plan caps for `target` (storage types each language addresses natively). */
-export function codegenCaps(target: TargetName, caps: PlanCaps): CodegenCaps {
-  const dtypes: ElemType[] = ["f32", "u32", "i32"];
-  if (caps.dtypes.f16) dtypes.push("f16");
-  // SPIR-V's 16-bit storage covers bf16 bits as well; 8-bit storage is not assumed on Vulkan 1.1 or WebGPU.
-  if (caps.dtypes.bf16 || (target === "spirv" && caps.dtypes.f16)) dtypes.push("bf16");
-  if (target === "ptx" || target === "amdgpu" || target === "wasm") dtypes.push("u8", "i8");
-  return {
-    maxWorkgroup: Math.min(caps.maxWorkgroupSize, caps.maxWorkgroupDims[0]),
-    subgroupSize: caps.subgroupSize > 1 ? caps.subgroupSize : target === "wasm" ? 1 : undefined,
-    sharedBytes: caps.sharedBytes,
-    dtypes,
-    maxStorageBuffers: caps.maxStorageBuffers,
-    f16: caps.dtypes.f16,
-    bf16: caps.dtypes.bf16,
-    // PTX (mma.sync) and AMDGPU (MFMA, WMMA; decision 2401) issue matrix-unit instructions; other targets get none,
-    // so an mma kernel is refused there.
-    ...(target === "ptx" || target === "amdgpu" ? { matrixShapes: caps.matrixShapes } : {}),
-  };
 }
 
 /** One lowered kernel: its file stem, the plans that launch it, and the target code. */
@@ -88,7 +58,7 @@ export function emitKernels(program: Program, target: TargetName, file: string):
     ...synthCapsFrom(t.caps),
     ...(target === "ptx" ? { splitAttention: true, splitBlockGemv: true } : {}),
   };
-  const caps = codegenCaps(target, t.caps);
+  const caps = codegenCapsFor(target, t.caps);
   const byName = new Map<string, EmittedKernel>();
   const byIr = new Map<string, EmittedKernel>();
   program.plans().forEach((plan, i) => {

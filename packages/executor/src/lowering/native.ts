@@ -6,7 +6,7 @@
 
 import type { TargetCode } from "@poot/codegen";
 import { isPacked, numel, stridesOf, type DType } from "@poot/graph-ir";
-import { swigluGate, type Access, type KernelRequest, type Plan, type Region } from "@poot/graph-plan";
+import { swigluRequest, type Access, type KernelRequest, type Plan, type Region } from "@poot/graph-plan";
 import {
   ACT_BLOCK,
   ACT_SUM,
@@ -122,9 +122,9 @@ export function nativeRouter(
       (heads === 1 && epi !== null && (extras.length !== 1 || !rows(extras[0]!) || !isResidualAdd(epi)))
     )
       return null;
-    // Two heads whose epilogue is exactly SwiGLU, written to the output: the library's swiglu GEMV (decision 2360).
-    const gate = heads === 2 ? swigluGate(epi!) : null;
-    const swiglu = gate !== null && extras.length === 0 && rows(req.output) && has.has(nativeGemvName(fmt, "swiglu"));
+    // The two-heads SwiGLU the planner counted as one dispatch (graph-plan's swigluRequest): the swiglu GEMV (2360).
+    const gate = swigluRequest(req);
+    const swiglu = gate !== null && has.has(nativeGemvName(fmt, "swiglu"));
     const epilogue = swiglu ? "swiglu" : heads === 2 ? "heads2" : epi === null ? "none" : "add";
     const twoAccs = epilogue === "heads2";
     const q = native.fast && isPacked(B.dtype) ? FAST_FORMATS[B.dtype.packed.name] : undefined;

@@ -325,12 +325,11 @@ function planEach(g: Graph, target: Target, options: ResolvedOptions, ops: OpTab
     // Two heads on kernels that take no epilogue of theirs (decision 2345): the epilogue is a second dispatch, unless
     // it is the SwiGLU those kernels apply themselves (decision 2360).
     const w = g.values[e.inputs[1] as number]!;
-    const epi = (e.params.epilogue ?? null) as Region | null;
     const second =
       Number(e.params.heads ?? 1) > 1 &&
-      epi !== null &&
+      (e.params.epilogue ?? null) !== null &&
       residualOnly(target, w, e.params) &&
-      !swigluHeads(target, w, e.params, epi)
+      !swigluHeads(target, w, request)
         ? launches(Math.max(1, Math.ceil(numel(g.values[e.out]!.shape) / wg)), wg, L)
         : [];
     return { eqn: k, op: e.op, out: e.out, layer, phase, kernel, dispatches: [...dispatches, ...second] };

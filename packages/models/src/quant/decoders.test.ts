@@ -4,18 +4,8 @@ import { describe, expect, test } from "vitest";
 import { f16Bits, pack2bit, packScales6, putF16 } from "../../test/spec-pack.js";
 import { decodePacked } from "./format.js";
 import { QUANT_FORMATS } from "./registry.js";
+import { rng } from "@poot/testkit";
 
-// Small deterministic PRNG (mulberry32) so failures reproduce.
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const ints = (r: () => number, n: number, lo: number, hi: number) =>
   Array.from({ length: n }, () => lo + Math.floor(r() * (hi - lo + 1)));
 

@@ -6,6 +6,7 @@ import { describe, expect, test } from "vitest";
 import { ApiError } from "../errors.js";
 import { JsonGrammar } from "./json-grammar.js";
 import { CompiledConstraint, ConstrainedDecoder, TokenTable } from "./token-mask.js";
+import { rng } from "@poot/testkit";
 
 const SCHEMAS: Record<string, object> = {
   person: {
@@ -101,17 +102,6 @@ function draw(c: CompiledConstraint, maxTokens: number, rand: () => number): { t
     text += c.table.points[id]!.join("");
   }
   return { text, ended: false };
-}
-
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 describe("grammar-constrained JSON against ajv", () => {
