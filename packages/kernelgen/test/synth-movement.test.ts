@@ -1,5 +1,5 @@
 // The one movement generator for every movement op, in the interpreter, against graph-ir's movement primitives
-// evaluated by the oracle: dense dtypes (f32, bf16, f16, i32, u32, u8, bool) and packed rows (Q4_0, Q8_0) moved as bytes.
+// evaluated by the oracle: dense dtypes (f32, bf16, f16, i32, u32, u8, bool) and packed rows (Q4_0, Q8_0) moved as bytes or words.
 
 import { Builder, evaluate, f32ToF16Bits } from "@poot/graph-ir";
 import type { DType, Ref } from "@poot/graph-ir";
@@ -174,11 +174,14 @@ describe("synthesized movement (dense)", () => {
 });
 
 describe("synthesized movement (packed rows)", () => {
-  for (const f of [Q4_0, Q8_0]) {
-    it(`${f.name}: gather rows, slice rows, concat rows, dynamic update of rows — byte-exact`, () => {
-      const r = rng(f.bytesPerBlock);
-      const D = 64,
-        V = 5;
+  // D = 32: rows of 18 / 34 bytes, moved as bytes; D = 64: rows of 36 / 68 bytes (whole words), moved as words,
+  // and gathered a slice per thread where threads run serially (the CPU).
+  const cases = [Q4_0, Q8_0].flatMap((f) => [32, 64].flatMap((D) => [false, true].map((serial) => ({ f, D, serial }))));
+  for (const { f, D, serial } of cases) {
+    const CAPS: SynthCaps = { maxWorkgroup: 64, sharedBytes: 0, ...(serial ? { serialThreads: true } : {}) };
+    it(`${f.name}, rows of ${D}${serial ? ", serial threads" : ""}: gather, slice, concat, update rows — byte-exact`, () => {
+      const r = rng(f.bytesPerBlock + D);
+      const V = 5;
       const rowBytes = (D / 32) * f.bytesPerBlock;
       const table = randomBlocks(r, f, (V * D) / 32);
       const dt = { packed: f };
@@ -194,12 +197,19 @@ describe("synthesized movement (packed rows)", () => {
         { x: toWords(table), indices: ids },
         3,
       );
+      // The same table as [1, V, D] gathered along axis 1 (a leading axis kept).
+      const mid = runOp(
+        { name: "pm", dtype: dt, shape: [1, V, D], op: { op: "gather", axis: 1, indicesShape: [3] } },
+        { x: toWords(table), indices: ids },
+        3,
+      );
       const g = new Builder();
       const t = g.const("t", dt, [V, D]);
       g.output("rows", g.gather(t, g.const("ids", "i32", [3]), 0));
       g.output("re", g.reshape(t, [V, 1, D]));
       const o = evaluate(g.build(), { consts: { t: table, ids } }).outputs;
       expectExact(got, o.rows!.data);
+      expectExact(mid, o.rows!.data);
       expectExact(
         runOp(
           { name: "pr", dtype: dt, shape: [V, D], op: { op: "reshape", shape: [V, 1, D] } },

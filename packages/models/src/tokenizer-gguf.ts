@@ -1,5 +1,6 @@
 // GGUF vocabularies (`tokenizer.ggml.*`) mapped to an equivalent tokenizer.json, so one implementation
 // serves both formats: `gpt2` -> byte-level BPE with merges, `llama` -> SentencePiece-style BPE with byte fallback.
+import { type BpeTables, vocabObject, withBpeTables } from "./bpe-tables.js";
 import { TokenizerError } from "./errors.js";
 import type { GGUFCheckpoint, GGUFValue } from "./gguf.js";
 import { Tokenizer } from "./tokenizer.js";
@@ -79,6 +80,20 @@ export function tokenizerJsonFromGGUF(g: GGUFCheckpoint): {
   bosToken: string | null;
   eosToken: string | null;
 } {
+  const { json, bpe, bosToken, eosToken } = ggufTokenizerParts(g);
+  return { json: bpe === undefined ? json : withBpeTables(json, bpe), bosToken, eosToken };
+}
+
+/**
+ * tokenizer.json of a GGUF vocabulary; for byte-level BPE (`gpt2`) its model's `vocab` is `{}` and `merges` `[]`,
+ * the header's own arrays in `bpe` instead (decision 1660). SentencePiece-style (`llama`) vocabularies are whole.
+ */
+function ggufTokenizerParts(g: GGUFCheckpoint): {
+  json: object;
+  bpe: BpeTables | undefined;
+  bosToken: string | null;
+  eosToken: string | null;
+} {
   const file = g.path;
   const model = g.get("tokenizer.ggml.model");
   const tokens = arr<string>(
@@ -114,10 +129,6 @@ export function tokenizerJsonFromGGUF(g: GGUFCheckpoint): {
       special: type !== TYPE.USER_DEFINED,
     });
   }
-  const vocab: Record<string, number> = {};
-  tokens.forEach((t, i) => {
-    if (!Object.hasOwn(vocab, t)) vocab[t] = i;
-  });
   const tok = (id: number | null) => (id === null ? null : (tokens[id] ?? null));
   const special = (id: number | null) =>
     id === null || tokens[id] === undefined ? [] : [{ SpecialToken: { id: tokens[id], type_id: 0 } }];
@@ -141,6 +152,7 @@ export function tokenizerJsonFromGGUF(g: GGUFCheckpoint): {
         }
       : null;
   let json: object;
+  let bpe: BpeTables | undefined;
   if (model === "gpt2") {
     const merges = arr<string>(
       g.get("tokenizer.ggml.merges"),
@@ -168,10 +180,11 @@ export function tokenizerJsonFromGGUF(g: GGUFCheckpoint): {
         fuse_unk: false,
         byte_fallback: false,
         ignore_merges: false,
-        vocab,
-        merges,
+        vocab: {},
+        merges: [],
       },
     };
+    bpe = { tokens, merges };
   } else if (model === "llama") {
     const scores = arr<number>(
       g.get("tokenizer.ggml.scores"),
@@ -210,7 +223,7 @@ export function tokenizerJsonFromGGUF(g: GGUFCheckpoint): {
         fuse_unk: true,
         byte_fallback: true,
         ignore_merges: false,
-        vocab,
+        vocab: vocabObject(tokens),
         merges: spmMerges(tokens, scores, types),
       },
     };
@@ -221,16 +234,16 @@ export function tokenizerJsonFromGGUF(g: GGUFCheckpoint): {
       value: model,
     });
   }
-  return { json, bosToken: tok(bos), eosToken: tok(eos) };
+  return { json, bpe, bosToken: tok(bos), eosToken: tok(eos) };
 }
 
 /** A {@link Tokenizer} from a GGUF file's vocabulary, special ids and `tokenizer.chat_template`. */
 export function tokenizerFromGGUF(g: GGUFCheckpoint): Tokenizer {
-  const { json, bosToken, eosToken } = tokenizerJsonFromGGUF(g);
+  const { json, bpe, bosToken, eosToken } = ggufTokenizerParts(g);
   const ct = g.get("tokenizer.chat_template");
   return new Tokenizer(
     json,
     {},
-    { bosToken, eosToken, chatTemplate: typeof ct === "string" ? ct : null, label: g.path },
+    { bosToken, eosToken, chatTemplate: typeof ct === "string" ? ct : null, label: g.path, ...(bpe && { bpe }) },
   );
 }

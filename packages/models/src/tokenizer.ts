@@ -4,6 +4,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { Template } from "@huggingface/jinja";
 import { Tokenizer as HFTokenizer } from "@huggingface/tokenizers";
+import { type BpeTables, canInstallBpeTables, installBpeTables, withBpeTables } from "./bpe-tables.js";
 import { TokenizerError } from "./errors.js";
 
 /** Options of {@link Tokenizer.encode}. */
@@ -47,6 +48,22 @@ export interface TokenizerMeta {
   readonly chatTemplate: string | null;
   /** Where it was loaded from (errors). */
   readonly label: string;
+  /**
+   * A BPE model's vocabulary and merges as arrays, when tokenizer.json's model leaves `vocab` `{}` and `merges` `[]`
+   * (the GGUF path: no 128k-key object is built for the library to turn into a Map, decision 1660).
+   */
+  readonly bpe?: BpeTables;
+}
+
+type AddedTokenJson = { id: number; content: string; special?: boolean };
+
+/** The library's tokenizer of `json`, with `bpe`'s tables installed where given. */
+function buildHF(json: object, config: Record<string, unknown>, bpe: BpeTables | undefined): HFTokenizer {
+  if (bpe === undefined) return new HFTokenizer(json, config);
+  const hf = new HFTokenizer(json, config);
+  if (!canInstallBpeTables(hf)) return new HFTokenizer(withBpeTables(json, bpe), config);
+  installBpeTables(hf, bpe, (json as { added_tokens?: AddedTokenJson[] }).added_tokens ?? []);
+  return hf;
 }
 
 function tokenString(v: unknown): string | null {
@@ -64,7 +81,11 @@ export class Tokenizer {
   private readonly hf: HFTokenizer;
   /** The same tokenizer with its special added tokens renamed to their aliases, built on first use (parseSpecial false). */
   private plain: HFTokenizer | undefined;
-  private readonly source: { readonly json: object; readonly config: Record<string, unknown> };
+  private readonly source: {
+    readonly json: object;
+    readonly config: Record<string, unknown>;
+    readonly bpe: BpeTables | undefined;
+  };
   /** The special added tokens' strings (`special: true` in tokenizer.json), longest first. */
   readonly specialTokens: readonly string[];
   /** The model's vocabulary, both ways (the HF model's own tables: building copies cost a start ~100 ms). */
@@ -104,7 +125,7 @@ export class Tokenizer {
     // Rust `tokenizers` does no clean-up on decode; transformers only does when the config asks.
     const config = { clean_up_tokenization_spaces: false, ...tokenizerConfig };
     try {
-      this.hf = new HFTokenizer(tokenizerJson as object, config);
+      this.hf = buildHF(tokenizerJson as object, config, meta.bpe);
     } catch (cause) {
       throw new TokenizerError(
         "tokenizer",
@@ -115,9 +136,9 @@ export class Tokenizer {
     }
     const tj = tokenizerJson as {
       model: { vocab?: unknown };
-      added_tokens?: { id: number; content: string; special?: boolean }[];
+      added_tokens?: AddedTokenJson[];
     };
-    this.source = { json: tokenizerJson as object, config };
+    this.source = { json: tokenizerJson as object, config, bpe: meta.bpe };
     this.specialTokens = (tj.added_tokens ?? [])
       .filter((a) => a.special === true)
       .map((a) => a.content)
@@ -216,7 +237,7 @@ export class Tokenizer {
       const added = (j.added_tokens ?? []).map((a) =>
         a.special === true ? { ...a, content: this.specialAlias(a.content)! } : a,
       );
-      this.plain = new HFTokenizer({ ...j, added_tokens: added }, this.source.config);
+      this.plain = buildHF({ ...j, added_tokens: added }, this.source.config, this.source.bpe);
     }
     return this.plain;
   }

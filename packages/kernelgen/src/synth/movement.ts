@@ -1,6 +1,6 @@
 // The movement synthesizer: one generator for every movement op (reshape/copy, slice, broadcast, transpose,
 // concat, gather, dynamic slice, dynamic update slice) as strided index math per output element; packed tensors
-// move whole rows, as bytes assembled into u32 words.
+// move whole rows: as u32 words where a row is whole words, else as bytes assembled into u32 words.
 
 import { kernel } from "@poot/kernel-dsl";
 import type { Arr, Builder, Val, Var } from "@poot/kernel-dsl";
@@ -283,18 +283,22 @@ function axesOf(b: Builder, e: Val<"u32">, shape: readonly number[]): Val<"u32">
 export function synthesizeMovement(req: MovementRequest, caps: SynthCaps): SynthKernel {
   checkCaps(SYNTH, caps);
   checkShape(SYNTH, "shape", req.shape);
-  const packed = typeof req.dtype === "object" ? req.dtype.packed : undefined;
+  let packed = typeof req.dtype === "object" ? req.dtype.packed : undefined;
+  const dense = packed === undefined ? (req.dtype as string) : "u32";
   let shape = [...req.shape];
   let op = req.op;
   if (packed !== undefined) {
-    // Re-express the op on bytes: the last axis becomes the row's bytes and must move whole.
+    // Re-express the op on bytes: the last axis becomes the row's bytes and must move whole. Rows of whole u32
+    // words (Q8_0, Q4_K, ... rows of any length) move as words instead: one load per output word, not four byte
+    // loads each through the index math (the bind-time Q/K row gather of a GGUF llama, decision 1660).
     const last = shape[shape.length - 1] as number;
     if (last % packed.blockSize !== 0)
       bad(`packed last axis ${last} is not a multiple of the block size ${packed.blockSize}`);
     const rowBytes = (last / packed.blockSize) * packed.bytesPerBlock;
+    const rowUnits = rowBytes % 4 === 0 ? rowBytes / 4 : rowBytes;
     const toBytes = (s: readonly number[]): number[] => {
       if (s[s.length - 1] !== last) bad(`packed ${req.op.op} must keep whole rows of ${last} elements`);
-      return [...s.slice(0, -1), rowBytes];
+      return [...s.slice(0, -1), rowUnits];
     };
     const rr = shape.length;
     shape = toBytes(shape);
@@ -308,7 +312,7 @@ export function synthesizeMovement(req: MovementRequest, caps: SynthCaps): Synth
       case "slice":
         if (op.start[rr - 1] !== 0 || op.end[rr - 1] !== last || (op.step?.[rr - 1] ?? 1) !== 1)
           bad("packed slices keep whole rows");
-        op = { ...op, end: [...op.end.slice(0, -1), rowBytes] };
+        op = { ...op, end: [...op.end.slice(0, -1), rowUnits] };
         break;
       case "transpose":
         if (op.perm[rr - 1] !== rr - 1) bad("packed transposes keep the last axis last");
@@ -329,9 +333,13 @@ export function synthesizeMovement(req: MovementRequest, caps: SynthCaps): Synth
       default:
         op satisfies never;
     }
+    if (rowUnits !== rowBytes) {
+      packed = undefined;
+      if (op.op === "gather" && caps.serialThreads === true) return rowGather(req.name, shape, op, caps);
+    }
   }
   const p = plan(shape, op);
-  const dtype = packed === undefined ? checkDType(SYNTH, "dtype", req.dtype as string) : undefined;
+  const dtype = packed === undefined ? checkDType(SYNTH, "dtype", dense) : undefined;
   const total = numelOf(p.outShape);
   const units = packed === undefined ? total : Math.ceil(total / 4);
   const wg = pow2Workgroup(units, Math.min(caps.maxWorkgroup, 256));
@@ -368,4 +376,40 @@ export function synthesizeMovement(req: MovementRequest, caps: SynthCaps): Synth
     });
   });
   return { kernel: k, grid: grid2d(Math.ceil(units / wg), caps) };
+}
+
+/**
+ * A gather of whole u32-word slices (packed rows of whole words) where a workgroup's threads run one after another
+ * (the CPU): one thread per gathered slice copies its words in a loop, instead of one thread per word each through
+ * the index math (the bind-time Q/K row gather of a GGUF llama: 89 MB per 1B model, decision 1660). Same buffers
+ * (`x`, `indices`, `out`), same clamped indices, same bytes.
+ */
+function rowGather(
+  name: string,
+  shape: readonly number[],
+  op: Extract<MovementOp, { op: "gather" }>,
+  caps: SynthCaps,
+): SynthKernel {
+  const r = shape.length;
+  const ax = op.axis < 0 ? op.axis + r : op.axis;
+  if (ax < 0 || ax >= r) bad(`gather axis ${op.axis}`);
+  const n = numelOf(op.indicesShape);
+  const slice = numelOf(shape.slice(ax + 1));
+  const rows = numelOf(shape.slice(0, ax)) * n;
+  const hi = (shape[ax] as number) - 1;
+  const wg = pow2Workgroup(rows, Math.min(caps.maxWorkgroup, 256));
+  const k = kernel(name, { workgroupSize: [wg, 1, 1] }, (b) => {
+    const x = b.buffer("x", "u32", "read");
+    const indices = b.buffer("indices", "i32", "read");
+    const out = b.buffer("out", "u32", "write");
+    const e = linearThread(b, wg);
+    b.if_(e.lt(rows), () => {
+      const pre = b.let_(e.div(n), "pre");
+      const id = clampStart(b, indices.at(b.let_(e.rem(n), "which")), hi);
+      const src = b.let_(pre.mul((hi + 1) * slice).add(id.mul(slice)), "src");
+      const dst = b.let_(e.mul(slice), "dst");
+      b.for_(b.u32(0), slice, 1, (j) => out.set(dst.add(j), x.at(src.add(j))), "w");
+    });
+  });
+  return { kernel: k, grid: grid2d(Math.ceil(rows / wg), caps) };
 }
