@@ -119,7 +119,7 @@ export interface CpuDeviceOptions extends RegionDebug {
 export interface CpuBuffer extends DeviceBuffer {
   /** Byte address. */
   readonly at: number;
-  /** A weight mapped from its file: the block it sits in (its address agrees with the file offset by the page). */
+  /** A weight mapped from its file: the block it sits in (its address agrees with the file offset by the page or huge page). */
   readonly block?: number;
 }
 
@@ -219,8 +219,14 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
     const files = this.#files;
     // Below two pages there is little to map; an offset off 16 bytes would misalign the kernels' vector loads.
     if (files === null || file.length !== bytes || bytes < 2 * files.page || file.offset % 16 !== 0) return null;
-    const block = this.memory.alloc(bytes + files.page, false);
-    const at = block + ((((file.offset - block) % files.page) + files.page) % files.page);
+    // Weights of 4 huge pages or more agree with their file offset by the huge page (at most a quarter of slack): the
+    // kernel then maps the page cache's huge folios whole, and a GEMV streaming the weight misses the TLB 512 times
+    // less often (decision 2420). Smaller ones by the page.
+    const huge = files.address !== undefined && files.huge !== undefined && bytes >= 4 * files.huge;
+    const align = huge ? files.huge! : files.page;
+    const block = this.memory.alloc(bytes + align, false);
+    const addr = huge ? files.address!(this.memory.view(Uint8Array, block, 1)) : block;
+    const at = block + ((((file.offset - addr) % align) + align) % align);
     if (files.map(this.memory.view(Uint8Array, at, bytes), file.fd, file.offset)) return { at, bytes, block };
     this.memory.free(block);
     return null;

@@ -12,6 +12,8 @@ const MAP_PRIVATE = 0x2;
 const MAP_POPULATE = 0x8000;
 const MREMAP_MAYMOVE_FIXED = 0x3;
 const PAGE = 4096;
+/** x86-64's and arm64's (4 KiB pages) PMD size: the huge pages of the page cache's large folios. */
+const HUGE = 2 << 20;
 
 type Fn = (...a: unknown[]) => unknown;
 interface Libc {
@@ -83,5 +85,6 @@ function mapInto(view: Uint8Array, fd: number, offset: number): boolean {
 
 /** The node platform's file mapper: Linux through koffi's libc; null elsewhere or where libc does not load. */
 export function nodeFileMapper(): FileMapper | null {
-  return loadLibc() === null ? null : { page: PAGE, map: mapInto };
+  const c = loadLibc();
+  return c === null ? null : { page: PAGE, huge: HUGE, map: mapInto, address: (view) => Number(c.address(view)) };
 }

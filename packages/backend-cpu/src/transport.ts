@@ -54,6 +54,14 @@ export interface CpuPlatform {
 export interface FileMapper {
   /** The page size: a mapped weight's address and file offset must agree modulo it. */
   readonly page: number;
+  /**
+   * The huge page size (the kernel's PMD size, 2 MiB), where the platform maps the page cache's huge folios whole: a
+   * weight whose address agrees with its file offset modulo it is read through one TLB entry per huge page instead of
+   * one per page (decision 2420). Absent where the platform has none.
+   */
+  readonly huge?: number;
+  /** The process address of `view`'s first byte (the shared memory's placement is the platform's); with `huge`. */
+  address?(view: Uint8Array): number;
   /** Maps `fd`'s bytes from `offset` into `view` (in the shared memory); false, with nothing changed, where it cannot. */
   map(view: Uint8Array, fd: number, offset: number): boolean;
 }

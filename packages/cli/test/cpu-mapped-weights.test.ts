@@ -2,6 +2,7 @@
 // file itself is the oracle), a GGUF model run on mapped weights gives the f64 forward's logits, and the file is
 // mapped only when mapping is on.
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { createCpuExecutor } from "@poot/backend-cpu";
 import { openGGUF } from "@poot/models";
@@ -70,4 +71,48 @@ describe.skipIf(NO_FIXTURES !== undefined || !LINUX)(`mapped weights on the CPU$
         executor.dispose();
       }
     }, 600_000);
+});
+
+/** The mappings of `file` in /proc/self/maps: [start address − file offset, length] of each. */
+function placements(file: string): [bigint, bigint][] {
+  return fs
+    .readFileSync("/proc/self/maps", "utf8")
+    .split("\n")
+    .filter((l) => l.endsWith(` ${fs.realpathSync(file)}`))
+    .map((l) => {
+      const [range, , off] = l.split(/\s+/) as [string, string, string];
+      const [lo, hi] = range.split("-").map((h) => BigInt(`0x${h}`)) as [bigint, bigint];
+      return [lo - BigInt(`0x${off}`), hi - lo];
+    });
+}
+
+describe.skipIf(!LINUX)("mapped weights and huge pages (decision 2420)", () => {
+  test("a weight of 4 huge pages or more is placed where its file offset agrees with its address by 2 MiB, as the kernel maps huge folios", () => {
+    const MiB = 1 << 20;
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "poot-huge-"));
+    const file = path.join(dir, "w.bin");
+    const data = new Uint8Array(24 * MiB).map((_, i) => (i * 2654435761) >>> 24);
+    fs.writeFileSync(file, data);
+    const fd = fs.openSync(file, "r");
+    const executor = createCpuExecutor({ threads: 1 });
+    try {
+      // Offsets off the huge page (and the small weight off the page by nothing else).
+      const big = { fd, offset: 3 * 4096, length: 16 * MiB };
+      const b = executor.device.mapWeight(big.length, big)!;
+      expect(b, "mapped").not.toBeNull();
+      expect(
+        Buffer.from(executor.memory.u8.subarray(b.at, b.at + big.length)).equals(
+          data.subarray(big.offset, big.offset + big.length),
+        ),
+      ).toBe(true);
+      const maps = placements(file);
+      expect(maps.length).toBeGreaterThan(0);
+      // Every mapping of the file (the weight's whole pages) agrees with its offset modulo 2 MiB.
+      for (const [delta] of maps) expect(delta % BigInt(2 * MiB)).toBe(0n);
+    } finally {
+      executor.dispose();
+      fs.closeSync(fd);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -142,7 +142,7 @@ export function fastQ6_KLoop(b: Builder, p: FastParts): void {
     (blk) => {
       const ws = p.cols.map(({ W, n }) => {
         const base = let_(n.mul(nb).add(blk).mul(210), "base");
-        const d = let_(spread(b, "vec16<f32>", 16, f16At(b, W, base.add(208))), "d");
+        const d = let_(spread(b, "vec16<f32>", 16, f16At(b, W, base.add(208), 14)), "d");
         const sc = let_(W.atVec(base.add(192), "vec16<i32>"), "sc");
         return { W, base, d, sc, sc32: let_(sc.mul(-32), "sc32") };
       });

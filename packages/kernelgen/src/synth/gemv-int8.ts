@@ -134,9 +134,17 @@ export interface FastParts {
   readonly K: Val<"u32">;
 }
 
-/** A little-endian f16 of bytes `i`, `i + 1` of W, as f32. */
-export function f16At(b: Builder, W: Arr<"u8">, i: Val<"u32">): Val<"f32"> {
-  return b.let_(b.unpack("f16", W.at(i).or(W.at(i.add(1)).shl(8))), "h");
+/** How far before an f16 {@link f16At}'s 16-byte load starts (even, so the f16 is half of one u32 lane). */
+export type F16Back = 0 | 2 | 4 | 6 | 8 | 10 | 12 | 14;
+/**
+ * The little-endian f16 at bytes `i`, `i + 1` of W as f32, by one packed 16-byte load of bytes `i − back` …
+ * `i − back + 15` (two byte loads do not merge into one: decision 2380). `back` (even, 0–14) keeps the load inside
+ * the block when the f16 is near its end (Q6_K's d ends its 210-byte block: `back` 14); LLVM narrows the load to the
+ * 16 bits used (decision 2420).
+ */
+export function f16At(b: Builder, W: Arr<"u8">, i: Val<"u32">, back: F16Back = 0): Val<"f32"> {
+  const word = W.at16x8(back === 0 ? i : i.sub(back)).lane(back >> 2);
+  return b.let_(b.unpack("f16", back % 4 === 0 ? word.and(0xffff) : word.shr(16)), "h");
 }
 
 /** Lanes of the fast loops' vectors: 8 (256-bit) or 16 (512-bit `vpdpbusd`). */
@@ -162,11 +170,6 @@ export function hsum(b: Builder, v: Val<`vec${Lanes}<f32>`>): Val<"f32"> {
   let xs: Val<"f32">[] = Array.from({ length: lanesOf(v.type) }, (_, i) => t.lane(i));
   while (xs.length > 1) xs = Array.from({ length: xs.length / 2 }, (_, i) => xs[i]!.add(xs[i + xs.length / 2]!));
   return xs[0]!;
-}
-
-/** The f16 scale at bytes `i`, `i + 1` of W as f32, by one packed load (two byte loads do not merge: decision 2380). */
-function f16Word(b: Builder, W: Arr<"u8">, i: Val<"u32">): Val<"f32"> {
-  return b.let_(b.unpack("f16", W.at16x8(i).lane(0).and(0xffff)), "h");
 }
 
 /**
@@ -198,10 +201,7 @@ export function fastQ8_0Loop(b: Builder, p: FastParts): void {
       // An odd last block: its zero high half dots to zero against the correction (and its scale is zero).
       const w = let_(xSide ? raw.xor(flip) : raw, "wu");
       const init = xSide ? undefined : let_(b.dot4U8I8(zeroI(b, 16), ones, w).mul(-128), "corr");
-      const dw = let_(
-        spread(b, "vec16<f32>", 8, f16Word(b, W, base), pair ? f16Word(b, W, base.add(34)) : f32(0)),
-        "dw",
-      );
+      const dw = let_(spread(b, "vec16<f32>", 8, f16At(b, W, base), pair ? f16At(b, W, base.add(34)) : f32(0)), "dw");
       return { w, dw, init };
     });
     p.rows.forEach((m, j) => {
