@@ -103,7 +103,22 @@ const raiseScales = (fmt: Fmt, block: number, K: number) => (): void => {
   }
 };
 
-/** Runs quantizer + fast GEMV for (M, N, K, epilogue); returns max |y − ref| / Σ|w x| against llama.cpp's arithmetic. */
+/**
+ * Planted (decision 2403): the quantized q8_k activations of M rows of K put back into llama.cpp's `block_q8_K` order
+ * (element e at byte e of its block) from the quantizer's lane order (element e at 64 · ((e >> 2) & 3) + 4 · (e >> 4)
+ * + (e & 3)), so that the k-quant loops, which permute the weights into the quantizer's order, pair the wrong bytes.
+ */
+const naturalQ8K = (M: number, K: number) => (): void => {
+  for (let o = AT.q; o < AT.q + M * K; o += 256) {
+    const lanes = u8.slice(o, o + 256);
+    for (let e = 0; e < 256; e++) u8[o + e] = lanes[64 * ((e >> 2) & 3) + 4 * (e >> 4) + (e & 3)]!;
+  }
+};
+
+/**
+ * Runs quantizer + fast GEMV for (M, N, K, epilogue); returns max |y − ref| / Σ|w x| against llama.cpp's arithmetic.
+ * `plant` changes the weights after the reference decoded them, `plantQ` the quantized activations.
+ */
 function check(
   fmt: Fmt,
   M: number,
@@ -111,6 +126,7 @@ function check(
   plant?: () => void,
   K = 512,
   R = 8,
+  plantQ?: () => void,
 ): number {
   const lib = loadNodeNative()!;
   const base = lib.address(u8);
@@ -125,6 +141,7 @@ function check(
     for (let g = 0; g < groups; g++) run(AT.args, g, 0, 0, 0, 1);
   };
   call(`poot_quant_${QUANT[fmt]}`, [AT.x, AT.q, AT.d, AT.s, M, K], M);
+  plantQ?.();
   const ins = [AT.q, AT.d, AT.s, AT.w];
   const buffers = epi === "none" ? [...ins, AT.y] : [...ins, epi === "add" ? AT.r : AT.w1, AT.y];
   f32.fill(Number.NaN, AT.y / 4, AT.y / 4 + 2 * M * N);
@@ -212,6 +229,14 @@ describe.skipIf(!here)(
           expect(check("q4_k", 1, "none", raiseScales("q4_k", 1, 512))).toBeGreaterThan(1e-3);
           expect(check("q6_k", 1, "none", raiseScales("q6_k", 1, 512))).toBeGreaterThan(1e-3);
           expect(check("q4_k", 1, "swiglu", raiseScales("q4_k", 1, 512))).toBeGreaterThan(1e-3);
+        });
+
+        test("planted violation: q8_k activations in llama.cpp's byte order, not the quantizer's lanes, fail", () => {
+          for (const fmt of ["q4_k", "q6_k"] as const)
+            for (const M of [1, 19])
+              expect(check(fmt, M, "none", undefined, 512, 8, naturalQ8K(M, 512)), `${fmt} M=${M}`).toBeGreaterThan(
+                1e-3,
+              );
         });
       });
   },

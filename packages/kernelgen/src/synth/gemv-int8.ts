@@ -9,7 +9,10 @@ import { type Arr, type Builder, type Val, type Var, type VecType, lanesOf } fro
  * - `q8_0`: blocks of 32, `d = amax / 127` rounded to f16, `q = round_even(x · 127 / amax)` (its AVX2 quantizer),
  *   stored as the unsigned byte q + 128 (the first operand of `dot4U8I8`);
  * - `q8_k`: blocks of 256, `iscale = −127 / max` (max: the element of largest |x|, signed), `q = min(127,
- *   round_even(iscale · x))`, `d = 1 / iscale` in f32 (`quantize_row_q8_K_ref`).
+ *   round_even(iscale · x))`, `d = 1 / iscale` in f32 (`quantize_row_q8_K_ref`), its 256 bytes stored as 4 chunks
+ *   of 64 where chunk c's 32-bit lane l holds elements 16l + 4c … 16l + 4c + 3 (element e at byte
+ *   64 · ((e >> 2) & 3) + 4 · (e >> 4) + (e & 3), decision 2403): one lane per 16-element group in every chunk, so
+ *   the k-quant loops' per-lane scales, mins and sums are the same for the block's four chunks.
  * Each also stores the sum of the q of every {@link ACT_SUM} (16) elements: llama.cpp's `bsums` of `block_q8_K`, which the
  * k-quant loops dot with their per-sub-block mins (Q4_K) or with the −32 offset of their quants (Q6_K).
  */
@@ -97,7 +100,9 @@ export function quantBody(b: Builder, q: ActivationQuant): void {
             (j) => {
               const k = let_(k0.add(g.mul(ACT_SUM)).add(j), "k");
               const r = let_(b.min(roundEven(b, x.at(k).mul(id)), f32(127)).cast("i32"), "qi");
-              qs.set(k, q === "q8_0" ? r.add(128) : r);
+              // q8_k: stored in the k-quant loops' order (decision 2403): element 16g + j at 64 (j >> 2) + 4g + (j & 3).
+              const at = q === "q8_0" ? k : k0.add(j.shr(2).shl(6).add(g.shl(2)).add(j.and(3)));
+              qs.set(at, q === "q8_0" ? r.add(128) : r);
               sum.set(sum.add(r));
             },
             "j",

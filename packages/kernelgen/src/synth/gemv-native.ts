@@ -46,9 +46,10 @@ const xRowsOf = (lanes: NativeLanes): number => (lanes > 4 ? 8 : 4);
  * The register tile of each format's `fast` GEMMs (decision 2340): x rows × weight rows (all heads counted) per pass.
  * Q8_0 takes 4 × 4: sixteen vec16 sums in x86-64-v4's 32 vector registers beside the four weight rows' blocks,
  * corrections and scales, each x block loaded once for four weight rows (measured 20–30% faster than 8 × 1 at M = 64).
- * The k-quants keep 8 × 1: their work per 64 elements and tile entry (`vpdpbusd`, the sub-block scale multiply, an
- * add) does not shrink with more weight rows, while eight x rows amortize each weight row's nibble (or 6-bit) rebuild
- * and scale decoding over the most products (4 × 2 and 8 × 2 measured 0.77x and 0.72x on Q4_K, decision 2350).
+ * The k-quants keep 8 × 1: their work per block and tile entry (four chained `vpdpbusd`, one scale multiply and the
+ * epilogue, decision 2403) does not shrink with more weight rows, while eight x rows amortize each weight row's
+ * nibble (or 6-bit) permutation and scale decoding over the most products (4 × 2 and 8 × 2 measured 0.77x and 0.72x
+ * on Q4_K, decision 2350; 16 × 1 0.69x, its x rows no longer in L1, decision 2403).
  * `decodeCols`, where given, is the weight rows per pass while M < rows (decode, M = 1, decision 2380): Q8_0 streams
  * 8 weight rows at once there (1 × 8: eight sums, weights and scales in registers, each x block loaded once for 8).
  */
