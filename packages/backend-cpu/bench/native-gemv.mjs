@@ -7,6 +7,8 @@
 // With `--numerics fast` (Q8_0, Q4_K and Q6_K, decisions 2320, 2330, 2335) each shape's x is quantized once, outside the
 // timing (as the executor does once per x for every GEMV reading it), and the `fast` GEMVs are timed. `--isa` forces
 // a kernel set (`poot_native_force`; with fast numerics, avx2 runs the widened AVX2 fallback, decision 2335).
+// The fast Q8_0 GEMVs take a slab scratch after y (decision 2390); a library built before it (its path containing
+// `pre2390`) gets the argument block without one.
 // Loads the committed object (generated from the kernel IR) or other builds by path through koffi and calls
 // each format's kernel as the executor's threads do (argument block in a shared WebAssembly.Memory); with several
 // libraries their runs alternate, shape by shape, so both see the same machine. Writes
@@ -84,6 +86,7 @@ const LIBS = arg("libraries", "kernel-ir")
       } ${isa}`,
       lib,
       addr: lib.func("uint64_t poot_native_addr(const void *p)"),
+      slab: !path.includes("pre2390"),
     };
   });
 const addr = LIBS[0].addr;
@@ -97,9 +100,11 @@ const ARGS = 0,
   // The quantized activations of the fast GEMVs: q (bytes), d (one f32 per 32 elements, at most), s (one i32 per 16).
   Q = COPY + maxBytes,
   D = Q + M * 8192,
-  S = D + M * 1024;
+  S = D + M * 1024,
+  // One workgroup's slab of the fast Q8_0 GEMVs (decision 2390): 576 bytes per 32 of K.
+  T = S + M * 2048;
 const memory = new WebAssembly.Memory({
-  initial: Math.ceil((S + M * 2048) / 65536),
+  initial: Math.ceil((T + 8192 * 18) / 65536),
   maximum: 65536,
   shared: true,
 });
@@ -142,8 +147,9 @@ for (const name of WANT) {
     if (quant !== null) {
       u32.set([X, Q, D, S, M, K], ARGS / 4);
       for (let g = 0; g < M; g++) quant(base, ARGS, g);
-      u32.set([Q, D, S, W, Y, M, N, K, N], ARGS / 4);
-    } else u32.set([X, W, Y, M, N, K, N], ARGS / 4);
+    }
+    const args = (slab) =>
+      quant === null ? [X, W, Y, M, N, K, N] : [Q, D, S, W, Y, ...(slab && fmt === "q8_0" ? [T, T] : []), M, N, K, N];
     const times = LIBS.map(() => []),
       cpus = LIBS.map(() => []),
       copies = [];
@@ -153,6 +159,7 @@ for (const name of WANT) {
       u8.copyWithin(COPY, W, W + bytes);
       if (r >= 0) copies.push(performance.now() - c0);
       gemvs.forEach((gemv, i) => {
+        u32.set(args(LIBS[i].slab), ARGS / 4);
         const c0 = process.cpuUsage();
         const t0 = performance.now();
         gemv(base, ARGS, 0);

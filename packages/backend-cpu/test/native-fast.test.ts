@@ -16,7 +16,7 @@ const memory = new WA.Memory({ initial: 64, maximum: 64, shared: true });
 const u8 = new Uint8Array(memory.buffer);
 const u32 = new Uint32Array(memory.buffer);
 const f32 = new Float32Array(memory.buffer);
-/** Byte offsets: argument block, x, r, y, W, W1, then the quantized activations q, d, s. */
+/** Byte offsets: argument block, x, r, y, W, W1, then the quantized activations q, d, s, then Q8_0's slabs (2390). */
 const AT = {
   args: 0,
   x: 1 << 12,
@@ -27,6 +27,7 @@ const AT = {
   q: 3 << 20,
   d: 7 << 19,
   s: 15 << 18,
+  t: (15 << 18) + (1 << 16),
 };
 
 /** The formats with fast GEMVs, and the activation quantizer each reads (llama.cpp's vec_dot_type). */
@@ -144,6 +145,8 @@ function check(
   plantQ?.();
   const ins = [AT.q, AT.d, AT.s, AT.w];
   const buffers = epi === "none" ? [...ins, AT.y] : [...ins, epi === "add" ? AT.r : AT.w1, AT.y];
+  // Q8_0's GEMVs take their workgroups' slabs (decision 2390), bound twice (words and bytes).
+  if (fmt === "q8_0") buffers.push(AT.t, AT.t);
   f32.fill(Number.NaN, AT.y / 4, AT.y / 4 + 2 * M * N);
   call(`poot_gemv_${fmt}_fast_${epi}`, [...buffers, M, N, K, R], Math.ceil(N / R));
   let worst = 0;
@@ -222,6 +225,19 @@ describe.skipIf(!here)(
               for (const M of [1, 3, 6, 19])
                 for (const epi of ["none", "heads2", "swiglu"] as const)
                   expect(check(fmt, M, epi, undefined, 512, R), `${fmt} ${epi} M=${M} R=${R}`).toBeLessThan(1e-5);
+        });
+
+        // The slab GEMM (decision 2390, Q8_0 at M >= 16): 16 weight rows per slab (8 per head with two heads), 8 x rows
+        // per pass; R = 16, 19 and 37 weight rows per workgroup (whole slabs, a tail of 3, two slabs and a tail of 5),
+        // M = 16, 19 and 24 (an x-row tail of 3), an odd number of blocks per row (K = 544).
+        test("q8_0 slab: R = 16, 19 and 37, M = 16, 19 and 24, K = 512 and 544", () => {
+          for (const K of [512, 544])
+            for (const R of [16, 19, 37])
+              for (const M of [16, 19, 24])
+                for (const epi of ["none", "add", "heads2", "swiglu"] as const)
+                  expect(check("q8_0", M, epi, undefined, K, R), `${epi} M=${M} R=${R} K=${K}`).toBeLessThan(1e-5);
+          // Planted: the scale of block 1 of every row doubled, through the slab.
+          expect(check("q8_0", 16, "none", raiseScales("q8_0", 1, 512), 512, 16)).toBeGreaterThan(1e-3);
         });
 
         test("planted violation: one weight block's scale doubled after decoding the reference fails the check", () => {

@@ -16,6 +16,7 @@ import {
   NATIVE_QUANT_UNIFORMS,
   nativeGemvName,
   nativeQuantName,
+  nativeSlabScratch,
   synthesizeRequest,
   type SynthCaps,
 } from "@poot/kernelgen";
@@ -138,6 +139,11 @@ export function nativeRouter(
     const dAt = qAt + align64(M * K);
     const sAt = dAt + (q === undefined ? 0 : align64(((M * K) / ACT_BLOCK[q]) * 4));
     const at = (offset: number): RoutedSource => ({ kind: "scratch", offset });
+    const R = rowsPerGroup(N, threads);
+    // `fast` Q8_0 GEMMs: each workgroup's slab of interleaved weight rows (decision 2390), after s; bound twice
+    // (written as words, read as bytes), zero bytes where M takes no slab.
+    const qEnd = q === undefined ? 0 : sAt + align64(((M * K) / ACT_SUM) * 4);
+    const slab = quantized ? nativeSlabScratch(fmt, M, K, Math.ceil(N / R)) : null;
     const x: RoutedSource[] = quantized ? [at(qAt), at(dAt), at(sAt)] : [{ kind: "input", index: 0 }];
     const buffers: RoutedSource[] = [
       ...x,
@@ -145,8 +151,8 @@ export function nativeRouter(
       ...Bs.map((_, h): RoutedSource => ({ kind: "input", index: 1 + (swiglu && gate === 1 ? 1 - h : h) })),
       ...(epilogue === "add" ? [{ kind: "input", index: 2 } as const] : []),
       twoAccs ? at(0) : { kind: "output" },
+      ...(slab === null ? [] : [at(qEnd), at(qEnd)]),
     ];
-    const R = rowsPerGroup(N, threads);
     const gemv = libraryLaunch(
       `${name}_native`,
       symbol,
@@ -199,6 +205,6 @@ export function nativeRouter(
       }));
       launches.push({ kernel: { dsl: rk.kernel }, grid: rk.grid, uniforms: {}, bindings });
     }
-    return { launches, scratchBytes: quantized ? sAt + align64(((M * K) / ACT_SUM) * 4) : accBytes };
+    return { launches, scratchBytes: quantized ? qEnd + (slab ?? 0) : accBytes };
   };
 }

@@ -16,6 +16,7 @@ import {
   type FastParts,
 } from "./gemv-int8.js";
 import { fastQ4_KLoop, fastQ6_KLoop } from "./gemv-int8-k.js";
+import { fastQ8_0SlabLoop, hasSlab, SLAB_COLS, SLAB_TILE, slabBytes, slabRepack } from "./gemv-int8-slab.js";
 
 export type { NativeLanes } from "./gemv-dense.js";
 
@@ -136,6 +137,10 @@ export function nativeGemvKernel(
     const Ws = Array.from({ length: heads }, (_, h) => b.buffer(h === 0 ? "W" : `W${h}`, elem, "read")) as Arr[];
     const r = epilogue === "add" ? (b.buffer("r", "f32", "read") as Arr<"f32">) : undefined;
     const y = b.buffer("y", "f32", "write") as Arr<"f32">;
+    // `fast` Q8_0: the workgroup's slab of interleaved weight rows (decision 2390), written as words, read as bytes.
+    const slab = fastLoop !== undefined && hasSlab((weights as PackedFormat).name);
+    const t = slab ? (b.buffer("t", "u32", "write") as Arr<"u32">) : undefined;
+    const tb = slab ? (b.buffer("tb", "u8", "read") as Arr<"u8">) : undefined;
     const [M, N, K, R] = NATIVE_GEMV_UNIFORMS.map((u) => b.uniform(u, "u32")) as [Val<"u32">, ...Val<"u32">[]];
     const n0 = let_(wid.x.mul(R!), "n0");
     const n1 = let_(b.min(n0.add(R!), N!), "n1");
@@ -146,7 +151,7 @@ export function nativeGemvKernel(
     const colsPerPass = tile === undefined ? 1 : Math.max(1, Math.floor(tile.cols / heads));
     const M4 = let_(M.sub(M.rem(rowsPerPass)), "m4");
     /** Rows [m, m + rows) of x against rows [n, n + cols) of W, each result stored with the epilogue. */
-    const pass = (n: Val<"u32">, cols: number, m: Val<"u32">, rows: number): void => {
+    const pass = (n: Val<"u32">, cols: number, m: Val<"u32">, rows: number, slabAt?: Val<"u32">): void => {
       const xRow = Array.from({ length: rows }, (_, j) => let_(m.add(j).mul(K!), `xr${j}`));
       const ns = Array.from({ length: cols }, (_, i) => (i === 0 ? n : let_(n.add(i), `n${i}`)));
       // accs[j][i · heads + h]: x row m + j against row n + i of head h.
@@ -154,7 +159,8 @@ export function nativeGemvKernel(
       if (fastLoop !== undefined && xq !== undefined) {
         const rows = xRow.map((_, j) => let_(m.add(j), `mr${j}`));
         const fc = ns.flatMap((ni) => Ws.map((W) => ({ W: W as unknown as Arr<"u8">, n: ni })));
-        fastLoop(b, { ...xq, cols: fc, rows, accs, K: K! });
+        if (slabAt !== undefined) fastQ8_0SlabLoop(b, { ...xq, cols: fc, rows, accs, K: K! }, tb!, slabAt);
+        else fastLoop(b, { ...xq, cols: fc, rows, accs, K: K! });
       } else if (packed) {
         const nb = let_(K!.div(weights.blockSize), "nb");
         const decs = Ws.map((W) => blockDecoder(b, weights, W as unknown as Arr<"u32">));
@@ -188,6 +194,29 @@ export function nativeGemvKernel(
         for_(nc, n1, 1, (n) => columns(n, 1), "n");
       }
     };
+    /** `fast` Q8_0 at M >= the slab's minM: rows [n0, n1) of W 16 at a time through the workgroup's slab (2390). */
+    const slabWalk = (): void => {
+      const sc = SLAB_COLS / heads;
+      const words = let_(K!.div(32).mul(slabBytes(32) / 4), "sw");
+      const at = let_(wid.x.mul(words), "sat");
+      const M8 = let_(M.sub(M.rem(SLAB_TILE.rows)), "m8");
+      const nc = let_(n1.sub(n1.sub(n0).rem(sc)), "nc");
+      for_(
+        n0,
+        nc,
+        sc,
+        (n) => {
+          const ns = Array.from({ length: sc }, (_, i) => (i === 0 ? n : let_(n.add(i), `n${i}`)));
+          const fc = ns.flatMap((ni) => Ws.map((W) => ({ W: W as unknown as Arr<"u8">, n: ni })));
+          slabRepack(b, fc, t!, at, K!);
+          const atB = let_(at.mul(4), "sab");
+          for_(u32(0), M8, SLAB_TILE.rows, (m) => pass(n, sc, m, SLAB_TILE.rows, atB), "mb");
+          for_(M8, M, 1, (m) => pass(n, sc, m, 1, atB), "m");
+        },
+        "ns",
+      );
+      for_(nc, n1, 1, (n) => columns(n, 1), "n");
+    };
     // Dense W with long rows: the single x rows (decode) take several rows of W per pass (decision 2370); the blocks
     // of x rows (prefill) keep one W row per pass, their sums already fill the registers.
     const wRows = packed ? 1 : denseWRows(lanes, heads);
@@ -208,13 +237,11 @@ export function nativeGemvKernel(
     }
     // Packed W: the format's tile, and its decode tile while M is below the tile's x rows (decision 2380).
     const decodeCols = tile?.decodeCols === undefined ? colsPerPass : Math.max(1, Math.floor(tile.decodeCols / heads));
-    if (decodeCols === colsPerPass) rowsOfW(colsPerPass);
-    else
-      b.if_(
-        M.lt(rowsPerPass),
-        () => rowsOfW(decodeCols),
-        () => rowsOfW(colsPerPass),
-      );
+    const prefill = slab
+      ? () => b.if_(M.ge(SLAB_TILE.minM), slabWalk, () => rowsOfW(colsPerPass))
+      : () => rowsOfW(colsPerPass);
+    if (decodeCols === colsPerPass) prefill();
+    else b.if_(M.lt(rowsPerPass), () => rowsOfW(decodeCols), prefill);
   });
 }
 
