@@ -41,19 +41,30 @@ function roundEven(b: Builder, v: Val<"f32">): Val<"f32"> {
   return b.let_(v.add(12582912).sub(12582912), "rne");
 }
 
+/** Where an activation quantizer writes: quantized bytes, block scales and sums (decision 2320's q, d, s). */
+export interface QuantOut {
+  readonly q: Arr<"i8">;
+  readonly d: Arr<"f32">;
+  readonly s: Arr<"i32">;
+}
+
 /**
- * Body of the activation quantizer `q`. Buffers: x (f32 [M, K]), q (i8 [M, K]), d (f32 per block), s (i32 per
- * {@link ACT_SUM} elements).
+ * Quantizes row `src` of x (f32, rows of K) into row `dst` of `out` (q: K bytes per row, d: one scale per block, s:
+ * one sum per {@link ACT_SUM} elements), as llama.cpp rounds (see {@link ActivationQuant}).
  */
-export function quantBody(b: Builder, q: ActivationQuant): void {
+export function quantRow(
+  b: Builder,
+  q: ActivationQuant,
+  x: Arr<"f32">,
+  out: QuantOut,
+  K: Val<"u32">,
+  src: Val<"u32">,
+  dst: Val<"u32">,
+): void {
   const { let_, var_, for_, u32, f32, i32 } = b;
-  const x = b.buffer("x", "f32", "read") as Arr<"f32">;
-  const qs = b.buffer("q", "i8", "write") as Arr<"i8">;
-  const ds = b.buffer("d", "f32", "write") as Arr<"f32">;
-  const ss = b.buffer("s", "i32", "write") as Arr<"i32">;
-  const [, K] = NATIVE_QUANT_UNIFORMS.map((u) => b.uniform(u, "u32")) as [Val<"u32">, Val<"u32">];
   const B = ACT_BLOCK[q];
-  const row = let_(b.wid.x.mul(K), "row");
+  const row = let_(src.mul(K), "row");
+  const orow = let_(dst.mul(K), "orow");
   const nb = let_(K.div(B), "nb");
   for_(
     u32(0),
@@ -61,6 +72,7 @@ export function quantBody(b: Builder, q: ActivationQuant): void {
     1,
     (blk) => {
       const k0 = let_(row.add(blk.mul(B)), "k0");
+      const o0 = let_(orow.add(blk.mul(B)), "o0");
       const amax = var_(f32(0), "amax");
       const vmax = var_(f32(0), "vmax");
       for_(
@@ -83,7 +95,7 @@ export function quantBody(b: Builder, q: ActivationQuant): void {
       const safe = let_(b.select(nz, q === "q8_0" ? amax : vmax, f32(1)), "safe");
       const id = let_(b.select(nz, f32(q === "q8_0" ? 127 : -127).div(safe), f32(0)), "id");
       const d = q === "q8_0" ? b.unpack("f16", b.pack("f16", amax.div(127))) : b.select(nz, f32(1).div(id), f32(0));
-      ds.set(blk.add(b.wid.x.mul(nb)), d);
+      out.d.set(blk.add(dst.mul(nb)), d);
       for_(
         u32(0),
         u32(B / ACT_SUM),
@@ -95,20 +107,35 @@ export function quantBody(b: Builder, q: ActivationQuant): void {
             u32(ACT_SUM),
             1,
             (j) => {
-              const k = let_(k0.add(g.mul(ACT_SUM)).add(j), "k");
-              const r = let_(b.min(roundEven(b, x.at(k).mul(id)), f32(127)).cast("i32"), "qi");
-              qs.set(k, q === "q8_0" ? r.add(128) : r);
+              const e = let_(g.mul(ACT_SUM).add(j), "e");
+              const r = let_(b.min(roundEven(b, x.at(k0.add(e)).mul(id)), f32(127)).cast("i32"), "qi");
+              out.q.set(o0.add(e), q === "q8_0" ? r.add(128) : r);
               sum.set(sum.add(r));
             },
             "j",
           );
-          ss.set(row.add(blk.mul(B)).div(ACT_SUM).add(g), sum);
+          out.s.set(o0.div(ACT_SUM).add(g), sum);
         },
         "g",
       );
     },
     "blk",
   );
+}
+
+/**
+ * Body of the activation quantizer `q`. Buffers: x (f32 [M, K]), q (i8 [M, K]), d (f32 per block), s (i32 per
+ * {@link ACT_SUM} elements); workgroup g quantizes row g.
+ */
+export function quantBody(b: Builder, q: ActivationQuant): void {
+  const x = b.buffer("x", "f32", "read") as Arr<"f32">;
+  const out: QuantOut = {
+    q: b.buffer("q", "i8", "write") as Arr<"i8">,
+    d: b.buffer("d", "f32", "write") as Arr<"f32">,
+    s: b.buffer("s", "i32", "write") as Arr<"i32">,
+  };
+  const [, K] = NATIVE_QUANT_UNIFORMS.map((u) => b.uniform(u, "u32")) as [Val<"u32">, Val<"u32">];
+  quantRow(b, q, x, out, K, b.wid.x, b.wid.x);
 }
 
 /** One weight row (output column) of a fast GEMM tile: its matrix (a head) and its row index n. */
