@@ -36,11 +36,6 @@ export function nativeQuantName(q: ActivationQuant): string {
   return `poot_quant_${q}`;
 }
 
-/** Rounds to the nearest integer, ties to even, for |v| < 2^22 (f32 adds of 1.5 · 2^23: the IR has no fast-math). */
-function roundEven(b: Builder, v: Val<"f32">): Val<"f32"> {
-  return b.let_(v.add(12582912).sub(12582912), "rne");
-}
-
 /** Where an activation quantizer writes: quantized bytes, block scales and sums (decision 2320's q, d, s). */
 export interface QuantOut {
   readonly q: Arr<"i8">;
@@ -48,9 +43,24 @@ export interface QuantOut {
   readonly s: Arr<"i32">;
 }
 
+/** The lanes of `v` combined pairwise by `op` (a tree). */
+function reduceLanes<T extends "f32" | "i32">(
+  b: Builder,
+  v: Val<`vec16<${T}>`>,
+  op: (a: Val<T>, c: Val<T>) => Val<T>,
+): Val<T> {
+  const t = b.let_(v, "rl");
+  let xs = Array.from({ length: 16 }, (_, i) => t.lane(i) as unknown as Val<T>);
+  while (xs.length > 1) xs = Array.from({ length: xs.length / 2 }, (_, i) => op(xs[i]!, xs[i + xs.length / 2]!));
+  return xs[0]!;
+}
+
 /**
  * Quantizes row `src` of x (f32, rows of K) into row `dst` of `out` (q: K bytes per row, d: one scale per block, s:
- * one sum per {@link ACT_SUM} elements), as llama.cpp rounds (see {@link ActivationQuant}).
+ * one sum per {@link ACT_SUM} elements), as llama.cpp rounds (see {@link ActivationQuant}). In 16 lanes (decision
+ * 2410): each block as B / 16 vec16<f32>, |x| and its maximum lane-wise then across the lanes (max is exact in any
+ * order), the rounding and the 16-element sums in vectors; q8_k's signed max (the first element of largest |x|) by a
+ * scalar scan that stops at it. The same values as a scalar loop, element by element.
  */
 export function quantRow(
   b: Builder,
@@ -61,11 +71,13 @@ export function quantRow(
   src: Val<"u32">,
   dst: Val<"u32">,
 ): void {
-  const { let_, var_, for_, u32, f32, i32 } = b;
+  const { let_, var_, for_, u32, f32 } = b;
   const B = ACT_BLOCK[q];
   const row = let_(src.mul(K), "row");
   const orow = let_(dst.mul(K), "orow");
   const nb = let_(K.div(B), "nb");
+  const splat = (v: Val<"f32"> | number): Val<"vec16<f32>"> =>
+    spread(b, "vec16<f32>", 16, typeof v === "number" ? f32(v) : v);
   for_(
     u32(0),
     nb,
@@ -73,51 +85,48 @@ export function quantRow(
     (blk) => {
       const k0 = let_(row.add(blk.mul(B)), "k0");
       const o0 = let_(orow.add(blk.mul(B)), "o0");
-      const amax = var_(f32(0), "amax");
-      const vmax = var_(f32(0), "vmax");
-      for_(
-        u32(0),
-        u32(B),
-        1,
-        (j) => {
-          const v = let_(x.at(k0.add(j)), "v");
-          const a = let_(b.abs(v), "a");
-          // Strictly greater: the first element of largest |x| (llama.cpp's loop).
-          b.if_(a.gt(amax), () => {
-            amax.set(a);
-            vmax.set(v);
-          });
-        },
-        "j",
+      const vs = Array.from({ length: B / 16 }, (_, h) => let_(x.atVec(k0.add(16 * h), "vec16<f32>"), "xv"));
+      const lanes = vs.map((v) => b.abs(v)).reduce((m, v) => b.max(m, v));
+      const amax = let_(
+        reduceLanes<"f32">(b, lanes, (m, v) => b.max(m, v)),
+        "amax",
       );
-      // q8_0: id = 127 / amax, d = f16(amax / 127); q8_k: iscale = −127 / max, d = 1 / iscale.
       const nz = let_(amax.gt(0), "nz");
-      const safe = let_(b.select(nz, q === "q8_0" ? amax : vmax, f32(1)), "safe");
-      const id = let_(b.select(nz, f32(q === "q8_0" ? 127 : -127).div(safe), f32(0)), "id");
-      const d = q === "q8_0" ? b.unpack("f16", b.pack("f16", amax.div(127))) : b.select(nz, f32(1).div(id), f32(0));
+      let id: Val<"f32">, d: Val<"f32">;
+      if (q === "q8_0") {
+        // id = 127 / amax, d = f16(amax / 127).
+        id = let_(b.select(nz, f32(127).div(b.select(nz, amax, f32(1))), f32(0)), "id");
+        d = b.unpack("f16", b.pack("f16", amax.div(127)));
+      } else {
+        // iscale = −127 / max, d = 1 / iscale, max the first element of largest |x| (llama.cpp's loop), signed.
+        const vmax = var_(f32(0), "vmax");
+        for_(
+          u32(0),
+          u32(B),
+          1,
+          (j) => {
+            const v = let_(x.at(k0.add(j)), "v");
+            b.if_(b.abs(v).eq(amax), () => {
+              vmax.set(v);
+              b.break_();
+            });
+          },
+          "j",
+        );
+        id = let_(b.select(nz, f32(-127).div(b.select(nz, vmax, f32(1))), f32(0)), "id");
+        d = b.select(nz, f32(1).div(id), f32(0));
+      }
       out.d.set(blk.add(dst.mul(nb)), d);
-      for_(
-        u32(0),
-        u32(B / ACT_SUM),
-        1,
-        (g) => {
-          const sum = var_(i32(0), "sum");
-          for_(
-            u32(0),
-            u32(ACT_SUM),
-            1,
-            (j) => {
-              const e = let_(g.mul(ACT_SUM).add(j), "e");
-              const r = let_(b.min(roundEven(b, x.at(k0.add(e)).mul(id)), f32(127)).cast("i32"), "qi");
-              out.q.set(o0.add(e), q === "q8_0" ? r.add(128) : r);
-              sum.set(sum.add(r));
-            },
-            "j",
-          );
-          out.s.set(o0.div(ACT_SUM).add(g), sum);
-        },
-        "g",
-      );
+      const idv = splat(id);
+      const rne = splat(12582912);
+      vs.forEach((v, h) => {
+        const r = let_(b.min(v.mul(idv).add(rne).sub(rne), splat(127)).cast("vec16<i32>"), "qv");
+        for (let l = 0; l < 16; l++) out.q.set(o0.add(16 * h + l), q === "q8_0" ? r.lane(l).add(128) : r.lane(l));
+        out.s.set(
+          o0.div(ACT_SUM).add(h),
+          reduceLanes<"i32">(b, r, (m, v) => m.add(v)),
+        );
+      });
     },
     "blk",
   );
