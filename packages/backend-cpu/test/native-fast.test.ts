@@ -131,7 +131,7 @@ function check(
   if (kind === "fast") call(`poot_quant_${QUANT[fmt]}`, [AT.x, AT.q, AT.d, AT.s, M, K], M);
   // fastx: the slots start as garbage, so a workgroup reading a slot it did not fill fails the check.
   else randomFillSync(u8.subarray(AT.q, AT.s + Math.ceil(N / R) * M * (K / 4)));
-  const ins = [...(kind === "fastx" ? [AT.x] : []), AT.q, AT.d, AT.s, AT.w];
+  const ins = kind === "fastx" ? [AT.x, AT.q, AT.d, AT.s, AT.q, AT.w] : [AT.q, AT.d, AT.s, AT.w];
   const buffers = epi === "none" ? [...ins, AT.y] : [...ins, epi === "add" ? AT.r : AT.w1, AT.y];
   f32.fill(Number.NaN, AT.y / 4, AT.y / 4 + 2 * M * N);
   call(`poot_gemv_${fmt}_${kind}_${epi}`, [...buffers, M, N, K, R], Math.ceil(N / R));

@@ -147,7 +147,7 @@ export function nativeRouter(
     const R = rowsPerGroup(N, threads, fastx ? FASTX_GROUPS_PER_THREAD : 16);
     const groups = Math.ceil(N / R);
     // Scratch: the two heads' accumulators ([2][M][N] f32), then `fast`'s q (i8 [M, K]), d (f32 per block), s (i32 per
-    // ACT_SUM); "fastx" has one such slot per workgroup (rows [g M, g M + M)).
+    // ACT_SUM); "fastx" has one such slot per workgroup (rows [g M, g M + M)) and takes q twice (qw: its u32 view).
     const xRows = fastx ? groups * M : M;
     const accBytes = twoAccs ? 2 * M * N * 4 : 0;
     const qAt = align64(accBytes);
@@ -158,7 +158,7 @@ export function nativeRouter(
     const x: RoutedSource[] = quantized
       ? [at(qAt), at(dAt), at(sAt)]
       : fastx
-        ? [input, at(qAt), at(dAt), at(sAt)]
+        ? [input, at(qAt), at(dAt), at(sAt), at(qAt)]
         : [input];
     const buffers: RoutedSource[] = [
       ...x,

@@ -36,9 +36,13 @@ export function nativeQuantName(q: ActivationQuant): string {
   return `poot_quant_${q}`;
 }
 
-/** Where an activation quantizer writes: quantized bytes, block scales and sums (decision 2320's q, d, s). */
+/**
+ * Where an activation quantizer writes: quantized bytes, block scales and sums (decision 2320's q, d, s); the bytes
+ * through a u32 view of them, four per store (the IR has no vector store, and byte stores at u32 indices do not merge:
+ * decision 2410).
+ */
 export interface QuantOut {
-  readonly q: Arr<"i8">;
+  readonly q: Arr<"u32">;
   readonly d: Arr<"f32">;
   readonly s: Arr<"i32">;
 }
@@ -119,9 +123,17 @@ export function quantRow(
       out.d.set(blk.add(dst.mul(nb)), d);
       const idv = splat(id);
       const rne = splat(12582912);
+      const bias = b.vec("vec16<i32>", ...Array.from({ length: 16 }, () => b.i32(q === "q8_0" ? 128 : 0)));
+      const shifts = b.vec("vec16<u32>", ...Array.from({ length: 16 }, (_, l) => u32(8 * (l % 4))));
       vs.forEach((v, h) => {
         const r = let_(b.min(v.mul(idv).add(rne).sub(rne), splat(127)).cast("vec16<i32>"), "qv");
-        for (let l = 0; l < 16; l++) out.q.set(o0.add(16 * h + l), q === "q8_0" ? r.lane(l).add(128) : r.lane(l));
+        // Each byte (q + 128 for q8_0) shifted to its place in its u32, four lanes or-ed into one word.
+        const bytes = let_(r.add(bias).cast("vec16<u32>").and(255).shl(shifts), "qb");
+        const w0 = let_(o0.add(16 * h).div(4), "qw");
+        for (let j = 0; j < 4; j++) {
+          const [a, c, e, f] = [0, 1, 2, 3].map((i) => bytes.lane(4 * j + i));
+          out.q.set(w0.add(j), a!.or(c!).or(e!.or(f!)));
+        }
         out.s.set(
           o0.div(ACT_SUM).add(h),
           reduceLanes<"i32">(b, r, (m, v) => m.add(v)),
@@ -139,7 +151,7 @@ export function quantRow(
 export function quantBody(b: Builder, q: ActivationQuant): void {
   const x = b.buffer("x", "f32", "read") as Arr<"f32">;
   const out: QuantOut = {
-    q: b.buffer("q", "i8", "write") as Arr<"i8">,
+    q: b.buffer("q", "u32", "write") as Arr<"u32">,
     d: b.buffer("d", "f32", "write") as Arr<"f32">,
     s: b.buffer("s", "i32", "write") as Arr<"i32">,
   };

@@ -121,8 +121,8 @@ function silu(b: Builder, g: Val<"f32">): Val<"f32"> {
  * only where the caps report that many `vectorLanes`). Buffers: x, W (and W1 for heads2 and swiglu), r (add), y; with `fast`
  * (packed formats of {@link FAST_FORMATS}, decision 2320) the activations come quantized: q, d, s instead of x, and
  * the integer loop is 16 lanes wide (decision 2330) whatever `lanes` says. With "fastx" (decision 2410) the buffers
- * are x, q, d, s, …: workgroup g first quantizes the M rows of x into rows [g M, g M + M) of q, d and s (its own
- * slot of scratch), then runs the `fast` loop over them.
+ * are x, q, d, s, qw (q's bytes again, as u32: the quantizer's stores), …: workgroup g first quantizes the M rows of
+ * x into rows [g M, g M + M) of q, d and s (its own slot of scratch), then runs the `fast` loop over them.
  */
 export function nativeGemvKernel(
   weights: NativeWeights,
@@ -148,6 +148,7 @@ export function nativeGemvKernel(
             d: b.buffer("d", "f32", xs) as Arr<"f32">,
             s: b.buffer("s", "i32", xs) as Arr<"i32">,
           };
+    const qw = quantizes ? (b.buffer("qw", "u32", "write") as Arr<"u32">) : undefined;
     const heads = epilogue === "heads2" || epilogue === "swiglu" ? 2 : 1;
     const elem = packed ? "u8" : weights;
     // Packed bytes are read as u8 (the decoders take them as an Arr<"u32"> of byte loads, as dequant.ts does).
@@ -162,7 +163,9 @@ export function nativeGemvKernel(
     const slot = quantizes ? let_(wid.x.mul(M), "slot") : undefined;
     if (slot !== undefined && xq !== undefined) {
       const q = FAST_FORMATS[(weights as PackedFormat).name]!;
-      for_(u32(0), M, 1, (m) => quantRow(b, q, x, xq, K!, m, slot.add(m)), "qm");
+      // The quantizer writes q through a u32 view of the same bytes (bound to the same address: buffer qw).
+      const out = { ...xq, q: qw! };
+      for_(u32(0), M, 1, (m) => quantRow(b, q, x, out, K!, m, slot.add(m)), "qm");
     }
     const tile = fastLoop === undefined ? undefined : FAST_TILE[(weights as PackedFormat).name]!;
     const rowsPerPass = tile === undefined ? xRowsOf(lanes) : tile.rows;
