@@ -48,7 +48,7 @@ export interface QuantOut {
 }
 
 /** The lanes of `v` combined pairwise by `op` (a tree). */
-function reduceLanes<T extends "f32" | "i32">(
+function reduceLanes<T extends "u32" | "i32">(
   b: Builder,
   v: Val<`vec16<${T}>`>,
   op: (a: Val<T>, c: Val<T>) => Val<T>,
@@ -82,6 +82,7 @@ export function quantRow(
   const nb = let_(K.div(B), "nb");
   const splat = (v: Val<"f32"> | number): Val<"vec16<f32>"> =>
     spread(b, "vec16<f32>", 16, typeof v === "number" ? f32(v) : v);
+  const splatI = (v: number): Val<"vec16<i32>"> => spread(b, "vec16<i32>", 16, b.i32(v));
   for_(
     u32(0),
     nb,
@@ -90,11 +91,9 @@ export function quantRow(
       const k0 = let_(row.add(blk.mul(B)), "k0");
       const o0 = let_(orow.add(blk.mul(B)), "o0");
       const vs = Array.from({ length: B / 16 }, (_, h) => let_(x.atVec(k0.add(16 * h), "vec16<f32>"), "xv"));
-      const lanes = vs.map((v) => b.abs(v)).reduce((m, v) => b.max(m, v));
-      const amax = let_(
-        reduceLanes<"f32">(b, lanes, (m, v) => b.max(m, v)),
-        "amax",
-      );
+      // |x| as bits: for non-negative floats the integer order is the float order (and no NaN handling).
+      const lanes = vs.map((v) => v.bitcast("vec16<u32>").and(0x7fffffff)).reduce((m, v) => b.max(m, v));
+      const amax = let_(reduceLanes<"u32">(b, lanes, (m, v) => b.max(m, v)).bitcast("f32"), "amax");
       const nz = let_(amax.gt(0), "nz");
       let id: Val<"f32">, d: Val<"f32">;
       if (q === "q8_0") {
@@ -126,7 +125,9 @@ export function quantRow(
       const bias = b.vec("vec16<i32>", ...Array.from({ length: 16 }, () => b.i32(q === "q8_0" ? 128 : 0)));
       const shifts = b.vec("vec16<u32>", ...Array.from({ length: 16 }, (_, l) => u32(8 * (l % 4))));
       vs.forEach((v, h) => {
-        const r = let_(b.min(v.mul(idv).add(rne).sub(rne), splat(127)).cast("vec16<i32>"), "qv");
+        // x · id + 1.5 · 2²³ rounds to even and holds q in its low mantissa bits: q = bits − 0x4b400000, capped at 127.
+        const t = let_(v.mul(idv).add(rne).bitcast("vec16<i32>"), "qt");
+        const r = let_(b.min(t, splatI(0x4b40007f)).sub(splatI(0x4b400000)), "qv");
         // Each byte (q + 128 for q8_0) shifted to its place in its u32, four lanes or-ed into one word.
         const bytes = let_(r.add(bias).cast("vec16<u32>").and(255).shl(shifts), "qb");
         const w0 = let_(o0.add(16 * h).div(4), "qw");
