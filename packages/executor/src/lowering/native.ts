@@ -56,8 +56,11 @@ function rowsPerGroup(N: number, threads: number, perThread = 16): number {
  * quantizes all of x, so only decode's single row, where the quantizer's own launch is one workgroup and a barrier.
  */
 const FASTX_MAX_ROWS = 1;
-/** Workgroups per thread of a "fastx" GEMV: each quantizes x again, so fewer than the other GEMVs' 16 (decision 2410). */
-const FASTX_GROUPS_PER_THREAD = 4;
+/**
+ * Workgroups per thread of a "fastx" GEMV, each quantizing x again: the other GEMVs' 16, as 4 (less repeated
+ * quantization) lost to it in every loaded A/B run (claims too coarse to balance when a thread is preempted).
+ */
+const FASTX_GROUPS_PER_THREAD = 16;
 
 /** A launch of library kernel `symbol`: its buffers in order, then the 32-bit uniforms `names` (decision 2300's ABI). */
 function libraryLaunch(
