@@ -117,8 +117,9 @@ const naturalQ8K = (M: number, K: number) => (): void => {
 };
 
 /**
- * Runs quantizer + fast GEMV for (M, N, K, epilogue); returns max |y − ref| / Σ|w x| against llama.cpp's arithmetic.
- * `plant` changes the weights after the reference decoded them, `plantQ` the quantized activations.
+ * Runs quantizer + fast GEMV for (M, N, K, epilogue), or with `fastx` the GEMV that quantizes x itself into one slot of
+ * q, d, s per workgroup (decision 2410); returns max |y − ref| / Σ|w x| against llama.cpp's arithmetic. `plant` changes
+ * the weights after the reference decoded them, `plantQ` the quantized activations (`fast` only).
  */
 function check(
   fmt: Fmt,
@@ -128,6 +129,7 @@ function check(
   K = 512,
   R = 8,
   plantQ?: () => void,
+  kind: "fast" | "fastx" = "fast",
 ): number {
   const lib = loadNodeNative()!;
   const base = lib.address(u8);
@@ -141,14 +143,18 @@ function check(
     const run = lib.hostKernel({ native: true, library: lib.path, koffi: lib.koffi, symbol, base });
     for (let g = 0; g < groups; g++) run(AT.args, g, 0, 0, 0, 1);
   };
-  call(`poot_quant_${QUANT[fmt]}`, [AT.x, AT.q, AT.d, AT.s, M, K], M);
-  plantQ?.();
-  const ins = [AT.q, AT.d, AT.s, AT.w];
+  if (kind === "fast") {
+    call(`poot_quant_${QUANT[fmt]}`, [AT.x, AT.q, AT.d, AT.s, M, K], M);
+    plantQ?.();
+  }
+  // fastx: the slots start as garbage, so a workgroup reading a slot it did not fill fails the check.
+  else randomFillSync(u8.subarray(AT.q, AT.s + Math.ceil(N / R) * M * (K / 4)));
+  const ins = kind === "fastx" ? [AT.x, AT.q, AT.d, AT.s, AT.q, AT.w] : [AT.q, AT.d, AT.s, AT.w];
   const buffers = epi === "none" ? [...ins, AT.y] : [...ins, epi === "add" ? AT.r : AT.w1, AT.y];
   // Q8_0's GEMVs take their workgroups' slabs (decision 2390), bound twice (words and bytes).
-  if (fmt === "q8_0") buffers.push(AT.t, AT.t);
+  if (fmt === "q8_0" && kind === "fast") buffers.push(AT.t, AT.t);
   f32.fill(Number.NaN, AT.y / 4, AT.y / 4 + 2 * M * N);
-  call(`poot_gemv_${fmt}_fast_${epi}`, [...buffers, M, N, K, R], Math.ceil(N / R));
+  call(`poot_gemv_${fmt}_${kind}_${epi}`, [...buffers, M, N, K, R], Math.ceil(N / R));
   let worst = 0;
   for (let m = 0; m < M; m++) {
     const xq = llamaQuant(f32.subarray(AT.x / 4 + m * K, AT.x / 4 + (m + 1) * K), fmt);
@@ -238,6 +244,28 @@ describe.skipIf(!here)(
                   expect(check("q8_0", M, epi, undefined, K, R), `${epi} M=${M} R=${R} K=${K}`).toBeLessThan(1e-5);
           // Planted: the scale of block 1 of every row doubled, through the slab.
           expect(check("q8_0", 16, "none", raiseScales("q8_0", 1, 512), 512, 16)).toBeGreaterThan(1e-3);
+        });
+
+        // The GEMVs that quantize x themselves (decision 2410: decode's M = 1 in the executor; the kernel takes any M),
+        // every workgroup into its own slot of q, d and s, which start as random bytes.
+        test("fastx: every format and epilogue quantizing x itself, M = 1, 3 and 6, 3 and 8 rows per workgroup", () => {
+          for (const fmt of Object.keys(QUANT) as Fmt[])
+            for (const R of [3, 8])
+              for (const M of [1, 3, 6])
+                for (const epi of ["none", "add", "heads2", "swiglu"] as const)
+                  expect(
+                    check(fmt, M, epi, undefined, 512, R, undefined, "fastx"),
+                    `${fmt} fastx ${epi} M=${M} R=${R}`,
+                  ).toBeLessThan(1e-5);
+          expect(check("q8_0", 1, "none", undefined, 544, 8, undefined, "fastx"), "q8_0 fastx K=544").toBeLessThan(
+            1e-5,
+          );
+          expect(check("q8_0", 1, "none", raiseScales("q8_0", 1, 512), 512, 8, undefined, "fastx")).toBeGreaterThan(
+            1e-3,
+          );
+          expect(check("q4_k", 1, "swiglu", raiseScales("q4_k", 1, 512), 512, 8, undefined, "fastx")).toBeGreaterThan(
+            1e-3,
+          );
         });
 
         test("planted violation: one weight block's scale doubled after decoding the reference fails the check", () => {

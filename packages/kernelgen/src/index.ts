@@ -41,7 +41,7 @@ export {
 export { ACT_BLOCK, ACT_SUM, FAST_FORMATS, NATIVE_QUANT_UNIFORMS, nativeQuantName } from "./synth/gemv-int8.js";
 export type { ActivationQuant, FastCol, FastParts } from "./synth/gemv-int8.js";
 export { nativeSlabScratch, SLAB_TILE } from "./synth/gemv-int8-slab.js";
-export type { NativeDense, NativeEpilogue, NativeLanes, NativeWeights } from "./synth/gemv-native.js";
+export type { NativeDense, NativeEpilogue, NativeLanes, NativeNumerics, NativeWeights } from "./synth/gemv-native.js";
 export type { DequantGemvRequest } from "./synth/dequant.js";
 export { synthesizeMovement } from "./synth/movement.js";
 export type { MovementOp, MovementRequest } from "./synth/movement.js";

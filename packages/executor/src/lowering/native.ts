@@ -47,10 +47,21 @@ function isResidualAdd(r: Region): boolean {
   return r.nodes.length === 1 && n.op === "Add" && n.dtype === "f32" && ins.join() === "0,1";
 }
 
-/** Rows per workgroup: about 16 workgroups per thread per phase (so chunks balance), at most 65535 workgroups. */
-function rowsPerGroup(N: number, threads: number): number {
-  return Math.max(1, Math.ceil(N / (threads * 16)), Math.ceil(N / 65535));
+/** Rows per workgroup: about `perThread` workgroups per thread per phase (so chunks balance), at most 65535 workgroups. */
+function rowsPerGroup(N: number, threads: number, perThread = 16): number {
+  return Math.max(1, Math.ceil(N / (threads * perThread)), Math.ceil(N / 65535));
 }
+
+/**
+ * At most this many rows of x, a `fast` GEMV quantizes them itself ("fastx", decision 2410): each workgroup then
+ * quantizes all of x, so only decode's single row, where the quantizer's own launch is one workgroup and a barrier.
+ */
+const FASTX_MAX_ROWS = 1;
+/**
+ * Workgroups per thread of a "fastx" GEMV, each quantizing x again: the other GEMVs' 16, as 4 (less repeated
+ * quantization) lost to it in every loaded A/B run (claims too coarse to balance when a thread is preempted).
+ */
+const FASTX_GROUPS_PER_THREAD = 16;
 
 /** A launch of library kernel `symbol`: its buffers in order, then the 32-bit uniforms `names` (decision 2300's ABI). */
 function libraryLaunch(
@@ -130,21 +141,33 @@ export function nativeRouter(
     const twoAccs = epilogue === "heads2";
     const q = native.fast && isPacked(B.dtype) ? FAST_FORMATS[B.dtype.packed.name] : undefined;
     const fast = q !== undefined && K % ACT_BLOCK[q] === 0 && has.has(nativeQuantName(q));
-    const symbol = nativeGemvName(fmt, epilogue, fast && has.has(nativeGemvName(fmt, epilogue, true)));
+    // Decode's single row: the GEMV quantizes x itself when the library has that kernel (decision 2410).
+    const fastx = fast && M <= FASTX_MAX_ROWS && has.has(nativeGemvName(fmt, epilogue, "fastx"));
+    const symbol = fastx
+      ? nativeGemvName(fmt, epilogue, "fastx")
+      : nativeGemvName(fmt, epilogue, fast && has.has(nativeGemvName(fmt, epilogue, true)));
     if (!has.has(symbol)) return null;
-    const quantized = symbol !== nativeGemvName(fmt, epilogue);
-    // Scratch: the two heads' accumulators ([2][M][N] f32), then `fast`'s q (i8 [M, K]), d (f32 per block), s (i32 per ACT_SUM).
+    const quantized = !fastx && symbol !== nativeGemvName(fmt, epilogue);
+    const R = rowsPerGroup(N, threads, fastx ? FASTX_GROUPS_PER_THREAD : 16);
+    const groups = Math.ceil(N / R);
+    // Scratch: the two heads' accumulators ([2][M][N] f32), then `fast`'s q (i8 [M, K]), d (f32 per block), s (i32 per
+    // ACT_SUM); "fastx" has one such slot per workgroup (rows [g M, g M + M)) and takes q twice (qw: its u32 view).
+    const xRows = fastx ? groups * M : M;
     const accBytes = twoAccs ? 2 * M * N * 4 : 0;
     const qAt = align64(accBytes);
-    const dAt = qAt + align64(M * K);
-    const sAt = dAt + (q === undefined ? 0 : align64(((M * K) / ACT_BLOCK[q]) * 4));
+    const dAt = qAt + align64(xRows * K);
+    const sAt = dAt + (q === undefined ? 0 : align64(((xRows * K) / ACT_BLOCK[q]) * 4));
     const at = (offset: number): RoutedSource => ({ kind: "scratch", offset });
-    const R = rowsPerGroup(N, threads);
     // `fast` Q8_0 GEMMs: each workgroup's slab of interleaved weight rows (decision 2390), after s; bound twice
     // (written as words, read as bytes), zero bytes where M takes no slab.
-    const qEnd = q === undefined ? 0 : sAt + align64(((M * K) / ACT_SUM) * 4);
-    const slab = quantized ? nativeSlabScratch(fmt, M, K, Math.ceil(N / R)) : null;
-    const x: RoutedSource[] = quantized ? [at(qAt), at(dAt), at(sAt)] : [{ kind: "input", index: 0 }];
+    const qEnd = q === undefined ? 0 : sAt + align64(((xRows * K) / ACT_SUM) * 4);
+    const slab = quantized ? nativeSlabScratch(fmt, M, K, groups) : null;
+    const input: RoutedSource = { kind: "input", index: 0 };
+    const x: RoutedSource[] = quantized
+      ? [at(qAt), at(dAt), at(sAt)]
+      : fastx
+        ? [input, at(qAt), at(dAt), at(sAt), at(qAt)]
+        : [input];
     const buffers: RoutedSource[] = [
       ...x,
       // The swiglu kernels read the gate's weights first.
@@ -153,14 +176,7 @@ export function nativeRouter(
       twoAccs ? at(0) : { kind: "output" },
       ...(slab === null ? [] : [at(qEnd), at(qEnd)]),
     ];
-    const gemv = libraryLaunch(
-      `${name}_native`,
-      symbol,
-      buffers,
-      NATIVE_GEMV_UNIFORMS,
-      [M, N, K, R],
-      [Math.ceil(N / R), 1, 1],
-    );
+    const gemv = libraryLaunch(`${name}_native`, symbol, buffers, NATIVE_GEMV_UNIFORMS, [M, N, K, R], [groups, 1, 1]);
     const launches = [gemv];
     if (quantized)
       launches.unshift(
@@ -205,6 +221,6 @@ export function nativeRouter(
       }));
       launches.push({ kernel: { dsl: rk.kernel }, grid: rk.grid, uniforms: {}, bindings });
     }
-    return { launches, scratchBytes: quantized ? qEnd + (slab ?? 0) : accBytes };
+    return { launches, scratchBytes: quantized || fastx ? qEnd + (slab ?? 0) : accBytes };
   };
 }

@@ -39,81 +39,130 @@ export function nativeQuantName(q: ActivationQuant): string {
   return `poot_quant_${q}`;
 }
 
-/** Rounds to the nearest integer, ties to even, for |v| < 2^22 (f32 adds of 1.5 · 2^23: the IR has no fast-math). */
-function roundEven(b: Builder, v: Val<"f32">): Val<"f32"> {
-  return b.let_(v.add(12582912).sub(12582912), "rne");
+/**
+ * Where an activation quantizer writes: quantized bytes, block scales and sums (decision 2320's q, d, s); the bytes
+ * through a u32 view of them, four per store (the IR has no vector store, and byte stores at u32 indices do not merge:
+ * decision 2410).
+ */
+export interface QuantOut {
+  readonly q: Arr<"u32">;
+  readonly d: Arr<"f32">;
+  readonly s: Arr<"i32">;
+}
+
+/** The lanes of `v` combined pairwise by `op` (a tree). */
+function reduceLanes<T extends "u32" | "i32">(
+  b: Builder,
+  v: Val<`vec16<${T}>`>,
+  op: (a: Val<T>, c: Val<T>) => Val<T>,
+): Val<T> {
+  const t = b.let_(v, "rl");
+  let xs = Array.from({ length: 16 }, (_, i) => t.lane(i) as unknown as Val<T>);
+  while (xs.length > 1) xs = Array.from({ length: xs.length / 2 }, (_, i) => op(xs[i]!, xs[i + xs.length / 2]!));
+  return xs[0]!;
 }
 
 /**
- * Body of the activation quantizer `q`. Buffers: x (f32 [M, K]), q (i8 [M, K]), d (f32 per block), s (i32 per
- * {@link ACT_SUM} elements).
+ * Quantizes row `src` of x (f32, rows of K) into row `dst` of `out` (q: K bytes per row, d: one scale per block, s:
+ * one sum per {@link ACT_SUM} elements), as llama.cpp rounds (see {@link ActivationQuant}). In 16 lanes (decision
+ * 2410): each block as B / 16 vec16<f32>, |x| and its maximum lane-wise then across the lanes (max is exact in any
+ * order), the rounding and the 16-element sums in vectors; q8_k's signed max (the first element of largest |x|) by a
+ * scalar scan that stops at it. The same values as a scalar loop, element by element.
  */
-export function quantBody(b: Builder, q: ActivationQuant): void {
-  const { let_, var_, for_, u32, f32, i32 } = b;
-  const x = b.buffer("x", "f32", "read") as Arr<"f32">;
-  const qs = b.buffer("q", "i8", "write") as Arr<"i8">;
-  const ds = b.buffer("d", "f32", "write") as Arr<"f32">;
-  const ss = b.buffer("s", "i32", "write") as Arr<"i32">;
-  const [, K] = NATIVE_QUANT_UNIFORMS.map((u) => b.uniform(u, "u32")) as [Val<"u32">, Val<"u32">];
+export function quantRow(
+  b: Builder,
+  q: ActivationQuant,
+  x: Arr<"f32">,
+  out: QuantOut,
+  K: Val<"u32">,
+  src: Val<"u32">,
+  dst: Val<"u32">,
+): void {
+  const { let_, var_, for_, u32, f32 } = b;
   const B = ACT_BLOCK[q];
-  const row = let_(b.wid.x.mul(K), "row");
+  const row = let_(src.mul(K), "row");
+  const orow = let_(dst.mul(K), "orow");
   const nb = let_(K.div(B), "nb");
+  const splat = (v: Val<"f32"> | number): Val<"vec16<f32>"> =>
+    spread(b, "vec16<f32>", 16, typeof v === "number" ? f32(v) : v);
+  const splatI = (v: number): Val<"vec16<i32>"> => spread(b, "vec16<i32>", 16, b.i32(v));
   for_(
     u32(0),
     nb,
     1,
     (blk) => {
       const k0 = let_(row.add(blk.mul(B)), "k0");
-      const amax = var_(f32(0), "amax");
-      const vmax = var_(f32(0), "vmax");
-      for_(
-        u32(0),
-        u32(B),
-        1,
-        (j) => {
-          const v = let_(x.at(k0.add(j)), "v");
-          const a = let_(b.abs(v), "a");
-          // Strictly greater: the first element of largest |x| (llama.cpp's loop).
-          b.if_(a.gt(amax), () => {
-            amax.set(a);
-            vmax.set(v);
-          });
-        },
-        "j",
-      );
-      // q8_0: id = 127 / amax, d = f16(amax / 127); q8_k: iscale = −127 / max, d = 1 / iscale.
+      const o0 = let_(orow.add(blk.mul(B)), "o0");
+      const vs = Array.from({ length: B / 16 }, (_, h) => let_(x.atVec(k0.add(16 * h), "vec16<f32>"), "xv"));
+      // |x| as bits: for non-negative floats the integer order is the float order (and no NaN handling).
+      const lanes = vs.map((v) => v.bitcast("vec16<u32>").and(0x7fffffff)).reduce((m, v) => b.max(m, v));
+      const amax = let_(reduceLanes<"u32">(b, lanes, (m, v) => b.max(m, v)).bitcast("f32"), "amax");
       const nz = let_(amax.gt(0), "nz");
-      const safe = let_(b.select(nz, q === "q8_0" ? amax : vmax, f32(1)), "safe");
-      const id = let_(b.select(nz, f32(q === "q8_0" ? 127 : -127).div(safe), f32(0)), "id");
-      const d = q === "q8_0" ? b.unpack("f16", b.pack("f16", amax.div(127))) : b.select(nz, f32(1).div(id), f32(0));
-      ds.set(blk.add(b.wid.x.mul(nb)), d);
-      for_(
-        u32(0),
-        u32(B / ACT_SUM),
-        1,
-        (g) => {
-          const sum = var_(i32(0), "sum");
-          for_(
-            u32(0),
-            u32(ACT_SUM),
-            1,
-            (j) => {
-              const k = let_(k0.add(g.mul(ACT_SUM)).add(j), "k");
-              const r = let_(b.min(roundEven(b, x.at(k).mul(id)), f32(127)).cast("i32"), "qi");
-              // q8_k: stored in the k-quant loops' order (decision 2403): element 16g + j at 64 (j >> 2) + 4g + (j & 3).
-              const at = q === "q8_0" ? k : k0.add(j.shr(2).shl(6).add(g.shl(2)).add(j.and(3)));
-              qs.set(at, q === "q8_0" ? r.add(128) : r);
-              sum.set(sum.add(r));
-            },
-            "j",
-          );
-          ss.set(row.add(blk.mul(B)).div(ACT_SUM).add(g), sum);
-        },
-        "g",
-      );
+      let id: Val<"f32">, d: Val<"f32">;
+      if (q === "q8_0") {
+        // id = 127 / amax, d = f16(amax / 127).
+        id = let_(b.select(nz, f32(127).div(b.select(nz, amax, f32(1))), f32(0)), "id");
+        d = b.unpack("f16", b.pack("f16", amax.div(127)));
+      } else {
+        // iscale = −127 / max, d = 1 / iscale, max the first element of largest |x| (llama.cpp's loop), signed.
+        const vmax = var_(f32(0), "vmax");
+        for_(
+          u32(0),
+          u32(B),
+          1,
+          (j) => {
+            const v = let_(x.at(k0.add(j)), "v");
+            b.if_(b.abs(v).eq(amax), () => {
+              vmax.set(v);
+              b.break_();
+            });
+          },
+          "j",
+        );
+        id = let_(b.select(nz, f32(-127).div(b.select(nz, vmax, f32(1))), f32(0)), "id");
+        d = b.select(nz, f32(1).div(id), f32(0));
+      }
+      out.d.set(blk.add(dst.mul(nb)), d);
+      const idv = splat(id);
+      const rne = splat(12582912);
+      const bias = b.vec("vec16<i32>", ...Array.from({ length: 16 }, () => b.i32(q === "q8_0" ? 128 : 0)));
+      const shifts = b.vec("vec16<u32>", ...Array.from({ length: 16 }, (_, l) => u32(8 * (l % 4))));
+      vs.forEach((v, h) => {
+        // x · id + 1.5 · 2²³ rounds to even and holds q in its low mantissa bits: q = bits − 0x4b400000, capped at 127.
+        const t = let_(v.mul(idv).add(rne).bitcast("vec16<i32>"), "qt");
+        const r = let_(b.min(t, splatI(0x4b40007f)).sub(splatI(0x4b400000)), "qv");
+        // Each byte (q + 128 for q8_0) shifted to its place in its u32, four lanes or-ed into one word.
+        const bytes = let_(r.add(bias).cast("vec16<u32>").and(255).shl(shifts), "qb");
+        // q8_0 in element order; q8_k in the k-quant loops' order (decision 2403): the word of elements 16h + 4j … + 3
+        // at byte 64j + 4h of the block.
+        const w0 = let_(o0.div(4), "qw");
+        for (let j = 0; j < 4; j++) {
+          const [a, c, e, f] = [0, 1, 2, 3].map((i) => bytes.lane(4 * j + i));
+          out.q.set(w0.add(q === "q8_0" ? 4 * h + j : 16 * j + h), a!.or(c!).or(e!.or(f!)));
+        }
+        out.s.set(
+          o0.div(ACT_SUM).add(h),
+          reduceLanes<"i32">(b, r, (m, v) => m.add(v)),
+        );
+      });
     },
     "blk",
   );
+}
+
+/**
+ * Body of the activation quantizer `q`. Buffers: x (f32 [M, K]), q (i8 [M, K]), d (f32 per block), s (i32 per
+ * {@link ACT_SUM} elements); workgroup g quantizes row g.
+ */
+export function quantBody(b: Builder, q: ActivationQuant): void {
+  const x = b.buffer("x", "f32", "read") as Arr<"f32">;
+  const out: QuantOut = {
+    q: b.buffer("q", "u32", "write") as Arr<"u32">,
+    d: b.buffer("d", "f32", "write") as Arr<"f32">,
+    s: b.buffer("s", "i32", "write") as Arr<"i32">,
+  };
+  const [, K] = NATIVE_QUANT_UNIFORMS.map((u) => b.uniform(u, "u32")) as [Val<"u32">, Val<"u32">];
+  quantRow(b, q, x, out, K, b.wid.x, b.wid.x);
 }
 
 /** One weight row (output column) of a fast GEMM tile: its matrix (a head) and its row index n. */

@@ -12,6 +12,7 @@ import {
   fastQ8_0Loop,
   nativeQuantName,
   quantBody,
+  quantRow,
   type ActivationQuant,
   type FastParts,
 } from "./gemv-int8.js";
@@ -63,11 +64,24 @@ export const FAST_TILE: Readonly<
 };
 
 /**
- * The symbol of the native GEMV of `weights` (a dtype or packed format name) with `epilogue`; with `fast`, the one
- * that reads quantized activations and dots them in integers (decision 2320).
+ * How a native GEMV takes its activations: `exact` (f32 x, f32 products), `fast` (x quantized beforehand by the
+ * activation quantizer's launch, integer dots: decision 2320), or `fastx` (f32 x, which each workgroup quantizes
+ * itself into its own slot of scratch before the same integer dots: no quantizer launch, decision 2410).
  */
-export function nativeGemvName(weights: string, epilogue: NativeEpilogue, fast = false): string {
-  return `poot_gemv_${weights}_${fast ? "fast_" : ""}${epilogue}`;
+export type NativeNumerics = "exact" | "fast" | "fastx";
+
+/**
+ * The symbol of the native GEMV of `weights` (a dtype or packed format name) with `epilogue`; with `fast` (true or
+ * "fast"), the one that reads quantized activations and dots them in integers (decision 2320); with "fastx", the one
+ * that quantizes them itself (decision 2410).
+ */
+export function nativeGemvName(
+  weights: string,
+  epilogue: NativeEpilogue,
+  fast: boolean | NativeNumerics = false,
+): string {
+  const kind = fast === true ? "fast" : fast === false ? "exact" : fast;
+  return `poot_gemv_${weights}_${kind === "exact" ? "" : `${kind}_`}${epilogue}`;
 }
 
 /** The integer inner loop of each packed format of {@link FAST_FORMATS} (decisions 2320, 2335). */
@@ -108,43 +122,58 @@ function silu(b: Builder, g: Val<"f32">): Val<"f32"> {
  * Synthesizes the native GEMV of `weights` with `epilogue`, its vectors `lanes` wide (4 by default; 8 and 16 lower
  * only where the caps report that many `vectorLanes`). Buffers: x, W (and W1 for heads2 and swiglu), r (add), y; with `fast`
  * (packed formats of {@link FAST_FORMATS}, decision 2320) the activations come quantized: q, d, s instead of x, and
- * the integer loop is 16 lanes wide (decision 2330) whatever `lanes` says.
+ * the integer loop is 16 lanes wide (decision 2330) whatever `lanes` says. With "fastx" (decision 2410) the buffers
+ * are x, q, d, s, qw (q's bytes again, as u32: the quantizer's stores), …: workgroup g first quantizes the M rows of
+ * x into rows [g M, g M + M) of q, d and s (its own slot of scratch), then runs the `fast` loop over them.
  */
 export function nativeGemvKernel(
   weights: NativeWeights,
   epilogue: NativeEpilogue,
   lanes: NativeLanes = 4,
-  fast = false,
+  numerics: boolean | NativeNumerics = false,
 ): Kernel {
   const packed = typeof weights !== "string";
-  const name = nativeGemvName(packed ? weights.name : weights, epilogue, fast);
+  const name = nativeGemvName(packed ? weights.name : weights, epilogue, numerics);
+  const fast = numerics === true || numerics === "fast" || numerics === "fastx";
+  const quantizes = numerics === "fastx";
   const fastLoop = fast && packed ? FAST_LOOPS[weights.name] : undefined;
   if (fast && fastLoop === undefined) throw new Error(`invariant: no fast GEMV for ${packed ? weights.name : weights}`);
   return kernel(name, { workgroupSize: [1, 1, 1] }, (b) => {
     const { let_, var_, for_, u32, f32, wid } = b;
+    const x = (fastLoop === undefined || quantizes ? b.buffer("x", "f32", "read") : undefined) as Arr<"f32">;
+    const xs = quantizes ? "read_write" : "read";
     const xq =
       fastLoop === undefined
         ? undefined
         : {
-            q: b.buffer("q", "i8", "read") as Arr<"i8">,
-            d: b.buffer("d", "f32", "read") as Arr<"f32">,
-            s: b.buffer("s", "i32", "read") as Arr<"i32">,
+            q: b.buffer("q", "i8", xs) as Arr<"i8">,
+            d: b.buffer("d", "f32", xs) as Arr<"f32">,
+            s: b.buffer("s", "i32", xs) as Arr<"i32">,
           };
-    const x = (xq === undefined ? b.buffer("x", "f32", "read") : undefined) as Arr<"f32">;
+    const qw = quantizes ? (b.buffer("qw", "u32", "write") as Arr<"u32">) : undefined;
     const heads = epilogue === "heads2" || epilogue === "swiglu" ? 2 : 1;
     const elem = packed ? "u8" : weights;
     // Packed bytes are read as u8 (the decoders take them as an Arr<"u32"> of byte loads, as dequant.ts does).
     const Ws = Array.from({ length: heads }, (_, h) => b.buffer(h === 0 ? "W" : `W${h}`, elem, "read")) as Arr[];
     const r = epilogue === "add" ? (b.buffer("r", "f32", "read") as Arr<"f32">) : undefined;
     const y = b.buffer("y", "f32", "write") as Arr<"f32">;
-    // `fast` Q8_0: the workgroup's slab of interleaved weight rows (decision 2390), written as words, read as bytes.
-    const slab = fastLoop !== undefined && hasSlab((weights as PackedFormat).name);
+    // `fast` Q8_0: the workgroup's slab of interleaved weight rows (decision 2390), written as words, read as bytes;
+    // not "fastx", which decode's single x row takes (decision 2410).
+    const slab = !quantizes && fastLoop !== undefined && hasSlab((weights as PackedFormat).name);
     const t = slab ? (b.buffer("t", "u32", "write") as Arr<"u32">) : undefined;
     const tb = slab ? (b.buffer("tb", "u8", "read") as Arr<"u8">) : undefined;
     const [M, N, K, R] = NATIVE_GEMV_UNIFORMS.map((u) => b.uniform(u, "u32")) as [Val<"u32">, ...Val<"u32">[]];
     const n0 = let_(wid.x.mul(R!), "n0");
     const n1 = let_(b.min(n0.add(R!), N!), "n1");
     const MN = let_(M.mul(N!), "mn");
+    // fastx: this workgroup's rows of q, d and s (its slot), filled from x before any weight is read.
+    const slot = quantizes ? let_(wid.x.mul(M), "slot") : undefined;
+    if (slot !== undefined && xq !== undefined) {
+      const q = FAST_FORMATS[(weights as PackedFormat).name]!;
+      // The quantizer writes q through a u32 view of the same bytes (bound to the same address: buffer qw).
+      const out = { ...xq, q: qw! };
+      for_(u32(0), M, 1, (m) => quantRow(b, q, x, out, K!, m, slot.add(m)), "qm");
+    }
     const tile = fastLoop === undefined ? undefined : FAST_TILE[(weights as PackedFormat).name]!;
     const rowsPerPass = tile === undefined ? xRowsOf(lanes) : tile.rows;
     // Weight rows (of every head) per pass: `fast` tiles take several (decision 2340), the f32 loops one.
@@ -157,7 +186,7 @@ export function nativeGemvKernel(
       // accs[j][i · heads + h]: x row m + j against row n + i of head h.
       const accs = xRow.map((_, j) => ns.flatMap(() => Ws.map((_, h) => var_(f32(0), `acc${j}_${h}`))));
       if (fastLoop !== undefined && xq !== undefined) {
-        const rows = xRow.map((_, j) => let_(m.add(j), `mr${j}`));
+        const rows = xRow.map((_, j) => let_(slot === undefined ? m.add(j) : slot.add(m).add(j), `mr${j}`));
         const fc = ns.flatMap((ni) => Ws.map((W) => ({ W: W as unknown as Arr<"u8">, n: ni })));
         if (slabAt !== undefined) fastQ8_0SlabLoop(b, { ...xq, cols: fc, rows, accs, K: K! }, tb!, slabAt);
         else fastLoop(b, { ...xq, cols: fc, rows, accs, K: K! });
@@ -256,7 +285,8 @@ export function nativeGemvLibrary(formats: readonly PackedFormat[], lanes: Nativ
 
 /**
  * The `fast` GEMVs of those of `formats` with an integer loop, for each epilogue, and the activation quantizers they
- * read (decision 2320): x86 code for AVX-512 VNNI, linked once (not per vector width) into the native library.
+ * read (decision 2320), then the same GEMVs quantizing their activations themselves ("fastx", decision 2410): x86 code
+ * for AVX-512 VNNI, linked once (not per vector width) into the native library.
  */
 export function nativeFastLibrary(formats: readonly PackedFormat[]): Kernel[] {
   const fast = formats.filter((f) => FAST_FORMATS[f.name] !== undefined);
@@ -264,5 +294,6 @@ export function nativeFastLibrary(formats: readonly PackedFormat[]): Kernel[] {
   return [
     ...fast.flatMap((w) => NATIVE_EPILOGUES.map((e) => nativeGemvKernel(w, e, 4, true))),
     ...quants.map(nativeQuantKernel),
+    ...fast.flatMap((w) => NATIVE_EPILOGUES.map((e) => nativeGemvKernel(w, e, 4, "fastx"))),
   ];
 }
