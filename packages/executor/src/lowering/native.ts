@@ -54,9 +54,11 @@ function rowsPerGroup(N: number, threads: number, perThread = 16): number {
 
 /**
  * At most this many rows of x, a `fast` GEMV quantizes them itself ("fastx", decision 2410): each workgroup then
- * quantizes all of x, so only decode's single row, where the quantizer's own launch is one workgroup and a barrier.
+ * quantizes all of x, so at most decode's single row. 0 (off): every workgroup quantizing x again cost as much as the
+ * launch it saved (side-by-side decode 0.91x against 0.96x of llama.cpp on Q8_0): on again once x is quantized once per
+ * thread.
  */
-const FASTX_MAX_ROWS = 1;
+const FASTX_MAX_ROWS = 0;
 /**
  * Workgroups per thread of a "fastx" GEMV, each quantizing x again: the other GEMVs' 16, as 4 (less repeated
  * quantization) lost to it in every loaded A/B run (claims too coarse to balance when a thread is preempted).
