@@ -54,6 +54,7 @@ export { parseHFConfig, readHFConfig } from "./config-hf.js";
 export type { ChatMessage, ChatTemplateOptions, DecodeOptions, EncodeOptions, TokenizerMeta } from "./tokenizer.js";
 export { SPECIAL_ALIAS_BASE, StreamDecoder, Tokenizer } from "./tokenizer.js";
 export { tokenizerFromGGUF, tokenizerJsonFromGGUF } from "./tokenizer-gguf.js";
+export type { BpeTables } from "./bpe-tables.js";
 export { llamaQKRowOrder, unpermuteLlamaQK } from "./gguf-permute.js";
 export type { DecodeRecipe, FloatOp, IntOp, LoadKind, RecipeExpr } from "./quant/recipe.js";
 export { QUANT_RECIPES, decodeBlockByRecipe, evalRecipeExpr } from "./quant/recipe.js";
