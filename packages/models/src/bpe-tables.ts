@@ -2,13 +2,20 @@
 // header already holds, instead of through tokenizer.json's `vocab` object and merge list: the library would build a
 // 128k-key object's entries, a Map from them, a pair array per merge and a JSON string per merge (280k for Llama 3),
 // about 0.2-0.3 s of a `poot run` start (decision 1660). What the tables mean is the library's, unchanged.
-import type { Tokenizer as HFTokenizer } from "@huggingface/tokenizers";
 
 /** A BPE model's vocabulary (id -> string, the first id of a repeated string wins) and merges, as arrays. */
 export interface BpeTables {
   readonly tokens: readonly string[];
   /** Merges as `"a b"` strings (tokenizer.json's old format), ranked by position. */
   readonly merges: readonly string[];
+}
+
+/**
+ * The part of an `@huggingface/tokenizers` Tokenizer read here, typed structurally: the library's own declarations do
+ * not compile under `nodenext` with `skipLibCheck: false`, and this module's declarations ship to users.
+ */
+interface HFTokenizer {
+  readonly model: unknown;
 }
 
 /** The fields of `@huggingface/tokenizers`' (0.2.0) BPE model that the tables replace. */

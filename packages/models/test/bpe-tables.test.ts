@@ -74,7 +74,7 @@ describe("BPE tables installed from arrays", () => {
   test("a library without the BPE fields it replaces is detected (the tokenizer is then built from the object)", () => {
     const hf = (lib as unknown as { hf: Parameters<typeof canInstallBpeTables>[0] }).hf;
     expect(canInstallBpeTables(hf)).toBe(true);
-    const renamed = { ...hf, model: { ...hf.model, add_node: undefined } } as unknown as typeof hf;
+    const renamed = { ...hf, model: { ...(hf.model as object), add_node: undefined } };
     expect(canInstallBpeTables(renamed)).toBe(false);
   });
 });
