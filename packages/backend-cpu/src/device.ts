@@ -19,7 +19,8 @@ import { SCALAR_DTYPES, type ScalarDType } from "@poot/graph-ir";
 import { defaultTarget, type CompileOptions, type DeviceCaps as PlanCaps } from "@poot/graph-plan";
 import { synthCapsFrom } from "@poot/kernelgen";
 import { CpuError, invariant } from "./errors.js";
-import { CpuMemory, MAX_PAGES, PAGE, WA } from "./memory.js";
+import { CpuMemory, MAX_PAGES, PAGE } from "./memory.js";
+import { ModuleCache } from "./module-cache.js";
 import type { CpuNumerics, NativeLibrary } from "./native/library.js";
 import { ThreadPool, type PoolKernel, type RegionDebug } from "./pool.js";
 import { DEFAULT_CLAIMS, writeSchedule, type Phase, type Schedule, type ThreadAreas } from "./schedule.js";
@@ -163,6 +164,8 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
   /** Whether the native library's integer dot-product kernels run packed GEMVs (`fast` numerics, decision 2320). */
   readonly fast: boolean;
   readonly #files: FileMapper | null;
+  /** Kernel modules by code: kernels of the same code (a layer's, again per layer) share one (decision 1670). */
+  readonly #modules = new ModuleCache();
   readonly #options: CpuDeviceOptions;
   readonly #base: number;
   #pending: { kernel: CpuKernel; load: PoolKernel }[] = [];
@@ -287,7 +290,7 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
       load = {
         native: { native: true, library: lib.path, koffi: lib.koffi, symbol: code.entryPoint, base: this.#base },
       };
-    } else load = { module: new WA.Module(code.binary!), entry: code.entryPoint };
+    } else load = this.#modules.get(code.binary!, code.entryPoint);
     this.#pending.push({ kernel: k, load });
     this.#need.shared = Math.max(this.#need.shared, k.sharedBytes);
     this.#need.scratch = Math.max(this.#need.scratch, k.frameBytes * k.threads);

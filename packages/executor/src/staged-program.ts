@@ -13,6 +13,7 @@ import { allocateOwned, phaseOps, type OwnedBuffers } from "./staged-buffers.js"
 import { DeviceStateSet } from "./staged-state.js";
 import type { DeviceExecutor } from "./staged.js";
 import { storageOf } from "./storage.js";
+import { timed } from "./timing.js";
 
 /** One launch of a profiled step ({@link DeviceProgram.profile}). */
 export interface KernelTiming {
@@ -160,10 +161,12 @@ export class DeviceProgram<B extends DeviceBuffer = DeviceBuffer, K = unknown, L
     if (this.#prepared === this.#exec.epoch) return;
     const { ops, launches } = this.#ops("bind", null);
     if (launches.length > 0) {
-      const r = this.#device.record(ops, { name: `${this.name} bind`, replay: false });
-      this.#device.submit(r);
-      this.#device.sync();
-      this.#device.release(r);
+      timed("bind launches", () => {
+        const r = this.#device.record(ops, { name: `${this.name} bind`, replay: false });
+        this.#device.submit(r);
+        this.#device.sync();
+        this.#device.release(r);
+      });
       for (const l of launches) this.#device.unbind(l);
       this.#exec.noteDispatches(launches.length);
     }

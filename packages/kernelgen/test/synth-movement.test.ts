@@ -175,10 +175,17 @@ describe("synthesized movement (dense)", () => {
 
 describe("synthesized movement (packed rows)", () => {
   // D = 32: rows of 18 / 34 bytes, moved as bytes; D = 64: rows of 36 / 68 bytes (whole words), moved as words,
-  // and gathered a slice per thread where threads run serially (the CPU).
-  const cases = [Q4_0, Q8_0].flatMap((f) => [32, 64].flatMap((D) => [false, true].map((serial) => ({ f, D, serial }))));
+  // and gathered a slice per thread where threads run serially (the CPU); D = 256: rows of 144 / 272 bytes (whole
+  // 16-byte units), gathered as vec4<u32> where the serial target has SIMD loads.
+  const cases = [Q4_0, Q8_0].flatMap((f) =>
+    [32, 64, 256].flatMap((D) => [false, true].map((serial) => ({ f, D, serial }))),
+  );
   for (const { f, D, serial } of cases) {
-    const CAPS: SynthCaps = { maxWorkgroup: 64, sharedBytes: 0, ...(serial ? { serialThreads: true } : {}) };
+    const CAPS: SynthCaps = {
+      maxWorkgroup: 64,
+      sharedBytes: 0,
+      ...(serial ? { serialThreads: true, simdLoads: true } : {}),
+    };
     it(`${f.name}, rows of ${D}${serial ? ", serial threads" : ""}: gather, slice, concat, update rows — byte-exact`, () => {
       const r = rng(f.bytesPerBlock + D);
       const V = 5;

@@ -398,17 +398,22 @@ function rowGather(
   const rows = numelOf(shape.slice(0, ax)) * n;
   const hi = (shape[ax] as number) - 1;
   const wg = pow2Workgroup(rows, Math.min(caps.maxWorkgroup, 256));
+  // Slices of whole 16-byte units (Q8_0 / Q4_K rows of 2048 values: 544 / 288 words) move as vec4<u32> (one SIMD
+  // load and store per 16 bytes); other slices a u32 word at a time. Units are then 4 words and offsets count them.
+  const unit = caps.simdLoads === true && slice % 4 === 0 ? 4 : 1;
+  const units = slice / unit;
   const k = kernel(name, { workgroupSize: [wg, 1, 1] }, (b) => {
-    const x = b.buffer("x", "u32", "read");
+    const type = unit === 4 ? "vec4<u32>" : "u32";
+    const x = b.buffer("x", type, "read") as Arr<"u32">;
     const indices = b.buffer("indices", "i32", "read");
-    const out = b.buffer("out", "u32", "write");
+    const out = b.buffer("out", type, "write") as Arr<"u32">;
     const e = linearThread(b, wg);
     b.if_(e.lt(rows), () => {
       const pre = b.let_(e.div(n), "pre");
       const id = clampStart(b, indices.at(b.let_(e.rem(n), "which")), hi);
-      const src = b.let_(pre.mul((hi + 1) * slice).add(id.mul(slice)), "src");
-      const dst = b.let_(e.mul(slice), "dst");
-      b.for_(b.u32(0), slice, 1, (j) => out.set(dst.add(j), x.at(src.add(j))), "w");
+      const src = b.let_(pre.mul((hi + 1) * units).add(id.mul(units)), "src");
+      const dst = b.let_(e.mul(units), "dst");
+      b.for_(b.u32(0), units, 1, (j) => out.set(dst.add(j), x.at(src.add(j))), "w");
     });
   });
   return { kernel: k, grid: grid2d(Math.ceil(rows / wg), caps) };
