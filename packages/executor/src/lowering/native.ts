@@ -54,13 +54,16 @@ function rowsPerGroup(N: number, threads: number, perThread = 16): number {
 
 /**
  * At most this many rows of x, a `fast` GEMV quantizes them itself ("fastx", decisions 2410, 2440): each thread's first
- * workgroup of the phase quantizes all of x into the thread's slot, so at most decode's single row.
+ * workgroup of the phase quantizes all of x into the thread's own slot, so at most decode's single row.
  */
-const ENV = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env ?? {};
-const FASTX_MAX_ROWS = Number(ENV["POOT_FASTX_MAX_ROWS"] ?? 1);
-const DECODE_EXACT = new Set((ENV["POOT_DECODE_EXACT"] ?? "").split(","));
+const FASTX_MAX_ROWS = 1;
 /** The most threads a "fastx" GEMV's group id can name (kernelgen's FASTX_GROUP: 7 bits). */
 const FASTX_MAX_THREADS = 128;
+/**
+ * Packed formats whose decode (M ≤ 1) keeps the `exact` GEMV under `fast` numerics (decision 2441): Q8_0's f32 loop
+ * streams weights from memory faster than its integer one reads them at one x row, and is the more accurate.
+ */
+const DECODE_EXACT: ReadonlySet<string> = new Set(["q8_0"]);
 
 /** A launch of library kernel `symbol`: its buffers in order, then the 32-bit uniforms `names` (decision 2300's ABI). */
 function libraryLaunch(
