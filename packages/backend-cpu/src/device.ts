@@ -136,6 +136,8 @@ export interface CpuKernel {
   readonly frameBytes: number;
   /** Threads of one workgroup. */
   readonly threads: number;
+  /** A native kernel whose group id names the calling thread (its `abi.threadSlots`, decision 2440). */
+  readonly threadSlots: boolean;
 }
 
 /** A bound launch: the argument words of one kernel. */
@@ -282,6 +284,7 @@ export class CpuDevice implements Device<CpuBuffer, CpuKernel, CpuLaunch, Schedu
       sharedBytes: abi["sharedBytes"] ?? 0,
       frameBytes: abi["frameBytes"] ?? 0,
       threads: wx * wy * wz,
+      threadSlots: nbuf !== undefined && abi["threadSlots"] === 1,
     };
     let load: PoolKernel;
     if (nbuf !== undefined) {

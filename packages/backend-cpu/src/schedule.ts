@@ -2,8 +2,9 @@
 // (a kernel dispatch or a copy) with its argument blocks, written into the shared memory where every thread reads it.
 
 import type { CpuLaunch } from "./device.js";
+import { invariant } from "./errors.js";
 import type { CpuMemory } from "./memory.js";
-import { EXHAUSTED, ROW } from "./thread/core.js";
+import { EXHAUSTED, ROW, THREAD_SLOT } from "./thread/core.js";
 
 /** One phase before it is written: a kernel over the given buffer addresses, or a byte copy. */
 export type Phase =
@@ -65,6 +66,7 @@ export function writeSchedule(
     w(ROW.CLAIM, EXHAUSTED);
     w(ROW.DONE, 0);
     w(ROW.CHAINED, i > 0 ? 1 : 0);
+    w(ROW.SLOTTED, 0);
     if (p.kind === "copy") {
       labels.push("copy");
       w(ROW.KERNEL, -1);
@@ -109,6 +111,11 @@ export function writeSchedule(
     w(ROW.CHUNK, chunk);
     w(ROW.CHUNKS, Math.ceil(groups / chunk));
     w(ROW.THREADS, k.threads);
+    if (k.threadSlots) {
+      invariant(gy * gz === 1 && groups <= 1 << THREAD_SLOT.threadShift, `${p.label}: a slotted grid is 1-D, < 2^24`);
+      invariant(threads <= THREAD_SLOT.maxThreads, `${p.label}: a slotted kernel runs on at most 128 threads`);
+      w(ROW.SLOTTED, 1);
+    }
   });
   return { rows, n: phases.length, dispatches, native, labels, blocks };
 }

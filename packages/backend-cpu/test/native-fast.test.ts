@@ -5,11 +5,12 @@
 // kernelgen's FAST_FORMATS (Q8_0, Q4_K, Q6_K: decisions 2320, 2335).
 import { randomFillSync } from "node:crypto";
 import { decodePacked, type PackedFormat } from "@poot/graph-ir";
-import { FAST_FORMATS } from "@poot/kernelgen";
+import { FAST_FORMATS, FASTX_GROUP } from "@poot/kernelgen";
 import { ggmlPackedFormat } from "@poot/models";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { WA } from "../src/memory.js";
 import { loadNodeNative } from "../src/native/node-library.js";
+import { THREAD_SLOT } from "../src/thread/core.js";
 
 const here = process.platform === "linux" && process.arch === "x64";
 const memory = new WA.Memory({ initial: 64, maximum: 64, shared: true });
@@ -116,10 +117,15 @@ const naturalQ8K = (M: number, K: number) => (): void => {
   }
 };
 
+/** Threads a `fastx` check deals its workgroups to, round robin, as the pool's claims do (decision 2440). */
+const FASTX_THREADS = 3;
+
 /**
- * Runs quantizer + fast GEMV for (M, N, K, epilogue), or with `fastx` the GEMV that quantizes x itself into one slot of
- * q, d, s per workgroup (decision 2410); returns max |y − ref| / Σ|w x| against llama.cpp's arithmetic. `plant` changes
- * the weights after the reference decoded them, `plantQ` the quantized activations (`fast` only).
+ * Runs quantizer + fast GEMV for (M, N, K, epilogue), or with `fastx` the GEMV that quantizes x itself, once per
+ * thread into that thread's slot of q, d, s (decisions 2410, 2440: the workgroups dealt to {@link FASTX_THREADS}
+ * threads, each thread's first call without the FASTX_GROUP `filled` bit, later ones with it; `fastx-stale`, planted:
+ * every call with it, so no thread quantizes); returns max |y − ref| / Σ|w x| against llama.cpp's arithmetic. `plant`
+ * changes the weights after the reference decoded them, `plantQ` the quantized activations (`fast` only).
  */
 function check(
   fmt: Fmt,
@@ -129,7 +135,7 @@ function check(
   K = 512,
   R = 8,
   plantQ?: () => void,
-  kind: "fast" | "fastx" = "fast",
+  kind: "fast" | "fastx" | "fastx-stale" = "fast",
 ): number {
   const lib = loadNodeNative()!;
   const base = lib.address(u8);
@@ -138,23 +144,32 @@ function check(
   plant?.();
   for (let i = 0; i < M * K; i++) f32[AT.x / 4 + i] = (Math.random() * 2 - 1) * (i % 7 === 0 ? 4 : 1);
   for (let i = 0; i < M * N; i++) f32[AT.r / 4 + i] = Math.random();
+  const x = kind !== "fast";
+  const { threadShift, filledShift } = FASTX_GROUP;
+  const group = (g: number): number =>
+    x
+      ? (g |
+          ((g % FASTX_THREADS) << threadShift) |
+          (g >= FASTX_THREADS || kind === "fastx-stale" ? 2 ** filledShift : 0)) >>>
+        0
+      : g;
   const call = (symbol: string, words: number[], groups: number): void => {
     u32.set(words, AT.args / 4);
     const run = lib.hostKernel({ native: true, library: lib.path, koffi: lib.koffi, symbol, base });
-    for (let g = 0; g < groups; g++) run(AT.args, g, 0, 0, 0, 1);
+    for (let g = 0; g < groups; g++) run(AT.args, group(g), 0, 0, 0, 1);
   };
   if (kind === "fast") {
     call(`poot_quant_${QUANT[fmt]}`, [AT.x, AT.q, AT.d, AT.s, M, K], M);
     plantQ?.();
   }
-  // fastx: the slots start as garbage, so a workgroup reading a slot it did not fill fails the check.
-  else randomFillSync(u8.subarray(AT.q, AT.s + Math.ceil(N / R) * M * (K / 4)));
-  const ins = kind === "fastx" ? [AT.x, AT.q, AT.d, AT.s, AT.q, AT.w] : [AT.q, AT.d, AT.s, AT.w];
+  // fastx: the slots start as garbage, so a thread reading a slot it did not fill fails the check.
+  else randomFillSync(u8.subarray(AT.q, AT.s + FASTX_THREADS * M * (K / 4)));
+  const ins = x ? [AT.x, AT.q, AT.d, AT.s, AT.q, AT.w] : [AT.q, AT.d, AT.s, AT.w];
   const buffers = epi === "none" ? [...ins, AT.y] : [...ins, epi === "add" ? AT.r : AT.w1, AT.y];
   // Q8_0's GEMVs take their workgroups' slabs (decision 2390), bound twice (words and bytes).
   if (fmt === "q8_0" && kind === "fast") buffers.push(AT.t, AT.t);
   f32.fill(Number.NaN, AT.y / 4, AT.y / 4 + 2 * M * N);
-  call(`poot_gemv_${fmt}_${kind}_${epi}`, [...buffers, M, N, K, R], Math.ceil(N / R));
+  call(`poot_gemv_${fmt}_${x ? "fastx" : "fast"}_${epi}`, [...buffers, M, N, K, R], Math.ceil(N / R));
   let worst = 0;
   for (let m = 0; m < M; m++) {
     const xq = llamaQuant(f32.subarray(AT.x / 4 + m * K, AT.x / 4 + (m + 1) * K), fmt);
@@ -191,6 +206,12 @@ describe.skipIf(!here)(
     const lib = here ? loadNodeNative() : null;
     test("every format with a fast GEMV is checked here, with llama.cpp's vec_dot_type as its quantizer", () => {
       expect(FAST_FORMATS).toEqual(QUANT);
+    });
+    test("the pool calls slotted kernels with the group ids the fastx GEMVs decode (decision 2440)", () => {
+      expect(THREAD_SLOT.threadShift).toBe(FASTX_GROUP.threadShift);
+      expect(THREAD_SLOT.maxThreads).toBe(FASTX_GROUP.threadMask + 1);
+      expect(THREAD_SLOT.filled).toBe(2 ** FASTX_GROUP.filledShift);
+      expect(FASTX_GROUP.mask).toBe(2 ** FASTX_GROUP.threadShift - 1);
     });
     // Each kernel set the library dispatches to: AVX-512 VNNI `vpdpbusd` (decisions 2320, 2330) where the CPU has it,
     // and the AVX2 fallback with the dot product widened (decision 2335), forced here on a VNNI CPU too.
@@ -246,8 +267,8 @@ describe.skipIf(!here)(
           expect(check("q8_0", 16, "none", raiseScales("q8_0", 1, 512), 512, 16)).toBeGreaterThan(1e-3);
         });
 
-        // The GEMVs that quantize x themselves (decision 2410: decode's M = 1 in the executor; the kernel takes any M),
-        // every workgroup into its own slot of q, d and s, which start as random bytes.
+        // The GEMVs that quantize x themselves (decisions 2410, 2440: decode's M = 1 in the executor; the kernel takes
+        // any M), each thread once into its own slot of q, d and s, which start as random bytes.
         test("fastx: every format and epilogue quantizing x itself, M = 1, 3 and 6, 3 and 8 rows per workgroup", () => {
           for (const fmt of Object.keys(QUANT) as Fmt[])
             for (const R of [3, 8])
@@ -266,6 +287,11 @@ describe.skipIf(!here)(
           expect(check("q4_k", 1, "swiglu", raiseScales("q4_k", 1, 512), 512, 8, undefined, "fastx")).toBeGreaterThan(
             1e-3,
           );
+          // Planted: every call says its thread already quantized x, so the slots stay garbage.
+          for (const fmt of Object.keys(QUANT) as Fmt[]) {
+            const worst = check(fmt, 1, "none", undefined, 512, 8, undefined, "fastx-stale");
+            expect(Number.isNaN(worst) || worst > 1e-3, `${fmt}: ${worst}`).toBe(true);
+          }
         });
 
         test("planted violation: one weight block's scale doubled after decoding the reference fails the check", () => {

@@ -3,7 +3,7 @@
 // command (the worker would never load the kernels and the host would wait 60 s for its acknowledgement).
 import { describe, expect, test } from "vitest";
 import { WA } from "../src/memory.js";
-import { CTL, participate, ROW, type ThreadState } from "../src/thread/core.js";
+import { CTL, participate, ROW, THREAD_SLOT, type ThreadState } from "../src/thread/core.js";
 import { threadMain } from "../src/thread/main.js";
 
 const CTL_AT = 0;
@@ -37,6 +37,43 @@ function command(i32: Int32Array, seq: number, kind: 1 | 2): void {
 }
 
 describe("the worker's view of the control block", () => {
+  test("a slotted kernel's group ids name the thread, and every call but its first of a phase says it ran (2440)", () => {
+    const { i32 } = control();
+    const slotted = [1, 1, 0];
+    slotted.forEach((s, r) => {
+      const row = ROWS_AT + r * ROW.WORDS;
+      Object.assign(i32, { [row + ROW.KERNEL]: 0, [row + ROW.ARGS]: 4096, [row + ROW.GX]: 5, [row + ROW.GY]: 1 });
+      Object.assign(i32, {
+        [row + ROW.GROUPS]: 5,
+        [row + ROW.CHUNK]: 2,
+        [row + ROW.CHUNKS]: 3,
+        [row + ROW.THREADS]: 1,
+      });
+      i32[row + ROW.SLOTTED] = s;
+    });
+    i32[CTL_AT + CTL.ROWS] = ROWS_AT;
+    i32[CTL_AT + CTL.NPH] = 3;
+    i32[CTL_AT + CTL.BASE] = 1;
+    i32[CTL_AT + CTL.SEQ] = 1;
+    const ids: number[] = [];
+    const st: ThreadState = {
+      i32,
+      u8: new Uint8Array(i32.buffer),
+      grown: 0,
+      ctl: CTL_AT,
+      fns: [(_args, x) => void ids.push(x)],
+      thread: 3,
+      port: { postMessage: () => {} },
+      refresh: () => {},
+    };
+    expect(participate(st)).toBe(4);
+    const tag = 3 << THREAD_SLOT.threadShift,
+      ran = (g: number): number => (g | tag | THREAD_SLOT.filled) >>> 0;
+    // Workgroup 0, the thread's first call of each phase, without the `filled` bit.
+    const phase = [tag, ran(1), ran(2), ran(3), ran(4)];
+    expect(ids).toEqual([...phase, ...phase, 0, 1, 2, 3, 4]);
+  });
+
   test("a thread late to a completed region returns the region's end, not the command published after it", () => {
     const { i32 } = control();
     completedRegion(i32, 1, 2);

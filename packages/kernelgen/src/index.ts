@@ -30,6 +30,7 @@ export {
 export type { MmaGemmTiling } from "./synth/gemm-mma.js";
 export { synthesizeDequantGemv } from "./synth/dequant.js";
 export {
+  FASTX_GROUP,
   NATIVE_EPILOGUES,
   NATIVE_GEMV_UNIFORMS,
   nativeGemvKernel,

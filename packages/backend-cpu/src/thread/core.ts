@@ -64,9 +64,18 @@ export const ROW = {
   DONE: 10,
   /** 1 when the row before this one is its predecessor (the phase-order check applies), else 0. */
   CHAINED: 11,
+  /** 1 when the kernel takes the calling thread in its group id ({@link THREAD_SLOT}), else 0. */
+  SLOTTED: 12,
   /** Words per row. */
-  WORDS: 12,
+  WORDS: 13,
 } as const;
+
+/**
+ * The group id a slotted native kernel (kernelgen's "fastx" GEMVs, `FASTX_GROUP`, decision 2440) is called with: the
+ * workgroup, the calling thread shifted by `threadShift` (its slot of per-thread scratch), and `filled` once that
+ * thread has run an earlier workgroup of the same phase (the slot then holds this phase's data).
+ */
+export const THREAD_SLOT = { threadShift: 24, maxThreads: 128, filled: 0x80000000 } as const;
 
 /**
  * Rows of a region the step profile records (later rows are not timed). The profile area holds f64 columns of this
@@ -98,6 +107,8 @@ export interface ThreadState {
   readonly port: { postMessage(text: string): void };
   /** Remakes the views after the memory grew. */
   readonly refresh: () => void;
+  /** The sequence number of the last phase this thread ran a workgroup of (slotted kernels: {@link THREAD_SLOT}). */
+  ran?: number;
 }
 
 const SPIN = 4000;
@@ -170,7 +181,7 @@ function publish(
   Atomics.notify(i32, ctl + CTL.SEQ);
 }
 
-function runChunk(st: ThreadState, row: number, k: number): void {
+function runChunk(st: ThreadState, row: number, k: number, seq: number): void {
   const i32 = st.i32,
     kernel = i32[row + ROW.KERNEL]!;
   if (kernel < 0) {
@@ -187,6 +198,16 @@ function runChunk(st: ThreadState, row: number, k: number): void {
     chunk = i32[row + ROW.CHUNK]!;
   const first = k * chunk,
     last = Math.min(first + chunk, i32[row + ROW.GROUPS]!);
+  if (i32[row + ROW.SLOTTED] === 1) {
+    // One-dimensional native grid: the group id carries the thread, and whether it already ran this phase.
+    const tag = st.thread << THREAD_SLOT.threadShift;
+    for (let w = first; w < last; w++) {
+      const filled = st.ran === seq ? THREAD_SLOT.filled : 0;
+      st.ran = seq;
+      fn(args, (w | tag | filled) >>> 0, 0, 0, 0, threads);
+    }
+    return;
+  }
   for (let w = first; w < last; w++) {
     const x = w % gx,
       yz = (w - x) / gx,
@@ -236,7 +257,7 @@ export function participate(st: ThreadState): number {
     }
     const t0 = mine >= 0 ? now() : 0;
     try {
-      runChunk(st, row, k);
+      runChunk(st, row, k, seq);
     } catch (e) {
       if (Atomics.compareExchange(i32, ctl + CTL.ERROR, 0, idx + 1) === 0)
         st.port.postMessage(String((e as Error | null)?.stack ?? e));

@@ -53,17 +53,17 @@ function rowsPerGroup(N: number, threads: number, perThread = 16): number {
 }
 
 /**
- * At most this many rows of x, a `fast` GEMV quantizes them itself ("fastx", decision 2410): each workgroup then
- * quantizes all of x, so at most decode's single row. 0 (off): every workgroup quantizing x again cost as much as the
- * launch it saved (side-by-side decode 0.91x against 0.96x of llama.cpp on Q8_0): on again once x is quantized once per
- * thread.
+ * At most this many rows of x, a `fast` GEMV quantizes them itself ("fastx", decisions 2410, 2440): each thread's first
+ * workgroup of the phase quantizes all of x into the thread's own slot, so at most decode's single row.
  */
-const FASTX_MAX_ROWS = 0;
+const FASTX_MAX_ROWS = 1;
+/** The most threads a "fastx" GEMV's group id can name (kernelgen's FASTX_GROUP: 7 bits). */
+const FASTX_MAX_THREADS = 128;
 /**
- * Workgroups per thread of a "fastx" GEMV, each quantizing x again: the other GEMVs' 16, as 4 (less repeated
- * quantization) lost to it in every loaded A/B run (claims too coarse to balance when a thread is preempted).
+ * Packed formats whose decode (M ≤ 1) keeps the `exact` GEMV under `fast` numerics (decision 2441): Q8_0's f32 loop
+ * streams weights from memory faster than its integer one reads them at one x row, and is the more accurate.
  */
-const FASTX_GROUPS_PER_THREAD = 16;
+const DECODE_EXACT: ReadonlySet<string> = new Set(["q8_0"]);
 
 /** A launch of library kernel `symbol`: its buffers in order, then the 32-bit uniforms `names` (decision 2300's ABI). */
 function libraryLaunch(
@@ -73,6 +73,7 @@ function libraryLaunch(
   names: readonly string[],
   values: readonly number[],
   grid: readonly [number, number, number],
+  threadSlots = false,
 ): RoutedLaunch {
   const nbuf = buffers.length;
   const code: TargetCode = {
@@ -85,7 +86,13 @@ function libraryLaunch(
       ...buffers.map((_, slot) => ({ kind: "buffer", slot, buffer: `b${slot}` }) as const),
       { kind: "uniforms", slot: nbuf, order: names },
     ],
-    abi: { argWords: nbuf + names.length + 5, sharedBytes: 0, frameBytes: 0, nativeBuffers: nbuf },
+    abi: {
+      argWords: nbuf + names.length + 5,
+      sharedBytes: 0,
+      frameBytes: 0,
+      nativeBuffers: nbuf,
+      ...(threadSlots ? { threadSlots: 1 } : {}),
+    },
   };
   return {
     kernel: { code, uniforms: names.map((u) => ({ name: u, type: "u32" as const })) },
@@ -141,20 +148,24 @@ export function nativeRouter(
     const swiglu = gate !== null && has.has(nativeGemvName(fmt, "swiglu"));
     const epilogue = swiglu ? "swiglu" : heads === 2 ? "heads2" : epi === null ? "none" : "add";
     const twoAccs = epilogue === "heads2";
-    const q = native.fast && isPacked(B.dtype) ? FAST_FORMATS[B.dtype.packed.name] : undefined;
+    const q =
+      native.fast && isPacked(B.dtype) && !(M <= 1 && DECODE_EXACT.has(fmt))
+        ? FAST_FORMATS[B.dtype.packed.name]
+        : undefined;
     const fast = q !== undefined && K % ACT_BLOCK[q] === 0 && has.has(nativeQuantName(q));
     // Decode's single row: the GEMV quantizes x itself when the library has that kernel (decision 2410).
-    const fastx = fast && M <= FASTX_MAX_ROWS && has.has(nativeGemvName(fmt, epilogue, "fastx"));
+    const fastx =
+      fast && M <= FASTX_MAX_ROWS && threads <= FASTX_MAX_THREADS && has.has(nativeGemvName(fmt, epilogue, "fastx"));
     const symbol = fastx
       ? nativeGemvName(fmt, epilogue, "fastx")
       : nativeGemvName(fmt, epilogue, fast && has.has(nativeGemvName(fmt, epilogue, true)));
     if (!has.has(symbol)) return null;
     const quantized = !fastx && symbol !== nativeGemvName(fmt, epilogue);
-    const R = rowsPerGroup(N, threads, fastx ? FASTX_GROUPS_PER_THREAD : 16);
+    const R = rowsPerGroup(N, threads);
     const groups = Math.ceil(N / R);
     // Scratch: the two heads' accumulators ([2][M][N] f32), then `fast`'s q (i8 [M, K]), d (f32 per block), s (i32 per
-    // ACT_SUM); "fastx" has one such slot per workgroup (rows [g M, g M + M)) and takes q twice (qw: its u32 view).
-    const xRows = fastx ? groups * M : M;
+    // ACT_SUM); "fastx" has one such slot per thread (rows [t M, t M + M)) and takes q twice (qw: its u32 view).
+    const xRows = fastx ? threads * M : M;
     const accBytes = twoAccs ? 2 * M * N * 4 : 0;
     const qAt = align64(accBytes);
     const dAt = qAt + align64(xRows * K);
@@ -178,7 +189,15 @@ export function nativeRouter(
       twoAccs ? at(0) : { kind: "output" },
       ...(slab === null ? [] : [at(qEnd), at(qEnd)]),
     ];
-    const gemv = libraryLaunch(`${name}_native`, symbol, buffers, NATIVE_GEMV_UNIFORMS, [M, N, K, R], [groups, 1, 1]);
+    const gemv = libraryLaunch(
+      `${name}_native`,
+      symbol,
+      buffers,
+      NATIVE_GEMV_UNIFORMS,
+      [M, N, K, R],
+      [groups, 1, 1],
+      fastx,
+    );
     const launches = [gemv];
     if (quantized)
       launches.unshift(

@@ -64,9 +64,22 @@ export const FAST_TILE: Readonly<
 };
 
 /**
+ * How a "fastx" GEMV reads its group id (decision 2440): the workgroup in the low 24 bits, the calling thread t in bits
+ * 24-30 (its slot of the quantized x: rows [t M, t M + M) of q, d and s), and in bit 31 whether that thread already
+ * quantized x for an earlier workgroup of the same phase (1: skip the quantization). A plain workgroup id (t = 0, bit
+ * 31 clear) quantizes into slot 0 every call: right for one caller at a time.
+ */
+export const FASTX_GROUP = {
+  mask: 0xffffff,
+  threadShift: 24,
+  threadMask: 0x7f,
+  filledShift: 31,
+} as const;
+
+/**
  * How a native GEMV takes its activations: `exact` (f32 x, f32 products), `fast` (x quantized beforehand by the
- * activation quantizer's launch, integer dots: decision 2320), or `fastx` (f32 x, which each workgroup quantizes
- * itself into its own slot of scratch before the same integer dots: no quantizer launch, decision 2410).
+ * activation quantizer's launch, integer dots: decision 2320), or `fastx` (f32 x, which each thread quantizes
+ * itself into its own slot of scratch before the same integer dots: no quantizer launch, decisions 2410 and 2440).
  */
 export type NativeNumerics = "exact" | "fast" | "fastx";
 
@@ -123,8 +136,9 @@ function silu(b: Builder, g: Val<"f32">): Val<"f32"> {
  * only where the caps report that many `vectorLanes`). Buffers: x, W (and W1 for heads2 and swiglu), r (add), y; with `fast`
  * (packed formats of {@link FAST_FORMATS}, decision 2320) the activations come quantized: q, d, s instead of x, and
  * the integer loop is 16 lanes wide (decision 2330) whatever `lanes` says. With "fastx" (decision 2410) the buffers
- * are x, q, d, s, qw (q's bytes again, as u32: the quantizer's stores), …: workgroup g first quantizes the M rows of
- * x into rows [g M, g M + M) of q, d and s (its own slot of scratch), then runs the `fast` loop over them.
+ * are x, q, d, s, qw (q's bytes again, as u32: the quantizer's stores), …: the calling thread t's first workgroup of a
+ * phase quantizes the M rows of x into rows [t M, t M + M) of q, d and s (its own slot of scratch, {@link FASTX_GROUP}),
+ * then every workgroup runs the `fast` loop over them.
  */
 export function nativeGemvKernel(
   weights: NativeWeights,
@@ -163,16 +177,24 @@ export function nativeGemvKernel(
     const t = slab ? (b.buffer("t", "u32", "write") as Arr<"u32">) : undefined;
     const tb = slab ? (b.buffer("tb", "u8", "read") as Arr<"u8">) : undefined;
     const [M, N, K, R] = NATIVE_GEMV_UNIFORMS.map((u) => b.uniform(u, "u32")) as [Val<"u32">, ...Val<"u32">[]];
-    const n0 = let_(wid.x.mul(R!), "n0");
+    // fastx: the group id carries the calling thread (bits 24-30) and whether that thread already quantized x in this
+    // phase (bit 31); the workgroup is the low 24 bits (FASTX_GROUP).
+    const group = quantizes ? let_(wid.x.and(FASTX_GROUP.mask), "grp") : wid.x;
+    const n0 = let_(group.mul(R!), "n0");
     const n1 = let_(b.min(n0.add(R!), N!), "n1");
     const MN = let_(M.mul(N!), "mn");
-    // fastx: this workgroup's rows of q, d and s (its slot), filled from x before any weight is read.
-    const slot = quantizes ? let_(wid.x.mul(M), "slot") : undefined;
+    // fastx: the calling thread's rows of q, d and s (its slot), filled from x before any weight is read unless the
+    // thread filled them for an earlier workgroup of the same phase.
+    const slot = quantizes
+      ? let_(wid.x.shr(FASTX_GROUP.threadShift).and(FASTX_GROUP.threadMask).mul(M), "slot")
+      : undefined;
     if (slot !== undefined && xq !== undefined) {
       const q = FAST_FORMATS[(weights as PackedFormat).name]!;
       // The quantizer writes q through a u32 view of the same bytes (bound to the same address: buffer qw).
       const out = { ...xq, q: qw! };
-      for_(u32(0), M, 1, (m) => quantRow(b, q, x, out, K!, m, slot.add(m)), "qm");
+      b.if_(wid.x.shr(FASTX_GROUP.filledShift).eq(0), () =>
+        for_(u32(0), M, 1, (m) => quantRow(b, q, x, out, K!, m, slot.add(m)), "qm"),
+      );
     }
     const tile = fastLoop === undefined ? undefined : FAST_TILE[(weights as PackedFormat).name]!;
     const rowsPerPass = tile === undefined ? xRowsOf(lanes) : tile.rows;
