@@ -38,7 +38,7 @@ function chainThreads(g: ReturnType<typeof chainGraph>): number {
   const plans = prog.plans().filter((p) => p.kernel.provenance === "synthesized" && p.dispatches.length > 0);
   expect(plans).toHaveLength(1);
   const k = planKernel(plans[0]!.kernel as never, caps, "chain");
-  return k.kernel.workgroupSize[0] * k.grid[0] * k.grid[1] * k.grid[2];
+  return (k.kernel.workgroupSize[0] as number) * k.grid[0] * k.grid[1] * k.grid[2];
 }
 
 function bindings(slots: number[], rows = 1) {
