@@ -39,12 +39,22 @@ export const WASM_CODEGEN_CAPS = {
 } as const satisfies LoweringTarget["codegen"];
 
 /**
+ * Elementwise ops the Wasm kernels compute by calling out of the module (codegen's Wasm math imports): fusion computes
+ * each such value once per step instead of in every region that reads it (graph-plan caps `costlyOps`, decision 2450).
+ */
+const WASM_CALLED_OPS: readonly string[] = ["Exp", "Log", "Tanh", "Erf", "Sin", "Cos"];
+
+/**
  * The graph-plan caps of the CPU: kernelgen's cpu defaults with one-lane subgroups (the Wasm target's); the weight
  * formats of `native`'s GEMVs (`poot_gemv_<format>_none`) take only the epilogues those apply (decision 2345), SwiGLU
- * among them where the library has `poot_gemv_<format>_swiglu` (decision 2360).
+ * among them where the library has `poot_gemv_<format>_swiglu` (decision 2360); the ops its Wasm kernels call out for
+ * are `WASM_CALLED_OPS` (decision 2450).
  */
 export function cpuPlanCaps(threads: number, native: NativeLibrary | null = null): PlanCaps {
-  const caps = defaultTarget("cpu", { subgroupSize: 1, computeUnits: threads }).caps as PlanCaps;
+  const caps = {
+    ...(defaultTarget("cpu", { subgroupSize: 1, computeUnits: threads }).caps as PlanCaps),
+    costlyOps: WASM_CALLED_OPS,
+  };
   const named = (epilogue: string): string[] =>
     [...(native?.kernels ?? [])]
       .flatMap((s) => new RegExp(`^poot_gemv_(\\w+)(?<!_fast)_${epilogue}$`).exec(s)?.[1] ?? [])

@@ -140,6 +140,37 @@ function state(d: ConformanceDType): ConformanceCase {
   };
 }
 
+/**
+ * A paged KV write in miniature: a page pool [6, 2, 4] written with one DynamicUpdateSlice per token of the step, each
+ * at its own slot, in order (one region: its kernel writes only the windows, decision 2450). A step writing one slot
+ * twice keeps the later token's row.
+ */
+function pagedWrite(d: ConformanceDType): ConformanceCase {
+  const b = new Builder();
+  const slots = b.slot("Pos", "slots", "i32", [3]);
+  const x = b.mul(b.slot("Token", "x", "f32", [3, 2, 4]), b.f32(b.const("scale", d, [4])));
+  const pool = b.state("pool", "f32", [6, 2, 4]);
+  const zero = b.computed("i32", [], new Int32Array([0]));
+  let next = pool;
+  for (let t = 0; t < 3; t++) {
+    const at = b.reshape(b.slice(slots, [t], [t + 1]), []);
+    next = b.dynamicUpdateSlice(next, b.slice(x, [t, 0, 0], [t + 1, 2, 4]), [at, zero, zero]);
+  }
+  b.setState(pool, next);
+  b.output("rows", b.sum(next, [2]));
+  const steps = [
+    [0, 1, 2],
+    [3, 3, 5],
+    [5, 0, 4],
+  ];
+  return {
+    name: `paged write ${d}`,
+    graph: b.build(),
+    weights: { scale: stored(d, seededFloats(7, 4, 0.5, 2)) },
+    steps: steps.map((v, s) => ({ slots: v, x: seededFloats(70 + s, 24) })),
+  };
+}
+
 /** Movement of step data: transposes (inner axis moved and kept), broadcasts (leading and inner axes), concat. */
 function movement(d: ConformanceDType): ConformanceCase {
   const b = new Builder();
@@ -159,5 +190,5 @@ function movement(d: ConformanceDType): ConformanceCase {
 
 /** Every case for one weight dtype. */
 export function conformanceCases(d: ConformanceDType): ConformanceCase[] {
-  return [elementwise(d), reduce(d), matmul(d), gather(d), movement(d), state(d)];
+  return [elementwise(d), reduce(d), matmul(d), gather(d), movement(d), state(d), pagedWrite(d)];
 }

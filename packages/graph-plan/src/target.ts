@@ -74,6 +74,18 @@ export interface DeviceCaps {
    * `silu(acc0) · acc1` (graph-plan's `swigluGate`) runs in the GEMV's one dispatch, not a second (decision 2360).
    */
   readonly swigluWeights?: readonly string[];
+  /**
+   * Elementwise ops (graph-ir names: `"Cos"`, `"Sin"`) the device's fused kernels compute slowly, e.g. the CPU's Wasm
+   * calls out of the module for each `sin`/`cos`. Fusion never recomputes a value such an op produces in every region
+   * that reads it (the RoPE tables inside each layer's q and k regions, once per element of every head): the value
+   * becomes its own region, computed once per step and read by the others (decision 2450). Absent: none.
+   */
+  readonly costlyOps?: readonly string[];
+}
+
+/** Whether op `op` is one of target `t`'s {@link DeviceCaps.costlyOps}: fusion does not recompute it per region. */
+export function costlyOp(t: Target, op: string): boolean {
+  return t.kind !== "aie" && (t.caps.costlyOps?.includes(op) ?? false);
 }
 
 /**

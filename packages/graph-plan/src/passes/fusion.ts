@@ -13,7 +13,7 @@ import {
 } from "@poot/graph-ir";
 import type { Region, RegionArg, RegionNode } from "../region.js";
 import type { Pass, Rewrite, Rule, RuleContext } from "../rules.js";
-import { planLimits, residualOnly } from "../target.js";
+import { costlyOp, planLimits, residualOnly } from "../target.js";
 import { deadEquation } from "./dce.js";
 import { isLastAxis } from "./match.js";
 
@@ -69,9 +69,13 @@ function inPlaceState(cx: RuleContext, e: Eqn, depth = 0): boolean {
   return p !== undefined && p.op === "DynamicUpdateSlice" && inPlaceState(cx, p, depth + 1);
 }
 
-/** Recomputing it in every region is free: index loads, views and pointwise ops over per-step inputs and constants only. */
+/**
+ * Recomputing it in every region is free: index loads, views and pointwise ops over per-step inputs and constants only,
+ * none of them one of the target's costly ops (caps `costlyOps`, decision 2450).
+ */
 function cheap(cx: RuleContext, e: Eqn, k: Kind, depth = 0): boolean {
   if ((k !== "index" && k !== "view" && k !== "pointwise" && k !== "concat") || depth > 8) return false;
+  if (costlyOp(cx.target, e.op)) return false;
   return e.inputs.every((o) => {
     if (isLiteral(o)) return true;
     const kind = cx.draft.storageOf(o);

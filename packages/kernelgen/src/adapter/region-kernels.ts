@@ -61,17 +61,46 @@ export function declareBuffers(
   return { bufs: own.map((x) => x ?? out), out };
 }
 
-/** A region whose result is an in-place DynamicUpdateSlice of an input aliasing the output: write only the window. */
-function inPlaceUpdate(region: Region, src: RegionSource, output: Access): RegionNode | undefined {
-  const r = region.nodes[region.result] as RegionNode;
-  if (r.op !== "DynamicUpdateSlice") return undefined;
-  const x = r.args[0] as RegionArg;
-  if (!("in" in x)) return undefined;
-  const a = src.access(x.in);
-  if (a === undefined) return undefined;
-  const same =
-    a.root === output.root && a.offset === output.offset && a.strides.every((s, d) => s === output.strides[d]);
-  return same ? r : undefined;
+/**
+ * The in-place DynamicUpdateSlice chain a region's result ends, first write first: `dus₁(x, u₁, …)`, `dus₂(dus₁, u₂,
+ * …)`, … of an input `x` aliasing the output, each intermediate read only by the next (a paged KV write, one token per
+ * update), so the kernel writes only the windows. Several updates need windows of one shape spanning each axis whole
+ * or by one element, so two windows meet only at the same window element (one thread writes both, in order).
+ * Empty when the result is no such chain.
+ */
+function inPlaceUpdates(region: Region, src: RegionSource, output: Access): readonly RegionNode[] {
+  const chain: number[] = [];
+  for (let at = region.result; ; ) {
+    const r = region.nodes[at] as RegionNode;
+    if (r.op !== "DynamicUpdateSlice") return [];
+    chain.unshift(at);
+    const x = r.args[0] as RegionArg;
+    if ("node" in x) {
+      at = x.node;
+      continue;
+    }
+    const a = "in" in x ? src.access(x.in) : undefined;
+    const same =
+      a !== undefined &&
+      a.root === output.root &&
+      a.offset === output.offset &&
+      a.strides.every((s, d) => s === output.strides[d]);
+    if (!same) return [];
+    break;
+  }
+  const links = new Set(chain);
+  // Nothing but the next write reads a chain value (the updates and starts are computed without the chain).
+  const linked = region.nodes.every((n, i) =>
+    n.args.every((a, j) => !("node" in a) || !links.has(a.node) || (j === 0 && links.has(i))),
+  );
+  const updates = chain.map((i) => region.nodes[i] as RegionNode);
+  if (!linked) return [];
+  if (updates.length === 1) return updates;
+  const win = argShape(region, src, updates[0]!.args[1] as RegionArg);
+  const apart =
+    updates.every((u) => argShape(region, src, u.args[1] as RegionArg).every((n, d) => n === win[d])) &&
+    win.every((n, d) => n === 1 || n === output.shape[d]);
+  return apart ? updates : [];
 }
 
 /** The shape of a region argument: an input's (from `src`), a node's, or a scalar constant's []. */
@@ -83,8 +112,8 @@ function argShape(region: Region, src: RegionSource, a: RegionArg): readonly num
 
 /** The iteration of a region kernel: the output, or the update window of an in-place cache write. */
 export interface RegionSpace {
-  /** The in-place DynamicUpdateSlice result node, when only its window is written. */
-  readonly dus: RegionNode | undefined;
+  /** The in-place DynamicUpdateSlice chain the result ends, first write first, when only its windows are written. */
+  readonly updates: readonly RegionNode[];
   /** Shape iterated, one thread per element. */
   readonly space: readonly number[];
   /** Elements of `space` (at least 1). */
@@ -93,10 +122,9 @@ export interface RegionSpace {
 
 /** The elements a region kernel iterates (one thread each). */
 export function regionSpace(region: Region, src: RegionSource, output: Access): RegionSpace {
-  const dus = inPlaceUpdate(region, src, output);
-  const upd = dus === undefined ? undefined : (dus.args[1] as RegionArg);
-  const space = upd === undefined ? output.shape : argShape(region, src, upd);
-  return { dus, space, total: Math.max(1, numel(space)) };
+  const updates = inPlaceUpdates(region, src, output);
+  const space = updates.length === 0 ? output.shape : argShape(region, src, updates[0]!.args[1] as RegionArg);
+  return { updates, space, total: Math.max(1, numel(space)) };
 }
 
 /** Emits element `e` (< total) of a region kernel: the output element, or the update element written in place. */
@@ -110,28 +138,30 @@ export function emitRegionElement(
   it: RegionSpace,
   e: Val<"u32">,
 ): void {
-  const { dus, space } = it;
+  const { updates, space } = it;
   const em = new RegionEmitter(b, region, src.shapes, reader, SYNTH, src.dtypes);
   const c = delinearize(b, e, space);
-  if (dus === undefined) {
+  if (updates.length === 0) {
     storeAccess(b, out, output, c, em.at(region.result, c));
     return;
   }
-  // Window write: out[start + c] = update[c]; everything else already holds x (same buffer).
-  const starts = c.map((_, d) => {
-    const v = em.arg(dus.args[d + 2] as RegionArg, []) as Val<"i32">;
-    return b.let_(
-      b.min(b.max(v, b.i32(0)), b.i32(Math.max(0, (output.shape[d] as number) - (space[d] as number)))).u32(),
-      "start",
+  // Window writes, in order: out[start + c] = update[c]; everything else already holds x (same buffer).
+  for (const dus of updates) {
+    const starts = c.map((_, d) => {
+      const v = em.arg(dus.args[d + 2] as RegionArg, []) as Val<"i32">;
+      return b.let_(
+        b.min(b.max(v, b.i32(0)), b.i32(Math.max(0, (output.shape[d] as number) - (space[d] as number)))).u32(),
+        "start",
+      );
+    });
+    storeAccess(
+      b,
+      out,
+      output,
+      c.map((x, d) => x.add(starts[d] as Val<"u32">)),
+      em.arg(dus.args[1] as RegionArg, c),
     );
-  });
-  storeAccess(
-    b,
-    out,
-    output,
-    c.map((x, d) => x.add(starts[d] as Val<"u32">)),
-    em.arg(dus.args[1] as RegionArg, c),
-  );
+  }
 }
 
 /** One thread per output element (or per update element for an in-place cache write). Buffers: the source's, then out. */

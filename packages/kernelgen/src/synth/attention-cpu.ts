@@ -3,12 +3,14 @@
 // accumulates as Dv / 4 vec4s kept in registers; each product, the softmax and the per-element acc·corr + p·v stay
 // as in the scalar loop, only the dot product's sum is reassociated (decision 0954). Without a mask tensor the keys
 // go in blocks of KEY_BLOCK (decision 2306): the block's q·k dots side by side, one running-max update, one rescale of
-// acc per block and its p·v products summed into it.
+// acc per block and its p·v products summed into it. Its exps are `expF32` in kernel IR, not calls out of the Wasm
+// module (decision 2450).
 
 import type { Arr, Builder, Val, Var } from "@poot/kernel-dsl";
 import type { SynthCaps } from "../caps.js";
 import type { AttentionIo, AttentionLayout, AttentionRow } from "./attention-common.js";
 import { sum4x4 } from "./dequant-cpu.js";
+import { expF32 } from "./gemv-native.js";
 
 /** @internal One lane's work on its row: the score dot of a key, the value accumulation, the flush of acc. */
 export interface LaneRowOps {
@@ -123,10 +125,12 @@ export interface KeyBlockParts {
  * Emits the keys [lo, end) in blocks of {@link KEY_BLOCK} (end: lo plus the whole blocks of [lo, hi)) and returns
  * `end`; the caller walks [end, hi) key by key. Each block: its scores, one new max over them, corr = exp(m − m'),
  * p_i = exp(s_i − m'), l ← l·corr + Σ p_i, acc ← acc·corr + Σ p_i·v_i. Only for rows without a mask tensor: the
- * scores are then finite (no key to skip).
+ * scores are then finite (no key to skip). `exp` is kernelgen's `expF32` (about 1 ulp), not the Wasm's call out of the
+ * module for each one (decision 2450).
  */
 export function keyBlocks(b: Builder, L: AttentionLayout, r: AttentionRow, p: KeyBlockParts): Val<"u32"> {
-  const { let_, for_, exp, max } = b;
+  const { let_, for_, max } = b;
+  const exp = (v: Val<"f32">): Val<"f32"> => expF32(b, v);
   const n = let_(max(r.hi, r.lo).sub(r.lo), "live");
   const end = let_(r.lo.add(n.sub(n.rem(KEY_BLOCK))), "blocks_end");
   for_(

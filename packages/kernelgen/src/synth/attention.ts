@@ -15,6 +15,7 @@ import { keyBlocks, simdAttentionApplies, simdRowOps } from "./attention-cpu.js"
 import type { LaneRow } from "./attention-cpu.js";
 import { combineKernel } from "./attention-combine.js";
 import { ATTENTION_KEYS_PER_TRIP, ATTENTION_WARPS, warpAttentionFits, warpAttentionKernel } from "./attention-warp.js";
+import { expF32 } from "./gemv-native.js";
 import { checkDType } from "./storage.js";
 import type { StorageDType } from "./storage.js";
 
@@ -232,7 +233,9 @@ function laneAttentionKernel(L: AttentionLayout, lanes: number, caps: SynthCaps)
   const { D, Dv } = L;
   const simd = simdAttentionApplies(L, caps, lanes);
   return kernel(L.name, { workgroupSize: [lanes, 1, 1] }, (b) => {
-    const { let_, var_, for_, if_, lid, f32, u32, barrier, exp, tanh, max } = b;
+    const { let_, var_, for_, if_, lid, f32, u32, barrier, tanh, max } = b;
+    // The SIMD (CPU) row's exps in kernel IR: the Wasm would call out of the module for each (decision 2450).
+    const exp = simd ? (v: Val<"f32">): Val<"f32"> => expF32(b, v) : b.exp;
     const io = declareAttentionIo(b, L);
     const qsh = simd ? undefined : b.shared("qs", "f32", D);
     const sm = b.shared("sm", "f32", lanes);
