@@ -7,8 +7,8 @@
 // With `--numerics fast` (Q8_0, Q4_K and Q6_K, decisions 2320, 2330, 2335) each shape's x is quantized once, outside the
 // timing (as the executor does once per x for every GEMV reading it), and the `fast` GEMVs are timed. `--isa` forces
 // a kernel set (`poot_native_force`; with fast numerics, avx2 runs the widened AVX2 fallback, decision 2335).
-// The fast Q8_0 GEMVs take a slab scratch after y (decision 2390); a library built before it (its path containing
-// `pre2390`) gets the argument block without one.
+// The fast GEMVs take a slab scratch after y (Q8_0: decision 2390, Q4_K and Q6_K: 2430); a library built before
+// either (its path containing `pre2390` or `pre2430`) gets the argument block without one for those formats.
 // Loads the committed object (generated from the kernel IR) or other builds by path through koffi and calls
 // each format's kernel as the executor's threads do (argument block in a shared WebAssembly.Memory); with several
 // libraries their runs alternate, shape by shape, so both see the same machine. Writes
@@ -86,7 +86,7 @@ const LIBS = arg("libraries", "kernel-ir")
       } ${isa}`,
       lib,
       addr: lib.func("uint64_t poot_native_addr(const void *p)"),
-      slab: !path.includes("pre2390"),
+      slabs: path.includes("pre2390") ? [] : path.includes("pre2430") ? ["q8_0"] : ["q8_0", "q4_k", "q6_k"],
     };
   });
 const addr = LIBS[0].addr;
@@ -101,10 +101,11 @@ const ARGS = 0,
   Q = COPY + maxBytes,
   D = Q + M * 8192,
   S = D + M * 1024,
-  // One workgroup's slab of the fast Q8_0 GEMVs (decision 2390): 576 bytes per 32 of K.
+  // One workgroup's slab of the fast GEMVs: 576 bytes per 32 of K (Q8_0, decision 2390), 5248 (Q4_K) or 5184 (Q6_K)
+  // per 256 (decision 2430).
   T = S + M * 2048;
 const memory = new WebAssembly.Memory({
-  initial: Math.ceil((T + 8192 * 18) / 65536),
+  initial: Math.ceil((T + (8192 / 256) * 5248) / 65536),
   maximum: 65536,
   shared: true,
 });
@@ -148,8 +149,8 @@ for (const name of WANT) {
       u32.set([X, Q, D, S, M, K], ARGS / 4);
       for (let g = 0; g < M; g++) quant(base, ARGS, g);
     }
-    const args = (slab) =>
-      quant === null ? [X, W, Y, M, N, K, N] : [Q, D, S, W, Y, ...(slab && fmt === "q8_0" ? [T, T] : []), M, N, K, N];
+    const args = (slabs) =>
+      quant === null ? [X, W, Y, M, N, K, N] : [Q, D, S, W, Y, ...(slabs.includes(fmt) ? [T, T] : []), M, N, K, N];
     const times = LIBS.map(() => []),
       cpus = LIBS.map(() => []),
       copies = [];
@@ -159,7 +160,7 @@ for (const name of WANT) {
       u8.copyWithin(COPY, W, W + bytes);
       if (r >= 0) copies.push(performance.now() - c0);
       gemvs.forEach((gemv, i) => {
-        u32.set(args(LIBS[i].slab), ARGS / 4);
+        u32.set(args(LIBS[i].slabs), ARGS / 4);
         const c0 = process.cpuUsage();
         const t0 = performance.now();
         gemv(base, ARGS, 0);

@@ -17,7 +17,7 @@ const memory = new WA.Memory({ initial: 64, maximum: 64, shared: true });
 const u8 = new Uint8Array(memory.buffer);
 const u32 = new Uint32Array(memory.buffer);
 const f32 = new Float32Array(memory.buffer);
-/** Byte offsets: argument block, x, r, y, W, W1, then the quantized activations q, d, s, then Q8_0's slabs (2390). */
+/** Byte offsets: argument block, x, r, y, W, W1, then the quantized activations q, d, s, then the slabs (2390, 2430). */
 const AT = {
   args: 0,
   x: 1 << 12,
@@ -166,8 +166,8 @@ function check(
   else randomFillSync(u8.subarray(AT.q, AT.s + FASTX_THREADS * M * (K / 4)));
   const ins = x ? [AT.x, AT.q, AT.d, AT.s, AT.q, AT.w] : [AT.q, AT.d, AT.s, AT.w];
   const buffers = epi === "none" ? [...ins, AT.y] : [...ins, epi === "add" ? AT.r : AT.w1, AT.y];
-  // Q8_0's GEMVs take their workgroups' slabs (decision 2390), bound twice (words and bytes).
-  if (fmt === "q8_0" && kind === "fast") buffers.push(AT.t, AT.t);
+  // The fast GEMVs take their workgroups' slabs (decisions 2390, 2430), bound twice (words and bytes).
+  if (kind === "fast") buffers.push(AT.t, AT.t);
   f32.fill(Number.NaN, AT.y / 4, AT.y / 4 + 2 * M * N);
   call(`poot_gemv_${fmt}_${x ? "fastx" : "fast"}_${epi}`, [...buffers, M, N, K, R], Math.ceil(N / R));
   let worst = 0;
@@ -266,6 +266,27 @@ describe.skipIf(!here)(
           // Planted: the scale of block 1 of every row doubled, through the slab.
           expect(check("q8_0", 16, "none", raiseScales("q8_0", 1, 512), 512, 16)).toBeGreaterThan(1e-3);
         });
+
+        // The k-quant slab GEMMs (decision 2430, Q4_K and Q6_K at M >= 16): 16 weight rows unpacked per block of 256
+        // (8 per head with two heads), 8 x rows per pass; R = 16, 19 and 37 (whole slabs, a tail of 3, two slabs and a
+        // tail of 5), M = 16, 19 and 24 (an x-row tail of 3), K = 512 and 768 (2 and 3 blocks per row; M ≤ 19 there, the
+        // x rows' room).
+        for (const fmt of ["q4_k", "q6_k"] as const)
+          test(`${fmt} slab: R = 16, 19 and 37, M = 16, 19 and 24, K = 512 and 768`, () => {
+            for (const [K, Ms] of [
+              [512, [16, 19, 24]],
+              [768, [16, 19]],
+            ] as const)
+              for (const R of [16, 19, 37])
+                for (const M of Ms)
+                  for (const epi of ["none", "add", "heads2", "swiglu"] as const)
+                    expect(check(fmt, M, epi, undefined, K, R), `${epi} M=${M} R=${R} K=${K}`).toBeLessThan(1e-5);
+            // Planted: the scale of block 1 of every row doubled, and the activations in llama.cpp's byte order,
+            // through the slab.
+            expect(check(fmt, 16, "none", raiseScales(fmt, 1, 512), 512, 16)).toBeGreaterThan(1e-3);
+            expect(check(fmt, 19, "heads2", raiseScales(fmt, 1, 768), 768, 37)).toBeGreaterThan(1e-3);
+            expect(check(fmt, 24, "none", undefined, 512, 16, naturalQ8K(24, 512))).toBeGreaterThan(1e-3);
+          });
 
         // The GEMVs that quantize x themselves (decisions 2410, 2440: decode's M = 1 in the executor; the kernel takes
         // any M), each thread once into its own slot of q, d and s, which start as random bytes.

@@ -242,9 +242,35 @@ export abstract class LlvmEmitter implements RegTarget<string> {
     return this.vec("vec2<f32>", [lo, hi]);
   }
 
+  /** Where each `extractelement` this emitter defined came from: its vector, the vector's type and the lane. */
+  private readonly extracted = new Map<
+    string,
+    { readonly src: string; readonly type: ValueType; readonly lane: number }
+  >();
+
+  /**
+   * A vector of `elems`: one value in every lane as a splat (`insertelement` + `shufflevector`), lanes extracted from
+   * at most two vectors of one type as one `shufflevector` (decision 2430: the slab GEMMs' broadcasts and register
+   * transposes, which as chains of single-lane inserts made opt's input several times larger), else lane by lane.
+   */
   vec(type: ValueType, elems: readonly string[]): string {
     const t = llType(type);
     const et = llType(elemOf(type));
+    const n = elems.length;
+    if (n > 1 && elems.every((x) => x === elems[0])) {
+      const one = this.def(`insertelement ${t} poison, ${et} ${elems[0]}, i32 0`);
+      return this.def(`shufflevector ${t} ${one}, ${t} poison, <${n} x i32> zeroinitializer`);
+    }
+    const from = elems.map((x) => this.extracted.get(x));
+    const st = from[0]?.type;
+    if (n > 1 && st !== undefined && llType(elemOf(st)) === et && from.every((f) => f?.type === st)) {
+      const srcs = [...new Set(from.map((f) => f!.src))];
+      if (srcs.length <= 2) {
+        const mask = from.map((f) => `i32 ${(f!.src === srcs[0] ? 0 : lanesOf(st)) + f!.lane}`).join(", ");
+        const s = llType(st);
+        return this.def(`shufflevector ${s} ${srcs[0]}, ${s} ${srcs[1] ?? "poison"}, <${n} x i32> <${mask}>`);
+      }
+    }
     let v = "poison";
     elems.forEach((x, i) => {
       v = this.def(`insertelement ${t} ${v}, ${et} ${x}, i32 ${i}`);
@@ -253,7 +279,9 @@ export abstract class LlvmEmitter implements RegTarget<string> {
   }
 
   extract(vecType: ValueType, lane: number, a: string): string {
-    return this.def(`extractelement ${llType(vecType)} ${a}, i32 ${lane}`);
+    const v = this.def(`extractelement ${llType(vecType)} ${a}, i32 ${lane}`);
+    this.extracted.set(v, { src: a, type: vecType, lane });
+    return v;
   }
 
   atomic(

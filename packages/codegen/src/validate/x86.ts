@@ -60,6 +60,9 @@ export async function assembleArm64(ir: string, options: X86ToolOptions = {}): P
   return assemble(ir, ARM64_OPT_ARGS, ARM64_LLC_ARGS, options);
 }
 
+/** How long opt and llc may take over a library module. */
+const LIBRARY_TOOL_MS = 600_000;
+
 async function assemble(
   ir: string,
   optArgs: readonly string[],
@@ -79,10 +82,11 @@ async function assemble(
     const obj = join(dir, "lib.o");
     const out = join(dir, "lib.so");
     await writeFile(src, ir);
-    const o = await runProcess(opt, [...optArgs, "-o", bc, src]);
+    // The native library is one module of every kernel: minutes of opt and llc on a loaded 2-core machine (2430).
+    const o = await runProcess(opt, [...optArgs, "-o", bc, src], LIBRARY_TOOL_MS);
     if (o.spawnError !== undefined) return { status: "unavailable", tool: opt, reason: o.spawnError };
     if (o.code !== 0) return { status: "invalid", tool: opt, message: o.output.trim() };
-    const c = await runProcess(llc, [...llcArgs, "-o", obj, bc]);
+    const c = await runProcess(llc, [...llcArgs, "-o", obj, bc], LIBRARY_TOOL_MS);
     if (c.spawnError !== undefined) return { status: "unavailable", tool: llc, reason: c.spawnError };
     if (c.code !== 0) return { status: "invalid", tool: llc, message: c.output.trim() };
     const l = await runProcess(lld, [...X86_LLD_ARGS, "-o", out, obj]);

@@ -171,8 +171,8 @@ export function nativeRouter(
     const dAt = qAt + align64(xRows * K);
     const sAt = dAt + (q === undefined ? 0 : align64(((xRows * K) / ACT_BLOCK[q]) * 4));
     const at = (offset: number): RoutedSource => ({ kind: "scratch", offset });
-    // `fast` Q8_0 GEMMs: each workgroup's slab of interleaved weight rows (decision 2390), after s; bound twice
-    // (written as words, read as bytes), zero bytes where M takes no slab.
+    // `fast` GEMMs: each workgroup's slab of interleaved weight rows (Q8_0: decision 2390, Q4_K and Q6_K: 2430), after
+    // s; bound twice (written as words, read as bytes), zero bytes where M takes no slab.
     const qEnd = q === undefined ? 0 : sAt + align64(((xRows * K) / ACT_SUM) * 4);
     const slab = quantized ? nativeSlabScratch(fmt, M, K, groups) : null;
     const input: RoutedSource = { kind: "input", index: 0 };

@@ -8,7 +8,7 @@ import type { Arr, Builder, Val } from "@poot/kernel-dsl";
 import { ACT_SUM, f16At, hsum, spread, zeroF, zeroI, type FastParts } from "./gemv-int8.js";
 
 /** Lanes 0–15. */
-const L = Array.from({ length: 16 }, (_, l) => l);
+export const L = Array.from({ length: 16 }, (_, l) => l);
 
 /**
  * The eight 6-bit scales (lanes 0–7) and mins (lanes 8–15) of a Q4_K/Q5_K block's 12 scale bytes at `sc`
@@ -17,7 +17,7 @@ const L = Array.from({ length: 16 }, (_, l) => l);
  * `(P >> s) & m | (Q >> 2) & 0x30`: for j < 4 `sc = b[j] & 63`, `mn = b[j + 4] & 63`; for j ≥ 4
  * `sc = b[j + 4] & 15 | (b[j − 4] >> 6) << 4`, `mn = b[j + 4] >> 4 | (b[j] >> 6) << 4`.
  */
-function scalesMins(b: Builder, W: Arr<"u8">, sc: Val<"u32">): Val<"vec16<u32>"> {
+export function scalesMins(b: Builder, W: Arr<"u8">, sc: Val<"u32">): Val<"vec16<u32>"> {
   const v = b.let_(W.atVec(sc, "vec16<u32>"), "scv");
   const perm = (idx: readonly number[]): Val<"vec16<u32>"> => b.vec("vec16<u32>", ...idx.map((i) => v.lane(i)));
   const consts = (xs: readonly number[]): Val<"vec16<u32>"> => b.vec("vec16<u32>", ...xs.map((x) => b.u32(x)));
@@ -49,12 +49,17 @@ function bsums(b: Builder, p: FastParts, m: Val<"u32">, nb: Val<"u32">, blk: Val
 }
 
 /** A vec16<u32> of the constants `f(l)` per lane l. */
-function laneConsts(b: Builder, f: (l: number) => number): Val<"vec16<u32>"> {
+export function laneConsts(b: Builder, f: (l: number) => number): Val<"vec16<u32>"> {
   return b.vec("vec16<u32>", ...L.map((l) => b.u32(f(l))));
 }
 
 /** Dword `idx(l)` of the 32 in `lo` (0–15) and `hi` (16–31) per lane l (a two-source permutation: `vpermt2d`). */
-function gather32(b: Builder, lo: Val<"vec16<u32>">, hi: Val<"vec16<u32>">, idx: (l: number) => number) {
+export function gather32(
+  b: Builder,
+  lo: Val<"vec16<u32>">,
+  hi: Val<"vec16<u32>">,
+  idx: (l: number) => number,
+): Val<"vec16<u32>"> {
   return b.vec(
     "vec16<u32>",
     ...L.map((l) => {
@@ -62,6 +67,77 @@ function gather32(b: Builder, lo: Val<"vec16<u32>">, hi: Val<"vec16<u32>">, idx:
       return i < 16 ? lo.lane(i) : hi.lane(i - 16);
     }),
   );
+}
+
+/** The per-lane nibble shifts of {@link q4Chunks}: lane l's elements are high nibbles iff (l >> 1) is odd. */
+export function q4Shifts(b: Builder): Val<"vec16<u32>"> {
+  return b.let_(
+    laneConsts(b, (l) => 4 * ((l >> 1) & 1)),
+    "nsh",
+  );
+}
+
+/**
+ * The 4-bit q of the Q4_K block at byte `base` of W in the quantizer's q8_k order (decision 2403): chunk c's lane l
+ * holds the nibbles of elements 16l + 4c … + 3 as bytes, from byte 32 (l >> 2) + 16 (l & 1) + 4c of the 128 (a
+ * `vpermt2d` of the two 64-byte loads, a shift by `shifts` and a mask); `chunks` picks which.
+ */
+export function q4Chunks(
+  b: Builder,
+  W: Arr<"u8">,
+  base: Val<"u32">,
+  shifts: Val<"vec16<u32>">,
+  chunks: readonly number[] = [0, 1, 2, 3],
+): Val<"vec16<u32>">[] {
+  const lo = b.let_(W.at64x8(base.add(16)), "qa");
+  const hi = b.let_(W.at64x8(base.add(80)), "qb");
+  return chunks.map((c) =>
+    b.let_(
+      gather32(b, lo, hi, (l) => 8 * (l >> 2) + 4 * (l & 1) + c)
+        .shr(shifts)
+        .and(0x0f0f0f0f),
+      "nb16",
+    ),
+  );
+}
+
+/** The per-lane shifts of {@link q6Chunks}: `ql`'s (0 or 4) and `qh`'s (0, 2, 4 or 6). */
+export function q6Shifts(b: Builder): { readonly ql: Val<"vec16<u32>">; readonly qh: Val<"vec16<u32>"> } {
+  return {
+    ql: b.let_(
+      laneConsts(b, (l) => 4 * ((l >> 2) & 1)),
+      "lsh",
+    ),
+    qh: b.let_(
+      laneConsts(b, (l) => 2 * ((l >> 1) & 3)),
+      "hsh",
+    ),
+  };
+}
+
+/**
+ * The 6-bit q of the Q6_K block at byte `base` of W in the quantizer's q8_k order (decision 2403): chunk c's lane l
+ * holds elements 16l + 4c … + 3 (half l >> 3): `ql` byte 64 (l >> 3) + 16 (l & 3) + 4c, its high nibble iff (l >> 2)
+ * is odd, or-ed with `qh` byte 32 (l >> 3) + 16 (l & 1) + 4c's bits 2 ((l >> 1) & 3) and up, moved to bits 4–5;
+ * `chunks` picks which.
+ */
+export function q6Chunks(
+  b: Builder,
+  W: Arr<"u8">,
+  base: Val<"u32">,
+  sh: ReturnType<typeof q6Shifts>,
+  chunks: readonly number[] = [0, 1, 2, 3],
+): Val<"vec16<u32>">[] {
+  const ql0 = b.let_(W.at64x8(base), "ql0");
+  const ql1 = b.let_(W.at64x8(base.add(64)), "ql1");
+  const qh = b.let_(W.at64x8(base.add(128)), "qh");
+  return chunks.map((c) => {
+    const lo = gather32(b, ql0, ql1, (l) => 16 * (l >> 3) + 4 * (l & 3) + c)
+      .shr(sh.ql)
+      .and(0x0f0f0f0f);
+    const hb = gather32(b, qh, qh, (l) => 8 * (l >> 3) + 4 * (l & 1) + c);
+    return b.let_(lo.or(hb.shr(sh.qh).and(0x03030303).shl(4)), "q6");
+  });
 }
 
 /**
@@ -98,11 +174,7 @@ export function fastQ4_KLoop(b: Builder, p: FastParts): void {
   const { let_, var_, for_, u32 } = b;
   const nb = let_(p.K.div(256), "nb");
   const sums = p.accs.map((r) => r.map(() => var_(zeroF(b, 16), "fs")));
-  // Element 16l + 4c + i is in byte 32 (l >> 2) + 16 (l & 1) + 4c + i of the 128, high nibble iff (l >> 1) is odd.
-  const shifts = let_(
-    laneConsts(b, (l) => 4 * ((l >> 1) & 1)),
-    "nsh",
-  );
+  const shifts = q4Shifts(b);
   for_(
     u32(0),
     nb,
@@ -125,16 +197,7 @@ export function fastQ4_KLoop(b: Builder, p: FastParts): void {
           sm,
           L.map((l) => l >> 1),
         );
-        const lo = let_(W.at64x8(base.add(16)), "qa");
-        const hi = let_(W.at64x8(base.add(80)), "qb");
-        const nib = [0, 1, 2, 3].map((c) =>
-          let_(
-            gather32(b, lo, hi, (l) => 8 * (l >> 2) + 4 * (l & 1) + c)
-              .shr(shifts)
-              .and(0x0f0f0f0f),
-            "nb16",
-          ),
-        );
+        const nib = q4Chunks(b, W, base, shifts);
         return { d: let_(spread(b, "vec16<f32>", 16, dd.lane(0)), "d"), negMin, sc, nib };
       });
       p.rows.forEach((m, j) => {
@@ -172,16 +235,7 @@ export function fastQ6_KLoop(b: Builder, p: FastParts): void {
   const { let_, var_, for_, u32 } = b;
   const nb = let_(p.K.div(256), "nb");
   const sums = p.accs.map((r) => r.map(() => var_(zeroF(b, 16), "fs")));
-  // Element 16l + 4c + i (half l >> 3): ql byte 64 (l >> 3) + 16 (l & 3) + 4c + i, its high nibble iff (l >> 2) is
-  // odd; qh byte 32 (l >> 3) + 16 (l & 1) + 4c + i, bits 2 ((l >> 1) & 3) and up.
-  const qlShift = let_(
-    laneConsts(b, (l) => 4 * ((l >> 2) & 1)),
-    "lsh",
-  );
-  const qhShift = let_(
-    laneConsts(b, (l) => 2 * ((l >> 1) & 3)),
-    "hsh",
-  );
+  const sh = q6Shifts(b);
   for_(
     u32(0),
     nb,
@@ -191,16 +245,7 @@ export function fastQ6_KLoop(b: Builder, p: FastParts): void {
         const base = let_(n.mul(nb).add(blk).mul(210), "base");
         const d = let_(spread(b, "vec16<f32>", 16, f16At(b, W, base.add(208), 14)), "d");
         const sc = let_(W.atVec(base.add(192), "vec16<i32>"), "sc");
-        const ql0 = let_(W.at64x8(base), "ql0");
-        const ql1 = let_(W.at64x8(base.add(64)), "ql1");
-        const qh = let_(W.at64x8(base.add(128)), "qh");
-        const q6 = [0, 1, 2, 3].map((c) => {
-          const lo = gather32(b, ql0, ql1, (l) => 16 * (l >> 3) + 4 * (l & 3) + c)
-            .shr(qlShift)
-            .and(0x0f0f0f0f);
-          const hb = gather32(b, qh, qh, (l) => 8 * (l >> 3) + 4 * (l & 1) + c);
-          return let_(lo.or(hb.shr(qhShift).and(0x03030303).shl(4)), "q6");
-        });
+        const q6 = q6Chunks(b, W, base, sh);
         return { d, sc, q6 };
       });
       p.rows.forEach((m, j) => {

@@ -5,6 +5,7 @@
 
 import type { Arr, Builder, Val } from "@poot/kernel-dsl";
 import { f16At, spread, zeroF, zeroI, type FastCol, type FastParts } from "./gemv-int8.js";
+import { fastQ4_KSlabLoop, fastQ6_KSlabLoop, KSLAB_BLOCK, q4kSlabRepack, q6kSlabRepack } from "./gemv-int8-kslab.js";
 
 /** Weight rows (lanes) of a slab: one vec16 lane per weight row (all heads counted). */
 export const SLAB_COLS = 16;
@@ -12,19 +13,31 @@ export const SLAB_COLS = 16;
 const SLAB_BLOCK = 64 + 8 * 64;
 
 /**
- * The register tile of the slab GEMM, and from which M a `fast` Q8_0 GEMM takes it (decision 2390): below `minM`
- * the copy into the slab costs more than it saves (the 2340 / 2380 tiles run there).
+ * The register tile of the slab GEMMs, and from which M a `fast` GEMM takes them (decisions 2390, 2430): below
+ * `minM` the copy into the slab costs more than it saves (the 2340 / 2380 / 2403 tiles run there).
  */
 export const SLAB_TILE = { rows: 8, minM: 16 } as const;
 
-/** The slab bytes of one workgroup of a `fast` Q8_0 GEMM with rows K long. */
-export function slabBytes(K: number): number {
-  return (K / 32) * SLAB_BLOCK;
+/**
+ * A format's slab GEMM (decisions 2390, 2430): its slab bytes per `elems` of K, the copy of 16 weight rows into the
+ * workgroup's slab (written as words at word `at`) and the loop of x rows against it (read as bytes at byte `at`).
+ */
+export interface SlabKernels {
+  readonly elems: number;
+  readonly bytes: number;
+  readonly repack: (b: Builder, cols: readonly FastCol[], t: Arr<"u32">, at: Val<"u32">, K: Val<"u32">) => void;
+  readonly loop: (b: Builder, p: FastParts, tb: Arr<"u8">, at: Val<"u32">) => void;
 }
 
-/** Whether the `fast` GEMVs of `format` take slab buffers (t, tb, after y): Q8_0's. */
+/** The slab bytes of one workgroup of a `fast` GEMM of `format` (one with a slab) with rows K long. */
+export function slabBytes(format: string, K: number): number {
+  const s = SLABS[format]!;
+  return (K / s.elems) * s.bytes;
+}
+
+/** Whether the `fast` GEMVs of `format` take slab buffers (t, tb, after y): Q8_0's (2390), Q4_K's and Q6_K's (2430). */
 export function hasSlab(format: string): boolean {
-  return format === "q8_0";
+  return SLABS[format] !== undefined;
 }
 
 /**
@@ -33,7 +46,7 @@ export function hasSlab(format: string): boolean {
  */
 export function nativeSlabScratch(format: string, M: number, K: number, groups: number): number | null {
   if (!hasSlab(format)) return null;
-  return M >= SLAB_TILE.minM ? groups * slabBytes(K) : 0;
+  return M >= SLAB_TILE.minM ? groups * slabBytes(format, K) : 0;
 }
 
 /**
@@ -100,3 +113,10 @@ export function fastQ8_0SlabLoop(b: Builder, p: FastParts, tb: Arr<"u8">, at: Va
     r.forEach((acc, c) => acc.set(v.lane(c)));
   });
 }
+
+/** The slab GEMM of each format that has one (decisions 2390, 2430). */
+export const SLABS: Readonly<Record<string, SlabKernels>> = {
+  q8_0: { elems: 32, bytes: SLAB_BLOCK, repack: slabRepack, loop: fastQ8_0SlabLoop },
+  q4_k: { elems: 256, bytes: KSLAB_BLOCK.q4_k, repack: q4kSlabRepack, loop: fastQ4_KSlabLoop },
+  q6_k: { elems: 256, bytes: KSLAB_BLOCK.q6_k, repack: q6kSlabRepack, loop: fastQ6_KSlabLoop },
+};

@@ -17,7 +17,7 @@ import {
   type FastParts,
 } from "./gemv-int8.js";
 import { fastQ4_KLoop, fastQ6_KLoop } from "./gemv-int8-k.js";
-import { fastQ8_0SlabLoop, hasSlab, SLAB_COLS, SLAB_TILE, slabBytes, slabRepack } from "./gemv-int8-slab.js";
+import { hasSlab, SLAB_COLS, SLAB_TILE, SLABS } from "./gemv-int8-slab.js";
 
 export type { NativeLanes } from "./gemv-dense.js";
 
@@ -171,9 +171,10 @@ export function nativeGemvKernel(
     const Ws = Array.from({ length: heads }, (_, h) => b.buffer(h === 0 ? "W" : `W${h}`, elem, "read")) as Arr[];
     const r = epilogue === "add" ? (b.buffer("r", "f32", "read") as Arr<"f32">) : undefined;
     const y = b.buffer("y", "f32", "write") as Arr<"f32">;
-    // `fast` Q8_0: the workgroup's slab of interleaved weight rows (decision 2390), written as words, read as bytes;
-    // not "fastx", which decode's single x row takes (decision 2410).
+    // `fast` Q8_0, Q4_K, Q6_K: the workgroup's slab of interleaved weight rows (decisions 2390, 2430), written as
+    // words, read as bytes; not "fastx", which decode's single x row takes (decision 2410).
     const slab = !quantizes && fastLoop !== undefined && hasSlab((weights as PackedFormat).name);
+    const slabK = slab ? SLABS[(weights as PackedFormat).name]! : undefined;
     const t = slab ? (b.buffer("t", "u32", "write") as Arr<"u32">) : undefined;
     const tb = slab ? (b.buffer("tb", "u8", "read") as Arr<"u8">) : undefined;
     const [M, N, K, R] = NATIVE_GEMV_UNIFORMS.map((u) => b.uniform(u, "u32")) as [Val<"u32">, ...Val<"u32">[]];
@@ -210,7 +211,7 @@ export function nativeGemvKernel(
       if (fastLoop !== undefined && xq !== undefined) {
         const rows = xRow.map((_, j) => let_(slot === undefined ? m.add(j) : slot.add(m).add(j), `mr${j}`));
         const fc = ns.flatMap((ni) => Ws.map((W) => ({ W: W as unknown as Arr<"u8">, n: ni })));
-        if (slabAt !== undefined) fastQ8_0SlabLoop(b, { ...xq, cols: fc, rows, accs, K: K! }, tb!, slabAt);
+        if (slabAt !== undefined) slabK!.loop(b, { ...xq, cols: fc, rows, accs, K: K! }, tb!, slabAt);
         else fastLoop(b, { ...xq, cols: fc, rows, accs, K: K! });
       } else if (packed) {
         const nb = let_(K!.div(weights.blockSize), "nb");
@@ -245,10 +246,10 @@ export function nativeGemvKernel(
         for_(nc, n1, 1, (n) => columns(n, 1), "n");
       }
     };
-    /** `fast` Q8_0 at M >= the slab's minM: rows [n0, n1) of W 16 at a time through the workgroup's slab (2390). */
+    /** `fast` at M >= the slab's minM: rows [n0, n1) of W 16 at a time through the workgroup's slab (2390, 2430). */
     const slabWalk = (): void => {
       const sc = SLAB_COLS / heads;
-      const words = let_(K!.div(32).mul(slabBytes(32) / 4), "sw");
+      const words = let_(K!.div(slabK!.elems).mul(slabK!.bytes / 4), "sw");
       const at = let_(wid.x.mul(words), "sat");
       const M8 = let_(M.sub(M.rem(SLAB_TILE.rows)), "m8");
       const nc = let_(n1.sub(n1.sub(n0).rem(sc)), "nc");
@@ -259,7 +260,7 @@ export function nativeGemvKernel(
         (n) => {
           const ns = Array.from({ length: sc }, (_, i) => (i === 0 ? n : let_(n.add(i), `n${i}`)));
           const fc = ns.flatMap((ni) => Ws.map((W) => ({ W: W as unknown as Arr<"u8">, n: ni })));
-          slabRepack(b, fc, t!, at, K!);
+          slabK!.repack(b, fc, t!, at, K!);
           const atB = let_(at.mul(4), "sab");
           for_(u32(0), M8, SLAB_TILE.rows, (m) => pass(n, sc, m, SLAB_TILE.rows, atB), "mb");
           for_(M8, M, 1, (m) => pass(n, sc, m, 1, atB), "m");
