@@ -9,7 +9,7 @@ import { kernel } from "@poot/kernel-dsl";
 import type { Arr, Builder, Val, Var } from "@poot/kernel-dsl";
 import { isPacked, numel } from "@poot/graph-ir";
 import type { PackedFormat, ScalarDType } from "@poot/graph-ir";
-import type { Access, Region, RegionArg } from "@poot/graph-plan";
+import type { Access, Region } from "@poot/graph-plan";
 import { grid2d } from "../caps.js";
 import type { SynthCaps, SynthKernel } from "../caps.js";
 import { blockDecoder } from "../synth/decode.js";
@@ -17,7 +17,7 @@ import { simdDot } from "./contraction-cpu.js";
 import { packedSplitLoop } from "../synth/dequant.js";
 import { laneGroupSum, vecUnroll, vecWordLoop } from "../synth/gemv.js";
 import { delinearize, elemForDType, loadAccess, storeAccess } from "./access.js";
-import { RegionEmitter } from "./region-emit.js";
+import { RegionEmitter, storeWindow } from "./region-emit.js";
 import type { Coords } from "./region-emit.js";
 import type { BlockGemv } from "./block-gemv.js";
 import { blockGemv } from "./block-gemv.js";
@@ -219,21 +219,8 @@ export function emitBlockEpilogue(
               storeAccess(b, out, output, c, em.at(epilogue.result, c));
               return;
             }
-            // Window write: out[start + c] = update[c]; the rest of the (aliased) output already holds the cache.
-            const starts = c.map((_, d) => {
-              const v = em.arg(update.args[d + 2] as RegionArg, []) as Val<"i32">;
-              return let_(
-                b.min(b.max(v, b.i32(0)), b.i32(Math.max(0, (output.shape[d] as number) - (space[d] as number)))).u32(),
-                "start",
-              );
-            });
-            storeAccess(
-              b,
-              out,
-              output,
-              c.map((v, d) => v.add(starts[d] as Val<"u32">)),
-              em.arg(update.args[1] as RegionArg, c),
-            );
+            // Window write; the rest of the (aliased) output already holds the cache.
+            storeWindow(em, b, out, output, update, space, c);
           }),
         );
       });

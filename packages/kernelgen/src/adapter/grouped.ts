@@ -13,7 +13,8 @@ import { elemForDType } from "./access.js";
 import { blockElem, emitBlockGemv } from "./block-contraction.js";
 import { blockGemv, blockSharedBytes, type BlockGemv } from "./block-gemv.js";
 import { contractionSource } from "./region-contraction.js";
-import { emitRegionElement, regionSpace } from "./region-kernels.js";
+import { emitRegionElement } from "./region-kernels.js";
+import { regionSpace } from "./region-space.js";
 
 const SYNTH = "groupedContraction";
 

@@ -1,15 +1,16 @@
 // Emits graph-plan regions (fused expression DAGs of primitive nodes, views and Rope) as kernel IR, evaluating a
 // node at symbolic output coordinates: pointwise ops broadcast, views remap coordinates, reductions are cached rows.
 
-import type { Builder, Val } from "@poot/kernel-dsl";
+import type { Arr, Builder, Val } from "@poot/kernel-dsl";
 import { roundToBf16, roundToF16 } from "@poot/graph-ir";
 import type { ScalarDType } from "@poot/graph-ir";
-import type { Region, RegionArg, RegionNode } from "@poot/graph-plan";
+import type { Access, Region, RegionArg, RegionNode } from "@poot/graph-plan";
 import { KernelgenError } from "../errors.js";
 import { emitNodes, exprTypeOf, typeNodes } from "../synth/expr.js";
 import { emitInlineReduce } from "./region-reduce.js";
 import type { ExprNode, ExprType } from "../synth/expr.js";
-import { contiguousStrides } from "../synth/index-math.js";
+import { clampIndex, contiguousStrides } from "../synth/index-math.js";
+import { storeAccess } from "./access.js";
 
 /** Symbolic coordinates (u32 per axis). */
 export type Coords = readonly Val<"u32">[];
@@ -323,6 +324,30 @@ function zero(b: Builder, t: ExprType): AnyVal {
 
 /** A runtime start (an i32 scalar argument) clamped into [0, hi], as u32. */
 function startAt(e: RegionEmitter, b: Builder, a: RegionArg, hi: number): Val<"u32"> {
-  const v = e.arg(a, []) as Val<"i32">;
-  return b.let_(b.min(b.max(v, b.i32(0)), b.i32(Math.max(0, hi))).u32(), "start");
+  return clampIndex(b, e.arg(a, []) as Val<"i32">, Math.max(0, hi), "start");
+}
+
+/**
+ * Stores element `c` of the window `space` of DynamicUpdateSlice node `dus` in place: `out[start + c] = update[c]`,
+ * each start clamped to `output.shape − space` (as graph-ir does); the rest of the aliased output is left as it is.
+ */
+export function storeWindow(
+  em: RegionEmitter,
+  b: Builder,
+  out: Arr,
+  output: Access,
+  dus: RegionNode,
+  space: readonly number[],
+  c: Coords,
+): void {
+  const starts = c.map((_, d) =>
+    startAt(em, b, dus.args[d + 2] as RegionArg, (output.shape[d] as number) - (space[d] as number)),
+  );
+  storeAccess(
+    b,
+    out,
+    output,
+    c.map((x, d) => x.add(starts[d] as Val<"u32">)),
+    em.arg(dus.args[1] as RegionArg, c),
+  );
 }

@@ -14,8 +14,10 @@ import { blockDecoder } from "../synth/decode.js";
 import { argmaxBeats, combine, workgroupArgmax, workgroupReduce } from "../synth/reduction.js";
 import { linearThread } from "../synth/index-math.js";
 import { delinearize, elemForDType, loadAccess, storeAccess } from "./access.js";
-import { RegionEmitter } from "./region-emit.js";
+import { RegionEmitter, storeWindow } from "./region-emit.js";
 import type { Coords, InputReader } from "./region-emit.js";
+import { argShape, regionSpace } from "./region-space.js";
+import type { RegionSpace } from "./region-space.js";
 
 const SYNTH = "region";
 
@@ -61,72 +63,6 @@ export function declareBuffers(
   return { bufs: own.map((x) => x ?? out), out };
 }
 
-/**
- * The in-place DynamicUpdateSlice chain a region's result ends, first write first: `dus₁(x, u₁, …)`, `dus₂(dus₁, u₂,
- * …)`, … of an input `x` aliasing the output, each intermediate read only by the next (a paged KV write, one token per
- * update), so the kernel writes only the windows. Several updates need windows of one shape spanning each axis whole
- * or by one element, so two windows meet only at the same window element (one thread writes both, in order).
- * Empty when the result is no such chain.
- */
-function inPlaceUpdates(region: Region, src: RegionSource, output: Access): readonly RegionNode[] {
-  const chain: number[] = [];
-  for (let at = region.result; ; ) {
-    const r = region.nodes[at] as RegionNode;
-    if (r.op !== "DynamicUpdateSlice") return [];
-    chain.unshift(at);
-    const x = r.args[0] as RegionArg;
-    if ("node" in x) {
-      at = x.node;
-      continue;
-    }
-    const a = "in" in x ? src.access(x.in) : undefined;
-    const same =
-      a !== undefined &&
-      a.root === output.root &&
-      a.offset === output.offset &&
-      a.strides.every((s, d) => s === output.strides[d]);
-    if (!same) return [];
-    break;
-  }
-  const links = new Set(chain);
-  // Nothing but the next write reads a chain value (the updates and starts are computed without the chain).
-  const linked = region.nodes.every((n, i) =>
-    n.args.every((a, j) => !("node" in a) || !links.has(a.node) || (j === 0 && links.has(i))),
-  );
-  const updates = chain.map((i) => region.nodes[i] as RegionNode);
-  if (!linked) return [];
-  if (updates.length === 1) return updates;
-  const win = argShape(region, src, updates[0]!.args[1] as RegionArg);
-  const apart =
-    updates.every((u) => argShape(region, src, u.args[1] as RegionArg).every((n, d) => n === win[d])) &&
-    win.every((n, d) => n === 1 || n === output.shape[d]);
-  return apart ? updates : [];
-}
-
-/** The shape of a region argument: an input's (from `src`), a node's, or a scalar constant's []. */
-function argShape(region: Region, src: RegionSource, a: RegionArg): readonly number[] {
-  if ("in" in a) return src.shapes[a.in] as readonly number[];
-  if ("node" in a) return (region.nodes[a.node] as RegionNode).shape;
-  return [];
-}
-
-/** The iteration of a region kernel: the output, or the update window of an in-place cache write. */
-export interface RegionSpace {
-  /** The in-place DynamicUpdateSlice chain the result ends, first write first, when only its windows are written. */
-  readonly updates: readonly RegionNode[];
-  /** Shape iterated, one thread per element. */
-  readonly space: readonly number[];
-  /** Elements of `space` (at least 1). */
-  readonly total: number;
-}
-
-/** The elements a region kernel iterates (one thread each). */
-export function regionSpace(region: Region, src: RegionSource, output: Access): RegionSpace {
-  const updates = inPlaceUpdates(region, src, output);
-  const space = updates.length === 0 ? output.shape : argShape(region, src, updates[0]!.args[1] as RegionArg);
-  return { updates, space, total: Math.max(1, numel(space)) };
-}
-
 /** Emits element `e` (< total) of a region kernel: the output element, or the update element written in place. */
 export function emitRegionElement(
   b: Builder,
@@ -145,23 +81,8 @@ export function emitRegionElement(
     storeAccess(b, out, output, c, em.at(region.result, c));
     return;
   }
-  // Window writes, in order: out[start + c] = update[c]; everything else already holds x (same buffer).
-  for (const dus of updates) {
-    const starts = c.map((_, d) => {
-      const v = em.arg(dus.args[d + 2] as RegionArg, []) as Val<"i32">;
-      return b.let_(
-        b.min(b.max(v, b.i32(0)), b.i32(Math.max(0, (output.shape[d] as number) - (space[d] as number)))).u32(),
-        "start",
-      );
-    });
-    storeAccess(
-      b,
-      out,
-      output,
-      c.map((x, d) => x.add(starts[d] as Val<"u32">)),
-      em.arg(dus.args[1] as RegionArg, c),
-    );
-  }
+  // Window writes, in order; everything else already holds x (same buffer).
+  for (const dus of updates) storeWindow(em, b, out, output, dus, space, c);
 }
 
 /** One thread per output element (or per update element for an in-place cache write). Buffers: the source's, then out. */

@@ -15,7 +15,10 @@ const Q4K_HEAD = 2 * 64 + 16 * 64;
 /** Q6_K slab block: d (f32 × 16), 16 scale vectors (i32 × 16), then the q. */
 const Q6K_HEAD = 64 + 16 * 64;
 /** Slab bytes per block of 256 of Q4_K (5248) and Q6_K (5184). */
-export const KSLAB_BLOCK = { q4_k: Q4K_HEAD + Q_BYTES, q6_k: Q6K_HEAD + Q_BYTES } as const;
+export const KSLAB_BLOCK = {
+  q4_k: Q4K_HEAD + Q_BYTES,
+  q6_k: Q6K_HEAD + Q_BYTES,
+} as const;
 
 /**
  * The transpose of 16 vectors of 16 dwords (`vs[r]` lane l → result l's lane r): four butterfly stages, stage i
@@ -125,6 +128,7 @@ function xBlock(b: Builder, m: Val<"u32">, nb: Val<"u32">, blk: Val<"u32">): { b
   const bi = b.let_(m.mul(nb).add(blk), "bi");
   return { bi, x0: b.let_(bi.mul(256), "xo") };
 }
+type XBlock = ReturnType<typeof xBlock>;
 
 /**
  * The integer sums of the x rows against the slab's vectors at bytes `qAt + 64 j` for j in `js` (x's dword j of 16
@@ -137,7 +141,7 @@ function slabDots(
   tb: Arr<"u8">,
   qAt: Val<"u32">,
   jAt: Val<"u32">,
-  xs: readonly { x0: Val<"u32"> }[],
+  xs: readonly XBlock[],
   js: readonly number[],
   init: (r: number) => Val<"vec16<i32>">,
 ): Val<"vec16<i32>">[] {
@@ -164,12 +168,32 @@ function finish(b: Builder, p: FastParts, sums: readonly Var<"vec16<f32>">[]): v
 }
 
 /**
- * The rows `p.rows` of x (q8_k, lane order) against the Q4_K slab at byte `at` of `tb`: per block and sub-block s,
- * its 8 weight vectors (x dwords 16k + 2s + i) loaded once, 8 `vpdpbusd` per x row chained into the sub-block's sum,
- * times the per-lane scale (`vpmulld`) into the block's integer sum; the mins as Σₛ mₛ · (bsum₂ₛ + bsum₂ₛ₊₁) per lane
- * in integers; then `(isum · d + mins · (−dmin)) · dx` in f32 for all 16 weight rows (llama.cpp's arithmetic).
+ * A k-quant format's part of {@link slabBlocks}: slab bytes per block, bytes of its head (d, scales, mins) before the
+ * q, the byte of sub-block 0's per-lane scale vector (64 bytes each), sub-blocks per block and their loop's name;
+ * `dots` gives sub-block `s`'s integer sums per x row (before its scale), `end` adds each x row's block (integer total
+ * `tot[r]`, the slab block at byte `o`) into its f32 sums.
  */
-export function fastQ4_KSlabLoop(b: Builder, p: FastParts, tb: Arr<"u8">, at: Val<"u32">): void {
+interface SlabFormat {
+  readonly bytes: number;
+  readonly head: number;
+  readonly scales: number;
+  readonly subBlocks: number;
+  readonly loop: string;
+  dots(s: Val<"u32">, qAt: Val<"u32">, xs: readonly XBlock[]): Val<"vec16<i32>">[];
+  end(
+    o: Val<"u32">,
+    xs: readonly XBlock[],
+    tot: readonly Var<"vec16<i32>">[],
+    sums: readonly Var<"vec16<f32>">[],
+  ): void;
+}
+
+/**
+ * The walk both k-quant slab loops share: per block of 256, the slab block at `at + blk · bytes` of `tb` and each x
+ * row's block; per sub-block, the format's dots times the sub-block's per-lane scale (`vpmulld`) into each x row's
+ * integer total; then the format's epilogue into the f32 sums, stored into the accumulators at the end.
+ */
+function slabBlocks(b: Builder, p: FastParts, tb: Arr<"u8">, at: Val<"u32">, f: SlabFormat): void {
   const { let_, var_, for_, u32 } = b;
   const nb = let_(p.K.div(256), "nb");
   const sums = p.rows.map(() => var_(zeroF(b, 16), "fs"));
@@ -178,23 +202,50 @@ export function fastQ4_KSlabLoop(b: Builder, p: FastParts, tb: Arr<"u8">, at: Va
     nb,
     1,
     (blk) => {
-      const o = let_(at.add(blk.mul(KSLAB_BLOCK.q4_k)), "so");
-      const qAt = let_(o.add(Q4K_HEAD), "sq");
+      const o = let_(at.add(blk.mul(f.bytes)), "so");
+      const qAt = let_(o.add(f.head), "sq");
       const xs = p.rows.map((m) => xBlock(b, m, nb, blk));
-      // Sub-block s: x dwords 16k + 2s + i (k < 4, i < 2), a loop (its body is 8 rows × 8 `vpdpbusd`).
       const tot = xs.map(() => var_(zeroI(b, 16), "tot"));
       for_(
         u32(0),
-        u32(8),
+        u32(f.subBlocks),
         1,
         (s) => {
-          const js = [0, 1, 2, 3].flatMap((k) => [16 * k, 16 * k + 1]);
-          const is = slabDots(b, p, tb, qAt, s.mul(8), xs, js, () => zeroI(b, 16));
-          const sc = let_(tb.at64x8(o.add(128).add(s.mul(64))).bitcast("vec16<i32>"), "ssc");
+          const is = f.dots(s, qAt, xs);
+          const sc = let_(tb.at64x8(o.add(f.scales).add(s.mul(64))).bitcast("vec16<i32>"), "ssc");
           is.forEach((v, r) => tot[r]!.set(tot[r]!.add(v.mul(sc))));
         },
-        "sb",
+        f.loop,
       );
+      f.end(o, xs, tot, sums);
+    },
+    "blk",
+  );
+  finish(b, p, sums);
+}
+
+/** Q4_K sub-block s's x dwords, from dword 2s: 16k + i (k < 4, i < 2). */
+const Q4K_DWORDS = [0, 1, 2, 3].flatMap((k) => [16 * k, 16 * k + 1]);
+/** Q6_K sub-block g's x dwords, from dword g: 16k (k < 4). */
+const Q6K_DWORDS = [0, 16, 32, 48];
+
+/**
+ * The rows `p.rows` of x (q8_k, lane order) against the Q4_K slab at byte `at` of `tb`: per block and sub-block s,
+ * its 8 weight vectors (x dwords 16k + 2s + i) loaded once, 8 `vpdpbusd` per x row chained into the sub-block's sum,
+ * times the per-lane scale (`vpmulld`) into the block's integer sum; the mins as Σₛ mₛ · (bsum₂ₛ + bsum₂ₛ₊₁) per lane
+ * in integers; then `(isum · d + mins · (−dmin)) · dx` in f32 for all 16 weight rows (llama.cpp's arithmetic).
+ */
+export function fastQ4_KSlabLoop(b: Builder, p: FastParts, tb: Arr<"u8">, at: Val<"u32">): void {
+  const { let_ } = b;
+  slabBlocks(b, p, tb, at, {
+    bytes: KSLAB_BLOCK.q4_k,
+    head: Q4K_HEAD,
+    scales: 128,
+    // A loop over the sub-blocks (its body is 8 rows × 8 `vpdpbusd`).
+    subBlocks: 8,
+    loop: "sb",
+    dots: (s, qAt, xs) => slabDots(b, p, tb, qAt, s.mul(8), xs, Q4K_DWORDS, () => zeroI(b, 16)),
+    end: (o, xs, tot, sums) => {
       const d = let_(tb.at64x8(o).bitcast("vec16<f32>"), "sd");
       const negMin = let_(tb.at64x8(o.add(64)).bitcast("vec16<f32>"), "smn");
       xs.forEach(({ bi }, r) => {
@@ -213,9 +264,7 @@ export function fastQ4_KSlabLoop(b: Builder, p: FastParts, tb: Arr<"u8">, at: Va
         sums[r]!.set(b.fma(t, dx, sums[r]!));
       });
     },
-    "blk",
-  );
-  finish(b, p, sums);
+  });
 }
 
 /**
@@ -225,40 +274,24 @@ export function fastQ4_KSlabLoop(b: Builder, p: FastParts, tb: Arr<"u8">, at: Va
  * `isum · (d · dx)` in f32 for all 16 weight rows.
  */
 export function fastQ6_KSlabLoop(b: Builder, p: FastParts, tb: Arr<"u8">, at: Val<"u32">): void {
-  const { let_, var_, for_, u32 } = b;
-  const nb = let_(p.K.div(256), "nb");
-  const sums = p.rows.map(() => var_(zeroF(b, 16), "fs"));
-  for_(
-    u32(0),
-    nb,
-    1,
-    (blk) => {
-      const o = let_(at.add(blk.mul(KSLAB_BLOCK.q6_k)), "so");
-      const qAt = let_(o.add(Q6K_HEAD), "sq");
-      const xs = p.rows.map((m) => xBlock(b, m, nb, blk));
-      // Sub-block g: x dwords 16k + g (k < 4), a loop (its body is 8 rows × 4 `vpdpbusd`).
-      const tot = xs.map(() => var_(zeroI(b, 16), "tot"));
-      for_(
-        u32(0),
-        u32(16),
-        1,
-        (g) => {
-          const js = [0, 16, 32, 48];
-          const init = (r: number): Val<"vec16<i32>"> =>
-            spread(b, "vec16<i32>", 16, p.s.at(xs[r]!.bi.mul(16).add(g)).mul(-32));
-          const is = slabDots(b, p, tb, qAt, g.mul(4), xs, js, init);
-          const sc = let_(tb.at64x8(o.add(64).add(g.mul(64))).bitcast("vec16<i32>"), "ssc");
-          is.forEach((v, r) => tot[r]!.set(tot[r]!.add(v.mul(sc))));
-        },
-        "sg",
-      );
-      const d = let_(tb.at64x8(o).bitcast("vec16<f32>"), "sd");
+  slabBlocks(b, p, tb, at, {
+    bytes: KSLAB_BLOCK.q6_k,
+    head: Q6K_HEAD,
+    scales: 64,
+    // A loop over the sub-blocks (its body is 8 rows × 4 `vpdpbusd`).
+    subBlocks: 16,
+    loop: "sg",
+    dots: (g, qAt, xs) => {
+      const init = (r: number): Val<"vec16<i32>"> =>
+        spread(b, "vec16<i32>", 16, p.s.at(xs[r]!.bi.mul(16).add(g)).mul(-32));
+      return slabDots(b, p, tb, qAt, g.mul(4), xs, Q6K_DWORDS, init);
+    },
+    end: (o, xs, tot, sums) => {
+      const d = b.let_(tb.at64x8(o).bitcast("vec16<f32>"), "sd");
       xs.forEach(({ bi }, r) => {
         const dx = spread(b, "vec16<f32>", 16, p.d.at(bi));
-        sums[r]!.set(b.fma(let_(tot[r]!, "isum").cast("vec16<f32>"), d.mul(dx), sums[r]!));
+        sums[r]!.set(b.fma(b.let_(tot[r]!, "isum").cast("vec16<f32>"), d.mul(dx), sums[r]!));
       });
     },
-    "blk",
-  );
-  finish(b, p, sums);
+  });
 }

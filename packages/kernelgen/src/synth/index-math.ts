@@ -15,6 +15,11 @@ export function contiguousStrides(shape: readonly number[]): number[] {
   return s;
 }
 
+/** Clamps an i32 start or index `v` into [0, hi] (hi ≥ 0) as a u32 named `name`, as XLA and graph-ir do. */
+export function clampIndex(b: Builder, v: Val<"i32">, hi: number, name: string): Val<"u32"> {
+  return b.let_(b.min(b.max(v, b.i32(0)), b.i32(hi)).u32(), name);
+}
+
 /** Strides of `inShape` (row-major) broadcast to `outShape` by numpy rules (0 on broadcast axes). */
 export function broadcastStrides(
   synth: string,

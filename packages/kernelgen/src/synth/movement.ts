@@ -10,7 +10,8 @@ import type { SynthCaps, SynthKernel } from "../caps.js";
 import { KernelgenError } from "../errors.js";
 import { byteOf } from "./decode.js";
 import type { ExprType } from "./expr.js";
-import { broadcastStrides, contiguousStrides, linearThread } from "./index-math.js";
+import { broadcastStrides, clampIndex, contiguousStrides, linearThread } from "./index-math.js";
+import { rowGather } from "./row-gather.js";
 import { checkDType, elemOf, valueTypeOf } from "./storage.js";
 import type { StorageDType } from "./storage.js";
 
@@ -70,11 +71,6 @@ function dot(b: Builder, axes: Val<"u32">[], strides: readonly number[], base: V
     if (s !== 0) acc = acc.add(s === 1 ? (axes[d] as Val<"u32">) : (axes[d] as Val<"u32">).mul(s));
   });
   return acc;
-}
-
-/** Clamps an i32 start into [0, hi] (hi ≥ 0) as u32, like XLA / graph-ir. */
-function clampStart(b: Builder, v: Val<"i32">, hi: number): Val<"u32"> {
-  return b.let_(b.min(b.max(v, b.i32(0)), b.i32(hi)).u32(), "st");
 }
 
 function plan(shape: readonly number[], op: MovementOp): Plan {
@@ -184,7 +180,7 @@ function plan(shape: readonly number[], op: MovementOp): Plan {
         outShape,
         (b, axes, idx) => {
           const which = dot(b, axes.slice(ax, ax + q), idxStrides);
-          const id = clampStart(b, (idx.get("indices") as Arr<"i32">).at(which), (shape[ax] as number) - 1);
+          const id = clampIndex(b, (idx.get("indices") as Arr<"i32">).at(which), (shape[ax] as number) - 1, "st");
           const pre = dot(b, axes.slice(0, ax), st.slice(0, ax));
           const post = dot(b, axes.slice(ax + q), st.slice(ax + 1));
           return pre.add(post).add(id.mul(st[ax] as number));
@@ -199,7 +195,7 @@ function plan(shape: readonly number[], op: MovementOp): Plan {
         [...op.sizes],
         (b, axes, idx) => {
           const starts = idx.get("starts") as Arr<"i32">;
-          const s = shape.map((d, a) => clampStart(b, starts.at(a), d - (op.sizes[a] as number)));
+          const s = shape.map((d, a) => clampIndex(b, starts.at(a), d - (op.sizes[a] as number), "st"));
           return dot(
             b,
             axes.map((x, a) => x.add(s[a] as Val<"u32">)),
@@ -222,7 +218,7 @@ function plan(shape: readonly number[], op: MovementOp): Plan {
         indexBuffers: [{ name: "starts", length: r }],
         gen: (b, axes, read, idx, type) => {
           const starts = idx.get("starts") as Arr<"i32">;
-          const s = shape.map((d, a) => clampStart(b, starts.at(a), d - (u[a] as number)));
+          const s = shape.map((d, a) => clampIndex(b, starts.at(a), d - (u[a] as number), "st"));
           let inside: Val<"bool"> = b.bool(true);
           axes.forEach((x, a) => {
             inside = inside.and(x.ge(s[a] as Val<"u32">)).and(x.lt((s[a] as Val<"u32">).add(u[a] as number)));
@@ -376,45 +372,4 @@ export function synthesizeMovement(req: MovementRequest, caps: SynthCaps): Synth
     });
   });
   return { kernel: k, grid: grid2d(Math.ceil(units / wg), caps) };
-}
-
-/**
- * A gather of whole u32-word slices (packed rows of whole words) where a workgroup's threads run one after another
- * (the CPU): one thread per gathered slice copies its words in a loop, instead of one thread per word each through
- * the index math (the bind-time Q/K row gather of a GGUF llama: 89 MB per 1B model, decision 1660). Same buffers
- * (`x`, `indices`, `out`), same clamped indices, same bytes.
- */
-function rowGather(
-  name: string,
-  shape: readonly number[],
-  op: Extract<MovementOp, { op: "gather" }>,
-  caps: SynthCaps,
-): SynthKernel {
-  const r = shape.length;
-  const ax = op.axis < 0 ? op.axis + r : op.axis;
-  if (ax < 0 || ax >= r) bad(`gather axis ${op.axis}`);
-  const n = numelOf(op.indicesShape);
-  const slice = numelOf(shape.slice(ax + 1));
-  const rows = numelOf(shape.slice(0, ax)) * n;
-  const hi = (shape[ax] as number) - 1;
-  const wg = pow2Workgroup(rows, Math.min(caps.maxWorkgroup, 256));
-  // Slices of whole 16-byte units (Q8_0 / Q4_K rows of 2048 values: 544 / 288 words) move as vec4<u32> (one SIMD
-  // load and store per 16 bytes); other slices a u32 word at a time. Units are then 4 words and offsets count them.
-  const unit = caps.simdLoads === true && slice % 4 === 0 ? 4 : 1;
-  const units = slice / unit;
-  const k = kernel(name, { workgroupSize: [wg, 1, 1] }, (b) => {
-    const type = unit === 4 ? "vec4<u32>" : "u32";
-    const x = b.buffer("x", type, "read") as Arr<"u32">;
-    const indices = b.buffer("indices", "i32", "read");
-    const out = b.buffer("out", type, "write") as Arr<"u32">;
-    const e = linearThread(b, wg);
-    b.if_(e.lt(rows), () => {
-      const pre = b.let_(e.div(n), "pre");
-      const id = clampStart(b, indices.at(b.let_(e.rem(n), "which")), hi);
-      const src = b.let_(pre.mul((hi + 1) * units).add(id.mul(units)), "src");
-      const dst = b.let_(e.mul(units), "dst");
-      b.for_(b.u32(0), units, 1, (j) => out.set(dst.add(j), x.at(src.add(j))), "w");
-    });
-  });
-  return { kernel: k, grid: grid2d(Math.ceil(rows / wg), caps) };
 }
