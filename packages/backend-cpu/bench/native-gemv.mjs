@@ -3,7 +3,7 @@
 // memory-bound floor a GEMV's reads approach).
 //
 // usage: pnpm --filter @poot/backend-cpu bench [-- --runs N] [--formats Q8_0,Q4_K] [--libraries kernel-ir,PATH.so] [--m M]
-//        [--numerics fast] [--isa avx2|avx512]
+//        [--numerics fast] [--isa avx2|avx512] [--cold] [--groups G]
 // With `--numerics fast` (Q8_0, Q4_K and Q6_K, decisions 2320, 2330, 2335) each shape's x is quantized once, outside the
 // timing (as the executor does once per x for every GEMV reading it), and the `fast` GEMVs are timed. `--isa` forces
 // a kernel set (`poot_native_force`; with fast numerics, avx2 runs the widened AVX2 fallback, decision 2335).
@@ -56,6 +56,18 @@ const SHAPES = [
   [8192, 2048],
   [2048, 128256],
 ].filter(([, N]) => M === 1 || N < 128256);
+/**
+ * `--cold`: before each timed call a 64 MB write evicts the weights from every cache (32 MB of L3 here), so each
+ * shape streams its weights from memory as decode does (every weight read once a token), not from the L3 the copy
+ * just filled.
+ */
+const COLD = process.argv.includes("--cold");
+const EVICT = 64 << 20;
+/**
+ * `--groups G`: each GEMV as G workgroups of ceil(N / G) weight rows called in turn (the executor's split: 16 per
+ * thread), instead of one workgroup of all N rows.
+ */
+const GROUPS = Number(arg("groups", "1"));
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const PREBUILT = { "kernel-ir": "libpoot_cpu.so" };
@@ -134,7 +146,7 @@ const commit = gitCommit();
 const load = loadSampler();
 const cases = [];
 console.log(
-  `native GEMVs${FAST ? " (fast numerics)" : ""}, 1 thread, M = ${M}, median of ${RUNS}; ratio = GEMV weight-read GB/s / copy GB/s of the same bytes`,
+  `native GEMVs${FAST ? " (fast numerics)" : ""}${COLD ? ", weights streamed (--cold)" : ""}, 1 thread, M = ${M}, median of ${RUNS}; ratio = GEMV weight-read GB/s / copy GB/s of the same bytes`,
 );
 for (const name of WANT) {
   const [fmt, per256] = FORMATS[name];
@@ -150,7 +162,9 @@ for (const name of WANT) {
       for (let g = 0; g < M; g++) quant(base, ARGS, g);
     }
     const args = (slabs) =>
-      quant === null ? [X, W, Y, M, N, K, N] : [Q, D, S, W, Y, ...(slabs.includes(fmt) ? [T, T] : []), M, N, K, N];
+      quant === null
+        ? [X, W, Y, M, N, K, Math.ceil(N / GROUPS)]
+        : [Q, D, S, W, Y, ...(slabs.includes(fmt) ? [T, T] : []), M, N, K, Math.ceil(N / GROUPS)];
     const times = LIBS.map(() => []),
       cpus = LIBS.map(() => []),
       copies = [];
@@ -161,9 +175,10 @@ for (const name of WANT) {
       if (r >= 0) copies.push(performance.now() - c0);
       gemvs.forEach((gemv, i) => {
         u32.set(args(LIBS[i].slabs), ARGS / 4);
+        if (COLD) u8.fill(r & 255, COPY, COPY + EVICT);
         const c0 = process.cpuUsage();
         const t0 = performance.now();
-        gemv(base, ARGS, 0);
+        for (let g = 0; g < GROUPS; g++) gemv(base, ARGS, g);
         const t1 = performance.now();
         const c1 = process.cpuUsage(c0);
         if (r >= 0) times[i].push(t1 - t0);
@@ -225,6 +240,8 @@ const file = writeBenchResult({
     threads: 1,
     m: M,
     numerics: FAST ? "fast" : "exact",
+    cold: COLD,
+    groups: GROUPS,
     formats: WANT.join(","),
     libraries: LIBS.map((l) => l.name).join(","),
   },

@@ -315,6 +315,26 @@ describe.skipIf(!here)(
           }
         });
 
+        // Q8_0's decode walk (decision 2470): below K = 4096 one weight row per pass; from K = 4096 on 8 weight rows
+        // per pass (4 per head with two heads), row i of 8 runs of R / 8 consecutive rows, the rows past the runs one at
+        // a time. R = 3 (no run), 8 and 11 (runs of one row, a tail of 3), 19 and 37 (runs of 2 and 4, tails of 3 and
+        // 5; with two heads runs of 4 and 9, tails of 3 and 1), M = 1 and 3, the `fast` and `fastx` kernels.
+        test("q8_0 decode runs: K = 4096, R = 3, 8, 11, 19 and 37, M = 1 and 3, fast and fastx", () => {
+          for (const kind of ["fast", "fastx"] as const)
+            for (const R of [3, 8, 11, 19, 37])
+              for (const M of [1, 3])
+                for (const epi of ["none", "add", "heads2", "swiglu"] as const)
+                  expect(
+                    check("q8_0", M, epi, undefined, 4096, R, undefined, kind),
+                    `q8_0 ${kind} ${epi} M=${M} R=${R} K=4096`,
+                  ).toBeLessThan(1e-5);
+          // Planted: the last block's scale raised in every row after the reference decoded them.
+          for (const R of [8, 37])
+            expect(
+              check("q8_0", 1, "add", raiseScales("q8_0", 127, 4096), 4096, R, undefined, "fastx"),
+            ).toBeGreaterThan(1e-3);
+        });
+
         test("planted violation: one weight block's scale doubled after decoding the reference fails the check", () => {
           expect(check("q8_0", 1, "none", raiseScales("q8_0", 1, 512))).toBeGreaterThan(1e-3);
           expect(check("q4_k", 1, "none", raiseScales("q4_k", 1, 512))).toBeGreaterThan(1e-3);

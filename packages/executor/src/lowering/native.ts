@@ -59,11 +59,6 @@ function rowsPerGroup(N: number, threads: number, perThread = 16): number {
 const FASTX_MAX_ROWS = 1;
 /** The most threads a "fastx" GEMV's group id can name (kernelgen's FASTX_GROUP: 7 bits). */
 const FASTX_MAX_THREADS = 128;
-/**
- * Packed formats whose decode (M ≤ 1) keeps the `exact` GEMV under `fast` numerics (decision 2441): Q8_0's f32 loop
- * streams weights from memory faster than its integer one reads them at one x row, and is the more accurate.
- */
-const DECODE_EXACT: ReadonlySet<string> = new Set(["q8_0"]);
 
 /** A launch of library kernel `symbol`: its buffers in order, then the 32-bit uniforms `names` (decision 2300's ABI). */
 function libraryLaunch(
@@ -148,10 +143,9 @@ export function nativeRouter(
     const swiglu = gate !== null && has.has(nativeGemvName(fmt, "swiglu"));
     const epilogue = swiglu ? "swiglu" : heads === 2 ? "heads2" : epi === null ? "none" : "add";
     const twoAccs = epilogue === "heads2";
-    const q =
-      native.fast && isPacked(B.dtype) && !(M <= 1 && DECODE_EXACT.has(fmt))
-        ? FAST_FORMATS[B.dtype.packed.name]
-        : undefined;
+    // Every packed format with an integer loop takes it under `fast`, decode included: Q8_0's decode walk streams
+    // its weights faster than the `exact` GEMV since decision 2470 (2441 had kept `exact` there).
+    const q = native.fast && isPacked(B.dtype) ? FAST_FORMATS[B.dtype.packed.name] : undefined;
     const fast = q !== undefined && K % ACT_BLOCK[q] === 0 && has.has(nativeQuantName(q));
     // Decode's single row: the GEMV quantizes x itself when the library has that kernel (decision 2410).
     const fastx =

@@ -230,7 +230,7 @@ export function hsum(b: Builder, v: Val<`vec${Lanes}<f32>`>): Val<"f32"> {
  * Q8_0 weights (34-byte blocks: f16 d, 32 i8) against q8_0 activations stored as q + 128, two blocks at a time in
  * 16 lanes (decision 2330: one 512-bit `vpdpbusd`, 64 multiply-adds, per x row, weight row and pair), an odd last
  * block in the low 8 lanes (the high 8 zero). `vpdpbusd` takes unsigned bytes times signed ones, and the side of the
- * tile with fewer rows pays the −128 correction (decision 2380): with more weight rows than x rows (decode's 1 × 8)
+ * tile with fewer rows pays the −128 correction (decision 2380): with more weight rows than x rows (decode's runs, 2470)
  * the weights enter as the unsigned w + 128 (w xor 0x80) and the activations as the signed q (their stored byte xor
  * 0x80), summed from −128 · Σq (a `dot4U8I8` of 0x80 bytes with q, once per x row); otherwise (2340's 4 × 4) the
  * activations enter as stored and the weights as signed, summed from −128 · Σw (a `dot4U8I8` of ones with w, once

@@ -52,13 +52,24 @@ const xRowsOf = (lanes: NativeLanes): number => (lanes > 4 ? 8 : 4);
  * epilogue, decision 2403) does not shrink with more weight rows, while eight x rows amortize each weight row's
  * nibble (or 6-bit) permutation and scale decoding over the most products (4 × 2 and 8 × 2 measured 0.77x and 0.72x
  * on Q4_K, decision 2350; 16 × 1 0.69x, its x rows no longer in L1, decision 2403).
- * `decodeCols`, where given, is the weight rows per pass while M < rows (decode, M = 1, decision 2380): Q8_0 streams
- * 8 weight rows at once there (1 × 8: eight sums, weights and scales in registers, each x block loaded once for 8).
+ * `decodeCols`, where given, is the weight rows per pass while M < rows (decode, M = 1, decisions 2380, 2470): Q8_0
+ * walks one weight row at a time there (one sequential stream, as `exact` does: 1 × 8 over adjacent rows read eight
+ * short streams and streamed from memory at half its cached speed); `decodeRuns`, where given, takes `cols` weight
+ * rows per pass from K = `minK` on, row i of `cols` runs of consecutive rows (each run one long stream, decision
+ * 2470): Q8_0's down projection (K = 8192), where eight sums sharing each x block beat one row at a time.
  */
 export const FAST_TILE: Readonly<
-  Record<string, { readonly rows: number; readonly cols: number; readonly decodeCols?: number }>
+  Record<
+    string,
+    {
+      readonly rows: number;
+      readonly cols: number;
+      readonly decodeCols?: number;
+      readonly decodeRuns?: { readonly minK: number; readonly cols: number };
+    }
+  >
 > = {
-  q8_0: { rows: 4, cols: 4, decodeCols: 8 },
+  q8_0: { rows: 4, cols: 4, decodeCols: 1, decodeRuns: { minK: 4096, cols: 8 } },
   q4_k: { rows: 8, cols: 1 },
   q6_k: { rows: 8, cols: 1 },
 };
@@ -203,9 +214,18 @@ export function nativeGemvKernel(
     const colsPerPass = tile === undefined ? 1 : Math.max(1, Math.floor(tile.cols / heads));
     const M4 = let_(M.sub(M.rem(rowsPerPass)), "m4");
     /** Rows [m, m + rows) of x against rows [n, n + cols) of W, each result stored with the epilogue. */
-    const pass = (n: Val<"u32">, cols: number, m: Val<"u32">, rows: number, slabAt?: Val<"u32">): void => {
+    const pass = (
+      n: Val<"u32">,
+      cols: number,
+      m: Val<"u32">,
+      rows: number,
+      slabAt?: Val<"u32">,
+      step?: Val<"u32">,
+    ): void => {
       const xRow = Array.from({ length: rows }, (_, j) => let_(m.add(j).mul(K!), `xr${j}`));
-      const ns = Array.from({ length: cols }, (_, i) => (i === 0 ? n : let_(n.add(i), `n${i}`)));
+      const ns = Array.from({ length: cols }, (_, i) =>
+        i === 0 ? n : let_(step === undefined ? n.add(i) : n.add(step.mul(i)), `n${i}`),
+      );
       // accs[j][i · heads + h]: x row m + j against row n + i of head h.
       const accs = xRow.map((_, j) => ns.flatMap(() => Ws.map((_, h) => var_(f32(0), `acc${j}_${h}`))));
       if (fastLoop !== undefined && xq !== undefined) {
@@ -232,10 +252,20 @@ export function nativeGemvKernel(
         });
       });
     };
-    /** Rows [n, n + cols) of W against every row of x. */
-    const columns = (n: Val<"u32">, cols: number): void => {
-      for_(u32(0), M4, rowsPerPass, (m) => pass(n, cols, m, rowsPerPass), "mb");
-      for_(M4, M, 1, (m) => pass(n, cols, m, 1), "m");
+    /** Rows [n, n + cols) of W (or n, n + step, …) against every row of x. */
+    const columns = (n: Val<"u32">, cols: number, step?: Val<"u32">): void => {
+      for_(u32(0), M4, rowsPerPass, (m) => pass(n, cols, m, rowsPerPass, undefined, step), "mb");
+      for_(M4, M, 1, (m) => pass(n, cols, m, 1, undefined, step), "m");
+    };
+    /**
+     * Rows [n0, n1) of W in `cols` runs of s = (n1 − n0) / cols rows each, a pass taking row i of every run (rows n,
+     * n + s, …): each weight row of the tile continues where its run's previous one ended, so every run is one long
+     * sequential stream, then the rows past cols · s one at a time.
+     */
+    const runsOfW = (cols: number): void => {
+      const s = let_(n1.sub(n0).div(cols), "rs");
+      for_(n0, n0.add(s), 1, (n) => columns(n, cols, s), "nr");
+      for_(n0.add(s.mul(cols)), n1, 1, (n) => columns(n, 1), "n");
     };
     /** Rows [n0, n1) of W, `cols` per pass then one at a time. */
     const rowsOfW = (cols: number): void => {
@@ -287,13 +317,23 @@ export function nativeGemvKernel(
       b.if_(K!.ge(denseLongK(weights as NativeDense)), long, () => rowsOfW(colsPerPass));
       return;
     }
-    // Packed W: the format's tile, and its decode tile while M is below the tile's x rows (decision 2380).
+    // Packed W: the format's tile, and its decode tile while M is below the tile's x rows (decisions 2380, 2470).
     const decodeCols = tile?.decodeCols === undefined ? colsPerPass : Math.max(1, Math.floor(tile.decodeCols / heads));
     const prefill = slab
       ? () => b.if_(M.ge(SLAB_TILE.minM), slabWalk, () => rowsOfW(colsPerPass))
       : () => rowsOfW(colsPerPass);
-    if (decodeCols === colsPerPass) prefill();
-    else b.if_(M.lt(rowsPerPass), () => rowsOfW(decodeCols), prefill);
+    const runs = tile?.decodeRuns;
+    const decode = (): void => {
+      if (runs === undefined) rowsOfW(decodeCols);
+      else
+        b.if_(
+          K!.ge(runs.minK),
+          () => runsOfW(Math.max(1, Math.floor(runs.cols / heads))),
+          () => rowsOfW(decodeCols),
+        );
+    };
+    if (decodeCols === colsPerPass && runs === undefined) prefill();
+    else b.if_(M.lt(rowsPerPass), decode, prefill);
   });
 }
 
