@@ -1,8 +1,8 @@
 // Every native GEMV of the library generated from the kernel IR, both kernel sets (AVX2, AVX-512), against a float64 dot
 // product of weights decoded by graph-ir's reference decoder (packed formats) or by the IEEE formats (f16, bf16):
 // each format, each epilogue (SwiGLU's against silu(gate) · up of the two sums), one row of x (decode), six and eleven
-// (passes of eight or four rows and a remainder, prefill); dense formats also with K = 8195, where a pass with one x row
-// takes several rows of W (decision 2370).
+// (passes of eight or four rows and a remainder, prefill); dense formats also with K = 8195 and packed ones with K = 8192,
+// where a pass with one x row takes several rows of W (decisions 2370, 2460).
 import { randomFillSync } from "node:crypto";
 import { decodePacked, type PackedFormat } from "@poot/graph-ir";
 import { ggmlPackedFormat } from "@poot/models";
@@ -58,7 +58,7 @@ describe.skipIf(!here)("native GEMV kernels against a float64 reference", () => 
   for (const isa of ["avx2", "avx512"] as const) {
     for (const fmt of FORMATS) {
       const dense = !fmt.startsWith("q");
-      for (const K of dense ? [103, 8195] : [512])
+      for (const K of dense ? [103, 8195] : [512, 8192])
         test(`${isa} ${fmt}: none, add, heads2 and swiglu epilogues, M = 1, 6 and 11, K = ${K}`, ({ skip }) => {
           const lib = loadNodeNative();
           expect(lib, "the library loads on this CPU").not.toBeNull();
@@ -90,7 +90,8 @@ describe.skipIf(!here)("native GEMV kernels against a float64 reference", () => 
                 return { ref, mag };
               };
               let worst = 0,
-                swapped = 0;
+                swapped = 0,
+                neighbour = 0;
               for (let h = 0; h < (epi === "heads2" ? 2 : 1); h++)
                 for (let m = 0; m < M; m++)
                   for (let n = 0; n < N; n++) {
@@ -104,11 +105,17 @@ describe.skipIf(!here)("native GEMV kernels against a float64 reference", () => 
                     } else {
                       const { ref, mag } = dot(h, m, n);
                       worst = Math.max(worst, Math.abs(got - ref) / (mag + 1e-30));
+                      // Planted: row n's output against row n ^ 1's reference (a multi-row pass storing its neighbour).
+                      if (m === 0 && (n ^ 1) < N) {
+                        const other = dot(h, m, n ^ 1);
+                        neighbour = Math.max(neighbour, Math.abs(got - other.ref) / (other.mag + 1e-30));
+                      }
                     }
                   }
               expect(worst, `${symbol} (${isa}) M=${M}: max |y - ref| / sum |w x|`).toBeLessThan(1e-5);
               // Planted: the reference with gate and up swapped fails the same bound.
               if (epi === "swiglu") expect(swapped, `${symbol} against swapped heads`).toBeGreaterThan(1e-3);
+              else expect(neighbour, `${symbol} M=${M} against the neighbouring rows`).toBeGreaterThan(1e-3);
             }
           }
           lib!.force(best as "avx2" | "avx512");

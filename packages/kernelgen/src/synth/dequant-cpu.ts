@@ -15,9 +15,16 @@ export interface SerialDequantParts {
   readonly x: Arr<"f32">;
   /** Per x row: the element offset of the row in x. */
   readonly xRow: readonly Val<"u32">[];
-  /** Per x row and weight: the sum this thread leaves for the epilogue. */
+  /**
+   * Per x row: the sums this thread leaves for the epilogue, `accs[j][i · heads + h]` for row `ns[i]` (or `n`) of
+   * weight h.
+   */
   readonly accs: readonly (readonly Var<"f32">[])[];
   readonly n: Val<"u32">;
+  /** Several rows of W sharing each load of x (decode, decision 2460); default `[n]`. */
+  readonly ns?: readonly Val<"u32">[];
+  /** Accumulate with fused multiply-adds (`fma`, rounded once: native targets, decision 2461). */
+  readonly fma?: boolean;
   readonly nb: number | Val<"u32">;
   /** Vectorize (the caps have SIMD loads). */
   readonly simd: boolean;
@@ -56,7 +63,10 @@ export function sum4x4(b: Builder, ps: readonly Val<"vec4<f32>">[]): Val<"f32"> 
 export function serialDequantLoop(b: Builder, p: SerialDequantParts): void {
   const { let_, var_, for_, u32, f32 } = b;
   const { f, n, nb, x, xRow, accs } = p;
-  const unrolled = p.Ws.map((W, h) => unrolledDecoder(b, f, W, (p.decs[h] as BlockDecoder).binary));
+  const ns = p.ns ?? [n];
+  // One decoder per (W row, weight): each keeps its own block's memoized loads.
+  const unrolled = ns.flatMap(() => p.Ws.map((W, h) => unrolledDecoder(b, f, W, (p.decs[h] as BlockDecoder).binary)));
+  const heads = p.Ws.length;
   const W = p.lanes ?? 4;
   const simd = p.simd && f.blockSize % W === 0;
   // U partial sums per row and weight (vec4 when SIMD), used round-robin over the block's elements.
@@ -78,8 +88,8 @@ export function serialDequantLoop(b: Builder, p: SerialDequantParts): void {
     nb,
     1,
     (blk) => {
-      const base = let_(n.mul(nb).add(blk).mul(f.bytesPerBlock), "base");
-      for (const dec of unrolled) dec.block(base);
+      const bases = ns.map((ni) => let_(ni.mul(nb).add(blk).mul(f.bytesPerBlock), "base"));
+      unrolled.forEach((dec, c) => dec.block(bases[Math.floor(c / heads)]!));
       const k0 = let_(blk.mul(f.blockSize), "k0");
       const xk = xRow.map((xr) => let_(k0.add(xr), "xk"));
       const step = simd ? W : 1;
@@ -90,7 +100,7 @@ export function serialDequantLoop(b: Builder, p: SerialDequantParts): void {
           const xv = simd
             ? (x.atVec((xk[j] as Val<"u32">).add(i), `vec${W}<f32>`) as unknown as Val<"f32">)
             : let_(x.at((xk[j] as Val<"u32">).add(i)), "xv");
-          row.forEach((ps, h) => ps[q]!.set(ps[q]!.add(xv.mul(ws[h]!))));
+          row.forEach((ps, c) => ps[q]!.set(p.fma === true ? b.fma(xv, ws[c]!, ps[q]!) : ps[q]!.add(xv.mul(ws[c]!))));
         });
       }
     },

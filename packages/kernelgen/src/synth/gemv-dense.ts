@@ -70,7 +70,7 @@ export function denseLoop(b: Builder, p: DenseParts): void {
       const xv = let_(x.atVec(xr.add(kk).add(L * q), vt), "xv");
       ws.forEach((w, c) => {
         const s = parts[j]![c]![slot]!;
-        s.set(s.add(xv.mul(w)));
+        s.set(b.fma(xv, w, s));
       });
     });
   };

@@ -45,6 +45,12 @@ export const NATIVE_GEMV_UNIFORMS = ["M", "N", "K", "R"] as const;
  */
 const xRowsOf = (lanes: NativeLanes): number => (lanes > 4 ? 8 : 4);
 /**
+ * The K from which an `exact` packed GEMV's single x rows (decode) take several W rows per pass (decision 2460): x is
+ * then 32 KB of f32, all of a Zen 4 L1D, and would be read again from L2 for every streamed row.
+ */
+export const PACKED_LONG_K = 8192;
+
+/**
  * The register tile of each format's `fast` GEMMs (decision 2340): x rows × weight rows (all heads counted) per pass.
  * Q8_0 takes 4 × 4: sixteen vec16 sums in x86-64-v4's 32 vector registers beside the four weight rows' blocks,
  * corrections and scales, each x block loaded once for four weight rows (measured 20–30% faster than 8 × 1 at M = 64).
@@ -238,7 +244,8 @@ export function nativeGemvKernel(
         const decs = Ws.map((W) => blockDecoder(b, weights, W as unknown as Arr<"u32">));
         const Wu = Ws as unknown as Arr<"u32">[];
         const partials = rows > 4 ? 1 : 4;
-        serialDequantLoop(b, { f: weights, Ws: Wu, decs, x, xRow, accs, n, nb, simd: true, lanes, partials });
+        const loop = { f: weights, Ws: Wu, decs, x, xRow, accs, n, ns, nb, simd: true, lanes, partials, fma: true };
+        serialDequantLoop(b, loop);
       } else denseLoop(b, { Ws: Ws as unknown as Arr<"f32">[], x, xRow, ns, accs, K: K!, lanes });
       accs.forEach((row, j) => {
         ns.forEach((ni, i) => {
@@ -319,6 +326,21 @@ export function nativeGemvKernel(
     }
     // Packed W: the format's tile, and its decode tile while M is below the tile's x rows (decisions 2380, 2470).
     const decodeCols = tile?.decodeCols === undefined ? colsPerPass : Math.max(1, Math.floor(tile.decodeCols / heads));
+    // `exact` packed W with long rows while M is below the x-row block (decode): several W rows per pass over x
+    // (decision 2460); shorter rows keep one sequential stream (four measured 0.5x at K = 2048, N >= 8192).
+    if (tile === undefined) {
+      const cols = denseWRows(lanes, heads);
+      if (cols === 1) rowsOfW(1);
+      else {
+        const decode = (): void => {
+          const nc = let_(n1.sub(n1.sub(n0).rem(cols)), "nc");
+          for_(n0, nc, cols, (n) => for_(u32(0), M, 1, (m) => pass(n, cols, m, 1), "m"), "nt");
+          for_(nc, n1, 1, (n) => for_(u32(0), M, 1, (m) => pass(n, 1, m, 1), "m"), "n");
+        };
+        b.if_(M.lt(rowsPerPass).and(K!.ge(PACKED_LONG_K)), decode, () => rowsOfW(1));
+      }
+      return;
+    }
     const prefill = slab
       ? () => b.if_(M.ge(SLAB_TILE.minM), slabWalk, () => rowsOfW(colsPerPass))
       : () => rowsOfW(colsPerPass);
