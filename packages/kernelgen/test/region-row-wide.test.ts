@@ -5,9 +5,15 @@
 import { Builder, evaluate } from "@poot/graph-ir";
 import { compile, defaultTarget } from "@poot/graph-plan";
 import { describe, expect, it } from "vitest";
-import { interpretProgram, planKernel, synthCapsFrom } from "@poot/kernelgen";
+import { cpuSynthCaps, interpretProgram, planKernel, synthCapsFrom } from "@poot/kernelgen";
 import { rowWorkgroupLimit } from "../src/adapter/region-kernels.js";
 import { expectClose, randF32, rng } from "./helpers.js";
+
+function softmaxGraph(rows: number, cols: number) {
+  const b = new Builder();
+  b.output("y", b.softmax(b.slot("Hidden", "x", "f32", [rows, cols])));
+  return b.build();
+}
 
 function normGraph(rows: number, cols: number) {
   const b = new Builder();
@@ -41,7 +47,7 @@ describe("row regions with few rows on 32-wide subgroups", () => {
     });
   }
 
-  it("keeps 256 threads without 32-wide subgroups, on serial-thread caps, or with rows enough for every unit", () => {
+  it("keeps 256 threads without 32-wide subgroups or with rows enough for every unit; 1 on serial-thread caps", () => {
     expect(rowWorkgroupLimit(1, { maxWorkgroup: 1024, sharedBytes: 49152, subgroupSize: 32, computeUnits: 132 })).toBe(
       1024,
     );
@@ -60,6 +66,35 @@ describe("row regions with few rows on 32-wide subgroups", () => {
         computeUnits: 132,
         serialThreads: true,
       }),
-    ).toBe(256);
+    ).toBe(1);
   });
+});
+
+// Serial-thread caps (CPU): one thread reduces a row into interleaved partials kept in registers (decision 2481).
+describe("row regions on serial-thread caps", () => {
+  const target = defaultTarget("cpu");
+  const caps = cpuSynthCaps();
+  const cases = [
+    ["RMSNorm", normGraph, 1, 2048],
+    ["RMSNorm", normGraph, 3, 1001],
+    ["RMSNorm", normGraph, 2, 5],
+    ["softmax", softmaxGraph, 2, 1001],
+  ] as const;
+  for (const [what, graph, rows, cols] of cases) {
+    it(`${what} ${rows} x ${cols}: one thread a row, against the f64 evaluation`, () => {
+      const g = graph(rows, cols);
+      const prog = compile(g, target, { mode: "decode", preferImported: false });
+      const rowPlans = prog
+        .plans()
+        .filter((p) => p.kernel.provenance === "synthesized" && p.kernel.request.kind === "reduction-row");
+      expect(rowPlans).toHaveLength(1);
+      const k = planKernel(rowPlans[0]!.kernel as never, caps, "row");
+      expect(k.kernel.workgroupSize[0]).toBe(1);
+      const r = rng(rows * 11 + cols);
+      const bind = { slots: { x: randF32(r, rows * cols, 2) }, consts: { w: randF32(r, cols, 1) } };
+      const run = interpretProgram(prog, bind as never, { caps });
+      const want = evaluate(g, bind as never).outputs.y!.data;
+      expectClose(run.outputs.y as Float32Array, want, 1, 2e-6);
+    });
+  }
 });

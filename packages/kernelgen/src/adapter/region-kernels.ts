@@ -11,7 +11,7 @@ import { grid2d, pow2Workgroup } from "../caps.js";
 import type { SynthCaps, SynthKernel } from "../caps.js";
 import { KernelgenError } from "../errors.js";
 import { blockDecoder } from "../synth/decode.js";
-import { argmaxBeats, combine, workgroupArgmax, workgroupReduce } from "../synth/reduction.js";
+import { argmaxBeats, combine, serialRowReduce, workgroupArgmax, workgroupReduce } from "../synth/reduction.js";
 import { linearThread } from "../synth/index-math.js";
 import { delinearize, elemForDType, loadAccess, storeAccess } from "./access.js";
 import { RegionEmitter, storeWindow } from "./region-emit.js";
@@ -191,6 +191,12 @@ export function regionRow(
           synth: SYNTH,
           param: `region.nodes[${i}]`,
         });
+      const len = srcShape[srcShape.length - 1] as number;
+      if (caps.serialThreads === true) {
+        const at = (j: Val<"u32">) => em.scoped(() => em.arg(arg, [...lc, j]) as Val<"f32">);
+        em.setOuter(i, [...lc, b.u32(0)], serialRowReduce(b, kind, len, at));
+        continue;
+      }
       const init = kind === "sum" ? 0 : kind === "max" ? -Infinity : Infinity;
       const acc = b.var_(b.f32(init), "racc");
       b.for_(
@@ -225,11 +231,13 @@ export function regionRow(
 /**
  * Threads a row workgroup may take: 256, or 1024 when the rows leave most compute units idle (a decode step's
  * RMSNorm is one row of 2048 on 132 SMs) and 32-wide subgroups keep the partials to fold at 32 or fewer. Each
- * thread then walks 2 columns of the row instead of 8 (its loads are a serial latency chain, decision 0807).
+ * thread then walks 2 columns of the row instead of 8 (its loads are a serial latency chain, decision 0807). On
+ * serial-thread caps (CPU) 1: one thread reduces the row in registers (`serialRowReduce`, decision 2481).
  */
 export function rowWorkgroupLimit(rows: number, caps: SynthCaps): number {
+  if (caps.serialThreads === true) return 1;
   const few = caps.computeUnits !== undefined && rows < caps.computeUnits;
-  return caps.serialThreads !== true && few && (caps.subgroupSize ?? 1) >= 32 ? 1024 : 256;
+  return few && (caps.subgroupSize ?? 1) >= 32 ? 1024 : 256;
 }
 
 /** Ops that move elements between positions: past one, an output row no longer names the same reduction row. */

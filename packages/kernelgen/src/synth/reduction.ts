@@ -86,6 +86,41 @@ export function workgroupReduce(
   return r;
 }
 
+/** Interleaved partial accumulators of a serial-thread row reduction ({@link serialRowReduce}). */
+export const SERIAL_ROW_PARTIALS = 8;
+
+/**
+ * A row reduction in one thread (serial-thread caps, decision 2481): `P` = {@link SERIAL_ROW_PARTIALS} (fewer for
+ * short rows) interleaved partials, partial i taking columns i, i + P, ... of [0, len), folded as a workgroup of P
+ * lanes folds them (i with i + P/2, ...). Unrolled, with no workgroup memory and no barrier, so its names stay in
+ * registers (a workgroup of 256 lanes keeps every name in its frame in memory across each barrier region).
+ */
+export function serialRowReduce(
+  b: Builder,
+  kind: RowReduction["kind"],
+  len: number,
+  value: (col: Val<"u32">) => Val<"f32">,
+): Val<"f32"> {
+  const { var_, let_, for_, f32, u32 } = b;
+  const parts = pow2Workgroup(len, SERIAL_ROW_PARTIALS);
+  const init = kind === "sum" ? 0 : kind === "max" ? -Infinity : Infinity;
+  const accs = Array.from({ length: parts }, () => var_(f32(init), "sacc"));
+  const whole = len - (len % parts);
+  if (whole > 0)
+    for_(
+      u32(0),
+      whole,
+      parts,
+      (c0) => accs.forEach((a, i) => a.set(combine(b, kind, a, value(i === 0 ? c0 : c0.add(i))))),
+      "c",
+    );
+  const first = accs[0]!;
+  if (whole < len) for_(u32(whole), len, 1, (c) => first.set(combine(b, kind, first, value(c))), "c");
+  for (let s = parts >> 1; s > 0; s >>= 1)
+    for (let i = 0; i < s; i++) accs[i]!.set(combine(b, kind, accs[i]!, accs[i + s]!));
+  return let_(first, "sred");
+}
+
 /** Generates the row kernel; buffers are the inputs then the outputs, in request order. Grid: one workgroup per row. */
 export function synthesizeReductionRow(req: ReductionRowRequest, caps: SynthCaps): SynthKernel {
   checkCaps(SYNTH, caps);
