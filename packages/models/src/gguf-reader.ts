@@ -131,31 +131,10 @@ export class HeaderReader {
       }
       const win = this.win;
       const start = this.pos - this.winStart;
-      let p = start;
       const first = i;
       units.length = 0;
-      while (i < count && p + 8 <= win.byteLength) {
-        // A length whose bytes are all below 0x80 (every length under 128, most others): the 8 bytes decode to 8
-        // ASCII units, so one decode of the run keeps each string's text in place; others take the path below.
-        const lo = win[p]! | (win[p + 1]! << 8) | (win[p + 2]! << 16) | (win[p + 3]! << 24);
-        const hi = win[p + 4]! | win[p + 5]! | win[p + 6]! | win[p + 7]!;
-        if ((lo & 0x80808080) !== 0 || hi !== 0) break;
-        const end = p + 8 + lo;
-        if (end > win.byteLength) break;
-        // UTF-16 units of valid UTF-8 (the run's fatal decode below checks validity): one per sequence, two for
-        // a 4-byte one; i.e. the bytes, less continuation bytes, plus 4-byte lead bytes.
-        let u = lo;
-        for (let j = p + 8; j < end; j++) {
-          const b = win[j]!;
-          if (b >= 0x80) {
-            if (b < 0xc0) u--;
-            else if (b >= 0xf0) u++;
-          }
-        }
-        units.push(u);
-        p = end;
-        i++;
-      }
+      const p = scanRun(win, start, count - i, units);
+      i += units.length;
       if (i === first) {
         out[i++] = this.string(what);
         continue;
@@ -168,11 +147,7 @@ export class HeaderReader {
         for (i = first; i < count; i++) out[i] = this.string(what);
         return out;
       }
-      let at = 0;
-      for (let k = 0; k < units.length; k++) {
-        out[first + k] = text.slice(at, at + units[k]!);
-        at += units[k]! + 8;
-      }
+      sliceRun(text, units, out, first);
       this.pos = this.winStart + p;
     }
     return out;
@@ -201,5 +176,44 @@ export class HeaderReader {
     } catch {
       throw new CheckpointFormatError("bad-header", `${what} is not valid UTF-8`, { file: this.src.label, offset: at });
     }
+  }
+}
+
+/**
+ * The strings of a run from `win[start]` (a length's first byte), at most `max` of them: each one's UTF-16 length goes
+ * to `units`; returns where the run ends. A run holds strings whose 8-byte length has every byte below 0x80 (so it
+ * decodes to 8 ASCII units) and that end inside `win`. A loop of its own: V8 optimizes it (on-stack) apart from the
+ * decode and the slices, where one function for all three deoptimized at each part's first use (decision 1680).
+ */
+function scanRun(win: Uint8Array, start: number, max: number, units: number[]): number {
+  let p = start;
+  while (units.length < max && p + 8 <= win.byteLength) {
+    const lo = win[p]! | (win[p + 1]! << 8) | (win[p + 2]! << 16) | (win[p + 3]! << 24);
+    const hi = win[p + 4]! | win[p + 5]! | win[p + 6]! | win[p + 7]!;
+    if ((lo & 0x80808080) !== 0 || hi !== 0) break;
+    const end = p + 8 + lo;
+    if (end > win.byteLength) break;
+    // UTF-16 units of valid UTF-8 (the run's fatal decode checks validity): one per sequence, two for a 4-byte one;
+    // i.e. the bytes, less continuation bytes, plus 4-byte lead bytes.
+    let u = lo;
+    for (let j = p + 8; j < end; j++) {
+      const b = win[j]!;
+      if (b >= 0x80) {
+        if (b < 0xc0) u--;
+        else if (b >= 0xf0) u++;
+      }
+    }
+    units.push(u);
+    p = end;
+  }
+  return p;
+}
+
+/** The run's strings as slices of its decoded `text` (each after its 8 length units), into `out` from `first`. */
+function sliceRun(text: string, units: readonly number[], out: string[], first: number): void {
+  let at = 0;
+  for (let k = 0; k < units.length; k++) {
+    out[first + k] = text.slice(at, at + units[k]!);
+    at += units[k]! + 8;
   }
 }
