@@ -99,12 +99,12 @@ function readValue(r: HeaderReader, type: number, key: string, depth: number): G
         });
       }
       r.need(count * MIN_BYTES[elemType]!, `array of ${count}`);
-      const out: GGUFValue[] = new Array(count);
       if (elemType === 8) {
         // A vocabulary's strings: one description for all of them, made once (not a template string per element).
-        const what = `value of ${key}`;
-        for (let i = 0; i < count; i++) out[i] = r.string(what);
-      } else for (let i = 0; i < count; i++) out[i] = readValue(r, elemType, key, depth + 1);
+        return r.strings(count, `value of ${key}`);
+      }
+      const out: GGUFValue[] = new Array(count);
+      for (let i = 0; i < count; i++) out[i] = readValue(r, elemType, key, depth + 1);
       return out;
     }
     case 10: {

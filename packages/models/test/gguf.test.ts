@@ -146,13 +146,28 @@ describe("bad input", () => {
   });
 });
 
-describe("vocabulary strings (ASCII read in place, the rest through a UTF-8 decoder)", () => {
-  const words = ["x".repeat(24), "y".repeat(25), "\u0000\u007f", "Ġü", "日本", "zz"];
-  const file = (): Uint8Array => {
+describe("vocabulary strings (runs decoded at once and sliced, the rest one by one)", () => {
+  // Lengths of 128+ bytes (a length byte past 0x7f) end a run; a 4-byte sequence is two UTF-16 units; a leading
+  // U+FEFF is the token's, not a byte order mark.
+  const words = [
+    "x".repeat(24),
+    "y".repeat(25),
+    "\u0000\u007f",
+    "Ġü",
+    "\uFEFF",
+    "𝄞é",
+    "日本",
+    "w".repeat(200),
+    "\uFEFFa", // the first of a run
+    "ü".repeat(300),
+    "",
+    "zz",
+  ];
+  const file = (value: string[] = words): Uint8Array => {
     const enc = encodeGGUFHeader(
       {
         "general.architecture": { type: "string", value: "llama" },
-        "tokenizer.ggml.tokens": { type: "array", elem: "string", value: words },
+        "tokenizer.ggml.tokens": { type: "array", elem: "string", value },
       },
       [],
     );
@@ -165,6 +180,19 @@ describe("vocabulary strings (ASCII read in place, the rest through a UTF-8 deco
   };
   test("every string as the UTF-8 decoder reads it", () => {
     expect(new GGUFCheckpoint(new MemorySource(file(), "m.gguf")).get("tokenizer.ggml.tokens")).toEqual(words);
+  });
+  test("a vocabulary over several 1 MiB windows reads back whole", () => {
+    const many = Array.from({ length: 150_000 }, (_, i) => `${i % 3 === 0 ? "Ġ" : ""}t${i}${i % 7 === 0 ? "𝄞" : ""}`);
+    many[70_000] = "q".repeat(70_000); // a string longer than what is left of a window
+    const got = new GGUFCheckpoint(new MemorySource(file(many), "m.gguf")).get("tokenizer.ggml.tokens") as string[];
+    // The first difference, not a diff of 150k strings.
+    const bad = many.findIndex((w, i) => got[i] !== w);
+    expect([got.length, bad, got[bad]]).toEqual([many.length, -1, undefined]);
+  });
+  test("a truncated vocabulary is truncated, not a short array", () => {
+    const bytes = file();
+    const e = err(bytes.subarray(0, at(bytes, "zz") + 1));
+    expect(e.code).toBe("truncated");
   });
   test("invalid UTF-8 in a short string is bad-header at its length's offset", () => {
     const bytes = file();
