@@ -33,7 +33,8 @@ export const Rope: OpDef<RopeParams> = {
     requireFloat(ctx, "x", x!.dtype);
     requireFloat(ctx, "cos", c!.dtype);
     requireFloat(ctx, "sin", s!.dtype);
-    if (p.style !== "half" && p.style !== "interleaved") ctx.fail("bad-param", `Rope.style ${JSON.stringify(p.style)} is not supported`);
+    if (p.style !== "half" && p.style !== "interleaved")
+      ctx.fail("bad-param", `Rope.style ${JSON.stringify(p.style)} is not supported`);
     if (!["f32", "f16", "bf16"].includes(p.dtype)) ctx.fail("bad-param", "Rope.dtype must be a float dtype");
     const d = x!.shape[x!.shape.length - 1];
     if (d === undefined || d % 2 !== 0) ctx.fail("shape-mismatch", "Rope needs an even last dim");

@@ -33,7 +33,10 @@ function halves(cx: RuleContext, e: Eqn | undefined, d: number, upper: boolean):
 /** One component of x viewed as pairs [..., D/2, 2]: the slice taking index `at` of the pair axis. */
 function pairPart(cx: RuleContext, e: Eqn | undefined, at: number): ValueId | Fail {
   const what = at === 0 ? "even" : "odd";
-  const fail: Fail = { check: "pair-slices", detail: `the ${what} concat part does not take x[..., :, ${at}:${at + 1}]` };
+  const fail: Fail = {
+    check: "pair-slices",
+    detail: `the ${what} concat part does not take x[..., :, ${at}:${at + 1}]`,
+  };
   if (e === undefined || e.op !== "Slice") return fail;
   const src = cx.draft.values[e.inputs[0] as number]!;
   const r = src.shape.length;
@@ -59,14 +62,19 @@ function rotated(cx: RuleContext, concat: Eqn, D: number, interleaved: boolean):
   if (neg === undefined)
     return {
       check: "neg-second-half",
-      detail: "the rotation negates the second element of each pair and puts it first; the first concat part is not a negation",
+      detail:
+        "the rotation negates the second element of each pair and puts it first; the first concat part is not a negation",
     };
   const second = interleaved ? pairPart(cx, defOf(d, neg.inputs[0]), 1) : halves(cx, defOf(d, neg.inputs[0]), D, true);
   if (typeof second !== "number") return second;
-  const first = interleaved ? pairPart(cx, defOf(d, concat.inputs[1]), 0) : halves(cx, defOf(d, concat.inputs[1]), D, false);
+  const first = interleaved
+    ? pairPart(cx, defOf(d, concat.inputs[1]), 0)
+    : halves(cx, defOf(d, concat.inputs[1]), D, false);
   if (typeof first !== "number") return first;
-  if (first !== second) return { check: "same-x", detail: `the parts come from different tensors (%${second}, %${first})` };
-  if (d.values[neg.out]!.dtype !== d.values[concat.out]!.dtype) return { check: "compute-dtype", detail: "the chain mixes dtypes" };
+  if (first !== second)
+    return { check: "same-x", detail: `the parts come from different tensors (%${second}, %${first})` };
+  if (d.values[neg.out]!.dtype !== d.values[concat.out]!.dtype)
+    return { check: "compute-dtype", detail: "the chain mixes dtypes" };
   return first;
 }
 
@@ -122,7 +130,10 @@ function match(cx: RuleContext, e: Eqn): Match | Fail | null {
   if (!same(xv.shape, out.shape)) return { check: "same-x", detail: "the rotated x does not have the output's shape" };
   // Interleaved: the pair view splits only the last axis, and the rotation is viewed back as x.
   const pairShape = [...xv.shape.slice(0, -1), D / 2, 2];
-  if (interleaved && !(same(d.values[concat.out]!.shape, pairShape) && same(d.values[rotMul.inputs[rotSide] as number]!.shape, xv.shape)))
+  if (
+    interleaved &&
+    !(same(d.values[concat.out]!.shape, pairShape) && same(d.values[rotMul.inputs[rotSide] as number]!.shape, xv.shape))
+  )
     return { check: "pair-slices", detail: `the pairs are not x viewed as [${pairShape.join(",")}]` };
   for (const m of [ma, mb, e]) {
     if (d.values[m.out]!.dtype !== out.dtype) return { check: "compute-dtype", detail: "the chain mixes dtypes" };
@@ -150,7 +161,12 @@ export const ropeRule: Rule = {
     }
     return {
       kind: "replace",
-      eqn: { op: "Rope", inputs: [m.x, m.cos, m.sin], params: { style: m.style, dtype: v.dtype as string }, out: e.out },
+      eqn: {
+        op: "Rope",
+        inputs: [m.x, m.cos, m.sin],
+        params: { style: m.style, dtype: v.dtype as string },
+        out: e.out,
+      },
     };
   },
 };

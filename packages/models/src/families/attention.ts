@@ -156,8 +156,7 @@ export function applyRope(
 ): Ref {
   const b = ctx.b;
   const [B, H, T, D] = x.shape as [number, number, number, number];
-  const rope = (y: Ref) =>
-    style === "half" ? b.ropeRotateHalf(y, t.cos, t.sin) : b.ropeInterleaved(y, t.cos, t.sin);
+  const rope = (y: Ref) => (style === "half" ? b.ropeRotateHalf(y, t.cos, t.sin) : b.ropeInterleaved(y, t.cos, t.sin));
   if (rotaryDim === D) return rope(x);
   const rot = rope(b.slice(x, [0, 0, 0, 0], [B, H, T, rotaryDim]));
   return b.concat([rot, b.slice(x, [0, 0, 0, rotaryDim], [B, H, T, D])], -1);
