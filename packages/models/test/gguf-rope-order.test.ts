@@ -3,11 +3,12 @@
 // rotate-half RoPE over the stored order (what forgetting the order would do) must miss them by far.
 import * as fs from "node:fs";
 import { describe, expect, test } from "vitest";
-import { LoadedModel, configFromGGUF, openGGUF } from "@poot/models";
+import { LoadedModel, configFromGGUF, openCheckpoint, openGGUF, readHFConfig } from "@poot/models";
+import type { ModelConfig } from "@poot/models";
 import type { Graph } from "@poot/graph-ir";
 import { fixture, needFixture, relErr } from "@poot/testkit";
 
-const NO_FIXTURES = needFixture("gguf");
+const NO_FIXTURES = needFixture("gguf", "hf");
 
 function readF32(file: string): Float32Array {
   const b = fs.readFileSync(file);
@@ -58,6 +59,37 @@ describe.skipIf(NO_FIXTURES !== undefined)(`GGUF llama RoPE order (${NO_FIXTURES
     } finally {
       llama.close();
       qwen.close();
+    }
+  });
+
+  test("a partial rotary head (half the dims) keeps the row gather: the GGUF gives the HF folder's logits", () => {
+    // Partial rotary dims, and no llama3 frequency scaling (its rope_freqs has one entry per full-head frequency).
+    const partial = (c: ModelConfig): ModelConfig => ({
+      ...c,
+      rope: { ...c.rope, rotaryDim: c.headDim / 2, scaling: null },
+      ropeFreqsTensor: null,
+    });
+    const g = openGGUF(fixture("gguf", "llama3", "model-F32.gguf"));
+    const gguf = LoadedModel.fromCheckpoint(partial(configFromGGUF(g)), g);
+    const hf = LoadedModel.fromCheckpoint(
+      partial(readHFConfig(fixture("hf", "llama3"))),
+      openCheckpoint(fixture("hf", "llama3")),
+    );
+    try {
+      // The fallback: Q/K rows gathered back into HF order (2 per layer) besides the embedding's gather.
+      expect(weightRowGathers(gguf.graph({ kind: "decode", context: 16 }))).toBe(1 + 2 * gguf.config.numLayers);
+      const full = LoadedModel.open(fixture("hf", "llama3"));
+      const rel = relErr(gguf.logits(ids()), hf.logits(ids())),
+        moved = relErr(hf.logits(ids()), full.logits(ids()));
+      full.close();
+      console.log(
+        `llama3 rotaryDim Dh/2: GGUF vs HF rel ${rel.toExponential(2)} (vs full rotary ${moved.toExponential(2)})`,
+      );
+      expect(rel).toBeLessThanOrEqual(1e-5);
+      expect(moved).toBeGreaterThan(1e-3); // the partial config really changed the model
+    } finally {
+      gguf.close();
+      hf.close();
     }
   });
 
