@@ -103,6 +103,26 @@ export class Builder extends GraphBuilder {
     return this.add(this.mul(xf, this.f32(cos)), this.mul(rot, this.f32(sin)), name);
   }
 
+  /**
+   * Interleaved (GPT-J, llama.cpp "normal") RoPE: element pairs (2i, 2i+1) of the last axis rotate together,
+   * x * cos + rot(x) * sin with rot(x)[2i] = -x[2i+1], rot(x)[2i+1] = x[2i]; cos/sin broadcast to x and hold
+   * pair i's angle at both 2i and 2i+1.
+   */
+  ropeInterleaved(x: Ref, cos: Ref, sin: Ref, name?: string): Ref {
+    const xf = this.f32(x);
+    const d = this.lastDim(xf, "ropeInterleaved");
+    if (d % 2 !== 0)
+      throw new GraphError("shape-mismatch", `ropeInterleaved needs an even last dim, got ${d}`, { values: [x.id] });
+    const r = xf.shape.length;
+    const pairs = this.reshape(xf, [...xf.shape.slice(0, r - 1), d / 2, 2]);
+    const lo = pairs.shape.map(() => 0),
+      hi = [...pairs.shape];
+    const even = this.slice(pairs, lo, [...hi.slice(0, r), 1]);
+    const odd = this.slice(pairs, [...lo.slice(0, r), 1], hi);
+    const rot = this.reshape(this.concat([this.neg(odd), even], -1), xf.shape);
+    return this.add(this.mul(xf, this.f32(cos)), this.mul(rot, this.f32(sin)), name);
+  }
+
   /** Repeats each KV head `nRep` times along `axis` (GQA): [.., Hkv, ..] -> [.., Hkv * nRep, ..]. */
   repeatKv(x: Ref, nRep: number, axis = 1, name?: string): Ref {
     if (nRep === 1) return x;

@@ -123,6 +123,34 @@ describe("Builder helpers against float64 loops", () => {
     );
   });
 
+  test("ropeInterleaved: GPT-J pairs (2i, 2i+1) at frequency i, per-position cos/sin", () => {
+    const pos = [0, 1, 5];
+    const cos: number[] = [],
+      sin: number[] = [],
+      want: number[] = [];
+    for (let t = 0; t < T; t++)
+      for (let d = 0; d < D; d++) {
+        const theta = pos[t]! * 10000 ** (-(2 * Math.floor(d / 2)) / D);
+        cos.push(Math.fround(Math.cos(theta)));
+        sin.push(Math.fround(Math.sin(theta)));
+      }
+    for (let t = 0; t < T; t++)
+      for (let i = 0; i < D / 2; i++) {
+        const k = t * D + 2 * i;
+        const x0 = x[k]!,
+          x1 = x[k + 1]!;
+        want.push(x0 * cos[k]! - x1 * sin[k]!, x1 * cos[k + 1]! + x0 * sin[k + 1]!);
+      }
+    close(
+      run(
+        (b) =>
+          b.ropeInterleaved(b.const("x", "f32", [T, D]), b.const("cos", "f32", [T, D]), b.const("sin", "f32", [T, D])),
+        { x, cos, sin },
+      ),
+      want,
+    );
+  });
+
   test("attentionMasked with GQA (repeatKv) and a causal additive or select mask", () => {
     const H = 4,
       HKV = 2,
@@ -217,6 +245,7 @@ describe("Builder typed errors at trace time", () => {
     expectCode(() => b.emit("Add", [1, 2]), "dtype-mismatch");
     expectCode(() => b.matmul(a, a), "shape-mismatch");
     expectCode(() => b.ropeRotateHalf(b.const("odd", "f32", [3]), a, a), "shape-mismatch");
+    expectCode(() => b.ropeInterleaved(b.const("odd2", "f32", [3]), a, a), "shape-mismatch");
     expectCode(() => b.output("x", a) ?? b.output("x", a), "storage-violation");
   });
 });

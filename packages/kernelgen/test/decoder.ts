@@ -15,6 +15,8 @@ export interface Dims {
   readonly ffn: number;
   readonly maxSeq: number;
   readonly wDtype: "f32" | "bf16" | PackedFormat;
+  /** RoPE pairing: rotate-half (default) or interleaved pairs, as a GGUF llama's stored Q/K order takes (decision 1690). */
+  readonly rope?: "half" | "interleaved";
 }
 
 /** One Llama-style layer (RMSNorm, q/k/v, rotate-half RoPE at the Pos slot, KV-cache states, causal GQA, o, SwiGLU) and a head. */
@@ -41,8 +43,9 @@ export function decoder(d: Dims): Graph {
   const x = b.embedding(embed, ids, "x");
   const split = (y: Ref, n: number): Ref => b.transpose(b.reshape(y, [1, T, n, D]), [0, 2, 1, 3]);
   const h = b.rmsNorm(x, w("ln1", [d.hidden]), 1e-5);
-  const q = b.ropeRotateHalf(split(b.linear(h, w("wq", [H * D, d.hidden])), H), cos, sin);
-  const k = b.ropeRotateHalf(split(b.linear(h, w("wk", [KV * D, d.hidden])), KV), cos, sin);
+  const rope = (x: Ref) => (d.rope === "interleaved" ? b.ropeInterleaved(x, cos, sin) : b.ropeRotateHalf(x, cos, sin));
+  const q = rope(split(b.linear(h, w("wq", [H * D, d.hidden])), H));
+  const k = rope(split(b.linear(h, w("wk", [KV * D, d.hidden])), KV));
   const v = split(b.linear(h, w("wv", [KV * D, d.hidden])), KV);
   const kc = b.state("k_cache", "f32", [1, KV, d.maxSeq, D]);
   const vc = b.state("v_cache", "f32", [1, KV, d.maxSeq, D]);

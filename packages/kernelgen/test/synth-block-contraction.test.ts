@@ -70,6 +70,28 @@ describe("block GEMV for neighbour-reading epilogues, end to end against eval", 
       "wgpu",
       { subgroupSize: undefined },
     ],
+    // Interleaved RoPE pairs (decision 1690): the partner is the neighbouring element, the block still whole heads.
+    [
+      "interleaved RoPE, cuda caps, Q8_0 weights kept packed",
+      { ...BASE, hidden: 64, ffn: 64, wDtype: Q8_0, rope: "interleaved" },
+      4,
+      "cuda",
+      { vectorLoads: true },
+    ],
+    [
+      "interleaved RoPE, wgpu caps, ragged K, 3 heads of 6",
+      { ...BASE, hidden: 40, heads: 3, kvHeads: 1, headDim: 6, rope: "interleaved" },
+      7,
+      "wgpu",
+      {},
+    ],
+    [
+      "interleaved RoPE, cuda caps split in two dispatches",
+      { ...BASE, rope: "interleaved" },
+      5,
+      "cuda",
+      { splitBlockGemv: true, computeUnits: 132 },
+    ],
     // Split (decision 0807): blocks fewer than compute units -> a GEMV into the transient, then the epilogue per block.
     ["cuda caps split in two dispatches, f32 weights", BASE, 5, "cuda", { splitBlockGemv: true, computeUnits: 132 }],
     [
@@ -107,6 +129,7 @@ describe("block GEMV for neighbour-reading epilogues, end to end against eval", 
         if (k.then !== undefined) expect(k.kernel.shared.map((s) => s.name)).not.toContain("acc");
         expect(staging.kernel.shared.map((s) => s.name)).toContain("acc");
         const rope = epi.nodes.find((n) => n.op === "Rope");
+        if (rope !== undefined) expect((rope.params as { style: string }).style).toBe(d.rope ?? "half");
         const acc = staging.kernel.shared.find((s) => s.name === "acc")!;
         // A block holds whole heads when RoPE reads the partner.
         if (rope !== undefined) expect((acc.length as number) % (rope.shape[rope.shape.length - 1] as number)).toBe(0);

@@ -68,6 +68,35 @@ describe("reference semantics against float64 loops", () => {
     close(got, want, 1e-6);
   });
 
+  test("Rope interleaved: GPT-J pairs (2i, 2i+1), out[2i] = x[2i]c - x[2i+1]s, out[2i+1] = x[2i+1]c + x[2i]s", () => {
+    const H = 3,
+      T = 2,
+      D = 6,
+      x = rnd(H * T * D, 11),
+      c = rnd(T * D, 12),
+      s = rnd(T * D, 13);
+    const got = run(
+      "Rope",
+      [
+        { dtype: "f32", shape: [H, T, D], data: x },
+        { dtype: "f32", shape: [T, D], data: c },
+        { dtype: "f32", shape: [T, D], data: s },
+      ],
+      { style: "interleaved", dtype: "f32" },
+    );
+    const want: number[] = [];
+    for (let h = 0; h < H; h++)
+      for (let t = 0; t < T; t++)
+        for (let i = 0; i < D / 2; i++) {
+          const at = (h * T + t) * D + 2 * i,
+            ct = t * D + 2 * i;
+          const x0 = x[at]!,
+            x1 = x[at + 1]!;
+          want.push(x0 * c[ct]! - x1 * s[ct]!, x1 * c[ct + 1]! + x0 * s[ct + 1]!);
+        }
+    close(got, want, 1e-6);
+  });
+
   test("Attention: causal GQA with a position bound, scale and soft-cap", () => {
     const H = 4,
       KV = 2,

@@ -19,7 +19,7 @@ import { flashRegions, tiling } from "./schedule.js";
 export const ropeAttention: Pass = {
   name: "rope-attention",
   numerics: "exact",
-  doc: "rotate-half chains become Rope; softmax(QK^T)V chains become Attention (gated)",
+  doc: "rotate-half and interleaved RoPE chains become Rope; softmax(QK^T)V chains become Attention (gated)",
   rules: [ropeRule, attentionRule],
 };
 

@@ -98,7 +98,7 @@ export function epilogueBlocking(
       }
       case "Rope": {
         if (
-          (n.params as { style?: string }).style !== "half" ||
+          !["half", "interleaved"].includes((n.params as { style?: string }).style ?? "") ||
           args.slice(1).some(argDep) ||
           !same(shapeOf(args[0] as RegionArg), n.shape)
         )

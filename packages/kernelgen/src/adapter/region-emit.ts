@@ -293,11 +293,12 @@ export class RegionEmitter {
         return v;
       }
       case "Rope": {
-        if (p.style !== "half") return this.fail(node, `Rope style ${String(p.style)}`);
+        if (p.style !== "half" && p.style !== "interleaved") return this.fail(node, `Rope style ${String(p.style)}`);
         const D = n.shape[n.shape.length - 1] as number,
-          h = D / 2;
+          // The partner's distance: D/2 (rotate-half) or 1 (interleaved pairs 2i, 2i+1).
+          h = p.style === "half" ? D / 2 : 1;
         const j = c[c.length - 1] as Val<"u32">;
-        const first = b.let_(j.lt(h), "first");
+        const first = b.let_(p.style === "half" ? j.lt(h) : j.and(1).eq(0), "first");
         const partner = [...c.slice(0, -1), b.let_(b.select(first, j.add(h), j.sub(h)), "pj")];
         const x = argAt(0, c) as Val<"f32">;
         const px = argAt(0, partner) as Val<"f32">;

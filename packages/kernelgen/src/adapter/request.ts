@@ -124,7 +124,7 @@ function synthesize(req: KernelRequest, caps: SynthCaps, name: string): RequestK
         {
           name,
           shape: x.shape,
-          style: "half",
+          style: p.style as "half" | "interleaved",
           xDtype: scalar(x.dtype, "x"),
           dtype: p.dtype as "f32",
           cos: { dtype: scalar(cos.dtype, "cos"), shape: x.shape, strides: stridesOnto(cos, x.shape) },

@@ -103,11 +103,26 @@ function ropeScale(ctx: TraceContext, rope: RopeConfig): number {
   return factor <= 1 ? 1 : Math.sqrt(1 + Math.log(factor) / Math.log(s.originalMaxPositions));
 }
 
-/** cos/sin [B, 1, T, rotaryDim] of the new tokens' positions for one RoPE config (memoized per config). */
-export function ropeTables(ctx: TraceContext, rope: RopeConfig, key: string): { cos: Ref; sin: Ref } {
+/**
+ * Pairing of RoPE's rotated elements: `half` pairs j with j + rotaryDim/2 (HF rotate_half); `interleaved` pairs
+ * 2i with 2i+1 (llama.cpp's "normal" mode, the order a GGUF `llama` checkpoint's Q/K rows are stored in).
+ */
+export type RopeStyle = "half" | "interleaved";
+
+/**
+ * cos/sin [B, 1, T, rotaryDim] of the new tokens' positions for one RoPE config (memoized per config and style):
+ * frequency i sits at elements i and i + rotaryDim/2 (`half`) or 2i and 2i+1 (`interleaved`).
+ */
+export function ropeTables(
+  ctx: TraceContext,
+  rope: RopeConfig,
+  key: string,
+  style: RopeStyle = "half",
+): { cos: Ref; sin: Ref } {
   const b = ctx.b;
-  const cached = ctx.memo.get(`${key}.cos`);
-  if (cached !== undefined) return { cos: cached, sin: ctx.memo.get(`${key}.sin`)! };
+  const memoKey = style === "half" ? key : `${key}.interleaved`;
+  const cached = ctx.memo.get(`${memoKey}.cos`);
+  if (cached !== undefined) return { cos: cached, sin: ctx.memo.get(`${memoKey}.sin`)! };
   const { batch: B, tokens: T } = ctx.shape;
   const half = rope.rotaryDim / 2;
   let inv = frequencies(ctx, rope, key);
@@ -115,7 +130,10 @@ export function ropeTables(ctx: TraceContext, rope: RopeConfig, key: string): { 
   // GGUF llama3 models store the scaling as per-frequency divisors instead of in the config.
   if (ropeFreqs !== null) inv = b.div(inv, b.f32(ctx.weight(ropeFreqs, [half])));
   const angle = b.mul(b.reshape(b.cast(ctx.positions, "f32"), [B, T, 1]), inv);
-  const emb = b.reshape(b.concat([angle, angle], -1), [B, 1, T, rope.rotaryDim]);
+  const emb =
+    style === "half"
+      ? b.reshape(b.concat([angle, angle], -1), [B, 1, T, rope.rotaryDim])
+      : b.reshape(b.broadcast(b.reshape(angle, [B, T, half, 1]), [B, T, half, 2]), [B, 1, T, rope.rotaryDim]);
   let cos = b.unary("Cos", emb, `${key}.cos`),
     sin = b.unary("Sin", emb, `${key}.sin`);
   const scale = ropeScale(ctx, rope);
@@ -123,17 +141,24 @@ export function ropeTables(ctx: TraceContext, rope: RopeConfig, key: string): { 
     cos = b.mul(cos, scale);
     sin = b.mul(sin, scale);
   }
-  ctx.memo.set(`${key}.cos`, cos);
-  ctx.memo.set(`${key}.sin`, sin);
+  ctx.memo.set(`${memoKey}.cos`, cos);
+  ctx.memo.set(`${memoKey}.sin`, sin);
   return { cos, sin };
 }
 
-/** Rotate-half RoPE on the first rotaryDim dims of x [B, H, T, Dh]; the rest passes through. */
-export function applyRope(ctx: TraceContext, x: Ref, t: { cos: Ref; sin: Ref }, rotaryDim: number): Ref {
+/** RoPE (tables of the same style) on the first rotaryDim dims of x [B, H, T, Dh]; the rest passes through. */
+export function applyRope(
+  ctx: TraceContext,
+  x: Ref,
+  t: { cos: Ref; sin: Ref },
+  rotaryDim: number,
+  style: RopeStyle = "half",
+): Ref {
   const b = ctx.b;
   const [B, H, T, D] = x.shape as [number, number, number, number];
-  if (rotaryDim === D) return b.ropeRotateHalf(x, t.cos, t.sin);
-  const rot = b.ropeRotateHalf(b.slice(x, [0, 0, 0, 0], [B, H, T, rotaryDim]), t.cos, t.sin);
+  const rope = (y: Ref) => (style === "half" ? b.ropeRotateHalf(y, t.cos, t.sin) : b.ropeInterleaved(y, t.cos, t.sin));
+  if (rotaryDim === D) return rope(x);
+  const rot = rope(b.slice(x, [0, 0, 0, 0], [B, H, T, rotaryDim]));
   return b.concat([rot, b.slice(x, [0, 0, 0, rotaryDim], [B, H, T, D])], -1);
 }
 
@@ -224,6 +249,18 @@ export function selfAttention(ctx: TraceContext, x: Ref, layer: number, kind: La
     N = ctx.rows;
   const { batch: B, tokens: T } = ctx.shape;
   const permuted = w.naming === "gguf" && cfg.sourceArchitecture === "llama";
+  // llama.cpp's converter interleaves each head's rotary halves over the whole head (decision 1690): with full
+  // rotary dims, RoPE on adjacent pairs over the stored order gives q·k exactly (both permuted alike), so the
+  // rows stay as stored. A partial rotary head, or per-element Q/K norm weights in HF order, still gathers the
+  // rows back into HF order.
+  const pairs =
+    permuted &&
+    !cfg.fusedQKV &&
+    !cfg.qkNorm &&
+    cfg.rope.rotaryDim === Dh &&
+    (cfg.ropeLocal === null || cfg.ropeLocal.rotaryDim === Dh);
+  const rows = (heads: number) => (permuted && !pairs ? unpermuteRows(ctx, heads, Dh) : undefined);
+  const style: RopeStyle = pairs ? "interleaved" : "half";
   let q: Ref, k: Ref, v: Ref;
   if (cfg.fusedQKV) {
     const qkv = linear(ctx, x, w.layerName(layer, "qkv"));
@@ -233,8 +270,8 @@ export function selfAttention(ctx: TraceContext, x: Ref, layer: number, kind: La
   } else {
     const bias = (role: "qBias" | "kBias" | "vBias") =>
       cfg.attentionBias && w.has(w.layerName(layer, role)) ? w.layerName(layer, role) : undefined;
-    q = linear(ctx, x, w.layerName(layer, "q"), bias("qBias"), permuted ? unpermuteRows(ctx, H, Dh) : undefined);
-    k = linear(ctx, x, w.layerName(layer, "k"), bias("kBias"), permuted ? unpermuteRows(ctx, Hkv, Dh) : undefined);
+    q = linear(ctx, x, w.layerName(layer, "q"), bias("qBias"), rows(H));
+    k = linear(ctx, x, w.layerName(layer, "k"), bias("kBias"), rows(Hkv));
     v = linear(ctx, x, w.layerName(layer, "v"), bias("vBias"));
   }
   let gate: Ref | null = null;
@@ -261,9 +298,9 @@ export function selfAttention(ctx: TraceContext, x: Ref, layer: number, kind: La
   // SmolLM3's NoPE layers skip RoPE altogether.
   if (cfg.layerRope[layer] !== false) {
     const rope = kind === "sliding" && cfg.ropeLocal !== null ? cfg.ropeLocal : cfg.rope;
-    const tables = ropeTables(ctx, rope, kind === "sliding" && cfg.ropeLocal !== null ? "rope_local" : "rope");
-    qh = applyRope(ctx, qh, tables, rope.rotaryDim);
-    kh = applyRope(ctx, kh, tables, rope.rotaryDim);
+    const tables = ropeTables(ctx, rope, kind === "sliding" && cfg.ropeLocal !== null ? "rope_local" : "rope", style);
+    qh = applyRope(ctx, qh, tables, rope.rotaryDim, style);
+    kh = applyRope(ctx, kh, tables, rope.rotaryDim, style);
   }
   let vh = toHeads(ctx, v, Hkv, Dh);
   if (ctx.paged !== null) {
