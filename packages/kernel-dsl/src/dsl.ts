@@ -52,6 +52,8 @@ export interface Axes {
 export class Builder implements ArrOwner {
   private readonly blocks: Stmt[][] = [[]];
   private readonly used = new Set<string>();
+  /** Per hint, the suffix {@link fresh} tries first: names are only ever added, so lower suffixes stay taken. */
+  private readonly nextSuffix = new Map<string, number>();
   private loopDepth = 0;
   /** @internal */ readonly decl: {
     buffers: Kernel["buffers"][number][];
@@ -72,7 +74,9 @@ export class Builder implements ArrOwner {
   };
   /** @internal */ fresh = (hint: string): string => {
     let name = hint;
-    for (let n = 1; this.used.has(name); n++) name = `${hint}_${n}`;
+    let n = this.nextSuffix.get(hint) ?? 1;
+    if (this.used.has(name)) for (; this.used.has((name = `${hint}_${n}`)); n++);
+    this.nextSuffix.set(hint, n);
     this.used.add(name);
     return name;
   };

@@ -22,6 +22,34 @@ function normGraph(rows: number, cols: number) {
   return b.build();
 }
 
+/**
+ * Compiles `graph(rows, cols)` for `target` (decode), checks its one synthesized row plan takes `threads` a workgroup
+ * under `caps`, and runs the program in the interpreter against graph-ir's float64 evaluation (inputs seeded by `seed`).
+ */
+function checkRowPlan(
+  graph: typeof normGraph,
+  rows: number,
+  cols: number,
+  target: ReturnType<typeof defaultTarget>,
+  caps: Parameters<typeof planKernel>[1],
+  threads: number,
+  seed: number,
+): void {
+  const g = graph(rows, cols);
+  const prog = compile(g, target, { mode: "decode", preferImported: false });
+  const rowPlans = prog
+    .plans()
+    .filter((p) => p.kernel.provenance === "synthesized" && p.kernel.request.kind === "reduction-row");
+  expect(rowPlans).toHaveLength(1);
+  const k = planKernel(rowPlans[0]!.kernel as never, caps, "row");
+  expect(k.kernel.workgroupSize[0]).toBe(threads);
+  const r = rng(seed);
+  const bind = { slots: { x: randF32(r, rows * cols, 2) }, consts: { w: randF32(r, cols, 1) } };
+  const run = interpretProgram(prog, bind as never, { caps });
+  const want = evaluate(g, bind as never).outputs.y!.data;
+  expectClose(run.outputs.y as Float32Array, want, 1, 2e-6);
+}
+
 describe("row regions with few rows on 32-wide subgroups", () => {
   const target = defaultTarget("cuda");
   const caps = { ...synthCapsFrom(target.caps as never), computeUnits: 132 };
@@ -30,21 +58,8 @@ describe("row regions with few rows on 32-wide subgroups", () => {
     [3, 1000, 1024],
     [160, 512, 256],
   ] as const) {
-    it(`RMSNorm ${rows} x ${cols}: ${wg} threads a row, against the f64 evaluation`, () => {
-      const g = normGraph(rows, cols);
-      const prog = compile(g, target, { mode: "decode", preferImported: false });
-      const rowPlans = prog
-        .plans()
-        .filter((p) => p.kernel.provenance === "synthesized" && p.kernel.request.kind === "reduction-row");
-      expect(rowPlans).toHaveLength(1);
-      const k = planKernel(rowPlans[0]!.kernel as never, caps, "norm");
-      expect(k.kernel.workgroupSize[0]).toBe(wg);
-      const r = rng(rows * 7 + cols);
-      const bind = { slots: { x: randF32(r, rows * cols, 2) }, consts: { w: randF32(r, cols, 1) } };
-      const run = interpretProgram(prog, bind as never, { caps });
-      const want = evaluate(g, bind as never).outputs.y!.data;
-      expectClose(run.outputs.y as Float32Array, want, 1, 2e-6);
-    });
+    it(`RMSNorm ${rows} x ${cols}: ${wg} threads a row, against the f64 evaluation`, () =>
+      checkRowPlan(normGraph, rows, cols, target, caps, wg, rows * 7 + cols));
   }
 
   it("keeps 256 threads without 32-wide subgroups or with rows enough for every unit; 1 on serial-thread caps", () => {
@@ -81,20 +96,7 @@ describe("row regions on serial-thread caps", () => {
     ["softmax", softmaxGraph, 2, 1001],
   ] as const;
   for (const [what, graph, rows, cols] of cases) {
-    it(`${what} ${rows} x ${cols}: one thread a row, against the f64 evaluation`, () => {
-      const g = graph(rows, cols);
-      const prog = compile(g, target, { mode: "decode", preferImported: false });
-      const rowPlans = prog
-        .plans()
-        .filter((p) => p.kernel.provenance === "synthesized" && p.kernel.request.kind === "reduction-row");
-      expect(rowPlans).toHaveLength(1);
-      const k = planKernel(rowPlans[0]!.kernel as never, caps, "row");
-      expect(k.kernel.workgroupSize[0]).toBe(1);
-      const r = rng(rows * 11 + cols);
-      const bind = { slots: { x: randF32(r, rows * cols, 2) }, consts: { w: randF32(r, cols, 1) } };
-      const run = interpretProgram(prog, bind as never, { caps });
-      const want = evaluate(g, bind as never).outputs.y!.data;
-      expectClose(run.outputs.y as Float32Array, want, 1, 2e-6);
-    });
+    it(`${what} ${rows} x ${cols}: one thread a row, against the f64 evaluation`, () =>
+      checkRowPlan(graph, rows, cols, target, caps, 1, rows * 11 + cols));
   }
 });

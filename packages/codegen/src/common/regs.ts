@@ -18,7 +18,10 @@ import type {
   ValueType,
 } from "@poot/kernel-dsl";
 import { CodegenError, invariant } from "../errors.js";
+import { lastUses, type RegLifetimes } from "./lifetimes.js";
 import type { PreparedKernel } from "./prepare.js";
+
+export type { RegLifetimes } from "./lifetimes.js";
 
 /**
  * Instruction selection for one target. `V` is the target's operand (a register name, an SSA id, a
@@ -73,12 +76,17 @@ export interface RegTarget<V> {
 type Binding<V> = { readonly kind: "value"; readonly v: V } | { readonly kind: "var"; readonly type: ValueType };
 
 /** Options of {@link makeDriver}. */
-export interface DriverOptions {
+export interface DriverOptions<V = unknown> {
   /**
    * Hold `let`, subgroup and atomic results in variables too (targets that keep per-thread state in
    * memory across barrier regions, such as Wasm, need every name to outlive the code that defined it).
    */
   readonly letsAsVars?: boolean;
+  /**
+   * Register reuse (Wasm locals): temporaries freed after each statement, and (without `letsAsVars`) each name's
+   * register dropped after its last use in its block.
+   */
+  readonly lifetimes?: RegLifetimes<V>;
 }
 
 /** The driver's entry points: evaluate an expression, emit a statement or a block. */
@@ -96,13 +104,25 @@ export function driveBody<V>(p: PreparedKernel, t: RegTarget<V>): void {
 }
 
 /** A driver over `t` whose name bindings persist across calls (for targets that emit the body in pieces). */
-export function makeDriver<V>(p: PreparedKernel, t: RegTarget<V>, options: DriverOptions = {}): Driver<V> {
+export function makeDriver<V>(p: PreparedKernel, t: RegTarget<V>, options: DriverOptions<V> = {}): Driver<V> {
   const env = new Map<string, Binding<V>>();
+  const lt = options.lifetimes;
   const bindValue = (name: string, type: ValueType, v: V): void => {
     if (options.letsAsVars) {
       t.newVar(name, type, v);
       env.set(name, { kind: "var", type });
-    } else env.set(name, { kind: "value", v });
+    } else {
+      lt?.hold(v);
+      env.set(name, { kind: "value", v });
+    }
+  };
+  /** Name `name` is dead (register reuse): its value or variable register may be reused. */
+  const end = (lifetimes: RegLifetimes<V>, name: string): void => {
+    const b = env.get(name);
+    if (b === undefined) return;
+    env.delete(name);
+    if (b.kind === "value") lifetimes.drop(b.v);
+    else lifetimes.dropVar(name, b.type);
   };
   const elems = new Map<string, ElemType>();
   for (const b of p.buffers) elems.set(`global:${b.name}`, b.elem);
@@ -186,7 +206,19 @@ export function makeDriver<V>(p: PreparedKernel, t: RegTarget<V>, options: Drive
   };
 
   const block = (body: readonly Stmt[]): void => {
-    for (const s of body) stmt(s);
+    if (lt === undefined) {
+      for (const s of body) stmt(s);
+      return;
+    }
+    // With letsAsVars the names live in memory and a caller may emit a block in pieces (Wasm barrier regions), so
+    // only temporaries are freed; otherwise each name declared here ends after its last use here.
+    const ends = options.letsAsVars ? [] : lastUses(body);
+    body.forEach((s, i) => {
+      const m = lt.mark();
+      stmt(s);
+      lt.freeSince(m);
+      for (const name of ends[i] ?? []) end(lt, name);
+    });
   };
 
   const stmt = (s: Stmt): void => {

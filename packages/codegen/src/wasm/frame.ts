@@ -2,8 +2,10 @@
 // linear memory for every name, and structured control flow with label-depth tracking.
 
 import { elemOf, lanesOf, type ValueType } from "@poot/kernel-dsl";
+import type { RegLifetimes } from "../common/lifetimes.js";
 import { CodegenError } from "../errors.js";
 import { Misc, Simd, W, type WasmCode } from "./code.js";
+import { LocalPool } from "./locals.js";
 import { ValType } from "./module.js";
 
 /** Indices of the math imports, in the fixed order of the calling convention. */
@@ -26,7 +28,7 @@ export interface WasmContext {
 }
 
 /** Locals, frames and control flow of one Wasm kernel function. */
-export abstract class WasmBase {
+export abstract class WasmBase implements RegLifetimes<number> {
   /** Frame slots: byte offset and type of each per-thread name. */
   readonly slots = new Map<string, { offset: number; type: ValueType | "array"; bytes: number }>();
   frameBytes = 4; // word 0: the thread's "returned" flag
@@ -42,6 +44,8 @@ export abstract class WasmBase {
    */
   registers = false;
   private readonly regs = new Map<string, number>();
+  /** The function's reusable locals (temporaries, let values, variables). */
+  protected readonly pool: LocalPool;
 
   constructor(
     readonly c: WasmCode,
@@ -49,7 +53,9 @@ export abstract class WasmBase {
     protected readonly wg: readonly [number, number, number],
     protected readonly uniformIndex: ReadonlyMap<string, number>,
     protected readonly buffers: number,
-  ) {}
+  ) {
+    this.pool = new LocalPool(c);
+  }
 
   protected unsupported(what: string): never {
     throw new CodegenError("unsupported", `Wasm lowering cannot express ${what}`, {
@@ -58,9 +64,9 @@ export abstract class WasmBase {
       construct: what,
     });
   }
-  /** Pops the stack top into a fresh local of type `t`. */
+  /** Pops the stack top into a temporary of type `t` (freed at the end of the statement unless a let holds it). */
   protected put(t: ValueType): number {
-    const l = this.c.local(vt(t));
+    const l = this.pool.temp(vt(t));
     this.c.opU(W.local_set, l);
     return l;
   }
@@ -91,10 +97,34 @@ export abstract class WasmBase {
     const key = `${name}:${vt(type)}`;
     let l = this.regs.get(key);
     if (l === undefined) {
-      l = this.c.local(vt(type));
+      l = this.pool.take(vt(type));
       this.regs.set(key, l);
     }
     return l;
+  }
+  /** {@link RegLifetimes.mark}: statements free their temporaries back to here. */
+  mark(): number {
+    return this.pool.mark();
+  }
+  /** {@link RegLifetimes.freeSince}. */
+  freeSince(mark: number): void {
+    this.pool.freeSince(mark);
+  }
+  /** {@link RegLifetimes.hold}: a let's value outlives its statement. */
+  hold(v: number): void {
+    this.pool.hold(v);
+  }
+  /** {@link RegLifetimes.drop}: the let's last use is emitted. */
+  drop(v: number): void {
+    this.pool.drop(v);
+  }
+  /** {@link RegLifetimes.dropVar}: variable `name`'s scope ended; its local (register mode) can be reused. */
+  dropVar(name: string, type: ValueType): void {
+    const key = `${name}:${vt(type)}`;
+    const l = this.regs.get(key);
+    if (l === undefined) return;
+    this.regs.delete(key);
+    this.pool.release(l);
   }
   newVar(name: string, type: ValueType, init: number): void {
     if (!this.registers) this.slot(name, type, lanesOf(type) > 1 ? 16 : 4);

@@ -78,8 +78,8 @@ export abstract class WasmMemory extends WasmBase {
 
   /** {@link f16Widen} on the four i32 lanes on the stack (f16 bits, zero-extended), with a lane mask for inf/NaN. */
   protected f16Widen4(): void {
-    const h = this.c.local(ValType.v128);
-    const em = this.c.local(ValType.v128);
+    const h = this.pool.temp(ValType.v128);
+    const em = this.pool.temp(ValType.v128);
     const splat = (v: number): void => void this.c.i32(v).simd(Simd.i32x4_splat);
     this.c.opU(W.local_tee, h);
     splat(0x7fff);
@@ -133,8 +133,8 @@ export abstract class WasmMemory extends WasmBase {
    * position and scaled by 2^112 cover normals and subnormals; exponent 31 maps to f32 inf/NaN; then the sign.
    */
   protected f16Widen(): void {
-    const h = this.c.local(ValType.i32);
-    const em = this.c.local(ValType.i32);
+    const h = this.pool.temp(ValType.i32);
+    const em = this.pool.temp(ValType.i32);
     this.c.opU(W.local_tee, h).i32(0x7fff).op(W.i32_and).opU(W.local_set, em);
     this.get(em).c.i32(13).op(W.i32_shl).i32(0x7f800000).op(W.i32_or);
     this.get(em)
@@ -150,7 +150,7 @@ export abstract class WasmMemory extends WasmBase {
 
   /** Pushes the bf16 bits (RNE, NaN kept quiet) of f32 local `f`. */
   protected bf16Bits(f: number): void {
-    const b = this.c.local(ValType.i32);
+    const b = this.pool.temp(ValType.i32);
     this.get(f).c.op(W.i32_reinterpret_f32).opU(W.local_set, b);
     this.get(b).c.i32(16).op(W.i32_shr_u).i32(0x40).op(W.i32_or); // NaN result
     this.get(b).c.i32(0x7fff).op(W.i32_add);
@@ -168,7 +168,7 @@ export abstract class WasmMemory extends WasmBase {
     value: number | undefined,
     compare: number | undefined,
   ): number | undefined {
-    const addr = this.c.local(ValType.i32);
+    const addr = this.pool.temp(ValType.i32);
     this.address(space, array, type, index);
     this.c.opU(W.local_set, addr);
     const rmw: Record<string, number> = { add: Atomic.i32_rmw_add, exchange: Atomic.i32_rmw_xchg };
@@ -190,8 +190,8 @@ export abstract class WasmMemory extends WasmBase {
         break;
     }
     // max / min / f32 add: compare-exchange loop on the 32-bit word.
-    const old = this.c.local(ValType.i32);
-    const next = this.c.local(ValType.i32);
+    const old = this.pool.temp(ValType.i32);
+    const next = this.pool.temp(ValType.i32);
     this.get(addr).c.atomic(Atomic.i32_load, 2).opU(W.local_set, old);
     this.c.open(W.loop);
     if (type === "f32")

@@ -9,9 +9,6 @@ import { WasmMemory } from "./memory.js";
 
 /** Wasm instruction selection for the shared register-machine driver. */
 export class WasmEmitter extends WasmMemory implements RegTarget<number> {
-  /** Vector locals made by splatting one scalar local (shift counts use the scalar). */
-  private readonly splats = new Map<number, number>();
-
   constant(type: ValueType, value: number | boolean): number {
     if (isF(type)) this.c.f32(Number(value));
     else this.c.i32(typeof value === "boolean" ? (value ? 1 : 0) : Number(value) | 0);
@@ -127,7 +124,7 @@ export class WasmEmitter extends WasmMemory implements RegTarget<number> {
    */
   private vectorShift(op: "shl" | "shr", type: ValueType, a: number, b: number): number {
     const code = op === "shl" ? Simd.i32x4_shl : elemOf(type) === "i32" ? Simd.i32x4_shr_s : Simd.i32x4_shr_u;
-    const count = this.splats.get(b);
+    const count = this.pool.source(b);
     if (count !== undefined) {
       this.get(a).get(count).c.simd(code);
       return this.put(type);
@@ -291,7 +288,7 @@ export class WasmEmitter extends WasmMemory implements RegTarget<number> {
       });
     }
     const v = this.put(type);
-    if (splat) this.splats.set(v, first);
+    if (splat) this.pool.link(v, first);
     return v;
   }
 

@@ -121,7 +121,7 @@ export function lowerWasm(source: Kernel, caps: DeviceCaps, options: WasmOptions
   // Without barriers a thread runs start to finish in one loop iteration: names can live in Wasm locals.
   const barriers = hasBarrier(kernel.body);
   e.registers = !barriers;
-  const d = makeDriver(p, e, { letsAsVars: barriers });
+  const d = makeDriver(p, e, { letsAsVars: barriers, lifetimes: e });
 
   /** A loop over the thread range running `body` per thread, skipping threads that returned. */
   const threadLoop = (body: () => void, skipReturned = true): void => {

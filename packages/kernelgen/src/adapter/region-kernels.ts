@@ -2,7 +2,7 @@
 // or per update element for in-place cache writes), row regions (reductions then epilogue), and packed decodes.
 
 import { kernel } from "@poot/kernel-dsl";
-import type { Arr, Builder, ElemType, Kernel, Stmt, Val } from "@poot/kernel-dsl";
+import type { Arr, Builder, ElemType, Val } from "@poot/kernel-dsl";
 import { isPacked, numel } from "@poot/graph-ir";
 import type { PackedFormat, ScalarDType } from "@poot/graph-ir";
 import { PLAN_OPS } from "@poot/graph-plan";
@@ -11,14 +11,7 @@ import { grid2d, pow2Workgroup } from "../caps.js";
 import type { SynthCaps, SynthKernel } from "../caps.js";
 import { KernelgenError } from "../errors.js";
 import { blockDecoder } from "../synth/decode.js";
-import {
-  argmaxBeats,
-  combine,
-  SERIAL_ROW_PARTIALS,
-  serialRowReduce,
-  workgroupArgmax,
-  workgroupReduce,
-} from "../synth/reduction.js";
+import { argmaxBeats, combine, serialRowReduce, workgroupArgmax, workgroupReduce } from "../synth/reduction.js";
 import { linearThread } from "../synth/index-math.js";
 import { delinearize, elemForDType, loadAccess, storeAccess } from "./access.js";
 import { RegionEmitter, storeWindow } from "./region-emit.js";
@@ -151,107 +144,88 @@ export function regionRow(
   const useSg = sg !== undefined && sg > 1 && wg >= sg;
   while (!useSg && wg > 1 && wg * 4 > caps.sharedBytes) wg >>= 1;
   const scratchLen = useSg ? Math.max(1, wg / (sg as number)) : wg;
-  // Serial rows unroll each element's code once per partial (decision 2481); a row whose elements are large (a
-  // packed format decoded in the region) would pass the Wasm engines' local limit, so it keeps one partial.
-  const build = (parts: number): Kernel =>
-    kernel(name, { workgroupSize: [wg, 1, 1] }, (b) => {
-      const { reader, out } = src.declare(b, output);
-      const em = new RegionEmitter(b, region, src.shapes, reader, SYNTH, src.dtypes);
-      const scratch = b.shared("scratch", "f32", scratchLen);
-      const hasArgmax = reduces.some(({ n }) => n.params.kind === "argmax");
-      const sv = hasArgmax ? b.shared("amax_v", "f32", wg) : undefined;
-      const si = hasArgmax ? b.shared("amax_i", "u32", wg) : undefined;
-      const row = b.let_(b.wid.y.mul(b.nwg.x).add(b.wid.x), "row");
-      b.if_(row.ge(rows), () => b.return_());
-      const tid = b.let_(b.lid.x, "tid");
-      const rc = delinearize(b, row, lead);
-      for (const { n, i } of reduces) {
-        // The cooperative pass indexes the reduction by the output row; past a layout change (a head transpose before
-        // RoPE) the row is another reduction's, so the emitter computes it inline where the output reads it.
-        if (!rowAligned(region, i)) continue;
-        const kind = n.params.kind as string;
-        const arg = n.args[0] as RegionArg;
-        const srcShape = argShape(region, src, arg);
-        const lc = em.broadcastTo(rc, lead, n.shape.slice(0, -1));
-        if (kind === "argmax") {
-          // First maximal index (numpy order), as i32.
-          const best = b.var_(b.f32(-Infinity), "abest");
-          const bestI = b.var_(b.u32(0xffffffff), "abest_i");
-          b.for_(
-            tid,
-            srcShape[srcShape.length - 1] as number,
-            wg,
-            (j) => {
-              em.scoped(() => {
-                const v = em.arg(arg, [...lc, j]) as Val<"f32">;
-                b.if_(argmaxBeats(v, j, best, bestI), () => {
-                  best.set(v);
-                  bestI.set(j);
-                });
-              });
-            },
-            "j",
-          );
-          const w = workgroupArgmax(b, best, bestI, wg, sv as Arr<"f32">, si as Arr<"u32">, tid);
-          em.setOuter(i, [...lc, b.u32(0)], b.select(w.eq(0xffffffff), b.u32(0), w).i32());
-          continue;
-        }
-        if (kind !== "sum" && kind !== "max" && kind !== "min")
-          throw new KernelgenError("bad_param", `row reduction ${kind} is not supported`, {
-            synth: SYNTH,
-            param: `region.nodes[${i}]`,
-          });
-        const len = srcShape[srcShape.length - 1] as number;
-        if (caps.serialThreads === true) {
-          const at = (j: Val<"u32">) => em.scoped(() => em.arg(arg, [...lc, j]) as Val<"f32">);
-          em.setOuter(i, [...lc, b.u32(0)], serialRowReduce(b, kind, len, at, parts));
-          continue;
-        }
-        const init = kind === "sum" ? 0 : kind === "max" ? -Infinity : Infinity;
-        const acc = b.var_(b.f32(init), "racc");
+  const k = kernel(name, { workgroupSize: [wg, 1, 1] }, (b) => {
+    const { reader, out } = src.declare(b, output);
+    const em = new RegionEmitter(b, region, src.shapes, reader, SYNTH, src.dtypes);
+    const scratch = b.shared("scratch", "f32", scratchLen);
+    const hasArgmax = reduces.some(({ n }) => n.params.kind === "argmax");
+    const sv = hasArgmax ? b.shared("amax_v", "f32", wg) : undefined;
+    const si = hasArgmax ? b.shared("amax_i", "u32", wg) : undefined;
+    const row = b.let_(b.wid.y.mul(b.nwg.x).add(b.wid.x), "row");
+    b.if_(row.ge(rows), () => b.return_());
+    const tid = b.let_(b.lid.x, "tid");
+    const rc = delinearize(b, row, lead);
+    for (const { n, i } of reduces) {
+      // The cooperative pass indexes the reduction by the output row; past a layout change (a head transpose before
+      // RoPE) the row is another reduction's, so the emitter computes it inline where the output reads it.
+      if (!rowAligned(region, i)) continue;
+      const kind = n.params.kind as string;
+      const arg = n.args[0] as RegionArg;
+      const srcShape = argShape(region, src, arg);
+      const lc = em.broadcastTo(rc, lead, n.shape.slice(0, -1));
+      if (kind === "argmax") {
+        // First maximal index (numpy order), as i32.
+        const best = b.var_(b.f32(-Infinity), "abest");
+        const bestI = b.var_(b.u32(0xffffffff), "abest_i");
         b.for_(
           tid,
           srcShape[srcShape.length - 1] as number,
           wg,
           (j) => {
-            em.scoped(() => acc.set(combine(b, kind, acc, em.arg(arg, [...lc, j]) as Val<"f32">)));
+            em.scoped(() => {
+              const v = em.arg(arg, [...lc, j]) as Val<"f32">;
+              b.if_(argmaxBeats(v, j, best, bestI), () => {
+                best.set(v);
+                bestI.set(j);
+              });
+            });
           },
           "j",
         );
-        const total = workgroupReduce(b, kind, acc, wg, useSg ? sg : undefined, scratch, tid);
-        em.setOuter(i, [...lc, b.u32(0)], total);
+        const w = workgroupArgmax(b, best, bestI, wg, sv as Arr<"f32">, si as Arr<"u32">, tid);
+        em.setOuter(i, [...lc, b.u32(0)], b.select(w.eq(0xffffffff), b.u32(0), w).i32());
+        continue;
       }
+      if (kind !== "sum" && kind !== "max" && kind !== "min")
+        throw new KernelgenError("bad_param", `row reduction ${kind} is not supported`, {
+          synth: SYNTH,
+          param: `region.nodes[${i}]`,
+        });
+      const len = srcShape[srcShape.length - 1] as number;
+      if (caps.serialThreads === true) {
+        const at = (j: Val<"u32">) => em.scoped(() => em.arg(arg, [...lc, j]) as Val<"f32">);
+        em.setOuter(i, [...lc, b.u32(0)], serialRowReduce(b, kind, len, at));
+        continue;
+      }
+      const init = kind === "sum" ? 0 : kind === "max" ? -Infinity : Infinity;
+      const acc = b.var_(b.f32(init), "racc");
       b.for_(
         tid,
-        cols,
+        srcShape[srcShape.length - 1] as number,
         wg,
         (j) => {
-          em.scoped(() => {
-            // Size-1 axes are literal 0 so a bare reduction result hits the cached row value.
-            const c: Coords = em.broadcastTo([...rc, j], oshape, oshape);
-            storeAccess(b, out, output, c, em.at(region.result, c));
-          });
+          em.scoped(() => acc.set(combine(b, kind, acc, em.arg(arg, [...lc, j]) as Val<"f32">)));
         },
-        "c",
+        "j",
       );
-    });
-  let k = build(SERIAL_ROW_PARTIALS);
-  if (caps.serialThreads === true && countLocals(k.body) > SERIAL_ROW_LOCALS) k = build(1);
+      const total = workgroupReduce(b, kind, acc, wg, useSg ? sg : undefined, scratch, tid);
+      em.setOuter(i, [...lc, b.u32(0)], total);
+    }
+    b.for_(
+      tid,
+      cols,
+      wg,
+      (j) => {
+        em.scoped(() => {
+          // Size-1 axes are literal 0 so a bare reduction result hits the cached row value.
+          const c: Coords = em.broadcastTo([...rc, j], oshape, oshape);
+          storeAccess(b, out, output, c, em.at(region.result, c));
+        });
+      },
+      "c",
+    );
+  });
   return { kernel: k, grid: grid2d(rows, caps), ...(useSg ? { subgroupSize: sg } : {}) };
-}
-
-/** Locals past which a serial row kernel keeps one partial: V8 and other Wasm engines refuse 50,000 in a function. */
-const SERIAL_ROW_LOCALS = 8_000;
-
-/** The `let` and `var` statements of a kernel body, nested blocks included (each is a local of the lowered code). */
-function countLocals(body: readonly Stmt[]): number {
-  let n = 0;
-  for (const st of body) {
-    if (st.s === "let" || st.s === "var") n++;
-    else if (st.s === "for" || st.s === "while") n += countLocals(st.body);
-    else if (st.s === "if") n += countLocals(st.then) + countLocals(st.else);
-  }
-  return n;
 }
 
 /**

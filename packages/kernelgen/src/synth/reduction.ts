@@ -100,10 +100,9 @@ export function serialRowReduce(
   kind: RowReduction["kind"],
   len: number,
   value: (col: Val<"u32">) => Val<"f32">,
-  maxParts: number = SERIAL_ROW_PARTIALS,
 ): Val<"f32"> {
   const { var_, let_, for_, f32, u32 } = b;
-  const parts = pow2Workgroup(len, maxParts);
+  const parts = pow2Workgroup(len, SERIAL_ROW_PARTIALS);
   const init = kind === "sum" ? 0 : kind === "max" ? -Infinity : Infinity;
   const accs = Array.from({ length: parts }, () => var_(f32(init), "sacc"));
   const whole = len - (len % parts);
