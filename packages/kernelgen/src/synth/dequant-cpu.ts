@@ -43,7 +43,10 @@ export const zeroVec = <N extends 4 | 8 | 16>(b: Builder, lanes: N): Val<`vec${N
  * lane i of the lower half plus lane i + N/2, halving until one is left). For vec4 that is {@link sum4x4}'s order.
  */
 export function sumWide(b: Builder, ps: readonly Val<`vec${4 | 8 | 16}<f32>`>[]): Val<"f32"> {
-  const v = b.let_(ps.length === 1 ? ps[0]! : ps[0]!.add(ps[1]!).add(ps[2]!.add(ps[3]!)), "hsum");
+  const v = b.let_(
+    ps.length === 1 ? ps[0]! : ps.length === 2 ? ps[0]!.add(ps[1]!) : ps[0]!.add(ps[1]!).add(ps[2]!.add(ps[3]!)),
+    "hsum",
+  );
   if (v.type === "vec4<f32>") return v.x.add(v.y).add(v.z.add(v.w));
   let lanes = Array.from({ length: Number(v.type.slice(3, v.type.indexOf("<"))) }, (_, i) => v.lane(i));
   while (lanes.length > 1) {

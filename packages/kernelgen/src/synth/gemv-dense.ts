@@ -19,6 +19,18 @@ export function denseWRows(lanes: NativeLanes, heads: number): number {
 }
 
 /**
+ * Rows of W per pass over the long rows ({@link DENSE_LONG_ROW_BYTES}) with one x row: {@link denseWRows}, but eight
+ * (per head) with AVX-512's 16 lanes, each with two vector sums instead of four (decision 2484): eight concurrent
+ * weight streams read memory faster than four on one Zen 4 core.
+ */
+export function denseLongWRows(lanes: NativeLanes, heads: number): number {
+  return lanes === 16 ? Math.max(1, Math.floor(LONG_ROW_STREAMS / heads)) : denseWRows(lanes, heads);
+}
+
+/** Weight rows (of every head) a long-row pass streams at once with AVX-512 (decision 2484). */
+const LONG_ROW_STREAMS = 8;
+
+/**
  * The shortest rows of W, in bytes, that a pass with one x row shares among several rows of W (decision 2370): f32 at
  * K = 4096, f16 and bf16 at K = 8192. Shorter, x (f32) takes at most half of a 32 KB L1 beside the one row streaming
  * past it, and one sequential stream per thread reads memory fastest; longer, the weights evict x and every row reads
@@ -49,14 +61,15 @@ export interface DenseParts {
 /**
  * The dot products of the W rows `ns` with the x rows `xRow`: four vecN steps per iteration (each W row in turn at
  * every step, so each vector of x is loaded once for all of them), then vecN steps, then the K % N tail. Each (x row,
- * W row, head) keeps four vector sums (one with more than four x rows, which already give independent sums), added
- * pairwise at the end, then their lanes as a tree: every sum is added in the order of a pass over its row alone.
+ * W row, head) keeps four vector sums (one with more than four x rows, which already give independent sums; two when
+ * more than four W rows and heads share the pass, decision 2484, so at most 16 stay live), added pairwise at the end,
+ * then their lanes as a tree: with four sums, every sum is added in the order of a pass over its row alone.
  */
 export function denseLoop(b: Builder, p: DenseParts): void {
   const { let_, var_, for_, u32, f32 } = b;
   const { Ws, x, xRow, ns, accs, K, lanes: L } = p;
   const vt = `vec${L}<f32>` as const;
-  const S = xRow.length > 4 ? 1 : 4;
+  const S = xRow.length > 4 ? 1 : Math.min(4, Math.max(1, Math.floor(16 / (ns.length * Ws.length))));
   const rows = ns.map((n, i) => let_(n.mul(K), `row${i}`));
   const K16 = let_(K.sub(K.rem(4 * L)), "k16");
   const K4 = let_(K.sub(K.rem(L)), "k4end");

@@ -6,7 +6,7 @@ import type { Arr, Builder, Kernel, Val, Var } from "@poot/kernel-dsl";
 import type { PackedFormat } from "@poot/graph-ir";
 import { blockDecoder } from "./decode.js";
 import { serialDequantLoop } from "./dequant-cpu.js";
-import { denseLongK, denseLoop, denseWRows, type NativeLanes } from "./gemv-dense.js";
+import { denseLongK, denseLongWRows, denseLoop, denseWRows, type NativeLanes } from "./gemv-dense.js";
 import {
   FAST_FORMATS,
   fastQ8_0Loop,
@@ -308,7 +308,7 @@ export function nativeGemvKernel(
     };
     // Dense W with long rows: the single x rows (decode) take several rows of W per pass (decision 2370); the blocks
     // of x rows (prefill) keep one W row per pass, their sums already fill the registers.
-    const wRows = packed ? 1 : denseWRows(lanes, heads);
+    const wRows = packed ? 1 : denseLongWRows(lanes, heads);
     if (!packed && wRows > 1) {
       const long = (): void => {
         const nc = let_(n1.sub(n1.sub(n0).rem(wRows)), "nc");
