@@ -9,20 +9,25 @@ import { defIs, defOf } from "./match.js";
 
 type Fail = { check: string; detail: string };
 
+/** Whether the Slice `e` takes [from, to) of its input's last axis, whole along every other axis, step 1. */
+function takesLastAxis(cx: RuleContext, e: Eqn, from: number, to: number): boolean {
+  const shape = cx.draft.values[e.inputs[0] as number]!.shape;
+  const last = shape.length - 1;
+  const st = e.params.start as number[],
+    en = e.params.end as number[],
+    sp = e.params.step as number[];
+  return (
+    sp.every((s) => s === 1) &&
+    st.every((s, i) => s === (i === last ? from : 0)) &&
+    en.every((x, i) => x === (i === last ? to : shape[i]))
+  );
+}
+
 function halves(cx: RuleContext, e: Eqn | undefined, d: number, upper: boolean): ValueId | Fail {
   const what = upper ? "second" : "first";
   if (e === undefined || e.op !== "Slice")
     return { check: "half-slices", detail: `the ${what} concat part is not a slice of x` };
-  const src = cx.draft.values[e.inputs[0] as number]!;
-  const r = src.shape.length;
-  const st = e.params.start as number[],
-    en = e.params.end as number[],
-    sp = e.params.step as number[];
-  const ok =
-    sp.every((s) => s === 1) &&
-    st.every((s, i) => (i === r - 1 ? s === (upper ? d / 2 : 0) : s === 0)) &&
-    en.every((x, i) => (i === r - 1 ? x === (upper ? d : d / 2) : x === src.shape[i]));
-  return ok
+  return takesLastAxis(cx, e, upper ? d / 2 : 0, upper ? d : d / 2)
     ? (e.inputs[0] as number)
     : {
         check: "half-slices",
@@ -39,16 +44,7 @@ function pairPart(cx: RuleContext, e: Eqn | undefined, at: number): ValueId | Fa
   };
   if (e === undefined || e.op !== "Slice") return fail;
   const src = cx.draft.values[e.inputs[0] as number]!;
-  const r = src.shape.length;
-  const st = e.params.start as number[],
-    en = e.params.end as number[],
-    sp = e.params.step as number[];
-  const ok =
-    src.shape[r - 1] === 2 &&
-    sp.every((s) => s === 1) &&
-    st.every((s, i) => s === (i === r - 1 ? at : 0)) &&
-    en.every((x, i) => x === (i === r - 1 ? at + 1 : src.shape[i]));
-  if (!ok) return fail;
+  if (src.shape[src.shape.length - 1] !== 2 || !takesLastAxis(cx, e, at, at + 1)) return fail;
   const view = defIs(cx.draft, e.inputs[0], "Reshape");
   return view === undefined
     ? { check: "pair-slices", detail: `the ${what} part is not a slice of x viewed as pairs` }
